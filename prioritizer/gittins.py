@@ -1,0 +1,56 @@
+"""Gittins index of a job from a duration distribution (pure; used by ``tiresias-gittins``).
+
+Tiresias (NSDI'19, section 4.2, "2D-Gittins") ranks a job with attained service ``a`` by
+
+    G(a) = P(S - a <= Δ | S > a) / E[min(S - a, Δ) | S > a]
+
+where ``S`` is the total service (GPU·s) of a job drawn from the cluster's history and Δ the
+service quantum: the chance of finishing within the next quantum per unit of service spent
+on it. Higher index = higher priority. The reference simulator computed the expectation with
+``S`` instead of ``S - a``; this module uses ``S - a`` (../shared/DESIGN.md). The samples are
+passed in by the driver (the policy does no I/O; see ``prioritizer.durations`` for loading).
+"""
+
+from __future__ import annotations
+
+import bisect
+from itertools import accumulate
+from typing import Iterable
+
+
+class GittinsDistribution:
+    """Empirical service distribution with O(log n) index queries.
+
+    Args:
+        samples_gpu_s: total service of past jobs, GPU·s (any order; each > 0).
+
+    Raises:
+        ValueError: no samples, or a sample that is not a positive finite number.
+    """
+
+    def __init__(self, samples_gpu_s: Iterable[float]) -> None:
+        data = sorted(float(s) for s in samples_gpu_s)
+        if not data:
+            raise ValueError("duration distribution: no samples")
+        if data[0] <= 0 or data[-1] == float("inf"):
+            raise ValueError("duration distribution: samples must be finite and > 0")
+        self.samples = tuple(data)
+        self._prefix = (0.0, *accumulate(data))  # _prefix[i] = sum(data[:i])
+
+    def index(self, attained_gpu_s: float, quantum_gpu_s: float) -> float:
+        """Gittins index G(a) (1 / GPU·s) for attained service ``a`` and quantum Δ.
+
+        A job that has outlived every sample gets 0 (lowest priority): the history says
+        nothing about it, and ranking it last is what the limit of the formula gives when
+        the tail grows without bound.
+        """
+        a, delta = attained_gpu_s, quantum_gpu_s
+        data, n = self.samples, len(self.samples)
+        lo = bisect.bisect_right(data, a)          # first sample > a
+        if lo == n:
+            return 0.0
+        hi = bisect.bisect_right(data, a + delta)  # first sample > a + Δ
+        finishing = hi - lo
+        within = self._prefix[hi] - self._prefix[lo] - a * finishing  # Σ (S - a), a < S <= a+Δ
+        expected_cost = within + delta * (n - hi)                     # × n_tail, cancels below
+        return finishing / expected_cost

@@ -1,0 +1,142 @@
+"""Input and output records of the pure policy (``prioritizer.policy.decide``).
+
+This is the one interface the daemon (``dlprio run``) and the simulator (``dlprio simulate``)
+share (../shared/DESIGN.md, "Layers"; STYLE.md rule 1). Everything here is plain, frozen
+data: no Slurm, no clock, no I/O. Units: seconds for times and durations (epoch seconds on a
+cluster, trace seconds in the simulator), GPU·seconds for attained service.
+
+Shapes
+------
+* A job asks for ``gpus_per_node``: one entry per node it needs, e.g. ``(8, 8)`` for a
+  2-node × 8-GPU gang job, ``(2,)`` for a 2-GPU job, ``(8, 2)`` for a heterogeneous job
+  whose components ask 8 and 2 GPUs on distinct nodes. The policy places such a job only
+  where every entry fits on a distinct node (gang: all at once or not at all).
+* A node has ``gpus_total`` GPUs of which ``gpus_free`` are not allocated to running jobs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class JobPhase(str, Enum):
+    """What the policy needs to know of a job's Slurm state."""
+
+    PENDING = "PENDING"   # waiting to start (including requeued jobs waiting out BeginTime)
+    RUNNING = "RUNNING"   # holds its GPUs (also while a checkpoint signal's grace runs)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node: ``gpus_total`` and ``gpus_free`` in GPUs."""
+
+    name: str
+    gpus_total: int
+    gpus_free: int
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One schedulable unit (a hetjob is one unit, keyed by its leader's id).
+
+    Attributes:
+        job_id: Slurm job id (hetjob leader id); in the simulator the trace row's id.
+        phase: PENDING or RUNNING.
+        gpus_per_node: GPUs needed on each distinct node (see module doc).
+        submit_time: epoch/trace seconds when the job was submitted.
+        attained_gpu_s: total attained service, GPU·s, summed over all runs (2D: GPUs × s).
+        attained_s: total run time in seconds over all runs (used by the 1D ``las`` policy).
+        service_base_gpu_s: attained service at the job's last promotion (0 if never promoted);
+            queue thresholds apply to ``attained_gpu_s - service_base_gpu_s`` (Tiresias
+            resets the service it counts for queueing when it promotes a starving job).
+        queue: the queue level the driver last recorded (0 = highest); None for a new job.
+        queue_entry_time: seconds when the job entered ``queue`` (FIFO key inside a queue);
+            None for a new job (the policy then uses ``submit_time``).
+        run_start: start of the current run if RUNNING, else None.
+        last_run_s: length in seconds of the job's last finished run (0 if it never ran).
+        last_run_end: end of the last run (None if it never ran); waiting time since the last
+            run is ``now - (last_run_end or submit_time)``.
+        preemptible: False for jobs the site exempts or that cannot be requeued.
+        duration_s: oracle run time in seconds (``srtf`` only; None on a real cluster).
+        eligible_time: earliest time a PENDING job may start (Slurm's BeginTime after a
+            requeue); None = now. The policy orders such a job but neither fits it nor
+            preempts for it before then.
+        being_preempted: RUNNING job whose checkpoint signal was sent (grace running); its
+            GPUs are about to be freed, so it is never chosen as a victim again.
+    """
+
+    job_id: int
+    phase: JobPhase
+    gpus_per_node: tuple[int, ...]
+    submit_time: float
+    attained_gpu_s: float = 0.0
+    attained_s: float = 0.0
+    service_base_gpu_s: float = 0.0
+    queue: int | None = None
+    queue_entry_time: float | None = None
+    run_start: float | None = None
+    last_run_s: float = 0.0
+    last_run_end: float | None = None
+    preemptible: bool = True
+    duration_s: float | None = None
+    eligible_time: float | None = None
+    being_preempted: bool = False
+
+    @property
+    def num_gpus(self) -> int:
+        """Total GPUs of the job (sum over its nodes)."""
+        return sum(self.gpus_per_node)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything the policy sees at one decision: nodes and managed jobs."""
+
+    nodes: tuple[NodeView, ...]
+    jobs: tuple[JobView, ...]
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A job's place after a decision; the driver persists it (ledger or simulator state).
+
+    ``reason`` is a short human string (``"new"``, ``"demoted: 3300 GPU·s >= 3250"``,
+    ``"promoted: waited 900 s >= 8 x 100 s"``) that feeds logs and ``dlprio explain``.
+    """
+
+    job_id: int
+    queue: int
+    queue_entry_time: float
+    service_base_gpu_s: float
+    changed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Victims (RUNNING jobs) whose GPUs, once freed, let ``waiter`` start."""
+
+    waiter: int
+    victims: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """Output of one decision.
+
+    Attributes:
+        order: ids of PENDING jobs in the order they should start (highest priority first).
+        states: per job id (pending and running), its queue state after this decision.
+        preemptions: preemptions to start now.
+        promotions: ids promoted back to queue 0 by this decision.
+        strict_order: True when jobs must start strictly in ``order`` (strict FIFO: the
+            first job that does not fit blocks all behind it); False lets later jobs start
+            wherever they fit (Slurm's main scheduler + backfill).
+    """
+
+    order: tuple[int, ...]
+    states: dict[int, QueueState] = field(default_factory=dict)
+    preemptions: tuple[Preemption, ...] = ()
+    promotions: tuple[int, ...] = ()
+    strict_order: bool = False

@@ -1,0 +1,192 @@
+"""Pure GPU placement and the model of how Slurm starts jobs in a given order.
+
+Used by the policy (``prioritizer.policy``: does a waiter fit, which victims make it fit) and
+by the simulator (which jobs start now). Placement is *consolidated* (Tiresias, NSDI'19
+section 5.1: fewest nodes, whole GPUs per node, every entry of a gang job on a distinct node);
+GPU *counting* (idealised simulators) is the same code over one pooled node. No I/O.
+
+Start model (../shared/DESIGN.md, "The policy in detail"): jobs start in the target order
+wherever they fit and the rest are skipped, as Slurm's main scheduler and backfill do without
+time limits; with ``strict`` the first job that does not fit blocks all behind it (strict FIFO).
+A job that fits only once the GPUs of jobs being preempted are freed holds a reservation on
+those nodes, as Slurm's backfill reserves nodes for its highest-priority pending job.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+
+def consolidated_shape(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """GPUs per node of a ``num_gpus`` job packed on the fewest nodes of ``gpus_per_node``.
+
+    >>> consolidated_shape(12, 8)
+    (8, 4)
+    """
+    if num_gpus <= 0 or gpus_per_node <= 0:
+        raise ValueError(f"num_gpus and gpus_per_node must be > 0, got {num_gpus}, {gpus_per_node}")
+    full, rest = divmod(num_gpus, gpus_per_node)
+    return (gpus_per_node,) * full + ((rest,) if rest else ())
+
+
+class FreeMap:
+    """Free GPUs per node (index ``0..n-1``) with an index by free count for fast fits.
+
+    ``place`` is O(entries × log distinct-values); nodes are chosen best-fit (the node with
+    the fewest free GPUs that still holds the entry, lowest index first), deterministically.
+    """
+
+    __slots__ = ("free", "_values", "_nodes_at")
+
+    def __init__(self, free: Sequence[int]) -> None:
+        self.free = list(free)
+        self._nodes_at: dict[int, list[int]] = {}
+        for node, count in enumerate(self.free):
+            if count > 0:
+                self._nodes_at.setdefault(count, []).append(node)
+        self._values = sorted(self._nodes_at)
+
+    def copy(self) -> FreeMap:
+        """An independent copy."""
+        other = FreeMap.__new__(FreeMap)
+        other.free = list(self.free)
+        other._nodes_at = {v: list(ns) for v, ns in self._nodes_at.items()}
+        other._values = list(self._values)
+        return other
+
+    @property
+    def total(self) -> int:
+        """Free GPUs over all nodes."""
+        return sum(self.free)
+
+    def place(self, need: Sequence[int]) -> tuple[int, ...] | None:
+        """Nodes (one per entry of ``need``, distinct) where ``need`` fits, or None.
+
+        Entries are placed largest first, each on the best-fitting unused node; for the
+        nested node sets of this problem that greedy finds a placement whenever one exists.
+        The result is aligned with ``need`` (``result[i]`` hosts ``need[i]``).
+        """
+        if len(need) == 1:
+            i = bisect.bisect_left(self._values, need[0])
+            if i == len(self._values):
+                return None
+            return (self._nodes_at[self._values[i]][0],)
+        used: dict[int, int] = {}
+        result = [0] * len(need)
+        for pos in sorted(range(len(need)), key=lambda p: -need[p]):
+            i = bisect.bisect_left(self._values, need[pos])
+            while i < len(self._values) and used.get(self._values[i], 0) >= len(
+                    self._nodes_at[self._values[i]]):
+                i += 1
+            if i == len(self._values):
+                return None
+            value = self._values[i]
+            result[pos] = self._nodes_at[value][used.get(value, 0)]
+            used[value] = used.get(value, 0) + 1
+        return tuple(result)
+
+    def add(self, nodes: Iterable[int], amounts: Iterable[int]) -> None:
+        """Change free GPUs of ``nodes`` by ``amounts`` (negative = allocate)."""
+        for node, amount in zip(nodes, amounts):
+            if amount:
+                self._set(node, self.free[node] + amount)
+
+    def cap(self, node: int, limit: int) -> None:
+        """Lower the free GPUs of ``node`` to at most ``limit``."""
+        if self.free[node] > limit:
+            self._set(node, limit)
+
+    def _set(self, node: int, value: int) -> None:
+        if value < 0:
+            raise ValueError(f"node {node}: free GPUs would become {value}")
+        old = self.free[node]
+        if old > 0:
+            lst = self._nodes_at[old]
+            del lst[bisect.bisect_left(lst, node)]
+            if not lst:
+                del self._nodes_at[old]
+                del self._values[bisect.bisect_left(self._values, old)]
+        if value > 0:
+            lst = self._nodes_at.get(value)
+            if lst is None:
+                self._nodes_at[value] = [node]
+                bisect.insort(self._values, value)
+            else:
+                bisect.insort(lst, node)
+        self.free[node] = value
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One outcome of :func:`plan_starts`: ``job_id`` on ``nodes`` (aligned with its need)."""
+
+    job_id: int
+    nodes: tuple[int, ...]
+
+
+@dataclass
+class StartPlan:
+    """Result of :func:`plan_starts`: jobs that start now, jobs holding a reservation on
+    GPUs being freed, and jobs that neither fit nor reserve."""
+
+    starts: list[Planned]
+    reserved: list[Planned]
+    blocked: list[int]
+
+
+OnBlocked = Callable[[int, tuple[int, ...], FreeMap], bool]
+
+
+def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon: FreeMap | None,
+                strict: bool, on_blocked: OnBlocked | None = None) -> StartPlan:
+    """Walk ``jobs`` (``(job_id, gpus_per_node)`` in target order) through the start model.
+
+    Args:
+        jobs: eligible pending jobs, highest priority first.
+        now: free GPUs now; mutated (allocations of starting jobs and reservations).
+        soon: free GPUs once the jobs being preempted release theirs (>= ``now`` per node),
+            or None when nothing is being released; mutated.
+        strict: stop at the first job that neither starts nor reserves (strict FIFO).
+        on_blocked: called for a job that does not fit even in ``soon``; it may add GPUs to
+            ``soon`` (by choosing victims) and return True, then the job reserves them.
+    """
+    plan = StartPlan([], [], [])
+    jobs_iter = iter(jobs)
+    for job_id, need in jobs_iter:
+        nodes = now.place(need)
+        if nodes is not None:
+            now.add(nodes, [-g for g in need])
+            if soon is not None:
+                soon.add(nodes, [-g for g in need])
+            plan.starts.append(Planned(job_id, nodes))
+            continue
+        if soon is None and on_blocked is not None:
+            soon = now.copy()
+        nodes = soon.place(need) if soon is not None else None
+        if nodes is None and on_blocked is not None and soon is not None \
+                and on_blocked(job_id, need, soon):
+            nodes = soon.place(need)
+        if nodes is not None and soon is not None:
+            soon.add(nodes, [-g for g in need])
+            for node in nodes:
+                now.cap(node, soon.free[node])
+            plan.reserved.append(Planned(job_id, nodes))
+            continue
+        plan.blocked.append(job_id)
+        if strict:
+            plan.blocked.extend(j for j, _ in jobs_iter)
+            break
+    return plan
+
+
+def can_ever_fit(need: Sequence[int], totals: Sequence[int]) -> bool:
+    """True if ``need`` fits on an empty cluster whose nodes have ``totals`` GPUs."""
+    return FreeMap(totals).place(need) is not None
+
+
+def nodes_needed(num_gpus: int, gpus_per_node: int) -> int:
+    """Fewest nodes of ``gpus_per_node`` GPUs that hold ``num_gpus`` GPUs."""
+    return math.ceil(num_gpus / gpus_per_node)

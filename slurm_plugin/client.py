@@ -1,0 +1,272 @@
+"""The Slurm client: the one module of tiresias-slurm that runs Slurm's commands.
+
+Everything that reads or changes Slurm (``sbatch``, ``squeue``, ``sinfo``, ``scontrol``,
+``scancel``, ``sacct``) goes through :class:`SlurmClient` (STYLE.md rule 4). Commands run as
+argument lists, never through a shell, each with a timeout. State is read from
+``squeue --json`` / ``sinfo --json`` (Slurm 22.05's data_parser v0.0.38) and parsed into the
+typed records :class:`Job` and :class:`Node`. Slurm 22.05 ignores ``-u/-t/-j/-p`` filters in
+JSON mode (../shared/SLURM-NOTES.md, "Reading state"), so filtering happens here.
+
+Errors are typed so that callers can tell what to do:
+
+* :class:`SlurmUnreachable`: slurmctld did not answer (down, restarting, timeout): retry later.
+* :class:`JobUnknown`: Slurm does not know the job id (ended and purged, or never existed).
+* :class:`SlurmRefused`: Slurm understood and said no; ``message`` is Slurm's own text.
+
+The environment is passed through unchanged, so ``SLURM_CONF`` selects the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from slurm_plugin import records
+from slurm_plugin.records import Job, Node
+
+__all__ = [
+    "Job",
+    "Node",
+    "SlurmClient",
+    "SlurmError",
+    "SlurmUnreachable",
+    "JobUnknown",
+    "SlurmRefused",
+]
+
+_UNREACHABLE_PATTERNS = (
+    "unable to contact slurm controller",
+    "connection refused",
+    "socket timed out",
+    "communication connection failure",
+    "slurm_persist_conn_open",
+    "zero bytes were transmitted or received",
+    "unable to establish a connection",
+    "slurmctld: no response",
+)
+_UNKNOWN_JOB_PATTERNS = ("invalid job id", "job id not found", "does not exist")
+
+
+class SlurmError(Exception):
+    """Base of the client's errors.
+
+    Attributes:
+        argv: the command that failed.
+        message: Slurm's own message (stderr, or stdout when stderr was empty), stripped.
+    """
+
+    def __init__(self, argv: Sequence[str], message: str) -> None:
+        self.argv = list(argv)
+        self.message = message.strip()
+        super().__init__(f"{argv[0]}: {self.message}" if argv else self.message)
+
+
+class SlurmUnreachable(SlurmError):
+    """slurmctld did not answer, or the command timed out: the caller should back off and retry."""
+
+
+class JobUnknown(SlurmError):
+    """Slurm does not know the job id."""
+
+
+class SlurmRefused(SlurmError):
+    """Slurm refused the request; ``message`` is Slurm's text, shown to users verbatim."""
+
+
+@dataclass
+class SlurmClient:
+    """Runs Slurm's commands for the current ``SLURM_CONF`` cluster.
+
+    Args:
+        timeout_s: seconds each command may take before it counts as :class:`SlurmUnreachable`.
+        bin_dir: directory of the Slurm binaries (``""`` = search ``PATH``).
+    """
+
+    timeout_s: float = 30.0
+    bin_dir: str = ""
+
+    # ----------------------------------------------------------------- plumbing
+    def _run(self, argv: Sequence[str], input_text: str | None = None) -> str:
+        """Run one Slurm command; return its stdout. Raises the typed errors above."""
+        cmd = [self.bin_dir.rstrip("/") + "/" + argv[0] if self.bin_dir else argv[0], *argv[1:]]
+        try:
+            proc = subprocess.run(
+                cmd,
+                input=input_text,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise SlurmUnreachable(argv, f"no answer within {self.timeout_s:g} s") from exc
+        except FileNotFoundError as exc:
+            raise SlurmUnreachable(argv, f"command not found: {cmd[0]}") from exc
+        if proc.returncode != 0:
+            raise _classify(argv, proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")
+        # Some 22.05 commands print the controller error on stderr yet exit 0 with empty JSON.
+        if not proc.stdout.strip() and _is_unreachable(proc.stderr):
+            raise SlurmUnreachable(argv, proc.stderr)
+        return proc.stdout
+
+    def _json(self, argv: Sequence[str]) -> dict:
+        out = self._run(argv)
+        try:
+            data = json.loads(out)
+        except json.JSONDecodeError as exc:
+            raise SlurmRefused(argv, f"unparseable JSON from {argv[0]}: {exc}") from exc
+        errors = data.get("errors") or []
+        if errors:
+            text = "; ".join(str(e.get("error", e)) if isinstance(e, dict) else str(e) for e in errors)
+            raise _classify(argv, text)
+        return data
+
+    # ----------------------------------------------------------------- reading
+    def jobs(
+        self,
+        *,
+        users: Iterable[str] | None = None,
+        states: Iterable[str] | None = None,
+        job_ids: Iterable[int] | None = None,
+        partitions: Iterable[str] | None = None,
+    ) -> list[Job]:
+        """All jobs ``squeue --json`` shows (finished ones included for ``MinJobAge``), filtered here.
+
+        Args:
+            users: keep jobs of these user names.
+            states: keep jobs whose ``state`` is one of these (e.g. ``{"PENDING", "RUNNING"}``).
+            job_ids: keep these ids; a hetjob component matches its own id or its leader's id,
+                an array element its own id or its array's id.
+            partitions: keep jobs whose partition (any of a comma-separated list) is one of these.
+        Returns:
+            Jobs in squeue's order. Raises :class:`SlurmUnreachable` when slurmctld is down.
+        """
+        data = self._json(["squeue", "--json"])
+        jobs = [records.job_from_json(j) for j in data.get("jobs", [])]
+        return records.filter_jobs(jobs, users=users, states=states, job_ids=job_ids, partitions=partitions)
+
+    def job(self, job_id: int) -> Job:
+        """One job by id (a hetjob leader returns component 0). Raises :class:`JobUnknown`."""
+        for j in self.jobs():
+            if j.job_id == job_id:
+                return j
+        raise JobUnknown(["squeue", "--json"], f"job {job_id} not in squeue")
+
+    def nodes(self, *, partitions: Iterable[str] | None = None) -> list[Node]:
+        """All nodes from ``sinfo --json`` (one record per node), optionally in these partitions."""
+        data = self._json(["sinfo", "--json"])
+        seen: dict[str, Node] = {}
+        for n in data.get("nodes", []):
+            node = records.node_from_json(n)
+            seen.setdefault(node.name, node)
+        wanted = set(partitions) if partitions is not None else None
+        return [n for n in seen.values() if wanted is None or wanted & set(n.partitions)]
+
+    def ping(self) -> bool:
+        """True when slurmctld answers ``scontrol ping`` (never raises)."""
+        try:
+            out = self._run(["scontrol", "ping"])
+        except SlurmError:
+            return False
+        return "UP" in out and "DOWN" not in out
+
+    def show_config(self) -> dict[str, str]:
+        """``scontrol show config`` as ``{Key: value}`` (e.g. ``PriorityWeightAge``)."""
+        out = self._run(["scontrol", "show", "config"])
+        conf: dict[str, str] = {}
+        for line in out.splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() and " " not in key.strip():
+                conf[key.strip()] = value.strip()
+        return conf
+
+    def accounting_runs(self, job_id: int) -> list[dict]:
+        """Every attempt of a job from ``sacct --duplicates --json`` (needs slurmdbd).
+
+        Returns the raw sacct job records (one per run: ``time.start``/``time.end`` in epoch s).
+        """
+        data = self._json(["sacct", "--duplicates", "--json", "-j", str(job_id)])
+        return [j for j in data.get("jobs", []) if j.get("job_id") == job_id]
+
+    # ----------------------------------------------------------------- changing
+    def submit(self, script_text: str, extra_args: Sequence[str] = ()) -> int:
+        """Submit a batch script (given as text on stdin) with ``sbatch --parsable``.
+
+        Returns the job id (a hetjob's leader id). Raises :class:`SlurmRefused` with sbatch's
+        message when the script or request is rejected.
+        """
+        out = self._run(["sbatch", "--parsable", *extra_args], input_text=script_text)
+        first = out.strip().splitlines()[-1] if out.strip() else ""
+        m = re.match(r"^(\d+)(?:;\S+)?$", first)
+        if not m:
+            raise SlurmRefused(["sbatch"], f"unexpected sbatch output: {out!r}")
+        return int(m.group(1))
+
+    def test_only(self, script_text: str) -> str:
+        """``sbatch --test-only``: Slurm's verdict text without submitting. Raises :class:`SlurmRefused`."""
+        argv = ["sbatch", "--test-only"]
+        cmd = argv
+        try:
+            proc = subprocess.run(cmd, input=script_text, capture_output=True, text=True,
+                                  timeout=self.timeout_s, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise SlurmUnreachable(argv, f"no answer within {self.timeout_s:g} s") from exc
+        text = (proc.stderr + proc.stdout).strip()
+        if proc.returncode != 0 or "to start at" not in text:
+            raise _classify(argv, text or f"exit {proc.returncode}")
+        return text
+
+    def _update(self, job_ids: Sequence[int | str], field: str, value: str | int) -> None:
+        if not job_ids:
+            return
+        ids = ",".join(str(j) for j in job_ids)
+        self._run(["scontrol", "update", f"jobid={ids}", f"{field}={value}"])
+
+    def set_priority(self, job_ids: Sequence[int], value: int) -> None:
+        """Set the absolute priority of pending jobs, all ids in ONE ``scontrol update`` call.
+
+        An operator-set priority is fixed: multifactor stops recomputing it (scontrol(1)).
+        Raises :class:`SlurmRefused`/:class:`JobUnknown`; Slurm still updates the valid ids.
+        """
+        self._update(job_ids, "Priority", int(value))
+
+    def set_site_factor(self, job_ids: Sequence[int], value: int) -> None:
+        """Set the SiteFactor of jobs in ONE call; multifactor adds it to the priority at once."""
+        self._update(job_ids, "SiteFactor", int(value))
+
+    def set_partition(self, job_ids: Sequence[int], partition: str) -> None:
+        """Move pending jobs to ``partition`` in ONE call (running jobs cannot be moved)."""
+        self._update(job_ids, "Partition", partition)
+
+    def signal(self, job_id: int, signal: str, batch_only: bool = True) -> None:
+        """Send ``signal`` (e.g. ``"USR2"``) with ``scancel --signal``; to the batch shell only
+        (``--batch``) or to every step and the batch shell (``--full``)."""
+        scope = "--batch" if batch_only else "--full"
+        self._run(["scancel", f"--signal={signal}", scope, str(job_id)])
+
+    def requeue(self, job_id: int | str) -> None:
+        """``scontrol requeue``: the batch script restarts from the top with the same id
+        (hetjobs only through their leader; array elements as ``ARRAYID_TASKID``)."""
+        self._run(["scontrol", "requeue", str(job_id)])
+
+    def cancel(self, job_ids: Sequence[int | str]) -> None:
+        """``scancel`` the given jobs (one call)."""
+        if job_ids:
+            self._run(["scancel", *[str(j) for j in job_ids]])
+
+
+def _is_unreachable(text: str) -> bool:
+    low = text.lower()
+    return any(p in low for p in _UNREACHABLE_PATTERNS)
+
+
+def _classify(argv: Sequence[str], message: str) -> SlurmError:
+    low = message.lower()
+    if _is_unreachable(message):
+        return SlurmUnreachable(argv, message)
+    if any(p in low for p in _UNKNOWN_JOB_PATTERNS):
+        return JobUnknown(argv, message)
+    return SlurmRefused(argv, message)

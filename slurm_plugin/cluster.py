@@ -1,0 +1,234 @@
+"""The local cluster's shape and configuration files (pure: no processes, no files written).
+
+``dlcluster`` runs a real Slurm 22.05 on one machine: one slurmctld and N ``slurmd -N nodeI``
+(Debian's slurmd is built with ``--enable-multiple-slurmd``), each node with fake GPU character
+devices (../shared/SLURM-NOTES.md, "Bringing a cluster up"). This module turns a
+:class:`ClusterSpec` into slurm.conf, gres.conf and slurmdbd.conf text;
+:mod:`slurm_plugin.provision` writes them and starts the daemons.
+
+Several clusters can run side by side (one per developer or test run): each has a name, its
+own config directory, state directory and ports. The default cluster (name ``dlcluster``)
+writes to ``/etc/slurm`` so that plain ``sbatch``/``squeue`` need no ``SLURM_CONF``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_plugin import gres
+
+DEFAULT_NAME = "dlcluster"
+_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
+
+
+class SpecError(ValueError):
+    """A cluster option is out of range; the message names the option and the fix."""
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A local cluster.
+
+    Attributes:
+        name: cluster name (lowercase letters/digits, ≤ 16): Slurm's ClusterName.
+        nodes: number of nodes ``node1..nodeN`` (1..64).
+        gpus_per_node: fake GPUs per node (1..64, even so they split over 2 sockets).
+        gpu_type: GRES type (``a100``); "" for untyped GPUs.
+        sockets, cores_per_socket: advertised node shape (config_overrides; default 2 × 8).
+        real_memory_mib: advertised RealMemory in MiB (default 64000).
+        cred_expire_s: ``AuthInfo=cred_expire`` seconds: a requeued job waits this + 1 s before
+            it may start again (Slurm's default 120; 10 here for tests).
+        port_base: SlurmctldPort; node ``i`` listens on ``port_base + 100 + i``;
+            slurmdbd on ``port_base + 2``.
+        with_dbd: also run MariaDB + slurmdbd (sacct, QOS, fairshare).
+        lua_script: path of the job_submit.lua to install ("" = the packaged one).
+    """
+
+    name: str = DEFAULT_NAME
+    nodes: int = 4
+    gpus_per_node: int = 8
+    gpu_type: str = "a100"
+    sockets: int = 2
+    cores_per_socket: int = 8
+    real_memory_mib: int = 64000
+    cred_expire_s: int = 10
+    port_base: int = 6817
+    with_dbd: bool = False
+
+    def validate(self) -> None:
+        """Raise :class:`SpecError` naming the first bad option."""
+        if not _NAME_RE.match(self.name):
+            raise SpecError(f"--name {self.name!r}: use 1-16 lowercase letters/digits, starting with a letter")
+        if not 1 <= self.nodes <= 64:
+            raise SpecError(f"--nodes {self.nodes}: must be between 1 and 64")
+        if not 1 <= self.gpus_per_node <= 64:
+            raise SpecError(f"--gpus-per-node {self.gpus_per_node}: must be between 1 and 64")
+        if self.gpus_per_node % self.sockets:
+            raise SpecError(
+                f"--gpus-per-node {self.gpus_per_node}: must be a multiple of the {self.sockets} sockets"
+            )
+        if self.gpu_type and not re.match(r"^[A-Za-z0-9_.-]{1,32}$", self.gpu_type):
+            raise SpecError(f"--gpu-type {self.gpu_type!r}: use letters, digits, '_', '.', '-'")
+        if not 1 <= self.cred_expire_s <= 3600:
+            raise SpecError(f"--cred-expire {self.cred_expire_s}: must be 1..3600 seconds")
+        if not 1024 <= self.port_base <= 65535 - 200:
+            raise SpecError(f"--port-base {self.port_base}: must be 1024..65335")
+
+    # ------------------------------------------------------------ derived paths
+    @property
+    def conf_dir(self) -> Path:
+        """``/etc/slurm`` for the default cluster, ``/etc/slurm-NAME`` otherwise."""
+        return Path("/etc/slurm") if self.name == DEFAULT_NAME else Path(f"/etc/slurm-{self.name}")
+
+    @property
+    def state_dir(self) -> Path:
+        """State, spool, logs, PID files and fake devices: ``/var/lib/dlcluster/NAME``."""
+        return Path("/var/lib/dlcluster") / self.name
+
+    @property
+    def slurm_conf(self) -> Path:
+        return self.conf_dir / "slurm.conf"
+
+    @property
+    def node_names(self) -> list[str]:
+        return [f"node{i}" for i in range(1, self.nodes + 1)]
+
+    def node_port(self, i: int) -> int:
+        """slurmd port of node ``i`` (1-based)."""
+        return self.port_base + 100 + i
+
+    @property
+    def dbd_port(self) -> int:
+        return self.port_base + 2
+
+    @property
+    def ports(self) -> list[int]:
+        """Every TCP port the cluster listens on."""
+        ports = [self.port_base] + [self.node_port(i) for i in range(1, self.nodes + 1)]
+        return ports + ([self.dbd_port] if self.with_dbd else [])
+
+    @property
+    def dev_dir(self) -> Path:
+        return self.state_dir / "dev"
+
+    @property
+    def gpu_devices(self) -> list[str]:
+        return [str(self.dev_dir / f"nvidia{i}") for i in range(self.gpus_per_node)]
+
+
+def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
+    """slurm.conf text for ``spec`` (slurm.conf(5) of 22.05); ``host`` is this machine's hostname."""
+    sd = spec.state_dir
+    gres_node = f"gpu:{spec.gpu_type}:{spec.gpus_per_node}" if spec.gpu_type else f"gpu:{spec.gpus_per_node}"
+    if spec.with_dbd:
+        acct = (
+            "AccountingStorageType=accounting_storage/slurmdbd\n"
+            "AccountingStorageHost=localhost\n"
+            f"AccountingStoragePort={spec.dbd_port}\n"
+            "AccountingStorageTRES=gres/gpu\n"
+            "JobAcctGatherType=jobacct_gather/linux\n"
+            "# Age and fairshare factors need slurmdbd\n"
+            "PriorityWeightAge=1000\n"
+            "PriorityWeightFairshare=1000\n"
+        )
+    else:
+        acct = (
+            "# no slurmdbd: no sacct, no QOS; AccountingStorageTRES=gres/gpu would be fatal\n"
+            "AccountingStorageType=accounting_storage/none\n"
+            "JobCompType=jobcomp/filetxt\n"
+            f"JobCompLoc={sd}/log/jobcomp.txt\n"
+            "JobAcctGatherType=jobacct_gather/none\n"
+        )
+    cores = spec.sockets * spec.cores_per_socket
+    def_mem = spec.real_memory_mib // cores
+    lines = [
+        f"# Written by `dlcluster up` for cluster {spec.name!r}; regenerated on every up.",
+        f"ClusterName={spec.name}",
+        f"SlurmctldHost={host}(127.0.0.1)",
+        f"SlurmctldPort={spec.port_base}",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        "# A requeued job waits cred_expire + 1 s (BeginTime) before it may start again.",
+        f"AuthInfo=cred_expire={spec.cred_expire_s}",
+        f"StateSaveLocation={sd}/state",
+        f"SlurmdSpoolDir={sd}/spool/%n",
+        f"SlurmctldPidFile={sd}/run/slurmctld.pid",
+        f"SlurmdPidFile={sd}/run/slurmd-%n.pid",
+        f"SlurmctldLogFile={sd}/log/slurmctld.log",
+        f"SlurmdLogFile={sd}/log/slurmd-%n.log",
+        "SlurmctldDebug=info",
+        "SlurmdDebug=info",
+        "MailProg=/bin/true",
+        "MpiDefault=none",
+        "# no cgroups in containers: track processes by /proc, bind nothing",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core_Memory",
+        f"DefMemPerCPU={def_mem}",
+        "GresTypes=gpu",
+        "SchedulerType=sched/backfill",
+        "# hetjobs start only through backfill: keep its interval short",
+        "SchedulerParameters=bf_interval=5",
+        "# Tiresias order reaches Slurm as each job's SiteFactor (dlprio mode `priority`)",
+        "PriorityType=priority/multifactor",
+        "PriorityWeightPartition=1000",
+        "PriorityWeightJobSize=100",
+        "# preemption is dlprio's act (signal, grace, requeue), never Slurm's own",
+        "PreemptType=preempt/none",
+        "PreemptMode=OFF",
+        "SlurmctldParameters=preempt_send_user_signal",
+        "JobRequeue=1",
+        "JobSubmitPlugins=lua",
+        acct.rstrip("\n"),
+        "ReturnToService=2",
+        "# advertise the node shape below whatever this machine has",
+        "SlurmdParameters=config_overrides",
+        "MinJobAge=300",
+        "KillWait=5",
+        "InactiveLimit=0",
+        "SlurmdTimeout=60",
+    ]
+    for i, node in enumerate(spec.node_names, start=1):
+        lines.append(
+            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={spec.node_port(i)} "
+            f"Sockets={spec.sockets} CoresPerSocket={spec.cores_per_socket} ThreadsPerCore=1 "
+            f"RealMemory={spec.real_memory_mib} Gres={gres_node} State=UNKNOWN"
+        )
+    lines.append("PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def render_gres_conf(spec: ClusterSpec) -> str:
+    """gres.conf text: one line per fake GPU with ``Cores=`` and ``Links=`` (via :mod:`gres`)."""
+    lines = gres.fake_gres_lines(
+        f"node[1-{spec.nodes}]" if spec.nodes > 1 else "node1",
+        spec.gpu_devices,
+        spec.gpu_type or None,
+        spec.sockets,
+        spec.cores_per_socket,
+    )
+    return "# Written by `dlcluster up`: fake GPUs (character devices, major 195)\n" + "\n".join(lines) + "\n"
+
+
+def render_slurmdbd_conf(spec: ClusterSpec) -> str:
+    """slurmdbd.conf text (slurmdbd reads it beside $SLURM_CONF; must be mode 0600)."""
+    sd = spec.state_dir
+    return "\n".join([
+        "DbdHost=localhost",
+        f"DbdPort={spec.dbd_port}",
+        "SlurmUser=root",
+        "AuthType=auth/munge",
+        "StorageType=accounting_storage/mysql",
+        "StorageHost=localhost",
+        "StorageUser=slurm",
+        "StoragePass=slurmpw",
+        f"StorageLoc=slurm_acct_db_{spec.name}",
+        f"PidFile={sd}/run/slurmdbd.pid",
+        f"LogFile={sd}/log/slurmdbd.log",
+        "DebugLevel=info",
+    ]) + "\n"

@@ -1,0 +1,132 @@
+"""``dlcluster``: a real local Slurm 22.05 cluster with fake GPUs, for development, tests and demos.
+
+Commands::
+
+    dlcluster up [--nodes N] [--gpus-per-node G] [--gpu-type T] [--with-dbd] [--cred-expire S]
+                 [--name NAME] [--port-base PORT] [--no-install]
+    dlcluster down [--name NAME] [--purge]
+    dlcluster status [--name NAME] [--json]
+    dlcluster ctl stop|start [--name NAME]
+
+Exit status: 0 done, 2 bad option, 1 anything else failed (the message says what; nothing is
+left half-started). Needs root and Debian 12.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from slurm_plugin import provision
+from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError
+
+
+def _spec(args: argparse.Namespace) -> ClusterSpec:
+    kw = {"name": args.name}
+    for field in ("nodes", "gpus_per_node", "gpu_type", "cred_expire_s", "with_dbd"):
+        if getattr(args, field, None) is not None:
+            kw[field] = getattr(args, field)
+    kw["port_base"] = args.port_base if args.port_base is not None else (
+        6817 if args.name == DEFAULT_NAME else 0)
+    if kw["port_base"] == 0 and args.command != "up":
+        kw["port_base"] = 6817  # replaced by the recorded SlurmctldPort below
+    if kw["port_base"] == 0:
+        raise SpecError(f"--port-base is required for a cluster named {args.name!r} (the default cluster uses 6817)")
+    spec = ClusterSpec(**kw)
+    if args.command != "up":
+        spec = _recorded(spec)
+    return spec
+
+
+def _recorded(spec: ClusterSpec) -> ClusterSpec:
+    """For down/status/ctl: read nodes and dbd from the cluster's slurm.conf, if it exists."""
+    try:
+        text = spec.slurm_conf.read_text()
+    except OSError:
+        return spec
+    nodes = sum(1 for line in text.splitlines() if line.startswith("NodeName="))
+    dbd = "accounting_storage/slurmdbd" in text
+    port = next((int(line.split("=", 1)[1]) for line in text.splitlines() if line.startswith("SlurmctldPort=")),
+                spec.port_base)
+    return ClusterSpec(name=spec.name, nodes=max(nodes, 1), with_dbd=dbd, port_base=port)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dlcluster", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--name", default=DEFAULT_NAME,
+                        help=f"cluster name (default {DEFAULT_NAME!r}: config in /etc/slurm; others in /etc/slurm-NAME)")
+        sp.add_argument("--port-base", type=int, default=None,
+                        help="SlurmctldPort; node i listens on PORT+100+i (default 6817; required with --name)")
+
+    up = sub.add_parser("up", help="install Slurm if missing, write configs, start the daemons, wait until nodes are idle")
+    common(up)
+    up.add_argument("--nodes", type=int, default=4, help="nodes node1..nodeN (default 4)")
+    up.add_argument("--gpus-per-node", type=int, default=8, help="fake GPUs per node (default 8)")
+    up.add_argument("--gpu-type", default="a100", help="GRES type (default a100; '' for untyped)")
+    up.add_argument("--with-dbd", action="store_true", help="also MariaDB + slurmdbd (sacct, QOS)")
+    up.add_argument("--cred-expire", dest="cred_expire_s", type=int, default=10,
+                    help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s (default 10; Slurm's 120)")
+    up.add_argument("--no-install", action="store_true", help="do not run apt-get")
+    down = sub.add_parser("down", help="cancel jobs and stop the daemons this cluster started (by PID)")
+    common(down)
+    down.add_argument("--purge", action="store_true", help="also delete state, logs and configs")
+    st = sub.add_parser("status", help="daemons and nodes")
+    common(st)
+    st.add_argument("--json", action="store_true")
+    ctl = sub.add_parser("ctl", help="stop or start slurmctld alone (outage tests)")
+    common(ctl)
+    ctl.add_argument("action", choices=["stop", "start"])
+    return p
+
+
+def _status(spec: ClusterSpec, as_json: bool) -> int:
+    procs = provision.running(spec)
+    nodes = []
+    if procs.get("slurmctld"):
+        import os
+        os.environ["SLURM_CONF"] = str(spec.slurm_conf)
+        try:
+            nodes = [{"name": n.name, "state": n.state, "gpus": n.gpus_total, "gpus_used": n.gpus_used}
+                     for n in SlurmClient(timeout_s=10).nodes()]
+        except SlurmError as exc:
+            print(f"slurmctld does not answer: {exc}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"name": spec.name, "slurm_conf": str(spec.slurm_conf), "daemons": procs, "nodes": nodes}))
+    else:
+        print(f"cluster {spec.name!r}  SLURM_CONF={spec.slurm_conf}")
+        for label, pid in procs.items():
+            print(f"  {label:<16} {'pid ' + str(pid) if pid else 'not running'}")
+        for n in nodes:
+            print(f"  {n['name']:<8} {n['state']:<10} gpus {n['gpus_used']}/{n['gpus']} used")
+    up = all(procs.values())
+    return 0 if up else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        spec = _spec(args)
+        if args.command == "up":
+            print(provision.up(spec, install=not args.no_install))
+        elif args.command == "down":
+            print(provision.down(spec, purge=args.purge))
+        elif args.command == "status":
+            return _status(spec, args.json)
+        elif args.command == "ctl":
+            print(provision.ctl(spec, args.action))
+    except SpecError as exc:
+        print(f"dlcluster: {exc}", file=sys.stderr)
+        return 2
+    except (provision.ProvisionError, OSError, SlurmError) as exc:
+        print(f"dlcluster: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+"""Provisioning of the local cluster: packages, munge, config files, the Slurm daemons.
+
+This is ``dlcluster``'s imperative shell around :mod:`slurm_plugin.cluster` (which renders the
+configs). Packages, munge and fake GPUs are set up by the shell scripts in
+``slurm_plugin/provision/`` that ``vagrant/Vagrantfile`` runs too, so the local cluster and the
+VMs share one recipe. Daemons are started directly (no systemd here) and stopped only by the PID
+files this cluster's config names, after checking that the PID still is that daemon.
+
+Failure leaves nothing half-done: options and ports are checked before anything is written,
+configs are written atomically, and when a start fails every daemon this call started is stopped
+and the previous config files are put back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_plugin import cluster
+from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.cluster import ClusterSpec
+
+SCRIPTS = Path(__file__).with_name("provision")
+LUA = Path(__file__).with_name("job_submit.lua")
+_ROOT = Path("/var/lib/dlcluster")
+
+
+class ProvisionError(RuntimeError):
+    """Bringing the cluster up or down failed; the message says what and where to look."""
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A daemon of the cluster: its PID file and the executable name its cmdline must show."""
+
+    label: str
+    pidfile: Path
+    exe: str
+
+
+def daemons(spec: ClusterSpec) -> list[Daemon]:
+    """Every daemon the cluster runs (slurmdbd first, slurmctld, then the slurmd's)."""
+    run = spec.state_dir / "run"
+    out = [Daemon("slurmdbd", run / "slurmdbd.pid", "slurmdbd")] if spec.with_dbd else []
+    out.append(Daemon("slurmctld", run / "slurmctld.pid", "slurmctld"))
+    out += [Daemon(f"slurmd {n}", run / f"slurmd-{n}.pid", "slurmd") for n in spec.node_names]
+    return out
+
+
+def pid_of(d: Daemon) -> int | None:
+    """The live PID recorded for ``d``, or None (no file, dead process, or PID reused by another program)."""
+    try:
+        pid = int(d.pidfile.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except (OSError, ValueError):
+        return None
+    return pid if os.path.basename(cmdline.decode(errors="replace")) == d.exe else None
+
+
+def _env(spec: ClusterSpec) -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": str(spec.slurm_conf)}
+
+
+def _script(name: str, *args: str) -> str:
+    proc = subprocess.run(["bash", str(SCRIPTS / name), *args], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise ProvisionError((proc.stderr.strip() or proc.stdout.strip() or f"{name} failed").splitlines()[-1]
+                             if proc.returncode != 4 else proc.stderr.strip())
+    return proc.stdout.strip()
+
+
+def check_platform() -> None:
+    """Raise :class:`ProvisionError` unless this is Debian 12 and we are root."""
+    try:
+        info = dict(
+            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
+        )
+    except OSError:
+        info = {}
+    if info.get("ID", "").strip('"') != "debian" or info.get("VERSION_ID", "").strip('"') != "12":
+        name = info.get("PRETTY_NAME", "this system").strip('"')
+        raise ProvisionError(f"dlcluster needs Debian 12 (bookworm); {name} is not supported")
+    if os.geteuid() != 0:
+        raise ProvisionError("dlcluster must run as root (it installs packages and starts Slurm's daemons)")
+
+
+def busy_ports(spec: ClusterSpec) -> list[int]:
+    """Ports of ``spec`` that something else already listens on (127.0.0.1)."""
+    busy = []
+    for port in spec.ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                busy.append(port)
+    return busy
+
+
+def running(spec: ClusterSpec) -> dict[str, int | None]:
+    """``{label: pid or None}`` for every daemon of the cluster."""
+    return {d.label: pid_of(d) for d in daemons(spec)}
+
+
+def _write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def desired_files(spec: ClusterSpec) -> dict[Path, tuple[str, int]]:
+    """The config files ``up`` writes: path → (text, mode)."""
+    files = {
+        spec.conf_dir / "slurm.conf": (cluster.render_slurm_conf(spec, socket.gethostname()), 0o644),
+        spec.conf_dir / "gres.conf": (cluster.render_gres_conf(spec), 0o644),
+        spec.conf_dir / "job_submit.lua": (LUA.read_text(), 0o644),
+    }
+    if spec.with_dbd:
+        files[spec.conf_dir / "slurmdbd.conf"] = (cluster.render_slurmdbd_conf(spec), 0o600)
+    return files
+
+
+def _configs_match(spec: ClusterSpec) -> bool:
+    for path, (text, _mode) in desired_files(spec).items():
+        try:
+            if path.read_text() != text:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, log=print) -> str:
+    """Bring the cluster up (idempotent). Returns a one-line summary.
+
+    A healthy cluster with the same configuration is left as it is. Raises
+    :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for anything that
+    failed (after stopping what this call started and restoring the previous config files).
+    """
+    spec.validate()
+    check_platform()
+    state = running(spec)
+    if all(state.values()) and _configs_match(spec) and _ready(spec, 5.0):
+        return f"cluster {spec.name!r} already up: {spec.nodes} nodes, SLURM_CONF={spec.slurm_conf}"
+    if any(state.values()):
+        log(f"restarting cluster {spec.name!r} (configuration changed or a daemon is missing)")
+        stop_daemons(spec)
+    busy = busy_ports(spec)
+    if busy:
+        raise ProvisionError(
+            f"port(s) {', '.join(map(str, busy))} already in use; choose another --port-base "
+            f"(cluster {spec.name!r} uses {spec.port_base} and {spec.port_base + 101}..)"
+        )
+    if install:
+        _script("install.sh", *(["--with-dbd"] if spec.with_dbd else []))
+    for sub in ("state", "log", "run"):
+        (spec.state_dir / sub).mkdir(parents=True, exist_ok=True)
+    for node in spec.node_names:
+        (spec.state_dir / "spool" / node).mkdir(parents=True, exist_ok=True)
+    _ROOT.mkdir(parents=True, exist_ok=True)
+    _script("fakegpu.sh", str(spec.dev_dir), str(spec.gpus_per_node))
+    if _script("munge.sh") == "started":
+        (_ROOT / "munged.started").write_text("dlcluster started munged\n")
+    spec.conf_dir.mkdir(parents=True, exist_ok=True)
+    backups = {p: (p.read_text() if p.exists() else None) for p in desired_files(spec)}
+    try:
+        for path, (text, mode) in desired_files(spec).items():
+            _write_atomic(path, text, mode)
+        if spec.with_dbd:
+            _start_dbd(spec)
+        _start(spec, ["slurmctld", "-f", str(spec.slurm_conf)], "slurmctld")
+        for node in spec.node_names:
+            _start(spec, ["slurmd", "-f", str(spec.slurm_conf), "-N", node], f"slurmd {node}")
+        if not _ready(spec, timeout_s):
+            raise ProvisionError(
+                f"nodes not idle after {timeout_s:g} s; see {spec.state_dir}/log/slurmctld.log"
+            )
+    except BaseException:
+        stop_daemons(spec)
+        for path, old in backups.items():
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                _write_atomic(path, old, desired_files(spec)[path][1])
+        raise
+    return f"cluster {spec.name!r} up: {spec.nodes} nodes x {spec.gpus_per_node} GPUs, SLURM_CONF={spec.slurm_conf}"
+
+
+def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
+    proc = subprocess.run([f"/usr/sbin/{argv[0]}", *argv[1:]], env=_env(spec), capture_output=True,
+                          text=True, timeout=60)
+    if proc.returncode != 0:
+        raise ProvisionError(f"{label} did not start: {(proc.stderr or proc.stdout).strip()}")
+    d = next(d for d in daemons(spec) if d.label == label)
+    deadline = time.monotonic() + 15
+    while pid_of(d) is None:
+        if time.monotonic() > deadline:
+            raise ProvisionError(f"{label} exited at start; see {spec.state_dir}/log/")
+        time.sleep(0.1)
+
+
+def _ready(spec: ClusterSpec, timeout_s: float) -> bool:
+    """Wait until slurmctld answers and every node is up (idle, or busy with old jobs)."""
+    saved = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(spec.slurm_conf)
+    client = SlurmClient(timeout_s=10)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                nodes = client.nodes()
+                ok = {n.name for n in nodes if n.usable and n.state.lower() in ("idle", "mixed", "allocated")}
+                if set(spec.node_names) <= ok:
+                    return True
+            except SlurmError:
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+    finally:
+        if saved is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = saved
+
+
+def _start_dbd(spec: ClusterSpec) -> None:
+    Path("/run/mysqld").mkdir(exist_ok=True)
+    shutil.chown("/run/mysqld", "mysql", "mysql")
+    if subprocess.run(["mariadb", "-e", "select 1"], capture_output=True).returncode != 0:
+        subprocess.Popen(
+            ["/usr/sbin/mariadbd", "--user=mysql", "--skip-networking", "--socket=/run/mysqld/mysqld.sock",
+             "--pid-file=/run/mysqld/mysqld.pid"],
+            stdout=open(spec.state_dir / "log" / "mariadb.log", "ab"), stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+        (_ROOT / "mariadb.started").write_text("dlcluster started mariadbd\n")
+        deadline = time.monotonic() + 30
+        while subprocess.run(["mariadb", "-e", "select 1"], capture_output=True).returncode != 0:
+            if time.monotonic() > deadline:
+                raise ProvisionError(f"MariaDB did not start; see {spec.state_dir}/log/mariadb.log")
+            time.sleep(0.2)
+    db = f"slurm_acct_db_{spec.name}"
+    sql = (f"CREATE DATABASE IF NOT EXISTS {db}; CREATE USER IF NOT EXISTS 'slurm'@'localhost' "
+           f"IDENTIFIED BY 'slurmpw'; GRANT ALL ON {db}.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;")
+    subprocess.run(["mariadb", "-e", sql], check=True, capture_output=True)
+    _start(spec, ["slurmdbd"], "slurmdbd")
+    env = _env(spec)
+
+    def mgr(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["sacctmgr", "-i", "-n", *args], env=env, capture_output=True, text=True, timeout=30)
+
+    deadline = time.monotonic() + 30
+    while mgr("show", "cluster").returncode != 0:
+        if time.monotonic() > deadline:
+            raise ProvisionError(f"slurmdbd does not answer; see {spec.state_dir}/log/slurmdbd.log")
+        time.sleep(0.2)
+    if spec.name not in mgr("show", "cluster", "format=cluster").stdout.split():
+        mgr("add", "cluster", spec.name)
+    if "research" not in mgr("show", "account", "format=account").stdout.split():
+        mgr("add", "account", "research", "Description=dlcluster", "Organization=dlcluster")
+    if "root" not in mgr("show", "user", "format=user").stdout.split():
+        mgr("add", "user", "root", "Account=research", "DefaultAccount=research")
+
+
+def stop_daemons(spec: ClusterSpec, timeout_s: float = 20.0) -> list[str]:
+    """SIGTERM every live daemon of the cluster, wait, then SIGKILL; remove their PID files.
+
+    Returns the labels of the daemons that were stopped.
+    """
+    live = [(d, pid) for d in daemons(spec) if (pid := pid_of(d))]
+    for _d, pid in live:
+        try:
+            os.kill(pid, 15)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout_s
+    for d, pid in live:
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, 9)
+    for d in daemons(spec):
+        d.pidfile.unlink(missing_ok=True)
+    _kill_stepds(spec)
+    return [d.label for d, _ in live]
+
+
+def _kill_stepds(spec: ClusterSpec) -> None:
+    """slurmstepd processes outlive slurmd: kill those whose spool dir is this cluster's."""
+    marker = str(spec.state_dir / "spool")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if (proc / "comm").read_text().strip() != "slurmstepd":
+                continue
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(marker):
+            try:
+                os.kill(int(proc.name), 9)
+            except ProcessLookupError:
+                pass
+
+
+def other_clusters_up(spec: ClusterSpec) -> list[str]:
+    """Names of other dlcluster clusters on this machine whose slurmctld is alive."""
+    names = []
+    if _ROOT.exists():
+        for d in _ROOT.iterdir():
+            pid = d / "run" / "slurmctld.pid"
+            if d.name != spec.name and pid.exists() and pid_of(Daemon("slurmctld", pid, "slurmctld")):
+                names.append(d.name)
+    return names
+
+
+def down(spec: ClusterSpec, *, purge: bool = False, log=print) -> str:
+    """Cancel the cluster's jobs, stop its daemons (by PID), and munged/MariaDB if ``up`` started
+    them and no other cluster still needs them. ``purge`` also deletes state, logs and configs."""
+    if running(spec).get("slurmctld"):
+        try:
+            os.environ["SLURM_CONF"] = str(spec.slurm_conf)
+            c = SlurmClient(timeout_s=10)
+            ids = [j.job_id for j in c.jobs() if j.is_active]
+            c.cancel(ids)
+        except SlurmError as exc:
+            log(f"could not cancel jobs: {exc}")
+    stopped = stop_daemons(spec)
+    others = other_clusters_up(spec)
+    if not others:
+        for flag, pidfile, exe in (
+            (_ROOT / "mariadb.started", Path("/run/mysqld/mysqld.pid"), "mariadbd"),
+            (_ROOT / "munged.started", Path("/run/munge/munged.pid"), "munged"),
+        ):
+            if flag.exists():
+                d = Daemon(exe, pidfile, exe)
+                if (pid := pid_of(d)) is not None:
+                    os.kill(pid, 15)
+                    stopped.append(exe)
+                flag.unlink(missing_ok=True)
+    if purge:
+        if spec.with_dbd or (spec.conf_dir / "slurmdbd.conf").exists():
+            subprocess.run(["mariadb", "-e", f"DROP DATABASE IF EXISTS slurm_acct_db_{spec.name}"],
+                           capture_output=True)
+        shutil.rmtree(spec.state_dir, ignore_errors=True)
+        for path in desired_files(spec):
+            path.unlink(missing_ok=True)
+        (spec.conf_dir / "slurmdbd.conf").unlink(missing_ok=True)
+    return f"cluster {spec.name!r} down" + (f" (stopped: {', '.join(stopped)})" if stopped else " (nothing was running)")
+
+
+def ctl(spec: ClusterSpec, action: str) -> str:
+    """Stop or start slurmctld alone (for outage tests). ``action`` is ``stop`` or ``start``."""
+    d = next(d for d in daemons(spec) if d.label == "slurmctld")
+    if action == "stop":
+        pid = pid_of(d)
+        if pid is None:
+            return "slurmctld was not running"
+        os.kill(pid, 15)
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, 9)
+        d.pidfile.unlink(missing_ok=True)
+        return f"slurmctld of {spec.name!r} stopped"
+    if action == "start":
+        if pid_of(d):
+            return "slurmctld already running"
+        _start(spec, ["slurmctld", "-f", str(spec.slurm_conf)], "slurmctld")
+        if not _ready(spec, 60):
+            raise ProvisionError(f"slurmctld started but nodes not ready; see {spec.state_dir}/log/slurmctld.log")
+        return f"slurmctld of {spec.name!r} started"
+    raise ProvisionError(f"ctl {action!r}: use stop or start")

@@ -1,0 +1,266 @@
+"""Typed records of Slurm jobs and nodes, parsed from ``squeue --json`` / ``sinfo --json``.
+
+Pure parsing (no commands run here; :mod:`slurm_plugin.client` runs them). Field names follow
+Slurm 22.05's JSON (data_parser v0.0.38, see ../shared/slurm-lab/sample-*.json). Times are epoch
+seconds (``None`` where Slurm reports 0 = not yet); ``time_limit_s`` is seconds (squeue reports
+minutes); memory is MiB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from slurm_plugin import hostlist
+
+_GPU_TRES_RE = re.compile(r"(?:^|,)gres[:/]gpu(?::[^:,=]+)?[:=](\d+)")
+_IDX_RE = re.compile(r"IDX:([^)]*)\)")
+_GRES_COUNT_RE = re.compile(r"^gpu(?::[^:(]+)?:(\d+)")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One Slurm job (one hetjob component, one array element) as squeue shows it.
+
+    Attributes:
+        job_id: the job id (a hetjob component has its own id; ``het_job_id`` is the leader's).
+        name, user, partition, account, qos: as Slurm reports them.
+        state: ``job_state`` (PENDING, RUNNING, COMPLETING, COMPLETED, FAILED, CANCELLED, ...).
+        reason: ``state_reason`` (``None``, ``Priority``, ``Resources``, ``BeginTime``, ...).
+        gpus_per_node: GPUs requested on each node (0 for CPU-only jobs).
+        gpus: total GPUs of the job (``gpus_per_node × node_count``, or from ``--gpus``).
+        gpu_indices: per allocated node, the GPU indices Slurm gave (empty while pending).
+        nodes: hostlist expression of allocated nodes (``node[1-2]``), "" while pending.
+        node_list: the expanded node names.
+        node_count: nodes allocated (running) or requested (pending).
+        submit_time, start_time, end_time, eligible_time: epoch s, ``None`` when unset.
+        time_limit_s: time limit in seconds, ``None`` for no limit.
+        restart_count: times the job was requeued (``restart_cnt``).
+        requeue: whether the job may be requeued.
+        het_job_id, het_job_offset: leader id and component index; ``None``/0 for plain jobs.
+        array_job_id, array_task_id: array id and element index; ``None`` for plain jobs.
+        comment, admin_comment: free text (the checkpoint marker lives in ``comment``).
+        priority: Slurm's current priority value.
+        batch_host: node that runs the batch script ("" while pending).
+        stdout_path: the job's ``--output`` path as Slurm holds it.
+    """
+
+    job_id: int
+    name: str
+    user: str
+    partition: str
+    state: str
+    reason: str
+    gpus_per_node: int
+    gpus: int
+    gpu_indices: tuple[tuple[int, ...], ...]
+    nodes: str
+    node_list: tuple[str, ...]
+    node_count: int
+    submit_time: int | None
+    start_time: int | None
+    end_time: int | None
+    eligible_time: int | None
+    time_limit_s: int | None
+    restart_count: int
+    requeue: bool
+    het_job_id: int | None
+    het_job_offset: int
+    array_job_id: int | None
+    array_task_id: int | None
+    comment: str
+    admin_comment: str
+    priority: int
+    account: str = ""
+    qos: str = ""
+    batch_host: str = ""
+    stdout_path: str = ""
+
+    @property
+    def is_active(self) -> bool:
+        """PENDING, RUNNING, CONFIGURING, COMPLETING, REQUEUED, SUSPENDED (not finished)."""
+        return self.state in ACTIVE_STATES
+
+    @property
+    def unit_id(self) -> int:
+        """The schedulable unit's id: the hetjob leader's id, else the job's own."""
+        return self.het_job_id if self.het_job_id else self.job_id
+
+
+ACTIVE_STATES = frozenset(
+    {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
+     "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT"}
+)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node as ``sinfo --json`` shows it.
+
+    Attributes:
+        name: node name (``node1``); address: NodeAddr.
+        state: Slurm state word (``idle``, ``mixed``, ``allocated``, ``down``, ``drained``...).
+        state_flags: extra flags (``DRAIN``, ``NOT_RESPONDING``...).
+        partitions: partitions the node belongs to.
+        cpus, sockets, cores_per_socket: CPU shape; real_memory_mib: RealMemory in MiB.
+        gpus_total: GPUs configured (from ``gres``); gpus_used: GPUs allocated (``gres_used``).
+        gpu_type: GRES type name or "".
+    """
+
+    name: str
+    address: str
+    state: str
+    state_flags: tuple[str, ...]
+    partitions: tuple[str, ...]
+    cpus: int
+    sockets: int
+    cores_per_socket: int
+    real_memory_mib: int
+    gpus_total: int
+    gpus_used: int
+    gpu_type: str
+
+    @property
+    def gpus_free(self) -> int:
+        """GPUs not allocated (0 on nodes that cannot take jobs: down, drained, not responding)."""
+        if not self.usable:
+            return 0
+        return max(self.gpus_total - self.gpus_used, 0)
+
+    @property
+    def usable(self) -> bool:
+        """True when Slurm may start jobs on the node."""
+        bad = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
+        flags = {f.upper() for f in self.state_flags}
+        return self.state.lower() not in bad and not flags & {"DRAIN", "NOT_RESPONDING", "FAIL"}
+
+
+def _epoch(v: object) -> int | None:
+    return int(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def _int(v: object, default: int = 0) -> int:
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def gpus_in_tres(tres: str | None) -> int:
+    """GPU count in a TRES string such as ``gres:gpu:4``, ``gres:gpu:a100:4`` or ``gres/gpu=8``."""
+    if not tres:
+        return 0
+    m = _GPU_TRES_RE.search(tres)
+    return int(m.group(1)) if m else 0
+
+
+def gpu_indices(detail: str) -> tuple[int, ...]:
+    """Indices from one ``gres_detail`` entry, e.g. ``gpu:a100:4(IDX:0-2,5)`` → (0, 1, 2, 5)."""
+    m = _IDX_RE.search(detail)
+    if not m or m.group(1) in ("", "N/A"):
+        return ()
+    out: list[int] = []
+    for part in m.group(1).split(","):
+        lo, _, hi = part.partition("-")
+        if lo.isdigit():
+            out.extend(range(int(lo), int(hi) + 1) if hi.isdigit() else [int(lo)])
+    return tuple(out)
+
+
+def job_from_json(j: dict) -> Job:
+    """Build a :class:`Job` from one element of ``squeue --json``'s ``jobs`` list."""
+    node_count = _int(j.get("node_count"), 1) or 1
+    per_node = gpus_in_tres(j.get("tres_per_node"))
+    total = per_node * node_count
+    if not total:
+        total = gpus_in_tres(j.get("tres_per_job"))
+        if not total:
+            total = gpus_in_tres(j.get("tres_per_task")) * max(_int(j.get("tasks"), 1), 1)
+        if not total:
+            total = gpus_in_tres(j.get("tres_alloc_str")) or gpus_in_tres(j.get("tres_req_str"))
+        per_node = -(-total // node_count) if total else 0
+    limit = j.get("time_limit")
+    return Job(
+        job_id=_int(j.get("job_id")),
+        name=str(j.get("name") or ""),
+        user=str(j.get("user_name") or ""),
+        partition=str(j.get("partition") or ""),
+        state=str(j.get("job_state") or ""),
+        reason=str(j.get("state_reason") or ""),
+        gpus_per_node=per_node,
+        gpus=total,
+        gpu_indices=tuple(gpu_indices(d) for d in (j.get("gres_detail") or [])),
+        nodes=str(j.get("nodes") or ""),
+        node_list=tuple(hostlist.expand(str(j.get("nodes") or ""))),
+        node_count=node_count,
+        submit_time=_epoch(j.get("submit_time")),
+        start_time=_epoch(j.get("start_time")),
+        end_time=_epoch(j.get("end_time")),
+        eligible_time=_epoch(j.get("eligible_time")),
+        time_limit_s=_int(limit) * 60 if isinstance(limit, int) and 0 < limit < 2**31 - 2 else None,
+        restart_count=_int(j.get("restart_cnt")),
+        requeue=bool(j.get("requeue")),
+        het_job_id=_int(j.get("het_job_id")) or None,
+        het_job_offset=_int(j.get("het_job_offset")),
+        array_job_id=_int(j.get("array_job_id")) or None,
+        array_task_id=j.get("array_task_id") if isinstance(j.get("array_task_id"), int) else None,
+        comment=str(j.get("comment") or ""),
+        admin_comment=str(j.get("admin_comment") or ""),
+        priority=_int(j.get("priority")),
+        account=str(j.get("account") or ""),
+        qos=str(j.get("qos") or ""),
+        batch_host=str(j.get("batch_host") or ""),
+        stdout_path=str(j.get("standard_output") or ""),
+    )
+
+
+def node_from_json(n: dict) -> Node:
+    """Build a :class:`Node` from one element of ``sinfo --json``'s ``nodes`` list."""
+    gres = str(n.get("gres") or "")
+    used = str(n.get("gres_used") or "")
+    total = sum(int(m.group(1)) for g in gres.split(",") if (m := _GRES_COUNT_RE.match(g)))
+    in_use = sum(int(m.group(1)) for g in used.split(",") if (m := _GRES_COUNT_RE.match(g)))
+    gtype = ""
+    first = gres.split(",")[0]
+    parts = first.split("(")[0].split(":")
+    if len(parts) == 3 and parts[0] == "gpu":
+        gtype = parts[1]
+    return Node(
+        name=str(n.get("name") or ""),
+        address=str(n.get("address") or ""),
+        state=str(n.get("state") or ""),
+        state_flags=tuple(str(f) for f in (n.get("state_flags") or [])),
+        partitions=tuple(str(p) for p in (n.get("partitions") or [])),
+        cpus=_int(n.get("cpus")),
+        sockets=_int(n.get("sockets"), 1),
+        cores_per_socket=_int(n.get("cores"), 1),
+        real_memory_mib=_int(n.get("real_memory")),
+        gpus_total=total,
+        gpus_used=in_use,
+        gpu_type=gtype,
+    )
+
+
+def filter_jobs(
+    jobs: Iterable[Job],
+    *,
+    users: Iterable[str] | None = None,
+    states: Iterable[str] | None = None,
+    job_ids: Iterable[int] | None = None,
+    partitions: Iterable[str] | None = None,
+) -> list[Job]:
+    """Keep jobs matching every given filter (see :meth:`SlurmClient.jobs`)."""
+    u = set(users) if users is not None else None
+    s = {x.upper() for x in states} if states is not None else None
+    ids = {int(x) for x in job_ids} if job_ids is not None else None
+    p = set(partitions) if partitions is not None else None
+    out = []
+    for j in jobs:
+        if u is not None and j.user not in u:
+            continue
+        if s is not None and j.state not in s:
+            continue
+        if ids is not None and not ids & {j.job_id, j.het_job_id, j.array_job_id}:
+            continue
+        if p is not None and not p & set(j.partition.split(",")):
+            continue
+        out.append(j)
+    return out

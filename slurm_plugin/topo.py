@@ -1,0 +1,193 @@
+"""Parse a captured ``nvidia-smi topo -m`` matrix (the input of ``dlgres --from-topo``).
+
+The capture is the table ``nvidia-smi topo -m`` prints: a header naming the device columns
+(``GPU0 .. GPUn``, then NICs such as ``NIC0`` or ``mlx4_0``) and the trailing columns
+(``CPU Affinity``, ``NUMA Affinity``, ``GPU NUMA ID``), one row per device, then a legend.
+Real captures (../shared/data/topo) are tab-separated, with empty tab fields in NIC rows and
+an extra empty field before ``GPU NUMA ID``, or space-aligned (pasted from a terminal), and may
+be cut off mid-table. This module reads both layouts, keeps only what gres.conf needs (each
+GPU's connection to every other GPU, its CPU affinity as OS CPU ids, its NUMA node), and says
+exactly which GPU rows are missing or cut. Cells: ``X`` self, ``NV#`` a bonded set of #
+NVLinks, ``PIX``/``PXB``/``PHB``/``NODE``/``SYS`` PCIe paths (the capture's own legend).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from slurm_plugin.topo_cpu import CpuTopologyError, parse_ranges
+
+_GPU_RE = re.compile(r"^GPU(\d+)$")
+_NV_RE = re.compile(r"^NV(\d+)$")
+_CELLS = frozenset({"X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
+
+
+class TopoError(ValueError):
+    """The text is not an ``nvidia-smi topo -m`` matrix, or a row is malformed (line given)."""
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """One complete GPU row of the matrix.
+
+    Attributes:
+        index: the ``N`` of ``GPUN`` (nvidia-smi's index: PCI bus order by default).
+        peers: connection to each GPU column, in column order (``X``, ``NV12``, ``SYS``, ...);
+            NIC columns are left out.
+        cpu_affinity: OS CPU ids (hyper-thread siblings included), empty when ``N/A``.
+        numa: the ``NUMA Affinity`` node, None when absent or ``N/A``.
+        line: 1-based line number in the capture.
+    """
+
+    index: int
+    peers: tuple[str, ...]
+    cpu_affinity: tuple[int, ...]
+    numa: int | None
+    line: int
+
+    def nvlinks(self) -> tuple[int, ...]:
+        """gres.conf ``Links=`` values: ``-1`` self, ``#`` for ``NV#``, ``0`` otherwise."""
+        out = []
+        for cell in self.peers:
+            m = _NV_RE.match(cell)
+            out.append(-1 if cell == "X" else int(m.group(1)) if m else 0)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A parsed capture.
+
+    Attributes:
+        gpu_count: GPU columns in the header (the node's GPUs).
+        gpus: complete GPU rows in file order.
+        nics: NIC column names (``NIC0``, ``mlx4_0``, ...).
+        missing: GPU indices without a complete row (capture cut off or row cut mid-line).
+        notes: human-readable remarks (cut rows, missing NIC rows).
+    """
+
+    gpu_count: int
+    gpus: tuple[GpuRow, ...]
+    nics: tuple[str, ...]
+    missing: tuple[int, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def partial(self) -> bool:
+        """True when at least one GPU has no complete row."""
+        return bool(self.missing)
+
+
+def _split(line: str) -> list[str]:
+    """Cells of one line: tab-separated (empty fields kept) or aligned with 2+ spaces."""
+    if "\t" in line:
+        return [c.strip() for c in line.rstrip("\r\n").split("\t")]
+    return [c for c in re.split(r"\s{2,}", line.strip())]
+
+
+def _is_cell(c: str) -> bool:
+    return c in _CELLS or bool(_NV_RE.match(c))
+
+
+def _find_header(lines: list[str]) -> int:
+    """Index of the header: first cell ``GPU0`` not followed by a connection cell (rows are)."""
+    for i, line in enumerate(lines):
+        cells = [c for c in _split(line) if c]
+        if cells and cells[0] == "GPU0" and (len(cells) == 1 or not _is_cell(cells[1])):
+            return i
+    raise TopoError("no 'nvidia-smi topo -m' header found (a line of columns GPU0 GPU1 ...)")
+
+
+def _row(lineno: int, cells: list[str], n_dev: int, n_gpu: int, trailing: list[str]) -> GpuRow | str:
+    """A complete GpuRow, or the reason the row is incomplete."""
+    name, dev = cells[0], cells[1 : 1 + n_dev]
+    rest = [c for c in cells[1 + n_dev :] if c]
+    if len(dev) < n_dev or len(rest) < len(trailing):
+        got, want = len(dev) + len(rest), n_dev + len(trailing)
+        return f"line {lineno}: row {name} is cut off ({got} of {want} cells)"
+    bad = [c for c in dev if not _is_cell(c)]
+    if bad:
+        raise TopoError(
+            f"line {lineno}: row {name}: unknown connection {bad[0]!r} "
+            "(expected X, NV#, PIX, PXB, PHB, NODE or SYS)"
+        )
+    fields = dict(zip(trailing, rest))
+    aff = fields.get("CPU Affinity", "N/A")
+    numa = fields.get("NUMA Affinity", "N/A")
+    try:
+        cpus = () if aff == "N/A" else parse_ranges(aff)
+    except CpuTopologyError as e:
+        raise TopoError(f"line {lineno}: row {name}: CPU Affinity: {e}") from None
+    return GpuRow(
+        index=int(name[3:]),
+        peers=tuple(dev[:n_gpu]),
+        cpu_affinity=cpus,
+        numa=int(numa) if numa.isdigit() else None,
+        line=lineno,
+    )
+
+
+def parse_topo(text: str) -> Topology:
+    """Parse ``nvidia-smi topo -m`` output (tab- or space-separated; NIC and NUMA columns).
+
+    A capture that ends early is not an error: the rows present are returned and
+    :attr:`Topology.missing` lists the GPUs without a complete row. A row shorter than the
+    header (cut mid-line) is treated as missing; so is a last GPU row that ends the file
+    without a newline when the capture is already short of rows (it may be cut inside a
+    number: ``10-19,30-39`` could have been ``10-19,30-399``).
+
+    Raises:
+        TopoError: no header, an unknown connection cell, a malformed CPU list, or a GPU
+            row whose name is not a header column; messages give the line number.
+    """
+    lines = text.splitlines()
+    h = _find_header(lines)
+    header = [c for c in _split(lines[h]) if c]
+    devices = [c for c in header if _GPU_RE.match(c) or c.startswith(("NIC", "mlx"))]
+    n_dev = len(devices)
+    gpus_cols = [int(c[3:]) for c in devices if _GPU_RE.match(c)]
+    trailing = header[n_dev:]
+    body: list[int] = []
+    for i in range(h + 1, len(lines)):
+        if not lines[i].strip() or lines[i].strip().startswith("Legend"):
+            break
+        body.append(i)
+    gpu_lines = [i for i in body if _GPU_RE.match(_split(lines[i])[0])]
+    # A short capture whose last line has no newline may be cut inside a value ("240-25").
+    suspect = (
+        len(gpu_lines) < len(gpus_cols) and bool(body) and body[-1] == len(lines) - 1
+        and not text.endswith("\n")
+    )
+    rows: list[GpuRow] = []
+    notes: list[str] = []
+    seen_names: set[str] = set()
+    for i in body:
+        name = _split(lines[i])[0]
+        seen_names.add(name)
+        if name not in devices:
+            raise TopoError(f"line {i + 1}: row {name!r} is not a column of the header")
+        if not _GPU_RE.match(name):
+            continue
+        got = _row(i + 1, _split(lines[i]), n_dev, len(gpus_cols), trailing)
+        if isinstance(got, GpuRow) and suspect and i == body[-1]:
+            got = f"line {i + 1}: row {name} ends the capture without a newline and may be cut"
+        if isinstance(got, str):
+            notes.append(got)
+        else:
+            rows.append(got)
+    have = {r.index for r in rows}
+    missing = tuple(g for g in gpus_cols if g not in have)
+    absent = [g for g in gpus_cols if f"GPU{g}" not in seen_names]
+    if absent:
+        notes.append(f"capture ends before the rows of GPU{absent[0]}..GPU{absent[-1]}")
+    nic_absent = [d for d in devices if not _GPU_RE.match(d) and d not in seen_names]
+    if nic_absent and not absent:
+        notes.append(f"capture ends before the rows of {nic_absent[0]}..{nic_absent[-1]} (NICs; GPUs complete)")
+    return Topology(
+        gpu_count=len(gpus_cols),
+        gpus=tuple(rows),
+        nics=tuple(d for d in devices if not _GPU_RE.match(d)),
+        missing=missing,
+        notes=tuple(notes),
+    )
