@@ -62,6 +62,9 @@ class JobView:
         eligible_time: earliest time a PENDING job may start (Slurm's BeginTime after a
             requeue); None = now. The policy orders such a job but neither fits it nor
             preempts for it before then.
+        nodes: names of the nodes a RUNNING job occupies, aligned with ``gpus_per_node``
+            (``nodes[i]`` hosts ``gpus_per_node[i]``); empty for PENDING jobs. Preemption
+            frees exactly these GPUs, so a running job without it is never a victim.
         being_preempted: RUNNING job whose checkpoint signal was sent (grace running); its
             GPUs are about to be freed, so it is never chosen as a victim again.
     """
@@ -81,6 +84,7 @@ class JobView:
     preemptible: bool = True
     duration_s: float | None = None
     eligible_time: float | None = None
+    nodes: tuple[str, ...] = ()
     being_preempted: bool = False
 
     @property

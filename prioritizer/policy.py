@@ -1,0 +1,278 @@
+"""The pure scheduling decision: ``decide(snapshot, config, now) -> Decisions``.
+
+The one place the scheduling rules live (STYLE.md rules 1 and 8): ``dlprio run`` calls it
+with the wall clock and a cluster snapshot, ``dlprio simulate`` with its own clock. No I/O,
+no clock, no Slurm. Rules (Tiresias, NSDI'19, sections 3-4; ../shared/DESIGN.md, "The policy
+in detail"): discretised 2D attained service (GPUs × seconds) in K queues by thresholds,
+FIFO by queue-entry time inside a queue (or Gittins index first), starvation promotion back
+to queue 0 after ``knob ×`` the last run, and node-level preemption: when a job that cannot
+start outranks running jobs, victims are taken from the lowest queue upward, most attained
+service first, just enough for it to fit on real nodes, sparing jobs inside their first
+``min_run_s`` and non-preemptible ones. Each policy is a small class in :data:`POLICIES`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any, ClassVar
+
+from prioritizer.config import PolicyConfig
+from prioritizer.gittins import GittinsDistribution
+from prioritizer.model import (Decisions, JobPhase, JobView, Preemption, QueueState,
+                               Snapshot)
+from prioritizer.placement import FreeMap, plan_starts
+
+RUNNING, PENDING = JobPhase.RUNNING, JobPhase.PENDING
+
+
+class Policy:
+    """Base rule set: one queue, FIFO by submit time, no preemption, no promotion.
+
+    Subclasses override class attributes and the three small methods; ``decide`` is shared.
+    """
+
+    name: ClassVar[str] = ""
+    preemptive: ClassVar[bool] = False
+    strict: ClassVar[bool] = False
+    promotes: ClassVar[bool] = False
+
+    def __init__(self, config: PolicyConfig, distribution: GittinsDistribution | None) -> None:
+        self.config = config
+        self.distribution = distribution
+        self.thresholds: tuple[float, ...] = ()
+
+    def service(self, job: JobView) -> float:
+        """Service counted for queueing (since the last promotion); unit per subclass."""
+        return job.attained_gpu_s - job.service_base_gpu_s
+
+    def key(self, job: JobView, state: QueueState) -> tuple[Any, ...]:
+        """Sort key of a pending job: smaller starts first."""
+        return (job.submit_time, job.job_id)
+
+    def level(self, job: JobView, state: QueueState) -> float:
+        """Preemption level: a job may preempt only jobs of a strictly greater level."""
+        return float(state.queue)
+
+
+class Fifo(Policy):
+    """Strict FIFO (YARN capacity scheduler): the first job that does not fit blocks all."""
+
+    name = "fifo"
+    strict = True
+
+
+class FifoFit(Policy):
+    """FIFO order, but later jobs start wherever they fit (Slurm backfill without limits)."""
+
+    name = "fifo-fit"
+
+
+class TiresiasLas(Policy):
+    """Discretised 2D-LAS (paper section 4.1): queues by GPU·s, FIFO by queue entry."""
+
+    name = "tiresias-las"
+    preemptive = True
+    promotes = True
+
+    def __init__(self, config: PolicyConfig, distribution: GittinsDistribution | None) -> None:
+        super().__init__(config, distribution)
+        self.thresholds = config.thresholds_gpu_s
+
+    def key(self, job: JobView, state: QueueState) -> tuple[Any, ...]:
+        return (state.queue, state.queue_entry_time, job.submit_time, job.job_id)
+
+
+class Las(TiresiasLas):
+    """1D LAS: queues by run time in seconds, ignoring the GPU count."""
+
+    name = "las"
+
+    def __init__(self, config: PolicyConfig, distribution: GittinsDistribution | None) -> None:
+        super().__init__(config, distribution)
+        self.thresholds = config.thresholds_s
+
+    def service(self, job: JobView) -> float:
+        return (job.attained_gpu_s - job.service_base_gpu_s) / max(job.num_gpus, 1)
+
+
+class TiresiasGittins(TiresiasLas):
+    """Discretised 2D-Gittins (paper section 4.2): inside a queue, higher index first."""
+
+    name = "tiresias-gittins"
+
+    def __init__(self, config: PolicyConfig, distribution: GittinsDistribution | None) -> None:
+        super().__init__(config, distribution)
+        if distribution is None:
+            raise ValueError("tiresias-gittins needs a duration distribution (GPU·s samples)")
+        self._index = distribution.index
+
+    def key(self, job: JobView, state: QueueState) -> tuple[Any, ...]:
+        index = self._index(self.service(job), self.config.gittins_quantum_gpu_s)
+        return (state.queue, -index, state.queue_entry_time, job.submit_time, job.job_id)
+
+
+class Srtf(Policy):
+    """Oracle shortest-remaining-time-first (run time in seconds), preemptive."""
+
+    name = "srtf"
+    preemptive = True
+
+    def remaining(self, job: JobView) -> float:
+        if job.duration_s is None:
+            raise ValueError(f"srtf: job {job.job_id} has no duration_s (oracle needed)")
+        return job.duration_s - job.attained_s
+
+    def key(self, job: JobView, state: QueueState) -> tuple[Any, ...]:
+        return (self.remaining(job), job.submit_time, job.job_id)
+
+    def level(self, job: JobView, state: QueueState) -> float:
+        return self.remaining(job)
+
+
+POLICIES: dict[str, type[Policy]] = {
+    cls.name: cls for cls in (TiresiasLas, TiresiasGittins, Las, Fifo, FifoFit, Srtf)}
+
+
+def queue_state(policy: Policy, job: JobView, now: float) -> QueueState:
+    """Queue level of ``job`` at ``now``: demotion by thresholds, promotion by starvation."""
+    cfg = policy.config
+    level = bisect.bisect_right(policy.thresholds, policy.service(job))
+    entry = job.queue_entry_time if job.queue_entry_time is not None else job.submit_time
+    if job.queue is None:
+        return QueueState(job.job_id, level, entry, job.service_base_gpu_s, True, "new")
+    if (policy.promotes and cfg.starve_knob > 0 and job.phase is PENDING and job.queue > 0
+            and job.last_run_end is not None and job.last_run_s > 0):
+        waited = now - job.last_run_end
+        if waited >= cfg.starve_knob * job.last_run_s:
+            return QueueState(job.job_id, 0, now, job.attained_gpu_s, True,
+                              f"promoted: waited {waited:.0f} s >= {cfg.starve_knob:g} x "
+                              f"{job.last_run_s:.0f} s")
+    if level > job.queue:
+        return QueueState(job.job_id, level, now, job.service_base_gpu_s, True,
+                          f"demoted: {policy.service(job):.0f} >= "
+                          f"{policy.thresholds[level - 1]:g}")
+    if level < job.queue:   # only when thresholds were changed between decisions
+        return QueueState(job.job_id, level, now, job.service_base_gpu_s, True,
+                          "thresholds changed")
+    return QueueState(job.job_id, job.queue, entry, job.service_base_gpu_s, False,
+                      f"queue {job.queue}")
+
+
+def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
+           distribution: GittinsDistribution | None = None) -> Decisions:
+    """One scheduling decision.
+
+    Args:
+        snapshot: nodes (free GPUs) and every managed job; RUNNING jobs list their
+            ``nodes`` (aligned with ``gpus_per_node``) so that victims free real nodes.
+        config: the policy and its settings (``config.policy`` selects from POLICIES).
+        now: seconds (epoch on a cluster, trace time in the simulator).
+        distribution: GPU·s samples for ``tiresias-gittins`` (required there).
+
+    Returns:
+        Decisions: pending ids in start order, every job's queue state, preemptions
+        (each waiter with just enough victims to fit on real nodes), promotions.
+
+    Raises:
+        ValueError: unknown policy name, gittins without a distribution, srtf without
+            durations, a running job on a node not in the snapshot.
+    """
+    policy = POLICIES[config.policy](config, distribution)
+    states: dict[int, QueueState] = {}
+    pending: list[tuple[tuple[Any, ...], JobView]] = []
+    running: list[JobView] = []
+    for job in snapshot.jobs:
+        state = states[job.job_id] = queue_state(policy, job, now)
+        if job.phase is PENDING:
+            pending.append((policy.key(job, state), job))
+        else:
+            running.append(job)
+    pending.sort(key=lambda kv: kv[0])
+    promotions = tuple(j for j, s in states.items() if s.reason.startswith("promoted"))
+    order = tuple(job.job_id for _, job in pending)
+    preemptions: list[Preemption] = []
+    if config.preemption and policy.preemptive and pending and running:
+        preemptions = _preempt(policy, snapshot, states, pending, running, now)
+    return Decisions(order=order, states=states, preemptions=tuple(preemptions),
+                     promotions=promotions, strict_order=policy.strict)
+
+
+def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
+             pending: list[tuple[tuple[Any, ...], JobView]], running: list[JobView],
+             now: float) -> list[Preemption]:
+    """Run the start model over the pending jobs; for each job that cannot start nor
+    reserve, pick victims (see module doc). Returns the preemptions in waiter order."""
+    index = {node.name: i for i, node in enumerate(snapshot.nodes)}
+    free = FreeMap([node.gpus_free for node in snapshot.nodes])
+    soon: FreeMap | None = None
+    placed: dict[int, tuple[int, ...]] = {}
+    for job in running:
+        try:
+            placed[job.job_id] = tuple(index[name] for name in job.nodes)
+        except KeyError as exc:
+            raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
+        if job.being_preempted:
+            soon = soon or free.copy()
+            soon.add(placed[job.job_id], job.gpus_per_node)
+    level = {job.job_id: policy.level(job, states[job.job_id])
+             for job in running + [j for _, j in pending]}
+    min_run = policy.config.min_run_s
+    candidates = sorted(
+        (j for j in running
+         if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
+             j.gpus_per_node) and now - (j.run_start if j.run_start is not None else now)
+         >= min_run),
+        key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id))
+    taken: set[int] = set()
+    result: list[Preemption] = []
+    failed: list[tuple[float, int]] = []   # (level, GPUs) of waiters no victim set could serve
+
+    def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
+        mine, gpus = level[job_id], sum(need)
+        if any(mine >= lv and gpus >= g for lv, g in failed):
+            return False
+        victims = _choose_victims(need, soon_map, mine, candidates, taken, placed, level)
+        if victims is None:
+            failed.append((mine, gpus))
+            return False
+        taken.update(victims)
+        result.append(Preemption(job_id, tuple(victims)))
+        return True
+
+    eligible = ((job.job_id, job.gpus_per_node) for _, job in pending
+                if job.eligible_time is None or job.eligible_time <= now)
+    plan_starts(eligible, free, soon, strict=policy.strict, on_blocked=on_blocked)
+    return result
+
+
+def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
+                    candidates: list[JobView], taken: set[int],
+                    placed: dict[int, tuple[int, ...]], level: dict[int, float]
+                    ) -> list[int] | None:
+    """Smallest prefix of ``candidates`` (strictly lower priority than the waiter) whose
+    GPUs make ``need`` fit, then drop any victim not needed. Adds the victims' GPUs to
+    ``soon`` on success; leaves it unchanged on failure."""
+    trial = soon.copy()
+    chosen: list[JobView] = []
+    for job in candidates:
+        if level[job.job_id] <= waiter_level:
+            break
+        if job.job_id in taken:
+            continue
+        trial.add(placed[job.job_id], job.gpus_per_node)
+        chosen.append(job)
+        if trial.place(need) is not None:
+            break
+    else:
+        return None
+    if not chosen or trial.place(need) is None:
+        return None
+    for job in reversed(chosen[:-1]):
+        trial.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        if trial.place(need) is None:
+            trial.add(placed[job.job_id], job.gpus_per_node)
+        else:
+            chosen.remove(job)
+    for job in chosen:
+        soon.add(placed[job.job_id], job.gpus_per_node)
+    return [job.job_id for job in chosen]
