@@ -45,6 +45,10 @@ class Policy:
         """Service counted for queueing (since the last promotion); unit per subclass."""
         return job.attained_gpu_s - job.service_base_gpu_s
 
+    def rate(self, job: JobView) -> float:
+        """Service gained per second of running (GPUs for 2D service)."""
+        return float(job.num_gpus)
+
     def key(self, job: JobView, state: QueueState) -> tuple[Any, ...]:
         """Sort key of a pending job: smaller starts first."""
         return (job.submit_time, job.job_id)
@@ -94,20 +98,19 @@ class Las(TiresiasLas):
     def service(self, job: JobView) -> float:
         return (job.attained_gpu_s - job.service_base_gpu_s) / max(job.num_gpus, 1)
 
+    def rate(self, job: JobView) -> float:
+        return 1.0
+
 
 class TiresiasGittins(TiresiasLas):
     """Discretised 2D-Gittins (paper section 4.2): inside a queue, higher index first."""
 
     name = "tiresias-gittins"
 
-    def __init__(self, config: PolicyConfig, distribution: GittinsDistribution | None) -> None:
-        super().__init__(config, distribution)
-        if distribution is None:
-            raise ValueError("tiresias-gittins needs a duration distribution (GPU·s samples)")
-        self._index = distribution.index
-
     def key(self, job: JobView, state: QueueState) -> tuple[Any, ...]:
-        index = self._index(self.service(job), self.config.gittins_quantum_gpu_s)
+        if self.distribution is None:
+            raise ValueError("tiresias-gittins needs a duration distribution (GPU·s samples)")
+        index = self.distribution.index(self.service(job), self.config.gittins_quantum_gpu_s)
         return (state.queue, -index, state.queue_entry_time, job.submit_time, job.job_id)
 
 
@@ -276,3 +279,24 @@ def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
     for job in chosen:
         soon.add(placed[job.job_id], job.gpus_per_node)
     return [job.job_id for job in chosen]
+
+
+def next_queue_change(job: JobView, config: PolicyConfig, now: float) -> float | None:
+    """When a job RUNNING at ``now`` reaches its next queue threshold if it keeps running
+    (seconds), or None (last queue, or a policy without queues). ``job`` carries the
+    attained service at ``now``. The simulator schedules its threshold events here."""
+    rules = POLICIES[config.policy](config, None)
+    service = rules.service(job)
+    i = bisect.bisect_right(rules.thresholds, service)
+    if i == len(rules.thresholds):
+        return None
+    return now + (rules.thresholds[i] - service) / rules.rate(job)
+
+
+def promotion_time(job: JobView, config: PolicyConfig) -> float | None:
+    """When a PENDING job in queue > 0 becomes due for starvation promotion, or None."""
+    if not POLICIES[config.policy].promotes or config.starve_knob <= 0:
+        return None
+    if job.queue in (None, 0) or job.last_run_end is None or job.last_run_s <= 0:
+        return None
+    return job.last_run_end + config.starve_knob * job.last_run_s
