@@ -1,0 +1,161 @@
+"""``dlgres``: print gres.conf lines for a GPU node, or check an existing gres.conf.
+
+Three sources, one generator (:mod:`slurm_plugin.gres`):
+
+* ``dlgres`` — this node, from NVML (pynvml) and ``/sys`` CPU topology;
+  ``--fake-nvml FILE`` answers from a recorded NVML (tests/fixtures/nvml) instead.
+* ``dlgres --from-topo FILE --sockets S --cores-per-socket C [--threads-per-core T]`` — a
+  captured ``nvidia-smi topo -m`` of a node with that slurm.conf shape.
+* ``dlgres --check gres.conf [--sockets S --cores-per-socket C [--threads-per-core T]]`` — one
+  line per finding, ``FILE:LINE: message``.
+
+Output is gres.conf text (comments start with ``#``) or, with ``--json``, one JSON object.
+Exit codes: 0 done; 1 ``--check`` found problems; 2 bad input (unreadable or malformed file,
+a capture that is cut off without ``--allow-partial``, a CPU the node shape lacks);
+3 NVML unavailable (no driver or no GPU on this machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from slurm_plugin import gres, gres_check, nvml, topo, topo_cpu
+from slurm_plugin.nvml_fake import FakeNvml
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_NVML = 0, 1, 2, 3
+
+
+class InputError(Exception):
+    """Bad input; the message is printed as ``dlgres: <message>``."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (Slurm 22.05 gres.conf(5)).")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--from-topo", metavar="FILE", help="a captured 'nvidia-smi topo -m' of the node")
+    src.add_argument("--check", metavar="GRES_CONF", help="check an existing gres.conf; exit 1 on findings")
+    src.add_argument("--fake-nvml", metavar="FILE", help="answer NVML calls from a recorded JSON (no GPU needed)")
+    p.add_argument("--node", help="NodeName= for the lines (default: none, for a node-local gres.conf)")
+    p.add_argument("--type", dest="gpu_type", help="gres Type= (default: from the GPU name; none for --from-topo)")
+    p.add_argument("--sockets", type=int, help="node sockets (slurm.conf Sockets=)")
+    p.add_argument("--cores-per-socket", type=int, help="slurm.conf CoresPerSocket=")
+    p.add_argument("--threads-per-core", type=int, default=None, help="slurm.conf ThreadsPerCore= (default 1)")
+    p.add_argument("--sysfs", default="/sys/devices/system/cpu", help="CPU topology root for the NVML path")
+    p.add_argument("--allow-partial", action="store_true", help="print the GPUs of a cut-off capture, marked PARTIAL")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    return p
+
+
+def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None:
+    if a.sockets is None and a.cores_per_socket is None:
+        if required:
+            raise InputError(
+                "--from-topo needs the node's shape: --sockets S --cores-per-socket C "
+                "[--threads-per-core T] (as in its slurm.conf NodeName line or 'slurmd -C')"
+            )
+        return None
+    if a.sockets is None or a.cores_per_socket is None:
+        raise InputError("give both --sockets and --cores-per-socket")
+    return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, a.threads_per_core or 1)
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read {path}: {e}") from None
+
+
+def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], notes: list[str],
+          partial: bool, cpu: topo_cpu.CpuTopology, total: int) -> int:
+    lines = gres.gres_lines(a.node, devices, check_links=not partial)
+    if a.json:
+        obj: dict[str, Any] = {
+            "source": source, "node": a.node, "partial": partial, "notes": notes,
+            "gpus": [{"file": d.file, "type": d.type, "cores": list(d.cores),
+                      "links": list(d.links) if d.links is not None else None, "bus_id": d.bus_id}
+                     for d in devices],
+            "lines": lines,
+        }
+        print(json.dumps(obj, indent=1))
+        return EXIT_OK
+    local = a.from_topo is None and a.fake_nvml is None
+    host = a.node or (socket.gethostname().split(".")[0] if local else "NODE")
+    print(f"# gres.conf for {host}: {len(devices)} of {total} GPU(s) from {source}; written by dlgres")
+    for n in notes:
+        print(f"# note: {n}")
+    if partial:
+        print("# PARTIAL: the capture is cut off; lines below cover only the GPUs listed, and their")
+        print("# Links still count every GPU column. Do not install this file as it is.")
+    for d in devices:
+        if d.bus_id:
+            print(f"# {d.file}: PCI {d.bus_id}")
+    print("\n".join(lines))
+    types = sorted({d.type for d in devices if d.type})
+    gres_word = f"gpu:{types[0]}:{total}" if len(types) == 1 else f"gpu:{total}"
+    print(f"# slurm.conf: NodeName={host} Gres={gres_word} Sockets={cpu.sockets} "
+          f"CoresPerSocket={cpu.cores_per_socket} ThreadsPerCore={cpu.threads_per_core}")
+    return EXIT_OK
+
+
+def _from_topo(a: argparse.Namespace) -> int:
+    cpu = _shape(a, required=True)
+    assert cpu is not None
+    t = topo.parse_topo(_read(a.from_topo))
+    if t.partial and not a.allow_partial:
+        missing = ",".join(f"GPU{g}" for g in t.missing)
+        raise InputError(
+            f"{a.from_topo} is cut off: no complete row for {missing} ({len(t.gpus)} of {t.gpu_count} GPUs); "
+            "capture the whole 'nvidia-smi topo -m' output, or pass --allow-partial for the GPUs present"
+        )
+    devices = gres.devices_from_topo(t, cpu, a.gpu_type)
+    return _emit(a, f"'nvidia-smi topo -m' capture {a.from_topo}", devices, list(t.notes), t.partial, cpu, t.gpu_count)
+
+
+def _from_nvml(a: argparse.Namespace) -> int:
+    cpu = _shape(a, required=False) or topo_cpu.CpuTopology.from_sysfs(a.sysfs)
+    module = FakeNvml.from_file(a.fake_nvml) if a.fake_nvml else None
+    gpus = nvml.read_gpus(module, cpu_count=max(cpu.cpu_to_core) + 1)
+    if not gpus:
+        raise nvml.NvmlUnavailable("NVML sees no GPU on this node")
+    devices = gres.devices_from_nvml(gpus, cpu, a.gpu_type)
+    src = f"recorded NVML {a.fake_nvml}" if a.fake_nvml else "NVML"
+    return _emit(a, src, devices, [], False, cpu, len(devices))
+
+
+def _check(a: argparse.Namespace) -> int:
+    findings = gres_check.check_gres(_read(a.check), _shape(a, required=False))
+    if a.json:
+        print(json.dumps({"file": a.check, "findings": [{"line": f.line, "message": f.message} for f in findings]}, indent=1))
+    else:
+        for f in findings:
+            print(f"{a.check}:{f.line}: {f.message}")
+        if not findings:
+            print(f"{a.check}: no findings")
+    return EXIT_FINDINGS if findings else EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``dlgres``; returns the exit code (see module docstring)."""
+    a = _parser().parse_args(argv)
+    try:
+        if a.check:
+            return _check(a)
+        if a.from_topo:
+            return _from_topo(a)
+        return _from_nvml(a)
+    except (InputError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
+        print(f"dlgres: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except nvml.NvmlUnavailable as e:
+        print(f"dlgres: {e} (on a machine without GPUs use --from-topo or --fake-nvml)", file=sys.stderr)
+        return EXIT_NVML
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
