@@ -1,0 +1,222 @@
+"""``dlqueue``: the thin shell around :mod:`submit.queue_view` (squeue-style view of GPU jobs).
+
+It reads Slurm only through :meth:`slurm_plugin.client.SlurmClient.jobs` (``squeue --json``)
+and the daemon's public snapshot through :func:`prioritizer.public_snapshot.read_snapshot`
+(never the private ledger), builds rows and a table with the pure functions of
+:mod:`submit.queue_view`, and prints them once, as JSON (``--json``), or refreshed in place with
+:class:`rich.live.Live` (``--watch``). Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
+from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:`` section) when
+that file exists; else :data:`prioritizer.public_snapshot.DEFAULT_PATH`.
+
+Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments;
+3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from rich.console import Console, Group
+from rich.live import Live
+from rich.text import Text
+
+from prioritizer import public_snapshot
+from prioritizer.public_snapshot import PublicSnapshot, SnapshotError
+from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.records import ACTIVE_STATES
+from submit import queue_view as qv
+
+DAEMON_CONFIG = "/etc/dlprio/dlprio.yaml"
+EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
+STALE_AFTER_S = 300
+
+
+def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
+    """The snapshot path and a note ("" or why the config was not used).
+
+    Reads ``snapshot_path`` (top level, or under ``daemon:``) of ``config_path`` when the file
+    exists; falls back to :data:`public_snapshot.DEFAULT_PATH` with a note when it is unreadable.
+    """
+    cfg = Path(config_path)
+    if not cfg.exists():
+        return public_snapshot.DEFAULT_PATH, ""
+    try:
+        data = yaml.safe_load(cfg.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        return public_snapshot.DEFAULT_PATH, f"{config_path} unreadable ({exc.__class__.__name__})"
+    if isinstance(data, dict):
+        for section in (data, data.get("daemon")):
+            if isinstance(section, dict) and isinstance(section.get("snapshot_path"), str):
+                return section["snapshot_path"], ""
+    return public_snapshot.DEFAULT_PATH, ""
+
+
+def load_snapshot(path: str, now: float) -> tuple[PublicSnapshot | None, str]:
+    """Read the snapshot; return it (or ``None``) and the note the view prints about it."""
+    try:
+        snap = public_snapshot.read_snapshot(path)
+    except (SnapshotError, OSError, ValueError, AttributeError) as exc:
+        return None, (f"daemon snapshot {path} unreadable ({exc}): "
+                      "queue and attained service are not shown")
+    if snap is None:
+        return None, (f"daemon snapshot not found at {path} (is dlprio running?): "
+                      "queue and attained service are not shown")
+    age = now - snap.generated_at
+    if age > STALE_AFTER_S:
+        return snap, (f"daemon snapshot is {qv.format_duration(age)} old (cycle {snap.cycle}); "
+                      "the daemon may be down")
+    return snap, ""
+
+
+def _id_list(text: str) -> list[int]:
+    try:
+        ids = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of job ids (e.g. -j 12,15)") from None
+    if not ids or any(i <= 0 for i in ids):
+        raise argparse.ArgumentTypeError(f"{text!r}: job ids are positive integers (e.g. -j 12,15)")
+    return ids
+
+
+def _states(text: str) -> frozenset[str] | None:
+    try:
+        return qv.parse_states(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+        return value
+    return parse
+
+
+def _names(text: str) -> list[str]:
+    return [x for x in text.split(",") if x]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dlqueue", description="Slurm GPU jobs in the order they will start, with the "
+        "dlprio queue and attained service when the daemon runs.",
+        epilog="exit codes: 0 ok, 2 bad arguments, 3 Slurm unreachable, 4 Slurm refused")
+    p.add_argument("-u", "--user", type=_names, help="only these users (comma-separated)")
+    p.add_argument("--me", action="store_true", help="only the current user's jobs")
+    p.add_argument("-p", "--partition", type=_names, help="only these partitions")
+    p.add_argument("-t", "--states", type=_states, default=ACTIVE_STATES,
+                   help="states, squeue codes or words (PD,R,CG...) or 'all'; "
+                        "default: jobs not finished")
+    p.add_argument("-j", "--jobs", type=_id_list, help="only these job ids (comma-separated)")
+    p.add_argument("--snapshot", help="daemon snapshot file (default: snapshot_path of "
+                   f"{DAEMON_CONFIG}, else {public_snapshot.DEFAULT_PATH})")
+    p.add_argument("--json", action="store_true", help="print a JSON list for scripts")
+    p.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
+    p.add_argument("--interval", type=_positive(float), default=2.0,
+                   help="seconds between refreshes with --watch (default 2)")
+    p.add_argument("--iterations", type=_positive(int),
+                   help="with --watch: stop after N refreshes")
+    return p
+
+
+class _View:
+    """One fetch of Slurm + snapshot → rows and notes (the only I/O of a refresh)."""
+
+    def __init__(self, args: argparse.Namespace, client: SlurmClient) -> None:
+        self.args, self.client = args, client
+        users = list(args.user or [])
+        if args.me:
+            users.append(getpass.getuser())
+        self.users = users or None
+        self.path, self.config_note = ((args.snapshot, "") if args.snapshot
+                                       else default_snapshot_path())
+
+    def fetch(self) -> tuple[list[qv.QueueRow], PublicSnapshot | None, list[str]]:
+        now = time.time()
+        jobs = self.client.jobs(users=self.users, states=self.args.states,
+                                job_ids=self.args.jobs, partitions=self.args.partition)
+        snap, note = load_snapshot(self.path, now)
+        notes = [n for n in (self.config_note, note) if n]
+        return qv.build_rows(jobs, snap, int(now)), snap, notes
+
+
+def _screen(view: _View, width: int) -> Group:
+    """The --watch screen: a title line, the table (folded to fit), notes; errors as a line."""
+    stamp = time.strftime("%H:%M:%S")
+    try:
+        rows, snap, notes = view.fetch()
+    except SlurmError as exc:
+        return Group(Text(f"dlqueue {stamp}: Slurm error: {qv.visible(exc.message)} "
+                          "(retrying)", style="red"))
+    table = qv.build_queue_table(rows, width, show_service=snap is not None, fit=True)
+    title = Text(f"dlqueue {stamp}: {len(rows)} jobs, every {view.args.interval:g} s")
+    return Group(title, table, *(Text(qv.visible(n), style="dim") for n in notes))
+
+
+def _watch(view: _View, console: Console) -> int:
+    limit = view.args.iterations
+    done = 0
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        while True:
+            live.update(_screen(view, console.width), refresh=True)
+            done += 1
+            if limit is not None and done >= limit:
+                return 0
+            time.sleep(view.args.interval)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``dlqueue``; return the exit code (see the module docstring)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.json and args.watch:
+        parser.error("--json and --watch cannot be combined (run --json in a loop instead)")
+    if args.iterations is not None and not args.watch:
+        parser.error("--iterations needs --watch")
+    view = _View(args, SlurmClient())
+    console = Console(highlight=False, emoji=False, markup=False)
+    try:
+        if args.watch:
+            return _watch(view, console)
+        rows, snap, notes = view.fetch()
+    except KeyboardInterrupt:
+        return 0
+    except SlurmUnreachable as exc:
+        print(f"dlqueue: Slurm unreachable: {qv.visible(exc.message)}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except SlurmError as exc:
+        print(f"dlqueue: Slurm refused: {qv.visible(exc.message)}", file=sys.stderr)
+        return EXIT_REFUSED
+    if args.json:
+        for n in notes:
+            print(f"dlqueue: {qv.visible(n)}", file=sys.stderr)
+        print(json.dumps(qv.json_rows(rows), ensure_ascii=False, indent=1))
+        return 0
+    table = qv.build_queue_table(rows, console.width, show_service=snap is not None)
+    if console.is_terminal:
+        console.width = max(console.width, qv.natural_width(table))
+        console.print(table, crop=False)
+        for n in notes:
+            console.print(Text(qv.visible(n), style="dim"))
+    else:
+        sys.stdout.write(qv.render_table(table, console.width))
+        for n in notes:
+            print(qv.visible(n))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""The pure core of ``dlqueue``: Slurm jobs + the daemon's public snapshot → rows → a rich table.
+
+Place in the pipeline (../shared/STYLE.md rule 13, "snapshot → pure table builder → thin live
+shell"): :mod:`submit.queue_cli` reads ``squeue --json`` through
+:meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
+:func:`prioritizer.public_snapshot.read_snapshot` (never the private ledger), then calls
+:func:`build_rows`, :func:`build_queue_table` / :func:`render_table` and :func:`json_rows` here.
+Nothing in this module runs a command, reads a file or a clock: ``now`` is an argument.
+
+Sources: squeue(1) (columns, state abbreviations, JOBID forms ``LEADER+OFFSET`` and
+``ARRAY_TASK``); Slurm's scheduling order "preemptor, reservation, partition PriorityTier,
+priority, submit time, job id" (../shared/SLURM-NOTES.md); the requeue delay: ``scontrol
+requeue`` sets BeginTime = now + ``cred_expire`` + 1 s and resets ``submit_time`` to the requeue
+time (slurm.conf(5) ``AuthInfo``; seen on 22.05: reason ``BeginTime``, ``restart_cnt`` 1,
+``eligible_time`` = the begin time).
+
+User-controlled text (names, users, reasons, ids) is shown literally and whole: every cell is a
+:class:`rich.text.Text` (never markup), control and invisible formatting characters are written
+as visible escapes by :func:`visible` (a newline becomes the two characters ``\\n``, so a row
+stays one line), and plain output is rendered at the table's natural width (never cropped,
+never wrapped). Only ``--watch``, whose screen must fit the terminal, folds cells that do not
+fit (``fit=True``): whole characters move to the next line inside their column.
+"""
+
+from __future__ import annotations
+
+import io
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from prioritizer.public_snapshot import PublicJob, PublicSnapshot
+from slurm_plugin.records import Job
+
+STARTED_STATES = frozenset(
+    {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "RESIZING"})
+WAITING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"})
+
+# squeue(1) "JOB STATE CODES": compact form → the job_state word of squeue --json.
+STATE_CODES = {
+    "BF": "BOOT_FAIL", "CA": "CANCELLED", "CD": "COMPLETED", "CF": "CONFIGURING",
+    "CG": "COMPLETING", "DL": "DEADLINE", "F": "FAILED", "NF": "NODE_FAIL", "OOM": "OUT_OF_MEMORY",
+    "PD": "PENDING", "PR": "PREEMPTED", "R": "RUNNING", "RD": "RESV_DEL_HOLD",
+    "RF": "REQUEUE_FED", "RH": "REQUEUE_HOLD", "RQ": "REQUEUED", "RS": "RESIZING",
+    "RV": "REVOKED", "SI": "SIGNALING", "SE": "SPECIAL_EXIT", "SO": "STAGE_OUT",
+    "ST": "STOPPED", "S": "SUSPENDED", "TO": "TIMEOUT",
+}
+JSON_KEYS = ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
+             "wait_s", "preemptions", "reason")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_STATE_STYLE = {"RUNNING": "green", "PENDING": "yellow", "COMPLETING": "cyan"}
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One line of the queue, raw values (text is NOT escaped here; :func:`visible` does that).
+
+    Attributes:
+        job_id: Slurm's job id (a hetjob component's own id).
+        display_id: the id as squeue writes it: ``12``, ``12+1`` (hetjob), ``30_4`` (array).
+        user, name, state: as Slurm reports them.
+        queue: the daemon's queue level (0 = highest), ``None`` without the snapshot or when
+            the daemon does not manage the job.
+        attained_gpu_s: attained service in GPU·s from the snapshot, ``None`` likewise.
+        gpus: total GPUs of the job; nodes: nodes allocated (started) or requested (pending).
+        node_names: hostlist expression of allocated nodes, "" while pending.
+        wait_s: seconds, see :func:`wait_seconds`.
+        preemptions: the daemon's preemption count, or Slurm's ``restart_cnt`` without it.
+        reason: see :func:`reason_text`.
+    """
+
+    job_id: int
+    display_id: str
+    user: str
+    name: str
+    state: str
+    queue: int | None
+    attained_gpu_s: float | None
+    gpus: int
+    nodes: int
+    node_names: str
+    wait_s: int
+    preemptions: int
+    reason: str
+
+
+def parse_states(spec: str) -> frozenset[str] | None:
+    """``-t`` value → job_state words; ``None`` means every state (``all``).
+
+    Accepts a comma-separated list of squeue(1) codes or words in any case (``pd,R,completed``).
+    Raises ValueError naming the unknown entry and the valid codes.
+    """
+    out: set[str] = set()
+    words = set(STATE_CODES.values())
+    for raw in spec.split(","):
+        item = raw.strip().upper()
+        if item == "ALL":
+            return None
+        if item in STATE_CODES:
+            out.add(STATE_CODES[item])
+        elif item in words:
+            out.add(item)
+        else:
+            raise ValueError(f"unknown job state {raw.strip()!r}; use codes such as "
+                             f"{', '.join(sorted(STATE_CODES))} or 'all' (squeue(1))")
+    if not out:
+        raise ValueError("empty state list; e.g. -t PD,R")
+    return frozenset(out)
+
+
+def visible(text: str) -> str:
+    """``text`` with characters that would hide, move or restyle output written as escapes.
+
+    Newline, CR and tab become ``\\n``, ``\\r``, ``\\t``; other control characters (ESC, DEL,
+    C1) ``\\xNN``; invisible format characters (bidi overrides, zero-width, U+2028/9)
+    ``\\uXXXX``. Everything else, rich markup and backslashes included, stays as typed, so
+    ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a name that
+    literally contains ``\\n`` looks like one with a newline (``--json`` has the exact text).
+    """
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif cat == "Cc":
+            out.append(f"\\x{ord(ch):02x}")
+        elif cat in ("Cf", "Zl", "Zp"):
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def format_duration(seconds: float) -> str:
+    """squeue's TIME format: ``M:SS``, ``H:MM:SS``, ``D-HH:MM:SS`` (negative values count as 0)."""
+    s = max(int(seconds), 0)
+    d, rem = divmod(s, 86400)
+    h, rem = divmod(rem, 3600)
+    m, sec = divmod(rem, 60)
+    if d:
+        return f"{d}-{h:02d}:{m:02d}:{sec:02d}"
+    if h:
+        return f"{h}:{m:02d}:{sec:02d}"
+    return f"{m}:{sec:02d}"
+
+
+def wait_seconds(job: Job, now: int) -> int:
+    """Seconds the job has waited for its current (or next) run.
+
+    Pending: ``now - submit_time`` (Slurm resets ``submit_time`` on requeue, so for a requeued
+    job this is the wait since its requeue). Started: ``start_time - submit_time``, the wait
+    before the current run. Finished: the same with ``end_time`` when it never started.
+    Never negative; 0 when Slurm gave no submit time.
+    """
+    if job.submit_time is None:
+        return 0
+    if job.state in WAITING_STATES:
+        return max(now - job.submit_time, 0)
+    began = job.start_time or job.end_time or job.submit_time
+    return max(began - job.submit_time, 0)
+
+
+def reason_text(job: Job, pub: PublicJob | None, now: int) -> str:
+    """The REASON cell: Slurm's reason for pending jobs, then the daemon's, joined by ``; ``.
+
+    A pending job with reason ``BeginTime`` and ``restart_count > 0`` is in Slurm's requeue
+    delay (BeginTime = requeue + cred_expire + 1 s), shown as ``requeue delay (starts in ~Ns)``
+    with N = ``eligible_time - now`` (0 once due), not as stuck. A first-run ``BeginTime``
+    (``--begin``) shows ``BeginTime (eligible in H:MM:SS)``. Running jobs show only the
+    daemon's reason (Slurm says ``None``).
+    """
+    parts: list[str] = []
+    if job.state in WAITING_STATES:
+        due = job.eligible_time or job.start_time
+        left = max((due or now) - now, 0)
+        if job.reason == "BeginTime" and job.restart_count > 0:
+            parts.append(f"requeue delay (starts in ~{left}s)")
+        elif job.reason == "BeginTime":
+            parts.append(f"BeginTime (eligible in {format_duration(left)})")
+        elif job.reason and job.reason != "None":
+            parts.append(job.reason)
+    elif job.reason and job.reason != "None":
+        parts.append(job.reason)
+    if pub is not None and pub.reason:
+        parts.append(pub.reason)
+    return "; ".join(parts)
+
+
+def _display_id(job: Job) -> str:
+    if job.het_job_id:
+        return f"{job.het_job_id}+{job.het_job_offset}"
+    if job.array_job_id and job.array_task_id is not None:
+        return f"{job.array_job_id}_{job.array_task_id}"
+    return str(job.job_id)
+
+
+def _public(job: Job, by_id: dict[int, PublicJob]) -> PublicJob | None:
+    return by_id.get(job.job_id) or by_id.get(job.unit_id)
+
+
+def _unit_key(job: Job, pub: PublicJob | None, top_priority: int) -> tuple:
+    """Sort key of a schedulable unit (group, then the order inside the group)."""
+    submit = job.submit_time or 0
+    if job.state in STARTED_STATES:
+        return (0, 0, job.start_time or 0, 0, submit, job.unit_id)
+    if job.state in WAITING_STATES:
+        if pub is not None and pub.rank is not None:
+            return (1, 0, pub.rank, 0, submit, job.unit_id)
+        return (1, 1, 0, -top_priority, submit, job.unit_id)
+    return (2, 0, job.end_time or 0, 0, submit, job.unit_id)
+
+
+def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -> list[QueueRow]:
+    """Rows in the order the scheduler will start them.
+
+    Order: started jobs (by start time), then waiting jobs by the daemon's ``rank`` where the
+    snapshot has one, then the remaining waiting jobs by Slurm priority (descending), submit
+    time, id (Slurm's own order), then finished jobs by end time. The components of a hetjob
+    stay together, in offset order, keyed by their leader (highest priority of the unit).
+
+    Args:
+        jobs: Slurm's jobs (already filtered).
+        snapshot: the daemon's public snapshot, or ``None`` when there is none.
+        now: the current time, epoch s.
+    """
+    jobs = list(jobs)
+    by_id = snapshot.by_id() if snapshot is not None else {}
+    top: dict[int, int] = {}
+    leader: dict[int, Job] = {}
+    for j in jobs:
+        top[j.unit_id] = max(top.get(j.unit_id, j.priority), j.priority)
+        if j.unit_id not in leader or j.het_job_offset < leader[j.unit_id].het_job_offset:
+            leader[j.unit_id] = j
+
+    def key(j: Job) -> tuple:
+        lead = leader[j.unit_id]
+        return (*_unit_key(lead, _public(lead, by_id), top[j.unit_id]), j.het_job_offset, j.job_id)
+
+    rows = []
+    for j in sorted(jobs, key=key):
+        pub = _public(j, by_id)
+        rows.append(QueueRow(
+            job_id=j.job_id, display_id=_display_id(j), user=j.user, name=j.name,
+            state=j.state, queue=pub.queue if pub else None,
+            attained_gpu_s=pub.attained_gpu_s if pub else None, gpus=j.gpus,
+            nodes=len(j.node_list) or j.node_count, node_names=j.nodes,
+            wait_s=wait_seconds(j, now),
+            preemptions=pub.preemptions if pub else j.restart_count,
+            reason=reason_text(j, pub, now)))
+    return rows
+
+
+def json_rows(rows: Sequence[QueueRow]) -> list[dict]:
+    """Rows as dicts with exactly :data:`JSON_KEYS` (raw text, seconds, GPU·s; ``nodes`` is a
+    count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon)."""
+    return [{k: asdict(r)[k] for k in JSON_KEYS} for r in rows]
+
+
+def _cells(row: QueueRow, show_service: bool) -> list[Text]:
+    cells = [Text(visible(row.display_id)), Text(visible(row.user)), Text(visible(row.name)),
+             Text(visible(row.state), style=_STATE_STYLE.get(row.state, ""))]
+    if show_service:
+        cells.append(Text("" if row.queue is None else f"Q{row.queue}"))
+        cells.append(Text("" if row.attained_gpu_s is None else f"{row.attained_gpu_s / 3600:.2f}"))
+    cells += [Text(str(row.gpus)), Text(visible(row.node_names) or str(row.nodes)),
+              Text(format_duration(row.wait_s)), Text(str(row.preemptions)),
+              Text(visible(row.reason))]
+    return cells
+
+
+def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: bool = True,
+                      fit: bool = False) -> Table:
+    """The queue as a borderless squeue-like table.
+
+    Args:
+        rows: from :func:`build_rows`.
+        width: the console width (cells) it will be printed at.
+        show_service: include QUEUE and ATTAINED (GPU·h) columns (only with a snapshot).
+        fit: for ``--watch``: when the natural width exceeds ``width``, the free-text columns
+            (USER, NAME, NODES, REASON) fold whole characters onto extra lines in their
+            column instead of running past the screen. Without ``fit`` nothing ever folds or
+            crops; print with :func:`render_table`, which widens the console as needed.
+    Returns:
+        A :class:`rich.table.Table`; every cell is a :class:`Text` passed through
+        :func:`visible`, so no user string is read as markup.
+    """
+    table = _table(rows, show_service, fold=False)
+    if fit and natural_width(table) > width:
+        table = _table(rows, show_service, fold=True)
+    return table
+
+
+def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
+                  collapse_padding=False)
+    free = {"USER", "NAME", "NODES", "REASON"}
+    heads = ["JOBID", "USER", "NAME", "STATE"]
+    if show_service:
+        heads += ["QUEUE", "ATTAINED"]
+    heads += ["GPUS", "NODES", "WAIT", "PREEMPTS", "REASON"]
+    right = {"ATTAINED", "GPUS", "WAIT", "PREEMPTS"}
+    for h in heads:
+        if h in right:  # numbers (never user text); rich ignores justify with "ignore"
+            table.add_column(h, justify="right", no_wrap=True)
+        else:
+            folds = fold and h in free
+            table.add_column(h, no_wrap=not folds, overflow="fold" if folds else "ignore")
+    for r in rows:
+        table.add_row(*_cells(r, show_service))
+    return table
+
+
+def natural_width(table: Table) -> int:
+    """Cells the table needs so that no cell is shrunk (measured on an unbounded console)."""
+    console = Console(file=io.StringIO(), width=1 << 20, color_system=None)
+    return Measurement.get(console, console.options, table).maximum
+
+
+def render_table(table: Table, width: int) -> str:
+    """Plain text (no colour) of ``table`` at ``max(width, natural width)``, lines right-stripped.
+
+    This is what ``dlqueue`` prints when its output is not a terminal, and what tests compare.
+    """
+    out = io.StringIO()
+    console = Console(file=out, width=max(width, natural_width(table)), color_system=None,
+                      force_terminal=False, highlight=False, emoji=False, markup=False)
+    console.print(table, crop=False)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
