@@ -1,0 +1,175 @@
+"""gres.conf generation: from a recorded fake NVML, from topo captures, and for dlcluster.
+
+The NVML path runs only against :class:`slurm_plugin.nvml_fake.FakeNvml` records
+(tests/fixtures/nvml, built from ../shared/data/topo); no GPU exists here. Expected lines are
+written out by hand from the captures: HGX H100 2x56x2 (GPU0-3 on CPUs 0-55,112-167), DGX A100
+2x64x2 (GPU0/1 on 48-63,176-191; GPU2/3 on 16-31,144-159, as deepops issue 1102 also has).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin import gres, nvml
+from slurm_plugin.gres_cli import main
+from slurm_plugin.nvml_fake import FakeNvml
+from slurm_plugin.topo_cpu import CpuTopology
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "nvml"
+TOPO = Path(__file__).resolve().parents[2] / "shared" / "data" / "topo"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_fake_nvml_h100_reads_names_buses_affinity_and_switch_links():
+    gpus = nvml.read_gpus(FakeNvml.from_file(FIX / "hgx-h100.json"), cpu_count=224)
+    assert len(gpus) == 8
+    assert gpus[0].name == "NVIDIA H100 80GB HBM3" and gpus[0].bus_id == "00000000:1B:00.0"
+    assert gpus[0].cpu_affinity == tuple(range(56)) + tuple(range(112, 168))
+    assert gpus[7].cpu_affinity == tuple(range(56, 112)) + tuple(range(168, 224))
+    assert gpus[0].switch_links == 18 and gpus[0].peer_links == {}
+    # NV18 between every pair, as the capture shows
+    assert nvml.link_matrix(gpus)[3] == [18, 18, 18, -1, 18, 18, 18, 18]
+
+
+def test_fake_nvml_shuts_nvml_down():
+    fake = FakeNvml.from_file(FIX / "pcie-rtx4090.json")
+    nvml.read_gpus(fake, cpu_count=224)
+    assert fake.initialised and fake.shutdowns == 1
+
+
+def test_direct_nvlink_bridge_counts_links_per_peer():
+    rec = {"devices": [
+        {"name": "NVIDIA RTX A6000", "bus_id": "00000000:41:00.0", "minor": 1, "cpu_affinity": "0-3",
+         "nvlinks": [["gpu", "00000000:01:00.0"]] * 4},
+        {"name": "NVIDIA RTX A6000", "bus_id": "00000000:01:00.0", "minor": 0, "cpu_affinity": "4-7",
+         "nvlinks": [["gpu", "00000000:41:00.0"]] * 4},
+    ]}
+    gpus = nvml.read_gpus(FakeNvml(rec), cpu_count=8)
+    devs = gres.devices_from_nvml(gpus, CpuTopology.from_shape(2, 4, 1))
+    # bus 01 sorts first although NVML listed it second; its device file is /dev/nvidia0
+    assert [(d.file, d.cores, d.links) for d in devs] == [
+        ("/dev/nvidia0", (4, 5, 6, 7), (-1, 4)),
+        ("/dev/nvidia1", (0, 1, 2, 3), (4, -1)),
+    ]
+    assert devs[0].type == "rtxa6000"
+
+
+def test_dgx_a100_lines_follow_bus_order_with_permuted_minors():
+    gpus = nvml.read_gpus(FakeNvml.from_file(FIX / "dgx-a100.json"), cpu_count=256)
+    lines = gres.gres_lines("dgx1", gres.devices_from_nvml(gpus, CpuTopology.from_shape(2, 64, 2)))
+    nv12 = lambda i: ",".join("-1" if j == i else "12" for j in range(8))  # noqa: E731
+    assert lines[0] == f"NodeName=dgx1 Name=gpu Type=a100 File=/dev/nvidia2 Cores=48-63 Links={nv12(0)}"
+    assert lines[2] == f"NodeName=dgx1 Name=gpu Type=a100 File=/dev/nvidia0 Cores=16-31 Links={nv12(2)}"
+    assert lines[6] == f"NodeName=dgx1 Name=gpu Type=a100 File=/dev/nvidia4 Cores=80-95 Links={nv12(6)}"
+
+
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        ("NVIDIA A100-SXM4-40GB", "a100"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA GeForce RTX 4090", "rtx4090"),
+        ("Tesla V100-SXM2-16GB", "v100"),
+        ("NVIDIA L40S", "l40s"),
+    ],
+)
+def test_gpu_type_short_names(name: str, short: str):
+    assert gres.gpu_type(name) == short
+
+
+def test_gres_lines_refuses_bad_links_and_duplicate_files():
+    ok = gres.GpuDevice("/dev/nvidia0", None, (), (-1, 2))
+    with pytest.raises(ValueError, match="Links has 2 entries for 1 GPUs"):
+        gres.gres_lines(None, [ok])
+    with pytest.raises(ValueError, match="-1 exactly at its own position 1"):
+        gres.gres_lines(None, [ok, gres.GpuDevice("/dev/nvidia1", None, (), (-1, 2))])
+    with pytest.raises(ValueError, match="File /dev/nvidia0 appears more than once"):
+        gres.gres_lines(None, [ok, gres.GpuDevice("/dev/nvidia0", None, (), None)])
+
+
+def test_fake_gres_lines_for_dlcluster_by_hand():
+    # 4 GPUs, 2 sockets x 4 cores: GPU0/1 on socket 0 (cores 0-3), GPU2/3 on socket 1 (4-7)
+    lines = gres.fake_gres_lines("node[1-2]", [f"/x/nvidia{i}" for i in range(4)], "a100", 2, 4)
+    assert lines == [
+        "NodeName=node[1-2] Name=gpu Type=a100 File=/x/nvidia0 Cores=0-3 Links=-1,4,1,1",
+        "NodeName=node[1-2] Name=gpu Type=a100 File=/x/nvidia1 Cores=0-3 Links=4,-1,1,1",
+        "NodeName=node[1-2] Name=gpu Type=a100 File=/x/nvidia2 Cores=4-7 Links=1,1,-1,4",
+        "NodeName=node[1-2] Name=gpu Type=a100 File=/x/nvidia3 Cores=4-7 Links=1,1,4,-1",
+    ]
+    with pytest.raises(ValueError, match="3 GPUs cannot be spread evenly over 2 sockets"):
+        gres.fake_gres_lines("n", ["a", "b", "c"], None, 2, 4)
+
+
+# --- the CLI ------------------------------------------------------------------------------
+
+
+def test_cli_fake_nvml_json(capsys: pytest.CaptureFixture[str]):
+    rc, out, _ = _run(capsys, "--fake-nvml", str(FIX / "hgx-h100.json"), "--sockets", "2",
+                      "--cores-per-socket", "56", "--threads-per-core", "2", "--node", "g1", "--json")
+    assert rc == 0
+    obj = json.loads(out)
+    assert obj["source"].startswith("recorded NVML") and obj["partial"] is False
+    assert [g["cores"][0] for g in obj["gpus"]] == [0, 0, 0, 0, 56, 56, 56, 56]
+    assert obj["gpus"][5]["bus_id"] == "00000000:C3:00.0"
+    assert obj["lines"][0] == "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-55 Links=-1,18,18,18,18,18,18,18"
+
+
+def test_cli_text_output_is_a_valid_gres_conf_with_slurm_conf_hint(capsys: pytest.CaptureFixture[str]):
+    rc, out, _ = _run(capsys, "--from-topo", str(TOPO / "8xH100-nccl-issue-1264.txt"), "--sockets", "2",
+                      "--cores-per-socket", "56", "--threads-per-core", "2", "--type", "h100", "--node", "g1")
+    assert rc == 0
+    body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert body[4] == "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia4 Cores=56-111 Links=18,18,18,18,-1,18,18,18"
+    assert len(body) == 8
+    assert "# slurm.conf: NodeName=g1 Gres=gpu:h100:8 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2" in out
+    assert "NIC3..NIC9" in out
+
+
+def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest.CaptureFixture[str]):
+    path = str(TOPO / "DGX-A100-40GB-nccl-issue-1505-truncated.txt")
+    shape = ["--sockets", "2", "--cores-per-socket", "64", "--threads-per-core", "2"]
+    rc, out, err = _run(capsys, "--from-topo", path, *shape)
+    assert rc == 2 and out == ""
+    assert "cut off: no complete row for GPU4,GPU5,GPU6,GPU7 (4 of 8 GPUs)" in err and "--allow-partial" in err
+    rc, out, _ = _run(capsys, "--from-topo", path, *shape, "--allow-partial")
+    assert rc == 0 and "# PARTIAL" in out
+    body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert body == [
+        "Name=gpu File=/dev/nvidia0 Cores=48-63 Links=-1,12,12,12,12,12,12,12",
+        "Name=gpu File=/dev/nvidia1 Cores=48-63 Links=12,-1,12,12,12,12,12,12",
+        "Name=gpu File=/dev/nvidia2 Cores=16-31 Links=12,12,-1,12,12,12,12,12",
+        "Name=gpu File=/dev/nvidia3 Cores=16-31 Links=12,12,12,-1,12,12,12,12",
+    ]
+    rc, out, _ = _run(capsys, "--from-topo", path, *shape, "--allow-partial", "--json")
+    assert json.loads(out)["partial"] is True
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["--from-topo", str(TOPO / "8xH100-nccl-issue-1264.txt")], "needs the node's shape: --sockets"),
+        (["--from-topo", str(TOPO / "8xH100-nccl-issue-1264.txt"), "--sockets", "2", "--cores-per-socket", "56"],
+         "CPU 112 does not exist"),
+        (["--from-topo", "/nonexistent/topo.txt", "--sockets", "1", "--cores-per-socket", "1"], "cannot read /nonexistent/topo.txt"),
+        (["--check", "/nonexistent/gres.conf"], "cannot read /nonexistent/gres.conf"),
+        (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
+    ],
+    ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape"],
+)
+def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], words: str):
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 2 and out == ""
+    assert words in err and err.count("\n") == 1 and err.startswith("dlgres: ")
+
+
+def test_cli_without_nvml_says_so_exit_3(capsys: pytest.CaptureFixture[str]):
+    rc, _, err = _run(capsys)  # no GPU driver on the build machines
+    assert rc == 3 and "NVML" in err and "--from-topo" in err

@@ -1,0 +1,82 @@
+"""``dlgres --check``: findings on the real configs in ../shared/data/slurm-configs and on
+small hand-written files, one line per finding with its line number, exit 1 when any."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin.gres import fake_gres_lines
+from slurm_plugin.gres_check import Finding, check_gres, expand_brackets
+from slurm_plugin.gres_cli import main
+from slurm_plugin.topo_cpu import CpuTopology
+
+CONFS = Path(__file__).resolve().parents[2] / "shared" / "data" / "slurm-configs"
+DEEPOPS = CONFS / "deepops-issue-1102-dgxa100-gres-with-Links-and-typo.conf"
+LAMBDA = CONFS / "arlk-lambda-8gpu-gres.conf"
+
+
+def test_deepops_malformed_links_line_3_is_found(capsys: pytest.CaptureFixture[str]):
+    rc = main(["--check", str(DEEPOPS)])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1
+    assert out == [
+        f"{DEEPOPS}:3: Links=0,0,-1,,0,0,0,0,0: entry 4 is empty (one integer per GPU, -1 for itself)",
+        f"{DEEPOPS}:3: Links has 9 entries but the node has 8 GPUs: give one entry per GPU",
+    ]
+
+
+def test_deepops_with_a_64_core_shape_flags_cores_beyond_the_node():
+    # Cores=112-127 and 80-95 only fit a 2x64 node; on 2x32 they are beyond the node
+    found = check_gres(DEEPOPS.read_text(), CpuTopology.from_shape(2, 32, 2))
+    beyond = [f.line for f in found if "beyond the node's 64 cores" in f.message]
+    assert beyond == [5, 6, 7, 8]
+    assert not [f for f in check_gres(DEEPOPS.read_text(), CpuTopology.from_shape(2, 64, 2)) if "beyond" in f.message]
+
+
+def test_lambda_cpus_with_os_ids_and_hyperthreads(capsys: pytest.CaptureFixture[str]):
+    # slurm.conf of that box: Sockets=2 CoresPerSocket=16 ThreadsPerCore=2
+    rc = main(["--check", str(LAMBDA), "--sockets", "2", "--cores-per-socket", "16", "--threads-per-core", "2"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1 and len(out) == 8
+    assert out[0] == (
+        f"{LAMBDA}:1: CPUs= is not in gres.conf(5) of Slurm 22.05: use Cores= with logical core indices "
+        "(on this node shape: Cores=0-15); 32-47 are not cores: OS ids of hyper-thread siblings"
+    )
+    assert "Cores=16-31" in out[4] and "48-63 are not cores" in out[4]
+
+
+def test_generated_fake_cluster_gres_has_no_findings(capsys: pytest.CaptureFixture[str], tmp_path: Path):
+    conf = tmp_path / "gres.conf"
+    conf.write_text("\n".join(fake_gres_lines("node1", [f"/dev/nvidia{i}" for i in range(8)], "a100", 2, 4)) + "\n")
+    assert main(["--check", str(conf), "--sockets", "2", "--cores-per-socket", "4"]) == 0
+    assert capsys.readouterr().out == f"{conf}: no findings\n"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Name=gpu File=/dev/nvidia0 Links=0,-1\nName=gpu File=/dev/nvidia1 Links=0,-1\n",
+         [Finding(1, "Links self entry: this is GPU 0 of the node, so entry 1 (only) must be -1; -1 found at entries: 2"),
+          Finding(2, "Links to GPU 0 is 0 but line 1 gives -1 the other way")]),
+        ("Name=gpu File=/dev/nvidia0 Links=-1,2\nName=gpu File=/dev/nvidia1 Links=4,-1\n",
+         [Finding(2, "Links to GPU 0 is 4 but line 1 gives 2 the other way")]),
+        ("Name=gpu File=/dev/nvidia[0-1] Links=-1,0\n",
+         [Finding(1, "Links= with 2 files: a line with Links must name a single File")]),
+        ("NodeName=a[1-2] Name=gpu File=/dev/nvidia0\nNodeName=a2 Name=gpu File=/dev/nvidia0\n",
+         [Finding(2, "File=/dev/nvidia0 already given on line 1 for the same node(s): each device belongs to one line")]),
+        ("NodeName=a1 Name=gpu File=/dev/nvidia0\nNodeName=a2 Name=gpu File=/dev/nvidia0  # other node\n", []),
+        ("Name=gpu Fiel=/dev/nvidia0\n", [Finding(1, "unknown key 'fiel' (gres.conf(5) keys: autodetect, cores, count, "
+                                                   "cpus, file, flags, links, multiplefiles, name, nodename, type)")]),
+        ("Name=gpu File=/dev/nvidia0 COREs=0-3\n# Name=gpu File=/dev/nvidia0\nAutoDetect=off\n", []),
+    ],
+    ids=["self-entry", "asymmetric", "links-multi-file", "dup-file", "same-file-other-node", "typo-key", "clean"],
+)
+def test_small_files(text: str, expected: list[Finding]):
+    assert check_gres(text) == expected
+
+
+def test_expand_brackets():
+    assert expand_brackets("/dev/nvidia[0,2-3]") == ["/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"]
+    assert expand_brackets("tux5") == ["tux5"]

@@ -1,0 +1,157 @@
+"""The ``nvidia-smi topo -m`` parser and the CPU topology mapping, on the real captures.
+
+Expected values are read off the capture files by eye (../shared/data/topo) and from
+gres.conf(5)'s rule "Core 0 is the first core on the first socket".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from slurm_plugin.topo import TopoError, parse_topo
+from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
+
+TOPO = Path(__file__).resolve().parents[2] / "shared" / "data" / "topo"
+ALL = sorted(TOPO.glob("*.txt"))
+
+
+def test_the_capture_directory_is_there():
+    assert len(ALL) == 5
+
+
+@pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
+def test_every_capture_parses_with_consistent_rows(path: Path):
+    t = parse_topo(path.read_text())
+    assert t.gpu_count in (2, 8)
+    for row in t.gpus:
+        links = row.nvlinks()
+        assert len(links) == t.gpu_count
+        assert links[row.index] == -1 and links.count(-1) == 1
+        assert row.cpu_affinity  # every complete row in these captures has a CPU list
+    assert sorted(set(range(t.gpu_count)) - {r.index for r in t.gpus}) == list(t.missing)
+
+
+def test_h100_tab_separated_with_nic_columns_and_empty_fields():
+    t = parse_topo((TOPO / "8xH100-nccl-issue-1264.txt").read_text())
+    assert t.gpu_count == 8 and not t.partial
+    assert t.nics == tuple(f"NIC{i}" for i in range(10))
+    g0, g4 = t.gpus[0], t.gpus[4]
+    assert g0.nvlinks() == (-1, 18, 18, 18, 18, 18, 18, 18)
+    assert g0.cpu_affinity == tuple(range(0, 56)) + tuple(range(112, 168))
+    assert g0.numa == 0 and g4.numa == 1
+    assert g4.cpu_affinity[0] == 56 and g4.cpu_affinity[-1] == 223
+    # the NIC rows stop after NIC2: said, but the GPU result is complete
+    assert any("NIC3..NIC9" in n for n in t.notes)
+
+
+def test_dgx_a100_space_aligned_and_cut_inside_gpu4():
+    t = parse_topo((TOPO / "DGX-A100-40GB-nccl-issue-1505-truncated.txt").read_text())
+    assert [r.index for r in t.gpus] == [0, 1, 2, 3]
+    assert t.missing == (4, 5, 6, 7) and t.partial
+    assert t.gpus[0].nvlinks() == (-1, 12, 12, 12, 12, 12, 12, 12)
+    assert t.gpus[0].numa == 3 and t.gpus[2].numa == 1  # GPU index order is not NUMA order
+    assert t.gpus[2].cpu_affinity == tuple(range(16, 32)) + tuple(range(144, 160))
+    assert any("line 7" in n and "GPU4" in n and "cut off" in n for n in t.notes)
+
+
+def test_pcie_capture_without_trailing_newline_drops_the_possibly_cut_last_row():
+    t = parse_topo((TOPO / "8xPCIe-mlx4-PIX-PHB-kubernetes-issue-53497-truncated.txt").read_text())
+    assert t.nics == ("mlx4_0",)
+    assert [r.index for r in t.gpus] == [0, 1, 2, 3]
+    assert t.gpus[1].peers == ("PIX", "X", "PHB", "PHB", "SYS", "SYS", "SYS", "SYS")
+    assert t.gpus[1].nvlinks() == (0, -1, 0, 0, 0, 0, 0, 0)
+    assert t.missing == (4, 5, 6, 7)
+    assert t.gpus[0].numa is None  # no NUMA column in this 2017 capture
+
+
+def test_same_capture_with_a_newline_keeps_gpu4():
+    text = (TOPO / "8xPCIe-mlx4-PIX-PHB-kubernetes-issue-53497-truncated.txt").read_text() + "\n"
+    t = parse_topo(text)
+    assert [r.index for r in t.gpus] == [0, 1, 2, 3, 4]
+    assert t.gpus[4].cpu_affinity == tuple(range(10, 20)) + tuple(range(30, 40))
+
+
+def test_two_gpu_workstation_and_all_sys_box():
+    t = parse_topo((TOPO / "2xRTX5090-PHB-club-3090-issue-1229.txt").read_text())
+    assert t.gpu_count == 2 and [r.peers for r in t.gpus] == [("X", "PHB"), ("PHB", "X")]
+    t = parse_topo((TOPO / "8xRTX4090-pcie-all-SYS-go-gpuallocator-issue-17.txt").read_text())
+    assert not t.partial and all(set(r.nvlinks()) == {-1, 0} for r in t.gpus)
+
+
+def test_tabs_and_spaces_give_the_same_result():
+    tab = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tNV4\t0-3\t0\nGPU1\tNV4\t X \t4-7\t1\n"
+    space = "        GPU0    GPU1    CPU Affinity    NUMA Affinity\nGPU0     X      NV4     0-3     0\nGPU1    NV4      X      4-7     1\n"
+    assert parse_topo(tab).gpus == parse_topo(space).gpus
+    assert parse_topo(tab).gpus[1].nvlinks() == (4, -1)
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("hello\nworld\n", "no 'nvidia-smi topo -m' header"),
+        ("\tGPU0\tGPU1\nGPU0\t X \tFOO\n", "line 2: row GPU0: unknown connection 'FOO'"),
+        ("\tGPU0\tCPU Affinity\nGPU0\t X \t3-1\n", "line 2: row GPU0: CPU Affinity: descending range"),
+        ("\tGPU0\nGPU9\t X \n", "line 2: row 'GPU9' is not a column"),
+    ],
+    ids=["no-header", "bad-cell", "bad-cpulist", "unknown-row"],
+)
+def test_malformed_captures_name_the_line(text: str, words: str):
+    with pytest.raises(TopoError, match=words.replace("(", r"\(")):
+        parse_topo(text)
+
+
+# --- CPU topology -------------------------------------------------------------------------
+
+
+def test_from_shape_matches_the_h100_capture_by_hand():
+    cpu = CpuTopology.from_shape(2, 56, 2)
+    # 0-55 and their siblings 112-167 are socket 0: logical cores 0-55
+    assert cpu.logical_cores(list(range(0, 56)) + list(range(112, 168))) == tuple(range(56))
+    assert cpu.logical_cores([56, 168]) == (56,)  # CPU 168 is the sibling of CPU 56
+    assert cpu.cores == 112
+
+
+def test_cpu_beyond_the_shape_names_the_shape():
+    with pytest.raises(CpuTopologyError, match=r"CPU 64 does not exist on a node of 2 socket\(s\) x 16 cores x 2"):
+        CpuTopology.from_shape(2, 16, 2).logical_cores([64])
+
+
+def test_from_sysfs_reads_an_injected_tree(tmp_path: Path):
+    # 2 sockets x 2 cores x 2 threads, kernel core_ids not contiguous (0, 4) as on real Xeons
+    place = {0: (0, 0), 1: (0, 4), 2: (1, 0), 3: (1, 4), 4: (0, 0), 5: (0, 4), 6: (1, 0), 7: (1, 4)}
+    for cpu, (pkg, core) in place.items():
+        d = tmp_path / f"cpu{cpu}" / "topology"
+        d.mkdir(parents=True)
+        (d / "physical_package_id").write_text(f"{pkg}\n")
+        (d / "core_id").write_text(f"{core}\n")
+    (tmp_path / "cpufreq").mkdir()
+    t = CpuTopology.from_sysfs(tmp_path)
+    assert (t.sockets, t.cores_per_socket, t.threads_per_core) == (2, 2, 2)
+    assert t.logical_cores([1, 5]) == (1,)
+    assert t.logical_cores([2, 3]) == (2, 3)
+
+
+def test_from_sysfs_empty_tree_is_an_error(tmp_path: Path):
+    with pytest.raises(CpuTopologyError, match="no CPU topology found"):
+        CpuTopology.from_sysfs(tmp_path)
+
+
+def test_this_machine_sysfs_is_readable():
+    t = CpuTopology.from_sysfs()
+    assert len(t.cpu_to_core) == t.sockets * t.cores_per_socket * t.threads_per_core
+
+
+@given(st.sets(st.integers(min_value=0, max_value=300), max_size=40))
+def test_ranges_round_trip(values: set[int]):
+    text = format_ranges(values)
+    assert (parse_ranges(text) if text else ()) == tuple(sorted(values))
+
+
+@pytest.mark.parametrize("bad", ["", "1,,2", "a-b", "5-3", "1-"])
+def test_parse_ranges_rejects(bad: str):
+    with pytest.raises(CpuTopologyError):
+        parse_ranges(bad)
