@@ -120,8 +120,15 @@ class SlurmClient:
             raise SlurmRefused(argv, f"unparseable JSON from {argv[0]}: {exc}") from exc
         errors = data.get("errors") or []
         if errors:
-            text = "; ".join(str(e.get("error", e)) if isinstance(e, dict) else str(e) for e in errors)
-            raise _classify(argv, text)
+            text = "; ".join(
+                f"{e.get('source', '')}: {e.get('error', e)}" if isinstance(e, dict) else str(e) for e in errors
+            )
+            err = _classify(argv, text)
+            # 22.05 reports a lost controller in JSON mode only as "Unspecified error" from
+            # slurm_load_*, with exit status 0: ask `scontrol ping` which it is.
+            if isinstance(err, SlurmRefused) and not self.ping():
+                raise SlurmUnreachable(argv, f"{text} (slurmctld does not answer scontrol ping)")
+            raise err
         return data
 
     # ----------------------------------------------------------------- reading

@@ -1,0 +1,8 @@
+#!/bin/bash
+# Run the whole test suite (pure and live) on Debian 12 as root: sets up what is missing
+# (apt packages, .venv, the local Slurm cluster with slurmdbd), then runs pytest.
+# Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/test_records.py).
+set -euo pipefail
+cd "$(dirname "$0")"
+scripts/setup.sh --with-dbd
+exec .venv/bin/python -m pytest "$@"

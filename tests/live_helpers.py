@@ -1,0 +1,77 @@
+"""Helpers for live tests: polling with timeouts (never fixed sleeps) and the current cluster."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.records import Job
+
+T = TypeVar("T")
+
+
+def wait_for(probe: Callable[[], T], timeout_s: float, what: str, interval_s: float = 0.25) -> T:
+    """Call ``probe`` until it returns a truthy value; raise AssertionError after ``timeout_s``.
+
+    Slurm errors inside ``probe`` count as "not yet" (the controller may be restarting).
+    """
+    deadline = time.monotonic() + timeout_s
+    last: object = None
+    while True:
+        try:
+            value = probe()
+            if value:
+                return value
+            last = value
+        except SlurmError as exc:
+            last = exc
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what} (last: {last!r})")
+        time.sleep(interval_s)
+
+
+def wait_state(client: SlurmClient, job_id: int, states: set[str], timeout_s: float = 60) -> Job:
+    """Wait until job ``job_id`` is in one of ``states``; return its record."""
+    def probe() -> Job | None:
+        for j in client.jobs(job_ids=[job_id]):
+            if j.job_id == job_id and j.state in states:
+                return j
+        return None
+    return wait_for(probe, timeout_s, f"job {job_id} in {sorted(states)}")
+
+
+def wait_file(path: Path, pattern: str, timeout_s: float = 60) -> str:
+    """Wait until ``path`` exists and its text matches regex ``pattern``; return the text."""
+    rx = re.compile(pattern, re.M)
+
+    def probe() -> str | None:
+        try:
+            text = path.read_text()
+        except OSError:
+            return None
+        return text if rx.search(text) else None
+    return wait_for(probe, timeout_s, f"{path} to match {pattern!r}")
+
+
+def slurm_conf() -> Path:
+    return Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
+
+
+def cluster_name() -> str:
+    """ClusterName of the cluster SLURM_CONF names (as `dlcluster --name` takes it)."""
+    for line in slurm_conf().read_text().splitlines():
+        if line.startswith("ClusterName="):
+            return line.split("=", 1)[1].strip()
+    raise AssertionError(f"no ClusterName in {slurm_conf()}")
+
+
+def wait_cluster_idle(client: SlurmClient, timeout_s: float = 120, prefix: str | None = None) -> None:
+    """Wait until no active job (optionally: no active job whose name starts with ``prefix``)."""
+    def probe() -> bool:
+        return not [j for j in client.jobs() if j.is_active and (prefix is None or j.name.startswith(prefix))]
+    wait_for(probe, timeout_s, "the cluster to have no active jobs")

@@ -1,0 +1,104 @@
+"""`dlcluster` on this machine: a second, small cluster next to the one the suite runs on.
+
+These start real slurmctld/slurmd processes (name `citest`, ports 13000+) and stop them again;
+the main cluster (SLURM_CONF) must keep answering throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin.client import SlurmClient
+
+pytestmark = pytest.mark.live
+
+NAME, PORT = "citest", 13000
+CLI = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
+
+
+def dlcluster(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def status() -> dict:
+    return json.loads(dlcluster("status", "--name", NAME, "--json").stdout)
+
+
+@pytest.fixture
+def small_cluster() -> Iterator[None]:
+    dlcluster("down", "--name", NAME, "--purge")
+    yield
+    dlcluster("down", "--name", NAME, "--purge")
+
+
+def test_up_is_idempotent_and_down_stops_only_its_own(small_cluster: None) -> None:
+    up = dlcluster("up", "--name", NAME, "--port-base", str(PORT), "--nodes", "2", "--gpus-per-node", "2",
+                   "--no-install")
+    assert up.returncode == 0, up.stderr
+    first = status()
+    assert first["nodes"] and {n["name"] for n in first["nodes"]} == {"node1", "node2"}
+    assert all(n["state"] == "idle" and n["gpus"] == 2 for n in first["nodes"])
+    pids = first["daemons"]
+    assert all(pids.values())
+    again = dlcluster("up", "--name", NAME, "--port-base", str(PORT), "--nodes", "2", "--gpus-per-node", "2",
+                      "--no-install")
+    assert again.returncode == 0 and "already up" in again.stdout
+    assert status()["daemons"] == pids  # same processes: nothing restarted
+    down = dlcluster("down", "--name", NAME)
+    assert down.returncode == 0
+    for pid in pids.values():
+        assert not Path(f"/proc/{pid}").exists()
+    assert SlurmClient(timeout_s=10).ping()  # the suite's own cluster is untouched
+
+
+def test_stale_pid_files_do_not_break_up(small_cluster: None) -> None:
+    run = Path(f"/var/lib/dlcluster/{NAME}/run")
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "slurmctld.pid").write_text("1\n")  # PID 1 is not slurmctld: must be ignored
+    up = dlcluster("up", "--name", NAME, "--port-base", str(PORT), "--nodes", "1", "--gpus-per-node", "2",
+                   "--no-install")
+    assert up.returncode == 0, up.stderr
+    assert status()["daemons"]["slurmctld"] not in (None, 1)
+
+
+def test_nodes_zero_is_refused_before_anything_happens() -> None:
+    res = dlcluster("up", "--name", "zero", "--port-base", "13500", "--nodes", "0")
+    assert res.returncode == 2
+    assert "--nodes 0: must be between 1 and 64" in res.stderr
+    assert not Path("/etc/slurm-zero").exists() and not Path("/var/lib/dlcluster/zero").exists()
+
+
+def test_occupied_port_leaves_nothing_started(small_cluster: None) -> None:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", PORT))
+        s.listen()
+        res = dlcluster("up", "--name", NAME, "--port-base", str(PORT), "--nodes", "1", "--no-install")
+    assert res.returncode == 1
+    assert f"port(s) {PORT} already in use" in res.stderr
+    assert not Path(f"/etc/slurm-{NAME}/slurm.conf").exists()
+    assert not any(status()["daemons"].values())
+
+
+def test_missing_apt_package_gives_one_clear_error(small_cluster: None, tmp_path: Path) -> None:
+    fakebin = tmp_path / "bin"
+    fakebin.mkdir()
+    # dpkg says nothing is installed, apt-get cannot find the package: as on a broken mirror
+    (fakebin / "dpkg").write_text("#!/bin/sh\nexit 1\n")
+    (fakebin / "apt-get").write_text("#!/bin/sh\necho 'E: Unable to locate package slurmd' >&2\nexit 100\n")
+    for f in fakebin.iterdir():
+        f.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fakebin}:{os.environ['PATH']}"}
+    res = dlcluster("up", "--name", NAME, "--port-base", str(PORT), "--nodes", "1", env=env)
+    assert res.returncode == 1
+    assert "apt-get could not install" in res.stderr and "slurmd" in res.stderr
+    assert not Path(f"/etc/slurm-{NAME}/slurm.conf").exists()
+    assert not any(status()["daemons"].values())
