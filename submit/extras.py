@@ -1,0 +1,58 @@
+"""The ``extras`` keys dlsubmit reads, shared by v1 and v2 specs.
+
+OpenPAI leaves ``extras`` open for plugins (``com.microsoft.pai.runtimeplugin``,
+``hivedScheduler``): unknown keys are kept and ignored. The keys below are validated:
+``gangAllocation`` (OpenPAI protocol v2 schema), and dlsubmit's own ``placement``, ``gpuType``,
+``enforceBinding`` and ``checkpoint`` (signal and grace of the checkpoint contract, same grammar
+as slurm_plugin/marker.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from slurm_plugin import marker
+from submit.validation import Bool, Int
+
+_GRES_TYPE_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class Checkpoint(BaseModel):
+    """``extras.checkpoint``: ``{signal: USR2, grace: 60}`` (seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    signal: str | None = None
+    grace: Int(1, marker.MAX_GRACE_S) | None = None  # type: ignore[valid-type]
+
+    @field_validator("signal", mode="before")
+    @classmethod
+    def _signal(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not isinstance(v, str):
+            raise ValueError("must be a string")
+        try:
+            return marker.make(v, 60).signal
+        except marker.MarkerError:
+            raise ValueError(f"must be one of {', '.join(marker.ALLOWED_SIGNALS)}") from None
+
+
+class Extras(BaseModel):
+    """Validated view of ``extras``; other keys pass through untouched."""
+
+    model_config = ConfigDict(extra="allow")
+    gangAllocation: Bool = True  # type: ignore[valid-type]
+    placement: Literal["consolidate", "spread"] = "consolidate"
+    gpuType: str | None = None
+    enforceBinding: Bool | None = None  # type: ignore[valid-type]
+    checkpoint: Checkpoint | None = None
+
+    @field_validator("gpuType", mode="before")
+    @classmethod
+    def _gpu_type(cls, v: Any) -> Any:
+        if v is not None and (not isinstance(v, str) or not _GRES_TYPE_RE.match(v)):
+            raise ValueError("must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100")
+        return v

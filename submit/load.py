@@ -1,0 +1,119 @@
+"""Reading a spec file: bytes -> document -> validated job model.
+
+A file is JSON when its name ends in ``.json``/``.jsonc`` (or, for other names, when its first
+non-blank character is ``{``), otherwise YAML. Real OpenPAI v1 files carry ``//`` line comments
+(../shared/data/pai-jobs/README.md), so JSON is read after blanking ``//`` and ``/* */``
+comments outside strings (columns stay where they were). Syntax errors are reported as
+``FILE:LINE:COLUMN: ...`` (1-based). The document is v2 when it has ``protocolVersion``,
+v1 when it has ``jobName`` or a ``taskRoles`` list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from submit import model, spec_v1, spec_v2
+from submit.validation import SpecError
+
+
+def strip_json_comments(text: str) -> str:
+    """``text`` with ``//`` and ``/* */`` comments outside strings replaced by spaces
+    (newlines kept, so line and column numbers of what remains do not move)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_str = False
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == '"':
+                in_str = False
+            i += 1
+        elif c == '"':
+            in_str = True
+            out.append(c)
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _is_json(name: str, text: str) -> bool:
+    low = name.lower()
+    if low.endswith((".json", ".jsonc")):
+        return True
+    if low.endswith((".yaml", ".yml")):
+        return False
+    return text.lstrip().startswith("{")
+
+
+def parse_text(text: str, name: str = "<spec>") -> Any:
+    """Parse spec text (JSON with comments, or YAML) into plain Python data.
+
+    Raises :class:`SpecError` with ``name:line:column`` for syntax errors.
+    """
+    if _is_json(name, text):
+        try:
+            return json.loads(strip_json_comments(text))
+        except json.JSONDecodeError as exc:
+            raise SpecError([f"{name}:{exc.lineno}:{exc.colno}: JSON syntax error: {exc.msg}"]) from None
+        except RecursionError:
+            raise SpecError([f"{name}: JSON nested too deeply"]) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+        what = " ".join(x for x in (exc.context, exc.problem) if x)
+        hint = ""
+        if "{{" in text:
+            hint = " (the file holds {{...}} template placeholders: fill them in first)"
+        raise SpecError([f"{where}: YAML syntax error: {what}{hint}"]) from None
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise SpecError([f"{name}: YAML error: {exc}"]) from None
+
+
+def to_job(doc: Any, overrides: dict[str, str] | None = None) -> model.Job:
+    """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError`."""
+    if not isinstance(doc, dict):
+        raise SpecError(["(top level): must be a mapping (a v2 YAML job or a v1 JSON job)"])
+    if "protocolVersion" in doc:
+        return spec_v2.to_job(doc, overrides)
+    if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
+        return spec_v1.to_job(doc, overrides)
+    raise SpecError(["protocolVersion: required field is missing (v2 YAML needs "
+                     "'protocolVersion: 2'; a v1 JSON job needs jobName and a taskRoles list)"])
+
+
+def load(path: str | Path, overrides: dict[str, str] | None = None) -> model.Job:
+    """Read, parse and validate a spec file. Raises :class:`SpecError` (file problems included)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise SpecError([f"{p}: cannot read: {exc.strerror or exc}"]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError([f"{p}:{line}: not UTF-8 text (byte {exc.start})"]) from None
+    return to_job(parse_text(text, str(p)), overrides)

@@ -1,0 +1,131 @@
+"""The normalised job model: what dlsubmit renders, whichever spec version it came from.
+
+``submit/spec_v1.py`` (OpenPAI v1 JSON) and ``submit/spec_v2.py`` (OpenPAI protocol v2 YAML) each
+validate their own format and convert it to a :class:`Job` of :class:`Role` records; the renderer
+(``submit/render.py``) reads only this model. Units: memory in MiB, grace in seconds, counts are
+plain integers; ``-1`` means "off" for the completion thresholds and "unlimited" for the retry
+budget. Completion semantics follow OpenPAI's FrameworkController (a role's ``min_failed`` failed
+instances fail the job at once, ``min_succeeded`` succeeded instances end it successfully).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from submit.validation import SpecError
+
+PLACEMENTS = ("consolidate", "spread")
+
+
+@dataclass(frozen=True)
+class Port:
+    """A named port request of every instance of a role (``label`` is a shell identifier)."""
+
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Role:
+    """One task role. An instance is one Slurm task.
+
+    Attributes:
+        name: the role name as written in the spec (any string).
+        ident: ``name`` as a shell identifier (see :func:`role_ident`), used in env names.
+        instances: Slurm tasks of the role (>= 1).
+        cpus: CPUs per instance (``--cpus-per-task``).
+        memory_mib: memory per instance, MiB.
+        gpus: GPUs per instance (0 = CPU-only role, no GRES).
+        command: the bash text every instance runs (templates already rendered).
+        image: container image URI or ``None``.
+        ports: named port requests per instance.
+        min_succeeded: succeeded instances that end the job successfully, -1 = off.
+        min_failed: failed instances that fail the job, -1 = off.
+        shm_mib: shared memory wanted per instance (PAI_RESOURCE only), MiB.
+        path: the role's field path in the spec (``taskRoles.worker`` / ``taskRoles[1]``).
+        fields: spec field names for ``gpu``, ``cpu``, ``memory``, ``instances`` (for messages).
+    """
+
+    name: str
+    ident: str
+    instances: int
+    cpus: int
+    memory_mib: int
+    gpus: int
+    command: str
+    image: str | None = None
+    ports: tuple[Port, ...] = ()
+    min_succeeded: int = -1
+    min_failed: int = 1
+    shm_mib: int = 64
+    path: str = "taskRoles"
+    fields: tuple[tuple[str, str], ...] = ()
+
+    def field_path(self, key: str) -> str:
+        """The spec path of ``key`` (``gpu``/``cpu``/``memory``/``instances``) in this role."""
+        return f"{self.path}.{dict(self.fields).get(key, key)}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A validated job, ready to render.
+
+    Attributes:
+        name: job name as in the spec (rendered to Slurm in a sanitised form, see render.py).
+        roles: task roles in spec order; role 0 hosts MASTER_ADDR and the batch shell.
+        retry_budget: failed attempts that are retried (requeued), -1 = unlimited.
+        gang: all instances start together (False: a job array, one element per instance).
+        placement: ``consolidate`` (fewest nodes) or ``spread`` (one instance per node).
+        gpu_type: GRES type (``a100``) or ``None`` for any.
+        envs: extra environment (name, value) pairs exported to every task.
+        data_dir, output_dir, code_dir: PAI_DATA_DIR / PAI_OUTPUT_DIR / PAI_CODE_DIR.
+        signal, grace_s: checkpoint contract asked by the spec, ``None`` = site default.
+        enforce_binding: ``--gres-flags=enforce-binding`` asked by the spec (``None`` = site).
+        warnings: notes for the user (unsupported fields that were ignored, secrets left out).
+        version: ``"v1"`` or ``"v2"``.
+    """
+
+    name: str
+    roles: tuple[Role, ...]
+    retry_budget: int = 0
+    gang: bool = True
+    placement: str = "consolidate"
+    gpu_type: str | None = None
+    envs: tuple[tuple[str, str], ...] = ()
+    data_dir: str = ""
+    output_dir: str = ""
+    code_dir: str = ""
+    signal: str | None = None
+    grace_s: int | None = None
+    enforce_binding: bool | None = None
+    warnings: tuple[str, ...] = field(default=())
+    version: str = "v2"
+
+
+_NON_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def role_ident(name: str) -> str:
+    """A role name as a shell identifier (the documented role-name rule).
+
+    Every character outside ``[A-Za-z0-9_]`` becomes ``_`` and a leading digit gets a ``_``
+    prefix: ``ps-server`` -> ``ps_server``, ``2nd`` -> ``_2nd``, ``wörker`` -> ``w_rker``.
+    """
+    ident = _NON_IDENT.sub("_", name)
+    return "_" + ident if ident[:1].isdigit() or not ident else ident
+
+
+def check_role_idents(roles: list[Role]) -> None:
+    """Raise :class:`SpecError` when two role names map to the same identifier."""
+    seen: dict[str, str] = {}
+    problems = []
+    for r in roles:
+        if r.ident in seen:
+            problems.append(
+                f"{r.path}: role name {r.name!r} becomes {r.ident!r} in environment names, "
+                f"like role {seen[r.ident]!r}; rename one of them"
+            )
+        seen.setdefault(r.ident, r.name)
+    if problems:
+        raise SpecError(problems)

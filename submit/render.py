@@ -1,0 +1,191 @@
+"""Rendering a validated job as ONE sbatch script (pure: job + options in, text out).
+
+Like submitit's ``_make_sbatch_string`` (STYLE.md rule 5), ``#SBATCH`` lines come in a fixed
+order and every user string is quoted for the layer it lands in (submit/quoting.py). Mapping
+(../shared/DESIGN.md "dlsubmit mapping"): one role is one job, several roles one heterogeneous
+job (``#SBATCH hetjob`` between components); ``extras.gangAllocation: false`` becomes a job array
+with one element per instance. Per role: ``--nodes``/``--ntasks``/``--ntasks-per-node`` from
+submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu`` (memoryMB is per instance; never
+``--mem``), ``--gres=gpu[:type]:N`` per node. The job's values follow as bash variables, then the
+fixed runtime of submit/runtime.py. The checkpoint contract is declared with
+``slurm_plugin.marker`` in ``--comment``.
+"""
+
+from __future__ import annotations
+
+from submit import packing, runtime
+from submit.model import Job, Role
+from submit.options import RenderOptions
+from submit.packing import Layout
+from submit.quoting import bash_word, sbatch_word, slurm_name
+from submit.validation import SpecError
+from slurm_plugin import marker
+
+MAX_PORTS = 5000
+
+
+def _pyxis_image(uri: str) -> str:
+    """Docker reference -> enroot/pyxis form: a registry host (first part with ``.`` or ``:``)
+    is separated by ``#`` (``nvcr.io/nvidia/pytorch:23.10`` -> ``nvcr.io#nvidia/pytorch:23.10``)."""
+    head, sep, rest = uri.partition("/")
+    if sep and ("." in head or ":" in head or head == "localhost") and "#" not in uri:
+        return f"{head}#{rest}"
+    return uri
+
+
+def _apptainer_image(uri: str) -> str:
+    """Docker reference -> apptainer URI (``docker://...``); ``.sif`` files and URIs stay."""
+    if "://" in uri or uri.endswith(".sif") or uri.startswith("/"):
+        return uri
+    return "docker://" + uri
+
+
+def _image(role: Role, opts: RenderOptions) -> str:
+    if not role.image or opts.container_runtime == "none":
+        return ""
+    if opts.container_runtime == "pyxis":
+        return _pyxis_image(role.image)
+    return _apptainer_image(role.image)
+
+
+def _gres(job: Job, role: Role, count: int, opts: RenderOptions) -> str:
+    if role.gpus == 0:
+        return "none"
+    gtype = job.gpu_type or opts.gpu_type
+    return f"gpu:{gtype}:{count}" if gtype else f"gpu:{count}"
+
+
+def _check_array(job: Job) -> None:
+    first = job.roles[0]
+    for r in job.roles[1:]:
+        if (r.cpus, r.memory_mib, r.gpus) != (first.cpus, first.memory_mib, first.gpus):
+            raise SpecError([
+                f"extras.gangAllocation: false runs every instance as one element of a job "
+                f"array, so all roles need the same resources; {r.path} differs from "
+                f"{first.path} (set gangAllocation: true or equalise them)"])
+
+
+def _layouts(job: Job, opts: RenderOptions) -> list[Layout]:
+    if not job.gang:
+        _check_array(job)
+        return [Layout(1, 1, packing.mem_per_cpu(r)) for r in job.roles]
+    return [packing.pack(r, job.placement, opts) for r in job.roles]
+
+
+def _resource_lines(job: Job, role: Role, lay: Layout, opts: RenderOptions,
+                    binding: bool) -> list[str]:
+    ntasks = role.instances if job.gang else 1
+    lines = [f"--nodes={lay.nodes}", f"--ntasks={ntasks}",
+             f"--ntasks-per-node={lay.tasks_per_node}", f"--cpus-per-task={role.cpus}",
+             f"--mem-per-cpu={lay.mem_per_cpu_mib}"]
+    if role.gpus:
+        lines.append(f"--gres={_gres(job, role, lay.gres_per_node(role), opts)}")
+        if binding:
+            lines.append("--gres-flags=enforce-binding")
+    return lines
+
+
+def directives(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
+    """The ``#SBATCH`` block, in fixed order: identity, contract, array, then per component
+    the resources (``hetjob`` line between components)."""
+    contract = marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s)
+    binding = opts.enforce_binding if job.enforce_binding is None else job.enforce_binding
+    name = f"--job-name={sbatch_word(slurm_name(job.name))}"
+    part = [f"--partition={sbatch_word(opts.partition)}"] if opts.partition else []
+    head = [name, *part]
+    if opts.output:
+        head.append(f"--output={sbatch_word(opts.output)}")
+    head += ["--requeue", "--open-mode=append",
+             f"--signal=B:{contract.signal}@{contract.grace_s}",
+             f"--comment={sbatch_word(contract.to_comment())}"]
+    if not job.gang:
+        total = sum(r.instances for r in job.roles)
+        head.append(f"--array=0-{total - 1}")
+        return [f"#SBATCH {x}" for x in head + _resource_lines(
+            job, job.roles[0], layouts[0], opts, binding)]
+    out = [f"#SBATCH {x}" for x in head + _resource_lines(job, job.roles[0], layouts[0], opts, binding)]
+    for role, lay in zip(job.roles[1:], layouts[1:]):
+        out.append("#SBATCH hetjob")
+        out += [f"#SBATCH {x}" for x in [name, *part, *_resource_lines(job, role, lay, opts, binding)]]
+    return out
+
+
+def _array(name: str, values: list[str], quote: bool = False) -> str:
+    items = [bash_word(v) if quote else v for v in values]
+    if quote and any("\n" in v for v in values):
+        return f"{name}=(\n" + "".join(f"  {i}\n" for i in items) + ")"
+    return f"{name}=({' '.join(items)})"
+
+
+def _ports(role: Role) -> tuple[str, int]:
+    spec = " ".join(f"{p.label}:{p.count}" for p in role.ports if p.count > 0)
+    return spec, sum(p.count for p in role.ports)
+
+
+def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
+    """The job's values as bash assignments (user strings single-quoted)."""
+    contract = marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s)
+    roles = job.roles
+    port0, total_ports = [], 0
+    for r in roles:
+        port0.append(total_ports)
+        total_ports += r.instances * _ports(r)[1] if job.gang else _ports(r)[1]
+    if total_ports > MAX_PORTS:
+        raise SpecError([f"taskRoles: {total_ports} ports requested in all; at most {MAX_PORTS}"])
+    root = (bash_word(opts.checkpoint_root) if opts.checkpoint_root
+            else '"${SLURM_SUBMIT_DIR:-$PWD}/dl-checkpoints"')
+    lines = [
+        f"DL_JOB_NAME={bash_word(job.name)}",
+        f"DL_SIGNAL={contract.signal}",
+        f"DL_GRACE_S={contract.grace_s}",
+        f"DL_RETRY_BUDGET={job.retry_budget}",
+        f"DL_GANG={int(job.gang)}",
+        f"DL_HET={int(job.gang and len(roles) > 1)}",
+        f"DL_CONTAINER={opts.container_runtime}",
+        f"DL_CHECKPOINT_ROOT={root}",
+        _array("DL_ROLE_NAME", [r.name for r in roles], quote=True),
+        _array("DL_ROLE_IDENT", [r.ident for r in roles]),
+        _array("DL_ROLE_INSTANCES", [str(r.instances) for r in roles]),
+        _array("DL_ROLE_NODES", [str(lay.nodes) for lay in layouts]),
+        _array("DL_ROLE_TASKS_PER_NODE", [str(lay.tasks_per_node) for lay in layouts]),
+        _array("DL_ROLE_CPUS", [str(r.cpus) for r in roles]),
+        _array("DL_ROLE_MEM_PER_CPU", [str(lay.mem_per_cpu_mib) for lay in layouts]),
+        _array("DL_ROLE_GPUS", [str(r.gpus) for r in roles]),
+        _array("DL_ROLE_GRES", [_gres(job, r, lay.gres_per_node(r), opts)
+                                for r, lay in zip(roles, layouts)]),
+        _array("DL_ROLE_MIN_SUCCEEDED", [str(r.min_succeeded) for r in roles]),
+        _array("DL_ROLE_MIN_FAILED", [str(r.min_failed) for r in roles]),
+        _array("DL_ROLE_PORTS", [_ports(r)[0] for r in roles], quote=True),
+        _array("DL_ROLE_PORT0", [str(p) for p in port0]),
+        _array("DL_ROLE_PORTS_PER_TASK", [str(_ports(r)[1]) for r in roles]),
+        _array("DL_ROLE_RESOURCE", [f"{r.gpus},{r.cpus},{r.memory_mib},{r.shm_mib}" for r in roles]),
+        _array("DL_ROLE_IMAGE", [_image(r, opts) for r in roles], quote=True),
+        "DL_ROLE_COMMAND=(",
+        *[f"{bash_word(r.command)}" for r in roles],
+        ")",
+        f"PAI_DEFAULT_FS_URI={bash_word(opts.default_fs_uri)}",
+        f"PAI_DATA_DIR={bash_word(job.data_dir)}",
+        f"PAI_OUTPUT_DIR={bash_word(job.output_dir)}",
+        f"PAI_CODE_DIR={bash_word(job.code_dir)}",
+        "export PAI_DEFAULT_FS_URI",
+    ]
+    lines += [f"export {k}={bash_word(v)}" for k, v in job.envs]
+    return lines
+
+
+def render_sbatch(job: Job, options: RenderOptions) -> str:
+    """The complete batch script for ``job`` on a site described by ``options``.
+
+    Pure and deterministic. Raises :class:`SpecError` when a role cannot fit on one node, when
+    an array job's roles differ in resources, or when too many ports are requested.
+    """
+    layouts = _layouts(job, options)
+    head = directives(job, layouts, options)
+    body = job_variables(job, layouts, options)
+    prologue = (
+        "read -r -d '' DL_TASK_PROLOGUE <<'DL_TASK_PROLOGUE_END'\n"
+        + runtime.TASK_PROLOGUE + "DL_TASK_PROLOGUE_END\n"
+    )
+    return ("#!/bin/bash\n" + "\n".join(head) + "\n"
+            + f"# Generated by dlsubmit from a {job.version} OpenPAI spec; user strings are quoted.\n"
+            + "\n# ---- this job ----\n" + "\n".join(body) + "\n\n" + prologue + runtime.RUNTIME)

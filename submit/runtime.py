@@ -1,0 +1,279 @@
+"""The fixed bash text of every dlsubmit script: batch-side runtime and per-task prologue.
+
+``submit/render.py`` writes the job's own values (names, commands, sizes; every user string
+single-quoted) as bash variables and appends :data:`RUNTIME`, which is the same for every job and
+holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shared/SLURM-NOTES.md
+"Signals, preemption, requeue"):
+
+1. Prints the attempt marker ``[dlsubmit] attempt N start ...`` (N = ``SLURM_RESTART_COUNT``).
+2. Exports ``DL_RESTART_COUNT``, ``DL_CHECKPOINT_DIR`` (``<root>/<job id>``, the same across
+   requeues), ``MASTER_ADDR`` (``NodeAddr`` of the first node of role 0, from ``scontrol show
+   node``), ``MASTER_PORT`` (``20000 + (job id mod 2000) x 20``), ``WORLD_SIZE`` and the
+   OpenPAI variables (``PAI_TASK_ROLE_<role>_HOST_LIST``, ``PAI_HOST_IP_<role>_<i>``,
+   ``PAI_PORT_LIST_<role>_<i>_<label>``, ...).
+3. Starts one ``srun`` per role in the background, each in its own process group (``set -m``),
+   with :data:`TASK_PROLOGUE` as ``bash -c`` text and the role's command as an argument. The
+   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX``, narrows
+   ``CUDA_VISIBLE_DEVICES`` to the task's own GPUs (slice ``LOCAL_RANK x gpus`` of the node's
+   list, no device cgroup), runs the command and records its exit status in a per-attempt file.
+4. Polls those files once a second and applies the completion policy (``min_failed`` failed
+   instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
+   OpenPAI FrameworkController semantics); a decided job's remaining tasks get SIGTERM.
+5. On the checkpoint signal (``--signal=B:<SIG>@<grace>`` or ``scancel --batch --signal``) the trap
+   forwards the signal to every payload process group (srun passes it on to all tasks) and keeps
+   waiting; after the payload ends the script waits for the scheduler's requeue until
+   ``grace + 30`` s after the signal, then requeues itself. Preempted attempts never count as
+   failures.
+6. A failed attempt increments ``<checkpoint dir>/.dlsubmit/failures``; while that count is within
+   the retry budget the script requeues itself (``scontrol requeue``), otherwise it exits 1.
+"""
+
+from __future__ import annotations
+
+TASK_PROLOGUE = r"""set -u
+dl_r=$1
+export PAI_CURRENT_TASK_ROLE_NAME=$2
+dl_ident=$3
+dl_index=${7:-${SLURM_PROCID:-0}}
+export LOCAL_RANK=${SLURM_LOCALID:-0}
+export PAI_TASK_INDEX=$dl_index PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX=$dl_index
+export RANK=$(( $4 + dl_index ))
+export NODE_RANK=$(( $5 + ${SLURM_NODEID:-0} ))
+dl_var=PAI_HOST_IP_${dl_ident}_$dl_index
+export PAI_CURRENT_CONTAINER_IP=${!dl_var:-}
+if (( $6 > 0 )); then
+  export DL_NODE_GPUS=${CUDA_VISIBLE_DEVICES:-}
+  IFS=, read -r -a dl_devs <<< "$DL_NODE_GPUS"
+  dl_mine=("${dl_devs[@]:LOCAL_RANK*$6:$6}")
+  CUDA_VISIBLE_DEVICES=$(IFS=,; printf '%s' "${dl_mine[*]}")
+  export CUDA_VISIBLE_DEVICES
+else
+  export CUDA_VISIBLE_DEVICES=
+fi
+trap : "$DL_SIGNAL"
+/bin/bash -c "$8" "dl-$dl_ident"
+dl_rc=$?
+dl_status=$DL_STATUS_DIR/$dl_r.$dl_index
+printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f "$dl_status.$$" "$dl_status"
+exit "$dl_rc"
+"""
+
+RUNTIME = r"""
+# ---- runtime: fixed text, the same in every dlsubmit script (see submit/runtime.py) ----
+set -u
+set -m
+dl_log() { printf '[dlsubmit] %s\n' "$*"; }
+
+dl_int() { local v=0; [[ -r $1 ]] && read -r v < "$1"; [[ $v =~ ^[0-9]+$ ]] || v=0; printf '%s' "$v"; }
+
+dl_expand_pai() {
+  local v=$1
+  v=${v//'${PAI_DEFAULT_FS_URI}'/"$PAI_DEFAULT_FS_URI"}
+  v=${v//'$PAI_DEFAULT_FS_URI'/"$PAI_DEFAULT_FS_URI"}
+  v=${v//'$PAI_USERNAME'/"$PAI_USERNAME"}
+  v=${v//'$PAI_USER_NAME'/"$PAI_USER_NAME"}
+  v=${v//'$PAI_JOB_NAME'/"$PAI_JOB_NAME"}
+  printf '%s' "$v"
+}
+
+dl_addrs() {
+  local var=SLURM_JOB_NODELIST n line
+  (( DL_HET )) && var=SLURM_JOB_NODELIST_HET_GROUP_$1
+  for n in $(scontrol show hostnames "${!var:-}"); do
+    line=$(scontrol show node -o "$n" 2>/dev/null)
+    if [[ $line =~ NodeAddr=([^[:space:]]+) ]]; then printf '%s\n' "${BASH_REMATCH[1]}"
+    else printf '%s\n' "$n"; fi
+  done
+}
+
+dl_setup() {
+  local r i j k n id spec label port list ports total=0 nodes=0
+  local -a addrs
+  DL_JOB_KEY=$SLURM_JOB_ID DL_REQUEUE_ID=$SLURM_JOB_ID
+  if [[ -n ${SLURM_ARRAY_JOB_ID:-} ]]; then
+    DL_JOB_KEY=${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID DL_REQUEUE_ID=$DL_JOB_KEY
+  fi
+  export DL_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
+  export DL_CHECKPOINT_DIR=$DL_CHECKPOINT_ROOT/$DL_JOB_KEY
+  DL_STATE_DIR=$DL_CHECKPOINT_DIR/.dlsubmit
+  export DL_STATUS_DIR=$DL_STATE_DIR/attempt-$DL_RESTART_COUNT
+  if ! mkdir -p "$DL_STATUS_DIR"; then dl_log "cannot create $DL_STATUS_DIR"; exit 1; fi
+  rm -f "$DL_STATUS_DIR"/*.*
+  export DL_SIGNAL PAI_JOB_NAME=$DL_JOB_NAME
+  export PAI_USER_NAME=${SLURM_JOB_USER:-$(id -un)}
+  export PAI_USERNAME=$PAI_USER_NAME
+  export PAI_DATA_DIR PAI_OUTPUT_DIR PAI_CODE_DIR
+  PAI_DATA_DIR=$(dl_expand_pai "$PAI_DATA_DIR")
+  PAI_OUTPUT_DIR=$(dl_expand_pai "$PAI_OUTPUT_DIR")
+  PAI_CODE_DIR=$(dl_expand_pai "$PAI_CODE_DIR")
+  export PAI_TASK_ROLE_COUNT=${#DL_ROLE_NAME[@]}
+  PAI_TASK_ROLE_LIST=$(IFS=,; printf '%s' "${DL_ROLE_NAME[*]}")
+  export PAI_TASK_ROLE_LIST
+  DL_RANK0=() DL_NODE0=()
+  for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
+    DL_RANK0+=("$total") DL_NODE0+=("$nodes")
+    total=$(( total + DL_ROLE_INSTANCES[r] )) nodes=$(( nodes + DL_ROLE_NODES[r] ))
+  done
+  export WORLD_SIZE=$total
+  export MASTER_PORT=$(( 20000 + (${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID} % 2000) * 20 ))
+  DL_ONLY_ROLE=-1 DL_ONLY_INDEX=
+  if (( ! DL_GANG )); then
+    i=${SLURM_ARRAY_TASK_ID:-0}
+    for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
+      if (( i < DL_ROLE_INSTANCES[r] )); then DL_ONLY_ROLE=$r DL_ONLY_INDEX=$i; break; fi
+      i=$(( i - DL_ROLE_INSTANCES[r] ))
+    done
+  fi
+  port=$(( MASTER_PORT + 1 ))
+  for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
+    id=${DL_ROLE_IDENT[r]} n=${DL_ROLE_INSTANCES[r]} list=
+    export "PAI_TASK_ROLE_TASK_COUNT_$id=$n" "PAI_RESOURCE_$id=${DL_ROLE_RESOURCE[r]}"
+    addrs=()
+    if (( DL_GANG || r == DL_ONLY_ROLE )); then mapfile -t addrs < <(dl_addrs "$r"); fi
+    for ((i = 0; i < n; i++)); do
+      if (( DL_GANG )); then j=$(( i / DL_ROLE_TASKS_PER_NODE[r] ))
+      elif (( r == DL_ONLY_ROLE && i == DL_ONLY_INDEX )); then j=0
+      else j=-1; fi
+      ports=
+      for spec in ${DL_ROLE_PORTS[r]}; do
+        label=${spec%%:*} ports=
+        for ((k = 0; k < ${spec#*:}; k++)); do ports+=,$port; port=$(( port + 1 )); done
+        (( j >= 0 )) && export "PAI_PORT_LIST_${id}_${i}_$label=${ports#,}"
+      done
+      (( j >= 0 )) || continue
+      export "PAI_HOST_IP_${id}_$i=${addrs[j]:-}"
+      spec=${DL_ROLE_PORTS[r]%%[ ]*}
+      list+=,${addrs[j]:-}
+      if [[ -n $spec ]]; then list+=:$(( MASTER_PORT + 1 + DL_ROLE_PORT0[r] + i * DL_ROLE_PORTS_PER_TASK[r] )); fi
+    done
+    export "PAI_TASK_ROLE_${id}_HOST_LIST=${list#,}"
+  done
+  if (( DL_GANG )); then j=PAI_HOST_IP_${DL_ROLE_IDENT[0]}_0
+  else j=PAI_HOST_IP_${DL_ROLE_IDENT[DL_ONLY_ROLE]}_$DL_ONLY_INDEX; fi
+  export MASTER_ADDR=${!j:-}
+}
+
+dl_launch() {
+  local r=$1 idx=${2:-}
+  local -a cmd=(srun)
+  (( DL_HET )) && cmd+=(--het-group="$r")
+  cmd+=(--nodes="${DL_ROLE_NODES[r]}" --ntasks="${DL_ROLE_INSTANCES[r]}")
+  [[ -n $idx ]] && cmd=(srun --nodes=1 --ntasks=1)
+  cmd+=(--ntasks-per-node="${DL_ROLE_TASKS_PER_NODE[r]}" --cpus-per-task="${DL_ROLE_CPUS[r]}")
+  cmd+=(--mem-per-cpu="${DL_ROLE_MEM_PER_CPU[r]}" --gres="${DL_ROLE_GRES[r]}")
+  cmd+=(--distribution=block --kill-on-bad-exit=0)
+  if [[ $DL_CONTAINER == pyxis && -n ${DL_ROLE_IMAGE[r]} ]]; then
+    cmd+=(--container-image="${DL_ROLE_IMAGE[r]}" --container-mounts="$DL_CHECKPOINT_DIR")
+  elif [[ $DL_CONTAINER == apptainer && -n ${DL_ROLE_IMAGE[r]} ]]; then
+    cmd+=(apptainer exec --nv --bind "$DL_CHECKPOINT_DIR" "${DL_ROLE_IMAGE[r]}")
+  fi
+  cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
+  cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")
+  exec "${cmd[@]}"
+}
+
+dl_forward() {
+  (( DL_SIGNALLED )) || DL_SIGNAL_AT=$(date +%s)
+  DL_SIGNALLED=1
+  dl_log "attempt $DL_RESTART_COUNT: got SIG$DL_SIGNAL, forwarding it to the payload"
+  local p
+  for p in "${DL_PIDS[@]}"; do kill -s "$DL_SIGNAL" -- "-$p" 2>/dev/null; done
+  return 0
+}
+
+dl_alive() {
+  local p
+  for p in "${DL_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done
+  return 1
+}
+
+dl_decide() {
+  local r f rc n pass
+  local -a ok=() bad=()
+  for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
+    ok[r]=0 bad[r]=0
+    for f in "$DL_STATUS_DIR/$r".*; do
+      [[ -f $f ]] || continue
+      rc=$(dl_int "$f")
+      if [[ $rc == 0 ]]; then ok[r]=$(( ok[r] + 1 )); else bad[r]=$(( bad[r] + 1 )); fi
+    done
+    n=${DL_ROLE_INSTANCES[r]}
+    (( DL_GANG )) || n=$(( r == DL_ONLY_ROLE ? 1 : 0 ))
+    [[ ${1:-} == final ]] && bad[r]=$(( n - ok[r] ))
+  done
+  for pass in failed succeeded; do
+    for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
+      if [[ $pass == failed ]] && (( DL_ROLE_MIN_FAILED[r] > 0 && bad[r] >= DL_ROLE_MIN_FAILED[r] )); then
+        DL_OK=0 DL_DECISION="failed: ${bad[r]} failed instance(s) of role ${DL_ROLE_IDENT[r]} (minFailed ${DL_ROLE_MIN_FAILED[r]})"
+        return 0
+      fi
+      if [[ $pass == succeeded ]] && (( DL_GANG && DL_ROLE_MIN_SUCCEEDED[r] > 0 && ok[r] >= DL_ROLE_MIN_SUCCEEDED[r] )); then
+        DL_OK=1 DL_DECISION="succeeded: ${ok[r]} succeeded instance(s) of role ${DL_ROLE_IDENT[r]} (minSucceeded ${DL_ROLE_MIN_SUCCEEDED[r]})"
+        return 0
+      fi
+    done
+  done
+  if [[ ${1:-} == final ]]; then DL_OK=1 DL_DECISION="succeeded: all instances completed"; return 0; fi
+  return 1
+}
+
+dl_wait_payload() {
+  local p deadline=$(( $(date +%s) + ${1:-1000000000} ))
+  while dl_alive && (( $(date +%s) < deadline )); do sleep 1 & wait "$!"; done
+  for p in "${DL_PIDS[@]}"; do
+    kill -0 "$p" 2>/dev/null && kill -s KILL -- "-$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  return 0
+}
+
+dl_requeue_self() {
+  dl_log "attempt $DL_RESTART_COUNT end: $1; requeueing job $DL_REQUEUE_ID"
+  if ! scontrol requeue "$DL_REQUEUE_ID"; then dl_log "requeue refused"; exit 1; fi
+  local deadline=$(( $(date +%s) + 300 ))
+  while (( $(date +%s) < deadline )); do sleep 1 & wait "$!"; done
+  exit 1
+}
+
+dl_main() {
+  local failures p
+  DL_SIGNALLED=0 DL_SIGNAL_AT=0 DL_PIDS=() DL_DECISION= DL_OK=0
+  trap dl_forward "$DL_SIGNAL"
+  dl_setup
+  failures=$(dl_int "$DL_STATE_DIR/failures")
+  dl_log "attempt $DL_RESTART_COUNT start: job $DL_JOB_KEY, restart count $DL_RESTART_COUNT," \
+    "failed attempts $failures (retry budget $DL_RETRY_BUDGET), checkpoint dir $DL_CHECKPOINT_DIR," \
+    "master $MASTER_ADDR:$MASTER_PORT, world size $WORLD_SIZE"
+  if (( DL_GANG )); then
+    for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do dl_launch "$r" & DL_PIDS+=("$!"); done
+  else
+    dl_launch "$DL_ONLY_ROLE" "$DL_ONLY_INDEX" & DL_PIDS+=("$!")
+  fi
+  while dl_alive; do
+    dl_decide && break
+    sleep 1 & wait "$!"
+  done
+  if [[ -n $DL_DECISION ]]; then
+    for p in "${DL_PIDS[@]}"; do kill -s TERM -- "-$p" 2>/dev/null; done
+    dl_wait_payload 30
+  else
+    dl_wait_payload
+    dl_decide final
+  fi
+  if (( DL_SIGNALLED )); then
+    dl_log "attempt $DL_RESTART_COUNT: payload ended after SIG$DL_SIGNAL; waiting for the requeue"
+    while (( $(date +%s) < DL_SIGNAL_AT + DL_GRACE_S + 30 )); do sleep 1 & wait "$!"; done
+    dl_requeue_self "checkpointed, no requeue arrived"
+  fi
+  if (( DL_OK )); then dl_log "attempt $DL_RESTART_COUNT end: $DL_DECISION"; exit 0; fi
+  failures=$(( failures + 1 ))
+  printf '%s\n' "$failures" > "$DL_STATE_DIR/failures"
+  if (( DL_RETRY_BUDGET < 0 || failures <= DL_RETRY_BUDGET )); then
+    dl_requeue_self "$DL_DECISION; failed attempt $failures of retry budget $DL_RETRY_BUDGET"
+  fi
+  dl_log "attempt $DL_RESTART_COUNT end: $DL_DECISION; retry budget $DL_RETRY_BUDGET spent"
+  exit 1
+}
+
+dl_main
+"""

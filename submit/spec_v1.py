@@ -1,0 +1,106 @@
+"""OpenPAI v1 job specs (JSON, OpenPAI <= 0.13): validation and conversion to the job model.
+
+Fields and rules follow the v1 JSON schema (../shared/data/pai-jobs/schemas/
+pai-v1-job-config.schema.json) and the v1 job tutorial: required ``jobName``, ``image``,
+``taskRoles[]`` with ``name``, ``taskNumber``, ``cpuNumber``, ``memoryMB``, ``gpuNumber``,
+``command``. ``retryCount`` -2 means unlimited retries. ``minFailedTaskCount`` defaults to 1
+and ``minSucceededTaskCount`` to off (FrameworkLauncher's ApplicationCompletionPolicy).
+``jobEnvs`` are exported to every task (``--param k=v`` overrides or adds one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from submit import model
+from submit.extras import _GRES_TYPE_RE, Extras
+from submit.validation import _IDENT_RE, Ident, Int, NonEmpty, Scalar, SpecError, Text, validate
+
+
+class PortV1(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    label: Ident  # type: ignore[valid-type]
+    beginAt: Int(0, 65535) = 0  # type: ignore[valid-type]
+    portNumber: Int(0, 100) = 1  # type: ignore[valid-type]
+
+
+class TaskRoleV1(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: NonEmpty  # type: ignore[valid-type]
+    taskNumber: Int(1, 100_000)  # type: ignore[valid-type]
+    cpuNumber: Int(1, 4096)  # type: ignore[valid-type]
+    memoryMB: Int(1, 1 << 30)  # type: ignore[valid-type]
+    shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
+    gpuNumber: Int(0, 1024)  # type: ignore[valid-type]
+    portList: list[PortV1] = Field(default_factory=list)
+    command: Text  # type: ignore[valid-type]
+    minFailedTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
+    minSucceededTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
+
+
+class JobV1(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    jobName: NonEmpty  # type: ignore[valid-type]
+    image: NonEmpty  # type: ignore[valid-type]
+    authFile: Text | None = None  # type: ignore[valid-type]
+    dataDir: Text | None = None  # type: ignore[valid-type]
+    outputDir: Text | None = None  # type: ignore[valid-type]
+    codeDir: Text | None = None  # type: ignore[valid-type]
+    virtualCluster: Text | None = None  # type: ignore[valid-type]
+    gpuType: Text | None = None  # type: ignore[valid-type]
+    retryCount: Int(-2, 1000) = 0  # type: ignore[valid-type]
+    killAllOnCompletedTaskNumber: Int(0, 100_000) | None = None  # type: ignore[valid-type]
+    jobEnvs: dict[Ident, Scalar] = Field(default_factory=dict)  # type: ignore[valid-type]
+    extras: Extras = Field(default_factory=Extras)
+    taskRoles: list[TaskRoleV1] = Field(min_length=1)
+
+
+def _env_text(v: Any) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
+    """Validate a loaded v1 document and convert it to a :class:`model.Job`.
+
+    Raises :class:`submit.validation.SpecError` naming each bad field
+    (``taskRoles[1].gpuNumber: must be an integer in 0..1024``).
+    """
+    spec: JobV1 = validate(JobV1, data)
+    warnings = []
+    if spec.retryCount == -1:
+        warnings.append("retryCount: -1 is not a documented value; treated as 0")
+    if spec.gpuType is not None and not _GRES_TYPE_RE.match(spec.gpuType):
+        raise SpecError(["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100"])
+    bad = [k for k in overrides or {} if not _IDENT_RE.match(k)]
+    if bad:
+        raise SpecError([f"--param {k}: v1 jobEnvs names must be shell variable names" for k in bad])
+    roles = []
+    for i, r in enumerate(spec.taskRoles):
+        roles.append(model.Role(
+            name=r.name, ident=model.role_ident(r.name), instances=r.taskNumber,
+            cpus=r.cpuNumber, memory_mib=r.memoryMB, gpus=r.gpuNumber, command=r.command,
+            image=spec.image,
+            ports=tuple(model.Port(p.label, p.portNumber) for p in r.portList),
+            min_succeeded=r.minSucceededTaskCount if r.minSucceededTaskCount is not None else -1,
+            min_failed=r.minFailedTaskCount if r.minFailedTaskCount is not None else 1,
+            shm_mib=r.shmMB if r.shmMB is not None else 64,
+            path=f"taskRoles[{i}]",
+            fields=(("gpu", "gpuNumber"), ("cpu", "cpuNumber"), ("memory", "memoryMB"),
+                    ("instances", "taskNumber")),
+        ))
+    model.check_role_idents(roles)
+    envs = {k: _env_text(v) for k, v in spec.jobEnvs.items()}
+    envs.update(overrides or {})
+    ex = spec.extras
+    ckpt = ex.checkpoint
+    return model.Job(
+        name=spec.jobName, roles=tuple(roles),
+        retry_budget=-1 if spec.retryCount == -2 else max(spec.retryCount, 0),
+        gang=ex.gangAllocation, placement=ex.placement,
+        gpu_type=ex.gpuType or spec.gpuType, envs=tuple(envs.items()),
+        data_dir=spec.dataDir or "", output_dir=spec.outputDir or "", code_dir=spec.codeDir or "",
+        signal=ckpt.signal if ckpt else None, grace_s=ckpt.grace if ckpt else None,
+        enforce_binding=ex.enforceBinding, warnings=tuple(warnings), version="v1",
+    )

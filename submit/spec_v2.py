@@ -1,0 +1,187 @@
+"""OpenPAI protocol v2 job specs (YAML): validation and conversion to the job model.
+
+Fields follow the protocol schema (../shared/data/pai-jobs/schemas/openpai-protocol-v2-schema.yaml)
+and the rest-server's handling (microsoft/pai src/rest-server/src/middlewares/v2/protocol.js):
+each command is trimmed and the list joined by a newline; the active deployment
+(``defaults.deployment``) adds its ``preCommands`` before and ``postCommands`` after; then
+``<% $ref %>`` templates are rendered (submit/params.py; ``$secrets`` never). A role's
+``dockerImage`` names a ``dockerimage`` prerequisite. ``completion.minFailedInstances`` defaults
+to 1 and ``minSucceededInstances`` to -1 (all instances complete). ``taskRetryCount`` is not
+supported per task: the job's ``jobRetryCount`` budget applies (a warning says so).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from submit import model, params
+from submit.extras import Extras
+from submit.validation import Ident, Int, NonEmpty, SpecError, Text, validate
+
+
+class Prerequisite(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: NonEmpty  # type: ignore[valid-type]
+    type: Literal["dockerimage", "script", "output", "data"]
+    uri: Text | list[Text] | None = None  # type: ignore[valid-type]
+
+
+class Resources(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    cpu: Int(1, 4096) = 1  # type: ignore[valid-type]
+    memoryMB: Int(1, 1 << 30) = 1024  # type: ignore[valid-type]
+    gpu: Int(0, 1024) = 0  # type: ignore[valid-type]
+    ports: dict[Ident, Int(0, 100)] = Field(default_factory=dict)  # type: ignore[valid-type]
+
+
+class Completion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    minFailedInstances: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
+    minSucceededInstances: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
+
+
+class ContainerOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
+
+
+class TaskRoleV2(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    instances: Int(1, 100_000) = 1  # type: ignore[valid-type]
+    completion: Completion = Field(default_factory=Completion)
+    taskRetryCount: Int(0, 1000) = 0  # type: ignore[valid-type]
+    prerequisites: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
+    dockerImage: Text | None = None  # type: ignore[valid-type]
+    data: Text | None = None  # type: ignore[valid-type]
+    output: Text | None = None  # type: ignore[valid-type]
+    script: Text | None = None  # type: ignore[valid-type]
+    extraContainerOptions: ContainerOptions = Field(default_factory=ContainerOptions)
+    resourcePerInstance: Resources
+    commands: list[Text] = Field(min_length=1)  # type: ignore[valid-type]
+
+
+class DeploymentRole(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    preCommands: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
+    postCommands: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
+
+
+class Deployment(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: NonEmpty  # type: ignore[valid-type]
+    taskRoles: dict[str, DeploymentRole] = Field(default_factory=dict)
+
+
+class Defaults(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    virtualCluster: Text | None = None  # type: ignore[valid-type]
+    deployment: Text | None = None  # type: ignore[valid-type]
+
+
+class JobV2(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    protocolVersion: Any
+    name: NonEmpty  # type: ignore[valid-type]
+    type: Literal["job"] = "job"
+    version: Any = None
+    contributor: Any = None
+    description: Any = None
+    prerequisites: list[Prerequisite] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    secrets: dict[str, Any] = Field(default_factory=dict)
+    jobRetryCount: Int(0, 1000) = 0  # type: ignore[valid-type]
+    taskRoles: dict[NonEmpty, TaskRoleV2] = Field(min_length=1)  # type: ignore[valid-type]
+    deployments: list[Deployment] = Field(default_factory=list)
+    defaults: Defaults = Field(default_factory=Defaults)
+    extras: Extras = Field(default_factory=Extras)
+
+    @field_validator("protocolVersion", mode="before")
+    @classmethod
+    def _version(cls, v: Any) -> Any:
+        if v not in (2, "2"):
+            raise ValueError("must be 2")
+        return v
+
+
+def _commands(items: list[str]) -> str:
+    return "\n".join(c.strip() for c in items)
+
+
+def _prereq_scope(spec: JobV2, name: str | None, kind: str, where: str) -> dict[str, Any]:
+    if name is None:
+        return {}
+    for p in spec.prerequisites:
+        if p.name == name and p.type == kind:
+            return p.model_dump()
+    raise SpecError([f"{where}: no {kind} prerequisite named {name!r}"])
+
+
+def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
+    """Validate a loaded v2 document and convert it to a :class:`model.Job`.
+
+    ``overrides`` (from ``--param``) replace or add ``parameters``. Raises
+    :class:`submit.validation.SpecError` naming each bad field
+    (``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
+    """
+    spec: JobV2 = validate(JobV2, data)
+    parameters = {**spec.parameters, **(overrides or {})}
+    deployment = None
+    if spec.defaults.deployment is not None:
+        found = [d for d in spec.deployments if d.name == spec.defaults.deployment]
+        if not found:
+            names = ", ".join(d.name for d in spec.deployments) or "none defined"
+            raise SpecError([f"defaults.deployment: no deployment named "
+                             f"{spec.defaults.deployment!r} (deployments: {names})"])
+        deployment = found[0]
+        for rname in deployment.taskRoles:
+            if rname not in spec.taskRoles:
+                raise SpecError([f"deployments.{deployment.name}.taskRoles.{rname}: "
+                                 "no such task role"])
+    roles: list[model.Role] = []
+    warnings: list[str] = []
+    for rname, r in spec.taskRoles.items():
+        path = f"taskRoles.{rname}"
+        scopes = {
+            "parameters": parameters,
+            "data": _prereq_scope(spec, r.data, "data", f"{path}.data"),
+            "output": _prereq_scope(spec, r.output, "output", f"{path}.output"),
+            "script": _prereq_scope(spec, r.script, "script", f"{path}.script"),
+        }
+        image = _prereq_scope(spec, r.dockerImage, "dockerimage", f"{path}.dockerImage").get("uri")
+        dep = deployment.taskRoles.get(rname) if deployment else None
+        text = _commands([*(dep.preCommands if dep else []), *r.commands,
+                          *(dep.postCommands if dep else [])])
+        command, secrets = params.render(text, scopes)
+        for s in secrets:
+            warnings.append(f"{path}: $secrets.{s} is not rendered into commands; "
+                            "pass secrets through the environment or a file")
+        if r.taskRetryCount:
+            warnings.append(f"{path}.taskRetryCount: per-task retries are not supported; "
+                            "jobRetryCount applies to the whole job")
+        res = r.resourcePerInstance
+        roles.append(model.Role(
+            name=rname, ident=model.role_ident(rname), instances=r.instances, cpus=res.cpu,
+            memory_mib=res.memoryMB, gpus=res.gpu, command=command,
+            image=image if isinstance(image, str) else None,
+            ports=tuple(model.Port(k, v) for k, v in res.ports.items()),
+            min_succeeded=_or(r.completion.minSucceededInstances, -1),
+            min_failed=_or(r.completion.minFailedInstances, 1),
+            shm_mib=_or(r.extraContainerOptions.shmMB, 64), path=path,
+            fields=(("gpu", "resourcePerInstance.gpu"), ("cpu", "resourcePerInstance.cpu"),
+                    ("memory", "resourcePerInstance.memoryMB"), ("instances", "instances")),
+        ))
+    model.check_role_idents(roles)
+    ex = spec.extras
+    ckpt = ex.checkpoint
+    return model.Job(
+        name=spec.name, roles=tuple(roles), retry_budget=spec.jobRetryCount,
+        gang=ex.gangAllocation, placement=ex.placement, gpu_type=ex.gpuType,
+        signal=ckpt.signal if ckpt else None, grace_s=ckpt.grace if ckpt else None,
+        enforce_binding=ex.enforceBinding, warnings=tuple(warnings), version="v2",
+    )
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
