@@ -15,6 +15,7 @@ Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import json
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console, Group
 from rich.live import Live
+from rich.table import Table
 from rich.text import Text
 
 from prioritizer import public_snapshot
@@ -153,25 +155,34 @@ class _View:
         return qv.build_rows(jobs, snap, int(now)), snap, notes
 
 
-def _screen(view: _View, width: int) -> Group:
-    """The --watch screen: a title line, the table (folded to fit), notes; errors as a line."""
+def _screen(view: _View, width: int, fit: bool) -> Group:
+    """One --watch frame: a title line, the table, the notes; a Slurm error is one line."""
     stamp = time.strftime("%H:%M:%S")
     try:
         rows, snap, notes = view.fetch()
     except SlurmError as exc:
         return Group(Text(f"dlqueue {stamp}: Slurm error: {qv.visible(exc.message)} "
                           "(retrying)", style="red"))
-    table = qv.build_queue_table(rows, width, show_service=snap is not None, fit=True)
+    table = qv.build_queue_table(rows, width, show_service=snap is not None, fit=fit)
     title = Text(f"dlqueue {stamp}: {len(rows)} jobs, every {view.args.interval:g} s")
     return Group(title, table, *(Text(qv.visible(n), style="dim") for n in notes))
 
 
 def _watch(view: _View, console: Console) -> int:
+    """Refresh ``--iterations`` times (or until Ctrl-C). On a terminal the frame is redrawn in
+    place and folded to fit the screen; otherwise each frame is appended at full width."""
     limit = view.args.iterations
     done = 0
-    with Live(console=console, auto_refresh=False, transient=False) as live:
+    live = Live(console=console, auto_refresh=False) if console.is_terminal else None
+    with live if live is not None else contextlib.nullcontext():
         while True:
-            live.update(_screen(view, console.width), refresh=True)
+            if live is not None:
+                live.update(_screen(view, console.width, fit=True), refresh=True)
+            else:
+                frame = _screen(view, console.width, fit=False)
+                console.width = max(console.width, *(qv.natural_width(r) for r in frame.renderables
+                                                      if isinstance(r, Table)), 1)
+                console.print(frame, crop=False)
             done += 1
             if limit is not None and done >= limit:
                 return 0

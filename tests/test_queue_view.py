@@ -1,0 +1,316 @@
+"""Unit tests of dlqueue's pure core (submit/queue_view.py) and its shell with a fake client.
+
+Expected tables are written out by hand: column width = the widest of header and cells, two
+spaces between columns, numbers right-aligned, trailing spaces stripped.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from prioritizer import public_snapshot
+from slurm_plugin.client import SlurmRefused, SlurmUnreachable
+from slurm_plugin.records import filter_jobs
+from submit import queue_cli
+from submit import queue_view as qv
+from hostile import HOSTILE, HOSTILE_IDS
+from queue_helpers import make_job, pub, snapshot
+
+NOW = 10_000
+
+JOBS = [
+    make_job(104, user="dave", name="cpu-prep", gpus=0, gpus_per_node=0, submit_time=9000),
+    make_job(102, user="bob", name="[red]x[/red]", reason="Resources", gpus=16, gpus_per_node=8,
+             node_count=2, submit_time=9500, priority=500),
+    make_job(101, name="train-a", state="RUNNING", reason="None", gpus=8, gpus_per_node=8,
+             nodes="node1", node_list=("node1",), submit_time=9000, start_time=9600),
+    make_job(103, user="carol", name="eval", reason="BeginTime", restart_count=1,
+             submit_time=9990, eligible_time=10_011, start_time=10_011),
+]
+SNAP = snapshot(pub(101, 1, 14_400, preemptions=2, state="RUNNING"),
+                pub(102, 0, 0, rank=1, user="bob"), pub(103, 0, 1800, rank=0, preemptions=1))
+
+
+def render(rows, width=100, **kw) -> list[str]:
+    return qv.render_table(qv.build_queue_table(rows, width, **kw), width).splitlines()
+
+
+# ------------------------------------------------------------------ table rendering
+
+def test_table_with_snapshot_literal_lines() -> None:
+    lines = render(qv.build_rows(JOBS, SNAP, NOW), show_service=True)
+    assert lines == [
+        "JOBID  USER   NAME          STATE    QUEUE  ATTAINED  GPUS  NODES   WAIT  PREEMPTS  REASON",
+        "101    alice  train-a       RUNNING  Q1         4.00     8  node1  10:00         2",
+        "103    carol  eval          PENDING  Q0         0.50     2  1       0:10         1  "
+        "requeue delay (starts in ~11s)",
+        "102    bob    [red]x[/red]  PENDING  Q0         0.00    16  2       8:20         0  Resources",
+        "104    dave   cpu-prep      PENDING                      0  1      16:40         0  Priority",
+    ]
+
+
+def test_table_without_snapshot_has_no_service_columns() -> None:
+    lines = render(qv.build_rows(JOBS, None, NOW), show_service=False)
+    assert lines == [
+        "JOBID  USER   NAME          STATE    GPUS  NODES   WAIT  PREEMPTS  REASON",
+        "101    alice  train-a       RUNNING     8  node1  10:00         0",
+        "102    bob    [red]x[/red]  PENDING    16  2       8:20         0  Resources",
+        "104    dave   cpu-prep      PENDING     0  1      16:40         0  Priority",
+        "103    carol  eval          PENDING     2  1       0:10         1  "
+        "requeue delay (starts in ~11s)",
+    ]  # without ranks: priority 500 first, then equal priorities by submit time
+
+
+def test_markup_is_not_interpreted_on_a_colour_terminal() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, force_terminal=True, color_system="truecolor")
+    table = qv.build_queue_table(qv.build_rows(JOBS, SNAP, NOW), 100)
+    console.width = qv.natural_width(table)  # as dlqueue does on a terminal
+    console.print(table, crop=False)
+    text = out.getvalue()
+    assert "[red]x[/red]" in text
+    assert "\x1b[31m" not in text and "38;2;128;0;0" not in text  # no red foreground anywhere
+
+
+@pytest.mark.parametrize("name", HOSTILE, ids=HOSTILE_IDS)
+@pytest.mark.parametrize("width", [100, 30])
+def test_hostile_names_shown_whole_on_one_line(name: str, width: int) -> None:
+    job = make_job(7, name=name, user=name, reason=name)
+    lines = render(qv.build_rows([job], None, NOW), width, show_service=False)
+    assert len(lines) == 2  # header + exactly one row: no wrap, no embedded newline
+    shown = name.replace("\n", "\\n").replace("\t", "\\t")
+    assert lines[1].count(shown) == 3  # USER, NAME and REASON, each whole
+    assert "\x1b" not in lines[1] and "…" not in lines[1]
+
+
+def test_visible_escapes_controls_and_invisible_characters() -> None:
+    assert qv.visible("a\nb\tc\rd") == "a\\nb\\tc\\rd"
+    assert qv.visible("\x1b[31mred") == "\\x1b[31mred"
+    assert qv.visible("x\u202ey\u200bz") == "x\\u202ey\\u200bz"
+    assert qv.visible("[red]x[/red] ünï 训练 🚀 -a $(id) #SBATCH") == (
+        "[red]x[/red] ünï 训练 🚀 -a $(id) #SBATCH")
+
+
+def test_ansi_escape_in_name_cannot_reach_the_terminal() -> None:
+    job = make_job(8, name="\x1b]0;title\x07\x1b[2J")
+    lines = render(qv.build_rows([job], None, NOW), show_service=False)
+    assert "\\x1b]0;title\\x07\\x1b[2J" in lines[1]
+    assert "\x1b" not in "".join(lines) and "\x07" not in "".join(lines)
+
+
+def test_fit_folds_long_cells_keeping_every_character() -> None:
+    name = "n" * 50 + "-end"
+    rows = qv.build_rows([make_job(9, name=name, user="bob")], None, NOW)
+    out = io.StringIO()
+    Console(file=out, width=60, color_system=None).print(
+        qv.build_queue_table(rows, 60, show_service=False, fit=True))
+    lines = out.getvalue().splitlines()
+    assert max(len(x) for x in lines) <= 60 and len(lines) > 2  # folded, not past the screen
+    # every character survives: 50 n's of the name + the n of "-end"; nothing else has an "n"
+    assert out.getvalue().count("n") == 51 and "…" not in out.getvalue()
+
+
+def test_without_fit_wide_rows_are_never_cropped() -> None:
+    name = "x" * 150
+    lines = render(qv.build_rows([make_job(9, name=name)], None, NOW), 100, show_service=False)
+    assert name in lines[1]
+
+
+# ------------------------------------------------------------------ order
+
+def test_order_running_then_rank_then_priority_submit_id() -> None:
+    jobs = [
+        make_job(1, priority=900, submit_time=100),            # unranked, top priority
+        make_job(2, priority=100, submit_time=50),             # unranked, low priority, old
+        make_job(3, priority=100, submit_time=40),             # same priority, older → first
+        make_job(4, priority=100, submit_time=40),             # same priority+time → id 3 first
+        make_job(5, state="RUNNING", start_time=300),
+        make_job(6, state="RUNNING", start_time=200),
+        make_job(7, priority=1),                               # rank 0 beats any priority
+        make_job(8, priority=2),                               # rank 1
+        make_job(9, state="COMPLETED", end_time=400),
+    ]
+    snap = snapshot(pub(7, 0, 0, rank=0), pub(8, 1, 5000, rank=1))
+    assert [r.job_id for r in qv.build_rows(jobs, snap, NOW)] == [6, 5, 7, 8, 1, 3, 4, 2, 9]
+    # Without the daemon: Slurm's order only.
+    assert [r.job_id for r in qv.build_rows(jobs, None, NOW)] == [6, 5, 1, 3, 4, 2, 8, 7, 9]
+
+
+def test_hetjob_components_stay_together_under_the_leader() -> None:
+    jobs = [
+        make_job(21, het_job_id=20, het_job_offset=1, priority=10),
+        make_job(30, priority=300),
+        make_job(20, het_job_id=20, het_job_offset=0, priority=400),
+    ]
+    rows = qv.build_rows(jobs, None, NOW)
+    assert [r.display_id for r in rows] == ["20+0", "20+1", "30"]
+    # the daemon ranks the unit by the leader id; both components inherit its queue
+    rows = qv.build_rows(jobs, snapshot(pub(30, 0, 0, rank=0), pub(20, 1, 4000, rank=1)), NOW)
+    assert [(r.display_id, r.queue) for r in rows] == [("30", 0), ("20+0", 1), ("20+1", 1)]
+
+
+def test_array_element_id_form() -> None:
+    rows = qv.build_rows([make_job(41, array_job_id=40, array_task_id=3)], None, NOW)
+    assert rows[0].display_id == "40_3" and rows[0].job_id == 41
+
+
+# ------------------------------------------------------------------ wait and reason
+
+@pytest.mark.parametrize(("job", "expected"), [
+    (make_job(1, submit_time=9000), 1000),                                   # pending: now - submit
+    (make_job(1, state="RUNNING", submit_time=9000, start_time=9400), 400),  # waited before run
+    (make_job(1, state="COMPLETED", submit_time=100, start_time=150, end_time=900), 50),
+    (make_job(1, state="CANCELLED", submit_time=100, start_time=None, end_time=130), 30),
+    (make_job(1, submit_time=None), 0),
+    (make_job(1, submit_time=NOW + 5), 0),                                   # clock skew
+], ids=["pending", "running", "completed", "cancelled-pending", "no-submit", "skew"])
+def test_wait_seconds(job, expected: int) -> None:
+    assert qv.wait_seconds(job, NOW) == expected
+
+
+@pytest.mark.parametrize(("job", "daemon", "expected"), [
+    (make_job(1, reason="BeginTime", restart_count=2, eligible_time=NOW + 121), "",
+     "requeue delay (starts in ~121s)"),
+    (make_job(1, reason="BeginTime", restart_count=1, eligible_time=NOW - 3), "",
+     "requeue delay (starts in ~0s)"),
+    (make_job(1, reason="BeginTime", restart_count=0, eligible_time=NOW + 7200), "",
+     "BeginTime (eligible in 2:00:00)"),
+    (make_job(1, reason="Resources"), "", "Resources"),
+    (make_job(1, reason="Priority"), "Q1 behind 3 jobs", "Priority; Q1 behind 3 jobs"),
+    (make_job(1, state="RUNNING", reason="None"), "", ""),
+    (make_job(1, state="RUNNING", reason="None"), "preempting: grace until 12:00", "preempting: grace until 12:00"),
+], ids=["requeue-delay", "requeue-due", "begin", "resources", "daemon", "running", "running-daemon"])
+def test_reason_text(job, daemon: str, expected: str) -> None:
+    p = pub(1, 0, 0, reason=daemon) if daemon else None
+    assert qv.reason_text(job, p, NOW) == expected
+
+
+@pytest.mark.parametrize(("seconds", "text"), [
+    (0, "0:00"), (59, "0:59"), (61, "1:01"), (3600, "1:00:00"), (86_400 + 3661, "1-01:01:01"),
+    (-5, "0:00")])
+def test_format_duration(seconds: int, text: str) -> None:
+    assert qv.format_duration(seconds) == text
+
+
+def test_parse_states() -> None:
+    assert qv.parse_states("pd,R,completed") == {"PENDING", "RUNNING", "COMPLETED"}
+    assert qv.parse_states("PD,all") is None
+    with pytest.raises(ValueError, match="'XX'"):
+        qv.parse_states("R,XX")
+
+
+# ------------------------------------------------------------------ JSON
+
+def test_json_rows_keys_and_values() -> None:
+    rows = qv.json_rows(qv.build_rows(JOBS, SNAP, NOW))
+    assert all(list(r) == list(qv.JSON_KEYS) for r in rows)
+    assert qv.JSON_KEYS == ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus",
+                            "nodes", "wait_s", "preemptions", "reason")
+    assert rows[0] == {"job_id": 101, "user": "alice", "name": "train-a", "state": "RUNNING",
+                       "queue": 1, "attained_gpu_s": 14_400, "gpus": 8, "nodes": 1,
+                       "wait_s": 600, "preemptions": 2, "reason": ""}
+    assert rows[3]["queue"] is None and rows[3]["attained_gpu_s"] is None
+    no_daemon = qv.json_rows(qv.build_rows(JOBS, None, NOW))
+    assert all(r["queue"] is None and r["attained_gpu_s"] is None for r in no_daemon)
+
+
+# ------------------------------------------------------------------ the shell, with a fake client
+
+class FakeClient:
+    def __init__(self, jobs=(), error: Exception | None = None) -> None:
+        self._jobs, self.error, self.calls = list(jobs), error, []
+
+    def jobs(self, **filters):
+        self.calls.append(filters)
+        if self.error:
+            raise self.error
+        return filter_jobs(self._jobs, **filters)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch):
+    def install(jobs=(), error=None) -> FakeClient:
+        client = FakeClient(jobs, error)
+        monkeypatch.setattr(queue_cli, "SlurmClient", lambda: client)
+        return client
+    return install
+
+
+def test_cli_json_with_snapshot_file(fake, tmp_path, capsys) -> None:
+    path = tmp_path / "snap.json"
+    public_snapshot.write_snapshot(path, snapshot(*SNAP.jobs, generated_at=4e9))
+    fake(JOBS)
+    assert queue_cli.main(["--json", "--snapshot", str(path), "-u", "bob,carol"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(r["job_id"], r["queue"], r["attained_gpu_s"]) for r in out] == [(103, 0, 1800), (102, 0, 0)]
+
+
+def test_cli_without_snapshot_says_so(fake, tmp_path, capsys) -> None:
+    fake(JOBS)
+    assert queue_cli.main(["--snapshot", str(tmp_path / "none.json"), "-j", "102"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["JOBID", "USER", "NAME", "STATE", "GPUS", "NODES", "WAIT",
+                              "PREEMPTS", "REASON"]
+    assert out[1].split()[:3] == ["102", "bob", "[red]x[/red]"] and len(out) == 3
+    assert "snapshot not found" in out[2] and "not shown" in out[2]
+
+
+def test_cli_malformed_snapshot_is_a_note_not_a_crash(fake, tmp_path, capsys) -> None:
+    bad = tmp_path / "snap.json"
+    bad.write_text("[1, 2")
+    fake(JOBS)
+    assert queue_cli.main(["--json", "--snapshot", str(bad)]) == 0
+    captured = capsys.readouterr()
+    assert len(json.loads(captured.out)) == 4 and "unreadable" in captured.err
+
+
+def test_cli_me_and_state_filters_reach_the_client(fake, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(queue_cli.getpass, "getuser", lambda: "carol")
+    client = fake(JOBS)
+    assert queue_cli.main(["--json", "--me", "-t", "PD", "-p", "gpu", "--snapshot", "/nonexistent"]) == 0
+    assert client.calls[0]["users"] == ["carol"] and client.calls[0]["states"] == {"PENDING"}
+    assert [r["job_id"] for r in json.loads(capsys.readouterr().out)] == [103]
+
+
+@pytest.mark.parametrize(("error", "code", "text"), [
+    (SlurmUnreachable(["squeue"], "Unable to contact slurm controller"), 3, "unreachable"),
+    (SlurmRefused(["squeue"], "Invalid user\nsecond line"), 4, "Invalid user\\nsecond line"),
+])
+def test_cli_slurm_errors_are_one_line(fake, capsys, error, code: int, text: str) -> None:
+    fake(error=error)
+    assert queue_cli.main(["--snapshot", "/nonexistent"]) == code
+    err = capsys.readouterr().err
+    assert text in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["-j", "abc"], ["-t", "bogus"], ["--json", "--watch"],
+                                  ["--iterations", "2"], ["--watch", "--interval", "0"]])
+def test_cli_bad_arguments_exit_2(fake, capsys, argv) -> None:
+    fake(JOBS)
+    with pytest.raises(SystemExit) as exc:
+        queue_cli.main(argv)
+    assert exc.value.code == 2 and "dlqueue: error:" in capsys.readouterr().err
+
+
+def test_cli_watch_stops_after_iterations(fake, capsys) -> None:
+    client = fake(JOBS)
+    assert queue_cli.main(["--watch", "--iterations", "3", "--interval", "0.01",
+                           "--snapshot", "/nonexistent"]) == 0
+    assert len(client.calls) == 3
+    assert "[red]x[/red]" in capsys.readouterr().out
+
+
+def test_default_snapshot_path_from_daemon_config(tmp_path) -> None:
+    cfg = tmp_path / "dlprio.yaml"
+    assert queue_cli.default_snapshot_path(str(cfg)) == (public_snapshot.DEFAULT_PATH, "")
+    cfg.write_text("snapshot_path: /srv/dlprio/snap.json\n")
+    assert queue_cli.default_snapshot_path(str(cfg)) == ("/srv/dlprio/snap.json", "")
+    cfg.write_text("daemon:\n  snapshot_path: /x/s.json\n")
+    assert queue_cli.default_snapshot_path(str(cfg)) == ("/x/s.json", "")
+    cfg.write_text("daemon: [unclosed\n")
+    path, note = queue_cli.default_snapshot_path(str(cfg))
+    assert path == public_snapshot.DEFAULT_PATH and "unreadable" in note
