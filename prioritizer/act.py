@@ -1,0 +1,202 @@
+"""Act: persist the policy's decisions and tell Slurm only what changed, batched.
+
+Last step of the daemon cycle (STYLE.md rules 2-3). ``decide`` (prioritizer.policy) said each
+job's queue level and queue-entry time; this module
+
+* records the queue states in the ledger and logs each change with the policy's reason;
+* **mode priority**: turns (queue, queue-entry time) into one integer per pending job, given to
+  Slurm as the job's ``SiteFactor`` (added to the multifactor sum, keeps the site's other
+  factors; ../shared/SLURM-NOTES.md "Changing state") or, by config, its absolute priority.
+  ``value = (K-1-queue) × step + inqueue + 1`` where ``inqueue = span-1-clamp(entry-ref)`` gives
+  older entries more points (1 per second over ``inqueue_span_s``) and
+  ``step = span + W + 1``, W being the sum of the site's other ``PriorityWeight*`` settings
+  (``scontrol show config``; each factor is weight × [0, 1], priority/multifactor(5)): the
+  lowest job of a queue outranks the highest of the next queue whatever the other factors add;
+* **mode partition**: moves pending jobs to ``queue_partitions[queue]``.
+
+Only differences are sent: a job's value changes only when its queue or queue-entry time does
+(the last value sent is kept in the ledger), one ``scontrol update jobid=a,b,c`` per value.
+After an update, the next cycle compares what squeue shows with what was asked and logs a
+mismatch. Preemptions are handed to :mod:`prioritizer.preempt`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from prioritizer.daemon_config import DaemonConfig
+from prioritizer.daemon_log import EventLog
+from prioritizer.ledger import Ledger
+from prioritizer.model import Decisions, JobPhase
+from prioritizer.observe import Observation
+from slurm_plugin.client import SlurmClient, SlurmRefused, JobUnknown
+
+WEIGHT_KEYS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
+               "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityWeightQOS")
+REF_SLACK_S = 86400
+MAX_VALUE = 2**31 - 1
+
+
+class OrderError(ValueError):
+    """The priority encoding does not fit Slurm's 32-bit priority (names the settings)."""
+
+
+def other_weights(show_config: Mapping[str, str]) -> int:
+    """Sum of the site's ``PriorityWeight*`` settings (incl. each ``PriorityWeightTRES`` entry).
+
+    ``show_config``: ``scontrol show config`` as a mapping. Missing or ``(null)`` values count 0.
+    """
+    total = 0
+    for key in WEIGHT_KEYS:
+        m = re.match(r"\s*(\d+)", show_config.get(key, "") or "")
+        total += int(m.group(1)) if m else 0
+    for part in (show_config.get("PriorityWeightTRES", "") or "").split(","):
+        m = re.search(r"=\s*(\d+)", part)
+        total += int(m.group(1)) if m else 0
+    return total
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """How (queue, entry time) becomes one integer (see module doc). Times are epoch s."""
+
+    queues: int
+    span: int
+    weights: int
+    ref: float
+
+    @property
+    def step(self) -> int:
+        return self.span + self.weights + 1
+
+    def check(self) -> None:
+        """Raise :class:`OrderError` when the top value would overflow 2**31-1."""
+        top = (self.queues - 1) * self.step + self.span
+        if top > MAX_VALUE:
+            raise OrderError(
+                f"inqueue_span_s={self.span} with {self.queues} queues and PriorityWeight* sum "
+                f"{self.weights} needs values up to {top} > {MAX_VALUE}; lower inqueue_span_s")
+
+    def value(self, queue: int, entry: float) -> int:
+        """The SiteFactor/priority of a pending job in ``queue`` entered at ``entry``."""
+        age = min(max(int(entry - self.ref), 0), self.span - 1)
+        return (self.queues - 1 - min(queue, self.queues - 1)) * self.step + (self.span - 1 - age) + 1
+
+
+def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
+            enc: Encoding | None) -> dict[int, str]:
+    """The value each managed pending job should carry, as the ledger stores it.
+
+    ``site_factor:N`` / ``priority:N`` (mode priority; ``enc`` required) or ``partition:P``.
+    """
+    out: dict[int, str] = {}
+    for job_id in decisions.order:
+        state = decisions.states.get(job_id)
+        unit = obs.units.get(job_id)
+        if state is None or unit is None or unit.phase is not JobPhase.PENDING:
+            continue
+        if cfg.mode == "partition":
+            part = cfg.queue_partitions[min(state.queue, len(cfg.queue_partitions) - 1)]
+            out[job_id] = f"partition:{part}"
+        else:
+            assert enc is not None
+            out[job_id] = f"{cfg.priority_field}:{enc.value(state.queue, state.queue_entry_time)}"
+    return out
+
+
+def diff(wanted: Mapping[int, str], current: Mapping[int, str | None]) -> dict[str, list[int]]:
+    """Jobs whose value must change, grouped by value (one Slurm call per key), ids sorted."""
+    batches: dict[str, list[int]] = {}
+    for job_id in sorted(wanted):
+        if current.get(job_id) != wanted[job_id]:
+            batches.setdefault(wanted[job_id], []).append(job_id)
+    return batches
+
+
+def current_values(ledger: Ledger, obs: Observation, cfg: DaemonConfig) -> dict[int, str | None]:
+    """What each job carries now: the ledger's last sent value, or Slurm's partition."""
+    if cfg.mode == "partition":
+        return {j: f"partition:{u.partition}" for j, u in obs.units.items()}
+    return {r.job_id: r.applied for r in ledger.jobs(active_only=True)}
+
+
+def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
+         log: EventLog) -> int:
+    """Send each batch as ONE ``scontrol update``; on a refusal retry its jobs one by one
+    (Slurm updates the valid ids of a list anyway) so a single ended job costs nothing else.
+    Records what was accepted. Returns the number of refused jobs. Raises SlurmUnreachable."""
+    refused = 0
+    for value, ids in batches.items():
+        field, _, arg = value.partition(":")
+        try:
+            _send(client, field, ids, arg)
+            accepted = ids
+        except (SlurmRefused, JobUnknown):
+            accepted = []
+            for job_id in ids:
+                try:
+                    _send(client, field, [job_id], arg)
+                    accepted.append(job_id)
+                except (SlurmRefused, JobUnknown) as exc:
+                    refused += 1
+                    log.event("update_refused", job_id, "WARNING", value=value, slurm=exc.message)
+        with ledger.transaction():
+            ledger.set_applied(accepted, value)
+        for job_id in accepted:
+            log.event("order_set", job_id, value=value)
+    return refused
+
+
+def _send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
+    if field == "partition":
+        client.set_partition(ids, arg)
+    elif field == "priority":
+        client.set_priority(ids, int(arg))
+    else:
+        client.set_site_factor(ids, int(arg))
+
+
+def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: EventLog) -> int:
+    """Compare squeue with what was sent last cycle; log and count mismatches.
+
+    Absolute priority must equal the value; a SiteFactor is part of the sum, so priority must
+    be at least the value; a partition must match.
+    """
+    if cfg.mode == "partition":
+        return 0
+    bad = 0
+    for row in ledger.jobs(active_only=True):
+        unit = obs.units.get(row.job_id)
+        if unit is None or unit.phase is not JobPhase.PENDING or not row.applied:
+            continue
+        field, _, arg = row.applied.partition(":")
+        if field != cfg.priority_field:
+            continue
+        want = int(arg)
+        if (unit.priority != want) if field == "priority" else (unit.priority < want):
+            bad += 1
+            log.event("readback_mismatch", row.job_id, "WARNING", asked=row.applied,
+                      slurm_priority=unit.priority)
+    return bad
+
+
+def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: EventLog,
+                  now: float) -> list[tuple[int, int | None, int, str]]:
+    """Persist every decided queue state; log changes. Returns (job, from, to, reason) changes."""
+    rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
+    promoted = set(decisions.promotions)
+    changes = []
+    with ledger.transaction():
+        for job_id, st in sorted(decisions.states.items()):
+            before = rows.get(job_id)
+            old = before.queue if before else None
+            ledger.set_queue(job_id, st.queue, st.queue_entry_time, st.service_base_gpu_s,
+                             st.reason if st.changed else None, now, job_id in promoted)
+            if st.changed:
+                changes.append((job_id, old, st.queue, st.reason))
+    for job_id, old, new, reason in changes:
+        event = "promoted" if job_id in promoted else ("new" if old is None else "queue_changed")
+        log.event(event, job_id, **{"from": old, "to": new, "reason": reason})
+    return changes

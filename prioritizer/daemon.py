@@ -1,0 +1,169 @@
+"""The reconcile loop of ``dlprio run`` / ``dlprio once``: observe → decide → act, every interval.
+
+The imperative shell around the pure policy (../shared/DESIGN.md, "daemon"; STYLE.md rules 1-3,
+after kopf's reconcile loop): :meth:`Daemon.cycle` reads Slurm once (:mod:`prioritizer.observe`),
+calls ``prioritizer.policy.decide`` with the wall clock, and applies only the differences
+(:mod:`prioritizer.act`, :mod:`prioritizer.preempt`), then writes the public snapshot for
+``dlqueue`` and updates the metrics. :meth:`Daemon.run` repeats it; when Slurm does not answer
+it logs, backs off (interval doubling up to ``backoff_max_s``) and resumes with the ledger
+intact. ``dry_run`` changes nothing in Slurm (no update, signal or requeue) and prints the
+decisions; the ledger still records what was observed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from prioritizer import act
+from prioritizer.daemon_config import DaemonConfig
+from prioritizer.daemon_log import EventLog
+from prioritizer.durations import load_distribution
+from prioritizer.gittins import GittinsDistribution
+from prioritizer.ledger import Ledger
+from prioritizer.metrics import Metrics
+from prioritizer.model import Decisions
+from prioritizer.observe import Observation, observe
+from prioritizer.policy import decide
+from prioritizer.preempt import Preemptor
+from prioritizer.public_snapshot import PublicJob, PublicSnapshot, write_snapshot
+from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
+
+
+class Daemon:
+    """One daemon bound to a ledger (the caller holds its lock) and a Slurm client.
+
+    Args:
+        cfg: the daemon configuration.
+        client, ledger, log: collaborators (a test may pass its own).
+        metrics: series to update (None: a private, unserved set).
+        clock: epoch seconds (STYLE.md rule 10).
+        dry_run: decide and print, change nothing in Slurm.
+        out: where ``dry_run`` prints.
+    """
+
+    def __init__(self, cfg: DaemonConfig, client: SlurmClient, ledger: Ledger, log: EventLog,
+                 metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
+                 dry_run: bool = False, out: TextIO | None = None) -> None:
+        self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
+        self.metrics = metrics or Metrics()
+        self.clock = clock
+        self.dry_run = dry_run
+        self.out = out or sys.stdout
+        self.preemptor = Preemptor(client, ledger, cfg, log)
+        self.distribution: GittinsDistribution | None = (
+            load_distribution(cfg.gittins_samples or None)
+            if cfg.policy.policy == "tiresias-gittins" else None)
+        self._encoding: act.Encoding | None = None
+
+    # ------------------------------------------------------------------ one cycle
+    def cycle(self) -> Decisions:
+        """Run one observe → decide → act cycle. Raises SlurmError (e.g. SlurmUnreachable)."""
+        started = time.monotonic()
+        now = self.clock()
+        self.log.cycle = self.ledger.next_cycle()
+        obs = observe(self.client, self.ledger, self.cfg, now)
+        decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
+        if self.dry_run:
+            self.print_decisions(decisions, obs)
+        else:
+            self.act(decisions, obs)
+        self.metrics.cycle_duration.observe(time.monotonic() - started)
+        self.metrics.last_cycle.set(now)
+        return decisions
+
+    def act(self, decisions: Decisions, obs: Observation) -> None:
+        """Persist states, send order differences, run preemptions, publish snapshot."""
+        act.readback(self.ledger, obs, self.cfg, self.log)
+        act.record_states(decisions, self.ledger, obs, self.log, obs.now)
+        self.metrics.promotions.inc(len(decisions.promotions))
+        wanted = act.targets(decisions, obs, self.cfg, self.encoding(obs.now))
+        batches = act.diff(wanted, act.current_values(self.ledger, obs, self.cfg))
+        refused = act.push(self.client, self.ledger, batches, self.log)
+        self.metrics.slurm_errors.labels(kind="refused").inc(refused)
+        self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))
+        self.metrics.requeues.inc(len(self.preemptor.progress(obs)))
+        self.publish(decisions, obs)
+
+    def encoding(self, now: float) -> act.Encoding | None:
+        """The priority encoding (mode priority), reading PriorityWeight* once per daemon."""
+        if self.cfg.mode != "priority":
+            return None
+        span = self.cfg.inqueue_span_s
+        slack = min(act.REF_SLACK_S, span // 2)
+        ref = float(self.ledger.meta("order_ref") or 0) or None
+        if ref is None or now - ref > span - slack:
+            ref = now - slack
+            self.ledger.set_meta("order_ref", repr(ref))
+            self._encoding = None
+            self.log.event("order_reference", ref=ref)
+        if self._encoding is None or self._encoding.ref != ref:
+            weights = (0 if self.cfg.priority_field == "priority"
+                       else act.other_weights(self.client.show_config()))
+            self._encoding = act.Encoding(self.cfg.queues, span, weights, ref)
+            self._encoding.check()
+        return self._encoding
+
+    def publish(self, decisions: Decisions, obs: Observation) -> None:
+        """Write the public snapshot and the queue metrics for the managed jobs."""
+        rank = {job_id: i for i, job_id in enumerate(decisions.order)}
+        rows = {r.job_id: r for r in self.ledger.jobs(active_only=True)}
+        service = {v.job_id: v.attained_gpu_s for v in obs.snapshot.jobs}
+        jobs = []
+        for view in obs.snapshot.jobs:
+            row, st = rows.get(view.job_id), decisions.states.get(view.job_id)
+            if row is None or st is None:
+                continue
+            jobs.append(PublicJob(view.job_id, row.user, obs.units[view.job_id].state, st.queue,
+                                  round(service[view.job_id], 1), row.preemptions,
+                                  row.promotions, row.restart_count, rank.get(view.job_id),
+                                  row.reason))
+        self.metrics.set_queues(((j.queue, "PENDING" if j.rank is not None else "RUNNING",
+                                  j.attained_gpu_s) for j in jobs), self.cfg.queues)
+        write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
+            obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
+            tuple(jobs)))
+
+    def print_decisions(self, decisions: Decisions, obs: Observation) -> None:
+        """``--dry-run`` output: pending order with target values, running jobs, preemptions."""
+        enc = self.encoding(obs.now) if self.cfg.mode == "priority" else None
+        wanted = act.targets(decisions, obs, self.cfg, enc)
+        views = {v.job_id: v for v in obs.snapshot.jobs}
+        w = self.out.write
+        w(f"{'RANK':>4} {'JOBID':>8} {'STATE':<8} {'QUEUE':>5} {'GPU_S':>10}  TARGET  REASON\n")
+        ordered = list(decisions.order) + sorted(set(decisions.states) - set(decisions.order))
+        for i, job_id in enumerate(ordered):
+            st, view = decisions.states[job_id], views[job_id]
+            r = str(i) if job_id in wanted else "-"
+            w(f"{r:>4} {job_id:>8} {view.phase.value:<8} {st.queue:>5} "
+              f"{view.attained_gpu_s:>10.0f}  {wanted.get(job_id, '-')}  {st.reason}\n")
+        for p in decisions.preemptions:
+            w(f"preempt {','.join(map(str, p.victims))} for {p.waiter}\n")
+        w("dry run: nothing sent to Slurm\n")
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, stop: threading.Event) -> None:
+        """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away."""
+        failures = 0
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                self.cycle()
+                if failures:
+                    self.log.event("slurm_back", failures=failures)
+                failures = 0
+                delay = self.cfg.interval_s - (time.monotonic() - started)
+            except SlurmUnreachable as exc:
+                failures += 1
+                self.metrics.slurm_errors.labels(kind="unreachable").inc()
+                delay = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
+                self.log.event("slurm_unreachable", level="WARNING", error=exc.message,
+                               retry_in_s=round(delay, 1))
+            except SlurmError as exc:
+                self.metrics.slurm_errors.labels(kind="refused").inc()
+                self.log.event("slurm_error", level="ERROR", error=str(exc))
+                delay = self.cfg.interval_s
+            stop.wait(max(delay, 0.0))

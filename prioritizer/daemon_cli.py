@@ -1,0 +1,156 @@
+"""The daemon's subcommands of ``dlprio``: ``run``, ``once [--dry-run]``, ``explain JOBID``,
+``status [--json]``.
+
+:func:`register` adds them to the ``dlprio`` command registry (prioritizer/cli.py, STYLE.md
+rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
+
+* 0: done;
+* 1: Slurm failed (``once``: unreachable or refused; ``run`` never exits for that);
+* 2: bad configuration or usage (the message names the file and key);
+* 3: ``explain``: the job is not in the ledger; ``explain``/``status``: no ledger yet;
+* 4: another dlprio holds the ledger lock (the message names its pid).
+
+Every subcommand takes ``--config FILE`` (default ``/etc/dlprio/dlprio.yaml``, else the
+packaged ``conf/dlprio.yaml``); ``run``/``once`` also take ``--log-format text|json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+from prioritizer import daemon_config, explain
+from prioritizer.daemon import Daemon
+from prioritizer.daemon_config import ConfigError, DaemonConfig
+from prioritizer.daemon_lock import LedgerLock, LockHeld
+from prioritizer.daemon_log import EventLog
+from prioritizer.ledger import Ledger
+from prioritizer.metrics import Metrics
+from slurm_plugin.client import SlurmClient, SlurmError
+
+EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED = 0, 1, 2, 3, 4
+
+
+def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
+    p.add_argument("--config", default=None,
+                   help="daemon config (default /etc/dlprio/dlprio.yaml, else conf/dlprio.yaml)")
+    if logs:
+        p.add_argument("--log-format", choices=("text", "json"), default=None,
+                       help="log line format (overrides log_format in the config)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``run``, ``once``, ``explain``, ``status`` to ``dlprio``'s subparsers.
+
+    Each parser gets ``func`` (``Callable[[argparse.Namespace], int]``) as its default.
+    """
+    p = sub.add_parser("run", help="the daemon: observe, decide, act every interval")
+    _common(p, logs=True)
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("once", help="one cycle (with --dry-run: print decisions, change nothing)")
+    _common(p, logs=True)
+    p.add_argument("--dry-run", action="store_true", help="send nothing to Slurm")
+    p.set_defaults(func=cmd_once)
+    p = sub.add_parser("explain", help="why a job sits in its queue")
+    _common(p)
+    p.add_argument("job_id", type=int, metavar="JOBID")
+    p.set_defaults(func=cmd_explain)
+    p = sub.add_parser("status", help="every known job: queue, service, preemptions")
+    _common(p)
+    p.add_argument("--json", action="store_true",
+                   help="JSON list; keys: " + ", ".join(explain.STATUS_KEYS))
+    p.set_defaults(func=cmd_status)
+
+
+def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except ConfigError as exc:
+            return _fail(f"config: {exc}", EXIT_CONFIG)
+        except LockHeld as exc:
+            return _fail(str(exc), EXIT_LOCKED)
+        except explain.UnknownJob as exc:
+            return _fail(str(exc), EXIT_UNKNOWN)
+        except FileNotFoundError as exc:
+            return _fail(str(exc), EXIT_UNKNOWN)
+        except SlurmError as exc:
+            return _fail(f"slurm: {exc}", EXIT_SLURM)
+        except (OSError, sqlite3.Error) as exc:
+            return _fail(f"ledger/snapshot: {exc}", EXIT_CONFIG)
+    wrapped.__doc__ = fn.__doc__
+    return wrapped
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"dlprio: {message}", file=sys.stderr)
+    return code
+
+
+def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, EventLog]:
+    cfg = daemon_config.load(args.config)
+    return cfg, EventLog(args.log_format or cfg.log_format)
+
+
+@_guard
+def cmd_run(args: argparse.Namespace) -> int:
+    """``dlprio run``: loop until SIGTERM/SIGINT."""
+    cfg, log = _setup(args)
+    with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+        metrics = Metrics()
+        metrics.serve(cfg.metrics_port, cfg.metrics_addr)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
+                  interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
+        Daemon(cfg, SlurmClient(timeout_s=cfg.slurm_timeout_s), ledger, log, metrics).run(stop)
+        log.event("stopped")
+    return EXIT_OK
+
+
+@_guard
+def cmd_once(args: argparse.Namespace) -> int:
+    """``dlprio once [--dry-run]``: one cycle."""
+    cfg, log = _setup(args)
+    with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+        Daemon(cfg, SlurmClient(timeout_s=cfg.slurm_timeout_s), ledger, log,
+               dry_run=args.dry_run).cycle()
+    return EXIT_OK
+
+
+@_guard
+def cmd_explain(args: argparse.Namespace) -> int:
+    """``dlprio explain JOBID``."""
+    cfg = daemon_config.load(args.config)
+    with Ledger(cfg.ledger_path, readonly=True) as ledger:
+        sys.stdout.write(explain.explain(args.job_id, ledger, cfg, time.time()))
+    return EXIT_OK
+
+
+@_guard
+def cmd_status(args: argparse.Namespace) -> int:
+    """``dlprio status [--json]``."""
+    cfg = daemon_config.load(args.config)
+    with Ledger(cfg.ledger_path, readonly=True) as ledger:
+        rows = explain.status_rows(ledger, time.time())
+    sys.stdout.write(json.dumps(rows) + "\n" if args.json else explain.status_table(rows))
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry with only the daemon's subcommands (tests; ``dlprio`` is the real one)."""
+    parser = argparse.ArgumentParser(prog="dlprio")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""The daemon's durable memory: a private sqlite file (WAL, mode 0600) of runs, queues and intents.
+
+``dlprio run`` is the only writer (it holds the lock in :mod:`prioritizer.daemon_lock`);
+``dlprio explain``/``status`` read it. Per job it keeps the runs (start, end, GPUs) from which
+attained service is computed (Tiresias NSDI'19 section 3: 2D service = GPUs × seconds, summed
+over all runs), the queue level with its queue-entry time and the reason of the last change,
+counters of promotions and preemptions, the last value the daemon gave Slurm (``applied``),
+and *preemption intents* written before they are acted on (../shared/DESIGN.md, "ledger";
+STYLE.md rule 3). The service of an open run is counted from Slurm's own ``start_time``, never
+from counting cycles; a requeued job keeps its earlier runs, whoever requeued it.
+Times are epoch seconds; service is GPU·seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs(
+    job_id INTEGER PRIMARY KEY, user TEXT NOT NULL DEFAULT '', account TEXT NOT NULL DEFAULT '',
+    partition TEXT NOT NULL DEFAULT '', state TEXT NOT NULL DEFAULT '', gpus INTEGER NOT NULL DEFAULT 0,
+    submit_time REAL, restart_count INTEGER NOT NULL DEFAULT 0,
+    queue INTEGER, queue_entry_time REAL, service_base_gpu_s REAL NOT NULL DEFAULT 0,
+    promotions INTEGER NOT NULL DEFAULT 0, preemptions INTEGER NOT NULL DEFAULT 0,
+    reason TEXT NOT NULL DEFAULT '', reason_time REAL, applied TEXT,
+    last_seen REAL, ended_at REAL);
+CREATE TABLE IF NOT EXISTS runs(
+    job_id INTEGER NOT NULL, start REAL NOT NULL, end_time REAL, gpus INTEGER NOT NULL,
+    last_seen REAL NOT NULL, end_source TEXT, PRIMARY KEY(job_id, start));
+CREATE TABLE IF NOT EXISTS intents(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, waiter INTEGER,
+    created REAL NOT NULL, signal TEXT, grace_s REAL NOT NULL DEFAULT 0,
+    restart_count INTEGER NOT NULL DEFAULT 0, signal_at REAL, deadline REAL,
+    requeue_at REAL, done_at REAL, outcome TEXT);
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a job: ``start``/``end`` epoch s (``end`` None while open), ``gpus`` GPUs."""
+
+    job_id: int
+    start: float
+    end: float | None
+    gpus: int
+    last_seen: float
+    end_source: str | None
+
+    def gpu_seconds(self, now: float) -> float:
+        """GPU·s of this run; an open run counts up to ``now``."""
+        return self.gpus * self.seconds(now)
+
+    def seconds(self, now: float) -> float:
+        """Seconds of this run (open run: up to ``now``), never negative."""
+        return max((self.end if self.end is not None else now) - self.start, 0.0)
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """The ledger's row of one job (see the ``jobs`` table); ``queue`` None until decided."""
+
+    job_id: int
+    user: str
+    account: str
+    partition: str
+    state: str
+    gpus: int
+    submit_time: float | None
+    restart_count: int
+    queue: int | None
+    queue_entry_time: float | None
+    service_base_gpu_s: float
+    promotions: int
+    preemptions: int
+    reason: str
+    reason_time: float | None
+    applied: str | None
+    last_seen: float | None
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A preemption intent: written before acting, finished exactly once.
+
+    Steps: created → (``signal_at`` set before the signal is sent, ``deadline`` = signal +
+    grace) → ``requeue_at`` set before ``scontrol requeue`` → ``done_at`` + ``outcome``.
+    ``restart_count`` is the job's Slurm restart count when the intent was written, so a
+    recovering daemon can tell whether a requeue it may have sent took effect.
+    """
+
+    id: int
+    job_id: int
+    waiter: int | None
+    created: float
+    signal: str | None
+    grace_s: float
+    restart_count: int
+    signal_at: float | None
+    deadline: float | None
+    requeue_at: float | None
+    done_at: float | None
+    outcome: str | None
+
+
+class Ledger:
+    """One open ledger file. Not thread-safe; one writer process (the lock holder)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+        """Open (create when missing, mode 0600) the ledger at ``path``.
+
+        Raises:
+            OSError / sqlite3.Error: the file cannot be created or is not a ledger.
+        """
+        self.path = Path(path)
+        if readonly:
+            if not self.path.exists():
+                raise FileNotFoundError(f"{self.path}: no ledger (has the daemon run?)")
+            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            os.close(fd)
+            os.chmod(self.path, 0o600)
+            self.conn = sqlite3.connect(self.path, timeout=10)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=FULL")
+            self.conn.executescript(_SCHEMA)
+            for side in ("-wal", "-shm"):
+                side_path = Path(str(self.path) + side)
+                if side_path.exists():
+                    os.chmod(side_path, 0o600)
+        self.conn.row_factory = sqlite3.Row
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ meta
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row["value"] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    def next_cycle(self) -> int:
+        """Increment and return the persistent cycle counter (1 for the first cycle)."""
+        cycle = int(self.meta("cycle", "0") or 0) + 1
+        self.set_meta("cycle", str(cycle))
+        return cycle
+
+    # ------------------------------------------------------------------ jobs
+    def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
+                   gpus: int, submit_time: float | None, restart_count: int, now: float) -> None:
+        """Record what Slurm shows of a job now (no commit; call inside :meth:`transaction`)."""
+        self.conn.execute(
+            "INSERT INTO jobs(job_id, user, account, partition, state, gpus, submit_time,"
+            " restart_count, last_seen) VALUES(?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(job_id) DO UPDATE SET user=excluded.user, account=excluded.account,"
+            " partition=excluded.partition, state=excluded.state, gpus=excluded.gpus,"
+            " submit_time=excluded.submit_time, restart_count=excluded.restart_count,"
+            " last_seen=excluded.last_seen, ended_at=NULL",
+            (job_id, user, account, partition, state, gpus, submit_time, restart_count, now))
+
+    def mark_ended(self, job_id: int, state: str, at: float) -> None:
+        """The job left Slurm's active states (or squeue) at ``at``."""
+        self.conn.execute("UPDATE jobs SET state=?, ended_at=? WHERE job_id=?", (state, at, job_id))
+
+    def job(self, job_id: int) -> JobRow | None:
+        row = self.conn.execute("SELECT * FROM jobs WHERE job_id=?", (job_id,)).fetchone()
+        return JobRow(**dict(row)) if row else None
+
+    def jobs(self, *, active_only: bool = False) -> list[JobRow]:
+        """Every job the ledger knows (``active_only``: not ended), by id."""
+        where = " WHERE ended_at IS NULL" if active_only else ""
+        return [JobRow(**dict(r)) for r in
+                self.conn.execute(f"SELECT * FROM jobs{where} ORDER BY job_id")]
+
+    def set_queue(self, job_id: int, queue: int, entry: float, base_gpu_s: float,
+                  reason: str | None, now: float, promoted: bool) -> None:
+        """Persist a decision's queue state; ``reason`` None keeps the last reason."""
+        self.conn.execute(
+            "UPDATE jobs SET queue=?, queue_entry_time=?, service_base_gpu_s=?,"
+            " promotions=promotions+?, reason=COALESCE(?, reason),"
+            " reason_time=CASE WHEN ? IS NULL THEN reason_time ELSE ? END WHERE job_id=?",
+            (queue, entry, base_gpu_s, int(promoted), reason, reason, now, job_id))
+
+    def set_applied(self, job_ids: Iterable[int], value: str | None) -> None:
+        """Remember the value (SiteFactor, priority or partition) last given to Slurm."""
+        self.conn.executemany("UPDATE jobs SET applied=? WHERE job_id=?",
+                              [(value, j) for j in job_ids])
+
+    # ------------------------------------------------------------------ runs
+    def runs(self, job_id: int) -> list[Run]:
+        """The job's runs, oldest first."""
+        return [_run(r) for r in self.conn.execute(
+            "SELECT * FROM runs WHERE job_id=? ORDER BY start", (job_id,))]
+
+    def all_runs(self) -> dict[int, list[Run]]:
+        """Runs of every job, oldest first (one query; used once per cycle)."""
+        out: dict[int, list[Run]] = {}
+        for r in self.conn.execute("SELECT * FROM runs ORDER BY job_id, start"):
+            out.setdefault(r["job_id"], []).append(_run(r))
+        return out
+
+    def open_runs(self) -> dict[int, Run]:
+        """The open run of each job that has one."""
+        return {r["job_id"]: _run(r) for r in
+                self.conn.execute("SELECT * FROM runs WHERE end_time IS NULL")}
+
+    def start_run(self, job_id: int, start: float, gpus: int, now: float) -> None:
+        """Open a run at Slurm's ``start`` (idempotent: same start = same run)."""
+        self.conn.execute(
+            "INSERT INTO runs(job_id, start, gpus, last_seen) VALUES(?,?,?,?)"
+            " ON CONFLICT(job_id, start) DO UPDATE SET last_seen=excluded.last_seen",
+            (job_id, start, gpus, now))
+
+    def close_run(self, job_id: int, start: float, end: float, source: str) -> None:
+        """Close the run at ``end`` (clamped to ``start``); ``source`` says where ``end``
+        came from (``slurm`` end_time, ``sacct``, ``requeue``, ``last_seen``)."""
+        self.conn.execute(
+            "UPDATE runs SET end_time=MAX(?, start), end_source=? WHERE job_id=? AND start=?"
+            " AND end_time IS NULL", (end, source, job_id, start))
+
+    def service(self, job_id: int, now: float) -> tuple[float, float]:
+        """(attained GPU·s, attained s) of the job at ``now``: sum over its runs."""
+        runs = self.runs(job_id)
+        return (sum(r.gpu_seconds(now) for r in runs), sum(r.seconds(now) for r in runs))
+
+    # ------------------------------------------------------------------ intents
+    def add_intent(self, job_id: int, waiter: int | None, signal: str | None, grace_s: float,
+                   restart_count: int, now: float) -> int:
+        """Write (and commit) a preemption intent; count the preemption. Returns its id."""
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO intents(job_id, waiter, created, signal, grace_s, restart_count)"
+                " VALUES(?,?,?,?,?,?)", (job_id, waiter, now, signal, grace_s, restart_count))
+            self.conn.execute("UPDATE jobs SET preemptions=preemptions+1 WHERE job_id=?", (job_id,))
+        return int(cur.lastrowid or 0)
+
+    def open_intents(self) -> list[Intent]:
+        """Intents not finished yet, oldest first."""
+        return [Intent(**dict(r)) for r in self.conn.execute(
+            "SELECT * FROM intents WHERE done_at IS NULL ORDER BY id")]
+
+    def intents(self, job_id: int) -> list[Intent]:
+        return [Intent(**dict(r)) for r in self.conn.execute(
+            "SELECT * FROM intents WHERE job_id=? ORDER BY id", (job_id,))]
+
+    def mark_signal(self, intent_id: int, at: float | None, deadline: float | None) -> None:
+        """Commit ``signal_at``/``deadline`` (None, None: the signal did not go out)."""
+        with self.conn:
+            self.conn.execute("UPDATE intents SET signal_at=?, deadline=? WHERE id=?",
+                              (at, deadline, intent_id))
+
+    def mark_requeue(self, intent_id: int, at: float | None) -> None:
+        """Commit ``requeue_at`` (before the requeue call; None: it was refused)."""
+        with self.conn:
+            self.conn.execute("UPDATE intents SET requeue_at=? WHERE id=?", (at, intent_id))
+
+    def finish_intent(self, intent_id: int, at: float, outcome: str) -> None:
+        """Commit the intent as done with ``outcome`` (``requeued``, ``ended in grace``...)."""
+        with self.conn:
+            self.conn.execute("UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",
+                              (at, outcome, intent_id))
+
+    def requeues(self, job_id: int) -> int:
+        """Intents of the job that ended with a requeue by the daemon."""
+        row = self.conn.execute("SELECT COUNT(*) FROM intents WHERE job_id=? AND outcome='requeued'",
+                                (job_id,)).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------ transactions
+    def transaction(self) -> sqlite3.Connection:
+        """``with ledger.transaction():`` commits the block at once (or rolls it back)."""
+        return self.conn
+
+
+def _run(r: sqlite3.Row) -> Run:
+    return Run(job_id=r["job_id"], start=r["start"], end=r["end_time"], gpus=r["gpus"],
+               last_seen=r["last_seen"], end_source=r["end_source"])

@@ -1,0 +1,136 @@
+"""Preemption as a small state machine over ledger intents: intent → signal → grace → requeue.
+
+Tiresias preempts the jobs the policy names (NSDI'19 section 4; ../shared/DESIGN.md,
+"Preemption"). Slurm has no "checkpoint then requeue" act for us, so the daemon does it in
+steps, each written to the ledger *before* it is done (STYLE.md rule 3):
+
+1. ``intent`` written (job, waiter, signal and grace from the job's ``dl:v1`` marker, grace
+   capped by ``max_grace_s``, the job's Slurm restart count);
+2. job with the marker: ``signal_at``/``deadline`` written, then ``scancel --signal=SIG
+   --batch`` (the batch-shell trap; SLURM-NOTES "Signals"); a job without it skips this step
+   (an untrapped USR2 would kill it);
+3. at the deadline (or at once without a marker): ``requeue_at`` written, then ``scontrol
+   requeue`` (hetjobs through their leader id), then the intent is finished.
+
+A job that ended, or was requeued by someone else, before its requeue finishes the intent with
+no further act. A daemon killed anywhere resumes open intents on restart exactly once: a
+requeue whose ``requeue_at`` was written is taken as done when Slurm shows a higher restart
+count or the job pending; a signal whose ``signal_at`` was written is never sent twice.
+
+Test-only fault point: ``DLPRIO_FAULT_AFTER=<step>`` (``intent``, ``signal``,
+``requeue-mark``, ``requeue``) makes the daemon SIGKILL itself right after that step, so
+crash tests are deterministic. It is unset (off) in production; never set it on a real site.
+"""
+
+from __future__ import annotations
+
+import os
+import signal as _signal
+
+from prioritizer.daemon_config import DaemonConfig
+from prioritizer.daemon_log import EventLog
+from prioritizer.ledger import Intent, Ledger
+from prioritizer.model import JobPhase, Preemption
+from prioritizer.observe import Observation
+from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused, SlurmUnreachable
+
+FAULT_ENV = "DLPRIO_FAULT_AFTER"
+FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
+
+
+def fault_point(step: str) -> None:
+    """TEST ONLY: SIGKILL this process when ``$DLPRIO_FAULT_AFTER`` names ``step``."""
+    if os.environ.get(FAULT_ENV) == step:
+        os.kill(os.getpid(), _signal.SIGKILL)
+
+
+class Preemptor:
+    """Starts and advances preemptions; one per daemon (see module doc)."""
+
+    def __init__(self, client: SlurmClient, ledger: Ledger, cfg: DaemonConfig,
+                 log: EventLog) -> None:
+        self.client = client
+        self.ledger = ledger
+        self.cfg = cfg
+        self.log = log
+
+    def start(self, preemptions: tuple[Preemption, ...], obs: Observation) -> list[int]:
+        """Write an intent for each victim that has none open. Returns the new victims' ids."""
+        busy = {i.job_id for i in self.ledger.open_intents()}
+        started = []
+        for p in preemptions:
+            for victim in p.victims:
+                unit = obs.units.get(victim)
+                if victim in busy or unit is None or unit.phase is not JobPhase.RUNNING:
+                    continue
+                contract = unit.contract
+                grace = min(float(contract.grace_s), self.cfg.max_grace_s) if contract else 0.0
+                self.ledger.add_intent(victim, p.waiter, contract.signal if contract else None,
+                                       grace, unit.restart_count, obs.now)
+                busy.add(victim)
+                started.append(victim)
+                self.log.event("preempt_intent", victim, waiter=p.waiter,
+                               signal=contract.signal if contract else "none", grace_s=grace)
+                fault_point("intent")
+        return started
+
+    def progress(self, obs: Observation) -> list[int]:
+        """Advance every open intent by what is due at ``obs.now``. Returns requeued ids.
+
+        Raises SlurmUnreachable (the step is rolled back in the ledger and retried later).
+        """
+        requeued = []
+        for intent in self.ledger.open_intents():
+            if self._step(intent, obs):
+                requeued.append(intent.job_id)
+        return requeued
+
+    def _step(self, i: Intent, obs: Observation) -> bool:
+        unit = obs.units.get(i.job_id)
+        gone = unit is None or unit.restart_count > i.restart_count or unit.phase is not JobPhase.RUNNING
+        if i.requeue_at is not None and gone:
+            self._finish(i, obs.now, "requeued", recovered=True)
+            return False
+        if gone:
+            self._finish(i, obs.now, "ended in grace" if i.signal_at is not None else "not running")
+            return False
+        if i.signal is not None and i.signal_at is None:
+            self._signal(i, obs.now)
+            return False
+        if i.signal is None or (i.deadline is not None and obs.now >= i.deadline):
+            return self._requeue(i, obs.now)
+        return False
+
+    def _signal(self, i: Intent, now: float) -> None:
+        assert i.signal is not None
+        self.ledger.mark_signal(i.id, now, now + i.grace_s)
+        try:
+            self.client.signal(i.job_id, i.signal, batch_only=True)
+        except SlurmUnreachable:
+            self.ledger.mark_signal(i.id, None, None)
+            raise
+        except (JobUnknown, SlurmRefused) as exc:
+            self._finish(i, now, f"signal refused: {exc.message}")
+            return
+        self.log.event("preempt_signal", i.job_id, signal=i.signal, deadline=now + i.grace_s)
+        fault_point("signal")
+
+    def _requeue(self, i: Intent, now: float) -> bool:
+        self.ledger.mark_requeue(i.id, now)
+        fault_point("requeue-mark")
+        try:
+            self.client.requeue(i.job_id)
+        except SlurmUnreachable:
+            self.ledger.mark_requeue(i.id, None)
+            raise
+        except (JobUnknown, SlurmRefused) as exc:
+            self._finish(i, now, f"requeue refused: {exc.message}")
+            return False
+        fault_point("requeue")
+        self._finish(i, now, "requeued")
+        return True
+
+    def _finish(self, i: Intent, now: float, outcome: str, recovered: bool = False) -> None:
+        self.ledger.finish_intent(i.id, now, outcome)
+        self.log.event("preempt_done", i.job_id, outcome=outcome, waiter=i.waiter,
+                       **({"recovered": True} if recovered else {}))
