@@ -5,4 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh --with-dbd
+# test-only tools: vagrant (for `vagrant validate` of vagrant/Vagrantfile)
+if ! command -v vagrant >/dev/null; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends vagrant >/dev/null
+fi
 exec .venv/bin/python -m pytest "$@"
