@@ -1,0 +1,163 @@
+"""``dlprio simulate``: replay a job trace under one or several policies (issue 4).
+
+Argument parsing and output only; the replay is ``prioritizer.simulate``, the rules are
+``prioritizer.policy``. Bad input (malformed trace row, bad config key, no cluster size)
+exits 2 with one line naming the file and line or the option; an unknown policy name lists
+the valid ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from prioritizer.cli import CliError, Command
+from prioritizer.config import POLICY_NAMES, PolicyConfig
+from prioritizer.durations import load_distribution
+from prioritizer.sim_report import format_table, summarize, write_jobs_csv, write_plot
+from prioritizer.simulate import Cluster, SimResult, simulate
+from prioritizer.traces import FORMATS, TraceError, read_cluster_spec, read_trace
+
+#: option name -> PolicyConfig field it overrides
+OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
+             "gittins_quantum": "gittins_quantum_gpu_s",
+             "checkpoint_overhead": "checkpoint_overhead_s",
+             "requeue_delay": "requeue_delay_s", "decision_interval": "decision_interval_s"}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``simulate`` options."""
+    add = parser.add_argument
+    add("--trace", required=True, help="job trace CSV (tiresias, philly/helios or itp)")
+    add("--format", choices=sorted(FORMATS), help="trace format (default: from the header)")
+    add("--since", type=float, metavar="SECONDS",
+        help="keep jobs submitted at or after SECONDS (trace time); re-base to 0")
+    add("--nodes", type=int, metavar="N", help="number of nodes")
+    add("--gpus-per-node", type=int, metavar="G", help="GPUs per node")
+    add("--cluster", metavar="SPEC.csv", help="Tiresias cluster spec instead of --nodes/-G")
+    add("--placement", choices=("consolidate", "count"), default="consolidate",
+        help="consolidate: real nodes, fewest per job (default); count: GPU counting only")
+    add("--policy", default=None, metavar="NAME",
+        help=f"one of: {', '.join(POLICY_NAMES)} (default tiresias-las)")
+    add("--compare", metavar="P1,P2,...", help="run several policies; ratios to the first")
+    add("--config", metavar="FILE.yaml", help="YAML file whose 'policy:' section sets the policy")
+    add("--thresholds", metavar="T1,T2", help="queue thresholds, GPU·s (2D policies)")
+    for option, fld in OVERRIDES.items():
+        add("--" + option.replace("_", "-"), type=float, metavar="X",
+            help=f"override {fld}")
+    add("--zero-cost", action="store_true",
+        help="no checkpoint overhead, requeue delay, decision interval or min-run guard")
+    add("--durations", metavar="FILE.csv",
+        help="GPU·s samples for tiresias-gittins (default: packaged yarn-gput1000.csv)")
+    add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
+    add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
+    add("--plot", metavar="OUT.png", help="write the JCT CDF and queue-length plot")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the replays and print/write the outputs; see the module doc for exit codes."""
+    policies = _policies(args)
+    base = _config(args)
+    cluster = _cluster(args)
+    try:
+        trace = read_trace(args.trace, args.format, args.since)
+    except TraceError as exc:
+        raise CliError(str(exc)) from None
+    if not trace.jobs:
+        raise CliError(f"{args.trace}: no jobs to simulate (after --since and skipping)")
+    distribution = None
+    if "tiresias-gittins" in policies:
+        try:
+            distribution = load_distribution(args.durations)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    results: list[SimResult] = []
+    for name in policies:
+        config = dataclasses.replace(base, policy=name)
+        results.append(simulate(trace, cluster, config, distribution))
+    summaries = [summarize(r) for r in results]
+    if results[0].unfittable_jobs:
+        print(f"note: {results[0].unfittable_jobs} job(s) can never fit on this cluster; "
+              "counted in skipped_jobs", file=sys.stderr)
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+    else:
+        print(format_table(summaries))
+    if args.jobs_csv:
+        _write(write_jobs_csv, results, args.jobs_csv)
+    if args.plot:
+        _write(write_plot, results, args.plot)
+    return 0
+
+
+def _policies(args: argparse.Namespace) -> list[str]:
+    names = args.compare.split(",") if args.compare else [args.policy or "tiresias-las"]
+    names = [n.strip() for n in names if n.strip()]
+    if args.compare and args.policy:
+        raise CliError("use either --policy or --compare, not both")
+    for name in names:
+        if name not in POLICY_NAMES:
+            raise CliError(f"unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}")
+    if not names:
+        raise CliError("--compare needs at least one policy name")
+    return names
+
+
+def _config(args: argparse.Namespace) -> PolicyConfig:
+    section: dict[str, Any] = {}
+    if args.config:
+        try:
+            data = yaml.safe_load(Path(args.config).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise CliError(f"{args.config}: cannot read YAML ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("policy", {}), dict):
+            raise CliError(f"{args.config}: expected a mapping with a 'policy:' mapping")
+        section = dict(data.get("policy") or {})
+    if args.thresholds:
+        try:
+            section["thresholds_gpu_s"] = [float(v) for v in args.thresholds.split(",")]
+        except ValueError:
+            raise CliError(f"--thresholds: expected numbers like 3250,7200, got "
+                           f"{args.thresholds!r}") from None
+    for option, fld in OVERRIDES.items():
+        if getattr(args, option) is not None:
+            section[fld] = getattr(args, option)
+    try:
+        config = PolicyConfig.from_mapping(section)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return config.zero_cost() if args.zero_cost else config
+
+
+def _cluster(args: argparse.Namespace) -> Cluster:
+    if args.cluster:
+        if args.nodes or args.gpus_per_node:
+            raise CliError("use either --cluster or --nodes/--gpus-per-node, not both")
+        try:
+            nodes, gpus = read_cluster_spec(args.cluster)
+        except TraceError as exc:
+            raise CliError(str(exc)) from None
+    else:
+        if not args.nodes or not args.gpus_per_node:
+            raise CliError("give the cluster: --nodes N --gpus-per-node G, or --cluster SPEC.csv")
+        nodes, gpus = args.nodes, args.gpus_per_node
+    if nodes <= 0 or gpus <= 0:
+        raise CliError("--nodes and --gpus-per-node must be > 0")
+    return Cluster(nodes, gpus, args.placement)
+
+
+def _write(writer: Any, results: list[SimResult], path: str) -> None:
+    try:
+        writer(results, path)
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=1) from None
+
+
+COMMAND = Command("simulate", "replay a job trace under Tiresias and baseline policies",
+                  configure, run)

@@ -1,0 +1,135 @@
+"""Summaries, tables, CSV/JSON and plots of simulator results (``dlprio simulate`` output).
+
+Pure functions from :class:`prioritizer.simulate.SimResult` to numbers and text, plus two
+writers (jobs CSV, PNG plot with matplotlib's Agg backend). Percentiles are nearest-rank
+(the p-th percentile of n sorted values is the value at rank ceil(p/100 × n)). Units: seconds,
+GPU utilisation as a fraction of ``total GPUs × makespan``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+from prioritizer.simulate import SimResult
+
+SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
+                "p99_jct_s", "makespan_s", "avg_queueing_delay_s", "preemptions", "promotions",
+                "gpu_utilisation", "wall_s")
+JOB_COLUMNS = ("job_id", "submit", "start", "end", "jct", "queueing_delay", "preemptions",
+               "promotions")
+
+
+def nearest_rank(values: Sequence[float], percent: float) -> float:
+    """Nearest-rank percentile of ``values`` (0 for an empty sequence)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(percent / 100.0 * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+def summarize(result: SimResult) -> dict[str, Any]:
+    """The summary object of one replay, keys exactly :data:`SUMMARY_KEYS`.
+
+    ``skipped_jobs`` counts rows the reader skipped (zero GPUs or duration) plus jobs that
+    can never fit on the cluster (``result.unfittable_jobs``).
+    """
+    jcts = [j.jct for j in result.jobs]
+    makespan = max((j.end for j in result.jobs), default=0.0) - min(
+        (j.submit for j in result.jobs), default=0.0)
+    capacity = result.total_gpus * makespan
+    return {
+        "policy": result.policy,
+        "jobs": len(result.jobs),
+        "skipped_jobs": result.skipped_jobs + result.unfittable_jobs,
+        "avg_jct_s": statistics.fmean(jcts) if jcts else 0.0,
+        "median_jct_s": statistics.median(jcts) if jcts else 0.0,
+        "p95_jct_s": nearest_rank(jcts, 95),
+        "p99_jct_s": nearest_rank(jcts, 99),
+        "makespan_s": makespan,
+        "avg_queueing_delay_s": statistics.fmean(j.queueing_delay for j in result.jobs)
+        if jcts else 0.0,
+        "preemptions": sum(j.preemptions for j in result.jobs),
+        "promotions": sum(j.promotions for j in result.jobs),
+        "gpu_utilisation": result.gpu_s_held / capacity if capacity else 0.0,
+        "wall_s": result.wall_s,
+    }
+
+
+def format_table(summaries: Sequence[dict[str, Any]]) -> str:
+    """A plain-text table, one row per policy; with several policies, ``x`` columns give
+    avg and p95 JCT as ratios to the first row."""
+    head = ["policy", "jobs", "avg JCT s", "median s", "p95 s", "p99 s", "makespan s",
+            "avg queue s", "preempt", "promote", "GPU util", "wall s"]
+    compare = len(summaries) > 1
+    if compare:
+        head += ["avg x", "p95 x"]
+    rows = []
+    first = summaries[0] if summaries else None
+    for s in summaries:
+        row = [s["policy"], str(s["jobs"]), f"{s['avg_jct_s']:.1f}", f"{s['median_jct_s']:.1f}",
+               f"{s['p95_jct_s']:.1f}", f"{s['p99_jct_s']:.1f}", f"{s['makespan_s']:.0f}",
+               f"{s['avg_queueing_delay_s']:.1f}", str(s["preemptions"]), str(s["promotions"]),
+               f"{s['gpu_utilisation']:.3f}", f"{s['wall_s']:.2f}"]
+        if compare and first is not None:
+            row += [_ratio(s["avg_jct_s"], first["avg_jct_s"]),
+                    _ratio(s["p95_jct_s"], first["p95_jct_s"])]
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(r, widths))) for r in [head] + rows]
+    return "\n".join(lines)
+
+
+def _ratio(value: float, base: float) -> str:
+    return f"{value / base:.3f}" if base else "-"
+
+
+def write_jobs_csv(results: Sequence[SimResult], path: str | Path) -> None:
+    """Per-job CSV (columns :data:`JOB_COLUMNS`, plus ``policy`` first when several)."""
+    several = len(results) > 1
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow((("policy",) if several else ()) + JOB_COLUMNS)
+        for result in results:
+            for j in sorted(result.jobs, key=lambda j: j.job_id):
+                row = [j.name, _num(j.submit), _num(j.start), _num(j.end), _num(j.jct),
+                       _num(j.queueing_delay), j.preemptions, j.promotions]
+                writer.writerow(([result.policy] if several else []) + row)
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:.3f}"
+
+
+def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
+    """PNG with the JCT CDF per policy (log x) and pending jobs over time per policy."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (cdf, queue) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for result in results:
+        jcts = sorted(max(j.jct, 1.0) for j in result.jobs)
+        n = len(jcts)
+        cdf.step(jcts, [(i + 1) / n for i in range(n)], where="post", label=result.policy)
+        times = [t / 3600 for t, _, _ in result.queue_samples]
+        queue.step(times, [p for _, p, _ in result.queue_samples], where="post",
+                   label=result.policy)
+    cdf.set_xscale("log")
+    cdf.set_xlabel("job completion time (s)")
+    cdf.set_ylabel("fraction of jobs")
+    cdf.set_title("JCT CDF")
+    queue.set_xlabel("time (h)")
+    queue.set_ylabel("pending jobs")
+    queue.set_title("queue length")
+    for ax in (cdf, queue):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
