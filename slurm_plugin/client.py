@@ -83,15 +83,20 @@ class SlurmClient:
     Args:
         timeout_s: seconds each command may take before it counts as :class:`SlurmUnreachable`.
         bin_dir: directory of the Slurm binaries (``""`` = search ``PATH``).
+        run_as: user name to run the commands as (``runuser -u NAME --``; root only), e.g. a
+            test user submitting through job_submit.lua; ``""`` = the current user.
     """
 
     timeout_s: float = 30.0
     bin_dir: str = ""
+    run_as: str = ""
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None) -> str:
         """Run one Slurm command; return its stdout. Raises the typed errors above."""
         cmd = [self.bin_dir.rstrip("/") + "/" + argv[0] if self.bin_dir else argv[0], *argv[1:]]
+        if self.run_as:
+            cmd = ["runuser", "-u", self.run_as, "--", *cmd]
         try:
             proc = subprocess.run(
                 cmd,
@@ -231,6 +236,13 @@ class SlurmClient:
             return
         ids = ",".join(str(j) for j in job_ids)
         self._run(["scontrol", "update", f"jobid={ids}", f"{field}={value}"])
+
+    def update(self, job_ids: Sequence[int | str], field: str, value: str | int) -> None:
+        """``scontrol update jobid=a,b Field=value`` in ONE call (any field scontrol(1) takes).
+
+        Raises :class:`SlurmRefused` with Slurm's text (e.g. a job_submit plugin's refusal).
+        """
+        self._update(job_ids, field, value)
 
     def set_priority(self, job_ids: Sequence[int], value: int) -> None:
         """Set the absolute priority of pending jobs, all ids in ONE ``scontrol update`` call.

@@ -151,7 +151,7 @@ end
 local function guard_comment(job_desc)
   local m, err = parse_marker(job_desc.comment)
   if m == false then
-    return slurm.ERROR, "refused: malformed checkpoint marker: " .. err
+    return slurm.ERROR, "malformed checkpoint marker: " .. err
   end
   if m then
     local new = capped_comment(m)
@@ -175,7 +175,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
   end
   if not is_gpu_job(job_desc) then return slurm.SUCCESS end
   local rc, msg = guard_comment(job_desc)
-  if rc then return refuse(rc, msg, true) end
+  if rc then return refuse(rc, "refused: " .. msg, true) end
   if job_desc.requeue == 0 then
     local account = job_desc.account or job_desc.default_account
     if not is_exempt(job_desc.user_name, account) then
