@@ -1,0 +1,181 @@
+"""``dlqueue`` against the live cluster that SLURM_CONF names (4 nodes x 8 fake GPUs).
+
+Each test submits real jobs through :meth:`SlurmClient.submit` (pending ones behind a blocker
+that takes every GPU, or with ``--begin=now+2hours``), runs the installed ``dlqueue`` command,
+and compares its output with what Slurm itself reports through the client. Polling has
+timeouts; every job is cancelled at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from live_helpers import wait_cluster_idle, wait_for, wait_state
+from prioritizer.public_snapshot import write_snapshot
+from queue_helpers import pub, snapshot
+from slurm_plugin.client import SlurmClient, SlurmError
+from submit.queue_view import visible
+
+pytestmark = pytest.mark.live
+
+DLQUEUE = str(Path(sys.executable).parent / "dlqueue")
+NO_SNAPSHOT = "/nonexistent/dlqueue-test/snapshot.json"
+HOSTILE_NAME = "-x [red]x[/red] $(id) `id` 'q\" #SBATCH --gres=gpu:8\nünï 训练 🚀"
+
+
+class Jobs:
+    """Submits jobs for one test and remembers them for the clean-up."""
+
+    def __init__(self, client: SlurmClient) -> None:
+        self.client, self.ids = client, []
+
+    def submit(self, *sbatch: str, seconds: int = 300, gpus: int = 2, name: str | None = None) -> int:
+        script = ("#!/bin/bash\n" + "".join(f"#SBATCH {s}\n" for s in
+                                            ("--output=/dev/null", f"--gres=gpu:{gpus}", *sbatch))
+                  + f"sleep {seconds}\n")
+        extra = [f"--job-name={name}"] if name is not None else []
+        job_id = self.client.submit(script, extra)
+        self.ids.append(job_id)
+        return job_id
+
+
+@pytest.fixture
+def jobs() -> Iterator[Jobs]:
+    client = SlurmClient(timeout_s=20)
+    wait_cluster_idle(client, 180)  # the blocker below needs every GPU
+    j = Jobs(client)
+    yield j
+    try:
+        j.client.cancel(j.ids)
+    except SlurmError:
+        pass  # some already ended
+    wait_for(lambda: not [x for x in client.jobs(job_ids=j.ids) if x.is_active], 60,
+             "the test's jobs to end")
+
+
+def dlqueue(*args: str) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([DLQUEUE, *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, COLUMNS="100"))
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def dlqueue_json(*args: str) -> list[dict]:
+    return json.loads(dlqueue("--json", *args).stdout)
+
+
+def ids_arg(ids: list[int]) -> str:
+    return ",".join(map(str, ids))
+
+
+def test_json_and_table_behind_a_blocker(jobs: Jobs) -> None:
+    tag = uuid.uuid4().hex[:6]
+    blocker = jobs.submit("--nodes=4", f"--job-name=dlq-block-{tag}", gpus=8)
+    waiting = jobs.submit(f"--job-name=dlq-wait-{tag}", gpus=2)
+    later = jobs.submit("--begin=now+2hours", f"--job-name=dlq-later-{tag}", gpus=1)
+    wait_state(jobs.client, blocker, {"RUNNING"}, 60)
+    slurm = {j.job_id: j for j in jobs.client.jobs(job_ids=jobs.ids)}
+
+    rows = dlqueue_json("-j", ids_arg(jobs.ids), "--snapshot", NO_SNAPSHOT)
+    now = time.time()
+    by_id = {r["job_id"]: r for r in rows}
+    assert rows[0]["job_id"] == blocker and set(by_id) == {blocker, waiting, later}
+    assert by_id[blocker] | {"wait_s": 0} == {
+        "job_id": blocker, "user": slurm[blocker].user, "name": f"dlq-block-{tag}",
+        "state": "RUNNING", "queue": None, "attained_gpu_s": None, "gpus": 32, "nodes": 4,
+        "wait_s": 0, "preemptions": 0, "reason": ""}
+    assert by_id[waiting]["state"] == "PENDING" and by_id[waiting]["gpus"] == 2
+    assert by_id[waiting]["reason"] in ("Resources", "Priority")
+    # wait of a pending job = now - submit_time, as Slurm reports it (a few seconds of slack)
+    assert 0 <= now - slurm[waiting].submit_time - by_id[waiting]["wait_s"] <= 15
+    assert by_id[later]["reason"].startswith(("BeginTime (eligible in 1:59:", "BeginTime (eligible in 2:00:00"))
+
+    # filters: user, state, partition
+    assert dlqueue_json("-j", ids_arg(jobs.ids), "-u", "nobody", "--snapshot", NO_SNAPSHOT) == []
+    assert [r["job_id"] for r in dlqueue_json("-j", ids_arg(jobs.ids), "-t", "R", "--me",
+                                               "-p", slurm[blocker].partition,
+                                               "--snapshot", NO_SNAPSHOT)] == [blocker]
+
+    # the table (not a terminal): no QUEUE/ATTAINED columns, and it says why
+    lines = dlqueue("-j", ids_arg(jobs.ids), "--snapshot", NO_SNAPSHOT).stdout.splitlines()
+    assert lines[0].split() == ["JOBID", "USER", "NAME", "STATE", "GPUS", "NODES", "WAIT",
+                                "PREEMPTS", "REASON"]
+    assert lines[1].split()[:6] == [str(blocker), slurm[blocker].user, f"dlq-block-{tag}",
+                                    "RUNNING", "32", slurm[blocker].nodes]
+    assert "daemon snapshot not found" in lines[-1]
+
+
+def test_requeue_delay_is_shown_as_such(jobs: Jobs) -> None:
+    cred_expire = int(dict(kv.split("=") for kv in jobs.client.show_config()["AuthInfo"].split(",")
+                           if "=" in kv).get("cred_expire", "120"))
+    job = jobs.submit("--requeue", f"--job-name=dlq-rq-{uuid.uuid4().hex[:6]}", gpus=1)
+    wait_state(jobs.client, job, {"RUNNING"}, 60)
+    jobs.client.requeue(job)
+
+    def delayed() -> dict | None:
+        rows = dlqueue_json("-j", str(job), "--snapshot", NO_SNAPSHOT)
+        return rows[0] if rows and rows[0]["reason"].startswith("requeue delay") else None
+    row = wait_for(delayed, 20, "dlqueue to show the requeue delay")
+    seconds = int(row["reason"].removeprefix("requeue delay (starts in ~").removesuffix("s)"))
+    assert 0 <= seconds <= cred_expire + 1  # Slurm: BeginTime = requeue + cred_expire + 1 s
+    assert row["state"] == "PENDING" and row["preemptions"] == 1  # restart_cnt without daemon
+
+
+def test_snapshot_gives_queue_attained_and_rank_order(jobs: Jobs, tmp_path: Path) -> None:
+    tag = uuid.uuid4().hex[:6]
+    blocker = jobs.submit("--nodes=4", f"--job-name=dlq-block-{tag}", gpus=8)
+    first = jobs.submit(f"--job-name=dlq-first-{tag}")
+    second = jobs.submit(f"--job-name=dlq-second-{tag}")
+    wait_state(jobs.client, blocker, {"RUNNING"}, 60)
+    path = tmp_path / "snapshot.json"
+    # the daemon ranks the later job first (it is in queue 0, the other was demoted to Q1)
+    write_snapshot(path, snapshot(pub(blocker, 2, 36_000, state="RUNNING", preemptions=3),
+                                  pub(second, 0, 900, rank=0), pub(first, 1, 5400, rank=1),
+                                  generated_at=time.time()))
+    rows = dlqueue_json("-j", ids_arg(jobs.ids), "--snapshot", str(path))
+    assert [(r["job_id"], r["queue"], r["attained_gpu_s"], r["preemptions"]) for r in rows] == [
+        (blocker, 2, 36_000, 3), (second, 0, 900, 0), (first, 1, 5400, 0)]
+    lines = dlqueue("-j", ids_arg(jobs.ids), "--snapshot", str(path)).stdout.splitlines()
+    assert lines[0].split()[:7] == ["JOBID", "USER", "NAME", "STATE", "QUEUE", "ATTAINED", "GPUS"]
+    # ATTAINED in GPU·h: 36000 / 3600 = 10.00, 900 / 3600 = 0.25, 5400 / 3600 = 1.50
+    assert [ln.split()[3:6] for ln in lines[1:4]] == [
+        ["RUNNING", "Q2", "10.00"], ["PENDING", "Q0", "0.25"], ["PENDING", "Q1", "1.50"]]
+    assert len(lines) == 4  # no "snapshot not found" note
+
+
+def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
+    # 160 columns: the whole table fits, so nothing folds (folding is unit-tested)
+    job = jobs.submit("--begin=now+2hours", name=HOSTILE_NAME, gpus=1)
+    shown = wait_state(jobs.client, job, {"PENDING"}, 30).name
+    assert shown == HOSTILE_NAME  # Slurm kept the name byte for byte
+    session = f"dlq-{uuid.uuid4().hex[:8]}"
+    cmd = " ".join(shlex.quote(a) for a in [DLQUEUE, "--watch", "--iterations", "3", "--interval",
+                                             "0.5", "-j", str(job), "--snapshot", NO_SNAPSHOT])
+    shell = f"{cmd}; echo DLQ-EXIT=$?; sleep 120"
+    env = dict(os.environ, LANG="C.UTF-8")
+    subprocess.run(["tmux", "-u", "new-session", "-d", "-s", session, "-x", "160", "-y", "40",
+                    shell], check=True, env=env, timeout=30)
+    try:
+        def screen() -> str | None:
+            text = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], check=True,
+                                  capture_output=True, text=True, timeout=10).stdout
+            return text if "DLQ-EXIT=" in text else None
+        text = wait_for(screen, 60, "dlqueue --watch to finish in tmux")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False, timeout=10)
+    assert "DLQ-EXIT=0" in text
+    row = [ln for ln in text.splitlines() if ln.startswith(f"{job} ")]
+    assert len(row) == 1, text  # one row: the newline is shown as \n, nothing wrapped
+    assert visible(HOSTILE_NAME) in row[0] and "\\n" in row[0]
+    assert "PENDING" in row[0] and "BeginTime (eligible in" in row[0]
+    assert "daemon snapshot not found" in text
