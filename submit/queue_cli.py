@@ -100,7 +100,7 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
         return value
@@ -113,8 +113,9 @@ def _names(text: str) -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="dlqueue", description="Slurm GPU jobs in the order they will start, with the "
-        "dlprio queue and attained service when the daemon runs.",
+        prog="dlqueue", description="Slurm jobs in the order they will start, with the dlprio "
+        "queue (QUEUE, Q0 = highest) and attained service (ATTAINED, in GPU·hours) when the "
+        "daemon's snapshot is there. WAIT: time waited for the current or next run.",
         epilog="exit codes: 0 ok, 2 bad arguments, 3 Slurm unreachable, 4 Slurm refused")
     p.add_argument("-u", "--user", type=_names, help="only these users (comma-separated)")
     p.add_argument("--me", action="store_true", help="only the current user's jobs")

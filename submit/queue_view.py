@@ -203,7 +203,7 @@ def _public(job: Job, by_id: dict[int, PublicJob]) -> PublicJob | None:
     return by_id.get(job.job_id) or by_id.get(job.unit_id)
 
 
-def _unit_key(job: Job, pub: PublicJob | None, top_priority: int) -> tuple:
+def _unit_key(job: Job, pub: PublicJob | None, top_priority: int) -> tuple[int, ...]:
     """Sort key of a schedulable unit (group, then the order inside the group)."""
     submit = job.submit_time or 0
     if job.state in STARTED_STATES:
@@ -237,7 +237,7 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
         if j.unit_id not in leader or j.het_job_offset < leader[j.unit_id].het_job_offset:
             leader[j.unit_id] = j
 
-    def key(j: Job) -> tuple:
+    def key(j: Job) -> tuple[int, ...]:
         lead = leader[j.unit_id]
         return (*_unit_key(lead, _public(lead, by_id), top[j.unit_id]), j.het_job_offset, j.job_id)
 
@@ -255,10 +255,14 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
     return rows
 
 
-def json_rows(rows: Sequence[QueueRow]) -> list[dict]:
+def json_rows(rows: Sequence[QueueRow]) -> list[dict[str, object]]:
     """Rows as dicts with exactly :data:`JSON_KEYS` (raw text, seconds, GPU·s; ``nodes`` is a
     count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon)."""
-    return [{k: asdict(r)[k] for k in JSON_KEYS} for r in rows]
+    out = []
+    for r in rows:
+        raw = asdict(r)
+        out.append({k: raw[k] for k in JSON_KEYS})
+    return out
 
 
 def _cells(row: QueueRow, show_service: bool) -> list[Text]:

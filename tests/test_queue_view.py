@@ -259,9 +259,11 @@ def test_cli_without_snapshot_says_so(fake, tmp_path, capsys) -> None:
     assert "snapshot not found" in out[2] and "not shown" in out[2]
 
 
-def test_cli_malformed_snapshot_is_a_note_not_a_crash(fake, tmp_path, capsys) -> None:
+@pytest.mark.parametrize("content", ["[1, 2", "[1]", '{"version": 9}', '{"version": 1}'],
+                         ids=["truncated", "list", "version", "no-jobs"])
+def test_cli_malformed_snapshot_is_a_note_not_a_crash(fake, tmp_path, capsys, content) -> None:
     bad = tmp_path / "snap.json"
-    bad.write_text("[1, 2")
+    bad.write_text(content)
     fake(JOBS)
     assert queue_cli.main(["--json", "--snapshot", str(bad)]) == 0
     captured = capsys.readouterr()
@@ -314,3 +316,17 @@ def test_default_snapshot_path_from_daemon_config(tmp_path) -> None:
     cfg.write_text("daemon: [unclosed\n")
     path, note = queue_cli.default_snapshot_path(str(cfg))
     assert path == public_snapshot.DEFAULT_PATH and "unreadable" in note
+
+
+def test_missing_snapshot_note() -> None:
+    snap, note = queue_cli.load_snapshot("/nonexistent/x.json", NOW)
+    assert snap is None and "not found" in note
+
+
+def test_old_snapshot_says_the_daemon_may_be_down(tmp_path) -> None:
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 600))
+    snap, note = queue_cli.load_snapshot(str(path), NOW)
+    assert snap is not None and "10:00 old (cycle 7)" in note
+    public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 20))
+    assert queue_cli.load_snapshot(str(path), NOW)[1] == ""
