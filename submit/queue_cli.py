@@ -171,7 +171,7 @@ def _screen(view: _View, width: int, fit: bool) -> Group:
 
 def _watch(view: _View, console: Console) -> int:
     """Refresh ``--iterations`` times (or until Ctrl-C). On a terminal the frame is redrawn in
-    place and folded to fit the screen; otherwise each frame is appended at full width."""
+    place and wrapped to fit the screen; otherwise each frame is appended at full width."""
     limit = view.args.iterations
     done = 0
     live = Live(console=console, auto_refresh=False) if console.is_terminal else None

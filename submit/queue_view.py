@@ -18,8 +18,9 @@ User-controlled text (names, users, reasons, ids) is shown literally and whole: 
 :class:`rich.text.Text` (never markup), control and invisible formatting characters are written
 as visible escapes by :func:`visible` (a newline becomes the two characters ``\\n``, so a row
 stays one line), and plain output is rendered at the table's natural width (never cropped,
-never wrapped). Only ``--watch``, whose screen must fit the terminal, folds cells that do not
-fit (``fit=True``): whole characters move to the next line inside their column.
+never wrapped). Only ``--watch``, whose screen must fit the terminal, wraps cells that do not
+fit (``fit=True``) inside their column: at spaces where possible, long words folded, no
+character lost but the space at a break; cropping would hide text, this only moves it.
 """
 
 from __future__ import annotations
@@ -286,9 +287,9 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
         width: the console width (cells) it will be printed at.
         show_service: include QUEUE and ATTAINED (GPU·h) columns (only with a snapshot).
         fit: for ``--watch``: when the natural width exceeds ``width``, the free-text columns
-            (USER, NAME, NODES, REASON) fold whole characters onto extra lines in their
-            column instead of running past the screen. Without ``fit`` nothing ever folds or
-            crops; print with :func:`render_table`, which widens the console as needed.
+            (USER, NAME, NODES, REASON) wrap onto extra lines in their column (at spaces,
+            long words folded) instead of running past the screen. Without ``fit`` nothing
+            ever wraps or crops: print with :func:`render_table`, which widens the console.
     Returns:
         A :class:`rich.table.Table`; every cell is a :class:`Text` passed through
         :func:`visible`, so no user string is read as markup.
