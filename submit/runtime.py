@@ -22,8 +22,9 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shar
 5. On the checkpoint signal (``--signal=B:<SIG>@<grace>`` or ``scancel --batch --signal``) the trap
    forwards the signal to every payload process group (srun passes it on to all tasks) and keeps
    waiting; after the payload ends the script waits for the scheduler's requeue until
-   ``grace + 30`` s after the signal, then requeues itself. Preempted attempts never count as
-   failures.
+   ``grace + 30`` s after the signal. If none came, a payload that succeeded (exit 0 = finished,
+   the preemption was dropped) ends the job; otherwise the script requeues itself. Preempted
+   attempts never count as failures.
 6. A failed attempt increments ``<checkpoint dir>/.dlsubmit/failures``; while that count is within
    the retry budget the script requeues itself (``scontrol requeue``), otherwise it exits 1.
 """
@@ -261,9 +262,9 @@ dl_main() {
     dl_decide final
   fi
   if (( DL_SIGNALLED )); then
-    dl_log "attempt $DL_RESTART_COUNT: payload ended after SIG$DL_SIGNAL; waiting for the requeue"
+    dl_log "attempt $DL_RESTART_COUNT: payload ended after SIG$DL_SIGNAL ($DL_DECISION); waiting for the requeue"
     while (( $(date +%s) < DL_SIGNAL_AT + DL_GRACE_S + 30 )); do sleep 1 & wait "$!"; done
-    dl_requeue_self "checkpointed, no requeue arrived"
+    (( DL_OK )) || dl_requeue_self "checkpointed, no requeue arrived"
   fi
   if (( DL_OK )); then dl_log "attempt $DL_RESTART_COUNT end: $DL_DECISION"; exit 0; fi
   failures=$(( failures + 1 ))
