@@ -84,7 +84,12 @@ def test_json_and_table_behind_a_blocker(jobs: Jobs) -> None:
     waiting = jobs.submit(f"--job-name=dlq-wait-{tag}", gpus=2)
     later = jobs.submit("--begin=now+2hours", f"--job-name=dlq-later-{tag}", gpus=1)
     wait_state(jobs.client, blocker, {"RUNNING"}, 60)
-    slurm = {j.job_id: j for j in jobs.client.jobs(job_ids=jobs.ids)}
+
+    def settled() -> dict | None:  # a new job's reason is "None" until the scheduler looks at it
+        now = {j.job_id: j for j in jobs.client.jobs(job_ids=jobs.ids)}
+        ok = now[waiting].reason in ("Resources", "Priority") and now[later].reason == "BeginTime"
+        return now if ok else None
+    slurm = wait_for(settled, 60, "Slurm to give the pending jobs their reasons")
 
     rows = dlqueue_json("-j", ids_arg(jobs.ids), "--snapshot", NO_SNAPSHOT)
     now = time.time()
@@ -124,11 +129,12 @@ def test_requeue_delay_is_shown_as_such(jobs: Jobs) -> None:
 
     def delayed() -> dict | None:
         rows = dlqueue_json("-j", str(job), "--snapshot", NO_SNAPSHOT)
-        return rows[0] if rows and rows[0]["reason"].startswith("requeue delay") else None
+        ok = rows and rows[0]["state"] == "PENDING" and rows[0]["reason"].startswith("requeue delay")
+        return rows[0] if ok else None
     row = wait_for(delayed, 20, "dlqueue to show the requeue delay")
     seconds = int(row["reason"].removeprefix("requeue delay (starts in ~").removesuffix("s)"))
     assert 0 <= seconds <= cred_expire + 1  # Slurm: BeginTime = requeue + cred_expire + 1 s
-    assert row["state"] == "PENDING" and row["preemptions"] == 1  # restart_cnt without daemon
+    assert row["preemptions"] == 1  # Slurm's restart_cnt, as there is no daemon snapshot
 
 
 def test_snapshot_gives_queue_attained_and_rank_order(jobs: Jobs, tmp_path: Path) -> None:
