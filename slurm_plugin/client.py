@@ -195,6 +195,16 @@ class SlurmClient:
                 conf[key.strip()] = value.strip()
         return conf
 
+    def show_partitions(self) -> dict[str, dict[str, str]]:
+        """``scontrol show partition --oneliner`` as ``{name: {Key: value}}`` (``PriorityTier``,
+        ``Nodes``, ``PreemptMode``, ...). Values are Slurm's text; none contains a space."""
+        parts: dict[str, dict[str, str]] = {}
+        for line in self._run(["scontrol", "show", "partition", "--oneliner"]).splitlines():
+            fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+            if "PartitionName" in fields:
+                parts[fields["PartitionName"]] = fields
+        return parts
+
     def accounting_runs(self, job_id: int) -> list[dict]:
         """Every attempt of a job from ``sacct --duplicates --json`` (needs slurmdbd).
 

@@ -30,7 +30,7 @@ local SITE = {
   managed_partitions = { gpu = true, q0 = true, q1 = true, q2 = true },
   -- partitions dlprio moves pending jobs between (mode `partition`): users may not move jobs there
   queue_partitions = { q0 = true, q1 = true, q2 = true },
-  max_grace_s = 600,            -- grace in the marker is capped at this many seconds
+  max_grace_s = 300,            -- grace cap in seconds; keep equal to max_grace_s in dlprio.yaml
   require_time_limit = false,   -- true: refuse GPU jobs submitted without --time
   exempt_users = {},            -- e.g. { alice = true }: may submit --no-requeue
   exempt_accounts = {},         -- e.g. { interactive = true }

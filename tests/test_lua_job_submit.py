@@ -73,14 +73,14 @@ _P = load()
     "comment, expected",
     [
         ("dl:v1;signal=USR2;grace=60", "dl:v1;signal=USR2;grace=60"),
-        ("dl:v1;signal=USR2;grace=600", "dl:v1;signal=USR2;grace=600"),
-        ("dl:v1;signal=USR2;grace=601", "dl:v1;signal=USR2;grace=600"),
-        ("dl:v1;signal=SIGUSR1;grace=86400 keep this", "dl:v1;signal=SIGUSR1;grace=600 keep this"),
+        ("dl:v1;signal=USR2;grace=300", "dl:v1;signal=USR2;grace=300"),
+        ("dl:v1;signal=USR2;grace=301", "dl:v1;signal=USR2;grace=300"),
+        ("dl:v1;signal=SIGUSR1;grace=86400 keep this", "dl:v1;signal=SIGUSR1;grace=300 keep this"),
         ("plain words", "plain words"),
     ],
     ids=["under", "at-max", "over", "sig-prefix-and-text", "no-marker"],
 )
-def test_grace_is_capped_at_the_site_maximum_600(comment: str, expected: str):
+def test_grace_is_capped_at_the_site_maximum_300(comment: str, expected: str):
     p = _fresh()
     d = p.desc(tres_per_node=GPU, comment=comment)
     assert p.submit(d) == CODES["SUCCESS"]
@@ -199,7 +199,7 @@ def test_user_updates(fields: dict, rc: int):
 def test_update_caps_grace_and_root_updates_pass():
     p = _fresh()
     d = p.desc(comment="dl:v1;signal=USR2;grace=9000")
-    assert p.modify(d, REC) == 0 and d.comment == "dl:v1;signal=USR2;grace=600"
+    assert p.modify(d, REC) == 0 and d.comment == "dl:v1;signal=USR2;grace=300"
     for fields in ({"site_factor": 100000}, {"priority": 5}, {"admin_comment": "dlprio q1"}, {"partition": "q1"}):
         assert p.modify(p.desc(**fields), {**REC, "partition": "q0"}, uid=0) == 0
 
@@ -207,3 +207,11 @@ def test_update_caps_grace_and_root_updates_pass():
 def test_updates_outside_managed_partitions_pass():
     p = _fresh()
     assert p.modify(p.desc(priority=5), {**REC, "partition": "debug"}) == 0
+
+
+def test_lua_grace_cap_matches_the_daemons_default():
+    import yaml
+    from pathlib import Path
+
+    conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml").read_text())
+    assert _P.internals.SITE.max_grace_s == conf["max_grace_s"]

@@ -82,7 +82,7 @@ def test_malformed_marker_is_refused(root: SlurmClient, user: SlurmClient):
 def test_defaults_show_in_squeue_json(root: SlurmClient, user: SlurmClient):
     capped = _job(root, _sbatch(user, "capped", "--gres=gpu:2", "--comment=dl:v1;signal=USR2;grace=5000 ckpt", *PENDING))
     assert capped.user == USER and capped.requeue is True
-    assert capped.comment == "dl:v1;signal=USR2;grace=600 ckpt"  # site maximum 600 s
+    assert capped.comment == "dl:v1;signal=USR2;grace=300 ckpt"  # site maximum 300 s
     plain = _job(root, _sbatch(user, "plain", "--gpus=1", *PENDING))
     assert plain.requeue is True and plain.comment == ""  # no marker added: no signal contract invented
 
