@@ -63,7 +63,7 @@ def _is_json(name: str, text: str) -> bool:
         return True
     if low.endswith((".yaml", ".yml")):
         return False
-    return text.lstrip().startswith("{")
+    return strip_json_comments(text).lstrip().startswith("{")
 
 
 def parse_text(text: str, name: str = "<spec>") -> Any:

@@ -16,17 +16,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-MAX_COUNT = 100_000
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _int_check(lo: int, hi: int, also: tuple[int, ...]) -> Any:
-    if also:
-        want = f"must be {' or '.join(map(str, also))} or an integer in {lo}..{hi}"
-    elif hi >= MAX_COUNT * 1000:
-        want = f"must be an integer >= {lo}"
-    else:
-        want = f"must be an integer in {lo}..{hi}"
+    extra = f"{' or '.join(map(str, also))} or " if also else ""
+    want = f"must be {extra}an integer in {lo}..{hi}"
 
     def check(v: Any) -> int:
         if type(v) is not int or not (lo <= v <= hi or v in also):
@@ -36,7 +31,7 @@ def _int_check(lo: int, hi: int, also: tuple[int, ...]) -> Any:
     return check
 
 
-def Int(lo: int, hi: int = MAX_COUNT * 10_000, also: tuple[int, ...] = ()) -> Any:
+def Int(lo: int, hi: int = 2**31 - 1, also: tuple[int, ...] = ()) -> Any:
     """An ``int`` field (never bool, float or numeric string) in ``lo..hi`` or one of ``also``."""
     return Annotated[int, BeforeValidator(_int_check(lo, hi, also))]
 

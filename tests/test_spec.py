@@ -1,0 +1,224 @@
+"""Spec validation and conversion (submit/spec_v1.py, spec_v2.py, load.py, params.py).
+
+Every error names the field path as written in the spec; expected messages are written out
+here, field by field, from the rules in the OpenPAI schemas (../shared/data/pai-jobs/schemas).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from submit import load, model, params
+from submit.validation import SpecError
+from submit_helpers import v2_spec
+
+V1 = {"jobName": "j", "image": "img",
+      "taskRoles": [{"name": "w", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 100,
+                     "gpuNumber": 1, "command": "echo hi"}]}
+
+
+def problems(doc: object, overrides: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        load.to_job(doc, overrides)
+    return info.value.problems
+
+
+def with_role(**changes: object) -> dict:
+    spec = v2_spec()
+    spec["taskRoles"]["main"].update(changes)
+    return spec
+
+
+def with_resources(**changes: object) -> dict:
+    spec = v2_spec()
+    spec["taskRoles"]["main"]["resourcePerInstance"].update(changes)
+    return spec
+
+
+GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024"
+
+
+@pytest.mark.parametrize(("doc", "expected"), [
+    (with_resources(gpu=-1), [GPU_MSG]),
+    (with_resources(gpu="2"), [GPU_MSG]),
+    (with_resources(gpu=True), [GPU_MSG]),
+    (with_resources(gpu=1.0), [GPU_MSG]),
+    (with_resources(gpu=10**30), [GPU_MSG]),
+    (with_resources(cpu=0, memoryMB=-5), [
+        "taskRoles.main.resourcePerInstance.cpu: must be an integer in 1..4096",
+        "taskRoles.main.resourcePerInstance.memoryMB: must be an integer in 1..1073741824"]),
+    (with_role(commands=None), ["taskRoles.main.commands: must be a list"]),
+    (with_role(commands=[]), ["taskRoles.main.commands: must not be empty"]),
+    (with_role(commands=["ok", 5]), ["taskRoles.main.commands[1]: must be a string"]),
+    (with_role(instances=0), ["taskRoles.main.instances: must be an integer in 1..100000"]),
+    (with_role(completion={"minFailedInstances": 0}),
+     ["taskRoles.main.completion.minFailedInstances: must be -1 or an integer in 1..100000"]),
+    (with_role(dockerImage="nope"), ["taskRoles.main.dockerImage: no dockerimage prerequisite named 'nope'"]),
+    (v2_spec(protocolVersion=3), ["protocolVersion: must be 2"]),
+    (v2_spec(taskRoles={}), ["taskRoles: must not be empty"]),
+    (v2_spec(extras={"gangAllocation": "no"}), ["extras.gangAllocation: must be true or false"]),
+    (v2_spec(extras={"placement": "pack"}), ["extras.placement: must be one of 'consolidate' or 'spread'"]),
+    (v2_spec(extras={"checkpoint": {"signal": "KILL"}}),
+     ["extras.checkpoint.signal: must be one of USR1, USR2, TERM, INT, HUP, URG"]),
+    (v2_spec(extras={"checkpoint": {"grace": 0}}), ["extras.checkpoint.grace: must be an integer in 1..86400"]),
+    (v2_spec(extras={"gpuType": "a100 x"}), ["extras.gpuType: must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100"]),
+    (v2_spec(name=""), ["name: must not be empty"]),
+    (v2_spec(name="a\x00b"), ["name: must not contain a NUL character"]),
+    (v2_spec(defaults={"deployment": "prod"}),
+     ["defaults.deployment: no deployment named 'prod' (deployments: none defined)"]),
+    ([1, 2], ["(top level): must be a mapping (a v2 YAML job or a v1 JSON job)"]),
+], ids=lambda x: None)
+def test_v2_errors_name_the_field(doc: object, expected: list[str]) -> None:
+    assert problems(doc) == expected
+
+
+def test_v2_unknown_field_lists_allowed() -> None:
+    [msg] = problems(with_role(instancez=2))
+    assert msg.startswith("taskRoles.main.instancez: unknown field (allowed: instances, completion, ")
+    assert "resourcePerInstance" in msg and msg.endswith("commands)")
+
+
+def test_v2_role_names_colliding_as_identifiers() -> None:
+    role = v2_spec()["taskRoles"]["main"]
+    [msg] = problems(v2_spec(roles={"a-b": role, "a_b": copy.deepcopy(role)}))
+    assert msg == ("taskRoles.a_b: role name 'a_b' becomes 'a_b' in environment names, like role "
+                   "'a-b'; rename one of them")
+
+
+V1_GPU = "taskRoles[0].gpuNumber: must be an integer in 0..1024"
+
+
+def v1_with(**changes: object) -> dict:
+    spec = copy.deepcopy(V1)
+    for key, value in changes.items():
+        if key.startswith("role_"):
+            spec["taskRoles"][0][key[5:]] = value
+        else:
+            spec[key] = value
+    return spec
+
+
+@pytest.mark.parametrize(("doc", "expected"), [
+    (v1_with(role_gpuNumber=-1), [V1_GPU]),
+    (v1_with(role_gpuNumber="1"), [V1_GPU]),
+    (v1_with(retryCount=-3), ["retryCount: must be an integer in -2..1000"]),
+    (v1_with(jobEnvs={"bad-key": 1}),
+     ["jobEnvs.bad-key (key): must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*)"]),
+    (v1_with(jobEnvs={"k": [1]}), ["jobEnvs.k: must be a string"]),
+    (v1_with(role_portList=[{"label": "a b"}]),
+     ["taskRoles[0].portList[0].label: must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*)"]),
+    (v1_with(taskRoles=[]), ["taskRoles: must not be empty"]),
+    (v1_with(gpuType="a;b"), ["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100"]),
+    ({"jobName": "x", "taskRoles": [{}]}, [
+        "image: required field is missing",
+        "taskRoles[0].name: required field is missing",
+        "taskRoles[0].taskNumber: required field is missing",
+        "taskRoles[0].cpuNumber: required field is missing",
+        "taskRoles[0].memoryMB: required field is missing",
+        "taskRoles[0].gpuNumber: required field is missing",
+        "taskRoles[0].command: required field is missing"]),
+    ({"name": "x"}, ["protocolVersion: required field is missing (v2 YAML needs 'protocolVersion: 2'; "
+                     "a v1 JSON job needs jobName and a taskRoles list)"]),
+], ids=lambda x: None)
+def test_v1_errors_name_the_field(doc: object, expected: list[str]) -> None:
+    assert problems(doc) == expected
+
+
+def test_v1_defaults_and_retry_unlimited() -> None:
+    job = load.to_job(v1_with(retryCount=-2, jobEnvs={"batch_size": 32, "flag": True}), {"extra": "x"})
+    [role] = job.roles
+    assert (job.retry_budget, role.min_failed, role.min_succeeded, role.shm_mib) == (-1, 1, -1, 64)
+    assert job.envs == (("batch_size", "32"), ("flag", "true"), ("extra", "x"))
+    assert role.field_path("gpu") == "taskRoles[0].gpuNumber"
+
+
+def test_v1_param_override_must_be_identifier() -> None:
+    assert problems(V1, {"a-b": "1"}) == ["--param a-b: v1 jobEnvs names must be shell variable names"]
+
+
+def test_json_comments_are_blanked_outside_strings() -> None:
+    text = '{\n  // a comment "with quotes"\n  "jobName": "a//b", /* block\n comment */ "x": "/*y*/"\n}'
+    stripped = load.strip_json_comments(text)
+    assert json.loads(stripped) == {"jobName": "a//b", "x": "/*y*/"}
+    assert stripped.count("\n") == text.count("\n")
+    assert stripped.index('"jobName"') == text.index('"jobName"')
+
+
+def test_json_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text('{\n  "jobName": "x",\n  "image" "y"\n}')
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    # line 3 is `  "image" "y"`: the second string starts at column 11
+    assert info.value.problems == [f"{f}:3:11: JSON syntax error: Expecting ':' delimiter"]
+
+
+def test_yaml_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("protocolVersion: 2\nname: a\n  b: c\n")
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    # the stray mapping value `b: c` indented under a scalar: its ':' is line 3, column 4
+    [msg] = info.value.problems
+    assert msg.startswith(f"{f}:3:4: YAML syntax error: mapping values are not allowed here")
+
+
+def test_unreadable_and_non_utf8_files(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="cannot read"):
+        load.load(tmp_path / "missing.yaml")
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes(b"name: x\nbad: \xff\n")
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == [f"{f}:2: not UTF-8 text (byte 13)"]
+
+
+def test_format_detection_by_content(tmp_path: Path) -> None:
+    f = tmp_path / "spec.txt"
+    f.write_text("// v1 with a comment\n" + json.dumps(V1))
+    assert load.load(f).version == "v1"
+
+
+def test_params_render_scopes_and_leave_unknown() -> None:
+    text = ("<% $parameters.n %> <%$parameters.b%> <% $parameters.missing %> <% $data.uri[0] %> "
+            "<% $data.uri[5] %> <% $secrets.token %> ${SHELL_VAR} $PAI_X")
+    out, secrets = params.render(text, {"parameters": {"n": 64, "b": False},
+                                        "data": {"uri": ["http://d"]}, "secrets": {"token": "S"}})
+    assert out == ("64 false <% $parameters.missing %> http://d <% $data.uri[5] %> "
+                   "<% $secrets.token %> ${SHELL_VAR} $PAI_X")
+    assert secrets == ["token"]
+
+
+def test_param_overrides_replace_parameters() -> None:
+    spec = with_role(commands=["  train --bs <% $parameters.bs %>  ", "\techo <% $parameters.new %>\n"])
+    spec["parameters"] = {"bs": 32}
+    job = load.to_job(spec, params.parse_overrides(["bs=128", "new=a=b"]))
+    assert job.roles[0].command == "train --bs 128\necho a=b"
+
+
+def test_param_override_syntax() -> None:
+    with pytest.raises(SpecError) as info:
+        params.parse_overrides(["novalue", "ok=1", "=x"])
+    assert info.value.problems == [
+        "--param 'novalue': expected NAME=VALUE with NAME like batch_size",
+        "--param '=x': expected NAME=VALUE with NAME like batch_size"]
+
+
+def test_deployment_pre_and_post_commands_wrap_role_commands() -> None:
+    spec = with_role(commands=["main"])
+    spec["deployments"] = [{"name": "d", "taskRoles": {"main": {"preCommands": [" pre "],
+                                                                "postCommands": ["post"]}}}]
+    spec["defaults"] = {"deployment": "d"}
+    assert load.to_job(spec).roles[0].command == "pre\nmain\npost"
+
+
+@pytest.mark.parametrize(("name", "ident"), [
+    ("worker", "worker"), ("ps-server", "ps_server"), ("2nd", "_2nd"), ("wörker", "w_rker"),
+    ("a b.c", "a_b_c"), ("$(x)", "__x_"),
+])
+def test_role_ident_rule(name: str, ident: str) -> None:
+    assert model.role_ident(name) == ident
