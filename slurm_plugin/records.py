@@ -40,6 +40,7 @@ class Job:
         requeue: whether the job may be requeued.
         het_job_id, het_job_offset: leader id and component index; ``None``/0 for plain jobs.
         array_job_id, array_task_id: array id and element index; ``None`` for plain jobs.
+        array_task_string: the pending elements of an array's meta record (``1-3``), else "".
         comment, admin_comment: free text (the checkpoint marker lives in ``comment``).
         priority: Slurm's current priority value.
         batch_host: node that runs the batch script ("" while pending).
@@ -76,6 +77,7 @@ class Job:
     qos: str = ""
     batch_host: str = ""
     stdout_path: str = ""
+    array_task_string: str = ""
 
     @property
     def is_active(self) -> bool:
@@ -209,6 +211,7 @@ def job_from_json(j: dict) -> Job:
         qos=str(j.get("qos") or ""),
         batch_host=str(j.get("batch_host") or ""),
         stdout_path=str(j.get("standard_output") or ""),
+        array_task_string=str(j.get("array_task_string") or ""),
     )
 
 

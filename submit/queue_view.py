@@ -63,7 +63,8 @@ class QueueRow:
 
     Attributes:
         job_id: Slurm's job id (a hetjob component's own id).
-        display_id: the id as squeue writes it: ``12``, ``12+1`` (hetjob), ``30_4`` (array).
+        display_id: the id as squeue writes it: ``12``, ``12+1`` (hetjob), ``30_4`` (array
+            element), ``30_[5-9]`` (an array's pending elements).
         user, name, state: as Slurm reports them.
         queue: the daemon's queue level (0 = highest), ``None`` without the snapshot or when
             the daemon does not manage the job.
@@ -197,6 +198,8 @@ def _display_id(job: Job) -> str:
         return f"{job.het_job_id}+{job.het_job_offset}"
     if job.array_job_id and job.array_task_id is not None:
         return f"{job.array_job_id}_{job.array_task_id}"
+    if job.array_job_id and job.array_task_string:  # pending elements, as squeue writes them
+        return f"{job.array_job_id}_[{job.array_task_string}]"
     return str(job.job_id)
 
 

@@ -154,8 +154,9 @@ def test_hetjob_components_stay_together_under_the_leader() -> None:
 
 
 def test_array_element_id_form() -> None:
-    rows = qv.build_rows([make_job(41, array_job_id=40, array_task_id=3)], None, NOW)
-    assert rows[0].display_id == "40_3" and rows[0].job_id == 41
+    rows = qv.build_rows([make_job(41, array_job_id=40, array_task_id=3),
+                          make_job(40, array_job_id=40, array_task_string="4-9:2")], None, NOW)
+    assert [(r.display_id, r.job_id) for r in rows] == [("40_[4-9:2]", 40), ("40_3", 41)]
 
 
 # ------------------------------------------------------------------ wait and reason
