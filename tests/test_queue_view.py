@@ -10,6 +10,8 @@ import io
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 from prioritizer import public_snapshot
@@ -85,6 +87,13 @@ def test_hostile_names_shown_whole_on_one_line(name: str, width: int) -> None:
     shown = name.replace("\n", "\\n").replace("\t", "\\t")
     assert lines[1].count(shown) == 3  # USER, NAME and REASON, each whole
     assert "\x1b" not in lines[1] and "…" not in lines[1]
+
+
+@given(st.text(max_size=60))
+def test_any_name_is_one_row_holding_its_visible_form(name: str) -> None:
+    lines = render(qv.build_rows([make_job(5, name=name)], None, NOW), 80, show_service=False)
+    assert len(lines) == 2 and qv.visible(name) in lines[1]
+    assert not any(ch in lines[1] for ch in "\n\r\x1b\x7f\u202e\u2028")
 
 
 def test_visible_escapes_controls_and_invisible_characters() -> None:
