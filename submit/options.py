@@ -10,6 +10,7 @@ binding.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from slurm_plugin import marker
 from submit.validation import SpecError
 
 RUNTIMES = ("none", "pyxis", "apptainer")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,8 @@ class RenderOptions:
             problems.append(str(exc))
         for name in ("partition", "checkpoint_root", "output"):
             v = getattr(self, name)
-            if v is not None and (not isinstance(v, str) or any(c in v for c in "\n\r\x00")):
-                problems.append(f"{name} {v!r}: must be a single-line string")
+            if v is not None and (not isinstance(v, str) or _CONTROL.search(v)):
+                problems.append(f"{name} {v!r}: must be a string without control characters")
         if problems:
             raise SpecError(problems)
 

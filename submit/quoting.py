@@ -5,8 +5,9 @@
 * ``#SBATCH`` lines: sbatch's own parser (src/sbatch/opt.c ``_get_argument``) ends the value at
   an unquoted space or ``#``, drops quotes, treats ``\\`` as an escape even inside quotes, and
   treats any directive line containing ``hetjob``/``packjob`` (any case) as a component
-  separator. :func:`sbatch_word` therefore backslash-escapes every ASCII character outside
-  ``[A-Za-z0-9_.,:;/=+@%-]`` and the ``j`` of ``hetjob``/``packjob``. A newline cannot be carried
+  separator. A blank ends the value even after a backslash (the blank test comes first), so
+  :func:`sbatch_word` double-quotes any value outside ``[A-Za-z0-9_.,:;/=+@%-]``, escapes ``\\``
+  and ``"`` inside, and escapes the ``j`` of ``hetjob``/``packjob``. A newline cannot be carried
   in a directive at all; :func:`slurm_name` is the documented sanitised job name.
 * srun argv: values reach ``srun`` as separate words of a bash array, never re-parsed.
 """
@@ -26,17 +27,20 @@ def bash_word(text: str) -> str:
 
 
 def sbatch_word(text: str) -> str:
-    """``text`` escaped for an ``#SBATCH --opt=<value>`` line. ``text`` must hold no control
-    characters (callers sanitise; see :func:`slurm_name`). Raises ``ValueError`` otherwise."""
+    """``text`` quoted for an ``#SBATCH --opt=<value>`` line.
+
+    Plain values (only ``[A-Za-z0-9_.,:;/=+@%-]``) stay as they are; anything else is put in
+    double quotes with ``\\`` and ``"`` backslash-escaped (sbatch ends an argument at a blank
+    even after a backslash, so only quotes can carry blanks). ``text`` must hold no control
+    characters (callers sanitise; see :func:`slurm_name`); raises ``ValueError`` otherwise.
+    """
     if _CONTROL.search(text):
         raise ValueError(f"control character in #SBATCH value {text!r}")
-    out = []
-    for i, ch in enumerate(text):
-        if ord(ch) < 128 and (not _SAFE.match(ch) or _SEPARATOR_WORD.match(text, i)):
-            out.append("\\" + ch)
-        else:
-            out.append(ch)
-    return "".join(out)
+    body = _SEPARATOR_WORD.sub(lambda m: "\\" + m.group(0), text)
+    if all(_SAFE.match(ch) for ch in text) and body == text:
+        return text
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + _SEPARATOR_WORD.sub(lambda m: "\\" + m.group(0), body) + '"'
 
 
 def slurm_name(name: str) -> str:

@@ -1,0 +1,152 @@
+"""The sbatch renderer (submit/render.py, packing.py, quoting.py): packing, directives, quoting.
+
+Packing expectations are computed by hand from the default node shape (8 GPUs, 16 cores,
+64000 MiB). Quoting is checked against an emulation of sbatch's directive parser
+(tests/submit_helpers.py) and by running the job section of the script in real bash.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from slurm_plugin import marker
+from submit import load
+from submit.model import Job, Port, Role
+from submit.options import RenderOptions
+from submit.packing import pack
+from submit.quoting import slurm_name
+from submit.render import render_sbatch
+from submit.validation import SpecError
+from submit_helpers import HOSTILE, bash_syntax_ok, option, sbatch_directives, v2_spec
+
+OPTS = RenderOptions()
+
+
+def role(instances: int = 1, cpus: int = 1, mem: int = 100, gpus: int = 0, **kw: object) -> Role:
+    return Role(name=str(kw.pop("name", "main")), ident=str(kw.pop("ident", "main")),
+                instances=instances, cpus=cpus, memory_mib=mem, gpus=gpus,
+                command=str(kw.pop("command", "true")), path="taskRoles.main",
+                fields=(("gpu", "resourcePerInstance.gpu"),), **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("r", "placement", "expected"), [
+    (role(4, 1, 1000, 2), "consolidate", (1, 4, 1000)),      # 8 // 2 = 4 per node
+    (role(2, 1, 1000, 8), "consolidate", (2, 1, 1000)),      # a node per instance
+    (role(3, 1, 1000, 3), "consolidate", (2, 2, 1000)),      # 8 // 3 = 2 -> 2 nodes, 2 + 1
+    (role(5, 4, 100, 0), "consolidate", (2, 3, 25)),         # 16 // 4 = 4 -> 2 nodes, 3 + 2
+    (role(3, 3, 20000, 0), "consolidate", (1, 3, 6667)),     # 3 x 3 x 6667 = 60003 <= 64000
+    (role(4, 3, 20000, 0), "consolidate", (2, 2, 6667)),     # 64000 // 20001 = 3 -> 2 nodes
+    (role(3, 1, 100, 1), "spread", (3, 1, 100)),
+], ids=lambda x: None)
+def test_pack(r: Role, placement: str, expected: tuple[int, int, int]) -> None:
+    lay = pack(r, placement, OPTS)
+    assert (lay.nodes, lay.tasks_per_node, lay.mem_per_cpu_mib) == expected
+
+
+def test_pack_too_big_names_the_field() -> None:
+    with pytest.raises(SpecError) as info:
+        pack(role(1, 1, 100, 9), "consolidate", OPTS)
+    assert info.value.problems == [
+        "taskRoles.main.resourcePerInstance.gpu: 9 per instance does not fit on one node (8 GPUs "
+        "per node; see --gpus-per-node, --cores-per-node, --mem-per-node)"]
+
+
+def test_node_shape_option_changes_packing() -> None:
+    lay = pack(role(4, 1, 100, 2), "consolidate", RenderOptions(gpus_per_node=4))
+    assert (lay.nodes, lay.tasks_per_node) == (2, 2)
+
+
+def job(*roles: Role, **kw: object) -> Job:
+    return Job(name=str(kw.pop("name", "j")), roles=roles, **kw)  # type: ignore[arg-type]
+
+
+def test_contract_marker_parses_back() -> None:
+    script = render_sbatch(job(role(), signal="USR1", grace_s=90), OPTS)
+    [args] = sbatch_directives(script)
+    assert option(args, "signal") == ["B:USR1@90"]
+    assert marker.parse(option(args, "comment")[0]) == marker.CheckpointContract("USR1", 90)
+
+
+def test_gpu_type_binding_and_cpu_roles() -> None:
+    script = render_sbatch(job(role(2, gpus=2), role(1, name="cpu", ident="cpu"), gpu_type="a100"),
+                           RenderOptions(enforce_binding=True, partition="p1"))
+    gpu, cpu = sbatch_directives(script)
+    assert option(gpu, "gres") == ["gpu:a100:4"] and option(gpu, "gres-flags") == ["enforce-binding"]
+    assert option(cpu, "gres") == [] and option(cpu, "gres-flags") == []
+    assert option(gpu, "partition") == option(cpu, "partition") == ["p1"]
+
+
+def test_array_needs_equal_resources() -> None:
+    with pytest.raises(SpecError, match="extras.gangAllocation: false .* taskRoles.main differs"):
+        render_sbatch(job(role(1, gpus=1), role(2), gang=False), OPTS)
+
+
+def test_too_many_ports() -> None:
+    with pytest.raises(SpecError, match="6000 ports requested in all; at most 5000"):
+        render_sbatch(job(role(2000, ports=(Port("a", 3),))), RenderOptions(cores_per_node=4096))
+
+
+def _job_section_values(script: str) -> list[str]:
+    """Run the job section of ``script`` in bash and return the values it assigned."""
+    section = script.split("# ---- this job ----\n", 1)[1].split("read -r -d ''", 1)[0]
+    show = ('printf "%s\\0" "$DL_JOB_NAME" "${DL_ROLE_NAME[@]}" "${DL_ROLE_COMMAND[@]}" '
+            '"${DL_ROLE_IMAGE[@]}" "$PAI_DATA_DIR" "$DL_CHECKPOINT_ROOT" "$MYENV"')
+    out = subprocess.run(["bash", "-c", section + "\n" + show], capture_output=True, check=True)
+    return out.stdout.decode().split("\0")[:-1]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_strings_survive_every_layer(text: str) -> None:
+    spec = {"jobName": text, "image": text, "dataDir": text, "jobEnvs": {"MYENV": text},
+            "taskRoles": [{"name": text, "taskNumber": 1, "cpuNumber": 1, "memoryMB": 10,
+                           "gpuNumber": 0, "command": text}]}
+    j = load.to_job(spec)
+    one_line = slurm_name(text)
+    opts = RenderOptions(partition=one_line, output=one_line, checkpoint_root=one_line,
+                         container_runtime="apptainer")
+    script = render_sbatch(j, opts)
+    ok, err = bash_syntax_ok(script)
+    assert ok, err
+    [args] = sbatch_directives(script)
+    assert option(args, "job-name") == [slurm_name(text)]
+    assert option(args, "partition") == [one_line]
+    assert option(args, "output") == [one_line]
+    image = text if "://" in text or text.startswith("/") else "docker://" + text
+    assert _job_section_values(script) == [text, text, text, image, text, one_line, text]
+
+
+def test_slurm_name_sanitises_control_characters_only() -> None:
+    assert slurm_name("a\nb\tc\x7fd ü #") == "a_b_c_d ü #"
+
+
+@pytest.mark.parametrize(("runtime", "uri", "expected"), [
+    ("pyxis", "nvcr.io/nvidia/pytorch:23.10-py3", "nvcr.io#nvidia/pytorch:23.10-py3"),
+    ("pyxis", "localhost:5000/img", "localhost:5000#img"),
+    ("pyxis", "horovod/horovod:0.16.4", "horovod/horovod:0.16.4"),
+    ("apptainer", "horovod/horovod:0.16.4", "docker://horovod/horovod:0.16.4"),
+    ("apptainer", "/images/x.sif", "/images/x.sif"),
+    ("none", "horovod/horovod:0.16.4", ""),
+])
+def test_container_image_forms(runtime: str, uri: str, expected: str) -> None:
+    spec = v2_spec(prerequisites=[{"type": "dockerimage", "name": "i", "uri": uri}])
+    spec["taskRoles"]["main"]["dockerImage"] = "i"
+    script = render_sbatch(load.to_job(spec), RenderOptions(container_runtime=runtime))
+    assert f"DL_ROLE_IMAGE=('{expected}')" in script
+    assert f"DL_CONTAINER={runtime}" in script
+
+
+def test_render_is_deterministic() -> None:
+    j = load.to_job(v2_spec())
+    assert render_sbatch(j, OPTS) == render_sbatch(j, OPTS)
+
+
+def test_options_reject_bad_values() -> None:
+    with pytest.raises(SpecError) as info:
+        RenderOptions(container_runtime="docker", gpus_per_node=-1, signal="KILL", partition="a\nb")
+    assert info.value.problems == [
+        "container_runtime 'docker': must be one of none, pyxis, apptainer",
+        "gpus_per_node -1: must be a positive integer",
+        "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
+        "partition 'a\\nb': must be a string without control characters"]
