@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import getpass
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -201,11 +202,22 @@ def main(argv: list[str] | None = None) -> int:
     view = _View(args, SlurmClient())
     console = Console(highlight=False, emoji=False, markup=False)
     try:
+        return _run(view, console)
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:  # `dlqueue | head`: the reader left early, which is not an error
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _run(view: _View, console: Console) -> int:
+    """Fetch once and print (table or JSON), or watch; Slurm errors become exit codes."""
+    args = view.args
+    try:
         if args.watch:
             return _watch(view, console)
         rows, snap, notes = view.fetch()
-    except KeyboardInterrupt:
-        return 0
     except SlurmUnreachable as exc:
         print(f"dlqueue: Slurm unreachable: {qv.visible(exc.message)}", file=sys.stderr)
         return EXIT_UNREACHABLE
