@@ -340,3 +340,11 @@ def test_old_snapshot_says_the_daemon_may_be_down(tmp_path) -> None:
     assert snap is not None and "10:00 old (cycle 7)" in note
     public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 20))
     assert queue_cli.load_snapshot(str(path), NOW)[1] == ""
+
+
+def test_cli_watch_survives_slurm_errors(fake, capsys) -> None:
+    client = fake(error=SlurmUnreachable(["squeue"], "Unable to contact slurm controller"))
+    assert queue_cli.main(["--watch", "--iterations", "2", "--interval", "0.01",
+                           "--snapshot", "/nonexistent"]) == 0
+    out = capsys.readouterr().out
+    assert len(client.calls) == 2 and out.count("Slurm error: Unable to contact") == 2
