@@ -81,18 +81,21 @@ def _node_findings(slots: list[_Slot]) -> list[Finding]:
     n = len(slots)
     for i, s in enumerate(slots):
         if s.entries is not None and s.entries != n:
-            out.append(Finding(s.line, f"Links has {s.entries} entries but the node has {n} GPUs: give one entry per GPU"))
+            out.append(Finding(s.line, f"Links has {s.entries} entries but the node has {n} GPUs: "
+                                       "give one entry per GPU"))
         if s.links is None:
             continue
         where = [k for k, v in enumerate(s.links) if v == -1]
         if where != [i]:
             found = ", ".join(str(k + 1) for k in where) or "none"
-            out.append(Finding(s.line, f"Links self entry: this is GPU {i} of the node, so entry {i + 1} (only) must be -1; -1 found at entries: {found}"))
+            out.append(Finding(s.line, f"Links self entry: this is GPU {i} of the node, so entry {i + 1} "
+                                       f"(only) must be -1; -1 found at entries: {found}"))
     for i, a in enumerate(slots):
         for j in range(i + 1, n):
             b = slots[j]
             if a.links and b.links and len(a.links) == len(b.links) == n and a.links[j] != b.links[i]:
-                out.append(Finding(b.line, f"Links to GPU {i} is {b.links[i]} but line {a.line} gives {a.links[j]} the other way"))
+                out.append(Finding(b.line, f"Links to GPU {i} is {b.links[i]} but line {a.line} "
+                                           f"gives {a.links[j]} the other way"))
     return out
 
 
@@ -101,7 +104,7 @@ def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None) -> l
         ids = parse_ranges(text)
     except CpuTopologyError as e:
         return [Finding(line, f"{key}={text}: {e}")]
-    out = []
+    over = format_ranges(i for i in ids if shape is not None and i >= shape.cores)
     if key == "CPUs":
         msg = "CPUs= is not in gres.conf(5) of Slurm 22.05: use Cores= with logical core indices"
         if shape is not None:
@@ -109,17 +112,34 @@ def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None) -> l
                 msg += f" (on this node shape: Cores={format_ranges(shape.logical_cores(ids))})"
             except CpuTopologyError as e:
                 msg += f" ({e})"
-            if any(i >= shape.cores for i in ids):
-                msg += f"; {format_ranges(i for i in ids if i >= shape.cores)} are not cores: OS ids of hyper-thread siblings"
-        out.append(Finding(line, msg))
-    elif shape is not None and any(i >= shape.cores for i in ids):
-        over = format_ranges(i for i in ids if i >= shape.cores)
-        out.append(Finding(line, f"Cores={text}: {over} beyond the node's {shape.cores} cores (0-{shape.cores - 1}); Cores= takes logical core indices, not OS CPU ids"))
-    return out
+        if over:
+            msg += f"; {over} are not cores: OS ids of hyper-thread siblings"
+        return [Finding(line, msg)]
+    if over:
+        assert shape is not None
+        return [Finding(line, f"Cores={text}: {over} beyond the node's {shape.cores} cores "
+                              f"(0-{shape.cores - 1}); Cores= takes logical core indices, not OS CPU ids")]
+    return []
+
+
+def _line_findings(lineno: int, f: dict[str, str], devs: list[str], shape: CpuTopology | None,
+                   ) -> tuple[tuple[int, ...] | None, list[Finding]]:
+    """Checks of one GPU line on its own; returns its parsed Links (None if absent or bad)."""
+    out: list[Finding] = []
+    links = None
+    if "links" in f:
+        if len(devs) > 1:
+            out.append(Finding(lineno, f"Links= with {len(devs)} files: a line with Links must name a single File"))
+        links, bad = _parse_links(lineno, f["links"])
+        out += bad
+    for key, name in (("cores", "Cores"), ("cpus", "CPUs")):
+        if key in f:
+            out += _check_cores(lineno, name, f[key], shape)
+    return links, out
 
 
 def check_gres(text: str, shape: CpuTopology | None = None) -> list[Finding]:
-    """All findings for a gres.conf text, sorted by line.
+    """All findings for a gres.conf text, sorted by line (one per problem and line).
 
     Args:
         text: the file's content.
@@ -136,7 +156,8 @@ def check_gres(text: str, shape: CpuTopology | None = None) -> list[Finding]:
         f = _fields(body)
         unknown = [k for k in f if k not in KNOWN_KEYS]
         if unknown:
-            findings.append(Finding(lineno, f"unknown key {unknown[0]!r} (gres.conf(5) keys: {', '.join(sorted(KNOWN_KEYS))})"))
+            findings.append(Finding(lineno, f"unknown key {unknown[0]!r} (gres.conf(5) keys: "
+                                            f"{', '.join(sorted(KNOWN_KEYS))})"))
         if f.get("name", "").lower() != "gpu":
             continue
         try:
@@ -145,15 +166,10 @@ def check_gres(text: str, shape: CpuTopology | None = None) -> list[Finding]:
         except CpuTopologyError as e:
             findings.append(Finding(lineno, f"bad [range]: {e}"))
             continue
-        links = None
-        if "links" in f:
-            if len(devs) > 1:
-                findings.append(Finding(lineno, f"Links= with {len(devs)} files: a line with Links must name a single File"))
-            links, bad = _parse_links(lineno, f["links"])
-            findings += bad
-        for key in ("cores", "cpus"):
-            if key in f:
-                findings += _check_cores(lineno, "Cores" if key == "cores" else "CPUs", f[key], shape)
+        links, bad = _line_findings(lineno, f, devs, shape)
+        findings += bad
+        single = len(devs) == 1 and "links" in f
+        slot = _Slot(lineno, links if single else None, len(f["links"].split(",")) if single else None)
         dups: dict[int, list[str]] = {}
         for host in hosts:
             slots = nodes.setdefault(host, [])
@@ -161,11 +177,11 @@ def check_gres(text: str, shape: CpuTopology | None = None) -> list[Finding]:
                 prev = [s.line for s in slots if dev in line_files.get(s.line, ())]
                 if prev:
                     dups.setdefault(prev[0], []).append(dev)
-                    continue
-                one = len(devs) == 1 and "links" in f
-                slots.append(_Slot(lineno, links if one else None, len(f["links"].split(",")) if one else None))
+                else:
+                    slots.append(slot)
         for prev_line, dup in dups.items():
-            findings.append(Finding(lineno, f"File={', '.join(dict.fromkeys(dup))} already given on line {prev_line} for the same node(s): each device belongs to one line"))
+            findings.append(Finding(lineno, f"File={', '.join(dict.fromkeys(dup))} already given on line "
+                                            f"{prev_line} for the same node(s): each device belongs to one line"))
         line_files[lineno] = tuple(devs)
     for slots in nodes.values():
         findings += _node_findings(slots)

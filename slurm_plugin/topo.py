@@ -83,7 +83,7 @@ def _split(line: str) -> list[str]:
     """Cells of one line: tab-separated (empty fields kept) or aligned with 2+ spaces."""
     if "\t" in line:
         return [c.strip() for c in line.rstrip("\r\n").split("\t")]
-    return [c for c in re.split(r"\s{2,}", line.strip())]
+    return re.split(r"\s{2,}", line.strip())
 
 
 def _is_cell(c: str) -> bool:

@@ -17,11 +17,6 @@ from lua_helpers import CODES, INFINITE, load
 GPU = "gres:gpu:4"
 
 
-@pytest.fixture(scope="module")
-def plugin():
-    return load()
-
-
 def _fresh():
     return load()
 
@@ -46,9 +41,8 @@ def _py_verdict(comment: str):
     return None if c is None else (c.signal, c.grace_s)
 
 
-_pieces = st.one_of(
-    st.sampled_from(["dl:v1;", "dl:v1", "dl:v2;", "DL:v1;", "x dl:v1;", ""]),
-)
+_P = load()
+_pieces = st.sampled_from(["dl:v1;", "dl:v1", "dl:v2;", "DL:v1;", "x dl:v1;", ""])
 _sig = st.sampled_from(["USR1", "USR2", "SIGUSR2", "TERM", "INT", "HUP", "URG", "KILL", "usr2", "", "9"])
 _grace = st.one_of(st.integers(min_value=-5, max_value=90000).map(str), st.sampled_from(["", "060", "1e3", "99999999999"]))
 _tail = st.sampled_from(["", " note", "\n", ";x", "x", "  two", " dl:v1;"])
@@ -64,9 +58,6 @@ def test_lua_marker_reader_agrees_with_marker_py(prefix: str, sig: str, grace: s
 def test_lua_marker_reader_agrees_on_any_text(text: str):
     for comment in (text, "dl:v1;" + text, "dl:v1;signal=USR2;grace=60" + text):
         assert _lua_verdict(_P, comment) == _py_verdict(comment)
-
-
-_P = load()
 
 
 @pytest.mark.parametrize(
