@@ -8,7 +8,7 @@ tests/test_lua_live.py.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from slurm_plugin import marker
@@ -49,6 +49,11 @@ _tail = st.sampled_from(["", " note", "\n", ";x", "x", "  two", " dl:v1;"])
 
 
 @given(_pieces, _sig, _grace, _tail)
+@example("dl:v1;", "USR2", "60", "\n")  # Python's `$` also matches before a final newline
+@example("dl:v1;", "SIGUSR2", "60", "")
+@example("dl:v1;", "USR2", "0", "")
+@example("dl:v1;", "USR2", "86401", " x")
+@example("dl:v1;", "USR2", "86400", ";x")
 def test_lua_marker_reader_agrees_with_marker_py(prefix: str, sig: str, grace: str, tail: str):
     comment = f"{prefix}signal={sig};grace={grace}{tail}"
     assert _lua_verdict(_P, comment) == _py_verdict(comment)
