@@ -15,7 +15,7 @@ import pytest
 
 from slurm_plugin import gres, nvml
 from slurm_plugin.gres_cli import main
-from slurm_plugin.nvml_fake import FakeNvml
+from slurm_plugin.nvml_fake import FakeNvml, FakeNvmlError
 from slurm_plugin.topo_cpu import CpuTopology
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "nvml"
@@ -170,6 +170,19 @@ def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str]
     assert words in err and err.count("\n") == 1 and err.startswith("dlgres: ")
 
 
-def test_cli_without_nvml_says_so_exit_3(capsys: pytest.CaptureFixture[str]):
-    rc, _, err = _run(capsys)  # no GPU driver on the build machines
-    assert rc == 3 and "NVML" in err and "--from-topo" in err
+def test_cli_without_nvml_says_so_exit_3(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    class NoDriver(FakeNvml):
+        def nvmlInit(self) -> None:  # noqa: N802 - pynvml's name
+            raise FakeNvmlError(9, "Driver Not Loaded")
+
+    monkeypatch.setattr(nvml, "load_pynvml", lambda: NoDriver({"devices": []}))
+    rc, out, err = _run(capsys, "--sockets", "1", "--cores-per-socket", "2")
+    assert rc == 3 and out == ""
+    assert err == "dlgres: NVML: Driver Not Loaded (on a machine without GPUs use --from-topo or --fake-nvml)\n"
+
+
+def test_nvml_with_no_gpu_is_unavailable(capsys: pytest.CaptureFixture[str], tmp_path: Path):
+    empty = tmp_path / "none.json"
+    empty.write_text('{"devices": []}')
+    rc, _, err = _run(capsys, "--fake-nvml", str(empty), "--sockets", "1", "--cores-per-socket", "2")
+    assert rc == 3 and "NVML sees no GPU on this node" in err
