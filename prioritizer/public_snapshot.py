@@ -98,6 +98,8 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
         return None
     try:
         data = json.loads(raw)
+        if not isinstance(data, dict):
+            raise SnapshotError(f"{path}: malformed snapshot (not a JSON object)")
         if data.get("version") != VERSION:
             raise SnapshotError(f"{path}: unsupported snapshot version {data.get('version')!r}")
         jobs = tuple(PublicJob(**j) for j in data["jobs"])
@@ -108,5 +110,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
             thresholds_gpu_s=tuple(float(t) for t in data.get("thresholds_gpu_s", [])),
             jobs=jobs,
         )
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        if isinstance(exc, SnapshotError):
+            raise
         raise SnapshotError(f"{path}: malformed snapshot ({exc})") from exc
