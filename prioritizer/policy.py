@@ -23,6 +23,7 @@ from prioritizer.model import (Decisions, JobPhase, JobView, Preemption, QueueSt
 from prioritizer.placement import FreeMap, plan_starts
 
 RUNNING, PENDING = JobPhase.RUNNING, JobPhase.PENDING
+PROMOTED = "promoted"   # reason prefix of a promotion (QueueState.reason)
 
 
 class Policy:
@@ -148,7 +149,7 @@ def queue_state(policy: Policy, job: JobView, now: float) -> QueueState:
         waited = now - job.last_run_end
         if waited >= cfg.starve_knob * job.last_run_s:
             return QueueState(job.job_id, 0, now, job.attained_gpu_s, True,
-                              f"promoted: waited {waited:.0f} s >= {cfg.starve_knob:g} x "
+                              f"{PROMOTED}: waited {waited:.0f} s >= {cfg.starve_knob:g} x "
                               f"{job.last_run_s:.0f} s")
     if level > job.queue:
         return QueueState(job.job_id, level, now, job.service_base_gpu_s, True,
@@ -191,7 +192,7 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
         else:
             running.append(job)
     pending.sort(key=lambda kv: kv[0])
-    promotions = tuple(j for j, s in states.items() if s.reason.startswith("promoted"))
+    promotions = tuple(sorted(j for j, s in states.items() if s.reason.startswith(PROMOTED)))
     order = tuple(job.job_id for _, job in pending)
     preemptions: list[Preemption] = []
     if config.preemption and policy.preemptive and pending and running:

@@ -23,6 +23,7 @@ from typing import Any
 from prioritizer.config import PolicyConfig
 from prioritizer.gittins import GittinsDistribution
 from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
+
 from prioritizer.placement import FreeMap, can_ever_fit, consolidated_shape, plan_starts
 from prioritizer.policy import decide, next_queue_change, promotion_time
 from prioritizer.traces import Trace, TraceJob
@@ -69,6 +70,7 @@ class DecisionTick:
     preempt: bool
 
 
+PENDING, RUNNING = JobPhase.PENDING, JobPhase.RUNNING
 PRIORITY = {Completion: 0, GraceEnd: 1, Arrival: 2, RequeueReady: 3, ThresholdCrossing: 4,
             PromotionDeadline: 5, DecisionTick: 6}
 
@@ -113,7 +115,9 @@ class SimJob:
     phase: str = "future"            # future | pending | running | grace | done
     run: int = 0
     run_start: float = 0.0
+    gpus: int = 0
     nodes: tuple[int, ...] = ()
+    node_names: tuple[str, ...] = ()
     closed_gpu_s: float = 0.0
     closed_s: float = 0.0
     last_run_s: float = 0.0
@@ -178,7 +182,7 @@ class Simulator:
         for job in trace.jobs:
             shape = cluster.shape(job.num_gpus)
             if can_ever_fit(shape, totals):
-                self.jobs[job.job_id] = SimJob(job, shape, job.duration)
+                self.jobs[job.job_id] = SimJob(job, shape, job.duration, gpus=sum(shape))
             else:
                 self.unfittable += 1
         self.active: dict[int, SimJob] = {}
@@ -261,17 +265,19 @@ class Simulator:
                         self.signal(self.jobs[victim], now)
             else:
                 self.schedule_tick(now)
-        self.start_jobs(decisions.order, decisions.strict_order, now)
+        started = self.start_jobs(decisions.order, decisions.strict_order, now)
         for job in self.released:
             due = promotion_time(self.view(job, now), cfg)
             if due is not None:
                 self.push(max(due, now), PromotionDeadline(job.trace.job_id, job.spell))
         self.released.clear()
-        running = sum(1 for j in self.active.values() if j.phase != "pending")
-        self.samples.append((now, len(self.active) - running, running))
+        pending = len(decisions.order) - started + sum(
+            1 for j in decisions.preemptions for _ in j.victims if self.jobs[_].phase == "pending")
+        self.samples.append((now, pending, len(self.active) - pending))
 
-    def start_jobs(self, order: tuple[int, ...], strict: bool, now: float) -> None:
-        """Slurm's part (placement.plan_starts): start jobs in ``order`` where they fit."""
+    def start_jobs(self, order: tuple[int, ...], strict: bool, now: float) -> int:
+        """Slurm's part (placement.plan_starts): start jobs in ``order`` where they fit;
+        returns how many started."""
         free = FreeMap(self.free)
         soon = None
         if self.grace:
@@ -283,11 +289,14 @@ class Simulator:
             job = self.jobs[job_id]
             if job.eligible is None or job.eligible <= now:
                 eligible.append((job_id, job.shape))
-        for planned in plan_starts(eligible, free, soon, strict).starts:
+        starts = plan_starts(eligible, free, soon, strict).starts
+        for planned in starts:
             self.start(self.jobs[planned.job_id], planned.nodes, now)
+        return len(starts)
 
     def start(self, job: SimJob, nodes: tuple[int, ...], now: float) -> None:
         job.phase, job.run, job.run_start, job.nodes = "running", job.run + 1, now, nodes
+        job.node_names = tuple(self.names[n] for n in nodes)
         job.eligible, job.view = None, None
         if job.first_start is None:
             job.first_start = now
@@ -333,13 +342,13 @@ class Simulator:
 
     def stop_run(self, job: SimJob, now: float) -> None:
         length = now - job.run_start
-        gpus = sum(job.shape)
+        gpus = job.gpus
         job.closed_gpu_s += length * gpus
         job.closed_s += length
         job.last_run_s, job.last_run_end = length, now
         self.gpu_s_held += length * gpus
         self.take(job.nodes, job.shape, +1)
-        job.nodes = ()
+        job.nodes, job.node_names = (), ()
 
     def take(self, nodes: tuple[int, ...], shape: tuple[int, ...], sign: int) -> None:
         for node, gpus in zip(nodes, shape):
@@ -351,24 +360,19 @@ class Simulator:
         """The policy's view of ``job`` at ``now`` (cached while it does not change)."""
         if job.view is not None:
             return job.view
-        running = job.phase in ("running", "grace")
-        ran = (now - job.run_start) if running else 0.0
-        gpus = sum(job.shape)
-        progress = min(ran, job.work_left) if job.phase == "running" else 0.0
-        view = JobView(
-            job_id=job.trace.job_id,
-            phase=JobPhase.RUNNING if running else JobPhase.PENDING,
-            gpus_per_node=job.shape, submit_time=job.trace.submit,
-            attained_gpu_s=job.closed_gpu_s + ran * gpus, attained_s=job.closed_s + ran,
-            service_base_gpu_s=job.base, queue=job.queue, queue_entry_time=job.entry,
-            run_start=job.run_start if running else None, last_run_s=job.last_run_s,
-            last_run_end=job.last_run_end,
-            duration_s=job.closed_s + ran + job.work_left - progress,
-            eligible_time=job.eligible, nodes=tuple(self.names[n] for n in job.nodes),
-            being_preempted=job.phase == "grace")
-        if not running:
-            job.view = view
-        return view
+        if job.phase == "pending":
+            job.view = JobView(job.trace.job_id, PENDING, job.shape, job.trace.submit,
+                               job.closed_gpu_s, job.closed_s, job.base, job.queue, job.entry,
+                               None, job.last_run_s, job.last_run_end, True,
+                               job.closed_s + job.work_left, job.eligible, (), False)
+            return job.view
+        ran = now - job.run_start
+        grace = job.phase == "grace"
+        left = job.work_left if grace else job.work_left - ran   # oracle remaining run time
+        return JobView(job.trace.job_id, RUNNING, job.shape, job.trace.submit,
+                       job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.base,
+                       job.queue, job.entry, job.run_start, job.last_run_s, job.last_run_end,
+                       True, job.closed_s + ran + left, None, job.node_names, grace)
 
     def result(self, wall_s: float) -> SimResult:
         out = []

@@ -1,0 +1,34 @@
+"""The policy is pure (STYLE.md rule 4): its modules import no clock, process or database."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PURE = ["policy.py", "placement.py", "gittins.py", "config.py", "model.py"]
+FORBIDDEN = {"subprocess", "sqlite3", "time", "datetime", "os", "socket", "slurm_plugin"}
+ROOT = Path(__file__).resolve().parent.parent / "prioritizer"
+
+
+def imported_roots(source: str) -> set[str]:
+    """Top-level package names imported anywhere in ``source``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_pure_module_imports_nothing_impure(module: str) -> None:
+    assert imported_roots((ROOT / module).read_text()) & FORBIDDEN == set()
+
+
+def test_the_checker_sees_imports() -> None:
+    # the helper itself must catch every import form it claims to
+    src = "import time\nfrom datetime import datetime\nimport os.path\ndef f():\n import sqlite3\n"
+    assert imported_roots(src) >= {"time", "datetime", "os", "sqlite3"}
