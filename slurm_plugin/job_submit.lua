@@ -61,6 +61,18 @@ end
 
 local PRIVILEGED = privileged_uids()
 
+-- User name of a uid from passwd_file (job records of 22.05 carry user_id, not user_name).
+local function passwd_name(uid)
+  local f = io.open(SITE.passwd_file, "r")
+  if not f then return nil end
+  for line in f:lines() do
+    local name, u = line:match("^([^:]+):[^:]*:(%d+):")
+    if name and tonumber(u) == uid then f:close() return name end
+  end
+  f:close()
+  return nil
+end
+
 -- Parse the marker. Returns nil (no marker), or a table {signal, grace, head, rest}, or
 -- false and a message (malformed). Mirrors marker.parse(): the prefix makes it a marker.
 local function parse_marker(comment)
@@ -210,7 +222,8 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
     return refuse(slurm.ESLURM_ACCESS_DENIED, "refused update of job " .. tostring(job_rec.job_id)
       .. ": the dlprio scheduler moves jobs between its queue partitions", false)
   end
-  if job_desc.requeue == 0 and not is_exempt(job_rec.user_name, job_rec.account) then
+  if job_desc.requeue == 0 and is_gpu_job(job_rec)
+      and not is_exempt(job_rec.user_name or passwd_name(job_rec.user_id), job_rec.account) then
     return refuse(slurm.ESLURM_ACCESS_DENIED, "refused update of job " .. tostring(job_rec.job_id)
       .. ": requeue=0 (GPU jobs here must be requeueable)", false)
   end

@@ -167,7 +167,7 @@ def test_time_limit_is_optional_site_setting():
 
 # --- updates (scontrol update) ------------------------------------------------------------
 
-REC = {"job_id": 42, "partition": "gpu", "user_name": "alice"}
+REC = {"job_id": 42, "partition": "gpu", "user_id": 0, "tres_per_node": GPU}  # 22.05 records: no user_name
 
 
 @pytest.mark.parametrize(
@@ -198,6 +198,14 @@ def test_update_caps_grace_and_root_updates_pass():
     assert p.modify(d, REC) == 0 and d.comment == "dl:v1;signal=USR2;grace=300"
     for fields in ({"site_factor": 100000}, {"priority": 5}, {"admin_comment": "dlprio q1"}, {"partition": "q1"}):
         assert p.modify(p.desc(**fields), {**REC, "partition": "q0"}, uid=0) == 0
+
+
+def test_requeue_update_exemptions_and_cpu_jobs():
+    p = load({"exempt_users": "{ root = true }"})  # uid 0 in /etc/passwd stands for the job's owner here
+    assert p.modify(p.desc(requeue=0), {**REC, "user_id": 0}) == 0
+    p = _fresh()
+    assert p.modify(p.desc(requeue=0), {**REC, "tres_per_node": None, "tres_per_job": "gres:gpu:1"}) == CODES["ESLURM_ACCESS_DENIED"]
+    assert p.modify(p.desc(requeue=0), {**REC, "tres_per_node": None}) == 0  # a CPU job
 
 
 def test_updates_outside_managed_partitions_pass():
