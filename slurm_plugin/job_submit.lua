@@ -44,33 +44,35 @@ local MARKER_SIGNALS = { USR1 = true, USR2 = true, TERM = true, INT = true, HUP 
 local MARKER_MAX_GRACE = 86400
 local TAG = "dl job_submit: "
 
-local function privileged_uids()
-  local uids = { [0] = true }
-  local want = {}
-  for _, name in ipairs(SITE.privileged_users) do want[name] = true end
+-- passwd_file as two maps: name -> uid and uid -> name (empty when unreadable).
+local function read_passwd()
+  local uid_of, name_of = {}, {}
   local f = io.open(SITE.passwd_file, "r")
-  if f then
-    for line in f:lines() do
-      local name, uid = line:match("^([^:]+):[^:]*:(%d+):")
-      if name and want[name] then uids[tonumber(uid)] = true end
-    end
-    f:close()
-  end
-  return uids
-end
-
-local PRIVILEGED = privileged_uids()
-
--- User name of a uid from passwd_file (job records of 22.05 carry user_id, not user_name).
-local function passwd_name(uid)
-  local f = io.open(SITE.passwd_file, "r")
-  if not f then return nil end
+  if not f then return uid_of, name_of end
   for line in f:lines() do
-    local name, u = line:match("^([^:]+):[^:]*:(%d+):")
-    if name and tonumber(u) == uid then f:close() return name end
+    local name, uid = line:match("^([^:]+):[^:]*:(%d+):")
+    if name then
+      uid_of[name] = tonumber(uid)
+      name_of[tonumber(uid)] = name
+    end
   end
   f:close()
-  return nil
+  return uid_of, name_of
+end
+
+-- Root plus privileged_users, resolved once when slurmctld loads the script.
+local PRIVILEGED = { [0] = true }
+do
+  local uid_of = read_passwd()
+  for _, name in ipairs(SITE.privileged_users) do
+    if uid_of[name] then PRIVILEGED[uid_of[name]] = true end
+  end
+end
+
+-- User name of a uid (job records of 22.05 carry user_id, not user_name); read when needed.
+local function passwd_name(uid)
+  local _, name_of = read_passwd()
+  return name_of[uid]
 end
 
 -- Parse the marker. Returns nil (no marker), or a table {signal, grace, head, rest}, or
