@@ -219,3 +219,14 @@ def test_lua_grace_cap_matches_the_daemons_default():
 
     conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml").read_text())
     assert _P.internals.SITE.max_grace_s == conf["max_grace_s"]
+
+
+def test_privileged_users_resolved_from_passwd(tmp_path):
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0::/root:/bin/bash\nslurm:x:64030:64030::/nonexistent:/usr/sbin/nologin\n"
+                      "dlprio:x:990:990::/var/lib/dlprio:/usr/sbin/nologin\n")
+    p = load({"passwd_file": f'"{passwd}"', "privileged_users": '{ "slurm", "dlprio" }'})
+    d = p.desc(tres_per_node=GPU, site_factor=5)
+    assert p.submit(d, uid=64030) == 0 and p.submit(d, uid=990) == 0
+    assert p.submit(d, uid=1000) == CODES["ESLURM_ACCESS_DENIED"]
+    assert p.modify(p.desc(priority=5), REC, uid=990) == 0
