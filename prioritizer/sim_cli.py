@@ -44,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--placement", choices=("consolidate", "count"), default="consolidate",
         help="consolidate: real nodes, fewest per job (default); count: GPU counting only")
     add("--policy", default=None, metavar="NAME",
-        help=f"one of: {', '.join(POLICY_NAMES)} (default tiresias-las)")
+        help=f"one of: {', '.join(POLICY_NAMES)} (default: --config's, else tiresias-las)")
     add("--compare", metavar="P1,P2,...", help="run several policies; ratios to the first")
     add("--config", metavar="FILE.yaml", help="YAML file whose 'policy:' section sets the policy")
     add("--thresholds", metavar="T1,T2", help="queue thresholds, GPU·s (2D policies)")
@@ -62,8 +62,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the replays and print/write the outputs; see the module doc for exit codes."""
-    policies = _policies(args)
     base = _config(args)
+    policies = _policies(args, base.policy)
     cluster = _cluster(args)
     try:
         trace = read_trace(args.trace, args.format, args.since)
@@ -96,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _policies(args: argparse.Namespace) -> list[str]:
-    names = args.compare.split(",") if args.compare else [args.policy or "tiresias-las"]
+def _policies(args: argparse.Namespace, configured: str) -> list[str]:
+    """Policy names to run: --compare, else --policy, else the config file's policy."""
+    names = args.compare.split(",") if args.compare else [args.policy or configured]
     names = [n.strip() for n in names if n.strip()]
     if args.compare and args.policy:
         raise CliError("use either --policy or --compare, not both")

@@ -1,0 +1,95 @@
+"""``dlprio simulate`` end to end, in-process through ``prioritizer.cli.main``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from prioritizer.cli import main
+
+TIRESIAS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces" / "tiresias"
+SIXTY = str(TIRESIAS / "60_job.csv")
+N2G4 = ["--cluster", str(TIRESIAS / "n2g4.csv")]
+
+
+def test_json_compare_on_the_reference_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, "--placement", "count", "--zero-cost",
+               "--compare", "fifo,fifo-fit", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [o["policy"] for o in out] == ["fifo", "fifo-fit"]
+    assert [round(o["avg_jct_s"], 1) for o in out] == [1556.5, 715.3]
+    assert set(out[0]) == {"policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s",
+                           "p95_jct_s", "p99_jct_s", "makespan_s", "avg_queueing_delay_s",
+                           "preemptions", "promotions", "gpu_utilisation", "wall_s"}
+    assert out[0]["jobs"] == 60 and out[0]["skipped_jobs"] == 0
+
+
+def test_table_with_ratios_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs_csv, plot = tmp_path / "jobs.csv", tmp_path / "jct.png"
+    rc = main(["simulate", "--trace", SIXTY, "--nodes", "2", "--gpus-per-node", "4",
+               "--placement", "count", "--zero-cost", "--compare", "fifo,srtf",
+               "--jobs-csv", str(jobs_csv), "--plot", str(plot)])
+    lines = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert lines[0].split()[-4:] == ["avg", "x", "p95", "x"]
+    assert lines[1].split()[0] == "fifo" and lines[1].split()[-2:] == ["1.000", "1.000"]
+    # srtf / fifo = 519.9 / 1556.5 (reference figures of issue 4)
+    assert lines[2].split()[-2] == f"{519.9 / 1556.5:.3f}"
+    rows = list(csv.DictReader(jobs_csv.open()))
+    assert len(rows) == 120 and rows[0]["policy"] == "fifo"
+    assert list(rows[0])[1:] == ["job_id", "submit", "start", "end", "jct", "queueing_delay",
+                                 "preemptions", "promotions"]
+    assert rows[0]["job_id"] == "0" and rows[0]["end"] == "164"
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    pytest.param(["--policy", "dlas-gpu"], "unknown policy 'dlas-gpu'; valid: tiresias-las, "
+                 "tiresias-gittins, las, fifo, fifo-fit, srtf", id="unknown-policy"),
+    pytest.param(["--compare", "fifo,nope"], "unknown policy 'nope'", id="unknown-in-compare"),
+    pytest.param([], "give the cluster", id="no-cluster"),
+    pytest.param(["--thresholds", "7200,3250"], "thresholds_gpu_s", id="bad-thresholds"),
+    pytest.param(["--starve-knob", "-1"], "starve_knob", id="negative-knob"),
+])
+def test_usage_errors_exit_2_with_one_line(args: list[str], message: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    cluster = [] if "give the cluster" in message else ["--nodes", "1", "--gpus-per-node", "8"]
+    rc = main(["simulate", "--trace", SIXTY, *cluster, *args])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_malformed_trace_names_file_and_line(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,num_gpu,submit_time,duration\n1,1,0,5\n2,1,3,-5\n")
+    rc = main(["simulate", "--trace", str(bad), "--nodes", "1", "--gpus-per-node", "4"])
+    assert rc == 2
+    assert capsys.readouterr().err.strip() == \
+        f"dlprio: {bad}:3: duration must be >= 0, got '-5'"
+
+
+def test_config_file_policy_section(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "dlprio.yaml"
+    conf.write_text("policy:\n  policy: fifo\n  knob: 3\n")
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, "--config", str(conf)])
+    assert rc == 2 and "policy.knob: unknown key" in capsys.readouterr().err
+
+
+def test_config_file_sets_the_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "dlprio.yaml"
+    conf.write_text("policy:\n  policy: fifo\n  starve_knob: 3\n")
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, "--placement", "count", "--zero-cost",
+               "--config", str(conf), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out[0]["policy"] == "fifo" and round(out[0]["avg_jct_s"], 1) == 1556.5
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--help"]) == 0
+    assert "--zero-cost" in capsys.readouterr().out
