@@ -1,0 +1,217 @@
+"""dlsubmit against the live cluster (issue 3, "Done when"): real sbatch, srun, signals, requeue.
+
+The cluster is the one SLURM_CONF names (``dlcluster up``: 4 nodes x 8 fake a100 GPUs, 2 sockets
+x 8 cores, 64000 MiB; Slurm sets CUDA_VISIBLE_DEVICES from gres; hetjobs start through backfill,
+bf_interval=5; a requeued job waits cred_expire=10 s before it may start again). Jobs are submitted
+with ``dlsubmit`` in-process; every test polls with timeouts and cancels what it left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from live_helpers import wait_cluster_idle, wait_file, wait_for
+from slurm_plugin.client import SlurmClient
+from slurm_plugin.records import Job
+from submit import load
+from submit.cli import main
+from submit.options import RenderOptions
+from submit.quoting import slurm_name
+from submit.render import render_sbatch
+from submit_helpers import HOSTILE, PAI_DIR
+
+pytestmark = pytest.mark.live
+PREFIX = "dlsub-"
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
+
+
+class Submitter:
+    """Submits specs with ``dlsubmit`` and remembers the ids for clean-up."""
+
+    def __init__(self, client: SlurmClient, tmp: Path) -> None:
+        self.client, self.tmp, self.ids = client, tmp, []
+
+    def __call__(self, spec: dict[str, Any], *flags: str, name: str = "job") -> tuple[int, Path]:
+        path = self.tmp / f"{name}.json"
+        path.write_text(json.dumps(spec), encoding="utf-8")
+        out = self.tmp / f"{name}-%j.out"
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = main([str(path), "--json", "--output", str(out),
+                       "--checkpoint-root", str(self.tmp / "ckpt"), *flags])
+        assert rc == 0
+        job_id = json.loads(buf.getvalue())["job_id"]
+        assert isinstance(job_id, int)
+        self.ids.append(job_id)
+        return job_id, self.tmp / f"{name}-{job_id}.out"
+
+    def ended(self, job_id: int, timeout_s: float = 120) -> Job:
+        def probe() -> Job | None:
+            for j in self.client.jobs(job_ids=[job_id]):
+                if j.job_id == job_id and j.state in ENDED:
+                    return j
+            return None
+        return wait_for(probe, timeout_s, f"job {job_id} to end", interval_s=0.5)
+
+
+@pytest.fixture
+def submit(tmp_path: Path) -> Iterator[Submitter]:
+    client = SlurmClient(timeout_s=20)
+    wait_cluster_idle(client, 240)
+    s = Submitter(client, tmp_path)
+    yield s
+    active = [j.job_id for j in client.jobs(job_ids=s.ids) if j.is_active] if s.ids else []
+    if active:
+        client.cancel(active)
+
+
+def spec(name: str, roles: dict[str, Any], **top: Any) -> dict[str, Any]:
+    return {"protocolVersion": 2, "name": PREFIX + name, "type": "job", "taskRoles": roles, **top}
+
+
+def role(command: str, instances: int = 1, gpu: int = 0, cpu: int = 1, **kw: Any) -> dict[str, Any]:
+    return {"instances": instances, "resourcePerInstance": {"cpu": cpu, "memoryMB": 500, "gpu": gpu},
+            "commands": [command], **kw}
+
+
+def fields(text: str, tag: str) -> list[dict[str, str]]:
+    """Lines ``TAG k=v k=v`` of a job log as dicts."""
+    return [dict(kv.split("=", 1) for kv in line.split()[1:])
+            for line in text.splitlines() if line.startswith(tag + " ")]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PAI_DIR.iterdir()
+                                        if p.suffix in (".json", ".jsonc", ".yaml") and "jinja" not in p.name))
+def test_pai_jobs_pass_sbatch_test_only(name: str) -> None:
+    script = render_sbatch(load.load(PAI_DIR / name), RenderOptions())
+    verdict = SlurmClient(timeout_s=30).test_only(script)
+    assert "to start at" in verdict
+
+
+ENV_LINE = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE '
+            'local=$LOCAL_RANK master=$MASTER_ADDR:$MASTER_PORT node=$SLURMD_NODENAME '
+            'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-}"')
+
+
+def test_two_roles_run_as_one_hetjob(submit: Submitter) -> None:
+    job_id, log = submit(spec("het", {"chief": role(ENV_LINE), "worker": role(ENV_LINE, instances=2)}))
+    assert submit.ended(job_id, 90).state == "COMPLETED"
+    comps = [j for j in submit.client.jobs(job_ids=[job_id]) if j.het_job_id == job_id]
+    assert sorted(j.het_job_offset for j in comps) == [0, 1]
+    rows = fields(log.read_text(), "ENV")
+    assert sorted(int(r["rank"]) for r in rows) == [0, 1, 2]
+    assert {r["world"] for r in rows} == {"3"}
+    chief_node = next(j for j in comps if j.het_job_offset == 0).node_list[0]
+    addr = {n.name: n.address for n in submit.client.nodes()}[chief_node]
+    assert {r["master"].split(":")[0] for r in rows} == {addr}
+    assert len({r["master"] for r in rows}) == 1
+    assert sorted(r["role"] for r in rows) == ["chief", "worker", "worker"]
+
+
+def test_four_instances_of_two_gpus_share_one_node(submit: Submitter) -> None:
+    job_id, log = submit(spec("gang4x2", {"w": role(ENV_LINE, instances=4, gpu=2)}))
+    assert submit.ended(job_id, 90).state == "COMPLETED"
+    rows = fields(log.read_text(), "ENV")
+    assert len({r["node"] for r in rows}) == 1
+    assert sorted(int(r["local"]) for r in rows) == [0, 1, 2, 3]
+    node_gpus = rows[0]["nodegpus"].split(",")
+    assert len(node_gpus) == 8
+    for r in rows:
+        mine = r["gpus"].split(",")
+        k = int(r["local"])
+        assert mine == node_gpus[2 * k:2 * k + 2]
+    assert sorted(g for r in rows for g in r["gpus"].split(",")) == sorted(node_gpus)
+
+
+def test_two_instances_of_eight_gpus_take_two_nodes(submit: Submitter) -> None:
+    job_id, log = submit(spec("gang2x8", {"w": role(ENV_LINE, instances=2, gpu=8)}))
+    assert submit.ended(job_id, 90).state == "COMPLETED"
+    rows = fields(log.read_text(), "ENV")
+    assert len({r["node"] for r in rows}) == 2
+    assert [len(r["gpus"].split(",")) for r in rows] == [8, 8]
+
+
+CKPT_PROGRAM = r'''start=0; [ -f "$DL_CHECKPOINT_DIR/step" ] && start=$(cat "$DL_CHECKPOINT_DIR/step")
+echo "RESUME from=$start restart=$DL_RESTART_COUNT"
+if [ "$DL_RESTART_COUNT" -ge 1 ]; then exit 0; fi
+step=$start
+trap 'echo $step > "$DL_CHECKPOINT_DIR/step"; echo "CKPT step=$step"' USR2
+while [ $step -lt 100000 ]; do step=$((step+1)); sleep 0.05; done'''
+
+
+def test_checkpoint_signal_requeue_resume(submit: Submitter) -> None:
+    job_id, log = submit(spec("ckpt", {"main": role(CKPT_PROGRAM, gpu=1)},
+                              extras={"checkpoint": {"grace": 30}}))
+    wait_file(log, r"^RESUME from=0 restart=0$", 60)
+    submit.client.signal(job_id, "USR2", batch_only=True)
+    text = wait_file(log, r"^CKPT step=\d+$", 30)
+    step = fields(text, "CKPT")[0]["step"]
+    assert int(step) > 0
+    submit.client.requeue(job_id)
+    final = submit.ended(job_id, 120)
+    assert (final.state, final.restart_count) == ("COMPLETED", 1)
+    text = log.read_text()
+    assert f"RESUME from={step} restart=1" in text
+    assert re.search(r"^\[dlsubmit\] attempt 0 start: .*failed attempts 0", text, re.M)
+    assert re.search(r"^\[dlsubmit\] attempt 1 start: .*restart count 1, failed attempts 0", text, re.M)
+    assert "got SIGUSR2, forwarding it to the payload" in text
+
+
+def test_retry_budget_counts_failed_attempts(submit: Submitter) -> None:
+    job_id, log = submit(spec("retry", {"main": role('echo "RUN restart=$DL_RESTART_COUNT"; exit 3')},
+                              jobRetryCount=2))
+    final = submit.ended(job_id, 150)
+    assert (final.state, final.restart_count) == ("FAILED", 2)
+    text = log.read_text()
+    assert [r["restart"] for r in fields(text, "RUN")] == ["0", "1", "2"]
+    assert "failed attempt 1 of retry budget 2; requeueing" in text
+    assert "failed attempt 2 of retry budget 2; requeueing" in text
+    assert "attempt 2 end: failed: 1 failed instance(s) of role main (minFailed 1); retry budget 2 spent" in text
+
+
+def test_completion_min_failed_stops_the_role(submit: Submitter) -> None:
+    cmd = 'if [ "$PAI_TASK_INDEX" = 1 ]; then exit 1; fi; sleep 300'
+    job_id, log = submit(spec("minfail", {"w": role(cmd, instances=3)}))
+    final = submit.ended(job_id, 90)
+    assert final.state == "FAILED"
+    assert "end: failed: 1 failed instance(s) of role w (minFailed 1)" in log.read_text()
+
+
+def test_completion_min_succeeded_ends_the_job(submit: Submitter) -> None:
+    roles = {"master": role("echo MASTER done", completion={"minSucceededInstances": 1}),
+             "worker": role("sleep 300", instances=2, completion={"minFailedInstances": -1})}
+    job_id, log = submit(spec("minsucc", roles))
+    final = submit.ended(job_id, 90)
+    assert final.state == "COMPLETED"
+    assert "end: succeeded: 1 succeeded instance(s) of role master (minSucceeded 1)" in log.read_text()
+
+
+def test_hostile_strings_round_trip(submit: Submitter, tmp_path: Path) -> None:
+    pwned = Path("/tmp/pwned")
+    existed = pwned.exists()
+    jobs = []
+    for i, text in enumerate(HOSTILE):
+        command = (f"printf 'CMD<%s>\\n' {shlex.quote(text)}\n"
+                   "printf 'ENV<%s>\\n' \"$MYENV\"\nprintf 'NAME<%s>\\n' \"$PAI_JOB_NAME\"\n"
+                   "printf 'ROLE<%s>\\n' \"$PAI_CURRENT_TASK_ROLE_NAME\"")
+        v1 = {"jobName": PREFIX + text, "image": "none", "jobEnvs": {"MYENV": text},
+              "taskRoles": [{"name": text, "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100,
+                             "gpuNumber": 0, "command": command}]}
+        jobs.append((text, *submit(v1, name=f"hostile{i}")))
+    for text, job_id, log in jobs:
+        final = submit.ended(job_id, 120)
+        assert final.state == "COMPLETED", log.read_text()
+        assert final.name == slurm_name(PREFIX + text)
+        out = log.read_text()
+        for tag, value in (("CMD", text), ("ENV", text), ("NAME", PREFIX + text), ("ROLE", text)):
+            assert f"{tag}<{value}>" in out
+    assert pwned.exists() == existed
