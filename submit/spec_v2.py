@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from submit import model, params
 from submit.extras import Extras
-from submit.validation import Ident, Int, NonEmpty, SpecError, Text, validate
+from submit.validation import Ident, Int, NonEmpty, SpecError, Text, field_path, validate
 
 
 class Prerequisite(BaseModel):
@@ -137,12 +137,12 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         deployment = found[0]
         for rname in deployment.taskRoles:
             if rname not in spec.taskRoles:
-                raise SpecError([f"deployments.{deployment.name}.taskRoles.{rname}: "
+                raise SpecError([f"{field_path('deployments', deployment.name, 'taskRoles', rname)}: "
                                  "no such task role"])
     roles: list[model.Role] = []
     warnings: list[str] = []
     for rname, r in spec.taskRoles.items():
-        path = f"taskRoles.{rname}"
+        path = field_path("taskRoles", rname)
         scopes = {
             "parameters": parameters,
             "data": _prereq_scope(spec, r.data, "data", f"{path}.data"),

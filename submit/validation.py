@@ -10,6 +10,7 @@ from ../shared/data/pai-jobs/schemas (OpenPAI v1 JSON schema, v2 protocol schema
 
 from __future__ import annotations
 
+import json
 import re
 import typing
 from typing import Annotated, Any
@@ -88,15 +89,22 @@ class SpecError(Exception):
         super().__init__("\n".join(self.problems))
 
 
-def _path(loc: tuple[Any, ...]) -> str:
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def field_path(*parts: Any) -> str:
+    """A spec field path: plain keys joined by ``.``, list indices as ``[i]``, and keys with
+    other characters as ``["key"]`` (JSON-quoted), e.g. ``taskRoles["ps.server"].commands[0]``."""
     out = ""
-    for part in loc:
+    for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
         elif part == "[key]":
             out += " (key)"
-        else:
+        elif _PLAIN_KEY.match(str(part)):
             out += ("." if out else "") + str(part)
+        else:
+            out += "[" + json.dumps(str(part), ensure_ascii=False) + "]"
     return out or "(top level)"
 
 
@@ -162,7 +170,7 @@ def format_errors(exc: ValidationError, model: type[BaseModel]) -> list[str]:
             msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
             msg = _MESSAGES.get(kind, str(err["msg"]))
-        line = f"{_path(loc)}: {msg}"
+        line = f"{field_path(*loc)}: {msg}"
         if line not in lines:
             lines.append(line)
     return lines
