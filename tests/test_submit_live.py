@@ -215,3 +215,13 @@ def test_hostile_strings_round_trip(submit: Submitter, tmp_path: Path) -> None:
         for tag, value in (("CMD", text), ("ENV", text), ("NAME", PREFIX + text), ("ROLE", text)):
             assert f"{tag}<{value}>" in out
     assert pwned.exists() == existed
+
+
+def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "job.json"
+    f.write_text(json.dumps(spec("refused", {"main": role("true")})))
+    rc = main([str(f), "--partition", "no-such-partition"])
+    _, err = capsys.readouterr()
+    assert rc == 3
+    assert err.startswith("dlsubmit: Slurm refused the job: sbatch: error: ")
+    assert "invalid partition" in err.lower()

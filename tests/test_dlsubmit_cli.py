@@ -1,0 +1,116 @@
+"""The ``dlsubmit`` command in-process: options, output forms and exit statuses 0/2/3.
+
+Submission itself is exercised on the live cluster (tests/test_submit_live.py); here the Slurm
+door is replaced where a refusal must be provoked without a cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slurm_plugin.client import SlurmRefused, SlurmUnreachable
+from submit import cli
+from submit_helpers import PAI_DIR, option, sbatch_directives, v2_spec
+
+HELLO = str(PAI_DIR / "v2-hello-world-job.yaml")
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_dry_run_prints_the_script(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(["--dry-run", HELLO, "--partition", "gpu", "--gpu-type", "a100"], capsys)
+    assert (rc, err) == (0, "")
+    [args] = sbatch_directives(out)
+    assert option(args, "partition") == ["gpu"] and option(args, "gres") == ["gpu:a100:1"]
+
+
+def test_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(["--dry-run", "--json", HELLO], capsys)
+    data = json.loads(out)
+    assert rc == 0 and data["job_id"] is None and data["script"].startswith("#!/bin/bash\n")
+
+
+def test_spec_problems_exit_2_one_line_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = v2_spec()
+    spec["taskRoles"]["main"]["resourcePerInstance"].update(gpu=-1, cpu="x")
+    f = tmp_path / "bad.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    rc, out, err = run([str(f)], capsys)
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [
+        "dlsubmit: taskRoles.main.resourcePerInstance.cpu: must be an integer in 1..4096",
+        "dlsubmit: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024"]
+
+
+def test_nothing_submitted_on_spec_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_submit", calls.append)
+    f = tmp_path / "big.yaml"
+    spec = v2_spec()
+    spec["taskRoles"]["main"]["resourcePerInstance"]["gpu"] = 9
+    f.write_text(yaml.safe_dump(spec))
+    rc, _, err = run([str(f)], capsys)
+    assert rc == 2 and calls == []
+    assert "9 per instance does not fit on one node" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["--container-runtime", "docker", HELLO], ["--gpus-per-node", "x", HELLO], [],
+    ["--grace", "0", "--dry-run", HELLO], ["--param", "oops", "--dry-run", HELLO],
+])
+def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(argv, capsys)
+    assert rc == 2 and out == "" and "Traceback" not in err and err
+
+
+@pytest.mark.parametrize("error", [SlurmRefused(["sbatch"], "sbatch: error: Invalid partition name specified"),
+                                   SlurmUnreachable(["sbatch"], "Unable to contact slurm controller")])
+def test_slurm_refusal_exits_3_verbatim(error: Exception, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    def refuse(script: str) -> int:
+        raise error
+    monkeypatch.setattr(cli, "_submit", refuse)
+    rc, out, err = run([HELLO], capsys)
+    assert (rc, out) == (3, "")
+    assert err == f"dlsubmit: Slurm refused the job: {error.message}\n"  # type: ignore[attr-defined]
+
+
+def test_submit_prints_job_id(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    scripts: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s: scripts.append(s) or 4242)
+    rc, out, _ = run([HELLO], capsys)
+    assert (rc, out) == (0, "4242\n")
+    assert scripts[0].startswith("#!/bin/bash\n#SBATCH --job-name=hello-world-job\n")
+
+
+def test_site_config_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text("partition: site-part\ngrace_s: 300\ngpus_per_node: 4\n")
+    monkeypatch.setenv("DLSUBMIT_CONFIG", str(site))
+    rc, out, _ = run(["--dry-run", HELLO, "--partition", "flag-part"], capsys)
+    [args] = sbatch_directives(out)
+    assert rc == 0
+    assert option(args, "partition") == ["flag-part"] and option(args, "signal") == ["B:USR2@300"]
+    site.write_text("nodes: 3\n")
+    rc, _, err = run(["--dry-run", HELLO], capsys)
+    assert rc == 2 and "unknown site keys ['nodes']" in err
+
+
+def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = run(["--help"], capsys)
+    assert rc == 0
+    for flag in ("--dry-run", "--json", "--partition", "--param", "--container-runtime",
+                 "--gpus-per-node", "--cores-per-node", "--mem-per-node", "--gpu-type", "--signal",
+                 "--grace", "--enforce-binding", "--checkpoint-root", "--output", "--site-config",
+                 "Exit status: 0"):
+        assert flag in out
