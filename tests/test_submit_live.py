@@ -97,6 +97,14 @@ def test_pai_jobs_pass_sbatch_test_only(name: str) -> None:
     assert "to start at" in verdict
 
 
+def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
+    """The pyxis example rendered for runtime none: gpu:a100:N, enforce-binding, USR1@120."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "specs" / "pyxis-registry-image.yaml"
+    script = render_sbatch(load.load(example), RenderOptions())
+    assert "#SBATCH --gres-flags=enforce-binding" in script
+    assert "to start at" in SlurmClient(timeout_s=30).test_only(script)
+
+
 ENV_LINE = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE '
             'local=$LOCAL_RANK master=$MASTER_ADDR:$MASTER_PORT node=$SLURMD_NODENAME '
             'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-}"')
