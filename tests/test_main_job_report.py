@@ -1,0 +1,163 @@
+"""Tests of the main job's pure parts: the spec it hands dlsubmit (rendered by the real dlsubmit
+in --dry-run), the daemon config it writes, and the report built from trainer logs (hand-written
+logs, hand-computed figures)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from main_job_helpers import REPO, load_example
+from prioritizer.daemon_config import load as load_daemon_config
+from prioritizer.workload import ScaledJob
+
+replay = load_example("replay")
+report = load_example("report")
+main_job = load_example("main_job")
+
+JOB = ScaledJob(index=3, name="1665", gpus=8, submit_s=26.2, duration_s=240.0, trace_gpus=16,
+                trace_gap_s=45.0, trace_duration_s=55005.0)
+
+
+# ------------------------------------------------------------------ the spec
+def test_spec_is_a_pai_v2_job_running_the_trainer() -> None:
+    spec = replay.spec_for(JOB, grace_s=5)
+    role = spec["taskRoles"]["train"]
+    assert spec["protocolVersion"] == 2 and spec["name"] == "mj03-u1665"
+    assert role["instances"] == 1
+    assert role["resourcePerInstance"] == {"gpu": 8, "cpu": 16, "memoryMB": 64000}
+    assert role["commands"] == [f"{sys.executable} {REPO / 'examples' / 'trainer.py'} "
+                                "--total-s 240 --step-s 1 --seed 3"]
+    assert spec["extras"]["checkpoint"] == {"signal": "USR2", "grace": 5}
+
+
+def test_dlsubmit_renders_the_spec(tmp_path: Path) -> None:
+    path = replay.write_spec(JOB, tmp_path, grace_s=5)
+    proc = subprocess.run([sys.executable, "-m", "submit.cli", "--dry-run", str(path)],
+                          capture_output=True, text=True, cwd=REPO, check=False)
+    assert proc.returncode == 0, proc.stderr
+    script = proc.stdout
+    for line in ("#SBATCH --job-name=mj03-u1665", "#SBATCH --requeue", "#SBATCH --gres=gpu:8",
+                 "#SBATCH --cpus-per-task=16", "#SBATCH --signal=B:USR2@5",
+                 "#SBATCH --comment=dl:v1;signal=USR2;grace=5", "#SBATCH --nodes=1"):
+        assert line in script.splitlines(), line
+    assert "trainer.py --total-s 240 --step-s 1 --seed 3" in script
+
+
+def test_daemon_config_points_ledger_and_snapshot_into_the_run(tmp_path: Path) -> None:
+    path = replay.daemon_config(REPO / "examples" / "dlprio-demo.yaml", tmp_path)
+    cfg = load_daemon_config(path)             # the daemon's own validation accepts it
+    assert cfg.ledger_path == str(tmp_path / "ledger.sqlite")
+    assert cfg.snapshot_path == str(tmp_path / "snapshot.json")
+    assert cfg.policy.thresholds_gpu_s == (100.0, 1000.0)
+    assert cfg.interval_s == 2 and cfg.metrics_port == 0
+    assert yaml.safe_load(path.read_text())["policy"]["policy"] == "tiresias-las"
+
+
+def test_out_dir_that_is_not_ours_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("x")
+    with pytest.raises(main_job.UsageError, match="not empty"):
+        main_job.prepare_out(tmp_path)
+    assert (tmp_path / "precious.txt").exists()
+
+
+def test_earlier_output_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / "main_job.log").write_text("old")
+    (tmp_path / "logs").mkdir()
+    assert main_job.prepare_out(tmp_path) == tmp_path.resolve()
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ reading trainer logs
+PREEMPTED_LOG = """\
+[dlsubmit] attempt 0 start: job 5
+[trainer] start attempt=1 restart_count=0 time=1000.0 step=0 total_steps=83 pid=1 job_id=5
+[trainer] checkpoint attempt=1 reason=periodic step=10 time=1010.0
+[dlsubmit] attempt 0: got SIGUSR2, forwarding it to the payload
+[trainer] checkpoint attempt=1 reason=signal step=14 time=1014.5
+[trainer] checkpoint attempt=1 reason=terminate step=20 time=1020.0
+[trainer] end attempt=1 reason=terminated step=20 time=1020.0
+[trainer] start attempt=2 restart_count=1 time=1032.0 step=20 total_steps=83 pid=2 job_id=5
+[trainer] resume attempt=2 step=20 checkpoint=/x/trainer-ckpt.npz
+[trainer] end attempt=2 reason=done step=83 loss=0.0659 time=1095.0
+"""
+
+
+def submitted(tmp_path: Path, name: str, index: int, at: float, log: str) -> object:
+    path = tmp_path / f"{name}.out"
+    path.write_text(log)
+    job = ScaledJob(index, name, 8, 0.0, 83.0, 8, 0.0, 100.0)
+    return replay.Submitted(job, 5 + index, at, path, name)
+
+
+def test_attempts_from_a_preempted_job() -> None:
+    a1, a2 = report.attempts_from_log(PREEMPTED_LOG)
+    assert (a1.number, a1.start, a1.end, a1.end_reason) == (1, 1000.0, 1020.0, "terminated")
+    assert a1.signal_checkpoints == (14,) and a1.signal_times == (1014.5,)
+    assert not a1.resumed and a1.checkpoint_before is None
+    assert (a2.number, a2.start_step, a2.resumed, a2.checkpoint_before) == (2, 20, True, 20)
+    assert (a2.end, a2.end_step, a2.end_reason) == (1095.0, 83, "done")
+
+
+def test_outcome_of_a_preempted_job(tmp_path: Path) -> None:
+    sub = submitted(tmp_path, "mj02", 2, 999.0, PREEMPTED_LOG)
+    (out,) = report.outcomes([sub], {7: "COMPLETED"}, {})
+    assert out.done and out.state == "COMPLETED"
+    assert out.jct_s == 1095.0 - 999.0
+    assert out.run_s == (1020.0 - 1000.0) + (1095.0 - 1032.0)
+    assert (out.preemptions, out.restarts, out.resumes_ok) == (1, 1, True)
+
+
+def test_resume_from_a_wrong_step_is_caught(tmp_path: Path) -> None:
+    sub = submitted(tmp_path, "mj02", 2, 999.0, PREEMPTED_LOG.replace(
+        "time=1032.0 step=20", "time=1032.0 step=14"))
+    (out,) = report.outcomes([sub], {}, {})
+    assert out.resumes_ok is False
+
+
+def test_unfinished_job_has_no_jct(tmp_path: Path) -> None:
+    cut = "".join(PREEMPTED_LOG.splitlines(keepends=True)[:7])
+    (out,) = report.outcomes([submitted(tmp_path, "mj02", 2, 999.0, cut)], {}, {})
+    assert not out.done and out.jct_s is None
+
+
+def test_real_summary_by_hand(tmp_path: Path) -> None:
+    logs = [
+        "[trainer] start attempt=1 restart_count=0 time=10 step=0 total_steps=5\n"
+        "[trainer] end attempt=1 reason=done step=5 time=30\n",
+        "[trainer] start attempt=1 restart_count=0 time=12 step=0 total_steps=5\n"
+        "[trainer] end attempt=1 reason=done step=5 time=62\n",
+        PREEMPTED_LOG,
+    ]
+    subs = [submitted(tmp_path, f"j{i}", i, at, log)
+            for i, (at, log) in enumerate(zip((0.0, 2.0, 999.0), logs))]
+    outs = report.outcomes(subs, {}, {5: {"promotions": 1}, 6: {"promotions": 0}})
+    real = report.real_summary(outs)
+    # JCTs: 30, 60, 96; run times 20, 50, 83 -> queueing 10, 10, 13
+    assert real["jobs"] == 3
+    assert real["avg_jct_s"] == pytest.approx(62.0)
+    assert real["median_jct_s"] == 60.0
+    assert real["p95_jct_s"] == 96.0
+    assert real["makespan_s"] == 1095.0
+    assert real["avg_queueing_delay_s"] == pytest.approx(11.0)
+    assert real["preemptions"] == 1 and real["promotions"] == 1
+
+
+def test_tables_have_a_line_per_job_and_the_ratio(tmp_path: Path) -> None:
+    sub = submitted(tmp_path, "mj02-u1662", 2, 999.0, PREEMPTED_LOG)
+    outs = report.outcomes([sub], {7: "COMPLETED"}, {})
+    table = report.jobs_table(outs, {2: 101.0}).splitlines()
+    assert table[0].split() == ["job", "slurm", "arrive", "gpus", "len_s", "jct_s", "sim_s",
+                                "preempt", "restarts", "resumed", "at", "step", "state"]
+    assert table[2].split() == ["mj02-u1662", "7", "0.0", "8", "83", "96.0", "101.0", "1", "1",
+                                "20", "COMPLETED"]
+    real = report.real_summary(outs)
+    sims = [{"policy": "tiresias-las", "jobs": 1, "avg_jct_s": 120.0, "promotions": 0}]
+    comp = report.comparison_table(real, sims).splitlines()
+    assert comp[0].split() == ["real", "(live)", "sim", "tiresias-las"]
+    assert [ln.split()[-2:] for ln in comp if ln.startswith("avg JCT s")] == [["96.0", "120.0"]]
+    assert comp[-1].split() == ["real/sim", "avg", "1.00", "0.80"]
