@@ -233,3 +233,57 @@ def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.
     assert rc == 3
     assert err.startswith("dlsubmit: Slurm refused the job: sbatch: error: ")
     assert "invalid partition" in err.lower()
+
+
+def test_array_elements_map_to_role_instances(submit: Submitter) -> None:
+    line = 'echo "ARR role=$PAI_CURRENT_TASK_ROLE_NAME index=$PAI_TASK_INDEX rank=$RANK world=$WORLD_SIZE"'
+    job_id, _ = submit(spec("array", {"a": role(line), "b": role(line, instances=2)},
+                            extras={"gangAllocation": False}), name="array")
+
+    def all_ended() -> list[Job]:
+        elems = [j for j in submit.client.jobs() if j.array_job_id == job_id]
+        return elems if len(elems) == 3 and all(j.state in ENDED for j in elems) else []
+    elems = wait_for(all_ended, 90, "3 array elements to end")
+    assert {j.state for j in elems} == {"COMPLETED"}
+    rows = [r for f in submit.tmp.glob("array-*.out") for r in fields(f.read_text(), "ARR")]
+    assert sorted((r["role"], r["index"], r["rank"], r["world"]) for r in rows) == [
+        ("a", "0", "0", "3"), ("b", "0", "1", "3"), ("b", "1", "2", "3")]
+
+
+def test_hostile_output_and_checkpoint_paths(submit: Submitter, tmp_path: Path) -> None:
+    """Paths with quotes, blanks, #, $(...), backticks and unicode (no % or backslash: sbatch
+    gives those a meaning in --output patterns)."""
+    odd = tmp_path / "it's \"odd\" #1 $(id) `id` ü"
+    odd.mkdir()
+    f = tmp_path / "paths.json"
+    f.write_text(json.dumps(spec("paths", {"main": role('echo "CKPT<$DL_CHECKPOINT_DIR>"')})))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main([str(f), "--json", "--output", str(odd / "log.out"), "--checkpoint-root", str(odd)])
+    assert rc == 0
+    job_id = json.loads(buf.getvalue())["job_id"]
+    submit.ids.append(job_id)
+    assert submit.ended(job_id, 60).state == "COMPLETED"
+    assert f"CKPT<{odd}/{job_id}>" in (odd / "log.out").read_text()
+
+
+def test_preemptions_do_not_spend_the_retry_budget(submit: Submitter) -> None:
+    """Budget 1: attempt 0 is preempted (signal + requeue), attempts 1 and 2 fail; only the
+    second failure spends the budget."""
+    cmd = ('echo "RUN restart=$DL_RESTART_COUNT"\n'
+           'if [ "$DL_RESTART_COUNT" = 0 ]; then trap "echo CKPT" USR2; sleep 300 & wait; sleep 300; fi\n'
+           'exit 5')
+    job_id, log = submit(spec("preempt-budget", {"main": role(cmd)}, jobRetryCount=1,
+                              extras={"checkpoint": {"grace": 30}}))
+    wait_file(log, r"^RUN restart=0$", 60)
+    submit.client.signal(job_id, "USR2", batch_only=True)
+    wait_file(log, r"^CKPT$", 30)
+    submit.client.requeue(job_id)
+    final = submit.ended(job_id, 150)
+    assert (final.state, final.restart_count) == ("FAILED", 2)
+    text = log.read_text()
+    assert [r["restart"] for r in fields(text, "RUN")] == ["0", "1", "2"]
+    assert re.search(r"attempt 1 start: .*failed attempts 0 \(retry budget 1\)", text)
+    assert "failed attempt 1 of retry budget 1; requeueing" in text
+    assert re.search(r"attempt 2 start: .*failed attempts 1 \(retry budget 1\)", text)
+    assert "attempt 2 end: failed: 1 failed instance(s) of role main (minFailed 1); retry budget 1 spent" in text
