@@ -122,6 +122,10 @@ class Ledger:
             if not self.path.exists():
                 raise FileNotFoundError(f"{self.path}: no ledger (has the daemon run?)")
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+            if not self.conn.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type='table' AND name='intents'").fetchone():
+                self.conn.close()
+                raise FileNotFoundError(f"{self.path}: not a ledger yet (has the daemon run?)")
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
