@@ -18,6 +18,10 @@ from typing import Callable
 #: Modules with a ``COMMAND``; one line per subcommand.
 COMMAND_MODULES: tuple[str, ...] = (
     "prioritizer.sim_cli",
+    "prioritizer.daemon_cmd_run",
+    "prioritizer.daemon_cmd_once",
+    "prioritizer.daemon_cmd_explain",
+    "prioritizer.daemon_cmd_status",
 )
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2

@@ -1,7 +1,8 @@
 """The daemon's subcommands of ``dlprio``: ``run``, ``once [--dry-run]``, ``explain JOBID``,
 ``status [--json]``.
 
-:func:`register` adds them to the ``dlprio`` command registry (prioritizer/cli.py, STYLE.md
+:data:`RUN`, :data:`ONCE`, :data:`EXPLAIN`, :data:`STATUS` are registered in ``dlprio``'s
+command registry (prioritizer/cli.py, one ``prioritizer.daemon_cmd_*`` module each; STYLE.md
 rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
 
 * 0: done;
@@ -26,6 +27,7 @@ import time
 from collections.abc import Callable
 
 from prioritizer import daemon_config, explain
+from prioritizer.cli import Command
 from prioritizer.daemon import Daemon
 from prioritizer.daemon_config import ConfigError, DaemonConfig
 from prioritizer.daemon_lock import LedgerLock, LockHeld
@@ -45,27 +47,24 @@ def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
                        help="log line format (overrides log_format in the config)")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``run``, ``once``, ``explain``, ``status`` to ``dlprio``'s subparsers.
-
-    Each parser gets ``func`` (``Callable[[argparse.Namespace], int]``) as its default.
-    """
-    p = sub.add_parser("run", help="the daemon: observe, decide, act every interval")
+def _configure_run(p: argparse.ArgumentParser) -> None:
     _common(p, logs=True)
-    p.set_defaults(func=cmd_run)
-    p = sub.add_parser("once", help="one cycle (with --dry-run: print decisions, change nothing)")
+
+
+def _configure_once(p: argparse.ArgumentParser) -> None:
     _common(p, logs=True)
     p.add_argument("--dry-run", action="store_true", help="send nothing to Slurm")
-    p.set_defaults(func=cmd_once)
-    p = sub.add_parser("explain", help="why a job sits in its queue")
+
+
+def _configure_explain(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("job_id", type=int, metavar="JOBID")
-    p.set_defaults(func=cmd_explain)
-    p = sub.add_parser("status", help="every known job: queue, service, preemptions")
+
+
+def _configure_status(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--json", action="store_true",
                    help="JSON list; keys: " + ", ".join(explain.STATUS_KEYS))
-    p.set_defaults(func=cmd_status)
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -144,13 +143,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry with only the daemon's subcommands (tests; ``dlprio`` is the real one)."""
-    parser = argparse.ArgumentParser(prog="dlprio")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+RUN = Command("run", "the daemon: observe, decide, act every interval", _configure_run, cmd_run)
+ONCE = Command("once", "one cycle (with --dry-run: print the decisions, change nothing)",
+               _configure_once, cmd_once)
+EXPLAIN = Command("explain", "why a job sits in its queue", _configure_explain, cmd_explain)
+STATUS = Command("status", "every known job: queue, service, preemptions", _configure_status,
+                 cmd_status)

@@ -160,7 +160,7 @@ class DaemonProc:
 
 def dlprio(*args: str) -> list[str]:
     """argv of the dlprio command running from this checkout."""
-    return [sys.executable, "-m", "prioritizer.daemon_cli", *args]
+    return [sys.executable, "-m", "prioritizer.cli", *args]
 
 
 def ledger_rows(config: Path) -> dict[int, dict]:
