@@ -1,0 +1,149 @@
+"""The script's fixed runtime (submit/runtime.py) run by real bash against fake ``srun``/``scontrol``.
+
+These tests need no cluster: ``srun`` is replaced by a small bash program that starts the tasks
+locally with the variables Slurm would set (``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NODEID``,
+``CUDA_VISIBLE_DEVICES`` = all GPUs of the step on the node) and ``scontrol`` answers
+``show hostnames``/``show node`` and records ``requeue`` (then ends the batch shell, as Slurm's
+requeue does). The same behaviours are checked with real Slurm in tests/test_submit_live.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from submit import load
+from submit.options import RenderOptions
+from submit.render import render_sbatch
+from submit_helpers import v2_spec
+
+FAKE_SRUN = r"""#!/bin/bash
+ntasks=1 per=1 gres=none
+while [[ $1 == -* ]]; do
+  case $1 in --ntasks=*) ntasks=${1#*=};; --ntasks-per-node=*) per=${1#*=};; --gres=*) gres=${1#*=};; esac
+  shift
+done
+n=0; [[ $gres == none ]] || n=${gres##*:}
+devs=$( ((n > 0)) && seq -s, 10 $((10 + n - 1)) )
+pids=()
+trap 'kill -s USR2 "${pids[@]}" 2>/dev/null' USR2
+trap 'kill -s TERM "${pids[@]}" 2>/dev/null; exit 143' TERM
+for ((i = 0; i < ntasks; i++)); do
+  SLURM_PROCID=$i SLURM_LOCALID=$((i % per)) SLURM_NODEID=$((i / per)) SLURMD_NODENAME=n$((i / per)) \
+    CUDA_VISIBLE_DEVICES=$devs "$@" &
+  pids+=($!)
+done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+exit $rc
+"""
+
+FAKE_SCONTROL = r"""#!/bin/bash
+case "$1 $2" in
+  "show hostnames") tr ',' '\n' <<< "$3" ;;
+  "show node") echo "NodeName=$4 Arch=x86_64 NodeAddr=10.0.0.${4#n} NodeHostName=h" ;;
+  requeue*) echo "$2" >> "$FAKE_REQUEUES"; kill -TERM "$PPID" ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_bin(tmp_path: Path) -> Path:
+    d = tmp_path / "bin"
+    d.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
+        (d / name).write_text(text)
+        (d / name).chmod(0o755)
+    return d
+
+
+def run_script(spec: dict, tmp_path: Path, fake_bin: Path, restart: int = 0,
+               nodelists: tuple[str, ...] = ("n0",),
+               extra_env: dict[str, str] | None = None) -> tuple[int, str]:
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_ID": "77", **(extra_env or {}),
+           "SLURM_RESTART_COUNT": str(restart), "SLURM_JOB_USER": "alice",
+           "SLURM_JOB_NODELIST": nodelists[0], "FAKE_REQUEUES": str(tmp_path / "requeues")}
+    for i, nl in enumerate(nodelists):
+        env[f"SLURM_JOB_NODELIST_HET_GROUP_{i}"] = nl
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def role(cmd: str, instances: int = 1, gpu: int = 0, **kw: object) -> dict:
+    return {"instances": instances, "resourcePerInstance": {"cpu": 1, "memoryMB": 10, "gpu": gpu},
+            "commands": [cmd], **kw}
+
+
+def rows(text: str) -> list[dict[str, str]]:
+    return [dict(kv.split("=", 1) for kv in line.split()[1:])
+            for line in text.splitlines() if line.startswith("ENV ")]
+
+
+def test_environment_of_a_two_role_job(tmp_path: Path, fake_bin: Path) -> None:
+    line = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK '
+            'node_rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES '
+            'hosts=$PAI_TASK_ROLE_w_HOST_LIST ports=$PAI_PORT_LIST_w_1_p idx=$PAI_TASK_INDEX"')
+    spec = v2_spec(roles={"m": role(line), "w": role(line, instances=3, gpu=4,
+                                                     resourcePerInstance={"cpu": 1, "memoryMB": 10,
+                                                                          "gpu": 4, "ports": {"p": 2}})})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n5", "n1,n2"))
+    assert rc == 0, out
+    got = sorted((r["role"], r["rank"], r["local"], r["node_rank"], r["gpus"], r["idx"]) for r in rows(out))
+    # w: 3 x 4 GPUs -> 2 per node on 2 nodes; fake step GPUs on a node are 10..17
+    assert got == [("m", "0", "0", "0", "", "0"),
+                   ("w", "1", "0", "1", "10,11,12,13", "0"), ("w", "2", "1", "1", "14,15,16,17", "1"),
+                   ("w", "3", "0", "2", "10,11,12,13", "2")]
+    # job 77: MASTER_PORT = 20000 + 77 * 20 = 21540; w's ports follow: task i gets 21541 + 2i, +1
+    assert {r["master"] for r in rows(out)} == {"10.0.0.5:21540"}
+    assert {r["world"] for r in rows(out)} == {"4"}
+    assert {r["hosts"] for r in rows(out)} == {"10.0.0.1:21541,10.0.0.1:21543,10.0.0.2:21545"}
+    assert {r["ports"] for r in rows(out)} == {"21543,21544"}
+
+
+def test_min_failed_stops_the_rest(tmp_path: Path, fake_bin: Path) -> None:
+    cmd = 'if [ "$PAI_TASK_INDEX" = 1 ]; then exit 4; fi; sleep 50'
+    rc, out = run_script(v2_spec(roles={"w": role(cmd, instances=3)}), tmp_path, fake_bin)
+    assert rc == 1
+    assert "attempt 0 end: failed: 1 failed instance(s) of role w (minFailed 1); retry budget 0 spent" in out
+
+
+def test_min_failed_off_lets_failures_pass(tmp_path: Path, fake_bin: Path) -> None:
+    spec = v2_spec(roles={"w": role("exit 4", instances=2, completion={"minFailedInstances": -1})})
+    rc, out = run_script(spec, tmp_path, fake_bin)
+    assert rc == 0 and "end: succeeded: all instances completed" in out
+
+
+def test_min_succeeded_ends_the_job(tmp_path: Path, fake_bin: Path) -> None:
+    spec = v2_spec(roles={"master": role("true", completion={"minSucceededInstances": 1}),
+                          "worker": role("sleep 50", instances=2)})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n0", "n1"))
+    assert rc == 0
+    assert "end: succeeded: 1 succeeded instance(s) of role master (minSucceeded 1)" in out
+
+
+def test_retry_budget_requeues_then_gives_up(tmp_path: Path, fake_bin: Path) -> None:
+    spec = v2_spec(roles={"main": role("exit 3")}, jobRetryCount=2)
+    failures = tmp_path / "ck" / "77" / ".dlsubmit" / "failures"
+    requeues = tmp_path / "requeues"
+    for attempt in (0, 1):
+        rc, out = run_script(spec, tmp_path, fake_bin, restart=attempt)
+        assert rc != 0
+        assert f"failed attempt {attempt + 1} of retry budget 2; requeueing job 77" in out
+        assert failures.read_text() == f"{attempt + 1}\n"
+    assert requeues.read_text() == "77\n77\n"
+    rc, out = run_script(spec, tmp_path, fake_bin, restart=2)
+    assert rc == 1 and "retry budget 2 spent" in out
+    assert requeues.read_text() == "77\n77\n"
+
+
+def test_array_element_runs_its_own_instance(tmp_path: Path, fake_bin: Path) -> None:
+    line = 'echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME idx=$PAI_TASK_INDEX rank=$RANK master=$MASTER_ADDR"'
+    spec = v2_spec(roles={"a": role(line), "b": role(line, instances=3)}, extras={"gangAllocation": False})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n3",),
+                         extra_env={"SLURM_ARRAY_JOB_ID": "70", "SLURM_ARRAY_TASK_ID": "2"})
+    assert rc == 0, out
+    assert rows(out) == [{"role": "b", "idx": "1", "rank": "2", "master": "10.0.0.3"}]
