@@ -1,0 +1,65 @@
+"""Recording stand-ins for unit tests of the daemon's pure-ish logic (diffing, batching, the
+preemption state machine). They record the calls the code would make; the live tests in
+tests/test_daemon_live.py and tests/test_preempt_live.py check the same acts against Slurm."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from prioritizer.model import Snapshot
+from prioritizer.observe import Observation, Unit
+from slurm_plugin.client import JobUnknown, SlurmRefused, SlurmUnreachable
+
+
+@dataclass
+class RecordingClient:
+    """Records (method, args); ``refuse`` ids make an update containing them fail like Slurm
+    (rc=1 for the list); ``unreachable`` makes every call raise SlurmUnreachable."""
+
+    calls: list[tuple] = field(default_factory=list)
+    refuse: set[int] = field(default_factory=set)
+    gone: set[int] = field(default_factory=set)
+    unreachable: bool = False
+
+    def _check(self, ids: list[int]) -> None:
+        if self.unreachable:
+            raise SlurmUnreachable(["scontrol"], "Unable to contact slurm controller")
+        if self.gone & set(ids):
+            raise JobUnknown(["scontrol"], "Invalid job id specified")
+        if self.refuse & set(ids):
+            raise SlurmRefused(["scontrol"], "Job is no longer pending execution")
+
+    def set_site_factor(self, ids: list[int], value: int) -> None:
+        self.calls.append(("site_factor", list(ids), value))
+        self._check(list(ids))
+
+    def set_priority(self, ids: list[int], value: int) -> None:
+        self.calls.append(("priority", list(ids), value))
+        self._check(list(ids))
+
+    def set_partition(self, ids: list[int], value: str) -> None:
+        self.calls.append(("partition", list(ids), value))
+        self._check(list(ids))
+
+    def signal(self, job_id: int, sig: str, batch_only: bool = True) -> None:
+        self.calls.append(("signal", job_id, sig))
+        self._check([job_id])
+
+    def requeue(self, job_id: int) -> None:
+        self.calls.append(("requeue", job_id))
+        self._check([job_id])
+
+
+def unit(job_id: int, state: str = "RUNNING", *, start: float | None = 100.0, gpus: int = 8,
+         restart: int = 0, marker: bool = True, partition: str = "gpu",
+         end: float | None = None) -> Unit:
+    from slurm_plugin.marker import CheckpointContract
+    return Unit(job_id=job_id, user="alice", account="acct", partition=partition, state=state,
+                gpus_per_node=(gpus,), nodes=("node1",) if state == "RUNNING" else (),
+                submit_time=50.0, start_time=start, end_time=end, eligible_time=None,
+                restart_count=restart, requeue=True,
+                contract=CheckpointContract("USR2", 30) if marker else None, priority=0)
+
+
+def observation(now: float, *units: Unit) -> Observation:
+    return Observation(now, Snapshot((), ()), {u.job_id: u for u in units}, ())

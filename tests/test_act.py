@@ -1,0 +1,127 @@
+"""act: the priority encoding (strict queue precedence), diffing and batching.
+
+The batching tests use a recording fake client (tests/daemon_unit_helpers.py): they are unit
+tests of the diff logic only; tests/test_daemon_live.py shows Slurm starting jobs in order."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daemon_unit_helpers import RecordingClient, observation, unit
+from prioritizer import act
+from prioritizer.daemon_config import DaemonConfig
+from prioritizer.daemon_log import EventLog
+from prioritizer.ledger import Ledger
+from prioritizer.model import Decisions, QueueState
+from prioritizer.observe import record_units
+
+SHOW_CONFIG = {"PriorityWeightAge": "1000", "PriorityWeightAssoc": "0",
+               "PriorityWeightFairShare": "1000", "PriorityWeightJobSize": "100",
+               "PriorityWeightPartition": "1000", "PriorityWeightQOS": "0",
+               "PriorityWeightTRES": "CPU=1000,Mem=2000,GRES/gpu=3000", "PriorityType": "x"}
+
+
+def test_other_weights_sum_every_priority_weight() -> None:
+    assert act.other_weights(SHOW_CONFIG) == 1000 + 1000 + 100 + 1000 + 1000 + 2000 + 3000
+    assert act.other_weights({"PriorityWeightTRES": "(null)"}) == 0
+
+
+def test_values_by_hand() -> None:
+    enc = act.Encoding(queues=3, span=10, weights=5, ref=100)   # step = 10 + 5 + 1 = 16
+    assert enc.value(0, 100) == 2 * 16 + 9 + 1
+    assert enc.value(0, 109) == 2 * 16 + 0 + 1
+    assert enc.value(0, 500) == 2 * 16 + 0 + 1      # beyond the span: bottom of its queue
+    assert enc.value(0, 50) == 2 * 16 + 9 + 1       # before the reference: top of its queue
+    assert enc.value(1, 100) == 16 + 10
+    assert enc.value(2, 105) == 0 + 4 + 1
+
+
+@given(q=st.integers(0, 3), dq=st.integers(1, 3), e1=st.floats(-1e7, 1e8),
+       e2=st.floats(-1e7, 1e8), weights=st.integers(0, 10**6), span=st.integers(1, 10**6))
+def test_queue_precedence_is_strict_whatever_other_factors_add(
+        q: int, dq: int, e1: float, e2: float, weights: int, span: int) -> None:
+    enc = act.Encoding(queues=q + dq + 1, span=span, weights=weights, ref=1e6)
+    # the lowest job of a queue (other factors 0) outranks the highest of any lower queue
+    assert enc.value(q, e1) > enc.value(q + dq, e2) + weights
+    assert enc.value(q + dq, e2) >= 1   # absolute priority 0 would hold the job
+
+
+def test_older_entry_ranks_higher_inside_a_queue() -> None:
+    enc = act.Encoding(queues=2, span=1000, weights=0, ref=0)
+    assert enc.value(1, 10) > enc.value(1, 11)
+
+
+def test_overflow_is_a_clear_error() -> None:
+    with pytest.raises(act.OrderError, match="lower inqueue_span_s"):
+        act.Encoding(queues=10, span=10**8, weights=10**9, ref=0).check()
+
+
+def test_diff_sends_only_changes_grouped_by_value() -> None:
+    wanted = {1: "site_factor:5", 2: "site_factor:5", 3: "site_factor:7", 4: "site_factor:9"}
+    current = {1: "site_factor:5", 2: None, 3: "site_factor:6", 4: "site_factor:9"}
+    assert act.diff(wanted, current) == {"site_factor:5": [2], "site_factor:7": [3]}
+
+
+def _decisions(*states: tuple[int, int, float]) -> Decisions:
+    return Decisions(order=tuple(s[0] for s in states),
+                     states={j: QueueState(j, q, e, 0.0, False, "") for j, q, e in states})
+
+
+def _ledger_with(tmp_path: Path, obs) -> Ledger:
+    ledger = Ledger(tmp_path / "l.sqlite")
+    with ledger.transaction():
+        record_units(None, ledger, obs.units, obs.now)
+    return ledger
+
+
+def test_one_scontrol_call_per_value_and_no_call_when_nothing_changed(tmp_path: Path) -> None:
+    obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2, 3)))
+    ledger = _ledger_with(tmp_path, obs)
+    cfg = DaemonConfig()
+    enc = act.Encoding(queues=3, span=100, weights=0, ref=100)   # step 101
+    dec = _decisions((1, 0, 150), (2, 0, 150), (3, 1, 120))
+    client = RecordingClient()
+    log = EventLog(stream=io.StringIO())
+    for _ in range(2):
+        batches = act.diff(act.targets(dec, obs, cfg, enc), act.current_values(ledger, obs, cfg))
+        act.push(client, ledger, batches, log)  # type: ignore[arg-type]
+    # queue 0 entered at 150: 2*101 + (99-50) + 1 = 252; queue 1 at 120: 101 + 79 + 1 = 181
+    assert client.calls == [("site_factor", [1, 2], 252), ("site_factor", [3], 181)]
+
+
+def test_refused_batch_falls_back_to_single_jobs(tmp_path: Path) -> None:
+    obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2, 3)))
+    ledger = _ledger_with(tmp_path, obs)
+    client = RecordingClient(refuse={2})
+    refused = act.push(client, ledger, {"priority:9": [1, 2, 3]},  # type: ignore[arg-type]
+                       EventLog(stream=io.StringIO()))
+    assert refused == 1
+    assert client.calls == [("priority", [1, 2, 3], 9), ("priority", [1], 9),
+                            ("priority", [2], 9), ("priority", [3], 9)]
+    assert [ledger.job(j).applied for j in (1, 2, 3)] == ["priority:9", None, "priority:9"]
+
+
+def test_partition_mode_moves_pending_jobs_only_when_their_partition_differs(tmp_path: Path) -> None:
+    cfg = DaemonConfig(mode="partition", queue_partitions=("q0", "q1", "q2"))
+    obs = observation(200, unit(1, "PENDING", start=None, partition="q0"),
+                      unit(2, "PENDING", start=None, partition="q0"),
+                      unit(3, "RUNNING", partition="q0"))
+    dec = _decisions((1, 0, 1), (2, 2, 1))
+    assert act.diff(act.targets(dec, obs, cfg, None), act.current_values(
+        _ledger_with(tmp_path, obs), obs, cfg)) == {"partition:q2": [2]}
+
+
+def test_readback_flags_absolute_priority_slurm_did_not_take(tmp_path: Path) -> None:
+    cfg = DaemonConfig(priority_field="priority")
+    obs = observation(200, unit(1, "PENDING", start=None))     # squeue shows priority 0
+    ledger = _ledger_with(tmp_path, obs)
+    with ledger.transaction():
+        ledger.set_applied([1], "priority:77")
+    out = io.StringIO()
+    assert act.readback(ledger, obs, cfg, EventLog(stream=out)) == 1
+    assert "job_id=1 event=readback_mismatch asked=priority:77 slurm_priority=0" in out.getvalue()

@@ -1,0 +1,93 @@
+"""dlprio.yaml: the packaged file loads, documents every key, and bad input names the key."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from prioritizer import daemon_config
+from prioritizer.daemon_config import ConfigError, DaemonConfig
+from prioritizer.daemon_lock import LedgerLock, LockHeld
+from prioritizer.daemon_log import EventLog
+
+PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
+
+
+def test_packaged_config_is_the_documented_defaults() -> None:
+    assert daemon_config.PACKAGED_PATH == PACKAGED
+    assert daemon_config.load(PACKAGED) == DaemonConfig()
+
+
+def test_every_key_is_documented_in_the_packaged_file() -> None:
+    text = PACKAGED.read_text()
+    for f in dataclasses.fields(DaemonConfig):
+        m = re.search(rf"^#.*\n(?:[a-z_]+:.*\n)*{f.name}:", text, re.M)
+        assert m, f"{f.name} has no comment line above it in conf/dlprio.yaml"
+
+
+def _load(tmp_path: Path, text: str) -> DaemonConfig:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return daemon_config.load(p)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("intervl_s: 5\n", r"intervl_s: unknown key; valid keys: .*interval_s"),
+    ("mode: fast\n", r"mode: 'fast' is not one of priority, partition"),
+    ("mode: partition\n", r"queue_partitions: mode partition needs one partition per queue \(3 queues"),
+    ("mode: partition\nqueue_partitions: [q0, q1]\n", r"queue_partitions: .*got \['q0', 'q1'\]"),
+    ("interval_s: 0\n", r"interval_s: must be > 0 seconds"),
+    ("interval_s: ten\n", r"interval_s: expected a number, got 'ten'"),
+    ("metrics_port: 70000\n", r"metrics_port: must be 0 \(off\) or a TCP port"),
+    ("metrics_port: 9.5\n", r"metrics_port: expected a whole number"),
+    ("partitions: gpu\n", r"partitions: expected a list of names, got 'gpu'"),
+    ("interval_s: 60\nbackoff_max_s: 30\n", r"backoff_max_s: must be >= interval_s"),
+    ("policy:\n  thresholds_gpu_s: [100, 50]\n", r"policy.thresholds_gpu_s: thresholds must increase"),
+    ("policy:\n  knob: 3\n", r"policy.knob: unknown key"),
+    ("log_format: xml\n", r"log_format: 'xml' is not one of text, json"),
+    ("- a\n- b\n", r"expected a mapping of keys at the top level, got list"),
+    ("mode: [\n", r"not valid YAML"),
+])
+def test_bad_config_names_key_and_file(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as err:
+        _load(tmp_path, text)
+    assert str(tmp_path / "c.yaml") in str(err.value)
+
+
+def test_partition_mode_with_one_partition_per_queue(tmp_path: Path) -> None:
+    cfg = _load(tmp_path, "mode: partition\nqueue_partitions: [q0, q1, q2]\n"
+                          "policy:\n  thresholds_gpu_s: [10, 20]\n")
+    assert cfg.queues == 3 and cfg.queue_partitions == ("q0", "q1", "q2")
+
+
+def test_missing_file_is_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope.yaml: cannot read \(No such file"):
+        daemon_config.load(tmp_path / "nope.yaml")
+
+
+def test_second_lock_holder_is_refused_with_the_pid(tmp_path: Path) -> None:
+    import os
+    with LedgerLock(tmp_path / "l.sqlite"):
+        with pytest.raises(LockHeld, match=rf"held by process {os.getpid()}"):
+            LedgerLock(tmp_path / "l.sqlite").acquire()
+    with LedgerLock(tmp_path / "l.sqlite"):   # released: a successor may take it
+        pass
+
+
+def test_json_log_line_carries_cycle_and_job() -> None:
+    import io
+    import json
+    out = io.StringIO()
+    log = EventLog("json", out, clock=lambda: 0)
+    log.cycle = 7
+    log.event("queue_changed", 42, **{"from": 0, "to": 1, "reason": "demoted: 50 >= 40"})
+    assert json.loads(out.getvalue()) == {
+        "ts": "1970-01-01T00:00:00Z", "level": "INFO", "cycle": 7, "job_id": 42,
+        "event": "queue_changed", "from": 0, "to": 1, "reason": "demoted: 50 >= 40"}
+    text = EventLog("text", out := io.StringIO(), clock=lambda: 0)
+    text.event("queue_changed", 42, reason="demoted: 50 >= 40")
+    assert out.getvalue() == ('1970-01-01T00:00:00Z INFO cycle=0 job_id=42 event=queue_changed '
+                              'reason="demoted: 50 >= 40"\n')
