@@ -20,6 +20,9 @@ from submit.validation import _IDENT_RE, Ident, Int, NonEmpty, Scalar, SpecError
 
 
 class PortV1(BaseModel):
+    """``portList[]`` item: ``portNumber`` ports labelled ``label`` per task (beginAt is ignored:
+    ports are assigned from the job id, see docs/dlsubmit.md)."""
+
     model_config = ConfigDict(extra="forbid")
     label: Ident  # type: ignore[valid-type]
     beginAt: Int(0, 65535) = 0  # type: ignore[valid-type]
@@ -27,6 +30,8 @@ class PortV1(BaseModel):
 
 
 class TaskRoleV1(BaseModel):
+    """``taskRoles[]`` item: one role; memory in MiB per task, counts per task."""
+
     model_config = ConfigDict(extra="forbid")
     name: NonEmpty  # type: ignore[valid-type]
     taskNumber: Int(1, 100_000)  # type: ignore[valid-type]
@@ -41,6 +46,8 @@ class TaskRoleV1(BaseModel):
 
 
 class JobV1(BaseModel):
+    """A whole v1 job (top level of the JSON file)."""
+
     model_config = ConfigDict(extra="forbid")
     jobName: NonEmpty  # type: ignore[valid-type]
     image: NonEmpty  # type: ignore[valid-type]
@@ -69,6 +76,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     """
     spec: JobV1 = validate(JobV1, data)
     warnings = []
+    if spec.killAllOnCompletedTaskNumber:
+        warnings.append("killAllOnCompletedTaskNumber is ignored; use minSucceededTaskCount")
     if spec.retryCount == -1:
         warnings.append("retryCount: -1 is not a documented value; treated as 0")
     if spec.gpuType is not None and not _GRES_TYPE_RE.match(spec.gpuType):

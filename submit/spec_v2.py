@@ -22,6 +22,8 @@ from submit.validation import Ident, Int, NonEmpty, SpecError, Text, field_path,
 
 
 class Prerequisite(BaseModel):
+    """``prerequisites[]`` item: a named docker image, script, output or data URI (list for data)."""
+
     model_config = ConfigDict(extra="allow")
     name: NonEmpty  # type: ignore[valid-type]
     type: Literal["dockerimage", "script", "output", "data"]
@@ -29,6 +31,8 @@ class Prerequisite(BaseModel):
 
 
 class Resources(BaseModel):
+    """``resourcePerInstance``: cpu count, memoryMB (MiB), gpu count and named port counts per instance."""
+
     model_config = ConfigDict(extra="forbid")
     cpu: Int(1, 4096) = 1  # type: ignore[valid-type]
     memoryMB: Int(1, 1 << 30) = 1024  # type: ignore[valid-type]
@@ -37,17 +41,23 @@ class Resources(BaseModel):
 
 
 class Completion(BaseModel):
+    """``completion``: minFailedInstances (default 1) / minSucceededInstances (default -1)."""
+
     model_config = ConfigDict(extra="forbid")
     minFailedInstances: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
     minSucceededInstances: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
 
 
 class ContainerOptions(BaseModel):
+    """``extraContainerOptions``: only shmMB (MiB) is read."""
+
     model_config = ConfigDict(extra="allow")
     shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
 
 
 class TaskRoleV2(BaseModel):
+    """``taskRoles.<name>``: one role."""
+
     model_config = ConfigDict(extra="forbid")
     instances: Int(1, 100_000) = 1  # type: ignore[valid-type]
     completion: Completion = Field(default_factory=Completion)
@@ -63,24 +73,32 @@ class TaskRoleV2(BaseModel):
 
 
 class DeploymentRole(BaseModel):
+    """``deployments[].taskRoles.<name>``: commands run before and after the role's own."""
+
     model_config = ConfigDict(extra="forbid")
     preCommands: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
     postCommands: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
 
 
 class Deployment(BaseModel):
+    """``deployments[]`` item, chosen by ``defaults.deployment``."""
+
     model_config = ConfigDict(extra="allow")
     name: NonEmpty  # type: ignore[valid-type]
     taskRoles: dict[str, DeploymentRole] = Field(default_factory=dict)
 
 
 class Defaults(BaseModel):
+    """``defaults``: virtualCluster (ignored) and the active deployment."""
+
     model_config = ConfigDict(extra="allow")
     virtualCluster: Text | None = None  # type: ignore[valid-type]
     deployment: Text | None = None  # type: ignore[valid-type]
 
 
 class JobV2(BaseModel):
+    """A whole protocol-v2 job (top level of the YAML file)."""
+
     model_config = ConfigDict(extra="forbid")
     protocolVersion: Any
     name: NonEmpty  # type: ignore[valid-type]
