@@ -21,7 +21,7 @@ from submit.quoting import bash_word, sbatch_word, slurm_name
 from submit.validation import SpecError
 from slurm_plugin import marker
 
-MAX_PORTS = 5000
+MAX_PORTS = 25000
 
 
 def _pyxis_image(uri: str) -> str:
@@ -118,8 +118,9 @@ def _array(name: str, values: list[str], quote: bool = False) -> str:
 
 
 def _ports(role: Role) -> tuple[str, int]:
+    """(``label:count ...`` of the declared ports, ports per task incl. the task's own port)."""
     spec = " ".join(f"{p.label}:{p.count}" for p in role.ports if p.count > 0)
-    return spec, sum(p.count for p in role.ports)
+    return spec, 1 + sum(p.count for p in role.ports)
 
 
 def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
@@ -129,7 +130,7 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[
     port0, total_ports = [], 0
     for r in roles:
         port0.append(total_ports)
-        total_ports += r.instances * _ports(r)[1] if job.gang else _ports(r)[1]
+        total_ports += r.instances * _ports(r)[1]
     if total_ports > MAX_PORTS:
         raise SpecError([f"taskRoles: {total_ports} ports requested in all; at most {MAX_PORTS}"])
     root = (bash_word(opts.checkpoint_root) if opts.checkpoint_root

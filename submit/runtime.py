@@ -8,9 +8,11 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shar
 1. Prints the attempt marker ``[dlsubmit] attempt N start ...`` (N = ``SLURM_RESTART_COUNT``).
 2. Exports ``DL_RESTART_COUNT``, ``DL_CHECKPOINT_DIR`` (``<root>/<job id>``, the same across
    requeues), ``MASTER_ADDR`` (``NodeAddr`` of the first node of role 0, from ``scontrol show
-   node``), ``MASTER_PORT`` (``20000 + (job id mod 2000) x 20``), ``WORLD_SIZE`` and the
+   node``), ``MASTER_PORT`` (``20000 + (job id mod 1000) x 20``), ``WORLD_SIZE`` and the
    OpenPAI variables (``PAI_TASK_ROLE_<role>_HOST_LIST``, ``PAI_HOST_IP_<role>_<i>``,
-   ``PAI_PORT_LIST_<role>_<i>_<label>``, ...).
+   ``PAI_PORT_LIST_<role>_<i>_<label>``, ...). Ports are numbered from ``MASTER_PORT + 1``:
+   each task of each role gets a block of ``1 + declared ports``; the first is the task's own
+   port (``PAI_CONTAINER_HOST_PORT``, the port in ``HOST_LIST``), the declared labels follow.
 3. Starts one ``srun`` per role in the background, each in its own process group (``set -m``),
    with :data:`TASK_PROLOGUE` as ``bash -c`` text and the role's command as an argument. The
    prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX``, narrows
@@ -42,6 +44,8 @@ export RANK=$(( $4 + dl_index ))
 export NODE_RANK=$(( $5 + ${SLURM_NODEID:-0} ))
 dl_var=PAI_HOST_IP_${dl_ident}_$dl_index
 export PAI_CURRENT_CONTAINER_IP=${!dl_var:-}
+export PAI_CONTAINER_HOST_IP=$PAI_CURRENT_CONTAINER_IP
+export PAI_CONTAINER_HOST_PORT=$(( MASTER_PORT + 1 + $9 + dl_index * ${10} ))
 if (( $6 > 0 )); then
   export DL_NODE_GPUS=${CUDA_VISIBLE_DEVICES:-}
   IFS=, read -r -a dl_devs <<< "$DL_NODE_GPUS"
@@ -116,7 +120,7 @@ dl_setup() {
     total=$(( total + DL_ROLE_INSTANCES[r] )) nodes=$(( nodes + DL_ROLE_NODES[r] ))
   done
   export WORLD_SIZE=$total
-  export MASTER_PORT=$(( 20000 + (${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID} % 2000) * 20 ))
+  export MASTER_PORT=$(( 20000 + (${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID} % 1000) * 20 ))
   DL_ONLY_ROLE=-1 DL_ONLY_INDEX=
   if (( ! DL_GANG )); then
     i=${SLURM_ARRAY_TASK_ID:-0}
@@ -125,27 +129,25 @@ dl_setup() {
       i=$(( i - DL_ROLE_INSTANCES[r] ))
     done
   fi
-  port=$(( MASTER_PORT + 1 ))
   for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
     id=${DL_ROLE_IDENT[r]} n=${DL_ROLE_INSTANCES[r]} list=
     export "PAI_TASK_ROLE_TASK_COUNT_$id=$n" "PAI_RESOURCE_$id=${DL_ROLE_RESOURCE[r]}"
+    export "PAI_MIN_FAILED_TASK_COUNT_$id=${DL_ROLE_MIN_FAILED[r]}"
+    export "PAI_MIN_SUCCEEDED_TASK_COUNT_$id=${DL_ROLE_MIN_SUCCEEDED[r]}"
     addrs=()
     if (( DL_GANG || r == DL_ONLY_ROLE )); then mapfile -t addrs < <(dl_addrs "$r"); fi
     for ((i = 0; i < n; i++)); do
       if (( DL_GANG )); then j=$(( i / DL_ROLE_TASKS_PER_NODE[r] ))
       elif (( r == DL_ONLY_ROLE && i == DL_ONLY_INDEX )); then j=0
-      else j=-1; fi
-      ports=
+      else continue; fi
+      port=$(( MASTER_PORT + 1 + DL_ROLE_PORT0[r] + i * DL_ROLE_PORTS_PER_TASK[r] ))
+      export "PAI_HOST_IP_${id}_$i=${addrs[j]:-}"
+      list+=,${addrs[j]:-}:$port
       for spec in ${DL_ROLE_PORTS[r]}; do
         label=${spec%%:*} ports=
-        for ((k = 0; k < ${spec#*:}; k++)); do ports+=,$port; port=$(( port + 1 )); done
-        (( j >= 0 )) && export "PAI_PORT_LIST_${id}_${i}_$label=${ports#,}"
+        for ((k = 0; k < ${spec#*:}; k++)); do port=$(( port + 1 )) ports+=,$port; done
+        export "PAI_PORT_LIST_${id}_${i}_$label=${ports#,}"
       done
-      (( j >= 0 )) || continue
-      export "PAI_HOST_IP_${id}_$i=${addrs[j]:-}"
-      spec=${DL_ROLE_PORTS[r]%%[ ]*}
-      list+=,${addrs[j]:-}
-      if [[ -n $spec ]]; then list+=:$(( MASTER_PORT + 1 + DL_ROLE_PORT0[r] + i * DL_ROLE_PORTS_PER_TASK[r] )); fi
     done
     export "PAI_TASK_ROLE_${id}_HOST_LIST=${list#,}"
   done
@@ -170,6 +172,7 @@ dl_launch() {
   fi
   cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
   cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")
+  cmd+=("${DL_ROLE_PORT0[r]}" "${DL_ROLE_PORTS_PER_TASK[r]}")
   exec "${cmd[@]}"
 }
 

@@ -84,8 +84,9 @@ def test_array_needs_equal_resources() -> None:
 
 
 def test_too_many_ports() -> None:
-    with pytest.raises(SpecError, match="6000 ports requested in all; at most 5000"):
-        render_sbatch(job(role(2000, ports=(Port("a", 3),))), RenderOptions(cores_per_node=4096))
+    # 7000 tasks x (1 own port + 3 declared) = 28000
+    with pytest.raises(SpecError, match="28000 ports requested in all; at most 25000"):
+        render_sbatch(job(role(7000, ports=(Port("a", 3),))), OPTS)
 
 
 def _job_section_values(script: str) -> list[str]:

@@ -86,7 +86,8 @@ def rows(text: str) -> list[dict[str, str]]:
 def test_environment_of_a_two_role_job(tmp_path: Path, fake_bin: Path) -> None:
     line = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK '
             'node_rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES '
-            'hosts=$PAI_TASK_ROLE_w_HOST_LIST ports=$PAI_PORT_LIST_w_1_p idx=$PAI_TASK_INDEX"')
+            'hosts=$PAI_TASK_ROLE_w_HOST_LIST ports=$PAI_PORT_LIST_w_1_p idx=$PAI_TASK_INDEX '
+            'own=$PAI_CONTAINER_HOST_IP:$PAI_CONTAINER_HOST_PORT"')
     spec = v2_spec(roles={"m": role(line), "w": role(line, instances=3, gpu=4,
                                                      resourcePerInstance={"cpu": 1, "memoryMB": 10,
                                                                           "gpu": 4, "ports": {"p": 2}})})
@@ -97,11 +98,14 @@ def test_environment_of_a_two_role_job(tmp_path: Path, fake_bin: Path) -> None:
     assert got == [("m", "0", "0", "0", "", "0"),
                    ("w", "1", "0", "1", "10,11,12,13", "0"), ("w", "2", "1", "1", "14,15,16,17", "1"),
                    ("w", "3", "0", "2", "10,11,12,13", "2")]
-    # job 77: MASTER_PORT = 20000 + 77 * 20 = 21540; w's ports follow: task i gets 21541 + 2i, +1
+    # job 77: MASTER_PORT = 20000 + 77 * 20 = 21540. Port blocks from 21541: m's task gets 1 port
+    # (21541); each w task gets 1 + 2 ("p": 2): task i owns 21542 + 3i, its "p" ports follow.
     assert {r["master"] for r in rows(out)} == {"10.0.0.5:21540"}
     assert {r["world"] for r in rows(out)} == {"4"}
-    assert {r["hosts"] for r in rows(out)} == {"10.0.0.1:21541,10.0.0.1:21543,10.0.0.2:21545"}
-    assert {r["ports"] for r in rows(out)} == {"21543,21544"}
+    assert {r["hosts"] for r in rows(out)} == {"10.0.0.1:21542,10.0.0.1:21545,10.0.0.2:21548"}
+    assert {r["ports"] for r in rows(out)} == {"21546,21547"}
+    assert sorted(r["own"] for r in rows(out)) == ["10.0.0.1:21542", "10.0.0.1:21545",
+                                                   "10.0.0.2:21548", "10.0.0.5:21541"]
 
 
 def test_min_failed_stops_the_rest(tmp_path: Path, fake_bin: Path) -> None:
