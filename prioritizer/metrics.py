@@ -55,6 +55,8 @@ class Metrics:
                                         registry=r, buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30))
         self.slurm_errors = Counter("dlprio_slurm_errors", "Slurm command failures", ["kind"],
                                     registry=r)
+        for kind in ("unreachable", "refused"):
+            self.slurm_errors.labels(kind=kind)
         self.last_cycle = Gauge("dlprio_last_cycle_timestamp_seconds",
                                 "Epoch of the last successful cycle", registry=r)
         self._service = _ServiceHistogram()

@@ -1,0 +1,133 @@
+"""Preemption and operation on the live cluster (issue 5, "Done when" (b) and (f)).
+
+(b) the daemon SIGKILLs itself through the test-only fault point right after writing an intent
+(or right after the requeue call, before recording it); a restarted daemon finishes the intent
+and the job is requeued exactly once. (f) a job without the checkpoint marker is requeued at
+once without a signal and completes; a second daemon on the same ledger is refused with the
+holder's pid; the metrics endpoint answers with the named series.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon_helpers import (DaemonProc, Jobs, attempts, dlprio, ledger_rows, open_ledger,
+                            write_config)
+from live_helpers import wait_cluster_idle, wait_for, wait_state
+from slurm_plugin.client import SlurmClient
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> Iterator[Jobs]:
+    client = SlurmClient(timeout_s=20)
+    wait_cluster_idle(client, 240)
+    j = Jobs(client, tmp_path)
+    yield j
+    j.cleanup()
+
+
+def _preempt_whole_cluster_job(jobs: Jobs, cfg: Path, marker: bool) -> tuple[int, Path, int]:
+    """A 32-GPU job falls to queue 1; an 8-GPU job arrives. Returns (big id, its log, short id)."""
+    big, log = jobs.submit("big", nodes=4, gpus_per_node=8, steps=30, marker=marker)
+    wait_state(jobs.client, big, {"RUNNING"}, 60)
+    wait_for(lambda: ledger_rows(cfg).get(big, {}).get("queue") == 1, 40, "big job in queue 1")
+    short, _ = jobs.submit("short", nodes=1, gpus_per_node=8, steps=5)
+    return big, log, short
+
+
+@pytest.mark.parametrize("crash_after", ["intent", "requeue"])
+def test_b_daemon_killed_mid_preemption_requeues_exactly_once(
+        jobs: Jobs, tmp_path: Path, crash_after: str) -> None:
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    first = DaemonProc(cfg, env={"DLPRIO_FAULT_AFTER": crash_after}).start()
+    second = DaemonProc(cfg)
+    try:
+        big, log, short = _preempt_whole_cluster_job(jobs, cfg, marker=True)
+        assert first.proc is not None
+        assert first.proc.wait(60) == -9          # killed itself with SIGKILL at the fault point
+        with open_ledger(cfg) as ledger:
+            (intent,) = ledger.intents(big)
+        assert intent.done_at is None             # the intent was left open
+        if crash_after == "intent":
+            assert intent.signal_at is None and "checkpoint" not in log.read_text()
+            assert jobs.client.job(big).restart_count == 0
+        second.start()
+        wait_state(jobs.client, short, {"COMPLETED"}, 90)
+        wait_state(jobs.client, big, {"COMPLETED"}, 180)
+        wait_for(lambda: ledger_rows(cfg)[big]["state"] == "COMPLETED", 30, "the daemon to see it")
+    finally:
+        assert second.stop() == 0, second.text()
+    assert jobs.client.job(big).restart_count == 1
+    assert log.read_text().count("checkpoint ") == 1
+    assert [a.end_reason for a in attempts(log)] == ["killed", "done"]
+    with open_ledger(cfg) as ledger:
+        assert [i.outcome for i in ledger.intents(big)] == ["requeued"]
+    assert ledger_rows(cfg)[big]["preemptions"] == 1
+
+
+def test_f_job_without_marker_requeued_without_signal_and_completes(jobs: Jobs, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    daemon = DaemonProc(cfg).start()
+    try:
+        big, log, short = _preempt_whole_cluster_job(jobs, cfg, marker=False)
+        wait_state(jobs.client, short, {"COMPLETED"}, 90)
+        wait_state(jobs.client, big, {"COMPLETED"}, 180)
+        wait_for(lambda: ledger_rows(cfg)[big]["state"] == "COMPLETED", 30, "the daemon to see it")
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+    # the script logs "checkpoint" if USR2 ever reaches it: it never did
+    assert "checkpoint" not in log.read_text()
+    assert [a.end_reason for a in attempts(log)] == ["killed", "done"]
+    assert attempts(log)[1].start_step == 0      # no checkpoint: it started over, and finished
+    assert jobs.client.job(big).restart_count == 1
+    with open_ledger(cfg) as ledger:
+        (intent,) = ledger.intents(big)
+    assert intent.signal is None and intent.signal_at is None and intent.outcome == "requeued"
+    assert intent.requeue_at == intent.created   # requeued in the cycle that decided it
+
+
+def _scrape(port: int) -> str:
+    return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_f_second_daemon_refused_and_metrics_endpoint(jobs: Jobs, tmp_path: Path) -> None:
+    port = _free_port()
+    cfg = write_config(tmp_path / "dlprio.yaml", metrics_port=port)
+    daemon = DaemonProc(cfg).start()
+    try:
+        jid, _ = jobs.submit("metrics", nodes=1, gpus_per_node=2, steps=60)
+        wait_for(lambda: ledger_rows(cfg).get(jid, {}).get("queue") == 0
+                 and ledger_rows(cfg)[jid]["state"] == "RUNNING", 40, "job seen running")
+        again = subprocess.run(dlprio("run", "--config", str(cfg)), capture_output=True,
+                               text=True, timeout=30)
+        assert daemon.proc is not None
+        assert again.returncode == 4
+        assert f"held by process {daemon.proc.pid}" in again.stderr
+        assert len(again.stderr.strip().splitlines()) == 1
+        body = wait_for(lambda: (b := _scrape(port)) and 'state="RUNNING"} 1.0' in b and b, 30,
+                        "metrics to show the running job")
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+    for series in ('dlprio_queue_length{queue="0",state="RUNNING"} 1.0',
+                   'dlprio_queue_length{queue="1",state="PENDING"} 0.0',
+                   "dlprio_attained_service_gpu_seconds_bucket",
+                   'dlprio_attained_service_gpu_seconds_count 1.0',
+                   "dlprio_preemptions_total 0.0", "dlprio_promotions_total 0.0",
+                   "dlprio_requeues_total 0.0", "dlprio_cycle_duration_seconds_count",
+                   'dlprio_slurm_errors_total{kind="unreachable"} 0.0',
+                   "dlprio_last_cycle_timestamp_seconds"):
+        assert series in body, series
