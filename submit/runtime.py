@@ -23,10 +23,10 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shar
    OpenPAI FrameworkController semantics); a decided job's remaining tasks get SIGTERM.
 5. On the checkpoint signal (``--signal=B:<SIG>@<grace>`` or ``scancel --batch --signal``) the trap
    forwards the signal to every payload process group (srun passes it on to all tasks) and keeps
-   waiting; after the payload ends the script waits for the scheduler's requeue until
-   ``grace + 30`` s after the signal. If none came, a payload that succeeded (exit 0 = finished,
-   the preemption was dropped) ends the job; otherwise the script requeues itself. Preempted
-   attempts never count as failures.
+   waiting. A payload that then succeeds (exit 0) is finished: the job ends at once (a dropped
+   preemption costs nothing). A payload that fails after the signal was preempted: the script
+   waits for the scheduler's requeue until ``grace + 30`` s after the signal, then requeues
+   itself. Preempted attempts never count as failures.
 6. A failed attempt increments ``<checkpoint dir>/.dlsubmit/failures``; while that count is within
    the retry budget the script requeues itself (``scontrol requeue``), otherwise it exits 1.
 """
@@ -264,10 +264,10 @@ dl_main() {
     dl_wait_payload
     dl_decide final
   fi
-  if (( DL_SIGNALLED )); then
+  if (( DL_SIGNALLED && ! DL_OK )); then
     dl_log "attempt $DL_RESTART_COUNT: payload ended after SIG$DL_SIGNAL ($DL_DECISION); waiting for the requeue"
     while (( $(date +%s) < DL_SIGNAL_AT + DL_GRACE_S + 30 )); do sleep 1 & wait "$!"; done
-    (( DL_OK )) || dl_requeue_self "checkpointed, no requeue arrived"
+    dl_requeue_self "checkpointed, no requeue arrived"
   fi
   if (( DL_OK )); then dl_log "attempt $DL_RESTART_COUNT end: $DL_DECISION"; exit 0; fi
   failures=$(( failures + 1 ))

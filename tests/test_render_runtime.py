@@ -1,7 +1,8 @@
 """The script's fixed runtime (submit/runtime.py) run by real bash against fake ``srun``/``scontrol``.
 
 These tests need no cluster: ``srun`` is replaced by a small bash program that starts the tasks
-locally with the variables Slurm would set (``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NODEID``,
+locally (each in its own process group, which gets the signals srun forwards, as Slurm's
+proctrack signals a task's whole process tree) with the variables Slurm would set (``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NODEID``,
 ``CUDA_VISIBLE_DEVICES`` = all GPUs of the step on the node) and ``scontrol`` answers
 ``show hostnames``/``show node`` and records ``requeue`` (then ends the batch shell, as Slurm's
 requeue does). The same behaviours are checked with real Slurm in tests/test_submit_live.py.
@@ -10,6 +11,7 @@ requeue does). The same behaviours are checked with real Slurm in tests/test_sub
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -29,15 +31,18 @@ done
 n=0; [[ $gres == none ]] || n=${gres##*:}
 devs=$( ((n > 0)) && seq -s, 10 $((10 + n - 1)) )
 pids=()
-trap 'kill -s USR2 "${pids[@]}" 2>/dev/null' USR2
-trap 'kill -s TERM "${pids[@]}" 2>/dev/null; exit 143' TERM
+trap 'kill -s USR2 -- "${pids[@]}" 2>/dev/null' USR2
+trap 'kill -s TERM -- "${pids[@]}" 2>/dev/null; exit 143' TERM
 for ((i = 0; i < ntasks; i++)); do
   SLURM_PROCID=$i SLURM_LOCALID=$((i % per)) SLURM_NODEID=$((i / per)) SLURMD_NODENAME=n$((i / per)) \
-    CUDA_VISIBLE_DEVICES=$devs "$@" &
-  pids+=($!)
+    CUDA_VISIBLE_DEVICES=$devs setsid "$@" &
+  pids+=(-$!)
 done
 rc=0
-for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+for p in "${pids[@]}"; do
+  while :; do wait "${p#-}"; r=$?; kill -0 "${p#-}" 2>/dev/null || break; done
+  (( r )) && rc=$r
+done
 exit $rc
 """
 
@@ -60,15 +65,21 @@ def fake_bin(tmp_path: Path) -> Path:
     return d
 
 
-def run_script(spec: dict, tmp_path: Path, fake_bin: Path, restart: int = 0,
-               nodelists: tuple[str, ...] = ("n0",),
-               extra_env: dict[str, str] | None = None) -> tuple[int, str]:
-    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+def script_env(tmp_path: Path, fake_bin: Path, restart: int = 0, nodelists: tuple[str, ...] = ("n0",),
+               extra_env: dict[str, str] | None = None) -> dict[str, str]:
     env = {"PATH": f"{fake_bin}:{os.environ['PATH']}", "SLURM_JOB_ID": "77", **(extra_env or {}),
            "SLURM_RESTART_COUNT": str(restart), "SLURM_JOB_USER": "alice",
            "SLURM_JOB_NODELIST": nodelists[0], "FAKE_REQUEUES": str(tmp_path / "requeues")}
     for i, nl in enumerate(nodelists):
         env[f"SLURM_JOB_NODELIST_HET_GROUP_{i}"] = nl
+    return env
+
+
+def run_script(spec: dict, tmp_path: Path, fake_bin: Path, restart: int = 0,
+               nodelists: tuple[str, ...] = ("n0",),
+               extra_env: dict[str, str] | None = None) -> tuple[int, str]:
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    env = script_env(tmp_path, fake_bin, restart, nodelists, extra_env)
     proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=60)
     return proc.returncode, proc.stdout + proc.stderr
 
@@ -151,3 +162,31 @@ def test_array_element_runs_its_own_instance(tmp_path: Path, fake_bin: Path) -> 
                          extra_env={"SLURM_ARRAY_JOB_ID": "70", "SLURM_ARRAY_TASK_ID": "2"})
     assert rc == 0, out
     assert rows(out) == [{"role": "b", "idx": "1", "rank": "2", "master": "10.0.0.3"}]
+
+
+def test_checkpoint_signal_is_forwarded_and_a_finished_payload_ends_at_once(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """USR2 to the batch shell reaches the program; the program checkpoints, keeps going and
+    exits 0, so the job ends without waiting for a requeue (grace is 600 s here)."""
+    cmd = 'trap "echo CKPT" USR2; echo READY; for i in $(seq 30); do sleep 0.1; done; echo DONE'
+    spec = v2_spec(roles={"main": role(cmd)}, extras={"checkpoint": {"grace": 600}})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    proc = subprocess.Popen(["bash", "-c", script], env=script_env(tmp_path, fake_bin),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.strip() == "READY":
+            break
+    proc.send_signal(signal.SIGUSR2)
+    try:
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    out = "".join(seen) + rest
+    assert proc.returncode == 0, out
+    assert "got SIGUSR2, forwarding it to the payload" in out
+    assert "CKPT" in out and "DONE" in out
+    assert "attempt 0 end: succeeded: all instances completed" in out
+    assert not (tmp_path / "requeues").exists()
