@@ -287,6 +287,16 @@ class SlurmClient:
             self._run(["scancel", *[str(j) for j in job_ids]])
 
 
+    def create_partition(self, name: str, options: Sequence[str] = ()) -> None:
+        """``scontrol create PartitionName=NAME OPT=VAL ...`` (operator; kept in slurmctld's
+        state, not in slurm.conf). Raises :class:`SlurmRefused` (e.g. the name exists)."""
+        self._run(["scontrol", "create", f"PartitionName={name}", *options])
+
+    def delete_partition(self, name: str) -> None:
+        """``scontrol delete PartitionName=NAME`` (refused while jobs are active in it)."""
+        self._run(["scontrol", "delete", f"PartitionName={name}"])
+
+
 def _is_unreachable(text: str) -> bool:
     low = text.lower()
     return any(p in low for p in _UNREACHABLE_PATTERNS)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -97,26 +97,73 @@ def test_a_short_job_preempts_demoted_long_job_which_resumes(jobs: Jobs, tmp_pat
         assert len(ledger.runs(victim)) == 2
 
 
+def _order_scenario(jobs: Jobs, cfg: Path, extra: tuple[str, ...],
+                    told: Callable[[int, int], bool]) -> tuple[int, int, int]:
+    """A job requeued by its user keeps its service (queue 1) and waits behind a blocker with a
+    newer queue-0 job. Returns (old, new, blocker) once ``told(old, new)`` (the daemon has told
+    Slurm the order)."""
+    old, _ = jobs.submit("old", nodes=4, gpus_per_node=8, steps=100, marker=False, extra=extra)
+    wait_for(lambda: ledger_rows(cfg).get(old, {}).get("queue") == 1, 40, "old job in queue 1")
+    service = ledger_rows(cfg)[old]["attained_gpu_s"]
+    jobs.client.requeue(old)
+    blocker, _ = jobs.submit("blocker", nodes=4, gpus_per_node=8, steps=300, marker=False,
+                             extra=extra)
+    wait_state(jobs.client, blocker, {"RUNNING"}, 30)
+    new, _ = jobs.submit("new", nodes=4, gpus_per_node=8, steps=3, marker=False, extra=extra)
+    wait_for(lambda: told(old, new), 30, "the daemon to tell Slurm the order")
+    rows = ledger_rows(cfg)
+    assert rows[old]["queue"] == 1 and rows[new]["queue"] == 0
+    # the user's requeue kept its service (Slurm's times are whole seconds: 1 s x 32 GPUs)
+    assert rows[old]["attained_gpu_s"] >= service - 32
+    return old, new, blocker
+
+
 def test_priority_mode_slurm_starts_jobs_in_policy_order(jobs: Jobs, tmp_path: Path) -> None:
-    """A job requeued by its user keeps its service (queue 1); a newer queue-0 job then starts
-    first when the blocker ends, although Slurm's own factors favour the older job."""
+    """The newer queue-0 job starts first when the blocker ends, although Slurm's own factors
+    (age, id) favour the older job."""
     cfg = write_config(tmp_path / "dlprio.yaml", policy={"preemption": False})
     daemon = DaemonProc(cfg).start()
     try:
-        old, _ = jobs.submit("old", nodes=4, gpus_per_node=8, steps=100, marker=False)
-        wait_for(lambda: ledger_rows(cfg).get(old, {}).get("queue") == 1, 40, "old job in queue 1")
-        service = ledger_rows(cfg)[old]["attained_gpu_s"]
-        jobs.client.requeue(old)
-        blocker, _ = jobs.submit("blocker", nodes=4, gpus_per_node=8, steps=300, marker=False)
-        wait_state(jobs.client, blocker, {"RUNNING"}, 30)
-        new, _ = jobs.submit("new", nodes=4, gpus_per_node=8, steps=3, marker=False)
-        wait_for(lambda: _applied(cfg, old) and _applied(cfg, new), 30, "both values sent")
-        rows = ledger_rows(cfg)
-        assert rows[old]["queue"] == 1 and rows[new]["queue"] == 0
-        # the user's requeue kept its service (Slurm's times are whole seconds: 1 s x 32 GPUs)
-        assert rows[old]["attained_gpu_s"] >= service - 32
+        old, new, blocker = _order_scenario(
+            jobs, cfg, (), lambda old, new: _applied(cfg, old) and _applied(cfg, new))
         prio = {j.job_id: j.priority for j in jobs.client.jobs(job_ids=[old, new])}
         assert prio[new] > prio[old]
+        jobs.client.cancel([blocker])
+        wait_state(jobs.client, new, {"RUNNING", "COMPLETED"}, 60)
+        assert jobs.client.job(old).state == "PENDING"
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+
+
+QUEUE_PARTITIONS = (("q0", "30"), ("q1", "20"), ("q2", "10"))
+
+
+@pytest.fixture
+def queue_partitions(jobs: Jobs) -> Iterator[None]:
+    """Partitions q0..q2 over all nodes (conf/slurm.conf.d/40-partitions-partition-mode.conf),
+    created at run time with scontrol and deleted afterwards."""
+    for name, tier in QUEUE_PARTITIONS:
+        jobs.client.create_partition(name, ["Nodes=ALL", f"PriorityTier={tier}", "PreemptMode=OFF",
+                                            "MaxTime=INFINITE", "State=UP"])
+    yield
+    jobs.cleanup()
+    wait_for(lambda: not [j for j in jobs.client.jobs(job_ids=jobs.ids) if j.is_active], 60,
+             "test jobs to leave the queue partitions")
+    for name, _ in QUEUE_PARTITIONS:
+        jobs.client.delete_partition(name)
+
+
+def test_partition_mode_moves_pending_jobs_and_slurm_follows(
+        jobs: Jobs, tmp_path: Path, queue_partitions: None) -> None:
+    cfg = write_config(tmp_path / "dlprio.yaml", policy={"preemption": False}, mode="partition",
+                       queue_partitions=[name for name, _ in QUEUE_PARTITIONS])
+    daemon = DaemonProc(cfg).start()
+    try:
+        def told(old: int, new: int) -> bool:
+            parts = {j.job_id: j.partition for j in jobs.client.jobs(job_ids=[old, new])}
+            return parts == {old: "q1", new: "q0"} and ledger_rows(cfg)[new]["queue"] == 0
+
+        old, new, blocker = _order_scenario(jobs, cfg, ("--partition=q0",), told)
         jobs.client.cancel([blocker])
         wait_state(jobs.client, new, {"RUNNING", "COMPLETED"}, 60)
         assert jobs.client.job(old).state == "PENDING"
