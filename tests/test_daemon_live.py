@@ -236,3 +236,28 @@ def test_d_e_starving_job_promoted_and_explained(jobs: Jobs, tmp_path: Path) -> 
     unknown = subprocess.run(dlprio("explain", "999999", "--config", str(cfg)),
                              capture_output=True, text=True)
     assert unknown.returncode == 3 and "999999" in unknown.stderr
+
+
+def test_once_dry_run_changes_nothing_then_once_applies(jobs: Jobs, tmp_path: Path) -> None:
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    jid, _ = jobs.submit("later", nodes=1, gpus_per_node=2, steps=3, extra=("--begin=now+2hours",))
+    before = wait_state(jobs.client, jid, {"PENDING"}, 30).priority
+    dry = subprocess.run(dlprio("once", "--dry-run", "--config", str(cfg)), capture_output=True,
+                         text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    line = next(line for line in dry.stdout.splitlines() if f" {jid} " in line)
+    assert line.split()[:4] == ["0", str(jid), "PENDING", "0"] and "site_factor:" in line
+    assert dry.stdout.rstrip().endswith("dry run: nothing sent to Slurm")
+    assert jobs.client.job(jid).priority == before
+    with open_ledger(cfg) as ledger:        # observed and recorded, but nothing applied
+        row = ledger.job(jid)
+        assert row is not None and row.state == "PENDING" and row.applied is None
+    real = subprocess.run(dlprio("once", "--config", str(cfg), "--log-format", "json"),
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0, real.stderr
+    value = int(line.split("site_factor:")[1].split()[0])
+    # SiteFactor is added to the multifactor sum: the priority rises by exactly the value
+    # (the other factors of a job held by --begin do not change within seconds)
+    after = jobs.client.job(jid).priority
+    assert value - 5 <= after - before <= value + 5
+    assert f'"job_id": {jid}, "event": "order_set"' in real.stderr
