@@ -253,33 +253,92 @@ def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
                     candidates: list[JobView], taken: set[int],
                     placed: dict[int, tuple[int, ...]], level: dict[int, float]
                     ) -> list[int] | None:
-    """Smallest prefix of ``candidates`` (strictly lower priority than the waiter) whose
-    GPUs make ``need`` fit, then drop any victim not needed. Adds the victims' GPUs to
-    ``soon`` on success; leaves it unchanged on failure."""
-    trial = soon.copy()
+    """Victims for one waiter (see :func:`_victims_for_gang`); a one-node waiter takes the
+    arithmetic shortcut :func:`_victims_for_one_node`, which gives the same victims."""
+    if len(need) == 1:
+        return _victims_for_one_node(need[0], soon, waiter_level, candidates, taken, placed,
+                                     level)
+    return _victims_for_gang(need, soon, waiter_level, candidates, taken, placed, level)
+
+
+def _victims_for_one_node(gpus: int, soon: FreeMap, waiter_level: float,
+                          candidates: list[JobView], taken: set[int],
+                          placed: dict[int, tuple[int, ...]], level: dict[int, float]
+                          ) -> list[int] | None:
+    """Same rule as :func:`_victims_for_gang` for a waiter needing ``gpus`` on one node:
+    the first node whose free GPUs plus those of the victims taken so far reach ``gpus``
+    hosts it; only victims on that node are kept, newest dropped first while it fits."""
+    extra: dict[int, int] = {}
     chosen: list[JobView] = []
+    hit = -1
     for job in candidates:
         if level[job.job_id] <= waiter_level:
             break
         if job.job_id in taken:
             continue
-        trial.add(placed[job.job_id], job.gpus_per_node)
         chosen.append(job)
-        if trial.place(need) is not None:
+        for node, g in zip(placed[job.job_id], job.gpus_per_node):
+            extra[node] = extra.get(node, 0) + g
+            if soon.free[node] + extra[node] >= gpus:
+                hit = node
+        if hit >= 0:
             break
-    else:
+    if hit < 0:
         return None
-    if not chosen or trial.place(need) is None:
-        return None
-    for job in reversed(chosen[:-1]):
-        trial.add(placed[job.job_id], [-g for g in job.gpus_per_node])
-        if trial.place(need) is None:
-            trial.add(placed[job.job_id], job.gpus_per_node)
-        else:
-            chosen.remove(job)
-    for job in chosen:
+    mine = [(job, g) for job in chosen for node, g in zip(placed[job.job_id], job.gpus_per_node)
+            if node == hit]
+    have = soon.free[hit] + sum(g for _, g in mine)
+    keep = [True] * len(mine)
+    for i in range(len(mine) - 2, -1, -1):
+        if have - mine[i][1] >= gpus:
+            have -= mine[i][1]
+            keep[i] = False
+    victims = [job for (job, _), kept in zip(mine, keep) if kept]
+    for job in victims:
         soon.add(placed[job.job_id], job.gpus_per_node)
-    return [job.job_id for job in chosen]
+    return [job.job_id for job in victims]
+
+
+def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
+                    candidates: list[JobView], taken: set[int],
+                    placed: dict[int, tuple[int, ...]], level: dict[int, float]
+                    ) -> list[int] | None:
+    """Victims for one waiter: take ``candidates`` in order (strictly lower priority than
+    the waiter, not yet taken) until ``need`` fits, then keep only those on the nodes the
+    waiter will use and drop, newest first, any of those it can do without. On success the
+    victims' GPUs stay added to ``soon``; on failure ``soon`` is left unchanged."""
+    chosen: list[JobView] = []
+    nodes = None
+    for job in candidates:
+        if level[job.job_id] <= waiter_level:
+            break
+        if job.job_id in taken:
+            continue
+        soon.add(placed[job.job_id], job.gpus_per_node)
+        chosen.append(job)
+        nodes = soon.place(need)
+        if nodes is not None:
+            break
+    if nodes is None:
+        for job in chosen:
+            soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        return None
+    used = set(nodes)
+    keep: list[JobView] = []
+    for job in chosen:
+        if used.isdisjoint(placed[job.job_id]):
+            soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        else:
+            keep.append(job)
+    needed = [True] * len(keep)
+    for i in range(len(keep) - 2, -1, -1):
+        job = keep[i]
+        soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        if soon.place(need) is None:
+            soon.add(placed[job.job_id], job.gpus_per_node)
+        else:
+            needed[i] = False
+    return [job.job_id for job, keep_it in zip(keep, needed) if keep_it]
 
 
 def next_queue_change(job: JobView, config: PolicyConfig, now: float) -> float | None:

@@ -1,0 +1,81 @@
+"""Benchmark: one policy decision over 10,000 jobs on 1,000 nodes × 8 GPUs (issue 4, "Scale").
+
+Prints wall time (median of repeats) and peak traced memory per policy; asserts nothing.
+The snapshot is synthetic but shaped like a loaded cluster: every GPU busy with 1-8-GPU
+jobs spread over queues, the rest pending (mixed sizes, some demoted and starving), so the
+decision has to order, promote and search victims. Run: ``.venv/bin/python
+benchmarks/bench_decide.py [--jobs N] [--nodes N] [--repeat R]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+import tracemalloc
+
+from prioritizer.config import POLICY_NAMES, PolicyConfig
+from prioritizer.durations import load_distribution
+from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.policy import decide
+
+NOW = 1_000_000.0
+
+
+def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1) -> Snapshot:
+    """A full cluster plus pending jobs, deterministic for a seed."""
+    rng = random.Random(seed)
+    free = [gpus] * nodes
+    views: list[JobView] = []
+    node = 0
+    while node < nodes and len(views) < jobs:
+        size = min(rng.choice([1, 1, 2, 4, 8]), free[node])
+        free[node] -= size
+        attained = rng.choice([100.0, 5000.0, 50000.0]) * size
+        views.append(JobView(len(views), JobPhase.RUNNING, (size,), NOW - 5e4, attained,
+                             attained / size, queue=None, run_start=NOW - rng.randint(0, 9e3),
+                             nodes=(f"n{node}",), duration_s=attained / size + 1e4))
+        if free[node] == 0:
+            node += 1
+    while len(views) < jobs:
+        size = rng.choice([1, 1, 2, 4, 8, 16])
+        shape = (size,) if size <= gpus else (gpus,) * (size // gpus)
+        ran = rng.choice([0.0, 0.0, 300.0, 4000.0])
+        views.append(JobView(len(views), JobPhase.PENDING, shape, NOW - rng.randint(0, 9e4),
+                             ran * size, ran, queue=1 if ran else None,
+                             queue_entry_time=NOW - 5e4, last_run_s=ran,
+                             last_run_end=NOW - rng.randint(0, 9e4) if ran else None,
+                             duration_s=ran + rng.randint(60, 1e5)))
+    node_views = tuple(NodeView(f"n{i}", gpus, f) for i, f in enumerate(free))
+    return Snapshot(node_views, tuple(views))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--nodes", type=int, default=1_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    snap = make_snapshot(args.jobs, args.nodes)
+    dist = load_distribution()
+    running = sum(1 for j in snap.jobs if j.phase is JobPhase.RUNNING)
+    print(f"decision over {len(snap.jobs)} jobs ({running} running) on {args.nodes} nodes x 8 GPUs")
+    for name in POLICY_NAMES:
+        cfg = PolicyConfig(policy=name)
+        times = []
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            decisions = decide(snap, cfg, NOW, distribution=dist)
+            times.append(time.perf_counter() - start)
+        tracemalloc.start()
+        decide(snap, cfg, NOW, distribution=dist)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"{name:18s} median {statistics.median(times) * 1e3:7.1f} ms  "
+              f"peak {peak / 2**20:6.1f} MiB  preemptions {len(decisions.preemptions):4d}  "
+              f"promotions {len(decisions.promotions):4d}")
+
+
+if __name__ == "__main__":
+    main()
