@@ -30,7 +30,7 @@ from prioritizer.daemon_config import DaemonConfig
 from prioritizer.daemon_log import EventLog
 from prioritizer.ledger import Ledger
 from prioritizer.model import Decisions, JobPhase
-from prioritizer.observe import Observation
+from prioritizer.observe import HELD_REASONS, Observation
 from slurm_plugin.client import SlurmClient, SlurmRefused, JobUnknown
 
 WEIGHT_KEYS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
@@ -95,7 +95,8 @@ def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
     for job_id in decisions.order:
         state = decisions.states.get(job_id)
         unit = obs.units.get(job_id)
-        if state is None or unit is None or unit.phase is not JobPhase.PENDING:
+        if (state is None or unit is None or unit.phase is not JobPhase.PENDING
+                or unit.reason in HELD_REASONS):   # Slurm refuses updates of held jobs
             continue
         if cfg.mode == "partition":
             part = cfg.queue_partitions[min(state.queue, len(cfg.queue_partitions) - 1)]
@@ -159,14 +160,15 @@ def _send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
 
 
 def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: EventLog) -> int:
-    """Compare squeue with what was sent last cycle; log and count mismatches.
+    """Compare squeue with what was sent before; log mismatches and forget the value sent, so
+    that this cycle sends it again. Returns the number of mismatches.
 
     Absolute priority must equal the value; a SiteFactor is part of the sum, so priority must
-    be at least the value; a partition must match.
+    be at least the value. (Mode partition compares Slurm's partition directly each cycle.)
     """
     if cfg.mode == "partition":
         return 0
-    bad = 0
+    bad: list[int] = []
     for row in ledger.jobs(active_only=True):
         unit = obs.units.get(row.job_id)
         if unit is None or unit.phase is not JobPhase.PENDING or not row.applied:
@@ -176,10 +178,12 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: EventLog)
             continue
         want = int(arg)
         if (unit.priority != want) if field == "priority" else (unit.priority < want):
-            bad += 1
+            bad.append(row.job_id)
             log.event("readback_mismatch", row.job_id, "WARNING", asked=row.applied,
                       slurm_priority=unit.priority)
-    return bad
+    with ledger.transaction():
+        ledger.set_applied(bad, None)
+    return len(bad)
 
 
 def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: EventLog,

@@ -166,4 +166,7 @@ class Daemon:
                 self.metrics.slurm_errors.labels(kind="refused").inc()
                 self.log.event("slurm_error", level="ERROR", error=str(exc))
                 delay = self.cfg.interval_s
+            except ValueError as exc:   # decide() refused its input: keep the loop, say why
+                self.log.event("decide_error", level="ERROR", error=str(exc))
+                delay = self.cfg.interval_s
             stop.wait(max(delay, 0.0))

@@ -150,6 +150,9 @@ def _coerce(key: str, raw: Any, default: Any) -> Any:
 
 
 def _check(cfg: DaemonConfig) -> None:
+    if cfg.policy.policy == "srtf":
+        raise ConfigError("policy.policy: srtf needs every job's true duration (an oracle); "
+                          "it exists for `dlprio simulate` only")
     if cfg.mode not in MODES:
         raise ConfigError(f"mode: {cfg.mode!r} is not one of {', '.join(MODES)}")
     if cfg.priority_field not in PRIORITY_FIELDS:

@@ -13,6 +13,7 @@ the *next* start and no end). Nothing here decides; ``prioritizer.policy.decide`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,6 +26,11 @@ from slurm_plugin.records import Job, Node
 
 PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED"})
 RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "SUSPENDED"})
+#: Pending reasons after which Slurm would start the job as soon as GPUs are free. A pending job
+#: with any other reason (held, dependency, limits, nodes down...) is ordered but never preempted
+#: for: freeing GPUs would not start it (squeue(1) "JOB REASON CODES").
+STARTABLE_REASONS = frozenset({"None", "", "Priority", "Resources", "BeginTime"})
+HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Unit:
     account: str
     partition: str
     state: str
+    reason: str
     gpus_per_node: tuple[int, ...]
     nodes: tuple[str, ...]
     submit_time: float | None
@@ -98,7 +105,7 @@ def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
             contract = None
         out[unit_id] = Unit(
             job_id=unit_id, user=lead.user, account=lead.account, partition=lead.partition,
-            state=lead.state, gpus_per_node=per_node,
+            state=lead.state, reason=lead.reason, gpus_per_node=per_node,
             nodes=tuple(n for j in parts for n in j.node_list),
             submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
             eligible_time=lead.eligible_time, restart_count=lead.restart_count,
@@ -181,6 +188,16 @@ def _sacct_end(client: SlurmClient, run: Run) -> float | None:
     return None
 
 
+def _eligible(unit: Unit, now: float) -> float | None:
+    """When a pending unit may start: None (now), its BeginTime, or never (inf) while it waits
+    for something GPUs cannot give it (see :data:`STARTABLE_REASONS`)."""
+    if unit.phase is not JobPhase.PENDING:
+        return None
+    if unit.reason not in STARTABLE_REASONS:
+        return math.inf
+    return unit.eligible_time if unit.eligible_time and unit.eligible_time > now else None
+
+
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
                    intents: list[Intent], cfg: DaemonConfig, now: float) -> Snapshot:
     """The policy's input: usable nodes and the pending/running managed units."""
@@ -214,8 +231,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             last_run_s=last.seconds(now) if last else 0.0,
             last_run_end=last.end if last else None,
             preemptible=unit.requeue and not exempt and unit.job_id not in in_intent,
-            eligible_time=(unit.eligible_time if not running and unit.eligible_time
-                           and unit.eligible_time > now else None),
+            eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
             being_preempted=unit.job_id in signalled))

@@ -52,9 +52,10 @@ class RecordingClient:
 
 def unit(job_id: int, state: str = "RUNNING", *, start: float | None = 100.0, gpus: int = 8,
          restart: int = 0, marker: bool = True, partition: str = "gpu",
-         end: float | None = None) -> Unit:
+         end: float | None = None, reason: str = "None", account: str = "acct") -> Unit:
     from slurm_plugin.marker import CheckpointContract
-    return Unit(job_id=job_id, user="alice", account="acct", partition=partition, state=state,
+    return Unit(job_id=job_id, user="alice", account=account, partition=partition, state=state,
+                reason=reason,
                 gpus_per_node=(gpus,), nodes=("node1",) if state == "RUNNING" else (),
                 submit_time=50.0, start_time=start, end_time=end, eligible_time=None,
                 restart_count=restart, requeue=True,

@@ -125,3 +125,11 @@ def test_readback_flags_absolute_priority_slurm_did_not_take(tmp_path: Path) -> 
     out = io.StringIO()
     assert act.readback(ledger, obs, cfg, EventLog(stream=out)) == 1
     assert "job_id=1 event=readback_mismatch asked=priority:77 slurm_priority=0" in out.getvalue()
+    assert ledger.job(1).applied is None   # forgotten: this cycle sends it again
+
+
+def test_held_jobs_get_no_update(tmp_path: Path) -> None:
+    obs = observation(200, unit(1, "PENDING", start=None, reason="JobHeldUser"),
+                      unit(2, "PENDING", start=None, reason="Priority"))
+    enc = act.Encoding(queues=3, span=100, weights=0, ref=100)
+    assert list(act.targets(_decisions((1, 0, 150), (2, 0, 150)), obs, DaemonConfig(), enc)) == [2]

@@ -48,6 +48,7 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("policy:\n  thresholds_gpu_s: [100, 50]\n", r"policy.thresholds_gpu_s: thresholds must increase"),
     ("policy:\n  knob: 3\n", r"policy.knob: unknown key"),
     ("log_format: xml\n", r"log_format: 'xml' is not one of text, json"),
+    ("policy:\n  policy: srtf\n", r"policy.policy: srtf needs every job's true duration"),
     ("- a\n- b\n", r"expected a mapping of keys at the top level, got list"),
     ("mode: [\n", r"not valid YAML"),
 ])
