@@ -111,6 +111,7 @@ def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, (cdf, queue) = plt.subplots(1, 2, figsize=(12, 4.5))
     for result in results:
@@ -121,6 +122,7 @@ def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
         queue.step(times, [p for _, p, _ in result.queue_samples], where="post",
                    label=result.policy)
     cdf.set_xscale("log")
+    cdf.xaxis.set_minor_formatter(NullFormatter())
     cdf.set_xlabel("job completion time (s)")
     cdf.set_ylabel("fraction of jobs")
     cdf.set_title("JCT CDF")
