@@ -16,7 +16,6 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 from prioritizer.daemon import Daemon
 from prioritizer.daemon_config import DaemonConfig

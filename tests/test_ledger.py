@@ -28,10 +28,16 @@ def _record(ledger: Ledger, now: float, *units) -> None:
         record_units(None, ledger, {u.job_id: u for u in units}, now)
 
 
-def test_ledger_file_is_private(tmp_path: Path) -> None:
+def test_ledger_files_are_private(tmp_path: Path) -> None:
     path = tmp_path / "l.sqlite"
-    Ledger(path).close()
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    old = os.umask(0o022)
+    try:
+        with Ledger(path) as ledger:
+            ledger.set_meta("k", "v")
+            for suffix in ("", "-wal", "-shm"):
+                assert stat.S_IMODE(os.stat(f"{path}{suffix}").st_mode) == 0o600, suffix
+    finally:
+        os.umask(old)
 
 
 def test_service_sums_closed_runs_and_open_run_from_slurm_start(ledger: Ledger) -> None:
