@@ -175,8 +175,8 @@ def run(args: argparse.Namespace) -> int:
         if not finished and subs:
             replay.cancel(client, subs)
         if daemon:
-            daemon_rows = report.daemon_rows(run_config) if finished else {}
             daemon.stop()
+            daemon_rows = report.daemon_rows(run_config) if finished else {}
     return finish(out, run_config, subs, states, daemon_rows, nodes, gpus, say)
 
 
