@@ -123,9 +123,13 @@ class Daemon:
                                   row.reason))
         self.metrics.set_queues(((j.queue, "PENDING" if j.rank is not None else "RUNNING",
                                   j.attained_gpu_s) for j in jobs), self.cfg.queues)
-        write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
-            obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
-            tuple(jobs)))
+        try:
+            write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
+                obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
+                tuple(jobs)))
+        except OSError as exc:   # dlqueue loses its columns; scheduling goes on
+            self.log.event("snapshot_failed", level="ERROR", path=self.cfg.snapshot_path,
+                           error=str(exc))
 
     def print_decisions(self, decisions: Decisions, obs: Observation) -> None:
         """``--dry-run`` output: pending order with target values, running jobs, preemptions."""

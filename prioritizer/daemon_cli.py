@@ -82,7 +82,9 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
         except SlurmError as exc:
             return _fail(f"slurm: {exc}", EXIT_SLURM)
         except (OSError, sqlite3.Error) as exc:
-            return _fail(f"ledger/snapshot: {exc}", EXIT_CONFIG)
+            return _fail(f"ledger: {exc}", EXIT_CONFIG)
+        except ValueError as exc:     # e.g. an unreadable Gittins samples file
+            return _fail(str(exc), EXIT_CONFIG)
     wrapped.__doc__ = fn.__doc__
     return wrapped
 
@@ -103,7 +105,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg, log = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         metrics = Metrics()
-        metrics.serve(cfg.metrics_port, cfg.metrics_addr)
+        try:
+            metrics.serve(cfg.metrics_port, cfg.metrics_addr)
+        except OSError as exc:
+            raise ConfigError(f"metrics_port: cannot listen on {cfg.metrics_addr}:"
+                              f"{cfg.metrics_port} ({exc.strerror})") from None
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())

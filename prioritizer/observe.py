@@ -8,7 +8,8 @@ ledger: a running unit has an open run starting at Slurm's own ``start_time``; a
 the job's ``end_time`` when it finished, at the daemon's own requeue time when the daemon
 requeued it, else at the end ``sacct --duplicates`` reports, else at the last cycle that saw it
 running (losing at most one interval; ../shared/SLURM-NOTES.md: after a requeue squeue shows
-the *next* start and no end). Nothing here decides; ``prioritizer.policy.decide`` does.
+the *next* start and no end). A job that started and ended between two cycles gets the run
+Slurm reports (start_time..end_time). Nothing here decides; ``prioritizer.policy.decide`` does.
 """
 
 from __future__ import annotations
@@ -150,8 +151,10 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
                 ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm")
             else:
                 _close_unknown(client, ledger, run, before=now)
-        if unit.phase is None and unit.state not in ("COMPLETING",):
-            ledger.mark_ended(unit.job_id, unit.state, now)
+        if unit.phase is None:
+            _record_unseen_run(ledger, unit, now)
+            if unit.state != "COMPLETING":
+                ledger.mark_ended(unit.job_id, unit.state, now)
     for row in ledger.jobs(active_only=True):
         if row.job_id not in units:
             run = open_runs.get(row.job_id)
@@ -159,6 +162,16 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
                 _close_unknown(client, ledger, run, before=now)
             ledger.mark_ended(row.job_id, "GONE" if row.state in PENDING_STATES | RUNNING_STATES
                               else row.state, now)
+
+
+def _record_unseen_run(ledger: Ledger, unit: Unit, now: float) -> None:
+    """A job that started and ended between two cycles: its run is Slurm's start..end."""
+    start, end = unit.start_time, unit.end_time
+    if start is None or end is None or not start < end <= now:
+        return
+    if all(r.start != start for r in ledger.runs(unit.job_id)):
+        ledger.start_run(unit.job_id, start, unit.gpus, now)
+        ledger.close_run(unit.job_id, start, end, "slurm")
 
 
 def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before: float) -> None:

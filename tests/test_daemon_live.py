@@ -88,8 +88,12 @@ def test_a_short_job_preempts_demoted_long_job_which_resumes(jobs: Jobs, tmp_pat
     assert rows[other]["restart_count"] == 0 and rows[other]["preemptions"] == 0
     for jid, log, gpus in ((victim, vlog, 16), (other, olog, 16), (short, log_s, 8)):
         truth = stamp_service(log, gpus)
-        assert abs(rows[jid]["attained_gpu_s"] - truth) <= INTERVAL * gpus, (jid, rows[jid], truth)
         acct = _sacct_service(jobs.client, jid, gpus)
+        print(f"job {jid}: ledger {rows[jid]['attained_gpu_s']} GPU·s, stamps {truth:.1f}, "
+              f"sacct {acct}")
+        assert abs(rows[jid]["attained_gpu_s"] - truth) <= INTERVAL * gpus, (jid, rows[jid], truth)
+        with open_ledger(cfg) as ledger:
+            assert len(ledger.runs(jid)) == len(attempts(log)), jid
         if acct is not None:
             assert abs(rows[jid]["attained_gpu_s"] - acct) <= INTERVAL * gpus, (jid, acct)
     with open_ledger(cfg) as ledger:

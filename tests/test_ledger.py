@@ -70,6 +70,14 @@ def test_requeue_by_anyone_keeps_service_and_opens_a_new_run(ledger: Ledger) -> 
     assert row is not None and row.state == "COMPLETED" and row.ended_at == 170
 
 
+def test_job_that_ran_between_two_cycles_gets_its_run(ledger: Ledger) -> None:
+    _record(ledger, 100, unit(8, "PENDING", start=None, gpus=8))
+    _record(ledger, 105, unit(8, "COMPLETED", start=101, end=104, gpus=8))
+    _record(ledger, 110, unit(8, "COMPLETED", start=101, end=104, gpus=8))   # not twice
+    assert [(r.start, r.end) for r in ledger.runs(8)] == [(101, 104)]
+    assert ledger.service(8, 200) == (24.0, 3.0)
+
+
 def test_restart_seen_only_as_new_start_closes_old_run_at_last_seen(ledger: Ledger) -> None:
     _record(ledger, 110, unit(4, start=100, gpus=1))
     _record(ledger, 200, unit(4, start=180, gpus=1, restart=1))  # requeued and restarted unseen
