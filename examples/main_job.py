@@ -195,7 +195,8 @@ def finish(out: Path, config: Path, subs: list[replay.Submitted], states: dict[i
     sim_las = next(s for s in sims if s["policy"] == "tiresias-las")
     say("\nper job (times in s; arrive = seconds after the first submission):")
     say(report.jobs_table(outcomes, sim_jct))
-    say(f"\nreal vs simulated ({len(subs)} jobs, {nodes} x {gpus} GPUs, config {config.name}):")
+    say(f"\nreal vs simulated ({len(subs)} jobs, {nodes} x {gpus} GPUs, policy and modeled costs "
+        f"from {config}):")
     say(report.comparison_table(real, sims))
     report.write_plot(outcomes, sim_jct, real, sim_las, out / "main_job.png")
     preempted = [o for o in outcomes if o.preemptions]
