@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import sys
@@ -122,6 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"main_job.py: Slurm does not answer ({exc}); start the cluster with "
               "`dlcluster up` (or name it with --cluster-name)", file=sys.stderr)
         return EXIT_SLURM
+    except (replay.ReplayError, OSError) as exc:
+        print(f"main_job.py: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -130,6 +134,10 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    conf = os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+    if not Path(conf).is_file():
+        raise UsageError(f"no cluster config {conf}; start the cluster with `dlcluster up` "
+                         "(`--name NAME --port-base PORT` for --cluster-name NAME)")
     if args.max_duration < workload.DURATION_RANGE_S[0] or args.max_gap < 0 or args.grace < 1:
         raise UsageError("--max-duration must be >= 20, --max-gap >= 0, --grace >= 1")
     jobs = workload.load(args.trace, args.jobs, args.start_at, args.format,
@@ -141,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     nodes, gpus = cluster_shape(client)
     out = prepare_out(Path(args.out))
     watch = not args.no_watch and sys.stdout.isatty()
-    say = Say(out, quiet=watch)
+    say = Say(out, quiet=False)
     workload.write_tiresias_csv(jobs, out / "scaled-trace.csv")
     run_config = replay.daemon_config(config, out)
     say(f"main job: {len(jobs)} jobs from {args.trace} (start {args.start_at:.0f} s), "
@@ -159,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_watch:
             interval = args.watch_interval or (2.0 if watch else 20.0)
             queue_view = replay.start_queue_view(out / "snapshot.json", interval)
+            say.quiet = watch            # dlqueue redraws the terminal; progress goes to the log
         subs = replay.replay(jobs, out, args.grace, daemon, say)
         states = replay.wait_finished(client, subs, daemon, args.timeout)
         finished = True

@@ -161,3 +161,26 @@ def test_tables_have_a_line_per_job_and_the_ratio(tmp_path: Path) -> None:
     assert comp[0].split() == ["real", "(live)", "sim", "tiresias-las"]
     assert [ln.split()[-2:] for ln in comp if ln.startswith("avg JCT s")] == [["96.0", "120.0"]]
     assert comp[-1].split() == ["real/sim", "avg", "1.00", "0.80"]
+
+
+# ------------------------------------------------------------------ CLI errors (no Slurm needed)
+def test_unknown_cluster_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main_job.main(["--cluster-name", "nosuchcluster"]) == 2
+    assert "/etc/slurm-nosuchcluster/slurm.conf" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["--jobs", "201"], "only 200 jobs"),
+    (["--trace", "/nonexistent.csv"], "/nonexistent.csv"),
+    (["--max-duration", "10"], "--max-duration"),
+], ids=["too-many-jobs", "missing-trace", "short-max"])
+def test_bad_inputs_exit_2_before_touching_slurm(argv: list[str], needle: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    assert main_job.main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
