@@ -4,7 +4,8 @@
 (or right after the requeue call, before recording it); a restarted daemon finishes the intent
 and the job is requeued exactly once. (f) a job without the checkpoint marker is requeued at
 once without a signal and completes; a second daemon on the same ledger is refused with the
-holder's pid; the metrics endpoint answers with the named series.
+holder's pid; the metrics endpoint answers with the named series. A hetjob is one unit, preempted
+whole through its leader.
 """
 
 from __future__ import annotations
@@ -131,3 +132,38 @@ def test_f_second_daemon_refused_and_metrics_endpoint(jobs: Jobs, tmp_path: Path
                    'dlprio_slurm_errors_total{kind="unreachable"} 0.0',
                    "dlprio_last_cycle_timestamp_seconds"):
         assert series in body, series
+
+
+def test_hetjob_is_one_unit_preempted_whole_through_its_leader(jobs: Jobs, tmp_path: Path) -> None:
+    from daemon_helpers import CKPT_SCRIPT
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    log = tmp_path / "het.log"
+    head = "".join(f"#SBATCH {line}\n" for line in (
+        "--job-name=dae-het", f"--output={log}", "--open-mode=append", "--requeue",
+        "--comment=dl:v1;signal=USR2;grace=5", "--nodes=2", "--gres=gpu:8",
+        "--ntasks-per-node=1", "hetjob", "--nodes=2", "--gres=gpu:8", "--ntasks-per-node=1"))
+    script = CKPT_SCRIPT.replace("#!/bin/bash\n", "#!/bin/bash\n" + head, 1)
+    daemon = DaemonProc(cfg).start()
+    try:
+        het = jobs.client.submit(script, [f"--export=ALL,CK_DIR={tmp_path},STEPS=30"])
+        jobs.ids.append(het)
+        wait_for(lambda: {j.state for j in jobs.client.jobs(job_ids=[het])} == {"RUNNING"}, 60,
+                 "both hetjob components running")
+        wait_for(lambda: ledger_rows(cfg).get(het, {}).get("queue") == 1, 40, "hetjob in queue 1")
+        with open_ledger(cfg) as ledger:
+            row = ledger.job(het)
+            assert row is not None and row.gpus == 32       # one unit: 2 x 8 + 2 x 8 GPUs
+            others = {j.job_id for j in jobs.client.jobs(job_ids=[het])} - {het}
+            assert len(others) == 1 and ledger.job(others.pop()) is None   # no second unit
+        short, _ = jobs.submit("short", nodes=1, gpus_per_node=8, steps=5)
+        wait_state(jobs.client, short, {"COMPLETED"}, 120)
+        wait_for(lambda: {j.state for j in jobs.client.jobs(job_ids=[het])} == {"COMPLETED"},
+                 180, "the hetjob to complete")
+        wait_for(lambda: ledger_rows(cfg)[het]["state"] == "COMPLETED", 30, "the daemon to see it")
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+    assert {j.restart_count for j in jobs.client.jobs(job_ids=[het])} == {1}
+    assert log.read_text().count("checkpoint ") == 1
+    assert [a.end_reason for a in attempts(log)] == ["killed", "done"]
+    with open_ledger(cfg) as ledger:
+        assert [i.outcome for i in ledger.intents(het)] == ["requeued"]
