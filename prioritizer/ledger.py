@@ -280,12 +280,6 @@ class Ledger:
             self.conn.execute("UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",
                               (at, outcome, intent_id))
 
-    def requeues(self, job_id: int) -> int:
-        """Intents of the job that ended with a requeue by the daemon."""
-        row = self.conn.execute("SELECT COUNT(*) FROM intents WHERE job_id=? AND outcome='requeued'",
-                                (job_id,)).fetchone()
-        return int(row[0])
-
     # ------------------------------------------------------------------ transactions
     def transaction(self) -> sqlite3.Connection:
         """``with ledger.transaction():`` commits the block at once (or rolls it back)."""
