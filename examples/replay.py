@@ -123,9 +123,10 @@ def daemon_config(template: Path, out: Path) -> Path:
 
 
 class Child:
-    """A child process in its own session (Ctrl-C reaches it only through :meth:`stop`)."""
+    """A child process in its own session (Ctrl-C reaches it only through :meth:`stop`); its
+    pid is written to ``pid_path``."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path | None) -> None:
+    def __init__(self, argv: Sequence[str], log_path: Path | None, pid_path: Path) -> None:
         self.argv = list(argv)
         self.log_path = log_path
         out = open(log_path, "ab") if log_path else None
@@ -133,6 +134,8 @@ class Child:
                                      start_new_session=True)
         if out:
             out.close()
+        # If this process is killed outright, whoever started it can stop the child by its pid.
+        pid_path.write_text(f"{self.proc.pid}\n")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -155,8 +158,10 @@ class Child:
 
 
 def start_daemon(config: Path, out: Path) -> Child:
-    """``dlprio run --config CONFIG`` with its log in ``out/dlprio.log``; fails fast if it exits."""
-    child = Child([str(BIN / "dlprio"), "run", "--config", str(config)], out / "dlprio.log")
+    """``dlprio run --config CONFIG`` with its log in ``out/dlprio.log`` and pid in
+    ``out/dlprio.pid``; raises :class:`ReplayError` if it exits at once."""
+    child = Child([str(BIN / "dlprio"), "run", "--config", str(config)], out / "dlprio.log",
+                  out / "dlprio.pid")
     deadline = time.monotonic() + 3.0
     while time.monotonic() < deadline and child.alive():
         time.sleep(0.2)
@@ -166,9 +171,10 @@ def start_daemon(config: Path, out: Path) -> Child:
 
 
 def start_queue_view(snapshot: Path, interval_s: float) -> Child:
-    """``dlqueue --watch`` on the terminal (plain frames when stdout is not a terminal)."""
+    """``dlqueue --watch`` on the terminal (plain frames when stdout is not a terminal); pid in
+    ``dlqueue.pid`` beside the snapshot."""
     return Child([str(BIN / "dlqueue"), "--watch", "--interval", f"{interval_s:g}",
-                  "--snapshot", str(snapshot)], None)
+                  "--snapshot", str(snapshot)], None, snapshot.parent / "dlqueue.pid")
 
 
 def wait_idle(client: SlurmClient, timeout_s: float, say: Callable[[str], None]) -> None:

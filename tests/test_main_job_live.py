@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,21 @@ def _cancel_leftovers(client: SlurmClient, ids: list[int]) -> None:
         client.cancel(active)
 
 
+def _stop_children(out: Path) -> None:
+    """If main_job.py was killed (timeout), stop the daemon and dlqueue it started, by pid."""
+    for name in ("dlprio.pid", "dlqueue.pid"):
+        path = out / name
+        if not path.exists():
+            continue
+        pid = int(path.read_text())
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(out).encode() in cmdline:          # still our child, not a reused pid
+            os.kill(pid, signal.SIGTERM)
+
+
 def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, str(EXAMPLES / "main_job.py"), "--jobs", "6", "--max-duration", "90",
@@ -41,6 +57,7 @@ def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=900,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False)
     finally:
+        _stop_children(out)
         ids = [int(p.name.rsplit("-", 1)[1].split(".")[0]) for p in (out / "logs").glob("*.out")]
         _cancel_leftovers(client, ids)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
