@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             interval = args.watch_interval or (2.0 if watch else 20.0)
             queue_view = replay.start_queue_view(out / "snapshot.json", interval)
             say.quiet = watch            # dlqueue redraws the terminal; progress goes to the log
-        subs = replay.replay(jobs, out, args.grace, daemon, say)
+        replay.replay(jobs, out, args.grace, daemon, say, subs)
         states = replay.wait_finished(client, subs, daemon, args.timeout)
         finished = True
     except replay.ReplayError as exc:

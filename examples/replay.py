@@ -198,14 +198,15 @@ def wait_idle(client: SlurmClient, timeout_s: float, say: Callable[[str], None])
 
 
 def replay(jobs: Sequence[ScaledJob], out: Path, grace_s: int, daemon: Child,
-           say: Callable[[str], None]) -> list[Submitted]:
-    """Submit every job at its scaled arrival time (relative to now); returns them in order.
+           say: Callable[[str], None], done: list[Submitted]) -> list[Submitted]:
+    """Submit every job at its scaled arrival time (relative to now), appending each to ``done``
+    as soon as it is submitted (so that a caller interrupted midway can cancel them); returns
+    ``done``.
 
     Raises:
         ReplayError: a submission failed or the daemon died.
     """
     t0 = time.monotonic()
-    done: list[Submitted] = []
     for job in jobs:
         while (left := t0 + job.submit_s - time.monotonic()) > 0:
             _check_daemon(daemon)

@@ -184,3 +184,58 @@ def test_bad_inputs_exit_2_before_touching_slurm(argv: list[str], needle: str, t
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ the replay loop, with fakes
+class FakeDaemon:
+    def alive(self) -> bool:
+        return True
+
+
+def test_replay_keeps_what_it_submitted_when_a_submission_fails(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs = [ScaledJob(i, str(i), 1, 0.0, 20.0, 1, 0.0, 60.0) for i in range(4)]
+    calls: list[int] = []
+
+    def fake_submit(job: ScaledJob, out: Path, grace_s: int) -> object:
+        if job.index == 2:
+            raise replay.ReplayError("dlsubmit mj02 exited 3: refused")
+        calls.append(job.index)
+        return replay.Submitted(job, 100 + job.index, 0.0, tmp_path / "x.out", replay.job_name(job))
+
+    monkeypatch.setattr(replay, "submit", fake_submit)
+    done: list = []
+    with pytest.raises(replay.ReplayError, match="refused"):
+        replay.replay(jobs, tmp_path, 5, FakeDaemon(), lambda line: None, done)
+    assert [s.job_id for s in done] == [100, 101] and calls == [0, 1]
+
+
+class FakeJob:
+    def __init__(self, job_id: int, state: str) -> None:
+        self.job_id, self.state = job_id, state
+
+
+class FakeClient:
+    """squeue as a script: each call returns the next list of (id, state)."""
+
+    def __init__(self, frames: list[list[tuple[int, str]]]) -> None:
+        self.frames = frames
+
+    def jobs(self, job_ids: list[int]) -> list[FakeJob]:
+        frame = self.frames.pop(0) if len(self.frames) > 1 else self.frames[0]
+        return [FakeJob(i, s) for i, s in frame if i in job_ids]
+
+
+def test_wait_finished_reads_states_and_logs_of_purged_jobs(tmp_path: Path) -> None:
+    done_log = "[trainer] start attempt=1 time=1 step=0\n[trainer] end attempt=1 reason=done step=3 time=4\n"
+    cut_log = "[trainer] start attempt=1 time=1 step=0\n"
+    (tmp_path / "a.out").write_text(done_log)
+    (tmp_path / "b.out").write_text(cut_log)
+    job = ScaledJob(0, "0", 1, 0.0, 20.0, 1, 0.0, 60.0)
+    subs = [replay.Submitted(job, 1, 0.0, tmp_path / "a.out", "a"),
+            replay.Submitted(job, 2, 0.0, tmp_path / "b.out", "b"),
+            replay.Submitted(job, 3, 0.0, tmp_path / "c.out", "c")]
+    client = FakeClient([[(1, "RUNNING"), (2, "PENDING"), (3, "RUNNING")],
+                         [(3, "FAILED")]])
+    states = replay.wait_finished(client, subs, FakeDaemon(), timeout_s=60)
+    assert states == {1: "COMPLETED", 2: "GONE", 3: "FAILED"}
