@@ -210,8 +210,8 @@ def finish(out: Path, config: Path, subs: list[replay.Submitted], states: dict[i
     report.write_plot(outcomes, sim_jct, real, sim_las, out / "main_job.png")
     preempted = [o for o in outcomes if o.preemptions]
     resumed = [o for o in outcomes if o.restarts and o.resumes_ok]
-    say(f"\n{len(preempted)} job(s) preempted, {len(resumed)} requeued and resumed from their "
-        f"checkpoints; plot {out / 'main_job.png'}, details {out / MARKER}")
+    say(f"\n{len(preempted)} job(s) got the checkpoint signal, {len(resumed)} were requeued and "
+        f"resumed from their checkpoints; plot {out / 'main_job.png'}, details {out / MARKER}")
     (out / MARKER).write_text(json.dumps({
         "real": real, "simulated": sims,
         "jobs": [{"name": o.sub.name, "job_id": o.sub.job_id, "state": o.state,
