@@ -1,10 +1,13 @@
 """Benchmark: one policy decision over 10,000 jobs on 1,000 nodes × 8 GPUs (issue 4, "Scale").
 
 Prints wall time (median of repeats) and peak traced memory per policy; asserts nothing.
-The snapshot is synthetic but shaped like a loaded cluster: every GPU busy with 1-8-GPU
-jobs spread over queues, the rest pending (mixed sizes, some demoted and starving), so the
-decision has to order, promote and search victims. Run: ``.venv/bin/python
-benchmarks/bench_decide.py [--jobs N] [--nodes N] [--repeat R]``.
+Two synthetic snapshots of a full cluster (every GPU busy with 1-8-GPU jobs, the rest
+pending, mixed sizes up to 16 GPUs): ``storm`` (running jobs spread over all queues, pending
+jobs new or demoted and starving: the decision promotes thousands and preempts for over a
+thousand waiters, a worst case) and ``steady`` (what a cluster under Tiresias looks like
+between arrivals: running jobs in queue 0, pending ones demoted, recently run, so nothing is
+promoted or preempted). Run: ``.venv/bin/python benchmarks/bench_decide.py [--jobs N]
+[--nodes N] [--repeat R] [--scenario storm|steady]``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from prioritizer.policy import decide
 NOW = 1_000_000.0
 
 
-def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1) -> Snapshot:
-    """A full cluster plus pending jobs, deterministic for a seed."""
+def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1,
+                  steady: bool = False) -> Snapshot:
+    """A full cluster plus pending jobs, deterministic for a seed (see module doc)."""
     rng = random.Random(seed)
     free = [gpus] * nodes
     views: list[JobView] = []
@@ -32,7 +36,7 @@ def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1) -> Snapsh
     while node < nodes and len(views) < jobs:
         size = min(rng.choice([1, 1, 2, 4, 8]), free[node])
         free[node] -= size
-        attained = rng.choice([100.0, 5000.0, 50000.0]) * size
+        attained = (100.0 if steady else rng.choice([100.0, 5000.0, 50000.0])) * size
         views.append(JobView(len(views), JobPhase.RUNNING, (size,), NOW - 5e4, attained,
                              attained / size, queue=None, run_start=NOW - rng.randint(0, 9e3),
                              nodes=(f"n{node}",), duration_s=attained / size + 1e4))
@@ -41,11 +45,12 @@ def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1) -> Snapsh
     while len(views) < jobs:
         size = rng.choice([1, 1, 2, 4, 8, 16])
         shape = (size,) if size <= gpus else (gpus,) * (size // gpus)
-        ran = rng.choice([0.0, 0.0, 300.0, 4000.0])
+        ran = rng.choice([4000.0, 9000.0]) if steady else rng.choice([0.0, 0.0, 300.0, 4000.0])
+        ended = NOW - rng.randint(0, 100 if steady else 9e4)
         views.append(JobView(len(views), JobPhase.PENDING, shape, NOW - rng.randint(0, 9e4),
-                             ran * size, ran, queue=1 if ran else None,
+                             ran * size, ran, queue=(2 if steady else 1) if ran else None,
                              queue_entry_time=NOW - 5e4, last_run_s=ran,
-                             last_run_end=NOW - rng.randint(0, 9e4) if ran else None,
+                             last_run_end=ended if ran else None,
                              duration_s=ran + rng.randint(60, 1e5)))
     node_views = tuple(NodeView(f"n{i}", gpus, f) for i, f in enumerate(free))
     return Snapshot(node_views, tuple(views))
@@ -56,11 +61,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--scenario", choices=("storm", "steady"), default="storm")
     args = parser.parse_args()
-    snap = make_snapshot(args.jobs, args.nodes)
+    snap = make_snapshot(args.jobs, args.nodes, steady=args.scenario == "steady")
     dist = load_distribution()
     running = sum(1 for j in snap.jobs if j.phase is JobPhase.RUNNING)
-    print(f"decision over {len(snap.jobs)} jobs ({running} running) on {args.nodes} nodes x 8 GPUs")
+    print(f"{args.scenario}: decision over {len(snap.jobs)} jobs ({running} running) "
+          f"on {args.nodes} nodes x 8 GPUs")
     for name in POLICY_NAMES:
         cfg = PolicyConfig(policy=name)
         times = []
