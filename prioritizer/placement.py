@@ -15,7 +15,6 @@ those nodes, as Slurm's backfill reserves nodes for its highest-priority pending
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -185,8 +184,3 @@ def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon:
 def can_ever_fit(need: Sequence[int], totals: Sequence[int]) -> bool:
     """True if ``need`` fits on an empty cluster whose nodes have ``totals`` GPUs."""
     return FreeMap(totals).place(need) is not None
-
-
-def nodes_needed(num_gpus: int, gpus_per_node: int) -> int:
-    """Fewest nodes of ``gpus_per_node`` GPUs that hold ``num_gpus`` GPUs."""
-    return math.ceil(num_gpus / gpus_per_node)

@@ -271,8 +271,9 @@ class Simulator:
             if due is not None:
                 self.push(max(due, now), PromotionDeadline(job.trace.job_id, job.spell))
         self.released.clear()
-        pending = len(decisions.order) - started + sum(
-            1 for j in decisions.preemptions for _ in j.victims if self.jobs[_].phase == "pending")
+        requeued = sum(1 for p in decisions.preemptions for victim in p.victims
+                       if self.jobs[victim].phase == "pending")   # released at zero cost
+        pending = len(decisions.order) - started + requeued
         self.samples.append((now, pending, len(self.active) - pending))
 
     def start_jobs(self, order: tuple[int, ...], strict: bool, now: float) -> int:
