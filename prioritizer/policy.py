@@ -178,8 +178,9 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
         (each waiter with just enough victims to fit on real nodes), promotions.
 
     Raises:
-        ValueError: unknown policy name, gittins without a distribution, srtf without
-            durations, a running job on a node not in the snapshot.
+        ValueError: ``tiresias-gittins`` without a distribution, ``srtf`` without
+            durations, a running job on a node not in the snapshot. (Policy names are
+            validated by ``PolicyConfig``.)
     """
     policy = POLICIES[config.policy](config, distribution)
     states: dict[int, QueueState] = {}
@@ -229,15 +230,20 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id))
     taken: set[int] = set()
     result: list[Preemption] = []
-    failed: list[tuple[float, int]] = []   # (level, GPUs) of waiters no victim set could serve
+    # (level, need largest first) of waiters no victim set could serve. A later waiter of
+    # no higher priority whose need is as large entry by entry has fewer candidates and a
+    # harder fit, so it is not searched again: a shortcut that can only skip a preemption
+    # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
+    failed: list[tuple[float, tuple[int, ...]]] = []
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
-        mine, gpus = level[job_id], sum(need)
-        if any(mine >= lv and gpus >= g for lv, g in failed):
+        mine, shape = level[job_id], tuple(sorted(need, reverse=True))
+        if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
+               for lv, f in failed):
             return False
         victims = _choose_victims(need, soon_map, mine, candidates, taken, placed, level)
         if victims is None:
-            failed.append((mine, gpus))
+            failed.append((mine, shape))
             return False
         taken.update(victims)
         result.append(Preemption(job_id, tuple(victims)))
