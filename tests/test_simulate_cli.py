@@ -93,3 +93,19 @@ def test_config_file_sets_the_policy(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--help"]) == 0
     assert "--zero-cost" in capsys.readouterr().out
+
+
+def test_single_policy_jobs_csv_and_since(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "itp.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\n"
+                     "early,10,100,1\nb,1000,50,2\nc,1010,30,0\nd,1020,40,4\n")
+    jobs_csv = tmp_path / "jobs.csv"
+    rc = main(["simulate", "--trace", str(trace), "--since", "1000", "--nodes", "1",
+               "--gpus-per-node", "4", "--policy", "fifo", "--zero-cost", "--json",
+               "--jobs-csv", str(jobs_csv)])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out[0]["jobs"] == 2 and out[0]["skipped_jobs"] == 1
+    # b: 0-50 on 2 GPUs; d (4 GPUs) arrives at 20, waits for b: 50-90
+    assert jobs_csv.read_text().splitlines() == [
+        "job_id,submit,start,end,jct,queueing_delay,preemptions,promotions",
+        "b,0,0,50,50,0,0,0", "d,20,50,90,70,30,0,0"]
