@@ -4,6 +4,8 @@ logs, hand-computed figures)."""
 
 from __future__ import annotations
 
+import os
+
 import subprocess
 import sys
 from pathlib import Path
@@ -164,7 +166,9 @@ def test_tables_have_a_line_per_job_and_the_ratio(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ CLI errors (no Slurm needed)
-def test_unknown_cluster_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_cluster_exits_2(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # main_job points SLURM_CONF at the named cluster for its children: keep that out of later tests
+    monkeypatch.setenv("SLURM_CONF", os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
     assert main_job.main(["--cluster-name", "nosuchcluster"]) == 2
     assert "/etc/slurm-nosuchcluster/slurm.conf" in capsys.readouterr().err
 
