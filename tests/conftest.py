@@ -9,6 +9,7 @@ start one; it is never skipped. ``pytest -m "not live"`` runs the pure tests alo
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -38,3 +39,16 @@ def _require_live_cluster(request: pytest.FixtureRequest) -> None:
             "start one with `sudo .venv/bin/dlcluster up` or run `pytest -m 'not live'`",
             pytrace=False,
         )
+
+
+@pytest.fixture(autouse=True)
+def _keep_slurm_conf() -> Iterator[None]:
+    """A test (or code it calls in-process) that repoints SLURM_CONF must not move later tests
+    to another cluster: restore the value the session started with."""
+    before = os.environ.get("SLURM_CONF")
+    yield
+    if os.environ.get("SLURM_CONF") != before:
+        if before is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = before
