@@ -72,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--cred-expire", dest="cred_expire_s", type=int, default=10,
                     help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s (default 10; Slurm's 120)")
     up.add_argument("--no-install", action="store_true", help="do not run apt-get")
+    up.add_argument("--force", action="store_true",
+                    help="restart a running cluster with a changed configuration even if jobs are active")
     down = sub.add_parser("down", help="cancel jobs and stop the daemons this cluster started (by PID)")
     common(down)
     down.add_argument("--purge", action="store_true", help="also delete state, logs and configs")
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = _spec(args)
         if args.command == "up":
-            print(provision.up(spec, install=not args.no_install))
+            print(provision.up(spec, install=not args.no_install, force=args.force))
         elif args.command == "down":
             print(provision.down(spec, purge=args.purge))
         elif args.command == "status":

@@ -136,10 +136,27 @@ def _configs_match(spec: ClusterSpec) -> bool:
     return True
 
 
-def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, log=print) -> str:
+def _active_jobs(spec: ClusterSpec) -> list[int]:
+    """Ids of the cluster's active jobs, or [] when slurmctld does not answer."""
+    saved = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(spec.slurm_conf)
+    try:
+        return [j.job_id for j in SlurmClient(timeout_s=10).jobs() if j.is_active]
+    except SlurmError:
+        return []
+    finally:
+        if saved is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = saved
+
+
+def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, force: bool = False,
+       log=print) -> str:
     """Bring the cluster up (idempotent). Returns a one-line summary.
 
-    A healthy cluster with the same configuration is left as it is. Raises
+    A healthy cluster with the same configuration is left as it is. A running cluster whose
+    configuration differs is restarted, but only when it has no active jobs (or ``force``). Raises
     :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for anything that
     failed (after stopping what this call started and restoring the previous config files).
     """
@@ -149,6 +166,13 @@ def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, log=
     if all(state.values()) and _configs_match(spec) and _ready(spec, 5.0):
         return f"cluster {spec.name!r} already up: {spec.nodes} nodes, SLURM_CONF={spec.slurm_conf}"
     if any(state.values()):
+        active = [] if force else _active_jobs(spec)
+        if active:
+            shown = ", ".join(map(str, active[:10])) + (" ..." if len(active) > 10 else "")
+            raise ProvisionError(
+                f"cluster {spec.name!r} is running {len(active)} active job(s) ({shown}) and its configuration "
+                "differs: restarting it would requeue or strand them. Wait for them, cancel them, or pass --force"
+            )
         log(f"restarting cluster {spec.name!r} (configuration changed or a daemon is missing)")
         stop_daemons(spec)
     busy = busy_ports(spec)

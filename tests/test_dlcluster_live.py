@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from live_helpers import wait_state
 from slurm_plugin.client import SlurmClient
 
 pytestmark = pytest.mark.live
@@ -102,3 +103,29 @@ def test_missing_apt_package_gives_one_clear_error(small_cluster: None, tmp_path
     assert "apt-get could not install" in res.stderr and "slurmd" in res.stderr
     assert not Path(f"/etc/slurm-{NAME}/slurm.conf").exists()
     assert not any(status()["daemons"].values())
+
+
+def test_changed_config_does_not_restart_under_running_jobs(small_cluster: None) -> None:
+    base = ["--name", NAME, "--port-base", str(PORT), "--no-install"]
+    assert dlcluster("up", *base, "--nodes", "1", "--gpus-per-node", "2").returncode == 0
+    env = {**os.environ, "SLURM_CONF": f"/etc/slurm-{NAME}/slurm.conf"}
+    client_env = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = env["SLURM_CONF"]
+    try:
+        client = SlurmClient(timeout_s=10)
+        jid = client.submit("#!/bin/bash\n#SBATCH --gres=gpu:1 --output=/dev/null\nsleep 120\n")
+        wait_state(client, jid, {"RUNNING"}, 30)
+        pids = status()["daemons"]
+        res = dlcluster("up", *base, "--nodes", "1", "--gpus-per-node", "4")
+        assert res.returncode == 1
+        assert f"is running 1 active job(s) ({jid})" in res.stderr and "--force" in res.stderr
+        assert status()["daemons"] == pids  # nothing restarted
+        assert client.job(jid).state == "RUNNING" and client.job(jid).restart_count == 0
+        forced = dlcluster("up", *base, "--nodes", "1", "--gpus-per-node", "4", "--force")
+        assert forced.returncode == 0, forced.stderr
+        assert {n["gpus"] for n in status()["nodes"]} == {4}
+    finally:
+        if client_env is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = client_env
