@@ -18,6 +18,7 @@ answer (start it with ``dlcluster up``); 130 interrupted (our jobs are cancelled
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import shutil
@@ -69,6 +70,56 @@ def build_parser() -> argparse.ArgumentParser:
     add("--idle-timeout", type=float, default=300, help="wait this long for an idle cluster (s)")
     add("--timeout", type=float, default=1800, help="give up on unfinished jobs after this (s)")
     return p
+
+
+PID_FILES = {"main_job.pid": "main_job.py", "dlprio.pid": "dlprio", "dlqueue.pid": "dlqueue"}
+
+
+def _runs(pid_file: Path, program: str) -> int | None:
+    """The pid in ``pid_file`` if that process is alive and runs ``program`` (the base name of
+    its first or second argument, so ``python /venv/bin/dlprio`` counts), else None."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2]
+    except (OSError, ValueError):
+        return None
+    return pid if any(Path(a.decode(errors="replace")).name == program for a in argv) else None
+
+
+def _lock_held(lock: Path) -> bool:
+    """True if a process holds ``lock`` (the daemon's ``flock``, prioritizer/daemon_lock.py)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def check_not_running(path: Path) -> None:
+    """Refuse an output directory that a live main job is using.
+
+    Live means: one of its pid files (``main_job.pid``, ``dlprio.pid``, ``dlqueue.pid``) names
+    a running process of that program, or the daemon's ledger lock (``ledger.sqlite.lock``) is
+    held. Reads only; never changes ``path``.
+
+    Raises:
+        UsageError: naming the process (or the lock) and the fix.
+    """
+    if not path.is_dir():
+        return
+    for name, program in PID_FILES.items():
+        if (pid := _runs(path / name, program)) is not None:
+            raise UsageError(f"--out {path}: another main job is running there ({program}, pid "
+                             f"{pid}); wait for it, stop it, or name another --out")
+    if _lock_held(path / "ledger.sqlite.lock"):
+        raise UsageError(f"--out {path}: a dlprio daemon holds {path / 'ledger.sqlite.lock'}; "
+                         "wait for that run to end or name another --out")
 
 
 def prepare_out(path: Path) -> Path:
@@ -146,8 +197,21 @@ def run(args: argparse.Namespace) -> int:
     if not config.is_file():
         raise UsageError(f"--config {config}: no such file")
     client = SlurmClient(timeout_s=30)
+    check_not_running(Path(args.out))
     nodes, gpus = cluster_shape(client)
+    check_not_running(Path(args.out))          # again: Slurm may have taken a while
     out = prepare_out(Path(args.out))
+    pid_file = out / "main_job.pid"
+    pid_file.write_text(f"{os.getpid()}\n")
+    try:
+        return _run_in(args, out, jobs, config, client, nodes, gpus)
+    finally:
+        pid_file.unlink(missing_ok=True)
+
+
+def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob], config: Path,
+            client: SlurmClient, nodes: int, gpus: int) -> int:
+    """The run proper, in the prepared output directory ``out``; the exit status."""
     watch = not args.no_watch and sys.stdout.isatty()
     say = Say(out, quiet=False)
     workload.write_tiresias_csv(jobs, out / "scaled-trace.csv")

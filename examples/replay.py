@@ -124,7 +124,7 @@ def daemon_config(template: Path, out: Path) -> Path:
 
 class Child:
     """A child process in its own session (Ctrl-C reaches it only through :meth:`stop`); its
-    pid is written to ``pid_path``."""
+    pid is written to ``pid_path`` and removed by :meth:`stop`."""
 
     def __init__(self, argv: Sequence[str], log_path: Path | None, pid_path: Path) -> None:
         self.argv = list(argv)
@@ -135,13 +135,15 @@ class Child:
         if out:
             out.close()
         # If this process is killed outright, whoever started it can stop the child by its pid.
+        self.pid_path = pid_path
         pid_path.write_text(f"{self.proc.pid}\n")
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 20.0) -> int | None:
-        """Send ``sig``, wait up to ``timeout_s``, then kill; return the exit status."""
+        """Send ``sig``, wait up to ``timeout_s``, then kill; remove the pid file; return the
+        exit status."""
         if self.alive():
             self.proc.send_signal(sig)
             try:
@@ -149,6 +151,7 @@ class Child:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
+        self.pid_path.unlink(missing_ok=True)
         return self.proc.returncode
 
     def tail(self, lines: int = 5) -> str:

@@ -1,0 +1,97 @@
+"""Tests of main_job.py's guards, run without a cluster: a second run refuses an output
+directory that a live run uses (pid files of live processes, the daemon's ledger lock) and
+deletes nothing; the pid files go away when the children stop."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from main_job_helpers import load_example
+from prioritizer.daemon_lock import LedgerLock
+
+replay = load_example("replay")
+main_job = load_example("main_job")
+
+
+def _earlier_output(out: Path) -> list[Path]:
+    """An earlier main-job output (which prepare_out would replace); its files."""
+    (out / "logs").mkdir(parents=True)
+    files = [out / "main_job.log", out / "ledger.sqlite", out / "logs" / "mj00-u1660-7.out"]
+    for f in files:
+        f.write_text("kept\n")
+    return files
+
+
+def _fake_program(tmp_path: Path, name: str) -> subprocess.Popen:
+    """A live process whose command line is ``python .../<name>``, as ``dlprio`` runs."""
+    script = tmp_path / "bin" / name
+    script.parent.mkdir(exist_ok=True)
+    script.write_text("import time\ntime.sleep(60)\n")
+    return subprocess.Popen([sys.executable, str(script)])
+
+
+def _main(out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=none\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))       # passes the config check; Slurm is never asked
+    return main_job.main(["--out", str(out), "--no-watch"])
+
+
+@pytest.mark.parametrize("pid_file,program", [("dlprio.pid", "dlprio"), ("dlqueue.pid", "dlqueue"),
+                                              ("main_job.pid", "main_job.py")])
+def test_live_run_is_refused_and_nothing_deleted(pid_file: str, program: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    files = _earlier_output(out)
+    proc = _fake_program(tmp_path, program)
+    try:
+        (out / pid_file).write_text(f"{proc.pid}\n")
+        assert _main(out, tmp_path, monkeypatch) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"pid {proc.pid}" in err[0] and program in err[0]
+    assert all(f.read_text() == "kept\n" for f in files)
+
+
+def test_held_ledger_lock_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    files = _earlier_output(out)
+    with LedgerLock(out / "ledger.sqlite"):
+        assert _main(out, tmp_path, monkeypatch) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ledger.sqlite.lock" in err[0]
+    assert all(f.read_text() == "kept\n" for f in files)
+
+
+def test_stale_pid_files_and_free_lock_do_not_block(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _earlier_output(out)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (out / "dlprio.pid").write_text(f"{dead.pid}\n")            # no such process now
+    other = _fake_program(tmp_path, "sleeper")                     # alive, but not dlqueue
+    try:
+        (out / "dlqueue.pid").write_text(f"{other.pid}\n")
+        (out / "main_job.pid").write_text("garbage\n")
+        with LedgerLock(out / "ledger.sqlite"):
+            pass                                                   # lock file left, not held
+        main_job.check_not_running(out)                            # raises nothing
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_child_removes_its_pid_file_when_stopped(tmp_path: Path) -> None:
+    pid_path = tmp_path / "dlprio.pid"
+    child = replay.Child([sys.executable, "-c", "import time; time.sleep(60)"], None, pid_path)
+    assert pid_path.read_text() == f"{child.proc.pid}\n"
+    assert child.stop(timeout_s=5) == -15                          # SIGTERM
+    assert not pid_path.exists()
