@@ -6,6 +6,10 @@ non-blank character is ``{``), otherwise YAML. Real OpenPAI v1 files carry ``//`
 comments outside strings (columns stay where they were). Syntax errors are reported as
 ``FILE:LINE:COLUMN: ...`` (1-based). The document is v2 when it has ``protocolVersion``,
 v1 when it has ``jobName`` or a ``taskRoles`` list.
+
+Escaped surrogates: JSON's ``\\ud83d\\ude80`` is one character (RFC 8259 section 7) and
+``json`` decodes it so, but PyYAML leaves the two halves apart; :func:`to_job` joins every valid
+pair into its character and refuses a lone half with the field path (UTF-8 cannot encode it).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 import yaml
 
 from submit import model, spec_v1, spec_v2
-from submit.validation import SpecError
+from submit.validation import SpecError, field_path
 
 
 def strip_json_comments(text: str) -> str:
@@ -92,8 +96,50 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
         raise SpecError([f"{name}: YAML error: {exc}"]) from None
 
 
+def join_surrogates(text: str) -> str:
+    """``text`` with each high+low surrogate pair joined into its character (UTF-16 rule);
+    lone surrogates are left in place (see :func:`lone_surrogates`)."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _has_lone(text: str) -> bool:
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _visible_path(*parts: Any) -> str:
+    """:func:`field_path` with lone surrogates written as ``\\udXXX`` so the line can be printed."""
+    return field_path(*parts).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _fix_text(doc: Any, path: tuple[Any, ...], problems: list[str]) -> Any:
+    """Join surrogate pairs in every string (keys too); note lone ones in ``problems``."""
+    if isinstance(doc, str):
+        fixed = join_surrogates(doc)
+        if _has_lone(fixed):
+            problems.append(f"{_visible_path(*path)}: holds a lone UTF-16 surrogate (an unpaired "
+                            "\\ud800-\\udfff escape), which is not a character: remove it or "
+                            "write the whole pair")
+        return fixed
+    if isinstance(doc, list):
+        return [_fix_text(v, (*path, i), problems) for i, v in enumerate(doc)]
+    if isinstance(doc, dict):
+        out: dict[Any, Any] = {}
+        for k, v in doc.items():
+            key = _fix_text(k, (*path, k, "[key]"), problems) if isinstance(k, str) else k
+            out[key] = _fix_text(v, (*path, k), problems)
+        return out
+    return doc
+
+
 def to_job(doc: Any, overrides: dict[str, str] | None = None) -> model.Job:
-    """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError`."""
+    """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError` (a lone
+    surrogate anywhere included; valid pairs are joined first, see the module doc)."""
+    problems: list[str] = []
+    doc = _fix_text(doc, (), problems)
+    if problems:
+        raise SpecError(problems)
     if not isinstance(doc, dict):
         raise SpecError(["(top level): must be a mapping (a v2 YAML job or a v1 JSON job)"])
     if "protocolVersion" in doc:

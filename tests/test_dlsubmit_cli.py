@@ -14,6 +14,7 @@ import yaml
 
 from slurm_plugin.client import SlurmRefused, SlurmUnreachable
 from submit import cli
+from submit.quoting import slurm_name
 from submit_helpers import PAI_DIR, option, sbatch_directives, v2_spec
 
 HELLO = str(PAI_DIR / "v2-hello-world-job.yaml")
@@ -114,3 +115,35 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
                  "--grace", "--enforce-binding", "--checkpoint-root", "--output", "--site-config",
                  "Exit status: 0"):
         assert flag in out
+
+
+ESCAPED_PAIR = r'"\u6a21\u578b-\ud83d\ude80"'  # 模型-🚀 with the emoji as a UTF-16 escape pair
+
+
+@pytest.mark.parametrize("ext", ["yaml", "json"])
+def test_escaped_surrogate_pair_is_one_character(ext: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    spec = v2_spec()
+    spec["name"] = "NAME_HERE"
+    text = json.dumps(spec) if ext == "json" else yaml.safe_dump(spec)
+    f = tmp_path / f"emoji.{ext}"
+    f.write_text(text.replace('"NAME_HERE"' if ext == "json" else "NAME_HERE", ESCAPED_PAIR))
+    rc, out, err = run(["--dry-run", str(f)], capsys)
+    assert (rc, err) == (0, "")
+    out.encode("utf-8")  # no surrogate left anywhere in the script
+    [args] = sbatch_directives(out)
+    assert option(args, "job-name") == [slurm_name("\u6a21\u578b-\U0001f680")]
+    scripts: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s: scripts.append(s) or 7)
+    rc, out, err = run([str(f)], capsys)
+    assert (rc, out, err) == (0, "7\n", "") and "\U0001f680" in scripts[0]
+
+
+def test_lone_surrogate_is_refused_with_field_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = v2_spec()
+    spec["taskRoles"]["main"]["commands"] = ["CMD_HERE"]
+    f = tmp_path / "lone.yaml"
+    f.write_text(yaml.safe_dump(spec).replace("CMD_HERE", r'"echo \ud83d"'))
+    rc, out, err = run(["--dry-run", str(f)], capsys)
+    assert (rc, out) == (2, "")
+    assert err.startswith("dlsubmit: taskRoles.main.commands[0]: holds a lone UTF-16 surrogate")

@@ -1,8 +1,8 @@
 """Property tests (hypothesis) for spec validation and rendering.
 
 Generated v1 and v2 specs, valid and broken (wrong types, missing fields, huge numbers, odd
-unicode, deep nesting, unknown keys): loading and rendering never raises anything but
-:class:`SpecError`; every error line starts with a field path rooted in the document (or
+unicode with lone and paired UTF-16 surrogates, deep nesting, unknown keys): loading and
+rendering never raises anything but :class:`SpecError`; every error line starts with a field path rooted in the document (or
 ``(top level)``); every accepted spec renders a script that ``bash -n`` accepts, whose ``#SBATCH``
 block the sbatch-parser emulation reads, with the job name in its documented sanitised form.
 """
@@ -24,7 +24,9 @@ from submit.render import render_sbatch
 from submit.validation import SpecError
 from submit_helpers import bash_syntax_ok, option, sbatch_directives
 
-TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+# Any code point, surrogates included: lone halves and escaped pairs as PyYAML leaves them
+# ("\ud83d\ude80", which the loader must join into one character, RFC 8259 section 7).
+TEXT = st.lists(st.characters() | st.just("\ud83d\ude80"), max_size=30).map("".join)
 IDENT = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
 JUNK = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | TEXT,
@@ -112,8 +114,10 @@ def check(doc: dict[str, Any]) -> None:
             m = _FIRST.match(line)
             assert m, line
             first = json.loads(m.group(1)) if m.group(1) else m.group(2)
-            assert first in TOP_FIELDS or first in doc or line.startswith("(top level)"), line
+            keys = set(doc) | {load.join_surrogates(k) for k in doc if isinstance(k, str)}
+            assert first in TOP_FIELDS or first in keys or line.startswith("(top level)"), line
         return
+    script.encode("utf-8")  # every surrogate was joined or refused
     ok, err = bash_syntax_ok(script)
     assert ok, err
     comps = sbatch_directives(script)
