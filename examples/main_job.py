@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
 import replay  # noqa: E402
-from prioritizer import workload  # noqa: E402
+from prioritizer import daemon_config, workload  # noqa: E402
 from prioritizer.traces import TraceError  # noqa: E402
 from slurm_plugin.client import SlurmClient, SlurmError  # noqa: E402
 
@@ -194,8 +194,10 @@ def run(args: argparse.Namespace) -> int:
     jobs = workload.load(args.trace, args.jobs, args.start_at, args.format,
                          (workload.DURATION_RANGE_S[0], args.max_duration), (0.0, args.max_gap))
     config = Path(args.config)
-    if not config.is_file():
-        raise UsageError(f"--config {config}: no such file")
+    try:
+        daemon_config.load(config)             # the daemon's own checks, before --out is touched
+    except daemon_config.ConfigError as exc:
+        raise UsageError(f"--config {exc}") from None
     client = SlurmClient(timeout_s=30)
     check_not_running(Path(args.out))
     nodes, gpus = cluster_shape(client)
@@ -236,6 +238,7 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
         states = replay.wait_finished(client, subs, daemon, args.timeout)
         finished = True
     except replay.ReplayError as exc:
+        say.quiet = True                       # to the log; the terminal gets it once, below
         say(f"main job failed: {exc}")
         print(f"main_job.py: {exc}", file=sys.stderr)
         return EXIT_FAILED

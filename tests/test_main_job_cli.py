@@ -95,3 +95,40 @@ def test_child_removes_its_pid_file_when_stopped(tmp_path: Path) -> None:
     assert pid_path.read_text() == f"{child.proc.pid}\n"
     assert child.stop(timeout_s=5) == -15                          # SIGTERM
     assert not pid_path.exists()
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("policy:\n  polcy: tiresias-las\n", "polcy"),                 # misspelt policy key
+    ("intervl_s: 2\n", "intervl_s: unknown key"),                   # misspelt top-level key
+    ("policy: [\n", "not valid YAML"),
+], ids=["policy-key", "top-key", "yaml"])
+def test_bad_config_is_refused_before_the_output_is_touched(text: str, needle: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    files = _earlier_output(out)
+    config = tmp_path / "my-dlprio.yaml"
+    config.write_text(text)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=none\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    assert main_job.main(["--out", str(out), "--config", str(config), "--no-watch"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and captured.out == ""                     # said once
+    assert f"--config {config}: " in err[0] and needle in err[0]    # the user's file, not a copy
+    assert "dlprio.yaml" not in err[0].replace("my-dlprio.yaml", "")
+    assert all(f.read_text() == "kept\n" for f in files)            # earlier results kept
+    assert not (out / "dlprio.yaml").exists()
+
+
+def test_missing_config_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=none\n")
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    missing = tmp_path / "nope.yaml"
+    assert main_job.main(["--out", str(tmp_path / "out"), "--config", str(missing)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--config {missing}: cannot read" in err[0]
+    assert not (tmp_path / "out").exists()
