@@ -1,0 +1,42 @@
+"""SlurmClient without a cluster: a bad ``SLURM_CONF`` and a hung command give clear errors.
+
+Slurm 22.05's ``squeue`` answers a missing ``SLURM_CONF`` with "s_p_parse_file: cannot stat file
+..., retrying in 1sec up to 60sec", so without the client's own check every call waited for the
+whole timeout and reported only "no answer within 30 s".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin.client import SlurmClient, SlurmUnreachable, conf_problem
+
+
+def test_missing_slurm_conf_fails_at_once_with_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "nonexistent.conf"
+    monkeypatch.setenv("SLURM_CONF", str(missing))
+    with pytest.raises(SlurmUnreachable) as info:
+        SlurmClient(timeout_s=20).jobs()  # the real squeue is never started
+    assert info.value.message == f"SLURM_CONF: cannot stat file {missing}: No such file or directory"
+    assert info.value.argv == ["squeue", "--json"]
+
+
+def test_conf_problem_accepts_a_readable_file_and_the_default(tmp_path: Path) -> None:
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=x\n")
+    assert conf_problem(str(conf)) is None
+    assert conf_problem(None) is None and conf_problem("") is None
+    assert conf_problem(str(tmp_path)) == f"SLURM_CONF: cannot read file {tmp_path}: Is a directory"
+
+
+def test_timeout_shows_the_commands_last_stderr_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    fake = tmp_path / "squeue"
+    fake.write_text("#!/bin/sh\necho 'squeue: error: first' >&2\necho 'squeue: error: still retrying' >&2\n"
+                    "exec sleep 30\n")
+    fake.chmod(0o755)
+    with pytest.raises(SlurmUnreachable) as info:
+        SlurmClient(timeout_s=1, bin_dir=str(tmp_path)).jobs()
+    assert info.value.message == "no answer within 1 s (squeue: error: still retrying)"
