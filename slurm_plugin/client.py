@@ -19,6 +19,7 @@ The environment is passed through unchanged, so ``SLURM_CONF`` selects the clust
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -93,7 +94,14 @@ class SlurmClient:
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None) -> str:
-        """Run one Slurm command; return its stdout. Raises the typed errors above."""
+        """Run one Slurm command; return its stdout. Raises the typed errors above.
+
+        A ``SLURM_CONF`` naming a missing or unreadable file fails at once with
+        :class:`SlurmUnreachable` (Slurm's commands would retry it for 60 s, see :func:`conf_problem`).
+        """
+        problem = conf_problem(os.environ.get("SLURM_CONF"))
+        if problem:
+            raise SlurmUnreachable(argv, problem)
         cmd = [self.bin_dir.rstrip("/") + "/" + argv[0] if self.bin_dir else argv[0], *argv[1:]]
         if self.run_as:
             cmd = ["runuser", "-u", self.run_as, "--", *cmd]
@@ -107,7 +115,7 @@ class SlurmClient:
                 check=False,
             )
         except subprocess.TimeoutExpired as exc:
-            raise SlurmUnreachable(argv, f"no answer within {self.timeout_s:g} s") from exc
+            raise SlurmUnreachable(argv, _timeout_message(self.timeout_s, exc)) from exc
         except FileNotFoundError as exc:
             raise SlurmUnreachable(argv, f"command not found: {cmd[0]}") from exc
         if proc.returncode != 0:
@@ -295,6 +303,34 @@ class SlurmClient:
     def delete_partition(self, name: str) -> None:
         """``scontrol delete PartitionName=NAME`` (refused while jobs are active in it)."""
         self._run(["scontrol", "delete", f"PartitionName={name}"])
+
+
+def conf_problem(path: str | None) -> str | None:
+    """Why the ``SLURM_CONF`` file ``path`` cannot be used, in Slurm's words, or ``None``.
+
+    Slurm 22.05's commands answer a missing file with ``s_p_parse_file: cannot stat file ...,
+    retrying in 1sec up to 60sec`` (measured on this project's machine) and so outlive any
+    timeout; checking first turns that into an immediate, clear error. ``None`` or ``""``
+    (Slurm's built-in default path) is not checked.
+    """
+    if not path:
+        return None
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        verb = "cannot stat file" if isinstance(exc, FileNotFoundError) else "cannot read file"
+        return f"SLURM_CONF: {verb} {path}: {exc.strerror or exc}"
+    return None
+
+
+def _timeout_message(timeout_s: float, exc: subprocess.TimeoutExpired) -> str:
+    """``no answer within N s``, followed by the last line the command wrote on stderr."""
+    err = exc.stderr or b""
+    if isinstance(err, bytes):
+        err = err.decode("utf-8", "replace")
+    last = err.strip().splitlines()[-1] if err.strip() else ""
+    return f"no answer within {timeout_s:g} s" + (f" ({last})" if last else "")
 
 
 def _is_unreachable(text: str) -> bool:

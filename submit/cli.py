@@ -7,7 +7,9 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
 * 0: submitted (prints the job id) or rendered (``--dry-run``).
 * 2: a problem in the spec, the file or the options (one line per problem, naming the field
   path or ``file:line:column``); nothing is submitted.
-* 3: Slurm refused the job or could not be reached; sbatch's own message is shown verbatim.
+* 3: Slurm refused the job (``Slurm refused the job: ...``) or could not be reached (``Slurm
+  unreachable: ...``, e.g. slurmctld down or a missing ``SLURM_CONF`` file); Slurm's own
+  message is shown verbatim.
 """
 
 from __future__ import annotations
@@ -113,10 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dlsubmit: warning: {w}", file=sys.stderr)
     job_id = None
     if not args.dry_run:
-        from slurm_plugin.client import SlurmError
+        from slurm_plugin.client import SlurmError, SlurmUnreachable
 
         try:
             job_id = _submit(script)
+        except SlurmUnreachable as exc:
+            print(f"dlsubmit: Slurm unreachable: {exc.message}", file=sys.stderr)
+            return EXIT_SLURM
         except SlurmError as exc:
             print(f"dlsubmit: Slurm refused the job: {exc.message}", file=sys.stderr)
             return EXIT_SLURM

@@ -73,16 +73,27 @@ def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str])
     assert rc == 2 and out == "" and "Traceback" not in err and err
 
 
-@pytest.mark.parametrize("error", [SlurmRefused(["sbatch"], "sbatch: error: Invalid partition name specified"),
-                                   SlurmUnreachable(["sbatch"], "Unable to contact slurm controller")])
-def test_slurm_refusal_exits_3_verbatim(error: Exception, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("error", "prefix"), [
+    (SlurmRefused(["sbatch"], "sbatch: error: Invalid partition name specified"), "Slurm refused the job"),
+    (SlurmUnreachable(["sbatch"], "Unable to contact slurm controller"), "Slurm unreachable"),
+])
+def test_slurm_refusal_exits_3_verbatim(error: Exception, prefix: str, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     def refuse(script: str) -> int:
         raise error
     monkeypatch.setattr(cli, "_submit", refuse)
     rc, out, err = run([HELLO], capsys)
     assert (rc, out) == (3, "")
-    assert err == f"dlsubmit: Slurm refused the job: {error.message}\n"  # type: ignore[attr-defined]
+    assert err == f"dlsubmit: {prefix}: {error.message}\n"  # type: ignore[attr-defined]
+
+
+def test_missing_slurm_conf_is_reported_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nonexistent.conf"
+    monkeypatch.setenv("SLURM_CONF", str(missing))  # the real client: sbatch is never started
+    rc, out, err = run([HELLO], capsys)
+    assert (rc, out) == (3, "")
+    assert err == f"dlsubmit: Slurm unreachable: SLURM_CONF: cannot stat file {missing}: No such file or directory\n"
 
 
 def test_submit_prints_job_id(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
