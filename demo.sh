@@ -9,5 +9,12 @@
 # main_job.py, e.g. `./demo.sh --jobs 6 --max-duration 90` (about 2.5 minutes); see docs/main_job.md.
 set -euo pipefail
 cd "$(dirname "$0")"
+# -h/--help only prints main_job.py's options: no setup (which may restart the cluster) once
+# the .venv exists.
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) if [ -x .venv/bin/python ]; then exec .venv/bin/python examples/main_job.py --help; fi ;;
+  esac
+done
 scripts/setup.sh
 exec .venv/bin/python examples/main_job.py "$@"

@@ -19,5 +19,5 @@ fi
 # Slurm, munge (and MariaDB/slurmdbd with --with-dbd) come with `dlcluster up` (install.sh).
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[test]'
+pip_log=$(PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e '.[test]' 2>&1) || { printf '%s\n' "$pip_log" >&2; echo "setup.sh: pip install -e '.[test]' failed (its output above)" >&2; exit 1; }
 .venv/bin/dlcluster up "$@"

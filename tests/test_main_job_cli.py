@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from main_job_helpers import load_example
+from main_job_helpers import REPO, load_example
 from prioritizer.daemon_lock import LedgerLock
 
 replay = load_example("replay")
@@ -132,3 +132,35 @@ def test_missing_config_names_the_file(tmp_path: Path, monkeypatch: pytest.Monke
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"--config {missing}: cannot read" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def _demo_copy(tmp_path: Path, with_venv: bool) -> Path:
+    """demo.sh in a scratch tree whose scripts/setup.sh only leaves a marker and fails."""
+    root = tmp_path / "tree"
+    (root / "scripts").mkdir(parents=True)
+    (root / "demo.sh").write_bytes((REPO / "demo.sh").read_bytes())
+    (root / "demo.sh").chmod(0o755)
+    (root / "scripts" / "setup.sh").write_text("#!/bin/sh\ntouch \"$(dirname \"$0\")/../setup-ran\"\nexit 7\n")
+    (root / "scripts" / "setup.sh").chmod(0o755)
+    (root / "examples").symlink_to(REPO / "examples")
+    if with_venv:
+        (root / ".venv").symlink_to(sys.prefix)                      # the test's virtualenv
+    return root
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_demo_help_skips_setup_when_the_venv_exists(flag: str, tmp_path: Path) -> None:
+    root = _demo_copy(tmp_path, with_venv=True)
+    proc = subprocess.run(["bash", str(root / "demo.sh"), "--jobs", "6", flag],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: main_job.py") and "--max-duration" in proc.stdout
+    assert not (root / "setup-ran").exists()
+
+
+def test_demo_runs_setup_first_otherwise(tmp_path: Path) -> None:
+    for with_venv, argv in ((False, ["--help"]), (True, ["--jobs", "6"])):
+        root = _demo_copy(tmp_path / str(with_venv), with_venv=with_venv)
+        proc = subprocess.run(["bash", str(root / "demo.sh"), *argv],
+                              capture_output=True, text=True, check=False, timeout=60)
+        assert proc.returncode == 7 and (root / "setup-ran").exists()   # set -e stops at setup
