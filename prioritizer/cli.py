@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from slurm_plugin.cli_util import quiet_on_closed_stdout
+
 #: Modules with a ``COMMAND``; one line per subcommand.
 COMMAND_MODULES: tuple[str, ...] = (
     "prioritizer.sim_cli",
@@ -59,6 +61,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     return parser, commands
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dlprio``; returns the exit code (see module doc)."""
     parser, commands = build_parser()

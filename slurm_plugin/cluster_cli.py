@@ -19,6 +19,7 @@ import json
 import sys
 
 from slurm_plugin import provision
+from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError
 
@@ -109,6 +110,7 @@ def _status(spec: ClusterSpec, as_json: bool) -> int:
     return 0 if up else 1
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -124,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `dlcluster status | head`: quiet, see cli_util
+        raise
     except (provision.ProvisionError, OSError, SlurmError) as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)
         return 1

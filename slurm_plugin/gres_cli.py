@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_plugin import gres, gres_check, nvml, topo, topo_cpu
+from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.nvml_fake import FakeNvml
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_NVML = 0, 1, 2, 3
@@ -140,6 +141,7 @@ def _check(a: argparse.Namespace) -> int:
     return EXIT_FINDINGS if findings else EXIT_OK
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dlgres``; returns the exit code (see module docstring)."""
     a = _parser().parse_args(argv)
@@ -149,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         if a.from_topo:
             return _from_topo(a)
         return _from_nvml(a)
+    except BrokenPipeError:  # a closed stdout is not an input error
+        raise
     except (InputError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
         print(f"dlgres: {e}", file=sys.stderr)
         return EXIT_INPUT

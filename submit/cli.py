@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Any
 
+from slurm_plugin.cli_util import quiet_on_closed_stdout
 from submit import load, params
 from submit.options import RUNTIMES, RenderOptions, load_site
 from submit.render import render_sbatch
@@ -97,6 +98,7 @@ def _submit(script: str) -> int:
     return SlurmClient().submit(script)
 
 
+@quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Run dlsubmit; returns the exit status (0, 2 or 3, see the module doc)."""
     try:

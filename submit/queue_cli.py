@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import getpass
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from rich.text import Text
 
 from prioritizer import public_snapshot
 from prioritizer.public_snapshot import PublicSnapshot, SnapshotError
+from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import ACTIVE_STATES
 from submit import queue_view as qv
@@ -191,6 +191,7 @@ def _watch(view: _View, console: Console) -> int:
             time.sleep(view.args.interval)
 
 
+@quiet_on_closed_stdout  # `dlqueue | head`: the reader left early, which is not an error
 def main(argv: list[str] | None = None) -> int:
     """Run ``dlqueue``; return the exit code (see the module docstring)."""
     parser = build_parser()
@@ -204,10 +205,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(view, console)
     except KeyboardInterrupt:
-        return 0
-    except BrokenPipeError:  # `dlqueue | head`: the reader left early, which is not an error
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 

@@ -1,0 +1,69 @@
+"""Every command exits quietly, status 0, when its reader closed stdout (``dlprio simulate | head``).
+
+The in-process test drives :func:`slurm_plugin.cli_util.quiet_on_closed_stdout` over a real pipe
+whose read end is closed; the others run each installed command with its stdout pipe closed
+before it writes, so the write (or the final flush) meets EPIPE exactly as under ``| head -1``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin.cli_util import EXIT_CLOSED_STDOUT, quiet_on_closed_stdout
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+TIRESIAS = ROOT.parent / "shared" / "data" / "traces" / "tiresias"
+HELLO = ROOT.parent / "shared" / "data" / "pai-jobs" / "v2-hello-world-job.yaml"
+NVML = ROOT / "tests" / "fixtures" / "nvml" / "hgx-h100.json"
+
+
+def test_closed_pipe_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    out = io.TextIOWrapper(io.FileIO(write_fd, "w"), write_through=True)
+    monkeypatch.setattr(sys, "stdout", out)
+    calls: list[list[str] | None] = []
+
+    @quiet_on_closed_stdout
+    def main(argv: list[str] | None = None) -> int:
+        calls.append(argv)
+        print("row 1")
+        return 7
+
+    assert main(["x"]) == EXIT_CLOSED_STDOUT == 0
+    assert calls == [["x"]]
+    print("after: goes to /dev/null, no error")  # fd was pointed at /dev/null
+    monkeypatch.undo()
+    out.close()
+
+
+def test_status_passes_through_when_stdout_is_open(capsys: pytest.CaptureFixture[str]) -> None:
+    @quiet_on_closed_stdout
+    def main(argv: list[str] | None = None) -> int:
+        print("hello")
+        return 3
+
+    assert main([]) == 3
+    assert capsys.readouterr().out == "hello\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["dlprio", "simulate", "--trace", str(TIRESIAS / "60_job.csv"), "--cluster", str(TIRESIAS / "n2g4.csv")],
+    ["dlsubmit", "--dry-run", str(HELLO)],
+    ["dlgres", "--fake-nvml", str(NVML), "--sockets", "2", "--cores-per-socket", "56", "--threads-per-core", "2"],
+    ["dlcluster", "status", "--name", "nosuch-closed-stdout-test"],
+], ids=lambda a: a[0])
+def test_every_command_is_quiet_on_a_closed_stdout(argv: list[str]) -> None:
+    proc = subprocess.Popen([str(BIN / argv[0]), *argv[1:]], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the command writes anything
+    err = proc.stderr.read().decode()
+    assert (proc.wait(timeout=120), err) == (0, "")
