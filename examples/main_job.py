@@ -3,7 +3,8 @@
 
 Steps (issue 7; docs/main_job.md): sample and scale ``--jobs`` jobs from the trace
 (:mod:`prioritizer.workload`), start ``dlprio run`` with the demo config
-(``examples/dlprio-demo.yaml``, ledger and snapshot in ``--out``), submit each job through
+(``examples/dlprio-demo.yaml``, ledger in ``--out``, public snapshot where ``dlqueue`` looks on
+the default cluster: :func:`snapshot_path`), submit each job through
 ``dlsubmit`` at its scaled arrival time as a PAI v2 spec running ``examples/trainer.py``, show
 ``dlqueue --watch`` meanwhile, wait until Slurm has finished every job, stop the daemon, then
 print per-job JCT, preemptions, restarts and resumed steps, and the real run beside
@@ -35,10 +36,12 @@ import replay  # noqa: E402
 from prioritizer import daemon_config, workload  # noqa: E402
 from prioritizer.traces import TraceError  # noqa: E402
 from slurm_plugin.client import SlurmClient, SlurmError  # noqa: E402
+from submit import queue_cli  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SLURM, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 MARKER = "main_job.json"
+DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
 
 class UsageError(Exception):
@@ -137,6 +140,21 @@ def prepare_out(path: Path) -> Path:
     return path.resolve()
 
 
+def snapshot_path(out: Path, site_config: str = queue_cli.DAEMON_CONFIG) -> Path:
+    """Where the demo's daemon writes its public snapshot.
+
+    On the default cluster (``SLURM_CONF`` unset or ``/etc/slurm/slurm.conf``): the path a
+    plain ``dlqueue`` reads (:func:`submit.queue_cli.default_snapshot_path` of ``site_config``:
+    its ``snapshot_path``, else :data:`prioritizer.public_snapshot.DEFAULT_PATH`), so that
+    ``dlqueue`` in another terminal shows the demo. On any other cluster (``--cluster-name``,
+    ``SLURM_CONF``): ``out/snapshot.json``, so that runs on parallel clusters never share one.
+    """
+    conf = Path(os.environ.get("SLURM_CONF", DEFAULT_SLURM_CONF))
+    if conf.resolve() == Path(DEFAULT_SLURM_CONF).resolve():
+        return Path(queue_cli.default_snapshot_path(site_config)[0])
+    return out / "snapshot.json"
+
+
 def cluster_shape(client: SlurmClient) -> tuple[int, int]:
     """(GPU nodes, GPUs per node) of the live cluster. Raises UsageError if nodes differ."""
     sizes = [n.gpus_total for n in client.nodes() if n.gpus_total > 0]
@@ -185,7 +203,7 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    conf = os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+    conf = os.environ.get("SLURM_CONF", DEFAULT_SLURM_CONF)
     if not Path(conf).is_file():
         raise UsageError(f"no cluster config {conf}; start the cluster with `dlcluster up` "
                          "(`--name NAME --port-base PORT` for --cluster-name NAME)")
@@ -217,9 +235,10 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
     watch = not args.no_watch and sys.stdout.isatty()
     say = Say(out, quiet=False)
     workload.write_tiresias_csv(jobs, out / "scaled-trace.csv")
-    run_config = replay.daemon_config(config, out)
+    snapshot = snapshot_path(out)
+    run_config = replay.daemon_config(config, out, snapshot)
     say(f"main job: {len(jobs)} jobs from {args.trace} (start {args.start_at:.0f} s), "
-        f"cluster {nodes} x {gpus} GPUs, output in {out}")
+        f"cluster {nodes} x {gpus} GPUs, output in {out}, daemon snapshot {snapshot}")
     replay.wait_idle(client, args.idle_timeout, say)
 
     daemon = queue_view = None
@@ -232,7 +251,7 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
         daemon = replay.start_daemon(run_config, out)
         if not args.no_watch:
             interval = args.watch_interval or (2.0 if watch else 20.0)
-            queue_view = replay.start_queue_view(out / "snapshot.json", interval)
+            queue_view = replay.start_queue_view(snapshot, interval, out)
             say.quiet = watch            # dlqueue redraws the terminal; progress goes to the log
         replay.replay(jobs, out, args.grace, daemon, say, subs)
         states = replay.wait_finished(client, subs, daemon, args.timeout)

@@ -111,11 +111,12 @@ def submit(job: ScaledJob, out: Path, grace_s: int) -> Submitted:
     return Submitted(job, job_id, submitted_at, log, job_name(job))
 
 
-def daemon_config(template: Path, out: Path) -> Path:
-    """Copy the demo daemon config into ``out/dlprio.yaml`` with the ledger and snapshot in ``out``."""
+def daemon_config(template: Path, out: Path, snapshot: Path | None = None) -> Path:
+    """Copy the demo daemon config into ``out/dlprio.yaml`` with the ledger in ``out`` and the
+    public snapshot at ``snapshot`` (default ``out/snapshot.json``)."""
     data = yaml.safe_load(template.read_text()) or {}
     data["ledger_path"] = str(out / "ledger.sqlite")
-    data["snapshot_path"] = str(out / "snapshot.json")
+    data["snapshot_path"] = str(snapshot or out / "snapshot.json")
     path = out / "dlprio.yaml"
     path.write_text(f"# written by examples/main_job.py from {template}\n"
                     + yaml.safe_dump(data, sort_keys=False))
@@ -173,11 +174,11 @@ def start_daemon(config: Path, out: Path) -> Child:
     return child
 
 
-def start_queue_view(snapshot: Path, interval_s: float) -> Child:
-    """``dlqueue --watch`` on the terminal (plain frames when stdout is not a terminal); pid in
-    ``dlqueue.pid`` beside the snapshot."""
+def start_queue_view(snapshot: Path, interval_s: float, out: Path) -> Child:
+    """``dlqueue --watch`` on the terminal (plain frames when stdout is not a terminal) reading
+    ``snapshot``; pid in ``out/dlqueue.pid``."""
     return Child([str(BIN / "dlqueue"), "--watch", "--interval", f"{interval_s:g}",
-                  "--snapshot", str(snapshot)], None, snapshot.parent / "dlqueue.pid")
+                  "--snapshot", str(snapshot)], None, out / "dlqueue.pid")
 
 
 def wait_idle(client: SlurmClient, timeout_s: float, say: Callable[[str], None]) -> None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from main_job_helpers import REPO, load_example
 from prioritizer.daemon_lock import LedgerLock
@@ -164,3 +165,37 @@ def test_demo_runs_setup_first_otherwise(tmp_path: Path) -> None:
         proc = subprocess.run(["bash", str(root / "demo.sh"), *argv],
                               capture_output=True, text=True, check=False, timeout=60)
         assert proc.returncode == 7 and (root / "setup-ran").exists()   # set -e stops at setup
+
+
+def test_snapshot_goes_where_dlqueue_looks_on_the_default_cluster(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    no_site = str(tmp_path / "no-dlprio.yaml")
+    for conf in (None, "/etc/slurm/slurm.conf", "/etc/slurm/../slurm/slurm.conf"):
+        if conf is None:
+            monkeypatch.delenv("SLURM_CONF", raising=False)
+        else:
+            monkeypatch.setenv("SLURM_CONF", conf)
+        assert main_job.snapshot_path(out, no_site) == Path("/var/lib/dlprio/snapshot.json"), conf
+    site = tmp_path / "dlprio.yaml"                       # a site config: dlqueue reads its path
+    site.write_text("snapshot_path: /srv/dlprio/snap.json\n")
+    assert main_job.snapshot_path(out, str(site)) == Path("/srv/dlprio/snap.json")
+
+
+def test_snapshot_stays_in_out_on_another_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")
+    replay.env_for_cluster("fix1")                        # what --cluster-name fix1 does
+    assert main_job.snapshot_path(tmp_path, str(tmp_path / "none")) == tmp_path / "snapshot.json"
+    cfg = yaml.safe_load(replay.daemon_config(REPO / "examples" / "dlprio-demo.yaml", tmp_path,
+                                              Path("/var/lib/dlprio/snapshot.json")).read_text())
+    assert cfg["snapshot_path"] == "/var/lib/dlprio/snapshot.json"
+    assert cfg["ledger_path"] == str(tmp_path / "ledger.sqlite")   # the ledger stays in out
+
+
+def test_queue_view_pid_file_is_in_out_not_beside_the_snapshot(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = {}
+    monkeypatch.setattr(replay, "Child", lambda argv, log, pid: seen.update(argv=argv, pid=pid))
+    replay.start_queue_view(Path("/var/lib/dlprio/snapshot.json"), 2.0, tmp_path)
+    assert seen["pid"] == tmp_path / "dlqueue.pid"
+    assert seen["argv"][-2:] == ["--snapshot", "/var/lib/dlprio/snapshot.json"]
