@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     base = _config(args)
     policies = _policies(args, base.policy)
     cluster = _cluster(args)
+    for option, path in (("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
+        _check_output_dir(option, path)  # before the replay, not after it
     try:
         trace = read_trace(args.trace, args.format, args.since)
     except TraceError as exc:
@@ -82,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(base, policy=name)
         results.append(simulate(trace, cluster, config, distribution))
     summaries = [summarize(r) for r in results]
+    if trace.skipped_jobs:
+        print(f"note: {trace.skipped_jobs} trace row(s) with zero GPUs or zero duration were "
+              "skipped; counted in skipped_jobs", file=sys.stderr)
     if results[0].unfittable_jobs:
         print(f"note: {results[0].unfittable_jobs} job(s) can never fit on this cluster; "
               "counted in skipped_jobs", file=sys.stderr)
@@ -138,19 +143,28 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
 
 def _cluster(args: argparse.Namespace) -> Cluster:
     if args.cluster:
-        if args.nodes or args.gpus_per_node:
+        if args.nodes is not None or args.gpus_per_node is not None:
             raise CliError("use either --cluster or --nodes/--gpus-per-node, not both")
         try:
             nodes, gpus = read_cluster_spec(args.cluster)
         except TraceError as exc:
             raise CliError(str(exc)) from None
     else:
-        if not args.nodes or not args.gpus_per_node:
+        if args.nodes is None or args.gpus_per_node is None:
             raise CliError("give the cluster: --nodes N --gpus-per-node G, or --cluster SPEC.csv")
         nodes, gpus = args.nodes, args.gpus_per_node
     if nodes <= 0 or gpus <= 0:
         raise CliError("--nodes and --gpus-per-node must be > 0")
     return Cluster(nodes, gpus, args.placement)
+
+
+def _check_output_dir(option: str, path: str | None) -> None:
+    """Exit 2 (usage) when ``path``'s directory does not exist or is not a directory."""
+    if not path:
+        return
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise CliError(f"{option} {path}: directory {parent} does not exist; create it first")
 
 
 def _write(writer: Any, results: list[SimResult], path: str) -> None:

@@ -109,3 +109,42 @@ def test_single_policy_jobs_csv_and_since(tmp_path: Path, capsys: pytest.Capture
     assert jobs_csv.read_text().splitlines() == [
         "job_id,submit,start,end,jct,queueing_delay,preemptions,promotions",
         "b,0,0,50,50,0,0,0", "d,20,50,90,70,30,0,0"]
+
+
+@pytest.mark.parametrize("cluster", [["--nodes", "0", "--gpus-per-node", "4"],
+                                     ["--nodes", "-3", "--gpus-per-node", "4"],
+                                     ["--nodes", "2", "--gpus-per-node", "0"]],
+                         ids=["zero-nodes", "negative-nodes", "zero-gpus"])
+def test_zero_or_negative_cluster_size_is_the_same_clear_error(cluster: list[str],
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--trace", SIXTY, *cluster])
+    assert (rc, capsys.readouterr().err) == (2, "dlprio: --nodes and --gpus-per-node must be > 0\n")
+
+
+@pytest.mark.parametrize("option", ["--plot", "--jobs-csv"])
+def test_missing_output_directory_fails_before_the_replay(option: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from prioritizer import sim_cli
+
+    replays: list[object] = []
+    monkeypatch.setattr(sim_cli, "simulate", lambda *a: replays.append(a))
+    target = tmp_path / "nonexistent" / "dir" / "x.png"
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, option, str(target)])
+    out, err = capsys.readouterr()
+    assert (rc, out, replays) == (2, "", [])
+    assert err == (f"dlprio: {option} {target}: directory {target.parent} does not exist; "
+                   "create it first\n")
+
+
+def test_zero_gpu_row_is_skipped_counted_and_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    # job 2 asks for 0 GPUs (a CPU-only row): 2 jobs run, 1 skipped
+    trace.write_text("job_id,num_gpu,submit_time,duration\n1,1,0,10\n2,0,5,10\n3,2,6,10\n")
+    rc = main(["simulate", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4",
+               "--policy", "fifo", "--zero-cost", "--json"])
+    out, err = capsys.readouterr()
+    [summary] = json.loads(out)
+    assert rc == 0 and (summary["jobs"], summary["skipped_jobs"]) == (2, 1)
+    assert err == ("note: 1 trace row(s) with zero GPUs or zero duration were skipped; "
+                   "counted in skipped_jobs\n")
