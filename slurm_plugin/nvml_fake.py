@@ -56,8 +56,24 @@ class FakeNvml:
 
     @classmethod
     def from_file(cls, path: str | Path) -> FakeNvml:
-        """Load a record file. Raises OSError or ValueError (bad JSON) as ``json`` does."""
-        return cls(json.loads(Path(path).read_text()))
+        """Load a record file (``{"devices": [...]}``, see tests/fixtures/nvml/).
+
+        Raises:
+            OSError: the file cannot be read (its message names the file).
+            ValueError: not UTF-8, not JSON, or not a mapping with a ``devices`` list; the
+                message starts with the path, e.g. ``/etc/passwd: not a recorded NVML JSON
+                file (Expecting value at line 1 column 1)``.
+        """
+        try:
+            record = json.loads(Path(path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not a recorded NVML JSON file (not UTF-8: byte {exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not a recorded NVML JSON file ({exc.msg} at line {exc.lineno} "
+                             f"column {exc.colno})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("devices"), list):
+            raise ValueError(f'{path}: not a recorded NVML JSON file (expected {{"devices": [...]}})')
+        return cls(record)
 
     def nvmlInit(self) -> None:  # noqa: N802 - pynvml's names
         self.initialised = True

@@ -186,3 +186,16 @@ def test_nvml_with_no_gpu_is_unavailable(capsys: pytest.CaptureFixture[str], tmp
     empty.write_text('{"devices": []}')
     rc, _, err = _run(capsys, "--fake-nvml", str(empty), "--sockets", "1", "--cores-per-socket", "2")
     assert rc == 3 and "NVML sees no GPU on this node" in err
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("root:x:0:0:root:/root:/bin/bash\n", "Expecting value at line 1 column 1"),  # like /etc/passwd
+    ("[1, 2]", 'expected {"devices": [...]}'),
+    ('{"gpus": []}', 'expected {"devices": [...]}'),
+])
+def test_fake_nvml_bad_file_is_named(text: str, why: str, capsys: pytest.CaptureFixture[str], tmp_path: Path):
+    bad = tmp_path / "passwd"
+    bad.write_text(text)
+    rc, out, err = _run(capsys, "--fake-nvml", str(bad), "--sockets", "1", "--cores-per-socket", "2")
+    assert (rc, out) == (2, "")
+    assert err == f"dlgres: {bad}: not a recorded NVML JSON file ({why})\n"
