@@ -8,7 +8,8 @@ and the daemon's public snapshot through :func:`prioritizer.public_snapshot.read
 from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:`` section) when
 that file exists; else :data:`prioritizer.public_snapshot.DEFAULT_PATH`.
 
-Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments;
+Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
+(an unknown ``-u`` user included);
 3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
 """
 
@@ -18,6 +19,7 @@ import argparse
 import contextlib
 import getpass
 import json
+import pwd
 import sys
 import time
 from collections.abc import Callable
@@ -112,13 +114,24 @@ def _names(text: str) -> list[str]:
     return [x for x in text.split(",") if x]
 
 
+def _user_name(name: str) -> str | None:
+    """The user name for ``name`` (a user name or a numeric uid) from the passwd database (NSS,
+    so LDAP users count), or ``None``: squeue(1) ``-u`` takes either form and answers unknown
+    ones with "Invalid user"."""
+    try:
+        return pwd.getpwuid(int(name)).pw_name if name.isdigit() else pwd.getpwnam(name).pw_name
+    except (KeyError, OverflowError):
+        return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dlqueue", description="Slurm jobs in the order they will start, with the dlprio "
         "queue (QUEUE, Q0 = highest) and attained service (ATTAINED, in GPU·hours) when the "
         "daemon's snapshot is there. WAIT: time waited for the current or next run.",
         epilog="exit codes: 0 ok, 2 bad arguments, 3 Slurm unreachable, 4 Slurm refused")
-    p.add_argument("-u", "--user", type=_names, help="only these users (comma-separated)")
+    p.add_argument("-u", "--user", type=_names,
+                   help="only these users (names or uids, comma-separated; unknown ones exit 2)")
     p.add_argument("--me", action="store_true", help="only the current user's jobs")
     p.add_argument("-p", "--partition", type=_names, help="only these partitions")
     p.add_argument("-t", "--states", type=_states, default=ACTIVE_STATES,
@@ -200,6 +213,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--json and --watch cannot be combined (run --json in a loop instead)")
     if args.iterations is not None and not args.watch:
         parser.error("--iterations needs --watch")
+    known = {u: _user_name(u) for u in args.user or []}
+    unknown = [u for u, name in known.items() if name is None]
+    if unknown:  # squeue says "Invalid user"; an empty table would look like "no jobs"
+        parser.error(f"-u/--user: unknown user {', '.join(map(repr, unknown))} "
+                     "(not in the passwd database)")
+    args.user = [known[u] for u in args.user or []]
     view = _View(args, SlurmClient())
     console = Console(highlight=False, emoji=False, markup=False)
     try:

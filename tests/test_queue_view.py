@@ -246,6 +246,8 @@ def fake(monkeypatch: pytest.MonkeyPatch):
     def install(jobs=(), error=None) -> FakeClient:
         client = FakeClient(jobs, error)
         monkeypatch.setattr(queue_cli, "SlurmClient", lambda: client)
+        # the test users are not in this machine's passwd database
+        monkeypatch.setattr(queue_cli, "_user_name", lambda n: n if n in {"alice", "bob", "carol", "dave"} else None)
         return client
     return install
 
@@ -348,3 +350,21 @@ def test_cli_watch_survives_slurm_errors(fake, capsys) -> None:
                            "--snapshot", "/nonexistent"]) == 0
     out = capsys.readouterr().out
     assert len(client.calls) == 2 and out.count("Slurm error: Unable to contact") == 2
+
+
+def test_cli_unknown_user_is_a_usage_error(monkeypatch, capsys) -> None:
+    client = FakeClient(JOBS, None)
+    monkeypatch.setattr(queue_cli, "SlurmClient", lambda: client)
+    with pytest.raises(SystemExit) as info:  # the real passwd lookup: root exists, nosuchuser not
+        queue_cli.main(["-u", "root,nosuchuser", "--snapshot", "/nonexistent"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and client.calls == []
+    assert err.endswith("dlqueue: error: -u/--user: unknown user 'nosuchuser' (not in the passwd database)\n")
+
+
+def test_cli_known_user_by_name_or_uid(monkeypatch, capsys) -> None:
+    client = FakeClient(JOBS, None)
+    monkeypatch.setattr(queue_cli, "SlurmClient", lambda: client)
+    assert queue_cli.main(["--json", "-u", "root,0", "--snapshot", "/nonexistent"]) == 0
+    # uid 0 is root by definition; squeue -u takes uids too, the client filters by name
+    assert client.calls[0]["users"] == ["root", "root"] and json.loads(capsys.readouterr().out) == []
