@@ -2,9 +2,10 @@
 
 Generated v1 and v2 specs, valid and broken (wrong types, missing fields, huge numbers, odd
 unicode with lone and paired UTF-16 surrogates, deep nesting, unknown keys): loading and
-rendering never raises anything but :class:`SpecError`; every error line starts with a field path rooted in the document (or
-``(top level)``); every accepted spec renders a script that ``bash -n`` accepts, whose ``#SBATCH``
-block the sbatch-parser emulation reads, with the job name in its documented sanitised form.
+rendering never raises anything but :class:`SpecError`; every error line starts with a field
+path rooted in the document (or ``(top level)``); every accepted spec renders a script that
+``bash -n`` accepts, whose ``#SBATCH`` block the sbatch-parser emulation reads, with the job name
+in its documented sanitised form.
 """
 
 from __future__ import annotations
