@@ -237,7 +237,8 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
     workload.write_tiresias_csv(jobs, out / "scaled-trace.csv")
     snapshot = snapshot_path(out)
     run_config = replay.daemon_config(config, out, snapshot)
-    say(f"main job: {len(jobs)} jobs from {args.trace} (start {args.start_at:.0f} s), "
+    say(f"main job: {report.plural(len(jobs), 'job')} from {args.trace} "
+        f"(start {args.start_at:.0f} s), "
         f"cluster {nodes} x {gpus} GPUs, output in {out}, daemon snapshot {snapshot}")
     replay.wait_idle(client, args.idle_timeout, say)
 
@@ -290,14 +291,15 @@ def finish(out: Path, config: Path, subs: list[replay.Submitted], states: dict[i
     sim_las = next(s for s in sims if s["policy"] == "tiresias-las")
     say("\nper job (times in s; arrive = seconds after the first submission):")
     say(report.jobs_table(outcomes, sim_jct))
-    say(f"\nreal vs simulated ({len(subs)} jobs, {nodes} x {gpus} GPUs, policy and modeled costs "
+    say(f"\nreal vs simulated ({report.plural(len(subs), 'job')}, {nodes} x {gpus} GPUs, "
+        "policy and modeled costs "
         f"from {config}):")
     say(report.comparison_table(real, sims))
     report.write_plot(outcomes, sim_jct, real, sim_las, out / "main_job.png")
     preempted = [o for o in outcomes if o.preemptions]
     resumed = [o for o in outcomes if o.restarts and o.resumes_ok]
-    say(f"\n{len(preempted)} job(s) got the checkpoint signal, {len(resumed)} were requeued and "
-        f"resumed from their checkpoints; plot {out / 'main_job.png'}, details {out / MARKER}")
+    say(f"\n{report.checkpoint_summary(len(preempted), len(resumed))}; "
+        f"plot {out / 'main_job.png'}, details {out / MARKER}")
     (out / MARKER).write_text(json.dumps({
         "real": real, "simulated": sims,
         "jobs": [{"name": o.sub.name, "job_id": o.sub.job_id, "state": o.state,
@@ -310,7 +312,7 @@ def finish(out: Path, config: Path, subs: list[replay.Submitted], states: dict[i
     }, indent=2))
     bad = [o.sub.name for o in outcomes if not o.done or o.state != "COMPLETED"]
     if bad:
-        say(f"main job: {len(bad)} job(s) did not complete: {', '.join(bad)}")
+        say(f"main job: {report.plural(len(bad), 'job')} did not complete: {', '.join(bad)}")
         return EXIT_FAILED
     return EXIT_OK
 

@@ -81,6 +81,19 @@ class JobOutcome:
         return all(a.resumed and a.start_step == a.checkpoint_before for a in self.attempts[1:])
 
 
+def plural(n: int, word: str) -> str:
+    """``"1 job"``, ``"2 jobs"``, ``"0 jobs"`` (English: singular only for exactly one)."""
+    return f"{n} {word if n == 1 else word + 's'}"
+
+
+def checkpoint_summary(signalled: int, resumed: int) -> str:
+    """The closing line's first part: how many jobs got the checkpoint signal and how many were
+    requeued and resumed from their checkpoints, in grammatical English."""
+    verb, whose = ("was", "its checkpoint") if resumed == 1 else ("were", "their checkpoints")
+    return (f"{plural(signalled, 'job')} got the checkpoint signal, {resumed} {verb} requeued and "
+            f"resumed from {whose}")
+
+
 def _read(path: Path) -> str:
     return path.read_text(errors="replace") if path.exists() else ""
 

@@ -243,3 +243,14 @@ def test_wait_finished_reads_states_and_logs_of_purged_jobs(tmp_path: Path) -> N
                          [(3, "FAILED")]])
     states = replay.wait_finished(client, subs, FakeDaemon(), timeout_s=60)
     assert states == {1: "COMPLETED", 2: "GONE", 3: "FAILED"}
+
+
+# ------------------------------------------------------------------ the closing line's grammar
+def test_plural_and_checkpoint_summary_agree_in_number() -> None:
+    assert [report.plural(n, "job") for n in (0, 1, 2)] == ["0 jobs", "1 job", "2 jobs"]
+    assert report.checkpoint_summary(1, 1) == (
+        "1 job got the checkpoint signal, 1 was requeued and resumed from its checkpoint")
+    assert report.checkpoint_summary(5, 4) == (
+        "5 jobs got the checkpoint signal, 4 were requeued and resumed from their checkpoints")
+    assert report.checkpoint_summary(0, 0) == (
+        "0 jobs got the checkpoint signal, 0 were requeued and resumed from their checkpoints")
