@@ -6,7 +6,7 @@
 # scheduled by `dlprio run`, shown by `dlqueue --watch`; at the end per-job JCT, preemptions and
 # restarts, the real run beside `dlprio simulate` on the same scaled trace, and a PNG
 # (out/main-job/main_job.png). About 10 minutes after installation. Arguments go to
-# main_job.py, e.g. `./demo.sh --jobs 6 --max-duration 90` (about 2.5 minutes); see docs/main_job.md.
+# main_job.py, e.g. `./demo.sh --jobs 6` (about 2 minutes); see docs/main_job.md.
 set -euo pipefail
 cd "$(dirname "$0")"
 # -h/--help only prints main_job.py's options: no setup (which may restart the cluster) once

@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--start-at", type=float, default=workload.DEFAULT_START_S, metavar="SECONDS",
         help=f"first trace second to sample from (default {workload.DEFAULT_START_S:.0f}: "
              "Philly day 48.29, in the dense window)")
-    add("--max-duration", type=float, default=workload.DURATION_RANGE_S[1], metavar="S",
-        help="longest scaled job, s (default 240; durations map onto [20, S])")
+    add("--max-duration", type=float, default=None, metavar="S",
+        help="longest scaled job, s (durations map onto [20, S]; default min(240, max(90, "
+             "10 x jobs)): 240 for 24 jobs, 90 for 6)")
     add("--max-gap", type=float, default=workload.GAP_RANGE_S[1], metavar="S",
         help="longest scaled arrival gap, s (default 15)")
     add("--out", default="out/main-job", help="output directory (default out/main-job)")
@@ -202,15 +203,28 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def load_jobs(args: argparse.Namespace) -> list[workload.ScaledJob]:
+    """The scaled workload of ``args`` (rules in prioritizer/workload.py; ``--max-duration``
+    defaults to :func:`prioritizer.workload.duration_range` of ``--jobs``).
+
+    Raises:
+        UsageError: ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.
+        TraceError, WorkloadError: the trace cannot give the sample.
+    """
+    lo, hi = workload.duration_range(args.jobs)
+    hi = hi if args.max_duration is None else args.max_duration
+    if hi < lo or args.max_gap < 0 or args.grace < 1:
+        raise UsageError("--max-duration must be >= 20, --max-gap >= 0, --grace >= 1")
+    return workload.load(args.trace, args.jobs, args.start_at, args.format, (lo, hi),
+                         (0.0, args.max_gap))
+
+
 def run(args: argparse.Namespace) -> int:
     conf = os.environ.get("SLURM_CONF", DEFAULT_SLURM_CONF)
     if not Path(conf).is_file():
         raise UsageError(f"no cluster config {conf}; start the cluster with `dlcluster up` "
                          "(`--name NAME --port-base PORT` for --cluster-name NAME)")
-    if args.max_duration < workload.DURATION_RANGE_S[0] or args.max_gap < 0 or args.grace < 1:
-        raise UsageError("--max-duration must be >= 20, --max-gap >= 0, --grace >= 1")
-    jobs = workload.load(args.trace, args.jobs, args.start_at, args.format,
-                         (workload.DURATION_RANGE_S[0], args.max_duration), (0.0, args.max_gap))
+    jobs = load_jobs(args)
     config = Path(args.config)
     try:
         daemon_config.load(config)             # the daemon's own checks, before --out is touched

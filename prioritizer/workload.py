@@ -17,10 +17,14 @@ Mapping rules (issue 7), applied in this order:
    a contiguous piece of the real arrival process, not a thinned one, so ``--jobs 6`` is the
    head of the default 24-job run.
 3. **GPUs.** ``min(gpus, 8)``: every job fits one 8-GPU node of the local cluster.
-4. **Durations.** Monotone on a log scale onto [20, 240] s: with ``u = ln(d/d_min) /
-   ln(d_max/d_min)`` over the sample, ``d' = 20 · (240/20)^u`` (a power law: order and the
-   heavy tail survive, the shortest job gets 20 s, the longest 240 s); rounded to whole
-   seconds (the trainer's 1 s steps). All-equal durations map to the geometric middle.
+4. **Durations.** Monotone on a log scale onto [20, D] s: with ``u = ln(d/d_min) /
+   ln(d_max/d_min)`` over the sample, ``d' = 20 · (D/20)^u`` (a power law: order and the
+   heavy tail survive, the shortest job gets 20 s, the longest D); rounded to whole seconds
+   (the trainer's 1 s steps). All-equal durations map to the geometric middle. The upper end
+   follows the sample size (:func:`duration_range`): ``D = min(240, max(90, 10 · n))`` s, i.e.
+   240 s for the default 24 jobs and 90 s for ``--jobs 6``; 10 s per job keeps the run's
+   length in step with the arrival span, and the 90 s floor keeps a 4.5-fold spread (long
+   8-GPU jobs outlive their 12.5 s in queue 0, so preemption still shows).
 5. **Arrival gaps.** Monotone on a log scale onto [0, 15] s: ``g' = 15 · ln(1+g) /
    ln(1+g_max)``, so simultaneous submissions stay simultaneous and the longest gap of the
    sample becomes 15 s; arrival times are the running sums, rounded to 0.1 s. The range is
@@ -45,7 +49,8 @@ DENSE_WINDOW_S = 48 * 86400          # Philly 15k excerpt: dense arrivals from d
 DEFAULT_START_S = 4_172_631.0        # submit time of u_id 1660 (898th job of the dense window)
 DEFAULT_JOBS = 24
 MAX_GPUS = 8
-DURATION_RANGE_S = (20.0, 240.0)
+DURATION_RANGE_S = (20.0, 240.0)    # the widest range: 24 jobs or more (rule 4)
+DURATION_S_PER_JOB, DURATION_FLOOR_S = 10.0, 90.0
 GAP_RANGE_S = (0.0, 15.0)
 
 
@@ -114,6 +119,13 @@ def log1p_scale(values: Sequence[float], lo: float, hi: float) -> list[float]:
     return [lo + (hi - lo) * math.log1p(v) / top for v in values]
 
 
+def duration_range(n: int) -> tuple[float, float]:
+    """Rule 4's target range of scaled durations (s) for a sample of ``n`` jobs:
+    ``(20, min(240, max(90, 10 · n)))``; e.g. 6 -> (20, 90), 12 -> (20, 120), 24+ -> (20, 240)."""
+    hi = min(DURATION_RANGE_S[1], max(DURATION_FLOOR_S, DURATION_S_PER_JOB * n))
+    return DURATION_RANGE_S[0], hi
+
+
 def sample(jobs: Sequence[TraceJob], n: int) -> list[TraceJob]:
     """The first ``n`` jobs of ``jobs`` (already in arrival order). Raises WorkloadError if fewer."""
     if n < 1:
@@ -142,10 +154,11 @@ def scale(jobs: Sequence[TraceJob], durations_s: tuple[float, float] = DURATION_
 
 
 def load(path: str | Path, n: int = DEFAULT_JOBS, start_s: float = DEFAULT_START_S,
-         fmt: str | None = None, durations_s: tuple[float, float] = DURATION_RANGE_S,
+         fmt: str | None = None, durations_s: tuple[float, float] | None = None,
          gaps_s: tuple[float, float] = GAP_RANGE_S) -> list[ScaledJob]:
     """Read ``path`` (any format :func:`read_trace` knows), then window, sample and scale
-    (``durations_s``, ``gaps_s``: target ranges in seconds, see :func:`scale`).
+    (``durations_s``, ``gaps_s``: target ranges in seconds, see :func:`scale`; ``durations_s``
+    None: :func:`duration_range` of ``n``).
 
     Raises:
         prioritizer.traces.TraceError: the file cannot be read (names file and line).
@@ -153,7 +166,7 @@ def load(path: str | Path, n: int = DEFAULT_JOBS, start_s: float = DEFAULT_START
     """
     trace = read_trace(path, fmt=fmt, since=start_s)
     try:
-        return scale(sample(trace.jobs, n), durations_s, gaps_s)
+        return scale(sample(trace.jobs, n), durations_s or duration_range(n), gaps_s)
     except WorkloadError as exc:
         raise WorkloadError(f"{path}: {exc}") from None
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from main_job_helpers import REPO, load_example
+from prioritizer import workload
 from prioritizer.daemon_lock import LedgerLock
 
 replay = load_example("replay")
@@ -199,3 +200,22 @@ def test_queue_view_pid_file_is_in_out_not_beside_the_snapshot(tmp_path: Path,
     replay.start_queue_view(Path("/var/lib/dlprio/snapshot.json"), 2.0, tmp_path)
     assert seen["pid"] == tmp_path / "dlqueue.pid"
     assert seen["argv"][-2:] == ["--snapshot", "/var/lib/dlprio/snapshot.json"]
+
+
+def test_duration_range_follows_the_sample_size() -> None:
+    # D = min(240, max(90, 10 n)), by hand
+    assert [workload.duration_range(n) for n in (1, 6, 9, 12, 23, 24, 200)] == [
+        (20.0, 90.0), (20.0, 90.0), (20.0, 90.0), (20.0, 120.0), (20.0, 230.0), (20.0, 240.0),
+        (20.0, 240.0)]
+
+
+def test_plain_jobs_6_is_the_measured_short_form() -> None:
+    parse = main_job.build_parser().parse_args
+    short = main_job.load_jobs(parse(["--jobs", "6"]))
+    assert short == main_job.load_jobs(parse(["--jobs", "6", "--max-duration", "90"]))
+    assert min(j.duration_s for j in short) == 20 and max(j.duration_s for j in short) == 90
+    full = main_job.load_jobs(parse([]))
+    assert len(full) == 24 and max(j.duration_s for j in full) == 240
+    assert full == main_job.load_jobs(parse(["--max-duration", "240"]))
+    assert max(j.duration_s for j in main_job.load_jobs(parse(["--jobs", "6", "--max-duration",
+                                                               "150"]))) == 150

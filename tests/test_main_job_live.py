@@ -1,6 +1,6 @@
 """Live smoke test of the main job (issue 7): the short form on the cluster SLURM_CONF names.
 
-Runs ``examples/main_job.py --jobs 6 --max-duration 90`` (about 2.5 minutes: the first six
+Runs ``examples/main_job.py --jobs 6`` (about 2 minutes, durations 20-90 s: the first six
 jobs of the default Philly sample ask for 34 of the 32 GPUs, so the 8-GPU job that arrived
 first is preempted when the last one arrives), then checks, from the jobs' own logs and from
 Slurm rather than from the report's numbers, that every job completed, that at least one job
@@ -50,7 +50,7 @@ def _stop_children(out: Path) -> None:
 
 def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    argv = [sys.executable, str(EXAMPLES / "main_job.py"), "--jobs", "6", "--max-duration", "90",
+    argv = [sys.executable, str(EXAMPLES / "main_job.py"), "--jobs", "6",
             "--out", str(out), "--watch-interval", "30"]
     client = SlurmClient()
     try:
