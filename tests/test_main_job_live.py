@@ -61,6 +61,9 @@ def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
         ids = [int(p.name.rsplit("-", 1)[1].split(".")[0]) for p in (out / "logs").glob("*.out")]
         _cancel_leftovers(client, ids)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # The run cleaned up its pid files; on a non-default cluster the snapshot stayed in out.
+    assert not [n for n in ("main_job.pid", "dlprio.pid", "dlqueue.pid") if (out / n).exists()]
+    assert (out / "snapshot.json").exists()
 
     # Each job's own log: the trainer finished all its steps; some job was preempted and resumed.
     logs = sorted((out / "logs").glob("mj*.out"))
