@@ -14,7 +14,7 @@ from policy_helpers import pending, running, snapshot
 from prioritizer.config import PolicyConfig
 from prioritizer.gittins import GittinsDistribution
 from prioritizer.model import Decisions, JobPhase, JobView, Snapshot
-from prioritizer.placement import FreeMap
+from prioritizer.placement import FreeMap, plan_starts
 from prioritizer.policy import decide
 
 NOW = 1000.0
@@ -106,17 +106,36 @@ def test_victims_are_lower_priority_and_allowed(world: tuple[Snapshot, PolicyCon
 
 @given(worlds())
 def test_freed_gpus_make_the_waiter_fit(world: tuple[Snapshot, PolicyConfig]) -> None:
+    """Walk the target order through Slurm's start model (placement.plan_starts: jobs start where
+    they fit now, or reserve what the jobs being preempted will free): each waiter fits neither,
+    and fits once its victims' GPUs are added."""
     snap, config = world
     d = run(snap, config)
     index = {n.name: i for i, n in enumerate(snap.nodes)}
     jobs = {j.job_id: j for j in snap.jobs}
-    for p in d.preemptions:
-        freed = FreeMap([n.gpus_free for n in snap.nodes])
-        assert freed.place(jobs[p.waiter].gpus_per_node) is None   # it did not fit before
-        for job in snap.jobs:
-            if job.being_preempted or job.job_id in p.victims:
-                freed.add([index[n] for n in job.nodes], job.gpus_per_node)
-        assert freed.place(jobs[p.waiter].gpus_per_node) is not None
+    victims_of = {p.waiter: p.victims for p in d.preemptions}
+    now_map = FreeMap([n.gpus_free for n in snap.nodes])
+    soon: FreeMap | None = None
+    for job in snap.jobs:
+        if job.being_preempted:
+            soon = soon or now_map.copy()
+            soon.add([index[n] for n in job.nodes], job.gpus_per_node)
+    served: list[int] = []
+
+    def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
+        if job_id not in victims_of:
+            return False
+        assert soon_map.place(need) is None                    # it did not fit before
+        for v in victims_of[job_id]:
+            soon_map.add([index[n] for n in jobs[v].nodes], jobs[v].gpus_per_node)
+        assert soon_map.place(need) is not None                # the freed GPUs make it fit
+        served.append(job_id)
+        return True
+
+    eligible = [(j, jobs[j].gpus_per_node) for j in d.order
+                if jobs[j].eligible_time is None or jobs[j].eligible_time <= NOW]
+    plan_starts(eligible, now_map, soon, strict=config.policy == "fifo", on_blocked=on_blocked)
+    assert served == [p.waiter for p in d.preemptions]
 
 
 @given(worlds())
