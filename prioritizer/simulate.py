@@ -22,7 +22,7 @@ from typing import Any
 
 from prioritizer.config import PolicyConfig
 from prioritizer.gittins import GittinsDistribution
-from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.model import Decisions, JobPhase, JobView, NodeView, Snapshot
 
 from prioritizer.placement import FreeMap, can_ever_fit, consolidated_shape, plan_starts
 from prioritizer.policy import decide, next_queue_change, promotion_time
@@ -131,7 +131,8 @@ class SimJob:
     promotions: int = 0
     first_start: float | None = None
     end: float | None = None
-    view: JobView | None = None
+    view: JobView | None = None           # pending view (fixed until the job changes)
+    running_view: JobView | None = None   # running view; others copy it with new service
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ class Simulator:
         self.gpu_s_held = 0.0
         self.grace: set[int] = set()
         self.released: list[SimJob] = []
+        self.last: Decisions | None = None   # the previous decision, passed back as a memo
 
     def push(self, when: float, event: Any) -> None:
         self.seq += 1
@@ -246,16 +248,16 @@ class Simulator:
         """Call the policy on the current state and apply its decisions at ``now``."""
         cfg = self.config
         views = tuple(self.view(job, now) for job in self.active.values())
-        decisions = decide(Snapshot(tuple(self.node_views), views), cfg, now,
-                           distribution=self.distribution)
-        for job_id, state in decisions.states.items():
-            if state.changed:
-                job = self.jobs[job_id]
-                job.queue, job.entry, job.base = state.queue, state.queue_entry_time, \
-                    state.service_base_gpu_s
-                job.view = None
-                if job.phase == "running":   # the next threshold is counted from here
-                    self.schedule_crossing(job, now)
+        decisions = self.last = decide(Snapshot(tuple(self.node_views), views), cfg, now,
+                                       distribution=self.distribution, previous=self.last)
+        for job_id in decisions.changed:
+            state, job = decisions.states[job_id], self.jobs[job_id]
+            job.queue, job.entry, job.base = state.queue, state.queue_entry_time, \
+                state.service_base_gpu_s
+            job.view = None
+            job.running_view = None
+            if job.phase == "running":   # the next threshold is counted from here
+                self.schedule_crossing(job, now)
         for job_id in decisions.promotions:
             self.jobs[job_id].promotions += 1
         if decisions.preemptions:
@@ -285,12 +287,10 @@ class Simulator:
             soon = free.copy()
             for job_id in self.grace:
                 soon.add(self.jobs[job_id].nodes, self.jobs[job_id].shape)
-        eligible = []
-        for job_id in order:
-            job = self.jobs[job_id]
-            if job.eligible is None or job.eligible <= now:
-                eligible.append((job_id, job.shape))
-        starts = plan_starts(eligible, free, soon, strict).starts
+        jobs = self.jobs
+        eligible = ((job_id, job.shape) for job_id, job in zip(order, map(jobs.__getitem__, order))
+                    if job.eligible is None or job.eligible <= now)
+        starts = plan_starts(eligible, free, soon, strict, complete=False).starts
         for planned in starts:
             self.start(self.jobs[planned.job_id], planned.nodes, now)
         return len(starts)
@@ -299,6 +299,7 @@ class Simulator:
         job.phase, job.run, job.run_start, job.nodes = "running", job.run + 1, now, nodes
         job.node_names = tuple(self.names[n] for n in nodes)
         job.eligible, job.view = None, None
+        job.running_view = None
         if job.first_start is None:
             job.first_start = now
         self.take(nodes, job.shape, -1)
@@ -324,6 +325,7 @@ class Simulator:
         job.preemptions += 1
         job.work_left -= now - job.run_start
         job.phase, job.view = "grace", None
+        job.running_view = None
         self.grace.add(job.trace.job_id)
         if self.config.checkpoint_overhead_s > 0:
             self.push(now + self.config.checkpoint_overhead_s, GraceEnd(job.trace.job_id, job.run))
@@ -335,6 +337,7 @@ class Simulator:
         self.grace.discard(job.trace.job_id)
         self.stop_run(job, now)
         job.phase, job.spell, job.view = "pending", job.spell + 1, None
+        job.running_view = None
         delay = self.config.requeue_delay_s
         job.eligible = now + delay if delay > 0 else None
         if delay > 0:
@@ -370,10 +373,15 @@ class Simulator:
         ran = now - job.run_start
         grace = job.phase == "grace"
         left = job.work_left if grace else job.work_left - ran   # oracle remaining run time
-        return JobView(job.trace.job_id, RUNNING, job.shape, job.trace.submit,
-                       job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.base,
-                       job.queue, job.entry, job.run_start, job.last_run_s, job.last_run_end,
-                       True, job.closed_s + ran + left, None, job.node_names, grace)
+        if job.running_view is not None:   # only the service (and oracle duration) moved
+            return job.running_view.with_service(job.closed_gpu_s + ran * job.gpus,
+                                                 job.closed_s + ran, job.closed_s + ran + left)
+        job.running_view = JobView(
+            job.trace.job_id, RUNNING, job.shape, job.trace.submit,
+            job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.base, job.queue,
+            job.entry, job.run_start, job.last_run_s, job.last_run_end, True,
+            job.closed_s + ran + left, None, job.node_names, grace)
+        return job.running_view
 
     def result(self, wall_s: float) -> SimResult:
         out = []
