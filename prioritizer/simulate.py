@@ -195,6 +195,11 @@ class Simulator:
         self.grace: set[int] = set()
         self.released: list[SimJob] = []
         self.last: Decisions | None = None   # the previous decision, passed back as a memo
+        # The snapshot's views by job id, in arrival order, kept between decisions: pending
+        # views are rebuilt only when ``touch``ed, running ones at every decision.
+        self.views: dict[int, JobView | None] = {}
+        self.dirty: set[int] = set()
+        self.running: dict[int, SimJob] = {}   # holding GPUs (running or grace)
 
     def push(self, when: float, event: Any) -> None:
         self.seq += 1
@@ -225,13 +230,15 @@ class Simulator:
         if isinstance(event, Arrival):
             job.phase, job.spell = "pending", 1
             self.active[job.trace.job_id] = job
+            self.views[job.trace.job_id] = None   # keeps the snapshot in arrival order
+            self.touch(job)
             return True
         if isinstance(event, Completion):
             if job.phase != "running" or job.run != event.run:
                 return False
             self.stop_run(job, now)
             job.phase, job.end, job.work_left = "done", now, 0.0
-            del self.active[job.trace.job_id]
+            del self.active[job.trace.job_id], self.views[job.trace.job_id]
             return True
         if isinstance(event, GraceEnd):
             if job.phase != "grace" or job.run != event.run:
@@ -247,15 +254,21 @@ class Simulator:
     def decide(self, now: float, tick: bool) -> None:
         """Call the policy on the current state and apply its decisions at ``now``."""
         cfg = self.config
-        views = tuple(self.view(job, now) for job in self.active.values())
-        decisions = self.last = decide(Snapshot(tuple(self.node_views), views), cfg, now,
+        views = self.views
+        for job_id in self.dirty:
+            if job_id in views:
+                views[job_id] = self.view(self.jobs[job_id], now)
+        self.dirty.clear()
+        for job_id, job in self.running.items():   # their service moves with time
+            views[job_id] = self.view(job, now)
+        decisions = self.last = decide(Snapshot(tuple(self.node_views), tuple(views.values())),
+                                       cfg, now,
                                        distribution=self.distribution, previous=self.last)
         for job_id in decisions.changed:
             state, job = decisions.states[job_id], self.jobs[job_id]
             job.queue, job.entry, job.base = state.queue, state.queue_entry_time, \
                 state.service_base_gpu_s
-            job.view = None
-            job.running_view = None
+            self.touch(job)
             if job.phase == "running":   # the next threshold is counted from here
                 self.schedule_crossing(job, now)
         for job_id in decisions.promotions:
@@ -298,8 +311,9 @@ class Simulator:
     def start(self, job: SimJob, nodes: tuple[int, ...], now: float) -> None:
         job.phase, job.run, job.run_start, job.nodes = "running", job.run + 1, now, nodes
         job.node_names = tuple(self.names[n] for n in nodes)
-        job.eligible, job.view = None, None
-        job.running_view = None
+        job.eligible = None
+        self.touch(job)
+        self.running[job.trace.job_id] = job
         if job.first_start is None:
             job.first_start = now
         self.take(nodes, job.shape, -1)
@@ -324,8 +338,8 @@ class Simulator:
         """Checkpoint signal: progress stops now; GPUs are held for the overhead."""
         job.preemptions += 1
         job.work_left -= now - job.run_start
-        job.phase, job.view = "grace", None
-        job.running_view = None
+        job.phase = "grace"
+        self.touch(job)
         self.grace.add(job.trace.job_id)
         if self.config.checkpoint_overhead_s > 0:
             self.push(now + self.config.checkpoint_overhead_s, GraceEnd(job.trace.job_id, job.run))
@@ -336,15 +350,21 @@ class Simulator:
         """End of grace: the run closes, GPUs are freed, the job waits out the delay."""
         self.grace.discard(job.trace.job_id)
         self.stop_run(job, now)
-        job.phase, job.spell, job.view = "pending", job.spell + 1, None
-        job.running_view = None
+        job.phase, job.spell = "pending", job.spell + 1
+        self.touch(job)
         delay = self.config.requeue_delay_s
         job.eligible = now + delay if delay > 0 else None
         if delay > 0:
             self.push(now + delay, RequeueReady(job.trace.job_id))
         self.released.append(job)
 
+    def touch(self, job: SimJob) -> None:
+        """The job's state changed: its view is rebuilt at the next decision."""
+        job.view = job.running_view = None
+        self.dirty.add(job.trace.job_id)
+
     def stop_run(self, job: SimJob, now: float) -> None:
+        del self.running[job.trace.job_id]
         length = now - job.run_start
         gpus = job.gpus
         job.closed_gpu_s += length * gpus
