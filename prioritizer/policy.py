@@ -287,15 +287,11 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         if job.being_preempted:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
-    level = {job.job_id: policy.level(job, states[job.job_id])
-             for job in running + [j for _, j in pending]}
+    level = {job.job_id: policy.level(job, states[job.job_id]) for job in running}
+    waiters = {job.job_id: job for _, job in pending}
     min_run = policy.config.min_run_s
-    candidates = sorted(
-        (j for j in running
-         if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
-             j.gpus_per_node) and now - (j.run_start if j.run_start is not None else now)
-         >= min_run),
-        key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id))
+    candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
+    built: list[bool] = []
     taken: set[int] = set()
     result: list[Preemption] = []
     # (level, need largest first) of waiters no victim set could serve. A later waiter of
@@ -305,7 +301,16 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     failed: list[tuple[float, tuple[int, ...]]] = []
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
-        mine, shape = level[job_id], tuple(sorted(need, reverse=True))
+        if not built:
+            built.append(True)
+            candidates.extend(sorted(
+                (j for j in running
+                 if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
+                     j.gpus_per_node) and now - (j.run_start if j.run_start is not None
+                                                 else now) >= min_run),
+                key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
+        mine = level[job_id] = policy.level(waiters[job_id], states[job_id])
+        shape = tuple(sorted(need, reverse=True))
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                for lv, f in failed):
             return False
