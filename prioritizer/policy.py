@@ -14,6 +14,7 @@ service first, just enough for it to fit on real nodes, sparing jobs inside thei
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from prioritizer.config import PolicyConfig
@@ -260,7 +261,7 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
             pending.append((key, job))
         else:
             running.append(job)
-    pending.sort(key=lambda kv: kv[0])
+    pending.sort(key=itemgetter(0))
     order = tuple(job.job_id for _, job in pending)
     preemptions: list[Preemption] = []
     if config.preemption and policy.preemptive and pending and running:

@@ -260,7 +260,9 @@ class Simulator:
                 views[job_id] = self.view(self.jobs[job_id], now)
         self.dirty.clear()
         for job_id, job in self.running.items():   # their service moves with time
-            views[job_id] = self.view(job, now)
+            base = job.running_view
+            views[job_id] = (self.view(job, now) if base is None
+                             else base.with_service(*service_at(job, now)))
         decisions = self.last = decide(Snapshot(tuple(self.node_views), tuple(views.values())),
                                        cfg, now,
                                        distribution=self.distribution, previous=self.last)
@@ -390,17 +392,13 @@ class Simulator:
                                None, job.last_run_s, job.last_run_end, True,
                                job.closed_s + job.work_left, job.eligible, (), False)
             return job.view
-        ran = now - job.run_start
-        grace = job.phase == "grace"
-        left = job.work_left if grace else job.work_left - ran   # oracle remaining run time
         if job.running_view is not None:   # only the service (and oracle duration) moved
-            return job.running_view.with_service(job.closed_gpu_s + ran * job.gpus,
-                                                 job.closed_s + ran, job.closed_s + ran + left)
+            return job.running_view.with_service(*service_at(job, now))
+        gpu_s, run_s, duration = service_at(job, now)
         job.running_view = JobView(
-            job.trace.job_id, RUNNING, job.shape, job.trace.submit,
-            job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.base, job.queue,
-            job.entry, job.run_start, job.last_run_s, job.last_run_end, True,
-            job.closed_s + ran + left, None, job.node_names, grace)
+            job.trace.job_id, RUNNING, job.shape, job.trace.submit, gpu_s, run_s, job.base,
+            job.queue, job.entry, job.run_start, job.last_run_s, job.last_run_end, True,
+            duration, None, job.node_names, job.phase == "grace")
         return job.running_view
 
     def result(self, wall_s: float) -> SimResult:
@@ -415,6 +413,14 @@ class Simulator:
         return SimResult(self.config.policy, tuple(out), self.trace.skipped_jobs,
                          self.unfittable, self.gpu_s_held, self.cluster.total_gpus, wall_s,
                          self.samples)
+
+
+def service_at(job: SimJob, now: float) -> tuple[float, float, float]:
+    """A job holding GPUs at ``now``: attained GPU·s, attained s, oracle duration s (its
+    run time so far plus what is left; progress stops during a checkpoint's grace)."""
+    ran = now - job.run_start
+    left = job.work_left if job.phase == "grace" else job.work_left - ran
+    return job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.closed_s + ran + left
 
 
 def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,
