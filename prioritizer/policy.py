@@ -311,6 +311,8 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
                                                  else now) >= min_run),
                 key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
         mine = level[job_id] = policy.level(waiters[job_id], states[job_id])
+        if not candidates or mine >= level[candidates[0].job_id]:
+            return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                for lv, f in failed):
