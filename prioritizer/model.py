@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 
 class JobPhase(str, Enum):
@@ -92,6 +93,19 @@ class JobView:
         """Total GPUs of the job (sum over its nodes)."""
         return sum(self.gpus_per_node)
 
+    def with_service(self, attained_gpu_s: float, attained_s: float,
+                     duration_s: float | None) -> JobView:
+        """This view with new attained service (GPU·s, s) and oracle duration (s): what a
+        running job's view changes between decisions. Equal to ``dataclasses.replace`` with
+        those fields, built by copying the field dict instead of re-running the frozen
+        dataclass ``__init__`` (a replay rebuilds millions: about 4 µs each that way)."""
+        fields = dict(self.__dict__)
+        fields["attained_gpu_s"], fields["attained_s"] = attained_gpu_s, attained_s
+        fields["duration_s"] = duration_s
+        other = object.__new__(type(self))
+        object.__setattr__(other, "__dict__", fields)
+        return other
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -137,6 +151,10 @@ class Decisions:
         strict_order: True when jobs must start strictly in ``order`` (strict FIFO: the
             first job that does not fit blocks all behind it); False lets later jobs start
             wherever they fit (Slurm's main scheduler + backfill).
+        changed: ids whose state has ``changed`` True, in snapshot order (a shortcut for
+            drivers that persist only changes; derived from ``states``, not compared).
+        memo: opaque per-job cache a driver may pass back as ``decide(..., previous=)`` to
+            make the next decision cheaper; it never changes the result (not compared).
     """
 
     order: tuple[int, ...]
@@ -144,3 +162,5 @@ class Decisions:
     preemptions: tuple[Preemption, ...] = ()
     promotions: tuple[int, ...] = ()
     strict_order: bool = False
+    changed: tuple[int, ...] = field(default=(), compare=False)
+    memo: Any = field(default=None, compare=False, repr=False)

@@ -57,6 +57,11 @@ class FreeMap:
         return other
 
     @property
+    def free_any(self) -> bool:
+        """True if some node has a free GPU (O(1))."""
+        return bool(self._values)
+
+    @property
     def total(self) -> int:
         """Free GPUs over all nodes."""
         return sum(self.free)
@@ -140,7 +145,8 @@ OnBlocked = Callable[[int, tuple[int, ...], FreeMap], bool]
 
 
 def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon: FreeMap | None,
-                strict: bool, on_blocked: OnBlocked | None = None) -> StartPlan:
+                strict: bool, on_blocked: OnBlocked | None = None, *,
+                complete: bool = True) -> StartPlan:
     """Walk ``jobs`` (``(job_id, gpus_per_node)`` in target order) through the start model.
 
     Args:
@@ -148,6 +154,9 @@ def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon:
         now: free GPUs now; mutated (allocations of starting jobs and reservations).
         soon: free GPUs once the jobs being preempted release theirs (>= ``now`` per node),
             or None when nothing is being released; mutated.
+        complete: False stops the walk once no GPU is free, none is being released and
+            there is no ``on_blocked`` (no later job can start nor reserve): ``starts`` is
+            the same, ``blocked`` lists only the jobs walked.
         strict: stop at the first job that neither starts nor reserves (strict FIFO).
         on_blocked: called for a job that does not fit even in ``soon``; it may add GPUs to
             ``soon`` (by choosing victims) and return True, then the job reserves them.
@@ -155,6 +164,8 @@ def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon:
     plan = StartPlan([], [], [])
     jobs_iter = iter(jobs)
     for job_id, need in jobs_iter:
+        if not complete and soon is None and on_blocked is None and not now.free_any:
+            break
         nodes = now.place(need)
         if nodes is not None:
             now.add(nodes, [-g for g in need])

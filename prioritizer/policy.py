@@ -14,6 +14,7 @@ service first, just enough for it to fit on real nodes, sparing jobs inside thei
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 from typing import Any, ClassVar
 
 from prioritizer.config import PolicyConfig
@@ -137,8 +138,12 @@ POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (TiresiasLas, TiresiasGittins, Las, Fifo, FifoFit, Srtf)}
 
 
-def queue_state(policy: Policy, job: JobView, now: float) -> QueueState:
-    """Queue level of ``job`` at ``now``: demotion by thresholds, promotion by starvation."""
+def queue_state(policy: Policy, job: JobView, now: float,
+                reuse: QueueState | None = None) -> QueueState:
+    """Queue level of ``job`` at ``now``: demotion by thresholds, promotion by starvation.
+
+    ``reuse``: an earlier state of this job, returned as is when the result equals it
+    (saves building an equal frozen object; the result is the same either way)."""
     cfg = policy.config
     level = bisect.bisect_right(policy.thresholds, policy.service(job))
     entry = job.queue_entry_time if job.queue_entry_time is not None else job.submit_time
@@ -158,12 +163,52 @@ def queue_state(policy: Policy, job: JobView, now: float) -> QueueState:
     if level < job.queue:   # only when thresholds were changed between decisions
         return QueueState(job.job_id, level, now, job.service_base_gpu_s, True,
                           "thresholds changed")
+    if (reuse is not None and not reuse.changed and reuse.job_id == job.job_id
+            and reuse.queue == job.queue and reuse.queue_entry_time == entry
+            and reuse.service_base_gpu_s == job.service_base_gpu_s):
+        return reuse
     return QueueState(job.job_id, job.queue, entry, job.service_base_gpu_s, False,
                       f"queue {job.queue}")
 
 
+class _Memo:
+    """Per-job results of one decision that the next one may reuse (``Decisions.memo``).
+
+    ``entries[job_id] = (view, state, key, watch)``: reused only for the very same
+    ``JobView`` object (frozen, so identical inputs), under the same config and
+    distribution, and only for states that do not depend on ``now``; ``watch`` marks a
+    pending job in a lower queue whose starvation promotion must be re-checked at ``now``.
+    """
+
+    __slots__ = ("config", "distribution", "entries")
+
+    def __init__(self, config: PolicyConfig, distribution: GittinsDistribution | None) -> None:
+        self.config, self.distribution = config, distribution
+        self.entries: dict[int, tuple[JobView, QueueState, Any, bool]] = {}
+
+
+def _reusable(memo: Any, config: PolicyConfig,
+              distribution: GittinsDistribution | None) -> dict[int, Any]:
+    if isinstance(memo, _Memo) and memo.config == config and memo.distribution is distribution:
+        return memo.entries
+    return {}
+
+
+def _watch(policy: Policy, job: JobView, state: QueueState) -> bool | None:
+    """None if ``state`` depends on ``now`` (not reusable); else whether a later ``now``
+    could promote the job (see :func:`queue_state`)."""
+    if job.queue is None:
+        return False
+    if state.changed:
+        return None
+    cfg = policy.config
+    return (policy.promotes and cfg.starve_knob > 0 and job.phase is PENDING and job.queue > 0
+            and job.last_run_end is not None and job.last_run_s > 0)
+
+
 def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
-           distribution: GittinsDistribution | None = None) -> Decisions:
+           distribution: GittinsDistribution | None = None,
+           previous: Decisions | None = None) -> Decisions:
     """One scheduling decision.
 
     Args:
@@ -172,6 +217,9 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
         config: the policy and its settings (``config.policy`` selects from POLICIES).
         now: seconds (epoch on a cluster, trace time in the simulator).
         distribution: GPU·s samples for ``tiresias-gittins`` (required there).
+        previous: an earlier result of ``decide``; its ``memo`` lets jobs whose ``JobView``
+            is the very same object skip recomputing their queue state and sort key. The
+            result is the same with or without it (tests/test_policy_incremental.py).
 
     Returns:
         Decisions: pending ids in start order, every job's queue state, preemptions
@@ -183,23 +231,44 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
             validated by ``PolicyConfig``.)
     """
     policy = POLICIES[config.policy](config, distribution)
+    old = _reusable(previous.memo if previous is not None else None, config, distribution)
+    memo = _Memo(config, distribution)
+    entries, knob = memo.entries, config.starve_knob
     states: dict[int, QueueState] = {}
     pending: list[tuple[tuple[Any, ...], JobView]] = []
     running: list[JobView] = []
+    changed: list[int] = []
+    promotions: list[int] = []
     for job in snapshot.jobs:
-        state = states[job.job_id] = queue_state(policy, job, now)
-        if job.phase is PENDING:
-            pending.append((policy.key(job, state), job))
+        job_id = job.job_id
+        hit = old.get(job_id)
+        if hit is not None and hit[0] is job and not (
+                hit[3] and now - job.last_run_end >= knob * job.last_run_s):
+            entries[job_id] = hit
+            state, key = hit[1], hit[2]
+        else:
+            state = queue_state(policy, job, now, hit[1] if hit is not None else None)
+            key = policy.key(job, state) if job.phase is PENDING else None
+            watch = _watch(policy, job, state)
+            if watch is not None:
+                entries[job_id] = (job, state, key, watch)
+            elif state.reason.startswith(PROMOTED):
+                promotions.append(job_id)
+        states[job_id] = state
+        if state.changed:
+            changed.append(job_id)
+        if key is not None:
+            pending.append((key, job))
         else:
             running.append(job)
-    pending.sort(key=lambda kv: kv[0])
-    promotions = tuple(sorted(j for j, s in states.items() if s.reason.startswith(PROMOTED)))
+    pending.sort(key=itemgetter(0))
     order = tuple(job.job_id for _, job in pending)
     preemptions: list[Preemption] = []
     if config.preemption and policy.preemptive and pending and running:
         preemptions = _preempt(policy, snapshot, states, pending, running, now)
     return Decisions(order=order, states=states, preemptions=tuple(preemptions),
-                     promotions=promotions, strict_order=policy.strict)
+                     promotions=tuple(sorted(promotions)), strict_order=policy.strict,
+                     changed=tuple(changed), memo=memo)
 
 
 def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
@@ -219,15 +288,11 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         if job.being_preempted:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
-    level = {job.job_id: policy.level(job, states[job.job_id])
-             for job in running + [j for _, j in pending]}
+    level = {job.job_id: policy.level(job, states[job.job_id]) for job in running}
+    waiters = {job.job_id: job for _, job in pending}
     min_run = policy.config.min_run_s
-    candidates = sorted(
-        (j for j in running
-         if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
-             j.gpus_per_node) and now - (j.run_start if j.run_start is not None else now)
-         >= min_run),
-        key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id))
+    candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
+    built: list[bool] = []
     taken: set[int] = set()
     result: list[Preemption] = []
     # (level, need largest first) of waiters no victim set could serve. A later waiter of
@@ -237,7 +302,18 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     failed: list[tuple[float, tuple[int, ...]]] = []
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
-        mine, shape = level[job_id], tuple(sorted(need, reverse=True))
+        if not built:
+            built.append(True)
+            candidates.extend(sorted(
+                (j for j in running
+                 if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
+                     j.gpus_per_node) and now - (j.run_start if j.run_start is not None
+                                                 else now) >= min_run),
+                key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
+        mine = level[job_id] = policy.level(waiters[job_id], states[job_id])
+        if not candidates or mine >= level[candidates[0].job_id]:
+            return False   # no running job of a strictly greater level: no victim exists
+        shape = tuple(sorted(need, reverse=True))
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                for lv, f in failed):
             return False

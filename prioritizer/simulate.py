@@ -22,7 +22,7 @@ from typing import Any
 
 from prioritizer.config import PolicyConfig
 from prioritizer.gittins import GittinsDistribution
-from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.model import Decisions, JobPhase, JobView, NodeView, Snapshot
 
 from prioritizer.placement import FreeMap, can_ever_fit, consolidated_shape, plan_starts
 from prioritizer.policy import decide, next_queue_change, promotion_time
@@ -131,7 +131,8 @@ class SimJob:
     promotions: int = 0
     first_start: float | None = None
     end: float | None = None
-    view: JobView | None = None
+    view: JobView | None = None           # pending view (fixed until the job changes)
+    running_view: JobView | None = None   # running view; others copy it with new service
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,12 @@ class Simulator:
         self.gpu_s_held = 0.0
         self.grace: set[int] = set()
         self.released: list[SimJob] = []
+        self.last: Decisions | None = None   # the previous decision, passed back as a memo
+        # The snapshot's views by job id, in arrival order, kept between decisions: pending
+        # views are rebuilt only when ``touch``ed, running ones at every decision.
+        self.views: dict[int, JobView | None] = {}
+        self.dirty: set[int] = set()
+        self.running: dict[int, SimJob] = {}   # holding GPUs (running or grace)
 
     def push(self, when: float, event: Any) -> None:
         self.seq += 1
@@ -223,13 +230,15 @@ class Simulator:
         if isinstance(event, Arrival):
             job.phase, job.spell = "pending", 1
             self.active[job.trace.job_id] = job
+            self.views[job.trace.job_id] = None   # keeps the snapshot in arrival order
+            self.touch(job)
             return True
         if isinstance(event, Completion):
             if job.phase != "running" or job.run != event.run:
                 return False
             self.stop_run(job, now)
             job.phase, job.end, job.work_left = "done", now, 0.0
-            del self.active[job.trace.job_id]
+            del self.active[job.trace.job_id], self.views[job.trace.job_id]
             return True
         if isinstance(event, GraceEnd):
             if job.phase != "grace" or job.run != event.run:
@@ -245,17 +254,25 @@ class Simulator:
     def decide(self, now: float, tick: bool) -> None:
         """Call the policy on the current state and apply its decisions at ``now``."""
         cfg = self.config
-        views = tuple(self.view(job, now) for job in self.active.values())
-        decisions = decide(Snapshot(tuple(self.node_views), views), cfg, now,
-                           distribution=self.distribution)
-        for job_id, state in decisions.states.items():
-            if state.changed:
-                job = self.jobs[job_id]
-                job.queue, job.entry, job.base = state.queue, state.queue_entry_time, \
-                    state.service_base_gpu_s
-                job.view = None
-                if job.phase == "running":   # the next threshold is counted from here
-                    self.schedule_crossing(job, now)
+        views = self.views
+        for job_id in self.dirty:
+            if job_id in views:
+                views[job_id] = self.view(self.jobs[job_id], now)
+        self.dirty.clear()
+        for job_id, job in self.running.items():   # their service moves with time
+            base = job.running_view
+            views[job_id] = (self.view(job, now) if base is None
+                             else base.with_service(*service_at(job, now)))
+        decisions = self.last = decide(Snapshot(tuple(self.node_views), tuple(views.values())),
+                                       cfg, now,
+                                       distribution=self.distribution, previous=self.last)
+        for job_id in decisions.changed:
+            state, job = decisions.states[job_id], self.jobs[job_id]
+            job.queue, job.entry, job.base = state.queue, state.queue_entry_time, \
+                state.service_base_gpu_s
+            self.touch(job)
+            if job.phase == "running":   # the next threshold is counted from here
+                self.schedule_crossing(job, now)
         for job_id in decisions.promotions:
             self.jobs[job_id].promotions += 1
         if decisions.preemptions:
@@ -285,12 +302,10 @@ class Simulator:
             soon = free.copy()
             for job_id in self.grace:
                 soon.add(self.jobs[job_id].nodes, self.jobs[job_id].shape)
-        eligible = []
-        for job_id in order:
-            job = self.jobs[job_id]
-            if job.eligible is None or job.eligible <= now:
-                eligible.append((job_id, job.shape))
-        starts = plan_starts(eligible, free, soon, strict).starts
+        jobs = self.jobs
+        eligible = ((job_id, job.shape) for job_id, job in zip(order, map(jobs.__getitem__, order))
+                    if job.eligible is None or job.eligible <= now)
+        starts = plan_starts(eligible, free, soon, strict, complete=False).starts
         for planned in starts:
             self.start(self.jobs[planned.job_id], planned.nodes, now)
         return len(starts)
@@ -298,7 +313,9 @@ class Simulator:
     def start(self, job: SimJob, nodes: tuple[int, ...], now: float) -> None:
         job.phase, job.run, job.run_start, job.nodes = "running", job.run + 1, now, nodes
         job.node_names = tuple(self.names[n] for n in nodes)
-        job.eligible, job.view = None, None
+        job.eligible = None
+        self.touch(job)
+        self.running[job.trace.job_id] = job
         if job.first_start is None:
             job.first_start = now
         self.take(nodes, job.shape, -1)
@@ -323,7 +340,8 @@ class Simulator:
         """Checkpoint signal: progress stops now; GPUs are held for the overhead."""
         job.preemptions += 1
         job.work_left -= now - job.run_start
-        job.phase, job.view = "grace", None
+        job.phase = "grace"
+        self.touch(job)
         self.grace.add(job.trace.job_id)
         if self.config.checkpoint_overhead_s > 0:
             self.push(now + self.config.checkpoint_overhead_s, GraceEnd(job.trace.job_id, job.run))
@@ -334,14 +352,21 @@ class Simulator:
         """End of grace: the run closes, GPUs are freed, the job waits out the delay."""
         self.grace.discard(job.trace.job_id)
         self.stop_run(job, now)
-        job.phase, job.spell, job.view = "pending", job.spell + 1, None
+        job.phase, job.spell = "pending", job.spell + 1
+        self.touch(job)
         delay = self.config.requeue_delay_s
         job.eligible = now + delay if delay > 0 else None
         if delay > 0:
             self.push(now + delay, RequeueReady(job.trace.job_id))
         self.released.append(job)
 
+    def touch(self, job: SimJob) -> None:
+        """The job's state changed: its view is rebuilt at the next decision."""
+        job.view = job.running_view = None
+        self.dirty.add(job.trace.job_id)
+
     def stop_run(self, job: SimJob, now: float) -> None:
+        del self.running[job.trace.job_id]
         length = now - job.run_start
         gpus = job.gpus
         job.closed_gpu_s += length * gpus
@@ -367,13 +392,14 @@ class Simulator:
                                None, job.last_run_s, job.last_run_end, True,
                                job.closed_s + job.work_left, job.eligible, (), False)
             return job.view
-        ran = now - job.run_start
-        grace = job.phase == "grace"
-        left = job.work_left if grace else job.work_left - ran   # oracle remaining run time
-        return JobView(job.trace.job_id, RUNNING, job.shape, job.trace.submit,
-                       job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.base,
-                       job.queue, job.entry, job.run_start, job.last_run_s, job.last_run_end,
-                       True, job.closed_s + ran + left, None, job.node_names, grace)
+        if job.running_view is not None:   # only the service (and oracle duration) moved
+            return job.running_view.with_service(*service_at(job, now))
+        gpu_s, run_s, duration = service_at(job, now)
+        job.running_view = JobView(
+            job.trace.job_id, RUNNING, job.shape, job.trace.submit, gpu_s, run_s, job.base,
+            job.queue, job.entry, job.run_start, job.last_run_s, job.last_run_end, True,
+            duration, None, job.node_names, job.phase == "grace")
+        return job.running_view
 
     def result(self, wall_s: float) -> SimResult:
         out = []
@@ -387,6 +413,14 @@ class Simulator:
         return SimResult(self.config.policy, tuple(out), self.trace.skipped_jobs,
                          self.unfittable, self.gpu_s_held, self.cluster.total_gpus, wall_s,
                          self.samples)
+
+
+def service_at(job: SimJob, now: float) -> tuple[float, float, float]:
+    """A job holding GPUs at ``now``: attained GPU·s, attained s, oracle duration s (its
+    run time so far plus what is left; progress stops during a checkpoint's grace)."""
+    ran = now - job.run_start
+    left = job.work_left if job.phase == "grace" else job.work_left - ran
+    return job.closed_gpu_s + ran * job.gpus, job.closed_s + ran, job.closed_s + ran + left
 
 
 def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,

@@ -1,0 +1,93 @@
+"""The incremental path of ``policy.decide`` (``previous=``) gives exactly the result of the
+plain path: on random snapshots where some jobs keep their very ``JobView`` object, some
+change, some leave, and time moves (starvation promotions fall due); and over whole
+replays, where the simulator always passes its previous decision back."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prioritizer import simulate as sim
+from prioritizer.config import POLICY_NAMES, PolicyConfig
+from prioritizer.durations import load_distribution
+from prioritizer.model import Decisions, Snapshot
+from prioritizer.policy import decide
+from prioritizer.traces import Trace, TraceJob
+from policy_helpers import pending
+from test_policy_properties import DIST, NOW, worlds
+
+
+def same(a: Decisions, b: Decisions) -> None:
+    """Field by field, including the reason strings and the ``changed`` shortcut."""
+    assert a == b
+    assert a.states == b.states and list(a.states) == list(b.states)
+    assert a.changed == b.changed
+    assert a.changed == tuple(j for j, s in a.states.items() if s.changed)
+
+
+@settings(max_examples=150)
+@given(worlds(), st.data())
+def test_previous_gives_the_plain_result(world, data: st.DataObject) -> None:
+    snap, config = world
+    first = decide(snap, config, NOW, distribution=DIST)
+    jobs = []
+    for job in snap.jobs:
+        fate = data.draw(st.sampled_from(["keep", "keep", "drop", "queue", "service"]))
+        if fate == "drop":
+            continue
+        if fate == "queue":     # the driver persisted a new state
+            job = dataclasses.replace(job, queue=data.draw(st.integers(0, 2)),
+                                      queue_entry_time=NOW)
+        elif fate == "service":
+            job = dataclasses.replace(job, attained_gpu_s=job.attained_gpu_s + 5000.0)
+        jobs.append(job)
+    later = Snapshot(snap.nodes, tuple(jobs))
+    now = NOW + data.draw(st.sampled_from([-50.0, 0.0, 1.0, 100.0, 2000.0, 50000.0]))
+    plain = decide(later, config, now, distribution=DIST)
+    same(decide(later, config, now, distribution=DIST, previous=first), plain)
+    # a memo made under another config or distribution is ignored, not misused
+    other = PolicyConfig(policy="fifo" if config.policy != "fifo" else "srtf")
+    stale = decide(snap, other, NOW, distribution=DIST)
+    same(decide(later, config, now, distribution=DIST, previous=stale), plain)
+
+
+def test_promotion_falls_due_on_a_reused_view() -> None:
+    """A pending job in queue 1 that ran 100 s and stopped at t=0 is promoted at
+    t = 8 × 100 = 800 s (knob 8) even though its view object is reused from t=500."""
+    job = pending(7, (1,), queue=1, queue_entry_time=0.0, attained_gpu_s=4000.0,
+                  last_run_s=100.0, last_run_end=0.0)
+    config = PolicyConfig(policy="tiresias-las", starve_knob=8.0)
+    snap = Snapshot((), (job,))
+    early = decide(snap, config, 500.0)
+    assert early.promotions == () and early.states[7].queue == 1
+    due = decide(snap, config, 800.0, previous=early)
+    assert due.promotions == (7,) and due.states[7].queue == 0
+    assert due.states[7].queue_entry_time == 800.0
+
+
+def _plain_decide(*args, previous=None, **kw):   # the simulator's calls, memo dropped
+    return decide(*args, **kw)
+
+
+@settings(max_examples=25)
+@given(st.lists(st.tuples(st.integers(0, 500), st.sampled_from([1, 2, 3, 4, 8]),
+                          st.integers(1, 4000)), min_size=1, max_size=14),
+       st.sampled_from(POLICY_NAMES), st.booleans(), st.booleans())
+def test_replay_with_and_without_memo(rows, policy: str, zero: bool, count: bool) -> None:
+    rows = sorted(rows, key=lambda r: r[0])
+    trace = Trace("t", "tiresias", tuple(
+        TraceJob(i, str(i), i + 2, float(s), g, float(d)) for i, (s, g, d) in enumerate(rows)), 0)
+    cfg = PolicyConfig(policy=policy, thresholds_gpu_s=(500.0, 3000.0),
+                       thresholds_s=(200.0, 1000.0), starve_knob=2.0)
+    cfg = cfg.zero_cost() if zero else cfg
+    cluster = sim.Cluster(2, 4, "count" if count else "consolidate")
+    fast = sim.simulate(trace, cluster, cfg, load_distribution())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sim, "decide", _plain_decide)
+        slow = sim.simulate(trace, cluster, cfg, load_distribution())
+    assert fast.jobs == slow.jobs and fast.queue_samples == slow.queue_samples
+    assert fast.gpu_s_held == slow.gpu_s_held
