@@ -14,12 +14,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from live_helpers import wait_for
+from live_helpers import wait_cluster_idle, wait_for
 from prioritizer.ledger import Ledger
 from slurm_plugin.client import SlurmClient
 
@@ -102,6 +104,20 @@ class Jobs:
         if active:
             self.client.cancel(active)
 
+
+
+@contextmanager
+def live_jobs(workdir: Path) -> Iterator[Jobs]:
+    """Jobs on the live cluster, once it has no active job; the test's jobs are cancelled after
+    (waiting for slurmctld first, in case the test stopped it)."""
+    client = SlurmClient(timeout_s=20)
+    wait_cluster_idle(client, 240)
+    jobs = Jobs(client, workdir)
+    try:
+        yield jobs
+    finally:
+        wait_for(client.ping, 60, "slurmctld to answer for cleanup")
+        jobs.cleanup()
 
 def write_config(path: Path, **overrides: object) -> Path:
     """A fast daemon config (5 s cycle, 5 s grace, thresholds of tens of GPU·s) at ``path``."""

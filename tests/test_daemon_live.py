@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from daemon_helpers import (DaemonProc, Jobs, attempts, dlprio, ledger_rows, open_ledger,
-                            stamp_service, write_config)
-from live_helpers import cluster_name, wait_cluster_idle, wait_for, wait_state
+                            live_jobs, stamp_service, write_config)
+from live_helpers import cluster_name, wait_for, wait_state
 from slurm_plugin.client import SlurmClient
 
 pytestmark = pytest.mark.live
@@ -27,12 +27,8 @@ INTERVAL = 5
 
 @pytest.fixture
 def jobs(tmp_path: Path) -> Iterator[Jobs]:
-    client = SlurmClient(timeout_s=20)
-    wait_cluster_idle(client, 240)
-    j = Jobs(client, tmp_path)
-    yield j
-    wait_for(client.ping, 60, "slurmctld to answer for cleanup")
-    j.cleanup()
+    with live_jobs(tmp_path) as j:
+        yield j
 
 
 def _sacct_service(client: SlurmClient, job_id: int, gpus: int) -> float | None:

@@ -19,20 +19,16 @@ from pathlib import Path
 import pytest
 
 from daemon_helpers import (DaemonProc, Jobs, attempts, dlprio, ledger_rows, open_ledger,
-                            write_config)
-from live_helpers import wait_cluster_idle, wait_for, wait_state
-from slurm_plugin.client import SlurmClient
+                            live_jobs, write_config)
+from live_helpers import wait_for, wait_state
 
 pytestmark = pytest.mark.live
 
 
 @pytest.fixture
 def jobs(tmp_path: Path) -> Iterator[Jobs]:
-    client = SlurmClient(timeout_s=20)
-    wait_cluster_idle(client, 240)
-    j = Jobs(client, tmp_path)
-    yield j
-    j.cleanup()
+    with live_jobs(tmp_path) as j:
+        yield j
 
 
 def _preempt_whole_cluster_job(jobs: Jobs, cfg: Path, marker: bool) -> tuple[int, Path, int]:
