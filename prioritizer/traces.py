@@ -86,13 +86,7 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
             negative GPU count or duration (message ``file:line: ...``).
     """
     name = str(path)
-    try:
-        with open(path, newline="") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise TraceError(f"{name}: not a CSV text file ({exc})") from None
+    rows = _csv_rows(path)
     if not rows:
         raise TraceError(f"{name}:1: empty file; expected a header line")
     header = [h.strip() for h in rows[0]]
@@ -158,11 +152,8 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
         TraceError: unreadable file, missing column or non-positive value.
     """
     name = str(path)
-    try:
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as exc:
-        raise TraceError(f"{name}: cannot read ({exc.strerror})") from None
+    lines = _csv_rows(path)
+    rows = [dict(zip([h.strip() for h in lines[0]], line)) for line in lines[1:]] if lines else []
     if not rows:
         raise TraceError(f"{name}:2: no cluster row under the header")
     row = rows[0]
@@ -175,3 +166,14 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
             raise TraceError(f"{name}:2: {column} must be a whole number > 0")
         values.append(int(value))
     return values[0] * values[1], values[2]
+
+
+def _csv_rows(path: str | Path) -> list[list[str]]:
+    """All rows of a CSV text file. Raises TraceError naming the file when it cannot be read."""
+    try:
+        with open(path, newline="") as handle:
+            return list(csv.reader(handle))
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read ({exc.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise TraceError(f"{path}: not a CSV text file ({exc})") from None

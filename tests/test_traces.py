@@ -113,3 +113,16 @@ def test_bad_cluster_spec(tmp_path: Path) -> None:
     path = write(tmp_path, "num_switch,num_node_p_switch\n1,2\n")
     with pytest.raises(TraceError, match="lacks column num_gpu_p_node"):
         read_cluster_spec(path)
+
+
+def test_cluster_spec_nodes_are_switches_times_nodes_per_switch(tmp_path: Path) -> None:
+    spec = tmp_path / "c.csv"
+    spec.write_text("num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n3,2,4,40,256\n")
+    assert read_cluster_spec(spec) == (6, 4)
+
+
+def test_binary_cluster_spec_is_a_named_error(tmp_path: Path) -> None:
+    spec = tmp_path / "bin.csv"
+    spec.write_bytes(b"\xff\xfe\x00bin")
+    with pytest.raises(TraceError, match="bin.csv: not a CSV text file"):
+        read_cluster_spec(spec)
