@@ -17,12 +17,12 @@ import sys
 import tempfile
 import time
 
-from prioritizer.daemon import Daemon
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.daemon_log import EventLog
-from prioritizer.ledger import Ledger
-from prioritizer.observe import observe
-from prioritizer.policy import decide
+from prioritizer.daemon.loop import Daemon
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.observe import observe
+from prioritizer.policy.decide import decide
 from slurm_plugin.client import SlurmClient
 
 SCRIPT = "#!/bin/bash\ntrue\n"

@@ -21,10 +21,10 @@ import statistics
 import time
 import tracemalloc
 
-from prioritizer.config import POLICY_NAMES, PolicyConfig
-from prioritizer.durations import load_distribution
-from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
-from prioritizer.policy import decide
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.policy.decide import decide
 
 NOW = 1_000_000.0
 

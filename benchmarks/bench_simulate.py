@@ -22,11 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-from prioritizer.config import POLICY_NAMES, PolicyConfig
-from prioritizer.durations import load_distribution
-from prioritizer.sim_report import summarize
-from prioritizer.simulate import Cluster, simulate
-from prioritizer.traces import Trace, TraceJob, read_trace
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.sim.report import summarize
+from prioritizer.sim.engine import Cluster, simulate
+from prioritizer.sim.traces import Trace, TraceJob, read_trace
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
 CASES = ("philly-load0.9", "philly-127x8", "itp-69x8", "synthetic-100k")

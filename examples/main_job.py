@@ -2,7 +2,7 @@
 """The main job: replay a real Philly workload on the live cluster under dlprio, and simulate it.
 
 Steps (issue 7; docs/main_job.md): sample and scale ``--jobs`` jobs from the trace
-(:mod:`prioritizer.workload`), start ``dlprio run`` with the demo config
+(:mod:`prioritizer.sim.workload`), start ``dlprio run`` with the demo config
 (``examples/dlprio-demo.yaml``, ledger in ``--out``, public snapshot where ``dlqueue`` looks on
 the default cluster: :func:`snapshot_path`), submit each job through
 ``dlsubmit`` at its scaled arrival time as a PAI v2 spec running ``examples/trainer.py``, show
@@ -33,8 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import report  # noqa: E402
 import replay  # noqa: E402
-from prioritizer import daemon_config, workload  # noqa: E402
-from prioritizer.traces import TraceError  # noqa: E402
+from prioritizer.daemon import config as daemon_config  # noqa: E402
+from prioritizer.sim import workload  # noqa: E402
+from prioritizer.sim.traces import TraceError  # noqa: E402
 from slurm_plugin.client import SlurmClient, SlurmError  # noqa: E402
 from submit import queue_cli  # noqa: E402
 
@@ -91,7 +92,7 @@ def _runs(pid_file: Path, program: str) -> int | None:
 
 
 def _lock_held(lock: Path) -> bool:
-    """True if a process holds ``lock`` (the daemon's ``flock``, prioritizer/daemon_lock.py)."""
+    """True if a process holds ``lock`` (the daemon's ``flock``, prioritizer/daemon/lock.py)."""
     try:
         fd = os.open(lock, os.O_RDONLY)
     except OSError:
@@ -146,7 +147,7 @@ def snapshot_path(out: Path, site_config: str = queue_cli.DAEMON_CONFIG) -> Path
 
     On the default cluster (``SLURM_CONF`` unset or ``/etc/slurm/slurm.conf``): the path a
     plain ``dlqueue`` reads (:func:`submit.queue_cli.default_snapshot_path` of ``site_config``:
-    its ``snapshot_path``, else :data:`prioritizer.public_snapshot.DEFAULT_PATH`), so that
+    its ``snapshot_path``, else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`), so that
     ``dlqueue`` in another terminal shows the demo. On any other cluster (``--cluster-name``,
     ``SLURM_CONF``): ``out/snapshot.json``, so that runs on parallel clusters never share one.
     """
@@ -204,8 +205,8 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def load_jobs(args: argparse.Namespace) -> list[workload.ScaledJob]:
-    """The scaled workload of ``args`` (rules in prioritizer/workload.py; ``--max-duration``
-    defaults to :func:`prioritizer.workload.duration_range` of ``--jobs``).
+    """The scaled workload of ``args`` (rules in prioritizer/sim/workload.py; ``--max-duration``
+    defaults to :func:`prioritizer.sim.workload.duration_range` of ``--jobs``).
 
     Raises:
         UsageError: ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.

@@ -1,7 +1,7 @@
 """The live half of the main job: specs for ``dlsubmit``, the helper processes, arrivals in real time.
 
 ``examples/main_job.py`` calls this module to turn each scaled trace job
-(:class:`prioritizer.workload.ScaledJob`) into a PAI v2 spec whose command runs
+(:class:`prioritizer.sim.workload.ScaledJob`) into a PAI v2 spec whose command runs
 ``examples/trainer.py``, submit it with ``dlsubmit`` at its scaled arrival time, run ``dlprio
 run`` and ``dlqueue --watch`` beside it, and wait until Slurm has finished every job. Slurm is
 read only through :class:`slurm_plugin.client.SlurmClient` (STYLE.md rule 4); the project's
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from prioritizer.workload import ScaledJob
+from prioritizer.sim.workload import ScaledJob
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.records import ACTIVE_STATES
 from trainer import parse_log
@@ -83,7 +83,7 @@ def write_spec(job: ScaledJob, directory: Path, grace_s: int) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{job_name(job)}.yaml"
     path.write_text(f"# Philly u_id {job.name}: {job.trace_gpus} GPUs, {job.trace_duration_s:g} s "
-                    f"in the trace; scaled by prioritizer/workload.py\n"
+                    f"in the trace; scaled by prioritizer/sim/workload.py\n"
                     + yaml.safe_dump(spec_for(job, grace_s), sort_keys=False))
     return path
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prioritizer.sim_report import nearest_rank
+from prioritizer.sim.report import nearest_rank
 from replay import BIN, Submitted
 from trainer import parse_log
 

@@ -1,50 +1,23 @@
 """The ``dlprio`` command: one registry of subcommands (STYLE.md rule 12).
 
-Each subcommand lives in its own module that exposes ``COMMAND`` (a :class:`Command`);
-registering one is a single line in :data:`COMMAND_MODULES`. Modules are imported only when
-their command runs or when help is built. Exit codes: 0 success, 1 a runtime failure the
-command reports, 2 bad input (usage, malformed file, unknown name); never a traceback for a
-domain error.
+:data:`COMMANDS` lists the :class:`~prioritizer.command.Command` objects of the daemon
+(``prioritizer.daemon.cli``) and the simulator (``prioritizer.sim.cli``); registering one is a
+single line. Exit codes: 0 success, 1 a runtime failure the command reports, 2 bad input (usage,
+malformed file, unknown name); never a traceback for a domain error.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
-from dataclasses import dataclass
-from typing import Callable
 
+from prioritizer.command import EXIT_USAGE, CliError, Command
+from prioritizer.daemon.cli import EXPLAIN, ONCE, RUN, STATUS
+from prioritizer.sim.cli import COMMAND as SIMULATE
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 
-#: Modules with a ``COMMAND``; one line per subcommand.
-COMMAND_MODULES: tuple[str, ...] = (
-    "prioritizer.sim_cli",
-    "prioritizer.daemon_cmd_run",
-    "prioritizer.daemon_cmd_once",
-    "prioritizer.daemon_cmd_explain",
-    "prioritizer.daemon_cmd_status",
-)
-
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-
-
-class CliError(Exception):
-    """A domain error shown as one line ``dlprio: <message>`` with ``exit_code``."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-@dataclass(frozen=True)
-class Command:
-    """A subcommand: ``configure`` adds its arguments, ``run`` returns the exit code."""
-
-    name: str
-    help: str
-    configure: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+#: Every subcommand, in the order ``dlprio --help`` lists them.
+COMMANDS: tuple[Command, ...] = (SIMULATE, RUN, ONCE, EXPLAIN, STATUS)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
@@ -53,8 +26,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
         prog="dlprio", description="Tiresias-style priorities for Slurm GPU jobs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: dict[str, Command] = {}
-    for module in COMMAND_MODULES:
-        command: Command = importlib.import_module(module).COMMAND
+    for command in COMMANDS:
         commands[command.name] = command
         command.configure(sub.add_parser(command.name, help=command.help,
                                          description=command.help))

@@ -1,12 +1,12 @@
 """``dlqueue``: the thin shell around :mod:`submit.queue_view` (squeue-style view of GPU jobs).
 
 It reads Slurm only through :meth:`slurm_plugin.client.SlurmClient.jobs` (``squeue --json``)
-and the daemon's public snapshot through :func:`prioritizer.public_snapshot.read_snapshot`
+and the daemon's public snapshot through :func:`prioritizer.daemon.snapshot.read_snapshot`
 (never the private ledger), builds rows and a table with the pure functions of
 :mod:`submit.queue_view`, and prints them once, as JSON (``--json``), or refreshed in place with
 :class:`rich.live.Live` (``--watch``). Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
 from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:`` section) when
-that file exists; else :data:`prioritizer.public_snapshot.DEFAULT_PATH`.
+that file exists; else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`.
 
 Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
 (an unknown ``-u`` user included);
@@ -31,8 +31,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from prioritizer import public_snapshot
-from prioritizer.public_snapshot import PublicSnapshot, SnapshotError
+from prioritizer.daemon import snapshot as public_snapshot
+from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import ACTIVE_STATES

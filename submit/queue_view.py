@@ -3,7 +3,7 @@
 Place in the pipeline (../shared/STYLE.md rule 13, "snapshot → pure table builder → thin live
 shell"): :mod:`submit.queue_cli` reads ``squeue --json`` through
 :meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
-:func:`prioritizer.public_snapshot.read_snapshot` (never the private ledger), then calls
+:func:`prioritizer.daemon.snapshot.read_snapshot` (never the private ledger), then calls
 :func:`build_rows`, :func:`build_queue_table` / :func:`render_table` and :func:`json_rows` here.
 Nothing in this module runs a command, reads a file or a clock: ``now`` is an argument.
 
@@ -35,7 +35,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from prioritizer.public_snapshot import PublicJob, PublicSnapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
 from slurm_plugin.records import Job
 
 STARTED_STATES = frozenset(

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from live_helpers import wait_cluster_idle, wait_for
-from prioritizer.ledger import Ledger
+from prioritizer.daemon.ledger import Ledger
 from slurm_plugin.client import SlurmClient
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,7 +181,7 @@ def dlprio(*args: str) -> list[str]:
 
 def ledger_rows(config: Path) -> dict[int, dict]:
     """``dlprio status`` rows by job id, read directly from the ledger (read-only)."""
-    from prioritizer.explain import status_rows
+    from prioritizer.daemon.explain import status_rows
     path = yaml.safe_load(config.read_text())["ledger_path"]
     try:
         with Ledger(path, readonly=True) as ledger:

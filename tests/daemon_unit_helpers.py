@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prioritizer.model import Snapshot
-from prioritizer.observe import Observation, Unit
+from prioritizer.policy.model import Snapshot
+from prioritizer.daemon.observe import Observation, Unit
 from slurm_plugin.client import JobUnknown, SlurmRefused, SlurmUnreachable
 
 

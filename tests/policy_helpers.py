@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 
 
 def running(job_id: int, gpus: tuple[int, ...], nodes: tuple[str, ...], *, queue: int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prioritizer.public_snapshot import PublicJob, PublicSnapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
 from slurm_plugin.records import Job
 
 

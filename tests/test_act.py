@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from daemon_unit_helpers import RecordingClient, observation, unit
-from prioritizer import act
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.daemon_log import EventLog
-from prioritizer.ledger import Ledger
-from prioritizer.model import Decisions, QueueState
-from prioritizer.observe import record_units
+from prioritizer.daemon import act
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.policy.model import Decisions, QueueState
+from prioritizer.daemon.observe import record_units
 
 SHOW_CONFIG = {"PriorityWeightAge": "1000", "PriorityWeightAssoc": "0",
                "PriorityWeightFairShare": "1000", "PriorityWeightJobSize": "100",

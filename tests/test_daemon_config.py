@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from prioritizer import daemon_config
-from prioritizer.daemon_config import ConfigError, DaemonConfig
-from prioritizer.daemon_lock import LedgerLock, LockHeld
-from prioritizer.daemon_log import EventLog
+from prioritizer.daemon import config as daemon_config
+from prioritizer.daemon.config import ConfigError, DaemonConfig
+from prioritizer.daemon.lock import LedgerLock, LockHeld
+from prioritizer.daemon.log import EventLog
 
 PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
 

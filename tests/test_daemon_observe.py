@@ -7,10 +7,10 @@ import math
 from pathlib import Path
 
 from daemon_unit_helpers import unit
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.ledger import Ledger
-from prioritizer.model import JobPhase
-from prioritizer.observe import build_snapshot, record_units, units_from_jobs
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.policy.model import JobPhase
+from prioritizer.daemon.observe import build_snapshot, record_units, units_from_jobs
 from slurm_plugin.records import Node, job_from_json
 
 

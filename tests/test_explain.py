@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from prioritizer import explain
-from prioritizer.config import PolicyConfig
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.ledger import Ledger
+from prioritizer.daemon import explain
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Ledger
 
 
 @pytest.fixture

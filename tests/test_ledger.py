@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from daemon_unit_helpers import RecordingClient, observation, unit
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.daemon_log import EventLog
-from prioritizer.ledger import Ledger
-from prioritizer.model import Preemption
-from prioritizer.observe import record_units
-from prioritizer.preempt import Preemptor
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.policy.model import Preemption
+from prioritizer.daemon.observe import record_units
+from prioritizer.daemon.preempt import Preemptor
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from main_job_helpers import REPO, load_example
-from prioritizer import workload
-from prioritizer.daemon_lock import LedgerLock
+from prioritizer.sim import workload
+from prioritizer.daemon.lock import LedgerLock
 
 replay = load_example("replay")
 main_job = load_example("main_job")

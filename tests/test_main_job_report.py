@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from main_job_helpers import REPO, load_example
-from prioritizer.daemon_config import load as load_daemon_config
-from prioritizer.workload import ScaledJob
+from prioritizer.daemon.config import load as load_daemon_config
+from prioritizer.sim.workload import ScaledJob
 
 replay = load_example("replay")
 report = load_example("report")

@@ -1,4 +1,4 @@
-"""Unit tests of the pure policy (prioritizer.policy, gittins, config): hand-computed cases."""
+"""Unit tests of the pure policy (prioritizer.policy.decide, gittins, config): hand-computed cases."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from prioritizer.config import PolicyConfig
-from prioritizer.gittins import GittinsDistribution
-from prioritizer.model import JobPhase
-from prioritizer.policy import POLICIES, decide, next_queue_change, promotion_time
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import JobPhase
+from prioritizer.policy.decide import POLICIES, decide, next_queue_change, promotion_time
 from policy_helpers import pending, running, snapshot
 
 LAS = PolicyConfig(policy="tiresias-las")

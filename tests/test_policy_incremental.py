@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer import simulate as sim
-from prioritizer.config import POLICY_NAMES, PolicyConfig
-from prioritizer.durations import load_distribution
-from prioritizer.model import Decisions, Snapshot
-from prioritizer.policy import decide
-from prioritizer.traces import Trace, TraceJob
+from prioritizer.sim import engine as sim
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.model import Decisions, Snapshot
+from prioritizer.policy.decide import decide
+from prioritizer.sim.traces import Trace, TraceJob
 from policy_helpers import pending
 from test_policy_properties import DIST, NOW, worlds
 

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from policy_helpers import pending, running, snapshot
-from prioritizer.config import PolicyConfig
-from prioritizer.gittins import GittinsDistribution
-from prioritizer.model import Decisions, JobPhase, JobView, Snapshot
-from prioritizer.placement import FreeMap, plan_starts
-from prioritizer.policy import decide
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import Decisions, JobPhase, JobView, Snapshot
+from prioritizer.policy.placement import FreeMap, plan_starts
+from prioritizer.policy.decide import decide
 
 NOW = 1000.0
 QUEUE_SERVICE = {0: (0, 3249), 1: (3250, 7199), 2: (7200, 30000)}

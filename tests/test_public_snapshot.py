@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from prioritizer.public_snapshot import PublicJob, PublicSnapshot, SnapshotError, read_snapshot, write_snapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, SnapshotError, read_snapshot, write_snapshot
 
 
 def test_round_trip_and_world_readable(tmp_path: Path) -> None:

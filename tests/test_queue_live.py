@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from live_helpers import wait_cluster_idle, wait_for, wait_state
-from prioritizer.public_snapshot import write_snapshot
+from prioritizer.daemon.snapshot import write_snapshot
 from queue_helpers import pub, snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
 from submit.queue_view import visible

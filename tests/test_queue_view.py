@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from prioritizer import public_snapshot
+from prioritizer.daemon import snapshot as public_snapshot
 from slurm_plugin.client import SlurmRefused, SlurmUnreachable
 from slurm_plugin.records import filter_jobs
 from submit import queue_cli

@@ -1,4 +1,4 @@
-"""Simulator (prioritizer.simulate): reference figures, hand-computed replays, invariants."""
+"""Simulator (prioritizer.sim.engine): reference figures, hand-computed replays, invariants."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.config import POLICY_NAMES, PolicyConfig
-from prioritizer.durations import load_distribution
-from prioritizer.sim_report import nearest_rank, summarize
-from prioritizer.simulate import Cluster, SimResult, simulate
-from prioritizer.traces import Trace, TraceJob, read_cluster_spec, read_trace
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.sim.report import nearest_rank, summarize
+from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.traces import Trace, TraceJob, read_cluster_spec, read_trace
 
 TIRESIAS = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces" / "tiresias"
 ZERO = PolicyConfig().zero_cost()

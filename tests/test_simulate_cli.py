@@ -125,7 +125,7 @@ def test_zero_or_negative_cluster_size_is_the_same_clear_error(cluster: list[str
 def test_missing_output_directory_fails_before_the_replay(option: str, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    from prioritizer import sim_cli
+    from prioritizer.sim import cli as sim_cli
 
     replays: list[object] = []
     monkeypatch.setattr(sim_cli, "simulate", lambda *a: replays.append(a))

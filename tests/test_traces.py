@@ -1,4 +1,4 @@
-"""Trace readers (prioritizer.traces): formats, skipping, --since, errors naming file:line."""
+"""Trace readers (prioritizer.sim.traces): formats, skipping, --since, errors naming file:line."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prioritizer.traces import TraceError, read_cluster_spec, read_trace
+from prioritizer.sim.traces import TraceError, read_cluster_spec, read_trace
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
 PHILLY_HEADER = "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"

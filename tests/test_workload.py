@@ -1,4 +1,4 @@
-"""Tests of prioritizer/workload.py: the log-scale maps (values computed by hand), the sample
+"""Tests of prioritizer/sim/workload.py: the log-scale maps (values computed by hand), the sample
 of the Philly excerpt (checked against the CSV rows themselves), the shipped sample file, and the
 scaled trace written for ``dlprio simulate``."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prioritizer import workload
-from prioritizer.traces import TraceJob, read_trace
+from prioritizer.sim import workload
+from prioritizer.sim.traces import TraceJob, read_trace
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "data" / "philly-sample.csv"

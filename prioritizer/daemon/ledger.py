@@ -1,6 +1,6 @@
 """The daemon's durable memory: a private sqlite file (WAL, mode 0600) of runs, queues and intents.
 
-``dlprio run`` is the only writer (it holds the lock in :mod:`prioritizer.daemon_lock`);
+``dlprio run`` is the only writer (it holds the lock in :mod:`prioritizer.daemon.lock`);
 ``dlprio explain``/``status`` read it. Per job it keeps the runs (start, end, GPUs) from which
 attained service is computed (Tiresias NSDI'19 section 3: 2D service = GPUs × seconds, summed
 over all runs), the queue level with its queue-entry time and the reason of the last change,

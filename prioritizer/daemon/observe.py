@@ -9,7 +9,7 @@ the job's ``end_time`` when it finished, at the daemon's own requeue time when t
 requeued it, else at the end ``sacct --duplicates`` reports, else at the last cycle that saw it
 running (losing at most one interval; ../shared/SLURM-NOTES.md: after a requeue squeue shows
 the *next* start and no end). A job that started and ended between two cycles gets the run
-Slurm reports (start_time..end_time). Nothing here decides; ``prioritizer.policy.decide`` does.
+Slurm reports (start_time..end_time). Nothing here decides; ``prioritizer.policy.decide.decide`` does.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.ledger import Intent, Ledger, Run
-from prioritizer.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Intent, Ledger, Run
+from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
 from slurm_plugin.records import Job, Node

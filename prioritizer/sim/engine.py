@@ -1,6 +1,6 @@
 """Trace-driven simulator: one event loop that drives the pure policy (``policy.decide``).
 
-``dlprio simulate`` replays a job trace (``prioritizer.traces``) on N nodes × G GPUs
+``dlprio simulate`` replays a job trace (``prioritizer.sim.traces``) on N nodes × G GPUs
 (STYLE.md rule 9: a single ``run`` loop over a heap of frozen events keyed
 ``(time, priority, seq)``). At every event time it asks ``decide`` for the order, the queue
 states and the preemptions, exactly as the daemon does on a cluster, then applies them; it
@@ -20,13 +20,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from prioritizer.config import PolicyConfig
-from prioritizer.gittins import GittinsDistribution
-from prioritizer.model import Decisions, JobPhase, JobView, NodeView, Snapshot
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import Decisions, JobPhase, JobView, NodeView, Snapshot
 
-from prioritizer.placement import FreeMap, can_ever_fit, consolidated_shape, plan_starts
-from prioritizer.policy import decide, next_queue_change, promotion_time
-from prioritizer.traces import Trace, TraceJob
+from prioritizer.policy.placement import FreeMap, can_ever_fit, consolidated_shape, plan_starts
+from prioritizer.policy.decide import decide, next_queue_change, promotion_time
+from prioritizer.sim.traces import Trace, TraceJob
 
 
 @dataclass(frozen=True)

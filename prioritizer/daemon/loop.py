@@ -1,9 +1,9 @@
 """The reconcile loop of ``dlprio run`` / ``dlprio once``: observe → decide → act, every interval.
 
 The imperative shell around the pure policy (../shared/DESIGN.md, "daemon"; STYLE.md rules 1-3,
-after kopf's reconcile loop): :meth:`Daemon.cycle` reads Slurm once (:mod:`prioritizer.observe`),
-calls ``prioritizer.policy.decide`` with the wall clock, and applies only the differences
-(:mod:`prioritizer.act`, :mod:`prioritizer.preempt`), then writes the public snapshot for
+after kopf's reconcile loop): :meth:`Daemon.cycle` reads Slurm once (:mod:`prioritizer.daemon.observe`),
+calls ``prioritizer.policy.decide.decide`` with the wall clock, and applies only the differences
+(:mod:`prioritizer.daemon.act`, :mod:`prioritizer.daemon.preempt`), then writes the public snapshot for
 ``dlqueue`` and updates the metrics. :meth:`Daemon.run` repeats it; when Slurm does not answer
 it logs, backs off (interval doubling up to ``backoff_max_s``) and resumes with the ledger
 intact. ``dry_run`` changes nothing in Slurm (no update, signal or requeue) and prints the
@@ -18,18 +18,18 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from prioritizer import act
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.daemon_log import EventLog
-from prioritizer.durations import load_distribution
-from prioritizer.gittins import GittinsDistribution
-from prioritizer.ledger import Ledger
-from prioritizer.metrics import Metrics
-from prioritizer.model import Decisions
-from prioritizer.observe import Observation, observe
-from prioritizer.policy import decide
-from prioritizer.preempt import Preemptor
-from prioritizer.public_snapshot import PublicJob, PublicSnapshot, write_snapshot
+from prioritizer.daemon import act
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import EventLog
+from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.metrics import Metrics
+from prioritizer.policy.model import Decisions
+from prioritizer.daemon.observe import Observation, observe
+from prioritizer.policy.decide import decide
+from prioritizer.daemon.preempt import Preemptor
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
 

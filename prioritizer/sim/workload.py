@@ -3,7 +3,7 @@
 ``examples/main_job.py`` replays a short real workload twice: on the live cluster (each job a
 ``dlsubmit`` spec running ``examples/trainer.py``) and in ``dlprio simulate``. Both take their
 jobs from this module, so the two runs see exactly the same arrivals, GPUs and durations.
-Traces are read by :func:`prioritizer.traces.read_trace` (one CSV reader for the project).
+Traces are read by :func:`prioritizer.sim.traces.read_trace` (one CSV reader for the project).
 
 Mapping rules (issue 7), applied in this order:
 
@@ -43,7 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prioritizer.traces import TraceJob, read_trace
+from prioritizer.sim.traces import TraceJob, read_trace
 
 DENSE_WINDOW_S = 48 * 86400          # Philly 15k excerpt: dense arrivals from day 48 on
 DEFAULT_START_S = 4_172_631.0        # submit time of u_id 1660 (898th job of the dense window)
@@ -161,7 +161,7 @@ def load(path: str | Path, n: int = DEFAULT_JOBS, start_s: float = DEFAULT_START
     None: :func:`duration_range` of ``n``).
 
     Raises:
-        prioritizer.traces.TraceError: the file cannot be read (names file and line).
+        prioritizer.sim.traces.TraceError: the file cannot be read (names file and line).
         WorkloadError: fewer than ``n`` jobs at or after ``start_s``.
     """
     trace = read_trace(path, fmt=fmt, since=start_s)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import bisect
 import time
 
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.ledger import Ledger
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Ledger
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count")

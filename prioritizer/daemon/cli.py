@@ -2,7 +2,7 @@
 ``status [--json]``.
 
 :data:`RUN`, :data:`ONCE`, :data:`EXPLAIN`, :data:`STATUS` are registered in ``dlprio``'s
-command registry (prioritizer/cli.py, one ``prioritizer.daemon_cmd_*`` module each; STYLE.md
+command registry (prioritizer/cli.py; STYLE.md
 rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
 
 * 0: done;
@@ -26,14 +26,16 @@ import threading
 import time
 from collections.abc import Callable
 
-from prioritizer import daemon_config, explain
-from prioritizer.cli import Command
-from prioritizer.daemon import Daemon
-from prioritizer.daemon_config import ConfigError, DaemonConfig
-from prioritizer.daemon_lock import LedgerLock, LockHeld
-from prioritizer.daemon_log import EventLog
-from prioritizer.ledger import Ledger
-from prioritizer.metrics import Metrics
+from prioritizer.daemon import config as daemon_config
+
+from prioritizer.daemon import explain
+from prioritizer.command import Command
+from prioritizer.daemon.loop import Daemon
+from prioritizer.daemon.config import ConfigError, DaemonConfig
+from prioritizer.daemon.lock import LedgerLock, LockHeld
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.metrics import Metrics
 from slurm_plugin.client import SlurmClient, SlurmError
 
 EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED = 0, 1, 2, 3, 4

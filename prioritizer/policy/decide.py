@@ -17,11 +17,11 @@ import bisect
 from operator import itemgetter
 from typing import Any, ClassVar
 
-from prioritizer.config import PolicyConfig
-from prioritizer.gittins import GittinsDistribution
-from prioritizer.model import (Decisions, JobPhase, JobView, Preemption, QueueState,
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import (Decisions, JobPhase, JobView, Preemption, QueueState,
                                Snapshot)
-from prioritizer.placement import FreeMap, plan_starts
+from prioritizer.policy.placement import FreeMap, plan_starts
 
 RUNNING, PENDING = JobPhase.RUNNING, JobPhase.PENDING
 PROMOTED = "promoted"   # reason prefix of a promotion (QueueState.reason)

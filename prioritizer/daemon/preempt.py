@@ -27,11 +27,11 @@ from __future__ import annotations
 import os
 import signal as _signal
 
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.daemon_log import EventLog
-from prioritizer.ledger import Intent, Ledger
-from prioritizer.model import JobPhase, Preemption
-from prioritizer.observe import Observation
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.ledger import Intent, Ledger
+from prioritizer.policy.model import JobPhase, Preemption
+from prioritizer.daemon.observe import Observation
 from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused, SlurmUnreachable
 
 FAULT_ENV = "DLPRIO_FAULT_AFTER"

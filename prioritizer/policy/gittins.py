@@ -8,7 +8,7 @@ where ``S`` is the total service (GPU·s) of a job drawn from the cluster's hist
 service quantum: the chance of finishing within the next quantum per unit of service spent
 on it. Higher index = higher priority. The reference simulator computed the expectation with
 ``S`` instead of ``S - a``; this module uses ``S - a`` (../shared/DESIGN.md). The samples are
-passed in by the driver (the policy does no I/O; see ``prioritizer.durations`` for loading).
+passed in by the driver (the policy does no I/O; see ``prioritizer.policy.durations`` for loading).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``dlprio run|once|explain|status`` read one YAML file: ``--config FILE``, else
 ``/etc/dlprio/dlprio.yaml``, else the packaged ``conf/dlprio.yaml`` (every key documented
-there). The ``policy:`` section goes through :meth:`prioritizer.config.PolicyConfig.from_mapping`
+there). The ``policy:`` section goes through :meth:`prioritizer.policy.config.PolicyConfig.from_mapping`
 (the same settings ``dlprio simulate`` uses); the other keys say how the daemon talks to Slurm.
 Errors are :class:`ConfigError` with the file, the dotted key and the fix, raised before the
 loop starts. Units: seconds; ports are TCP ports (0 = off).
@@ -17,11 +17,11 @@ from typing import Any, Mapping
 
 import yaml
 
-from prioritizer.config import PolicyConfig
-from prioritizer.public_snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
 
 SYSTEM_PATH = Path("/etc/dlprio/dlprio.yaml")
-PACKAGED_PATH = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
+PACKAGED_PATH = Path(__file__).resolve().parents[2] / "conf" / "dlprio.yaml"
 MODES = ("priority", "partition")
 PRIORITY_FIELDS = ("site_factor", "priority")
 LOG_FORMATS = ("text", "json")

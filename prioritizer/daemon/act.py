@@ -1,6 +1,6 @@
 """Act: persist the policy's decisions and tell Slurm only what changed, batched.
 
-Last step of the daemon cycle (STYLE.md rules 2-3). ``decide`` (prioritizer.policy) said each
+Last step of the daemon cycle (STYLE.md rules 2-3). ``decide`` (prioritizer.policy.decide) said each
 job's queue level and queue-entry time; this module
 
 * records the queue states in the ledger and logs each change with the policy's reason;
@@ -17,7 +17,7 @@ job's queue level and queue-entry time; this module
 Only differences are sent: a job's value changes only when its queue or queue-entry time does
 (the last value sent is kept in the ledger), one ``scontrol update jobid=a,b,c`` per value.
 After an update, the next cycle compares what squeue shows with what was asked and logs a
-mismatch. Preemptions are handed to :mod:`prioritizer.preempt`.
+mismatch. Preemptions are handed to :mod:`prioritizer.daemon.preempt`.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from prioritizer.daemon_config import DaemonConfig
-from prioritizer.daemon_log import EventLog
-from prioritizer.ledger import Ledger
-from prioritizer.model import Decisions, JobPhase
-from prioritizer.observe import HELD_REASONS, Observation
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.policy.model import Decisions, JobPhase
+from prioritizer.daemon.observe import HELD_REASONS, Observation
 from slurm_plugin.client import SlurmClient, SlurmRefused, JobUnknown
 
 WEIGHT_KEYS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",

@@ -1,7 +1,7 @@
 """``dlprio simulate``: replay a job trace under one or several policies (issue 4).
 
-Argument parsing and output only; the replay is ``prioritizer.simulate``, the rules are
-``prioritizer.policy``. Bad input (malformed trace row, bad config key, no cluster size)
+Argument parsing and output only; the replay is ``prioritizer.sim.engine``, the rules are
+``prioritizer.policy.decide``. Bad input (malformed trace row, bad config key, no cluster size)
 exits 2 with one line naming the file and line or the option; an unknown policy name lists
 the valid ones.
 """
@@ -17,12 +17,12 @@ from typing import Any
 
 import yaml
 
-from prioritizer.cli import CliError, Command
-from prioritizer.config import POLICY_NAMES, PolicyConfig
-from prioritizer.durations import load_distribution
-from prioritizer.sim_report import format_table, summarize, write_jobs_csv, write_plot
-from prioritizer.simulate import Cluster, SimResult, simulate
-from prioritizer.traces import FORMATS, TraceError, read_cluster_spec, read_trace
+from prioritizer.command import CliError, Command
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
+from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.traces import FORMATS, TraceError, read_cluster_spec, read_trace
 
 #: option name -> PolicyConfig field it overrides
 OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",

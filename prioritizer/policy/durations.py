@@ -1,7 +1,7 @@
 """Loading duration distributions (GPU·s samples) for the Gittins policy.
 
 The policy does no I/O (STYLE.md rule 1), so drivers load the samples here and pass a
-:class:`prioritizer.gittins.GittinsDistribution` to ``decide``. The package ships the
+:class:`prioritizer.policy.gittins.GittinsDistribution` to ``decide``. The package ships the
 Tiresias reference simulator's ``yarn-gput1000.csv`` (1,001 sorted GPU-time samples from a
 production YARN cluster; header ``duration``) as the default; a site should pass its own
 history (ended jobs' GPU·s from the ledger or sacct) once it has one.
@@ -13,7 +13,7 @@ import csv
 from importlib import resources
 from pathlib import Path
 
-from prioritizer.gittins import GittinsDistribution
+from prioritizer.policy.gittins import GittinsDistribution
 
 DEFAULT_SAMPLES = "yarn-gput1000.csv"
 
@@ -26,8 +26,8 @@ def load_samples(path: str | Path | None = None) -> list[float]:
             empty file.
     """
     if path is None:
-        text = resources.files("prioritizer.data").joinpath(DEFAULT_SAMPLES).read_text()
-        name = f"prioritizer/data/{DEFAULT_SAMPLES}"
+        text = resources.files("prioritizer.policy.data").joinpath(DEFAULT_SAMPLES).read_text()
+        name = f"prioritizer/policy/data/{DEFAULT_SAMPLES}"
     else:
         try:
             text = Path(path).read_text()

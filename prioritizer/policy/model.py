@@ -1,4 +1,4 @@
-"""Input and output records of the pure policy (``prioritizer.policy.decide``).
+"""Input and output records of the pure policy (``prioritizer.policy.decide.decide``).
 
 This is the one interface the daemon (``dlprio run``) and the simulator (``dlprio simulate``)
 share (../shared/DESIGN.md, "Layers"; STYLE.md rule 1). Everything here is plain, frozen

@@ -1,6 +1,6 @@
 """Summaries, tables, CSV/JSON and plots of simulator results (``dlprio simulate`` output).
 
-Pure functions from :class:`prioritizer.simulate.SimResult` to numbers and text, plus two
+Pure functions from :class:`prioritizer.sim.engine.SimResult` to numbers and text, plus two
 writers (jobs CSV, PNG plot with matplotlib's Agg backend). Percentiles are nearest-rank
 (the p-th percentile of n sorted values is the value at rank ceil(p/100 × n)). Units: seconds,
 GPU utilisation as a fraction of ``total GPUs × makespan``.
@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
-from prioritizer.simulate import SimResult
+from prioritizer.sim.engine import SimResult
 
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
                 "p99_jct_s", "makespan_s", "avg_queueing_delay_s", "preemptions", "promotions",
