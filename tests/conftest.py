@@ -4,6 +4,10 @@ Tests marked ``@pytest.mark.live`` talk to the real Slurm cluster that ``SLURM_C
 (default ``/etc/slurm/slurm.conf``, the cluster ``dlcluster up`` starts; ``.ci/run`` and
 ``./test.sh`` start it). When no cluster answers, a live test fails with a message saying how to
 start one; it is never skipped. ``pytest -m "not live"`` runs the pure tests alone.
+
+Tests marked ``@pytest.mark.corpus`` read the real-world corpus beside the repository
+(tests/corpus.py). Where it is absent (a user's clone) they are deselected at collection, never
+skipped, and the run ends with one line saying how many and where the corpus exists.
 """
 
 from __future__ import annotations
@@ -22,6 +26,27 @@ settings.register_profile("dev", deadline=None, max_examples=50)
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 _live_ok: bool | None = None
+_corpus_left_out = 0
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    global _corpus_left_out
+    import corpus
+
+    if corpus.present():
+        return
+    left = [item for item in items if item.get_closest_marker("corpus") is not None]
+    if left:
+        items[:] = [item for item in items if item.get_closest_marker("corpus") is None]
+        config.hook.pytest_deselected(items=left)
+    _corpus_left_out = len(left)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _corpus_left_out:
+        terminalreporter.write_line(
+            f"{_corpus_left_out} corpus tests not collected: ../shared/data is absent (the real-world "
+            "corpus exists on the project's CI machines; the default tests use tests/fixtures/)")
 
 
 @pytest.fixture(autouse=True)

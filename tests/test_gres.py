@@ -1,9 +1,10 @@
 """gres.conf generation: from a recorded fake NVML, from topo captures, and for dlcluster.
 
 The NVML path runs only against :class:`slurm_plugin.nvml_fake.FakeNvml` records
-(tests/fixtures/nvml, built from ../shared/data/topo); no GPU exists here. Expected lines are
-written out by hand from the captures: HGX H100 2x56x2 (GPU0-3 on CPUs 0-55,112-167), DGX A100
-2x64x2 (GPU0/1 on 48-63,176-191; GPU2/3 on 16-31,144-159, as deepops issue 1102 also has).
+(tests/fixtures/nvml, built from real captures); no GPU exists here. Expected lines are
+written out by hand: HGX H100 2x56x2 (GPU0-3 on CPUs 0-55,112-167), DGX A100 2x64x2 (GPU0/1 on
+48-63,176-191; GPU2/3 on 16-31,144-159); for ``--from-topo``, our captures in tests/fixtures/topo
+(README there), and the real ones in the ``corpus`` tests.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ from pathlib import Path
 
 import pytest
 
+import corpus
 from slurm_plugin import gres, nvml
 from slurm_plugin.gres_cli import main
 from slurm_plugin.nvml_fake import FakeNvml, FakeNvmlError
 from slurm_plugin.topo_cpu import CpuTopology
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "nvml"
-TOPO = Path(__file__).resolve().parents[2] / "shared" / "data" / "topo"
+TOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+COMPLETE = str(TOPO / "4gpu-nvlink-pairs-tabs-complete.txt")
+CUT = str(TOPO / "8gpu-nvswitch-spaces-cut-off.txt")
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -123,41 +127,47 @@ def test_cli_fake_nvml_json(capsys: pytest.CaptureFixture[str]):
 
 
 def test_cli_text_output_is_a_valid_gres_conf_with_slurm_conf_hint(capsys: pytest.CaptureFixture[str]):
-    rc, out, _ = _run(capsys, "--from-topo", str(TOPO / "8xH100-nccl-issue-1264.txt"), "--sockets", "2",
-                      "--cores-per-socket", "56", "--threads-per-core", "2", "--type", "h100", "--node", "g1")
+    # 2 x 8 x 2: socket 0 holds CPUs 0-7 and their siblings 16-23, i.e. logical cores 0-7
+    rc, out, _ = _run(capsys, "--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8",
+                      "--threads-per-core", "2", "--type", "a100", "--node", "lab4")
     assert rc == 0
     body = [ln for ln in out.splitlines() if not ln.startswith("#")]
-    assert body[4] == "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia4 Cores=56-111 Links=18,18,18,18,-1,18,18,18"
-    assert len(body) == 8
-    assert "# slurm.conf: NodeName=g1 Gres=gpu:h100:8 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2" in out
-    assert "NIC3..NIC9" in out
+    assert body == [
+        "NodeName=lab4 Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-7 Links=-1,4,0,0",
+        "NodeName=lab4 Name=gpu Type=a100 File=/dev/nvidia1 Cores=0-7 Links=4,-1,0,0",
+        "NodeName=lab4 Name=gpu Type=a100 File=/dev/nvidia2 Cores=8-15 Links=0,0,-1,4",
+        "NodeName=lab4 Name=gpu Type=a100 File=/dev/nvidia3 Cores=8-15 Links=0,0,4,-1",
+    ]
+    assert "# slurm.conf: NodeName=lab4 Gres=gpu:a100:4 Sockets=2 CoresPerSocket=8 ThreadsPerCore=2" in out
 
 
 def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest.CaptureFixture[str]):
-    path = str(TOPO / "DGX-A100-40GB-nccl-issue-1505-truncated.txt")
-    shape = ["--sockets", "2", "--cores-per-socket", "64", "--threads-per-core", "2"]
-    rc, out, err = _run(capsys, "--from-topo", path, *shape)
+    # 2 x 16 x 2: NUMA node 2 (CPUs 16-23, siblings 48-55) is socket 1's first 8 cores, 16-23
+    shape = ["--sockets", "2", "--cores-per-socket", "16", "--threads-per-core", "2"]
+    rc, out, err = _run(capsys, "--from-topo", CUT, *shape)
     assert rc == 2 and out == ""
-    assert "cut off: no complete row for GPU4,GPU5,GPU6,GPU7 (4 of 8 GPUs)" in err and "--allow-partial" in err
-    rc, out, _ = _run(capsys, "--from-topo", path, *shape, "--allow-partial")
+    # the count in brackets is the GPUs present: rows GPU0..GPU4
+    assert "cut off: no complete row for GPU5,GPU6,GPU7 (5 of 8 GPUs)" in err and "--allow-partial" in err
+    rc, out, _ = _run(capsys, "--from-topo", CUT, *shape, "--allow-partial")
     assert rc == 0 and "# PARTIAL" in out
     body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    nv12 = lambda i: ",".join("-1" if j == i else "12" for j in range(8))  # noqa: E731
     assert body == [
-        "Name=gpu File=/dev/nvidia0 Cores=48-63 Links=-1,12,12,12,12,12,12,12",
-        "Name=gpu File=/dev/nvidia1 Cores=48-63 Links=12,-1,12,12,12,12,12,12",
-        "Name=gpu File=/dev/nvidia2 Cores=16-31 Links=12,12,-1,12,12,12,12,12",
-        "Name=gpu File=/dev/nvidia3 Cores=16-31 Links=12,12,12,-1,12,12,12,12",
+        f"Name=gpu File=/dev/nvidia0 Cores=16-23 Links={nv12(0)}",
+        f"Name=gpu File=/dev/nvidia1 Cores=16-23 Links={nv12(1)}",
+        f"Name=gpu File=/dev/nvidia2 Cores=0-7 Links={nv12(2)}",
+        f"Name=gpu File=/dev/nvidia3 Cores=0-7 Links={nv12(3)}",
+        f"Name=gpu File=/dev/nvidia4 Cores=24-31 Links={nv12(4)}",
     ]
-    rc, out, _ = _run(capsys, "--from-topo", path, *shape, "--allow-partial", "--json")
+    rc, out, _ = _run(capsys, "--from-topo", CUT, *shape, "--allow-partial", "--json")
     assert json.loads(out)["partial"] is True
 
 
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["--from-topo", str(TOPO / "8xH100-nccl-issue-1264.txt")], "needs the node's shape: --sockets"),
-        (["--from-topo", str(TOPO / "8xH100-nccl-issue-1264.txt"), "--sockets", "2", "--cores-per-socket", "56"],
-         "CPU 112 does not exist"),
+        (["--from-topo", COMPLETE], "needs the node's shape: --sockets"),
+        (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8"], "CPU 16 does not exist"),
         (["--from-topo", "/nonexistent/topo.txt", "--sockets", "1", "--cores-per-socket", "1"], "cannot read /nonexistent/topo.txt"),
         (["--check", "/nonexistent/gres.conf"], "cannot read /nonexistent/gres.conf"),
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
@@ -168,6 +178,37 @@ def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str]
     rc, out, err = _run(capsys, *argv)
     assert rc == 2 and out == ""
     assert words in err and err.count("\n") == 1 and err.startswith("dlgres: ")
+
+
+# --- the same CLI on real captures (corpus) -------------------------------------------------
+
+
+@pytest.mark.corpus
+def test_cli_on_the_real_h100_capture(capsys: pytest.CaptureFixture[str]):
+    rc, out, _ = _run(capsys, "--from-topo", str(corpus.TOPO / "8xH100-nccl-issue-1264.txt"), "--sockets", "2",
+                      "--cores-per-socket", "56", "--threads-per-core", "2", "--type", "h100", "--node", "g1")
+    assert rc == 0
+    body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert body[4] == "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia4 Cores=56-111 Links=18,18,18,18,-1,18,18,18"
+    assert len(body) == 8
+    assert "# slurm.conf: NodeName=g1 Gres=gpu:h100:8 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2" in out
+    assert "NIC3..NIC9" in out
+
+
+@pytest.mark.corpus
+def test_cli_on_the_real_truncated_dgx_a100_capture(capsys: pytest.CaptureFixture[str]):
+    path = str(corpus.TOPO / "DGX-A100-40GB-nccl-issue-1505-truncated.txt")
+    shape = ["--sockets", "2", "--cores-per-socket", "64", "--threads-per-core", "2"]
+    rc, out, err = _run(capsys, "--from-topo", path, *shape)
+    assert rc == 2 and "cut off: no complete row for GPU4,GPU5,GPU6,GPU7 (4 of 8 GPUs)" in err
+    rc, out, _ = _run(capsys, "--from-topo", path, *shape, "--allow-partial")
+    body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert body == [
+        "Name=gpu File=/dev/nvidia0 Cores=48-63 Links=-1,12,12,12,12,12,12,12",
+        "Name=gpu File=/dev/nvidia1 Cores=48-63 Links=12,-1,12,12,12,12,12,12",
+        "Name=gpu File=/dev/nvidia2 Cores=16-31 Links=12,12,-1,12,12,12,12,12",
+        "Name=gpu File=/dev/nvidia3 Cores=16-31 Links=12,12,12,-1,12,12,12,12",
+    ]
 
 
 def test_cli_without_nvml_says_so_exit_3(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):

@@ -1,7 +1,9 @@
-"""The ``nvidia-smi topo -m`` parser and the CPU topology mapping, on the real captures.
+"""The ``nvidia-smi topo -m`` parser and the CPU topology mapping.
 
-Expected values are read off the capture files by eye (../shared/data/topo) and from
-gres.conf(5)'s rule "Core 0 is the first core on the first socket".
+The default tests read our own captures (tests/fixtures/topo, described in its README); expected
+values are worked out by hand from those files and from gres.conf(5)'s rule "Core 0 is the first
+core on the first socket". The ``corpus`` tests run the same checks on real captures from public
+issues (tests/corpus.py), read off those files by eye.
 """
 
 from __future__ import annotations
@@ -12,17 +14,81 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import corpus
 from slurm_plugin.topo import TopoError, parse_topo
 from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
-TOPO = Path(__file__).resolve().parents[2] / "shared" / "data" / "topo"
-ALL = sorted(TOPO.glob("*.txt"))
+FIX = Path(__file__).resolve().parent / "fixtures" / "topo"
+COMPLETE = FIX / "4gpu-nvlink-pairs-tabs-complete.txt"
+CUT = FIX / "8gpu-nvswitch-spaces-cut-off.txt"
+OLD = FIX / "2gpu-pcie-no-numa-column.txt"
+TOPO = corpus.TOPO
+ALL = corpus.files(TOPO, ".txt")
 
 
+# --- our captures ---------------------------------------------------------------------------
+
+
+def test_complete_tab_capture_with_nic_rows_and_empty_fields():
+    t = parse_topo(COMPLETE.read_text())
+    assert t.gpu_count == 4 and not t.partial and t.notes == ()
+    assert t.nics == ("NIC0", "NIC1", "NIC2")
+    assert [r.nvlinks() for r in t.gpus] == [(-1, 4, 0, 0), (4, -1, 0, 0), (0, 0, -1, 4), (0, 0, 4, -1)]
+    assert t.gpus[1].peers == ("NV4", "X", "SYS", "SYS")  # NIC columns left out
+    assert t.gpus[0].cpu_affinity == tuple(range(0, 8)) + tuple(range(16, 24))
+    assert [r.numa for r in t.gpus] == [0, 0, 1, 1]
+    assert [r.line for r in t.gpus] == [3, 4, 5, 6]
+
+
+def test_nic_rows_cut_off_are_said_but_the_gpus_are_complete():
+    text = "\n".join(COMPLETE.read_text().splitlines()[:7]) + "\n"  # up to the NIC0 row
+    t = parse_topo(text)
+    assert not t.partial and len(t.gpus) == 4
+    assert t.notes == ("capture ends before the rows of NIC1..NIC2 (NICs; GPUs complete)",)
+
+
+def test_space_aligned_capture_cut_inside_gpu5():
+    t = parse_topo(CUT.read_text())
+    assert t.gpu_count == 8 and t.partial
+    assert [r.index for r in t.gpus] == [0, 1, 2, 3, 4]
+    assert t.missing == (5, 6, 7)
+    assert t.gpus[0].nvlinks() == (-1, 12, 12, 12, 12, 12, 12, 12)
+    assert [r.numa for r in t.gpus] == [2, 2, 0, 0, 3]  # GPU index order is not NUMA order
+    assert t.gpus[2].cpu_affinity == tuple(range(0, 8)) + tuple(range(32, 40))
+    assert t.nics == ("NIC0", "NIC1")
+    assert t.notes == ("line 8: row GPU5 is cut off (4 of 13 cells)",
+                       "capture ends before the rows of GPU6..GPU7")
+
+
+def test_last_row_without_a_newline_in_a_short_capture_may_be_cut():
+    rows = CUT.read_text().splitlines()[:7]  # the prompt, the header, GPU0..GPU4
+    t = parse_topo("\n".join(rows))
+    assert [r.index for r in t.gpus] == [0, 1, 2, 3]
+    assert t.missing == (4, 5, 6, 7)
+    assert "line 7: row GPU4 ends the capture without a newline and may be cut" in t.notes
+    t = parse_topo("\n".join(rows) + "\n")
+    assert [r.index for r in t.gpus] == [0, 1, 2, 3, 4]
+    assert t.gpus[4].cpu_affinity == tuple(range(24, 32)) + tuple(range(56, 64))
+
+
+def test_capture_without_numa_column_and_a_named_nic():
+    t = parse_topo(OLD.read_text())
+    assert t.nics == ("mlx5_0",) and not t.partial
+    assert [r.peers for r in t.gpus] == [("X", "PHB"), ("PHB", "X")]
+    assert [r.nvlinks() for r in t.gpus] == [(-1, 0), (0, -1)]
+    assert [r.numa for r in t.gpus] == [None, None]
+    assert t.gpus[1].cpu_affinity == (0, 1, 2, 3)
+
+
+# --- the real captures (corpus) -------------------------------------------------------------
+
+
+@pytest.mark.corpus
 def test_the_capture_directory_is_there():
     assert len(ALL) == 5
 
 
+@pytest.mark.corpus
 @pytest.mark.parametrize("path", ALL, ids=[p.stem for p in ALL])
 def test_every_capture_parses_with_consistent_rows(path: Path):
     t = parse_topo(path.read_text())
@@ -35,6 +101,7 @@ def test_every_capture_parses_with_consistent_rows(path: Path):
     assert sorted(set(range(t.gpu_count)) - {r.index for r in t.gpus}) == list(t.missing)
 
 
+@pytest.mark.corpus
 def test_h100_tab_separated_with_nic_columns_and_empty_fields():
     t = parse_topo((TOPO / "8xH100-nccl-issue-1264.txt").read_text())
     assert t.gpu_count == 8 and not t.partial
@@ -48,6 +115,7 @@ def test_h100_tab_separated_with_nic_columns_and_empty_fields():
     assert any("NIC3..NIC9" in n for n in t.notes)
 
 
+@pytest.mark.corpus
 def test_dgx_a100_space_aligned_and_cut_inside_gpu4():
     t = parse_topo((TOPO / "DGX-A100-40GB-nccl-issue-1505-truncated.txt").read_text())
     assert [r.index for r in t.gpus] == [0, 1, 2, 3]
@@ -58,6 +126,7 @@ def test_dgx_a100_space_aligned_and_cut_inside_gpu4():
     assert any("line 7" in n and "GPU4" in n and "cut off" in n for n in t.notes)
 
 
+@pytest.mark.corpus
 def test_pcie_capture_without_trailing_newline_drops_the_possibly_cut_last_row():
     t = parse_topo((TOPO / "8xPCIe-mlx4-PIX-PHB-kubernetes-issue-53497-truncated.txt").read_text())
     assert t.nics == ("mlx4_0",)
@@ -68,6 +137,7 @@ def test_pcie_capture_without_trailing_newline_drops_the_possibly_cut_last_row()
     assert t.gpus[0].numa is None  # no NUMA column in this 2017 capture
 
 
+@pytest.mark.corpus
 def test_same_capture_with_a_newline_keeps_gpu4():
     text = (TOPO / "8xPCIe-mlx4-PIX-PHB-kubernetes-issue-53497-truncated.txt").read_text() + "\n"
     t = parse_topo(text)
@@ -75,6 +145,7 @@ def test_same_capture_with_a_newline_keeps_gpu4():
     assert t.gpus[4].cpu_affinity == tuple(range(10, 20)) + tuple(range(30, 40))
 
 
+@pytest.mark.corpus
 def test_two_gpu_workstation_and_all_sys_box():
     t = parse_topo((TOPO / "2xRTX5090-PHB-club-3090-issue-1229.txt").read_text())
     assert t.gpu_count == 2 and [r.peers for r in t.gpus] == [("X", "PHB"), ("PHB", "X")]
