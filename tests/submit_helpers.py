@@ -1,6 +1,6 @@
 """Shared helpers for the dlsubmit tests (test_spec*, test_render*, test_dlsubmit*, test_submit*).
 
-* :data:`PAI_DIR`: the real OpenPAI specs (../shared/data/pai-jobs).
+* :data:`PAI_DIR`: the real OpenPAI specs of the corpus (tests/corpus.py; ``corpus`` tests only).
 * :data:`HOSTILE`: the hostile strings every layer must carry (STYLE.md rule 6).
 * :func:`sbatch_directives`: the ``#SBATCH`` block as sbatch 22.05 reads it, re-implemented
   from src/sbatch/opt.c (``_opt_batch_script`` / ``_get_argument``): parsing stops at the first
@@ -15,10 +15,11 @@ import re
 import subprocess
 from pathlib import Path
 
+import corpus
 from hostile import HOSTILE as _SHARED_HOSTILE
 
 REPO = Path(__file__).resolve().parents[1]
-PAI_DIR = REPO.parent / "shared" / "data" / "pai-jobs"
+PAI_DIR = corpus.PAI_JOBS
 GOLDEN_DIR = REPO / "tests" / "golden"
 
 HOSTILE = [

@@ -20,7 +20,7 @@ from slurm_plugin.cli_util import EXIT_CLOSED_STDOUT, quiet_on_closed_stdout
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 TIRESIAS = ROOT / "data" / "traces" / "tiresias"
-HELLO = ROOT.parent / "shared" / "data" / "pai-jobs" / "v2-hello-world-job.yaml"
+HELLO = ROOT / "tests" / "fixtures" / "specs" / "v2-single-gpu.yaml"
 NVML = ROOT / "tests" / "fixtures" / "nvml" / "hgx-h100.json"
 
 

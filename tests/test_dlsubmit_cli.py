@@ -15,9 +15,9 @@ import yaml
 from slurm_plugin.client import SlurmRefused, SlurmUnreachable
 from submit import cli
 from submit.quoting import slurm_name
-from submit_helpers import PAI_DIR, option, sbatch_directives, v2_spec
+from submit_helpers import REPO, option, sbatch_directives, v2_spec
 
-HELLO = str(PAI_DIR / "v2-hello-world-job.yaml")
+HELLO = str(REPO / "tests" / "fixtures" / "specs" / "v2-single-gpu.yaml")
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -101,7 +101,7 @@ def test_submit_prints_job_id(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     monkeypatch.setattr(cli, "_submit", lambda s: scripts.append(s) or 4242)
     rc, out, _ = run([HELLO], capsys)
     assert (rc, out) == (0, "4242\n")
-    assert scripts[0].startswith("#!/bin/bash\n#SBATCH --job-name=hello-world-job\n")
+    assert scripts[0].startswith("#!/bin/bash\n#SBATCH --job-name=single-gpu\n")
 
 
 def test_site_config_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

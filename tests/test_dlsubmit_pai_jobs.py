@@ -1,9 +1,10 @@
-"""Every real OpenPAI spec in ../shared/data/pai-jobs through ``dlsubmit --dry-run``: one row each.
+"""Every real OpenPAI spec of the corpus (tests/corpus.py) through ``dlsubmit --dry-run``: one row each.
 
 Expected values are worked out by hand from each spec and the default node shape (8 GPUs,
 16 cores, 64000 MiB): tasks per node = min(instances, 8 // gpu, 16 // cpu, 64000 // memoryMB),
 ``--mem-per-cpu`` = ceil(memoryMB / cpu), GRES per node = tasks per node x gpu. A new file in the
-directory without a row fails ``test_table_covers_every_file``.
+directory without a row fails ``test_table_covers_every_file``. Our own specs, one per feature,
+get the same checks in test_dlsubmit_fixtures.py.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import pytest
 
 from submit.cli import main
 from submit_helpers import PAI_DIR, bash_syntax_ok, option, sbatch_directives
+
+pytestmark = pytest.mark.corpus
 
 CONTRACT = ["--requeue", "--open-mode=append", "--signal=B:USR2@60",
             "--comment=dl:v1;signal=USR2;grace=60"]

@@ -1,5 +1,8 @@
-"""``dlgres --check``: findings on the real configs in ../shared/data/slurm-configs and on
-small hand-written files, one line per finding with its line number, exit 1 when any."""
+"""``dlgres --check``: one line per finding with its line number, exit 1 when any.
+
+Default tests: our good and bad files (tests/fixtures/gres, README there) and small inline
+texts. The ``corpus`` tests run real site configs (tests/corpus.py) with findings read off the
+files by eye."""
 
 from __future__ import annotations
 
@@ -7,16 +10,46 @@ from pathlib import Path
 
 import pytest
 
+import corpus
 from slurm_plugin.gres import fake_gres_lines
 from slurm_plugin.gres_check import Finding, check_gres, expand_brackets
 from slurm_plugin.gres_cli import main
 from slurm_plugin.topo_cpu import CpuTopology
 
-CONFS = Path(__file__).resolve().parents[2] / "shared" / "data" / "slurm-configs"
+FIX = Path(__file__).resolve().parent / "fixtures" / "gres"
+GOOD = FIX / "good-lab4.conf"
+BAD = FIX / "bad-lab4.conf"
+LAB4 = ["--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "2"]
+CONFS = corpus.SLURM_CONFIGS
 DEEPOPS = CONFS / "deepops-issue-1102-dgxa100-gres-with-Links-and-typo.conf"
 LAMBDA = CONFS / "arlk-lambda-8gpu-gres.conf"
 
 
+def test_good_file_has_no_findings(capsys: pytest.CaptureFixture[str]):
+    assert main(["--check", str(GOOD), *LAB4]) == 0
+    assert capsys.readouterr().out == f"{GOOD}: no findings\n"
+
+
+def test_bad_file_one_line_per_finding(capsys: pytest.CaptureFixture[str]):
+    rc = main(["--check", str(BAD), *LAB4])
+    assert rc == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{BAD}:3: Links=4,-1,,0,0: entry 3 is empty (one integer per GPU, -1 for itself)",
+        f"{BAD}:3: Links has 5 entries but the node has 4 GPUs: give one entry per GPU",
+        f"{BAD}:4: Cores=8-23: 16-23 beyond the node's 16 cores (0-15); Cores= takes logical core "
+        "indices, not OS CPU ids",
+        f"{BAD}:5: CPUs= is not in gres.conf(5) of Slurm 22.05: use Cores= with logical core indices "
+        "(on this node shape: Cores=8-15); 24-31 are not cores: OS ids of hyper-thread siblings",
+    ]
+
+
+def test_bad_file_without_a_shape_still_finds_the_links(capsys: pytest.CaptureFixture[str]):
+    assert main(["--check", str(BAD)]) == 1
+    out = capsys.readouterr().out
+    assert f"{BAD}:3: Links has 5 entries" in out and "beyond" not in out
+
+
+@pytest.mark.corpus
 def test_deepops_malformed_links_line_3_is_found(capsys: pytest.CaptureFixture[str]):
     rc = main(["--check", str(DEEPOPS)])
     out = capsys.readouterr().out.splitlines()
@@ -27,6 +60,7 @@ def test_deepops_malformed_links_line_3_is_found(capsys: pytest.CaptureFixture[s
     ]
 
 
+@pytest.mark.corpus
 def test_deepops_with_a_64_core_shape_flags_cores_beyond_the_node():
     # Cores=112-127 and 80-95 only fit a 2x64 node; on 2x32 they are beyond the node
     found = check_gres(DEEPOPS.read_text(), CpuTopology.from_shape(2, 32, 2))
@@ -35,6 +69,7 @@ def test_deepops_with_a_64_core_shape_flags_cores_beyond_the_node():
     assert not [f for f in check_gres(DEEPOPS.read_text(), CpuTopology.from_shape(2, 64, 2)) if "beyond" in f.message]
 
 
+@pytest.mark.corpus
 def test_lambda_cpus_with_os_ids_and_hyperthreads(capsys: pytest.CaptureFixture[str]):
     # slurm.conf of that box: Sockets=2 CoresPerSocket=16 ThreadsPerCore=2
     rc = main(["--check", str(LAMBDA), "--sockets", "2", "--cores-per-socket", "16", "--threads-per-core", "2"])

@@ -1,11 +1,12 @@
-"""Golden-file tests: the full script text for five specs, pinned (STYLE.md rule 5).
+"""Golden-file tests: the full script text for five specs, pinned (docs/design.md, "Tests").
 
 The files in tests/golden/ were read line by line by a person when written; this test only
 compares and never writes them. A mismatch prints a unified diff. To accept an intended change,
 regenerate the file by hand (``dlsubmit --dry-run ... > tests/golden/NAME.sbatch``), read the
 diff, and commit it. The scripts of runtime ``none`` also pass ``sbatch --test-only`` on the live
 cluster (tests/test_submit_live.py). pyxis and apptainer cannot be installed on this machine:
-their output is pinned here and checked with ``bash -n`` only.
+their output is pinned here and checked with ``bash -n`` only. Four inputs are real specs of the
+corpus (tests/corpus.py): those cases are ``corpus`` tests.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ def render_case(name: str) -> str:
     return render_sbatch(load.load(path), opts)
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+CORPUS_CASES = {"v2-pytorch-ddp-2x2gpu", "v1-tensorflow-hetjob", "v2-cpu-array", "apptainer-hello-world"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.corpus) if n in CORPUS_CASES else n
+                                  for n in sorted(CASES)])
 def test_golden(name: str) -> None:
     got = render_case(name)
     want = (GOLDEN_DIR / f"{name}.sbatch").read_text(encoding="utf-8")

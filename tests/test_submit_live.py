@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import corpus
 from live_helpers import wait_cluster_idle, wait_file, wait_for
 from slurm_plugin.client import SlurmClient
 from slurm_plugin.records import Job
@@ -89,8 +90,20 @@ def fields(text: str, tag: str) -> list[dict[str, str]]:
             for line in text.splitlines() if line.startswith(tag + " ")]
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in PAI_DIR.iterdir()
-                                        if p.suffix in (".json", ".jsonc", ".yaml") and "jinja" not in p.name))
+FIXTURE_SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURE_SPECS.iterdir()
+                                        if p.suffix in (".json", ".jsonc", ".yaml") and not p.name.startswith("bad-")))
+def test_fixture_specs_pass_sbatch_test_only(name: str) -> None:
+    script = render_sbatch(load.load(FIXTURE_SPECS / name), RenderOptions())
+    verdict = SlurmClient(timeout_s=30).test_only(script)
+    assert "to start at" in verdict
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", [p.name for p in corpus.files(PAI_DIR, ".json", ".jsonc", ".yaml")
+                                  if "jinja" not in p.name])
 def test_pai_jobs_pass_sbatch_test_only(name: str) -> None:
     script = render_sbatch(load.load(PAI_DIR / name), RenderOptions())
     verdict = SlurmClient(timeout_s=30).test_only(script)
