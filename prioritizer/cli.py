@@ -1,4 +1,4 @@
-"""The ``dlprio`` command: one registry of subcommands (STYLE.md rule 12).
+"""The ``dlprio`` command: one registry of subcommands (docs/design.md, code rule 12).
 
 :data:`COMMANDS` lists the :class:`~prioritizer.command.Command` objects of the daemon
 (``prioritizer.daemon.cli``) and the simulator (``prioritizer.sim.cli``); registering one is a

@@ -1,11 +1,11 @@
 """The Slurm client: the one module of tiresias-slurm that runs Slurm's commands.
 
 Everything that reads or changes Slurm (``sbatch``, ``squeue``, ``sinfo``, ``scontrol``,
-``scancel``, ``sacct``) goes through :class:`SlurmClient` (STYLE.md rule 4). Commands run as
+``scancel``, ``sacct``) goes through :class:`SlurmClient` (docs/design.md, code rule 4). Commands run as
 argument lists, never through a shell, each with a timeout. State is read from
 ``squeue --json`` / ``sinfo --json`` (Slurm 22.05's data_parser v0.0.38) and parsed into the
 typed records :class:`Job` and :class:`Node`. Slurm 22.05 ignores ``-u/-t/-j/-p`` filters in
-JSON mode (../shared/SLURM-NOTES.md, "Reading state"), so filtering happens here.
+JSON mode (docs/design.md, "Reading state"), so filtering happens here.
 
 Errors are typed so that callers can tell what to do:
 

@@ -2,7 +2,7 @@
 
 ``dlcluster`` runs a real Slurm 22.05 on one machine: one slurmctld and N ``slurmd -N nodeI``
 (Debian's slurmd is built with ``--enable-multiple-slurmd``), each node with fake GPU character
-devices (../shared/SLURM-NOTES.md, "Bringing a cluster up"). This module turns a
+devices (docs/design.md, "The local cluster"). This module turns a
 :class:`ClusterSpec` into slurm.conf, gres.conf and slurmdbd.conf text;
 :mod:`slurm_plugin.provision` writes them and starts the daemons.
 

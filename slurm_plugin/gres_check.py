@@ -5,8 +5,8 @@ Rules from gres.conf(5) of Slurm 22.05: ``Links`` is one integer per GPU of the 
 logical core indices below sockets × cores per socket; a device ``File`` belongs to one line
 per node; ``CPUs=`` is not documented any more: sites that copied ``nvidia-smi topo -m``'s
 "CPU Affinity" into it give OS CPU ids with hyper-thread siblings (``0-15,32-47``), where
-``Cores=`` wants logical cores (``0-15``). Real examples are in ../shared/data/slurm-configs
-(the DGX A100 file from deepops issue 1102 has ``Links=0,0,-1,,0,0,0,0,0`` on line 3).
+``Cores=`` wants logical cores (``0-15``). A real example: the DGX A100 file
+of NVIDIA/deepops issue 1102 has ``Links=0,0,-1,,0,0,0,0,0`` on line 3.
 GPUs of a node are numbered in the order their lines appear (the usual bus-id order).
 """
 

@@ -1,7 +1,7 @@
 """The checkpoint contract marker: the one string dlsubmit, job_submit.lua, dlprio and dlqueue share.
 
 A job declares that it traps a checkpoint signal by carrying, in its Slurm ``--comment``, the
-marker ``dl:v1;signal=<SIG>;grace=<SECONDS>`` (../shared/DESIGN.md, "dlsubmit mapping").
+marker ``dl:v1;signal=<SIG>;grace=<SECONDS>`` (docs/design.md, "dlsubmit mapping").
 
 * ``signal``: a signal name without the ``SIG`` prefix, one of :data:`ALLOWED_SIGNALS`.
 * ``grace``: whole seconds (1..86400) the job needs between the signal and the requeue.

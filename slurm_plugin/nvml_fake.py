@@ -4,8 +4,8 @@ It answers ``nvmlInit``, ``nvmlDeviceGetCount``, ``nvmlDeviceGetHandleByIndex``,
 ``nvmlDeviceGetName``, ``nvmlDeviceGetPciInfo(...).busId``, ``nvmlDeviceGetMinorNumber``,
 ``nvmlDeviceGetCpuAffinity`` (64-bit words, as pynvml returns them),
 ``nvmlDeviceGetNvLinkState`` / ``...RemotePciInfo`` / ``...RemoteDeviceType`` from a JSON
-record (tests/fixtures/nvml/*.json: built from the real ``nvidia-smi topo -m`` captures in
-../shared/data/topo; each file says what was taken from the capture and what was filled in).
+record (tests/fixtures/nvml/*.json: built from the real ``nvidia-smi topo -m`` captures from public
+issues; each file says what was taken from the capture and what was filled in).
 Links beyond a device's recorded ones raise ``NVMLError`` like NVML's ``NOT_SUPPORTED``.
 ``dlgres --fake-nvml FILE`` uses it so the NVML path can be shown without hardware.
 

@@ -1,7 +1,7 @@
 """Typed records of Slurm jobs and nodes, parsed from ``squeue --json`` / ``sinfo --json``.
 
 Pure parsing (no commands run here; :mod:`slurm_plugin.client` runs them). Field names follow
-Slurm 22.05's JSON (data_parser v0.0.38, see ../shared/slurm-lab/sample-*.json). Times are epoch
+Slurm 22.05's JSON (v0.0.38 layout; recorded samples in tests/data/sample-*.json). Times are epoch
 seconds (``None`` where Slurm reports 0 = not yet); ``time_limit_s`` is seconds (squeue reports
 minutes); memory is MiB.
 """

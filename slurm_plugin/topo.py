@@ -3,7 +3,7 @@
 The capture is the table ``nvidia-smi topo -m`` prints: a header naming the device columns
 (``GPU0 .. GPUn``, then NICs such as ``NIC0`` or ``mlx4_0``) and the trailing columns
 (``CPU Affinity``, ``NUMA Affinity``, ``GPU NUMA ID``), one row per device, then a legend.
-Real captures (../shared/data/topo) are tab-separated, with empty tab fields in NIC rows and
+Real captures (see tests/fixtures/topo) are tab-separated, with empty tab fields in NIC rows and
 an extra empty field before ``GPU NUMA ID``, or space-aligned (pasted from a terminal), and may
 be cut off mid-table. This module reads both layouts, keeps only what gres.conf needs (each
 GPU's connection to every other GPU, its CPU affinity as OS CPU ids, its NUMA node), and says

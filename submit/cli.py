@@ -1,7 +1,7 @@
 """``dlsubmit``: an OpenPAI job spec (v1 JSON / v2 YAML) to one gang sbatch script, submitted.
 
 Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job -> script, pure)
--> ``slurm_plugin.client.SlurmClient.submit`` (the only door to Slurm, STYLE.md rule 4).
+-> ``slurm_plugin.client.SlurmClient.submit`` (the only door to Slurm, docs/design.md, code rule 4).
 ``--dry-run`` prints the script and needs no Slurm at all. Exit status (issue 3):
 
 * 0: submitted (prints the job id) or rendered (``--dry-run``).

@@ -2,7 +2,7 @@
 
 A file is JSON when its name ends in ``.json``/``.jsonc`` (or, for other names, when its first
 non-blank character is ``{``), otherwise YAML. Real OpenPAI v1 files carry ``//`` line comments
-(../shared/data/pai-jobs/README.md), so JSON is read after blanking ``//`` and ``/* */``
+(e.g. microsoft/pai examples/mpi/cntk-mpi.json), so JSON is read after blanking ``//`` and ``/* */``
 comments outside strings (columns stay where they were). Syntax errors are reported as
 ``FILE:LINE:COLUMN: ...`` (1-based). The document is v2 when it has ``protocolVersion``,
 v1 when it has ``jobName`` or a ``taskRoles`` list.

@@ -1,7 +1,7 @@
 """Site settings and per-run options for rendering: node shape, container runtime, contract.
 
 Defaults match the cluster ``dlcluster`` starts (4 nodes x 8 GPUs, 16 cores, 64000 MiB) and the
-contract in ../shared/DESIGN.md (``USR2``, 60 s grace). A site can keep its own values in a YAML
+contract in docs/design.md, "dlsubmit mapping" (``USR2``, 60 s grace). A site can keep its own values in a YAML
 file named by ``--site-config`` or ``$DLSUBMIT_CONFIG`` (keys are the field names below); command
 line flags override the file, and the spec (``extras``) overrides the site for signal, grace and
 binding.

@@ -1,7 +1,7 @@
 """Template rendering for v2 specs: ``<% $parameters.x %>`` and friends, and ``--param`` overrides.
 
 OpenPAI renders ``<% $ref %>`` references (a mustache dialect) at submit time
-(microsoft/pai src/rest-server/src/middlewares/v2/protocol.js; ../shared/data/pai-jobs/README.md):
+(microsoft/pai src/rest-server/src/middlewares/v2/protocol.js):
 ``$parameters.<name>`` is global, ``$data``/``$output``/``$script`` name the prerequisite a task
 role selects (``$data.uri[0]``). Unknown references are left in place verbatim. ``$secrets`` is
 never rendered into commands (the protocol keeps secrets out of anything users can read, and a

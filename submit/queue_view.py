@@ -1,6 +1,6 @@
 """The pure core of ``dlqueue``: Slurm jobs + the daemon's public snapshot → rows → a rich table.
 
-Place in the pipeline (../shared/STYLE.md rule 13, "snapshot → pure table builder → thin live
+Place in the pipeline (docs/design.md, code rule 13, "snapshot → pure table builder → thin live
 shell"): :mod:`submit.queue_cli` reads ``squeue --json`` through
 :meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
 :func:`prioritizer.daemon.snapshot.read_snapshot` (never the private ledger), then calls
@@ -9,7 +9,7 @@ Nothing in this module runs a command, reads a file or a clock: ``now`` is an ar
 
 Sources: squeue(1) (columns, state abbreviations, JOBID forms ``LEADER+OFFSET`` and
 ``ARRAY_TASK``); Slurm's scheduling order "preemptor, reservation, partition PriorityTier,
-priority, submit time, job id" (../shared/SLURM-NOTES.md); the requeue delay: ``scontrol
+priority, submit time, job id" (docs/design.md, "Changing state"); the requeue delay: ``scontrol
 requeue`` sets BeginTime = now + ``cred_expire`` + 1 s and resets ``submit_time`` to the requeue
 time (slurm.conf(5) ``AuthInfo``; seen on 22.05: reason ``BeginTime``, ``restart_cnt`` 1,
 ``eligible_time`` = the begin time).

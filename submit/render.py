@@ -1,8 +1,8 @@
 """Rendering a validated job as ONE sbatch script (pure: job + options in, text out).
 
-Like submitit's ``_make_sbatch_string`` (STYLE.md rule 5), ``#SBATCH`` lines come in a fixed
+Like submitit's ``_make_sbatch_string`` (docs/design.md, code rule 5), ``#SBATCH`` lines come in a fixed
 order and every user string is quoted for the layer it lands in (submit/quoting.py). Mapping
-(../shared/DESIGN.md "dlsubmit mapping"): one role is one job, several roles one heterogeneous
+(docs/design.md, "dlsubmit mapping"): one role is one job, several roles one heterogeneous
 job (``#SBATCH hetjob`` between components); ``extras.gangAllocation: false`` becomes a job array
 with one element per instance. Per role: ``--nodes``/``--ntasks``/``--ntasks-per-node`` from
 submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu`` (memoryMB is per instance; never

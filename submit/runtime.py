@@ -2,7 +2,7 @@
 
 ``submit/render.py`` writes the job's own values (names, commands, sizes; every user string
 single-quoted) as bash variables and appends :data:`RUNTIME`, which is the same for every job and
-holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shared/SLURM-NOTES.md
+holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/design.md,
 "Signals, preemption, requeue"):
 
 1. Prints the attempt marker ``[dlsubmit] attempt N start ...`` (N = ``SLURM_RESTART_COUNT``).

@@ -1,7 +1,7 @@
 """OpenPAI v1 job specs (JSON, OpenPAI <= 0.13): validation and conversion to the job model.
 
-Fields and rules follow the v1 JSON schema (../shared/data/pai-jobs/schemas/
-pai-v1-job-config.schema.json) and the v1 job tutorial: required ``jobName``, ``image``,
+Fields and rules follow the v1 JSON schema (microsoft/pai
+contrib/pai_vscode/schemas/pai_job_config.schema.json) and the v1 job tutorial: required ``jobName``, ``image``,
 ``taskRoles[]`` with ``name``, ``taskNumber``, ``cpuNumber``, ``memoryMB``, ``gpuNumber``,
 ``command``. ``retryCount`` -2 means unlimited retries. ``minFailedTaskCount`` defaults to 1
 and ``minSucceededTaskCount`` to off (FrameworkLauncher's ApplicationCompletionPolicy).

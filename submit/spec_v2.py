@@ -1,6 +1,6 @@
 """OpenPAI protocol v2 job specs (YAML): validation and conversion to the job model.
 
-Fields follow the protocol schema (../shared/data/pai-jobs/schemas/openpai-protocol-v2-schema.yaml)
+Fields follow the protocol schema (microsoft/openpai-protocol schemas/v2/schema.yaml)
 and the rest-server's handling (microsoft/pai src/rest-server/src/middlewares/v2/protocol.js):
 each command is trimmed and the list joined by a newline; the active deployment
 (``defaults.deployment``) adds its ``preCommands`` before and ``postCommands`` after; then

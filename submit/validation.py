@@ -1,11 +1,12 @@
 """Field types and error formatting shared by the v1 and v2 spec models (submit/spec_v1.py, spec_v2.py).
 
-The spec models are pydantic v2 models (STYLE.md rule 7: one declaration defines what is valid).
+The spec models are pydantic v2 models (docs/design.md, code rule 7: one declaration defines what is valid).
 This module gives them strict field types whose failures carry a message written for users
 (``must be an integer >= 0``), and turns a pydantic ``ValidationError`` into one line per problem,
 each starting with the field path as it appears in the spec file
 (``taskRoles.worker.resourcePerInstance.gpu: must be an integer >= 0``). Upstream field rules come
-from ../shared/data/pai-jobs/schemas (OpenPAI v1 JSON schema, v2 protocol schema).
+from the OpenPAI v1 JSON schema (microsoft/pai contrib/pai_vscode/schemas) and the v2 protocol
+schema (microsoft/openpai-protocol schemas/v2/schema.yaml).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile user strings (STYLE.md rule 6): every renderer, argv and table cell must carry them
+"""Hostile user strings (docs/design.md, code rule 6): every renderer, argv and table cell must carry them
 literally. Import ``HOSTILE`` and parametrize with ``ids=HOSTILE_IDS``."""
 
 HOSTILE: list[str] = [

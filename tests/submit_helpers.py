@@ -1,7 +1,7 @@
 """Shared helpers for the dlsubmit tests (test_spec*, test_render*, test_dlsubmit*, test_submit*).
 
 * :data:`PAI_DIR`: the real OpenPAI specs of the corpus (tests/corpus.py; ``corpus`` tests only).
-* :data:`HOSTILE`: the hostile strings every layer must carry (STYLE.md rule 6).
+* :data:`HOSTILE`: the hostile strings every layer must carry (docs/design.md, code rule 6).
 * :func:`sbatch_directives`: the ``#SBATCH`` block as sbatch 22.05 reads it, re-implemented
   from src/sbatch/opt.c (``_opt_batch_script`` / ``_get_argument``): parsing stops at the first
   executable line; a directive line containing ``hetjob``/``packjob`` (any case) starts a new

@@ -122,7 +122,7 @@ def test_root_updates_still_work(root: SlurmClient, user: SlurmClient):
     jid = _sbatch(user, "root", "--gres=gpu:1", "--comment=dl:v1;signal=USR2;grace=60", *PENDING)
     before = _job(root, jid).priority
     root.set_site_factor([jid], 100000)
-    # multifactor adds SiteFactor to the sum at once (SLURM-NOTES.md)
+    # multifactor adds SiteFactor to the sum at once (docs/design.md, "Changing state")
     wait_for(lambda: _job(root, jid).priority == before + 100000, 30, "SiteFactor in the priority")
     root.update([jid], "AdminComment", "dlprio:q1")
     assert _job(root, jid).admin_comment == "dlprio:q1"

@@ -1,4 +1,4 @@
-"""The policy is pure (STYLE.md rule 4): its modules import no clock, process or database."""
+"""The policy is pure (docs/design.md, code rule 4): its modules import no clock, process or database."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Parsing of real Slurm 22.05 JSON (tests/data/sample-*.json, recorded on a dlcluster-like
-4-node cluster with slurmdbd; see ../shared/slurm-lab) into typed records."""
+4-node cluster with slurmdbd; recorded as tests/data/sample-*.json) into typed records."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Spec validation and conversion (submit/spec_v1.py, spec_v2.py, load.py, params.py).
 
 Every error names the field path as written in the spec; expected messages are written out
-here, field by field, from the rules in the OpenPAI schemas (../shared/data/pai-jobs/schemas).
+here, field by field, from the rules in the OpenPAI schemas (microsoft/pai and microsoft/openpai-protocol).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Act: persist the policy's decisions and tell Slurm only what changed, batched.
 
-Last step of the daemon cycle (STYLE.md rules 2-3). ``decide`` (prioritizer.policy.decide) said each
+Last step of the daemon cycle (docs/design.md, code rules 2-3). ``decide`` (prioritizer.policy.decide) said each
 job's queue level and queue-entry time; this module
 
 * records the queue states in the ledger and logs each change with the policy's reason;
 * **mode priority**: turns (queue, queue-entry time) into one integer per pending job, given to
   Slurm as the job's ``SiteFactor`` (added to the multifactor sum, keeps the site's other
-  factors; ../shared/SLURM-NOTES.md "Changing state") or, by config, its absolute priority.
+  factors; docs/design.md, "Changing state") or, by config, its absolute priority.
   ``value = (K-1-queue) × step + inqueue + 1`` where ``inqueue = span-1-clamp(entry-ref)`` gives
   older entries more points (1 per second over ``inqueue_span_s``) and
   ``step = span + W + 1``, W being the sum of the site's other ``PriorityWeight*`` settings

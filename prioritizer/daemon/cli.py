@@ -2,8 +2,7 @@
 ``status [--json]``.
 
 :data:`RUN`, :data:`ONCE`, :data:`EXPLAIN`, :data:`STATUS` are registered in ``dlprio``'s
-command registry (prioritizer/cli.py; STYLE.md
-rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
+command registry (prioritizer/cli.py; docs/design.md, code rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
 
 * 0: done;
 * 1: Slurm failed (``once``: unreachable or refused; ``run`` never exits for that);

@@ -4,7 +4,7 @@
 over its runs, the open one up to now), the thresholds of its queue and the next one, the
 promotion rule (Tiresias NSDI'19 section 4.2: back to queue 0 after waiting ``knob ×`` the
 last run), and the reason of the last change, in the same words the daemon logged
-(STYLE.md rule 11). ``status`` lists every known job with the fixed keys of issue 5.
+(docs/design.md, code rule 11). ``status`` lists every known job with the fixed keys of issue 5.
 Both open the ledger read-only and never take the daemon's lock.
 """
 

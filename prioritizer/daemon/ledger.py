@@ -5,8 +5,8 @@
 attained service is computed (Tiresias NSDI'19 section 3: 2D service = GPUs × seconds, summed
 over all runs), the queue level with its queue-entry time and the reason of the last change,
 counters of promotions and preemptions, the last value the daemon gave Slurm (``applied``),
-and *preemption intents* written before they are acted on (../shared/DESIGN.md, "ledger";
-STYLE.md rule 3). The service of an open run is counted from Slurm's own ``start_time``, never
+and *preemption intents* written before they are acted on (docs/design.md, "Ledger and daemon";
+code rule 3). The service of an open run is counted from Slurm's own ``start_time``, never
 from counting cycles; a requeued job keeps its earlier runs, whoever requeued it.
 Times are epoch seconds; service is GPU·seconds.
 """

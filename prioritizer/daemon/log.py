@@ -1,6 +1,6 @@
 """Structured log lines of the daemon: every line names the cycle and, where there is one, the job.
 
-STYLE.md rule 11 (after kopf's ``ObjectLogger`` and ``LogFormat.JSON``): one line per event,
+docs/design.md, code rule 11 (after kopf's ``ObjectLogger`` and ``LogFormat.JSON``): one line per event,
 ``text`` (``2026-11-29T12:00:00Z INFO cycle=7 job_id=42 event=demoted from=0 to=1 reason="..."``)
 or ``json`` (one object per line with the keys ``ts, level, cycle, job_id, event`` and the
 event's own fields). The reason strings are the policy's own (``QueueState.reason``), the same

@@ -1,6 +1,6 @@
 """The reconcile loop of ``dlprio run`` / ``dlprio once``: observe → decide → act, every interval.
 
-The imperative shell around the pure policy (../shared/DESIGN.md, "daemon"; STYLE.md rules 1-3,
+The imperative shell around the pure policy (docs/design.md, "Ledger and daemon"; code rules 1-3,
 after kopf's reconcile loop): :meth:`Daemon.cycle` reads Slurm once (:mod:`prioritizer.daemon.observe`),
 calls ``prioritizer.policy.decide.decide`` with the wall clock, and applies only the differences
 (:mod:`prioritizer.daemon.act`, :mod:`prioritizer.daemon.preempt`), then writes the public snapshot for
@@ -40,7 +40,7 @@ class Daemon:
         cfg: the daemon configuration.
         client, ledger, log: collaborators (a test may pass its own).
         metrics: series to update (None: a private, unserved set).
-        clock: epoch seconds (STYLE.md rule 10).
+        clock: epoch seconds (docs/design.md, code rule 10).
         dry_run: decide and print, change nothing in Slurm.
         out: where ``dry_run`` prints.
     """

@@ -1,13 +1,13 @@
 """Preemption as a small state machine over ledger intents: intent → signal → grace → requeue.
 
-Tiresias preempts the jobs the policy names (NSDI'19 section 4; ../shared/DESIGN.md,
-"Preemption"). Slurm has no "checkpoint then requeue" act for us, so the daemon does it in
-steps, each written to the ledger *before* it is done (STYLE.md rule 3):
+Tiresias preempts the jobs the policy names (NSDI'19 section 4; docs/design.md,
+"Policy rules and their sources"). Slurm has no "checkpoint then requeue" act for us, so the daemon does it in
+steps, each written to the ledger *before* it is done (docs/design.md, code rule 3):
 
 1. ``intent`` written (job, waiter, signal and grace from the job's ``dl:v1`` marker, grace
    capped by ``max_grace_s``, the job's Slurm restart count);
 2. job with the marker: ``signal_at``/``deadline`` written, then ``scancel --signal=SIG
-   --batch`` (the batch-shell trap; SLURM-NOTES "Signals"); a job without it skips this step
+   --batch`` (the batch-shell trap; docs/design.md, "Signals, preemption, requeue"); a job without it skips this step
    (an untrapped USR2 would kill it);
 3. at the deadline (or at once without a marker): ``requeue_at`` written, then ``scontrol
    requeue`` (hetjobs through their leader id), then the intent is finished.

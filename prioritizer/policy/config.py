@@ -1,7 +1,7 @@
 """Policy settings shared by the daemon (``dlprio run``) and the simulator (``dlprio simulate``).
 
 One frozen dataclass, :class:`PolicyConfig`, holds every knob of the Tiresias policy
-(../shared/DESIGN.md, "The policy in detail") and of the cost model the simulator applies.
+(docs/design.md, "Policy rules and their sources") and of the cost model the simulator applies.
 The daemon loads the ``policy:`` section of its YAML file through
 :meth:`PolicyConfig.from_mapping`, which validates names and types and raises a
 ``ValueError`` naming the offending key. Units: seconds, and GPU·seconds for service.
@@ -19,7 +19,7 @@ Sources of the defaults
   1-27 s for CV models.
 * ``requeue_delay_s = 121``: Slurm sets BeginTime = now + cred_expire + 1 on ``scontrol
   requeue`` (slurm.conf(5) ``AuthInfo cred_expire`` default 120 s).
-* ``decision_interval_s = 30``: the daemon's default cycle (DESIGN.md, "daemon", 10-30 s).
+* ``decision_interval_s = 30``: the daemon's default cycle (docs/design.md, "Ledger and daemon").
 """
 
 from __future__ import annotations

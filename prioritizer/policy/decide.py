@@ -1,9 +1,9 @@
 """The pure scheduling decision: ``decide(snapshot, config, now) -> Decisions``.
 
-The one place the scheduling rules live (STYLE.md rules 1 and 8): ``dlprio run`` calls it
+The one place the scheduling rules live (docs/design.md, code rules 1 and 8): ``dlprio run`` calls it
 with the wall clock and a cluster snapshot, ``dlprio simulate`` with its own clock. No I/O,
-no clock, no Slurm. Rules (Tiresias, NSDI'19, sections 3-4; ../shared/DESIGN.md, "The policy
-in detail"): discretised 2D attained service (GPUs × seconds) in K queues by thresholds,
+no clock, no Slurm. Rules (Tiresias, NSDI'19, sections 3-4; docs/design.md, "Policy rules
+and their sources"): discretised 2D attained service (GPUs × seconds) in K queues by thresholds,
 FIFO by queue-entry time inside a queue (or Gittins index first), starvation promotion back
 to queue 0 after ``knob ×`` the last run, and node-level preemption: when a job that cannot
 start outranks running jobs, victims are taken from the lowest queue upward, most attained

@@ -1,6 +1,6 @@
 """Loading duration distributions (GPU·s samples) for the Gittins policy.
 
-The policy does no I/O (STYLE.md rule 1), so drivers load the samples here and pass a
+The policy does no I/O (docs/design.md, code rule 1), so drivers load the samples here and pass a
 :class:`prioritizer.policy.gittins.GittinsDistribution` to ``decide``. The package ships the
 Tiresias reference simulator's ``yarn-gput1000.csv`` (1,001 sorted GPU-time samples from a
 production YARN cluster; header ``duration``) as the default; a site should pass its own

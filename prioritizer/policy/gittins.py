@@ -7,7 +7,7 @@ Tiresias (NSDI'19, section 4.2, "2D-Gittins") ranks a job with attained service 
 where ``S`` is the total service (GPU·s) of a job drawn from the cluster's history and Δ the
 service quantum: the chance of finishing within the next quantum per unit of service spent
 on it. Higher index = higher priority. The reference simulator computed the expectation with
-``S`` instead of ``S - a``; this module uses ``S - a`` (../shared/DESIGN.md). The samples are
+``S`` instead of ``S - a``; this module uses ``S - a`` (docs/design.md, "Policy rules and their sources"). The samples are
 passed in by the driver (the policy does no I/O; see ``prioritizer.policy.durations`` for loading).
 """
 

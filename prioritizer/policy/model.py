@@ -1,7 +1,7 @@
 """Input and output records of the pure policy (``prioritizer.policy.decide.decide``).
 
 This is the one interface the daemon (``dlprio run``) and the simulator (``dlprio simulate``)
-share (../shared/DESIGN.md, "Layers"; STYLE.md rule 1). Everything here is plain, frozen
+share (docs/design.md, "Architecture"; code rule 1). Everything here is plain, frozen
 data: no Slurm, no clock, no I/O. Units: seconds for times and durations (epoch seconds on a
 cluster, trace seconds in the simulator), GPU·seconds for attained service.
 

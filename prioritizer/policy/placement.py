@@ -5,7 +5,7 @@ by the simulator (which jobs start now). Placement is *consolidated* (Tiresias, 
 section 5.1: fewest nodes, whole GPUs per node, every entry of a gang job on a distinct node);
 GPU *counting* (idealised simulators) is the same code over one pooled node. No I/O.
 
-Start model (../shared/DESIGN.md, "The policy in detail"): jobs start in the target order
+Start model (docs/design.md, "Policy rules and their sources"): jobs start in the target order
 wherever they fit and the rest are skipped, as Slurm's main scheduler and backfill do without
 time limits; with ``strict`` the first job that does not fit blocks all behind it (strict FIFO).
 A job that fits only once the GPUs of jobs being preempted are freed holds a reservation on

@@ -1,7 +1,7 @@
 """Trace-driven simulator: one event loop that drives the pure policy (``policy.decide``).
 
 ``dlprio simulate`` replays a job trace (``prioritizer.sim.traces``) on N nodes × G GPUs
-(STYLE.md rule 9: a single ``run`` loop over a heap of frozen events keyed
+(docs/design.md, code rule 9: a single ``run`` loop over a heap of frozen events keyed
 ``(time, priority, seq)``). At every event time it asks ``decide`` for the order, the queue
 states and the preemptions, exactly as the daemon does on a cluster, then applies them; it
 keeps no scheduling rule of its own. Which pending jobs start is Slurm's part, modeled by

@@ -9,7 +9,7 @@ Mapping rules (issue 7), applied in this order:
 
 1. **Window.** Keep the jobs submitted at or after ``start_s`` (trace seconds). The default,
    :data:`DEFAULT_START_S`, lies in the dense window of the Philly 15k excerpt (submit ≥ 48
-   days, ../shared/data/traces/philly-15k/SOURCE.md): it is the submit time of the 898th job of
+   days, data/traces/philly-15k/SOURCE.md): it is the submit time of the 898th job of
    that window (u_id 1660, day 48.29), chosen because the following jobs hold a burst of
    8-GPU jobs among single-GPU ones, the load where scheduling matters. Any other start (or
    trace) can be named.
