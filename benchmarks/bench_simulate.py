@@ -28,7 +28,7 @@ from prioritizer.sim.report import summarize
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.traces import Trace, TraceJob, read_trace
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "traces"
+DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
 CASES = ("philly-load0.9", "philly-127x8", "itp-69x8", "synthetic-100k")
 
 
