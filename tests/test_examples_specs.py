@@ -1,0 +1,41 @@
+"""examples/specs/: every spec renders, the runnable ones name files that exist in the checkout,
+and each container example is marked as one and renders for its runtime (a dry run is all
+this machine can do with them; tests/test_examples_live.py runs the others)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from submit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "examples" / "specs"
+RUNNABLE = ["single-gpu.yaml", "ddp-2x2gpu.yaml", "hetjob-chief-workers.yaml"]
+CONTAINER = {"pyxis-registry-image.yaml": ("pyxis", "nvcr.io#nvidia/pytorch:23.10-py3"),
+             "container-apptainer.yaml": ("apptainer", "docker://pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime")}
+
+
+def test_every_spec_is_listed() -> None:
+    assert {p.name for p in SPECS.glob("*.yaml")} == set(RUNNABLE) | set(CONTAINER)
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_runnable_spec_renders_and_its_program_exists(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--dry-run", str(SPECS / name)]) == 0
+    out = capsys.readouterr().out
+    assert "DL_CONTAINER=none" in out and ".venv/bin/python examples/trainer.py" in out
+    assert (ROOT / "examples" / "trainer.py").is_file()
+    assert "Runs as it is on the local cluster" in (SPECS / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(CONTAINER))
+def test_container_example_is_marked_and_renders_for_its_runtime(name: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    runtime, image = CONTAINER[name]
+    text = (SPECS / name).read_text()
+    assert text.startswith(f"# CONTAINER EXAMPLE") and "does NOT run on the local dlcluster" in text
+    assert main(["--dry-run", "--container-runtime", runtime, str(SPECS / name)]) == 0
+    out = capsys.readouterr().out
+    assert f"DL_CONTAINER={runtime}" in out and image in out
