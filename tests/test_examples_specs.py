@@ -35,7 +35,7 @@ def test_container_example_is_marked_and_renders_for_its_runtime(name: str,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     runtime, image = CONTAINER[name]
     text = (SPECS / name).read_text()
-    assert text.startswith(f"# CONTAINER EXAMPLE") and "does NOT run on the local dlcluster" in text
+    assert text.startswith("# CONTAINER EXAMPLE") and "does NOT run on the local dlcluster" in text
     assert main(["--dry-run", "--container-runtime", runtime, str(SPECS / name)]) == 0
     out = capsys.readouterr().out
     assert f"DL_CONTAINER={runtime}" in out and image in out
