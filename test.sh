@@ -2,11 +2,13 @@
 # Run the whole test suite (pure and live) on Debian 12 as root: sets up what is missing
 # (apt packages, .venv, the local Slurm cluster with slurmdbd), then runs pytest.
 # Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/test_records.py).
+# Tests marked `corpus` need the real-world corpus beside the checkout (../shared/data, on the
+# project's CI machines); without it they are not collected and the run says how many.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh --with-dbd
-# test-only tools: vagrant (for `vagrant validate` of vagrant/Vagrantfile)
-if ! command -v vagrant >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends vagrant >/dev/null
-fi
+# test-only tools: vagrant (`vagrant validate` of vagrant/Vagrantfile), systemd (its
+# systemd-analyze checks conf/dlprio.service)
+echo "test.sh: test-only tools: vagrant, systemd-analyze"
+scripts/apt-install.sh test.sh vagrant systemd
 exec .venv/bin/python -m pytest "$@"

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Set up this checkout on Debian 12 (root): apt packages, the virtualenv (.venv) with the
 # project installed, and the local Slurm cluster (`dlcluster up`, 4 nodes x 8 fake GPUs).
-# Idempotent: a second run changes nothing. Usage: scripts/setup.sh [dlcluster up options...]
+# Idempotent: a second run changes nothing. One line per step says what it installs; apt's and
+# pip's own output goes to a log shown only on failure.
+# Usage: scripts/setup.sh [dlcluster up options...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then echo "setup.sh: run as root (sudo): it installs packages and starts Slurm" >&2; exit 1; fi
@@ -9,15 +11,12 @@ if [ "$(id -u)" != 0 ]; then echo "setup.sh: run as root (sudo): it installs pac
 if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
   echo "setup.sh: Debian 12 (bookworm) is required; this is ${PRETTY_NAME:-unknown}" >&2; exit 1
 fi
-need=""
-for p in python3 python3-venv python3-pip tmux passwd; do dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"; done
-if [ -n "$need" ]; then
-  echo "setup.sh: apt-get install$need" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null
-fi
-# Slurm, munge (and MariaDB/slurmdbd with --with-dbd) come with `dlcluster up` (install.sh).
+echo "setup.sh: [1/4] apt packages: python3 python3-venv python3-pip tmux passwd"
+scripts/apt-install.sh setup.sh python3 python3-venv python3-pip tmux passwd
+echo "setup.sh: [2/4] virtualenv: .venv"
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+echo "setup.sh: [3/4] pip: the project (editable) and its Python dependencies from pyproject.toml into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 pip_log=$(PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e '.[test]' 2>&1) || { printf '%s\n' "$pip_log" >&2; echo "setup.sh: pip install -e '.[test]' failed (its output above)" >&2; exit 1; }
+echo "setup.sh: [4/4] local Slurm cluster: dlcluster up $* (installs slurm-wlm 22.05 and munge with apt if missing)"
 .venv/bin/dlcluster up "$@"

@@ -8,7 +8,10 @@ command registry (prioritizer/cli.py; docs/design.md, code rule 12); each handle
 * 1: Slurm failed (``once``: unreachable or refused; ``run`` never exits for that);
 * 2: bad configuration or usage (the message names the file and key);
 * 3: ``explain``: the job is not in the ledger; ``explain``/``status``: no ledger yet;
-* 4: another dlprio holds the ledger lock (the message names its pid).
+* 4: another dlprio holds the ledger lock (the message names its pid);
+* 5: the ledger's storage failed (disk full, read-only file system, I/O error, a damaged
+  database): not a configuration error, so the systemd unit (conf/dlprio.service) restarts the
+  daemon, whose ``RestartPreventExitStatus`` holds only 2 and 4.
 
 Every subcommand takes ``--config FILE`` (default ``/etc/dlprio/dlprio.yaml``, else the
 packaged ``conf/dlprio.yaml``); ``run``/``once`` also take ``--log-format text|json``.
@@ -37,7 +40,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.metrics import Metrics
 from slurm_plugin.client import SlurmClient, SlurmError
 
-EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED, EXIT_STORAGE = 0, 1, 2, 3, 4, 5
 
 
 def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
@@ -83,7 +86,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
         except SlurmError as exc:
             return _fail(f"slurm: {exc}", EXIT_SLURM)
         except (OSError, sqlite3.Error) as exc:
-            return _fail(f"ledger: {exc}", EXIT_CONFIG)
+            return _fail(f"ledger: {exc}", EXIT_STORAGE)
         except ValueError as exc:     # e.g. an unreadable Gittins samples file
             return _fail(str(exc), EXIT_CONFIG)
     wrapped.__doc__ = fn.__doc__
