@@ -148,3 +148,24 @@ def test_zero_gpu_row_is_skipped_counted_and_noted(tmp_path: Path, capsys: pytes
     assert rc == 0 and (summary["jobs"], summary["skipped_jobs"]) == (2, 1)
     assert err == ("note: 1 trace row(s) with zero GPUs or zero duration were skipped; "
                    "counted in skipped_jobs\n")
+
+
+def test_plot_queue_axis_starts_at_the_first_kept_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # Philly rows: a job at 0, then one at 1,000 h (8 GPUs, 2 h) and one 60 s later (8 GPUs, 1 h)
+    # that waits for it on the single 8-GPU node; --since keeps the last two.
+    trace = tmp_path / "late.csv"
+    trace.write_text("u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
+                     "0,1,1,0,1,0,100,0,Pass\n1,1,8,0,1,3600000,7200,0,Pass\n2,1,8,0,1,60,3600,0,Pass\n")
+    figures: list = []
+    from matplotlib.figure import Figure
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    rc = main(["simulate", "--trace", str(trace), "--since", "3600000", "--nodes", "1",
+               "--gpus-per-node", "8", "--policy", "fifo", "--zero-cost", "--plot", str(tmp_path / "q.png")])
+    assert rc == 0, capsys.readouterr().err
+    queue = figures[0].axes[1]
+    left, right = queue.get_xlim()
+    # the first kept job is time 0; the last decision is between the second job's start (2 h)
+    # and its end (3 h), not 1,000 h later
+    assert left == 0.0 and 2.0 <= right <= 3.0
+    assert "first job of the replay" in queue.get_xlabel()

@@ -106,8 +106,17 @@ def _num(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:.3f}"
 
 
+def queue_axis_hours(results: Sequence[SimResult]) -> tuple[float, float]:
+    """The queue-length panel's x range in hours: from the first job of the replay (time 0;
+    with ``--since`` the trace is re-based so that the first kept job arrives at 0) to the last
+    decision sample of any policy."""
+    last = max((t for r in results for t, _, _ in r.queue_samples), default=0.0)
+    return 0.0, max(last / 3600, 1 / 60)
+
+
 def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
-    """PNG with the JCT CDF per policy (log x) and pending jobs over time per policy."""
+    """PNG with the JCT CDF per policy (log x) and pending jobs over time per policy, the time
+    axis starting at the first job of the replay (:func:`queue_axis_hours`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -126,7 +135,8 @@ def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
     cdf.set_xlabel("job completion time (s)")
     cdf.set_ylabel("fraction of jobs")
     cdf.set_title("JCT CDF")
-    queue.set_xlabel("time (h)")
+    queue.set_xlim(*queue_axis_hours(results))
+    queue.set_xlabel("time since the first job of the replay (h)")
     queue.set_ylabel("pending jobs")
     queue.set_title("queue length")
     for ax in (cdf, queue):
