@@ -1,7 +1,7 @@
 #!/bin/bash
 # Create COUNT fake GPUs as character devices DIR/nvidia0..COUNT-1 (major 195, like NVIDIA's).
 # Slurm needs character devices: with regular files it leaves CUDA_VISIBLE_DEVICES empty
-# (../shared/SLURM-NOTES.md). Idempotent. Usage: fakegpu.sh DIR COUNT
+# (docs/design.md, "GPUs and gres.conf"). Idempotent. Usage: fakegpu.sh DIR COUNT
 set -euo pipefail
 dir=$1; count=$2
 mkdir -p "$dir"
