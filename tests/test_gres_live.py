@@ -7,7 +7,8 @@ import pytest
 from live_helpers import slurm_conf
 
 from slurm_plugin.client import SlurmClient
-from slurm_plugin.gres_check import check_gres, expand_brackets
+from slurm_plugin import hostlist
+from slurm_plugin.gres_check import check_gres
 from slurm_plugin.topo_cpu import CpuTopology
 
 pytestmark = pytest.mark.live
@@ -24,7 +25,7 @@ def test_live_gres_conf_is_clean_and_accepted_by_slurmd():
     gpu_lines = [ln for ln in text.splitlines() if ln.startswith("NodeName=") and "Name=gpu" in ln]
     per_node: dict[str, int] = {}
     for ln in gpu_lines:
-        for host in expand_brackets(ln.split()[0].split("=", 1)[1]):
+        for host in hostlist.expand(ln.split()[0].split("=", 1)[1]):
             per_node[host] = per_node.get(host, 0) + 1
     for n in nodes:
         assert n.usable, f"{n.name} is {n.state} {n.state_flags}"
