@@ -14,7 +14,12 @@ dlprio manages fit for preemption and keeps dlprio's own levers out of users' ha
      cannot see or set --signal anyway).
   3. SiteFactor, priority and admin_comment belong to dlprio (it runs as root and sets them with
      `scontrol update`): users may not set them. nice stays the user's. A hold (priority 0) and
-     a release are still allowed.
+     a release are still allowed. Who refuses what in 22.05 (tests/test_lua_live.py): this script
+     refuses --priority at submit (slurmctld silently drops a plain user's, keeps an Operator's)
+     and Priority, AdminComment (which slurmctld allows Admins) on update; slurmctld refuses a
+     plain user's SiteFactor and AdminComment updates before this script runs, and hands an
+     update's SiteFactor to slurm_job_modify as NO_VAL, so an Operator's `scontrol update
+     SiteFactor=` is stopped by nothing here: keep AdminLevel=Operator for the people who run dlprio.
   4. optional: GPU jobs without --time are refused (require_time_limit below).
 
 Root and the users in privileged_users (SlurmUser, the daemon's account) pass untouched.
