@@ -303,3 +303,19 @@ def test_cli_reads_slurm_conf_and_plugin_dir(tmp_path: Path, capsys: pytest.Capt
     bad.write_text("NodeName=n01 Gres=gpu:a100\n")
     assert main(["--check", str(gres), "--slurm-conf", str(bad)]) == 2
     assert "line 1: Gres=gpu:a100" in capsys.readouterr().err
+
+
+def test_cli_checks_type_against_recorded_nvml_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """gres.conf(5), Type: "the Type specified should match or be a substring of the value that is
+    detected" — the names come from --fake-nvml (an HGX H100 record: "NVIDIA H100 80GB HBM3")."""
+    nvml = Path(__file__).resolve().parent / "fixtures" / "nvml" / "hgx-h100.json"
+    gres = tmp_path / "gres.conf"
+    gres.write_text("AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia0\n")
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "gpu_nvml.so").write_bytes(b"")
+    assert main(["--check", str(gres), "--fake-nvml", str(nvml), "--plugin-dir", str(plugins)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"{gres}:2: Type=a100 is not part of any GPU name NVML reports (NVIDIA H100 80GB HBM3)")
+    gres.write_text("AutoDetect=nvml\nName=gpu Type=h100 File=/dev/nvidia0\n")
+    assert main(["--check", str(gres), "--fake-nvml", str(nvml), "--plugin-dir", str(plugins)]) == 0
