@@ -19,7 +19,6 @@ once and takes no part in the checks across lines, so one bad line does not casc
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
