@@ -243,8 +243,14 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
     for r in lines:
         if r.name in skip:
             continue
-        c, first = got.get((r.name, r.type), (0, r.line))
-        got[(r.name, r.type)] = (c + r.count, first)
+        untyped_only = (r.name, "") in conf and not any(n == r.name and t for n, t in conf)
+        if untyped_only and r.type:  # slurmd -G: "has N more configured than expected", Type dropped
+            rep.add(r.line, f"Type={r.type} but slurm.conf Gres= of {{nodes}} has no type ({r.name}:"
+                            f"{conf[(r.name, '')]}): slurmd warns and drops the type; write Gres={r.name}:"
+                            f"{r.type}:N there", node)
+        key = (r.name, "" if untyped_only else r.type)  # Gres=gpu:4 counts typed lines together
+        c, first = got.get(key, (0, r.line))
+        got[key] = (c + r.count, first)
     for (name, typ), (count, line) in got.items():
         label = f"{name}:{typ}" if typ else name
         typed = {t for (n, t) in conf if n == name}
@@ -258,8 +264,8 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
             rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmd ignores "
                           "the extra ones", node)
         elif want is not None and count < want:
-            rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmctld marks "
-                          "the node invalid and drains it", node)
+            rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmctld sets "
+                          f"the node INVALID ('gres/{name} count reported lower than configured')", node)
 
 
 def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report) -> dict[str, list[_Slot]]:

@@ -245,7 +245,8 @@ def test_name_must_be_in_grestypes():
 
 def test_count_must_match_the_nodes_gres():
     """slurm.conf(5), Gres: "The final field must specify a generic resources count." Fewer GPUs in
-    gres.conf than the node's Gres= drain the node; more are ignored (slurmd: "has 1 more configured
+    gres.conf than the node's Gres= make the node INVALID (seen live: "gres/gpu count reported lower
+    than configured (7 < 8)"); more are ignored (slurmd: "has 1 more configured
     than expected in slurm.conf. Ignoring extra GRES")."""
     _only("NodeName=n[01-02] Name=gpu Type=a100 File=/dev/nvidia0\n", 1,
           "gpu:a100: 1 here but slurm.conf Gres= of n[01-02] says 2", slurm=SLURM)
@@ -319,3 +320,15 @@ def test_cli_checks_type_against_recorded_nvml_names(tmp_path: Path, capsys: pyt
     assert out.startswith(f"{gres}:2: Type=a100 is not part of any GPU name NVML reports (NVIDIA H100 80GB HBM3)")
     gres.write_text("AutoDetect=nvml\nName=gpu Type=h100 File=/dev/nvidia0\n")
     assert main(["--check", str(gres), "--fake-nvml", str(nvml), "--plugin-dir", str(plugins)]) == 0
+
+
+def test_an_untyped_node_gres_drops_the_type():
+    """slurm.conf(5), Gres: "The optional type field might be used to identify a model of that
+    generic resource." A node with Gres=gpu:2 (no type) and typed gres.conf lines: slurmd warns
+    ("has 2 more configured than expected") and uses them without their type."""
+    _only("NodeName=n03 Name=gpu Type=a100 File=/dev/nvidia[0-1]\n", 1,
+          "Type=a100 but slurm.conf Gres= of n03 has no type (gpu:2)", slurm=SLURM)
+    assert _lines("NodeName=n03 Name=gpu File=/dev/nvidia[0-1]\n", slurm=SLURM) == []
+    got = _lines("NodeName=n03 Name=gpu File=/dev/nvidia0\n", slurm=SLURM)
+    assert got == [(1, "gpu: 1 here but slurm.conf Gres= of n03 says 2: slurmctld sets the node INVALID "
+                   "('gres/gpu count reported lower than configured')")]
