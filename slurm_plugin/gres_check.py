@@ -8,7 +8,7 @@ name but not others, Count that differs from the number of files, File with Mult
 conflicting node-local AutoDetect and env flags that differ between records of a node and name
 are fatal; AutoDetect=nvml without ``gpu_nvml.so`` (Debian's build) is ignored with a log line;
 a Name missing from GresTypes drops the record; more GRES than slurm.conf's node ``Gres=``
-says are ignored, fewer drain the node. ``Links``: one integer per GPU, ``-1`` for the GPU
+says are ignored, fewer make the node INVALID (seen live). ``Links``: one integer per GPU, ``-1`` for the GPU
 itself, a single File per line; ``Cores``: logical core indices below sockets × cores per
 socket; ``CPUs=`` is not in 22.05's gres.conf(5) (sites that copied ``nvidia-smi topo -m``'s
 "CPU Affinity" into it give OS ids with hyper-thread siblings). GPUs of a node are numbered in
