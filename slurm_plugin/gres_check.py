@@ -191,12 +191,6 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
     for r in lines:
         by_name.setdefault(r.name, []).append(r)
     for name, group in by_name.items():
-        with_file = [r for r in group if r.files is not None]
-        if with_file and len(with_file) < len(group):
-            for r in group:
-                if r.files is None:
-                    rep.add(r.line, f"{name}: line {with_file[0].line} gives File= for {{nodes}} but this line "
-                                    "does not: File must be on every line of a GRES or on none", node)
         seen: dict[str, int] = {}
         for r in group:
             if r.files is None and auto == "off":
@@ -217,6 +211,24 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
     total = sum(len(r.files) for r in lines if r.files is not None)
     if total > MAX_FILES_PER_NODE:
         rep.add(lines[-1].line, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
+
+
+def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report) -> None:
+    """gres.conf(5), File: "If you specify the File parameter for a resource on some node, the
+    option must be specified on all nodes" (lines of one node and across nodes)."""
+    by_name: dict[str, list[GresLine]] = {}
+    for r in lines:
+        by_name.setdefault(r.name, []).append(r)
+    for name, group in by_name.items():
+        with_file = [r for r in group if r.files is not None]
+        if not with_file:
+            continue
+        for r in group:
+            hosts = r.nodes if r.nodes is not None else list(auto)
+            if r.files is None and any(auto.get(h, "off") == "off" for h in hosts):
+                rep.add(r.line, f"{name}: line {with_file[0].line} gives File= but this line does not: File "
+                                "must be on every line and node of a GRES or on none (slurmd stops when one "
+                                "node's lines mix them)")
 
 
 def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: str) -> None:
@@ -332,6 +344,7 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
             _node_rules(node, mine, auto[node], detected, rep)
         if slurm is not None:
             _slurm_rules(node, mine, slurm, rep, skip)
+    _file_on_all_nodes(gres_lines, auto, rep)
     gpu = [r for r in gres_lines if r.name == "gpu"]
     slots = _links_rules(gpu, shape, rep)
     bad_gpu = [r for r in broken if r.fields.get("name", "").lower() in ("gpu", "")]

@@ -160,7 +160,16 @@ def test_file_on_all_records_of_a_gres_or_none():
     must be specified on all nodes" (slurmd: "some records have "File" specification while others
     do not", fatal)."""
     _only("NodeName=n01 Name=gpu File=/dev/nvidia[0-1]\nNodeName=n01 Name=gpu Count=2\n", 2,
-          "line 1 gives File= for n01 but this line does not")
+          "line 1 gives File= but this line does not")
+
+
+def test_file_on_all_nodes_of_a_gres_or_none():
+    """gres.conf(5), File: "If you specify the File parameter for a resource on some node, the option
+    must be specified on all nodes and Slurm will track the assignment of each specific resource on
+    each node." """
+    _only("NodeName=n01 Name=gpu File=/dev/nvidia[0-1]\nNodeName=n02 Name=gpu Count=2\n", 2,
+          "line 1 gives File= but this line does not")
+    assert _lines("NodeName=n01 Name=gpu File=/dev/nvidia[0-1]\nNodeName=n02 Name=gpu File=/dev/nvidia[0-1]\n") == []
 
 
 def test_each_device_file_belongs_to_one_line():
