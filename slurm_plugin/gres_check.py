@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_plugin import hostlist
-from slurm_plugin.gres_conf import DEFAULT_ENV, ENV_FLAGS, GresLine, parse_gres_conf
+from slurm_plugin.gres_conf import DEFAULT_ENV, ENV_FLAGS, SHARED, GresLine, parse_gres_conf
 from slurm_plugin.gres_slurmconf import SlurmConf
 from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
@@ -158,8 +158,10 @@ def _universe(recs: list[GresLine], slurm: SlurmConf | None, rep: _Report) -> li
     return sorted(slurm.node_gres) or named or [""]
 
 
-def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] | None, rep: _Report) -> dict[str, str]:
-    """Effective AutoDetect per node ("off" when unset); reports conflicts and missing plugins."""
+def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] | None, rep: _Report,
+                cloud_nodes: set[str]) -> dict[str, str]:
+    """Effective AutoDetect per node ("off" when unset); reports conflicts, missing plugins and
+    AutoDetect on cloud nodes."""
     glob = "off"
     local: dict[str, tuple[str, int]] = {}
     for r in recs:
@@ -173,6 +175,10 @@ def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] |
                 rep.add(r.line, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in {':'.join(plugin_dirs)}; Debian's "
                                 "22.05 is built without it): slurmd logs that the library was not found and "
                                 "detects nothing; give File= lines (dlgres writes them)")
+        cloud = sorted(set(r.nodes if r.nodes is not None else cloud_nodes) & cloud_nodes)
+        if val != "off" and cloud:
+            rep.add(r.line, f"AutoDetect={val} on cloud node(s) {hostlist.collect(cloud)}: AutoDetect cannot be "
+                            "used with cloud nodes; give File= lines for them")
         if r.nodes is None:
             glob = val
             continue
@@ -229,6 +235,22 @@ def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report
                 rep.add(r.line, f"{name}: line {with_file[0].line} gives File= but this line does not: File "
                                 "must be on every line and node of a GRES or on none (slurmd stops when one "
                                 "node's lines mix them)")
+
+
+def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
+    """gres.conf(5), Flags one_sharing/all_sharing: "To be used on a shared gres"; "If a gres has
+    this flag configured it is global, so all other nodes with that gres will have this flag
+    implied. This flag is not combatible with all_sharing for a specific gres." """
+    first: dict[str, tuple[str, int]] = {}
+    for r in lines:
+        for flag in sorted(r.flags & {"one_sharing", "all_sharing"}):
+            if r.name not in SHARED:
+                rep.add(r.line, f"Flags={flag} on {r.name}: it is for a shared GRES (mps, shard) only")
+            elif r.name in first and first[r.name][0] != flag:
+                rep.add(r.line, f"Flags={flag} on {r.name} but line {first[r.name][1]} sets {first[r.name][0]}: "
+                                "the flag is global for a GRES, and the two are not compatible")
+            else:
+                first.setdefault(r.name, (flag, r.line))
 
 
 def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: str) -> None:
@@ -334,7 +356,8 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
                                 f"({','.join(sorted(slurm.gres_types)) or 'empty'}): slurmd ignores the line")
         good = [r for r in good if not r.name or r.name in slurm.gres_types]
     nodes = _universe(good, slurm, rep)
-    auto = _autodetect(good, nodes, plugin_dirs, rep)
+    auto = _autodetect(good, nodes, plugin_dirs, rep, slurm.cloud if slurm else set())
+    _sharing_rules(good, rep)
     gres_lines = [r for r in good if not r.is_autodetect_only]
     broken = [r for r in recs if not r.usable]
     for node in nodes:

@@ -27,11 +27,13 @@ class SlurmConf:
         gres_types: GresTypes names, lower case (empty: none managed).
         plugin_dirs: PluginDir entries (empty: not set).
         node_gres: node name → {(name, type or ""): count} from its ``Gres=``.
+        cloud: nodes with ``State=CLOUD`` (slurm.conf(5): powered up on demand).
     """
 
     gres_types: set[str] = field(default_factory=set)
     plugin_dirs: list[str] = field(default_factory=list)
     node_gres: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
+    cloud: set[str] = field(default_factory=set)
 
 
 def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
@@ -62,6 +64,7 @@ def parse_slurm_conf(text: str) -> SlurmConf:
     """
     conf = SlurmConf()
     default_gres: dict[tuple[str, str], int] = {}
+    default_state = ""
     for lineno, raw in enumerate(text.splitlines(), start=1):
         body = raw.split("#", 1)[0].strip()
         if not body:
@@ -79,11 +82,15 @@ def parse_slurm_conf(text: str) -> SlurmConf:
         gres = parse_node_gres(lineno, kv["gres"]) if "gres" in kv else None
         if kv["nodename"].upper() == "DEFAULT":
             default_gres = gres or {}
+            default_state = kv.get("state", default_state)
             continue
         try:
             names = hostlist.expand(kv["nodename"])
         except ValueError as e:
             raise SlurmConfError(f"slurm.conf line {lineno}: NodeName={kv['nodename']}: {e}") from None
+        cloud = kv.get("state", default_state).upper() == "CLOUD"
         for n in names:
             conf.node_gres[n] = dict(default_gres if gres is None else gres)
+            if cloud:
+                conf.cloud.add(n)
     return conf

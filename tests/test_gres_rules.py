@@ -95,6 +95,14 @@ def test_node_local_autodetect_must_agree():
     _only(text, 2, "AutoDetect=off for n02 but line 1 set nvml")
 
 
+def test_autodetect_cannot_be_used_with_cloud_nodes():
+    """gres.conf(5), AutoDetect: "AutoDetect cannot be used with cloud nodes." """
+    conf = parse_slurm_conf("GresTypes=gpu\nNodeName=c[1-2] State=CLOUD Gres=gpu:1\nNodeName=n01 Gres=gpu:1\n")
+    _only("AutoDetect=off\nNodeName=c[1-2],n01 AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", 2,
+          "AutoDetect=nvml on cloud node(s) c[1-2]", slurm=conf)
+    assert _lines("NodeName=n01 AutoDetect=nvml\nName=gpu File=/dev/nvidia0\n", slurm=conf) == []
+
+
 def test_autodetect_type_must_be_a_substring_of_the_detected_name():
     """gres.conf(5), Type: "If using autodetect functionality and defining the Type in your
     gres.conf file, the Type specified should match or be a substring of the value that is
@@ -212,6 +220,21 @@ def test_one_sharing_and_all_sharing_exclude_each_other():
     """gres.conf(5), Flags one_sharing: "This flag is not combatible with all_sharing for a specific
     gres." """
     _only("Name=mps Count=100 File=/dev/nvidia0 Flags=one_sharing,all_sharing\n", 1, "not compatible")
+
+
+def test_sharing_flags_are_for_shared_gres():
+    """gres.conf(5), Flags one_sharing: "To be used on a shared gres." """
+    _only("Name=gpu File=/dev/nvidia0 Flags=one_sharing\n", 1, "Flags=one_sharing on gpu: it is for a shared GRES")
+    assert _lines("Name=gpu File=/dev/nvidia0\nName=mps Count=100 File=/dev/nvidia0 Flags=all_sharing\n") == []
+
+
+def test_sharing_flags_are_global_for_a_gres():
+    """gres.conf(5), Flags one_sharing: "If a gres has this flag configured it is global, so all other
+    nodes with that gres will have this flag implied. This flag is not combatible with all_sharing
+    for a specific gres." """
+    text = ("NodeName=n01 Name=mps Count=100 File=/dev/nvidia0 Flags=one_sharing\n"
+            "NodeName=n02 Name=mps Count=100 File=/dev/nvidia0 Flags=all_sharing\n")
+    _only(text, 2, "line 1 sets one_sharing", "global")
 
 
 def test_env_flags_are_inherited_by_the_line_below():
