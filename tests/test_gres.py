@@ -161,8 +161,11 @@ def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest
         (["--from-topo", "/nonexistent/topo.txt", "--sockets", "1", "--cores-per-socket", "1"], "cannot read /nonexistent/topo.txt"),
         (["--check", "/nonexistent/gres.conf"], "cannot read /nonexistent/gres.conf"),
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
+        (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf and --plugin-dir go with --check"),
+        (["--from-topo", "t.txt", "--fake-nvml", "n.json"], "--from-topo and --fake-nvml are two sources"),
     ],
-    ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape"],
+    ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape", "slurm-conf-alone",
+         "two-sources"],
 )
 def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], words: str):
     rc, out, err = _run(capsys, *argv)
