@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import gres
+from slurm_plugin import gres, hostlist
 
 DEFAULT_NAME = "dlcluster"
 _NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
@@ -206,7 +206,7 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
 def render_gres_conf(spec: ClusterSpec) -> str:
     """gres.conf text: one line per fake GPU with ``Cores=`` and ``Links=`` (via :mod:`gres`)."""
     lines = gres.fake_gres_lines(
-        f"node[1-{spec.nodes}]" if spec.nodes > 1 else "node1",
+        hostlist.collect(spec.node_names),
         spec.gpu_devices,
         spec.gpu_type or None,
         spec.sockets,

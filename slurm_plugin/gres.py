@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from slurm_plugin.nvml import NvmlGpu, link_matrix
-from slurm_plugin.topo import Topology
+from slurm_plugin.topo import Topology, check_shape
 from slurm_plugin.topo_cpu import CpuTopology, format_ranges
 
 _BRANDS = {"nvidia", "geforce", "tesla", "quadro"}
@@ -122,8 +122,10 @@ def devices_from_topo(topo: Topology, cpu: CpuTopology, type_name: str | None) -
     one entry per GPU column, also for GPUs whose row is missing from a partial capture.
 
     Raises:
-        slurm_plugin.topo_cpu.CpuTopologyError: an affinity CPU the node does not have.
+        slurm_plugin.topo_cpu.CpuTopologyError: an affinity CPU the node does not have, or a
+            shape the capture contradicts (:func:`slurm_plugin.topo.check_shape`).
     """
+    check_shape(topo, cpu)
     return [
         GpuDevice(
             file=f"/dev/nvidia{r.index}",

@@ -1,27 +1,34 @@
-"""Check an existing gres.conf for the mistakes real sites make (``dlgres --check``).
+"""Check an existing gres.conf against every gres.conf(5) rule of Slurm 22.05 (``dlgres --check``).
 
-Rules from gres.conf(5) of Slurm 22.05: ``Links`` is one integer per GPU of the node with
-``-1`` for the GPU itself, and a line with ``Links`` names a single ``File``; ``Cores`` are
-logical core indices below sockets × cores per socket; a device ``File`` belongs to one line
-per node; ``CPUs=`` is not documented any more: sites that copied ``nvidia-smi topo -m``'s
-"CPU Affinity" into it give OS CPU ids with hyper-thread siblings (``0-15,32-47``), where
-``Cores=`` wants logical cores (``0-15``). A real example: the DGX A100 file
-of NVIDIA/deepops issue 1102 has ``Links=0,0,-1,,0,0,0,0,0`` on line 3.
-GPUs of a node are numbered in the order their lines appear (the usual bus-id order).
+Rules a line breaks on its own are read in :mod:`slurm_plugin.gres_conf`; this module adds the
+rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres_slurmconf`), the
+rules between the two files. What slurmd 22.05 does with each fault was tried with
+``slurmd -G`` (see docs/admins.md): duplicate records without File, File on some records of a
+name but not others, Count that differs from the number of files, File with MultipleFiles,
+conflicting node-local AutoDetect and env flags that differ between records of a node and name
+are fatal; AutoDetect=nvml without ``gpu_nvml.so`` (Debian's build) is ignored with a log line;
+a Name missing from GresTypes drops the record; more GRES than slurm.conf's node ``Gres=``
+says are ignored, fewer make the node INVALID (seen live). ``Links``: one integer per GPU, ``-1`` for the GPU
+itself, a single File per line; ``Cores``: logical core indices below sockets × cores per
+socket; ``CPUs=`` is not in 22.05's gres.conf(5) (sites that copied ``nvidia-smi topo -m``'s
+"CPU Affinity" into it give OS ids with hyper-thread siblings). GPUs of a node are numbered in
+the order their lines appear (the usual bus-id order). A line slurmd cannot use is reported
+once and takes no part in the checks across lines, so one bad line does not cascade.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from slurm_plugin import hostlist
+from slurm_plugin.gres_conf import DEFAULT_ENV, ENV_FLAGS, SHARED, GresLine, parse_gres_conf
+from slurm_plugin.gres_slurmconf import SlurmConf
 from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
-KNOWN_KEYS = {
-    "autodetect", "count", "cores", "cpus", "file", "flags", "links", "multiplefiles",
-    "name", "nodename", "type",
-}
-_BRACKET_RE = re.compile(r"^(.*)\[([0-9,\-]+)\](.*)$")
+MAX_FILES_PER_NODE = 1024  # gres.conf(5), File: "Count is limited in size (currently 1024) for each node"
+AUTODETECT_PLUGIN = {"nvml": "gpu_nvml.so", "rsmi": "gpu_rsmi.so", "oneapi": "gpu_oneapi.so"}
 
 
 @dataclass(frozen=True)
@@ -39,27 +46,6 @@ class _Slot:
     line: int
     links: tuple[int, ...] | None
     entries: int | None = None
-
-
-def expand_brackets(text: str) -> list[str]:
-    """``/dev/nvidia[0,2-3]`` → ``['/dev/nvidia0', '/dev/nvidia2', '/dev/nvidia3']``;
-    ``tux[0-1]`` likewise; text without brackets → ``[text]``.
-
-    Raises:
-        CpuTopologyError: a malformed range inside the brackets.
-    """
-    m = _BRACKET_RE.match(text)
-    if not m:
-        return [text]
-    return [f"{m.group(1)}{i}{m.group(3)}" for i in parse_ranges(m.group(2))]
-
-
-def _fields(raw: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for tok in raw.split():
-        key, _, val = tok.partition("=")
-        out[key.lower()] = val
-    return out
 
 
 def _parse_links(line: int, text: str) -> tuple[tuple[int, ...] | None, list[Finding]]:
@@ -138,40 +124,197 @@ def _line_findings(lineno: int, f: dict[str, str], devs: list[str], shape: CpuTo
     return links, out
 
 
-def check_gres(text: str, shape: CpuTopology | None = None) -> list[Finding]:
-    """All findings for a gres.conf text, sorted by line (one per problem and line).
+class _Report:
+    """Findings keyed by (line, message); ``{nodes}`` in a message collects the node names."""
 
-    Args:
-        text: the file's content.
-        shape: the node's CPU shape (``CpuTopology.from_shape``) to check ``Cores`` ranges and
-            convert ``CPUs=``; None skips those checks.
-    """
-    findings: list[Finding] = []
+    def __init__(self) -> None:
+        self.plain: dict[tuple[int, str], None] = {}
+        self.nodes: dict[tuple[int, str], list[str]] = {}
+
+    def add(self, line: int, message: str, node: str | None = None) -> None:
+        if node is None or "{nodes}" not in message:
+            self.plain[(line, message)] = None
+        else:
+            self.nodes.setdefault((line, message), []).append(node)
+
+    def findings(self) -> list[Finding]:
+        out = [Finding(line, msg) for line, msg in self.plain]
+        for (line, msg), names in self.nodes.items():
+            label = hostlist.collect(sorted(set(names))) if any(names) else "this node"
+            out.append(Finding(line, msg.replace("{nodes}", label)))
+        return sorted(out, key=lambda f: f.line)
+
+
+def _universe(recs: list[GresLine], slurm: SlurmConf | None, rep: _Report) -> list[str]:
+    """The nodes to check: slurm.conf's, else those the lines name, else "" (the reading node)."""
+    named = sorted({n for r in recs if r.nodes for n in r.nodes})
+    if slurm is None:
+        return named or [""]
+    for r in recs:
+        stray = [n for n in r.nodes or () if n not in slurm.node_gres]
+        if stray:
+            rep.add(r.line, f"NodeName: {hostlist.collect(stray)} not in slurm.conf: the line applies to "
+                            "no node (a typo?)")
+    return sorted(slurm.node_gres) or named or [""]
+
+
+def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] | None, rep: _Report,
+                cloud_nodes: set[str]) -> dict[str, str]:
+    """Effective AutoDetect per node ("off" when unset); reports conflicts, missing plugins and
+    AutoDetect on cloud nodes."""
+    glob = "off"
+    local: dict[str, tuple[str, int]] = {}
+    for r in recs:
+        val = r.fields.get("autodetect", "").lower()
+        if not val or val not in ("nvml", "rsmi", "oneapi", "off"):
+            continue
+        if plugin_dirs is not None and val in AUTODETECT_PLUGIN:
+            so = AUTODETECT_PLUGIN[val]
+            if not any((Path(d) / so).is_file() for d in plugin_dirs):
+                val = "off"  # what slurmd then does
+                rep.add(r.line, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in {':'.join(plugin_dirs)}; Debian's "
+                                "22.05 is built without it): slurmd logs that the library was not found and "
+                                "detects nothing; give File= lines (dlgres writes them)")
+        cloud = sorted(set(r.nodes if r.nodes is not None else cloud_nodes) & cloud_nodes)
+        if val != "off" and cloud:
+            rep.add(r.line, f"AutoDetect={val} on cloud node(s) {hostlist.collect(cloud)}: AutoDetect cannot be "
+                            "used with cloud nodes; give File= lines for them")
+        if r.nodes is None:
+            glob = val
+            continue
+        for n in r.nodes:
+            if n in local and local[n][0] != val:
+                rep.add(r.line, f"AutoDetect={val} for {{nodes}} but line {local[n][1]} set {local[n][0]}: "
+                                "node-local AutoDetect values must all be the same (slurmd does not start)", n)
+            else:
+                local.setdefault(n, (val, r.line))
+    return {n: local[n][0] if n in local else glob for n in nodes}
+
+
+def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str] | None, rep: _Report) -> None:
+    """Rules across the GRES lines of one node (``lines``: in file order, usable only)."""
+    by_name: dict[str, list[GresLine]] = {}
+    for r in lines:
+        by_name.setdefault(r.name, []).append(r)
+    for name, group in by_name.items():
+        seen: dict[str, int] = {}
+        for r in group:
+            if r.files is None and auto == "off":
+                if r.type in seen:
+                    rep.add(r.line, f"{name}{':' + r.type if r.type else ''}: a second line without File for "
+                                    f"{{nodes}} (first: line {seen[r.type]}): slurmd stops on duplicate records", node)
+                seen.setdefault(r.type, r.line)
+            if name == "gpu" and r.type and r.files is None and auto == "off":
+                rep.add(r.line, f"Type={r.type} without File=: File is required for every typed gpu GRES "
+                                "(name the /dev/nvidiaN files)")
+            if auto == "nvml" and detected is not None and r.type:
+                want = r.type.lower()
+                if not any(want in d.lower().replace(" ", "_") for d in detected):
+                    rep.add(r.line, f"Type={r.type} is not part of any GPU name NVML reports "
+                                    f"({', '.join(sorted(set(detected)))}): with AutoDetect the Type must match or "
+                                    "be a substring of it, spaces as '_'")
+        _env_rule(name, group, auto, rep, node)
+    total = sum(len(r.files) for r in lines if r.files is not None)
+    if total > MAX_FILES_PER_NODE:
+        rep.add(lines[-1].line, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
+
+
+def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report) -> None:
+    """gres.conf(5), File: "If you specify the File parameter for a resource on some node, the
+    option must be specified on all nodes" (lines of one node and across nodes)."""
+    by_name: dict[str, list[GresLine]] = {}
+    for r in lines:
+        by_name.setdefault(r.name, []).append(r)
+    for name, group in by_name.items():
+        with_file = [r for r in group if r.files is not None]
+        if not with_file:
+            continue
+        for r in group:
+            hosts = r.nodes if r.nodes is not None else list(auto)
+            if r.files is None and any(auto.get(h, "off") == "off" for h in hosts):
+                rep.add(r.line, f"{name}: line {with_file[0].line} gives File= but this line does not: File "
+                                "must be on every line and node of a GRES or on none (slurmd stops when one "
+                                "node's lines mix them)")
+
+
+def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
+    """gres.conf(5), Flags one_sharing/all_sharing: "To be used on a shared gres"; "If a gres has
+    this flag configured it is global, so all other nodes with that gres will have this flag
+    implied. This flag is not combatible with all_sharing for a specific gres." """
+    first: dict[str, tuple[str, int]] = {}
+    for r in lines:
+        for flag in sorted(r.flags & {"one_sharing", "all_sharing"}):
+            if r.name not in SHARED:
+                rep.add(r.line, f"Flags={flag} on {r.name}: it is for a shared GRES (mps, shard) only")
+            elif r.name in first and first[r.name][0] != flag:
+                rep.add(r.line, f"Flags={flag} on {r.name} but line {first[r.name][1]} sets {first[r.name][0]}: "
+                                "the flag is global for a GRES, and the two are not compatible")
+            else:
+                first.setdefault(r.name, (flag, r.line))
+
+
+def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: str) -> None:
+    """Env flags: a line without any inherits the line above (same node and name); all must agree."""
+    first: tuple[frozenset[str], int] | None = None
+    prev: frozenset[str] | None = None
+    for r in group:
+        own = frozenset(r.flags & ENV_FLAGS)
+        env = own or prev or (frozenset({"nvidia_gpu_env"}) if auto == "nvml" else DEFAULT_ENV)
+        prev = env
+        if first is None:
+            first = (env, r.line)
+        elif env != first[0]:
+            rep.add(r.line, f"Flags: env flags {','.join(sorted(env))} differ from line {first[1]}'s "
+                            f"{','.join(sorted(first[0]))} for {name} on {{nodes}}: they must be the same for "
+                            "every line of a node and name (slurmd does not start)", node)
+
+
+def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Report, skip: set[str]) -> None:
+    """The node's gres.conf counts against its slurm.conf Gres= (per name and type); names in
+    ``skip`` have a line slurmd cannot use on this node, so their count is unknown."""
+    conf = slurm.node_gres.get(node, {})
+    got: dict[tuple[str, str], tuple[int, int]] = {}
+    for r in lines:
+        if r.name in skip:
+            continue
+        untyped_only = (r.name, "") in conf and not any(n == r.name and t for n, t in conf)
+        if untyped_only and r.type:  # slurmd -G: "has N more configured than expected", Type dropped
+            rep.add(r.line, f"Type={r.type} but slurm.conf Gres= of {{nodes}} has no type ({r.name}:"
+                            f"{conf[(r.name, '')]}): slurmd warns and drops the type; write Gres={r.name}:"
+                            f"{r.type}:N there", node)
+        key = (r.name, "" if untyped_only else r.type)  # Gres=gpu:4 counts typed lines together
+        c, first = got.get(key, (0, r.line))
+        got[key] = (c + r.count, first)
+    for (name, typ), (count, line) in got.items():
+        label = f"{name}:{typ}" if typ else name
+        typed = {t for (n, t) in conf if n == name}
+        want = conf.get((name, typ))
+        if want is None and typ and typed and "" not in typed:
+            rep.add(line, f"{label}: slurm.conf Gres= of {{nodes}} has no type {typ} "
+                          f"({', '.join(sorted(t for t in typed if t))}): slurmd ignores these GRES", node)
+        elif want is None and not typed:
+            rep.add(line, f"{label}: slurm.conf gives {{nodes}} no Gres={name}:...: add it to the node line", node)
+        elif want is not None and count > want:
+            rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmd ignores "
+                          "the extra ones", node)
+        elif want is not None and count < want:
+            rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmctld sets "
+                          f"the node INVALID ('gres/{name} count reported lower than configured')", node)
+
+
+def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report) -> dict[str, list[_Slot]]:
+    """Line-local Links/Cores checks of gpu lines; returns the device slots per node."""
     nodes: dict[str, list[_Slot]] = {}
     line_files: dict[int, tuple[str, ...]] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        body = raw.split("#", 1)[0].strip()
-        if not body:
-            continue
-        f = _fields(body)
-        unknown = [k for k in f if k not in KNOWN_KEYS]
-        if unknown:
-            findings.append(Finding(lineno, f"unknown key {unknown[0]!r} (gres.conf(5) keys: "
-                                            f"{', '.join(sorted(KNOWN_KEYS))})"))
-        if f.get("name", "").lower() != "gpu":
-            continue
-        try:
-            hosts = expand_brackets(f.get("nodename", ""))
-            devs = expand_brackets(f["file"]) if "file" in f else []
-        except CpuTopologyError as e:
-            findings.append(Finding(lineno, f"bad [range]: {e}"))
-            continue
-        links, bad = _line_findings(lineno, f, devs, shape)
-        findings += bad
-        single = len(devs) == 1 and "links" in f
-        slot = _Slot(lineno, links if single else None, len(f["links"].split(",")) if single else None)
+    for r in lines:
+        devs = r.files or []
+        links, bad = _line_findings(r.line, r.fields, devs, shape)
+        for f in bad:
+            rep.add(f.line, f.message)
+        single = len(devs) == 1 and "links" in r.fields
+        slot = _Slot(r.line, links if single else None, len(r.fields["links"].split(",")) if single else None)
         dups: dict[int, list[str]] = {}
-        for host in hosts:
+        for host in r.nodes if r.nodes is not None else [""]:
             slots = nodes.setdefault(host, [])
             for dev in devs:
                 prev = [s.line for s in slots if dev in line_files.get(s.line, ())]
@@ -180,10 +323,57 @@ def check_gres(text: str, shape: CpuTopology | None = None) -> list[Finding]:
                 else:
                     slots.append(slot)
         for prev_line, dup in dups.items():
-            findings.append(Finding(lineno, f"File={', '.join(dict.fromkeys(dup))} already given on line "
-                                            f"{prev_line} for the same node(s): each device belongs to one line"))
-        line_files[lineno] = tuple(devs)
-    for slots in nodes.values():
-        findings += _node_findings(slots)
-    unique = {(x.line, x.message): x for x in findings}
-    return sorted(unique.values(), key=lambda x: x.line)
+            rep.add(r.line, f"File={', '.join(dict.fromkeys(dup))} already given on line {prev_line} for the "
+                            "same node(s): each device belongs to one line")
+        line_files[r.line] = tuple(devs)
+    return nodes
+
+
+def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
+               plugin_dirs: list[str] | None = None, detected: list[str] | None = None) -> list[Finding]:
+    """All findings for a gres.conf text, sorted by line (one per problem and line).
+
+    Args:
+        text: the file's content.
+        shape: the node's CPU shape (``CpuTopology.from_shape``) to check ``Cores`` ranges and
+            convert ``CPUs=``; None skips those checks.
+        slurm: the cluster's slurm.conf facts (GresTypes, node Gres=); None skips those rules.
+        plugin_dirs: Slurm's plugin directories, to check that AutoDetect's library exists;
+            None skips that rule.
+        detected: GPU names NVML reports on the node (``NVIDIA A100-SXM4-40GB``), to check
+            ``Type=`` under AutoDetect=nvml; None skips that rule.
+    """
+    rep = _Report()
+    recs = parse_gres_conf(text)
+    for r in recs:
+        for msg in r.faults:
+            rep.add(r.line, msg)
+    good = [r for r in recs if r.usable]
+    if slurm is not None:
+        for r in good:
+            if r.name and r.name not in slurm.gres_types:
+                rep.add(r.line, f"Name={r.fields['name']} is not in slurm.conf GresTypes "
+                                f"({','.join(sorted(slurm.gres_types)) or 'empty'}): slurmd ignores the line")
+        good = [r for r in good if not r.name or r.name in slurm.gres_types]
+    nodes = _universe(good, slurm, rep)
+    auto = _autodetect(good, nodes, plugin_dirs, rep, slurm.cloud if slurm else set())
+    _sharing_rules(good, rep)
+    gres_lines = [r for r in good if not r.is_autodetect_only]
+    broken = [r for r in recs if not r.usable]
+    for node in nodes:
+        skip = {r.fields.get("name", "").lower() for r in broken if r.nodes is None or node in r.nodes}
+        mine = [r for r in gres_lines if r.nodes is None or node in r.nodes]
+        if mine:
+            _node_rules(node, mine, auto[node], detected, rep)
+        if slurm is not None:
+            _slurm_rules(node, mine, slurm, rep, skip)
+    _file_on_all_nodes(gres_lines, auto, rep)
+    gpu = [r for r in gres_lines if r.name == "gpu"]
+    slots = _links_rules(gpu, shape, rep)
+    bad_gpu = [r for r in broken if r.fields.get("name", "").lower() in ("gpu", "")]
+    tainted = {n for r in bad_gpu for n in (r.nodes or slots)}  # numbering unknown after a bad line
+    for host, node_slots in slots.items():
+        if host not in tainted and auto.get(host, auto.get("", "off")) == "off":
+            for f in _node_findings(node_slots):
+                rep.add(f.line, f.message)
+    return rep.findings()

@@ -6,8 +6,12 @@ Three sources, one generator (:mod:`slurm_plugin.gres`):
   ``--fake-nvml FILE`` answers from a recorded NVML (tests/fixtures/nvml) instead.
 * ``dlgres --from-topo FILE --sockets S --cores-per-socket C [--threads-per-core T]`` — a
   captured ``nvidia-smi topo -m`` of a node with that slurm.conf shape.
-* ``dlgres --check gres.conf [--sockets S --cores-per-socket C [--threads-per-core T]]`` — one
-  line per finding, ``FILE:LINE: message``.
+* ``dlgres --check gres.conf [--sockets S --cores-per-socket C [--threads-per-core T]]
+  [--slurm-conf FILE] [--plugin-dir DIR] [--fake-nvml FILE]`` — every gres.conf(5) rule of
+  Slurm 22.05 (:mod:`slurm_plugin.gres_check`), one line per finding, ``FILE:LINE: message``;
+  ``--slurm-conf`` adds GresTypes and each node's ``Gres=``; AutoDetect's library is looked for
+  in ``--plugin-dir``, else slurm.conf's PluginDir, else Debian's ``/usr/lib/x86_64-linux-gnu/slurm-wlm``;
+  with ``--fake-nvml`` (or NVML on this node) ``Type=`` is checked against the GPU names.
 
 Output is gres.conf text (comments start with ``#``) or, with ``--json``, one JSON object.
 Exit codes: 0 done; 1 ``--check`` found problems; 2 bad input (unreadable or malformed file,
@@ -24,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from slurm_plugin import gres, gres_check, nvml, topo, topo_cpu
+from slurm_plugin import gres, gres_check, gres_slurmconf, nvml, topo, topo_cpu
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.nvml_fake import FakeNvml
 
@@ -40,7 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--from-topo", metavar="FILE", help="a captured 'nvidia-smi topo -m' of the node")
     src.add_argument("--check", metavar="GRES_CONF", help="check an existing gres.conf; exit 1 on findings")
-    src.add_argument("--fake-nvml", metavar="FILE", help="answer NVML calls from a recorded JSON (no GPU needed)")
+    p.add_argument("--fake-nvml", metavar="FILE", help="answer NVML calls from a recorded JSON (no GPU needed)")
+    p.add_argument("--slurm-conf", metavar="FILE", help="with --check: the cluster's slurm.conf (GresTypes, node Gres=)")
+    p.add_argument("--plugin-dir", metavar="DIR", help="with --check: Slurm's plugin directory (default: slurm.conf "
+                                                      "PluginDir, else Debian's)")
     p.add_argument("--node", help="NodeName= for the lines (default: none, for a node-local gres.conf)")
     p.add_argument("--type", dest="gpu_type", help="gres Type= (default: from the GPU name; none for --from-topo)")
     p.add_argument("--sockets", type=int, help="node sockets (slurm.conf Sockets=)")
@@ -129,8 +136,26 @@ def _from_nvml(a: argparse.Namespace) -> int:
     return _emit(a, src, devices, [], False, cpu, len(devices))
 
 
+DEBIAN_PLUGIN_DIR = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+
+
+def _detected_names(a: argparse.Namespace) -> list[str] | None:
+    """GPU names from --fake-nvml, else from this node's NVML; None when neither answers."""
+    module = FakeNvml.from_file(a.fake_nvml) if a.fake_nvml else None
+    try:
+        return [g.name for g in nvml.read_gpus(module, cpu_count=1 << 16)] or None
+    except nvml.NvmlUnavailable:
+        return None
+
+
 def _check(a: argparse.Namespace) -> int:
-    findings = gres_check.check_gres(_read(a.check), _shape(a, required=False))
+    slurm = gres_slurmconf.parse_slurm_conf(_read(a.slurm_conf)) if a.slurm_conf else None
+    dirs = [a.plugin_dir] if a.plugin_dir else (slurm.plugin_dirs if slurm and slurm.plugin_dirs else None)
+    if dirs is None and Path(DEBIAN_PLUGIN_DIR).is_dir():
+        dirs = [DEBIAN_PLUGIN_DIR]
+    text = _read(a.check)
+    names = _detected_names(a) if "autodetect" in text.lower() else None
+    findings = gres_check.check_gres(text, _shape(a, required=False), slurm, dirs, names)
     if a.json:
         print(json.dumps({"file": a.check, "findings": [{"line": f.line, "message": f.message} for f in findings]}, indent=1))
     else:
@@ -148,12 +173,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.check:
             return _check(a)
+        if a.slurm_conf or a.plugin_dir:
+            raise InputError("--slurm-conf and --plugin-dir go with --check")
+        if a.from_topo and a.fake_nvml:
+            raise InputError("--from-topo and --fake-nvml are two sources: give one")
         if a.from_topo:
             return _from_topo(a)
         return _from_nvml(a)
     except BrokenPipeError:  # a closed stdout is not an input error
         raise
-    except (InputError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
+    except (InputError, gres_slurmconf.SlurmConfError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
         print(f"dlgres: {e}", file=sys.stderr)
         return EXIT_INPUT
     except nvml.NvmlUnavailable as e:

@@ -14,7 +14,12 @@ dlprio manages fit for preemption and keeps dlprio's own levers out of users' ha
      cannot see or set --signal anyway).
   3. SiteFactor, priority and admin_comment belong to dlprio (it runs as root and sets them with
      `scontrol update`): users may not set them. nice stays the user's. A hold (priority 0) and
-     a release are still allowed.
+     a release are still allowed. Who refuses what in 22.05 (tests/test_lua_live.py): this script
+     refuses --priority at submit (slurmctld silently drops a plain user's, keeps an Operator's)
+     and Priority, AdminComment (which slurmctld allows Admins) on update; slurmctld refuses a
+     plain user's SiteFactor and AdminComment updates before this script runs, and hands an
+     update's SiteFactor to slurm_job_modify as NO_VAL, so an Operator's `scontrol update
+     SiteFactor=` is stopped by nothing here: keep AdminLevel=Operator for the people who run dlprio.
   4. optional: GPU jobs without --time are refused (require_time_limit below).
 
 Root and the users in privileged_users (SlurmUser, the daemon's account) pass untouched.
@@ -101,23 +106,49 @@ local function capped_comment(m)
   return string.format("dl:v1;signal=%s;grace=%d%s", m.signal, SITE.max_grace_s, m.rest)
 end
 
-local function has_gpu(...)
+-- GPU counts as slurmctld 22.05 hands them to this script: job_desc.tres_per_node (--gres,
+-- --gpus-per-node), tres_per_job (--gpus), tres_per_socket (--gpus-per-socket), tres_per_task
+-- (--gpus-per-task), each a comma list of "gres:<name>[:<type>][:<count>]" (count 1 when left out,
+-- "gres:gpu:0" asks for none, K/M/G/T/P multiply by 1024^n as in slurm.conf(5) Gres=). The TRES form
+-- "gres/gpu[:type]=N" of later Slurm versions and the bare "gpu:N" are read too.
+local COUNT_SUFFIX = { [""] = 1, k = 1024, m = 1024 ^ 2, g = 1024 ^ 3, t = 1024 ^ 4, p = 1024 ^ 5 }
+
+local function parse_count(text)
+  local n, suffix = text:match("^(%d+)([kKmMgGtTpP]?)$")
+  if not n then return nil end
+  return tonumber(n) * COUNT_SUFFIX[suffix:lower()]
+end
+
+-- GPUs one item asks for: 0 when it names another GRES (or gpu:0).
+local function item_gpus(item)
+  local rest = item:gsub("%(.*%)$", "")
+  rest = rest:match("^gres[:/](.*)$") or rest
+  local spec, value = rest:match("^([^=]+)=(.*)$")
+  if spec then
+    if spec:match("^([^:]+)") ~= "gpu" then return 0 end
+    return parse_count(value) or 1
+  end
+  local fields = {}
+  for f in rest:gmatch("[^:]+") do fields[#fields + 1] = f end
+  if fields[1] ~= "gpu" then return 0 end
+  if #fields == 1 then return 1 end
+  return parse_count(fields[#fields]) or 1  -- "gpu:a100": a type, count 1
+end
+
+-- Total GPUs named in any of the given tres_per_* strings (nil and "" count 0).
+local function gpu_count(...)
+  local total = 0
   for i = 1, select("#", ...) do
     local tres = select(i, ...)
     if type(tres) == "string" then
-      for item in tres:gmatch("[^,]+") do
-        if item:match("^gres[:/]gpu$") or item:match("^gres[:/]gpu[:=]")
-            or item == "gpu" or item:match("^gpu[:=]") then
-          return true
-        end
-      end
+      for item in tres:gmatch("[^,]+") do total = total + item_gpus(item) end
     end
   end
-  return false
+  return total
 end
 
 local function is_gpu_job(j)
-  return has_gpu(j.tres_per_node, j.tres_per_job, j.tres_per_task, j.tres_per_socket)
+  return gpu_count(j.tres_per_node, j.tres_per_job, j.tres_per_task, j.tres_per_socket) > 0
 end
 
 -- The partitions a job goes to: its own list, else the default partition from part_list.
@@ -236,7 +267,7 @@ end
 
 -- Exposed for the unit tests (tests/test_lua_job_submit.py); Slurm ignores it.
 dl_job_submit_internals = {
-  parse_marker = parse_marker, capped_comment = capped_comment, is_gpu_job = is_gpu_job,
+  parse_marker = parse_marker, capped_comment = capped_comment, is_gpu_job = is_gpu_job, gpu_count = gpu_count,
   SITE = SITE, PRIVILEGED = PRIVILEGED,
 }
 

@@ -7,7 +7,10 @@ Real captures (see tests/fixtures/topo) are tab-separated, with empty tab fields
 an extra empty field before ``GPU NUMA ID``, or space-aligned (pasted from a terminal), and may
 be cut off mid-table. This module reads both layouts, keeps only what gres.conf needs (each
 GPU's connection to every other GPU, its CPU affinity as OS CPU ids, its NUMA node), and says
-exactly which GPU rows are missing or cut. Cells: ``X`` self, ``NV#`` a bonded set of #
+exactly which GPU rows are missing or cut. ``nvidia-smi topo -m > file`` run in a terminal keeps
+the escape codes it uses to underline the header (``ESC[4m ... ESC[0m``): every ECMA-48 escape
+sequence (CSI ``ESC[...``, OSC ``ESC]...``, two-byte ``ESC x``) is removed before parsing.
+:func:`check_shape` refuses a node shape the capture contradicts. Cells: ``X`` self, ``NV#`` a bonded set of #
 NVLinks, ``PIX``/``PXB``/``PHB``/``NODE``/``SYS`` PCIe paths (the capture's own legend).
 """
 
@@ -16,11 +19,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from slurm_plugin.topo_cpu import CpuTopologyError, parse_ranges
+from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
 _GPU_RE = re.compile(r"^GPU(\d+)$")
 _NV_RE = re.compile(r"^NV(\d+)$")
 _CELLS = frozenset({"X", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"})
+# ECMA-48: CSI (ESC [ params intermediates final), OSC (ESC ] ... BEL or ESC \), and other ESC
+# sequences (ESC, intermediates, final: ``ESC(B`` from tput sgr0, ``ESC=``).
+_ESCAPE_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -/]*[0-~]")
+
+
+def strip_escapes(text: str) -> str:
+    """``"\\x1b[4mGPU0\\x1b[0m"`` → ``"GPU0"``: terminal escape sequences removed, text kept."""
+    return _ESCAPE_RE.sub("", text)
 
 
 class TopoError(ValueError):
@@ -141,7 +152,7 @@ def parse_topo(text: str) -> Topology:
         TopoError: no header, an unknown connection cell, a malformed CPU list, or a GPU
             row whose name is not a header column; messages give the line number.
     """
-    lines = text.splitlines()
+    lines = strip_escapes(text).splitlines()
     h = _find_header(lines)
     header = [c for c in _split(lines[h]) if c]
     devices = [c for c in header if _GPU_RE.match(c) or c.startswith(("NIC", "mlx"))]
@@ -157,7 +168,7 @@ def parse_topo(text: str) -> Topology:
     # A short capture whose last line has no newline may be cut inside a value ("240-25").
     suspect = (
         len(gpu_lines) < len(gpus_cols) and bool(body) and body[-1] == len(lines) - 1
-        and not text.endswith("\n")
+        and not strip_escapes(text).endswith("\n")
     )
     rows: list[GpuRow] = []
     notes: list[str] = []
@@ -191,3 +202,46 @@ def parse_topo(text: str) -> Topology:
         missing=missing,
         notes=tuple(notes),
     )
+
+
+def check_shape(topo: Topology, cpu: CpuTopology) -> None:
+    """Refuse a node shape that the capture's CPU and NUMA affinities contradict.
+
+    The kernel gives a GPU the CPUs of its NUMA node, and a NUMA node holds whole cores (every
+    hyper-thread of a core) inside one socket. So, on the given shape (Linux's enumeration,
+    :meth:`CpuTopology.from_shape`): every CPU of a row must exist, a row must hold all threads
+    of each core it touches (else the CPU count, hence the thread numbering, is wrong), and a
+    row with one ``NUMA Affinity`` node must stay inside one socket.
+
+    Raises:
+        slurm_plugin.topo_cpu.CpuTopologyError: the first contradiction, naming the GPU row,
+            the CPUs and what the capture shows instead.
+    """
+    threads: dict[int, set[int]] = {}
+    for os_cpu, core in cpu.cpu_to_core.items():
+        threads.setdefault(core, set()).add(os_cpu)
+    shape = f"{cpu.sockets}x{cpu.cores_per_socket}x{cpu.threads_per_core}"
+    seen = max((c for r in topo.gpus for c in r.cpu_affinity), default=-1) + 1
+    if seen > len(cpu.cpu_to_core):
+        raise CpuTopologyError(
+            f"the capture's CPU affinities go up to CPU {seen - 1} ({seen} CPUs at least) but a {shape} node "
+            f"has {len(cpu.cpu_to_core)} CPUs: give the node's real --sockets/--cores-per-socket/--threads-per-core")
+    for r in topo.gpus:
+        if not r.cpu_affinity:
+            continue
+        aff = set(r.cpu_affinity)
+        where = f"GPU{r.index} (line {r.line}): CPU Affinity {format_ranges(aff)}"
+        cores = cpu.logical_cores(aff)  # raises for a CPU the shape lacks
+        for core in cores:
+            lost = sorted(threads[core] - aff)
+            if lost:
+                have = sorted(threads[core] & aff)
+                raise CpuTopologyError(
+                    f"{where}: on a {shape} node CPU {have[0]} and CPU {lost[0]} are threads of one core, but "
+                    f"the capture gives the GPU only CPU {have[0]} (it shows at least {seen} CPUs, the shape "
+                    f"{len(cpu.cpu_to_core)}): give the node's real --sockets/--cores-per-socket/--threads-per-core")
+        sockets = sorted({c // cpu.cores_per_socket for c in cores})
+        if r.numa is not None and len(sockets) > 1:
+            raise CpuTopologyError(
+                f"{where} is NUMA node {r.numa} but spans sockets {', '.join(map(str, sockets))} of a {shape} "
+                "node (a NUMA node lies in one socket): give the node's real --sockets/--cores-per-socket")

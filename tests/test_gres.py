@@ -167,12 +167,15 @@ def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest
     "argv, words",
     [
         (["--from-topo", COMPLETE], "needs the node's shape: --sockets"),
-        (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8"], "CPU 16 does not exist"),
+        (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8"], "go up to CPU 31 (32 CPUs at least) but a 2x8x1 node has 16 CPUs"),
         (["--from-topo", "/nonexistent/topo.txt", "--sockets", "1", "--cores-per-socket", "1"], "cannot read /nonexistent/topo.txt"),
         (["--check", "/nonexistent/gres.conf"], "cannot read /nonexistent/gres.conf"),
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
+        (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf and --plugin-dir go with --check"),
+        (["--from-topo", "t.txt", "--fake-nvml", "n.json"], "--from-topo and --fake-nvml are two sources"),
     ],
-    ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape"],
+    ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape", "slurm-conf-alone",
+         "two-sources"],
 )
 def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], words: str):
     rc, out, err = _run(capsys, *argv)
@@ -240,3 +243,24 @@ def test_fake_nvml_bad_file_is_named(text: str, why: str, capsys: pytest.Capture
     rc, out, err = _run(capsys, "--fake-nvml", str(bad), "--sockets", "1", "--cores-per-socket", "2")
     assert (rc, out) == (2, "")
     assert err == f"dlgres: {bad}: not a recorded NVML JSON file ({why})\n"
+
+
+FIXTOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+
+
+def test_cli_from_topo_reads_a_capture_with_escape_codes(capsys: pytest.CaptureFixture[str]):
+    rc, out, _ = _run(capsys, "--from-topo", str(FIXTOPO / "1gpu-underlined-header.txt"),
+                      "--sockets", "1", "--cores-per-socket", "16", "--threads-per-core", "1")
+    assert rc == 0
+    assert [ln for ln in out.splitlines() if not ln.startswith("#")] == ["Name=gpu File=/dev/nvidia0 Cores=0-15 Links=-1"]
+
+
+def test_cli_from_topo_refuses_a_shape_the_capture_contradicts(capsys: pytest.CaptureFixture[str]):
+    path = str(FIXTOPO / "2gpu-192cpu-bold-rows.txt")
+    rc, out, err = _run(capsys, "--from-topo", path, "--sockets", "2", "--cores-per-socket", "52", "--threads-per-core", "2")
+    assert rc == 2 and out == ""
+    assert err.startswith("dlgres: GPU0 (line 2): CPU Affinity 0-47,96-143: on a 2x52x2 node") and err.count("\n") == 1
+    rc, out, _ = _run(capsys, "--from-topo", path, "--sockets", "2", "--cores-per-socket", "48", "--threads-per-core", "2")
+    body = [ln for ln in out.splitlines() if not ln.startswith("#")]
+    assert rc == 0 and body == ["Name=gpu File=/dev/nvidia0 Cores=0-47 Links=-1,0",
+                                "Name=gpu File=/dev/nvidia1 Cores=48-95 Links=0,-1"]

@@ -12,7 +12,7 @@ import pytest
 
 import corpus
 from slurm_plugin.gres import fake_gres_lines
-from slurm_plugin.gres_check import Finding, check_gres, expand_brackets
+from slurm_plugin.gres_check import Finding, check_gres
 from slurm_plugin.gres_cli import main
 from slurm_plugin.topo_cpu import CpuTopology
 
@@ -110,8 +110,3 @@ def test_generated_fake_cluster_gres_has_no_findings(capsys: pytest.CaptureFixtu
 )
 def test_small_files(text: str, expected: list[Finding]):
     assert check_gres(text) == expected
-
-
-def test_expand_brackets():
-    assert expand_brackets("/dev/nvidia[0,2-3]") == ["/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"]
-    assert expand_brackets("tux5") == ["tux5"]

@@ -230,3 +230,47 @@ def test_privileged_users_resolved_from_passwd(tmp_path):
     assert p.submit(d, uid=64030) == 0 and p.submit(d, uid=990) == 0
     assert p.submit(d, uid=1000) == CODES["ESLURM_ACCESS_DENIED"]
     assert p.modify(p.desc(priority=5), REC, uid=990) == 0
+
+
+# --- counting GPUs in every form Slurm 22.05 passes (issue 13 item 19) -------------------------
+# The strings are what slurmctld 22.05 stores and hands to job_submit/lua for each sbatch option
+# (read back with `scontrol show job` on the live cluster: TresPerNode/TresPerJob/TresPerSocket/
+# TresPerTask); counts follow slurm.conf(5) Gres=: count 1 when left out, K/M/G/T/P = 1024^n.
+GPU_FORMS = [
+    ("tres_per_node", "gres:gpu:2", 2),            # --gres=gpu:2, --gpus-per-node=2
+    ("tres_per_node", "gres:gpu:a100:2", 2),       # --gres=gpu:a100:2
+    ("tres_per_node", "gres:gpu", 1),              # --gres=gpu
+    ("tres_per_node", "gres:gpu:a100", 1),         # --gres=gpu:a100
+    ("tres_per_node", "gres:gpu:0", 0),            # --gres=gpu:0
+    ("tres_per_node", "gres:gpu:a100:0", 0),       # --gres=gpu:a100:0, --gpus-per-node=a100:0
+    ("tres_per_node", "gres:gpu:1k", 1024),        # --gres=gpu:1k
+    ("tres_per_node", "gres:gpu:2,gres:mps:100", 2),
+    ("tres_per_node", "gres:mps:100", 0),
+    ("tres_per_node", "gres:gpumem:4", 0),         # a GRES whose name starts with gpu
+    ("tres_per_job", "gres:gpu:3", 3),             # --gpus=3
+    ("tres_per_job", "gres:gpu:a100:3", 3),        # --gpus=a100:3
+    ("tres_per_job", "gres:gpu:0", 0),             # --gpus=0
+    ("tres_per_socket", "gres:gpu:1", 1),          # --gpus-per-socket=1
+    ("tres_per_task", "gres:gpu:1", 1),            # --gpus-per-task=1
+    ("tres_per_node", "gres/gpu=4", 4),            # TRES form of later Slurm versions
+    ("tres_per_node", "gres/gpu:a100=4", 4),
+    ("tres_per_node", "gres/gpu=0", 0),
+    ("tres_per_node", "gpu:2", 2),                 # without the gres: prefix
+    ("tres_per_node", "gpu:a100:2(S:0-1)", 2),     # with a socket binding as scontrol prints it
+]
+
+
+@pytest.mark.parametrize("tres_field, value, gpus", GPU_FORMS, ids=[f"{f}={v}" for f, v, _ in GPU_FORMS])
+def test_gpu_count_of_every_form(tres_field: str, value: str, gpus: int):
+    assert _P.internals.gpu_count(value) == gpus
+    p = _fresh()
+    d = p.desc(**{tres_field: value}, requeue=0)
+    rc = p.submit(d)
+    if gpus:  # a GPU job: --no-requeue refused
+        assert rc == CODES["ESLURM_ACCESS_DENIED"] and "--no-requeue" in p.user_msgs[0]
+    else:  # not a GPU job: left alone, requeue stays as asked
+        assert rc == 0 and d.requeue == 0 and p.user_msgs == []
+
+
+def test_gpu_count_adds_every_field():
+    assert _P.internals.gpu_count("gres:gpu:2", "gres:gpu:a100:1", None, "") == 3

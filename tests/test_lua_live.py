@@ -1,8 +1,10 @@
 """job_submit.lua inside the live slurmctld, with a non-root user created by the test.
 
 The user (``dlluatest``) is added with ``useradd`` so that munge vouches for it on this machine;
-its commands go through ``SlurmClient(run_as=...)`` (``runuser -u``). Checked: refusals reach the
-user with the plugin's own text, the defaults show in ``squeue --json``, users keep nice and
+its commands go through ``SlurmClient(run_as=...)`` (``runuser -u``). Every refusal is shown to be
+the plugin's, not slurmctld's own: its text reaches sbatch, or its line naming the job is in
+slurmctld's log (22.05 gives slurm_job_modify no way to the user); where slurmctld refuses first
+(a plain user's SiteFactor/AdminComment) the test says so. Also checked: the defaults show in ``squeue --json``, users keep nice and
 hold/release, and root (the daemon) still sets SiteFactor and AdminComment. The cluster is the
 one SLURM_CONF names; it must run the packaged job_submit.lua (``dlcluster up`` installs it).
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import pwd
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -87,24 +90,121 @@ def test_defaults_show_in_squeue_json(root: SlurmClient, user: SlurmClient):
     assert plain.requeue is True and plain.comment == ""  # no marker added: no signal contract invented
 
 
-def test_user_priority_at_submit_is_not_taken(root: SlurmClient, user: SlurmClient):
-    # slurmctld 22.05 drops a non-operator's --priority before the plugin; either way it must not stick
+def test_user_priority_at_submit_is_dropped_by_slurmctld(root: SlurmClient, user: SlurmClient):
+    # slurmctld 22.05 drops a plain user's --priority before job_submit runs (an Operator's reaches
+    # the plugin: test_operator_priority_is_refused_by_the_plugin_at_submit_and_update)
+    job = _job(root, _sbatch(user, "prio", "--gres=gpu:1", "--priority=5", *PENDING))
+    assert job.priority != 5
+
+
+def _ctld_log() -> Path:
+    for line in slurm_conf().read_text().splitlines():
+        if line.startswith("SlurmctldLogFile="):
+            return Path(line.split("=", 1)[1].strip())
+    raise AssertionError(f"no SlurmctldLogFile in {slurm_conf()}")
+
+
+def _plugin_lines(job_id: int) -> list[str]:
+    """The plugin's own slurmctld log lines about updates of this job (slurm.log_info)."""
+    return [ln for ln in _ctld_log().read_text(errors="replace").splitlines()
+            if f"dl job_submit: refused update of job {job_id}:" in ln]
+
+
+def _wait_plugin_line(job_id: int, words: str) -> str:
+    return wait_for(lambda: next((ln for ln in _plugin_lines(job_id) if words in ln), None), 10,
+                    f"the plugin's log line {words!r} for job {job_id}")
+
+
+@contextmanager
+def _admin_level(level: str) -> Iterator[None]:
+    """The test user at sacctmgr AdminLevel ``level`` (Operator/Admin: slurmctld then lets it set
+    fields plain users may not), back to None after. Needs slurmdbd (`dlcluster up --with-dbd`,
+    as ./test.sh runs it)."""
+    def mgr(*args: str) -> None:
+        p = subprocess.run(["sacctmgr", "-i", *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, f"sacctmgr {' '.join(args)}: {p.stderr or p.stdout} (cluster up --with-dbd?)"
+
+    def known(lvl: str) -> bool:
+        p = subprocess.run(["scontrol", "show", "assoc_mgr", f"users={USER}", "flags=users"],
+                           capture_output=True, text=True, timeout=30)
+        return f"AdminLevel={lvl}" in p.stdout
+
+    have = subprocess.run(["sacctmgr", "-n", "-P", "show", "user", USER, "format=user"],
+                          capture_output=True, text=True, timeout=30).stdout.split()
+    mgr(*(["modify", "user", USER, "set"] if USER in have else ["add", "user", USER, "Account=research"]),
+        f"AdminLevel={level}")
+    wait_for(lambda: known(level), 30, f"slurmctld to know {USER} as {level}")
     try:
-        job = _job(root, _sbatch(user, "prio", "--gres=gpu:1", "--priority=5", *PENDING))
-    except SlurmRefused as e:
-        assert "priority" in e.message
-    else:
-        assert job.priority != 5
+        yield
+    finally:
+        mgr("modify", "user", USER, "set", "AdminLevel=None")
+        wait_for(lambda: known("None"), 30, f"slurmctld to know {USER} as a plain user")
 
 
-@pytest.mark.parametrize("field, value", [("Priority", 5), ("SiteFactor", 9), ("AdminComment", "mine"),
-                                           ("Requeue", 0), ("Comment", "dl:v1;signal=USR2")])
-def test_user_updates_of_daemon_fields_are_refused(root: SlurmClient, user: SlurmClient, field: str, value):
+# Each refusal below is proved to be the plugin's: its own line in slurmctld's log names the job
+# (22.05 cannot pass a message to the user from slurm_job_modify), or its own text reaches sbatch.
+@pytest.mark.parametrize("field, value, words", [
+    ("Priority", 5, "priority is set by the dlprio scheduler"),
+    ("Requeue", 0, "requeue=0 (GPU jobs here must be requeueable)"),
+    ("Comment", "dl:v1;signal=USR2", "malformed checkpoint marker"),
+])
+def test_user_updates_refused_by_the_plugin(root: SlurmClient, user: SlurmClient, field: str, value, words: str):
     jid = _sbatch(user, "upd", "--gres=gpu:1", *PENDING)
     with pytest.raises(SlurmRefused):
         user.update([jid], field, value)
+    _wait_plugin_line(jid, words)
     job = _job(root, jid)
-    assert job.requeue is True and job.admin_comment == "" and job.comment == ""
+    assert job.requeue is True and job.comment == "" and job.priority != 5
+
+
+def test_operator_priority_is_refused_by_the_plugin_at_submit_and_update(root: SlurmClient, user: SlurmClient):
+    # slurmctld lets an Operator set --priority (a plain user's is dropped before the plugin, see
+    # test_user_priority_at_submit_is_not_taken): only the plugin stands in the way
+    with _admin_level("Operator"):
+        with pytest.raises(SlurmRefused) as e:
+            _sbatch(user, "opprio", "--gres=gpu:1", "--priority=5", *PENDING)
+        assert "refused: priority is set by the dlprio scheduler, not at submission" in e.value.message
+        jid = _sbatch(user, "opupd", "--gres=gpu:1", *PENDING)
+        with pytest.raises(SlurmRefused):
+            user.update([jid], "Priority", 5)
+        _wait_plugin_line(jid, "priority is set by the dlprio scheduler")
+
+
+def test_admin_comment_is_refused_by_the_plugin_even_for_an_admin(root: SlurmClient, user: SlurmClient):
+    jid = _sbatch(user, "adm", "--gres=gpu:1", *PENDING)
+    with _admin_level("Admin"):  # slurmctld allows AdminComment to Admins; the plugin does not
+        with pytest.raises(SlurmRefused):
+            user.update([jid], "AdminComment", "mine")
+        _wait_plugin_line(jid, "admin_comment is set by the dlprio scheduler")
+    assert _job(root, jid).admin_comment == ""
+
+
+def test_plain_users_sitefactor_and_admincomment_are_slurmctlds_own_refusal(root: SlurmClient, user: SlurmClient):
+    # slurmctld refuses these to non-operators before job_submit runs: the plugin sees nothing
+    jid = _sbatch(user, "own", "--gres=gpu:1", *PENDING)
+    for field, value in (("SiteFactor", 9), ("AdminComment", "mine")):
+        with pytest.raises(SlurmRefused):
+            user.update([jid], field, value)
+    assert _plugin_lines(jid) == []
+    assert _job(root, jid).admin_comment == ""
+
+
+def test_an_operators_sitefactor_update_is_not_shown_to_the_plugin(root: SlurmClient, user: SlurmClient):
+    # Slurm 22.05 hands slurm_job_modify site_factor = NO_VAL for `scontrol update SiteFactor=`:
+    # the plugin cannot refuse it, slurmctld's operator check is the only guard (docs/admins.md)
+    jid = _sbatch(user, "opsf", "--gres=gpu:1", *PENDING)
+    with _admin_level("Operator"):
+        user.update([jid], "SiteFactor", 9)
+    assert _plugin_lines(jid) == []
+
+
+def test_gpu0_job_is_not_a_gpu_job(root: SlurmClient, user: SlurmClient):
+    # --gres=gpu:0 asks for no GPU: --no-requeue stays the user's choice
+    job = _job(root, _sbatch(user, "gpu0", "--gres=gpu:0", "--no-requeue", *PENDING))
+    assert job.requeue is False
+    with pytest.raises(SlurmRefused) as e:
+        _sbatch(user, "gpu1", "--gres=gpu:1", "--no-requeue", *PENDING)
+    assert "refused: --no-requeue" in e.value.message
 
 
 def test_user_keeps_nice_and_hold_release(root: SlurmClient, user: SlurmClient):

@@ -8,6 +8,7 @@ issues (tests/corpus.py), read off those files by eye.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import corpus
-from slurm_plugin.topo import TopoError, parse_topo
+from slurm_plugin.topo import TopoError, check_shape, parse_topo, strip_escapes
 from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "topo"
@@ -226,3 +227,63 @@ def test_ranges_round_trip(values: set[int]):
 def test_parse_ranges_rejects(bad: str):
     with pytest.raises(CpuTopologyError):
         parse_ranges(bad)
+
+
+# --- terminal escape codes (issue 13 item 17) ----------------------------------------------------
+# Our fixtures tests/fixtures/topo/ are written by hand in the form `nvidia-smi topo -m > file`
+# leaves from a terminal: the header underlined (ESC[4m ... ESC[0m, as our H200 capture has), and
+# in the second also bold row names closed the `tput sgr0` way (ESC(B ESC[m).
+FIXTOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+
+
+@pytest.mark.parametrize("raw, clean", [
+    ("\t\x1b[4mGPU0\tCPU Affinity\x1b[0m", "\tGPU0\tCPU Affinity"),
+    ("\x1b[1;31mGPU1\x1b[m", "GPU1"),
+    ("\x1b[1mGPU0\x1b(B\x1b[m\t X ", "GPU0\t X "),
+    ("\x1b]0;nvidia-smi\x07GPU0", "GPU0"),
+    ("\x1b]8;;http://x\x1b\\GPU0", "GPU0"),
+    ("\x9b4mGPU0", "GPU0"),
+    ("no escapes [4m here", "no escapes [4m here"),
+], ids=["underline", "colour", "sgr0", "osc-title", "osc-st", "c1-csi", "plain"])
+def test_strip_escapes(raw: str, clean: str):
+    assert strip_escapes(raw) == clean
+
+
+def test_underlined_header_is_read():
+    t = parse_topo((FIXTOPO / "1gpu-underlined-header.txt").read_text())
+    assert t.gpu_count == 1 and not t.partial
+    assert t.gpus[0].cpu_affinity == tuple(range(16)) and t.gpus[0].numa == 0
+    assert t.gpus[0].nvlinks() == (-1,)
+
+
+def test_bold_rows_and_sgr0_are_read():
+    t = parse_topo((FIXTOPO / "2gpu-192cpu-bold-rows.txt").read_text())
+    assert t.gpu_count == 2 and t.nics == ("NIC0",) and not t.partial
+    assert t.gpus[1].cpu_affinity == tuple(range(48, 96)) + tuple(range(144, 192)) and t.gpus[1].numa == 1
+
+
+def test_our_h200_capture_with_escapes_is_read():
+    t = parse_topo((FIXTOPO / "1xH200-ansi-escapes-in-header.txt").read_text())
+    assert t.gpu_count == 1 and t.gpus[0].cpu_affinity == tuple(range(16)) and t.gpus[0].numa == 0
+
+
+# --- a node shape the capture contradicts (issue 13 item 18) -----------------------------------
+# 2gpu-192cpu-bold-rows.txt: GPU0 on CPUs 0-47,96-143 (NUMA 0), GPU1 on 48-95,144-191 (NUMA 1):
+# 192 CPUs, 2 sockets x 48 cores x 2 threads, second threads from CPU 96.
+
+@pytest.mark.parametrize("shape, words", [
+    ((2, 52, 2), "CPU 40 and CPU 144 are threads of one core"),  # the issue's wrong shape: 40+104
+    ((2, 96, 1), "is NUMA node 0 but spans sockets 0, 1"),
+    ((4, 24, 2), "is NUMA node 0 but spans sockets 0, 1"),
+    ((2, 40, 2), "go up to CPU 191 (192 CPUs at least) but a 2x40x2 node has 160 CPUs"),
+], ids=["2x52x2", "2x96x1", "4x24x2", "too-small"])
+def test_contradicting_shape_is_refused(shape: tuple[int, int, int], words: str):
+    t = parse_topo((FIXTOPO / "2gpu-192cpu-bold-rows.txt").read_text())
+    with pytest.raises(CpuTopologyError, match=re.escape(words)):
+        check_shape(t, CpuTopology.from_shape(*shape))
+
+
+def test_the_real_shape_is_accepted():
+    t = parse_topo((FIXTOPO / "2gpu-192cpu-bold-rows.txt").read_text())
+    check_shape(t, CpuTopology.from_shape(2, 48, 2))
+    check_shape(t, CpuTopology.from_shape(1, 96, 2))  # one socket, two NUMA nodes (SNC): possible

@@ -1,0 +1,188 @@
+"""Read gres.conf (Slurm 22.05 gres.conf(5)) into one record per line, with the line's own faults.
+
+Each non-blank, non-comment line becomes a :class:`GresLine`: an ``AutoDetect`` line, a GRES line
+(``Name=``), or a line slurmd cannot use at all (``usable`` False: its fault is in ``faults``).
+Rules read here are those a line breaks on its own; rules across lines are in
+:mod:`slurm_plugin.gres_check`. Host lists and ``File=/dev/nvidia[0-3]`` ranges are expanded by
+python-hostlist (:mod:`slurm_plugin.hostlist`), so ``gpu[01-02]`` keeps its leading zeros.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from slurm_plugin import hostlist
+
+KNOWN_KEYS = {
+    "autodetect", "count", "cores", "cpus", "file", "flags", "links", "multiplefiles",
+    "name", "nodename", "type",
+}
+AUTODETECT = {"nvml", "rsmi", "oneapi", "off"}
+ENV_FLAGS = {"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl_env", "no_gpu_env"}
+FLAGS = ENV_FLAGS | {"countonly", "one_sharing", "all_sharing"}
+DEFAULT_ENV = frozenset({"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl_env"})
+SHARED = {"mps", "shard"}  # Count is per device for these (gres.conf(5), File)
+_COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
+_SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
+
+
+def parse_count(text: str) -> int | None:
+    """``"4"`` → 4, ``"10G"`` → 10·1024³ (gres.conf(5) and slurm.conf(5) Count suffixes); None if malformed."""
+    m = _COUNT_RE.match(text.strip())
+    return int(m.group(1)) * _SUFFIX[m.group(2).upper()] if m else None
+
+
+@dataclass
+class GresLine:
+    """One line of gres.conf.
+
+    Attributes:
+        line: 1-based line number.
+        fields: key (lower case) → value as written.
+        nodes: the NodeName hosts, or None when the line names no node (applies to every node).
+        files: File= or MultipleFiles= device paths, expanded; None when neither is given.
+        count: the GRES count this line gives (Count=, else the number of files, else 1).
+        flags: Flags= values in lower case.
+        usable: False when slurmd ignores or refuses the whole line (then ``faults`` says why);
+            such a line takes no part in checks across lines.
+        faults: findings of this line alone, as messages.
+    """
+
+    line: int
+    fields: dict[str, str]
+    nodes: list[str] | None = None
+    files: list[str] | None = None
+    count: int = 1
+    flags: set[str] = field(default_factory=set)
+    usable: bool = True
+    faults: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.fields.get("name", "").lower()
+
+    @property
+    def type(self) -> str:
+        return self.fields.get("type", "")
+
+    @property
+    def is_autodetect_only(self) -> bool:
+        return "autodetect" in self.fields and "name" not in self.fields
+
+    def refuse(self, message: str) -> None:
+        """Record a fault that makes slurmd drop or refuse the line."""
+        self.faults.append(message)
+        self.usable = False
+
+
+def _tokens(body: str) -> list[tuple[str, str]]:
+    out = []
+    for tok in body.split():
+        key, _, val = tok.partition("=")
+        out.append((key.lower(), val))
+    return out
+
+
+def _expand(rec: GresLine, key: str, what: str) -> list[str] | None:
+    try:
+        return hostlist.expand(rec.fields[key])
+    except ValueError as e:
+        rec.refuse(f"{what}={rec.fields[key]}: {e}; write ranges as name[0-3] or name[0,2-3]")
+        return None
+
+
+def _check_files(rec: GresLine) -> None:
+    f = rec.fields
+    if "file" in f and "multiplefiles" in f:
+        rec.refuse("File= and MultipleFiles= on one line: they are mutually exclusive (MultipleFiles is "
+                   "for MIG cards); keep one")
+        return
+    key = "file" if "file" in f else "multiplefiles" if "multiplefiles" in f else None
+    if key is None:
+        return
+    what = "File" if key == "file" else "MultipleFiles"
+    rec.files = _expand(rec, key, what)
+    if rec.files is None:
+        return
+    relative = [p for p in rec.files if not p.startswith("/")]
+    if relative:
+        rec.refuse(f"{what}={f[key]}: {relative[0]!r} is not a fully qualified path (write /dev/...)")
+    if key == "multiplefiles":
+        rec.files = [",".join(rec.files)]  # one GRES made of several device files
+
+
+def _check_count(rec: GresLine) -> None:
+    f = rec.fields
+    if "count" in f:
+        n = parse_count(f["count"])
+        if n is None:
+            rec.refuse(f"Count={f['count']}: not a number (N, or N with a K/M/G/T/P suffix)")
+            return
+        if rec.files is not None and rec.name not in SHARED and n != len(rec.files):
+            rec.refuse(f"Count={f['count']} but File= names {len(rec.files)} file(s): with File, leave Count "
+                       f"out or set it to {len(rec.files)}")
+        rec.count = n if rec.name in SHARED or rec.files is None else len(rec.files)
+    elif rec.files is not None:
+        rec.count = len(rec.files)
+
+
+def _check_flags(rec: GresLine) -> None:
+    if "flags" not in rec.fields:
+        return
+    vals = {v.strip().lower() for v in rec.fields["flags"].split(",") if v.strip()}
+    unknown = sorted(vals - FLAGS)
+    if unknown:
+        rec.faults.append(f"Flags={rec.fields['flags']}: unknown flag {unknown[0]!r} (slurmd ignores it; "
+                          f"gres.conf(5) flags: CountOnly, {', '.join(sorted(FLAGS - {'countonly'}))})")
+    env = vals & ENV_FLAGS
+    if "no_gpu_env" in env and len(env) > 1:
+        rec.refuse(f"Flags={rec.fields['flags']}: no_gpu_env excludes every other *_env flag; keep one")
+    if {"one_sharing", "all_sharing"} <= vals:
+        rec.refuse(f"Flags={rec.fields['flags']}: one_sharing and all_sharing are not compatible; keep one")
+    rec.flags = vals & FLAGS
+
+
+def parse_line(lineno: int, raw: str) -> GresLine | None:
+    """One gres.conf line → a record (None for a blank or comment-only line)."""
+    body = raw.split("#", 1)[0].strip()
+    if not body:
+        return None
+    toks = _tokens(body)
+    rec = GresLine(lineno, {k: v for k, v in toks})
+    first = toks[0][0]
+    if first not in ("nodename", "name", "autodetect"):
+        rec.refuse(f"the line starts with {toks[0][0] or body.split()[0]!r}: a gres.conf line starts with "
+                   "NodeName=, Name= or AutoDetect= (slurmd cannot parse it and does not start)")
+        return rec
+    late = [k for k, _ in toks[1:] if k == "nodename"]
+    if late:
+        rec.refuse("NodeName= must be the first key of its line (slurmd: 'unrecognized key: NodeName', "
+                   "and it does not start); move it to the front")
+        return rec
+    unknown = [k for k in rec.fields if k not in KNOWN_KEYS]
+    if unknown:
+        rec.refuse(f"unknown key {unknown[0]!r} (gres.conf(5) keys: {', '.join(sorted(KNOWN_KEYS))})")
+    if "nodename" in rec.fields:
+        rec.nodes = _expand(rec, "nodename", "NodeName")
+    if "autodetect" in rec.fields and rec.fields["autodetect"].lower() not in AUTODETECT:
+        rec.faults.append(f"AutoDetect={rec.fields['autodetect']}: unknown (nvml, rsmi, oneapi or off); "
+                          "slurmd ignores it")
+    if "name" not in rec.fields and not rec.is_autodetect_only:
+        rec.refuse("no Name=: slurmd ignores a GRES line without a name (e.g. Name=gpu)")
+        return rec
+    _check_files(rec)
+    if rec.usable:
+        _check_count(rec)
+    _check_flags(rec)
+    return rec
+
+
+def parse_gres_conf(text: str) -> list[GresLine]:
+    """All records of a gres.conf text, in line order."""
+    out = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        rec = parse_line(lineno, raw)
+        if rec is not None:
+            out.append(rec)
+    return out
