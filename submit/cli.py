@@ -24,7 +24,7 @@ from slurm_plugin.cli_util import quiet_on_closed_stdout
 from submit import load, params
 from submit.options import RUNTIMES, RenderOptions, load_site
 from submit.render import render_sbatch
-from submit.validation import SpecError
+from submit.errors import SpecError
 
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
 
