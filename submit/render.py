@@ -104,6 +104,11 @@ def _resource_lines(job: Job, role: Role, lay: Layout, opts: RenderOptions,
     return lines
 
 
+def contract_comment(job: Job, opts: RenderOptions) -> str:
+    """The job's ``--comment``: the checkpoint marker (slurm_plugin/marker.py)."""
+    return marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s).to_comment()
+
+
 def directives(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
     """The ``#SBATCH`` block, in fixed order: identity, contract, array, then per component
     the resources (``hetjob`` line between components)."""
