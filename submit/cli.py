@@ -120,7 +120,8 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
     for path in args.spec:
         try:
             job = load.load(path, overrides)
-            sfile = secrets.check(args.secrets, job.secrets) if job.secrets else None
+            sfile = (secrets.check(args.secrets, job.secrets)
+                     if job.secrets and args.secrets else None)
             out.append((path, job, render_sbatch(job, opts, sfile)))
         except SpecError as exc:
             problems += [f"{path}: {p}" if len(args.spec) > 1 else p for p in exc.problems]
