@@ -91,8 +91,13 @@ def fields(text: str, tag: str) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in PAI_DIR.iterdir()
                                         if p.suffix in (".json", ".jsonc", ".yaml") and "jinja" not in p.name))
-def test_pai_jobs_pass_sbatch_test_only(name: str) -> None:
-    script = render_sbatch(load.load(PAI_DIR / name), RenderOptions())
+def test_pai_jobs_pass_sbatch_test_only(name: str, tmp_path: Path) -> None:
+    job = load.load(PAI_DIR / name)
+    # the corpus names its authors' virtual clusters: map each to this cluster's defaults
+    vcs = {job.virtual_cluster: {}} if job.virtual_cluster else None
+    secrets = tmp_path / "secrets"
+    secrets.write_text("".join(f"{s}=x\n" for s in job.secrets))
+    script = render_sbatch(job, RenderOptions(virtual_clusters=vcs), str(secrets))
     verdict = SlurmClient(timeout_s=30).test_only(script)
     assert "to start at" in verdict
 
@@ -287,3 +292,41 @@ def test_preemptions_do_not_spend_the_retry_budget(submit: Submitter) -> None:
     assert "failed attempt 1 of retry budget 1; requeueing" in text
     assert re.search(r"attempt 2 start: .*failed attempts 1 \(retry budget 1\)", text)
     assert "attempt 2 end: failed: 1 failed instance(s) of role main (minFailed 1); retry budget 1 spent" in text
+
+
+def test_every_rank_device_exists_with_real_srun(submit: Submitter) -> None:
+    """Issue 13 item 1, with real srun: 4 instances x 1 GPU on one node. Slurm's gres/gpu plugin
+    sets CUDA_VISIBLE_DEVICES per step; under dlsubmit's contract every task sees the node's GPUs
+    of the job and torch's ``set_device(LOCAL_RANK)`` (PyTorch torchrun docs) needs
+    LOCAL_RANK < len(CUDA_VISIBLE_DEVICES)."""
+    cmd = ('IFS=, read -r -a d <<< "$CUDA_VISIBLE_DEVICES"; '
+           'echo "DEV local=$LOCAL_RANK n=${#d[@]} ok=$(( LOCAL_RANK < ${#d[@]} )) '
+           'order=$CUDA_DEVICE_ORDER mine=$DL_TASK_GPUS"')
+    job_id, log = submit(spec("devices", {"w": role(cmd, instances=4, gpu=1)}), name="devices")
+    assert submit.ended(job_id).state == "COMPLETED"
+    got = sorted((r["local"], r["n"], r["ok"], r["order"], r["mine"]) for r in fields(log.read_text(), "DEV"))
+    assert got == [(str(i), "4", "1", "PCI_BUS_ID", str(i)) for i in range(4)]
+
+
+def test_dlsubmit_from_inside_a_job_gets_a_clean_environment(submit: Submitter, tmp_path: Path) -> None:
+    """Issue 13 item 4: an outer 2-task GPU job runs dlsubmit; the inner job (1 task, 1 GPU)
+    must see its own allocation, not the outer job's SLURM_NTASKS / CUDA_VISIBLE_DEVICES."""
+    import sys
+
+    inner = tmp_path / "inner.json"
+    inner.write_text(json.dumps(spec("inner", {"w": role(
+        'echo "INNER ntasks=$SLURM_NTASKS gpus=$CUDA_VISIBLE_DEVICES job=$SLURM_JOB_ID"', gpu=1)})))
+    dl = shlex.quote(str(Path(sys.executable).with_name("dlsubmit")))
+    cmd = (f'[[ $PAI_TASK_INDEX == 0 ]] || exit 0; {dl} {shlex.quote(str(inner))} '
+           f'--output {shlex.quote(str(tmp_path / "inner-%j.out"))} '
+           f'--checkpoint-root {shlex.quote(str(tmp_path / "ckpt"))} > {shlex.quote(str(tmp_path / "inner.id"))} '
+           f'2> {shlex.quote(str(tmp_path / "inner.err"))}')
+    job_id, log = submit(spec("outer", {"w": role(cmd, instances=2, gpu=2)}), name="outer")
+    assert submit.ended(job_id).state == "COMPLETED", log.read_text()
+    inner_id = int((tmp_path / "inner.id").read_text())
+    submit.ids.append(inner_id)
+    assert f"running inside job {job_id}" in (tmp_path / "inner.err").read_text()
+    assert submit.ended(inner_id).state == "COMPLETED"
+    [row] = fields((tmp_path / f"inner-{inner_id}.out").read_text(), "INNER")
+    assert row["ntasks"] == "1" and row["job"] == str(inner_id)
+    assert len(row["gpus"].split(",")) == 1
