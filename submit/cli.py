@@ -12,7 +12,9 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
   message is shown verbatim.
 
 Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first;
-if any has a problem nothing is submitted. ``sbatch`` runs with a clean environment
+if any has a problem nothing is submitted. They are then submitted concurrently (up to
+:data:`SUBMIT_THREADS` sbatch calls at once); the ids print in spec order, and a spec Slurm
+refused is named on stderr (exit 3) while the others stay submitted. ``sbatch`` runs with a clean environment
 (submit/environ.py; a warning says so when dlsubmit runs inside a job). Every submission carries
 a unique token in its ``--comment`` (after the checkpoint marker); when ``sbatch`` reports a
 timeout the token is looked up (``squeue``/``sacct``) before anything is decided, so a job that
@@ -38,6 +40,7 @@ from submit.render import contract_comment, render_sbatch
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
 TOKEN_PREFIX = "dlsubmit-token="
 LOOKUP_TRIES, LOOKUP_WAIT_S = 3, 2.0
+SUBMIT_THREADS = 8
 """After an sbatch timeout: look the token up this many times, this far apart (slurmctld may
 still be writing the job when the first look comes)."""
 
@@ -220,17 +223,19 @@ def main(argv: list[str] | None = None) -> int:
                   "environment (that job's SLURM_*, SRUN_*, CUDA_VISIBLE_DEVICES are not passed on)",
                   file=sys.stderr)
         env = environ.clean(os.environ)
-        for i, (path, job, script) in enumerate(rendered):
-            ids[i], error = _submit_one(job, script, opts, env)
+        from concurrent.futures import ThreadPoolExecutor
+
+        # sbatch calls are independent: several at once (slurmctld serialises what must be)
+        with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(rendered))) as pool:
+            results = list(pool.map(lambda r: _submit_one(r[1], r[2], opts, env), rendered))
+        for i, ((path, _, _), (job_id, error)) in enumerate(zip(rendered, results)):
+            ids[i] = job_id
             if error:
-                done = sum(1 for x in ids if x is not None)
-                extra = f" ({done} of {len(rendered)} submitted before it)" if many else ""
-                print(f"dlsubmit: {path + ': ' if many else ''}{error}{extra}", file=sys.stderr)
+                print(f"dlsubmit: {path + ': ' if many else ''}{error}", file=sys.stderr)
                 status = EXIT_SLURM
-                break
     for i, (path, _, script) in enumerate(rendered):
-        if status != EXIT_OK and ids[i] is None:
-            break
+        if not args.dry_run and ids[i] is None:
+            continue
         if args.json:
             doc = {"job_id": ids[i], "script": script}
             print(json.dumps({"spec": path, **doc} if many else doc))

@@ -454,3 +454,21 @@ def test_memory_is_written_with_its_unit() -> None:
     [args] = sbatch_directives(script)
     assert option(args, "mem-per-cpu") == ["334M"]
     assert "DL_ROLE_MEM_PER_CPU=('334M')" in script
+
+
+# ---------------------------------------------------------------- several specs in one call
+
+
+def test_several_specs_all_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s, a, env: calls.append(s) or 100 + len(calls))
+    good = _spec_file(monkeypatch)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("protocolVersion: 2\nname: b\ntaskRoles: {}\n")
+    assert cli.main([str(good), str(bad)]) == 2
+    assert calls == [] and f"dlsubmit: {bad}: taskRoles" in capsys.readouterr().err
+    second = _spec_file(monkeypatch, v2_spec(name="second"))
+    assert cli.main([str(good), str(second)]) == 0
+    assert sorted(capsys.readouterr().out.split()) == ["101", "102"]
+    assert len(calls) == 2
