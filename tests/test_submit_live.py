@@ -112,7 +112,7 @@ def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
 
 ENV_LINE = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE '
             'local=$LOCAL_RANK master=$MASTER_ADDR:$MASTER_PORT node=$SLURMD_NODENAME '
-            'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-}"')
+            'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-} mine=${DL_TASK_GPUS:-}"')
 
 
 def test_two_roles_run_as_one_hetjob(submit: Submitter) -> None:
@@ -138,11 +138,13 @@ def test_four_instances_of_two_gpus_share_one_node(submit: Submitter) -> None:
     assert sorted(int(r["local"]) for r in rows) == [0, 1, 2, 3]
     node_gpus = rows[0]["nodegpus"].split(",")
     assert len(node_gpus) == 8
+    # device contract (docs/dlsubmit.md): every task sees the node's 8 GPUs of the job; task k
+    # owns positions 2k, 2k+1 of that list (DL_TASK_GPUS); together they cover the node
     for r in rows:
-        mine = r["gpus"].split(",")
+        assert r["gpus"].split(",") == node_gpus
         k = int(r["local"])
-        assert mine == node_gpus[2 * k:2 * k + 2]
-    assert sorted(g for r in rows for g in r["gpus"].split(",")) == sorted(node_gpus)
+        assert r["mine"] == f"{2 * k},{2 * k + 1}"
+    assert sorted(int(p) for r in rows for p in r["mine"].split(",")) == list(range(8))
 
 
 def test_two_instances_of_eight_gpus_take_two_nodes(submit: Submitter) -> None:
