@@ -6,12 +6,12 @@ order and every user string is quoted for the layer it lands in (submit/quoting.
 job (``#SBATCH hetjob`` between components); ``extras.gangAllocation: false`` becomes a job array
 with one element per instance. Per role: ``--nodes``/``--ntasks``/``--ntasks-per-node`` from
 submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu=<N>M`` (memoryMB is per instance; never
-``--mem``; the unit is always written, sbatch(1): "Default units are megabytes" is a site-free
-reading only when no suffix is given), ``--gres=gpu[:type]:N`` per node. The OpenPAI
+``--mem``; the unit suffix is always written, so nothing rests on sbatch(1)'s default unit),
+``--gres=gpu[:type]:N`` per node. The OpenPAI
 ``virtualCluster`` becomes ``--partition``/``--account``/``--qos`` through the site config.
 Every value lands quoted for its layer, site and command-line values included: bash arrays are
-single-quoted word by word, ``#SBATCH`` values go through :func:`sbatch_word`. The job's values follow as bash variables, then the
-fixed runtime of submit/runtime.py. The checkpoint contract is declared with
+single-quoted word by word, ``#SBATCH`` values go through :func:`sbatch_word`. The job's
+values follow as bash variables, then the fixed runtime of submit/runtime.py. The checkpoint contract is declared with
 ``slurm_plugin.marker`` in ``--comment``.
 """
 

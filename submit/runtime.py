@@ -2,8 +2,8 @@
 
 ``submit/render.py`` writes the job's own values (names, commands, sizes; every user string
 single-quoted) as bash variables and appends :data:`RUNTIME`, which is the same for every job and
-holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shared/SLURM-NOTES.md
-"Signals, preemption, requeue"):
+holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dlsubmit.md
+"The preemption contract"):
 
 1. Prints the attempt marker ``[dlsubmit] attempt N start ...`` (N = ``SLURM_RESTART_COUNT``).
 2. Exports ``DL_RESTART_COUNT``, ``DL_CHECKPOINT_DIR`` (``<root>/<job id>``, the same across
@@ -13,11 +13,21 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), ../shar
    ``PAI_PORT_LIST_<role>_<i>_<label>``, ...). Ports are numbered from ``MASTER_PORT + 1``:
    each task of each role gets a block of ``1 + declared ports``; the first is the task's own
    port (``PAI_CONTAINER_HOST_PORT``, the port in ``HOST_LIST``), the declared labels follow.
+   Every variable of OpenPAI's runtime list is exported (docs/dlsubmit.md). Then the
+   rendezvous check list: ``SLURM_JOB_ID``, one address per node of each role (``scontrol
+   show hostnames`` must succeed and return hosts), ``MASTER_ADDR``/``MASTER_PORT``/
+   ``WORLD_SIZE``, every ``PAI_HOST_IP_*`` and ``HOST_LIST`` non-empty; otherwise
+   ``[dlsubmit] cannot start: ...`` and exit 1 before any payload. Secrets named by the job
+   are read from the ``--secrets`` file (mode re-checked) into the environment of the tasks.
 3. Starts one ``srun`` per role in the background, each in its own process group (``set -m``),
    with :data:`TASK_PROLOGUE` as ``bash -c`` text and the role's command as an argument. The
-   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX``, narrows
-   ``CUDA_VISIBLE_DEVICES`` to the task's own GPUs (slice ``LOCAL_RANK x gpus`` of the node's
-   list, no device cgroup), runs the command and records its exit status in a per-attempt file.
+   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX`` and the task's own
+   ``PAI_CURRENT_*``/``PAI_CONTAINER_*`` variables; GPU tasks keep the node's
+   ``CUDA_VISIBLE_DEVICES`` (``LOCAL_RANK`` picks; ``DL_TASK_GPUS`` lists the positions the task
+   owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+   It fills ``<% $secrets.NAME %>`` in the command text, runs the command (again, up to the
+   role's ``taskRetryCount`` times while it fails and no checkpoint signal came) and records the
+   final exit status in a per-attempt file.
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
    OpenPAI FrameworkController semantics); a decided job's remaining tasks get SIGTERM.
