@@ -40,7 +40,7 @@ from submit.render import contract_comment, render_sbatch
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
 TOKEN_PREFIX = "dlsubmit-token="
 LOOKUP_TRIES, LOOKUP_WAIT_S = 3, 2.0
-SUBMIT_THREADS = 8
+SUBMIT_THREADS = 4
 """After an sbatch timeout: look the token up this many times, this far apart (slurmctld may
 still be writing the job when the first look comes)."""
 

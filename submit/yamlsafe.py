@@ -40,8 +40,8 @@ class TooLarge(ValueError):
     """The expanded YAML document has more than :data:`MAX_NODES` nodes (an alias bomb)."""
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys and documents that expand past MAX_NODES."""
+class _Checks:
+    """Refuses duplicate keys and documents that expand past MAX_NODES (mixed into a loader)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -70,7 +70,18 @@ class _Loader(yaml.SafeLoader):
         return node
 
 
+class _Loader(_Checks, yaml.SafeLoader):
+    """Pure-Python safe loader with the checks (PyYAML's own messages and escapes)."""
+
+
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
+
+_CLoader: type | None = None
+if getattr(yaml, "CSafeLoader", None) is not None:
+    class _CLoader(_Checks, yaml.CSafeLoader):  # type: ignore[no-redef]
+        """libyaml's parser with the checks: about 10x faster on a valid document."""
+
+    _CLoader.add_constructor("tag:yaml.org,2002:map", _CLoader.construct_yaml_map)
 
 
 def expanded_size(root: yaml.Node) -> int:
@@ -98,12 +109,22 @@ def expanded_size(root: yaml.Node) -> int:
 
 def load_yaml(text: str) -> Any:
     """``yaml.safe_load`` that raises :class:`DuplicateKey` or :class:`TooLarge` (and PyYAML's
-    own errors for syntax)."""
-    loader = _Loader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    own errors for syntax).
+
+    libyaml parses first when available; on any YAML error the pure-Python parser reads the
+    text again, so messages and escapes (JSON-style surrogate pairs, which libyaml refuses) are
+    PyYAML's in every case."""
+    loaders = [_CLoader, _Loader] if _CLoader is not None else [_Loader]
+    for i, cls in enumerate(loaders):
+        loader = cls(text)
+        try:
+            return loader.get_single_data()
+        except yaml.YAMLError:
+            if i + 1 == len(loaders):
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("unreachable")
 
 
 def _json_pairs(text: str) -> Any:
