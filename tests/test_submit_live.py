@@ -332,3 +332,21 @@ def test_dlsubmit_from_inside_a_job_gets_a_clean_environment(submit: Submitter, 
     [row] = fields((tmp_path / f"inner-{inner_id}.out").read_text(), "INNER")
     assert row["ntasks"] == "1" and row["job"] == str(inner_id)
     assert len(row["gpus"].split(",")) == 1
+
+
+def test_secret_reaches_the_task_and_not_slurms_copy_of_the_script(submit: Submitter, tmp_path: Path) -> None:
+    """Issue 13 item 7: the value is filled in at run time; ``scontrol write batch_script``
+    (Slurm's stored copy) holds only the file's path."""
+    sf = tmp_path / "secrets"
+    sf.write_text("token=tok-4711\n")
+    sf.chmod(0o600)
+    job_id, log = submit(spec("secret", {"w": role('echo "SECRET v=<% $secrets.token %>"')}),
+                         "--secrets", str(sf), name="secret")
+    stored = tmp_path / "stored.sh"
+    import subprocess
+
+    subprocess.run(["scontrol", "write", "batch_script", str(job_id), str(stored)], check=True,
+                   capture_output=True)
+    assert "tok-4711" not in stored.read_text() and str(sf) in stored.read_text()
+    assert submit.ended(job_id).state == "COMPLETED"
+    assert fields(log.read_text(), "SECRET") == [{"v": "tok-4711"}]
