@@ -115,8 +115,8 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
 
 
 def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str, Any, str]]]:
-    """The options, and (spec path, job, script) for every spec; raises :class:`SpecError` with every problem of
-    every spec (prefixed by the spec's name when there are several)."""
+    """The options, and (spec path, job, script) for every spec. Raises :class:`SpecError`
+    with every problem of every spec (prefixed by the spec's name when there are several)."""
     opts = options_from_args(args)
     overrides = params.parse_overrides(args.param)
     out, problems = [], []

@@ -11,8 +11,8 @@ submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu=<N>M`` (memoryMB is per 
 ``virtualCluster`` becomes ``--partition``/``--account``/``--qos`` through the site config.
 Every value lands quoted for its layer, site and command-line values included: bash arrays are
 single-quoted word by word, ``#SBATCH`` values go through :func:`sbatch_word`. The job's
-values follow as bash variables, then the fixed runtime of submit/runtime.py. The checkpoint contract is declared with
-``slurm_plugin.marker`` in ``--comment``.
+values follow as bash variables, then the fixed runtime of submit/runtime.py. The checkpoint
+contract is declared with ``slurm_plugin.marker`` in ``--comment``.
 """
 
 from __future__ import annotations

@@ -221,7 +221,8 @@ dl_setup() {
       text=$(dl_addrs "$r") || dl_fail "rendezvous: no node addresses for role ${DL_ROLE_IDENT[r]}"
       mapfile -t addrs <<< "$text"
       (( DL_GANG && ${#addrs[@]} < DL_ROLE_NODES[r] )) &&
-        dl_fail "rendezvous: ${#addrs[@]} node address(es) for the ${DL_ROLE_NODES[r]} node(s) of role ${DL_ROLE_IDENT[r]}"
+        dl_fail "rendezvous: ${#addrs[@]} node address(es) for the" \
+          "${DL_ROLE_NODES[r]} node(s) of role ${DL_ROLE_IDENT[r]}"
     fi
     for ((i = 0; i < n; i++)); do
       if (( DL_GANG )); then j=$(( i / DL_ROLE_TASKS_PER_NODE[r] ))

@@ -472,3 +472,10 @@ def test_several_specs_all_or_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
     assert cli.main([str(good), str(second)]) == 0
     assert sorted(capsys.readouterr().out.split()) == ["101", "102"]
     assert len(calls) == 2
+
+
+def test_fewer_addresses_than_nodes_is_refused(tmp_path: Path, fake_bin: Path) -> None:
+    # spread placement: 2 instances on 2 nodes, but the node list names one host
+    spec = v2_spec(roles={"w": role("true", instances=2)}, extras={"placement": "spread"})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n1",))
+    assert rc != 0 and "1 node address(es) for the 2 node(s) of role w" in out
