@@ -479,3 +479,10 @@ def test_fewer_addresses_than_nodes_is_refused(tmp_path: Path, fake_bin: Path) -
     spec = v2_spec(roles={"w": role("true", instances=2)}, extras={"placement": "spread"})
     rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n1",))
     assert rc != 0 and "1 node address(es) for the 2 node(s) of role w" in out
+
+
+def test_undeclared_param_exits_2_from_the_command_line(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    spec = v2_spec(roles={"w": role("echo <% $parameters.bs %>")}, parameters={"bs": 8})
+    assert cli.main([str(_spec_file(monkeypatch, spec)), "--dry-run", "--param", "x=1"]) == 2
+    assert capsys.readouterr().err == "dlsubmit: --param x: the spec declares no parameter 'x' (parameters: bs)\n"
