@@ -93,13 +93,15 @@ class SlurmClient:
     run_as: str = ""
 
     # ----------------------------------------------------------------- plumbing
-    def _run(self, argv: Sequence[str], input_text: str | None = None) -> str:
+    def _run(self, argv: Sequence[str], input_text: str | None = None,
+             env: dict[str, str] | None = None) -> str:
         """Run one Slurm command; return its stdout. Raises the typed errors above.
 
-        A ``SLURM_CONF`` naming a missing or unreadable file fails at once with
-        :class:`SlurmUnreachable` (Slurm's commands would retry it for 60 s, see :func:`conf_problem`).
+        ``env``: the command's whole environment (``None`` = this process's). A ``SLURM_CONF``
+        naming a missing or unreadable file fails at once with :class:`SlurmUnreachable`
+        (Slurm's commands would retry it for 60 s, see :func:`conf_problem`).
         """
-        problem = conf_problem(os.environ.get("SLURM_CONF"))
+        problem = conf_problem((os.environ if env is None else env).get("SLURM_CONF"))
         if problem:
             raise SlurmUnreachable(argv, problem)
         cmd = [self.bin_dir.rstrip("/") + "/" + argv[0] if self.bin_dir else argv[0], *argv[1:]]
@@ -113,6 +115,7 @@ class SlurmClient:
                 text=True,
                 timeout=self.timeout_s,
                 check=False,
+                env=env,
             )
         except subprocess.TimeoutExpired as exc:
             raise SlurmUnreachable(argv, _timeout_message(self.timeout_s, exc)) from exc
@@ -222,18 +225,40 @@ class SlurmClient:
         return [j for j in data.get("jobs", []) if j.get("job_id") == job_id]
 
     # ----------------------------------------------------------------- changing
-    def submit(self, script_text: str, extra_args: Sequence[str] = ()) -> int:
+    def submit(self, script_text: str, extra_args: Sequence[str] = (),
+               env: dict[str, str] | None = None) -> int:
         """Submit a batch script (given as text on stdin) with ``sbatch --parsable``.
 
-        Returns the job id (a hetjob's leader id). Raises :class:`SlurmRefused` with sbatch's
-        message when the script or request is rejected.
+        ``env``: sbatch's whole environment (``None`` = this process's); sbatch passes it on to
+        the job (``--export=ALL``). Returns the job id (a hetjob's leader id). Raises
+        :class:`SlurmRefused` with sbatch's message when the script or request is rejected.
         """
-        out = self._run(["sbatch", "--parsable", *extra_args], input_text=script_text)
+        out = self._run(["sbatch", "--parsable", *extra_args], input_text=script_text, env=env)
         first = out.strip().splitlines()[-1] if out.strip() else ""
         m = re.match(r"^(\d+)(?:;\S+)?$", first)
         if not m:
             raise SlurmRefused(["sbatch"], f"unexpected sbatch output: {out!r}")
         return int(m.group(1))
+
+    def find_by_comment(self, text: str) -> list[int]:
+        """Ids of this user's jobs whose ``--comment`` contains ``text``: pending/running ones
+        from ``squeue --me -o '%i|%k'`` (``%k`` is the comment, squeue(1)), then ended ones from
+        ``sacct -X -P --format=JobIDRaw,Comment`` over the last day (sacct keeps the comment only
+        with ``AccountingStoreFlags=job_comment``; without slurmdbd that part is skipped).
+        A hetjob or array counts once (its leader / array id). Raises :class:`SlurmUnreachable`
+        when squeue gets no answer."""
+        found: list[int] = []
+        out = self._run(["squeue", "-h", "--me", "-o", "%i|%k"])
+        try:
+            out += self._run(["sacct", "-n", "-X", "-P", "--format=JobIDRaw,Comment", "-S", "now-1days"])
+        except SlurmError:
+            pass
+        for line in out.splitlines():
+            job, _, comment = line.partition("|")
+            m = re.match(r"^(\d+)", job.strip())
+            if m and text in comment and int(m.group(1)) not in found:
+                found.append(int(m.group(1)))
+        return found
 
     def test_only(self, script_text: str) -> str:
         """``sbatch --test-only``: Slurm's verdict text without submitting. Raises :class:`SlurmRefused`."""

@@ -3,8 +3,9 @@
 OpenPAI leaves ``extras`` open for plugins (``com.microsoft.pai.runtimeplugin``,
 ``hivedScheduler``): unknown keys are kept and ignored. The keys below are validated:
 ``gangAllocation`` (OpenPAI protocol v2 schema), and dlsubmit's own ``placement``, ``gpuType``,
-``enforceBinding`` and ``checkpoint`` (signal and grace of the checkpoint contract, same grammar
-as slurm_plugin/marker.py).
+``enforceBinding``, ``gpuIsolation`` (``node``: every task sees its node's GPUs of the job and
+``LOCAL_RANK`` picks, the default; ``task``: each task sees only its own GPUs) and ``checkpoint``
+(signal and grace of the checkpoint contract, same grammar as slurm_plugin/marker.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Extras(BaseModel):
     placement: Literal["consolidate", "spread"] = "consolidate"
     gpuType: str | None = None
     enforceBinding: Bool | None = None  # type: ignore[valid-type]
+    gpuIsolation: Literal["node", "task"] = "node"
     checkpoint: Checkpoint | None = None
 
     @field_validator("gpuType", mode="before")

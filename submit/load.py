@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from submit import model, spec_v1, spec_v2
-from submit.validation import SpecError, field_path
+from submit import yamlsafe
+from submit.errors import SpecError, field_path
+
+if TYPE_CHECKING:
+    from submit.model import Job
 
 
 def strip_json_comments(text: str) -> str:
@@ -77,13 +80,17 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
     """
     if _is_json(name, text):
         try:
-            return json.loads(strip_json_comments(text))
+            return yamlsafe.load_json(strip_json_comments(text))
+        except yamlsafe.DuplicateKey as exc:
+            raise SpecError([f"{name}: {exc}"]) from None
         except json.JSONDecodeError as exc:
             raise SpecError([f"{name}:{exc.lineno}:{exc.colno}: JSON syntax error: {exc.msg}"]) from None
         except RecursionError:
             raise SpecError([f"{name}: JSON nested too deeply"]) from None
     try:
-        return yaml.safe_load(text)
+        return yamlsafe.load_yaml(text)
+    except (yamlsafe.DuplicateKey, yamlsafe.TooLarge) as exc:
+        raise SpecError([f"{name}: {exc}"]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
@@ -133,7 +140,7 @@ def _fix_text(doc: Any, path: tuple[Any, ...], problems: list[str]) -> Any:
     return doc
 
 
-def to_job(doc: Any, overrides: dict[str, str] | None = None) -> model.Job:
+def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
     """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError` (a lone
     surrogate anywhere included; valid pairs are joined first, see the module doc)."""
     problems: list[str] = []
@@ -143,14 +150,18 @@ def to_job(doc: Any, overrides: dict[str, str] | None = None) -> model.Job:
     if not isinstance(doc, dict):
         raise SpecError(["(top level): must be a mapping (a v2 YAML job or a v1 JSON job)"])
     if "protocolVersion" in doc:
+        from submit import spec_v2
+
         return spec_v2.to_job(doc, overrides)
     if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
+        from submit import spec_v1
+
         return spec_v1.to_job(doc, overrides)
     raise SpecError(["protocolVersion: required field is missing (v2 YAML needs "
                      "'protocolVersion: 2'; a v1 JSON job needs jobName and a taskRoles list)"])
 
 
-def load(path: str | Path, overrides: dict[str, str] | None = None) -> model.Job:
+def load(path: str | Path, overrides: dict[str, str] | None = None) -> Job:
     """Read, parse and validate a spec file. Raises :class:`SpecError` (file problems included)."""
     p = Path(path)
     try:

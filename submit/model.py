@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from submit.validation import SpecError
+from submit.errors import SpecError
 
 PLACEMENTS = ("consolidate", "spread")
 
@@ -43,6 +43,8 @@ class Role:
         min_succeeded: succeeded instances that end the job successfully, -1 = off.
         min_failed: failed instances that fail the job, -1 = off.
         shm_mib: shared memory wanted per instance (PAI_RESOURCE only), MiB.
+        task_retries: times a failed instance's command is run again in place (same task, same
+            rank, no requeue of the gang); OpenPAI v2 ``taskRetryCount``.
         path: the role's field path in the spec (``taskRoles.worker`` / ``taskRoles[1]``).
         fields: spec field names for ``gpu``, ``cpu``, ``memory``, ``instances`` (for messages).
     """
@@ -59,6 +61,7 @@ class Role:
     min_succeeded: int = -1
     min_failed: int = 1
     shm_mib: int = 64
+    task_retries: int = 0
     path: str = "taskRoles"
     fields: tuple[tuple[str, str], ...] = ()
 
@@ -82,7 +85,13 @@ class Job:
         data_dir, output_dir, code_dir: PAI_DATA_DIR / PAI_OUTPUT_DIR / PAI_CODE_DIR.
         signal, grace_s: checkpoint contract asked by the spec, ``None`` = site default.
         enforce_binding: ``--gres-flags=enforce-binding`` asked by the spec (``None`` = site).
-        warnings: notes for the user (unsupported fields that were ignored, secrets left out).
+        virtual_cluster: OpenPAI ``virtualCluster`` (``None`` = not given), mapped to Slurm by the
+            site config (submit/options.py).
+        gpu_isolation: ``node`` (every task sees the node's GPUs of the job, ``LOCAL_RANK``
+            picks) or ``task`` (each task sees only its own GPUs), ``extras.gpuIsolation``.
+        secrets: names of the ``$secrets`` the commands reference (values come at run time
+            from the ``--secrets`` file, never from the script).
+        warnings: notes for the user (unsupported fields that were ignored, renamed roles).
         version: ``"v1"`` or ``"v2"``.
     """
 
@@ -99,6 +108,9 @@ class Job:
     signal: str | None = None
     grace_s: int | None = None
     enforce_binding: bool | None = None
+    virtual_cluster: str | None = None
+    gpu_isolation: str = "node"
+    secrets: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     version: str = "v2"
 
@@ -129,3 +141,21 @@ def check_role_idents(roles: list[Role]) -> None:
         seen.setdefault(r.ident, r.name)
     if problems:
         raise SpecError(problems)
+
+
+def renamed_role_warnings(roles: list[Role] | tuple[Role, ...], texts: list[str]) -> list[str]:
+    """Warnings for commands that use a role's original name where environment names carry its
+    identifier (``$PAI_TASK_ROLE_ps.server_HOST_LIST`` expands ``$PAI_TASK_ROLE_ps`` in bash).
+
+    ``texts``: every command of the job. A reference is a ``PAI_`` word followed by the original
+    name (``PAI_HOST_IP_ps.server_0``, ``PAI_TASK_ROLE_ps.server_HOST_LIST``)."""
+    out = []
+    for r in roles:
+        if r.name == r.ident:
+            continue
+        pat = re.compile(r"PAI_[A-Za-z0-9_]*?_?" + re.escape(r.name))
+        if any(pat.search(t) for t in texts):
+            out.append(f"{r.path}: role {r.name!r} is {r.ident!r} in environment names "
+                       f"(e.g. PAI_TASK_ROLE_{r.ident}_HOST_LIST); a command uses the original "
+                       "name, which bash does not read as one variable name")
+    return out

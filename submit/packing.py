@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from submit.model import Role
 from submit.options import RenderOptions
-from submit.validation import SpecError
+from submit.errors import SpecError
 
 
 @dataclass(frozen=True)

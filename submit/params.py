@@ -3,10 +3,12 @@
 OpenPAI renders ``<% $ref %>`` references (a mustache dialect) at submit time
 (microsoft/pai src/rest-server/src/middlewares/v2/protocol.js):
 ``$parameters.<name>`` is global, ``$data``/``$output``/``$script`` name the prerequisite a task
-role selects (``$data.uri[0]``). Unknown references are left in place verbatim. ``$secrets`` is
-never rendered into commands (the protocol keeps secrets out of anything users can read, and a
-batch script is readable by anyone who can run ``scontrol show job -d``): a reference to a secret
-stays as written and the caller gets a warning.
+role selects (``$data.uri[0]``). A reference into one of those scopes that names nothing there
+(``<% $parameters.nope %>``) is an error naming it; references to other scopes are left verbatim.
+``$secrets`` is never rendered at submit time (Slurm keeps batch scripts in its state directory
+and shows them to ``scontrol write batch_script``): each ``<% $secrets.name %>`` is written in the
+canonical form :func:`secret_placeholder` and the task fills it in at run time from the user's
+``--secrets`` file (submit/runtime.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from submit.validation import SpecError
+from submit.errors import SpecError
+
+_SECRET_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _REF_RE = re.compile(
     r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)\s*%>"
@@ -49,28 +53,55 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def render(text: str, scopes: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """Render every ``<% $scope.path %>`` of ``text`` found in ``scopes``.
+def secret_placeholder(name: str) -> str:
+    """The one spelling of a secret reference the run time replaces: ``<% $secrets.NAME %>``."""
+    return f"<% $secrets.{name} %>"
+
+
+def render(text: str, scopes: Mapping[str, Any], where: str = "commands") -> tuple[str, list[str]]:
+    """Render every ``<% $scope.path %>`` of ``text`` whose scope is in ``scopes``.
 
     Args:
         text: a command (or any string).
         scopes: ``{"parameters": {...}, "data": {...}, ...}``; a ``secrets`` entry is ignored.
+        where: the field path for messages.
     Returns:
-        ``(rendered text, names of $secrets references left in place)``.
+        ``(rendered text, names of the $secrets referenced)``; secret references are rewritten
+        as :func:`secret_placeholder`.
+    Raises:
+        SpecError: a reference names nothing in its scope (one line per reference), or a
+            secret reference is not ``$secrets.NAME`` with NAME a shell identifier.
     """
     secrets: list[str] = []
+    problems: list[str] = []
 
     def sub(m: re.Match[str]) -> str:
         scope, steps = m.group(1), m.group(2)
         if scope == "secrets":
-            secrets.append(steps.lstrip("."))
-            return m.group(0)
+            name = steps[1:] if steps.startswith(".") else ""
+            if not _SECRET_NAME_RE.match(name):
+                problems.append(f"{where}: {m.group(0)}: a secret reference is "
+                                "<% $secrets.NAME %> with NAME like api_token")
+                return m.group(0)
+            if name not in secrets:
+                secrets.append(name)
+            return secret_placeholder(name)
         if scope not in scopes:
             return m.group(0)
         value = _lookup(scopes[scope], steps)
-        return m.group(0) if value is _MISSING else _text(value)
+        if value is _MISSING:
+            known = ", ".join(sorted(scopes[scope])) if isinstance(scopes[scope], Mapping) else ""
+            problems.append(f"{where}: {m.group(0)} names nothing: ${scope} has "
+                            + (f"{known}" if known else "no entries")
+                            + (" (define it under parameters: or pass --param NAME=VALUE)"
+                               if scope == "parameters" else ""))
+            return m.group(0)
+        return _text(value)
 
-    return _REF_RE.sub(sub, text), secrets
+    out = _REF_RE.sub(sub, text)
+    if problems:
+        raise SpecError(problems)
+    return out, secrets
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:

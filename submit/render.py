@@ -5,10 +5,14 @@ order and every user string is quoted for the layer it lands in (submit/quoting.
 (docs/design.md, "dlsubmit mapping"): one role is one job, several roles one heterogeneous
 job (``#SBATCH hetjob`` between components); ``extras.gangAllocation: false`` becomes a job array
 with one element per instance. Per role: ``--nodes``/``--ntasks``/``--ntasks-per-node`` from
-submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu`` (memoryMB is per instance; never
-``--mem``), ``--gres=gpu[:type]:N`` per node. The job's values follow as bash variables, then the
-fixed runtime of submit/runtime.py. The checkpoint contract is declared with
-``slurm_plugin.marker`` in ``--comment``.
+submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu=<N>M`` (memoryMB is per instance; never
+``--mem``; the unit suffix is always written, so nothing rests on sbatch(1)'s default unit),
+``--gres=gpu[:type]:N`` per node. The OpenPAI
+``virtualCluster`` becomes ``--partition``/``--account``/``--qos`` through the site config.
+Every value lands quoted for its layer, site and command-line values included: bash arrays are
+single-quoted word by word, ``#SBATCH`` values go through :func:`sbatch_word`. The job's
+values follow as bash variables, then the fixed runtime of submit/runtime.py. The checkpoint
+contract is declared with ``slurm_plugin.marker`` in ``--comment``.
 """
 
 from __future__ import annotations
@@ -18,15 +22,30 @@ from submit.model import Job, Role
 from submit.options import RenderOptions
 from submit.packing import Layout
 from submit.quoting import bash_word, sbatch_word, slurm_name
-from submit.validation import SpecError
+from submit.errors import SpecError
 from slurm_plugin import marker
 
 MAX_PORTS = 25000
 
 
+_SQUASHFS_SUFFIXES = (".sqsh", ".squashfs", ".sqfs")
+
+
 def _pyxis_image(uri: str) -> str:
     """Docker reference -> enroot/pyxis form: a registry host (first part with ``.`` or ``:``)
-    is separated by ``#`` (``nvcr.io/nvidia/pytorch:23.10`` -> ``nvcr.io#nvidia/pytorch:23.10``)."""
+    is separated by ``#`` (``nvcr.io/nvidia/pytorch:23.10`` -> ``nvcr.io#nvidia/pytorch:23.10``).
+
+    A local squashfs file (``.sqsh``, ``.squashfs``, ``.sqfs``) must reach pyxis as a path: pyxis
+    reads ``--container-image`` as a file only when it starts with ``/`` or ``.``, anything else
+    as a registry image name. So ``pt.sqsh`` and ``images/pt.sqsh`` become ``./pt.sqsh`` and
+    ``./images/pt.sqsh`` (relative to the job's working directory, the submit directory) and
+    ``~/pt.sqsh`` becomes ``$HOME/pt.sqsh`` written out at submit time."""
+    if uri.lower().endswith(_SQUASHFS_SUFFIXES) and "://" not in uri:
+        if uri.startswith("~/"):
+            import os.path
+
+            return os.path.expanduser(uri)
+        return uri if uri.startswith(("/", "./", "../")) else "./" + uri
     head, sep, rest = uri.partition("/")
     if sep and ("." in head or ":" in head or head == "localhost") and "#" not in uri:
         return f"{head}#{rest}"
@@ -77,12 +96,17 @@ def _resource_lines(job: Job, role: Role, lay: Layout, opts: RenderOptions,
     ntasks = role.instances if job.gang else 1
     lines = [f"--nodes={lay.nodes}", f"--ntasks={ntasks}",
              f"--ntasks-per-node={lay.tasks_per_node}", f"--cpus-per-task={role.cpus}",
-             f"--mem-per-cpu={lay.mem_per_cpu_mib}"]
+             f"--mem-per-cpu={lay.mem_per_cpu_mib}M"]
     if role.gpus:
         lines.append(f"--gres={_gres(job, role, lay.gres_per_node(role), opts)}")
         if binding:
             lines.append("--gres-flags=enforce-binding")
     return lines
+
+
+def contract_comment(job: Job, opts: RenderOptions) -> str:
+    """The job's ``--comment``: the checkpoint marker (slurm_plugin/marker.py)."""
+    return marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s).to_comment()
 
 
 def directives(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
@@ -91,7 +115,10 @@ def directives(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str
     contract = marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s)
     binding = opts.enforce_binding if job.enforce_binding is None else job.enforce_binding
     name = f"--job-name={sbatch_word(slurm_name(job.name))}"
-    part = [f"--partition={sbatch_word(opts.partition)}"] if opts.partition else []
+    vc = opts.virtual_cluster(job.virtual_cluster)
+    part = [f"--{flag}={sbatch_word(value)}" for flag, value in (
+        ("partition", opts.partition or vc.partition), ("account", opts.account or vc.account),
+        ("qos", opts.qos or vc.qos)) if value]
     head = [name, *part]
     if opts.output:
         head.append(f"--output={sbatch_word(opts.output)}")
@@ -110,9 +137,10 @@ def directives(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str
     return out
 
 
-def _array(name: str, values: list[str], quote: bool = False) -> str:
-    items = [bash_word(v) if quote else v for v in values]
-    if quote and any("\n" in v for v in values):
+def _array(name: str, values: list[str]) -> str:
+    """``NAME=('v0' 'v1' ...)``: every element single-quoted, whatever it holds."""
+    items = [bash_word(v) for v in values]
+    if any("\n" in v for v in values):
         return f"{name}=(\n" + "".join(f"  {i}\n" for i in items) + ")"
     return f"{name}=({' '.join(items)})"
 
@@ -123,7 +151,8 @@ def _ports(role: Role) -> tuple[str, int]:
     return spec, 1 + sum(p.count for p in role.ports)
 
 
-def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
+def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
+                  secrets_file: str | None = None) -> list[str]:
     """The job's values as bash assignments (user strings single-quoted)."""
     contract = marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s)
     roles = job.roles
@@ -142,25 +171,30 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[
         f"DL_RETRY_BUDGET={job.retry_budget}",
         f"DL_GANG={int(job.gang)}",
         f"DL_HET={int(job.gang and len(roles) > 1)}",
-        f"DL_CONTAINER={opts.container_runtime}",
+        f"DL_CONTAINER={bash_word(opts.container_runtime)}",
+        f"DL_GPU_ISOLATION={bash_word(job.gpu_isolation)}",
+        f"DL_VC_NAME={bash_word(job.virtual_cluster or 'default')}",
+        f"DL_SECRETS_FILE={bash_word(secrets_file or '')}",
+        _array("DL_SECRET_NAMES", list(job.secrets)),
         f"DL_CHECKPOINT_ROOT={root}",
-        _array("DL_ROLE_NAME", [r.name for r in roles], quote=True),
+        _array("DL_ROLE_NAME", [r.name for r in roles]),
         _array("DL_ROLE_IDENT", [r.ident for r in roles]),
         _array("DL_ROLE_INSTANCES", [str(r.instances) for r in roles]),
         _array("DL_ROLE_NODES", [str(lay.nodes) for lay in layouts]),
         _array("DL_ROLE_TASKS_PER_NODE", [str(lay.tasks_per_node) for lay in layouts]),
         _array("DL_ROLE_CPUS", [str(r.cpus) for r in roles]),
-        _array("DL_ROLE_MEM_PER_CPU", [str(lay.mem_per_cpu_mib) for lay in layouts]),
+        _array("DL_ROLE_MEM_PER_CPU", [f"{lay.mem_per_cpu_mib}M" for lay in layouts]),
         _array("DL_ROLE_GPUS", [str(r.gpus) for r in roles]),
         _array("DL_ROLE_GRES", [_gres(job, r, lay.gres_per_node(r), opts)
                                 for r, lay in zip(roles, layouts)]),
         _array("DL_ROLE_MIN_SUCCEEDED", [str(r.min_succeeded) for r in roles]),
         _array("DL_ROLE_MIN_FAILED", [str(r.min_failed) for r in roles]),
-        _array("DL_ROLE_PORTS", [_ports(r)[0] for r in roles], quote=True),
+        _array("DL_ROLE_TASK_RETRIES", [str(r.task_retries) for r in roles]),
+        _array("DL_ROLE_PORTS", [_ports(r)[0] for r in roles]),
         _array("DL_ROLE_PORT0", [str(p) for p in port0]),
         _array("DL_ROLE_PORTS_PER_TASK", [str(_ports(r)[1]) for r in roles]),
         _array("DL_ROLE_RESOURCE", [f"{r.gpus},{r.cpus},{r.memory_mib},{r.shm_mib}" for r in roles]),
-        _array("DL_ROLE_IMAGE", [_image(r, opts) for r in roles], quote=True),
+        _array("DL_ROLE_IMAGE", [_image(r, opts) for r in roles]),
         "DL_ROLE_COMMAND=(",
         *[f"{bash_word(r.command)}" for r in roles],
         ")",
@@ -174,15 +208,21 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[
     return lines
 
 
-def render_sbatch(job: Job, options: RenderOptions) -> str:
+def render_sbatch(job: Job, options: RenderOptions, secrets_file: str | None = None) -> str:
     """The complete batch script for ``job`` on a site described by ``options``.
 
-    Pure and deterministic. Raises :class:`SpecError` when a role cannot fit on one node, when
-    an array job's roles differ in resources, or when too many ports are requested.
+    ``secrets_file``: absolute path of the user's secrets file (its *path* goes into the script,
+    never its values; the batch shell reads it at run time). Pure and deterministic. Raises
+    :class:`SpecError` when a role cannot fit on one node, when an array job's roles differ in
+    resources, when too many ports are requested, when the spec's virtual cluster is unknown to
+    the site, or when commands reference secrets and no secrets file is given.
     """
+    if job.secrets and not secrets_file:
+        raise SpecError([f"commands reference $secrets ({', '.join(job.secrets)}); give their "
+                         "values with --secrets FILE (NAME=VALUE lines, mode 0600)"])
     layouts = _layouts(job, options)
     head = directives(job, layouts, options)
-    body = job_variables(job, layouts, options)
+    body = job_variables(job, layouts, options, secrets_file)
     prologue = (
         "read -r -d '' DL_TASK_PROLOGUE <<'DL_TASK_PROLOGUE_END'\n"
         + runtime.TASK_PROLOGUE + "DL_TASK_PROLOGUE_END\n"

@@ -2,8 +2,8 @@
 
 ``submit/render.py`` writes the job's own values (names, commands, sizes; every user string
 single-quoted) as bash variables and appends :data:`RUNTIME`, which is the same for every job and
-holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/design.md,
-"Signals, preemption, requeue"):
+holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dlsubmit.md
+"The preemption contract"):
 
 1. Prints the attempt marker ``[dlsubmit] attempt N start ...`` (N = ``SLURM_RESTART_COUNT``).
 2. Exports ``DL_RESTART_COUNT``, ``DL_CHECKPOINT_DIR`` (``<root>/<job id>``, the same across
@@ -13,11 +13,21 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/de
    ``PAI_PORT_LIST_<role>_<i>_<label>``, ...). Ports are numbered from ``MASTER_PORT + 1``:
    each task of each role gets a block of ``1 + declared ports``; the first is the task's own
    port (``PAI_CONTAINER_HOST_PORT``, the port in ``HOST_LIST``), the declared labels follow.
+   Every variable of OpenPAI's runtime list is exported (docs/dlsubmit.md). Then the
+   rendezvous check list: ``SLURM_JOB_ID``, one address per node of each role (``scontrol
+   show hostnames`` must succeed and return hosts), ``MASTER_ADDR``/``MASTER_PORT``/
+   ``WORLD_SIZE``, every ``PAI_HOST_IP_*`` and ``HOST_LIST`` non-empty; otherwise
+   ``[dlsubmit] cannot start: ...`` and exit 1 before any payload. Secrets named by the job
+   are read from the ``--secrets`` file (mode re-checked) into the environment of the tasks.
 3. Starts one ``srun`` per role in the background, each in its own process group (``set -m``),
    with :data:`TASK_PROLOGUE` as ``bash -c`` text and the role's command as an argument. The
-   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX``, narrows
-   ``CUDA_VISIBLE_DEVICES`` to the task's own GPUs (slice ``LOCAL_RANK x gpus`` of the node's
-   list, no device cgroup), runs the command and records its exit status in a per-attempt file.
+   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX`` and the task's own
+   ``PAI_CURRENT_*``/``PAI_CONTAINER_*`` variables; GPU tasks keep the node's
+   ``CUDA_VISIBLE_DEVICES`` (``LOCAL_RANK`` picks; ``DL_TASK_GPUS`` lists the positions the task
+   owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+   It fills ``<% $secrets.NAME %>`` in the command text, runs the command (again, up to the
+   role's ``taskRetryCount`` times while it fails and no checkpoint signal came) and records the
+   final exit status in a per-attempt file.
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
    OpenPAI FrameworkController semantics); a decided job's remaining tasks get SIGTERM.
@@ -46,18 +56,53 @@ dl_var=PAI_HOST_IP_${dl_ident}_$dl_index
 export PAI_CURRENT_CONTAINER_IP=${!dl_var:-}
 export PAI_CONTAINER_HOST_IP=$PAI_CURRENT_CONTAINER_IP
 export PAI_CONTAINER_HOST_PORT=$(( MASTER_PORT + 1 + $9 + dl_index * ${10} ))
+dl_var=PAI_TASK_ROLE_TASK_COUNT_$dl_ident
+export PAI_CURRENT_TASK_ROLE_TASK_COUNT=${!dl_var}
+dl_var=PAI_RESOURCE_$dl_ident
+IFS=, read -r PAI_CURRENT_TASK_ROLE_GPU_COUNT PAI_CURRENT_TASK_ROLE_CPU_COUNT \
+  PAI_CURRENT_TASK_ROLE_MEM_MB PAI_CURRENT_TASK_ROLE_SHM_MB <<< "${!dl_var}"
+export PAI_CURRENT_TASK_ROLE_GPU_COUNT PAI_CURRENT_TASK_ROLE_CPU_COUNT
+export PAI_CURRENT_TASK_ROLE_MEM_MB PAI_CURRENT_TASK_ROLE_SHM_MB
+dl_var=PAI_MIN_FAILED_TASK_COUNT_$dl_ident
+export PAI_CURRENT_TASK_ROLE_MIN_FAILED_TASK_COUNT=${!dl_var}
+dl_var=PAI_MIN_SUCCEEDED_TASK_COUNT_$dl_ident
+export PAI_CURRENT_TASK_ROLE_MIN_SUCCEEDED_TASK_COUNT=${!dl_var}
+dl_plist=
+for dl_spec in ${12:-}; do
+  dl_label=${dl_spec%%:*} dl_var=PAI_PORT_LIST_${dl_ident}_${dl_index}_${dl_spec%%:*}
+  export "PAI_CONTAINER_HOST_${dl_label}_PORT_LIST=${!dl_var:-}"
+  [[ $dl_label == ssh ]] && export PAI_CONTAINER_SSH_PORT=${!dl_var%%,*}
+  dl_plist+=";$dl_label:${!dl_var:-}"
+done
+export PAI_CONTAINER_HOST_PORT_LIST=${dl_plist#;}
 if (( $6 > 0 )); then
   export DL_NODE_GPUS=${CUDA_VISIBLE_DEVICES:-}
   IFS=, read -r -a dl_devs <<< "$DL_NODE_GPUS"
-  dl_mine=("${dl_devs[@]:LOCAL_RANK*$6:$6}")
-  CUDA_VISIBLE_DEVICES=$(IFS=,; printf '%s' "${dl_mine[*]}")
-  export CUDA_VISIBLE_DEVICES
+  dl_first=$(( LOCAL_RANK * $6 )) DL_TASK_GPUS=
+  if [[ $DL_GPU_ISOLATION == task ]]; then
+    dl_mine=("${dl_devs[@]:dl_first:$6}") dl_first=0
+    CUDA_VISIBLE_DEVICES=$(IFS=,; printf '%s' "${dl_mine[*]}")
+  fi
+  for ((dl_i = dl_first; dl_i < dl_first + $6; dl_i++)); do DL_TASK_GPUS+=,$dl_i; done
+  export CUDA_VISIBLE_DEVICES CUDA_DEVICE_ORDER=PCI_BUS_ID DL_TASK_GPUS=${DL_TASK_GPUS#,}
 else
   export CUDA_VISIBLE_DEVICES=
 fi
-trap : "$DL_SIGNAL"
-/bin/bash -c "$8" "dl-$dl_ident"
-dl_rc=$?
+dl_cmd=$8
+for dl_name in ${DL_SECRET_LIST:-}; do
+  dl_var=DL_SECRET_$dl_name
+  dl_cmd=${dl_cmd//"<% \$secrets.$dl_name %>"/"${!dl_var}"}
+  unset "$dl_var"
+done
+unset DL_SECRET_LIST
+dl_sig=0
+trap 'dl_sig=1' "$DL_SIGNAL"
+for ((dl_try = 0; ; dl_try++)); do
+  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd /bin/bash -c 'dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident"
+  dl_rc=$?
+  (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
+  printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2
+done
 dl_status=$DL_STATUS_DIR/$dl_r.$dl_index
 printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f "$dl_status.$$" "$dl_status"
 exit "$dl_rc"
@@ -81,19 +126,55 @@ dl_expand_pai() {
   printf '%s' "$v"
 }
 
+dl_fail() { dl_log "cannot start: $*; the payload was not started"; exit 1; }
+
+dl_require() {
+  local v bad=()
+  for v in "$@"; do [[ -n ${!v:-} ]] || bad+=("$v"); done
+  (( ${#bad[@]} == 0 )) || dl_fail "rendezvous: empty or unset: ${bad[*]}"
+}
+
 dl_addrs() {
-  local var=SLURM_JOB_NODELIST n line
+  local var=SLURM_JOB_NODELIST n line hosts
   (( DL_HET )) && var=SLURM_JOB_NODELIST_HET_GROUP_$1
-  for n in $(scontrol show hostnames "${!var:-}"); do
+  if [[ -z ${!var:-} ]]; then dl_log "rendezvous: $var is empty" >&2; return 1; fi
+  if ! hosts=$(scontrol show hostnames "${!var}"); then
+    dl_log "rendezvous: 'scontrol show hostnames ${!var}' failed" >&2; return 1
+  fi
+  if [[ -z ${hosts//[[:space:]]/} ]]; then
+    dl_log "rendezvous: 'scontrol show hostnames ${!var}' returned no host" >&2; return 1
+  fi
+  for n in $hosts; do
     line=$(scontrol show node -o "$n" 2>/dev/null)
     if [[ $line =~ NodeAddr=([^[:space:]]+) ]]; then printf '%s\n' "${BASH_REMATCH[1]}"
     else printf '%s\n' "$n"; fi
   done
 }
 
+dl_read_secrets() {
+  local f=$DL_SECRETS_FILE line name mode
+  (( ${#DL_SECRET_NAMES[@]} )) || return 0
+  [[ -f $f && -r $f ]] || dl_fail "secrets file $f is not a readable file"
+  mode=$(stat -c %a "$f") || dl_fail "cannot stat secrets file $f"
+  (( (8#$mode & 8#077) == 0 )) || dl_fail "secrets file $f has mode $mode; run chmod 600 on it"
+  while IFS= read -r line || [[ -n $line ]]; do
+    [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
+    name=${line%%=*}
+    for n in "${DL_SECRET_NAMES[@]}"; do
+      [[ $n == "$name" ]] && export "DL_SECRET_$name=${line#*=}"
+    done
+  done < "$f"
+  for name in "${DL_SECRET_NAMES[@]}"; do
+    line=DL_SECRET_$name
+    [[ -v $line ]] || dl_fail "secret $name is not in $f"
+  done
+  export DL_SECRET_LIST="${DL_SECRET_NAMES[*]}"
+}
+
 dl_setup() {
-  local r i j k n id spec label port list ports total=0 nodes=0
-  local -a addrs
+  local r i j k n id spec label port list ports total=0 nodes=0 text
+  local -a addrs required=(MASTER_ADDR MASTER_PORT WORLD_SIZE DL_CHECKPOINT_DIR PAI_JOB_NAME PAI_USER_NAME)
+  dl_require SLURM_JOB_ID
   DL_JOB_KEY=$SLURM_JOB_ID DL_REQUEUE_ID=$SLURM_JOB_ID
   if [[ -n ${SLURM_ARRAY_JOB_ID:-} ]]; then
     DL_JOB_KEY=${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID DL_REQUEUE_ID=$DL_JOB_KEY
@@ -111,15 +192,16 @@ dl_setup() {
   PAI_DATA_DIR=$(dl_expand_pai "$PAI_DATA_DIR")
   PAI_OUTPUT_DIR=$(dl_expand_pai "$PAI_OUTPUT_DIR")
   PAI_CODE_DIR=$(dl_expand_pai "$PAI_CODE_DIR")
-  export PAI_TASK_ROLE_COUNT=${#DL_ROLE_NAME[@]}
+  export PAI_TASK_ROLE_COUNT=${#DL_ROLE_NAME[@]} PAI_JOB_TASK_ROLE_COUNT=${#DL_ROLE_NAME[@]}
   PAI_TASK_ROLE_LIST=$(IFS=,; printf '%s' "${DL_ROLE_NAME[*]}")
-  export PAI_TASK_ROLE_LIST
+  export PAI_TASK_ROLE_LIST PAI_JOB_TASK_ROLE_LIST=$PAI_TASK_ROLE_LIST
+  export PAI_JOB_VC_NAME=$DL_VC_NAME PAI_WORK_DIR=$PWD DL_GPU_ISOLATION
   DL_RANK0=() DL_NODE0=()
   for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
     DL_RANK0+=("$total") DL_NODE0+=("$nodes")
     total=$(( total + DL_ROLE_INSTANCES[r] )) nodes=$(( nodes + DL_ROLE_NODES[r] ))
   done
-  export WORLD_SIZE=$total
+  export WORLD_SIZE=$total PAI_JOB_TASK_COUNT=$total
   export MASTER_PORT=$(( 20000 + (${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID} % 1000) * 20 ))
   DL_ONLY_ROLE=-1 DL_ONLY_INDEX=
   if (( ! DL_GANG )); then
@@ -135,25 +217,37 @@ dl_setup() {
     export "PAI_MIN_FAILED_TASK_COUNT_$id=${DL_ROLE_MIN_FAILED[r]}"
     export "PAI_MIN_SUCCEEDED_TASK_COUNT_$id=${DL_ROLE_MIN_SUCCEEDED[r]}"
     addrs=()
-    if (( DL_GANG || r == DL_ONLY_ROLE )); then mapfile -t addrs < <(dl_addrs "$r"); fi
+    if (( DL_GANG || r == DL_ONLY_ROLE )); then
+      text=$(dl_addrs "$r") || dl_fail "rendezvous: no node addresses for role ${DL_ROLE_IDENT[r]}"
+      mapfile -t addrs <<< "$text"
+      (( DL_GANG && ${#addrs[@]} < DL_ROLE_NODES[r] )) &&
+        dl_fail "rendezvous: ${#addrs[@]} node address(es) for the" \
+          "${DL_ROLE_NODES[r]} node(s) of role ${DL_ROLE_IDENT[r]}"
+    fi
     for ((i = 0; i < n; i++)); do
       if (( DL_GANG )); then j=$(( i / DL_ROLE_TASKS_PER_NODE[r] ))
       elif (( r == DL_ONLY_ROLE && i == DL_ONLY_INDEX )); then j=0
       else continue; fi
       port=$(( MASTER_PORT + 1 + DL_ROLE_PORT0[r] + i * DL_ROLE_PORTS_PER_TASK[r] ))
       export "PAI_HOST_IP_${id}_$i=${addrs[j]:-}"
+      required+=("PAI_HOST_IP_${id}_$i")
       list+=,${addrs[j]:-}:$port
       for spec in ${DL_ROLE_PORTS[r]}; do
         label=${spec%%:*} ports=
         for ((k = 0; k < ${spec#*:}; k++)); do port=$(( port + 1 )) ports+=,$port; done
-        export "PAI_PORT_LIST_${id}_${i}_$label=${ports#,}"
+        export "PAI_PORT_LIST_${id}_${i}_$label=${ports#,}" "PAI_${id}_${i}_${label}_PORT=${ports#,}"
       done
     done
     export "PAI_TASK_ROLE_${id}_HOST_LIST=${list#,}"
+    (( DL_GANG || r == DL_ONLY_ROLE )) && required+=("PAI_TASK_ROLE_${id}_HOST_LIST")
   done
   if (( DL_GANG )); then j=PAI_HOST_IP_${DL_ROLE_IDENT[0]}_0
   else j=PAI_HOST_IP_${DL_ROLE_IDENT[DL_ONLY_ROLE]}_$DL_ONLY_INDEX; fi
   export MASTER_ADDR=${!j:-}
+  dl_require "${required[@]}"
+  [[ $MASTER_PORT =~ ^[0-9]+$ ]] && (( MASTER_PORT > 0 && MASTER_PORT < 65536 )) ||
+    dl_fail "rendezvous: MASTER_PORT=$MASTER_PORT is not a port"
+  dl_read_secrets
 }
 
 dl_launch() {
@@ -172,7 +266,8 @@ dl_launch() {
   fi
   cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
   cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")
-  cmd+=("${DL_ROLE_PORT0[r]}" "${DL_ROLE_PORTS_PER_TASK[r]}")
+  cmd+=("${DL_ROLE_PORT0[r]}" "${DL_ROLE_PORTS_PER_TASK[r]}" "${DL_ROLE_TASK_RETRIES[r]}")
+  cmd+=("${DL_ROLE_PORTS[r]}")
   exec "${cmd[@]}"
 }
 

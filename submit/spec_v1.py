@@ -5,7 +5,7 @@ contrib/pai_vscode/schemas/pai_job_config.schema.json) and the v1 job tutorial: 
 ``taskRoles[]`` with ``name``, ``taskNumber``, ``cpuNumber``, ``memoryMB``, ``gpuNumber``,
 ``command``. ``retryCount`` -2 means unlimited retries. ``minFailedTaskCount`` defaults to 1
 and ``minSucceededTaskCount`` to off (FrameworkLauncher's ApplicationCompletionPolicy).
-``jobEnvs`` are exported to every task (``--param k=v`` overrides or adds one).
+``jobEnvs`` are exported to every task (``--param k=v`` overrides a declared one).
 """
 
 from __future__ import annotations
@@ -85,6 +85,11 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     bad = [k for k in overrides or {} if not _IDENT_RE.match(k)]
     if bad:
         raise SpecError([f"--param {k}: v1 jobEnvs names must be shell variable names" for k in bad])
+    unknown = [k for k in overrides or {} if k not in spec.jobEnvs]
+    if unknown:
+        known = ", ".join(sorted(spec.jobEnvs)) or "none"
+        raise SpecError([f"--param {k}: the spec declares no jobEnvs entry {k!r} (jobEnvs: {known})"
+                         for k in unknown])
     roles = []
     for i, r in enumerate(spec.taskRoles):
         roles.append(model.Role(
@@ -100,6 +105,7 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
                     ("instances", "taskNumber")),
         ))
     model.check_role_idents(roles)
+    warnings += model.renamed_role_warnings(roles, [r.command for r in roles])
     envs = {k: _env_text(v) for k, v in spec.jobEnvs.items()}
     envs.update(overrides or {})
     ex = spec.extras
@@ -111,5 +117,6 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         gpu_type=ex.gpuType or spec.gpuType, envs=tuple(envs.items()),
         data_dir=spec.dataDir or "", output_dir=spec.outputDir or "", code_dir=spec.codeDir or "",
         signal=ckpt.signal if ckpt else None, grace_s=ckpt.grace if ckpt else None,
-        enforce_binding=ex.enforceBinding, warnings=tuple(warnings), version="v1",
+        enforce_binding=ex.enforceBinding, virtual_cluster=spec.virtualCluster,
+        gpu_isolation=ex.gpuIsolation, warnings=tuple(warnings), version="v1",
     )

@@ -4,10 +4,12 @@ Fields follow the protocol schema (microsoft/openpai-protocol schemas/v2/schema.
 and the rest-server's handling (microsoft/pai src/rest-server/src/middlewares/v2/protocol.js):
 each command is trimmed and the list joined by a newline; the active deployment
 (``defaults.deployment``) adds its ``preCommands`` before and ``postCommands`` after; then
-``<% $ref %>`` templates are rendered (submit/params.py; ``$secrets`` never). A role's
-``dockerImage`` names a ``dockerimage`` prerequisite. ``completion.minFailedInstances`` defaults
-to 1 and ``minSucceededInstances`` to -1 (all instances complete). ``taskRetryCount`` is not
-supported per task: the job's ``jobRetryCount`` budget applies (a warning says so).
+``<% $ref %>`` templates are rendered (submit/params.py; ``$secrets`` at run time, never into
+the script). A role's ``dockerImage`` names a ``dockerimage`` prerequisite.
+``completion.minFailedInstances`` defaults to 1 and ``minSucceededInstances`` to -1 (all
+instances complete). ``taskRetryCount`` reruns a failed instance's command in place up to N
+times (submit/runtime.py); ``jobRetryCount`` is the whole job's budget. ``--param NAME=VALUE``
+must name a declared parameter.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class Deployment(BaseModel):
 
 
 class Defaults(BaseModel):
-    """``defaults``: virtualCluster (ignored) and the active deployment."""
+    """``defaults``: virtualCluster (mapped by the site config) and the active deployment."""
 
     model_config = ConfigDict(extra="allow")
     virtualCluster: Text | None = None  # type: ignore[valid-type]
@@ -144,6 +146,11 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     (``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
     """
     spec: JobV2 = validate(JobV2, data)
+    unknown = [k for k in overrides or {} if k not in spec.parameters]
+    if unknown:
+        known = ", ".join(sorted(map(str, spec.parameters))) or "none"
+        raise SpecError([f"--param {k}: the spec declares no parameter {k!r} (parameters: {known})"
+                         for k in unknown])
     parameters = {**spec.parameters, **(overrides or {})}
     deployment = None
     if spec.defaults.deployment is not None:
@@ -159,6 +166,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
                                  "no such task role"])
     roles: list[model.Role] = []
     warnings: list[str] = []
+    all_secrets: list[str] = []
+    problems: list[str] = []
     for rname, r in spec.taskRoles.items():
         path = field_path("taskRoles", rname)
         scopes = {
@@ -171,13 +180,12 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         dep = deployment.taskRoles.get(rname) if deployment else None
         text = _commands([*(dep.preCommands if dep else []), *r.commands,
                           *(dep.postCommands if dep else [])])
-        command, secrets = params.render(text, scopes)
-        for s in secrets:
-            warnings.append(f"{path}: $secrets.{s} is not rendered into commands; "
-                            "pass secrets through the environment or a file")
-        if r.taskRetryCount:
-            warnings.append(f"{path}.taskRetryCount: per-task retries are not supported; "
-                            "jobRetryCount applies to the whole job")
+        try:
+            command, secrets = params.render(text, scopes, f"{path}.commands")
+        except SpecError as exc:
+            problems += exc.problems
+            continue
+        all_secrets += [s for s in secrets if s not in all_secrets]
         res = r.resourcePerInstance
         roles.append(model.Role(
             name=rname, ident=model.role_ident(rname), instances=r.instances, cpus=res.cpu,
@@ -186,18 +194,27 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             ports=tuple(model.Port(k, v) for k, v in res.ports.items()),
             min_succeeded=_or(r.completion.minSucceededInstances, -1),
             min_failed=_or(r.completion.minFailedInstances, 1),
-            shm_mib=_or(r.extraContainerOptions.shmMB, 64), path=path,
+            shm_mib=_or(r.extraContainerOptions.shmMB, 64), task_retries=r.taskRetryCount,
+            path=path,
             fields=(("gpu", "resourcePerInstance.gpu"), ("cpu", "resourcePerInstance.cpu"),
                     ("memory", "resourcePerInstance.memoryMB"), ("instances", "instances")),
         ))
+    if problems:
+        raise SpecError(problems)
+    if spec.secrets:
+        warnings.append("secrets: values written in the spec are not used (they would land in "
+                        "Slurm's copy of the job); give them at submit time with --secrets FILE")
     model.check_role_idents(roles)
+    warnings += model.renamed_role_warnings(roles, [r.command for r in roles])
     ex = spec.extras
     ckpt = ex.checkpoint
     return model.Job(
         name=spec.name, roles=tuple(roles), retry_budget=spec.jobRetryCount,
         gang=ex.gangAllocation, placement=ex.placement, gpu_type=ex.gpuType,
         signal=ckpt.signal if ckpt else None, grace_s=ckpt.grace if ckpt else None,
-        enforce_binding=ex.enforceBinding, warnings=tuple(warnings), version="v2",
+        enforce_binding=ex.enforceBinding, virtual_cluster=spec.defaults.virtualCluster,
+        gpu_isolation=ex.gpuIsolation, secrets=tuple(all_secrets),
+        warnings=tuple(warnings), version="v2",
     )
 
 

@@ -11,12 +11,15 @@ schema (microsoft/openpai-protocol schemas/v2/schema.yaml).
 
 from __future__ import annotations
 
-import json
 import re
 import typing
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ValidationError
+
+from submit.errors import SpecError, field_path
+
+__all__ = ["SpecError", "field_path", "validate", "Int", "Text", "NonEmpty", "Ident", "Scalar", "Bool"]
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -79,34 +82,6 @@ Ident = Annotated[str, BeforeValidator(_ident)]
 """A shell variable name (env keys, port labels)."""
 Scalar = Annotated[str | int | float | bool, BeforeValidator(_scalar)]
 Bool = Annotated[bool, BeforeValidator(_bool)]
-
-
-class SpecError(Exception):
-    """A spec (or its file) is wrong. ``problems`` holds one line per problem, each naming the
-    field path (or file:line:column) and what is expected. The CLI exits 2 on it."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
-
-
-_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def field_path(*parts: Any) -> str:
-    """A spec field path: plain keys joined by ``.``, list indices as ``[i]``, and keys with
-    other characters as ``["key"]`` (JSON-quoted), e.g. ``taskRoles["ps.server"].commands[0]``."""
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part == "[key]":
-            out += " (key)"
-        elif _PLAIN_KEY.match(str(part)):
-            out += ("." if out else "") + str(part)
-        else:
-            out += "[" + json.dumps(str(part), ensure_ascii=False) + "]"
-    return out or "(top level)"
 
 
 def _unwrap(tp: Any) -> list[Any]:

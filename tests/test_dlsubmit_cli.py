@@ -54,7 +54,7 @@ def test_spec_problems_exit_2_one_line_each(tmp_path: Path, capsys: pytest.Captu
 def test_nothing_submitted_on_spec_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[str] = []
-    monkeypatch.setattr(cli, "_submit", calls.append)
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s))
     f = tmp_path / "big.yaml"
     spec = v2_spec()
     spec["taskRoles"]["main"]["resourcePerInstance"]["gpu"] = 9
@@ -79,7 +79,7 @@ def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str])
 ])
 def test_slurm_refusal_exits_3_verbatim(error: Exception, prefix: str, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    def refuse(script: str) -> int:
+    def refuse(script: str, *a: object) -> int:
         raise error
     monkeypatch.setattr(cli, "_submit", refuse)
     rc, out, err = run([HELLO], capsys)
@@ -98,7 +98,7 @@ def test_missing_slurm_conf_is_reported_at_once(tmp_path: Path, monkeypatch: pyt
 
 def test_submit_prints_job_id(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     scripts: list[str] = []
-    monkeypatch.setattr(cli, "_submit", lambda s: scripts.append(s) or 4242)
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: scripts.append(s) or 4242)
     rc, out, _ = run([HELLO], capsys)
     assert (rc, out) == (0, "4242\n")
     assert scripts[0].startswith("#!/bin/bash\n#SBATCH --job-name=single-gpu\n")
@@ -145,7 +145,7 @@ def test_escaped_surrogate_pair_is_one_character(ext: str, tmp_path: Path, monke
     [args] = sbatch_directives(out)
     assert option(args, "job-name") == [slurm_name("\u6a21\u578b-\U0001f680")]
     scripts: list[str] = []
-    monkeypatch.setattr(cli, "_submit", lambda s: scripts.append(s) or 7)
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: scripts.append(s) or 7)
     rc, out, err = run([str(f)], capsys)
     assert (rc, out, err) == (0, "7\n", "") and "\U0001f680" in scripts[0]
 

@@ -23,7 +23,7 @@ CONTRACT = ["--requeue", "--open-mode=append", "--signal=B:USR2@60",
 
 def res(nodes: int, ntasks: int, per_node: int, cpus: int, mpc: int, gres: str | None) -> list[str]:
     out = [f"--nodes={nodes}", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}",
-           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}"]
+           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}M"]
     return out + ([f"--gres={gres}"] if gres else [])
 
 
@@ -38,20 +38,20 @@ TABLE = {
     # ps 2 x (2, 4000, 0): 2 per node; worker 3 x (4, 10000, 2): min(3, 4, 4, 6) = 3 -> gpu:6
     "v1-hetjob-with-comments.jsonc": (
         0, [res(1, 2, 2, 2, 2000, None), res(1, 3, 3, 4, 2500, "gpu:6")],
-        ["export lr='0.1'", "export depth='20'", "DL_ROLE_MIN_SUCCEEDED=(-1 3)", "DL_ROLE_PORTS=('grpc:1' '')"]),
+        ["export lr='0.1'", "export depth='20'", "DL_ROLE_MIN_SUCCEEDED=('-1' '3')", "DL_ROLE_PORTS=('grpc:1' '')"]),
     # chief 1 x (2, 4000, 1); worker 4 x (4, 16000, 2): min(4, 4, 4, 4) = 4 -> gpu:8
     "v2-hetjob-two-roles.yaml": (
         0, [res(1, 1, 1, 2, 2000, "gpu:1"), res(1, 4, 4, 4, 4000, "gpu:8")],
-        ["DL_ROLE_NAME=('chief' 'worker')", "DL_ROLE_MIN_SUCCEEDED=(1 -1)"]),
-    # 2 x (4, 8000, 4): min(2, 2, 4, 8) = 2 -> gpu:8; parameters filled, $output.uri left as written
+        ["DL_ROLE_NAME=('chief' 'worker')", "DL_ROLE_MIN_SUCCEEDED=('1' '-1')"]),
+    # 2 x (4, 8000, 4): min(2, 2, 4, 8) = 2 -> gpu:8; parameters filled, $output.uri from the prerequisite
     "v2-parameters.yaml": (0, [res(1, 2, 2, 4, 2000, "gpu:8")],
                            ["'python train.py --model resnet18 --batch-size 32 --amp --seed 7 "
-                            "--out <% $output.uri %>'"]),
+                            "--out /scratch/params-out'"]),
     # gangAllocation false: one array element per instance, 0-11
     "v2-no-gang-array.yaml": (0, [["--array=0-11", *res(1, 1, 1, 1, 2000, None)]], ["DL_GANG=0"]),
-    "v2-secrets.yaml": (0, [res(1, 1, 1, 1, 1000, "gpu:1")], []),
+    "v2-secrets.yaml": (2, ["dlsubmit: commands reference $secrets (token); give their values with --secrets FILE"], []),
     # extras.gpuType a100 -> typed GRES
-    "v2-container-registry-image.yaml": (0, [res(1, 1, 1, 4, 4000, "gpu:a100:2")], ["DL_CONTAINER=none"]),
+    "v2-container-registry-image.yaml": (0, [res(1, 1, 1, 4, 4000, "gpu:a100:2")], ["DL_CONTAINER='none'"]),
     "bad-template-not-yaml.yml": (2, ["bad-template-not-yaml.yml:2:8: YAML syntax error"], []),
     "bad-json-trailing-comma.json": (2, ["bad-json-trailing-comma.json:5:1: JSON syntax error"], []),
     "bad-fields.yaml": (2, ["dlsubmit: taskRoles.main.instances: must be an integer in 1..100000",
@@ -90,12 +90,18 @@ def test_fixture_outcome(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert ok, msg
 
 
-def test_secret_never_in_script(capsys: pytest.CaptureFixture[str]) -> None:
-    """The spec's secret is ``c2VjcmV0LXRva2Vu`` (base64 of ``secret-token``)."""
-    assert main(["--dry-run", str(SPECS / "v2-secrets.yaml")]) == 0
+def test_secret_never_in_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec's secret is ``c2VjcmV0LXRva2Vu`` (base64 of ``secret-token``); the value given at
+    submit time (``--secrets``) stays in the user's file: the script names the file and the key."""
+    secrets = tmp_path / "secrets"
+    secrets.write_text("token=given-at-submit\n")
+    secrets.chmod(0o600)
+    assert main(["--dry-run", "--secrets", str(secrets), str(SPECS / "v2-secrets.yaml")]) == 0
     out, err = capsys.readouterr()
-    assert "c2VjcmV0LXRva2Vu" not in out and "secret-token" not in out
-    assert "$secrets.token is not rendered" in err
+    for value in ("c2VjcmV0LXRva2Vu", "secret-token", "given-at-submit"):
+        assert value not in out
+    assert f"DL_SECRETS_FILE='{secrets}'" in out and "DL_SECRET_NAMES=('token')" in out
+    assert "secrets: values written in the spec are not used" in err
 
 
 @pytest.mark.parametrize("runtime, image", [("pyxis", "--container-image=nvcr.io#nvidia/pytorch:23.10-py3"),
@@ -103,5 +109,5 @@ def test_secret_never_in_script(capsys: pytest.CaptureFixture[str]) -> None:
 def test_container_runtimes_carry_the_image(runtime: str, image: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--dry-run", "--container-runtime", runtime, str(SPECS / "v2-container-registry-image.yaml")]) == 0
     out = capsys.readouterr().out
-    assert f"DL_CONTAINER={runtime}" in out
+    assert f"DL_CONTAINER='{runtime}'" in out
     assert image.split("=", 1)[-1] in out

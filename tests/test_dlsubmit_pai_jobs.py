@@ -9,6 +9,8 @@ get the same checks in test_dlsubmit_fixtures.py.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from submit.cli import main
@@ -22,7 +24,7 @@ CONTRACT = ["--requeue", "--open-mode=append", "--signal=B:USR2@60",
 
 def res(nodes: int, ntasks: int, per_node: int, cpus: int, mpc: int, gres: str | None) -> list[str]:
     out = [f"--nodes={nodes}", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}",
-           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}"]
+           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}M"]
     return out + ([f"--gres={gres}"] if gres else [])
 
 
@@ -35,12 +37,12 @@ TABLE = {
     # main and worker: 1 x (4 cpu, 16384, 2 gpu)
     "v1-horovod-mpi-cifar10.json": (0, [res(1, 1, 1, 4, 4096, "gpu:2"),
                                         res(1, 1, 1, 4, 4096, "gpu:2")],
-                                    ["DL_ROLE_MIN_SUCCEEDED=(1 -1)", "'sleep infinity'"]),
+                                    ["DL_ROLE_MIN_SUCCEEDED=('1' '-1')", "'sleep infinity'"]),
     # ps_server 2 x (2, 8192, 0): 64000//8192 = 7 >= 2; worker 2 x (2, 16384, 4): 8//4 = 2
     "v1-job-tutorial-complete-example-with-comments.jsonc": (
         0, [res(1, 2, 2, 2, 4096, None), res(1, 2, 2, 2, 8192, "gpu:8")],
         ["export batch_size='32'", "export job_model='resnet20'",
-         "DL_ROLE_PORTS=('http:1 ssh:1' 'http:1 ssh:1')", "DL_ROLE_MIN_SUCCEEDED=(-1 2)"]),
+         "DL_ROLE_PORTS=('http:1 ssh:1' 'http:1 ssh:1')", "DL_ROLE_MIN_SUCCEEDED=('-1' '2')"]),
     "v1-pytorch-mnist-minimal.json": (0, [res(1, 1, 1, 4, 2048, "gpu:1")],
                                       ["'cd examples/mnist && python main.py'"]),
     "v1-tensorflow-distributed-cifar10.json": (
@@ -48,7 +50,7 @@ TABLE = {
         ["--ps_hosts=$PAI_TASK_ROLE_ps_server_HOST_LIST"]),
     # gangAllocation false: one array element per instance, 1 + 500 = 501 elements
     "v2-cpu-500-tasks-no-gang.yaml": (0, [["--array=0-500", *res(1, 1, 1, 1, 50000, None)]],
-                                      ["DL_GANG=0", "DL_ROLE_INSTANCES=(1 500)"]),
+                                      ["DL_GANG=0", "DL_ROLE_INSTANCES=('1' '500')"]),
     "v2-hello-world-job.yaml": (0, [res(1, 1, 1, 1, 6500, "gpu:1")],
                                 ["'git clone https://github.com/tensorflow/models\ncd models\n"]),
     # 16 cpu per instance: one instance per node; parameters rendered into the folded command
@@ -80,10 +82,22 @@ def test_table_covers_every_file() -> None:
     assert files == set(TABLE)
 
 
+@pytest.fixture
+def site(tmp_path: Path) -> list[str]:
+    """A site config mapping the corpus's virtual cluster ``your_virtual_cluster`` (the v1
+    tutorial's placeholder) to the cluster's defaults, and a secrets file for the secrets example."""
+    conf = tmp_path / "site.yaml"
+    conf.write_text("virtual_clusters:\n  your_virtual_cluster: {}\n")
+    secrets = tmp_path / "secrets"
+    secrets.write_text("github_token=cGFzc3dvcmQ=\n")
+    secrets.chmod(0o600)
+    return ["--site-config", str(conf), "--secrets", str(secrets)]
+
+
 @pytest.mark.parametrize("name", sorted(TABLE))
-def test_pai_job_outcome(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_pai_job_outcome(name: str, site: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     status, expected, texts = TABLE[name]
-    rc = main(["--dry-run", str(PAI_DIR / name)])
+    rc = main(["--dry-run", str(PAI_DIR / name), *site])
     out, err = capsys.readouterr()
     assert rc == status, err
     if status != 0:
@@ -103,14 +117,14 @@ def test_pai_job_outcome(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert ok, msg
 
 
-def test_secrets_never_in_script(capsys: pytest.CaptureFixture[str]) -> None:
+def test_secrets_never_in_script(site: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """The secrets example holds docker_password 'password' and github_token 'cGFzc3dvcmQ='."""
-    rc = main(["--dry-run", str(PAI_DIR / "v2-protocol-spec-example-tf-ps-worker-secrets.yaml")])
+    rc = main(["--dry-run", str(PAI_DIR / "v2-protocol-spec-example-tf-ps-worker-secrets.yaml"), *site])
     out, err = capsys.readouterr()
     assert rc == 0
     assert "cGFzc3dvcmQ=" not in out
     assert "password" not in out.lower().replace("docker_password", "")
-    assert "$secrets.github_token is not rendered" in err
+    assert "secrets: values written in the spec are not used" in err
 
 
 def test_job_names_from_specs(capsys: pytest.CaptureFixture[str]) -> None:

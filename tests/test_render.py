@@ -105,14 +105,14 @@ def test_hostile_strings_survive_every_layer(text: str) -> None:
                            "gpuNumber": 0, "command": text}]}
     j = load.to_job(spec)
     one_line = slurm_name(text)
-    opts = RenderOptions(partition=one_line, output=one_line, checkpoint_root=one_line,
+    opts = RenderOptions(partition="gpu-a.1", output=one_line, checkpoint_root=one_line,
                          container_runtime="apptainer")
     script = render_sbatch(j, opts)
     ok, err = bash_syntax_ok(script)
     assert ok, err
     [args] = sbatch_directives(script)
     assert option(args, "job-name") == [slurm_name(text)]
-    assert option(args, "partition") == [one_line]
+    assert option(args, "partition") == ["gpu-a.1"]
     assert option(args, "output") == [one_line]
     image = text if "://" in text or text.startswith("/") else "docker://" + text
     assert _job_section_values(script) == [text, text, text, image, text, one_line, text]
@@ -129,13 +129,21 @@ def test_slurm_name_sanitises_control_characters_only() -> None:
     ("apptainer", "horovod/horovod:0.16.4", "docker://horovod/horovod:0.16.4"),
     ("apptainer", "/images/x.sif", "/images/x.sif"),
     ("none", "horovod/horovod:0.16.4", ""),
+    # pyxis reads --container-image as a squashfs file only when it starts with "/" or ".";
+    # a bare name is a registry image (NVIDIA/pyxis wiki, Usage: "[USER@][REGISTRY#]IMAGE[:TAG]|PATH")
+    ("pyxis", "pt.sqsh", "./pt.sqsh"),
+    ("pyxis", "images/pt.sqsh", "./images/pt.sqsh"),
+    ("pyxis", "images/pt.squashfs", "./images/pt.squashfs"),
+    ("pyxis", "./pt.sqsh", "./pt.sqsh"),
+    ("pyxis", "../pt.sqsh", "../pt.sqsh"),
+    ("pyxis", "/srv/images/pt.sqsh", "/srv/images/pt.sqsh"),
 ])
 def test_container_image_forms(runtime: str, uri: str, expected: str) -> None:
     spec = v2_spec(prerequisites=[{"type": "dockerimage", "name": "i", "uri": uri}])
     spec["taskRoles"]["main"]["dockerImage"] = "i"
     script = render_sbatch(load.to_job(spec), RenderOptions(container_runtime=runtime))
     assert f"DL_ROLE_IMAGE=('{expected}')" in script
-    assert f"DL_CONTAINER={runtime}" in script
+    assert f"DL_CONTAINER='{runtime}'" in script
 
 
 def test_render_is_deterministic() -> None:
@@ -150,4 +158,4 @@ def test_options_reject_bad_values() -> None:
         "container_runtime 'docker': must be one of none, pyxis, apptainer",
         "gpus_per_node -1: must be a positive integer",
         "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
-        "partition 'a\\nb': must be a string without control characters"]
+        "partition 'a\\nb': must be a Slurm name (letters, digits, _ . -)"]

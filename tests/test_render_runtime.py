@@ -97,18 +97,23 @@ def rows(text: str) -> list[dict[str, str]]:
 def test_environment_of_a_two_role_job(tmp_path: Path, fake_bin: Path) -> None:
     line = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE local=$LOCAL_RANK '
             'node_rank=$NODE_RANK master=$MASTER_ADDR:$MASTER_PORT gpus=$CUDA_VISIBLE_DEVICES '
-            'hosts=$PAI_TASK_ROLE_w_HOST_LIST ports=$PAI_PORT_LIST_w_1_p idx=$PAI_TASK_INDEX '
+            'mine=${DL_TASK_GPUS:-} hosts=$PAI_TASK_ROLE_w_HOST_LIST ports=$PAI_PORT_LIST_w_1_p '
+            'idx=$PAI_TASK_INDEX '
             'own=$PAI_CONTAINER_HOST_IP:$PAI_CONTAINER_HOST_PORT"')
     spec = v2_spec(roles={"m": role(line), "w": role(line, instances=3, gpu=4,
                                                      resourcePerInstance={"cpu": 1, "memoryMB": 10,
                                                                           "gpu": 4, "ports": {"p": 2}})})
     rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n5", "n1,n2"))
     assert rc == 0, out
-    got = sorted((r["role"], r["rank"], r["local"], r["node_rank"], r["gpus"], r["idx"]) for r in rows(out))
-    # w: 3 x 4 GPUs -> 2 per node on 2 nodes; fake step GPUs on a node are 10..17
-    assert got == [("m", "0", "0", "0", "", "0"),
-                   ("w", "1", "0", "1", "10,11,12,13", "0"), ("w", "2", "1", "1", "14,15,16,17", "1"),
-                   ("w", "3", "0", "2", "10,11,12,13", "2")]
+    got = sorted((r["role"], r["rank"], r["local"], r["node_rank"], r["gpus"], r["mine"],
+                  r["idx"]) for r in rows(out))
+    # w: 3 x 4 GPUs -> 2 per node on 2 nodes; fake step GPUs on a node are 10..17. Device
+    # contract (docs/dlsubmit.md): every task sees its node's GPUs, DL_TASK_GPUS are the
+    # positions in that list the task owns: LOCAL_RANK x 4 .. LOCAL_RANK x 4 + 3.
+    node = "10,11,12,13,14,15,16,17"
+    assert got == [("m", "0", "0", "0", "", "", "0"),
+                   ("w", "1", "0", "1", node, "0,1,2,3", "0"), ("w", "2", "1", "1", node, "4,5,6,7", "1"),
+                   ("w", "3", "0", "2", node, "0,1,2,3", "2")]
     # job 77: MASTER_PORT = 20000 + 77 * 20 = 21540. Port blocks from 21541: m's task gets 1 port
     # (21541); each w task gets 1 + 2 ("p": 2): task i owns 21542 + 3i, its "p" ports follow.
     assert {r["master"] for r in rows(out)} == {"10.0.0.5:21540"}

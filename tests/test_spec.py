@@ -129,10 +129,10 @@ def test_v1_errors_name_the_field(doc: object, expected: list[str]) -> None:
 
 
 def test_v1_defaults_and_retry_unlimited() -> None:
-    job = load.to_job(v1_with(retryCount=-2, jobEnvs={"batch_size": 32, "flag": True}), {"extra": "x"})
+    job = load.to_job(v1_with(retryCount=-2, jobEnvs={"batch_size": 32, "flag": True}), {"flag": "x"})
     [role] = job.roles
     assert (job.retry_budget, role.min_failed, role.min_succeeded, role.shm_mib) == (-1, 1, -1, 64)
-    assert job.envs == (("batch_size", "32"), ("flag", "true"), ("extra", "x"))
+    assert job.envs == (("batch_size", "32"), ("flag", "x"))
     assert role.field_path("gpu") == "taskRoles[0].gpuNumber"
 
 
@@ -184,18 +184,40 @@ def test_format_detection_by_content(tmp_path: Path) -> None:
 
 
 def test_params_render_scopes_and_leave_unknown() -> None:
-    text = ("<% $parameters.n %> <%$parameters.b%> <% $parameters.missing %> <% $data.uri[0] %> "
-            "<% $data.uri[5] %> <% $secrets.token %> ${SHELL_VAR} $PAI_X")
+    text = ("<% $parameters.n %> <%$parameters.b%> <% $data.uri[0] %> <% $other.x %> "
+            "<%$secrets.token%> ${SHELL_VAR} $PAI_X")
     out, secrets = params.render(text, {"parameters": {"n": 64, "b": False},
                                         "data": {"uri": ["http://d"]}, "secrets": {"token": "S"}})
-    assert out == ("64 false <% $parameters.missing %> http://d <% $data.uri[5] %> "
-                   "<% $secrets.token %> ${SHELL_VAR} $PAI_X")
+    # a secret is never filled in at submit time: its reference is written in the one
+    # spelling the run time replaces
+    assert out == ("64 false http://d <% $other.x %> <% $secrets.token %> ${SHELL_VAR} $PAI_X")
     assert secrets == ["token"]
+
+
+def test_params_reference_to_nothing_is_an_error_naming_it() -> None:
+    with pytest.raises(SpecError) as info:
+        params.render("a <% $parameters.nope %> b <% $data.uri[5] %>",
+                      {"parameters": {"n": 1, "b": 2}, "data": {"uri": ["x"]}}, "taskRoles.w.commands")
+    assert info.value.problems == [
+        "taskRoles.w.commands: <% $parameters.nope %> names nothing: $parameters has b, n "
+        "(define it under parameters: or pass --param NAME=VALUE)",
+        "taskRoles.w.commands: <% $data.uri[5] %> names nothing: $data has uri"]
+
+
+def test_undeclared_param_override_is_an_error_listing_the_known_ones() -> None:
+    spec = with_role(commands=["echo <% $parameters.bs %>"])
+    spec["parameters"] = {"bs": 32, "lr": 0.1}
+    with pytest.raises(SpecError) as info:
+        load.to_job(spec, {"x": "1"})
+    assert info.value.problems == ["--param x: the spec declares no parameter 'x' (parameters: bs, lr)"]
+    with pytest.raises(SpecError) as info:
+        load.to_job(v1_with(jobEnvs={"A": 1}), {"B": "2"})
+    assert info.value.problems == ["--param B: the spec declares no jobEnvs entry 'B' (jobEnvs: A)"]
 
 
 def test_param_overrides_replace_parameters() -> None:
     spec = with_role(commands=["  train --bs <% $parameters.bs %>  ", "\techo <% $parameters.new %>\n"])
-    spec["parameters"] = {"bs": 32}
+    spec["parameters"] = {"bs": 32, "new": ""}
     job = load.to_job(spec, params.parse_overrides(["bs=128", "new=a=b"]))
     assert job.roles[0].command == "train --bs 128\necho a=b"
 

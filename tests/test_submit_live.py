@@ -93,21 +93,27 @@ def fields(text: str, tag: str) -> list[dict[str, str]]:
 FIXTURE_SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
 
 
+def _test_only(path: Path, tmp_path: Path) -> str:
+    job = load.load(path)
+    # a spec may name its authors' virtual cluster: map it to this cluster's defaults
+    vcs = {job.virtual_cluster: {}} if job.virtual_cluster else None
+    secrets = tmp_path / "secrets"
+    secrets.write_text("".join(f"{s}=x\n" for s in job.secrets))
+    script = render_sbatch(job, RenderOptions(virtual_clusters=vcs), str(secrets))
+    return SlurmClient(timeout_s=30).test_only(script)
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURE_SPECS.iterdir()
                                         if p.suffix in (".json", ".jsonc", ".yaml") and not p.name.startswith("bad-")))
-def test_fixture_specs_pass_sbatch_test_only(name: str) -> None:
-    script = render_sbatch(load.load(FIXTURE_SPECS / name), RenderOptions())
-    verdict = SlurmClient(timeout_s=30).test_only(script)
-    assert "to start at" in verdict
+def test_fixture_specs_pass_sbatch_test_only(name: str, tmp_path: Path) -> None:
+    assert "to start at" in _test_only(FIXTURE_SPECS / name, tmp_path)
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("name", [p.name for p in corpus.files(PAI_DIR, ".json", ".jsonc", ".yaml")
                                   if "jinja" not in p.name])
-def test_pai_jobs_pass_sbatch_test_only(name: str) -> None:
-    script = render_sbatch(load.load(PAI_DIR / name), RenderOptions())
-    verdict = SlurmClient(timeout_s=30).test_only(script)
-    assert "to start at" in verdict
+def test_pai_jobs_pass_sbatch_test_only(name: str, tmp_path: Path) -> None:
+    assert "to start at" in _test_only(PAI_DIR / name, tmp_path)
 
 
 def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
@@ -120,7 +126,7 @@ def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
 
 ENV_LINE = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_SIZE '
             'local=$LOCAL_RANK master=$MASTER_ADDR:$MASTER_PORT node=$SLURMD_NODENAME '
-            'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-}"')
+            'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-} mine=${DL_TASK_GPUS:-}"')
 
 
 def test_two_roles_run_as_one_hetjob(submit: Submitter) -> None:
@@ -146,11 +152,13 @@ def test_four_instances_of_two_gpus_share_one_node(submit: Submitter) -> None:
     assert sorted(int(r["local"]) for r in rows) == [0, 1, 2, 3]
     node_gpus = rows[0]["nodegpus"].split(",")
     assert len(node_gpus) == 8
+    # device contract (docs/dlsubmit.md): every task sees the node's 8 GPUs of the job; task k
+    # owns positions 2k, 2k+1 of that list (DL_TASK_GPUS); together they cover the node
     for r in rows:
-        mine = r["gpus"].split(",")
+        assert r["gpus"].split(",") == node_gpus
         k = int(r["local"])
-        assert mine == node_gpus[2 * k:2 * k + 2]
-    assert sorted(g for r in rows for g in r["gpus"].split(",")) == sorted(node_gpus)
+        assert r["mine"] == f"{2 * k},{2 * k + 1}"
+    assert sorted(int(p) for r in rows for p in r["mine"].split(",")) == list(range(8))
 
 
 def test_two_instances_of_eight_gpus_take_two_nodes(submit: Submitter) -> None:
@@ -300,3 +308,59 @@ def test_preemptions_do_not_spend_the_retry_budget(submit: Submitter) -> None:
     assert "failed attempt 1 of retry budget 1; requeueing" in text
     assert re.search(r"attempt 2 start: .*failed attempts 1 \(retry budget 1\)", text)
     assert "attempt 2 end: failed: 1 failed instance(s) of role main (minFailed 1); retry budget 1 spent" in text
+
+
+def test_every_rank_device_exists_with_real_srun(submit: Submitter) -> None:
+    """Issue 13 item 1, with real srun: 4 instances x 1 GPU on one node. Slurm's gres/gpu plugin
+    sets CUDA_VISIBLE_DEVICES per step; under dlsubmit's contract every task sees the node's GPUs
+    of the job and torch's ``set_device(LOCAL_RANK)`` (PyTorch torchrun docs) needs
+    LOCAL_RANK < len(CUDA_VISIBLE_DEVICES)."""
+    cmd = ('IFS=, read -r -a d <<< "$CUDA_VISIBLE_DEVICES"; '
+           'echo "DEV local=$LOCAL_RANK n=${#d[@]} ok=$(( LOCAL_RANK < ${#d[@]} )) '
+           'order=$CUDA_DEVICE_ORDER mine=$DL_TASK_GPUS"')
+    job_id, log = submit(spec("devices", {"w": role(cmd, instances=4, gpu=1)}), name="devices")
+    assert submit.ended(job_id).state == "COMPLETED"
+    got = sorted((r["local"], r["n"], r["ok"], r["order"], r["mine"]) for r in fields(log.read_text(), "DEV"))
+    assert got == [(str(i), "4", "1", "PCI_BUS_ID", str(i)) for i in range(4)]
+
+
+def test_dlsubmit_from_inside_a_job_gets_a_clean_environment(submit: Submitter, tmp_path: Path) -> None:
+    """Issue 13 item 4: an outer 2-task GPU job runs dlsubmit; the inner job (1 task, 1 GPU)
+    must see its own allocation, not the outer job's SLURM_NTASKS / CUDA_VISIBLE_DEVICES."""
+    import sys
+
+    inner = tmp_path / "inner.json"
+    inner.write_text(json.dumps(spec("inner", {"w": role(
+        'echo "INNER ntasks=$SLURM_NTASKS gpus=$CUDA_VISIBLE_DEVICES job=$SLURM_JOB_ID"', gpu=1)})))
+    dl = shlex.quote(str(Path(sys.executable).with_name("dlsubmit")))
+    cmd = (f'[[ $PAI_TASK_INDEX == 0 ]] || exit 0; {dl} {shlex.quote(str(inner))} '
+           f'--output {shlex.quote(str(tmp_path / "inner-%j.out"))} '
+           f'--checkpoint-root {shlex.quote(str(tmp_path / "ckpt"))} > {shlex.quote(str(tmp_path / "inner.id"))} '
+           f'2> {shlex.quote(str(tmp_path / "inner.err"))}')
+    job_id, log = submit(spec("outer", {"w": role(cmd, instances=2, gpu=2)}), name="outer")
+    assert submit.ended(job_id).state == "COMPLETED", log.read_text()
+    inner_id = int((tmp_path / "inner.id").read_text())
+    submit.ids.append(inner_id)
+    assert f"running inside job {job_id}" in (tmp_path / "inner.err").read_text()
+    assert submit.ended(inner_id).state == "COMPLETED"
+    [row] = fields((tmp_path / f"inner-{inner_id}.out").read_text(), "INNER")
+    assert row["ntasks"] == "1" and row["job"] == str(inner_id)
+    assert len(row["gpus"].split(",")) == 1
+
+
+def test_secret_reaches_the_task_and_not_slurms_copy_of_the_script(submit: Submitter, tmp_path: Path) -> None:
+    """Issue 13 item 7: the value is filled in at run time; ``scontrol write batch_script``
+    (Slurm's stored copy) holds only the file's path."""
+    sf = tmp_path / "secrets"
+    sf.write_text("token=tok-4711\n")
+    sf.chmod(0o600)
+    job_id, log = submit(spec("secret", {"w": role('echo "SECRET v=<% $secrets.token %>"')}),
+                         "--secrets", str(sf), name="secret")
+    stored = tmp_path / "stored.sh"
+    import subprocess
+
+    subprocess.run(["scontrol", "write", "batch_script", str(job_id), str(stored)], check=True,
+                   capture_output=True)
+    assert "tok-4711" not in stored.read_text() and str(sf) in stored.read_text()
+    assert submit.ended(job_id).state == "COMPLETED"
+    assert fields(log.read_text(), "SECRET") == [{"v": "tok-4711"}]
