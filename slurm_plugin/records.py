@@ -182,7 +182,10 @@ _LIMIT_RE = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+)$")
 
 def _fint(rec: dict[str, str], key: str, default: int | None = 0) -> int | None:
     """An integer field; Slurm's 'unset' words give ``default``; anything else raises."""
-    text = rec[key].strip()
+    text = rec[key]
+    if text.isdigit():
+        return int(text)
+    text = text.strip()
     if text in _UNSET:
         return default
     if not text.lstrip("-").isdigit():
@@ -235,7 +238,7 @@ def job_from_fields(rec: dict[str, str]) -> Job:
     element = task.isdigit()
     array_string = "" if element or task in _UNSET else task
     nodes = _ftext(rec, "nodes")
-    return Job(
+    return _job(
         job_id=job_id, name=rec["name"], user=_ftext(rec, "user"),
         partition=_ftext(rec, "partition"), state=state, reason=_ftext(rec, "reason") or "None",
         gpus_per_node=per_node, gpus=total, gpu_indices=(), nodes=nodes,
@@ -254,6 +257,14 @@ def job_from_fields(rec: dict[str, str]) -> Job:
         qos=_ftext(rec, "qos"), batch_host=_ftext(rec, "batch_host"),
         stdout_path=_ftext(rec, "stdout"), array_task_string=array_string,
     )
+
+
+def _job(**values: object) -> Job:
+    """``Job(**values)`` for a full set of fields without the frozen dataclass's per-field
+    ``object.__setattr__`` (Job has no ``__post_init__``; 10,000 jobs a cycle)."""
+    job = object.__new__(Job)
+    job.__dict__.update(values)
+    return job
 
 
 def _epoch(v: object) -> int | None:
