@@ -127,6 +127,8 @@ def visible(text: str) -> str:
     ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a name that
     literally contains ``\\n`` looks like one with a newline (``--json`` has the exact text).
     """
+    if text.isprintable():   # no Cc/Cf/Zl/Zp character (str.isprintable): nothing to escape
+        return text
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
