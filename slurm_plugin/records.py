@@ -215,8 +215,9 @@ def job_from_fields(rec: dict[str, str]) -> Job:
 
     Same values as :func:`job_from_json` on the same job (a live test compares the two reads),
     except ``gpu_indices`` (JSON only: empty here), ``stdout_path`` (22.05's JSON leaves it
-    empty, squeue prints the expanded path) and ``end_time`` of a pending job (JSON holds a
-    projected end, squeue ``NONE``). Raises :class:`ShapeError` naming the field.
+    empty, squeue prints the expanded path) and ``end_time`` of a job not finished (a projection:
+    JSON computes one where squeue may print ``NONE``; the daemon reads ``end_time`` only of
+    finished jobs). Raises :class:`ShapeError` naming the field.
     """
     state = rec["state"].strip()
     if state not in KNOWN_STATES:
