@@ -271,7 +271,9 @@ def _run(view: _View, console: Console) -> int:
     if args.json:
         for n in notes:
             print(f"dlqueue: {qv.visible(n)}", file=sys.stderr)
-        print(json.dumps(qv.json_rows(rows), ensure_ascii=False, indent=1))
+        # one object per line through the C encoder (indent= would use the slow Python one)
+        items = [json.dumps(r, ensure_ascii=False) for r in qv.json_rows(rows)]
+        print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
         return 0
     sys.stdout.write(qv.render_text(rows, show_service=snap is not None))
     for n in notes:
