@@ -1,15 +1,16 @@
 """The pure core of ``dlqueue``: Slurm jobs + the daemon's public snapshot → rows → a rich table.
 
-Place in the pipeline (../shared/STYLE.md rule 13, "snapshot → pure table builder → thin live
-shell"): :mod:`submit.queue_cli` reads ``squeue --json`` through
-:meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
+Place in the pipeline (snapshot → pure table builder → thin live shell): :mod:`submit.queue_cli`
+reads the jobs with one squeue call through :meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
 :func:`prioritizer.daemon.snapshot.read_snapshot` (never the private ledger), then calls
-:func:`build_rows`, :func:`build_queue_table` / :func:`render_table` and :func:`json_rows` here.
+:func:`build_rows`, :func:`render_text` (or :func:`build_queue_table` for ``--watch``),
+:func:`changes` and :func:`json_rows` here.
 Nothing in this module runs a command, reads a file or a clock: ``now`` is an argument.
 
 Sources: squeue(1) (columns, state abbreviations, JOBID forms ``LEADER+OFFSET`` and
 ``ARRAY_TASK``); Slurm's scheduling order "preemptor, reservation, partition PriorityTier,
-priority, submit time, job id" (../shared/SLURM-NOTES.md); the requeue delay: ``scontrol
+priority, submit time, job id" (Slurm's scheduling documentation, sched/backfill); the
+requeue delay: ``scontrol
 requeue`` sets BeginTime = now + ``cred_expire`` + 1 s and resets ``submit_time`` to the requeue
 time (slurm.conf(5) ``AuthInfo``; seen on 22.05: reason ``BeginTime``, ``restart_cnt`` 1,
 ``eligible_time`` = the begin time).

@@ -1,14 +1,14 @@
 """Observe: one read of Slurm per cycle, folded into the ledger and into the policy's Snapshot.
 
-First step of the daemon cycle (STYLE.md rule 2: ``observe → decide → act``). It reads
-``squeue --json`` and ``sinfo --json`` once through :class:`slurm_plugin.client.SlurmClient`,
+First step of the daemon cycle (``observe → decide → act``). It reads jobs with one formatted
+squeue call and nodes with ``sinfo --json`` through :class:`slurm_plugin.client.SlurmClient`,
 groups heterogeneous-job components into one unit keyed by the leader's id (DESIGN.md,
 "daemon"), keeps the managed units (GPU jobs in the configured partitions), and updates the
 ledger: a running unit has an open run starting at Slurm's own ``start_time``; a run ends at
 the job's ``end_time`` when it finished, at the daemon's own requeue time when the daemon
 requeued it, else at the end ``sacct --duplicates`` reports, else at the last cycle that saw it
-running (losing at most one interval; ../shared/SLURM-NOTES.md: after a requeue squeue shows
-the *next* start and no end). A job that started and ended between two cycles gets the run
+running (losing at most one interval; seen on 22.05: after a requeue squeue shows the *next*
+start and no end). A job that started and ended between two cycles gets the run
 Slurm reports (start_time..end_time). Nothing here decides; ``prioritizer.policy.decide.decide`` does.
 """
 
@@ -127,6 +127,9 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
 
     Raises:
         SlurmUnreachable: squeue/sinfo got no answer (the ledger is left untouched).
+        SlurmShapeUnknown: Slurm answered in a shape the client does not parse (another
+            release, a field with an unexpected value): the ledger is left untouched, so no
+            job is closed because a field failed to parse (docs/dlprio.md "Slurm versions").
     """
     jobs = client.jobs()
     nodes = tuple(client.nodes())
