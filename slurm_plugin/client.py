@@ -239,7 +239,7 @@ class SlurmClient:
                 raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} fields, "
                                         f"expected {len(keys)}")
             try:
-                jobs.append(records.job_from_fields(dict(zip(keys, values))))
+                jobs.append(records.job_from_fields(values))
             except ShapeError as exc:
                 raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
         return jobs
