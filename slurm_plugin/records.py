@@ -264,6 +264,10 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
     offset = (int(t) if t.isdigit() else _num(t, "het_job_offset")) or 0
     t = v[_AT["priority"]]
     priority = (int(t) if t.isdigit() else _num(t, "priority")) or 0
+    t = v[_AT["restart_count"]]
+    restarts = (int(t) if t.isdigit() else _num(t, "restart_count")) or 0
+    t = v[_AT["requeue"]]
+    requeue = bool(int(t) if t.isdigit() else _num(t, "requeue"))
     array_job = (_num(v[_AT["array_job_id"]], "array_job_id", None) or None
                  if (element or array_string) else None)
     return _job(
@@ -274,8 +278,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
         node_list=tuple(hostlist.expand(nodes)) if nodes else (), node_count=node_count,
         submit_time=times[0], start_time=times[1], end_time=times[2], eligible_time=times[3],
         time_limit_s=time_limit_seconds(v[_AT["time_limit"]]),
-        restart_count=_num(v[_AT["restart_count"]], "restart_count") or 0,
-        requeue=bool(_num(v[_AT["requeue"]], "requeue")),
+        restart_count=restarts, requeue=requeue,
         het_job_id=het, het_job_offset=offset,
         array_job_id=array_job, array_task_id=int(task) if element else None,
         comment=_text(v[_AT["comment"]]), admin_comment=_text(v[_AT["admin_comment"]]),
