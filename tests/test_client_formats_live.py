@@ -68,8 +68,16 @@ def test_formatted_and_json_reads_find_identical_records(client: SlurmClient) ->
     wait_for(lambda: any(j.array_job_id == array and j.state == "RUNNING" for j in client.jobs()),
              60, "array elements running")
 
-    fast = {j.job_id: j for j in client.jobs() if j.name.startswith(PREFIX)}
-    slow = {j.job_id: j for j in client.jobs(detail=True) if j.name.startswith(PREFIX)}
+    wait_state(client, het, {"RUNNING"}, 60)
+
+    def mine(jobs: list) -> dict:
+        return {j.job_id: j for j in jobs if j.name.startswith(PREFIX)}
+
+    def stable_reads() -> tuple[dict, dict] | None:
+        """A JSON read between two equal formatted reads: no job changed meanwhile."""
+        before, slow, after = mine(client.jobs()), mine(client.jobs(detail=True)), mine(client.jobs())
+        return (after, slow) if before == after else None
+    fast, slow = wait_for(stable_reads, 60, "two equal reads around a JSON read")
     assert set(fast) == set(slow)
     assert set(ids + [running, gpus, per_task, done, het]) <= set(fast)
     kinds = {j.state for j in fast.values()}
