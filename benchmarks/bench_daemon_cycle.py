@@ -13,6 +13,7 @@ benchmark's jobs are cancelled at the end.
 
     SLURM_CONF=/etc/slurm-NAME/slurm.conf .venv/bin/python benchmarks/bench_daemon_cycle.py N \\
         [--running 32] [--repeats 3] [--keep]
+    ... bench_daemon_cycle.py --memory-probe DIR   # one daemon process alone, on the jobs there
 
 The cluster needs ``MaxJobCount`` above N (``dlcluster`` sets 25,000).
 """
@@ -92,7 +93,28 @@ def run_cli(args: list[str]) -> None:
     subprocess.run([str(exe), *args[1:]], stdout=subprocess.DEVNULL, check=True)
 
 
+def memory_probe(tmp: str) -> None:
+    """Run in a fresh process: a daemon's first cycle and 3 steady ones; print its peak RSS."""
+    cfg = DaemonConfig(ledger_path=f"{tmp}/probe.sqlite", snapshot_path=f"{tmp}/probe.json",
+                       metrics_port=0)
+    with Ledger(cfg.ledger_path) as ledger:
+        daemon = Daemon(cfg, SlurmClient(timeout_s=120), ledger, EventLog(stream=io.StringIO()))
+        for _ in range(4):
+            daemon.cycle()
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def daemon_peak_mib(tmp: str) -> float:
+    """Peak memory of a daemon process alone (not of this benchmark, which also submits)."""
+    out = subprocess.run([sys.executable, __file__, "--memory-probe", tmp], check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--memory-probe"]:
+        memory_probe(sys.argv[2])
+        return
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("n", type=int, nargs="?", default=1000)
     p.add_argument("--running", type=int, default=32)
@@ -132,7 +154,7 @@ def main() -> None:
                              if "order_set" in line}
                     steady += timed(daemon.cycle, 3)
                     steady_cpu += CPU
-            peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            peak_mib = daemon_peak_mib(tmp)
             with Ledger(cfg.ledger_path) as ledger:
                 obs = observe(client, ledger, cfg, time.time())
             dec = timed(lambda: decide(obs.snapshot, cfg.policy, time.time()), args.repeats)
@@ -156,7 +178,8 @@ def main() -> None:
         print(f"    of which parsing (CPU time in this process): {fmt(squeue_cpu)}")
         print(f"  sinfo --json (client.nodes): {fmt(sinfo)}")
         print(f"  decide() alone: {fmt(dec, 'ms', 1000)}")
-        print(f"peak memory of this process (ru_maxrss): {peak_mib:.0f} MiB")
+        print(f"peak memory of a daemon process (ru_maxrss, first + 3 steady cycles): "
+              f"{peak_mib:.0f} MiB")
         print(f"dlqueue (one refresh, end to end): {fmt(dlq)}")
         print(f"dlqueue --json (end to end): {fmt(dlq_json)}")
         print("load average (1, 5, 15 min) at the end: "
