@@ -1,79 +1,194 @@
-"""Live cycle time of the dlprio daemon with many pending jobs (prints figures, asserts nothing).
+"""Live cycle time of the dlprio daemon and dlqueue at the size of a real site (prints figures,
+asserts nothing).
 
-Submits N pending GPU jobs (``--begin=now+2hours``, so they stay pending) to the cluster that
-SLURM_CONF names, then times full daemon cycles (observe → decide → act) on a fresh ledger:
-the first cycle (every job new: ledger rows + one ``scontrol update`` per distinct value) and
-steady cycles (nothing changed: nothing sent). Also times the parts: one ``squeue --json`` +
-``sinfo --json``, and ``decide`` alone. Cancels its jobs at the end.
+Tops the cluster that SLURM_CONF names up to N GPU jobs of this benchmark (named ``bench-*``):
+``--running R`` of them run (1 GPU, ``sleep``), the rest stay pending (``--begin=now+2hours``).
+Then, on a fresh ledger each repeat, it times the first daemon cycle (every job new: ledger
+rows + one ``scontrol update`` per distinct value), steady cycles (nothing to send), the parts
+(the squeue read, ``sinfo --json``, ``decide``), the daemon's peak memory, and ``dlqueue`` /
+``dlqueue --json`` end to end. The machine is shared, so every figure is the minimum (and
+median) over ``--repeats`` runs. ``--keep`` leaves the jobs for a larger N next time (the
+table of docs/dlprio.md "Scale" was measured 1,000 → 5,000 → 10,000 that way); otherwise the
+benchmark's jobs are cancelled at the end.
 
-    SLURM_CONF=/etc/slurm-NAME/slurm.conf .venv/bin/python benchmarks/bench_daemon_cycle.py [N]
+    SLURM_CONF=/etc/slurm-NAME/slurm.conf .venv/bin/python benchmarks/bench_daemon_cycle.py N \\
+        [--running 32] [--repeats 3] [--keep]
+    ... bench_daemon_cycle.py --memory-probe DIR   # one daemon process alone, on the jobs there
+
+The cluster needs ``MaxJobCount`` above N (``dlcluster`` sets 25,000).
 """
 
 from __future__ import annotations
 
+import argparse
 import io
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
-from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.log import EventLog
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.observe import observe
 from prioritizer.policy.decide import decide
 from slurm_plugin.client import SlurmClient
 
-SCRIPT = "#!/bin/bash\ntrue\n"
+SCRIPT = "#!/bin/bash\nsleep 7200\n"
+PREFIX = "bench-"
 
 
-def main(n: int = 1000) -> None:
-    client = SlurmClient(timeout_s=60)
-    ids: list[int] = []
+def top_up(client: SlurmClient, n: int, running: int) -> list[int]:
+    """Submit jobs until the cluster holds ``n`` active bench jobs (``running`` of them able to
+    start at once); returns the ids of all bench jobs."""
+    have = [j for j in client.jobs() if j.name.startswith(PREFIX) and j.is_active]
+    n_run = sum(1 for j in have if not j.name.startswith(PREFIX + "p"))
+    todo = [(f"{PREFIX}r{i}", []) for i in range(max(running - n_run, 0))]
+    todo += [(f"{PREFIX}p{i}", ["--begin=now+2hours"])
+             for i in range(max(n - len(have) - len(todo), 0))]
     t0 = time.perf_counter()
+
+    def one(item: tuple[str, list[str]]) -> int:
+        name, extra = item
+        return client.submit(SCRIPT, [f"--job-name={name}", "--gres=gpu:1", "--output=/dev/null",
+                                      *extra])
+
+    with ThreadPoolExecutor(4) as pool:
+        new = list(pool.map(one, todo))
+    if todo:
+        print(f"submitted {len(todo)} jobs in {time.perf_counter() - t0:.1f} s")
+    return [j.job_id for j in have] + new
+
+
+CPU: list[float] = []   # process CPU seconds of each timed call (see timed)
+
+
+def timed(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Wall seconds of ``repeats`` calls; their CPU seconds in this process go to :data:`CPU`
+    (on a shared machine the wall time includes waiting for a core; the CPU time does not)."""
+    out = []
+    CPU.clear()
+    for _ in range(repeats):
+        c, t = time.process_time(), time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+        CPU.append(time.process_time() - c)
+    return out
+
+
+def fmt(values: list[float], unit: str = "s", scale: float = 1.0) -> str:
+    return (f"min {min(values) * scale:.2f} {unit}, median {statistics.median(values) * scale:.2f}"
+            f" {unit} (n={len(values)})")
+
+
+def run_cli(args: list[str]) -> None:
+    exe = Path(sys.executable).with_name(args[0])
+    subprocess.run([str(exe), *args[1:]], stdout=subprocess.DEVNULL, check=True)
+
+
+def memory_probe(tmp: str) -> None:
+    """Run in a fresh process: a daemon's first cycle and 3 steady ones; print its peak RSS."""
+    cfg = DaemonConfig(ledger_path=f"{tmp}/probe.sqlite", snapshot_path=f"{tmp}/probe.json",
+                       metrics_port=0)
+    with Ledger(cfg.ledger_path) as ledger:
+        daemon = Daemon(cfg, SlurmClient(timeout_s=120), ledger, EventLog(stream=io.StringIO()))
+        for _ in range(4):
+            daemon.cycle()
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def daemon_peak_mib(tmp: str) -> float:
+    """Peak memory of a daemon process alone (not of this benchmark, which also submits)."""
+    out = subprocess.run([sys.executable, __file__, "--memory-probe", tmp], check=True,
+                         capture_output=True, text=True).stdout
+    return float(out.split()[-1])
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--memory-probe"]:
+        memory_probe(sys.argv[2])
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("n", type=int, nargs="?", default=1000)
+    p.add_argument("--running", type=int, default=32)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--keep", action="store_true")
+    args = p.parse_args()
+    client = SlurmClient(timeout_s=120)
+    ids = top_up(client, args.n, args.running)
+    update_s: list[float] = []
+    send = client._update
+
+    def timed_update(*a: object, **k: object) -> None:   # Slurm's share of the first cycle
+        t = time.perf_counter()
+        try:
+            send(*a, **k)  # type: ignore[arg-type]
+        finally:
+            update_s[-1] += time.perf_counter() - t
+    client._update = timed_update  # type: ignore[method-assign]
     try:
-        for i in range(n):
-            ids.append(client.submit(SCRIPT, [f"--job-name=bench-{i}", "--gres=gpu:1",
-                                              "--begin=now+2hours", "--output=/dev/null"]))
-        print(f"submitted {n} pending jobs in {time.perf_counter() - t0:.1f} s")
+        firsts: list[float] = []
+        steady: list[float] = []
+        steady_cpu: list[float] = []
+        sent = 0
+        calls: set[str] = set()
         with tempfile.TemporaryDirectory() as tmp:
-            cfg = DaemonConfig(ledger_path=f"{tmp}/ledger.sqlite",
-                               snapshot_path=f"{tmp}/snapshot.json", metrics_port=0)
+            for r in range(args.repeats):
+                cfg = DaemonConfig(ledger_path=f"{tmp}/ledger{r}.sqlite",
+                                   snapshot_path=f"{tmp}/snapshot.json", metrics_port=0)
+                with Ledger(cfg.ledger_path) as ledger:
+                    log = EventLog(stream=io.StringIO())
+                    daemon = Daemon(cfg, client, ledger, log)
+                    update_s.append(0.0)
+                    firsts += timed(daemon.cycle, 1)
+                    text = log.stream.getvalue()  # type: ignore[union-attr]
+                    sent = text.count("event=order_set")
+                    calls = {line.split("value=")[1] for line in text.splitlines()
+                             if "order_set" in line}
+                    steady += timed(daemon.cycle, 3)
+                    steady_cpu += CPU
+            peak_mib = daemon_peak_mib(tmp)
             with Ledger(cfg.ledger_path) as ledger:
-                log = EventLog(stream=io.StringIO())
-                daemon = Daemon(cfg, client, ledger, log)
-                t = time.perf_counter()
-                daemon.cycle()
-                first = time.perf_counter() - t
-                sent = log.stream.getvalue().count("event=order_set")  # type: ignore[union-attr]
-                calls = len({line.split("value=")[1] for line in
-                             log.stream.getvalue().splitlines() if "order_set" in line})  # type: ignore[union-attr]
-                steady = []
-                for _ in range(5):
-                    t = time.perf_counter()
-                    daemon.cycle()
-                    steady.append(time.perf_counter() - t)
-                reads = []
-                for _ in range(5):
-                    t = time.perf_counter()
-                    client.jobs()
-                    client.nodes()
-                    reads.append(time.perf_counter() - t)
                 obs = observe(client, ledger, cfg, time.time())
-                t = time.perf_counter()
-                decide(obs.snapshot, cfg.policy, time.time())
-                dec = time.perf_counter() - t
-        print(f"managed pending jobs: {len(obs.snapshot.jobs)}")
-        print(f"first cycle (all new, {sent} jobs updated in {calls} scontrol calls): {first:.2f} s")
-        print(f"steady cycle (nothing to send), median of 5: {statistics.median(steady):.2f} s "
-              f"(min {min(steady):.2f}, max {max(steady):.2f})")
-        print(f"  squeue --json + sinfo --json, median of 5: {statistics.median(reads):.2f} s")
-        print(f"  decide() alone: {dec * 1000:.1f} ms")
+            dec = timed(lambda: decide(obs.snapshot, cfg.policy, time.time()), args.repeats)
+            squeue = timed(client.jobs, args.repeats)
+            squeue_cpu = list(CPU)
+            sinfo = timed(client.nodes, args.repeats)
+            env_snapshot = ["--snapshot", f"{tmp}/snapshot.json"]
+            dlq = timed(lambda: run_cli(["dlqueue", *env_snapshot]), args.repeats)
+            dlq_json = timed(lambda: run_cli(["dlqueue", "--json", *env_snapshot]), args.repeats)
+        n_pending = sum(1 for v in obs.snapshot.jobs if v.phase.value == "PENDING")
+        print(f"jobs managed: {len(obs.snapshot.jobs)} ({n_pending} pending); "
+              f"pid {os.getpid()}")
+        print(f"first cycle (all new, {sent} jobs updated in {len(calls)} scontrol calls): "
+              f"{fmt(firsts)}")
+        print(f"  of which the scontrol update calls (slurmctld's work): {fmt(update_s)}")
+        print(f"  the rest (the daemon's own work and reads): "
+              f"{fmt([f - u for f, u in zip(firsts, update_s)])}")
+        print(f"steady cycle (nothing to send): {fmt(steady)}")
+        print(f"  CPU time of the daemon process in it: {fmt(steady_cpu)}")
+        print(f"  squeue read (client.jobs): {fmt(squeue)}")
+        print(f"    of which parsing (CPU time in this process): {fmt(squeue_cpu)}")
+        print(f"  sinfo --json (client.nodes): {fmt(sinfo)}")
+        print(f"  decide() alone: {fmt(dec, 'ms', 1000)}")
+        print(f"peak memory of a daemon process (ru_maxrss, first + 3 steady cycles): "
+              f"{peak_mib:.0f} MiB")
+        print(f"dlqueue (one refresh, end to end): {fmt(dlq)}")
+        print(f"dlqueue --json (end to end): {fmt(dlq_json)}")
+        print("load average (1, 5, 15 min) at the end: "
+              + ", ".join(f"{x:.1f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores")
     finally:
-        for k in range(0, len(ids), 200):
-            client.cancel(ids[k:k + 200])
+        if not args.keep:
+            for k in range(0, len(ids), 500):
+                client.cancel(ids[k:k + 500])
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+    main()

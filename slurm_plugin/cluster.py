@@ -189,6 +189,8 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
         "# advertise the node shape below whatever this machine has",
         "SlurmdParameters=config_overrides",
         "MinJobAge=300",
+        "# room for a large site's queue (Slurm's default is 10,000; benchmarks hold 10,000 pending)",
+        "MaxJobCount=25000",
         "KillWait=5",
         "InactiveLimit=0",
         "SlurmdTimeout=60",

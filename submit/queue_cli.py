@@ -3,8 +3,11 @@
 It reads Slurm only through :meth:`slurm_plugin.client.SlurmClient.jobs` (``squeue --json``)
 and the daemon's public snapshot through :func:`prioritizer.daemon.snapshot.read_snapshot`
 (never the private ledger), builds rows and a table with the pure functions of
-:mod:`submit.queue_view`, and prints them once, as JSON (``--json``), or refreshed in place with
-:class:`rich.live.Live` (``--watch``). Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
+:mod:`submit.queue_view`, and prints them once (plain text measured in display cells, fast at
+10,000 jobs), as JSON (``--json``), or with ``--watch``: on a terminal refreshed in place with
+:class:`rich.live.Live` (the rows that fit the screen), into a file or pipe only the rows that
+changed. Every refresh is ONE ``squeue`` call whatever the filters (they are applied here), every
+``--interval`` seconds (default 5): a cluster of users each watching must not load slurmctld. Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
 from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:`` section) when
 that file exists; else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`.
 
@@ -28,7 +31,6 @@ from pathlib import Path
 import yaml
 from rich.console import Console, Group
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from prioritizer.daemon import snapshot as public_snapshot
@@ -41,6 +43,7 @@ from submit import queue_view as qv
 DAEMON_CONFIG = "/etc/dlprio/dlprio.yaml"
 EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
 STALE_AFTER_S = 300
+WATCH_INTERVAL_S = 5.0
 
 
 def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
@@ -76,7 +79,8 @@ def load_snapshot(path: str, now: float) -> tuple[PublicSnapshot | None, str]:
     age = now - snap.generated_at
     if age > STALE_AFTER_S:
         return snap, (f"daemon snapshot is {qv.format_duration(age)} old (cycle {snap.cycle}); "
-                      "the daemon may be down")
+                      "the daemon may be down: QUEUE and ATTAINED are as of then, blank for "
+                      "jobs it has not seen")
     return snap, ""
 
 
@@ -127,8 +131,9 @@ def _user_name(name: str) -> str | None:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="dlqueue", description="Slurm jobs in the order they will start, with the dlprio "
-        "queue (QUEUE, Q0 = highest) and attained service (ATTAINED, in GPU·hours) when the "
-        "daemon's snapshot is there. WAIT: time waited for the current or next run.",
+        "queue (QUEUE, Q0 = highest) and attained service (ATTAINED(GPU·s): GPUs x seconds "
+        "run, summed over all runs) when the daemon's snapshot is there. WAIT: time waited "
+        "for the current or next run.",
         epilog="exit codes: 0 ok, 2 bad arguments, 3 Slurm unreachable, 4 Slurm refused")
     p.add_argument("-u", "--user", type=_names,
                    help="only these users (names or uids, comma-separated; unknown ones exit 2)")
@@ -141,9 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshot", help="daemon snapshot file (default: snapshot_path of "
                    f"{DAEMON_CONFIG}, else {public_snapshot.DEFAULT_PATH})")
     p.add_argument("--json", action="store_true", help="print a JSON list for scripts")
-    p.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
-    p.add_argument("--interval", type=_positive(float), default=2.0,
-                   help="seconds between refreshes with --watch (default 2)")
+    p.add_argument("--watch", action="store_true",
+                   help="refresh until Ctrl-C: in place on a terminal, only the changed rows "
+                        "into a file or pipe")
+    p.add_argument("--interval", type=_positive(float), default=WATCH_INTERVAL_S,
+                   help=f"seconds between refreshes with --watch (default {WATCH_INTERVAL_S:g}; "
+                        "each refresh is one squeue call)")
     p.add_argument("--iterations", type=_positive(int),
                    help="with --watch: stop after N refreshes")
     return p
@@ -170,34 +178,54 @@ class _View:
         return qv.build_rows(jobs, snap, int(now)), snap, notes
 
 
-def _screen(view: _View, width: int, fit: bool) -> Group:
-    """One --watch frame: a title line, the table, the notes; a Slurm error is one line."""
+def _screen(view: _View, width: int, height: int) -> Group:
+    """One --watch frame on a terminal: a title line, the rows that fit the screen (wrapped to
+    its width), the notes; a Slurm error is one line."""
     stamp = time.strftime("%H:%M:%S")
     try:
         rows, snap, notes = view.fetch()
     except SlurmError as exc:
         return Group(Text(f"dlqueue {stamp}: Slurm error: {qv.visible(exc.message)} "
                           "(retrying)", style="red"))
-    table = qv.build_queue_table(rows, width, show_service=snap is not None, fit=fit)
+    room = max(height - 3 - len(notes), 1)
+    shown = rows[:room]
+    table = qv.build_queue_table(shown, width, show_service=snap is not None, fit=True)
     title = Text(f"dlqueue {stamp}: {len(rows)} jobs, every {view.args.interval:g} s")
-    return Group(title, table, *(Text(qv.visible(n), style="dim") for n in notes))
+    more = ([Text(f"... {len(rows) - len(shown)} more (dlqueue without --watch lists all)",
+                  style="dim")] if len(shown) < len(rows) else [])
+    return Group(title, table, *more, *(Text(qv.visible(n), style="dim") for n in notes))
 
 
 def _watch(view: _View, console: Console) -> int:
     """Refresh ``--iterations`` times (or until Ctrl-C). On a terminal the frame is redrawn in
-    place and wrapped to fit the screen; otherwise each frame is appended at full width."""
+    place; into a file or pipe, the first refresh prints the table and later ones only what
+    changed (:func:`submit.queue_view.changes`), each under a time stamp."""
     limit = view.args.iterations
     done = 0
     live = Live(console=console, auto_refresh=False) if console.is_terminal else None
+    before: dict[str, tuple[object, ...]] | None = None
+    last_error = last_notes = None
     with live if live is not None else contextlib.nullcontext():
         while True:
             if live is not None:
-                live.update(_screen(view, console.width, fit=True), refresh=True)
+                live.update(_screen(view, console.width, console.height), refresh=True)
             else:
-                frame = _screen(view, console.width, fit=False)
-                console.width = max(console.width, *(qv.natural_width(r) for r in frame.renderables
-                                                      if isinstance(r, Table)), 1)
-                console.print(frame, crop=False)
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+                try:
+                    rows, snap, notes = view.fetch()
+                    before, text = qv.changes(before, rows, show_service=snap is not None)
+                    last_error = None
+                except SlurmError as exc:
+                    text, notes = "", last_notes or []
+                    if exc.message != last_error:
+                        text = f"Slurm error: {qv.visible(exc.message)} (retrying)\n"
+                    last_error = exc.message
+                if notes != last_notes:
+                    text += "".join(qv.visible(n) + "\n" for n in notes)
+                    last_notes = notes
+                if text:
+                    sys.stdout.write(f"--- dlqueue {stamp}\n{text}")
+                    sys.stdout.flush()
             done += 1
             if limit is not None and done >= limit:
                 return 0
@@ -243,18 +271,13 @@ def _run(view: _View, console: Console) -> int:
     if args.json:
         for n in notes:
             print(f"dlqueue: {qv.visible(n)}", file=sys.stderr)
-        print(json.dumps(qv.json_rows(rows), ensure_ascii=False, indent=1))
+        # one object per line through the C encoder (indent= would use the slow Python one)
+        items = [json.dumps(r, ensure_ascii=False) for r in qv.json_rows(rows)]
+        print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
         return 0
-    table = qv.build_queue_table(rows, console.width, show_service=snap is not None)
-    if console.is_terminal:
-        console.width = max(console.width, qv.natural_width(table))
-        console.print(table, crop=False)
-        for n in notes:
-            console.print(Text(qv.visible(n), style="dim"))
-    else:
-        sys.stdout.write(qv.render_table(table, console.width))
-        for n in notes:
-            print(qv.visible(n))
+    sys.stdout.write(qv.render_text(rows, show_service=snap is not None))
+    for n in notes:
+        print(qv.visible(n))
     return 0
 
 

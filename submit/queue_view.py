@@ -1,15 +1,17 @@
 """The pure core of ``dlqueue``: Slurm jobs + the daemon's public snapshot → rows → a rich table.
 
 Place in the pipeline (docs/design.md, code rule 13, "snapshot → pure table builder → thin live
-shell"): :mod:`submit.queue_cli` reads ``squeue --json`` through
-:meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
+shell"): :mod:`submit.queue_cli`
+reads the jobs with one squeue call through :meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
 :func:`prioritizer.daemon.snapshot.read_snapshot` (never the private ledger), then calls
-:func:`build_rows`, :func:`build_queue_table` / :func:`render_table` and :func:`json_rows` here.
+:func:`build_rows`, :func:`render_text` (or :func:`build_queue_table` for ``--watch``),
+:func:`changes` and :func:`json_rows` here.
 Nothing in this module runs a command, reads a file or a clock: ``now`` is an argument.
 
 Sources: squeue(1) (columns, state abbreviations, JOBID forms ``LEADER+OFFSET`` and
 ``ARRAY_TASK``); Slurm's scheduling order "preemptor, reservation, partition PriorityTier,
-priority, submit time, job id" (docs/design.md, "Changing state"); the requeue delay: ``scontrol
+priority, submit time, job id" (docs/design.md, "Changing state"); the
+requeue delay: ``scontrol
 requeue`` sets BeginTime = now + ``cred_expire`` + 1 s and resets ``submit_time`` to the requeue
 time (slurm.conf(5) ``AuthInfo``; seen on 22.05: reason ``BeginTime``, ``restart_cnt`` 1,
 ``eligible_time`` = the begin time).
@@ -26,10 +28,12 @@ character lost but the space at a break; cropping would hide text, this only mov
 from __future__ import annotations
 
 import io
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
@@ -54,6 +58,7 @@ STATE_CODES = {
 JSON_KEYS = ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
              "wait_s", "preemptions", "reason")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_DIGITS = re.compile(r"\d+")
 _STATE_STYLE = {"RUNNING": "green", "PENDING": "yellow", "COMPLETING": "cyan"}
 
 
@@ -124,6 +129,8 @@ def visible(text: str) -> str:
     ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a name that
     literally contains ``\\n`` looks like one with a newline (``--json`` has the exact text).
     """
+    if text.isprintable():   # no Cc/Cf/Zl/Zp character (str.isprintable): nothing to escape
+        return text
     out = []
     for ch in text:
         cat = unicodedata.category(ch)
@@ -259,26 +266,103 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
     return rows
 
 
+def change_key(row: QueueRow) -> tuple[object, ...]:
+    """What ``--watch`` into a file or pipe reports a change of: everything but the clocks
+    (WAIT, ATTAINED, and the numbers inside REASON such as a countdown or "behind N jobs"),
+    which move every refresh without anything happening."""
+    return (row.user, row.name, row.state, row.queue, row.gpus, row.node_names,
+            row.preemptions, _DIGITS.sub("#", row.reason))
+
+
+def changes(before: dict[str, tuple[object, ...]] | None, rows: Sequence[QueueRow], *,
+            show_service: bool) -> tuple[dict[str, tuple[object, ...]], str]:
+    """One ``--watch`` refresh for a file or pipe: (the new state, the text to print).
+
+    The first refresh (``before`` None) prints the whole table; later ones only the rows that
+    are new or changed (see :func:`change_key`) as a table with its header, then one
+    ``gone: ID, ID`` line for rows that left; "" when nothing changed.
+    """
+    now = {r.display_id: change_key(r) for r in rows}
+    if before is None:
+        return now, render_text(rows, show_service=show_service)
+    moved = [r for r in rows if before.get(r.display_id) != now[r.display_id]]
+    gone = [k for k in before if k not in now]
+    text = render_text(moved, show_service=show_service) if moved else ""
+    if gone:
+        text += "gone: " + ", ".join(visible(k) for k in gone) + "\n"
+    return now, text
+
+
 def json_rows(rows: Sequence[QueueRow]) -> list[dict[str, object]]:
     """Rows as dicts with exactly :data:`JSON_KEYS` (raw text, seconds, GPU·s; ``nodes`` is a
     count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon)."""
     out = []
     for r in rows:
-        raw = asdict(r)
+        raw = vars(r)   # flat dataclass of plain values: no deep copy needed (asdict is slow)
         out.append({k: raw[k] for k in JSON_KEYS})
     return out
 
 
-def _cells(row: QueueRow, show_service: bool) -> list[Text]:
-    cells = [Text(visible(row.display_id)), Text(visible(row.user)), Text(visible(row.name)),
-             Text(visible(row.state), style=_STATE_STYLE.get(row.state, ""))]
+def queue_name(queue: int | None) -> str:
+    """The one spelling of a dlprio queue in every view: ``Q0`` (highest), ``Q1``...; "" for none."""
+    return "" if queue is None else f"Q{queue}"
+
+
+def service_text(gpu_s: float | None) -> str:
+    """Attained service as every view prints it: whole GPU·s ("" for none)."""
+    return "" if gpu_s is None else f"{gpu_s:.0f}"
+
+
+#: The attained-service column, unit in the header (the same unit as REASON and dlprio status).
+ATTAINED_HEAD = "ATTAINED(GPU·s)"
+_RIGHT = {ATTAINED_HEAD, "GPUS", "WAIT", "PREEMPTS"}
+_FREE = {"USER", "NAME", "NODES", "REASON"}
+
+
+def headers(show_service: bool) -> list[str]:
+    """Column headers; QUEUE and ATTAINED(GPU·s) only with a daemon snapshot."""
+    heads = ["JOBID", "USER", "NAME", "STATE"]
     if show_service:
-        cells.append(Text("" if row.queue is None else f"Q{row.queue}"))
-        cells.append(Text("" if row.attained_gpu_s is None else f"{row.attained_gpu_s / 3600:.2f}"))
-    cells += [Text(str(row.gpus)), Text(visible(row.node_names) or str(row.nodes)),
-              Text(format_duration(row.wait_s)), Text(str(row.preemptions)),
-              Text(visible(row.reason))]
-    return cells
+        heads += ["QUEUE", ATTAINED_HEAD]
+    return heads + ["GPUS", "NODES", "WAIT", "PREEMPTS", "REASON"]
+
+
+def cell_texts(row: QueueRow, show_service: bool) -> list[str]:
+    """The cells of one row as shown (user text through :func:`visible`)."""
+    cells = [visible(row.display_id), visible(row.user), visible(row.name), visible(row.state)]
+    if show_service:
+        cells += [queue_name(row.queue), service_text(row.attained_gpu_s)]
+    return cells + [str(row.gpus), visible(row.node_names) or str(row.nodes),
+                    format_duration(row.wait_s), str(row.preemptions), visible(row.reason)]
+
+
+def _cells(row: QueueRow, show_service: bool) -> list[Text]:
+    texts = cell_texts(row, show_service)
+    state_at = 3
+    return [Text(t, style=_STATE_STYLE.get(row.state, "") if i == state_at else "")
+            for i, t in enumerate(texts)]
+
+
+def render_text(rows: Sequence[QueueRow], *, show_service: bool = True) -> str:
+    """The table as plain text, fast enough for 10,000 rows (what ``dlqueue`` prints).
+
+    Same layout as :func:`render_table` of :func:`build_queue_table` (a test compares them):
+    each column as wide as its widest cell measured in terminal display cells
+    (:func:`rich.cells.cell_len`: a CJK character takes two), two spaces between columns,
+    numbers right-aligned, nothing cropped or wrapped, trailing spaces stripped. Rendering a
+    :class:`rich.table.Table` of 10,000 rows takes about 25 s; this takes well under one.
+    """
+    heads = headers(show_service)
+    table = [heads] + [cell_texts(r, show_service) for r in rows]
+    lens = [[cell_len(c) for c in line] for line in table]
+    widths = [max(col) for col in zip(*lens)]
+    right = [h in _RIGHT for h in heads]
+    out = []
+    for line, ls in zip(table, lens):
+        parts = [(" " * (w - n) + c) if r else (c + " " * (w - n))
+                 for c, n, w, r in zip(line, ls, widths, right)]
+        out.append("  ".join(parts).rstrip())
+    return "\n".join(out) + "\n"
 
 
 def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: bool = True,
@@ -288,7 +372,7 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
     Args:
         rows: from :func:`build_rows`.
         width: the console width (cells) it will be printed at.
-        show_service: include QUEUE and ATTAINED (GPU·h) columns (only with a snapshot).
+        show_service: include QUEUE and ATTAINED(GPU·s) columns (only with a snapshot).
         fit: for ``--watch``: when the natural width exceeds ``width``, the free-text columns
             (USER, NAME, NODES, REASON) wrap onto extra lines in their column (at spaces,
             long words folded) instead of running past the screen. Without ``fit`` nothing
@@ -306,17 +390,11 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
 def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool) -> Table:
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
                   collapse_padding=False)
-    free = {"USER", "NAME", "NODES", "REASON"}
-    heads = ["JOBID", "USER", "NAME", "STATE"]
-    if show_service:
-        heads += ["QUEUE", "ATTAINED"]
-    heads += ["GPUS", "NODES", "WAIT", "PREEMPTS", "REASON"]
-    right = {"ATTAINED", "GPUS", "WAIT", "PREEMPTS"}
-    for h in heads:
-        if h in right:  # numbers (never user text); rich ignores justify with "ignore"
+    for h in headers(show_service):
+        if h in _RIGHT:  # numbers (never user text); rich ignores justify with "ignore"
             table.add_column(h, justify="right", no_wrap=True)
         else:
-            folds = fold and h in free
+            folds = fold and h in _FREE
             table.add_column(h, no_wrap=not folds, overflow="fold" if folds else "ignore")
     for r in rows:
         table.add_row(*_cells(r, show_service))

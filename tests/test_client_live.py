@@ -46,7 +46,8 @@ def test_gpu_job_gets_its_allocated_gpus(client: SlurmClient, tmp_path: Path) ->
     out = tmp_path / "cvd.out"
     jid = submit(client, script("--gres=gpu:3", f"--output={out}", "--job-name=t-cvd",
                                 body='echo "CVD=$CUDA_VISIBLE_DEVICES"; sleep 4'))
-    running = wait_state(client, jid, {"RUNNING"}, 30)
+    wait_state(client, jid, {"RUNNING"}, 30)
+    running = client.jobs(job_ids=[jid], detail=True)[0]   # GPU indices: only in the JSON read
     assert running.gpus == 3 and running.gpus_per_node == 3
     assert len(running.gpu_indices) == 1 and len(running.gpu_indices[0]) == 3
     wait_state(client, jid, {"COMPLETED"}, 30)

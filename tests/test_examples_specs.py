@@ -25,7 +25,7 @@ def test_every_spec_is_listed() -> None:
 def test_runnable_spec_renders_and_its_program_exists(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--dry-run", str(SPECS / name)]) == 0
     out = capsys.readouterr().out
-    assert "DL_CONTAINER=none" in out and ".venv/bin/python examples/trainer.py" in out
+    assert "DL_CONTAINER='none'" in out and ".venv/bin/python examples/trainer.py" in out
     assert (ROOT / "examples" / "trainer.py").is_file()
     assert "Runs as it is on the local cluster" in (SPECS / name).read_text()
 
@@ -38,4 +38,4 @@ def test_container_example_is_marked_and_renders_for_its_runtime(name: str,
     assert text.startswith("# CONTAINER EXAMPLE") and "does NOT run on the local dlcluster" in text
     assert main(["--dry-run", "--container-runtime", runtime, str(SPECS / name)]) == 0
     out = capsys.readouterr().out
-    assert f"DL_CONTAINER={runtime}" in out and image in out
+    assert f"DL_CONTAINER='{runtime}'" in out and image in out

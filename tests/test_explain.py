@@ -54,5 +54,6 @@ def test_status_json_keys_exactly(ledger: Ledger) -> None:
     assert json.loads(json.dumps(rows)) == [{
         "job_id": 42, "user": "alice", "state": "PENDING", "queue": 1, "attained_gpu_s": 60.0,
         "preemptions": 1, "promotions": 0, "restart_count": 1}]
-    assert explain.status_table(rows).splitlines()[1].split() == [
-        "42", "alice", "PENDING", "1", "60.0", "1", "0", "1"]
+    table = explain.status_table(rows).splitlines()
+    assert table[0].split()[3:5] == ["QUEUE", "ATTAINED(GPU·s)"]   # the unit named, as in dlqueue
+    assert table[1].split() == ["42", "alice", "PENDING", "Q1", "60.0", "1", "0", "1"]

@@ -203,3 +203,28 @@ def test_unreachable_requeue_is_rolled_back_and_retried(ledger: Ledger) -> None:
     p.progress(observation(105, victim))
     assert [c[0] for c in client.calls] == ["requeue", "requeue"]
     assert [i.outcome for i in ledger.intents(6)] == ["requeued"]
+
+
+def test_active_rows_are_fresh_after_every_write_and_rollback(tmp_path) -> None:
+    """The remembered active rows (issue 15) never hide a write, committed or rolled back."""
+    from prioritizer.daemon.ledger import Ledger as L
+    with L(tmp_path / "c.sqlite") as led:
+        kw = dict(user="u", account="a", partition="gpu", gpus=1, submit_time=1.0,
+                  restart_count=0, now=5.0)
+        with led.transaction():
+            led.upsert_job(1, state="PENDING", **kw)
+        assert [r.state for r in led.jobs(active_only=True)] == ["PENDING"]
+        with led.transaction():
+            led.upsert_job(1, state="RUNNING", **kw)
+        assert [r.state for r in led.jobs(active_only=True)] == ["RUNNING"]
+        try:
+            with led.transaction():
+                led.mark_ended(1, "COMPLETED", 9.0)
+                assert led.jobs(active_only=True) == []
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        assert [r.state for r in led.jobs(active_only=True)] == ["RUNNING"]
+        with led.transaction():
+            led.mark_ended(1, "COMPLETED", 9.0)
+        assert led.jobs(active_only=True) == [] and led.jobs()[0].state == "COMPLETED"

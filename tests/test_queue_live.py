@@ -152,10 +152,11 @@ def test_snapshot_gives_queue_attained_and_rank_order(jobs: Jobs, tmp_path: Path
     assert [(r["job_id"], r["queue"], r["attained_gpu_s"], r["preemptions"]) for r in rows] == [
         (blocker, 2, 36_000, 3), (second, 0, 900, 0), (first, 1, 5400, 0)]
     lines = dlqueue("-j", ids_arg(jobs.ids), "--snapshot", str(path)).stdout.splitlines()
-    assert lines[0].split()[:7] == ["JOBID", "USER", "NAME", "STATE", "QUEUE", "ATTAINED", "GPUS"]
-    # ATTAINED in GPU·h: 36000 / 3600 = 10.00, 900 / 3600 = 0.25, 5400 / 3600 = 1.50
+    assert lines[0].split()[:7] == ["JOBID", "USER", "NAME", "STATE", "QUEUE", "ATTAINED(GPU·s)",
+                                    "GPUS"]
+    # ATTAINED in GPU·s, as in the snapshot, REASON and dlprio status
     assert [ln.split()[3:6] for ln in lines[1:4]] == [
-        ["RUNNING", "Q2", "10.00"], ["PENDING", "Q0", "0.25"], ["PENDING", "Q1", "1.50"]]
+        ["RUNNING", "Q2", "36000"], ["PENDING", "Q0", "900"], ["PENDING", "Q1", "5400"]]
     assert len(lines) == 4  # no "snapshot not found" note
 
 

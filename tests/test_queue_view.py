@@ -38,7 +38,10 @@ SNAP = snapshot(pub(101, 1, 14_400, preemptions=2, state="RUNNING"),
 
 
 def render(rows, width=100, **kw) -> list[str]:
-    return qv.render_table(qv.build_queue_table(rows, width, **kw), width).splitlines()
+    """What dlqueue prints (the fast text renderer); the rich Table of --watch must agree."""
+    text = qv.render_text(rows, show_service=kw.get("show_service", True))
+    assert text == qv.render_table(qv.build_queue_table(rows, width, **kw), width)
+    return text.splitlines()
 
 
 # ------------------------------------------------------------------ table rendering
@@ -46,12 +49,12 @@ def render(rows, width=100, **kw) -> list[str]:
 def test_table_with_snapshot_literal_lines() -> None:
     lines = render(qv.build_rows(JOBS, SNAP, NOW), show_service=True)
     assert lines == [
-        "JOBID  USER   NAME          STATE    QUEUE  ATTAINED  GPUS  NODES   WAIT  PREEMPTS  REASON",
-        "101    alice  train-a       RUNNING  Q1         4.00     8  node1  10:00         2",
-        "103    carol  eval          PENDING  Q0         0.50     2  1       0:10         1  "
+        "JOBID  USER   NAME          STATE    QUEUE  ATTAINED(GPU·s)  GPUS  NODES   WAIT  PREEMPTS  REASON",
+        "101    alice  train-a       RUNNING  Q1               14400     8  node1  10:00         2",
+        "103    carol  eval          PENDING  Q0                1800     2  1       0:10         1  "
         "requeue delay (starts in ~11s)",
-        "102    bob    [red]x[/red]  PENDING  Q0         0.00    16  2       8:20         0  Resources",
-        "104    dave   cpu-prep      PENDING                      0  1      16:40         0  Priority",
+        "102    bob    [red]x[/red]  PENDING  Q0                   0    16  2       8:20         0  Resources",
+        "104    dave   cpu-prep      PENDING                             0  1      16:40         0  Priority",
     ]
 
 
@@ -349,7 +352,41 @@ def test_cli_watch_survives_slurm_errors(fake, capsys) -> None:
     assert queue_cli.main(["--watch", "--iterations", "2", "--interval", "0.01",
                            "--snapshot", "/nonexistent"]) == 0
     out = capsys.readouterr().out
-    assert len(client.calls) == 2 and out.count("Slurm error: Unable to contact") == 2
+    # into a pipe only changes are printed: the same error twice is one line
+    assert len(client.calls) == 2 and out.count("Slurm error: Unable to contact") == 1
+
+
+def test_columns_are_measured_in_display_cells() -> None:
+    """CJK characters take two terminal cells: the columns after a CJK name stay aligned."""
+    jobs = [make_job(1, name="训练任务", user="alice"), make_job(2, name="ab", user="bob"),
+            make_job(3, name="ｆｕｌｌ", user="carol")]
+    lines = render(qv.build_rows(jobs, None, NOW), show_service=False)
+    # STATE starts at the same display cell on every line: JOBID(5)+2, USER(5)+2, NAME(8)+2
+    from rich.cells import cell_len
+    starts = {cell_len(line[:line.index("PENDING" if i else "STATE")]) for i, line in enumerate(lines)}
+    assert starts == {5 + 2 + 5 + 2 + 8 + 2}
+
+
+def test_watch_into_a_pipe_prints_only_changes() -> None:
+    a = make_job(1, name="a", user="alice", submit_time=9000)
+    b = make_job(2, name="b", user="bob", submit_time=9000)
+    state, first = qv.changes(None, qv.build_rows([a, b], None, NOW), show_service=False)
+    assert first.splitlines()[0].startswith("JOBID") and len(first.splitlines()) == 3
+    # 5 s later: WAIT moved for both, nothing else: nothing to print
+    state, text = qv.changes(state, qv.build_rows([a, b], None, NOW + 5), show_service=False)
+    assert text == ""
+    # a starts, b leaves, c arrives: a and c as rows under the header, b as gone
+    a2 = make_job(1, name="a", user="alice", state="RUNNING", reason="None", submit_time=9000,
+                  start_time=NOW + 8, nodes="node1", node_list=("node1",))
+    c = make_job(3, name="c", user="carol", submit_time=NOW + 9)
+    state, text = qv.changes(state, qv.build_rows([a2, c], None, NOW + 10), show_service=False)
+    lines = text.splitlines()
+    assert lines[0].startswith("JOBID") and [ln.split()[0] for ln in lines[1:3]] == ["1", "3"]
+    assert lines[1].split()[3] == "RUNNING" and lines[3] == "gone: 2" and len(lines) == 4
+
+
+def test_cli_watch_default_interval_is_five_seconds() -> None:
+    assert queue_cli.build_parser().parse_args(["--watch"]).interval >= 5
 
 
 def test_cli_unknown_user_is_a_usage_error(monkeypatch, capsys) -> None:

@@ -196,6 +196,10 @@ def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: E
         for job_id, st in sorted(decisions.states.items()):
             before = rows.get(job_id)
             old = before.queue if before else None
+            if (before is not None and not st.changed and job_id not in promoted
+                    and (before.queue, before.queue_entry_time, before.service_base_gpu_s)
+                    == (st.queue, st.queue_entry_time, st.service_base_gpu_s)):
+                continue   # nothing to write (issue 15: no statement per unchanged job)
             ledger.set_queue(job_id, st.queue, st.queue_entry_time, st.service_base_gpu_s,
                              st.reason if st.changed else None, now, job_id in promoted)
             if st.changed:

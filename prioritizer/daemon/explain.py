@@ -39,12 +39,12 @@ def status_rows(ledger: Ledger, now: float) -> list[dict[str, object]]:
 
 def status_table(rows: list[dict[str, object]]) -> str:
     """Plain text table of :func:`status_rows` (header + one line per job)."""
-    lines = [f"{'JOBID':>8} {'USER':<12} {'STATE':<11} {'QUEUE':>5} {'GPU_S':>10} "
+    lines = [f"{'JOBID':>8} {'USER':<12} {'STATE':<11} {'QUEUE':>5} {'ATTAINED(GPU·s)':>15} "
              f"{'PREEMPT':>7} {'PROMOTE':>7} {'RESTART':>7}"]
-    for r in rows:
-        q = "-" if r["queue"] is None else r["queue"]
+    for r in rows:   # queue spelled Q0, Q1... and service in GPU·s, as in dlqueue and REASON
+        q = "-" if r["queue"] is None else f"Q{r['queue']}"
         lines.append(f"{r['job_id']:>8} {str(r['user'])[:12]:<12} {str(r['state'])[:11]:<11} "
-                     f"{q:>5} {r['attained_gpu_s']:>10} {r['preemptions']:>7} "
+                     f"{q:>5} {r['attained_gpu_s']:>15} {r['preemptions']:>7} "
                      f"{r['promotions']:>7} {r['restart_count']:>7}")
     return "\n".join(lines) + "\n"
 

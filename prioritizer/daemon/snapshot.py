@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 VERSION = 1
@@ -70,12 +70,12 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
         "cycle": snap.cycle,
         "mode": snap.mode,
         "thresholds_gpu_s": list(snap.thresholds_gpu_s),
-        "jobs": [asdict(j) for j in snap.jobs],
+        "jobs": [vars(j) for j in snap.jobs],   # flat dataclass: its __dict__ is the record
     }
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".snapshot.")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f)
+            f.write(json.dumps(data))   # the C encoder (json.dump streams through Python)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
