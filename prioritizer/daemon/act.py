@@ -107,6 +107,23 @@ def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
     return out
 
 
+def victim_values(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
+                  enc: Encoding | None, victims: list[int]) -> dict[int, str]:
+    """The value each victim (a RUNNING job about to be requeued) gets *before* its requeue:
+    the one :func:`targets` will give it once pending, from its own queue state (a victim's
+    queue is below its waiter's, so the waiter outranks it at once; issue 14 item 3)."""
+    out: dict[int, str] = {}
+    for job_id in victims:
+        state = decisions.states.get(job_id)
+        if state is None:
+            continue
+        if cfg.mode == "partition":
+            out[job_id] = f"partition:{cfg.queue_partitions[min(state.queue, len(cfg.queue_partitions) - 1)]}"
+        elif enc is not None:
+            out[job_id] = f"{cfg.priority_field}:{enc.value(state.queue, state.queue_entry_time)}"
+    return out
+
+
 def diff(wanted: Mapping[int, str], current: Mapping[int, str | None]) -> dict[str, list[int]]:
     """Jobs whose value must change, grouped by value (one Slurm call per key), ids sorted."""
     batches: dict[str, list[int]] = {}
@@ -132,13 +149,13 @@ def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
     for value, ids in batches.items():
         field, _, arg = value.partition(":")
         try:
-            _send(client, field, ids, arg)
+            send(client, field, ids, arg)
             accepted = ids
         except (SlurmRefused, JobUnknown):
             accepted = []
             for job_id in ids:
                 try:
-                    _send(client, field, [job_id], arg)
+                    send(client, field, [job_id], arg)
                     accepted.append(job_id)
                 except (SlurmRefused, JobUnknown) as exc:
                     refused += 1
@@ -150,7 +167,8 @@ def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
     return refused
 
 
-def _send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
+def send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
+    """One ``scontrol update`` of ``field`` (``partition``, ``priority``, ``site_factor``)."""
     if field == "partition":
         client.set_partition(ids, arg)
     elif field == "priority":

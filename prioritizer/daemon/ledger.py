@@ -274,11 +274,26 @@ class Ledger:
         with self.conn:
             self.conn.execute("UPDATE intents SET requeue_at=? WHERE id=?", (at, intent_id))
 
-    def finish_intent(self, intent_id: int, at: float, outcome: str) -> None:
-        """Commit the intent as done with ``outcome`` (``requeued``, ``ended in grace``...)."""
+    def finish_intent(self, intent_id: int, at: float, outcome: str,
+                      uncount: bool = False) -> None:
+        """Commit the intent as done with ``outcome`` (``requeued``, ``ended in grace``...).
+        ``uncount``: nothing was preempted (Slurm refused, the job had ended): the job's
+        preemption counter, raised by :meth:`add_intent`, goes back down."""
         with self.conn:
-            self.conn.execute("UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",
-                              (at, outcome, intent_id))
+            cur = self.conn.execute(
+                "UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",
+                (at, outcome, intent_id))
+            if uncount and cur.rowcount:
+                self.conn.execute(
+                    "UPDATE jobs SET preemptions=MAX(preemptions-1, 0) WHERE job_id="
+                    "(SELECT job_id FROM intents WHERE id=?)", (intent_id,))
+
+    def refused_victims(self) -> dict[int, int]:
+        """{job id: restart count} of jobs whose signal or requeue Slurm refused during the run
+        with that restart count: they are not chosen as victims again in that run."""
+        return {r[0]: r[1] for r in self.conn.execute(
+            "SELECT job_id, MAX(restart_count) FROM intents WHERE outcome LIKE 'signal refused:%'"
+            " OR outcome LIKE 'requeue refused:%' GROUP BY job_id")}
 
     # ------------------------------------------------------------------ transactions
     def transaction(self) -> sqlite3.Connection:

@@ -85,7 +85,9 @@ class Daemon:
         refused = act.push(self.client, self.ledger, batches, self.log)
         self.metrics.slurm_errors.labels(kind="refused").inc(refused)
         self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))
-        self.metrics.requeues.inc(len(self.preemptor.progress(obs)))
+        lowered = act.victim_values(decisions, obs, self.cfg, self.encoding(obs.now),
+                                    [i.job_id for i in self.ledger.open_intents()])
+        self.metrics.requeues.inc(len(self.preemptor.progress(obs, lowered)))
         self.publish(decisions, obs)
 
     def encoding(self, now: float) -> act.Encoding | None:

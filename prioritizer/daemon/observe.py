@@ -38,8 +38,10 @@ HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 class Unit:
     """One schedulable unit: a plain job, an array element, or a whole hetjob (leader id).
 
-    ``gpus_per_node`` has one entry per node (components concatenated), aligned with
-    ``nodes`` while running. ``contract`` is the checkpoint marker of the leader's comment
+    ``gpus_per_node`` has one entry per node of the components that ask for GPUs
+    (components concatenated; GPU-less components add none), aligned with ``nodes`` while
+    running. ``requeue``: every component may be requeued and is a batch job (``scontrol
+    requeue`` restarts neither a ``--no-requeue`` job nor a ``salloc``/``srun`` allocation). ``contract`` is the checkpoint marker of the leader's comment
     (None: no marker, or a malformed one).
     """
 
@@ -97,7 +99,7 @@ def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
         lead = parts[0]
         if managed and not managed & set(lead.partition.split(",")):
             continue
-        per_node = tuple(g for j in parts for g in [j.gpus_per_node] * max(j.node_count, 1))
+        per_node, nodes = _gpu_nodes(parts)
         if not sum(per_node):
             continue
         try:
@@ -107,11 +109,32 @@ def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
         out[unit_id] = Unit(
             job_id=unit_id, user=lead.user, account=lead.account, partition=lead.partition,
             state=lead.state, reason=lead.reason, gpus_per_node=per_node,
-            nodes=tuple(n for j in parts for n in j.node_list),
+            nodes=nodes,
             submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
             eligible_time=lead.eligible_time, restart_count=lead.restart_count,
-            requeue=all(j.requeue for j in parts), contract=contract, priority=lead.priority)
+            requeue=all(j.requeue and j.batch for j in parts), contract=contract,
+            priority=lead.priority)
     return out
+
+
+def _gpu_nodes(parts: list[Job]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """GPUs per node and, once running, the node names, of the components that ask for GPUs.
+
+    A component without GPUs (a hetjob's parameter server, PAI's ``ps`` role) needs no GPU
+    node: it adds no entry, so the policy never looks for (or frees) a GPU node for it.
+    ``nodes`` is empty when any GPU component's node list does not match its node count.
+    """
+    per_node: list[int] = []
+    nodes: list[str] = []
+    aligned = True
+    for j in parts:
+        if not j.gpus_per_node:
+            continue
+        count = max(j.node_count, 1)
+        per_node.extend([j.gpus_per_node] * count)
+        aligned = aligned and len(j.node_list) == count
+        nodes.extend(j.node_list)
+    return tuple(per_node), tuple(nodes) if aligned else ()
 
 
 def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) -> Observation:
@@ -217,6 +240,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     all_runs = ledger.all_runs()
     rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
     signalled = {i.job_id for i in intents if i.signal_at is not None}
+    refused = ledger.refused_victims()
     in_intent = {i.job_id for i in intents}
     node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
@@ -243,7 +267,8 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             run_start=open_run.start if (running and open_run) else None,
             last_run_s=last.seconds(now) if last else 0.0,
             last_run_end=last.end if last else None,
-            preemptible=unit.requeue and not exempt and unit.job_id not in in_intent,
+            preemptible=(unit.requeue and not exempt and unit.job_id not in in_intent
+                         and refused.get(unit.job_id, -1) < unit.restart_count),
             eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
