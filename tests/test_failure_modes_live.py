@@ -1,0 +1,112 @@
+"""Failure modes where Slurm's own behaviour is the point (issue 14), on the live cluster.
+
+* item 6: ``scontrol requeue`` of a job that completed just before runs it again; ``requeue
+  incomplete`` (what the daemon sends) leaves it completed. The race is made deterministic:
+  the daemon's observation says RUNNING (taken before the job ended), the requeue comes after.
+* item 5: a ``--no-requeue`` job: Slurm refuses the requeue; the daemon logs the reason, does
+  not count a preemption, and never picks the job again in that run.
+* item 3: the victim carries its lowered SiteFactor *before* the requeue: the moment it is
+  pending again, Slurm's priority for it is below the waiter's.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon_helpers import Jobs, live_jobs
+from daemon_unit_helpers import observation, unit
+from live_helpers import wait_state
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.observe import build_snapshot, record_units
+from prioritizer.daemon.preempt import Preemptor
+from prioritizer.policy.model import Preemption
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> Iterator[Jobs]:
+    with live_jobs(tmp_path) as j:
+        yield j
+
+
+def _preemptor(jobs: Jobs, ledger: Ledger, stream: io.StringIO) -> Preemptor:
+    return Preemptor(jobs.client, ledger, DaemonConfig(), EventLog(stream=stream))
+
+
+def _wrap(jobs: Jobs, seconds: int, *extra: str) -> int:
+    job_id = jobs.client.submit(f"#!/bin/bash\nsleep {seconds}\n",
+                                ["--gres=gpu:1", "--output=/dev/null", *extra])
+    jobs.ids.append(job_id)
+    return job_id
+
+
+def test_item6_requeue_of_a_job_that_just_completed_does_not_run_it_again(
+        jobs: Jobs, tmp_path: Path) -> None:
+    # the race is real: a plain requeue resurrects a completed job
+    plain = _wrap(jobs, 1)
+    wait_state(jobs.client, plain, {"COMPLETED"}, 60)
+    jobs.client.requeue(plain)
+    assert jobs.client.job(plain).restart_count == 1
+    # the daemon saw it RUNNING; it completes before the requeue
+    job_id = _wrap(jobs, 1)
+    seen = unit(job_id, marker=False)
+    wait_state(jobs.client, job_id, {"COMPLETED"}, 60)
+    stream = io.StringIO()
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, {job_id: seen}, 100)
+        p = _preemptor(jobs, ledger, stream)
+        p.start((Preemption(1, (job_id,)),), observation(100, seen))
+        assert p.progress(observation(100, seen)) == []
+        assert [i.outcome for i in ledger.intents(job_id)] == ["ended before requeue"]
+        assert ledger.job(job_id).preemptions == 0
+    after = jobs.client.job(job_id)
+    assert (after.state, after.restart_count) == ("COMPLETED", 0)
+
+
+def test_item5_no_requeue_job_refused_once_not_counted_not_chosen_again(
+        jobs: Jobs, tmp_path: Path) -> None:
+    job_id = _wrap(jobs, 300, "--no-requeue")
+    running = wait_state(jobs.client, job_id, {"RUNNING"}, 60)
+    seen = unit(job_id, marker=False)
+    stream = io.StringIO()
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, {job_id: seen}, 100)
+        p = _preemptor(jobs, ledger, stream)
+        p.start((Preemption(1, (job_id,)),), observation(100, seen))
+        assert p.progress(observation(100, seen)) == []
+        (intent,) = ledger.intents(job_id)
+        assert intent.outcome is not None and intent.outcome.startswith("requeue refused: ")
+        assert "presently disabled" in intent.outcome          # Slurm's own reason
+        assert ledger.job(job_id).preemptions == 0
+        assert "preempt_refused" in stream.getvalue()
+        snap = build_snapshot(ledger, {job_id: seen}, [], [], DaemonConfig(), now=101)
+        assert [v.preemptible for v in snap.jobs] == [False]
+    assert jobs.client.job(job_id).state == "RUNNING" and running.requeue is False
+
+
+def test_item3_victim_is_below_the_waiter_the_moment_it_is_pending_again(
+        jobs: Jobs, tmp_path: Path) -> None:
+    victim = _wrap(jobs, 300)
+    wait_state(jobs.client, victim, {"RUNNING"}, 60)
+    jobs.client.set_site_factor([victim], 500000)        # what it carried from queue 0
+    waiter = _wrap(jobs, 300, "--begin=now+1hour")
+    jobs.client.set_site_factor([waiter], 300000)        # the waiter's queue-0 value
+    seen = unit(victim, marker=False)
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, {victim: seen}, 100)
+        p = _preemptor(jobs, ledger, io.StringIO())
+        p.start((Preemption(waiter, (victim,)),), observation(100, seen))
+        assert p.progress(observation(100, seen), {victim: "site_factor:1000"}) == [victim]
+    requeued = jobs.client.job(victim)
+    assert requeued.state == "PENDING" and requeued.restart_count == 1
+    assert requeued.priority < jobs.client.job(waiter).priority
