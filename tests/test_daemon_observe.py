@@ -113,3 +113,18 @@ def test_interactive_allocation_is_never_a_victim(tmp_path: Path) -> None:
             record_units(None, ledger, units, now=130)
         snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=130)
     assert {v.job_id: v.preemptible for v in snap.jobs} == {40: False, 41: True}
+
+
+def test_tiers_from_scontrol_show_partition_reach_the_policy(tmp_path: Path) -> None:
+    """Issue 14 item 2: each unit carries its partition's PriorityTier (highest of a list)."""
+    from prioritizer.daemon.observe import partition_tiers
+    tiers = partition_tiers({"gpu": {"PriorityTier": "1"}, "hi": {"PriorityTier": "10"},
+                             "odd": {"PriorityTier": "x"}})
+    assert tiers == {"gpu": 1, "hi": 10, "odd": 0}
+    units = {u.job_id: u for u in (unit(1, gpus=8), unit(2, "PENDING", start=None, partition="gpu,hi"))}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, units, now=130)
+        snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=130,
+                              tiers=tiers)
+    assert {v.job_id: v.tier for v in snap.jobs} == {1: 1, 2: 10}

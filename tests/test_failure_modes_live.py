@@ -110,3 +110,32 @@ def test_item3_victim_is_below_the_waiter_the_moment_it_is_pending_again(
     requeued = jobs.client.job(victim)
     assert requeued.state == "PENDING" and requeued.restart_count == 1
     assert requeued.priority < jobs.client.job(waiter).priority
+
+
+def test_item2_freed_gpus_go_to_the_higher_tier_whatever_the_priority(jobs: Jobs) -> None:
+    """Why the policy orders by tier first: Slurm starts the higher-tier job on the GPUs a
+    blocker frees, although the lower-tier job's priority is far higher. The daemon reads the
+    tiers the same way it does every cycle."""
+    from prioritizer.daemon.observe import partition_tiers
+    name = "dlprio-test-hi"
+    try:
+        jobs.client.delete_partition(name)
+    except Exception:
+        pass
+    jobs.client.create_partition(name, ["Nodes=ALL", "PriorityTier=10", "State=UP"])
+    try:
+        tiers = partition_tiers(jobs.client.show_partitions())
+        assert tiers[name] == 10 and tiers[name] > tiers["gpu"]
+        blocker = _wrap(jobs, 300, "--nodes=4", "--gres=gpu:8")
+        wait_state(jobs.client, blocker, {"RUNNING"}, 60)
+        low = _wrap(jobs, 300, "--gres=gpu:8")
+        high = _wrap(jobs, 300, "--gres=gpu:8", f"--partition={name}", "--nodes=4")
+        jobs.client.set_site_factor([low], 1_000_000)
+        assert jobs.client.job(low).priority > jobs.client.job(high).priority
+        jobs.client.cancel([blocker])
+        wait_state(jobs.client, high, {"RUNNING"}, 60)
+        assert jobs.client.job(low).state == "PENDING"
+    finally:
+        jobs.cleanup()
+        wait_state(jobs.client, jobs.ids[-1], {"CANCELLED", "COMPLETED"}, 60)
+        jobs.client.delete_partition(name)

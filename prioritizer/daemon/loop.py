@@ -58,6 +58,7 @@ class Daemon:
             load_distribution(cfg.gittins_samples or None)
             if cfg.policy.policy == "tiresias-gittins" else None)
         self._encoding: act.Encoding | None = None
+        self._preempt_checked = False
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -65,6 +66,8 @@ class Daemon:
         started = time.monotonic()
         now = self.clock()
         self.log.cycle = self.ledger.next_cycle()
+        if not self._preempt_checked:
+            self.check_slurm_preemption()
         obs = observe(self.client, self.ledger, self.cfg, now)
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
@@ -74,6 +77,17 @@ class Daemon:
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
+
+    def check_slurm_preemption(self) -> None:
+        """Once per daemon: warn when Slurm preempts by itself too (``PreemptType`` other than
+        ``preempt/none``): Slurm then requeues/cancels jobs of lower tiers for higher ones
+        on its own, and both may act on the same job (docs/dlprio.md, "Failure modes")."""
+        conf = self.client.show_config()
+        self._preempt_checked = True
+        kind = conf.get("PreemptType", "preempt/none")
+        if kind not in ("preempt/none", "(null)", ""):
+            self.log.event("slurm_preempts_too", level="WARNING", preempt_type=kind,
+                           preempt_mode=conf.get("PreemptMode", ""))
 
     def act(self, decisions: Decisions, obs: Observation) -> None:
         """Persist states, send order differences, run preemptions, publish snapshot."""

@@ -15,7 +15,7 @@ Slurm reports (start_time..end_time). Nothing here decides; ``prioritizer.policy
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from prioritizer.daemon.config import DaemonConfig
@@ -145,11 +145,28 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
     """
     jobs = client.jobs()
     nodes = tuple(client.nodes())
+    tiers = partition_tiers(client.show_partitions())
     units = units_from_jobs(jobs, cfg)
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
-    return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now), units, nodes)
+    return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
+                       units, nodes)
+
+
+def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
+    """``{partition: PriorityTier}`` from ``scontrol show partition`` (missing/odd: 0)."""
+    out: dict[str, int] = {}
+    for name, fields in partitions.items():
+        raw = fields.get("PriorityTier", "0")
+        out[name] = int(raw) if raw.isdigit() else 0
+    return out
+
+
+def unit_tier(unit: Unit, tiers: Mapping[str, int]) -> int:
+    """The tier Slurm schedules the unit in: the highest of its partitions (a pending job may
+    list several, ``gpu,low``)."""
+    return max((tiers.get(p, 0) for p in unit.partition.split(",")), default=0)
 
 
 def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Unit],
@@ -235,8 +252,11 @@ def _eligible(unit: Unit, now: float) -> float | None:
 
 
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
-                   intents: list[Intent], cfg: DaemonConfig, now: float) -> Snapshot:
-    """The policy's input: usable nodes and the pending/running managed units."""
+                   intents: list[Intent], cfg: DaemonConfig, now: float, *,
+                   tiers: Mapping[str, int] | None = None) -> Snapshot:
+    """The policy's input: usable nodes and the pending/running managed units.
+    ``tiers``: partition PriorityTier (:func:`partition_tiers`; None: all 0)."""
+    tiers = tiers or {}
     all_runs = ledger.all_runs()
     rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
     signalled = {i.job_id for i in intents if i.signal_at is not None}
@@ -272,5 +292,5 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
-            being_preempted=unit.job_id in signalled))
+            being_preempted=unit.job_id in signalled, tier=unit_tier(unit, tiers)))
     return Snapshot(nodes=node_views, jobs=tuple(views))
