@@ -19,25 +19,80 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs(
+#: Ordered migrations: ``(version, statements)``; a ledger at ``PRAGMA user_version`` v gets
+#: every migration above v, each in one transaction with its new version. Version 0 is the
+#: ledger of releases without a schema version (main before issue 17): migration 1 is that
+#: schema with ``IF NOT EXISTS``, so it creates a new file and leaves such a ledger as it is.
+#: Append only; never edit a released migration.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (
+        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS jobs(
     job_id INTEGER PRIMARY KEY, user TEXT NOT NULL DEFAULT '', account TEXT NOT NULL DEFAULT '',
     partition TEXT NOT NULL DEFAULT '', state TEXT NOT NULL DEFAULT '', gpus INTEGER NOT NULL DEFAULT 0,
     submit_time REAL, restart_count INTEGER NOT NULL DEFAULT 0,
     queue INTEGER, queue_entry_time REAL, service_base_gpu_s REAL NOT NULL DEFAULT 0,
     promotions INTEGER NOT NULL DEFAULT 0, preemptions INTEGER NOT NULL DEFAULT 0,
     reason TEXT NOT NULL DEFAULT '', reason_time REAL, applied TEXT,
-    last_seen REAL, ended_at REAL);
-CREATE TABLE IF NOT EXISTS runs(
+    last_seen REAL, ended_at REAL)""",
+        """CREATE TABLE IF NOT EXISTS runs(
     job_id INTEGER NOT NULL, start REAL NOT NULL, end_time REAL, gpus INTEGER NOT NULL,
-    last_seen REAL NOT NULL, end_source TEXT, PRIMARY KEY(job_id, start));
-CREATE TABLE IF NOT EXISTS intents(
+    last_seen REAL NOT NULL, end_source TEXT, PRIMARY KEY(job_id, start))""",
+        """CREATE TABLE IF NOT EXISTS intents(
     id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, waiter INTEGER,
     created REAL NOT NULL, signal TEXT, grace_s REAL NOT NULL DEFAULT 0,
     restart_count INTEGER NOT NULL DEFAULT 0, signal_at REAL, deadline REAL,
-    requeue_at REAL, done_at REAL, outcome TEXT);
-"""
+    requeue_at REAL, done_at REAL, outcome TEXT)""",
+    )),
+    (2, (   # issue 14: per-job backoff of refused updates; retention scans by end time
+        "ALTER TABLE jobs ADD COLUMN refusals INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE jobs ADD COLUMN retry_at REAL",
+        "ALTER TABLE jobs ADD COLUMN refused TEXT",
+        "CREATE INDEX IF NOT EXISTS jobs_ended_at ON jobs(ended_at)",
+        "CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id)",
+    )),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class LedgerVersionError(sqlite3.DatabaseError):
+    """The ledger was written by a newer dlprio (its schema version is above ours)."""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """``PRAGMA user_version`` of an open ledger (0: written before versions existed)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_version(path: Path, version: int) -> None:
+    """Raise :class:`LedgerVersionError` (one line naming the fix) for a newer ledger."""
+    if version > SCHEMA_VERSION:
+        raise LedgerVersionError(
+            f"{path}: ledger schema version {version} is newer than this dlprio reads "
+            f"({SCHEMA_VERSION}); run the dlprio release that wrote it, or move the file away "
+            "to start a new ledger")
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
+    """Bring the ledger to :data:`SCHEMA_VERSION`, one transaction per migration, never
+    dropping a row. Returns the versions applied. Raises :class:`LedgerVersionError`."""
+    current = schema_version(conn)
+    check_version(path, current)
+    applied = []
+    for version, statements in MIGRATIONS:
+        if version <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in statements:
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        applied.append(version)
+    return applied
 
 
 @dataclass(frozen=True)
@@ -62,7 +117,9 @@ class Run:
 
 @dataclass(frozen=True)
 class JobRow:
-    """The ledger's row of one job (see the ``jobs`` table); ``queue`` None until decided."""
+    """The ledger's row of one job (see the ``jobs`` table); ``queue`` None until decided.
+    ``refusals``/``retry_at``/``refused``: consecutive refused updates, when the next may be
+    sent (epoch s) and Slurm's last refusal text (schema version 2; defaults when older)."""
 
     job_id: int
     user: str
@@ -82,6 +139,9 @@ class JobRow:
     applied: str | None
     last_seen: float | None
     ended_at: float | None
+    refusals: int = 0
+    retry_at: float | None = None
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,14 +174,24 @@ class Ledger:
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         """Open (create when missing, mode 0600) the ledger at ``path``.
 
+        A writable open upgrades an older ledger in place (:func:`migrate`; ``migrated`` lists
+        the versions applied); a read-only open reads any version up to ours.
+
         Raises:
+            LedgerVersionError: the ledger is newer than this dlprio (nothing is changed).
             OSError / sqlite3.Error: the file cannot be created or is not a ledger.
         """
         self.path = Path(path)
+        self.migrated: list[int] = []
         if readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{self.path}: no ledger (has the daemon run?)")
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+            try:
+                check_version(self.path, schema_version(self.conn))
+            except LedgerVersionError:
+                self.conn.close()
+                raise
             if not self.conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type='table' AND name='intents'").fetchone():
                 self.conn.close()
@@ -131,10 +201,16 @@ class Ledger:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             os.close(fd)
             os.chmod(self.path, 0o600)
-            self.conn = sqlite3.connect(self.path, timeout=10)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=FULL")
-            self.conn.executescript(_SCHEMA)
+            self.conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            try:
+                check_version(self.path, schema_version(self.conn))
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=FULL")
+                self.migrated = migrate(self.conn, self.path)
+            except BaseException:
+                self.conn.close()
+                raise
+            self.conn.isolation_level = ""   # back to sqlite3's implicit transactions
             for side in ("-wal", "-shm"):
                 side_path = Path(str(self.path) + side)
                 if side_path.exists():
