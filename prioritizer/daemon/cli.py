@@ -117,7 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             signal.signal(sig, lambda *_: stop.set())
         log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
-        Daemon(cfg, SlurmClient(timeout_s=cfg.slurm_timeout_s), ledger, log, metrics).run(stop)
+        Daemon(cfg, SlurmClient(timeout_s=cfg.call_timeout_s), ledger, log, metrics).run(stop)
         log.event("stopped")
     return EXIT_OK
 
@@ -127,7 +127,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     """``dlprio once [--dry-run]``: one cycle."""
     cfg, log = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
-        Daemon(cfg, SlurmClient(timeout_s=cfg.slurm_timeout_s), ledger, log,
+        Daemon(cfg, SlurmClient(timeout_s=cfg.call_timeout_s), ledger, log,
                dry_run=args.dry_run).cycle()
     return EXIT_OK
 

@@ -241,6 +241,28 @@ class Ledger:
         self.set_meta("cycle", str(cycle))
         return cycle
 
+    def note_observed(self, now: float) -> None:
+        """Record the time of this cycle's read of Slurm (no commit: inside the cycle's
+        :meth:`transaction`). Views say how old the ledger is from it."""
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('observed_at', ?)",
+                          (repr(float(now)),))
+
+    def observed_at(self) -> float | None:
+        """Epoch s of the daemon's last read of Slurm, None before the first one."""
+        raw = self.meta("observed_at")
+        return float(raw) if raw else None
+
+    def prune(self, before: float) -> int:
+        """Delete jobs that ended before ``before`` (epoch s) with their runs and finished
+        intents (retention; a job with an open intent is kept). Returns the jobs deleted."""
+        with self.conn:
+            ids = [r[0] for r in self.conn.execute(
+                "SELECT job_id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND job_id"
+                " NOT IN (SELECT job_id FROM intents WHERE done_at IS NULL)", (before,))]
+            for table in ("runs", "intents", "jobs"):
+                self.conn.executemany(f"DELETE FROM {table} WHERE job_id=?", [(j,) for j in ids])
+        return len(ids)
+
     # ------------------------------------------------------------------ jobs
     def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
                    gpus: int, submit_time: float | None, restart_count: int, now: float) -> None:

@@ -165,6 +165,14 @@ class Daemon:
         w("dry run: nothing sent to Slurm\n")
 
     # ------------------------------------------------------------------ the loop
+    def retry_delay(self, failures: int, elapsed: float) -> float:
+        """Seconds to wait after the ``failures``-th failed cycle in a row that took
+        ``elapsed`` s: tries *start* ``interval_s × 2^(failures-1)`` apart (at most
+        ``backoff_max_s``), so the wait is that minus the time the failed call blocked. The
+        log's ``retry_in_s`` is this wait, the real one (issue 14 item 10)."""
+        gap = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
+        return max(gap - elapsed, 0.0)
+
     def run(self, stop: threading.Event) -> None:
         """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away."""
         failures = 0
@@ -179,8 +187,9 @@ class Daemon:
             except SlurmUnreachable as exc:
                 failures += 1
                 self.metrics.slurm_errors.labels(kind="unreachable").inc()
-                delay = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
+                delay = self.retry_delay(failures, time.monotonic() - started)
                 self.log.event("slurm_unreachable", level="WARNING", error=exc.message,
+                               failed_after_s=round(time.monotonic() - started, 1),
                                retry_in_s=round(delay, 1))
             except SlurmError as exc:
                 self.metrics.slurm_errors.labels(kind="refused").inc()

@@ -150,6 +150,7 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
+        ledger.note_observed(now)
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
                        units, nodes)
 
