@@ -1,5 +1,5 @@
 """The daemon's subcommands of ``dlprio``: ``run``, ``once [--dry-run]``, ``explain JOBID``,
-``status [--json]``.
+``status [--json] [--all]``.
 
 :data:`RUN`, :data:`ONCE`, :data:`EXPLAIN`, :data:`STATUS` are registered in ``dlprio``'s
 command registry (prioritizer/cli.py; STYLE.md
@@ -67,6 +67,8 @@ def _configure_status(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--json", action="store_true",
                    help="JSON list; keys: " + ", ".join(explain.STATUS_KEYS))
+    p.add_argument("--all", action="store_true",
+                   help="also finished jobs the ledger still holds (default: active jobs)")
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -143,11 +145,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_status(args: argparse.Namespace) -> int:
-    """``dlprio status [--json]``."""
+    """``dlprio status [--json] [--all]``: active jobs (all with ``--all``), after a line saying
+    how old the ledger is (on stderr with ``--json``)."""
     cfg = daemon_config.load(args.config)
+    now = time.time()
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
-        rows = explain.status_rows(ledger, time.time())
-    sys.stdout.write(json.dumps(rows) + "\n" if args.json else explain.status_table(rows))
+        rows = explain.status_rows(ledger, now, active_only=not args.all)
+        fresh = explain.freshness(ledger, now, cfg.interval_s)
+    if args.json:
+        print(fresh, file=sys.stderr)
+        sys.stdout.write(json.dumps(rows) + "\n")
+    else:
+        sys.stdout.write(fresh + "\n" + explain.status_table(rows))
     return EXIT_OK
 
 
@@ -155,5 +164,6 @@ RUN = Command("run", "the daemon: observe, decide, act every interval", _configu
 ONCE = Command("once", "one cycle (with --dry-run: print the decisions, change nothing)",
                _configure_once, cmd_once)
 EXPLAIN = Command("explain", "why a job sits in its queue", _configure_explain, cmd_explain)
-STATUS = Command("status", "every known job: queue, service, preemptions", _configure_status,
+STATUS = Command("status", "active jobs (--all: every job kept): queue, service, preemptions",
+                 _configure_status,
                  cmd_status)

@@ -32,6 +32,8 @@ from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
+PRUNE_EVERY_S = 3600.0   # how often the ledger's retention runs (seconds)
+
 
 class Daemon:
     """One daemon bound to a ledger (the caller holds its lock) and a Slurm client.
@@ -74,9 +76,24 @@ class Daemon:
             self.print_decisions(decisions, obs)
         else:
             self.act(decisions, obs)
+            self.prune(now)
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
+
+    def prune(self, now: float) -> int:
+        """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
+        Returns the number of jobs dropped (logged when any)."""
+        if not self.cfg.retention_days:
+            return 0
+        last = float(self.ledger.meta("pruned_at") or 0)
+        if now - last < PRUNE_EVERY_S:
+            return 0
+        dropped = self.ledger.prune(now - self.cfg.retention_days * 86400)
+        self.ledger.set_meta("pruned_at", repr(now))
+        if dropped:
+            self.log.event("ledger_pruned", jobs=dropped, retention_days=self.cfg.retention_days)
+        return dropped
 
     def check_slurm_preemption(self) -> None:
         """Once per daemon: warn when Slurm preempts by itself too (``PreemptType`` other than
