@@ -140,14 +140,26 @@ def current_values(ledger: Ledger, obs: Observation, cfg: DaemonConfig) -> dict[
     return {r.job_id: r.applied for r in ledger.jobs(active_only=True)}
 
 
+@dataclass
+class PushResult:
+    """What :func:`push` sent: job ids Slurm accepted and refused (with its text)."""
+
+    accepted: list[int]
+    refused: list[tuple[int, str]]
+
+
 def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
-         log: EventLog) -> int:
+         log: EventLog, *, now: float = 0.0, backoff_s: float = 0.0,
+         backoff_max_s: float = 0.0) -> PushResult:
     """Send each batch as ONE ``scontrol update``; on a refusal retry its jobs one by one
     (Slurm updates the valid ids of a list anyway) so a single ended job costs nothing else.
-    Records what was accepted. Returns the number of refused jobs. Raises SlurmUnreachable."""
-    refused = 0
+    Records what was accepted; a refused job backs off (next try after ``backoff_s``,
+    doubling per refusal in a row up to ``backoff_max_s``; see :func:`without_backoff`)
+    instead of being re-sent every cycle (issue 14 item 9). Raises SlurmUnreachable."""
+    result = PushResult([], [])
     for value, ids in batches.items():
         field, _, arg = value.partition(":")
+        refused: list[tuple[int, str]] = []
         try:
             send(client, field, ids, arg)
             accepted = ids
@@ -158,13 +170,23 @@ def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
                     send(client, field, [job_id], arg)
                     accepted.append(job_id)
                 except (SlurmRefused, JobUnknown) as exc:
-                    refused += 1
+                    refused.append((job_id, exc.message))
                     log.event("update_refused", job_id, "WARNING", value=value, slurm=exc.message)
         with ledger.transaction():
             ledger.set_applied(accepted, value)
+            ledger.clear_refused(accepted)
+            ledger.note_refused(refused, now, backoff_s, backoff_max_s)
         for job_id in accepted:
             log.event("order_set", job_id, value=value)
-    return refused
+        result.accepted.extend(accepted)
+        result.refused.extend(refused)
+    return result
+
+
+def without_backoff(wanted: Mapping[int, str], ledger: Ledger, now: float) -> dict[int, str]:
+    """``wanted`` less the jobs whose refused update may not be re-sent before a later time."""
+    waiting = ledger.backing_off(now)
+    return {j: v for j, v in wanted.items() if j not in waiting}
 
 
 def send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:

@@ -6,7 +6,8 @@ command registry (prioritizer/cli.py; STYLE.md
 rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
 
 * 0: done;
-* 1: Slurm failed (``once``: unreachable or refused; ``run`` never exits for that);
+* 1: Slurm failed (``once``: unreachable, or refused every update it tried; ``run`` never
+  exits for that);
 * 2: bad configuration or usage (the message names the file and key);
 * 3: ``explain``: the job is not in the ledger; ``explain``/``status``: no ledger yet;
 * 4: another dlprio holds the ledger lock (the message names its pid).
@@ -28,7 +29,7 @@ from collections.abc import Callable
 
 from prioritizer.daemon import config as daemon_config
 
-from prioritizer.daemon import explain
+from prioritizer.daemon import act, explain
 from prioritizer.command import Command
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
@@ -129,8 +130,19 @@ def cmd_once(args: argparse.Namespace) -> int:
     """``dlprio once [--dry-run]``: one cycle."""
     cfg, log = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
-        Daemon(cfg, SlurmClient(timeout_s=cfg.call_timeout_s), ledger, log,
-               dry_run=args.dry_run).cycle()
+        daemon = Daemon(cfg, SlurmClient(timeout_s=cfg.call_timeout_s), ledger, log,
+                        dry_run=args.dry_run)
+        daemon.cycle()
+    return once_exit(daemon.pushed)
+
+
+def once_exit(pushed: act.PushResult) -> int:
+    """``dlprio once``'s status after its cycle: :data:`EXIT_SLURM` (and one line) when it
+    tried updates and Slurm accepted none (e.g. the daemon's user is not an operator)."""
+    if pushed.refused and not pushed.accepted:
+        job_id, text = pushed.refused[0]
+        return _fail(f"slurm refused every update this cycle ({len(pushed.refused)} job(s); job "
+                     f"{job_id}: {text}); is the daemon's user a Slurm operator?", EXIT_SLURM)
     return EXIT_OK
 
 

@@ -304,6 +304,26 @@ class Ledger:
         self.conn.executemany("UPDATE jobs SET applied=? WHERE job_id=?",
                               [(value, j) for j in job_ids])
 
+    def note_refused(self, refused: Iterable[tuple[int, str]], now: float, base_s: float,
+                     cap_s: float) -> None:
+        """Slurm refused an update of each ``(job, Slurm's text)``: count it and set the next
+        try to ``now + min(cap_s, base_s × 2^(refusals so far))`` (no commit)."""
+        self.conn.executemany(
+            "UPDATE jobs SET refused=?, retry_at=? + MIN(?, ? * (1 << MIN(refusals, 20))),"
+            " refusals=refusals+1 WHERE job_id=?",
+            [(text, now, cap_s, base_s, job_id) for job_id, text in refused])
+
+    def clear_refused(self, job_ids: Iterable[int]) -> None:
+        """Slurm accepted an update of these jobs: their backoff ends (no commit)."""
+        self.conn.executemany(
+            "UPDATE jobs SET refusals=0, retry_at=NULL, refused=NULL WHERE job_id=? AND refusals>0",
+            [(j,) for j in job_ids])
+
+    def backing_off(self, now: float) -> set[int]:
+        """Active jobs whose next update try is after ``now`` (refused before)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT job_id FROM jobs WHERE ended_at IS NULL AND retry_at > ?", (now,))}
+
     # ------------------------------------------------------------------ runs
     def runs(self, job_id: int) -> list[Run]:
         """The job's runs, oldest first."""

@@ -61,6 +61,7 @@ class Daemon:
             if cfg.policy.policy == "tiresias-gittins" else None)
         self._encoding: act.Encoding | None = None
         self._preempt_checked = False
+        self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -111,10 +112,14 @@ class Daemon:
         act.readback(self.ledger, obs, self.cfg, self.log)
         act.record_states(decisions, self.ledger, obs, self.log, obs.now)
         self.metrics.promotions.inc(len(decisions.promotions))
-        wanted = act.targets(decisions, obs, self.cfg, self.encoding(obs.now))
+        wanted = act.without_backoff(act.targets(decisions, obs, self.cfg,
+                                                 self.encoding(obs.now)), self.ledger, obs.now)
         batches = act.diff(wanted, act.current_values(self.ledger, obs, self.cfg))
-        refused = act.push(self.client, self.ledger, batches, self.log)
-        self.metrics.slurm_errors.labels(kind="refused").inc(refused)
+        self.pushed = act.push(self.client, self.ledger, batches, self.log, now=obs.now,
+                               backoff_s=self.cfg.interval_s,
+                               backoff_max_s=self.cfg.backoff_max_s)
+        self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
+        self.metrics.update_backoff.set(len(self.ledger.backing_off(obs.now)))
         self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))
         lowered = act.victim_values(decisions, obs, self.cfg, self.encoding(obs.now),
                                     [i.job_id for i in self.ledger.open_intents()])
