@@ -10,7 +10,9 @@ rule 12); each handler returns an exit status and turns domain errors into one l
   exits for that);
 * 2: bad configuration or usage (the message names the file and key);
 * 3: ``explain``: the job is not in the ledger; ``explain``/``status``: no ledger yet;
-* 4: another dlprio holds the ledger lock (the message names its pid).
+* 4: another dlprio holds the ledger lock (the message names its pid) or the cluster lease
+  (the message names its host:pid and lease job); ``run`` also exits 4 when it loses the
+  lease to another daemon.
 
 Every subcommand takes ``--config FILE`` (default ``/etc/dlprio/dlprio.yaml``, else the
 packaged ``conf/dlprio.yaml``); ``run``/``once`` also take ``--log-format text|json``.
@@ -25,7 +27,9 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 
 from prioritizer.daemon import config as daemon_config
 
@@ -33,6 +37,7 @@ from prioritizer.daemon import act, explain
 from prioritizer.command import Command
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
+from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import EventLog
 from prioritizer.daemon.ledger import Ledger
@@ -78,7 +83,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return fn(args)
         except ConfigError as exc:
             return _fail(f"config: {exc}", EXIT_CONFIG)
-        except LockHeld as exc:
+        except (LockHeld, LeaseHeld, LeaseLost) as exc:
             return _fail(str(exc), EXIT_LOCKED)
         except explain.UnknownJob as exc:
             return _fail(str(exc), EXIT_UNKNOWN)
@@ -118,11 +123,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
-                  interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
-        Daemon(cfg, SlurmClient(timeout_s=cfg.call_timeout_s), ledger, log, metrics).run(stop)
+        client = SlurmClient(timeout_s=cfg.call_timeout_s)
+        with _lease(cfg, client, log) as lease:
+            log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
+                      interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
+            try:
+                Daemon(cfg, client, ledger, log, metrics, lease=lease).run(stop)
+            except LeaseLost as exc:
+                log.event("lease_lost", level="ERROR", error=str(exc))
+                return _fail(str(exc), EXIT_LOCKED)
         log.event("stopped")
     return EXIT_OK
+
+
+@contextmanager
+def _lease(cfg: DaemonConfig, client: SlurmClient, log: EventLog) -> Iterator[ClusterLease | None]:
+    """The cluster lease for one ``run``/``once`` (None when ``lease_name`` is "")."""
+    if not cfg.lease_name:
+        yield None
+        return
+    lease = ClusterLease(client, cfg.lease_name, cfg.lease_ttl, cfg.ledger_path, log)
+    lease.acquire()
+    try:
+        yield lease
+    finally:
+        lease.release()
 
 
 @_guard
@@ -130,9 +155,11 @@ def cmd_once(args: argparse.Namespace) -> int:
     """``dlprio once [--dry-run]``: one cycle."""
     cfg, log = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
-        daemon = Daemon(cfg, SlurmClient(timeout_s=cfg.call_timeout_s), ledger, log,
-                        dry_run=args.dry_run)
-        daemon.cycle()
+        client = SlurmClient(timeout_s=cfg.call_timeout_s)
+        with _lease(cfg if not args.dry_run else replace(cfg, lease_name=""), client,
+                    log) as lease:
+            daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease)
+            daemon.cycle()
     return once_exit(daemon.pushed)
 
 

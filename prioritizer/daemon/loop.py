@@ -24,6 +24,7 @@ from prioritizer.daemon.log import EventLog
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
 from prioritizer.daemon.observe import Observation, observe
@@ -45,12 +46,15 @@ class Daemon:
         clock: epoch seconds (STYLE.md rule 10).
         dry_run: decide and print, change nothing in Slurm.
         out: where ``dry_run`` prints.
+        lease: the cluster lease this daemon holds (checked every cycle before acting).
     """
 
     def __init__(self, cfg: DaemonConfig, client: SlurmClient, ledger: Ledger, log: EventLog,
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
-                 dry_run: bool = False, out: TextIO | None = None) -> None:
+                 dry_run: bool = False, out: TextIO | None = None,
+                 lease: ClusterLease | None = None) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
+        self.lease = lease
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.dry_run = dry_run
@@ -72,6 +76,8 @@ class Daemon:
         if not self._preempt_checked:
             self.check_slurm_preemption()
         obs = observe(self.client, self.ledger, self.cfg, now)
+        if self.lease is not None:
+            self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
             self.print_decisions(decisions, obs)

@@ -79,12 +79,14 @@ class Unit:
 @dataclass(frozen=True)
 class Observation:
     """What one cycle saw: ``now`` (epoch s), the policy's snapshot, managed units by id,
-    and the nodes Slurm reported."""
+    and the nodes Slurm reported; ``lease_jobs``: the jobs named ``cfg.lease_name`` (the
+    cluster lease's fencing reads them, :mod:`prioritizer.daemon.lease`)."""
 
     now: float
     snapshot: Snapshot
     units: dict[int, Unit]
     nodes: tuple[Node, ...]
+    lease_jobs: tuple[Job, ...] = ()
 
 
 def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
@@ -151,8 +153,9 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
     with ledger.transaction():
         record_units(client, ledger, units, now)
         ledger.note_observed(now)
+    lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
-                       units, nodes)
+                       units, nodes, lease)
 
 
 def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
