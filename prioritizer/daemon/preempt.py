@@ -144,8 +144,7 @@ class Preemptor:
                 self._lower(i.job_id, field, arg)
             self.client.requeue(i.job_id, incomplete=True, hold=field == "partition")
             if field == "partition":
-                self._lower(i.job_id, field, arg)
-                self.client.release([i.job_id])
+                self._move_and_release(i.job_id, arg)
         except SlurmUnreachable:
             self.ledger.mark_requeue(i.id, None)
             raise
@@ -158,6 +157,19 @@ class Preemptor:
             return False
         self._finish(i, now, "requeued")
         return True
+
+    def _move_and_release(self, job_id: int, partition: str) -> None:
+        """Mode partition, after ``requeuehold``: move the held victim, then release it. If
+        Slurm stops answering in between, the release is still tried; a job left held is
+        logged (``victim_left_held``) for the operator (``scontrol release JOB``)."""
+        try:
+            self._lower(job_id, "partition", partition)
+        finally:
+            try:
+                self.client.release([job_id])
+            except SlurmError as exc:
+                self.log.event("victim_left_held", job_id, "ERROR", slurm=exc.message,
+                               fix=f"scontrol release {job_id}")
 
     def _lower(self, job_id: int, field: str, arg: str) -> None:
         """Give the victim its lowered value; a refusal is logged, the requeue goes on."""
