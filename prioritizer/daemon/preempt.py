@@ -143,14 +143,18 @@ class Preemptor:
             if field and field != "partition":
                 self._lower(i.job_id, field, arg)
             self.client.requeue(i.job_id, incomplete=True, hold=field == "partition")
-            if field == "partition":
-                self._move_and_release(i.job_id, arg)
         except SlurmUnreachable:
             self.ledger.mark_requeue(i.id, None)
             raise
         except (JobUnknown, SlurmRefused) as exc:
             self._refused(i, now, f"requeue refused: {exc.message}")
             return False
+        if field == "partition":
+            try:
+                self._move_and_release(i.job_id, arg)
+            except SlurmUnreachable as exc:   # requeued all the same; the next cycle moves it
+                self.log.event("lower_refused", i.job_id, "WARNING", value=f"partition:{arg}",
+                               slurm=exc.message)
         fault_point("requeue")
         if self._ended_before(i):
             self._finish(i, now, "ended before requeue", uncount=True)
