@@ -53,12 +53,16 @@ class ChaosReport:
 
 
 def _spec(rng: random.Random, i: int) -> dict:
-    """A mixed job: long gang jobs that get demoted, short ones that preempt them, with and
-    without the checkpoint marker."""
-    long = i < 4 or rng.random() < 0.25
-    return {"name": f"chaos-{i}", "nodes": rng.choice((1, 1, 2)) if long else 1,
-            "gpus_per_node": rng.choice((4, 8)) if long else rng.choice((1, 2, 4, 8)),
-            "steps": rng.randint(25, 40) if long else rng.randint(4, 12),
+    """A mixed job. The first four fill the cluster (8 GPUs each, checkpointing, long) and are
+    soon demoted; the churn is short jobs (1-8 GPUs, some 2-node, some without the marker)
+    that preempt them, and a few more long ones."""
+    if i < 4:
+        return {"name": f"chaos-{i}", "nodes": 1, "gpus_per_node": 8,
+                "steps": rng.randint(50, 70), "marker": True}
+    long = rng.random() < 0.2
+    return {"name": f"chaos-{i}", "nodes": rng.choice((1, 1, 1, 2)),
+            "gpus_per_node": rng.choice((1, 2, 4, 8)),
+            "steps": rng.randint(20, 40) if long else rng.randint(3, 10),
             "marker": rng.random() < 0.7}
 
 
@@ -99,13 +103,13 @@ def run_chaos(jobs: Jobs, workdir: Path, *, seed: int, n_jobs: int, churn_s: flo
                 pending_fault = faults.pop(0) if faults else None
                 env = {FAULT_ENV: pending_fault} if pending_fault else {FAULT_ENV: ""}
                 daemon = DaemonProc(cfg, env=env).start()
-            elif time.monotonic() >= next_kill and not pending_fault:
+            elif time.monotonic() >= next_kill:
                 assert daemon.proc is not None
                 daemon.proc.send_signal(signal.SIGKILL)
                 daemon.proc.wait()
                 report.kills_random += 1
                 time.sleep(rng.uniform(0, INTERVAL))
-                daemon = DaemonProc(cfg, env={FAULT_ENV: ""}).start()
+                daemon = DaemonProc(cfg, env={FAULT_ENV: pending_fault or ""}).start()
                 next_kill = time.monotonic() + rng.uniform(*kill_every_s)
             if not specs and ids and all(
                     not j.is_active for j in jobs.client.jobs(job_ids=[i for i, _, _ in ids])):
