@@ -42,7 +42,7 @@ from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import EventLog
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.metrics import Metrics
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
 EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED = 0, 1, 2, 3, 4
 
@@ -124,7 +124,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         client = SlurmClient(timeout_s=cfg.call_timeout_s)
-        with _lease(cfg, client, log) as lease:
+        with _lease(cfg, client, log, stop) as lease:
+            if stop.is_set():
+                return EXIT_OK
             log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
                       interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
@@ -137,13 +139,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 @contextmanager
-def _lease(cfg: DaemonConfig, client: SlurmClient, log: EventLog) -> Iterator[ClusterLease | None]:
-    """The cluster lease for one ``run``/``once`` (None when ``lease_name`` is "")."""
+def _lease(cfg: DaemonConfig, client: SlurmClient, log: EventLog,
+           stop: threading.Event | None = None) -> Iterator[ClusterLease | None]:
+    """The cluster lease for one ``run``/``once`` (None when ``lease_name`` is ""). With
+    ``stop`` (``run``), a Slurm that does not answer is waited for (interval, doubling up to
+    ``backoff_max_s``) until it does or ``stop`` is set; ``once`` fails at once."""
     if not cfg.lease_name:
         yield None
         return
     lease = ClusterLease(client, cfg.lease_name, cfg.lease_ttl, cfg.ledger_path, log)
-    lease.acquire()
+    failures = 0
+    while True:
+        try:
+            lease.acquire()
+            break
+        except SlurmUnreachable as exc:
+            if stop is None:
+                raise
+            failures += 1
+            delay = min(cfg.backoff_max_s, cfg.interval_s * 2 ** min(failures - 1, 16))
+            log.event("slurm_unreachable", level="WARNING", error=exc.message,
+                      retry_in_s=round(delay, 1), step="lease")
+            if stop.wait(delay):
+                yield None
+                return
     try:
         yield lease
     finally:
