@@ -89,3 +89,30 @@ def test_fencing_and_heartbeat() -> None:
     slurm.add("dlprio-lease;holder=other:2;ledger=o;heartbeat=1012")
     with pytest.raises(LeaseLost, match="to other:2 \\(job 11\\)"):
         lease.check([j for j in slurm.jobs() if j.job_id != 10], 1013)
+
+
+def test_run_waits_for_slurmctld_before_taking_the_lease() -> None:
+    """``run`` started during an outage: the lease is taken once Slurm answers; ``once`` fails."""
+    import threading
+    from prioritizer.daemon.cli import _lease
+    from prioritizer.daemon.config import DaemonConfig
+    from slurm_plugin.client import SlurmUnreachable
+
+    class Flaky(FakeSlurm):
+        down = 2
+
+        def jobs(self) -> list:
+            if self.down:
+                self.down -= 1
+                raise SlurmUnreachable(["squeue"], "Unable to contact slurm controller")
+            return super().jobs()
+
+    cfg = DaemonConfig(interval_s=0.05, backoff_max_s=0.1, ledger_path="/l/a")
+    stream = io.StringIO()
+    slurm = Flaky()
+    with _lease(cfg, slurm, EventLog(stream=stream), threading.Event()) as lease:  # type: ignore[arg-type]
+        assert lease is not None and lease.job_id == 10
+    assert stream.getvalue().count("slurm_unreachable") == 2 and slurm.jobs_by_id == {}
+    with pytest.raises(SlurmUnreachable):
+        with _lease(cfg, Flaky(), EventLog(stream=stream)):  # type: ignore[arg-type]
+            pass
