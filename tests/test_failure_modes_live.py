@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +140,65 @@ def test_item2_freed_gpus_go_to_the_higher_tier_whatever_the_priority(jobs: Jobs
         jobs.cleanup()
         wait_state(jobs.client, jobs.ids[-1], {"CANCELLED", "COMPLETED"}, 60)
         jobs.client.delete_partition(name)
+
+
+def test_item4_parameter_server_needs_no_gpu_node(jobs: Jobs, tmp_path: Path) -> None:
+    """A hetjob ps (0 GPUs) + worker (8 GPUs) while three nodes are full of demoted jobs and
+    one is free: Slurm starts it on the free node plus CPUs anywhere; the daemon preempts no
+    one. (Modelled as (0, 8) it asked for a second GPU node and preempted a running job.)"""
+    from daemon_helpers import DaemonProc, ledger_rows, write_config
+    from live_helpers import wait_for
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    daemon = DaemonProc(cfg).start()
+    try:
+        fillers = [jobs.submit(f"fill{i}", nodes=1, gpus_per_node=8, steps=120)[0]
+                   for i in range(3)]
+        for f in fillers:
+            wait_state(jobs.client, f, {"RUNNING"}, 60)
+        wait_for(lambda: all(ledger_rows(cfg).get(f, {}).get("queue") == 1 for f in fillers),
+                 60, "the fillers demoted to queue 1")
+        head = "".join(f"#SBATCH {line}\n" for line in (
+            "--job-name=dae-ps", "--output=/dev/null", "--nodes=1", "--ntasks=1",
+            "hetjob", "--nodes=1", "--ntasks=1", "--gres=gpu:8"))
+        het = jobs.client.submit(f"#!/bin/bash\n{head}sleep 20\n", [])
+        jobs.ids.append(het)
+        wait_for(lambda: {j.state for j in jobs.client.jobs(job_ids=[het])} == {"RUNNING"}, 90,
+                 "both hetjob components running (backfill starts hetjobs)")
+        time.sleep(6)                              # a cycle after the start
+        with Ledger(tmp_path / "ledger.sqlite", readonly=True) as ledger:
+            assert ledger.job(het) is not None and ledger.job(het).gpus == 8
+            assert ledger.open_intents() == [] and all(
+                not ledger.intents(f) for f in fillers), "a filler was preempted"
+        assert all(jobs.client.job(f).state == "RUNNING" for f in fillers)
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+
+
+def test_item1_views_after_sigterm_do_not_extrapolate(jobs: Jobs, tmp_path: Path) -> None:
+    """Stop the daemon while a 2-GPU job runs; after the job ends, ``status`` shows at most
+    what the last cycle saw, the same figure on every read, and says the ledger is STALE."""
+    import subprocess
+    from daemon_helpers import DaemonProc, attempts, dlprio, ledger_rows, write_config
+    from live_helpers import wait_for
+    cfg = write_config(tmp_path / "dlprio.yaml", interval_s=2, slurm_timeout_s=1.5)
+    daemon = DaemonProc(cfg).start()
+    job_id, log = jobs.submit("stale", nodes=1, gpus_per_node=2, steps=12)
+    try:
+        wait_for(lambda: (ledger_rows(cfg).get(job_id, {}).get("attained_gpu_s") or 0) >= 6, 60,
+                 "the daemon to see the job run a few seconds")
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+    wait_state(jobs.client, job_id, {"COMPLETED"}, 60)
+    (attempt,) = attempts(log)
+    assert attempt.end is not None
+    truth = (attempt.end - attempt.start) * 2
+    time.sleep(7)                                   # > 3 intervals: stale
+    reads = []
+    for _ in range(2):
+        out = subprocess.run(dlprio("status", "--config", str(cfg)), capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+        assert "STALE" in out[0]
+        reads.append(float(next(line.split()[4] for line in out[2:]
+                                if line.split()[0] == str(job_id))))
+        time.sleep(2)
+    assert reads[0] == reads[1] and 0 < reads[0] <= truth + 1
