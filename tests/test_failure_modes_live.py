@@ -144,8 +144,10 @@ def test_item2_freed_gpus_go_to_the_higher_tier_whatever_the_priority(jobs: Jobs
 
 def test_item4_parameter_server_needs_no_gpu_node(jobs: Jobs, tmp_path: Path) -> None:
     """A hetjob ps (0 GPUs) + worker (8 GPUs) while three nodes are full of demoted jobs and
-    one is free: Slurm starts it on the free node plus CPUs anywhere; the daemon preempts no
-    one. (Modelled as (0, 8) it asked for a second GPU node and preempted a running job.)"""
+    one is free: Slurm starts it without a second free GPU node, the daemon records it as one
+    8-GPU unit and preempts no one. Slurm's backfill starts it within a cycle here, so the
+    daemon seldom sees it pending: the check that the old (0, 8) shape preempted is the unit
+    test tests/test_daemon_observe.py::test_gpu_less_component_lets_the_hetjob_start_on_a_free_node_without_preemption."""
     from daemon_helpers import DaemonProc, ledger_rows, write_config
     from live_helpers import wait_for
     cfg = write_config(tmp_path / "dlprio.yaml")
