@@ -396,10 +396,24 @@ class SlurmClient:
         scope = "--batch" if batch_only else "--full"
         self._run(["scancel", f"--signal={signal}", scope, str(job_id)])
 
-    def requeue(self, job_id: int | str) -> None:
+    def requeue(self, job_id: int | str, *, incomplete: bool = False, hold: bool = False) -> None:
         """``scontrol requeue``: the batch script restarts from the top with the same id
-        (hetjobs only through their leader; array elements as ``ARRAYID_TASKID``)."""
-        self._run(["scontrol", "requeue", str(job_id)])
+        (hetjobs only through their leader; array elements as ``ARRAYID_TASKID``).
+
+        ``incomplete``: ``scontrol requeue incomplete`` (22.05 scontrol(1)): only a job that has
+        not completed (CONFIGURING, RUNNING, STOPPED, SUSPENDED) is requeued; a plain requeue of
+        a job that just completed runs it again. Slurm answers rc 0 either way: read the job
+        after to know which happened. ``hold``: ``requeuehold`` (the job waits held until
+        :meth:`release`). Raises :class:`SlurmRefused` ("Requested operation is presently
+        disabled" for ``--no-requeue`` jobs) or :class:`JobUnknown`.
+        """
+        argv = ["scontrol", "requeuehold" if hold else "requeue"]
+        self._run([*argv, *(["incomplete"] if incomplete else []), str(job_id)])
+
+    def release(self, job_ids: Sequence[int | str]) -> None:
+        """``scontrol release`` held jobs (one call)."""
+        if job_ids:
+            self._run(["scontrol", "release", ",".join(str(j) for j in job_ids)])
 
     def cancel(self, job_ids: Sequence[int | str]) -> None:
         """``scancel`` the given jobs (one call)."""

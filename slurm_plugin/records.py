@@ -49,6 +49,8 @@ class Job:
         comment, admin_comment: free text (the checkpoint marker lives in ``comment``).
         priority: Slurm's current priority value.
         batch_host: node that runs the batch script ("" while pending).
+        batch: a batch job (``batch_flag``); False for ``salloc``/``srun`` allocations, which
+            ``scontrol requeue`` cannot restart.
         stdout_path: the job's ``--output`` path as Slurm holds it.
     """
 
@@ -83,6 +85,7 @@ class Job:
     batch_host: str = ""
     stdout_path: str = ""
     array_task_string: str = ""
+    batch: bool = True
 
     @property
     def is_active(self) -> bool:
@@ -370,6 +373,7 @@ def job_from_json(j: dict) -> Job:
         batch_host=str(j.get("batch_host") or ""),
         stdout_path=str(j.get("standard_output") or ""),
         array_task_string=str(j.get("array_task_string") or ""),
+        batch=bool(j.get("batch_flag", True)),
     )
 
 

@@ -124,7 +124,7 @@ def write_config(path: Path, **overrides: object) -> Path:
     policy = {"thresholds_gpu_s": [40, 100000], "starve_knob": 0, "min_run_s": 5}
     policy.update(overrides.pop("policy", {}))  # type: ignore[arg-type]
     cfg = {"policy": policy, "interval_s": 5, "backoff_max_s": 10, "max_grace_s": 5,
-           "slurm_timeout_s": 10, "metrics_port": 0,
+           "slurm_timeout_s": 4, "metrics_port": 0,
            "ledger_path": str(path.parent / "ledger.sqlite"),
            "snapshot_path": str(path.parent / "snapshot.json")}
     cfg.update(overrides)

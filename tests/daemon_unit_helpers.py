@@ -20,6 +20,8 @@ class RecordingClient:
     refuse: set[int] = field(default_factory=set)
     gone: set[int] = field(default_factory=set)
     unreachable: bool = False
+    completed: set[int] = field(default_factory=set)
+    requeue_flags: list[tuple[bool, bool]] = field(default_factory=list)
 
     def _check(self, ids: list[int]) -> None:
         if self.unreachable:
@@ -45,9 +47,20 @@ class RecordingClient:
         self.calls.append(("signal", job_id, sig))
         self._check([job_id])
 
-    def requeue(self, job_id: int) -> None:
+    def requeue(self, job_id: int, *, incomplete: bool = False, hold: bool = False) -> None:
         self.calls.append(("requeue", job_id))
+        self.requeue_flags.append((incomplete, hold))
         self._check([job_id])
+
+    def release(self, ids: list[int]) -> None:
+        self.calls.append(("release", list(ids)))
+
+    def jobs(self, job_ids: list[int] | None = None) -> list:
+        """What squeue shows after a requeue: ``completed`` ids as COMPLETED (the requeue
+        found them ended), nothing for the others (the caller then trusts the requeue)."""
+        from slurm_plugin.records import job_from_json
+        return [job_from_json({"job_id": j, "job_state": "COMPLETED", "restart_cnt": 0})
+                for j in (job_ids or []) if j in self.completed]
 
 
 def unit(job_id: int, state: str = "RUNNING", *, start: float | None = 100.0, gpus: int = 8,

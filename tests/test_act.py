@@ -100,7 +100,7 @@ def test_refused_batch_falls_back_to_single_jobs(tmp_path: Path) -> None:
     client = RecordingClient(refuse={2})
     refused = act.push(client, ledger, {"priority:9": [1, 2, 3]},  # type: ignore[arg-type]
                        EventLog(stream=io.StringIO()))
-    assert refused == 1
+    assert [j for j, _ in refused.refused] == [2] and refused.accepted == [1, 3]
     assert client.calls == [("priority", [1, 2, 3], 9), ("priority", [1], 9),
                             ("priority", [2], 9), ("priority", [3], 9)]
     assert [ledger.job(j).applied for j in (1, 2, 3)] == ["priority:9", None, "priority:9"]
@@ -133,3 +133,38 @@ def test_held_jobs_get_no_update(tmp_path: Path) -> None:
                       unit(2, "PENDING", start=None, reason="Priority"))
     enc = act.Encoding(queues=3, span=100, weights=0, ref=100)
     assert list(act.targets(_decisions((1, 0, 150), (2, 0, 150)), obs, DaemonConfig(), enc)) == [2]
+
+
+def test_refused_update_backs_off_per_job_instead_of_every_cycle(tmp_path: Path) -> None:
+    """Issue 14 item 9: job 2's update is refused; it is not re-sent until its backoff
+    (interval, doubling) is over, while the other jobs' updates go on; an accepted update
+    ends the backoff."""
+    obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2)))
+    ledger = _ledger_with(tmp_path, obs)
+    client = RecordingClient(refuse={2})
+    log = EventLog(stream=io.StringIO())
+    sent_to_2 = []
+    for now in range(200, 300, 10):          # a 10 s cycle; job 1's value changes each cycle
+        wanted = act.without_backoff({1: f"priority:{now}", 2: f"priority:{now}"}, ledger, now)
+        batches = act.diff(wanted, act.current_values(ledger, obs, DaemonConfig()))
+        before = len(client.calls)
+        act.push(client, ledger, batches, log, now=now, backoff_s=10, backoff_max_s=40)  # type: ignore[arg-type]
+        if any(2 in c[1] for c in client.calls[before:]):
+            sent_to_2.append(now)
+    assert sent_to_2 == [200, 210, 230, 270]      # waits 10, 20, 40 (the cap), ...
+    row = ledger.job(2)
+    assert row.refusals == 4 and row.retry_at == 310 and "no longer pending" in row.refused
+    assert ledger.job(1).refusals == 0
+    client.refuse.clear()
+    wanted = act.without_backoff({2: "priority:5"}, ledger, 310)
+    act.push(client, ledger, act.diff(wanted, {}), log, now=310, backoff_s=10, backoff_max_s=40)  # type: ignore[arg-type]
+    assert (ledger.job(2).refusals, ledger.job(2).retry_at) == (0, None)
+
+
+def test_once_exits_1_only_when_slurm_accepted_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    from prioritizer.daemon.cli import once_exit
+    assert once_exit(act.PushResult([], [])) == 0                       # nothing to send
+    assert once_exit(act.PushResult([1], [(2, "Access/permission denied")])) == 0
+    assert once_exit(act.PushResult([], [(2, "Access/permission denied")])) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "job 2: Access/permission denied" in err

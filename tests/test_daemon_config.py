@@ -45,6 +45,10 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("metrics_port: 9.5\n", r"metrics_port: expected a whole number"),
     ("partitions: gpu\n", r"partitions: expected a list of names, got 'gpu'"),
     ("interval_s: 60\nbackoff_max_s: 30\n", r"backoff_max_s: must be >= interval_s"),
+    ("interval_s: 5\nslurm_timeout_s: 5\n", r"slurm_timeout_s: must be shorter than interval_s"),
+    ("retention_days: -1\n", r"retention_days: must be >= 0"),
+    ("interval_s: 10\nlease_ttl_s: 15\n", r"lease_ttl_s: must be >= 2 × interval_s \(20 s\)"),
+    ("lease_name: 'a b'\n", r"lease_name: letters, digits"),
     ("policy:\n  thresholds_gpu_s: [100, 50]\n", r"policy.thresholds_gpu_s: thresholds must increase"),
     ("policy:\n  knob: 3\n", r"policy.knob: unknown key"),
     ("log_format: xml\n", r"log_format: 'xml' is not one of text, json"),
@@ -92,3 +96,15 @@ def test_json_log_line_carries_cycle_and_job() -> None:
     text.event("queue_changed", 42, reason="demoted: 50 >= 40")
     assert out.getvalue() == ('1970-01-01T00:00:00Z INFO cycle=0 job_id=42 event=queue_changed '
                               'reason="demoted: 50 >= 40"\n')
+
+
+def test_slurm_call_timeout_is_shorter_than_the_interval() -> None:
+    """Issue 14 item 10: auto timeout is half the interval, at most 10 s."""
+    assert DaemonConfig(interval_s=30).call_timeout_s == 10
+    assert DaemonConfig(interval_s=4).call_timeout_s == 2
+    assert DaemonConfig(interval_s=30, slurm_timeout_s=25).call_timeout_s == 25
+
+
+def test_lease_ttl_auto_is_three_intervals_and_a_call() -> None:
+    assert DaemonConfig(interval_s=30).lease_ttl == 100
+    assert DaemonConfig(interval_s=30, lease_ttl_s=600).lease_ttl == 600

@@ -61,3 +61,70 @@ def test_snapshot_marks_exempt_held_and_unrequeueable_jobs(tmp_path: Path) -> No
     assert views[1].phase is JobPhase.RUNNING and views[1].run_start == 100
     assert views[1].attained_gpu_s == 8 * 30 and views[1].nodes == ("node1",)
     assert views[3].eligible_time == math.inf and views[4].eligible_time is None
+
+
+def test_gpu_less_hetjob_component_needs_no_gpu_node() -> None:
+    """Issue 14 item 4: PAI's ps (0 GPUs) + worker (8 GPUs) is one 8-GPU node, not (0, 8)."""
+    pending = [job_from_json(_job(job_id=20, het_job_id=20, het_job_offset=0, job_state="PENDING",
+                                  tres_per_node=None, nodes="", start_time=0)),
+               job_from_json(_job(job_id=21, het_job_id=20, het_job_offset=1, job_state="PENDING",
+                                  nodes="", start_time=0))]
+    running = [job_from_json(_job(job_id=30, het_job_id=30, het_job_offset=0, tres_per_node=None,
+                                  nodes="node4")),
+               job_from_json(_job(job_id=31, het_job_id=30, het_job_offset=1, nodes="node2"))]
+    units = units_from_jobs(pending + running, DaemonConfig())
+    assert units[20].gpus_per_node == (8,) and units[20].nodes == ()
+    assert units[30].gpus_per_node == (8,) and units[30].nodes == ("node2",)
+
+
+def test_gpu_less_component_lets_the_hetjob_start_on_a_free_node_without_preemption(
+        tmp_path: Path) -> None:
+    """With one free 8-GPU node, the (ps, worker) hetjob fits: nobody is preempted."""
+    from prioritizer.policy.config import PolicyConfig
+    from prioritizer.policy.decide import decide
+    jobs = [job_from_json(_job(job_id=20, het_job_id=20, het_job_offset=0, job_state="PENDING",
+                               tres_per_node=None, nodes="", start_time=0, state_reason="Resources")),
+            job_from_json(_job(job_id=21, het_job_id=20, het_job_offset=1, job_state="PENDING",
+                               nodes="", start_time=0, state_reason="Resources")),
+            job_from_json(_job(job_id=5, nodes="node1", start_time=10))]
+    cfg = DaemonConfig(policy=PolicyConfig(min_run_s=0))
+    units = units_from_jobs(jobs, cfg)
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, units, now=5000)
+            ledger.set_queue(5, 1, 100, 0, "demoted", 100, False)   # the running job is lower
+        snap = build_snapshot(ledger, units, [_node("node1", 8), _node("node2", 0)], [], cfg,
+                              now=5000)
+    assert decide(snap, cfg.policy, 5000).preemptions == ()
+    # the old model, (0, 8), asked for a second node and preempted job 5
+    import dataclasses
+    old = dataclasses.replace(snap, jobs=tuple(
+        dataclasses.replace(v, gpus_per_node=(0, 8)) if v.job_id == 20 else v for v in snap.jobs))
+    assert [p.victims for p in decide(old, cfg.policy, 5000).preemptions] == [(5,)]
+
+
+def test_interactive_allocation_is_never_a_victim(tmp_path: Path) -> None:
+    """Issue 14 item 5: ``salloc``/``srun`` jobs (``batch_flag`` false) cannot be requeued."""
+    jobs = [job_from_json(_job(job_id=40, batch_flag=False)), job_from_json(_job(job_id=41))]
+    units = units_from_jobs(jobs, DaemonConfig())
+    assert units[40].requeue is False and units[41].requeue is True
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, units, now=130)
+        snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=130)
+    assert {v.job_id: v.preemptible for v in snap.jobs} == {40: False, 41: True}
+
+
+def test_tiers_from_scontrol_show_partition_reach_the_policy(tmp_path: Path) -> None:
+    """Issue 14 item 2: each unit carries its partition's PriorityTier (highest of a list)."""
+    from prioritizer.daemon.observe import partition_tiers
+    tiers = partition_tiers({"gpu": {"PriorityTier": "1"}, "hi": {"PriorityTier": "10"},
+                             "odd": {"PriorityTier": "x"}})
+    assert tiers == {"gpu": 1, "hi": 10, "odd": 0}
+    units = {u.job_id: u for u in (unit(1, gpus=8), unit(2, "PENDING", start=None, partition="gpu,hi"))}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, units, now=130)
+        snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=130,
+                              tiers=tiers)
+    assert {v.job_id: v.tier for v in snap.jobs} == {1: 1, 2: 10}

@@ -32,6 +32,7 @@ def test_explain_shows_queue_service_thresholds_and_reason(ledger: Ledger) -> No
     text = explain.explain(42, ledger, cfg, now=100)
     assert text.splitlines() == [
         "job 42 (alice, gpu): PENDING",
+        "ledger: no cycle recorded yet (STALE: start the daemon)",
         "queue: 1 of 0..2 (policy tiresias-las); queue range [40, 100) GPU·s",
         "in queue since: 1970-01-01 00:00:10 UTC",
         "attained service: 60 GPU·s over 1 run(s)",
@@ -53,7 +54,82 @@ def test_status_json_keys_exactly(ledger: Ledger) -> None:
     rows = explain.status_rows(ledger, now=100)
     assert json.loads(json.dumps(rows)) == [{
         "job_id": 42, "user": "alice", "state": "PENDING", "queue": 1, "attained_gpu_s": 60.0,
-        "preemptions": 1, "promotions": 0, "restart_count": 1}]
+        "preemptions": 1, "promotions": 0, "restart_count": 1, "last_seen": 0.0,
+        "update_refusals": 0}]
     table = explain.status_table(rows).splitlines()
     assert table[0].split()[3:5] == ["QUEUE", "ATTAINED(GPU·s)"]   # the unit named, as in dlqueue
-    assert table[1].split() == ["42", "alice", "PENDING", "Q1", "60.0", "1", "0", "1"]
+    assert table[1].split() == ["42", "alice", "PENDING", "Q1", "60.0", "1", "0", "1", "0"]
+
+
+# ---------------------------------------------------------------- issue 14 item 1
+def _stopped_daemon_ledger(tmp_path: Path) -> Ledger:
+    """The daemon saw a 2-GPU job running from t=1000 at its cycles up to t=1020, then was
+    stopped (SIGTERM); the job ended afterwards, unseen. Another job ended long ago."""
+    led = Ledger(tmp_path / "stale.sqlite")
+    with led.transaction():
+        for now in (1000.0, 1010.0, 1020.0):
+            led.upsert_job(7, user="bob", account="a", partition="gpu", state="RUNNING", gpus=2,
+                           submit_time=990, restart_count=0, now=now)
+            led.start_run(7, 1000.0, 2, now)
+            led.note_observed(now)
+        led.upsert_job(8, user="eve", account="a", partition="gpu", state="COMPLETED", gpus=1,
+                       submit_time=0, restart_count=0, now=10)
+        led.mark_ended(8, "COMPLETED", 20)
+    return led
+
+
+def test_views_of_a_stopped_daemon_do_not_extrapolate_and_say_how_old(tmp_path: Path) -> None:
+    led = _stopped_daemon_ledger(tmp_path)
+    for now in (1100.0, 5000.0):      # long after the stop: the same figures
+        (row,) = explain.status_rows(led, now, active_only=True)
+        assert row["attained_gpu_s"] == 40.0 and row["last_seen"] == 1020.0
+        text = explain.explain(7, led, DaemonConfig(interval_s=30), now)
+        assert "attained service: 40 GPU·s over 1 run(s)" in text
+        assert "running when last seen 1970-01-01 00:17:00 UTC: 20 s x 2 GPUs" in text
+    fresh = explain.freshness(led, 5000.0, interval_s=30)
+    assert fresh.startswith("ledger as of 1970-01-01 00:17:00 UTC (3980 s ago); STALE")
+    assert "STALE" not in explain.freshness(led, 1050.0, interval_s=30)
+
+
+def test_status_shows_active_jobs_unless_all(tmp_path: Path) -> None:
+    led = _stopped_daemon_ledger(tmp_path)
+    assert [r["job_id"] for r in explain.status_rows(led, 2000, active_only=True)] == [7]
+    assert [r["job_id"] for r in explain.status_rows(led, 2000)] == [7, 8]
+
+
+def test_cli_status_prints_age_first_and_all_on_request(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import yaml
+    led = _stopped_daemon_ledger(tmp_path)
+    led.close()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump({"ledger_path": str(led.path), "metrics_port": 0}))
+    run = [sys.executable, "-m", "prioritizer.cli", "status", "--config", str(cfg)]
+    out = subprocess.run(run, capture_output=True, text=True, check=True).stdout.splitlines()
+    assert "STALE" in out[0] and [line.split()[0] for line in out[2:]] == ["7"]
+    out = subprocess.run(run + ["--all"], capture_output=True, text=True, check=True).stdout
+    assert [line.split()[0] for line in out.splitlines()[2:]] == ["7", "8"]
+    proc = subprocess.run(run + ["--json"], capture_output=True, text=True, check=True)
+    assert [r["job_id"] for r in json.loads(proc.stdout)] == [7] and "STALE" in proc.stderr
+
+
+def test_retention_prunes_finished_jobs_only(tmp_path: Path) -> None:
+    led = _stopped_daemon_ledger(tmp_path)
+    assert led.prune(before=10) == 0          # job 8 ended at 20
+    assert led.prune(before=30) == 1
+    assert [r.job_id for r in led.jobs()] == [7] and led.runs(7)
+
+
+def test_daemon_prunes_once_an_hour_after_retention(tmp_path: Path) -> None:
+    import io
+    from prioritizer.daemon.log import EventLog
+    from prioritizer.daemon.loop import Daemon
+    led = _stopped_daemon_ledger(tmp_path)
+    stream = io.StringIO()
+    d = Daemon(DaemonConfig(retention_days=1), None, led, EventLog(stream=stream))  # type: ignore[arg-type]
+    assert d.prune(now=20 + 86400 - 1) == 0                    # not yet past retention
+    assert d.prune(now=20 + 86400 + 10) == 0                   # within the hour: no scan
+    assert d.prune(now=20 + 86400 + 3600) == 1 and "ledger_pruned" in stream.getvalue()
+    assert Daemon(DaemonConfig(retention_days=0), None, led, EventLog(stream=stream)).prune(
+        now=1e9) == 0  # type: ignore[arg-type]

@@ -3,6 +3,7 @@ restarts of the daemon, and recovery of preemption intents (issue 5, "Ledger")."
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
@@ -228,3 +229,64 @@ def test_active_rows_are_fresh_after_every_write_and_rollback(tmp_path) -> None:
         with led.transaction():
             led.mark_ended(1, "COMPLETED", 9.0)
         assert led.jobs(active_only=True) == [] and led.jobs()[0].state == "COMPLETED"
+
+
+# ---------------------------------------------------------------- issue 14, items 3, 5, 6
+def test_victim_is_lowered_before_its_requeue_in_the_same_act(ledger: Ledger) -> None:
+    """Item 3: the lower value goes to Slurm before ``scontrol requeue``, not a cycle later."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    _record(ledger, 100, unit(2, marker=False))
+    p.start((Preemption(9, (2,)),), observation(100, unit(2, marker=False)))
+    p.progress(observation(100, unit(2, marker=False)), {2: "site_factor:17"})
+    assert client.calls == [("site_factor", [2], 17), ("requeue", 2)]
+    assert client.requeue_flags == [(True, False)]          # requeue incomplete, no hold
+    assert ledger.job(2).applied == "site_factor:17"        # next cycle sends nothing again
+
+
+def test_partition_mode_victim_is_held_moved_then_released(ledger: Ledger) -> None:
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    p.start((Preemption(9, (2,)),), observation(100, unit(2, marker=False)))
+    p.progress(observation(100, unit(2, marker=False)), {2: "partition:q1"})
+    assert client.calls == [("requeue", 2), ("partition", [2], "q1"), ("release", [2])]
+    assert client.requeue_flags == [(True, True)]           # requeuehold incomplete
+
+
+def test_refused_requeue_is_an_event_not_a_preemption_and_not_retried(tmp_path: Path) -> None:
+    """Item 5: Slurm refuses (``--no-requeue``): logged with its reason, the counter goes
+    back down, and the job is not a victim again during this run."""
+    from prioritizer.daemon.observe import build_snapshot
+    stream = io.StringIO()
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        client = RecordingClient(refuse={3})
+        p = Preemptor(client, ledger, DaemonConfig(), EventLog(stream=stream))  # type: ignore[arg-type]
+        victim = unit(3, marker=False)
+        _record(ledger, 100, victim)
+        p.start((Preemption(9, (3,)),), observation(100, victim))
+        assert ledger.job(3).preemptions == 1
+        assert p.progress(observation(100, victim)) == []
+        assert ledger.job(3).preemptions == 0
+        assert [i.outcome for i in ledger.intents(3)] == [
+            "requeue refused: Job is no longer pending execution"]
+        assert "preempt_refused" in stream.getvalue()
+        snap = build_snapshot(ledger, {3: victim}, [], [], DaemonConfig(), now=101)
+        assert [v.preemptible for v in snap.jobs] == [False]
+        # a later run of the job (restarted by someone else) may be a victim again
+        later = unit(3, marker=False, restart=1)
+        _record(ledger, 200, later)
+        snap = build_snapshot(ledger, {3: later}, [], [], DaemonConfig(), now=201)
+        assert [v.preemptible for v in snap.jobs] == [True]
+
+
+def test_job_completed_just_before_the_requeue_is_not_counted_as_requeued(ledger: Ledger) -> None:
+    """Item 6: squeue showed it running; it completed before ``requeue incomplete``, which
+    then did nothing. The live proof is tests/test_preempt_live.py."""
+    client = RecordingClient(completed={4})
+    p = _preemptor(ledger, client)
+    _record(ledger, 100, unit(4, marker=False))
+    p.start((Preemption(9, (4,)),), observation(100, unit(4, marker=False)))
+    assert p.progress(observation(100, unit(4, marker=False))) == []
+    assert client.requeue_flags == [(True, False)]
+    assert [i.outcome for i in ledger.intents(4)] == ["ended before requeue"]
+    assert ledger.job(4).preemptions == 0

@@ -95,7 +95,7 @@ def test_storage_error_in_run_exits_5_which_systemd_restarts(
         error: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     class FailingDaemon:
-        def __init__(self, *args: object) -> None:
+        def __init__(self, *args: object, **kwargs: object) -> None:
             pass
 
         def run(self, stop: object) -> None:
@@ -103,7 +103,7 @@ def test_storage_error_in_run_exits_5_which_systemd_restarts(
 
     monkeypatch.setattr(daemon_cli, "Daemon", FailingDaemon)
     cfg = tmp_path / "dlprio.yaml"
-    cfg.write_text(yaml.safe_dump({"metrics_port": 0, "ledger_path": str(tmp_path / "ledger.sqlite"),
+    cfg.write_text(yaml.safe_dump({"metrics_port": 0, "lease_name": "", "ledger_path": str(tmp_path / "ledger.sqlite"),
                                    "snapshot_path": str(tmp_path / "snapshot.json")}))
     rc = main(["run", "--config", str(cfg)])
     err = capsys.readouterr().err

@@ -107,6 +107,23 @@ def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
     return out
 
 
+def victim_values(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
+                  enc: Encoding | None, victims: list[int]) -> dict[int, str]:
+    """The value each victim (a RUNNING job about to be requeued) gets *before* its requeue:
+    the one :func:`targets` will give it once pending, from its own queue state (a victim's
+    queue is below its waiter's, so the waiter outranks it at once; issue 14 item 3)."""
+    out: dict[int, str] = {}
+    for job_id in victims:
+        state = decisions.states.get(job_id)
+        if state is None:
+            continue
+        if cfg.mode == "partition":
+            out[job_id] = f"partition:{cfg.queue_partitions[min(state.queue, len(cfg.queue_partitions) - 1)]}"
+        elif enc is not None:
+            out[job_id] = f"{cfg.priority_field}:{enc.value(state.queue, state.queue_entry_time)}"
+    return out
+
+
 def diff(wanted: Mapping[int, str], current: Mapping[int, str | None]) -> dict[str, list[int]]:
     """Jobs whose value must change, grouped by value (one Slurm call per key), ids sorted."""
     batches: dict[str, list[int]] = {}
@@ -123,34 +140,57 @@ def current_values(ledger: Ledger, obs: Observation, cfg: DaemonConfig) -> dict[
     return {r.job_id: r.applied for r in ledger.jobs(active_only=True)}
 
 
+@dataclass
+class PushResult:
+    """What :func:`push` sent: job ids Slurm accepted and refused (with its text)."""
+
+    accepted: list[int]
+    refused: list[tuple[int, str]]
+
+
 def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
-         log: EventLog) -> int:
+         log: EventLog, *, now: float = 0.0, backoff_s: float = 0.0,
+         backoff_max_s: float = 0.0) -> PushResult:
     """Send each batch as ONE ``scontrol update``; on a refusal retry its jobs one by one
     (Slurm updates the valid ids of a list anyway) so a single ended job costs nothing else.
-    Records what was accepted. Returns the number of refused jobs. Raises SlurmUnreachable."""
-    refused = 0
+    Records what was accepted; a refused job backs off (next try after ``backoff_s``,
+    doubling per refusal in a row up to ``backoff_max_s``; see :func:`without_backoff`)
+    instead of being re-sent every cycle (issue 14 item 9). Raises SlurmUnreachable."""
+    result = PushResult([], [])
     for value, ids in batches.items():
         field, _, arg = value.partition(":")
+        refused: list[tuple[int, str]] = []
         try:
-            _send(client, field, ids, arg)
+            send(client, field, ids, arg)
             accepted = ids
         except (SlurmRefused, JobUnknown):
             accepted = []
             for job_id in ids:
                 try:
-                    _send(client, field, [job_id], arg)
+                    send(client, field, [job_id], arg)
                     accepted.append(job_id)
                 except (SlurmRefused, JobUnknown) as exc:
-                    refused += 1
+                    refused.append((job_id, exc.message))
                     log.event("update_refused", job_id, "WARNING", value=value, slurm=exc.message)
         with ledger.transaction():
             ledger.set_applied(accepted, value)
+            ledger.clear_refused(accepted)
+            ledger.note_refused(refused, now, backoff_s, backoff_max_s)
         for job_id in accepted:
             log.event("order_set", job_id, value=value)
-    return refused
+        result.accepted.extend(accepted)
+        result.refused.extend(refused)
+    return result
 
 
-def _send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
+def without_backoff(wanted: Mapping[int, str], ledger: Ledger, now: float) -> dict[int, str]:
+    """``wanted`` less the jobs whose refused update may not be re-sent before a later time."""
+    waiting = ledger.backing_off(now)
+    return {j: v for j, v in wanted.items() if j not in waiting}
+
+
+def send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
+    """One ``scontrol update`` of ``field`` (``partition``, ``priority``, ``site_factor``)."""
     if field == "partition":
         client.set_partition(ids, arg)
     elif field == "priority":

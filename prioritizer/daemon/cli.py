@@ -1,14 +1,18 @@
 """The daemon's subcommands of ``dlprio``: ``run``, ``once [--dry-run]``, ``explain JOBID``,
-``status [--json]``.
+``status [--json] [--all]``.
 
 :data:`RUN`, :data:`ONCE`, :data:`EXPLAIN`, :data:`STATUS` are registered in ``dlprio``'s
 command registry (prioritizer/cli.py; docs/design.md, code rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
 
 * 0: done;
-* 1: Slurm failed (``once``: unreachable or refused; ``run`` never exits for that);
-* 2: bad configuration or usage (the message names the file and key);
+* 1: Slurm failed (``once``: unreachable, or refused every update it tried; ``run`` never
+  exits for that);
+* 2: bad configuration or usage (the message names the file and key), or a ledger written by
+  a newer dlprio (the message names the fix);
 * 3: ``explain``: the job is not in the ledger; ``explain``/``status``: no ledger yet;
-* 4: another dlprio holds the ledger lock (the message names its pid);
+* 4: another dlprio holds the ledger lock (the message names its pid) or the cluster lease
+  (the message names its host:pid and lease job); ``run`` also exits 4 when it loses the
+  lease to another daemon.
 * 5: the ledger's storage failed (disk full, read-only file system, I/O error, a damaged
   database): not a configuration error, so the systemd unit (conf/dlprio.service) restarts the
   daemon, whose ``RestartPreventExitStatus`` holds only 2 and 4.
@@ -26,19 +30,22 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 
 from prioritizer.daemon import config as daemon_config
 
-from prioritizer.daemon import explain
+from prioritizer.daemon import act, explain
 from prioritizer.command import Command
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
+from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import EventLog
-from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.ledger import Ledger, LedgerVersionError
 from prioritizer.daemon.metrics import Metrics
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
 EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED, EXIT_STORAGE = 0, 1, 2, 3, 4, 5
 
@@ -69,6 +76,8 @@ def _configure_status(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--json", action="store_true",
                    help="JSON list; keys: " + ", ".join(explain.STATUS_KEYS))
+    p.add_argument("--all", action="store_true",
+                   help="also finished jobs the ledger still holds (default: active jobs)")
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -77,7 +86,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return fn(args)
         except ConfigError as exc:
             return _fail(f"config: {exc}", EXIT_CONFIG)
-        except LockHeld as exc:
+        except (LockHeld, LeaseHeld, LeaseLost) as exc:
             return _fail(str(exc), EXIT_LOCKED)
         except explain.UnknownJob as exc:
             return _fail(str(exc), EXIT_UNKNOWN)
@@ -85,6 +94,8 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return _fail(str(exc), EXIT_UNKNOWN)
         except SlurmError as exc:
             return _fail(f"slurm: {exc}", EXIT_SLURM)
+        except LedgerVersionError as exc:   # a newer dlprio's ledger: the operator's call
+            return _fail(f"ledger: {exc}", EXIT_CONFIG)
         except (OSError, sqlite3.Error) as exc:
             return _fail(f"ledger: {exc}", EXIT_STORAGE)
         except ValueError as exc:     # e.g. an unreadable Gittins samples file
@@ -117,11 +128,50 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
-                  interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
-        Daemon(cfg, SlurmClient(timeout_s=cfg.slurm_timeout_s), ledger, log, metrics).run(stop)
+        client = SlurmClient(timeout_s=cfg.call_timeout_s)
+        with _lease(cfg, client, log, stop) as lease:
+            if stop.is_set():
+                return EXIT_OK
+            log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
+                      interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
+            try:
+                Daemon(cfg, client, ledger, log, metrics, lease=lease).run(stop)
+            except LeaseLost as exc:
+                log.event("lease_lost", level="ERROR", error=str(exc))
+                return _fail(str(exc), EXIT_LOCKED)
         log.event("stopped")
     return EXIT_OK
+
+
+@contextmanager
+def _lease(cfg: DaemonConfig, client: SlurmClient, log: EventLog,
+           stop: threading.Event | None = None) -> Iterator[ClusterLease | None]:
+    """The cluster lease for one ``run``/``once`` (None when ``lease_name`` is ""). With
+    ``stop`` (``run``), a Slurm that does not answer is waited for (interval, doubling up to
+    ``backoff_max_s``) until it does or ``stop`` is set; ``once`` fails at once."""
+    if not cfg.lease_name:
+        yield None
+        return
+    lease = ClusterLease(client, cfg.lease_name, cfg.lease_ttl, cfg.ledger_path, log)
+    failures = 0
+    while True:
+        try:
+            lease.acquire()
+            break
+        except SlurmUnreachable as exc:
+            if stop is None:
+                raise
+            failures += 1
+            delay = min(cfg.backoff_max_s, cfg.interval_s * 2 ** min(failures - 1, 16))
+            log.event("slurm_unreachable", level="WARNING", error=exc.message,
+                      retry_in_s=round(delay, 1), step="lease")
+            if stop.wait(delay):
+                yield None
+                return
+    try:
+        yield lease
+    finally:
+        lease.release()
 
 
 @_guard
@@ -129,8 +179,21 @@ def cmd_once(args: argparse.Namespace) -> int:
     """``dlprio once [--dry-run]``: one cycle."""
     cfg, log = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
-        Daemon(cfg, SlurmClient(timeout_s=cfg.slurm_timeout_s), ledger, log,
-               dry_run=args.dry_run).cycle()
+        client = SlurmClient(timeout_s=cfg.call_timeout_s)
+        with _lease(cfg if not args.dry_run else replace(cfg, lease_name=""), client,
+                    log) as lease:
+            daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease)
+            daemon.cycle()
+    return once_exit(daemon.pushed)
+
+
+def once_exit(pushed: act.PushResult) -> int:
+    """``dlprio once``'s status after its cycle: :data:`EXIT_SLURM` (and one line) when it
+    tried updates and Slurm accepted none (e.g. the daemon's user is not an operator)."""
+    if pushed.refused and not pushed.accepted:
+        job_id, text = pushed.refused[0]
+        return _fail(f"slurm refused every update this cycle ({len(pushed.refused)} job(s); job "
+                     f"{job_id}: {text}); is the daemon's user a Slurm operator?", EXIT_SLURM)
     return EXIT_OK
 
 
@@ -145,11 +208,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_status(args: argparse.Namespace) -> int:
-    """``dlprio status [--json]``."""
+    """``dlprio status [--json] [--all]``: active jobs (all with ``--all``), after a line saying
+    how old the ledger is (on stderr with ``--json``)."""
     cfg = daemon_config.load(args.config)
+    now = time.time()
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
-        rows = explain.status_rows(ledger, time.time())
-    sys.stdout.write(json.dumps(rows) + "\n" if args.json else explain.status_table(rows))
+        rows = explain.status_rows(ledger, now, active_only=not args.all)
+        fresh = explain.freshness(ledger, now, cfg.interval_s)
+    if args.json:
+        print(fresh, file=sys.stderr)
+        sys.stdout.write(json.dumps(rows) + "\n")
+    else:
+        sys.stdout.write(fresh + "\n" + explain.status_table(rows))
     return EXIT_OK
 
 
@@ -157,5 +227,6 @@ RUN = Command("run", "the daemon: observe, decide, act every interval", _configu
 ONCE = Command("once", "one cycle (with --dry-run: print the decisions, change nothing)",
                _configure_once, cmd_once)
 EXPLAIN = Command("explain", "why a job sits in its queue", _configure_explain, cmd_explain)
-STATUS = Command("status", "every known job: queue, service, preemptions", _configure_status,
+STATUS = Command("status", "active jobs (--all: every job kept): queue, service, preemptions",
+                 _configure_status,
                  cmd_status)

@@ -54,8 +54,15 @@ class DaemonConfig:
         metrics_port: Prometheus endpoint port (0 = no endpoint).
         metrics_addr: address the endpoint binds to.
         log_format: ``text`` or ``json``.
-        slurm_timeout_s: seconds one Slurm command may take.
+        slurm_timeout_s: seconds one Slurm command may take (< ``interval_s``); 0 = auto,
+            see :attr:`call_timeout_s`.
         gittins_samples: CSV of GPU·s samples for ``tiresias-gittins`` ("" = packaged).
+        retention_days: days a finished job stays in the ledger (0 = forever); the daemon
+            prunes older ones once an hour.
+        lease_name: name of the cluster lease job (one acting daemon per cluster,
+            :mod:`prioritizer.daemon.lease`); "" = no cluster lease (ledger lock only).
+        lease_ttl_s: seconds without a heartbeat before another daemon may take the lease
+            over; 0 = auto (:attr:`lease_ttl`).
     """
 
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -74,8 +81,22 @@ class DaemonConfig:
     metrics_port: int = 9464
     metrics_addr: str = "127.0.0.1"
     log_format: str = "text"
-    slurm_timeout_s: float = 30.0
+    slurm_timeout_s: float = 0.0
     gittins_samples: str = ""
+    retention_days: float = 21.0
+    lease_name: str = "dlprio-lease"
+    lease_ttl_s: float = 0.0
+
+    @property
+    def call_timeout_s(self) -> float:
+        """The timeout of one Slurm command: ``slurm_timeout_s``, or (0) half the interval,
+        at most 10 s, so that a hung call never stretches a cycle past ``interval_s``."""
+        return self.slurm_timeout_s or min(10.0, self.interval_s / 2)
+
+    @property
+    def lease_ttl(self) -> float:
+        """``lease_ttl_s``, or (0) three intervals plus one Slurm call timeout."""
+        return self.lease_ttl_s or 3 * self.interval_s + self.call_timeout_s
 
     @property
     def queues(self) -> int:
@@ -164,9 +185,22 @@ def _check(cfg: DaemonConfig) -> None:
         raise ConfigError(
             f"queue_partitions: mode partition needs one partition per queue ({cfg.queues} "
             f"queues from policy thresholds), got {list(cfg.queue_partitions)}")
-    for key in ("interval_s", "max_grace_s", "slurm_timeout_s"):
+    if cfg.lease_ttl_s and cfg.lease_ttl_s < 2 * cfg.interval_s:
+        raise ConfigError(f"lease_ttl_s: must be >= 2 × interval_s ({2 * cfg.interval_s:g} s) or "
+                          f"0 (auto), got {cfg.lease_ttl_s}")
+    if cfg.lease_name and not all(c.isalnum() or c in "-_." for c in cfg.lease_name):
+        raise ConfigError(f"lease_name: letters, digits, '-', '_', '.' only, got {cfg.lease_name!r}")
+    if cfg.retention_days < 0:
+        raise ConfigError(f"retention_days: must be >= 0 (0 = keep forever), got {cfg.retention_days}")
+    if cfg.slurm_timeout_s < 0:
+        raise ConfigError(f"slurm_timeout_s: must be > 0 seconds (0 = auto), got {cfg.slurm_timeout_s}")
+    for key in ("interval_s", "max_grace_s"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{key}: must be > 0 seconds, got {getattr(cfg, key)}")
+    if cfg.slurm_timeout_s >= cfg.interval_s:
+        raise ConfigError(f"slurm_timeout_s: must be shorter than interval_s ({cfg.interval_s} s) "
+                          f"so that a hung Slurm call cannot stretch a cycle, got "
+                          f"{cfg.slurm_timeout_s}")
     if cfg.backoff_max_s < cfg.interval_s:
         raise ConfigError(f"backoff_max_s: must be >= interval_s ({cfg.interval_s}), "
                           f"got {cfg.backoff_max_s}")

@@ -1,10 +1,15 @@
 """``dlprio explain JOBID`` and ``dlprio status``: read-only views of the ledger.
 
-``explain`` says why a job sits where it sits: its queue, attained service (GPU·s, summed
-over its runs, the open one up to now), the thresholds of its queue and the next one, the
+The ledger is what the daemon last saw: both views say how old it is (the daemon's last read
+of Slurm) and count an open run only up to the last cycle that saw it running, never
+extrapolated to now: after the daemon stops, a job that ended is not shown gaining service
+(issue 14 item 1). ``explain`` says why a job sits where it sits: its queue, attained service
+(GPU·s, summed over its runs), the thresholds of its queue and the next one, the
 promotion rule (Tiresias NSDI'19 section 4.2: back to queue 0 after waiting ``knob ×`` the
 last run), and the reason of the last change, in the same words the daemon logged
-(docs/design.md, code rule 11). ``status`` lists every known job with the fixed keys of issue 5.
+(docs/design.md, code rule 11). ``status`` lists the active jobs (``--all``: every job the ledger
+still holds, finished ones until ``retention_days``) with the fixed keys of issue 5, plus
+``last_seen`` and the refused-update backoff of issue 14 item 9.
 Both open the ledger read-only and never take the daemon's lock.
 """
 
@@ -14,38 +19,63 @@ import bisect
 import time
 
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.ledger import Ledger, Run
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
-               "promotions", "restart_count")
+               "promotions", "restart_count", "last_seen", "update_refusals")
+#: A ledger whose last read of Slurm is older than this many intervals is called stale.
+STALE_INTERVALS = 3
 
 
 class UnknownJob(LookupError):
     """The ledger has no such job."""
 
 
-def status_rows(ledger: Ledger, now: float) -> list[dict[str, object]]:
-    """One dict per known job with exactly :data:`STATUS_KEYS` (service in GPU·s, 1 decimal)."""
+def seen_service(runs: list[Run]) -> tuple[float, float]:
+    """(GPU·s, s) over ``runs``, an open run counted up to the last cycle that saw it."""
+    gpu_s = sum(r.gpu_seconds(r.end if r.end is not None else r.last_seen) for r in runs)
+    return gpu_s, sum(r.seconds(r.end if r.end is not None else r.last_seen) for r in runs)
+
+
+def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
+    """One line: when the daemon last read Slurm and, past :data:`STALE_INTERVALS`
+    intervals, that the ledger is STALE (no daemon cycling, or Slurm away)."""
+    at = ledger.observed_at()
+    if at is None:
+        return "ledger: no cycle recorded yet (STALE: start the daemon)"
+    age = max(now - at, 0.0)
+    line = f"ledger as of {_ts(at)} ({age:.0f} s ago)"
+    if age > STALE_INTERVALS * interval_s:
+        line += (f"; STALE: no daemon cycle for {age:.0f} s (interval {interval_s:g} s): "
+                 "states and service are as last seen, not now")
+    return line
+
+
+def status_rows(ledger: Ledger, now: float, *, active_only: bool = False) -> list[dict[str, object]]:
+    """One dict per job (``active_only``: not ended) with exactly :data:`STATUS_KEYS`
+    (service in GPU·s up to the last cycle that saw the job, 1 decimal; ``last_seen`` epoch
+    s; ``update_refusals``: consecutive refused updates, 0 when none)."""
     runs = ledger.all_runs()
     out = []
-    for row in ledger.jobs():
-        service = sum(r.gpu_seconds(now) for r in runs.get(row.job_id, []))
+    for row in ledger.jobs(active_only=active_only):
+        service, _ = seen_service(runs.get(row.job_id, []))
         out.append({"job_id": row.job_id, "user": row.user, "state": row.state,
                     "queue": row.queue, "attained_gpu_s": round(service, 1),
                     "preemptions": row.preemptions, "promotions": row.promotions,
-                    "restart_count": row.restart_count})
+                    "restart_count": row.restart_count, "last_seen": row.last_seen,
+                    "update_refusals": row.refusals})
     return out
 
 
 def status_table(rows: list[dict[str, object]]) -> str:
     """Plain text table of :func:`status_rows` (header + one line per job)."""
     lines = [f"{'JOBID':>8} {'USER':<12} {'STATE':<11} {'QUEUE':>5} {'ATTAINED(GPU·s)':>15} "
-             f"{'PREEMPT':>7} {'PROMOTE':>7} {'RESTART':>7}"]
+             f"{'PREEMPT':>7} {'PROMOTE':>7} {'RESTART':>7} {'REFUSED':>7}"]
     for r in rows:   # queue spelled Q0, Q1... and service in GPU·s, as in dlqueue and REASON
         q = "-" if r["queue"] is None else f"Q{r['queue']}"
         lines.append(f"{r['job_id']:>8} {str(r['user'])[:12]:<12} {str(r['state'])[:11]:<11} "
                      f"{q:>5} {r['attained_gpu_s']:>15} {r['preemptions']:>7} "
-                     f"{r['promotions']:>7} {r['restart_count']:>7}")
+                     f"{r['promotions']:>7} {r['restart_count']:>7} {r['update_refusals']:>7}")
     return "\n".join(lines) + "\n"
 
 
@@ -56,13 +86,14 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
         raise UnknownJob(f"job {job_id}: not in the ledger {ledger.path} (not a managed GPU job, "
                          "or the daemon has not seen it yet)")
     runs = ledger.runs(job_id)
-    service = sum(r.gpu_seconds(now) for r in runs)
+    service, _ = seen_service(runs)
     counted = service - row.service_base_gpu_s
     pol = cfg.policy
     las1d = pol.policy == "las"
     thresholds = pol.thresholds_s if las1d else pol.thresholds_gpu_s
     unit = "s of run time" if las1d else "GPU·s"
-    lines = [f"job {job_id} ({row.user}, {row.partition}): {row.state}"]
+    lines = [f"job {job_id} ({row.user}, {row.partition}): {row.state}",
+             freshness(ledger, now, cfg.interval_s)]
     if row.queue is None:
         lines.append("queue: not decided yet")
     else:
@@ -85,13 +116,17 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
     lines.append(f"promotions: {row.promotions}, preemptions: {row.preemptions}, "
                  f"restarts: {row.restart_count}")
     for r in runs:
-        end = _ts(r.end) if r.end is not None else "running"
-        lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(now):.0f} s x {r.gpus} GPUs")
+        end = _ts(r.end) if r.end is not None else f"running when last seen {_ts(r.last_seen)}"
+        seen = r.end if r.end is not None else r.last_seen
+        lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(seen):.0f} s x {r.gpus} GPUs")
     for i in ledger.intents(job_id):
         lines.append(f"  preemption for job {i.waiter}: signal {i.signal or 'none'}, "
                      f"{i.outcome or 'in progress'}")
     if row.applied:
         lines.append(f"told Slurm: {row.applied}")
+    if row.refusals:
+        retry = f"; next try at {_ts(row.retry_at)}" if row.retry_at else ""
+        lines.append(f"Slurm refused {row.refusals} update(s) in a row: {row.refused}{retry}")
     return "\n".join(lines) + "\n"
 
 

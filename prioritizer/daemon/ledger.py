@@ -19,33 +19,85 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs(
+#: Ordered migrations: ``(version, statements)``; a ledger at ``PRAGMA user_version`` v gets
+#: every migration above v, each in one transaction with its new version. Version 0 is the
+#: ledger of releases without a schema version (main before issue 17): migration 1 is that
+#: schema with ``IF NOT EXISTS``, so it creates a new file and leaves such a ledger as it is.
+#: Append only; never edit a released migration.
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (1, (
+        "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE IF NOT EXISTS jobs(
     job_id INTEGER PRIMARY KEY, user TEXT NOT NULL DEFAULT '', account TEXT NOT NULL DEFAULT '',
     partition TEXT NOT NULL DEFAULT '', state TEXT NOT NULL DEFAULT '', gpus INTEGER NOT NULL DEFAULT 0,
     submit_time REAL, restart_count INTEGER NOT NULL DEFAULT 0,
     queue INTEGER, queue_entry_time REAL, service_base_gpu_s REAL NOT NULL DEFAULT 0,
     promotions INTEGER NOT NULL DEFAULT 0, preemptions INTEGER NOT NULL DEFAULT 0,
     reason TEXT NOT NULL DEFAULT '', reason_time REAL, applied TEXT,
-    last_seen REAL, ended_at REAL);
-CREATE TABLE IF NOT EXISTS runs(
+    last_seen REAL, ended_at REAL)""",
+        """CREATE TABLE IF NOT EXISTS runs(
     job_id INTEGER NOT NULL, start REAL NOT NULL, end_time REAL, gpus INTEGER NOT NULL,
-    last_seen REAL NOT NULL, end_source TEXT, PRIMARY KEY(job_id, start));
-CREATE TABLE IF NOT EXISTS intents(
+    last_seen REAL NOT NULL, end_source TEXT, PRIMARY KEY(job_id, start))""",
+        """CREATE TABLE IF NOT EXISTS intents(
     id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, waiter INTEGER,
     created REAL NOT NULL, signal TEXT, grace_s REAL NOT NULL DEFAULT 0,
     restart_count INTEGER NOT NULL DEFAULT 0, signal_at REAL, deadline REAL,
-    requeue_at REAL, done_at REAL, outcome TEXT);
-"""
-# Indexes on what each cycle looks up (issue 15): the active jobs, the open runs, the open
-# intents and a job's intents. Additive (IF NOT EXISTS): no schema change.
-_CYCLE_INDEXES = """
-CREATE INDEX IF NOT EXISTS jobs_active ON jobs(job_id) WHERE ended_at IS NULL;
-CREATE INDEX IF NOT EXISTS runs_open ON runs(job_id) WHERE end_time IS NULL;
-CREATE INDEX IF NOT EXISTS intents_open ON intents(id) WHERE done_at IS NULL;
-CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id);
-"""
+    requeue_at REAL, done_at REAL, outcome TEXT)""",
+    )),
+    (2, (   # issue 14: per-job backoff of refused updates; retention scans by end time
+        "ALTER TABLE jobs ADD COLUMN refusals INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE jobs ADD COLUMN retry_at REAL",
+        "ALTER TABLE jobs ADD COLUMN refused TEXT",
+        "CREATE INDEX IF NOT EXISTS jobs_ended_at ON jobs(ended_at)",
+        "CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id)",
+    )),
+    (3, (   # issue 15: indexes on what each cycle looks up (active jobs, open runs, open intents)
+        "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(job_id) WHERE ended_at IS NULL",
+        "CREATE INDEX IF NOT EXISTS runs_open ON runs(job_id) WHERE end_time IS NULL",
+        "CREATE INDEX IF NOT EXISTS intents_open ON intents(id) WHERE done_at IS NULL",
+    )),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class LedgerVersionError(sqlite3.DatabaseError):
+    """The ledger was written by a newer dlprio (its schema version is above ours)."""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """``PRAGMA user_version`` of an open ledger (0: written before versions existed)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_version(path: Path, version: int) -> None:
+    """Raise :class:`LedgerVersionError` (one line naming the fix) for a newer ledger."""
+    if version > SCHEMA_VERSION:
+        raise LedgerVersionError(
+            f"{path}: ledger schema version {version} is newer than this dlprio reads "
+            f"({SCHEMA_VERSION}); run the dlprio release that wrote it, or move the file away "
+            "to start a new ledger")
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
+    """Bring the ledger to :data:`SCHEMA_VERSION`, one transaction per migration, never
+    dropping a row. Returns the versions applied. Raises :class:`LedgerVersionError`."""
+    current = schema_version(conn)
+    check_version(path, current)
+    applied = []
+    for version, statements in MIGRATIONS:
+        if version <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in statements:
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        applied.append(version)
+    return applied
 
 
 @dataclass(frozen=True)
@@ -70,7 +122,9 @@ class Run:
 
 @dataclass(frozen=True)
 class JobRow:
-    """The ledger's row of one job (see the ``jobs`` table); ``queue`` None until decided."""
+    """The ledger's row of one job (see the ``jobs`` table); ``queue`` None until decided.
+    ``refusals``/``retry_at``/``refused``: consecutive refused updates, when the next may be
+    sent (epoch s) and Slurm's last refusal text (schema version 2; defaults when older)."""
 
     job_id: int
     user: str
@@ -90,6 +144,9 @@ class JobRow:
     applied: str | None
     last_seen: float | None
     ended_at: float | None
+    refusals: int = 0
+    retry_at: float | None = None
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,29 +179,49 @@ class Ledger:
     def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
         """Open (create when missing, mode 0600) the ledger at ``path``.
 
+        A writable open upgrades an older ledger in place (:func:`migrate`; ``migrated`` lists
+        the versions applied); a read-only open reads any version up to ours.
+
         Raises:
+            LedgerVersionError: the ledger is newer than this dlprio (nothing is changed).
             OSError / sqlite3.Error: the file cannot be created or is not a ledger.
         """
         self.path = Path(path)
         self._active: tuple[int, list[JobRow]] | None = None
+        self._fields = _JOB_FIELDS   # the JobRow columns this ledger's jobs table has
+        self.migrated: list[int] = []
         if readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{self.path}: no ledger (has the daemon run?)")
             self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+            try:
+                check_version(self.path, schema_version(self.conn))
+            except LedgerVersionError:
+                self.conn.close()
+                raise
             if not self.conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type='table' AND name='intents'").fetchone():
                 self.conn.close()
                 raise FileNotFoundError(f"{self.path}: not a ledger yet (has the daemon run?)")
+            # an older ledger read as it is (never migrated read-only): its missing columns
+            # take JobRow's defaults
+            have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
+            self._fields = tuple(f for f in _JOB_FIELDS if f in have)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             os.close(fd)
             os.chmod(self.path, 0o600)
-            self.conn = sqlite3.connect(self.path, timeout=10)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            self.conn.execute("PRAGMA synchronous=FULL")
-            self.conn.executescript(_SCHEMA)
-            self.conn.executescript(_CYCLE_INDEXES)
+            self.conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            try:
+                check_version(self.path, schema_version(self.conn))
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=FULL")
+                self.migrated = migrate(self.conn, self.path)
+            except BaseException:
+                self.conn.close()
+                raise
+            self.conn.isolation_level = ""   # back to sqlite3's implicit transactions
             for side in ("-wal", "-shm"):
                 side_path = Path(str(self.path) + side)
                 if side_path.exists():
@@ -175,6 +252,28 @@ class Ledger:
         self.set_meta("cycle", str(cycle))
         return cycle
 
+    def note_observed(self, now: float) -> None:
+        """Record the time of this cycle's read of Slurm (no commit: inside the cycle's
+        :meth:`transaction`). Views say how old the ledger is from it."""
+        self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('observed_at', ?)",
+                          (repr(float(now)),))
+
+    def observed_at(self) -> float | None:
+        """Epoch s of the daemon's last read of Slurm, None before the first one."""
+        raw = self.meta("observed_at")
+        return float(raw) if raw else None
+
+    def prune(self, before: float) -> int:
+        """Delete jobs that ended before ``before`` (epoch s) with their runs and finished
+        intents (retention; a job with an open intent is kept). Returns the jobs deleted."""
+        with self.conn:
+            ids = [r[0] for r in self.conn.execute(
+                "SELECT job_id FROM jobs WHERE ended_at IS NOT NULL AND ended_at < ? AND job_id"
+                " NOT IN (SELECT job_id FROM intents WHERE done_at IS NULL)", (before,))]
+            for table in ("runs", "intents", "jobs"):
+                self.conn.executemany(f"DELETE FROM {table} WHERE job_id=?", [(j,) for j in ids])
+        return len(ids)
+
     # ------------------------------------------------------------------ jobs
     def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
                    gpus: int, submit_time: float | None, restart_count: int, now: float) -> None:
@@ -200,10 +299,10 @@ class Ledger:
         ms. Rows are frozen, so sharing them is safe.
         """
         if not active_only:
-            return self._job_rows(f"SELECT {_JOB_COLUMNS} FROM jobs ORDER BY job_id", ())
+            return self._job_rows(f"SELECT {', '.join(self._fields)} FROM jobs ORDER BY job_id", ())
         changes = self.conn.total_changes
         if self._active is None or self._active[0] != changes or self.conn.in_transaction:
-            rows = self._job_rows(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE ended_at IS NULL"
+            rows = self._job_rows(f"SELECT {', '.join(self._fields)} FROM jobs WHERE ended_at IS NULL"
                                   " ORDER BY job_id", ())
             # inside an open transaction the rows may yet be rolled back: not remembered
             self._active = None if self.conn.in_transaction else (changes, rows)
@@ -213,6 +312,8 @@ class Ledger:
     def _job_rows(self, sql: str, args: tuple) -> list[JobRow]:
         cur = self.conn.cursor()
         cur.row_factory = None   # plain tuples in JobRow's field order: no per-row dict
+        if self._fields is not _JOB_FIELDS:
+            return [JobRow(**dict(zip(self._fields, r))) for r in cur.execute(sql, args)]
         return [_job_row(r) for r in cur.execute(sql, args)]
 
     def set_queue(self, job_id: int, queue: int, entry: float, base_gpu_s: float,
@@ -228,6 +329,26 @@ class Ledger:
         """Remember the value (SiteFactor, priority or partition) last given to Slurm."""
         self.conn.executemany("UPDATE jobs SET applied=? WHERE job_id=?",
                               [(value, j) for j in job_ids])
+
+    def note_refused(self, refused: Iterable[tuple[int, str]], now: float, base_s: float,
+                     cap_s: float) -> None:
+        """Slurm refused an update of each ``(job, Slurm's text)``: count it and set the next
+        try to ``now + min(cap_s, base_s × 2^(refusals so far))`` (no commit)."""
+        self.conn.executemany(
+            "UPDATE jobs SET refused=?, retry_at=? + MIN(?, ? * (1 << MIN(refusals, 20))),"
+            " refusals=refusals+1 WHERE job_id=?",
+            [(text, now, cap_s, base_s, job_id) for job_id, text in refused])
+
+    def clear_refused(self, job_ids: Iterable[int]) -> None:
+        """Slurm accepted an update of these jobs: their backoff ends (no commit)."""
+        self.conn.executemany(
+            "UPDATE jobs SET refusals=0, retry_at=NULL, refused=NULL WHERE job_id=? AND refusals>0",
+            [(j,) for j in job_ids])
+
+    def backing_off(self, now: float) -> set[int]:
+        """Active jobs whose next update try is after ``now`` (refused before)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT job_id FROM jobs WHERE ended_at IS NULL AND retry_at > ?", (now,))}
 
     # ------------------------------------------------------------------ runs
     def runs(self, job_id: int) -> list[Run]:
@@ -294,11 +415,26 @@ class Ledger:
         with self.conn:
             self.conn.execute("UPDATE intents SET requeue_at=? WHERE id=?", (at, intent_id))
 
-    def finish_intent(self, intent_id: int, at: float, outcome: str) -> None:
-        """Commit the intent as done with ``outcome`` (``requeued``, ``ended in grace``...)."""
+    def finish_intent(self, intent_id: int, at: float, outcome: str,
+                      uncount: bool = False) -> None:
+        """Commit the intent as done with ``outcome`` (``requeued``, ``ended in grace``...).
+        ``uncount``: nothing was preempted (Slurm refused, the job had ended): the job's
+        preemption counter, raised by :meth:`add_intent`, goes back down."""
         with self.conn:
-            self.conn.execute("UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",
-                              (at, outcome, intent_id))
+            cur = self.conn.execute(
+                "UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",
+                (at, outcome, intent_id))
+            if uncount and cur.rowcount:
+                self.conn.execute(
+                    "UPDATE jobs SET preemptions=MAX(preemptions-1, 0) WHERE job_id="
+                    "(SELECT job_id FROM intents WHERE id=?)", (intent_id,))
+
+    def refused_victims(self) -> dict[int, int]:
+        """{job id: restart count} of jobs whose signal or requeue Slurm refused during the run
+        with that restart count: they are not chosen as victims again in that run."""
+        return {r[0]: r[1] for r in self.conn.execute(
+            "SELECT job_id, MAX(restart_count) FROM intents WHERE outcome LIKE 'signal refused:%'"
+            " OR outcome LIKE 'requeue refused:%' GROUP BY job_id")}
 
     # ------------------------------------------------------------------ cycle write path (bulk)
     # One observe pass per cycle writes through these, inside ONE transaction, with the same
@@ -310,7 +446,7 @@ class Ledger:
         for k in range(0, len(ids), 500):
             chunk = ids[k:k + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self._job_rows(f"SELECT {_JOB_COLUMNS} FROM jobs WHERE job_id IN ({marks})",
+            for row in self._job_rows(f"SELECT {', '.join(self._fields)} FROM jobs WHERE job_id IN ({marks})",
                                       tuple(chunk)):
                 out[row.job_id] = row
         return out
@@ -346,11 +482,10 @@ class Ledger:
 
 
 _JOB_FIELDS = tuple(f.name for f in fields(JobRow))
-_JOB_COLUMNS = ", ".join(_JOB_FIELDS)
 
 
 def _job_row(values: tuple) -> JobRow:
-    """A :class:`JobRow` from a row of ``_JOB_COLUMNS``, without the frozen dataclass's
+    """A :class:`JobRow` from a row of the :data:`_JOB_FIELDS` columns, without the frozen dataclass's
     per-field ``object.__setattr__`` (3× faster at 10,000 rows a cycle; JobRow has no
     ``__post_init__``, so the result equals ``JobRow(*values)``)."""
     row = object.__new__(JobRow)

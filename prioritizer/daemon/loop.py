@@ -24,6 +24,7 @@ from prioritizer.daemon.log import EventLog
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
 from prioritizer.daemon.observe import Observation, observe
@@ -31,6 +32,8 @@ from prioritizer.policy.decide import decide
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
+
+PRUNE_EVERY_S = 3600.0   # how often the ledger's retention runs (seconds)
 
 
 class Daemon:
@@ -43,12 +46,15 @@ class Daemon:
         clock: epoch seconds (docs/design.md, code rule 10).
         dry_run: decide and print, change nothing in Slurm.
         out: where ``dry_run`` prints.
+        lease: the cluster lease this daemon holds (checked every cycle before acting).
     """
 
     def __init__(self, cfg: DaemonConfig, client: SlurmClient, ledger: Ledger, log: EventLog,
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
-                 dry_run: bool = False, out: TextIO | None = None) -> None:
+                 dry_run: bool = False, out: TextIO | None = None,
+                 lease: ClusterLease | None = None) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
+        self.lease = lease
         self.metrics = metrics or Metrics()
         self.clock = clock
         self.dry_run = dry_run
@@ -58,6 +64,8 @@ class Daemon:
             load_distribution(cfg.gittins_samples or None)
             if cfg.policy.policy == "tiresias-gittins" else None)
         self._encoding: act.Encoding | None = None
+        self._preempt_checked = False
+        self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -65,27 +73,63 @@ class Daemon:
         started = time.monotonic()
         now = self.clock()
         self.log.cycle = self.ledger.next_cycle()
+        if not self._preempt_checked:
+            self.check_slurm_preemption()
         obs = observe(self.client, self.ledger, self.cfg, now)
+        if self.lease is not None:
+            self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
             self.print_decisions(decisions, obs)
         else:
             self.act(decisions, obs)
+            self.prune(now)
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
+
+    def prune(self, now: float) -> int:
+        """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
+        Returns the number of jobs dropped (logged when any)."""
+        if not self.cfg.retention_days:
+            return 0
+        last = float(self.ledger.meta("pruned_at") or 0)
+        if now - last < PRUNE_EVERY_S:
+            return 0
+        dropped = self.ledger.prune(now - self.cfg.retention_days * 86400)
+        self.ledger.set_meta("pruned_at", repr(now))
+        if dropped:
+            self.log.event("ledger_pruned", jobs=dropped, retention_days=self.cfg.retention_days)
+        return dropped
+
+    def check_slurm_preemption(self) -> None:
+        """Once per daemon: warn when Slurm preempts by itself too (``PreemptType`` other than
+        ``preempt/none``): Slurm then requeues/cancels jobs of lower tiers for higher ones
+        on its own, and both may act on the same job (docs/dlprio.md, "Failure modes")."""
+        conf = self.client.show_config()
+        self._preempt_checked = True
+        kind = conf.get("PreemptType", "preempt/none")
+        if kind not in ("preempt/none", "(null)", ""):
+            self.log.event("slurm_preempts_too", level="WARNING", preempt_type=kind,
+                           preempt_mode=conf.get("PreemptMode", ""))
 
     def act(self, decisions: Decisions, obs: Observation) -> None:
         """Persist states, send order differences, run preemptions, publish snapshot."""
         act.readback(self.ledger, obs, self.cfg, self.log)
         act.record_states(decisions, self.ledger, obs, self.log, obs.now)
         self.metrics.promotions.inc(len(decisions.promotions))
-        wanted = act.targets(decisions, obs, self.cfg, self.encoding(obs.now))
+        wanted = act.without_backoff(act.targets(decisions, obs, self.cfg,
+                                                 self.encoding(obs.now)), self.ledger, obs.now)
         batches = act.diff(wanted, act.current_values(self.ledger, obs, self.cfg))
-        refused = act.push(self.client, self.ledger, batches, self.log)
-        self.metrics.slurm_errors.labels(kind="refused").inc(refused)
+        self.pushed = act.push(self.client, self.ledger, batches, self.log, now=obs.now,
+                               backoff_s=self.cfg.interval_s,
+                               backoff_max_s=self.cfg.backoff_max_s)
+        self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
+        self.metrics.update_backoff.set(len(self.ledger.backing_off(obs.now)))
         self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))
-        self.metrics.requeues.inc(len(self.preemptor.progress(obs)))
+        lowered = act.victim_values(decisions, obs, self.cfg, self.encoding(obs.now),
+                                    [i.job_id for i in self.ledger.open_intents()])
+        self.metrics.requeues.inc(len(self.preemptor.progress(obs, lowered)))
         self.publish(decisions, obs)
 
     def encoding(self, now: float) -> act.Encoding | None:
@@ -149,6 +193,14 @@ class Daemon:
         w("dry run: nothing sent to Slurm\n")
 
     # ------------------------------------------------------------------ the loop
+    def retry_delay(self, failures: int, elapsed: float) -> float:
+        """Seconds to wait after the ``failures``-th failed cycle in a row that took
+        ``elapsed`` s: tries *start* ``interval_s × 2^(failures-1)`` apart (at most
+        ``backoff_max_s``), so the wait is that minus the time the failed call blocked. The
+        log's ``retry_in_s`` is this wait, the real one (issue 14 item 10)."""
+        gap = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
+        return max(gap - elapsed, 0.0)
+
     def run(self, stop: threading.Event) -> None:
         """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away."""
         failures = 0
@@ -163,8 +215,9 @@ class Daemon:
             except SlurmUnreachable as exc:
                 failures += 1
                 self.metrics.slurm_errors.labels(kind="unreachable").inc()
-                delay = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
+                delay = self.retry_delay(failures, time.monotonic() - started)
                 self.log.event("slurm_unreachable", level="WARNING", error=exc.message,
+                               failed_after_s=round(time.monotonic() - started, 1),
                                retry_in_s=round(delay, 1))
             except SlurmError as exc:
                 self.metrics.slurm_errors.labels(kind="refused").inc()

@@ -8,7 +8,8 @@ Series (names are part of the operator interface, docs/dlprio.md):
 * ``dlprio_preemptions_total``, ``dlprio_promotions_total``, ``dlprio_requeues_total``: counters;
 * ``dlprio_cycle_duration_seconds``: histogram of cycle wall time (seconds);
 * ``dlprio_slurm_errors_total{kind}``: Slurm failures by kind (``unreachable``, ``refused``);
-* ``dlprio_last_cycle_timestamp_seconds``: epoch of the last successful cycle.
+* ``dlprio_last_cycle_timestamp_seconds``: epoch of the last successful cycle;
+* ``dlprio_update_backoff_jobs``: jobs whose refused update waits out its backoff (gauge).
 
 One registry per daemon (not the global one), so tests can run several in one process.
 """
@@ -59,6 +60,8 @@ class Metrics:
             self.slurm_errors.labels(kind=kind)
         self.last_cycle = Gauge("dlprio_last_cycle_timestamp_seconds",
                                 "Epoch of the last successful cycle", registry=r)
+        self.update_backoff = Gauge("dlprio_update_backoff_jobs",
+                                    "Jobs whose refused update is backing off", registry=r)
         self._service = _ServiceHistogram()
         r.register(self._service)  # type: ignore[arg-type]
 

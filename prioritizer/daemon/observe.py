@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from prioritizer.daemon.config import DaemonConfig
@@ -39,8 +39,10 @@ HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 class Unit:
     """One schedulable unit: a plain job, an array element, or a whole hetjob (leader id).
 
-    ``gpus_per_node`` has one entry per node (components concatenated), aligned with
-    ``nodes`` while running. ``contract`` is the checkpoint marker of the leader's comment
+    ``gpus_per_node`` has one entry per node of the components that ask for GPUs
+    (components concatenated; GPU-less components add none), aligned with ``nodes`` while
+    running. ``requeue``: every component may be requeued and is a batch job (``scontrol
+    requeue`` restarts neither a ``--no-requeue`` job nor a ``salloc``/``srun`` allocation). ``contract`` is the checkpoint marker of the leader's comment
     (None: no marker, or a malformed one).
     """
 
@@ -78,12 +80,14 @@ class Unit:
 @dataclass(frozen=True)
 class Observation:
     """What one cycle saw: ``now`` (epoch s), the policy's snapshot, managed units by id,
-    and the nodes Slurm reported."""
+    and the nodes Slurm reported; ``lease_jobs``: the jobs named ``cfg.lease_name`` (the
+    cluster lease's fencing reads them, :mod:`prioritizer.daemon.lease`)."""
 
     now: float
     snapshot: Snapshot
     units: dict[int, Unit]
     nodes: tuple[Node, ...]
+    lease_jobs: tuple[Job, ...] = ()
 
 
 def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
@@ -98,17 +102,18 @@ def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
         lead = parts[0]
         if managed and not managed & set(lead.partition.split(",")):
             continue
-        per_node = tuple(g for j in parts for g in [j.gpus_per_node] * max(j.node_count, 1))
+        per_node, nodes = _gpu_nodes(parts)
         if not sum(per_node):
             continue
         contract = _contract(lead.comment)
         out[unit_id] = Unit(
             job_id=unit_id, user=lead.user, account=lead.account, partition=lead.partition,
             state=lead.state, reason=lead.reason, gpus_per_node=per_node,
-            nodes=tuple(n for j in parts for n in j.node_list),
+            nodes=nodes,
             submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
             eligible_time=lead.eligible_time, restart_count=lead.restart_count,
-            requeue=all(j.requeue for j in parts), contract=contract, priority=lead.priority)
+            requeue=all(j.requeue and j.batch for j in parts), contract=contract,
+            priority=lead.priority)
     return out
 
 
@@ -122,6 +127,26 @@ def _contract(comment: str) -> CheckpointContract | None:
         return None
 
 
+def _gpu_nodes(parts: list[Job]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """GPUs per node and, once running, the node names, of the components that ask for GPUs.
+
+    A component without GPUs (a hetjob's parameter server, PAI's ``ps`` role) needs no GPU
+    node: it adds no entry, so the policy never looks for (or frees) a GPU node for it.
+    ``nodes`` is empty when any GPU component's node list does not match its node count.
+    """
+    per_node: list[int] = []
+    nodes: list[str] = []
+    aligned = True
+    for j in parts:
+        if not j.gpus_per_node:
+            continue
+        count = max(j.node_count, 1)
+        per_node.extend([j.gpus_per_node] * count)
+        aligned = aligned and len(j.node_list) == count
+        nodes.extend(j.node_list)
+    return tuple(per_node), tuple(nodes) if aligned else ()
+
+
 def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) -> Observation:
     """Read Slurm once, update the ledger's jobs and runs, return the policy's input.
 
@@ -133,11 +158,30 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
     """
     jobs = client.jobs()
     nodes = tuple(client.nodes())
+    tiers = partition_tiers(client.show_partitions())
     units = units_from_jobs(jobs, cfg)
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
-    return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now), units, nodes)
+        ledger.note_observed(now)
+    lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
+    return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
+                       units, nodes, lease)
+
+
+def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
+    """``{partition: PriorityTier}`` from ``scontrol show partition`` (missing/odd: 0)."""
+    out: dict[str, int] = {}
+    for name, fields in partitions.items():
+        raw = fields.get("PriorityTier", "0")
+        out[name] = int(raw) if raw.isdigit() else 0
+    return out
+
+
+def unit_tier(unit: Unit, tiers: Mapping[str, int]) -> int:
+    """The tier Slurm schedules the unit in: the highest of its partitions (a pending job may
+    list several, ``gpu,low``)."""
+    return max((tiers.get(p, 0) for p in unit.partition.split(",")), default=0)
 
 
 def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Unit],
@@ -245,11 +289,15 @@ def _eligible(unit: Unit, now: float) -> float | None:
 
 
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
-                   intents: list[Intent], cfg: DaemonConfig, now: float) -> Snapshot:
-    """The policy's input: usable nodes and the pending/running managed units."""
+                   intents: list[Intent], cfg: DaemonConfig, now: float, *,
+                   tiers: Mapping[str, int] | None = None) -> Snapshot:
+    """The policy's input: usable nodes and the pending/running managed units.
+    ``tiers``: partition PriorityTier (:func:`partition_tiers`; None: all 0)."""
+    tiers = tiers or {}
     all_runs = ledger.active_runs()
     rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
     signalled = {i.job_id for i in intents if i.signal_at is not None}
+    refused = ledger.refused_victims()
     in_intent = {i.job_id for i in intents}
     node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
@@ -276,9 +324,10 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             run_start=open_run.start if (running and open_run) else None,
             last_run_s=last.seconds(now) if last else 0.0,
             last_run_end=last.end if last else None,
-            preemptible=unit.requeue and not exempt and unit.job_id not in in_intent,
+            preemptible=(unit.requeue and not exempt and unit.job_id not in in_intent
+                         and refused.get(unit.job_id, -1) < unit.restart_count),
             eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
-            being_preempted=unit.job_id in signalled))
+            being_preempted=unit.job_id in signalled, tier=unit_tier(unit, tiers)))
     return Snapshot(nodes=node_views, jobs=tuple(views))

@@ -9,8 +9,20 @@ steps, each written to the ledger *before* it is done (docs/design.md, code rule
 2. job with the marker: ``signal_at``/``deadline`` written, then ``scancel --signal=SIG
    --batch`` (the batch-shell trap; docs/design.md, "Signals, preemption, requeue"); a job without it skips this step
    (an untrapped USR2 would kill it);
-3. at the deadline (or at once without a marker): ``requeue_at`` written, then ``scontrol
-   requeue`` (hetjobs through their leader id), then the intent is finished.
+3. at the deadline (or at once without a marker): ``requeue_at`` written, the victim
+   *lowered first* (its SiteFactor/priority set to its own, lower queue's value on the running
+   job; in mode partition ``requeuehold`` → move to its queue's partition → ``release``), so it
+   can never come back ahead of the waiter (issue 14 item 3), then ``scontrol requeue
+   incomplete`` (hetjobs through their leader id): Slurm requeues only a job that has not
+   completed, so a job that ended just before the call is not run again (22.05 scontrol(1),
+   "requeue ... Incomplete"; item 6). Slurm answers rc 0 either way: the job is read once
+   after, and the intent finishes ``requeued`` or ``ended before requeue``.
+
+Slurm may refuse the signal or the requeue (``--no-requeue`` job: "Requested operation is
+presently disabled", an interactive allocation, a job gone): the intent finishes ``requeue
+refused: <Slurm's text>``, a ``preempt_refused`` event is logged, the preemption is *not*
+counted, and the job is never chosen as a victim again during this run of it
+(:meth:`prioritizer.daemon.ledger.Ledger.refused_victims`; item 5).
 
 A job that ended, or was requeued by someone else, before its requeue finishes the intent with
 no further act. A daemon killed anywhere resumes open intents on restart exactly once: a
@@ -26,13 +38,15 @@ from __future__ import annotations
 
 import os
 import signal as _signal
+from collections.abc import Mapping
 
+from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import EventLog
 from prioritizer.daemon.ledger import Intent, Ledger
 from prioritizer.policy.model import JobPhase, Preemption
 from prioritizer.daemon.observe import Observation
-from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused, SlurmUnreachable
+from slurm_plugin.client import JobUnknown, SlurmClient, SlurmError, SlurmRefused, SlurmUnreachable
 
 FAULT_ENV = "DLPRIO_FAULT_AFTER"
 FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
@@ -74,16 +88,22 @@ class Preemptor:
                 fault_point("intent")
         return started
 
-    def progress(self, obs: Observation) -> list[int]:
+    def progress(self, obs: Observation, lowered: Mapping[int, str] | None = None) -> list[int]:
         """Advance every open intent by what is due at ``obs.now``. Returns requeued ids.
 
+        ``lowered``: per victim, the value (``site_factor:N``, ``priority:N``,
+        ``partition:P``; :func:`prioritizer.daemon.act.victim_values`) it is given before its
+        requeue; a victim without one is requeued as it is.
         Raises SlurmUnreachable (the step is rolled back in the ledger and retried later).
         """
+        self._lowered = lowered or {}
         requeued = []
         for intent in self.ledger.open_intents():
             if self._step(intent, obs):
                 requeued.append(intent.job_id)
         return requeued
+
+    _lowered: Mapping[int, str] = {}
 
     def _step(self, i: Intent, obs: Observation) -> bool:
         unit = obs.units.get(i.job_id)
@@ -110,7 +130,7 @@ class Preemptor:
             self.ledger.mark_signal(i.id, None, None)
             raise
         except (JobUnknown, SlurmRefused) as exc:
-            self._finish(i, now, f"signal refused: {exc.message}")
+            self._refused(i, now, f"signal refused: {exc.message}")
             return
         self.log.event("preempt_signal", i.job_id, signal=i.signal, deadline=now + i.grace_s)
         fault_point("signal")
@@ -118,19 +138,73 @@ class Preemptor:
     def _requeue(self, i: Intent, now: float) -> bool:
         self.ledger.mark_requeue(i.id, now)
         fault_point("requeue-mark")
+        field, _, arg = self._lowered.get(i.job_id, "").partition(":")
         try:
-            self.client.requeue(i.job_id)
+            if field and field != "partition":
+                self._lower(i.job_id, field, arg)
+            self.client.requeue(i.job_id, incomplete=True, hold=field == "partition")
         except SlurmUnreachable:
             self.ledger.mark_requeue(i.id, None)
             raise
         except (JobUnknown, SlurmRefused) as exc:
-            self._finish(i, now, f"requeue refused: {exc.message}")
+            self._refused(i, now, f"requeue refused: {exc.message}")
             return False
+        if field == "partition":
+            try:
+                self._move_and_release(i.job_id, arg)
+            except SlurmUnreachable as exc:   # requeued all the same; the next cycle moves it
+                self.log.event("lower_refused", i.job_id, "WARNING", value=f"partition:{arg}",
+                               slurm=exc.message)
         fault_point("requeue")
+        if self._ended_before(i):
+            self._finish(i, now, "ended before requeue", uncount=True)
+            return False
         self._finish(i, now, "requeued")
         return True
 
-    def _finish(self, i: Intent, now: float, outcome: str, recovered: bool = False) -> None:
-        self.ledger.finish_intent(i.id, now, outcome)
+    def _move_and_release(self, job_id: int, partition: str) -> None:
+        """Mode partition, after ``requeuehold``: move the held victim, then release it. If
+        Slurm stops answering in between, the release is still tried; a job left held is
+        logged (``victim_left_held``) for the operator (``scontrol release JOB``)."""
+        try:
+            self._lower(job_id, "partition", partition)
+        finally:
+            try:
+                self.client.release([job_id])
+            except SlurmError as exc:
+                self.log.event("victim_left_held", job_id, "ERROR", slurm=exc.message,
+                               fix=f"scontrol release {job_id}")
+
+    def _lower(self, job_id: int, field: str, arg: str) -> None:
+        """Give the victim its lowered value; a refusal is logged, the requeue goes on."""
+        try:
+            act.send(self.client, field, [job_id], arg)
+        except (JobUnknown, SlurmRefused) as exc:
+            self.log.event("lower_refused", job_id, "WARNING", value=f"{field}:{arg}",
+                           slurm=exc.message)
+            return
+        with self.ledger.transaction():
+            self.ledger.set_applied([job_id], f"{field}:{arg}")
+        self.log.event("victim_lowered", job_id, value=f"{field}:{arg}")
+
+    def _ended_before(self, i: Intent) -> bool:
+        """After ``requeue incomplete``: True when Slurm shows the job finished with the
+        restart count it had (the requeue found it completed and did nothing)."""
+        try:
+            jobs = [j for j in self.client.jobs(job_ids=[i.job_id]) if j.unit_id == i.job_id]
+        except SlurmError:
+            return False    # unknown: the next cycle's observe sees what happened
+        lead = min(jobs, key=lambda j: j.het_job_offset, default=None)
+        return (lead is not None and lead.restart_count <= i.restart_count
+                and not lead.is_active)
+
+    def _refused(self, i: Intent, now: float, outcome: str) -> None:
+        """Slurm refused the act: an event with its reason, not a preemption (module doc)."""
+        self.log.event("preempt_refused", i.job_id, "WARNING", reason=outcome, waiter=i.waiter)
+        self._finish(i, now, outcome, uncount=True)
+
+    def _finish(self, i: Intent, now: float, outcome: str, recovered: bool = False,
+                uncount: bool = False) -> None:
+        self.ledger.finish_intent(i.id, now, outcome, uncount=uncount)
         self.log.event("preempt_done", i.job_id, outcome=outcome, waiter=i.waiter,
                        **({"recovered": True} if recovered else {}))

@@ -8,7 +8,10 @@ FIFO by queue-entry time inside a queue (or Gittins index first), starvation pro
 to queue 0 after ``knob ×`` the last run, and node-level preemption: when a job that cannot
 start outranks running jobs, victims are taken from the lowest queue upward, most attained
 service first, just enough for it to fit on real nodes, sparing jobs inside their first
-``min_run_s`` and non-preemptible ones. Each policy is a small class in :data:`POLICIES`.
+``min_run_s`` and non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
+first, as in Slurm's own order (slurm.conf(5) PriorityTier): pending jobs are ordered by tier,
+then by the policy; a waiter preempts only jobs of its tier or lower, and none while a job of
+a higher tier is blocked ahead of it. Each policy is a small class in :data:`POLICIES`.
 """
 
 from __future__ import annotations
@@ -262,6 +265,8 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
         else:
             running.append(job)
     pending.sort(key=itemgetter(0))
+    if any(job.tier for _, job in pending):   # Slurm: partition PriorityTier before priority
+        pending.sort(key=_minus_tier)
     order = tuple(job.job_id for _, job in pending)
     preemptions: list[Preemption] = []
     if config.preemption and policy.preemptive and pending and running:
@@ -269,6 +274,10 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
     return Decisions(order=order, states=states, preemptions=tuple(preemptions),
                      promotions=tuple(sorted(promotions)), strict_order=policy.strict,
                      changed=tuple(changed), memo=memo)
+
+
+def _minus_tier(item: tuple[Any, JobView]) -> int:
+    return -item[1].tier
 
 
 def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
@@ -300,8 +309,21 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
     failed: list[tuple[float, tuple[int, ...]]] = []
+    # PriorityTier (JobView.tier): the highest tier of a waiter left blocked so far; a waiter
+    # of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
+    blocked_tier: list[int] = []
+    top_tier: list[int] = []   # highest tier among the candidates, once built
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
+        tier = waiters[job_id].tier
+        if blocked_tier and tier < blocked_tier[0]:
+            return False
+        if _serve(job_id, need, soon_map, tier):
+            return True
+        blocked_tier[:] = [max(blocked_tier + [tier])]
+        return False
+
+    def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
         if not built:
             built.append(True)
             candidates.extend(sorted(
@@ -310,6 +332,7 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
                      j.gpus_per_node) and now - (j.run_start if j.run_start is not None
                                                  else now) >= min_run),
                 key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
+            top_tier.append(max((c.tier for c in candidates), default=0))
         mine = level[job_id] = policy.level(waiters[job_id], states[job_id])
         if not candidates or mine >= level[candidates[0].job_id]:
             return False   # no running job of a strictly greater level: no victim exists
@@ -317,7 +340,9 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                for lv, f in failed):
             return False
-        victims = _choose_victims(need, soon_map, mine, candidates, taken, placed, level)
+        pool = (candidates if top_tier[0] <= tier
+                else [c for c in candidates if c.tier <= tier])
+        victims = _choose_victims(need, soon_map, mine, pool, taken, placed, level)
         if victims is None:
             failed.append((mine, shape))
             return False

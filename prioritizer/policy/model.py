@@ -68,6 +68,11 @@ class JobView:
             frees exactly these GPUs, so a running job without it is never a victim.
         being_preempted: RUNNING job whose checkpoint signal was sent (grace running); its
             GPUs are about to be freed, so it is never chosen as a victim again.
+        tier: the ``PriorityTier`` of the job's partition (slurm.conf(5); the highest of its
+            partitions while pending). Slurm orders pending jobs by tier before priority, so
+            the policy orders by tier first, preempts only jobs of the waiter's tier or lower,
+            and a waiter preempts nothing while a job of a higher tier is blocked before it
+            (that job would take the freed GPUs). 0 in the simulator.
     """
 
     job_id: int
@@ -87,6 +92,7 @@ class JobView:
     eligible_time: float | None = None
     nodes: tuple[str, ...] = ()
     being_preempted: bool = False
+    tier: int = 0
 
     @property
     def num_gpus(self) -> int:
