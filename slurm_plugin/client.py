@@ -25,7 +25,9 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from slurm_plugin import accounting as sacct_records
 from slurm_plugin import records
+from slurm_plugin.accounting import AccountingRecord
 from slurm_plugin.records import Job, Node
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "SlurmUnreachable",
     "JobUnknown",
     "SlurmRefused",
+    "AccountingDisabled",
 ]
 
 _UNREACHABLE_PATTERNS = (
@@ -75,6 +78,11 @@ class JobUnknown(SlurmError):
 
 class SlurmRefused(SlurmError):
     """Slurm refused the request; ``message`` is Slurm's text, shown to users verbatim."""
+
+
+class AccountingDisabled(SlurmRefused):
+    """The cluster keeps no accounting (``AccountingStorageType=accounting_storage/none``, no
+    slurmdbd): ``sacct`` answers "Slurm accounting storage is disabled"."""
 
 
 @dataclass
@@ -220,6 +228,28 @@ class SlurmClient:
         """
         data = self._json(["sacct", "--duplicates", "--json", "-j", str(job_id)])
         return [j for j in data.get("jobs", []) if j.get("job_id") == job_id]
+
+    def accounting(self, start: str, end: str = "now") -> list[AccountingRecord]:
+        """Every attempt of every job in a window: ``sacct --duplicates --json --allusers
+        --starttime START --endtime END`` (sacct(1): jobs in any state during the window).
+
+        Args:
+            start, end: times in a form sacct(1) takes (``2026-11-01T00:00:00``, ``now-7days``).
+        Returns:
+            One :class:`~slurm_plugin.accounting.AccountingRecord` per attempt (per hetjob
+            component); fold them with :func:`slurm_plugin.accounting.fold_jobs`.
+        Raises:
+            AccountingDisabled: the cluster has no slurmdbd; SlurmUnreachable: slurmdbd down.
+        """
+        argv = ["sacct", "--duplicates", "--json", "--allusers",
+                "--starttime", start, "--endtime", end]
+        try:
+            data = self._json(argv)
+        except SlurmRefused as exc:
+            if "accounting storage is disabled" in exc.message.lower():
+                raise AccountingDisabled(argv, exc.message) from None
+            raise
+        return sacct_records.records_from_json(data)
 
     # ----------------------------------------------------------------- changing
     def submit(self, script_text: str, extra_args: Sequence[str] = ()) -> int:
