@@ -22,6 +22,7 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
 from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.sim.traces import FORMATS, TraceError, read_cluster_spec, read_trace
 
 #: option name -> PolicyConfig field it overrides
@@ -41,6 +42,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--nodes", type=int, metavar="N", help="number of nodes")
     add("--gpus-per-node", type=int, metavar="G", help="GPUs per node")
     add("--cluster", metavar="SPEC.csv", help="Tiresias cluster spec instead of --nodes/-G")
+    add("--cluster-from-slurm", action="store_true",
+        help="take nodes × GPUs per node from sinfo on the SLURM_CONF cluster")
     add("--placement", choices=("consolidate", "count"), default="consolidate",
         help="consolidate: real nodes, fewest per job (default); count: GPU counting only")
     add("--policy", default=None, metavar="NAME",
@@ -142,6 +145,14 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:
+    if getattr(args, "cluster_from_slurm", False):
+        if args.cluster or args.nodes is not None or args.gpus_per_node is not None:
+            raise CliError("use either --cluster-from-slurm or --cluster/--nodes/--gpus-per-node")
+        try:
+            nodes, gpus = shape_from_slurm()
+        except ClusterShapeError as exc:
+            raise CliError(str(exc)) from None
+        return Cluster(nodes, gpus, args.placement)
     if args.cluster:
         if args.nodes is not None or args.gpus_per_node is not None:
             raise CliError("use either --cluster or --nodes/--gpus-per-node, not both")
