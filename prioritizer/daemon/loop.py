@@ -65,7 +65,7 @@ class Daemon:
         started = time.monotonic()
         now = self.clock()
         self.log.cycle = self.ledger.next_cycle()
-        obs = observe(self.client, self.ledger, self.cfg, now)
+        obs = observe(self.client, self.ledger, self.cfg, now, self.log)
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
             self.print_decisions(decisions, obs)

@@ -17,9 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Intent, Ledger, Run
+from prioritizer.daemon.rebuild import rebuild_stale_runs
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
@@ -114,7 +116,8 @@ def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
     return out
 
 
-def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) -> Observation:
+def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
+            log: Any = None) -> Observation:
     """Read Slurm once, update the ledger's jobs and runs, return the policy's input.
 
     Raises:
@@ -126,6 +129,7 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
+        rebuild_stale_runs(client, ledger, units, now, log)   # lost/stale ledger: sacct
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now), units, nodes)
 
 
