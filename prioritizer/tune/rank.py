@@ -10,6 +10,7 @@ longest time any job spent without GPUs (max queueing delay, seconds).
 from __future__ import annotations
 
 import dataclasses
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,7 +46,8 @@ class Task:
 
 def make_task(trace: str, fmt: str | None, window: tuple[float | None, float | None],
               cluster: Cluster, config: PolicyConfig) -> Task:
-    return Task(trace, fmt, window[0], window[1], cluster.nodes, cluster.gpus_per_node,
+    """A task for ``config``; the trace path is made absolute (array tasks run elsewhere)."""
+    return Task(os.path.abspath(trace), fmt, window[0], window[1], cluster.nodes, cluster.gpus_per_node,
                 cluster.placement, dataclasses.asdict(config))
 
 
