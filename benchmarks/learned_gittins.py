@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1] / "data" / "traces"
 TRACES = {
     "philly-window": (ROOT / "philly-15k/philly_data_training.csv", 4147200, 127),
     "itp-cluster04": (ROOT / "itp-2021/cluster04.csv", None, 69),
-    "philly-before-window": (ROOT / "philly-15k/philly_data_training.csv", None, 127),
+    # the 763 Philly jobs before the dense window, on 16 nodes so that jobs queue
+    "philly-before-window-16x8": (ROOT / "philly-15k/philly_data_training.csv", None, 16),
 }
 
 
@@ -45,7 +46,7 @@ def main(names: list[str]) -> None:
     base = PolicyConfig().zero_cost()
     for name in names or list(TRACES):
         path, since, nodes = TRACES[name]
-        until = 4147200.0 if name == "philly-before-window" else None
+        until = 4147200.0 if name.startswith("philly-before-window") else None
         learn, replay = halves(read_trace(path, since=since), until)
         learned, note = learned_distribution(samples_from_trace(learn), source=f"{name} 1st half")
         cluster = Cluster(nodes, 8, "count")
