@@ -47,6 +47,7 @@ def test_lost_ledger_is_rebuilt_from_every_attempt(tmp_path: Path) -> None:
                 (lost.start, lost.end, 2, "sacct"), (second.start_time, None, 2, None)]
             service, _ = ledger.service(job_id, now)
             assert service == pytest.approx(2 * lost.run_s + 2 * (now - second.start_time))
+            print(out.getvalue())
             assert "event=ledger_rebuilt jobs=1 runs=1 source=sacct" in out.getvalue()
             observe(client, ledger, DaemonConfig(), time.time(), log)     # no double count
             assert len(ledger.runs(job_id)) == 2
