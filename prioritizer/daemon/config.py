@@ -55,7 +55,10 @@ class DaemonConfig:
         metrics_addr: address the endpoint binds to.
         log_format: ``text`` or ``json``.
         slurm_timeout_s: seconds one Slurm command may take.
-        gittins_samples: CSV of GPU·s samples for ``tiresias-gittins`` ("" = packaged).
+        gittins_samples: CSV of GPU·s samples for ``tiresias-gittins`` ("" = packaged;
+            ``history`` = learned from finished jobs, see ``prioritizer.daemon.learned_gittins``).
+        gittins_min_samples: fewest finished jobs ``history`` learns from (else packaged).
+        gittins_refresh_s: seconds between re-learning the ``history`` distribution.
     """
 
     policy: PolicyConfig = field(default_factory=PolicyConfig)
@@ -76,6 +79,8 @@ class DaemonConfig:
     log_format: str = "text"
     slurm_timeout_s: float = 30.0
     gittins_samples: str = ""
+    gittins_min_samples: int = 100
+    gittins_refresh_s: float = 3600.0
 
     @property
     def queues(self) -> int:
@@ -164,7 +169,9 @@ def _check(cfg: DaemonConfig) -> None:
         raise ConfigError(
             f"queue_partitions: mode partition needs one partition per queue ({cfg.queues} "
             f"queues from policy thresholds), got {list(cfg.queue_partitions)}")
-    for key in ("interval_s", "max_grace_s", "slurm_timeout_s"):
+    if cfg.gittins_min_samples < 1:
+        raise ConfigError(f"gittins_min_samples: must be >= 1, got {cfg.gittins_min_samples}")
+    for key in ("interval_s", "max_grace_s", "slurm_timeout_s", "gittins_refresh_s"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{key}: must be > 0 seconds, got {getattr(cfg, key)}")
     if cfg.backoff_max_s < cfg.interval_s:

@@ -23,6 +23,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import EventLog
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.daemon.learned_gittins import HISTORY, HistoryDistribution
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
@@ -54,9 +55,12 @@ class Daemon:
         self.dry_run = dry_run
         self.out = out or sys.stdout
         self.preemptor = Preemptor(client, ledger, cfg, log)
+        gittins = cfg.policy.policy == "tiresias-gittins"
+        self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
+                        if gittins and cfg.gittins_samples == HISTORY else None)
         self.distribution: GittinsDistribution | None = (
             load_distribution(cfg.gittins_samples or None)
-            if cfg.policy.policy == "tiresias-gittins" else None)
+            if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
 
     # ------------------------------------------------------------------ one cycle
@@ -66,6 +70,8 @@ class Daemon:
         now = self.clock()
         self.log.cycle = self.ledger.next_cycle()
         obs = observe(self.client, self.ledger, self.cfg, now, self.log)
+        if self.learner is not None:   # gittins_samples: history (issue 12)
+            self.distribution = self.learner.current(self.client, self.ledger, now, self.log)
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
             self.print_decisions(decisions, obs)
