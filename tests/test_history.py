@@ -99,9 +99,9 @@ def test_round_trip_and_simulate_reads_it_by_header(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("line", "message"), [
-    ("1,u,a,p,10,10,x,1,10,10,20,10,COMPLETED,1,self", "num_gpu is not a number"),
-    ("1,u,a,p,10,10,2,1,-4,10,20,10,COMPLETED,1,self", "work_gpu_s must be"),
-    ("1,u,a,p,10,10,2,1,4,2,20,10,COMPLETED,1,maybe", "ended_by must be one of"),
+    ("1,u,a,p,10,10,x,1,10,10,20,10,COMPLETED,1,self,0", "num_gpu is not a number"),
+    ("1,u,a,p,10,10,2,1,-4,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be"),
+    ("1,u,a,p,10,10,2,1,4,2,20,10,COMPLETED,1,maybe,0", "ended_by must be one of"),
     ("1,u,a", "3 columns"),
 ])
 def test_malformed_history_names_line_and_column(tmp_path: Path, line: str, message: str) -> None:
@@ -163,3 +163,29 @@ def test_write_rows_counts() -> None:
     buf = io.StringIO()
     assert write_rows([_row("a", 0, 1, 1, 1)], buf) == 1
     assert buf.getvalue().count("\n") == 2
+
+
+def test_ledger_facts_take_checkpoint_time_off_work() -> None:
+    from prioritizer.history.export import LedgerFacts
+    job = _job("dl:v1;signal=USR2;grace=60", [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")])
+    rows, _ = history_rows([job], ledger={1: LedgerFacts(1, 5.0)})
+    assert rows[0].preemptions == 1 and rows[0].work_gpu_s == 160 - 5 * 2
+    rows, _ = history_rows([job])
+    assert rows[0].preemptions == 0 and rows[0].work_gpu_s == 160
+
+
+def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
+    from prioritizer.daemon.ledger import Ledger
+    from prioritizer.history.cli import ledger_facts
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        with ledger.transaction():
+            ledger.upsert_job(6, user="u", account="a", partition="gpu", state="RUNNING", gpus=1,
+                              submit_time=0, restart_count=0, now=0)
+        intent = ledger.add_intent(6, None, "USR2", 10, 0, 100)
+        ledger.mark_signal(intent, 100, 110)
+        ledger.mark_requeue(intent, 107)
+    facts = ledger_facts(str(path))
+    assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7
+    with pytest.raises(Exception, match="--ledger"):
+        ledger_facts(str(tmp_path / "missing.sqlite"))

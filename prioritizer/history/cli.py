@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +20,8 @@ import yaml
 
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import check, format_fidelity, start_latency_from
-from prioritizer.history.export import history_rows
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, read_rows, write_rows
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.engine import Cluster
@@ -47,6 +49,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     exp.add_argument("--anonymise", action="store_true",
                      help="replace users and accounts by stable hashes")
     exp.add_argument("--salt", default="", help="secret mixed into --anonymise hashes")
+    exp.add_argument("--ledger", metavar="LEDGER.sqlite",
+                     help="the daemon's ledger, where it ran: preemptions and checkpoint time")
     exp.add_argument("--include-cpu-only", action="store_true",
                      help="keep CPU-only jobs (left out of GPU replays by default)")
     chk = sub.add_parser("check", help="replay a history under the policy that ran; compare JCTs",
@@ -82,8 +86,10 @@ def _export(args: argparse.Namespace) -> int:
         raise CliError(NO_DBD.format(msg=exc.message)) from None
     except SlurmError as exc:
         raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
+    facts = ledger_facts(args.ledger) if args.ledger else None
     rows, report = history_rows(fold_jobs(records), anonymise_names=args.anonymise,
-                                salt=args.salt, include_cpu_only=args.include_cpu_only)
+                                salt=args.salt, include_cpu_only=args.include_cpu_only,
+                                ledger=facts)
     for line in report.lines():
         print(f"dlprio history export: {line}", file=sys.stderr)
     if not rows:
@@ -97,6 +103,24 @@ def _export(args: argparse.Namespace) -> int:
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
+
+
+def ledger_facts(path: str) -> dict[int, LedgerFacts]:
+    """Per job: preemptions the daemon made and signal→requeue seconds (read-only open).
+
+    Raises:
+        CliError: the file is missing or not a ledger (exit 2).
+    """
+    try:
+        with Ledger(path, readonly=True) as ledger:
+            out = {}
+            for row in ledger.jobs():
+                spans = [i.requeue_at - i.signal_at for i in ledger.intents(row.job_id)
+                         if i.signal_at is not None and i.requeue_at is not None]
+                out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans))
+            return out
+    except (OSError, sqlite3.Error) as exc:
+        raise CliError(f"--ledger {path}: {exc}") from None
 
 
 def _write_atomically(path: str, rows: list) -> None:

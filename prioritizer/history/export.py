@@ -10,13 +10,18 @@ that ended ``REQUEUED`` keeps its progress only when the job declared the checkp
 (the ``dl:v1`` marker dlsubmit writes in ``--comment``): then the next run resumes from its
 checkpoint. Without it the batch script restarts from the top (``scontrol requeue``,
 sbatch(1) ``--requeue``), so that run's time was lost: the work is the later runs only.
+
+Where the daemon ran (``--ledger``), its ledger adds per job the preemptions it made and the
+seconds between each checkpoint signal and the requeue (:class:`LedgerFacts`): that time was
+spent checkpointing, not progressing, so it is taken off the work of a checkpointing job
+(× its GPUs).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prioritizer.history.trace import HistoryRow
@@ -33,6 +38,15 @@ REASONS = {
     "zero_work": "ran for 0 seconds",
 }
 CHECKPOINT_MARKER = "dl:v1"
+
+
+@dataclass(frozen=True)
+class LedgerFacts:
+    """What the daemon's ledger knows of one job: preemptions it made, and the seconds from
+    checkpoint signal to requeue summed over them."""
+
+    preemptions: int
+    checkpoint_s: float
 
 
 @dataclass
@@ -67,8 +81,9 @@ def anonymise(name: str, salt: str = "") -> str:
     return "h-" + hashlib.sha256((salt + name).encode()).hexdigest()[:12]
 
 
-def work_gpu_s(job: AccountedJob) -> float:
-    """GPU·s the job needed (see the module doc: requeued runs without a checkpoint are lost)."""
+def work_gpu_s(job: AccountedJob, facts: LedgerFacts | None = None) -> float:
+    """GPU·s the job needed (see the module doc: requeued runs without a checkpoint are lost;
+    with ledger ``facts``, checkpoint time is not work)."""
     checkpoints = CHECKPOINT_MARKER in job.comment
     total = 0.0
     for attempt in job.attempts:
@@ -76,7 +91,9 @@ def work_gpu_s(job: AccountedJob) -> float:
             total = 0.0      # restarts from the top: earlier runs were lost
             continue
         total += attempt.gpu_s
-    return total
+    if checkpoints and facts is not None:
+        total -= facts.checkpoint_s * job.gpus
+    return max(total, 0.0)
 
 
 def ended_by(job: AccountedJob) -> str:
@@ -107,13 +124,16 @@ def _problem(job: AccountedJob, include_cpu_only: bool) -> str | None:
 
 
 def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False, salt: str = "",
-                 include_cpu_only: bool = False) -> tuple[list[HistoryRow], ExportReport]:
+                 include_cpu_only: bool = False,
+                 ledger: Mapping[int, LedgerFacts] | None = None,
+                 ) -> tuple[list[HistoryRow], ExportReport]:
     """History rows of the finished jobs and the report of those left out.
 
     Args:
         jobs: folded accounting jobs (any order; rows come out in submit order, then id).
         anonymise_names: replace users and accounts by :func:`anonymise` pseudonyms.
         include_cpu_only: keep CPU-only jobs (``num_gpu`` 0, ``work_gpu_s`` = seconds run).
+        ledger: the daemon's facts by job id (``--ledger``), if it ran.
     """
     report = ExportReport()
     rows = []
@@ -123,7 +143,8 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
             report.leave_out(problem, job.job_id)
             continue
         gpus = job.gpus
-        work = work_gpu_s(job) if gpus else job.attempts[-1].run_s
+        facts = (ledger or {}).get(job.job_id)
+        work = work_gpu_s(job, facts) if gpus else job.attempts[-1].run_s
         eligible = float(job.eligible or job.submit or 0)
         end = float(job.end or 0)
         user, account = job.user, job.account
@@ -135,7 +156,7 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
             num_nodes=job.nodes, work_gpu_s=work, duration=work / gpus if gpus else work,
             end_time=end, jct=max(end - eligible, 0.0), state=job.state.split()[0],
             attempts=sum(1 for a in job.attempts if a.start is not None),
-            ended_by=ended_by(job)))
+            ended_by=ended_by(job), preemptions=facts.preemptions if facts else 0))
     report.exported = len(rows)
     return rows, report
 

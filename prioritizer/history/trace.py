@@ -19,6 +19,7 @@ jct            ``end_time - eligible_time``, seconds
 state          the last attempt's state (COMPLETED, FAILED, TIMEOUT, CANCELLED, ...)
 attempts       number of runs (1 + requeues that ran)
 ended_by       ``self`` (the job's own end), ``timelimit`` (TIMEOUT/DEADLINE) or ``cancelled``
+preemptions    preemptions by dlprio (from its ledger, ``--ledger``); 0 without a ledger
 ============== ==========================================================================
 
 ``timelimit`` and ``cancelled`` rows have a duration that is a lower bound of what the job
@@ -35,7 +36,7 @@ from dataclasses import astuple, dataclass, fields
 
 COLUMNS = ("job_id", "user", "account", "partition", "submit_time", "eligible_time", "num_gpu",
            "num_nodes", "work_gpu_s", "duration", "end_time", "jct", "state", "attempts",
-           "ended_by")
+           "ended_by", "preemptions")
 #: The columns that tell this format apart from the other trace formats.
 SIGNATURE = frozenset({"job_id", "eligible_time", "num_gpu", "work_gpu_s", "ended_by"})
 ENDED_BY = ("self", "timelimit", "cancelled")
@@ -60,6 +61,7 @@ class HistoryRow:
     state: str
     attempts: int
     ended_by: str
+    preemptions: int = 0
 
 
 assert tuple(f.name for f in fields(HistoryRow)) == COLUMNS
@@ -88,7 +90,7 @@ def write_rows(rows: Iterable[HistoryRow], handle: io.TextIOBase) -> int:
 
 _NUMERIC = {"submit_time": float, "eligible_time": float, "num_gpu": int, "num_nodes": int,
             "work_gpu_s": float, "duration": float, "end_time": float, "jct": float,
-            "attempts": int}
+            "attempts": int, "preemptions": int}
 
 
 def read_rows(path: str) -> list[HistoryRow]:
