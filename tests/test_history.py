@@ -172,6 +172,13 @@ def test_ledger_facts_take_checkpoint_time_off_work() -> None:
     assert rows[0].preemptions == 1 and rows[0].work_gpu_s == 160 - 5 * 2
     rows, _ = history_rows([job])
     assert rows[0].preemptions == 0 and rows[0].work_gpu_s == 160
+    # no marker in accounting (comments need AccountingStoreFlags=job_comment), but the daemon
+    # signalled the job for a checkpoint: its first run is kept
+    plain = _job("", [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")])
+    rows, _ = history_rows([plain], ledger={1: LedgerFacts(1, 5.0, checkpoints=True)})
+    assert rows[0].work_gpu_s == 160 - 5 * 2
+    rows, _ = history_rows([plain], ledger={1: LedgerFacts(1, 0.0, checkpoints=False)})
+    assert rows[0].work_gpu_s == 60
 
 
 def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
@@ -186,6 +193,6 @@ def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
         ledger.mark_signal(intent, 100, 110)
         ledger.mark_requeue(intent, 107)
     facts = ledger_facts(str(path))
-    assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7
+    assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7 and facts[6].checkpoints
     with pytest.raises(Exception, match="--ledger"):
         ledger_facts(str(tmp_path / "missing.sqlite"))

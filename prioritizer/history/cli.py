@@ -115,9 +115,11 @@ def ledger_facts(path: str) -> dict[int, LedgerFacts]:
         with Ledger(path, readonly=True) as ledger:
             out = {}
             for row in ledger.jobs():
-                spans = [i.requeue_at - i.signal_at for i in ledger.intents(row.job_id)
+                intents = ledger.intents(row.job_id)
+                spans = [i.requeue_at - i.signal_at for i in intents
                          if i.signal_at is not None and i.requeue_at is not None]
-                out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans))
+                out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
+                                              any(i.signal for i in intents))
             return out
     except (OSError, sqlite3.Error) as exc:
         raise CliError(f"--ledger {path}: {exc}") from None

@@ -7,8 +7,9 @@ nothing is dropped silently.
 
 Work of a job (``work_gpu_s``): GPU·seconds of its runs, minus runs lost to a requeue. A run
 that ended ``REQUEUED`` keeps its progress only when the job declared the checkpoint contract
-(the ``dl:v1`` marker dlsubmit writes in ``--comment``): then the next run resumes from its
-checkpoint. Without it the batch script restarts from the top (``scontrol requeue``,
+(the ``dl:v1`` marker dlsubmit writes in ``--comment``; slurmdbd keeps comments only with
+``AccountingStoreFlags=job_comment``, slurm.conf(5)) or when the daemon's ledger shows that it
+signalled the job for a checkpoint: then the next run resumes from its checkpoint. Without it the batch script restarts from the top (``scontrol requeue``,
 sbatch(1) ``--requeue``), so that run's time was lost: the work is the later runs only.
 
 Where the daemon ran (``--ledger``), its ledger adds per job the preemptions it made and the
@@ -42,11 +43,13 @@ CHECKPOINT_MARKER = "dl:v1"
 
 @dataclass(frozen=True)
 class LedgerFacts:
-    """What the daemon's ledger knows of one job: preemptions it made, and the seconds from
-    checkpoint signal to requeue summed over them."""
+    """What the daemon's ledger knows of one job: preemptions it made, the seconds from
+    checkpoint signal to requeue summed over them, and whether it checkpoints (the daemon
+    signalled it: only jobs that declare the contract get the signal)."""
 
     preemptions: int
     checkpoint_s: float
+    checkpoints: bool = False
 
 
 @dataclass
@@ -84,7 +87,7 @@ def anonymise(name: str, salt: str = "") -> str:
 def work_gpu_s(job: AccountedJob, facts: LedgerFacts | None = None) -> float:
     """GPU·s the job needed (see the module doc: requeued runs without a checkpoint are lost;
     with ledger ``facts``, checkpoint time is not work)."""
-    checkpoints = CHECKPOINT_MARKER in job.comment
+    checkpoints = CHECKPOINT_MARKER in job.comment or bool(facts and facts.checkpoints)
     total = 0.0
     for attempt in job.attempts:
         if attempt.state == "REQUEUED" and not checkpoints:
