@@ -13,11 +13,13 @@ import sys
 
 from prioritizer.command import EXIT_USAGE, CliError, Command
 from prioritizer.daemon.cli import EXPLAIN, ONCE, RUN, STATUS
+from prioritizer.history.cli import COMMAND as HISTORY
+from prioritizer.tune.cli import COMMAND as TUNE
 from prioritizer.sim.cli import COMMAND as SIMULATE
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 
 #: Every subcommand, in the order ``dlprio --help`` lists them.
-COMMANDS: tuple[Command, ...] = (SIMULATE, RUN, ONCE, EXPLAIN, STATUS)
+COMMANDS: tuple[Command, ...] = (SIMULATE, RUN, ONCE, EXPLAIN, STATUS, HISTORY, TUNE)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:

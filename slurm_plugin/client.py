@@ -33,7 +33,9 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from slurm_plugin import accounting as sacct_records
 from slurm_plugin import records, slurm_shapes
+from slurm_plugin.accounting import AccountingRecord
 from slurm_plugin.records import Job, Node, ShapeError
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "JobUnknown",
     "SlurmRefused",
     "SlurmShapeUnknown",
+    "AccountingDisabled",
 ]
 
 _UNREACHABLE_PATTERNS = (
@@ -90,6 +93,11 @@ class SlurmShapeUnknown(SlurmError):
     """Slurm answered in a shape this version of tiresias-slurm does not parse (another Slurm
     release, or a field with an unexpected value). Nothing may be concluded from such a read:
     the daemon writes nothing to its ledger and acts on nothing until it parses again."""
+
+
+class AccountingDisabled(SlurmRefused):
+    """The cluster keeps no accounting (``AccountingStorageType=accounting_storage/none``, no
+    slurmdbd): ``sacct`` answers "Slurm accounting storage is disabled"."""
 
 
 @dataclass
@@ -310,6 +318,44 @@ class SlurmClient:
         """
         data = self._json(["sacct", "--duplicates", "--json", "-j", str(job_id)])
         return [j for j in data.get("jobs", []) if j.get("job_id") == job_id]
+
+    def accounting(self, start: str, end: str = "now") -> list[AccountingRecord]:
+        """Every attempt of every job in a window: ``sacct --duplicates --json --allusers
+        --starttime START --endtime END`` (sacct(1): jobs in any state during the window).
+
+        Args:
+            start, end: times in a form sacct(1) takes (``2026-11-01T00:00:00``, ``now-7days``).
+        Returns:
+            One :class:`~slurm_plugin.accounting.AccountingRecord` per attempt (per hetjob
+            component); fold them with :func:`slurm_plugin.accounting.fold_jobs`.
+        Raises:
+            AccountingDisabled: the cluster has no slurmdbd; SlurmUnreachable: slurmdbd down.
+        """
+        argv = ["sacct", "--duplicates", "--json", "--allusers",
+                "--starttime", start, "--endtime", end]
+        try:
+            data = self._json(argv)
+        except SlurmRefused as exc:
+            if "accounting storage is disabled" in exc.message.lower():
+                raise AccountingDisabled(argv, exc.message) from None
+            raise
+        return sacct_records.records_from_json(data)
+
+    def accounting_jobs(self, job_ids: Sequence[int]) -> list[AccountingRecord]:
+        """Every attempt of the given jobs (hetjob leaders bring their components):
+        ``sacct --duplicates --json --allusers -j a,b,c`` (with ``-j`` sacct's window starts at
+        the epoch, sacct(1) ``--starttime``). Raises as :meth:`accounting`."""
+        if not job_ids:
+            return []
+        argv = ["sacct", "--duplicates", "--json", "--allusers",
+                "-j", ",".join(str(int(j)) for j in job_ids)]
+        try:
+            data = self._json(argv)
+        except SlurmRefused as exc:
+            if "accounting storage is disabled" in exc.message.lower():
+                raise AccountingDisabled(argv, exc.message) from None
+            raise
+        return sacct_records.records_from_json(data)
 
     # ----------------------------------------------------------------- changing
     def submit(self, script_text: str, extra_args: Sequence[str] = (),

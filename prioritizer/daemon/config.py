@@ -56,7 +56,10 @@ class DaemonConfig:
         log_format: ``text`` or ``json``.
         slurm_timeout_s: seconds one Slurm command may take (< ``interval_s``); 0 = auto,
             see :attr:`call_timeout_s`.
-        gittins_samples: CSV of GPU·s samples for ``tiresias-gittins`` ("" = packaged).
+        gittins_samples: CSV of GPU·s samples for ``tiresias-gittins`` ("" = packaged;
+            ``history`` = learned from finished jobs, see ``prioritizer.daemon.learned_gittins``).
+        gittins_min_samples: fewest finished jobs ``history`` learns from (else packaged).
+        gittins_refresh_s: seconds between re-learning the ``history`` distribution.
         retention_days: days a finished job stays in the ledger (0 = forever); the daemon
             prunes older ones once an hour.
         lease_name: name of the cluster lease job (one acting daemon per cluster,
@@ -83,6 +86,8 @@ class DaemonConfig:
     log_format: str = "text"
     slurm_timeout_s: float = 0.0
     gittins_samples: str = ""
+    gittins_min_samples: int = 100
+    gittins_refresh_s: float = 3600.0
     retention_days: float = 21.0
     lease_name: str = "dlprio-lease"
     lease_ttl_s: float = 0.0
@@ -194,7 +199,9 @@ def _check(cfg: DaemonConfig) -> None:
         raise ConfigError(f"retention_days: must be >= 0 (0 = keep forever), got {cfg.retention_days}")
     if cfg.slurm_timeout_s < 0:
         raise ConfigError(f"slurm_timeout_s: must be > 0 seconds (0 = auto), got {cfg.slurm_timeout_s}")
-    for key in ("interval_s", "max_grace_s"):
+    if cfg.gittins_min_samples < 1:
+        raise ConfigError(f"gittins_min_samples: must be >= 1, got {cfg.gittins_min_samples}")
+    for key in ("interval_s", "max_grace_s", "gittins_refresh_s"):
         if getattr(cfg, key) <= 0:
             raise ConfigError(f"{key}: must be > 0 seconds, got {getattr(cfg, key)}")
     if cfg.slurm_timeout_s >= cfg.interval_s:

@@ -23,6 +23,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import EventLog
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.daemon.learned_gittins import HISTORY, HistoryDistribution
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
@@ -60,9 +61,12 @@ class Daemon:
         self.dry_run = dry_run
         self.out = out or sys.stdout
         self.preemptor = Preemptor(client, ledger, cfg, log)
+        gittins = cfg.policy.policy == "tiresias-gittins"
+        self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
+                        if gittins and cfg.gittins_samples == HISTORY else None)
         self.distribution: GittinsDistribution | None = (
             load_distribution(cfg.gittins_samples or None)
-            if cfg.policy.policy == "tiresias-gittins" else None)
+            if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
         self._preempt_checked = False
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
@@ -75,9 +79,11 @@ class Daemon:
         self.log.cycle = self.ledger.next_cycle()
         if not self._preempt_checked:
             self.check_slurm_preemption()
-        obs = observe(self.client, self.ledger, self.cfg, now)
+        obs = observe(self.client, self.ledger, self.cfg, now, self.log)
         if self.lease is not None:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
+        if self.learner is not None:   # gittins_samples: history (issue 12)
+            self.distribution = self.learner.current(self.client, self.ledger, now, self.log)
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
             self.print_decisions(decisions, obs)

@@ -18,9 +18,11 @@ import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Intent, Ledger, Run
+from prioritizer.daemon.rebuild import rebuild_stale_runs
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
@@ -147,7 +149,8 @@ def _gpu_nodes(parts: list[Job]) -> tuple[tuple[int, ...], tuple[str, ...]]:
     return tuple(per_node), tuple(nodes) if aligned else ()
 
 
-def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) -> Observation:
+def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
+            log: Any = None) -> Observation:
     """Read Slurm once, update the ledger's jobs and runs, return the policy's input.
 
     Raises:
@@ -163,6 +166,7 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float) 
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
+        rebuild_stale_runs(client, ledger, units, now, log)   # lost/stale ledger: sacct
         ledger.note_observed(now)
     lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),

@@ -22,6 +22,8 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
 from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
+from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.sim.traces import FORMATS, TraceError, read_cluster_spec, read_trace
 
 #: option name -> PolicyConfig field it overrides
@@ -41,6 +43,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--nodes", type=int, metavar="N", help="number of nodes")
     add("--gpus-per-node", type=int, metavar="G", help="GPUs per node")
     add("--cluster", metavar="SPEC.csv", help="Tiresias cluster spec instead of --nodes/-G")
+    add("--cluster-from-slurm", action="store_true",
+        help="take nodes × GPUs per node from sinfo on the SLURM_CONF cluster")
     add("--placement", choices=("consolidate", "count"), default="consolidate",
         help="consolidate: real nodes, fewest per job (default); count: GPU counting only")
     add("--policy", default=None, metavar="NAME",
@@ -55,6 +59,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="no checkpoint overhead, requeue delay, decision interval or min-run guard")
     add("--durations", metavar="FILE.csv",
         help="GPU·s samples for tiresias-gittins (default: packaged yarn-gput1000.csv)")
+    add("--durations-from", metavar="TRACE.csv",
+        help="learn the Gittins GPU·s distribution from this trace's (finished) jobs")
+    add("--durations-min", type=int, default=MIN_SAMPLES, metavar="N",
+        help=f"fewest jobs --durations-from needs, else the packaged one (default {MIN_SAMPLES})")
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
     add("--plot", metavar="OUT.png", help="write the JCT CDF and queue-length plot")
@@ -75,10 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"{args.trace}: no jobs to simulate (after --since and skipping)")
     distribution = None
     if "tiresias-gittins" in policies:
-        try:
-            distribution = load_distribution(args.durations)
-        except ValueError as exc:
-            raise CliError(str(exc)) from None
+        distribution = _distribution(args)
     results: list[SimResult] = []
     for name in policies:
         config = dataclasses.replace(base, policy=name)
@@ -99,6 +104,27 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         _write(write_plot, results, args.plot)
     return 0
+
+
+def _distribution(args: argparse.Namespace) -> Any:
+    """--durations FILE, --durations-from TRACE (learned, with a note) or the packaged one."""
+    if getattr(args, "durations_from", None):
+        if args.durations:
+            raise CliError("use either --durations or --durations-from, not both")
+        if args.durations_min < 1:
+            raise CliError("--durations-min must be >= 1")
+        try:
+            source = read_trace(args.durations_from)
+        except TraceError as exc:
+            raise CliError(str(exc)) from None
+        distribution, note = learned_distribution(samples_from_trace(source),
+                                                  args.durations_min, args.durations_from)
+        print(f"note: {note}", file=sys.stderr)
+        return distribution
+    try:
+        return load_distribution(args.durations)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:
@@ -142,6 +168,14 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:
+    if getattr(args, "cluster_from_slurm", False):
+        if args.cluster or args.nodes is not None or args.gpus_per_node is not None:
+            raise CliError("use either --cluster-from-slurm or --cluster/--nodes/--gpus-per-node")
+        try:
+            nodes, gpus = shape_from_slurm()
+        except ClusterShapeError as exc:
+            raise CliError(str(exc)) from None
+        return Cluster(nodes, gpus, args.placement)
     if args.cluster:
         if args.nodes is not None or args.gpus_per_node is not None:
             raise CliError("use either --cluster or --nodes/--gpus-per-node, not both")

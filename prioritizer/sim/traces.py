@@ -9,6 +9,8 @@ Formats (issue 4, "Inputs"; data/README.md):
   (the Philly 15k excerpt and the Helios excerpt); submit = running sum of ``interval`` over
   all rows, the first row at 0; duration = ``run_time``.
 * ``itp``: ``job_id,submission_time,duration,num_gpu`` (ElasticFlow's ITP 2021 release).
+* ``history``: a cluster's own jobs as ``dlprio history export`` writes them
+  (``prioritizer.history.trace``); arrival = ``eligible_time``, duration = ``duration``.
 
 Rows with zero GPUs (CPU-only jobs) or zero duration are skipped and counted. A malformed
 row raises :class:`TraceError` naming ``file:line``. After ``since`` filtering the trace is
@@ -26,6 +28,7 @@ FORMATS: dict[str, tuple[str, str, str, str]] = {
     "tiresias": ("job_id", "num_gpu", "submit_time", "duration"),
     "philly": ("u_id", "gpu_num", "", "run_time"),
     "itp": ("job_id", "num_gpu", "submission_time", "duration"),
+    "history": ("job_id", "num_gpu", "eligible_time", "duration"),
 }
 
 
@@ -63,6 +66,8 @@ def detect_format(header: list[str], path: str) -> str:
         TraceError: no known format matches.
     """
     names = set(header)
+    if {"job_id", "eligible_time", "num_gpu", "work_gpu_s", "ended_by"} <= names:
+        return "history"
     if {"u_id", "gpu_num", "interval", "run_time"} <= names:
         return "philly"
     if {"job_id", "submission_time", "duration", "num_gpu"} <= names:
@@ -70,7 +75,7 @@ def detect_format(header: list[str], path: str) -> str:
     if {"job_id", "num_gpu", "submit_time", "duration"} <= names:
         return "tiresias"
     raise TraceError(f"{path}:1: unknown trace header {','.join(header)!r}; expected the "
-                     "tiresias, philly or itp columns, or pass --format")
+                     "tiresias, philly, itp or history columns, or pass --format")
 
 
 def read_trace(path: str | Path, fmt: str | None = None, since: float | None = None) -> Trace:

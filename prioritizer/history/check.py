@@ -1,0 +1,169 @@
+"""``dlprio history check``: replay a cluster's exported history under the policy that ran and
+compare, job by job, with what really happened (fidelity of the simulator on *this* cluster).
+
+Pure apart from the replay (``prioritizer.sim.engine.simulate``, through its public function):
+rows in, a :class:`Fidelity` out, and a plain-text table. JCT here is ``end - eligible_time``
+on both sides (the replay's arrival is the job's first eligible time, so a ``--begin`` or a
+dependency is not counted as queueing delay). Percentiles are nearest-rank, as in
+``prioritizer.sim.report``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prioritizer.history.trace import HistoryRow
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.sim.engine import Cluster, simulate
+from prioritizer.sim.report import nearest_rank
+from prioritizer.sim.traces import Trace, TraceJob
+
+#: The issue's targets: avg JCT within 10 %, per-job JCT within 20 % for >= 80 % of jobs.
+AVG_TARGET, JOB_TARGET, SHARE_TARGET = 0.10, 0.20, 0.80
+
+
+@dataclass(frozen=True)
+class JobFidelity:
+    """One job: real and replayed JCT (seconds) and their relative difference."""
+
+    job_id: str
+    num_gpu: int
+    real_jct: float
+    replay_jct: float
+
+    @property
+    def error(self) -> float:
+        """(replay - real) / real; 0 when both are 0."""
+        if self.real_jct <= 0:
+            return 0.0 if self.replay_jct <= 0 else float("inf")
+        return (self.replay_jct - self.real_jct) / self.real_jct
+
+
+@dataclass(frozen=True)
+class Fidelity:
+    """Per-job comparison and the summary figures (seconds)."""
+
+    policy: str
+    jobs: tuple[JobFidelity, ...]
+    skipped: int
+    start_latency_s: float = 0.0
+
+    def _side(self, real: bool) -> list[float]:
+        return [j.real_jct if real else j.replay_jct for j in self.jobs]
+
+    def avg(self, real: bool) -> float:
+        values = self._side(real)
+        return statistics.fmean(values) if values else 0.0
+
+    def p95(self, real: bool) -> float:
+        return nearest_rank(self._side(real), 95)
+
+    @property
+    def avg_error(self) -> float:
+        real = self.avg(True)
+        return (self.avg(False) - real) / real if real else 0.0
+
+    @property
+    def p95_error(self) -> float:
+        real = self.p95(True)
+        return (self.p95(False) - real) / real if real else 0.0
+
+    @property
+    def share_within(self) -> float:
+        """Share of jobs whose replayed JCT is within :data:`JOB_TARGET` of the real one."""
+        if not self.jobs:
+            return 0.0
+        return sum(1 for j in self.jobs if abs(j.error) <= JOB_TARGET) / len(self.jobs)
+
+    @property
+    def meets_targets(self) -> bool:
+        return abs(self.avg_error) <= AVG_TARGET and self.share_within >= SHARE_TARGET
+
+
+def trace_of(rows: Sequence[HistoryRow], path: str = "history", hold_s: float = 0.0) -> Trace:
+    """The simulator's trace of history rows: arrival = eligible time (re-based to the first),
+    duration = ``duration + hold_s`` (seconds at ``num_gpu``; see :func:`check`); rows with no
+    GPUs or no work are counted as skipped, like the trace readers do."""
+    kept = sorted((r for r in rows if r.num_gpu > 0 and r.duration > 0),
+                  key=lambda r: r.eligible_time)
+    base = kept[0].eligible_time if kept else 0.0
+    jobs = tuple(TraceJob(i, r.job_id, i + 2, r.eligible_time - base, r.num_gpu,
+                          r.duration + hold_s)
+                 for i, r in enumerate(kept))
+    return Trace(path, "history", jobs, len(rows) - len(kept))
+
+
+def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
+          distribution: GittinsDistribution | None = None,
+          start_latency_s: float = 0.0) -> Fidelity:
+    """Replay ``rows`` on ``cluster`` under ``config`` and pair each job with its real JCT.
+
+    ``start_latency_s`` models Slurm's own start latency: a job that had to wait starts on
+    the next backfill pass after GPUs free up, not at once (the main scheduler stops at the
+    first pending job that does not fit; the others start only on backfill passes every
+    ``bf_interval`` seconds, slurm.conf(5) SchedulerParameters), on average ``bf_interval / 2``
+    later. The replay keeps each job's GPUs ``start_latency_s`` past its end, for the waiters
+    only: the job's own replayed JCT does not include it.
+
+    Raises:
+        ValueError: no GPU job to replay, or a negative latency.
+    """
+    if start_latency_s < 0:
+        raise ValueError(f"start latency must be >= 0 s, got {start_latency_s}")
+    trace = trace_of(rows, hold_s=start_latency_s)
+    if not trace.jobs:
+        raise ValueError("the history has no GPU job with work to replay")
+    result = simulate(trace, cluster, config, distribution)
+    real = {r.job_id: r for r in rows}
+    jobs = tuple(JobFidelity(j.name, j.num_gpus, real[j.name].jct, j.jct - start_latency_s)
+                 for j in sorted(result.jobs, key=lambda j: j.submit))
+    return Fidelity(config.policy, jobs, trace.skipped_jobs + result.unfittable_jobs,
+                    start_latency_s)
+
+
+def start_latency_from(scheduler_parameters: str, scheduler_type: str = "sched/backfill") -> float:
+    """Half the backfill interval (seconds) from slurm.conf's ``SchedulerParameters`` value
+    (``bf_interval=N``, default 30 s per slurm.conf(5)); 0 when the scheduler is not backfill
+    (``sched/builtin`` starts strictly in order, at once)."""
+    if "backfill" not in scheduler_type:
+        return 0.0
+    for item in (scheduler_parameters or "").split(","):
+        key, _, value = item.strip().partition("=")
+        if key == "bf_interval":
+            try:
+                return max(float(value), 0.0) / 2
+            except ValueError:
+                break
+    return 30.0 / 2
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f} %"
+
+
+def format_fidelity(fid: Fidelity, per_job: bool = True) -> str:
+    """The fidelity table: one line per job (optional), then avg/p95 and the target verdict."""
+    lines = []
+    if per_job:
+        lines.append(f"{'job':>10} {'GPUs':>5} {'real JCT s':>11} {'replay JCT s':>13} {'diff':>9}")
+        for j in fid.jobs:
+            lines.append(f"{j.job_id:>10} {j.num_gpu:>5} {j.real_jct:>11.1f} "
+                         f"{j.replay_jct:>13.1f} {_pct(j.error):>9}")
+        lines.append("")
+    lines.append(f"{'':>17} {'real':>11} {'replay':>13} {'diff':>9}")
+    lines.append(f"{'avg JCT s':>17} {fid.avg(True):>11.1f} {fid.avg(False):>13.1f} "
+                 f"{_pct(fid.avg_error):>9}")
+    lines.append(f"{'p95 JCT s':>17} {fid.p95(True):>11.1f} {fid.p95(False):>13.1f} "
+                 f"{_pct(fid.p95_error):>9}")
+    within = sum(1 for j in fid.jobs if abs(j.error) <= JOB_TARGET)
+    lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
+                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped; "
+                 f"{within}/{len(fid.jobs)} ({fid.share_within * 100:.0f} %) within "
+                 f"{JOB_TARGET * 100:.0f} % of their real JCT")
+    verdict = "met" if fid.meets_targets else "MISSED"
+    lines.append(f"targets (avg within {AVG_TARGET * 100:.0f} %, >= {SHARE_TARGET * 100:.0f} % "
+                 f"of jobs within {JOB_TARGET * 100:.0f} %): {verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,218 @@
+"""``dlprio history export|check``: the cluster's own jobs as a trace, and the replay check.
+
+Argument parsing and output only (export rules: :mod:`prioritizer.history.export`; format:
+:mod:`prioritizer.history.trace`; replay check: :mod:`prioritizer.history.check`). Exit codes:
+0 done; 1 Slurm or slurmdbd did not answer, or a file could not be written; 2 bad input: no
+slurmdbd (named with the fix), an empty window, a malformed history file, a bad option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer.history.check import check, format_fidelity, start_latency_from
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.history.export import LedgerFacts, history_rows
+from prioritizer.history.trace import HistoryError, read_rows, write_rows
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.sim.engine import Cluster
+from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
+from slurm_plugin.accounting import fold_jobs
+from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
+
+NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
+          "AccountingStorageType=accounting_storage/slurmdbd in slurm.conf (a local test "
+          "cluster: `dlcluster up --with-dbd`)")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``export`` and ``check`` subcommands."""
+    sub = parser.add_subparsers(dest="history_command", metavar="SUBCOMMAND", required=True)
+    exp = sub.add_parser("export", help="write finished jobs from sacct as a history trace CSV",
+                         description="Write finished jobs from Slurm accounting (sacct "
+                         "--duplicates) as a history trace CSV.")
+    exp.add_argument("--since", default="now-30days", metavar="TIME",
+                     help="window start, any time sacct --starttime takes (default now-30days)")
+    exp.add_argument("--until", default="now", metavar="TIME",
+                     help="window end, as sacct --endtime (default now)")
+    exp.add_argument("-o", "--output", default="-", metavar="FILE.csv",
+                     help="output file (default: standard output)")
+    exp.add_argument("--anonymise", action="store_true",
+                     help="replace users and accounts by stable hashes")
+    exp.add_argument("--salt", default="", help="secret mixed into --anonymise hashes")
+    exp.add_argument("--ledger", metavar="LEDGER.sqlite",
+                     help="the daemon's ledger, where it ran: preemptions and checkpoint time")
+    exp.add_argument("--include-cpu-only", action="store_true",
+                     help="keep CPU-only jobs (left out of GPU replays by default)")
+    chk = sub.add_parser("check", help="replay a history under the policy that ran; compare JCTs",
+                         description="Replay an exported history under the policy that ran "
+                         "and print real vs replayed JCT per job, avg and p95.")
+    chk.add_argument("--trace", required=True, metavar="HISTORY.csv")
+    chk.add_argument("--cluster-from-slurm", action="store_true",
+                     help="nodes × GPUs per node from sinfo (else --nodes/--gpus-per-node)")
+    chk.add_argument("--nodes", type=int, metavar="N")
+    chk.add_argument("--gpus-per-node", type=int, metavar="G")
+    chk.add_argument("--policy", default=None, metavar="NAME",
+                     help="the policy that ran: fifo-fit for Slurm alone (default), or "
+                     "--config's")
+    chk.add_argument("--config", metavar="DLPRIO.yaml",
+                     help="the daemon's config whose policy section ran")
+    chk.add_argument("--start-latency", default="auto", metavar="SECONDS|auto",
+                     help="Slurm's start latency for waiting jobs (auto: half of bf_interval "
+                     "from scontrol show config; 0 without Slurm)")
+    chk.add_argument("--summary-only", action="store_true", help="no per-job lines")
+
+
+def run(args: argparse.Namespace) -> int:
+    return _export(args) if args.history_command == "export" else _check(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    if args.output != "-" and not Path(args.output).parent.is_dir():
+        raise CliError(f"--output {args.output}: directory {Path(args.output).parent} does "
+                       "not exist; create it first")
+    try:
+        records = SlurmClient(timeout_s=120).accounting(args.since, args.until)
+    except AccountingDisabled as exc:
+        raise CliError(NO_DBD.format(msg=exc.message)) from None
+    except SlurmError as exc:
+        raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
+    facts = ledger_facts(args.ledger) if args.ledger else None
+    rows, report = history_rows(fold_jobs(records), anonymise_names=args.anonymise,
+                                salt=args.salt, include_cpu_only=args.include_cpu_only,
+                                ledger=facts)
+    for line in report.lines():
+        print(f"dlprio history export: {line}", file=sys.stderr)
+    if not rows:
+        raise CliError(f"no finished GPU job between {args.since} and {args.until} "
+                       f"({report.left_out_count} left out); widen --since/--until")
+    if args.output == "-":
+        write_rows(rows, sys.stdout)
+    else:
+        _write_atomically(args.output, rows)
+    print(f"dlprio history export: {len(rows)} job(s) written to {args.output}, "
+          f"{report.left_out_count} left out ({len(records)} accounting records)",
+          file=sys.stderr)
+    return 0
+
+
+def ledger_facts(path: str) -> dict[int, LedgerFacts]:
+    """Per job: preemptions the daemon made and signal→requeue seconds (read-only open).
+
+    Raises:
+        CliError: the file is missing or not a ledger (exit 2).
+    """
+    try:
+        with Ledger(path, readonly=True) as ledger:
+            out = {}
+            for row in ledger.jobs():
+                intents = ledger.intents(row.job_id)
+                spans = [i.requeue_at - i.signal_at for i in intents
+                         if i.signal_at is not None and i.requeue_at is not None]
+                out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
+                                              any(i.signal for i in intents))
+            return out
+    except (OSError, sqlite3.Error) as exc:
+        raise CliError(f"--ledger {path}: {exc}") from None
+
+
+def _write_atomically(path: str, rows: list) -> None:
+    """Write to a temporary file beside ``path`` and rename: never a half-written trace."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".history-", suffix=".csv", dir=directory)
+        with os.fdopen(fd, "w", newline="") as handle:
+            write_rows(rows, handle)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+
+
+def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
+    """The policy that ran: ``config_path``'s ``policy:`` section (``policy`` overrides its
+    name), else ``policy`` (default ``fifo-fit``, Slurm alone) with no modeled costs.
+
+    Raises:
+        CliError: unreadable YAML, a bad key or an unknown policy name (exit 2).
+    """
+    if policy is not None and policy not in POLICY_NAMES:
+        raise CliError(f"unknown policy {policy!r}; valid: {', '.join(POLICY_NAMES)}")
+    if config_path:
+        try:
+            data = yaml.safe_load(Path(config_path).read_text()) or {}
+            section = data.get("policy") or {} if isinstance(data, dict) else None
+            if not isinstance(section, dict):
+                raise ValueError(f"{config_path}: expected a mapping with a 'policy:' mapping")
+            cfg = PolicyConfig.from_mapping(section)
+        except (OSError, yaml.YAMLError, ValueError) as exc:
+            raise CliError(f"{config_path}: {exc}") from None
+        return dataclasses.replace(cfg, policy=policy) if policy else cfg
+    return PolicyConfig(policy=policy or "fifo-fit").zero_cost()
+
+
+def cluster_of(args: argparse.Namespace) -> Cluster:
+    """The replay's cluster from --cluster-from-slurm or --nodes/--gpus-per-node (exit 2)."""
+    if args.cluster_from_slurm:
+        if args.nodes is not None or args.gpus_per_node is not None:
+            raise CliError("use either --cluster-from-slurm or --nodes/--gpus-per-node")
+        try:
+            nodes, gpus = shape_from_slurm()
+        except ClusterShapeError as exc:
+            raise CliError(str(exc)) from None
+    else:
+        if args.nodes is None or args.gpus_per_node is None:
+            raise CliError("give the cluster: --cluster-from-slurm, or --nodes N --gpus-per-node G")
+        nodes, gpus = args.nodes, args.gpus_per_node
+    if nodes <= 0 or gpus <= 0:
+        raise CliError("--nodes and --gpus-per-node must be > 0")
+    return Cluster(nodes, gpus)
+
+
+def start_latency(value: str) -> float:
+    """Seconds of ``--start-latency``: a number >= 0, or ``auto`` (from the cluster's
+    SchedulerParameters; 0 with a note when Slurm does not answer). Raises CliError (exit 2)."""
+    if value != "auto":
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not number >= 0 or number == float("inf"):
+            raise CliError(f"--start-latency: expected seconds >= 0 or auto, got {value!r}")
+        return number
+    try:
+        conf = SlurmClient(timeout_s=30).show_config()
+    except SlurmError as exc:
+        print(f"dlprio history check: note: no Slurm to read bf_interval from ({exc}); "
+              "start latency 0 s", file=sys.stderr)
+        return 0.0
+    return start_latency_from(conf.get("SchedulerParameters", ""),
+                              conf.get("SchedulerType", "sched/backfill"))
+
+
+def _check(args: argparse.Namespace) -> int:
+    config = policy_config(args.policy, args.config)
+    cluster = cluster_of(args)
+    try:
+        rows = read_rows(args.trace)
+    except HistoryError as exc:
+        raise CliError(str(exc)) from None
+    latency = start_latency(args.start_latency)
+    try:
+        fidelity = check(rows, cluster, config, start_latency_s=latency)
+    except ValueError as exc:
+        raise CliError(f"{args.trace}: {exc}") from None
+    print(format_fidelity(fidelity, per_job=not args.summary_only))
+    return 0
+
+
+COMMAND = Command("history", "export the cluster's own jobs from sacct; check replays of them",
+                  configure, run)

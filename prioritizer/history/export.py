@@ -1,0 +1,169 @@
+"""From Slurm accounting to history rows: what ``dlprio history export`` keeps and why.
+
+Pure (no Slurm, no clock): takes the jobs :func:`slurm_plugin.accounting.fold_jobs` built from
+``sacct --duplicates --json`` and returns :class:`~prioritizer.history.trace.HistoryRow` records
+plus an :class:`ExportReport` that counts every job left out, by reason (:data:`REASONS`), so
+nothing is dropped silently.
+
+Work of a job (``work_gpu_s``): GPU·seconds of its runs, minus runs lost to a requeue. A run
+that ended ``REQUEUED`` keeps its progress only when the job declared the checkpoint contract
+(the ``dl:v1`` marker dlsubmit writes in ``--comment``; slurmdbd keeps comments only with
+``AccountingStoreFlags=job_comment``, slurm.conf(5)) or when the daemon's ledger shows that it
+signalled the job for a checkpoint: then the next run resumes from its checkpoint. Without it the batch script restarts from the top (``scontrol requeue``,
+sbatch(1) ``--requeue``), so that run's time was lost: the work is the later runs only.
+
+Where the daemon ran (``--ledger``), its ledger adds per job the preemptions it made and the
+seconds between each checkpoint signal and the requeue (:class:`LedgerFacts`): that time was
+spent checkpointing, not progressing, so it is taken off the work of a checkpointing job
+(× its GPUs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from prioritizer.history.trace import HistoryRow
+from slurm_plugin.accounting import CANCELLED_STATES, TIMELIMIT_STATES, AccountedJob
+
+#: Why a job is left out of the export (counted, reported, never silent).
+REASONS = {
+    "unfinished": "not finished at the end of the window (pending or running)",
+    "never_ran": "ended without ever running (e.g. cancelled while pending)",
+    "end_before_start": "a run ends before it starts (clock or accounting fault)",
+    "no_submit": "no submit time in accounting",
+    "zero_gpus": "asked for GPUs but holds none (CPU-only jobs are counted apart)",
+    "cpu_only": "CPU-only job (left out of GPU replays; --include-cpu-only keeps them)",
+    "zero_work": "ran for 0 seconds",
+}
+CHECKPOINT_MARKER = "dl:v1"
+
+
+@dataclass(frozen=True)
+class LedgerFacts:
+    """What the daemon's ledger knows of one job: preemptions it made, the seconds from
+    checkpoint signal to requeue summed over them, and whether it checkpoints (the daemon
+    signalled it: only jobs that declare the contract get the signal)."""
+
+    preemptions: int
+    checkpoint_s: float
+    checkpoints: bool = False
+
+
+@dataclass
+class ExportReport:
+    """Counts of what was exported and what was left out (reason → job ids)."""
+
+    exported: int = 0
+    left_out: dict[str, list[int]] = field(default_factory=dict)
+
+    def leave_out(self, reason: str, job_id: int) -> None:
+        self.left_out.setdefault(reason, []).append(job_id)
+
+    @property
+    def left_out_count(self) -> int:
+        return sum(len(v) for v in self.left_out.values())
+
+    def lines(self, limit: int = 5) -> list[str]:
+        """One line per reason: ``left out 3 job(s): cpu_only (...): 12, 13, 14``."""
+        out = []
+        for reason, ids in sorted(self.left_out.items()):
+            shown = ", ".join(str(i) for i in ids[:limit]) + (" ..." if len(ids) > limit else "")
+            out.append(f"left out {len(ids)} job(s): {reason} ({REASONS[reason]}): {shown}")
+        return out
+
+
+def anonymise(name: str, salt: str = "") -> str:
+    """A stable pseudonym of a user or account name: ``h-`` + 12 hex digits of
+    SHA-256(salt + name). The same name gives the same pseudonym in every export with the
+    same salt; without a salt, a list of guessed names can be hashed and matched."""
+    if not name:
+        return ""
+    return "h-" + hashlib.sha256((salt + name).encode()).hexdigest()[:12]
+
+
+def work_gpu_s(job: AccountedJob, facts: LedgerFacts | None = None) -> float:
+    """GPU·s the job needed (see the module doc: requeued runs without a checkpoint are lost;
+    with ledger ``facts``, checkpoint time is not work)."""
+    checkpoints = CHECKPOINT_MARKER in job.comment or bool(facts and facts.checkpoints)
+    total = 0.0
+    for attempt in job.attempts:
+        if attempt.state == "REQUEUED" and not checkpoints:
+            total = 0.0      # restarts from the top: earlier runs were lost
+            continue
+        total += attempt.gpu_s
+    if checkpoints and facts is not None:
+        total -= facts.checkpoint_s * job.gpus
+    return max(total, 0.0)
+
+
+def ended_by(job: AccountedJob) -> str:
+    """``timelimit``, ``cancelled`` or ``self`` from the final state."""
+    if job.state in TIMELIMIT_STATES:
+        return "timelimit"
+    if job.state.split()[0] in CANCELLED_STATES:
+        return "cancelled"
+    return "self"
+
+
+def _problem(job: AccountedJob, include_cpu_only: bool) -> str | None:
+    if not job.finished:
+        return "unfinished"
+    if job.submit is None:
+        return "no_submit"
+    if any(a.start is not None and a.end is not None and a.end < a.start for a in job.attempts):
+        return "end_before_start"
+    if not any(a.start is not None for a in job.attempts):
+        return "never_ran"
+    if job.gpus == 0:
+        if any(a.gpus for a in job.attempts):
+            return "zero_gpus"
+        return None if include_cpu_only else "cpu_only"
+    if work_gpu_s(job) <= 0:
+        return "zero_work"
+    return None
+
+
+def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False, salt: str = "",
+                 include_cpu_only: bool = False,
+                 ledger: Mapping[int, LedgerFacts] | None = None,
+                 ) -> tuple[list[HistoryRow], ExportReport]:
+    """History rows of the finished jobs and the report of those left out.
+
+    Args:
+        jobs: folded accounting jobs (any order; rows come out in submit order, then id).
+        anonymise_names: replace users and accounts by :func:`anonymise` pseudonyms.
+        include_cpu_only: keep CPU-only jobs (``num_gpu`` 0, ``work_gpu_s`` = seconds run).
+        ledger: the daemon's facts by job id (``--ledger``), if it ran.
+    """
+    report = ExportReport()
+    rows = []
+    for job in sorted(jobs, key=lambda j: (j.submit or 0, j.job_id)):
+        problem = _problem(job, include_cpu_only)
+        if problem:
+            report.leave_out(problem, job.job_id)
+            continue
+        gpus = job.gpus
+        facts = (ledger or {}).get(job.job_id)
+        work = work_gpu_s(job, facts) if gpus else job.attempts[-1].run_s
+        eligible = float(job.eligible or job.submit or 0)
+        end = float(job.end or 0)
+        user, account = job.user, job.account
+        if anonymise_names:
+            user, account = anonymise(user, salt), anonymise(account, salt)
+        rows.append(HistoryRow(
+            job_id=str(job.job_id), user=user, account=account, partition=job.partition,
+            submit_time=float(job.submit or 0), eligible_time=eligible, num_gpu=gpus,
+            num_nodes=job.nodes, work_gpu_s=work, duration=work / gpus if gpus else work,
+            end_time=end, jct=max(end - eligible, 0.0), state=job.state.split()[0],
+            attempts=sum(1 for a in job.attempts if a.start is not None),
+            ended_by=ended_by(job), preemptions=facts.preemptions if facts else 0))
+    report.exported = len(rows)
+    return rows, report
+
+
+def count_states(rows: Iterable[HistoryRow]) -> Counter[str]:
+    """How many rows ended each way (``ended_by``)."""
+    return Counter(r.ended_by for r in rows)

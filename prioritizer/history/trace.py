@@ -1,0 +1,143 @@
+"""The history trace format: one CSV row per finished GPU job of the cluster (our format).
+
+Written by ``dlprio history export``, read by ``dlprio simulate`` (by its header, format
+``history``, see :mod:`prioritizer.sim.traces`) and ``dlprio history check``. Columns, in order
+(:data:`COLUMNS`; times epoch seconds, work GPU·seconds):
+
+============== ==========================================================================
+job_id         Slurm job id (a hetjob's leader id; an array element's own id)
+user, account  as in accounting, or stable hashes with ``--anonymise``
+partition      the last attempt's partition
+submit_time    when the job was submitted (its first attempt)
+eligible_time  when it could first start (``--begin``, dependencies); the replay's arrival
+num_gpu        GPUs (allocated TRES ``gres/gpu``; hetjob components summed)
+num_nodes      nodes of the last attempt
+work_gpu_s     GPU·seconds actually needed: runs summed, minus runs lost to a requeue
+duration       ``work_gpu_s / num_gpu``: seconds the job runs at its GPU count (the replay's)
+end_time       when the last attempt ended (the real outcome ``history check`` compares with)
+jct            ``end_time - eligible_time``, seconds
+state          the last attempt's state (COMPLETED, FAILED, TIMEOUT, CANCELLED, ...)
+attempts       number of runs (1 + requeues that ran)
+ended_by       ``self`` (the job's own end), ``timelimit`` (TIMEOUT/DEADLINE) or ``cancelled``
+preemptions    preemptions by dlprio (from its ledger, ``--ledger``); 0 without a ledger
+============== ==========================================================================
+
+``timelimit`` and ``cancelled`` rows have a duration that is a lower bound of what the job
+wanted; the replay runs them for exactly that long (the limit or the cancel would stop them at
+the same amount of work).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from dataclasses import astuple, dataclass, fields
+
+COLUMNS = ("job_id", "user", "account", "partition", "submit_time", "eligible_time", "num_gpu",
+           "num_nodes", "work_gpu_s", "duration", "end_time", "jct", "state", "attempts",
+           "ended_by", "preemptions")
+#: The columns that tell this format apart from the other trace formats.
+SIGNATURE = frozenset({"job_id", "eligible_time", "num_gpu", "work_gpu_s", "ended_by"})
+ENDED_BY = ("self", "timelimit", "cancelled")
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One row of the format (see the module doc for each column)."""
+
+    job_id: str
+    user: str
+    account: str
+    partition: str
+    submit_time: float
+    eligible_time: float
+    num_gpu: int
+    num_nodes: int
+    work_gpu_s: float
+    duration: float
+    end_time: float
+    jct: float
+    state: str
+    attempts: int
+    ended_by: str
+    preemptions: int = 0
+
+
+assert tuple(f.name for f in fields(HistoryRow)) == COLUMNS
+
+
+class HistoryError(ValueError):
+    """A history file that cannot be read; the message names ``file:line`` and the column."""
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):
+        return str(int(value)) if value == int(value) else f"{value:.3f}"
+    return str(value)
+
+
+def write_rows(rows: Iterable[HistoryRow], handle: io.TextIOBase) -> int:
+    """Write the header and ``rows`` as CSV to ``handle``; return the number of rows."""
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    count = 0
+    for row in rows:
+        writer.writerow([_fmt(v) for v in astuple(row)])
+        count += 1
+    return count
+
+
+_NUMERIC = {"submit_time": float, "eligible_time": float, "num_gpu": int, "num_nodes": int,
+            "work_gpu_s": float, "duration": float, "end_time": float, "jct": float,
+            "attempts": int, "preemptions": int}
+
+
+def read_rows(path: str) -> list[HistoryRow]:
+    """Every row of a history CSV, in file order.
+
+    Raises:
+        HistoryError: unreadable file, a header without the format's columns, a short row,
+            a non-number or negative number, an unknown ``ended_by`` (``file:line: column``).
+    """
+    try:
+        with open(path, newline="") as handle:
+            lines = list(csv.reader(handle))
+    except OSError as exc:
+        raise HistoryError(f"{path}: cannot read ({exc.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise HistoryError(f"{path}: not a CSV text file ({exc})") from None
+    if not lines:
+        raise HistoryError(f"{path}:1: empty file; expected the history header")
+    header = [h.strip() for h in lines[0]]
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise HistoryError(f"{path}:1: not a history trace: lacks column(s) {', '.join(missing)}"
+                           "; write one with `dlprio history export`")
+    index = {c: header.index(c) for c in COLUMNS}
+    rows = []
+    for line, cells in enumerate(lines[1:], start=2):
+        if not cells:
+            continue
+        if len(cells) < len(header):
+            raise HistoryError(f"{path}:{line}: {len(cells)} columns, the header has {len(header)}")
+        values: dict[str, object] = {}
+        for column in COLUMNS:
+            text = cells[index[column]].strip()
+            kind = _NUMERIC.get(column)
+            if kind is None:
+                values[column] = text
+                continue
+            try:
+                number = float(text)
+            except ValueError:
+                raise HistoryError(f"{path}:{line}: {column} is not a number: {text!r}") from None
+            if number != number or number < 0 or number in (float("inf"),):
+                raise HistoryError(f"{path}:{line}: {column} must be a finite number >= 0, "
+                                   f"got {text!r}")
+            values[column] = kind(number)
+        if values["ended_by"] not in ENDED_BY:
+            raise HistoryError(f"{path}:{line}: ended_by must be one of {', '.join(ENDED_BY)}, "
+                               f"got {values['ended_by']!r}")
+        rows.append(HistoryRow(**values))  # type: ignore[arg-type]
+    return rows

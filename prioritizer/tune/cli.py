@@ -1,0 +1,186 @@
+"""``dlprio tune``: rank a grid of policy settings on a trace (argument parsing and output).
+
+Exit codes: 0 done; 1 the replays could not be run or gathered, or a file could not be
+written; 2 bad input: a malformed grid or value out of range, a trace with no GPU jobs, an
+empty tuning or validation part, a bad option (one line each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import sys
+import time
+from pathlib import Path
+
+from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer.history.cli import policy_config
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.engine import Cluster
+from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
+from prioritizer.sim.traces import TraceError, read_trace
+from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
+from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
+from prioritizer.tune.rank import format_ranking, make_task, rank
+from slurm_plugin.client import SlurmError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--trace", required=True, help="trace CSV (a history export or any simulate format)")
+    add("--grid", metavar="SPEC|FILE.yaml",
+        help="thresholds=1000/5000,3250/7200;knob=4,8,16;queues=2,3,4, or a YAML grid file")
+    add("--config", metavar="DLPRIO.yaml", help="the current config (its policy: section)")
+    add("--policy", default=None, help="current policy name (default: --config's, else "
+        "tiresias-las)")
+    add("--nodes", type=int, metavar="N")
+    add("--gpus-per-node", type=int, metavar="G")
+    add("--cluster-from-slurm", action="store_true", help="nodes × GPUs from sinfo")
+    add("--placement", choices=("consolidate", "count"), default="consolidate")
+    add("--max-p95-ratio", type=float, metavar="R",
+        help="keep candidates whose p95 JCT <= R × the current config's")
+    add("--validate-from", metavar="DATE|SECONDS",
+        help="tune on jobs before this point, report the choice on the jobs after it")
+    add("--executor", choices=("local", "slurm"), default="local")
+    add("--workers", type=int, metavar="N", help="local: processes (default: one per core)")
+    add("--workdir", default=None, metavar="DIR",
+        help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
+    add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
+    add("--plot", metavar="OUT.png", help="avg JCT over the grid (heat map or lines)")
+
+
+def _split_point(value: str, trace_path: str) -> float:
+    """Seconds of trace time (re-based) from SECONDS, or from a DATE for a history trace."""
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        epoch = calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        try:
+            epoch = calendar.timegm(time.strptime(value, "%Y-%m-%d"))
+        except ValueError:
+            raise CliError(f"--validate-from: expected SECONDS or a date like 2026-11-01 "
+                           f"or 2026-11-01T12:00:00 (UTC), got {value!r}") from None
+    from prioritizer.history.trace import HistoryError, read_rows
+    try:
+        rows = read_rows(trace_path)
+    except HistoryError:
+        raise CliError("--validate-from DATE needs a history trace (epoch times); give "
+                       "SECONDS of trace time for other formats") from None
+    first = min((r.eligible_time for r in rows if r.num_gpu > 0 and r.duration > 0), default=0)
+    return epoch - first
+
+
+def _cluster(args: argparse.Namespace) -> Cluster:
+    if args.cluster_from_slurm:
+        try:
+            nodes, gpus = shape_from_slurm()
+        except ClusterShapeError as exc:
+            raise CliError(str(exc)) from None
+    elif args.nodes is None or args.gpus_per_node is None:
+        raise CliError("give the cluster: --cluster-from-slurm, or --nodes N --gpus-per-node G")
+    else:
+        nodes, gpus = args.nodes, args.gpus_per_node
+    if nodes <= 0 or gpus <= 0:
+        raise CliError("--nodes and --gpus-per-node must be > 0")
+    return Cluster(nodes, gpus, args.placement)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.grid:
+        raise CliError("--grid: give a grid, e.g. 'thresholds=1000/5000,3250/7200;knob=4,8'")
+    if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
+        raise CliError(f"--max-p95-ratio must be > 0, got {args.max_p95_ratio}")
+    for option, path in (("--output", args.output), ("--plot", args.plot)):
+        if path and not Path(path).parent.is_dir():
+            raise CliError(f"{option} {path}: directory {Path(path).parent} does not exist")
+    current = _current(args)
+    try:
+        grid = load_grid(args.grid) if args.grid.endswith((".yaml", ".yml")) else parse_grid(args.grid)
+        combos = combinations(grid, current)
+    except GridError as exc:
+        raise CliError(str(exc)) from None
+    cluster = _cluster(args)
+    try:
+        trace = read_trace(args.trace)
+    except TraceError as exc:
+        raise CliError(str(exc)) from None
+    if not trace.jobs:
+        raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
+    split = _split_point(args.validate_from, args.trace) if args.validate_from else None
+    tune_part = (None, split)
+    if split is not None:
+        before = sum(1 for j in trace.jobs if j.submit < split)
+        if before == 0 or before == len(trace.jobs):
+            raise CliError(f"--validate-from {args.validate_from}: splits {args.trace} into "
+                           f"{before} and {len(trace.jobs) - before} jobs; both parts need jobs")
+    labels = [label(s) for s, _ in combos] + ["(current config)"]
+    configs = [c for _, c in combos] + [current]
+    figures = _execute(args, [make_task(args.trace, None, tune_part, cluster, c) for c in configs])
+    ranked = rank(labels, figures, len(configs) - 1, args.max_p95_ratio)
+    print(f"dlprio tune: {len(combos)} configuration(s) on {args.trace} "
+          f"({'jobs before ' + args.validate_from if split is not None else 'all jobs'}), "
+          f"{cluster.nodes} × {cluster.gpus_per_node} GPUs")
+    print(format_ranking(ranked))
+    best = next((r for r in ranked if r.allowed), None)
+    if best is None:
+        raise CliError("no configuration meets --max-p95-ratio; relax it or widen the grid",
+                       exit_code=EXIT_FAILURE)
+    best_config = configs[labels.index(best.label)]
+    snippet = yaml_snippet(best_config, list(grid))
+    verdict = "the current config (no grid point beats it)" if best.current else best.label
+    print(f"\nbest: {verdict}\n{snippet}", end="")
+    if split is not None:
+        _validate(args, cluster, split, best_config, current)
+    if args.output:
+        _write(args.output, snippet)
+    if args.plot:
+        from prioritizer.tune.plot import write_plot
+        try:
+            write_plot(grid, [s for s, _ in combos], figures[:-1], args.plot)
+        except OSError as exc:
+            raise CliError(f"{args.plot}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+    return 0
+
+
+def _validate(args: argparse.Namespace, cluster: Cluster, split: float, best: PolicyConfig,
+              current: PolicyConfig) -> None:
+    tasks = [make_task(args.trace, None, (split, None), cluster, c) for c in (best, current)]
+    chosen, cur = _execute(args, tasks)
+    print(f"validation on jobs from {args.validate_from} on ({int(chosen['jobs'])} jobs):")
+    for name, f in (("chosen", chosen), ("current", cur)):
+        print(f"  {name:<8} avg JCT {f['avg_jct_s']:,.1f} s  p95 {f['p95_jct_s']:,.1f} s  "
+              f"max wait {f['max_wait_s']:,.1f} s")
+
+
+def _current(args: argparse.Namespace) -> PolicyConfig:
+    if args.config:
+        return policy_config(args.policy, args.config)
+    return PolicyConfig(policy=args.policy) if args.policy else PolicyConfig()
+
+
+def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, float]]:
+    try:
+        if args.executor == "slurm":
+            workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
+            return run_slurm(tasks, workdir, say=lambda s: print(f"dlprio tune: {s}",
+                                                                 file=sys.stderr))
+        if args.workers is not None and args.workers < 1:
+            raise CliError("--workers must be >= 1")
+        return run_local(tasks, args.workers, progress=sys.stderr.isatty())
+    except ExecutorError as exc:
+        raise CliError(str(exc), exit_code=EXIT_FAILURE) from None
+    except SlurmError as exc:
+        raise CliError(f"--executor slurm: {exc}", exit_code=EXIT_FAILURE) from None
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        Path(path).write_text(text)
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+
+
+COMMAND = Command("tune", "rank a grid of policy settings by replaying a trace", configure, run)

@@ -1,0 +1,157 @@
+"""The tuning grid: parameter names, their values, and the policy configs they make (pure).
+
+Two spellings, the same grid:
+
+* ``--grid 'thresholds=1000/5000,3250/7200;knob=4,8,16;queues=2,3,4'``: ``;`` between
+  parameters, ``,`` between values, ``/`` between the thresholds of one value.
+* a YAML file: ``{thresholds: [[1000, 5000], [3250, 7200]], knob: [4, 8, 16], queues: [2, 3]}``.
+
+Parameters (:data:`PARAMETERS`) map to :class:`prioritizer.policy.config.PolicyConfig` fields.
+``queues=K`` sets the number of queues: the combination's thresholds are cut to K-1 or, when
+there are fewer, extended geometrically (each new threshold = last × last/previous; × 2 from a
+single threshold), so every combination is a valid K-queue config. Values out of range
+(``queues`` outside 1..8, a non-increasing threshold list, a negative knob) are errors naming
+the parameter and value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+
+#: grid name -> PolicyConfig field ("queues" is special: see the module doc)
+PARAMETERS = {"thresholds": "thresholds_gpu_s", "knob": "starve_knob", "queues": "",
+              "policy": "policy", "min_run": "min_run_s", "quantum": "gittins_quantum_gpu_s"}
+MAX_QUEUES = 8
+
+
+class GridError(ValueError):
+    """A grid that cannot be used; the message names the parameter and value."""
+
+
+def parse_grid(text: str) -> dict[str, list[Any]]:
+    """``name=v1,v2;name2=...`` into ``{name: [values]}`` (thresholds as tuples)."""
+    grid: dict[str, list[Any]] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, sep, values = part.partition("=")
+        name = name.strip()
+        if not sep or not values.strip():
+            raise GridError(f"--grid: {part!r}: expected NAME=V1,V2,...")
+        raw = [v.strip() for v in values.split(",") if v.strip()]
+        grid[name] = [v.split("/") if name == "thresholds" else v for v in raw]
+    return check_grid(grid, "--grid")
+
+
+def load_grid(path: str) -> dict[str, list[Any]]:
+    """A YAML grid file (mapping of parameter -> list of values)."""
+    try:
+        with open(path) as handle:
+            data = yaml.safe_load(handle)
+    except (OSError, yaml.YAMLError) as exc:
+        raise GridError(f"{path}: cannot read YAML grid ({exc})") from None
+    if not isinstance(data, Mapping) or not data:
+        raise GridError(f"{path}: expected a mapping of parameter: [values]")
+    grid = {str(k): (list(v) if isinstance(v, list) else [v]) for k, v in data.items()}
+    return check_grid(grid, path)
+
+
+def _number(name: str, value: Any, where: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise GridError(f"{where}: {name}={value!r} is not a number") from None
+    if number != number or number in (float("inf"), float("-inf")):
+        raise GridError(f"{where}: {name}={value!r} must be finite")
+    return number
+
+
+def check_grid(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]]:
+    """Normalise and range-check every value. Raises :class:`GridError`."""
+    out: dict[str, list[Any]] = {}
+    for name, values in grid.items():
+        if name not in PARAMETERS:
+            raise GridError(f"{where}: unknown parameter {name!r}; valid: {', '.join(PARAMETERS)}")
+        if not values:
+            raise GridError(f"{where}: {name} has no values")
+        norm: list[Any] = []
+        for v in values:
+            if name == "thresholds":
+                items = v if isinstance(v, (list, tuple)) else [v]
+                t = tuple(_number(name, x, where) for x in items)
+                if not t or any(x <= 0 for x in t) or any(b <= a for a, b in zip(t, t[1:])):
+                    raise GridError(f"{where}: thresholds={'/'.join(str(x) for x in items)}: "
+                                    "thresholds must be > 0 and increase strictly")
+                norm.append(t)
+            elif name == "queues":
+                k = _number(name, v, where)
+                if k != int(k) or not 1 <= k <= MAX_QUEUES:
+                    raise GridError(f"{where}: queues={v!r} out of range: a whole number "
+                                    f"1..{MAX_QUEUES}")
+                norm.append(int(k))
+            elif name == "policy":
+                if v not in POLICY_NAMES:
+                    raise GridError(f"{where}: policy={v!r}; valid: {', '.join(POLICY_NAMES)}")
+                norm.append(str(v))
+            else:
+                x = _number(name, v, where)
+                if x < 0 or (name == "quantum" and x == 0):
+                    raise GridError(f"{where}: {name}={v!r} out of range: must be "
+                                    f"{'> 0' if name == 'quantum' else '>= 0'}")
+                norm.append(x)
+        out[name] = norm
+    return out
+
+
+def extend_thresholds(thresholds: tuple[float, ...], queues: int) -> tuple[float, ...]:
+    """Thresholds for ``queues`` queues from ``thresholds`` (see the module doc)."""
+    t = list(thresholds[: queues - 1])
+    while len(t) < queues - 1:
+        ratio = t[-1] / t[-2] if len(t) >= 2 else 2.0
+        t.append(t[-1] * ratio)
+    return tuple(t)
+
+
+def combinations(grid: Mapping[str, list[Any]], base: PolicyConfig) -> list[tuple[dict[str, Any], PolicyConfig]]:
+    """Every combination as (its grid values, the full config: ``base`` with them applied).
+
+    Raises:
+        GridError: a combination PolicyConfig refuses (named with its values).
+    """
+    names = list(grid)
+    out = []
+    for values in itertools.product(*(grid[n] for n in names)):
+        setting = dict(zip(names, values))
+        changes: dict[str, Any] = {PARAMETERS[k]: v for k, v in setting.items() if PARAMETERS[k]}
+        if "queues" in setting:
+            start = changes.get("thresholds_gpu_s", base.thresholds_gpu_s) or (3600.0,)
+            changes["thresholds_gpu_s"] = extend_thresholds(tuple(start), setting["queues"])
+        try:
+            out.append((setting, dataclasses.replace(base, **changes)))
+        except ValueError as exc:
+            raise GridError(f"grid combination {label(setting)}: {exc}") from None
+    return out
+
+
+def label(setting: Mapping[str, Any]) -> str:
+    """``thresholds=3250/7200 knob=8`` for tables."""
+    def text(v: Any) -> str:
+        if isinstance(v, tuple):
+            return "/".join(f"{x:g}" for x in v)
+        return f"{v:g}" if isinstance(v, float) else str(v)
+    return " ".join(f"{k}={text(v)}" for k, v in setting.items())
+
+
+def yaml_snippet(config: PolicyConfig, keys: list[str]) -> str:
+    """The ``policy:`` section of ``dlprio.yaml`` with the tuned keys (and the policy)."""
+    fields = ["policy"] + [PARAMETERS[k] or "thresholds_gpu_s" for k in keys]
+    section: dict[str, Any] = {}
+    for f in dict.fromkeys(fields):
+        v = getattr(config, f)
+        section[f] = list(v) if isinstance(v, tuple) else v
+    return yaml.safe_dump({"policy": section}, sort_keys=False)

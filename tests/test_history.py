@@ -1,0 +1,198 @@
+"""``dlprio history``: export rules, the trace format, the replay check and its failure paths
+(pure; the recorded sacct JSON of tests/test_accounting.py is the input)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from prioritizer.cli import main
+from prioritizer.history.check import check, start_latency_from, trace_of
+from prioritizer.history.export import anonymise, history_rows, work_gpu_s
+from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_rows, write_rows
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.engine import Cluster
+from prioritizer.sim.traces import read_trace
+from slurm_plugin.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
+
+DATA = Path(__file__).parent / "data"
+FIFO_FIT = PolicyConfig(policy="fifo-fit").zero_cost()
+
+
+@pytest.fixture(scope="module")
+def exported() -> tuple:
+    recs = records_from_json(json.loads((DATA / "sample-sacct.json").read_text()))
+    rows, report = history_rows(fold_jobs(recs))
+    return {r.job_id: r for r in rows}, report
+
+
+def test_cpu_only_left_out_and_reported(exported: tuple) -> None:
+    rows, report = exported
+    assert "2" not in rows
+    assert report.left_out == {"cpu_only": [2]}
+    assert report.lines()[0].startswith("left out 1 job(s): cpu_only")
+    assert report.exported == len(rows) == 8    # jobs 1, 3, 4, 6, 7, 8, 10, 11
+
+
+def test_row_values(exported: tuple) -> None:
+    rows, _ = exported
+    r3 = rows["3"]
+    assert (r3.num_gpu, r3.num_nodes, r3.work_gpu_s, r3.duration) == (16, 2, 48, 3)
+    assert rows["4"].num_gpu == 4                       # hetjob: 0 + 4 GPUs
+    assert rows["7"].ended_by == "timelimit" and rows["7"].duration == 78
+    assert rows["10"].ended_by == "cancelled"
+    # job 6: plain sbatch (no checkpoint marker) requeued once: the first 2 s were lost
+    assert rows["6"].attempts == 2 and rows["6"].work_gpu_s == 20
+    assert rows["6"].jct == 1796077095 - 1796077037
+
+
+def _job(comment: str, attempts: list[tuple[int, int, int, str]], state: str = "COMPLETED",
+         gpus: int = 2) -> AccountedJob:
+    return AccountedJob(1, "n", "u", "a", "p", comment, 100, 100, None, gpus, 1, state,
+                        tuple(Attempt(s, e, g, 1, st) for s, e, g, st in attempts))
+
+
+def test_checkpointing_job_keeps_work_of_every_run() -> None:
+    runs = [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")]
+    assert work_gpu_s(_job("dl:v1;signal=USR2;grace=60", runs)) == 160
+    assert work_gpu_s(_job("", runs)) == 60
+
+
+@pytest.mark.parametrize(("job", "reason"), [
+    (_job("", [(100, None, 2, "RUNNING")], state="RUNNING"), "unfinished"),
+    (_job("", [(None, 120, 2, "CANCELLED")], state="CANCELLED"), "never_ran"),
+    (_job("", [(130, 120, 2, "COMPLETED")]), "end_before_start"),
+    (_job("", [(100, 100, 2, "COMPLETED")]), "zero_work"),
+    (_job("", [(100, 110, 0, "COMPLETED")], gpus=0), "cpu_only"),
+], ids=["unfinished", "never-ran", "end-before-start", "zero-work", "cpu-only"])
+def test_bad_or_partial_records_are_counted(job: AccountedJob, reason: str) -> None:
+    rows, report = history_rows([job])
+    assert rows == [] and report.left_out == {reason: [1]}
+
+
+def test_anonymise_is_stable_and_hides_names() -> None:
+    assert anonymise("alice") == anonymise("alice") != anonymise("bob")
+    assert "alice" not in anonymise("alice") and anonymise("alice", "s") != anonymise("alice")
+    rows, _ = history_rows([_job("", [(100, 110, 2, "COMPLETED")])], anonymise_names=True)
+    assert rows[0].user == anonymise("u") and rows[0].account == anonymise("a")
+
+
+def _row(job_id: str, eligible: float, gpus: int, duration: float, jct: float) -> HistoryRow:
+    return HistoryRow(job_id, "u", "a", "p", eligible, eligible, gpus, 1, gpus * duration,
+                      duration, eligible + jct, jct, "COMPLETED", 1, "self")
+
+
+def test_round_trip_and_simulate_reads_it_by_header(tmp_path: Path) -> None:
+    rows = [_row("7", 1000, 8, 30, 30), _row("9", 1005, 4, 10.5, 12)]
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows(rows, handle)
+    assert path.read_text().splitlines()[0] == ",".join(COLUMNS)
+    assert read_rows(str(path)) == rows
+    trace = read_trace(path)
+    assert trace.format == "history"
+    assert [(j.name, j.submit, j.num_gpus, j.duration) for j in trace.jobs] == [
+        ("7", 0.0, 8, 30.0), ("9", 5.0, 4, 10.5)]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("1,u,a,p,10,10,x,1,10,10,20,10,COMPLETED,1,self,0", "num_gpu is not a number"),
+    ("1,u,a,p,10,10,2,1,-4,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be"),
+    ("1,u,a,p,10,10,2,1,4,2,20,10,COMPLETED,1,maybe,0", "ended_by must be one of"),
+    ("1,u,a", "3 columns"),
+])
+def test_malformed_history_names_line_and_column(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "h.csv"
+    path.write_text(",".join(COLUMNS) + "\n" + line + "\n")
+    with pytest.raises(HistoryError, match=f"h.csv:2: .*{message}"):
+        read_rows(str(path))
+
+
+def test_check_on_hand_computed_fifo() -> None:
+    # one 8-GPU node: job a (8 GPUs, 10 s) then b (8 GPUs, 10 s) arriving together;
+    # b waits for a: replay JCTs 10 and 20; with a 2 s start latency b starts at 12 → 22.
+    rows = [_row("a", 0, 8, 10, 10), _row("b", 0, 8, 10, 22)]
+    fid = check(rows, Cluster(1, 8), FIFO_FIT)
+    assert [(j.job_id, j.replay_jct) for j in fid.jobs] == [("a", 10), ("b", 20)]
+    late = check(rows, Cluster(1, 8), FIFO_FIT, start_latency_s=2)
+    assert [j.replay_jct for j in late.jobs] == [10, 22]
+    assert late.avg_error == 0 and late.share_within == 1 and late.meets_targets
+    assert fid.avg(True) == 16 and fid.avg(False) == 15
+    assert fid.jobs[1].error == pytest.approx(-2 / 22)
+
+
+def test_trace_of_skips_zero_gpu_rows() -> None:
+    trace = trace_of([_row("a", 5, 0, 10, 10), _row("b", 7, 2, 3, 3)])
+    assert trace.skipped_jobs == 1 and trace.jobs[0].submit == 0
+
+
+@pytest.mark.parametrize(("params", "kind", "expected"), [
+    ("bf_interval=5", "sched/backfill", 2.5),
+    ("defer,bf_interval=60,bf_window=10", "sched/backfill", 30.0),
+    ("", "sched/backfill", 15.0),                # slurm.conf(5): bf_interval default 30
+    ("bf_interval=5", "sched/builtin", 0.0),
+])
+def test_start_latency_from_scheduler_parameters(params: str, kind: str, expected: float) -> None:
+    assert start_latency_from(params, kind) == expected
+
+
+def test_check_cli_failure_paths(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows([_row("a", 0, 0, 10, 10)], handle)
+    base = ["history", "check", "--trace", str(path), "--nodes", "1", "--gpus-per-node", "8",
+            "--start-latency", "0"]
+    assert main(base) == 2
+    assert "no GPU job" in capsys.readouterr().err
+    assert main(base[:-1] + ["soon"]) == 2
+    assert "--start-latency" in capsys.readouterr().err
+    assert main(["history", "check", "--trace", str(path)]) == 2
+    assert "--cluster-from-slurm" in capsys.readouterr().err
+    assert main(base + ["--policy", "nope"]) == 2
+    assert "unknown policy" in capsys.readouterr().err
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert main(["history", "check", "--trace", str(tmp_path / "x.csv"), "--nodes", "1",
+                 "--gpus-per-node", "8", "--start-latency", "0"]) == 2
+    assert "not a history trace" in capsys.readouterr().err
+
+
+def test_write_rows_counts() -> None:
+    buf = io.StringIO()
+    assert write_rows([_row("a", 0, 1, 1, 1)], buf) == 1
+    assert buf.getvalue().count("\n") == 2
+
+
+def test_ledger_facts_take_checkpoint_time_off_work() -> None:
+    from prioritizer.history.export import LedgerFacts
+    job = _job("dl:v1;signal=USR2;grace=60", [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")])
+    rows, _ = history_rows([job], ledger={1: LedgerFacts(1, 5.0)})
+    assert rows[0].preemptions == 1 and rows[0].work_gpu_s == 160 - 5 * 2
+    rows, _ = history_rows([job])
+    assert rows[0].preemptions == 0 and rows[0].work_gpu_s == 160
+    # no marker in accounting (comments need AccountingStoreFlags=job_comment), but the daemon
+    # signalled the job for a checkpoint: its first run is kept
+    plain = _job("", [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")])
+    rows, _ = history_rows([plain], ledger={1: LedgerFacts(1, 5.0, checkpoints=True)})
+    assert rows[0].work_gpu_s == 160 - 5 * 2
+    rows, _ = history_rows([plain], ledger={1: LedgerFacts(1, 0.0, checkpoints=False)})
+    assert rows[0].work_gpu_s == 60
+
+
+def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
+    from prioritizer.daemon.ledger import Ledger
+    from prioritizer.history.cli import ledger_facts
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        with ledger.transaction():
+            ledger.upsert_job(6, user="u", account="a", partition="gpu", state="RUNNING", gpus=1,
+                              submit_time=0, restart_count=0, now=0)
+        intent = ledger.add_intent(6, None, "USR2", 10, 0, 100)
+        ledger.mark_signal(intent, 100, 110)
+        ledger.mark_requeue(intent, 107)
+    facts = ledger_facts(str(path))
+    assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7 and facts[6].checkpoints
+    with pytest.raises(Exception, match="--ledger"):
+        ledger_facts(str(tmp_path / "missing.sqlite"))

@@ -1,0 +1,123 @@
+"""``dlprio tune``: grid parsing and range checks, ranking, the local executor end to end, and
+every failure path (one line, exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from prioritizer.cli import main
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.tune.grid import (GridError, combinations, extend_thresholds, load_grid,
+                                   parse_grid)
+from prioritizer.tune.rank import rank
+
+TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv"
+
+
+def test_parse_grid_spelling_of_the_issue() -> None:
+    grid = parse_grid("thresholds=1000/5000,3250/7200;knob=4,8,16;queues=2,3,4")
+    assert grid == {"thresholds": [(1000, 5000), (3250, 7200)], "knob": [4, 8, 16],
+                    "queues": [2, 3, 4]}
+    assert len(combinations(grid, PolicyConfig())) == 18
+
+
+def test_yaml_grid_is_the_same_grid(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump({"thresholds": [[1000, 5000], [3250, 7200]], "knob": [4, 8]}))
+    assert load_grid(str(path)) == parse_grid("thresholds=1000/5000,3250/7200;knob=4,8")
+
+
+def test_queues_cut_or_extend_thresholds() -> None:
+    assert extend_thresholds((3250, 7200), 2) == (3250,)
+    assert extend_thresholds((1000, 5000), 4) == (1000, 5000, 25000)
+    assert extend_thresholds((1000,), 3) == (1000, 2000)
+    assert extend_thresholds((1000, 5000), 1) == ()
+    (setting, config), = combinations(parse_grid("thresholds=1000/5000;queues=4"), PolicyConfig())
+    assert config.thresholds_gpu_s == (1000, 5000, 25000)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("queues=0", "queues='0' out of range"),
+    ("queues=9", "out of range"),
+    ("thresholds=5000/1000", "increase strictly"),
+    ("knob=-1", "knob='-1' out of range"),
+    ("knob=abc", "is not a number"),
+    ("quantum=0", "must be > 0"),
+    ("colour=red", "unknown parameter 'colour'"),
+    ("knob", "expected NAME=V1,V2"),
+    ("policy=best", "policy='best'"),
+])
+def test_grid_values_out_of_range(spec: str, message: str) -> None:
+    with pytest.raises(GridError, match=message):
+        parse_grid(spec)
+
+
+def test_rank_marks_current_and_filters_by_p95() -> None:
+    figs = [{"avg_jct_s": 10, "p95_jct_s": 50, "max_wait_s": 1},
+            {"avg_jct_s": 8, "p95_jct_s": 70, "max_wait_s": 1},
+            {"avg_jct_s": 12, "p95_jct_s": 40, "max_wait_s": 1}]
+    ranked = rank(["cur", "fast-tail", "slow"], figs, 0, max_p95_ratio=1.0)
+    assert [(r.label, r.current, r.allowed) for r in ranked] == [
+        ("fast-tail", False, False), ("cur", True, True), ("slow", False, True)]
+
+
+def test_tune_local_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out, plot = tmp_path / "best.yaml", tmp_path / "grid.png"
+    rc = main(["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4",
+               "--grid", "thresholds=1000/5000,3250/7200;knob=4,8;queues=2,3", "--workers", "2",
+               "--output", str(out), "--plot", str(plot), "--validate-from", "900"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "8 configuration(s)" in text and "*current" in text
+    assert text.count("thresholds=") >= 8 and "validation on jobs from 900" in text
+    snippet = yaml.safe_load(out.read_text())
+    PolicyConfig.from_mapping(snippet["policy"])        # a ready dlprio.yaml policy section
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--grid", "queues=12"], "out of range"),
+    ([], "--grid: give a grid"),
+    (["--grid", "knob=4", "--validate-from", "99999999"], "both parts need jobs"),
+    (["--grid", "knob=4", "--validate-from", "tomorrow"], "--validate-from"),
+    (["--grid", "knob=4", "--max-p95-ratio", "0"], "--max-p95-ratio"),
+    (["--grid", "knob=4", "--output", "/nonexistent/x.yaml"], "does not exist"),
+])
+def test_tune_failure_paths(extra: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
+    rc = main(["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_tune_trace_without_gpu_jobs(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    trace = tmp_path / "cpu.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\na,0,10,0\n")
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "8",
+               "--grid", "knob=4"])
+    assert rc == 2 and "no GPU job" in capsys.readouterr().err
+
+
+def test_validate_from_date_on_a_history_trace(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from prioritizer.history.trace import HistoryRow, write_rows
+    rows = [HistoryRow(str(i), "u", "a", "p", 1796083200 + 60 * i, 1796083200 + 60 * i, 2, 1,
+                       2 * (30 + i), 30 + i, 0, 0, "COMPLETED", 1, "self") for i in range(20)]
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows(rows, handle)
+    # 1796083200 = 2026-12-01T00:00:00Z; jobs every minute: 10 before 00:10, 10 after
+    rc = main(["tune", "--trace", str(path), "--nodes", "1", "--gpus-per-node", "8",
+               "--grid", "knob=4,8", "--validate-from", "2026-12-01T00:10:00", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "validation on jobs from 2026-12-01T00:10:00 on (10 jobs)" in out
+
+
+def test_array_script_quotes_the_workdir() -> None:
+    from prioritizer.tune.executors import ExecutorError, array_script
+    text = array_script(Path("/tmp/a b/$(x)"), 3)
+    assert "#SBATCH --array=0-2" in text
+    assert "'/tmp/a b/$(x)'" in text and '--output="/tmp/a b/$(x)/task-%a.out"' in text
+    with pytest.raises(ExecutorError, match="plainer --workdir"):
+        array_script(Path('/tmp/a"b'), 1)
