@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
@@ -274,25 +274,60 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
 def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
              pending: list[tuple[tuple[Any, ...], JobView]], running: list[JobView],
              now: float) -> list[Preemption]:
-    """Run the start model over the pending jobs; for each job that cannot start nor
-    reserve, pick victims (see module doc). Returns the preemptions in waiter order."""
+    """The snapshot's side of :func:`find_preemptions`: free GPUs per node, where each
+    running job sits, the waiters' levels. Returns the preemptions in waiter order."""
     index = {node.name: i for i, node in enumerate(snapshot.nodes)}
     free = FreeMap([node.gpus_free for node in snapshot.nodes])
-    soon: FreeMap | None = None
     placed: dict[int, tuple[int, ...]] = {}
     for job in running:
         try:
             placed[job.job_id] = tuple(index[name] for name in job.nodes)
         except KeyError as exc:
             raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
+    waiters = ((job.job_id, job.gpus_per_node, policy.level(job, states[job.job_id]))
+               for _, job in pending if job.eligible_time is None or job.eligible_time <= now)
+    return find_preemptions(policy, free, waiters,
+                            lambda: (running, placed,
+                                     {j.job_id: policy.level(j, states[j.job_id])
+                                      for j in running}), now)
+
+
+RunningJobs = tuple[list[JobView], dict[int, tuple[int, ...]], dict[int, float]]
+
+
+def find_preemptions(policy: Policy, free: FreeMap,
+                     waiters: Iterable[tuple[int, tuple[int, ...], float]],
+                     running: Callable[[], RunningJobs], now: float,
+                     first_only: bool = False) -> list[Preemption]:
+    """Run the start model over the eligible pending jobs; for each job that can neither
+    start nor reserve, pick victims (see module doc). The one preemption rule, used by
+    :func:`decide` and by the incremental scheduler (``policy.incremental``).
+
+    Args:
+        free: free GPUs per node now; mutated.
+        waiters: ``(job_id, gpus_per_node, level)`` of the eligible pending jobs in start
+            order. Levels never decrease along the order (every policy's sort key starts
+            with its level), so the walk stops at the first waiter whose level is not below
+            the highest candidate's: no later waiter may preempt anyone.
+        running: called once, when a first waiter is blocked: the jobs holding GPUs, the
+            node indices each occupies (aligned with ``gpus_per_node``) and their levels.
+        now: seconds.
+        first_only: stop at the first preemption found (a driver that only needs to know
+            whether one is due).
+
+    Returns:
+        the preemptions in waiter order.
+    """
+    jobs, placed, level = running()
+    soon: FreeMap | None = None
+    for job in jobs:
         if job.being_preempted:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
-    level = {job.job_id: policy.level(job, states[job.job_id]) for job in running}
-    waiters = {job.job_id: job for _, job in pending}
     min_run = policy.config.min_run_s
     candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
     built: list[bool] = []
+    top: list[float] = []            # the highest candidate level, once built
     taken: set[int] = set()
     result: list[Preemption] = []
     # (level, need largest first) of waiters no victim set could serve. A later waiter of
@@ -300,18 +335,21 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
     failed: list[tuple[float, tuple[int, ...]]] = []
+    mine_of: dict[int, float] = {}
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         if not built:
             built.append(True)
             candidates.extend(sorted(
-                (j for j in running
+                (j for j in jobs
                  if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
                      j.gpus_per_node) and now - (j.run_start if j.run_start is not None
                                                  else now) >= min_run),
                 key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
-        mine = level[job_id] = policy.level(waiters[job_id], states[job_id])
-        if not candidates or mine >= level[candidates[0].job_id]:
+            if candidates:
+                top.append(level[candidates[0].job_id])
+        mine = mine_of[job_id]
+        if not candidates or mine >= top[0]:
             return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
@@ -325,9 +363,14 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         result.append(Preemption(job_id, tuple(victims)))
         return True
 
-    eligible = ((job.job_id, job.gpus_per_node) for _, job in pending
-                if job.eligible_time is None or job.eligible_time <= now)
-    plan_starts(eligible, free, soon, strict=policy.strict, on_blocked=on_blocked)
+    def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
+        for job_id, need, mine in waiters:
+            if built and (not candidates or mine >= top[0]) or first_only and result:
+                return   # levels never decrease: no later waiter may preempt
+            mine_of[job_id] = mine
+            yield job_id, need
+
+    plan_starts(walk(), free, soon, strict=policy.strict, on_blocked=on_blocked)
     return result
 
 
