@@ -284,10 +284,15 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
             placed[job.job_id] = tuple(index[name] for name in job.nodes)
         except KeyError as exc:
             raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
+    soon: FreeMap | None = None
+    for job in running:
+        if job.being_preempted:
+            soon = soon or free.copy()
+            soon.add(placed[job.job_id], job.gpus_per_node)
     waiters = ((job.job_id, job.gpus_per_node, policy.level(job, states[job.job_id]))
                for _, job in pending if job.eligible_time is None or job.eligible_time <= now)
-    return find_preemptions(policy, free, waiters,
-                            lambda: (running, placed,
+    return find_preemptions(policy, free, soon, waiters,
+                            lambda _floor: (running, placed,
                                      {j.job_id: policy.level(j, states[j.job_id])
                                       for j in running}), now)
 
@@ -295,35 +300,42 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
 RunningJobs = tuple[list[JobView], dict[int, tuple[int, ...]], dict[int, float]]
 
 
-def find_preemptions(policy: Policy, free: FreeMap,
+def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      waiters: Iterable[tuple[int, tuple[int, ...], float]],
-                     running: Callable[[], RunningJobs], now: float,
-                     first_only: bool = False) -> list[Preemption]:
+                     running: Callable[[float], RunningJobs], now: float,
+                     first_only: bool = False,
+                     above: Callable[[float], int] | None = None) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
     :func:`decide` and by the incremental scheduler (``policy.incremental``).
 
     Args:
         free: free GPUs per node now; mutated.
+        soon: free GPUs once the jobs being preempted have released theirs, or None when
+            none is; mutated.
         waiters: ``(job_id, gpus_per_node, level)`` of the eligible pending jobs in start
             order. Levels never decrease along the order (every policy's sort key starts
             with its level), so the walk stops at the first waiter whose level is not below
             the highest candidate's: no later waiter may preempt anyone.
-        running: called once, when a first waiter is blocked: the jobs holding GPUs, the
-            node indices each occupies (aligned with ``gpus_per_node``) and their levels.
+        running: called once, when a first waiter is blocked, with that waiter's level:
+            the jobs holding GPUs, the node indices each occupies (aligned with
+            ``gpus_per_node``) and their levels. It may leave out jobs whose level is not
+            above the one given: no later waiter (of no smaller level) may preempt them.
         now: seconds.
         first_only: stop at the first preemption found (a driver that only needs to know
             whether one is due).
+        above: optional upper bound on the GPUs held by preemptible running jobs (not being
+            preempted) of a level strictly greater than the one given. A blocked waiter for
+            whom it is 0 finds no victim, one for whom it is too small to make room finds
+            no victim set: both are decided without building the candidate list (the same
+            result, cheaper; the incremental scheduler keeps such totals).
 
     Returns:
         the preemptions in waiter order.
     """
-    jobs, placed, level = running()
-    soon: FreeMap | None = None
-    for job in jobs:
-        if job.being_preempted:
-            soon = soon or free.copy()
-            soon.add(placed[job.job_id], job.gpus_per_node)
+    jobs: list[JobView] = []
+    placed: dict[int, tuple[int, ...]] = {}
+    level: dict[int, float] = {}
     min_run = policy.config.min_run_s
     candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
     built: list[bool] = []
@@ -338,8 +350,20 @@ def find_preemptions(policy: Policy, free: FreeMap,
     mine_of: dict[int, float] = {}
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
+        if above is not None:
+            room = above(mine_of[job_id])
+            if room == 0:
+                return False   # no running job of a strictly greater level
+            if soon_map.total + room < sum(need):
+                # even every such job would not free enough GPUs: no victim set exists
+                failed.append((mine_of[job_id], tuple(sorted(need, reverse=True))))
+                return False
         if not built:
             built.append(True)
+            found = running(mine_of[job_id])
+            jobs.extend(found[0])
+            placed.update(found[1])
+            level.update(found[2])
             candidates.extend(sorted(
                 (j for j in jobs
                  if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
@@ -365,7 +389,8 @@ def find_preemptions(policy: Policy, free: FreeMap,
 
     def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
         for job_id, need, mine in waiters:
-            if built and (not candidates or mine >= top[0]) or first_only and result:
+            if built and (not candidates or mine >= top[0]) or first_only and result or (
+                    above is not None and above(mine) == 0):
                 return   # levels never decrease: no later waiter may preempt
             mine_of[job_id] = mine
             yield job_id, need

@@ -104,6 +104,21 @@ class Tracked:
                        self.phase == "grace")
 
 
+class _Holding:
+    """What ``find_preemptions`` and ``Policy.level`` read of a job holding GPUs at one
+    time (the ``JobView`` and ``QueueState`` fields they use), built without the cost of
+    a frozen dataclass: one per job holding GPUs at each decision that looks for victims."""
+
+    __slots__ = ("job_id", "gpus_per_node", "preemptible", "being_preempted", "run_start",
+                 "attained_gpu_s", "attained_s", "duration_s", "queue")
+
+    def __init__(self, rec: Tracked, now: float) -> None:
+        self.job_id, self.gpus_per_node, self.preemptible = rec.job_id, rec.shape, rec.preemptible
+        self.being_preempted, self.run_start = rec.phase == "grace", rec.run_start
+        self.attained_gpu_s, self.attained_s, self.duration_s = rec.service(now)
+        self.queue = rec.queue if rec.queue is not None else 0
+
+
 @dataclass
 class Step:
     """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
@@ -157,6 +172,12 @@ class Scheduler:
         self.pending = 0
         # levels are queue numbers (not srtf's remaining time): a cheap pre-check applies
         self.queue_levels = type(self.policy).level is Policy.level
+        #: whether time alone can change a queue state (thresholds or promotion)
+        self.timed = bool(self.policy.thresholds) or (self.policy.promotes
+                                                        and config.starve_knob > 0)
+        #: GPUs of preemptible running (not checkpointing) jobs per queue: the bound
+        #: ``above`` of find_preemptions when levels are queues
+        self.running_in = [0] * (len(self.policy.thresholds) + 1)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -177,6 +198,7 @@ class Scheduler:
         self.free.add(rec.nodes, [-g for g in rec.shape])
         self.holding[job_id] = rec
         self.pending -= 1
+        self._count(rec, +1)
         self._touch(rec)
         return rec
 
@@ -185,6 +207,7 @@ class Scheduler:
         rec = self.jobs[job_id]
         if rec.work_left is not None:
             rec.work_left -= now - rec.run_start
+        self._count(rec, -1)
         rec.phase = "grace"
         self.grace[job_id] = None
         self._touch(rec)
@@ -207,8 +230,10 @@ class Scheduler:
         self.grace.pop(job_id, None)
         self.hot.pop(job_id, None)
         length = now - rec.run_start
-        if rec.work_left is not None and rec.phase == "running":
-            rec.work_left -= length
+        if rec.phase == "running":
+            self._count(rec, -1)
+            if rec.work_left is not None:
+                rec.work_left -= length
         rec.closed_gpu_s += length * rec.gpus
         rec.closed_s += length
         rec.last_run_s, rec.last_run_end = length, now
@@ -216,6 +241,13 @@ class Scheduler:
         rec.nodes, rec.names = (), ()
         self._touch(rec)
         return rec
+
+    def _count(self, rec: Tracked, sign: int) -> None:
+        if rec.preemptible:
+            self.running_in[rec.queue or 0] += sign * rec.gpus
+
+    def _above(self, level: float) -> int:
+        return sum(self.running_in[int(level) + 1:])
 
     def _touch(self, rec: Tracked) -> None:
         rec.epoch += 1
@@ -263,8 +295,12 @@ class Scheduler:
             fresh = job_id not in hot
             state = queue_state(self.policy, rec.view(now), now)
             if state.changed:
+                if rec.phase == "running":
+                    self._count(rec, -1)
                 rec.queue, rec.entry, rec.base = state.queue, state.queue_entry_time, \
                     state.service_base_gpu_s
+                if rec.phase == "running":
+                    self._count(rec, +1)
                 step.changed.append((job_id, state))
                 if state.reason.startswith(PROMOTED):
                     promotions.append(job_id)
@@ -290,6 +326,8 @@ class Scheduler:
 
     def _schedule(self, rec: Tracked, now: float, limit: float) -> None:
         """Put the next time ``rec``'s state may change on the heap (or in ``hot``)."""
+        if not self.timed:
+            return
         if rec.phase == "pending":
             when = promotion_time(rec.view(now), self.config)
         else:
@@ -340,11 +378,9 @@ class Scheduler:
     def _preemptions(self, now: float, victims: bool) -> list[Preemption]:
         jobs = self.jobs
         if self.queue_levels:
-            # levels are queues here: no preemption unless some job holding GPUs sits in a
+            # levels are queues here: no preemption unless some running job sits in a
             # queue below the first waiter's (a cheap exact pre-check of find_preemptions)
-            head = jobs[self.order[0][1]].level
-            if not any(r.queue is not None and r.queue > head and r.phase == "running"
-                       for r in self.holding.values()):
+            if not self._above(jobs[self.order[0][1]].level):
                 return []
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
@@ -352,20 +388,31 @@ class Scheduler:
                 rec = jobs[job_id]
                 yield job_id, rec.shape, rec.level
 
-        def running() -> RunningJobs:
-            views, placed, level = [], {}, {}
-            policy = self.policy
-            for job_id, rec in self.holding.items():
-                view = rec.view(now)
+        def running(floor: float) -> RunningJobs:
+            views: list[Any] = []
+            placed, level = {}, {}
+            policy_level = self.policy.level
+            holding: Any = self.holding.values()
+            if self.queue_levels:   # only running jobs of a queue above ``floor`` matter
+                holding = (r for r in holding if r.phase == "running"
+                           and (r.queue or 0) > floor)
+            for rec in holding:
+                job_id = rec.job_id
+                view = _Holding(rec, now)
                 views.append(view)
                 placed[job_id] = rec.nodes
-                level[job_id] = policy.level(view, QueueState(
-                    job_id, rec.queue if rec.queue is not None else 0, 0.0, 0.0, False, ""))
+                level[job_id] = policy_level(view, view)
             return views, placed, level
 
-        found = find_preemptions(self.policy, self.free.copy(), waiters(), running, now,
-                                 first_only=not victims)
-        return found
+        free = self.free.copy()
+        soon = None
+        if self.grace:
+            soon = free.copy()
+            for job_id in self.grace:
+                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
+        return find_preemptions(self.policy, free, soon, waiters(), running, now,
+                                first_only=not victims,
+                                above=self._above if self.queue_levels else None)
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
@@ -404,6 +451,7 @@ class Scheduler:
         rec.names = tuple(self.names[n] for n in p.nodes)
         self.holding[p.job_id] = rec
         self.pending -= 1
+        self._count(rec, +1)
         self._touch(rec)
 
     def _fitting(self, now_map: FreeMap, soon: FreeMap | None
