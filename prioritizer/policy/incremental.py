@@ -290,10 +290,12 @@ class Scheduler:
         examine = list(self.dirty)
         examine.extend(j for j in hot if j not in self.dirty)
         self.dirty.clear()
+        again: list[int] = []
         for job_id in examine:
             rec = self.jobs[job_id]
             fresh = job_id not in hot
-            state = queue_state(self.policy, rec.view(now), now)
+            view = rec.view(now)
+            state = queue_state(self.policy, view, now)
             if state.changed:
                 if rec.phase == "running":
                     self._count(rec, -1)
@@ -309,7 +311,14 @@ class Scheduler:
                 rec.epoch += 1
                 self._schedule(rec, now, limit)
                 if rec.phase == "pending":
-                    self._index(rec, now)
+                    # decide() keys a job by the view it was given and its new state; a
+                    # promotion changes the view too (counted service restarts), so the
+                    # job is keyed again from its new view at the next decision
+                    self._index(rec, now, view, state)
+                    if state.changed:
+                        again.append(job_id)
+        for job_id in again:
+            self.dirty[job_id] = None
         waiting = self.waiting
         while waiting and waiting[0][0] <= now:
             _, epoch, job_id = heapq.heappop(waiting)
@@ -339,13 +348,10 @@ class Scheduler:
         else:
             heapq.heappush(self.due, (when, rec.epoch, rec.job_id))
 
-    def _index(self, rec: Tracked, now: float) -> None:
-        """(Re)compute a pending job's sort key and level; file it by eligibility."""
+    def _index(self, rec: Tracked, now: float, view: JobView, state: QueueState) -> None:
+        """(Re)compute a pending job's sort key and level from the ``view`` and ``state``
+        of this decision; file it by eligibility."""
         self._unindex(rec)
-        view = rec.view(now)
-        state = QueueState(rec.job_id, rec.queue if rec.queue is not None else 0,
-                           rec.entry if rec.entry is not None else rec.submit, rec.base,
-                           False, "")
         rec.entry_key = (self.policy.key(view, state), rec.job_id)
         rec.level = self.policy.level(view, state)
         if rec.eligible is None or rec.eligible <= now:
