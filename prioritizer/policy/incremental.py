@@ -178,6 +178,8 @@ class Scheduler:
         #: GPUs of preemptible running (not checkpointing) jobs per queue: the bound
         #: ``above`` of find_preemptions when levels are queues
         self.running_in = [0] * (len(self.policy.thresholds) + 1)
+        #: (oracle end time, id) of preemptible running jobs when levels are remaining time
+        self.ends: list[tuple[float, int]] = []
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -205,9 +207,9 @@ class Scheduler:
     def signal(self, job_id: int, now: float) -> None:
         """Checkpoint signal sent at ``now``: progress stops, the GPUs stay held."""
         rec = self.jobs[job_id]
+        self._count(rec, -1)
         if rec.work_left is not None:
             rec.work_left -= now - rec.run_start
-        self._count(rec, -1)
         rec.phase = "grace"
         self.grace[job_id] = None
         self._touch(rec)
@@ -243,11 +245,34 @@ class Scheduler:
         return rec
 
     def _count(self, rec: Tracked, sign: int) -> None:
-        if rec.preemptible:
+        if not rec.preemptible:
+            return
+        if self.queue_levels:
             self.running_in[rec.queue or 0] += sign * rec.gpus
+        elif rec.work_left is not None:   # srtf: running jobs by oracle end time
+            entry = (rec.run_start + rec.work_left, rec.job_id)
+            if sign > 0:
+                bisect.insort(self.ends, entry)
+            else:
+                del self.ends[bisect.bisect_left(self.ends, entry)]
 
     def _above(self, level: float) -> int:
         return sum(self.running_in[int(level) + 1:])
+
+    def _bound(self, now: float) -> Any:
+        """``find_preemptions``'s ``above``: GPUs of preemptible running jobs of a level
+        above the one given (queues; or srtf's remaining time, which for a running job is
+        its oracle end minus ``now``, up to rounding: SLACK_S keeps it an upper bound)."""
+        if self.queue_levels:
+            return self._above
+        if any(r.work_left is None for r in self.holding.values()):
+            return None
+        ends, jobs = self.ends, self.jobs
+
+        def above(level: float) -> int:
+            i = bisect.bisect_left(ends, (now + level - SLACK_S,))
+            return sum(jobs[j].gpus for _, j in ends[i:])
+        return above
 
     def _touch(self, rec: Tracked) -> None:
         rec.epoch += 1
@@ -418,7 +443,7 @@ class Scheduler:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._above if self.queue_levels else None)
+                                above=self._bound(now))
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
