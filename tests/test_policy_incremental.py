@@ -1,22 +1,18 @@
 """The incremental path of ``policy.decide`` (``previous=``) gives exactly the result of the
 plain path: on random snapshots where some jobs keep their very ``JobView`` object, some
-change, some leave, and time moves (starvation promotions fall due); and over whole
-replays, where the simulator always passes its previous decision back."""
+change, some leave, and time moves (starvation promotions fall due). (The simulator now
+drives ``policy.incremental.Scheduler``: tests/test_policy_scheduler.py.)"""
 
 from __future__ import annotations
 
 import dataclasses
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.sim import engine as sim
-from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
-from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.model import Decisions, Snapshot
 from prioritizer.policy.decide import decide
-from prioritizer.sim.traces import Trace, TraceJob
 from policy_helpers import pending
 from test_policy_properties import DIST, NOW, worlds
 
@@ -67,27 +63,3 @@ def test_promotion_falls_due_on_a_reused_view() -> None:
     due = decide(snap, config, 800.0, previous=early)
     assert due.promotions == (7,) and due.states[7].queue == 0
     assert due.states[7].queue_entry_time == 800.0
-
-
-def _plain_decide(*args, previous=None, **kw):   # the simulator's calls, memo dropped
-    return decide(*args, **kw)
-
-
-@settings(max_examples=25)
-@given(st.lists(st.tuples(st.integers(0, 500), st.sampled_from([1, 2, 3, 4, 8]),
-                          st.integers(1, 4000)), min_size=1, max_size=14),
-       st.sampled_from(POLICY_NAMES), st.booleans(), st.booleans())
-def test_replay_with_and_without_memo(rows, policy: str, zero: bool, count: bool) -> None:
-    rows = sorted(rows, key=lambda r: r[0])
-    trace = Trace("t", "tiresias", tuple(
-        TraceJob(i, str(i), i + 2, float(s), g, float(d)) for i, (s, g, d) in enumerate(rows)), 0)
-    cfg = PolicyConfig(policy=policy, thresholds_gpu_s=(500.0, 3000.0),
-                       thresholds_s=(200.0, 1000.0), starve_knob=2.0)
-    cfg = cfg.zero_cost() if zero else cfg
-    cluster = sim.Cluster(2, 4, "count" if count else "consolidate")
-    fast = sim.simulate(trace, cluster, cfg, load_distribution())
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sim, "decide", _plain_decide)
-        slow = sim.simulate(trace, cluster, cfg, load_distribution())
-    assert fast.jobs == slow.jobs and fast.queue_samples == slow.queue_samples
-    assert fast.gpu_s_held == slow.gpu_s_held

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
@@ -283,25 +283,80 @@ def _minus_tier(item: tuple[Any, JobView]) -> int:
 def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
              pending: list[tuple[tuple[Any, ...], JobView]], running: list[JobView],
              now: float) -> list[Preemption]:
-    """Run the start model over the pending jobs; for each job that cannot start nor
-    reserve, pick victims (see module doc). Returns the preemptions in waiter order."""
+    """The snapshot's side of :func:`find_preemptions`: free GPUs per node, where each
+    running job sits, the waiters' levels. Returns the preemptions in waiter order."""
     index = {node.name: i for i, node in enumerate(snapshot.nodes)}
     free = FreeMap([node.gpus_free for node in snapshot.nodes])
-    soon: FreeMap | None = None
     placed: dict[int, tuple[int, ...]] = {}
     for job in running:
         try:
             placed[job.job_id] = tuple(index[name] for name in job.nodes)
         except KeyError as exc:
             raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
+    soon: FreeMap | None = None
+    for job in running:
         if job.being_preempted:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
-    level = {job.job_id: policy.level(job, states[job.job_id]) for job in running}
-    waiters = {job.job_id: job for _, job in pending}
+    waiters = ((job.job_id, job.gpus_per_node, policy.level(job, states[job.job_id]))
+               for _, job in pending if job.eligible_time is None or job.eligible_time <= now)
+    tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
+    tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
+    return find_preemptions(policy, free, soon, waiters,
+                            lambda _floor: (running, placed,
+                                     {j.job_id: policy.level(j, states[j.job_id])
+                                      for j in running}), now,
+                            tiers=tiers)
+
+
+RunningJobs = tuple[list[JobView], dict[int, tuple[int, ...]], dict[int, float]]
+
+
+def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
+                     waiters: Iterable[tuple[int, tuple[int, ...], float]],
+                     running: Callable[[float], RunningJobs], now: float,
+                     first_only: bool = False,
+                     above: Callable[[float], int] | None = None,
+                     tiers: Mapping[int, int] | None = None) -> list[Preemption]:
+    """Run the start model over the eligible pending jobs; for each job that can neither
+    start nor reserve, pick victims (see module doc). The one preemption rule, used by
+    :func:`decide` and by the incremental scheduler (``policy.incremental``).
+
+    Args:
+        free: free GPUs per node now; mutated.
+        soon: free GPUs once the jobs being preempted have released theirs, or None when
+            none is; mutated.
+        waiters: ``(job_id, gpus_per_node, level)`` of the eligible pending jobs in start
+            order. Levels never decrease along the order (every policy's sort key starts
+            with its level), so the walk stops at the first waiter whose level is not below
+            the highest candidate's: no later waiter may preempt anyone.
+        running: called once, when a first waiter is blocked, with that waiter's level:
+            the jobs holding GPUs, the node indices each occupies (aligned with
+            ``gpus_per_node``) and their levels. It may leave out jobs whose level is not
+            above the one given: no later waiter (of no smaller level) may preempt them.
+        now: seconds.
+        first_only: stop at the first preemption found (a driver that only needs to know
+            whether one is due).
+        above: optional upper bound on the GPUs held by preemptible running jobs (not being
+            preempted) of a level strictly greater than the one given. A blocked waiter for
+            whom it is 0 finds no victim, one for whom it is too small to make room finds
+            no victim set: both are decided without building the candidate list (the same
+            result, cheaper; the incremental scheduler keeps such totals).
+        tiers: ``{job id: PriorityTier}`` of the waiters when any job has a tier above 0
+            (None: every job is tier 0).
+            Waiters are then in tier order first, so levels may decrease along it and the
+            walk does not stop early; candidates must have ``tier``.
+
+    Returns:
+        the preemptions in waiter order.
+    """
+    jobs: list[JobView] = []
+    placed: dict[int, tuple[int, ...]] = {}
+    level: dict[int, float] = {}
     min_run = policy.config.min_run_s
     candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
     built: list[bool] = []
+    top: list[float] = []            # the highest candidate level, once built
     taken: set[int] = set()
     result: list[Preemption] = []
     # (level, need largest first) of waiters no victim set could serve. A later waiter of
@@ -309,13 +364,14 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
     failed: list[tuple[float, tuple[int, ...]]] = []
-    # PriorityTier (JobView.tier): the highest tier of a waiter left blocked so far; a waiter
-    # of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
+    # PriorityTier (JobView.tier; ``tiers``): the highest tier of a waiter left blocked so far;
+    # a waiter of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
     blocked_tier: list[int] = []
-    top_tier: list[int] = []   # highest tier among the candidates, once built
+    top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
+    mine_of: dict[int, float] = {}
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
-        tier = waiters[job_id].tier
+        tier = tiers.get(job_id, 0) if tiers else 0
         if blocked_tier and tier < blocked_tier[0]:
             return False
         if _serve(job_id, need, soon_map, tier):
@@ -324,23 +380,38 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         return False
 
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
+        if above is not None:
+            room = above(mine_of[job_id])
+            if room == 0:
+                return False   # no running job of a strictly greater level
+            if soon_map.total + room < sum(need):
+                # even every such job would not free enough GPUs: no victim set exists
+                failed.append((mine_of[job_id], tuple(sorted(need, reverse=True))))
+                return False
         if not built:
             built.append(True)
+            found = running(mine_of[job_id])
+            jobs.extend(found[0])
+            placed.update(found[1])
+            level.update(found[2])
             candidates.extend(sorted(
-                (j for j in running
+                (j for j in jobs
                  if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
                      j.gpus_per_node) and now - (j.run_start if j.run_start is not None
                                                  else now) >= min_run),
                 key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
-            top_tier.append(max((c.tier for c in candidates), default=0))
-        mine = level[job_id] = policy.level(waiters[job_id], states[job_id])
-        if not candidates or mine >= level[candidates[0].job_id]:
+            if candidates:
+                top.append(level[candidates[0].job_id])
+            if tiers:
+                top_tier.append(max((c.tier for c in candidates), default=0))
+        mine = mine_of[job_id]
+        if not candidates or mine >= top[0]:
             return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                for lv, f in failed):
             return False
-        pool = (candidates if top_tier[0] <= tier
+        pool = (candidates if not tiers or top_tier[0] <= tier
                 else [c for c in candidates if c.tier <= tier])
         victims = _choose_victims(need, soon_map, mine, pool, taken, placed, level)
         if victims is None:
@@ -350,9 +421,16 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         result.append(Preemption(job_id, tuple(victims)))
         return True
 
-    eligible = ((job.job_id, job.gpus_per_node) for _, job in pending
-                if job.eligible_time is None or job.eligible_time <= now)
-    plan_starts(eligible, free, soon, strict=policy.strict, on_blocked=on_blocked)
+    def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
+        for job_id, need, mine in waiters:
+            if first_only and result or not tiers and (
+                    built and (not candidates or mine >= top[0])
+                    or above is not None and above(mine) == 0):
+                return   # levels never decrease (one tier): no later waiter may preempt
+            mine_of[job_id] = mine
+            yield job_id, need
+
+    plan_starts(walk(), free, soon, strict=policy.strict, on_blocked=on_blocked)
     return result
 
 

@@ -187,7 +187,8 @@ def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon:
             continue
         plan.blocked.append(job_id)
         if strict:
-            plan.blocked.extend(j for j, _ in jobs_iter)
+            if complete:
+                plan.blocked.extend(j for j, _ in jobs_iter)
             break
     return plan
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from prioritizer.sim.report import format_table, summarize, write_jobs_csv, writ
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
-from prioritizer.sim.traces import FORMATS, TraceError, read_cluster_spec, read_trace
+from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
 
 #: option name -> PolicyConfig field it overrides
 OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
@@ -84,10 +86,8 @@ def run(args: argparse.Namespace) -> int:
     distribution = None
     if "tiresias-gittins" in policies:
         distribution = _distribution(args)
-    results: list[SimResult] = []
-    for name in policies:
-        config = dataclasses.replace(base, policy=name)
-        results.append(simulate(trace, cluster, config, distribution))
+    configs = [dataclasses.replace(base, policy=name) for name in policies]
+    results = _replay_all(trace, cluster, configs, distribution)
     summaries = [summarize(r) for r in results]
     if trace.skipped_jobs:
         print(f"note: {trace.skipped_jobs} trace row(s) with zero GPUs or zero duration were "
@@ -125,6 +125,18 @@ def _distribution(args: argparse.Namespace) -> Any:
         return load_distribution(args.durations)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+
+
+def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
+                distribution: Any) -> list[SimResult]:
+    """One replay per config, in parallel processes (one per core, at most one per
+    policy) when there are several; results in ``configs`` order."""
+    workers = min(len(configs), os.cpu_count() or 1)
+    if workers <= 1:
+        return [simulate(trace, cluster, c, distribution) for c in configs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(simulate, trace, cluster, c, distribution) for c in configs]
+        return [f.result() for f in futures]
 
 
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:

@@ -1,0 +1,512 @@
+"""Incremental scheduler state: the decision of ``policy.decide`` kept up to date by events.
+
+``decide(snapshot, config, now)`` recomputes everything from a snapshot: every job's queue
+state, the order of all pending jobs, the start model. That is what the daemon needs once per
+cycle, but a trace replay makes tens of thousands of decisions, each after a handful of
+changes. :class:`Scheduler` holds the same state between decisions and touches only what an
+event or the clock can change, using the very rules of ``policy.decide`` (``queue_state``,
+``Policy.key``/``level``, ``find_preemptions``, ``next_queue_change``, ``promotion_time``)
+and ``placement.plan_starts``; it has no rule of its own. What it keeps:
+
+* per job: its phase, service counted as ``closed + rate × (now - run_start)`` (so time
+  passing changes nothing stored), its queue state and pending sort key;
+* the eligible pending jobs as one ordered list and per job shape (``gpus_per_node``) an
+  ordered list, so that the start model visits only jobs whose shape fits;
+* jobs not yet eligible (requeue BeginTime) in a heap by eligible time;
+* the next time a job's queue state can change (threshold crossing of a job holding GPUs,
+  promotion deadline of a pending one) in a heap: only jobs whose time has come, and jobs
+  whose inputs changed since the last decision, are re-examined;
+* free GPUs per node (``placement.FreeMap``), updated by starts and ends.
+
+tests/test_policy_scheduler.py drives a :class:`Scheduler` and ``decide`` with the same
+random event sequences and checks identical decisions at every step. Units: seconds,
+GPU·seconds. No clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.decide import (POLICIES, PROMOTED, Policy, RunningJobs, find_preemptions,
+                                       next_queue_change, promotion_time, queue_state)
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
+                                      Snapshot)
+from prioritizer.policy.placement import FreeMap, Planned, plan_starts
+
+#: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
+#: are computed with a division, so a job is re-examined from slightly before its time on
+#: (the exact test is ``queue_state``'s own).
+SLACK_S = 1e-3
+
+
+class Tracked:
+    """One job as the scheduler tracks it (mutable; owned by the :class:`Scheduler`).
+
+    ``phase`` is ``pending``, ``running`` or ``grace`` (holding GPUs, checkpoint signal
+    sent). Service: ``closed_gpu_s``/``closed_s`` over finished runs, plus
+    ``gpus × (now - run_start)`` while holding GPUs. ``work_left``: oracle seconds of work
+    left at the start of the current run (None without an oracle).
+    """
+
+    __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
+                 "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
+                 "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
+                 "level", "where", "epoch")
+
+    def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
+                 work_left: float | None, preemptible: bool) -> None:
+        self.job_id, self.shape, self.gpus, self.submit = job_id, shape, sum(shape), submit
+        self.preemptible, self.work_left = preemptible, work_left
+        self.phase = "pending"
+        self.closed_gpu_s = self.closed_s = self.run_start = self.last_run_s = 0.0
+        self.last_run_end: float | None = None
+        self.queue: int | None = None
+        self.entry: float | None = None
+        self.base = 0.0
+        self.eligible: float | None = None
+        self.nodes: tuple[int, ...] = ()
+        self.names: tuple[str, ...] = ()
+        self.entry_key: tuple[Any, int] | None = None   # (sort key, id) while indexed
+        self.level = 0.0                                  # preemption level while pending
+        self.where = ""                                   # "order" | "waiting" | ""
+        self.epoch = 0                                    # invalidates stale heap entries
+
+    def service(self, now: float) -> tuple[float, float, float | None]:
+        """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
+        always computed them: progress stops during a checkpoint's grace)."""
+        if self.phase == "pending":
+            duration = None if self.work_left is None else self.closed_s + self.work_left
+            return self.closed_gpu_s, self.closed_s, duration
+        ran = now - self.run_start
+        if self.work_left is None:
+            duration = None
+        else:
+            left = self.work_left if self.phase == "grace" else self.work_left - ran
+            duration = self.closed_s + ran + left
+        return self.closed_gpu_s + ran * self.gpus, self.closed_s + ran, duration
+
+    def view(self, now: float) -> JobView:
+        """The job as ``policy.decide`` sees it at ``now``."""
+        gpu_s, run_s, duration = self.service(now)
+        if self.phase == "pending":
+            return JobView(self.job_id, JobPhase.PENDING, self.shape, self.submit, gpu_s, run_s,
+                           self.base, self.queue, self.entry, None, self.last_run_s,
+                           self.last_run_end, self.preemptible, duration, self.eligible, (),
+                           False)
+        return JobView(self.job_id, JobPhase.RUNNING, self.shape, self.submit, gpu_s, run_s,
+                       self.base, self.queue, self.entry, self.run_start, self.last_run_s,
+                       self.last_run_end, self.preemptible, duration, None, self.names,
+                       self.phase == "grace")
+
+
+class _Holding:
+    """What ``find_preemptions`` and ``Policy.level`` read of a job holding GPUs at one
+    time (the ``JobView`` and ``QueueState`` fields they use), built without the cost of
+    a frozen dataclass: one per job holding GPUs at each decision that looks for victims."""
+
+    __slots__ = ("job_id", "gpus_per_node", "preemptible", "being_preempted", "run_start",
+                 "attained_gpu_s", "attained_s", "duration_s", "queue")
+
+    def __init__(self, rec: Tracked, now: float) -> None:
+        self.job_id, self.gpus_per_node, self.preemptible = rec.job_id, rec.shape, rec.preemptible
+        self.being_preempted, self.run_start = rec.phase == "grace", rec.run_start
+        self.attained_gpu_s, self.attained_s, self.duration_s = rec.service(now)
+        self.queue = rec.queue if rec.queue is not None else 0
+
+
+@dataclass
+class Step:
+    """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
+
+    Attributes:
+        changed: ``(job_id, new QueueState)`` of the jobs whose state changed (new,
+            demoted, promoted), already recorded by the scheduler.
+        promotions: ids promoted back to queue 0, sorted.
+        preemptions: as ``Decisions.preemptions``; with ``victims=False`` only the first
+            one (enough to know that some preemption is due).
+        pending: pending jobs at this decision (eligible or not).
+        strict_order: as ``Decisions.strict_order``.
+    """
+
+    changed: list[tuple[int, QueueState]] = field(default_factory=list)
+    promotions: tuple[int, ...] = ()
+    preemptions: tuple[Preemption, ...] = ()
+    pending: int = 0
+    strict_order: bool = False
+
+
+class Scheduler:
+    """The policy's state between decisions; see the module doc.
+
+    Events (in trace or cluster order): :meth:`add` (a job is submitted), :meth:`start`,
+    :meth:`signal` (checkpoint signal sent), :meth:`requeue` (run ends, job pending again),
+    :meth:`finish` (run ends, job done). :meth:`decide` then gives what ``decide()`` would
+    give on the snapshot of this state, and :meth:`plan_starts` starts the jobs Slurm would
+    start (``placement.plan_starts`` on the policy's order).
+
+    Raises:
+        ValueError: as ``policy.decide`` (``tiresias-gittins`` without a distribution,
+            ``srtf`` without an oracle duration); KeyError for an unknown job id.
+    """
+
+    def __init__(self, config: PolicyConfig, node_totals: list[int], node_names: list[str],
+                 distribution: GittinsDistribution | None = None) -> None:
+        self.config = config
+        self.policy = POLICIES[config.policy](config, distribution)
+        self.totals, self.names = list(node_totals), list(node_names)
+        self.free = FreeMap(node_totals)
+        self.jobs: dict[int, Tracked] = {}
+        self.dirty: dict[int, None] = {}                 # ordered set: re-examine at decide
+        self.order: list[tuple[Any, int]] = []           # eligible pending, start order
+        self.groups: dict[tuple[int, ...], list[tuple[Any, int]]] = {}
+        self.waiting: list[tuple[float, int, int]] = []  # (eligible, epoch, id) heap
+        self.due: list[tuple[float, int, int]] = []      # (state change time, epoch, id)
+        self.hot: dict[int, None] = {}                   # due: re-examine at every decide
+        self.holding: dict[int, Tracked] = {}            # running or grace
+        self.grace: dict[int, None] = {}
+        self.pending = 0
+        # levels are queue numbers (not srtf's remaining time): a cheap pre-check applies
+        self.queue_levels = type(self.policy).level is Policy.level
+        #: whether time alone can change a queue state (thresholds or promotion)
+        self.timed = bool(self.policy.thresholds) or (self.policy.promotes
+                                                        and config.starve_knob > 0)
+        #: GPUs of preemptible running (not checkpointing) jobs per queue: the bound
+        #: ``above`` of find_preemptions when levels are queues
+        self.running_in = [0] * (len(self.policy.thresholds) + 1)
+        #: (oracle end time, id) of preemptible running jobs when levels are remaining time
+        self.ends: list[tuple[float, int]] = []
+
+    # -- events -------------------------------------------------------------------------
+    def add(self, job_id: int, shape: tuple[int, ...], submit: float,
+            duration_s: float | None = None, preemptible: bool = True) -> Tracked:
+        """A job is submitted (pending; gets its ``new`` state at the next decision)."""
+        rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible)
+        self.jobs[job_id] = rec
+        self.pending += 1
+        self.dirty[job_id] = None
+        return rec
+
+    def start(self, job_id: int, nodes: tuple[int, ...], now: float) -> Tracked:
+        """``job_id`` starts on ``nodes`` (aligned with its shape); allocates the GPUs."""
+        rec = self.jobs[job_id]
+        self._unindex(rec)
+        rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, tuple(nodes), None
+        rec.names = tuple(self.names[n] for n in nodes)
+        self.free.add(rec.nodes, [-g for g in rec.shape])
+        self.holding[job_id] = rec
+        self.pending -= 1
+        self._count(rec, +1)
+        self._touch(rec)
+        return rec
+
+    def signal(self, job_id: int, now: float) -> None:
+        """Checkpoint signal sent at ``now``: progress stops, the GPUs stay held."""
+        rec = self.jobs[job_id]
+        self._count(rec, -1)
+        if rec.work_left is not None:
+            rec.work_left -= now - rec.run_start
+        rec.phase = "grace"
+        self.grace[job_id] = None
+        self._touch(rec)
+
+    def requeue(self, job_id: int, now: float, eligible: float | None) -> None:
+        """The run ends at ``now``, GPUs freed; pending again, startable from ``eligible``."""
+        rec = self._stop(job_id, now)
+        rec.phase, rec.eligible = "pending", eligible
+        self.pending += 1
+
+    def finish(self, job_id: int, now: float) -> None:
+        """The run ends at ``now`` and the job leaves the cluster."""
+        rec = self._stop(job_id, now)
+        del self.jobs[job_id]
+        self.dirty.pop(job_id, None)
+        rec.phase = "done"
+
+    def _stop(self, job_id: int, now: float) -> Tracked:
+        rec = self.holding.pop(job_id)
+        self.grace.pop(job_id, None)
+        self.hot.pop(job_id, None)
+        length = now - rec.run_start
+        if rec.phase == "running":
+            self._count(rec, -1)
+            if rec.work_left is not None:
+                rec.work_left -= length
+        rec.closed_gpu_s += length * rec.gpus
+        rec.closed_s += length
+        rec.last_run_s, rec.last_run_end = length, now
+        self.free.add(rec.nodes, rec.shape)
+        rec.nodes, rec.names = (), ()
+        self._touch(rec)
+        return rec
+
+    def _count(self, rec: Tracked, sign: int) -> None:
+        if not rec.preemptible:
+            return
+        if self.queue_levels:
+            self.running_in[rec.queue or 0] += sign * rec.gpus
+        elif rec.work_left is not None:   # srtf: running jobs by oracle end time
+            entry = (rec.run_start + rec.work_left, rec.job_id)
+            if sign > 0:
+                bisect.insort(self.ends, entry)
+            else:
+                del self.ends[bisect.bisect_left(self.ends, entry)]
+
+    def _above(self, level: float) -> int:
+        return sum(self.running_in[int(level) + 1:])
+
+    def _bound(self, now: float) -> Any:
+        """``find_preemptions``'s ``above``: GPUs of preemptible running jobs of a level
+        above the one given (queues; or srtf's remaining time, which for a running job is
+        its oracle end minus ``now``, up to rounding: SLACK_S keeps it an upper bound)."""
+        if self.queue_levels:
+            return self._above
+        if any(r.work_left is None for r in self.holding.values()):
+            return None
+        ends, jobs = self.ends, self.jobs
+
+        def above(level: float) -> int:
+            i = bisect.bisect_left(ends, (now + level - SLACK_S,))
+            return sum(jobs[j].gpus for _, j in ends[i:])
+        return above
+
+    def _touch(self, rec: Tracked) -> None:
+        rec.epoch += 1
+        self.hot.pop(rec.job_id, None)
+        self.dirty[rec.job_id] = None
+
+    # -- queries for a driver -----------------------------------------------------------
+    def crossing_time(self, job_id: int, now: float) -> float | None:
+        """``next_queue_change`` of a job holding GPUs (seconds), or None."""
+        return next_queue_change(self.jobs[job_id].view(now), self.config, now)
+
+    def promotion_due(self, job_id: int, now: float) -> float | None:
+        """``promotion_time`` of a pending job (seconds), or None."""
+        return promotion_time(self.jobs[job_id].view(now), self.config)
+
+    def snapshot(self, now: float) -> Snapshot:
+        """This state as ``decide`` takes it (nodes in index order, jobs by id)."""
+        nodes = tuple(NodeView(n, t, f) for n, t, f in zip(self.names, self.totals,
+                                                              self.free.free))
+        return Snapshot(nodes, tuple(self.jobs[j].view(now) for j in sorted(self.jobs)))
+
+    def start_order(self, now: float) -> tuple[int, ...]:
+        """Every pending job's id in start order (as ``Decisions.order``); for tests."""
+        keys = [rec.entry_key for rec in self.jobs.values() if rec.phase == "pending"]
+        return tuple(job_id for _, job_id in sorted(k for k in keys if k is not None))
+
+    # -- the decision -------------------------------------------------------------------
+    def decide(self, now: float, victims: bool = True) -> Step:
+        """The decision ``decide(self.snapshot(now), config, now)`` would make; records the
+        new queue states. ``victims=False``: stop at the first preemption found."""
+        step = Step(strict_order=self.policy.strict)
+        promotions: list[int] = []
+        due, hot = self.due, self.hot
+        limit = now + SLACK_S + abs(now) * 1e-12
+        while due and due[0][0] <= limit:
+            _, epoch, job_id = heapq.heappop(due)
+            rec = self.jobs.get(job_id)
+            if rec is not None and rec.epoch == epoch:
+                hot[job_id] = None
+        examine = list(self.dirty)
+        examine.extend(j for j in hot if j not in self.dirty)
+        self.dirty.clear()
+        again: list[int] = []
+        for job_id in examine:
+            rec = self.jobs[job_id]
+            fresh = job_id not in hot
+            view = rec.view(now)
+            state = queue_state(self.policy, view, now)
+            if state.changed:
+                if rec.phase == "running":
+                    self._count(rec, -1)
+                rec.queue, rec.entry, rec.base = state.queue, state.queue_entry_time, \
+                    state.service_base_gpu_s
+                if rec.phase == "running":
+                    self._count(rec, +1)
+                step.changed.append((job_id, state))
+                if state.reason.startswith(PROMOTED):
+                    promotions.append(job_id)
+            if state.changed or fresh:
+                hot.pop(job_id, None)
+                rec.epoch += 1
+                self._schedule(rec, now, limit)
+                if rec.phase == "pending":
+                    # decide() keys a job by the view it was given and its new state; a
+                    # promotion changes the view too (counted service restarts), so the
+                    # job is keyed again from its new view at the next decision
+                    self._index(rec, now, view, state)
+                    if state.changed:
+                        again.append(job_id)
+        for job_id in again:
+            self.dirty[job_id] = None
+        waiting = self.waiting
+        while waiting and waiting[0][0] <= now:
+            _, epoch, job_id = heapq.heappop(waiting)
+            rec = self.jobs.get(job_id)
+            if rec is not None and rec.where == "waiting" and rec.epoch == epoch:
+                self._insert(rec)
+        step.promotions = tuple(sorted(promotions))
+        step.pending = self.pending
+        cfg = self.config
+        if cfg.preemption and self.policy.preemptive and self.pending and self.holding \
+                and self.order:
+            step.preemptions = tuple(self._preemptions(now, victims))
+        return step
+
+    def _schedule(self, rec: Tracked, now: float, limit: float) -> None:
+        """Put the next time ``rec``'s state may change on the heap (or in ``hot``)."""
+        if not self.timed:
+            return
+        if rec.phase == "pending":
+            when = promotion_time(rec.view(now), self.config)
+        else:
+            when = next_queue_change(rec.view(now), self.config, now)
+        if when is None:
+            return
+        if when <= limit:
+            self.hot[rec.job_id] = None
+        else:
+            heapq.heappush(self.due, (when, rec.epoch, rec.job_id))
+
+    def _index(self, rec: Tracked, now: float, view: JobView, state: QueueState) -> None:
+        """(Re)compute a pending job's sort key and level from the ``view`` and ``state``
+        of this decision; file it by eligibility."""
+        self._unindex(rec)
+        rec.entry_key = (self.policy.key(view, state), rec.job_id)
+        rec.level = self.policy.level(view, state)
+        if rec.eligible is None or rec.eligible <= now:
+            self._insert(rec)
+        else:
+            rec.where = "waiting"
+            heapq.heappush(self.waiting, (rec.eligible, rec.epoch, rec.job_id))
+
+    def _insert(self, rec: Tracked) -> None:
+        key = rec.entry_key
+        bisect.insort(self.order, key)
+        group = self.groups.get(rec.shape)
+        if group is None:
+            group = self.groups[rec.shape] = []
+        bisect.insort(group, key)
+        rec.where = "order"
+
+    def _unindex(self, rec: Tracked) -> None:
+        if rec.where == "order":
+            key = rec.entry_key
+            del self.order[bisect.bisect_left(self.order, key)]
+            group = self.groups[rec.shape]
+            del group[bisect.bisect_left(group, key)]
+            if not group:
+                del self.groups[rec.shape]
+        rec.where = ""
+        if rec.phase != "pending":
+            rec.entry_key = None
+
+    def _preemptions(self, now: float, victims: bool) -> list[Preemption]:
+        jobs = self.jobs
+        if self.queue_levels:
+            # levels are queues here: no preemption unless some running job sits in a
+            # queue below the first waiter's (a cheap exact pre-check of find_preemptions)
+            if not self._above(jobs[self.order[0][1]].level):
+                return []
+
+        def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
+            for _, job_id in self.order:
+                rec = jobs[job_id]
+                yield job_id, rec.shape, rec.level
+
+        def running(floor: float) -> RunningJobs:
+            views: list[Any] = []
+            placed, level = {}, {}
+            policy_level = self.policy.level
+            holding: Any = self.holding.values()
+            if self.queue_levels:   # only running jobs of a queue above ``floor`` matter
+                holding = (r for r in holding if r.phase == "running"
+                           and (r.queue or 0) > floor)
+            for rec in holding:
+                job_id = rec.job_id
+                view = _Holding(rec, now)
+                views.append(view)
+                placed[job_id] = rec.nodes
+                level[job_id] = policy_level(view, view)
+            return views, placed, level
+
+        free = self.free.copy()
+        soon = None
+        if self.grace:
+            soon = free.copy()
+            for job_id in self.grace:
+                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
+        return find_preemptions(self.policy, free, soon, waiters(), running, now,
+                                first_only=not victims,
+                                above=self._bound(now))
+
+    # -- Slurm's part -------------------------------------------------------------------
+    def plan_starts(self, now: float) -> list[Planned]:
+        """Start the pending jobs Slurm would start now (``placement.plan_starts`` on the
+        policy's order, GPUs being freed by checkpointing jobs held as reservations);
+        records the starts and returns them (job id, node indices)."""
+        if not self.order:
+            return []
+        soon = None
+        free = self.free
+        if self.grace:
+            free = free.copy()
+            soon = free.copy()
+            for job_id in self.grace:
+                rec = self.jobs[job_id]
+                soon.add(rec.nodes, rec.shape)
+        if self.policy.strict:
+            jobs: Iterator[tuple[int, tuple[int, ...]]] = (
+                (job_id, self.jobs[job_id].shape) for _, job_id in self.order)
+        else:
+            jobs = self._fitting(free, soon)
+        planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
+        if free is not self.free:   # planned on a copy: make the allocations real
+            for p in planned:
+                self.free.add(p.nodes, [-g for g in self.jobs[p.job_id].shape])
+        for p in planned:
+            self._start_planned(p, now)
+        return planned
+
+    def _start_planned(self, p: Planned, now: float) -> None:
+        """``start`` without the allocation (``plan_starts`` made it on ``self.free``
+        already, or the caller did)."""
+        rec = self.jobs[p.job_id]
+        self._unindex(rec)
+        rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, p.nodes, None
+        rec.names = tuple(self.names[n] for n in p.nodes)
+        self.holding[p.job_id] = rec
+        self.pending -= 1
+        self._count(rec, +1)
+        self._touch(rec)
+
+    def _fitting(self, now_map: FreeMap, soon: FreeMap | None
+                 ) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """The eligible pending jobs in start order, skipping those whose shape does not fit
+        where the start model would place them (``soon`` if given, else ``now_map``): those
+        would be walked and skipped (GPUs only shrink during one walk)."""
+        groups = [(shape, lst) for shape, lst in self.groups.items()]
+        pos = [0] * len(groups)
+        target = soon if soon is not None else now_map
+        alive = list(range(len(groups)))
+        while alive:
+            best, best_i = None, -1
+            still = []
+            for i in alive:
+                shape, lst = groups[i]
+                if pos[i] >= len(lst) or target.place(shape) is None:
+                    continue
+                still.append(i)
+                head = lst[pos[i]]
+                if best is None or head < best:
+                    best, best_i = head, i
+            alive = still
+            if best is None:
+                return
+            pos[best_i] += 1
+            yield best[1], groups[best_i][0]

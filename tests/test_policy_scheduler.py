@@ -1,0 +1,124 @@
+"""The incremental scheduler (``policy.incremental.Scheduler``) decides exactly as the
+from-scratch ``policy.decide`` (the oracle): hypothesis drives both with the same random
+event sequences (submissions, time passing, starts, checkpoint signals, requeues with and
+without BeginTime, completions) on random clusters and configs, and every decision is
+compared field by field: queue states that changed (with their reasons), promotions,
+preemptions (waiters and victims), the full pending order, and which jobs start where."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.decide import decide
+from prioritizer.policy.incremental import Scheduler
+from prioritizer.policy.placement import FreeMap, consolidated_shape, plan_starts
+from test_policy_properties import DIST
+
+
+def _reference_starts(snapshot, decisions, grace_nodes, now):
+    """Slurm's part on the oracle's order: ``plan_starts`` from the snapshot's free GPUs,
+    GPUs of checkpointing jobs held as reservations (what the simulator always did)."""
+    index = {node.name: i for i, node in enumerate(snapshot.nodes)}
+    free = FreeMap([node.gpus_free for node in snapshot.nodes])
+    soon = None
+    views = {job.job_id: job for job in snapshot.jobs}
+    for job_id in grace_nodes:
+        soon = soon or free.copy()
+        soon.add([index[n] for n in views[job_id].nodes], views[job_id].gpus_per_node)
+    eligible = ((j, views[j].gpus_per_node) for j in decisions.order
+                if views[j].eligible_time is None or views[j].eligible_time <= now)
+    plan = plan_starts(eligible, free, soon, decisions.strict_order, complete=False)
+    return [(p.job_id, p.nodes) for p in plan.starts]
+
+
+@st.composite
+def setups(draw: st.DrawFn):
+    policy = draw(st.sampled_from(POLICY_NAMES))
+    config = PolicyConfig(policy=policy, thresholds_gpu_s=(300.0, 1200.0),
+                          thresholds_s=(100.0, 400.0),
+                          starve_knob=draw(st.sampled_from([0.0, 1.0, 2.0])),
+                          min_run_s=draw(st.sampled_from([0.0, 30.0])),
+                          gittins_quantum_gpu_s=300.0)
+    if draw(st.booleans()):
+        totals = [draw(st.sampled_from([4, 8, 16]))]          # GPU counting: one pool
+        names = ["pool"]
+    else:
+        totals = draw(st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=4))
+        names = [f"n{i}" for i in range(len(totals))]
+    return config, totals, names
+
+
+@settings(max_examples=200, deadline=None)
+@given(setups(), st.data())
+def test_scheduler_decides_as_decide(setup, data: st.DataObject) -> None:
+    config, totals, names = setup
+    sched = Scheduler(config, totals, names, DIST)
+    now, next_id = 0.0, 1
+    for _ in range(data.draw(st.integers(1, 25), label="steps")):
+        now += data.draw(st.sampled_from([0.0, 0.5, 10.0, 45.0, 150.0, 700.0]), label="dt")
+        running = sorted(j for j, r in sched.holding.items() if r.phase == "running")
+        grace = sorted(sched.grace)
+        ops = data.draw(st.lists(st.sampled_from(
+            ["submit", "submit", "finish", "signal", "requeue"]), max_size=4), label="ops")
+        for op in ops:
+            if op == "submit":
+                gpus = data.draw(st.sampled_from([1, 2, 3, 4, 8]))
+                shape = ((gpus,) if names == ["pool"]
+                         else consolidated_shape(gpus, max(totals)))
+                if len(shape) > len(totals) or (len(shape) == 1 and shape[0] > max(totals)):
+                    continue   # can never fit: the simulator never submits such a job
+                sched.add(next_id, shape, now, data.draw(st.sampled_from([50.0, 400.0, 3000.0])))
+                next_id += 1
+            elif op == "finish" and running:
+                sched.finish(running.pop(0), now)
+            elif op == "signal" and running:
+                job_id = running.pop()
+                sched.signal(job_id, now)
+                if data.draw(st.booleans()):   # zero checkpoint cost: released at once
+                    sched.requeue(job_id, now, data.draw(st.sampled_from([None, now + 60.0])))
+            elif op == "requeue" and grace:
+                sched.requeue(grace.pop(), now, data.draw(st.sampled_from([None, now + 60.0])))
+        snapshot = sched.snapshot(now)
+        if not snapshot.jobs:
+            continue
+        oracle = decide(snapshot, config, now, distribution=DIST)
+        step = sched.decide(now)
+        assert dict(step.changed) == {j: oracle.states[j] for j in oracle.changed}
+        assert step.promotions == oracle.promotions
+        assert step.preemptions == oracle.preemptions
+        assert step.pending == len(oracle.order)
+        assert step.strict_order == oracle.strict_order
+        assert sched.start_order(now) == oracle.order
+        expected = _reference_starts(snapshot, oracle, sorted(sched.grace), now)
+        assert [(p.job_id, p.nodes) for p in sched.plan_starts(now)] == expected
+        after = sched.snapshot(now)   # the states the oracle gave are the ones kept
+        for job in after.jobs:
+            state = oracle.states[job.job_id]
+            assert (job.queue, job.queue_entry_time, job.service_base_gpu_s) == (
+                state.queue, state.queue_entry_time, state.service_base_gpu_s)
+
+
+def test_victims_false_reports_only_whether_a_preemption_is_due() -> None:
+    """``victims=False`` (a driver between its preemption ticks) stops at the first
+    preemption; ``victims=True`` lists them all, as ``decide`` does."""
+    config = PolicyConfig(policy="srtf").zero_cost()
+    sched = Scheduler(config, [8], ["pool"])
+    for job_id in (1, 2):
+        sched.add(job_id, (4,), 0.0, 1000.0)
+    sched.decide(0.0)
+    sched.plan_starts(0.0)
+    for job_id in (3, 4):
+        sched.add(job_id, (4,), 10.0, 20.0)
+    oracle = decide(sched.snapshot(10.0), config, 10.0)
+    assert len(oracle.preemptions) == 2
+    probe = Scheduler(config, [8], ["pool"])
+    for job_id in (1, 2):
+        probe.add(job_id, (4,), 0.0, 1000.0)
+    probe.decide(0.0)
+    probe.plan_starts(0.0)
+    for job_id in (3, 4):
+        probe.add(job_id, (4,), 10.0, 20.0)
+    assert probe.decide(10.0, victims=False).preemptions == oracle.preemptions[:1]
+    assert sched.decide(10.0).preemptions == oracle.preemptions
