@@ -217,31 +217,41 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def load_jobs(args: argparse.Namespace, gpus_total: int) -> tuple[list[workload.ScaledJob], str]:
-    """The scaled workload of ``args`` and one line saying how it was chosen.
+def load_jobs(args: argparse.Namespace) -> tuple[list[workload.ScaledJob], pick.Pick | None]:
+    """The scaled workload of ``args``, and the :class:`pick.Pick` that chose it (None with
+    ``--start-at``). Reads only the trace: no Slurm.
 
     Default: the window of ``--jobs`` consecutive jobs of the Philly dense window with the highest
-    offered load on ``gpus_total`` GPUs (:mod:`pick`); with ``--start-at``: the first ``--jobs``
-    jobs from that trace second (:func:`prioritizer.sim.workload.load`). ``--max-duration``
-    defaults to :func:`pick.duration_range` of ``--jobs``.
+    offered load (:mod:`pick`; the ranking does not depend on the cluster's size); with
+    ``--start-at``: the first ``--jobs`` jobs from that trace second
+    (:func:`prioritizer.sim.workload.load`). ``--max-duration`` defaults to
+    :func:`pick.duration_range` of ``--jobs``.
 
     Raises:
-        UsageError: ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.
+        UsageError: ``--jobs`` < 1, ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.
         TraceError, WorkloadError: the trace cannot give the sample.
     """
     lo, hi = pick.duration_range(args.jobs)
     hi = hi if args.max_duration is None else args.max_duration
-    if hi < lo or args.max_gap < 0 or args.grace < 1:
-        raise UsageError("--max-duration must be >= 20, --max-gap >= 0, --grace >= 1")
+    if hi < lo or args.max_gap < 0 or args.grace < 1 or args.jobs < 1:
+        raise UsageError("--jobs must be >= 1, --max-duration >= 20, --max-gap >= 0, --grace >= 1")
     if args.start_at is not None:
-        jobs = workload.load(args.trace, args.jobs, args.start_at, args.format, (lo, hi),
-                             (0.0, args.max_gap))
-        return jobs, f"the first {report.plural(len(jobs), 'job')} from trace second {args.start_at:g}"
-    found = pick.load(args.trace, args.jobs, gpus_total, args.format, durations_s=(lo, hi),
+        return workload.load(args.trace, args.jobs, args.start_at, args.format, (lo, hi),
+                             (0.0, args.max_gap)), None
+    found = pick.load(args.trace, args.jobs, pick.CLUSTER_GPUS, args.format, durations_s=(lo, hi),
                       gaps_s=(0.0, args.max_gap))
-    return found.jobs, (f"the {len(found.jobs)} consecutive jobs of the dense window with the "
-                        f"highest offered load on {gpus_total} GPUs ({found.load:.1f}), from "
-                        f"u_id {found.first_name} (job {found.first + 1} of the window)")
+    return found.jobs, found
+
+
+def describe(args: argparse.Namespace, jobs: list[workload.ScaledJob], found: pick.Pick | None,
+             gpus_total: int) -> str:
+    """How the workload was chosen, in one line (the offered load on ``gpus_total`` GPUs)."""
+    if found is None:
+        return f"the first {report.plural(len(jobs), 'job')} from trace second {args.start_at:.0f}"
+    load = pick.offered_load(jobs, gpus_total)
+    return (f"the {len(jobs)} consecutive jobs of the dense window with the highest offered load "
+            f"(on {gpus_total} GPUs: {load:.1f}), from u_id {found.first_name} (job "
+            f"{found.first + 1} of the window)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,10 +259,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(conf).is_file():
         raise UsageError(f"no cluster config {conf}; start the cluster with `dlcluster up` "
                          "(`--name NAME --port-base PORT` for --cluster-name NAME)")
-    lo, hi = pick.duration_range(args.jobs)
-    if (args.max_duration is not None and args.max_duration < lo) or args.max_gap < 0 \
-            or args.grace < 1 or args.jobs < 1:
-        raise UsageError("--jobs must be >= 1, --max-duration >= 20, --max-gap >= 0, --grace >= 1")
+    jobs, found = load_jobs(args)
     config = Path(args.config)
     try:
         daemon_config.load(config)             # the daemon's own checks, before --out is touched
@@ -261,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     client = SlurmClient(timeout_s=30)
     check_not_running(Path(args.out))
     nodes, gpus = cluster_shape(client)
-    jobs, chosen = load_jobs(args, nodes * gpus)
+    chosen = describe(args, jobs, found, nodes * gpus)
     check_not_running(Path(args.out))          # again: Slurm may have taken a while
     out = prepare_out(Path(args.out))
     pid_file = out / "main_job.pid"

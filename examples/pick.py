@@ -27,6 +27,7 @@ from prioritizer.sim.traces import TraceJob, read_trace
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TRACE = REPO / "data" / "traces" / "philly-15k" / "philly_data_training.csv"
 DEFAULT_JOBS = 12
+CLUSTER_GPUS = 32                    # the local cluster (4 x 8); the ranking does not depend on it
 DURATION_MIN_S, DURATION_MAX_S, DURATION_FLOOR_S = 20.0, 120.0, 40.0
 
 
