@@ -7,7 +7,7 @@
 # twice back to back: 1/2 under Slurm alone (its own multifactor priority, no daemon), 2/2 under
 # `dlprio run`. At the end: per-job JCT of both runs side by side, both runs beside
 # `dlprio simulate`'s prediction for each, out/main-job/jobs.csv and out/main-job/main_job.png,
-# and the exact `dlprio explain` / `dlprio status` commands to look further. About 12 minutes
+# and the exact `dlprio explain` / `dlprio status` commands to look further. About 10 minutes
 # after installation. Arguments go to main_job.py, e.g. `./demo.sh --jobs 6` (about 3 minutes);
 # see docs/main_job.md.
 set -euo pipefail

@@ -216,3 +216,19 @@ def test_plain_jobs_6_is_the_short_form_of_the_load_rule() -> None:
     first, found = main_job.load_jobs(args)
     assert [j.name for j in first] == ["1660", "1661", "1662", "1665", "1664", "1663"]
     assert found is None and "from trace second 4172631" in main_job.describe(args, first, None, 32)
+
+
+def test_demo_readme_and_doc_give_the_same_times() -> None:
+    """demo.sh's header, the README and docs/main_job.md name the same duration for the whole demo
+    and for --jobs 6 (issue 10: they once said 10 and 8 minutes)."""
+    import re
+
+    demo = (REPO / "demo.sh").read_text()
+    readme = (REPO / "README.md").read_text()
+    doc = (REPO / "docs" / "main_job.md").read_text()
+    whole = re.search(r"About (\d+) minutes\s*#?\s*after installation", demo).group(1)
+    short = re.search(r"`\./demo\.sh --jobs 6` \(about (\d+) minutes\)", demo).group(1)
+    assert re.search(rf"about {whole} minutes after installation", readme)
+    assert re.search(rf"About {whole} minutes after installation", doc)
+    assert f"`./demo.sh --jobs 6` is a {short}-minute form" in readme
+    assert re.search(rf"`sudo \./demo\.sh --jobs 6`, takes about {short} minutes", doc)
