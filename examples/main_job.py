@@ -406,14 +406,17 @@ def finish(out: Path, runs: Sequence[LiveRun], config: Path, nodes: int, gpus: i
            say: Say) -> int:
     """Collect both runs, simulate, print the tables, write the CSV, PNG and JSON; the exit status."""
     say.quiet = False
+    policy = daemon_config.load(config).policy.policy
     reports = [report.RunReport(r.key, r.label, report.outcomes(r.subs, r.states, r.daemon_rows),
-                                r.config) for r in runs]
+                                r.config, policy if r.config else report.PREDICTS[r.key])
+               for r in runs]
+    predictions = [r.prediction for r in reports]
     try:
-        sims = report.simulate(out / "scaled-trace.csv", config, nodes, gpus, out)
+        sims = report.simulate(out / "scaled-trace.csv", config, nodes, gpus, out, predictions)
     except RuntimeError as exc:
         say(f"main job: the simulation failed: {exc}")
         return EXIT_FAILED
-    sim_jct = {p: report.sim_jcts(out / "sim-jobs.csv", p) for p in report.PREDICTS.values()}
+    sim_jct = {p: report.sim_jcts(out / "sim-jobs.csv", p) for p in predictions}
     n = len(reports[0].outcomes)
     say(f"\nper job (JCT in s; arrive = seconds after the first submission; sim = `dlprio "
         f"simulate` on the same scaled trace):")

@@ -153,10 +153,12 @@ class RunReport:
     label: str
     outcomes: list[JobOutcome]
     config: Path | None = None
+    prediction: str = "fifo-fit"    # the simulated policy that predicts this run
 
 
-#: The simulated policy that predicts each live run: Slurm alone schedules like fit-first FIFO
-#: (its backfill starts any job that fits, oldest first); the dlprio run like the config's policy.
+#: The simulated policy that predicts each live run by default: Slurm alone schedules like
+#: fit-first FIFO (its backfill starts any job that fits, oldest first); the dlprio run like its
+#: config's policy (main_job.py sets that one from the config).
 PREDICTS = {"slurm": "fifo-fit", "dlprio": "tiresias-las"}
 
 
@@ -182,16 +184,17 @@ def real_summary(jobs: Sequence[JobOutcome]) -> dict:
     }
 
 
-def simulate(trace_csv: Path, config: Path, nodes: int, gpus_per_node: int, out: Path) -> list[dict]:
-    """``dlprio simulate`` on the scaled trace: the policies of :data:`PREDICTS` with the
-    modeled costs and policy section of ``config``; per-job rows go to ``out/sim-jobs.csv``.
+def simulate(trace_csv: Path, config: Path, nodes: int, gpus_per_node: int, out: Path,
+             policies: Sequence[str] = tuple(PREDICTS.values())) -> list[dict]:
+    """``dlprio simulate`` on the scaled trace: ``policies`` with the modeled costs and policy
+    section of ``config``; per-job rows go to ``out/sim-jobs.csv``.
 
     Returns one summary per policy (``restarts`` added: in the simulator every preemption is
     followed by one restart). Raises RuntimeError with the simulator's message when it fails.
     """
     argv = [str(BIN / "dlprio"), "simulate", "--trace", str(trace_csv), "--nodes", str(nodes),
             "--gpus-per-node", str(gpus_per_node), "--config", str(config), "--json",
-            "--compare", ",".join(PREDICTS.values()), "--jobs-csv", str(out / "sim-jobs.csv")]
+            "--compare", ",".join(dict.fromkeys(policies)), "--jobs-csv", str(out / "sim-jobs.csv")]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"dlprio simulate exited {proc.returncode}: {proc.stderr.strip()}")
@@ -216,7 +219,7 @@ def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> s
     t0 = min(j.sub.submitted_at for j in first)
     head = f"{'job':<10} {'arrive':>6} {'gpus':>4} {'len_s':>5}"
     for r in runs:
-        p = PREDICTS[r.key]
+        p = r.prediction
         head += f" | {r.key + ' jct':>11} {'sim ' + p:>{max(7, len(p) + 4)}} {'preempt':>7} {'restarts':>8}"
     head += " | state"
     lines = [head, "-" * len(head)]
@@ -225,7 +228,7 @@ def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> s
         line = f"{f'{job.index:02d}-u{job.name}':<10} {base.sub.submitted_at - t0:6.1f} {job.gpus:>4} {job.duration_s:5.0f}"
         states = []
         for r in runs:
-            o, p = r.outcomes[row], PREDICTS[r.key]
+            o, p = r.outcomes[row], r.prediction
             line += (f" | {_cell(o.jct_s, 11)} {_cell(sim[p].get(job.index), max(7, len(p) + 4))}"
                      f" {o.preemptions:>7} {o.restarts:>8}")
             states.append(o.state)
@@ -245,7 +248,7 @@ def comparison_columns(runs: Sequence[RunReport], sims: Sequence[dict]) -> list[
     by_policy = {s["policy"]: s for s in sims}
     cols: list[tuple[str, dict]] = []
     for r in runs:
-        p = PREDICTS[r.key]
+        p = r.prediction
         cols += [(f"{r.label} (live)", real_summary(r.outcomes)), (f"sim {p}", by_policy.get(p, {}))]
     return cols
 
@@ -291,7 +294,7 @@ def write_jobs_csv(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], 
     (times in s; empty cell: no JCT)."""
     fields = ["index", "trace_id", "gpus", "duration_s", "submit_s"]
     for r in runs:
-        fields += [f"{r.key}_job_id", f"{r.key}_jct_s", f"sim_{PREDICTS[r.key]}_jct_s",
+        fields += [f"{r.key}_job_id", f"{r.key}_jct_s", f"sim_{r.prediction}_jct_s",
                    f"{r.key}_preemptions", f"{r.key}_restarts", f"{r.key}_state"]
     with open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
@@ -301,7 +304,7 @@ def write_jobs_csv(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], 
             cells: list[object] = [job.index, job.name, job.gpus, job.duration_s, job.submit_s]
             for r in runs:
                 o = r.outcomes[row]
-                simv = sim[PREDICTS[r.key]].get(job.index)
+                simv = sim[r.prediction].get(job.index)
                 cells += [o.sub.job_id, "" if o.jct_s is None else round(o.jct_s, 1),
                           "" if simv is None else simv, o.preemptions, o.restarts, o.state]
             writer.writerow(cells)
@@ -327,7 +330,7 @@ def write_plot(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], path
             xs, ys = cdf_points(jcts)
             left.step(xs, ys, where="post", color=f"C{colour}", linewidth=2,
                       label=f"{r.label}, live (avg {statistics.fmean(jcts):.1f} s)")
-        p = PREDICTS[r.key]
+        p = r.prediction
         if sim.get(p):
             xs, ys = cdf_points(list(sim[p].values()))
             left.step(xs, ys, where="post", color=f"C{colour}", linestyle="--",

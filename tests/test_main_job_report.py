@@ -160,7 +160,7 @@ def test_tables_put_both_runs_beside_their_predictions(tmp_path: Path) -> None:
         [submitted(tmp_path / "s", "1662", 2, 990.0, done)], {7: "COMPLETED"}, {}))
     dl = report.RunReport("dlprio", "dlprio", report.outcomes(
         [submitted(tmp_path / "d", "1662", 2, 999.0, PREEMPTED_LOG)], {7: "COMPLETED"}, {}),
-        tmp_path / "dlprio.yaml")
+        tmp_path / "dlprio.yaml", "tiresias-las")
     sim = {"fifo-fit": {2: 90.0}, "tiresias-las": {2: 101.0}}
     table = report.jobs_table([alone, dl], sim).splitlines()
     assert table[0].split() == ["job", "arrive", "gpus", "len_s", "|", "slurm", "jct", "sim",
