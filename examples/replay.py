@@ -4,9 +4,10 @@
 (:class:`prioritizer.sim.workload.ScaledJob`) into a PAI v2 spec whose command runs
 ``examples/trainer.py``, submit it with ``dlsubmit`` at its scaled arrival time, run ``dlprio
 run`` and ``dlqueue --watch`` beside it, and wait until Slurm has finished every job. Slurm is
-read only through :class:`slurm_plugin.client.SlurmClient` (STYLE.md rule 4); the project's
-commands (``dlsubmit``, ``dlprio``, ``dlqueue``) run as child processes, exactly as a user runs
-them. Times are epoch seconds (``time.time``) for records and ``time.monotonic`` for waiting.
+read only through :class:`slurm_plugin.client.SlurmClient` (the one module that runs Slurm
+commands); the project's commands (``dlsubmit``, ``dlprio``, ``dlqueue``) run as child
+processes, exactly as a user runs them. Times are epoch seconds (``time.time``) for records
+and ``time.monotonic`` for waiting.
 """
 
 from __future__ import annotations
