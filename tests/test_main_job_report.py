@@ -280,3 +280,28 @@ def test_plural_and_checkpoint_summary_agree_in_number() -> None:
         "5 jobs got the checkpoint signal, 4 were requeued and resumed from their checkpoints")
     assert report.checkpoint_summary(0, 0) == (
         "0 jobs got the checkpoint signal, 0 were requeued and resumed from their checkpoints")
+
+
+def test_look_further_names_the_most_preempted_job_and_paths_from_here(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out" / "main-job"
+    (out / "dlprio").mkdir(parents=True)
+    once = PREEMPTED_LOG
+    twice = PREEMPTED_LOG.replace("[trainer] end attempt=2 reason=done step=83 loss=0.0659 time=1095.0\n", (
+        "[trainer] checkpoint attempt=2 reason=signal step=30 time=1042.0\n"
+        "[trainer] end attempt=2 reason=terminated step=30 time=1045.0\n"
+        "[trainer] start attempt=3 restart_count=2 time=1060.0 step=30 total_steps=83 pid=3 job_id=5\n"
+        "[trainer] resume attempt=3 step=30 checkpoint=/x/trainer-ckpt.npz\n"
+        "[trainer] end attempt=3 reason=done step=83 time=1113.0\n"))
+    subs = [submitted(out / "dlprio", f"dlprio0{i}", i, 999.0, log) for i, log in enumerate((once, twice))]
+    outs = report.outcomes(subs, {}, {})
+    assert [o.preemptions for o in outs] == [1, 2]
+    dl = report.RunReport("dlprio", "dlprio", outs, out / "dlprio" / "dlprio.yaml", "tiresias-las")
+    lines = main_job.look_further([dl], out)
+    assert lines[0] == "look further:"
+    assert lines[1].split("#")[0].split()[1:] == ["explain", "6", "--config", "out/main-job/dlprio/dlprio.yaml"]
+    assert "dlprio01, preempted 2 times" in lines[1]
+    assert lines[2].split()[1:] == ["status", "--config", "out/main-job/dlprio/dlprio.yaml"]
+    assert lines[3].split() == ["per-job", "CSV:", "out/main-job/jobs.csv"]
+    assert lines[4].split() == ["figure:", "out/main-job/main_job.png"]
