@@ -1,12 +1,15 @@
 #!/bin/bash
 # The main job in one command, on Debian 12 as root: installs what is missing (apt packages, the
 # .venv with the project, Slurm 22.05 and munge) and starts the local cluster (4 nodes x 8 fake
-# GPUs) through scripts/setup.sh, then runs examples/main_job.py: 24 jobs of the Philly trace,
-# scaled to 20-240 s, each submitted with dlsubmit as a PAI v2 spec running examples/trainer.py,
-# scheduled by `dlprio run`, shown by `dlqueue --watch`; at the end per-job JCT, preemptions and
-# restarts, the real run beside `dlprio simulate` on the same scaled trace, and a PNG
-# (out/main-job/main_job.png). About 10 minutes after installation. Arguments go to
-# main_job.py, e.g. `./demo.sh --jobs 6` (about 2 minutes); see docs/main_job.md.
+# GPUs) through scripts/setup.sh, then runs examples/main_job.py: the 12 consecutive jobs of the
+# Philly dense window with the highest offered load (data/traces/philly-15k, in the repository),
+# scaled to 20-100 s, each submitted with dlsubmit as a PAI v2 spec running examples/trainer.py,
+# twice back to back: 1/2 under Slurm alone (its own multifactor priority, no daemon), 2/2 under
+# `dlprio run`. At the end: per-job JCT of both runs side by side, both runs beside
+# `dlprio simulate`'s prediction for each, out/main-job/jobs.csv and out/main-job/main_job.png,
+# and the exact `dlprio explain` / `dlprio status` commands to look further. About 10 minutes
+# after installation. Arguments go to main_job.py, e.g. `./demo.sh --jobs 6` (about 3 minutes);
+# see docs/main_job.md.
 set -euo pipefail
 cd "$(dirname "$0")"
 # -h/--help only prints main_job.py's options: no setup (which may restart the cluster) once

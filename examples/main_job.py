@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""The main job: replay a real Philly workload on the live cluster under dlprio, and simulate it.
+"""The main job: one real Philly workload on the live cluster, under Slurm alone and under dlprio.
 
-Steps (issue 7; docs/main_job.md): sample and scale ``--jobs`` jobs from the trace
-(:mod:`prioritizer.sim.workload`), start ``dlprio run`` with the demo config
-(``examples/dlprio-demo.yaml``, ledger in ``--out``, public snapshot where ``dlqueue`` looks on
-the default cluster: :func:`snapshot_path`), submit each job through
-``dlsubmit`` at its scaled arrival time as a PAI v2 spec running ``examples/trainer.py``, show
-``dlqueue --watch`` meanwhile, wait until Slurm has finished every job, stop the daemon, then
-print per-job JCT, preemptions, restarts and resumed steps, and the real run beside
-``dlprio simulate`` on the same scaled trace and cluster shape; write ``main_job.png`` and
-``main_job.json``. Runs on the cluster ``SLURM_CONF`` names (``--cluster-name`` sets it).
+Steps (issues 7 and 16; docs/main_job.md): pick and scale ``--jobs`` jobs from the trace (the
+window of the Philly dense window with the highest offered load, :mod:`pick`; scaling by
+:mod:`prioritizer.sim.workload`); then two live runs back to back, each from an idle cluster
+and with the same specs, submit times and scaled durations: **1/2 Slurm alone** (its stock
+multifactor priority and backfill, no daemon) and **2/2 under** ``dlprio run`` with the demo
+config (``examples/dlprio-demo.yaml``; ledger in ``--out``/dlprio, public snapshot where
+``dlqueue`` looks on the default cluster: :func:`snapshot_path`). Each job is submitted through
+``dlsubmit`` at its scaled arrival time as a PAI v2 spec running ``examples/trainer.py``;
+``dlqueue --watch`` runs meanwhile (on a terminal; into ``dlqueue.log`` otherwise). At the end:
+per-job JCT of both runs side by side, one table with both runs and ``dlprio simulate``'s
+prediction for each (``fifo-fit`` for Slurm alone, the config's policy for dlprio), ``jobs.csv``,
+``main_job.png`` (JCT CDF; attempts of the dlprio run), ``main_job.json``, and the exact commands
+to look further. Runs on the cluster ``SLURM_CONF`` names (``--cluster-name`` sets it).
 
 Exit status: 0 every job completed; 1 the live run or the simulation failed (a job failed, the
 daemon died, a timeout); 2 bad options, trace, config or output directory; 3 Slurm does not
@@ -22,15 +26,19 @@ import argparse
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import signal
 import sys
 import time
-from dataclasses import asdict
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pick  # noqa: E402
 import report  # noqa: E402
 import replay  # noqa: E402
 from prioritizer.daemon import config as daemon_config  # noqa: E402
@@ -52,16 +60,17 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="main_job.py", description=__doc__.split("\n\n")[0])
     add = p.add_argument
-    add("--jobs", type=int, default=workload.DEFAULT_JOBS, help="jobs to replay (default 24)")
-    add("--trace", default=str(HERE / "data" / "philly-sample.csv"),
-        help="trace CSV (default: the Philly rows shipped in examples/data)")
+    add("--jobs", type=int, default=pick.DEFAULT_JOBS,
+        help=f"jobs to replay (default {pick.DEFAULT_JOBS}); each live run replays them all")
+    add("--trace", default=str(pick.DEFAULT_TRACE),
+        help="trace CSV (default: the Philly excerpt in data/traces/philly-15k)")
     add("--format", choices=("philly", "tiresias", "itp"), help="trace format (default: from the header)")
-    add("--start-at", type=float, default=workload.DEFAULT_START_S, metavar="SECONDS",
-        help=f"first trace second to sample from (default {workload.DEFAULT_START_S:.0f}: "
-             "Philly day 48.29, in the dense window)")
+    add("--start-at", type=float, default=None, metavar="SECONDS",
+        help="replay the first --jobs jobs from this trace second instead of the window with the "
+             "highest offered load in the Philly dense window (the default)")
     add("--max-duration", type=float, default=None, metavar="S",
-        help="longest scaled job, s (durations map onto [20, S]; default min(240, max(90, "
-             "10 x jobs)): 240 for 24 jobs, 90 for 6)")
+        help="longest scaled job, s (durations map onto [20, S]; default min(120, max(40, "
+             "10 x jobs - 20)): 100 for 12 jobs, 40 for 6)")
     add("--max-gap", type=float, default=workload.GAP_RANGE_S[1], metavar="S",
         help="longest scaled arrival gap, s (default 15)")
     add("--out", default="out/main-job", help="output directory (default out/main-job)")
@@ -72,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--no-watch", action="store_true", help="do not run `dlqueue --watch` during the run")
     add("--watch-interval", type=float, default=None,
         help="dlqueue refresh, s (default 2 on a terminal, 20 otherwise)")
+    add("--progress-interval", type=float, default=15.0, metavar="S",
+        help="a progress line every S seconds while jobs run (default 15)")
     add("--idle-timeout", type=float, default=300, help="wait this long for an idle cluster (s)")
     add("--timeout", type=float, default=1800, help="give up on unfinished jobs after this (s)")
     return p
@@ -109,22 +120,24 @@ def _lock_held(lock: Path) -> bool:
 def check_not_running(path: Path) -> None:
     """Refuse an output directory that a live main job is using.
 
-    Live means: one of its pid files (``main_job.pid``, ``dlprio.pid``, ``dlqueue.pid``) names
-    a running process of that program, or the daemon's ledger lock (``ledger.sqlite.lock``) is
-    held. Reads only; never changes ``path``.
+    Live means: one of its pid files (``main_job.pid``, ``dlprio.pid``, ``dlqueue.pid``, in
+    ``path`` or in a run's subdirectory ``slurm/``, ``dlprio/``) names a running process of that
+    program, or the daemon's ledger lock (``ledger.sqlite.lock``, same places) is held. Reads
+    only; never changes ``path``.
 
     Raises:
         UsageError: naming the process (or the lock) and the fix.
     """
     if not path.is_dir():
         return
-    for name, program in PID_FILES.items():
-        if (pid := _runs(path / name, program)) is not None:
-            raise UsageError(f"--out {path}: another main job is running there ({program}, pid "
-                             f"{pid}); wait for it, stop it, or name another --out")
-    if _lock_held(path / "ledger.sqlite.lock"):
-        raise UsageError(f"--out {path}: a dlprio daemon holds {path / 'ledger.sqlite.lock'}; "
-                         "wait for that run to end or name another --out")
+    for where in [path] + [path / key for key, _, _ in RUNS]:
+        for name, program in PID_FILES.items():
+            if (pid := _runs(where / name, program)) is not None:
+                raise UsageError(f"--out {path}: another main job is running there ({program}, "
+                                 f"pid {pid}); wait for it, stop it, or name another --out")
+        if _lock_held(where / "ledger.sqlite.lock"):
+            raise UsageError(f"--out {path}: a dlprio daemon holds {where / 'ledger.sqlite.lock'}; "
+                             "wait for that run to end or name another --out")
 
 
 def prepare_out(path: Path) -> Path:
@@ -204,20 +217,41 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def load_jobs(args: argparse.Namespace) -> list[workload.ScaledJob]:
-    """The scaled workload of ``args`` (rules in prioritizer/sim/workload.py; ``--max-duration``
-    defaults to :func:`prioritizer.sim.workload.duration_range` of ``--jobs``).
+def load_jobs(args: argparse.Namespace) -> tuple[list[workload.ScaledJob], pick.Pick | None]:
+    """The scaled workload of ``args``, and the :class:`pick.Pick` that chose it (None with
+    ``--start-at``). Reads only the trace: no Slurm.
+
+    Default: the window of ``--jobs`` consecutive jobs of the Philly dense window with the highest
+    offered load (:mod:`pick`; the ranking does not depend on the cluster's size); with
+    ``--start-at``: the first ``--jobs`` jobs from that trace second
+    (:func:`prioritizer.sim.workload.load`). ``--max-duration`` defaults to
+    :func:`pick.duration_range` of ``--jobs``.
 
     Raises:
-        UsageError: ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.
+        UsageError: ``--jobs`` < 1, ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.
         TraceError, WorkloadError: the trace cannot give the sample.
     """
-    lo, hi = workload.duration_range(args.jobs)
+    lo, hi = pick.duration_range(args.jobs)
     hi = hi if args.max_duration is None else args.max_duration
-    if hi < lo or args.max_gap < 0 or args.grace < 1:
-        raise UsageError("--max-duration must be >= 20, --max-gap >= 0, --grace >= 1")
-    return workload.load(args.trace, args.jobs, args.start_at, args.format, (lo, hi),
-                         (0.0, args.max_gap))
+    if hi < lo or args.max_gap < 0 or args.grace < 1 or args.jobs < 1:
+        raise UsageError("--jobs must be >= 1, --max-duration >= 20, --max-gap >= 0, --grace >= 1")
+    if args.start_at is not None:
+        return workload.load(args.trace, args.jobs, args.start_at, args.format, (lo, hi),
+                             (0.0, args.max_gap)), None
+    found = pick.load(args.trace, args.jobs, pick.CLUSTER_GPUS, args.format, durations_s=(lo, hi),
+                      gaps_s=(0.0, args.max_gap))
+    return found.jobs, found
+
+
+def describe(args: argparse.Namespace, jobs: list[workload.ScaledJob], found: pick.Pick | None,
+             gpus_total: int) -> str:
+    """How the workload was chosen, in one line (the offered load on ``gpus_total`` GPUs)."""
+    if found is None:
+        return f"the first {report.plural(len(jobs), 'job')} from trace second {args.start_at:.0f}"
+    load = pick.offered_load(jobs, gpus_total)
+    return (f"the {len(jobs)} consecutive jobs of the dense window with the highest offered load "
+            f"(on {gpus_total} GPUs: {load:.1f}), from u_id {found.first_name} (job "
+            f"{found.first + 1} of the window)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -225,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(conf).is_file():
         raise UsageError(f"no cluster config {conf}; start the cluster with `dlcluster up` "
                          "(`--name NAME --port-base PORT` for --cluster-name NAME)")
-    jobs = load_jobs(args)
+    jobs, found = load_jobs(args)
     config = Path(args.config)
     try:
         daemon_config.load(config)             # the daemon's own checks, before --out is touched
@@ -234,47 +268,93 @@ def run(args: argparse.Namespace) -> int:
     client = SlurmClient(timeout_s=30)
     check_not_running(Path(args.out))
     nodes, gpus = cluster_shape(client)
+    chosen = describe(args, jobs, found, nodes * gpus)
     check_not_running(Path(args.out))          # again: Slurm may have taken a while
     out = prepare_out(Path(args.out))
     pid_file = out / "main_job.pid"
     pid_file.write_text(f"{os.getpid()}\n")
     try:
-        return _run_in(args, out, jobs, config, client, nodes, gpus)
+        return _run_in(args, out, jobs, chosen, config, client, nodes, gpus)
     finally:
         pid_file.unlink(missing_ok=True)
 
 
-def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob], config: Path,
-            client: SlurmClient, nodes: int, gpus: int) -> int:
-    """The run proper, in the prepared output directory ``out``; the exit status."""
-    watch = not args.no_watch and sys.stdout.isatty()
+@dataclass
+class LiveRun:
+    """One live run of the workload: its key (``slurm`` or ``dlprio``, also its subdirectory of
+    the output), its label, what was submitted, Slurm's final states and the daemon's rows."""
+
+    key: str
+    label: str
+    out: Path
+    subs: list[replay.Submitted] = field(default_factory=list)
+    states: dict[int, str] = field(default_factory=dict)
+    daemon_rows: dict[int, dict] = field(default_factory=dict)
+    config: Path | None = None
+    wall_s: float = 0.0
+
+
+RUNS = (("slurm", "Slurm alone", False), ("dlprio", "dlprio", True))
+
+
+def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob], chosen: str,
+            config: Path, client: SlurmClient, nodes: int, gpus: int) -> int:
+    """Both live runs in the prepared output directory ``out``, then the report; the exit status."""
     say = Say(out, quiet=False)
     workload.write_tiresias_csv(jobs, out / "scaled-trace.csv")
-    snapshot = snapshot_path(out)
-    run_config = replay.daemon_config(config, out, snapshot)
-    say(f"main job: {report.plural(len(jobs), 'job')} from {args.trace} "
-        f"(start {args.start_at:.0f} s), "
-        f"cluster {nodes} x {gpus} GPUs, output in {out}, daemon snapshot {snapshot}")
-    replay.wait_idle(client, args.idle_timeout, say)
-
-    daemon = queue_view = None
-    subs: list[replay.Submitted] = []
-    states: dict[int, str] = {}
-    daemon_rows: dict[int, dict] = {}
-    finished = False
+    demand = sum(j.gpus * j.duration_s for j in jobs)
+    say(f"main job: {chosen}; from {args.trace}")
+    say(f"  {report.plural(len(jobs), 'job')}, {demand:,.0f} GPU·s, arriving over "
+        f"{jobs[-1].submit_s:g} s, on {nodes} x {gpus} GPUs; output in {out}")
+    say("  two live runs, back to back from an idle cluster: 1/2 Slurm alone (its own "
+        "multifactor priority, no daemon), 2/2 under `dlprio run`")
     signal.signal(signal.SIGTERM, _interrupted)
+    runs: list[LiveRun] = []
+    for number, (key, label, with_daemon) in enumerate(RUNS, start=1):
+        live = LiveRun(key, label, out / key)
+        live.out.mkdir()
+        runs.append(live)
+        status = _live_run(args, live, f"{number}/{len(RUNS)} {label}", jobs,
+                           config if with_daemon else None, client, say)
+        if status != EXIT_OK:
+            return status
+    return finish(out, runs, config, nodes, gpus, say)
+
+
+def _live_run(args: argparse.Namespace, live: LiveRun, tag: str, jobs: list[workload.ScaledJob],
+              config: Path | None, client: SlurmClient, say: Say) -> int:
+    """One live run into ``live`` (daemon only when ``config`` is given); EXIT_OK or the failure's
+    exit status. Progress lines carry ``tag`` (``1/2 Slurm alone``)."""
+    watch = not args.no_watch and sys.stdout.isatty()
+    say.quiet = False
+    replay.wait_idle(client, args.idle_timeout, say)
+    snapshot = snapshot_path(live.out) if config else live.out / "no-daemon-snapshot.json"
+    if config:
+        live.config = replay.daemon_config(config, live.out, snapshot)
+    say(f"\n[{tag}] starting: {report.plural(len(jobs), 'job')}"
+        + (f", daemon config {shown(live.config)}, snapshot {shown(snapshot)}" if config else
+           ", no daemon")
+        + ("" if watch or args.no_watch else f"; dlqueue --watch writes to {shown(live.out / 'dlqueue.log')}"))
+    daemon = queue_view = None
+    finished = False
+    started = time.monotonic()
+    progress = replay.Progress(say, f"[{tag}]", len(jobs), interval_s=args.progress_interval)
     try:
-        daemon = replay.start_daemon(run_config, out)
+        if config:
+            daemon = replay.start_daemon(live.config, live.out)
         if not args.no_watch:
             interval = args.watch_interval or (2.0 if watch else 20.0)
-            queue_view = replay.start_queue_view(snapshot, interval, out)
+            queue_view = replay.start_queue_view(snapshot, interval, live.out,
+                                                 None if watch else live.out / "dlqueue.log")
             say.quiet = watch            # dlqueue redraws the terminal; progress goes to the log
-        replay.replay(jobs, out, args.grace, daemon, say, subs)
-        states = replay.wait_finished(client, subs, daemon, args.timeout)
+        replay.replay(jobs, live.out, args.grace, daemon, progress, live.subs, prefix=live.key)
+        live.states = replay.wait_finished(client, live.subs, daemon, args.timeout, progress)
         finished = True
+        if daemon:                   # two more cycles: the ledger records the last job's end
+            time.sleep(2 * daemon_config.load(live.config).interval_s + 1)
     except replay.ReplayError as exc:
         say.quiet = True                       # to the log; the terminal gets it once, below
-        say(f"main job failed: {exc}")
+        say(f"[{tag}] failed: {exc}")
         print(f"main_job.py: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
@@ -283,49 +363,86 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
     finally:
         if queue_view:
             queue_view.stop(signal.SIGINT, timeout_s=5)
-        if not finished and subs:
-            replay.cancel(client, subs)
+        if not finished and live.subs:
+            replay.cancel(client, live.subs)
         if daemon:
             daemon.stop()
-            daemon_rows = report.daemon_rows(run_config) if finished else {}
-    return finish(out, run_config, subs, states, daemon_rows, nodes, gpus, say)
+            live.daemon_rows = report.daemon_rows(live.config) if finished else {}
+        say.quiet = False
+    live.wall_s = time.monotonic() - started
+    say(f"[{tag}] done in {live.wall_s:.0f} s: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(Counter(live.states.values()).items())))
+    return EXIT_OK
 
 
-def finish(out: Path, config: Path, subs: list[replay.Submitted], states: dict[int, str],
-           daemon_rows: dict[int, dict], nodes: int, gpus: int, say: Say) -> int:
-    """Collect, simulate, print the tables, write the PNG and JSON; the exit status."""
-    say.quiet = False
-    outcomes = report.outcomes(subs, states, daemon_rows)
-    real = report.real_summary(outcomes)
+def shown(path: Path | str) -> str:
+    """``path`` as a user types it from the current directory: relative when it lies below it."""
+    path = Path(path)
     try:
-        sims = report.simulate(out / "scaled-trace.csv", config, nodes, gpus, out)
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def look_further(runs: Sequence[report.RunReport], out: Path) -> list[str]:
+    """The closing lines: exact commands (``dlprio explain`` for the dlprio run's most-preempted
+    job, ``dlprio status``) and the CSV, PNG and JSON paths, as they run from the current
+    directory."""
+    dl = next(r for r in runs if r.config is not None)
+    top = max(dl.outcomes, key=lambda o: (o.preemptions, o.jct_s or 0.0))
+    dlprio = shown(replay.BIN / "dlprio")
+    config = shlex.quote(shown(dl.config))
+    why = (f"preempted {report.plural(top.preemptions, 'time')}" if top.preemptions
+           else "no job was preempted; this one waited longest")
+    return ["look further:",
+            f"  {dlprio} explain {top.sub.job_id} --config {config}    # {top.sub.name}, {why}",
+            f"  {dlprio} status --config {config}",
+            f"  per-job CSV: {shown(out / 'jobs.csv')}",
+            f"  figure:      {shown(out / 'main_job.png')}",
+            f"  everything:  {shown(out / MARKER)} (per attempt), {shown(out / 'main_job.log')}"]
+
+
+def finish(out: Path, runs: Sequence[LiveRun], config: Path, nodes: int, gpus: int,
+           say: Say) -> int:
+    """Collect both runs, simulate, print the tables, write the CSV, PNG and JSON; the exit status."""
+    say.quiet = False
+    policy = daemon_config.load(config).policy.policy
+    reports = [report.RunReport(r.key, r.label, report.outcomes(r.subs, r.states, r.daemon_rows),
+                                r.config, policy if r.config else report.PREDICTS[r.key])
+               for r in runs]
+    predictions = [r.prediction for r in reports]
+    try:
+        sims = report.simulate(out / "scaled-trace.csv", config, nodes, gpus, out, predictions)
     except RuntimeError as exc:
         say(f"main job: the simulation failed: {exc}")
         return EXIT_FAILED
-    sim_jct = report.sim_jcts(out / "sim-jobs.csv")
-    sim_las = next(s for s in sims if s["policy"] == "tiresias-las")
-    say("\nper job (times in s; arrive = seconds after the first submission):")
-    say(report.jobs_table(outcomes, sim_jct))
-    say(f"\nreal vs simulated ({report.plural(len(subs), 'job')}, {nodes} x {gpus} GPUs, "
-        "policy and modeled costs "
-        f"from {config}):")
-    say(report.comparison_table(real, sims))
-    report.write_plot(outcomes, sim_jct, real, sim_las, out / "main_job.png")
-    preempted = [o for o in outcomes if o.preemptions]
-    resumed = [o for o in outcomes if o.restarts and o.resumes_ok]
-    say(f"\n{report.checkpoint_summary(len(preempted), len(resumed))}; "
-        f"plot {out / 'main_job.png'}, details {out / MARKER}")
+    sim_jct = {p: report.sim_jcts(out / "sim-jobs.csv", p) for p in predictions}
+    n = len(reports[0].outcomes)
+    say(f"\nper job (JCT in s; arrive = seconds after the first submission; sim = `dlprio "
+        f"simulate` on the same scaled trace):")
+    say(report.jobs_table(reports, sim_jct))
+    say(f"\nboth live runs and their predictions ({report.plural(n, 'job')}, {nodes} x {gpus} "
+        f"GPUs; policy and modeled costs from {shown(config)}):")
+    say(report.comparison_table(reports, sims))
+    report.write_jobs_csv(reports, sim_jct, out / "jobs.csv")
+    report.write_plot(reports, sim_jct, out / "main_job.png")
+    dl = reports[-1]
+    preempted = [o for o in dl.outcomes if o.preemptions]
+    resumed = [o for o in dl.outcomes if o.restarts and o.resumes_ok]
+    say(f"\n{report.verdict(reports)}")
+    say(f"under dlprio {report.checkpoint_summary(len(preempted), len(resumed))}")
     (out / MARKER).write_text(json.dumps({
-        "real": real, "simulated": sims,
-        "jobs": [{"name": o.sub.name, "job_id": o.sub.job_id, "state": o.state,
-                  "scaled": asdict(o.sub.job), "submitted_at": o.sub.submitted_at,
-                  "jct_s": o.jct_s, "sim_jct_s": sim_jct.get(o.sub.job.index),
-                  "preemptions": o.preemptions, "restarts": o.restarts,
-                  "resumes_ok": o.resumes_ok, "daemon": o.daemon,
-                  "attempts": [asdict(a) for a in o.attempts]} for o in outcomes],
+        "simulated": sims,
+        "runs": {r.key: {"label": r.label, "summary": report.real_summary(r.outcomes),
+                         "wall_s": lr.wall_s,
+                         "jobs": [report.outcome_json(o, sim_jct) for o in r.outcomes]}
+                 for r, lr in zip(reports, runs)},
         "finished_at": time.time(),
     }, indent=2))
-    bad = [o.sub.name for o in outcomes if not o.done or o.state != "COMPLETED"]
+    say("")
+    for line in look_further(reports, out):
+        say(line)
+    bad = [o.sub.name for r in reports for o in r.outcomes if not o.done or o.state != "COMPLETED"]
     if bad:
         say(f"main job: {report.plural(len(bad), 'job')} did not complete: {', '.join(bad)}")
         return EXIT_FAILED

@@ -4,9 +4,10 @@
 (:class:`prioritizer.sim.workload.ScaledJob`) into a PAI v2 spec whose command runs
 ``examples/trainer.py``, submit it with ``dlsubmit`` at its scaled arrival time, run ``dlprio
 run`` and ``dlqueue --watch`` beside it, and wait until Slurm has finished every job. Slurm is
-read only through :class:`slurm_plugin.client.SlurmClient` (docs/design.md, code rule 4); the project's
-commands (``dlsubmit``, ``dlprio``, ``dlqueue``) run as child processes, exactly as a user runs
-them. Times are epoch seconds (``time.time``) for records and ``time.monotonic`` for waiting.
+read only through :class:`slurm_plugin.client.SlurmClient` (the one module that runs Slurm
+commands); the project's commands (``dlsubmit``, ``dlprio``, ``dlqueue``) run as child
+processes, exactly as a user runs them. Times are epoch seconds (``time.time``) for records
+and ``time.monotonic`` for waiting.
 """
 
 from __future__ import annotations
@@ -50,12 +51,39 @@ class Submitted:
     name: str
 
 
-def job_name(job: ScaledJob) -> str:
-    """Slurm job name of a scaled job, e.g. ``mj03-u1665`` (index and Philly u_id)."""
-    return f"{JOB_PREFIX}{job.index:02d}-u{job.name}"
+class Progress:
+    """Progress lines of one live run, each starting with ``tag`` (``[1/2 Slurm alone]``):
+    one per submission, and while jobs run one every ``interval_s`` seconds with how far the run
+    is (submitted, pending, running, finished of ``total``)."""
+
+    def __init__(self, say: Callable[[str], None], tag: str, total: int, interval_s: float = 15.0) -> None:
+        self.say, self.tag, self.total, self.interval_s = say, tag, total, interval_s
+        self.t0 = time.monotonic()
+        self.last = self.t0
+
+    def __call__(self, line: str) -> None:
+        self.say(f"{self.tag} t={time.monotonic() - self.t0:5.0f}s  {line}")
+
+    def states(self, submitted: int, states: dict[int, str], force: bool = False) -> None:
+        """A line with the counts of ``states`` (``{job_id: Slurm state}``) if ``interval_s``
+        passed since the last one (or ``force``)."""
+        now = time.monotonic()
+        if not force and now - self.last < self.interval_s:
+            return
+        self.last = now
+        running = sum(s in ("RUNNING", "COMPLETING") for s in states.values())
+        done = sum(s not in ACTIVE_STATES for s in states.values())
+        self(f"{submitted}/{self.total} submitted, {submitted - running - done} waiting, "
+             f"{running} running, {done}/{self.total} finished")
 
 
-def spec_for(job: ScaledJob, grace_s: int, step_s: float = 1.0) -> dict:
+def job_name(job: ScaledJob, prefix: str = JOB_PREFIX) -> str:
+    """Slurm job name of a scaled job, e.g. ``mj03-u1665`` (prefix, index and Philly u_id);
+    the main job's two runs use the prefixes ``slurm`` and ``dlprio``."""
+    return f"{prefix}{job.index:02d}-u{job.name}"
+
+
+def spec_for(job: ScaledJob, grace_s: int, step_s: float = 1.0, prefix: str = JOB_PREFIX) -> dict:
     """The PAI v2 spec (as a mapping) of one job: one instance with ``job.gpus`` GPUs, CPUs and
     memory in the node's proportion, the trainer for ``job.duration_s`` seconds as its command,
     and the checkpoint contract (USR2, ``grace_s`` seconds) in ``extras.checkpoint``."""
@@ -63,7 +91,7 @@ def spec_for(job: ScaledJob, grace_s: int, step_s: float = 1.0) -> dict:
                           "--step-s", f"{step_s:g}", "--seed", str(job.index)])
     return {
         "protocolVersion": 2,
-        "name": job_name(job),
+        "name": job_name(job, prefix),
         "type": "job",
         "jobRetryCount": 0,
         "prerequisites": [{"type": "dockerimage", "name": "image", "uri": "python:3.11-slim"}],
@@ -78,26 +106,27 @@ def spec_for(job: ScaledJob, grace_s: int, step_s: float = 1.0) -> dict:
     }
 
 
-def write_spec(job: ScaledJob, directory: Path, grace_s: int) -> Path:
+def write_spec(job: ScaledJob, directory: Path, grace_s: int, prefix: str = JOB_PREFIX) -> Path:
     """Write the job's spec as ``directory/<name>.yaml``; return the path."""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{job_name(job)}.yaml"
+    path = directory / f"{job_name(job, prefix)}.yaml"
     path.write_text(f"# Philly u_id {job.name}: {job.trace_gpus} GPUs, {job.trace_duration_s:g} s "
                     f"in the trace; scaled by prioritizer/sim/workload.py\n"
-                    + yaml.safe_dump(spec_for(job, grace_s), sort_keys=False))
+                    + yaml.safe_dump(spec_for(job, grace_s, prefix=prefix), sort_keys=False))
     return path
 
 
-def submit(job: ScaledJob, out: Path, grace_s: int) -> Submitted:
+def submit(job: ScaledJob, out: Path, grace_s: int, prefix: str = JOB_PREFIX) -> Submitted:
     """Submit one job with ``dlsubmit --json``; its output goes to ``out/logs/<name>-<id>.out``.
 
     Raises:
         ReplayError: dlsubmit failed (its message is included).
     """
-    spec = write_spec(job, out / "specs", grace_s)
+    name = job_name(job, prefix)
+    spec = write_spec(job, out / "specs", grace_s, prefix)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     argv = [str(BIN / "dlsubmit"), "--json", "--checkpoint-root", str(out / "checkpoints"),
-            "--output", str(out / "logs" / f"{job_name(job)}-%j.out"), str(spec)]
+            "--output", str(out / "logs" / f"{name}-%j.out"), str(spec)]
     submitted_at = time.time()
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -107,8 +136,8 @@ def submit(job: ScaledJob, out: Path, grace_s: int) -> Submitted:
         job_id = int(json.loads(proc.stdout)["job_id"])
     except (ValueError, KeyError, TypeError):
         raise ReplayError(f"dlsubmit {spec.name}: no job id in its output {proc.stdout[:200]!r}") from None
-    log = out / "logs" / f"{job_name(job)}-{job_id}.out"
-    return Submitted(job, job_id, submitted_at, log, job_name(job))
+    log = out / "logs" / f"{name}-{job_id}.out"
+    return Submitted(job, job_id, submitted_at, log, name)
 
 
 def daemon_config(template: Path, out: Path, snapshot: Path | None = None) -> Path:
@@ -174,11 +203,13 @@ def start_daemon(config: Path, out: Path) -> Child:
     return child
 
 
-def start_queue_view(snapshot: Path, interval_s: float, out: Path) -> Child:
-    """``dlqueue --watch`` on the terminal (plain frames when stdout is not a terminal) reading
-    ``snapshot``; pid in ``out/dlqueue.pid``."""
+def start_queue_view(snapshot: Path, interval_s: float, out: Path,
+                     log_path: Path | None = None) -> Child:
+    """``dlqueue --watch`` reading ``snapshot``: on the terminal (``log_path`` None) or into
+    ``log_path`` (then it prints into a file, not over the progress lines); pid in
+    ``out/dlqueue.pid``."""
     return Child([str(BIN / "dlqueue"), "--watch", "--interval", f"{interval_s:g}",
-                  "--snapshot", str(snapshot)], None, out / "dlqueue.pid")
+                  "--snapshot", str(snapshot)], log_path, out / "dlqueue.pid")
 
 
 def wait_idle(client: SlurmClient, timeout_s: float, say: Callable[[str], None]) -> None:
@@ -201,11 +232,11 @@ def wait_idle(client: SlurmClient, timeout_s: float, say: Callable[[str], None])
         time.sleep(2.0)
 
 
-def replay(jobs: Sequence[ScaledJob], out: Path, grace_s: int, daemon: Child,
-           say: Callable[[str], None], done: list[Submitted]) -> list[Submitted]:
+def replay(jobs: Sequence[ScaledJob], out: Path, grace_s: int, daemon: Child | None,
+           say: Callable[[str], None], done: list[Submitted], prefix: str = JOB_PREFIX) -> list[Submitted]:
     """Submit every job at its scaled arrival time (relative to now), appending each to ``done``
     as soon as it is submitted (so that a caller interrupted midway can cancel them); returns
-    ``done``.
+    ``done``. ``daemon`` None: a run without dlprio.
 
     Raises:
         ReplayError: a submission failed or the daemon died.
@@ -215,16 +246,17 @@ def replay(jobs: Sequence[ScaledJob], out: Path, grace_s: int, daemon: Child,
         while (left := t0 + job.submit_s - time.monotonic()) > 0:
             _check_daemon(daemon)
             time.sleep(min(left, 1.0))
-        sub = submit(job, out, grace_s)
+        sub = submit(job, out, grace_s, prefix)
         done.append(sub)
-        say(f"t={time.monotonic() - t0:6.1f}s  submitted {sub.name} as job {sub.job_id}: "
-            f"{job.gpus} GPU(s), {job.duration_s:g} s")
+        say(f"submitted {sub.name} as job {sub.job_id}: {job.gpus} GPU(s), {job.duration_s:g} s "
+            f"({len(done)}/{len(jobs)})")
     return done
 
 
-def wait_finished(client: SlurmClient, subs: Sequence[Submitted], daemon: Child,
-                  timeout_s: float) -> dict[int, str]:
-    """Wait until Slurm shows every job finished; return ``{job_id: final state}``.
+def wait_finished(client: SlurmClient, subs: Sequence[Submitted], daemon: Child | None,
+                  timeout_s: float, progress: Progress | None = None) -> dict[int, str]:
+    """Wait until Slurm shows every job finished; return ``{job_id: final state}``. ``daemon``
+    None: a run without dlprio; ``progress`` gets the states every poll.
 
     A job that drops out of ``squeue`` (purged after MinJobAge) counts as ``COMPLETED`` only if
     its trainer log ends with ``end reason=done``; otherwise ``GONE``.
@@ -244,7 +276,10 @@ def wait_finished(client: SlurmClient, subs: Sequence[Submitted], daemon: Child,
                 raise ReplayError(f"Slurm does not answer: {exc}") from None
         if seen is not None:
             states = {i: seen.get(i, _gone_state(ids[i])) for i in ids}
-            if all(s not in ACTIVE_STATES for s in states.values()):
+            finished = all(s not in ACTIVE_STATES for s in states.values())
+            if progress:
+                progress.states(len(subs), states, force=finished)
+            if finished:
                 return states
         if time.monotonic() > deadline:
             running = sorted(i for i, s in (seen or {}).items() if s in ACTIVE_STATES)
@@ -258,8 +293,8 @@ def _gone_state(sub: Submitted) -> str:
     return "COMPLETED" if done else "GONE"
 
 
-def _check_daemon(daemon: Child) -> None:
-    if not daemon.alive():
+def _check_daemon(daemon: Child | None) -> None:
+    if daemon is not None and not daemon.alive():
         raise ReplayError(f"dlprio run died (exit {daemon.proc.returncode}): {daemon.tail()}")
 
 

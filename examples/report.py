@@ -17,7 +17,7 @@ import json
 import statistics
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from prioritizer.sim.report import nearest_rank
@@ -144,8 +144,27 @@ def daemon_rows(config: Path) -> dict[int, dict]:
         return {}
 
 
+@dataclass
+class RunReport:
+    """One live run as reported: its key (``slurm``/``dlprio``), label, per-job outcomes (in
+    arrival order) and the daemon config it ran with (None: Slurm alone)."""
+
+    key: str
+    label: str
+    outcomes: list[JobOutcome]
+    config: Path | None = None
+    prediction: str = "fifo-fit"    # the simulated policy that predicts this run
+
+
+#: The simulated policy that predicts each live run by default: Slurm alone schedules like
+#: fit-first FIFO (its backfill starts any job that fits, oldest first); the dlprio run like its
+#: config's policy (main_job.py sets that one from the config).
+PREDICTS = {"slurm": "fifo-fit", "dlprio": "tiresias-las"}
+
+
 def real_summary(jobs: Sequence[JobOutcome]) -> dict:
-    """Summary of the live run with the keys ``dlprio simulate --json`` uses (subset)."""
+    """Summary of a live run with the keys ``dlprio simulate --json`` uses (subset), plus
+    ``restarts`` (requeues seen in the jobs' logs)."""
     jcts = [j.jct_s for j in jobs if j.jct_s is not None]
     ends = [j.end for j in jobs if j.end is not None]
     first = min(j.sub.submitted_at for j in jobs)
@@ -159,31 +178,27 @@ def real_summary(jobs: Sequence[JobOutcome]) -> dict:
         "avg_queueing_delay_s": statistics.fmean(j.jct_s - j.run_s for j in jobs if j.jct_s is not None)
         if jcts else 0.0,
         "preemptions": sum(j.preemptions for j in jobs),
+        "restarts": sum(j.restarts for j in jobs),
         "promotions": sum(p for p in promotions if isinstance(p, int)) if any(
             isinstance(p, int) for p in promotions) else None,
     }
 
 
-def simulate(trace_csv: Path, config: Path, nodes: int, gpus_per_node: int, out: Path) -> list[dict]:
-    """``dlprio simulate`` on the scaled trace: tiresias-las and fifo-fit with the modeled costs
-    of ``config``, then tiresias-las at zero cost. Per-job rows go to ``out/sim-jobs*.csv``.
+def simulate(trace_csv: Path, config: Path, nodes: int, gpus_per_node: int, out: Path,
+             policies: Sequence[str] = tuple(PREDICTS.values())) -> list[dict]:
+    """``dlprio simulate`` on the scaled trace: ``policies`` with the modeled costs and policy
+    section of ``config``; per-job rows go to ``out/sim-jobs.csv``.
 
-    Returns the summaries (``policy`` ``tiresias-las``, ``fifo-fit``, ``tiresias-las zero-cost``).
-    Raises RuntimeError with the simulator's message when it fails.
+    Returns one summary per policy (``restarts`` added: in the simulator every preemption is
+    followed by one restart). Raises RuntimeError with the simulator's message when it fails.
     """
-    base = [str(BIN / "dlprio"), "simulate", "--trace", str(trace_csv), "--nodes", str(nodes),
-            "--gpus-per-node", str(gpus_per_node), "--config", str(config), "--json"]
-    runs = [(["--compare", "tiresias-las,fifo-fit", "--jobs-csv", str(out / "sim-jobs.csv")], ""),
-            (["--policy", "tiresias-las", "--zero-cost",
-              "--jobs-csv", str(out / "sim-jobs-zero-cost.csv")], " zero-cost")]
-    summaries: list[dict] = []
-    for extra, suffix in runs:
-        proc = subprocess.run(base + extra, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"dlprio simulate exited {proc.returncode}: {proc.stderr.strip()}")
-        for s in json.loads(proc.stdout):
-            summaries.append({**s, "policy": s["policy"] + suffix})
-    return summaries
+    argv = [str(BIN / "dlprio"), "simulate", "--trace", str(trace_csv), "--nodes", str(nodes),
+            "--gpus-per-node", str(gpus_per_node), "--config", str(config), "--json",
+            "--compare", ",".join(dict.fromkeys(policies)), "--jobs-csv", str(out / "sim-jobs.csv")]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"dlprio simulate exited {proc.returncode}: {proc.stderr.strip()}")
+    return [{**s, "restarts": s.get("preemptions", 0)} for s in json.loads(proc.stdout)]
 
 
 def sim_jcts(path: Path, policy: str = "tiresias-las") -> dict[int, float]:
@@ -193,77 +208,155 @@ def sim_jcts(path: Path, policy: str = "tiresias-las") -> dict[int, float]:
     return {int(r["job_id"]): float(r["jct"]) for r in rows if r.get("policy", policy) == policy}
 
 
-def jobs_table(jobs: Sequence[JobOutcome], sim: dict[int, float]) -> str:
-    """Per-job table: arrival, GPUs, nominal length, real and simulated JCT, preemptions,
-    restarts, the steps each restart resumed from, Slurm's final state."""
-    t0 = min(j.sub.submitted_at for j in jobs)
-    head = (f"{'job':<12} {'slurm':>5} {'arrive':>6} {'gpus':>4} {'len_s':>5} {'jct_s':>6} "
-            f"{'sim_s':>6} {'preempt':>7} {'restarts':>8}  {'resumed at step':<16} state")
+def _cell(value: float | None, width: int = 7) -> str:
+    return f"{value:{width}.1f}" if value is not None else f"{'-':>{width}}"
+
+
+def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> str:
+    """Per-job table: arrival, GPUs, nominal length, then for each run its live JCT and the
+    prediction's JCT, preemptions and restarts (each run's own), Slurm's final states."""
+    first = runs[0].outcomes
+    t0 = min(j.sub.submitted_at for j in first)
+    head = f"{'job':<10} {'arrive':>6} {'gpus':>4} {'len_s':>5}"
+    for r in runs:
+        p = r.prediction
+        head += f" | {r.key + ' jct':>11} {'sim ' + p:>{max(7, len(p) + 4)}} {'preempt':>7} {'restarts':>8}"
+    head += " | state"
     lines = [head, "-" * len(head)]
-    for j in jobs:
-        resumed = ",".join(str(a.start_step) for a in j.attempts[1:] if a.resumed) or "-"
-        jct = f"{j.jct_s:6.1f}" if j.jct_s is not None else f"{'-':>6}"
-        simv = sim.get(j.sub.job.index)
-        lines.append(f"{j.sub.name:<12} {j.sub.job_id:>5} {j.sub.submitted_at - t0:6.1f} "
-                     f"{j.sub.job.gpus:>4} {j.sub.job.duration_s:5.0f} {jct} "
-                     f"{(f'{simv:6.1f}' if simv is not None else '     -')} {j.preemptions:>7} "
-                     f"{j.restarts:>8}  {resumed:<16} {j.state}")
+    for row, base in enumerate(first):
+        job = base.sub.job
+        line = f"{f'{job.index:02d}-u{job.name}':<10} {base.sub.submitted_at - t0:6.1f} {job.gpus:>4} {job.duration_s:5.0f}"
+        states = []
+        for r in runs:
+            o, p = r.outcomes[row], r.prediction
+            line += (f" | {_cell(o.jct_s, 11)} {_cell(sim[p].get(job.index), max(7, len(p) + 4))}"
+                     f" {o.preemptions:>7} {o.restarts:>8}")
+            states.append(o.state)
+        lines.append(line + " | " + "/".join(dict.fromkeys(states)))
     return "\n".join(lines)
 
 
 ROWS = (("jobs finished", "jobs", "{:.0f}"), ("avg JCT s", "avg_jct_s", "{:.1f}"),
         ("median JCT s", "median_jct_s", "{:.1f}"), ("p95 JCT s", "p95_jct_s", "{:.1f}"),
-        ("makespan s", "makespan_s", "{:.1f}"), ("avg queueing s", "avg_queueing_delay_s", "{:.1f}"),
-        ("preemptions", "preemptions", "{:.0f}"), ("promotions", "promotions", "{:.0f}"))
+        ("avg queueing s", "avg_queueing_delay_s", "{:.1f}"), ("makespan s", "makespan_s", "{:.1f}"),
+        ("preemptions", "preemptions", "{:.0f}"), ("restarts", "restarts", "{:.0f}"),
+        ("promotions", "promotions", "{:.0f}"))
 
 
-def comparison_table(real: dict, sims: Sequence[dict]) -> str:
-    """Real vs simulated side by side, and the real/simulated ratio of avg JCT for each."""
-    cols = [("real (live)", real)] + [(f"sim {s['policy']}", s) for s in sims]
+def comparison_columns(runs: Sequence[RunReport], sims: Sequence[dict]) -> list[tuple[str, dict]]:
+    """(header, summary) per column: each live run followed by its prediction."""
+    by_policy = {s["policy"]: s for s in sims}
+    cols: list[tuple[str, dict]] = []
+    for r in runs:
+        p = r.prediction
+        cols += [(f"{r.label} (live)", real_summary(r.outcomes)), (f"sim {p}", by_policy.get(p, {}))]
+    return cols
+
+
+def comparison_table(runs: Sequence[RunReport], sims: Sequence[dict]) -> str:
+    """Both live runs side by side, each beside its prediction, and live ÷ predicted avg JCT."""
+    cols = comparison_columns(runs, sims)
     width = max(len(c) for c, _ in cols) + 2
     lines = [f"{'':<16}" + "".join(f"{c:>{width}}" for c, _ in cols)]
     for label, key, fmt in ROWS:
         cells = [fmt.format(v) if isinstance((v := s.get(key)), (int, float)) else "-" for _, s in cols]
         lines.append(f"{label:<16}" + "".join(f"{c:>{width}}" for c in cells))
-    ratios = ["1.00"] + [f"{real['avg_jct_s'] / s['avg_jct_s']:.2f}" if s.get("avg_jct_s") else "-"
-                         for s in sims]
-    lines.append(f"{'real/sim avg':<16}" + "".join(f"{c:>{width}}" for c in ratios))
+    ratios = []
+    for (_, live), (_, sim) in zip(cols[::2], cols[1::2]):
+        ratios += ["", f"{live['avg_jct_s'] / sim['avg_jct_s']:.2f}" if sim.get("avg_jct_s") else "-"]
+    lines.append(f"{'live/sim avg':<16}" + "".join(f"{c:>{width}}" for c in ratios))
     return "\n".join(lines)
 
 
-def write_plot(jobs: Sequence[JobOutcome], sim: dict[int, float], real: dict, sim_las: dict,
-               path: Path) -> None:
-    """PNG: top, every attempt of every job on the live cluster (bars; x = signal checkpoint,
-    dot = arrival); bottom, real vs simulated JCT per job."""
+def verdict(runs: Sequence[RunReport]) -> str:
+    """One sentence: the dlprio run's avg JCT against Slurm alone's, live (percent change)."""
+    base, dl = (real_summary(r.outcomes) for r in (runs[0], runs[-1]))
+    if not base["avg_jct_s"]:
+        return "no job finished under Slurm alone; nothing to compare"
+    change = 100.0 * (dl["avg_jct_s"] / base["avg_jct_s"] - 1.0)
+    word = "lower" if change < 0 else "higher"
+    return (f"live avg JCT: {runs[-1].label} {dl['avg_jct_s']:.1f} s vs {runs[0].label} "
+            f"{base['avg_jct_s']:.1f} s ({abs(change):.1f} % {word}); p95 {dl['p95_jct_s']:.1f} s "
+            f"vs {base['p95_jct_s']:.1f} s; makespan {dl['makespan_s']:.1f} s vs {base['makespan_s']:.1f} s")
+
+
+def outcome_json(o: JobOutcome, sim: dict[str, dict[int, float]]) -> dict:
+    """One job of one run for ``main_job.json`` (every attempt included)."""
+    return {"name": o.sub.name, "job_id": o.sub.job_id, "state": o.state,
+            "scaled": asdict(o.sub.job), "submitted_at": o.sub.submitted_at, "jct_s": o.jct_s,
+            "sim_jct_s": {p: v.get(o.sub.job.index) for p, v in sim.items()},
+            "preemptions": o.preemptions, "restarts": o.restarts, "resumes_ok": o.resumes_ok,
+            "daemon": o.daemon, "attempts": [asdict(a) for a in o.attempts]}
+
+
+def write_jobs_csv(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], path: Path) -> None:
+    """``jobs.csv``: one row per job, the columns of :func:`jobs_table` plus Slurm job ids
+    (times in s; empty cell: no JCT)."""
+    fields = ["index", "trace_id", "gpus", "duration_s", "submit_s"]
+    for r in runs:
+        fields += [f"{r.key}_job_id", f"{r.key}_jct_s", f"sim_{r.prediction}_jct_s",
+                   f"{r.key}_preemptions", f"{r.key}_restarts", f"{r.key}_state"]
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(fields)
+        for row, base in enumerate(runs[0].outcomes):
+            job = base.sub.job
+            cells: list[object] = [job.index, job.name, job.gpus, job.duration_s, job.submit_s]
+            for r in runs:
+                o = r.outcomes[row]
+                simv = sim[r.prediction].get(job.index)
+                cells += [o.sub.job_id, "" if o.jct_s is None else round(o.jct_s, 1),
+                          "" if simv is None else simv, o.preemptions, o.restarts, o.state]
+            writer.writerow(cells)
+
+
+def cdf_points(values: Sequence[float]) -> tuple[list[float], list[float]]:
+    """Step points of the empirical CDF: sorted values and i/n for i = 1..n."""
+    xs = sorted(values)
+    return xs, [(i + 1) / len(xs) for i in range(len(xs))]
+
+
+def write_plot(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], path: Path) -> None:
+    """PNG: left, the JCT CDF of both live runs (solid) and their predictions (dashed); right,
+    every attempt of every job in the dlprio run (bars; x = checkpoint signal, dot = arrival)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 6), width_ratios=(2, 3))
+    for colour, r in enumerate(runs):
+        jcts = [o.jct_s for o in r.outcomes if o.jct_s is not None]
+        if jcts:
+            xs, ys = cdf_points(jcts)
+            left.step(xs, ys, where="post", color=f"C{colour}", linewidth=2,
+                      label=f"{r.label}, live (avg {statistics.fmean(jcts):.1f} s)")
+        p = r.prediction
+        if sim.get(p):
+            xs, ys = cdf_points(list(sim[p].values()))
+            left.step(xs, ys, where="post", color=f"C{colour}", linestyle="--",
+                      label=f"sim {p} (avg {statistics.fmean(xs):.1f} s)")
+    left.set_xlabel("JCT s")
+    left.set_ylabel("fraction of jobs")
+    left.set_title("JCT CDF: both live runs and their predictions")
+    left.legend(fontsize=8, loc="lower right")
+    left.grid(alpha=0.3)
+
+    dl = runs[-1]
+    jobs = dl.outcomes
     t0 = min(j.sub.submitted_at for j in jobs)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 8), height_ratios=(3, 2))
     for row, j in enumerate(jobs):
-        top.plot(j.sub.submitted_at - t0, row, "k.", markersize=6)
+        right.plot(j.sub.submitted_at - t0, row, "k.", markersize=6)
         for a in j.attempts:
             end = (a.end or a.start) - t0
-            top.barh(row, end - (a.start - t0), left=a.start - t0, height=0.6,
-                     color=f"C{(a.number - 1) % 10}", edgecolor="black", linewidth=0.3)
-        for a in j.attempts:
+            right.barh(row, end - (a.start - t0), left=a.start - t0, height=0.6,
+                       color=f"C{(a.number - 1) % 10}", edgecolor="black", linewidth=0.3)
             for when in a.signal_times:
-                top.plot(when - t0, row, "rx", markersize=8)
-    top.set_yticks(range(len(jobs)), [f"{j.sub.name} ({j.sub.job.gpus}g)" for j in jobs], fontsize=7)
-    top.invert_yaxis()
-    top.set_xlabel("seconds since the first submission")
-    top.set_title("live cluster: attempts per job (colour = attempt; dot = arrival; x = checkpoint signal)")
-    xs = range(len(jobs))
-    bottom.bar([x - 0.2 for x in xs], [j.jct_s or 0 for j in jobs], width=0.4, label="real")
-    bottom.bar([x + 0.2 for x in xs], [sim.get(j.sub.job.index, 0) for j in jobs], width=0.4,
-               label="simulated (dlprio simulate)")
-    bottom.set_xticks(list(xs), [str(j.sub.job.index) for j in jobs], fontsize=7)
-    bottom.set_xlabel("job (arrival order)")
-    bottom.set_ylabel("JCT s")
-    bottom.set_title(f"JCT: real avg {real['avg_jct_s']:.1f} s vs simulated avg "
-                     f"{sim_las.get('avg_jct_s', float('nan')):.1f} s")
-    bottom.legend()
+                right.plot(when - t0, row, "rx", markersize=8)
+    right.set_yticks(range(len(jobs)), [f"{j.sub.name} ({j.sub.job.gpus}g)" for j in jobs], fontsize=7)
+    right.invert_yaxis()
+    right.set_xlabel("seconds since the first submission")
+    right.set_title(f"{dl.label} run: attempts per job (colour = attempt; dot = arrival; "
+                    "x = checkpoint signal)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

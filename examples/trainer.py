@@ -5,9 +5,9 @@
 command runs this program. It trains a logistic-regression model with numpy on synthetic data,
 one real gradient-descent step (a few ms of work) per *nominal step*, then waits out the rest of
 the step's nominal length, so 32 trainers on 2 cores still take their nominal time
-(``--total-s``). It keeps the checkpoint contract of docs/design.md ("dlsubmit mapping",
-"Checkpoint contract"): on the checkpoint signal (USR2, forwarded by the dlsubmit batch script
-to the payload's process group) and every ``--checkpoint-every`` steps it saves its step and
+(``--total-s``). It keeps the checkpoint contract of docs/dlsubmit.md (signal, grace,
+``DL_CHECKPOINT_DIR``, requeue): on the checkpoint signal (USR2, forwarded by the dlsubmit
+batch script to the payload's process group) and every ``--checkpoint-every`` steps it saves its step and
 weights atomically (temporary file, fsync, rename) into ``$DL_CHECKPOINT_DIR``; after a requeue
 (``$DL_RESTART_COUNT``, else ``$SLURM_RESTART_COUNT``) it resumes from the last checkpoint.
 

@@ -202,20 +202,33 @@ def test_queue_view_pid_file_is_in_out_not_beside_the_snapshot(tmp_path: Path,
     assert seen["argv"][-2:] == ["--snapshot", "/var/lib/dlprio/snapshot.json"]
 
 
-def test_duration_range_follows_the_sample_size() -> None:
-    # D = min(240, max(90, 10 n)), by hand
-    assert [workload.duration_range(n) for n in (1, 6, 9, 12, 23, 24, 200)] == [
-        (20.0, 90.0), (20.0, 90.0), (20.0, 90.0), (20.0, 120.0), (20.0, 230.0), (20.0, 240.0),
-        (20.0, 240.0)]
-
-
-def test_plain_jobs_6_is_the_measured_short_form() -> None:
+def test_plain_jobs_6_is_the_short_form_of_the_load_rule() -> None:
     parse = main_job.build_parser().parse_args
-    short = main_job.load_jobs(parse(["--jobs", "6"]))
-    assert short == main_job.load_jobs(parse(["--jobs", "6", "--max-duration", "90"]))
-    assert min(j.duration_s for j in short) == 20 and max(j.duration_s for j in short) == 90
-    full = main_job.load_jobs(parse([]))
-    assert len(full) == 24 and max(j.duration_s for j in full) == 240
-    assert full == main_job.load_jobs(parse(["--max-duration", "240"]))
-    assert max(j.duration_s for j in main_job.load_jobs(parse(["--jobs", "6", "--max-duration",
-                                                               "150"]))) == 150
+    args = parse(["--jobs", "6"])
+    short, found = main_job.load_jobs(args)
+    assert short == main_job.load_jobs(parse(["--jobs", "6", "--max-duration", "40"]))[0]
+    assert min(j.duration_s for j in short) == 20 and max(j.duration_s for j in short) == 40
+    assert found is not None and f"from u_id {short[0].name} " in main_job.describe(args, short, found, 32)
+    full, _ = main_job.load_jobs(parse([]))
+    assert len(full) == 12 and max(j.duration_s for j in full) == 100
+    # --start-at keeps the old rule: the first N jobs from that trace second
+    args = parse(["--jobs", "6", "--start-at", "4172631"])
+    first, found = main_job.load_jobs(args)
+    assert [j.name for j in first] == ["1660", "1661", "1662", "1665", "1664", "1663"]
+    assert found is None and "from trace second 4172631" in main_job.describe(args, first, None, 32)
+
+
+def test_demo_readme_and_doc_give_the_same_times() -> None:
+    """demo.sh's header, the README and docs/main_job.md name the same duration for the whole demo
+    and for --jobs 6 (issue 10: they once said 10 and 8 minutes)."""
+    import re
+
+    demo = (REPO / "demo.sh").read_text()
+    readme = (REPO / "README.md").read_text()
+    doc = (REPO / "docs" / "main_job.md").read_text()
+    whole = re.search(r"About (\d+) minutes\s*#?\s*after installation", demo).group(1)
+    short = re.search(r"`\./demo\.sh --jobs 6` \(about (\d+) minutes\)", demo).group(1)
+    assert re.search(rf"about {whole} minutes after installation", readme)
+    assert re.search(rf"About {whole} minutes after installation", doc)
+    assert f"`./demo.sh --jobs 6` is a {short}-minute form" in readme
+    assert re.search(rf"`sudo \./demo\.sh --jobs 6`, takes about {short} minutes", doc)

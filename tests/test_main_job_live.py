@@ -1,11 +1,13 @@
-"""Live smoke test of the main job (issue 7): the short form on the cluster SLURM_CONF names.
+"""Live smoke test of the main job (issues 7, 16): the short form on the cluster SLURM_CONF names.
 
-Runs ``examples/main_job.py --jobs 6`` (about 2 minutes, durations 20-90 s: the first six
-jobs of the default Philly sample ask for 34 of the 32 GPUs, so the 8-GPU job that arrived
-first is preempted when the last one arrives), then checks, from the jobs' own logs and from
-Slurm rather than from the report's numbers, that every job completed, that at least one job
-got the checkpoint signal, was requeued and resumed from its checkpoint, and that the report
-printed its tables and wrote its PNG. Needs ``dlprio run`` and ``dlprio simulate``.
+Runs ``examples/main_job.py --jobs 6`` (about 3 minutes: the six jobs of the Philly dense window
+with the highest offered load, five 8-GPU jobs at once and one 15 s later, durations 20-40 s),
+twice live: Slurm alone, then under ``dlprio run``. Checks, from the jobs' own logs and from
+Slurm rather than from the report's numbers, that every job of both runs completed, that no job
+of the Slurm-alone run was signalled or restarted, that under dlprio at least one job got the
+checkpoint signal, was requeued and resumed from its checkpoint; that the report printed both
+runs and their predictions and wrote its CSV and PNG; and that the closing commands run as
+printed (``dlprio explain`` of the most-preempted job, ``dlprio status``).
 """
 
 from __future__ import annotations
@@ -48,7 +50,17 @@ def _stop_children(out: Path) -> None:
             os.kill(pid, signal.SIGTERM)
 
 
-def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
+def _job_id(log: Path) -> int:
+    return int(log.stem.rsplit("-", 1)[1])
+
+
+def _events(log: Path) -> tuple[str, list[dict], list[dict]]:
+    text = log.read_text()
+    events = trainer.parse_log(text)
+    return text, events, [e for e in events if e["event"] == "start"]
+
+
+def test_short_main_job_runs_both_ways_and_its_commands_work(tmp_path: Path) -> None:
     out = tmp_path / "out"
     argv = [sys.executable, str(EXAMPLES / "main_job.py"), "--jobs", "6",
             "--out", str(out), "--watch-interval", "30"]
@@ -57,27 +69,36 @@ def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
         proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=900,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"}, check=False)
     finally:
-        _stop_children(out)
-        ids = [int(p.name.rsplit("-", 1)[1].split(".")[0]) for p in (out / "logs").glob("*.out")]
+        for run in ("slurm", "dlprio", ""):
+            _stop_children(out / run)
+        ids = [_job_id(p) for p in out.glob("*/logs/*.out")]
         _cancel_leftovers(client, ids)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    # The run cleaned up its pid files; the daemon's snapshot is where main_job says: out/ on a
-    # private cluster, the path a plain dlqueue reads on the default one (as in CI).
-    assert not [n for n in ("main_job.pid", "dlprio.pid", "dlqueue.pid") if (out / n).exists()]
+    # The run cleaned up its pid files; the daemon's snapshot is where main_job says: out/dlprio
+    # on a private cluster, the path a plain dlqueue reads on the default one (as in CI).
+    assert not list(out.glob("**/*.pid"))
     default = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).resolve() == \
         Path("/etc/slurm/slurm.conf").resolve()
-    snapshot = load_example("main_job").snapshot_path(out)
+    snapshot = load_example("main_job").snapshot_path(out / "dlprio")
     assert snapshot.exists()
-    assert (snapshot.parent == out) != default
+    assert (snapshot.parent == out / "dlprio") != default
 
-    # Each job's own log: the trainer finished all its steps; some job was preempted and resumed.
-    logs = sorted((out / "logs").glob("mj*.out"))
+    # Slurm alone: each job ran once, all its steps, never signalled.
+    alone = sorted((out / "slurm" / "logs").glob("slurm*.out"))
+    assert len(alone) == 6
+    for log in alone:
+        text, events, starts = _events(log)
+        assert len(starts) == 1 and events[-1]["event"] == "end" and events[-1]["reason"] == "done"
+        assert events[-1]["step"] == starts[0]["total_steps"], log.name
+        assert "got SIGUSR2" not in text, log.name
+
+    # Under dlprio: each job's own log says it finished all its steps; some job was preempted
+    # and resumed at its last checkpoint.
+    logs = sorted((out / "dlprio" / "logs").glob("dlprio*.out"))
     assert len(logs) == 6
     preempted = []
     for log in logs:
-        text = log.read_text()
-        events = trainer.parse_log(text)
-        starts = [e for e in events if e["event"] == "start"]
+        text, events, starts = _events(log)
         assert events[-1]["event"] == "end" and events[-1]["reason"] == "done", log.name
         assert events[-1]["step"] == starts[0]["total_steps"], log.name
         signalled = [e for e in events if e["event"] == "checkpoint" and e["reason"] == "signal"]
@@ -91,27 +112,49 @@ def test_short_main_job_preempts_requeues_and_resumes(tmp_path: Path) -> None:
                      if e["event"] == "checkpoint"]
             assert saved and int(after["step"]) == saved[-1] > 0, log.name
             assert int(after["restart_count"]) == int(before["restart_count"]) + 1
-        preempted.append((log, int(starts[-1]["restart_count"])))
+        preempted.append((log, len(signalled), int(starts[-1]["restart_count"])))
     assert preempted, "no job was preempted"
 
     # Slurm agrees that the preempted jobs were requeued (restart count), and all completed.
-    ids = [int(log.stem.rsplit("-", 1)[1]) for log in logs]
-    jobs = {j.job_id: j for j in client.jobs(job_ids=ids)}
-    for log, restarts in preempted:
-        job = jobs.get(int(log.stem.rsplit("-", 1)[1]))
+    jobs = {j.job_id: j for j in client.jobs(job_ids=[_job_id(log) for log in logs])}
+    for log, _, restarts in preempted:
+        job = jobs.get(_job_id(log))
         if job is not None:                   # still within MinJobAge
             assert job.restart_count == restarts and job.state == "COMPLETED"
 
-    # The report: the tables, the PNG, the JSON.
-    stdout = proc.stdout
-    assert "per job (times in s" in stdout
-    for log in logs:
-        assert any(line.startswith(log.stem.rsplit("-", 1)[0] + " ") for line in stdout.splitlines())
-    for label in ("avg JCT s", "p95 JCT s", "preemptions", "real/sim avg"):
-        assert any(line.startswith(label) for line in stdout.splitlines()), label
-    assert "sim tiresias-las" in stdout and "real (live)" in stdout
-    assert "JOBID" in stdout                  # a dlqueue --watch frame
-    assert (out / "main_job.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The report: both runs, each beside its prediction; the CSV, the PNG, the JSON.
+    lines = proc.stdout.splitlines()
+    assert any("[1/2 Slurm alone]" in ln for ln in lines) and any("[2/2 dlprio]" in ln for ln in lines)
+    for log in alone:
+        row = log.stem.rsplit("-", 1)[0].removeprefix("slurm")           # e.g. 03-u9747
+        assert any(ln.startswith(row + " ") for ln in lines), row
+    for label in ("avg JCT s", "median JCT s", "p95 JCT s", "avg queueing s", "makespan s",
+                  "preemptions", "restarts", "live/sim avg"):
+        assert any(ln.startswith(label) for ln in lines), label
+    head = next(ln for ln in lines if "Slurm alone (live)" in ln)
+    assert head.split() == ["Slurm", "alone", "(live)", "sim", "fifo-fit", "dlprio", "(live)", "sim",
+                            "tiresias-las"]
+    for run in ("slurm", "dlprio"):           # dlqueue --watch went into a file, not the output
+        assert "JOBID" in (out / run / "dlqueue.log").read_text()
+    assert "JOBID" not in proc.stdout
     summary = json.loads((out / "main_job.json").read_text())
-    assert summary["real"]["jobs"] == 6
-    assert {j["state"] for j in summary["jobs"]} == {"COMPLETED"}
+    for run, count in (("slurm", 0), ("dlprio", sum(n for _, n, _ in preempted))):
+        assert {j["state"] for j in summary["runs"][run]["jobs"]} == {"COMPLETED"}
+        assert summary["runs"][run]["summary"]["preemptions"] == count
+
+    # The closing lines: every command and path works exactly as printed, from where it ran.
+    tail = lines[lines.index("look further:") + 1:]
+    explain, status = (ln.split("#")[0].strip() for ln in tail[:2])
+    top = max(preempted, key=lambda p: p[1])
+    assert f" explain {_job_id(top[0])} " in explain or \
+        any(f" explain {_job_id(log)} " in explain for log, n, _ in preempted if n == top[1])
+    shown = subprocess.run(explain, shell=True, cwd=REPO, capture_output=True, text=True, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert f"preemptions: {top[1]}" in shown.stdout and "COMPLETED" in shown.stdout.splitlines()[0]
+    listed = subprocess.run(status, shell=True, cwd=REPO, capture_output=True, text=True, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert all(str(_job_id(log)) in listed.stdout for log in logs)
+    paths = {ln.split(":", 1)[0].strip(): ln.split(":", 1)[1].split()[0] for ln in tail[2:5]}
+    assert (REPO / paths["figure"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (REPO / paths["per-job CSV"]).read_text().startswith("index,trace_id,gpus")
+    assert (REPO / paths["everything"]).exists()

@@ -4,6 +4,8 @@ logs, hand-computed figures)."""
 
 from __future__ import annotations
 
+import csv
+
 import os
 
 import subprocess
@@ -149,20 +151,44 @@ def test_real_summary_by_hand(tmp_path: Path) -> None:
     assert real["preemptions"] == 1 and real["promotions"] == 1
 
 
-def test_tables_have_a_line_per_job_and_the_ratio(tmp_path: Path) -> None:
-    sub = submitted(tmp_path, "mj02-u1662", 2, 999.0, PREEMPTED_LOG)
-    outs = report.outcomes([sub], {7: "COMPLETED"}, {})
-    table = report.jobs_table(outs, {2: 101.0}).splitlines()
-    assert table[0].split() == ["job", "slurm", "arrive", "gpus", "len_s", "jct_s", "sim_s",
-                                "preempt", "restarts", "resumed", "at", "step", "state"]
-    assert table[2].split() == ["mj02-u1662", "7", "0.0", "8", "83", "96.0", "101.0", "1", "1",
-                                "20", "COMPLETED"]
-    real = report.real_summary(outs)
-    sims = [{"policy": "tiresias-las", "jobs": 1, "avg_jct_s": 120.0, "promotions": 0}]
-    comp = report.comparison_table(real, sims).splitlines()
-    assert comp[0].split() == ["real", "(live)", "sim", "tiresias-las"]
-    assert [ln.split()[-2:] for ln in comp if ln.startswith("avg JCT s")] == [["96.0", "120.0"]]
-    assert comp[-1].split() == ["real/sim", "avg", "1.00", "0.80"]
+def test_tables_put_both_runs_beside_their_predictions(tmp_path: Path) -> None:
+    done = ("[trainer] start attempt=1 restart_count=0 time=1000 step=0 total_steps=83\n"
+            "[trainer] end attempt=1 reason=done step=83 time=1083\n")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "d").mkdir()
+    alone = report.RunReport("slurm", "Slurm alone", report.outcomes(
+        [submitted(tmp_path / "s", "1662", 2, 990.0, done)], {7: "COMPLETED"}, {}))
+    dl = report.RunReport("dlprio", "dlprio", report.outcomes(
+        [submitted(tmp_path / "d", "1662", 2, 999.0, PREEMPTED_LOG)], {7: "COMPLETED"}, {}),
+        tmp_path / "dlprio.yaml", "tiresias-las")
+    sim = {"fifo-fit": {2: 90.0}, "tiresias-las": {2: 101.0}}
+    table = report.jobs_table([alone, dl], sim).splitlines()
+    assert table[0].split() == ["job", "arrive", "gpus", "len_s", "|", "slurm", "jct", "sim",
+                                "fifo-fit", "preempt", "restarts", "|", "dlprio", "jct", "sim",
+                                "tiresias-las", "preempt", "restarts", "|", "state"]
+    # Slurm alone: submitted at 990, ended at 1083 -> 93 s; dlprio: 999 -> 1095 (the log) = 96 s
+    assert table[2].split() == ["02-u1662", "0.0", "8", "83", "|", "93.0", "90.0", "0", "0", "|",
+                                "96.0", "101.0", "1", "1", "|", "COMPLETED"]
+    sims = [{"policy": "tiresias-las", "avg_jct_s": 120.0, "preemptions": 2, "restarts": 2},
+            {"policy": "fifo-fit", "avg_jct_s": 93.0, "preemptions": 0, "restarts": 0}]
+    comp = report.comparison_table([alone, dl], sims).splitlines()
+    assert comp[0].split() == ["Slurm", "alone", "(live)", "sim", "fifo-fit", "dlprio", "(live)",
+                               "sim", "tiresias-las"]
+    assert [ln.split()[3:] for ln in comp if ln.startswith("avg JCT s")] == [["93.0", "93.0", "96.0", "120.0"]]
+    assert [ln.split()[1:] for ln in comp if ln.startswith("restarts")] == [["0", "0", "1", "2"]]
+    assert comp[-1].split() == ["live/sim", "avg", "1.00", "0.80"]
+    assert report.verdict([alone, dl]).startswith("live avg JCT: dlprio 96.0 s vs Slurm alone 93.0 s (3.2 % higher)")
+    report.write_jobs_csv([alone, dl], sim, tmp_path / "jobs.csv")
+    with open(tmp_path / "jobs.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["slurm_jct_s"], row["sim_fifo-fit_jct_s"], row["dlprio_jct_s"],
+            row["sim_tiresias-las_jct_s"], row["dlprio_preemptions"]) == ("93.0", "90.0", "96.0", "101.0", "1")
+    report.write_plot([alone, dl], sim, tmp_path / "fig.png")
+    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cdf_points_by_hand() -> None:
+    assert report.cdf_points([30.0, 10.0, 20.0, 40.0]) == ([10.0, 20.0, 30.0, 40.0], [0.25, 0.5, 0.75, 1.0])
 
 
 # ------------------------------------------------------------------ CLI errors (no Slurm needed)
@@ -174,7 +200,7 @@ def test_unknown_cluster_exits_2(capsys: pytest.CaptureFixture[str], monkeypatch
 
 
 @pytest.mark.parametrize(("argv", "needle"), [
-    (["--jobs", "201"], "only 200 jobs"),
+    (["--jobs", "20000"], "only 14237 jobs"),
     (["--trace", "/nonexistent.csv"], "/nonexistent.csv"),
     (["--max-duration", "10"], "--max-duration"),
 ], ids=["too-many-jobs", "missing-trace", "short-max"])
@@ -201,7 +227,7 @@ def test_replay_keeps_what_it_submitted_when_a_submission_fails(tmp_path: Path,
     jobs = [ScaledJob(i, str(i), 1, 0.0, 20.0, 1, 0.0, 60.0) for i in range(4)]
     calls: list[int] = []
 
-    def fake_submit(job: ScaledJob, out: Path, grace_s: int) -> object:
+    def fake_submit(job: ScaledJob, out: Path, grace_s: int, prefix: str = "mj") -> object:
         if job.index == 2:
             raise replay.ReplayError("dlsubmit mj02 exited 3: refused")
         calls.append(job.index)
@@ -254,3 +280,28 @@ def test_plural_and_checkpoint_summary_agree_in_number() -> None:
         "5 jobs got the checkpoint signal, 4 were requeued and resumed from their checkpoints")
     assert report.checkpoint_summary(0, 0) == (
         "0 jobs got the checkpoint signal, 0 were requeued and resumed from their checkpoints")
+
+
+def test_look_further_names_the_most_preempted_job_and_paths_from_here(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out" / "main-job"
+    (out / "dlprio").mkdir(parents=True)
+    once = PREEMPTED_LOG
+    twice = PREEMPTED_LOG.replace("[trainer] end attempt=2 reason=done step=83 loss=0.0659 time=1095.0\n", (
+        "[trainer] checkpoint attempt=2 reason=signal step=30 time=1042.0\n"
+        "[trainer] end attempt=2 reason=terminated step=30 time=1045.0\n"
+        "[trainer] start attempt=3 restart_count=2 time=1060.0 step=30 total_steps=83 pid=3 job_id=5\n"
+        "[trainer] resume attempt=3 step=30 checkpoint=/x/trainer-ckpt.npz\n"
+        "[trainer] end attempt=3 reason=done step=83 time=1113.0\n"))
+    subs = [submitted(out / "dlprio", f"dlprio0{i}", i, 999.0, log) for i, log in enumerate((once, twice))]
+    outs = report.outcomes(subs, {}, {})
+    assert [o.preemptions for o in outs] == [1, 2]
+    dl = report.RunReport("dlprio", "dlprio", outs, out / "dlprio" / "dlprio.yaml", "tiresias-las")
+    lines = main_job.look_further([dl], out)
+    assert lines[0] == "look further:"
+    assert lines[1].split("#")[0].split()[1:] == ["explain", "6", "--config", "out/main-job/dlprio/dlprio.yaml"]
+    assert "dlprio01, preempted 2 times" in lines[1]
+    assert lines[2].split()[1:] == ["status", "--config", "out/main-job/dlprio/dlprio.yaml"]
+    assert lines[3].split() == ["per-job", "CSV:", "out/main-job/jobs.csv"]
+    assert lines[4].split() == ["figure:", "out/main-job/main_job.png"]

@@ -17,7 +17,7 @@ from prioritizer.sim.traces import TraceJob, read_trace
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "examples" / "data" / "philly-sample.csv"
-FULL = REPO / "data" / "traces" / "philly-15k" / "philly_data_training.csv"
+FULL = REPO / "data" / "traces" / "philly-15k" / "philly_data_training.csv"     # in the repository
 
 
 def job(i: int, submit: float, gpus: int, duration: float) -> TraceJob:
