@@ -74,6 +74,18 @@ def validate(cls: type[T], data: Any, prefix: str = "") -> T:
         raise ConfigError("\n".join(error_lines(cls, exc, prefix))) from None
 
 
+def replace(obj: T, prefix: str = "", **changes: Any) -> T:
+    """``dataclasses.replace(obj, **changes)``, validated like :func:`validate`.
+
+    Raises:
+        ConfigError: one line per problem, e.g. ``starve_knob: must be >= 0 (got -1)``.
+    """
+    try:
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    except ValidationError as exc:
+        raise ConfigError("\n".join(error_lines(type(obj), exc, prefix))) from None
+
+
 def error_lines(cls: type, exc: ValidationError, prefix: str = "") -> list[str]:
     """One ``KEY.PATH: message (got VALUE)`` line per error of ``exc`` raised validating ``cls``."""
     lines: list[str] = []
