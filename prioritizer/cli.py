@@ -46,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands[args.command].run(args)
     except CliError as exc:
-        print(f"dlprio: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines():   # a config error has one line per problem
+            print(f"dlprio: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("dlprio: interrupted", file=sys.stderr)

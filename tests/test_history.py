@@ -196,3 +196,19 @@ def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
     assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7 and facts[6].checkpoints
     with pytest.raises(Exception, match="--ledger"):
         ledger_facts(str(tmp_path / "missing.sqlite"))
+
+
+def test_history_check_policy_errors_name_the_file_and_each_key(tmp_path: Path) -> None:
+    from prioritizer.command import CliError
+    from prioritizer.history.cli import policy_config
+    conf = tmp_path / "dlprio.yaml"
+    conf.write_text("policy:\n  starve_knob: -1\n  thresholds_gpu_s: [10, 5]\n")
+    with pytest.raises(CliError) as err:
+        policy_config(None, str(conf))
+    assert str(err.value).splitlines() == [f"{conf}: policy.starve_knob: must be >= 0 (got -1)"]
+    conf.write_text("policy:\n  thresholds_gpu_s: [10, 5]\n")
+    with pytest.raises(CliError) as err:
+        policy_config(None, str(conf))
+    assert str(err.value) == (f"{conf}: policy.thresholds_gpu_s: thresholds must increase "
+                              "strictly (got [10.0, 5.0])")
+    assert err.value.exit_code == 2

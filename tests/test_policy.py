@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.validation import ConfigError
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.decide import POLICIES, decide, next_queue_change, promotion_time
@@ -263,16 +264,41 @@ def test_config_from_mapping() -> None:
     assert c.zero_cost().requeue_delay_s == 0 and c.zero_cost().starve_knob == 4
 
 
-@pytest.mark.parametrize(("data", "key"), [
-    pytest.param({"knob": 8}, "policy.knob", id="unknown-key"),
-    pytest.param({"starve_knob": "8"}, "policy.starve_knob", id="string-for-number"),
-    pytest.param({"starve_knob": True}, "policy.starve_knob", id="bool-for-number"),
-    pytest.param({"preemption": 1}, "policy.preemption", id="int-for-bool"),
-    pytest.param({"thresholds_gpu_s": [7200, 3250]}, "policy.thresholds_gpu_s", id="decreasing"),
-    pytest.param({"thresholds_gpu_s": "3250"}, "policy.thresholds_gpu_s", id="not-a-list"),
-    pytest.param({"min_run_s": -1}, "policy.min_run_s", id="negative"),
-    pytest.param({"policy": "dlas-gpu"}, "policy.policy", id="unknown-policy"),
+@pytest.mark.parametrize(("data", "line"), [
+    pytest.param({"knob": 8}, "policy.knob: unknown key; valid keys: checkpoint_overhead_s, "
+                 "decision_interval_s, gittins_quantum_gpu_s, min_run_s, policy, preemption, "
+                 "requeue_delay_s, starve_knob, thresholds_gpu_s, thresholds_s", id="unknown-key"),
+    pytest.param({"starve_knob": "8"}, "policy.starve_knob: expected a number (got '8')",
+                 id="string-for-number"),
+    pytest.param({"starve_knob": True}, "policy.starve_knob: expected a number (got True)",
+                 id="bool-for-number"),
+    pytest.param({"preemption": 1}, "policy.preemption: expected true or false (got 1)",
+                 id="int-for-bool"),
+    pytest.param({"thresholds_gpu_s": [7200, 3250]}, "policy.thresholds_gpu_s: thresholds must "
+                 "increase strictly (got [7200.0, 3250.0])", id="decreasing"),
+    pytest.param({"thresholds_gpu_s": "3250"}, "policy.thresholds_gpu_s: expected a list "
+                 "(got '3250')", id="not-a-list"),
+    pytest.param({"min_run_s": -1}, "policy.min_run_s: must be >= 0 (got -1)", id="negative"),
+    pytest.param({"requeue_delay_s": float("nan")}, "policy.requeue_delay_s: must be a finite "
+                 "number (got nan)", id="nan"),
+    pytest.param({"policy": "dlas-gpu"}, "policy.policy: must be 'tiresias-las', "
+                 "'tiresias-gittins', 'las', 'fifo', 'fifo-fit' or 'srtf' (got 'dlas-gpu')",
+                 id="unknown-policy"),
+    pytest.param(["las"], "policy: expected a mapping of keys, got list", id="not-a-mapping"),
 ])
-def test_config_errors_name_the_key(data: dict, key: str) -> None:
-    with pytest.raises(ValueError, match=key.replace(".", r"\.")):
+def test_config_errors_name_the_key_and_range(data: dict, line: str) -> None:
+    with pytest.raises(ConfigError) as err:
         PolicyConfig.from_mapping(data)
+    assert str(err.value) == line
+
+
+def test_config_reports_every_problem_and_direct_construction_is_checked() -> None:
+    with pytest.raises(ConfigError) as err:
+        PolicyConfig.from_mapping({"starve_knob": -1, "thresholds_s": [1, "x"]}, prefix="sim")
+    assert str(err.value).splitlines() == [
+        "sim.thresholds_s[1]: expected a number (got 'x')",
+        "sim.starve_knob: must be >= 0 (got -1)"]
+    with pytest.raises(ValueError, match="gittins_quantum_gpu_s"):
+        PolicyConfig(gittins_quantum_gpu_s=0)
+    with pytest.raises(ValueError, match="increase strictly"):
+        dataclasses.replace(PolicyConfig(), thresholds_gpu_s=(10.0, 5.0))

@@ -52,8 +52,14 @@ def test_table_with_ratios_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFi
                  "tiresias-gittins, las, fifo, fifo-fit, srtf", id="unknown-policy"),
     pytest.param(["--compare", "fifo,nope"], "unknown policy 'nope'", id="unknown-in-compare"),
     pytest.param([], "give the cluster", id="no-cluster"),
-    pytest.param(["--thresholds", "7200,3250"], "thresholds_gpu_s", id="bad-thresholds"),
-    pytest.param(["--starve-knob", "-1"], "starve_knob", id="negative-knob"),
+    pytest.param(["--thresholds", "7200,3250"], "dlprio: --thresholds: thresholds must increase "
+                 "strictly (got [7200.0, 3250.0])\n", id="bad-thresholds"),
+    pytest.param(["--thresholds", "0,3250"], "dlprio: --thresholds[0]: must be > 0 (got 0.0)\n",
+                 id="zero-threshold"),
+    pytest.param(["--starve-knob", "-1"], "dlprio: --starve-knob: must be >= 0 (got -1.0)\n",
+                 id="negative-knob"),
+    pytest.param(["--gittins-quantum", "0"],
+                 "dlprio: --gittins-quantum: must be > 0 (got 0.0)\n", id="zero-quantum"),
 ])
 def test_usage_errors_exit_2_with_one_line(args: list[str], message: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
@@ -62,6 +68,18 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], message: str,
     err = capsys.readouterr().err
     assert rc == 2
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_bad_policy_section_names_the_file_and_each_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "p.yaml"
+    conf.write_text("policy:\n  starve_knob: x\n  min_run: 5\n")
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, "--config", str(conf), "--min-run", "-3"])
+    assert rc == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dlprio: {conf}: policy.starve_knob: expected a number (got 'x')",
+        "dlprio: --min-run: must be >= 0 (got -3.0)",
+        f"dlprio: {conf}: policy.min_run: unknown key; did you mean 'min_run_s'?"]
 
 
 def test_malformed_trace_names_file_and_line(tmp_path: Path,

@@ -121,3 +121,18 @@ def test_array_script_quotes_the_workdir() -> None:
     assert "'/tmp/a b/$(x)'" in text and '--output="/tmp/a b/$(x)/task-%a.out"' in text
     with pytest.raises(ExecutorError, match="plainer --workdir"):
         array_script(Path('/tmp/a"b'), 1)
+
+
+def test_grid_combination_the_policy_refuses_is_one_line_naming_the_key() -> None:
+    with pytest.raises(GridError) as err:
+        combinations({"knob": [4, -1]}, PolicyConfig())
+    assert str(err.value) == "grid combination knob=-1: starve_knob: must be >= 0 (got -1)"
+
+
+def test_tune_unknown_policy_is_one_line(capsys: pytest.CaptureFixture) -> None:
+    rc = main(["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4",
+               "--grid", "knob=4", "--policy", "nope"])
+    assert rc == 2
+    assert capsys.readouterr().err == (
+        "dlprio: --policy: must be 'tiresias-las', 'tiresias-gittins', 'las', 'fifo', "
+        "'fifo-fit' or 'srtf' (got 'nope')\n")

@@ -85,7 +85,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
         try:
             return fn(args)
         except ConfigError as exc:
-            return _fail(f"config: {exc}", EXIT_CONFIG)
+            return _fail(str(exc), EXIT_CONFIG, "config: ")
         except (LockHeld, LeaseHeld, LeaseLost) as exc:
             return _fail(str(exc), EXIT_LOCKED)
         except explain.UnknownJob as exc:
@@ -104,8 +104,9 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
     return wrapped
 
 
-def _fail(message: str, code: int) -> int:
-    print(f"dlprio: {message}", file=sys.stderr)
+def _fail(message: str, code: int, kind: str = "") -> int:
+    for line in message.splitlines() or [""]:   # a config error has one line per problem
+        print(f"dlprio: {kind}{line}", file=sys.stderr)
     return code
 
 

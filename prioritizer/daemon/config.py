@@ -2,36 +2,43 @@
 
 ``dlprio run|once|explain|status`` read one YAML file: ``--config FILE``, else
 ``/etc/dlprio/dlprio.yaml``, else the packaged ``conf/dlprio.yaml`` (every key documented
-there). The ``policy:`` section goes through :meth:`prioritizer.policy.config.PolicyConfig.from_mapping`
-(the same settings ``dlprio simulate`` uses); the other keys say how the daemon talks to Slurm.
-Errors are :class:`ConfigError` with the file, the dotted key and the fix, raised before the
-loop starts. Units: seconds; ports are TCP ports (0 = off).
+there). :class:`DaemonConfig` is a pydantic dataclass; its ``policy:`` section is a
+:class:`prioritizer.policy.config.PolicyConfig` (the same settings ``dlprio simulate`` uses); the
+other keys say how the daemon talks to Slurm. Field constraints carry the allowed ranges, one
+validator the rules across keys. Errors are one :class:`ConfigError` (exit 2) with one line per
+problem, ``FILE: KEY.PATH: allowed range or fix (got VALUE)``, raised before the loop starts.
+Units: seconds; ports are TCP ports (0 = off).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, fields
+from dataclasses import field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
+from pydantic import Field, Strict, field_validator, model_validator
+from pydantic.dataclasses import dataclass
 
-from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.config import STRICT_KEYS, PolicyConfig, Positive, Seconds
+from prioritizer.policy.validation import ConfigError, RuleError, validate
 from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
+
+__all__ = ["ConfigError", "DaemonConfig", "default_path", "from_mapping", "load"]
 
 SYSTEM_PATH = Path("/etc/dlprio/dlprio.yaml")
 PACKAGED_PATH = Path(__file__).resolve().parents[2] / "conf" / "dlprio.yaml"
-MODES = ("priority", "partition")
-PRIORITY_FIELDS = ("site_factor", "priority")
-LOG_FORMATS = ("text", "json")
+Mode = Literal["priority", "partition"]
+PriorityField = Literal["site_factor", "priority"]
+LogFormat = Literal["text", "json"]
+MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), get_args(LogFormat)
+#: A list of non-empty partition or account names.
+Names = tuple[Annotated[str, Strict(), Field(min_length=1)], ...]
+#: A non-empty file path.
+FilePath = Annotated[str, Strict(), Field(min_length=1)]
 
 
-class ConfigError(ValueError):
-    """The configuration is unusable; the message names the file and key."""
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=STRICT_KEYS)
 class DaemonConfig:
     """Everything ``dlprio run`` needs besides Slurm itself (see conf/dlprio.yaml).
 
@@ -66,31 +73,73 @@ class DaemonConfig:
             :mod:`prioritizer.daemon.lease`); "" = no cluster lease (ledger lock only).
         lease_ttl_s: seconds without a heartbeat before another daemon may take the lease
             over; 0 = auto (:attr:`lease_ttl`).
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) on construction with a bad value;
+            :func:`load` and :func:`from_mapping` turn it into :class:`ConfigError`.
     """
 
     policy: PolicyConfig = field(default_factory=PolicyConfig)
-    mode: str = "priority"
-    priority_field: str = "site_factor"
-    inqueue_span_s: int = 1_000_000
-    partitions: tuple[str, ...] = ()
-    queue_partitions: tuple[str, ...] = ()
-    exempt_partitions: tuple[str, ...] = ()
-    exempt_accounts: tuple[str, ...] = ()
-    max_grace_s: float = 300.0
-    interval_s: float = 30.0
-    backoff_max_s: float = 300.0
-    ledger_path: str = "/var/lib/dlprio/ledger.sqlite"
-    snapshot_path: str = DEFAULT_SNAPSHOT_PATH
-    metrics_port: int = 9464
-    metrics_addr: str = "127.0.0.1"
-    log_format: str = "text"
-    slurm_timeout_s: float = 0.0
-    gittins_samples: str = ""
-    gittins_min_samples: int = 100
-    gittins_refresh_s: float = 3600.0
-    retention_days: float = 21.0
-    lease_name: str = "dlprio-lease"
-    lease_ttl_s: float = 0.0
+    mode: Mode = "priority"
+    priority_field: PriorityField = "site_factor"
+    inqueue_span_s: Annotated[int, Strict(), Field(ge=1, le=100_000_000)] = 1_000_000
+    partitions: Names = ()
+    queue_partitions: Names = ()
+    exempt_partitions: Names = ()
+    exempt_accounts: Names = ()
+    max_grace_s: Positive = 300.0
+    interval_s: Positive = 30.0
+    backoff_max_s: Positive = 300.0
+    ledger_path: FilePath = "/var/lib/dlprio/ledger.sqlite"
+    snapshot_path: FilePath = DEFAULT_SNAPSHOT_PATH
+    metrics_port: Annotated[int, Strict(), Field(ge=0, le=65535)] = 9464
+    metrics_addr: Annotated[str, Strict()] = "127.0.0.1"
+    log_format: LogFormat = "text"
+    slurm_timeout_s: Seconds = 0.0
+    gittins_samples: Annotated[str, Strict()] = ""
+    gittins_min_samples: Annotated[int, Strict(), Field(ge=1)] = 100
+    gittins_refresh_s: Positive = 3600.0
+    retention_days: Seconds = 21.0
+    lease_name: Annotated[str, Strict()] = "dlprio-lease"
+    lease_ttl_s: Annotated[float, Strict(), Field(allow_inf_nan=False)] = 0.0
+
+    @field_validator("policy", mode="before")
+    @classmethod
+    def _empty_policy_section(cls, value: Any) -> Any:
+        """``policy:`` with nothing under it is the default policy."""
+        return {} if value is None else value
+
+    @field_validator("lease_name")
+    @classmethod
+    def _lease_name_chars(cls, value: str) -> str:
+        if not all(c.isalnum() or c in "-_." for c in value):
+            raise ValueError(f"letters, digits, '-', '_', '.' only (got {value!r})")
+        return value
+
+    @model_validator(mode="after")
+    def _rules_across_keys(self) -> DaemonConfig:
+        """Every rule that ties two keys; all broken ones are reported together."""
+        problems: list[tuple[str, str]] = []
+        if self.policy.policy == "srtf":
+            problems.append(("policy.policy", "srtf needs every job's true duration (an "
+                             "oracle); it exists for `dlprio simulate` only"))
+        if self.mode == "partition" and len(self.queue_partitions) != self.queues:
+            problems.append(("queue_partitions", f"mode partition needs one partition per queue "
+                             f"({self.queues} queues from policy thresholds) "
+                             f"(got {list(self.queue_partitions)})"))
+        if self.lease_ttl_s and self.lease_ttl_s < 2 * self.interval_s:
+            problems.append(("lease_ttl_s", f"must be >= 2 × interval_s "
+                             f"({2 * self.interval_s:g} s) or 0 (auto) (got {self.lease_ttl_s:g})"))
+        if self.slurm_timeout_s >= self.interval_s:
+            problems.append(("slurm_timeout_s", f"must be < interval_s ({self.interval_s:g} s) so "
+                             f"that a hung Slurm call cannot stretch a cycle, or 0 (auto) "
+                             f"(got {self.slurm_timeout_s:g})"))
+        if self.backoff_max_s < self.interval_s:
+            problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
+                             f"(got {self.backoff_max_s:g})"))
+        if problems:
+            raise RuleError(problems)
+        return self
 
     @property
     def call_timeout_s(self) -> float:
@@ -120,7 +169,8 @@ def load(path: str | Path | None = None) -> DaemonConfig:
     """Read and validate a config file (``None``: :func:`default_path`).
 
     Raises:
-        ConfigError: unreadable file, bad YAML, unknown key, wrong type or value.
+        ConfigError: unreadable file, bad YAML, or one line per unknown key, wrong type or
+            value, each ``FILE: KEY.PATH: allowed range or fix (got VALUE)``.
     """
     p = Path(path) if path is not None else default_path()
     try:
@@ -130,92 +180,15 @@ def load(path: str | Path | None = None) -> DaemonConfig:
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: not valid YAML ({exc})".replace("\n", " ")) from None
     try:
-        return from_mapping(data or {})
+        return from_mapping(data)
     except ConfigError as exc:
-        raise ConfigError(f"{p}: {exc}") from None
+        raise ConfigError("\n".join(f"{p}: {line}" for line in str(exc).splitlines())) from None
 
 
 def from_mapping(data: Any) -> DaemonConfig:
-    """Build a :class:`DaemonConfig` from parsed YAML. Raises :class:`ConfigError`."""
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"expected a mapping of keys at the top level, got {type(data).__name__}")
-    known = {f.name: f for f in fields(DaemonConfig)}
-    defaults = DaemonConfig()
-    values: dict[str, Any] = {}
-    for key, raw in data.items():
-        if key not in known:
-            raise ConfigError(f"{key}: unknown key; valid keys: {', '.join(sorted(known))}")
-        if key == "policy":
-            try:
-                values[key] = PolicyConfig.from_mapping(raw or {})
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
-            continue
-        values[key] = _coerce(key, raw, getattr(defaults, key))
-    cfg = DaemonConfig(**values)
-    _check(cfg)
-    return cfg
+    """Build a :class:`DaemonConfig` from parsed YAML (``None``: all defaults).
 
-
-def _coerce(key: str, raw: Any, default: Any) -> Any:
-    if isinstance(default, tuple):
-        if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
-            raise ConfigError(f"{key}: expected a list of names, got {raw!r}")
-        return tuple(raw)
-    if isinstance(default, str):
-        if not isinstance(raw, str):
-            raise ConfigError(f"{key}: expected a string, got {raw!r}")
-        return raw
-    if isinstance(default, bool) or not isinstance(raw, (int, float)) or isinstance(raw, bool):
-        raise ConfigError(f"{key}: expected a number, got {raw!r}")
-    if isinstance(default, int) and not isinstance(raw, int):
-        raise ConfigError(f"{key}: expected a whole number, got {raw!r}")
-    if not math.isfinite(raw):
-        raise ConfigError(f"{key}: must be finite, got {raw!r}")
-    return raw
-
-
-def _check(cfg: DaemonConfig) -> None:
-    if cfg.policy.policy == "srtf":
-        raise ConfigError("policy.policy: srtf needs every job's true duration (an oracle); "
-                          "it exists for `dlprio simulate` only")
-    if cfg.mode not in MODES:
-        raise ConfigError(f"mode: {cfg.mode!r} is not one of {', '.join(MODES)}")
-    if cfg.priority_field not in PRIORITY_FIELDS:
-        raise ConfigError(f"priority_field: {cfg.priority_field!r} is not one of "
-                          f"{', '.join(PRIORITY_FIELDS)}")
-    if cfg.log_format not in LOG_FORMATS:
-        raise ConfigError(f"log_format: {cfg.log_format!r} is not one of {', '.join(LOG_FORMATS)}")
-    if cfg.mode == "partition" and len(cfg.queue_partitions) != cfg.queues:
-        raise ConfigError(
-            f"queue_partitions: mode partition needs one partition per queue ({cfg.queues} "
-            f"queues from policy thresholds), got {list(cfg.queue_partitions)}")
-    if cfg.lease_ttl_s and cfg.lease_ttl_s < 2 * cfg.interval_s:
-        raise ConfigError(f"lease_ttl_s: must be >= 2 × interval_s ({2 * cfg.interval_s:g} s) or "
-                          f"0 (auto), got {cfg.lease_ttl_s}")
-    if cfg.lease_name and not all(c.isalnum() or c in "-_." for c in cfg.lease_name):
-        raise ConfigError(f"lease_name: letters, digits, '-', '_', '.' only, got {cfg.lease_name!r}")
-    if cfg.retention_days < 0:
-        raise ConfigError(f"retention_days: must be >= 0 (0 = keep forever), got {cfg.retention_days}")
-    if cfg.slurm_timeout_s < 0:
-        raise ConfigError(f"slurm_timeout_s: must be > 0 seconds (0 = auto), got {cfg.slurm_timeout_s}")
-    if cfg.gittins_min_samples < 1:
-        raise ConfigError(f"gittins_min_samples: must be >= 1, got {cfg.gittins_min_samples}")
-    for key in ("interval_s", "max_grace_s", "gittins_refresh_s"):
-        if getattr(cfg, key) <= 0:
-            raise ConfigError(f"{key}: must be > 0 seconds, got {getattr(cfg, key)}")
-    if cfg.slurm_timeout_s >= cfg.interval_s:
-        raise ConfigError(f"slurm_timeout_s: must be shorter than interval_s ({cfg.interval_s} s) "
-                          f"so that a hung Slurm call cannot stretch a cycle, got "
-                          f"{cfg.slurm_timeout_s}")
-    if cfg.backoff_max_s < cfg.interval_s:
-        raise ConfigError(f"backoff_max_s: must be >= interval_s ({cfg.interval_s}), "
-                          f"got {cfg.backoff_max_s}")
-    if not 1 <= cfg.inqueue_span_s <= 100_000_000:
-        raise ConfigError(f"inqueue_span_s: must be 1..100000000 seconds, got {cfg.inqueue_span_s}")
-    if not 0 <= cfg.metrics_port <= 65535:
-        raise ConfigError(f"metrics_port: must be 0 (off) or a TCP port, got {cfg.metrics_port}")
-    for key in ("ledger_path", "snapshot_path"):
-        if not getattr(cfg, key):
-            raise ConfigError(f"{key}: must name a file")
-
+    Raises:
+        ConfigError: one line per problem, ``KEY.PATH: allowed range or fix (got VALUE)``.
+    """
+    return validate(DaemonConfig, data)

@@ -154,7 +154,8 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
                 raise ValueError(f"{config_path}: expected a mapping with a 'policy:' mapping")
             cfg = PolicyConfig.from_mapping(section)
         except (OSError, yaml.YAMLError, ValueError) as exc:
-            raise CliError(f"{config_path}: {exc}") from None
+            raise CliError("\n".join(f"{config_path}: {line}"
+                                     for line in str(exc).splitlines())) from None
         return dataclasses.replace(cfg, policy=policy) if policy else cfg
     return PolicyConfig(policy=policy or "fifo-fit").zero_cost()
 

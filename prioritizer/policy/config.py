@@ -2,9 +2,11 @@
 
 One frozen dataclass, :class:`PolicyConfig`, holds every knob of the Tiresias policy
 (docs/design.md, "Policy rules and their sources") and of the cost model the simulator applies.
-The daemon loads the ``policy:`` section of its YAML file through
-:meth:`PolicyConfig.from_mapping`, which validates names and types and raises a
-``ValueError`` naming the offending key. Units: seconds, and GPU·seconds for service.
+It is a pydantic dataclass: its field constraints and validator are the only copy of
+the rules, checked on every construction. The ``policy:`` section of a YAML file is read
+through :meth:`PolicyConfig.from_mapping`, which raises
+:class:`~prioritizer.policy.validation.ConfigError` with one line per problem naming the key
+path (``policy.thresholds_gpu_s[1]``) and the allowed range. Units: seconds, and GPU·seconds for service.
 
 Sources of the defaults
 -----------------------
@@ -25,14 +27,27 @@ Sources of the defaults
 from __future__ import annotations
 
 import dataclasses
-import math
-from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Annotated, Any, Literal, Mapping, get_args
 
-POLICY_NAMES = ("tiresias-las", "tiresias-gittins", "las", "fifo", "fifo-fit", "srtf")
+from pydantic import ConfigDict, Field, Strict, model_validator
+from pydantic.dataclasses import dataclass
+
+from prioritizer.policy.validation import RuleError, validate
+
+PolicyName = Literal["tiresias-las", "tiresias-gittins", "las", "fifo", "fifo-fit", "srtf"]
+POLICY_NAMES: tuple[str, ...] = get_args(PolicyName)
+
+#: A finite number of seconds (or GPU·s) >= 0; an int is taken as a float, a bool is refused.
+Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
+#: A finite number > 0.
+Positive = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+#: The K-1 strictly increasing thresholds of K queues (a YAML list).
+Thresholds = tuple[Positive, ...]
+#: Unknown keys are errors (``extra="forbid"``).
+STRICT_KEYS = ConfigDict(extra="forbid")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=STRICT_KEYS)
 class PolicyConfig:
     """Settings of one policy; every default is documented in the module docstring.
 
@@ -53,37 +68,32 @@ class PolicyConfig:
         decision_interval_s: the daemon's cycle; preemptions happen only on multiples of it.
             Simulator cost; 0 means "at every event".
         preemption: False turns preemption off for every policy.
+
+    Raises:
+        pydantic.ValidationError: (a ``ValueError``) on construction with a bad value;
+            :meth:`from_mapping` turns it into one line per problem.
     """
 
-    policy: str = "tiresias-las"
-    thresholds_gpu_s: tuple[float, ...] = (3250.0, 7200.0)
-    thresholds_s: tuple[float, ...] = (3250.0, 7200.0)
-    starve_knob: float = 8.0
-    min_run_s: float = 60.0
-    gittins_quantum_gpu_s: float = 3250.0
-    checkpoint_overhead_s: float = 15.0
-    requeue_delay_s: float = 121.0
-    decision_interval_s: float = 30.0
-    preemption: bool = True
+    policy: PolicyName = "tiresias-las"
+    thresholds_gpu_s: Thresholds = (3250.0, 7200.0)
+    thresholds_s: Thresholds = (3250.0, 7200.0)
+    starve_knob: Seconds = 8.0
+    min_run_s: Seconds = 60.0
+    gittins_quantum_gpu_s: Positive = 3250.0
+    checkpoint_overhead_s: Seconds = 15.0
+    requeue_delay_s: Seconds = 121.0
+    decision_interval_s: Seconds = 30.0
+    preemption: Annotated[bool, Strict()] = True
 
-    def __post_init__(self) -> None:
-        if self.policy not in POLICY_NAMES:
-            raise ValueError(
-                f"policy: unknown policy {self.policy!r}; valid: {', '.join(POLICY_NAMES)}")
-        for name in ("thresholds_gpu_s", "thresholds_s"):
-            values = getattr(self, name)
-            if any(not math.isfinite(v) or v <= 0 for v in values):
-                raise ValueError(f"{name}: thresholds must be finite and > 0, got {values}")
-            if any(b <= a for a, b in zip(values, values[1:])):
-                raise ValueError(f"{name}: thresholds must increase strictly, got {values}")
-        for name in ("starve_knob", "min_run_s", "checkpoint_overhead_s", "requeue_delay_s",
-                     "decision_interval_s"):
-            value = getattr(self, name)
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name}: must be a finite number >= 0, got {value}")
-        if not math.isfinite(self.gittins_quantum_gpu_s) or self.gittins_quantum_gpu_s <= 0:
-            raise ValueError(
-                f"gittins_quantum_gpu_s: must be > 0, got {self.gittins_quantum_gpu_s}")
+    @model_validator(mode="after")
+    def _thresholds_increase(self) -> PolicyConfig:
+        problems = [(name, f"thresholds must increase strictly (got {list(values)})")
+                    for name, values in (("thresholds_gpu_s", self.thresholds_gpu_s),
+                                         ("thresholds_s", self.thresholds_s))
+                    if any(b <= a for a, b in zip(values, values[1:]))]
+        if problems:
+            raise RuleError(problems)
+        return self
 
     def zero_cost(self) -> PolicyConfig:
         """The same policy without modeled costs (``--zero-cost``): no checkpoint overhead,
@@ -93,47 +103,13 @@ class PolicyConfig:
                                    decision_interval_s=0.0, min_run_s=0.0)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> PolicyConfig:
-        """Build a config from a mapping (the ``policy:`` section of ``dlprio.yaml``).
-
-        Missing keys take their defaults. Thresholds may be given as a list.
+    def from_mapping(cls, data: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:
+        """Build a config from a mapping (the ``policy:`` section of ``dlprio.yaml``, or the
+        section plus command-line overrides). Missing keys take their defaults.
 
         Raises:
-            ValueError: naming the key, for an unknown key, a wrong type or a bad value.
+            ConfigError: (a ``ValueError``) one line per problem, each naming the key path
+                under ``prefix`` and the allowed range, e.g.
+                ``policy.starve_knob: must be >= 0 (got -1)``.
         """
-        if not isinstance(data, Mapping):
-            raise ValueError(f"policy: expected a mapping, got {type(data).__name__}")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        for key, raw in data.items():
-            if key not in fields:
-                raise ValueError(
-                    f"policy.{key}: unknown key; valid keys: {', '.join(sorted(fields))}")
-            values[key] = _coerce(key, raw, type(getattr(cls(), key)))
-        try:
-            return cls(**values)
-        except ValueError as exc:
-            raise ValueError(f"policy.{exc}") from None
-
-
-def _coerce(key: str, raw: Any, kind: type) -> Any:
-    """Check ``raw`` against the type of the default; return the value to store."""
-    if kind is bool:
-        if not isinstance(raw, bool):
-            raise ValueError(f"policy.{key}: expected true or false, got {raw!r}")
-        return raw
-    if kind is str:
-        if not isinstance(raw, str):
-            raise ValueError(f"policy.{key}: expected a string, got {raw!r}")
-        return raw
-    if kind is tuple:
-        if not isinstance(raw, (list, tuple)) or not all(_is_number(v) for v in raw):
-            raise ValueError(f"policy.{key}: expected a list of numbers, got {raw!r}")
-        return tuple(float(v) for v in raw)
-    if not _is_number(raw):
-        raise ValueError(f"policy.{key}: expected a number, got {raw!r}")
-    return float(raw)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return validate(cls, data, prefix)

@@ -175,8 +175,22 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
     try:
         config = PolicyConfig.from_mapping(section)
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        raise CliError("\n".join(_source(line, args) for line in str(exc).splitlines())) from None
     return config.zero_cost() if args.zero_cost else config
+
+
+def _source(line: str, args: argparse.Namespace) -> str:
+    """A policy error line (``policy.KEY: ...``) named by where the value came from: the
+    option that set it (``--starve-knob: ...``), else the --config file."""
+    flags = {fld: "--" + option.replace("_", "-") for option, fld in OVERRIDES.items()
+             if getattr(args, option) is not None}
+    if args.thresholds:
+        flags["thresholds_gpu_s"] = "--thresholds"
+    path, _, rest = line.partition(":")
+    key = path.removeprefix("policy.").split("[")[0]
+    if key in flags:
+        return f"{flags[key]}{path.removeprefix('policy.' + key)}:{rest}"
+    return f"{args.config}: {line}" if args.config else line
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:

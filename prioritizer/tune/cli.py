@@ -158,7 +158,10 @@ def _validate(args: argparse.Namespace, cluster: Cluster, split: float, best: Po
 def _current(args: argparse.Namespace) -> PolicyConfig:
     if args.config:
         return policy_config(args.policy, args.config)
-    return PolicyConfig(policy=args.policy) if args.policy else PolicyConfig()
+    try:
+        return PolicyConfig.from_mapping({"policy": args.policy} if args.policy else {})
+    except ValueError as exc:
+        raise CliError(f"--policy: {str(exc).partition(': ')[2]}") from None
 
 
 def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, float]]:

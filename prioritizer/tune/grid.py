@@ -16,13 +16,13 @@ the parameter and value.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
+from prioritizer.policy import validation
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 
 #: grid name -> PolicyConfig field ("queues" is special: see the module doc)
@@ -132,9 +132,10 @@ def combinations(grid: Mapping[str, list[Any]], base: PolicyConfig) -> list[tupl
             start = changes.get("thresholds_gpu_s", base.thresholds_gpu_s) or (3600.0,)
             changes["thresholds_gpu_s"] = extend_thresholds(tuple(start), setting["queues"])
         try:
-            out.append((setting, dataclasses.replace(base, **changes)))
+            out.append((setting, validation.replace(base, **changes)))
         except ValueError as exc:
-            raise GridError(f"grid combination {label(setting)}: {exc}") from None
+            raise GridError(f"grid combination {label(setting)}: "
+                            f"{'; '.join(str(exc).splitlines())}") from None
     return out
 
 
