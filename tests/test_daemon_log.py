@@ -32,6 +32,9 @@ def restore_dlprio_logger() -> Iterator[None]:
         if h not in handlers:
             logger.removeHandler(h)
             h.close()
+    for h in handlers:      # dictConfig clears the handlers of a logger it configures
+        if h not in logger.handlers:
+            logger.addHandler(h)
     logger.setLevel(level)
     logger.propagate = propagate
 
@@ -177,3 +180,48 @@ def test_json_formatter_for_a_plain_record_of_the_dlprio_logger() -> None:
     assert json.loads(JsonFormatter().format(record)) == {
         "ts": "1970-01-01T00:00:00Z", "level": "WARNING", "cycle": None, "job_id": None,
         "event": "plain text"}
+
+
+def test_the_documented_syslog_example_routes_events(tmp_path: Path) -> None:
+    """docs/dlprio.md's --log-config example, with the syslog address pointed at a UDP socket
+    of this test and the file under tmp_path: the syslog datagram is the JSON line (after the
+    ``<PRI>`` of facility local3, RFC 3164), the file holds only the warning."""
+    import re
+    import socket
+
+    import yaml
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "dlprio.md").read_text()
+    block = re.search(r"```yaml\n(version: 1\n.*?)```", doc, re.S)
+    assert block is not None
+    spec = yaml.safe_load(block.group(1))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.settimeout(5)
+        spec["handlers"]["syslog"]["address"] = ["127.0.0.1", server.getsockname()[1]]
+        spec["handlers"]["problems"]["filename"] = str(tmp_path / "problems.log")
+        conf = tmp_path / "logging.yaml"
+        conf.write_text(yaml.safe_dump(spec))
+        log = configure("json", config_file=conf)
+        log.cycle = 2
+        event(log, "order_set", 8, value="priority:5")
+        event(log, "update_refused", 9, logging.WARNING, slurm="denied")
+        datagrams = [server.recv(65536).decode() for _ in range(2)]
+    local3 = 19 * 8
+    assert [d[:d.index(">") + 1] for d in datagrams] == [f"<{local3 + 6}>", f"<{local3 + 4}>"]
+    sent = json.loads(datagrams[0][datagrams[0].index(">") + 1:].rstrip("\x00"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sent.pop("ts"))
+    assert sent == {"level": "INFO", "cycle": 2, "job_id": 8, "event": "order_set",
+                    "value": "priority:5"}
+    for h in logging.getLogger(LOGGER).handlers:
+        h.flush()
+    (line,) = (tmp_path / "problems.log").read_text().splitlines()
+    assert json.loads(line)["event"] == "update_refused"
+
+
+def test_missing_log_config_exits_2_naming_the_file(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.yaml"
+    rc = main(["run", "--config", str(PACKAGED), "--log-config", str(missing)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and str(missing) in err and "cannot read" in err
