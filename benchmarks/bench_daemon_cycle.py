@@ -35,7 +35,7 @@ from pathlib import Path
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import configure
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.observe import observe
 from prioritizer.policy.decide import decide
@@ -98,7 +98,8 @@ def memory_probe(tmp: str) -> None:
     cfg = DaemonConfig(ledger_path=f"{tmp}/probe.sqlite", snapshot_path=f"{tmp}/probe.json",
                        metrics_port=0)
     with Ledger(cfg.ledger_path) as ledger:
-        daemon = Daemon(cfg, SlurmClient(timeout_s=120), ledger, EventLog(stream=io.StringIO()))
+        daemon = Daemon(cfg, SlurmClient(timeout_s=120), ledger,
+                        configure("text", io.StringIO()))
         for _ in range(4):
             daemon.cycle()
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
@@ -144,11 +145,11 @@ def main() -> None:
                 cfg = DaemonConfig(ledger_path=f"{tmp}/ledger{r}.sqlite",
                                    snapshot_path=f"{tmp}/snapshot.json", metrics_port=0)
                 with Ledger(cfg.ledger_path) as ledger:
-                    log = EventLog(stream=io.StringIO())
-                    daemon = Daemon(cfg, client, ledger, log)
+                    stream = io.StringIO()
+                    daemon = Daemon(cfg, client, ledger, configure("text", stream))
                     update_s.append(0.0)
                     firsts += timed(daemon.cycle, 1)
-                    text = log.stream.getvalue()  # type: ignore[union-attr]
+                    text = stream.getvalue()
                     sent = text.count("event=order_set")
                     calls = {line.split("value=")[1] for line in text.splitlines()
                              if "order_set" in line}

@@ -5,7 +5,6 @@ tests of the diff logic only; tests/test_daemon_live.py shows Slurm starting job
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,8 @@ from hypothesis import strategies as st
 from daemon_unit_helpers import RecordingClient, observation, unit
 from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.log import EventLog
+from log_helpers import captured
+from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import Decisions, QueueState
 from prioritizer.daemon.observe import record_units
@@ -86,7 +86,7 @@ def test_one_scontrol_call_per_value_and_no_call_when_nothing_changed(tmp_path: 
     enc = act.Encoding(queues=3, span=100, weights=0, ref=100)   # step 101
     dec = _decisions((1, 0, 150), (2, 0, 150), (3, 1, 120))
     client = RecordingClient()
-    log = EventLog(stream=io.StringIO())
+    log = CycleAdapter()
     for _ in range(2):
         batches = act.diff(act.targets(dec, obs, cfg, enc), act.current_values(ledger, obs, cfg))
         act.push(client, ledger, batches, log)  # type: ignore[arg-type]
@@ -99,7 +99,7 @@ def test_refused_batch_falls_back_to_single_jobs(tmp_path: Path) -> None:
     ledger = _ledger_with(tmp_path, obs)
     client = RecordingClient(refuse={2})
     refused = act.push(client, ledger, {"priority:9": [1, 2, 3]},  # type: ignore[arg-type]
-                       EventLog(stream=io.StringIO()))
+                       CycleAdapter())
     assert [j for j, _ in refused.refused] == [2] and refused.accepted == [1, 3]
     assert client.calls == [("priority", [1, 2, 3], 9), ("priority", [1], 9),
                             ("priority", [2], 9), ("priority", [3], 9)]
@@ -122,8 +122,8 @@ def test_readback_flags_absolute_priority_slurm_did_not_take(tmp_path: Path) -> 
     ledger = _ledger_with(tmp_path, obs)
     with ledger.transaction():
         ledger.set_applied([1], "priority:77")
-    out = io.StringIO()
-    assert act.readback(ledger, obs, cfg, EventLog(stream=out)) == 1
+    with captured() as (log, out):
+        assert act.readback(ledger, obs, cfg, log) == 1
     assert "job_id=1 event=readback_mismatch asked=priority:77 slurm_priority=0" in out.getvalue()
     assert ledger.job(1).applied is None   # forgotten: this cycle sends it again
 
@@ -142,7 +142,7 @@ def test_refused_update_backs_off_per_job_instead_of_every_cycle(tmp_path: Path)
     obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2)))
     ledger = _ledger_with(tmp_path, obs)
     client = RecordingClient(refuse={2})
-    log = EventLog(stream=io.StringIO())
+    log = CycleAdapter()
     sent_to_2 = []
     for now in range(200, 300, 10):          # a 10 s cycle; job 1's value changes each cycle
         wanted = act.without_backoff({1: f"priority:{now}", 2: f"priority:{now}"}, ledger, now)

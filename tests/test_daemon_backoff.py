@@ -5,7 +5,6 @@ slurmctld is away (the live outage test is tests/test_daemon_live.py)."""
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
@@ -13,7 +12,8 @@ from pathlib import Path
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
+from log_helpers import captured
+from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from slurm_plugin.client import SlurmUnreachable
 
@@ -36,7 +36,7 @@ class BlockingClient:
 def test_retry_delay_subtracts_the_time_the_failed_call_blocked(tmp_path: Path) -> None:
     cfg = DaemonConfig(interval_s=2, backoff_max_s=8, ledger_path=str(tmp_path / "l"))
     with Ledger(tmp_path / "l") as ledger:
-        d = Daemon(cfg, BlockingClient(0), ledger, EventLog(stream=io.StringIO()))  # type: ignore[arg-type]
+        d = Daemon(cfg, BlockingClient(0), ledger, CycleAdapter())  # type: ignore[arg-type]
         assert [d.retry_delay(n, 0.5) for n in (1, 2, 3, 4, 5)] == [1.5, 3.5, 7.5, 7.5, 7.5]
         assert d.retry_delay(3, 9.0) == 0.0     # the call blocked longer than the backoff
 
@@ -44,11 +44,10 @@ def test_retry_delay_subtracts_the_time_the_failed_call_blocked(tmp_path: Path) 
 def test_logged_retry_is_the_real_gap(tmp_path: Path) -> None:
     cfg = DaemonConfig(interval_s=0.4, backoff_max_s=1.6, slurm_timeout_s=0.2,
                        ledger_path=str(tmp_path / "l"))
-    stream = io.StringIO()
     client = BlockingClient(0.3)
     stop = threading.Event()
-    with Ledger(tmp_path / "l") as ledger:
-        d = Daemon(cfg, client, ledger, EventLog("json", stream=stream))  # type: ignore[arg-type]
+    with Ledger(tmp_path / "l") as ledger, captured("json") as (log, stream):
+        d = Daemon(cfg, client, ledger, log)  # type: ignore[arg-type]
         timer = threading.Timer(3.2, stop.set)
         timer.start()
         d.run(stop)

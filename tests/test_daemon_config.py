@@ -11,7 +11,6 @@ import pytest
 from prioritizer.daemon import config as daemon_config
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lock import LedgerLock, LockHeld
-from prioritizer.daemon.log import EventLog
 
 PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
 
@@ -176,22 +175,6 @@ def test_second_lock_holder_is_refused_with_the_pid(tmp_path: Path) -> None:
             LedgerLock(tmp_path / "l.sqlite").acquire()
     with LedgerLock(tmp_path / "l.sqlite"):   # released: a successor may take it
         pass
-
-
-def test_json_log_line_carries_cycle_and_job() -> None:
-    import io
-    import json
-    out = io.StringIO()
-    log = EventLog("json", out, clock=lambda: 0)
-    log.cycle = 7
-    log.event("queue_changed", 42, **{"from": 0, "to": 1, "reason": "demoted: 50 >= 40"})
-    assert json.loads(out.getvalue()) == {
-        "ts": "1970-01-01T00:00:00Z", "level": "INFO", "cycle": 7, "job_id": 42,
-        "event": "queue_changed", "from": 0, "to": 1, "reason": "demoted: 50 >= 40"}
-    text = EventLog("text", out := io.StringIO(), clock=lambda: 0)
-    text.event("queue_changed", 42, reason="demoted: 50 >= 40")
-    assert out.getvalue() == ('1970-01-01T00:00:00Z INFO cycle=0 job_id=42 event=queue_changed '
-                              'reason="demoted: 50 >= 40"\n')
 
 
 def test_slurm_call_timeout_is_shorter_than_the_interval() -> None:

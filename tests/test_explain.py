@@ -122,14 +122,13 @@ def test_retention_prunes_finished_jobs_only(tmp_path: Path) -> None:
 
 
 def test_daemon_prunes_once_an_hour_after_retention(tmp_path: Path) -> None:
-    import io
-    from prioritizer.daemon.log import EventLog
+    from log_helpers import captured
     from prioritizer.daemon.loop import Daemon
     led = _stopped_daemon_ledger(tmp_path)
-    stream = io.StringIO()
-    d = Daemon(DaemonConfig(retention_days=1), None, led, EventLog(stream=stream))  # type: ignore[arg-type]
-    assert d.prune(now=20 + 86400 - 1) == 0                    # not yet past retention
-    assert d.prune(now=20 + 86400 + 10) == 0                   # within the hour: no scan
-    assert d.prune(now=20 + 86400 + 3600) == 1 and "ledger_pruned" in stream.getvalue()
-    assert Daemon(DaemonConfig(retention_days=0), None, led, EventLog(stream=stream)).prune(
+    with captured() as (log, stream):
+        d = Daemon(DaemonConfig(retention_days=1), None, led, log)  # type: ignore[arg-type]
+        assert d.prune(now=20 + 86400 - 1) == 0                    # not yet past retention
+        assert d.prune(now=20 + 86400 + 10) == 0                   # within the hour: no scan
+        assert d.prune(now=20 + 86400 + 3600) == 1 and "ledger_pruned" in stream.getvalue()
+    assert Daemon(DaemonConfig(retention_days=0), None, led, log).prune(
         now=1e9) == 0  # type: ignore[arg-type]

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,8 @@ from daemon_unit_helpers import observation, unit
 from live_helpers import wait_state
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
+from log_helpers import captured
+from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.observe import build_snapshot, record_units
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.policy.model import Preemption
@@ -37,8 +37,8 @@ def jobs(tmp_path: Path) -> Iterator[Jobs]:
         yield j
 
 
-def _preemptor(jobs: Jobs, ledger: Ledger, stream: io.StringIO) -> Preemptor:
-    return Preemptor(jobs.client, ledger, DaemonConfig(), EventLog(stream=stream))
+def _preemptor(jobs: Jobs, ledger: Ledger, log: CycleAdapter) -> Preemptor:
+    return Preemptor(jobs.client, ledger, DaemonConfig(), log)
 
 
 def _wrap(jobs: Jobs, seconds: int, *extra: str) -> int:
@@ -59,11 +59,10 @@ def test_item6_requeue_of_a_job_that_just_completed_does_not_run_it_again(
     job_id = _wrap(jobs, 1)
     seen = unit(job_id, marker=False)
     wait_state(jobs.client, job_id, {"COMPLETED"}, 60)
-    stream = io.StringIO()
     with Ledger(tmp_path / "l.sqlite") as ledger:
         with ledger.transaction():
             record_units(None, ledger, {job_id: seen}, 100)
-        p = _preemptor(jobs, ledger, stream)
+        p = _preemptor(jobs, ledger, CycleAdapter())
         p.start((Preemption(1, (job_id,)),), observation(100, seen))
         assert p.progress(observation(100, seen)) == []
         assert [i.outcome for i in ledger.intents(job_id)] == ["ended before requeue"]
@@ -77,11 +76,10 @@ def test_item5_no_requeue_job_refused_once_not_counted_not_chosen_again(
     job_id = _wrap(jobs, 300, "--no-requeue")
     running = wait_state(jobs.client, job_id, {"RUNNING"}, 60)
     seen = unit(job_id, marker=False)
-    stream = io.StringIO()
-    with Ledger(tmp_path / "l.sqlite") as ledger:
+    with Ledger(tmp_path / "l.sqlite") as ledger, captured() as (log, stream):
         with ledger.transaction():
             record_units(None, ledger, {job_id: seen}, 100)
-        p = _preemptor(jobs, ledger, stream)
+        p = _preemptor(jobs, ledger, log)
         p.start((Preemption(1, (job_id,)),), observation(100, seen))
         assert p.progress(observation(100, seen)) == []
         (intent,) = ledger.intents(job_id)
@@ -105,7 +103,7 @@ def test_item3_victim_is_below_the_waiter_the_moment_it_is_pending_again(
     with Ledger(tmp_path / "l.sqlite") as ledger:
         with ledger.transaction():
             record_units(None, ledger, {victim: seen}, 100)
-        p = _preemptor(jobs, ledger, io.StringIO())
+        p = _preemptor(jobs, ledger, CycleAdapter())
         p.start((Preemption(waiter, (victim,)),), observation(100, seen))
         assert p.progress(observation(100, seen), {victim: "site_factor:1000"}) == [victim]
     requeued = jobs.client.job(victim)

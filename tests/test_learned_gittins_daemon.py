@@ -12,7 +12,7 @@ import pytest
 from prioritizer.daemon.config import ConfigError, DaemonConfig, from_mapping
 from prioritizer.daemon.learned_gittins import HistoryDistribution, ledger_samples
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
+from log_helpers import captured
 from prioritizer.daemon.loop import Daemon
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_samples
@@ -40,13 +40,12 @@ def test_ledger_samples_count_ended_jobs_only(tmp_path: Path) -> None:
 
 
 def test_below_minimum_keeps_packaged_and_says_so(tmp_path: Path) -> None:
-    out = io.StringIO()
     learner = HistoryDistribution(min_samples=5, refresh_s=60)
-    with Ledger(tmp_path / "l.sqlite") as ledger:
-        dist = learner.current(None, ledger, 100.0, EventLog(stream=out))
+    with Ledger(tmp_path / "l.sqlite") as ledger, captured() as (log, out):
+        dist = learner.current(None, ledger, 100.0, log)
         assert dist.samples == tuple(sorted(load_samples()))
         assert "event=gittins_packaged samples=0 min=5" in out.getvalue()
-        learner.current(None, ledger, 150.0, EventLog(stream=out))   # not due: no new line
+        learner.current(None, ledger, 150.0, log)   # not due: no new line
         assert out.getvalue().count("gittins_packaged") == 1
 
 
@@ -75,9 +74,8 @@ def test_daemon_learns_gittins_from_sacct(tmp_path: Path) -> None:
                               partitions=("h12-none",),
                               ledger_path=str(tmp_path / "l.sqlite"),
                               snapshot_path=str(tmp_path / "s.json"))
-    out = io.StringIO()
-    with Ledger(cfg.ledger_path) as ledger:
-        daemon = Daemon(cfg, client, ledger, EventLog(stream=out), dry_run=True,
+    with Ledger(cfg.ledger_path) as ledger, captured() as (log, out):
+        daemon = Daemon(cfg, client, ledger, log, dry_run=True,
                         out=io.StringIO())
         daemon.cycle()
     print(out.getvalue())

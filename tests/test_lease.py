@@ -4,12 +4,12 @@ live run cannot time: two daemons submitting their lease jobs at the same moment
 
 from __future__ import annotations
 
-import io
 
 import pytest
 
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost, ledger_id
-from prioritizer.daemon.log import EventLog
+from log_helpers import captured
+from prioritizer.daemon.log import CycleAdapter
 from slurm_plugin.records import job_from_json
 
 
@@ -46,7 +46,7 @@ class FakeSlurm:
 
 
 def _lease(slurm: FakeSlurm, ledger: str = "/l/a", now: float = 1000.0) -> ClusterLease:
-    return ClusterLease(slurm, "dlprio-lease", 30, ledger, EventLog(stream=io.StringIO()),  # type: ignore[arg-type]
+    return ClusterLease(slurm, "dlprio-lease", 30, ledger, CycleAdapter(),  # type: ignore[arg-type]
                         clock=lambda: now)
 
 
@@ -108,11 +108,11 @@ def test_run_waits_for_slurmctld_before_taking_the_lease() -> None:
             return super().jobs()
 
     cfg = DaemonConfig(interval_s=0.05, backoff_max_s=0.1, ledger_path="/l/a")
-    stream = io.StringIO()
     slurm = Flaky()
-    with _lease(cfg, slurm, EventLog(stream=stream), threading.Event()) as lease:  # type: ignore[arg-type]
-        assert lease is not None and lease.job_id == 10
+    with captured() as (log, stream):
+        with _lease(cfg, slurm, log, threading.Event()) as lease:  # type: ignore[arg-type]
+            assert lease is not None and lease.job_id == 10
     assert stream.getvalue().count("slurm_unreachable") == 2 and slurm.jobs_by_id == {}
     with pytest.raises(SlurmUnreachable):
-        with _lease(cfg, Flaky(), EventLog(stream=stream)):  # type: ignore[arg-type]
+        with _lease(cfg, Flaky(), log):  # type: ignore[arg-type]
             pass

@@ -3,7 +3,6 @@ restarts of the daemon, and recovery of preemption intents (issue 5, "Ledger")."
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 from pathlib import Path
@@ -12,7 +11,8 @@ import pytest
 
 from daemon_unit_helpers import RecordingClient, observation, unit
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.log import EventLog
+from log_helpers import captured
+from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import Preemption
 from prioritizer.daemon.observe import record_units
@@ -117,9 +117,8 @@ def test_readonly_open_of_missing_ledger_says_so(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- intents and recovery
 def _preemptor(ledger: Ledger, client: RecordingClient) -> Preemptor:
-    import io
     cfg = DaemonConfig(max_grace_s=20)
-    return Preemptor(client, ledger, cfg, EventLog(stream=io.StringIO()))  # type: ignore[arg-type]
+    return Preemptor(client, ledger, cfg, CycleAdapter())  # type: ignore[arg-type]
 
 
 def test_marked_job_signal_then_requeue_at_capped_deadline(ledger: Ledger) -> None:
@@ -257,10 +256,9 @@ def test_refused_requeue_is_an_event_not_a_preemption_and_not_retried(tmp_path: 
     """Item 5: Slurm refuses (``--no-requeue``): logged with its reason, the counter goes
     back down, and the job is not a victim again during this run."""
     from prioritizer.daemon.observe import build_snapshot
-    stream = io.StringIO()
-    with Ledger(tmp_path / "l.sqlite") as ledger:
+    with Ledger(tmp_path / "l.sqlite") as ledger, captured() as (log, stream):
         client = RecordingClient(refuse={3})
-        p = Preemptor(client, ledger, DaemonConfig(), EventLog(stream=stream))  # type: ignore[arg-type]
+        p = Preemptor(client, ledger, DaemonConfig(), log)  # type: ignore[arg-type]
         victim = unit(3, marker=False)
         _record(ledger, 100, victim)
         p.start((Preemption(9, (3,)),), observation(100, victim))

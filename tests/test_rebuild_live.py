@@ -5,16 +5,15 @@ log how many jobs it rebuilt, ask sacct only once, and never count a run twice."
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 
 import pytest
 from live_helpers import wait_cluster_idle, wait_for
+from log_helpers import captured
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
 from prioritizer.daemon.observe import observe
 from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.client import SlurmClient
@@ -37,9 +36,7 @@ def test_lost_ledger_is_rebuilt_from_every_attempt(tmp_path: Path) -> None:
                                  if len(j.attempts) == 2], 30, "both attempts in sacct")[0]
         lost = acct.attempts[0]
         assert lost.state == "REQUEUED" and lost.gpus == 2
-        out = io.StringIO()
-        log = EventLog(stream=out)
-        with Ledger(tmp_path / "fresh.sqlite") as ledger:   # the ledger file was lost
+        with Ledger(tmp_path / "fresh.sqlite") as ledger, captured() as (log, out):   # lost ledger
             now = time.time()
             observe(client, ledger, DaemonConfig(), now, log)
             runs = ledger.runs(job_id)

@@ -10,7 +10,6 @@ checked live in tests/test_client_live.py and tests/test_client_formats_live.py.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from slurm_plugin import slurm_shapes
 from slurm_plugin.client import SlurmClient, SlurmShapeUnknown
@@ -160,7 +159,7 @@ def test_daemon_writes_nothing_and_closes_no_run_on_an_unknown_shape(tmp_path: P
                        metrics_port=0)
     clock = iter([200.0, 230.0, 260.0])
     with Ledger(cfg.ledger_path) as ledger:
-        daemon = Daemon(cfg, CannedClient(answer), ledger, EventLog(stream=io.StringIO()),
+        daemon = Daemon(cfg, CannedClient(answer), ledger, CycleAdapter(),
                         clock=lambda: next(clock))
         daemon.cycle()
         assert [(r.start, r.end) for r in ledger.runs(10)] == [(100, None)]

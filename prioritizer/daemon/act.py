@@ -22,12 +22,13 @@ mismatch. Preemptions are handed to :mod:`prioritizer.daemon.preempt`.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import Decisions, JobPhase
 from prioritizer.daemon.observe import HELD_REASONS, Observation
@@ -149,7 +150,7 @@ class PushResult:
 
 
 def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
-         log: EventLog, *, now: float = 0.0, backoff_s: float = 0.0,
+         log: CycleAdapter, *, now: float = 0.0, backoff_s: float = 0.0,
          backoff_max_s: float = 0.0) -> PushResult:
     """Send each batch as ONE ``scontrol update``; on a refusal retry its jobs one by one
     (Slurm updates the valid ids of a list anyway) so a single ended job costs nothing else.
@@ -171,13 +172,14 @@ def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
                     accepted.append(job_id)
                 except (SlurmRefused, JobUnknown) as exc:
                     refused.append((job_id, exc.message))
-                    log.event("update_refused", job_id, "WARNING", value=value, slurm=exc.message)
+                    event(log, "update_refused", job_id, logging.WARNING, value=value,
+                          slurm=exc.message)
         with ledger.transaction():
             ledger.set_applied(accepted, value)
             ledger.clear_refused(accepted)
             ledger.note_refused(refused, now, backoff_s, backoff_max_s)
         for job_id in accepted:
-            log.event("order_set", job_id, value=value)
+            event(log, "order_set", job_id, value=value)
         result.accepted.extend(accepted)
         result.refused.extend(refused)
     return result
@@ -199,7 +201,7 @@ def send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
         client.set_site_factor(ids, int(arg))
 
 
-def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: EventLog) -> int:
+def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdapter) -> int:
     """Compare squeue with what was sent before; log mismatches and forget the value sent, so
     that this cycle sends it again. Returns the number of mismatches.
 
@@ -219,14 +221,14 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: EventLog)
         want = int(arg)
         if (unit.priority != want) if field == "priority" else (unit.priority < want):
             bad.append(row.job_id)
-            log.event("readback_mismatch", row.job_id, "WARNING", asked=row.applied,
-                      slurm_priority=unit.priority)
+            event(log, "readback_mismatch", row.job_id, logging.WARNING, asked=row.applied,
+                  slurm_priority=unit.priority)
     with ledger.transaction():
         ledger.set_applied(bad, None)
     return len(bad)
 
 
-def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: EventLog,
+def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: CycleAdapter,
                   now: float) -> list[tuple[int, int | None, int, str]]:
     """Persist every decided queue state; log changes. Returns (job, from, to, reason) changes."""
     rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
@@ -245,6 +247,6 @@ def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: E
             if st.changed:
                 changes.append((job_id, old, st.queue, st.reason))
     for job_id, old, new, reason in changes:
-        event = "promoted" if job_id in promoted else ("new" if old is None else "queue_changed")
-        log.event(event, job_id, **{"from": old, "to": new, "reason": reason})
+        name = "promoted" if job_id in promoted else ("new" if old is None else "queue_changed")
+        event(log, name, job_id, **{"from": old, "to": new, "reason": reason})
     return changes

@@ -18,13 +18,15 @@ command registry (prioritizer/cli.py; docs/design.md, code rule 12); each handle
   daemon, whose ``RestartPreventExitStatus`` holds only 2 and 4.
 
 Every subcommand takes ``--config FILE`` (default ``/etc/dlprio/dlprio.yaml``, else the
-packaged ``conf/dlprio.yaml``); ``run``/``once`` also take ``--log-format text|json``.
+packaged ``conf/dlprio.yaml``); ``run``/``once`` also take ``--log-format text|json``
+and ``--log-config FILE``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
 import sqlite3
 import sys
@@ -42,7 +44,7 @@ from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import CycleAdapter, configure, event
 from prioritizer.daemon.ledger import Ledger, LedgerVersionError
 from prioritizer.daemon.metrics import Metrics
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
@@ -56,6 +58,9 @@ def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
     if logs:
         p.add_argument("--log-format", choices=("text", "json"), default=None,
                        help="log line format (overrides log_format in the config)")
+        p.add_argument("--log-config", default=None, metavar="FILE",
+                       help="a logging.config dictionary (YAML/JSON) routing the 'dlprio' "
+                            "logger instead of the stderr handler (docs/dlprio.md, Logs)")
 
 
 def _configure_run(p: argparse.ArgumentParser) -> None:
@@ -110,9 +115,9 @@ def _fail(message: str, code: int, kind: str = "") -> int:
     return code
 
 
-def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, EventLog]:
+def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter]:
     cfg = daemon_config.load(args.config)
-    return cfg, EventLog(args.log_format or cfg.log_format)
+    return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config)
 
 
 @_guard
@@ -133,19 +138,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         with _lease(cfg, client, log, stop) as lease:
             if stop.is_set():
                 return EXIT_OK
-            log.event("started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
-                      interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
+            event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
+                  interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
                 Daemon(cfg, client, ledger, log, metrics, lease=lease).run(stop)
             except LeaseLost as exc:
-                log.event("lease_lost", level="ERROR", error=str(exc))
+                event(log, "lease_lost", level=logging.ERROR, error=str(exc))
                 return _fail(str(exc), EXIT_LOCKED)
-        log.event("stopped")
+        event(log, "stopped")
     return EXIT_OK
 
 
 @contextmanager
-def _lease(cfg: DaemonConfig, client: SlurmClient, log: EventLog,
+def _lease(cfg: DaemonConfig, client: SlurmClient, log: CycleAdapter,
            stop: threading.Event | None = None) -> Iterator[ClusterLease | None]:
     """The cluster lease for one ``run``/``once`` (None when ``lease_name`` is ""). With
     ``stop`` (``run``), a Slurm that does not answer is waited for (interval, doubling up to
@@ -164,8 +169,8 @@ def _lease(cfg: DaemonConfig, client: SlurmClient, log: EventLog,
                 raise
             failures += 1
             delay = min(cfg.backoff_max_s, cfg.interval_s * 2 ** min(failures - 1, 16))
-            log.event("slurm_unreachable", level="WARNING", error=exc.message,
-                      retry_in_s=round(delay, 1), step="lease")
+            event(log, "slurm_unreachable", level=logging.WARNING, error=exc.message,
+                  retry_in_s=round(delay, 1), step="lease")
             if stop.wait(delay):
                 yield None
                 return

@@ -11,9 +11,11 @@ Hooked in :class:`prioritizer.daemon.loop.Daemon` (its ``cycle`` calls :meth:`Hi
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import event
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
 from slurm_plugin.accounting import fold_jobs
@@ -62,14 +64,14 @@ class HistoryDistribution:
                 samples, source = sacct_samples(client), "sacct"
             except SlurmError as exc:
                 if log is not None:
-                    log.event("gittins_sacct_failed", level="WARNING", error=str(exc))
+                    event(log, "gittins_sacct_failed", level=logging.WARNING, error=str(exc))
         if len(samples) < self.min_samples:
             self.distribution = load_distribution(None)
             if log is not None:
-                log.event("gittins_packaged", samples=len(samples), min=self.min_samples,
-                          why="too few finished jobs; using yarn-gput1000.csv")
+                event(log, "gittins_packaged", samples=len(samples), min=self.min_samples,
+                      why="too few finished jobs; using yarn-gput1000.csv")
         else:
             self.distribution = GittinsDistribution(samples)
             if log is not None:
-                log.event("gittins_learned", samples=len(samples), source=source)
+                event(log, "gittins_learned", samples=len(samples), source=source)
         return self.distribution

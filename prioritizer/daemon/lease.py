@@ -28,13 +28,14 @@ well before anyone may take over.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import CycleAdapter, event
 from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused
 from slurm_plugin.records import Job
 
@@ -79,7 +80,7 @@ class ClusterLease:
     after which another daemon may take the lease over."""
 
     def __init__(self, client: SlurmClient, name: str, ttl_s: float, ledger_path: str,
-                 log: EventLog, clock: Callable[[], float] = time.time) -> None:
+                 log: CycleAdapter, clock: Callable[[], float] = time.time) -> None:
         self.client, self.name, self.ttl_s, self.log, self.clock = client, name, ttl_s, log, clock
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
         self.ledger = ledger_id(ledger_path)
@@ -102,9 +103,9 @@ class ClusterLease:
             age = now - info.heartbeat
             if info.ledger == self.ledger or age > self.ttl_s:
                 self._cancel(job.job_id)
-                self.log.event("lease_taken_over", job.job_id, "WARNING", holder=info.holder,
-                               heartbeat_age_s=round(age, 1),
-                               why="same ledger" if info.ledger == self.ledger else "stale")
+                event(self.log, "lease_taken_over", job.job_id, logging.WARNING,
+                      holder=info.holder, heartbeat_age_s=round(age, 1),
+                      why="same ledger" if info.ledger == self.ledger else "stale")
                 continue
             raise self._held(info, now)
         self.job_id = self.client.submit(SCRIPT, [
@@ -118,7 +119,7 @@ class ClusterLease:
             if holders:
                 raise self._held(LeaseInfo.parse(holders[0]), now)
             raise LeaseHeld(f"cluster lease {self.name}: our lease job {mine} vanished; retry")
-        self.log.event("lease_acquired", self.job_id, name=self.name, ttl_s=self.ttl_s)
+        event(self.log, "lease_acquired", self.job_id, name=self.name, ttl_s=self.ttl_s)
 
     def check(self, jobs: Iterable[Job], now: float) -> None:
         """Fencing, before the cycle acts: raise :class:`LeaseLost` unless ours is the lowest
@@ -138,7 +139,7 @@ class ClusterLease:
         if self.job_id is not None:
             try:
                 self._cancel(self.job_id)
-                self.log.event("lease_released", self.job_id)
+                event(self.log, "lease_released", self.job_id)
             except Exception:   # noqa: BLE001 - Slurm away at stop: the TTL frees the lease
                 pass
             self.job_id = None

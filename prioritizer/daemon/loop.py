@@ -12,6 +12,7 @@ decisions; the ledger still records what was observed.
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ from typing import TextIO
 
 from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.daemon.learned_gittins import HISTORY, HistoryDistribution
@@ -50,7 +51,7 @@ class Daemon:
         lease: the cluster lease this daemon holds (checked every cycle before acting).
     """
 
-    def __init__(self, cfg: DaemonConfig, client: SlurmClient, ledger: Ledger, log: EventLog,
+    def __init__(self, cfg: DaemonConfig, client: SlurmClient, ledger: Ledger, log: CycleAdapter,
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
                  dry_run: bool = False, out: TextIO | None = None,
                  lease: ClusterLease | None = None) -> None:
@@ -105,7 +106,7 @@ class Daemon:
         dropped = self.ledger.prune(now - self.cfg.retention_days * 86400)
         self.ledger.set_meta("pruned_at", repr(now))
         if dropped:
-            self.log.event("ledger_pruned", jobs=dropped, retention_days=self.cfg.retention_days)
+            event(self.log, "ledger_pruned", jobs=dropped, retention_days=self.cfg.retention_days)
         return dropped
 
     def check_slurm_preemption(self) -> None:
@@ -116,8 +117,8 @@ class Daemon:
         self._preempt_checked = True
         kind = conf.get("PreemptType", "preempt/none")
         if kind not in ("preempt/none", "(null)", ""):
-            self.log.event("slurm_preempts_too", level="WARNING", preempt_type=kind,
-                           preempt_mode=conf.get("PreemptMode", ""))
+            event(self.log, "slurm_preempts_too", level=logging.WARNING, preempt_type=kind,
+                  preempt_mode=conf.get("PreemptMode", ""))
 
     def act(self, decisions: Decisions, obs: Observation) -> None:
         """Persist states, send order differences, run preemptions, publish snapshot."""
@@ -149,7 +150,7 @@ class Daemon:
             ref = now - slack
             self.ledger.set_meta("order_ref", repr(ref))
             self._encoding = None
-            self.log.event("order_reference", ref=ref)
+            event(self.log, "order_reference", ref=ref)
         if self._encoding is None or self._encoding.ref != ref:
             weights = (0 if self.cfg.priority_field == "priority"
                        else act.other_weights(self.client.show_config()))
@@ -178,8 +179,8 @@ class Daemon:
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
                 tuple(jobs)))
         except OSError as exc:   # dlqueue loses its columns; scheduling goes on
-            self.log.event("snapshot_failed", level="ERROR", path=self.cfg.snapshot_path,
-                           error=str(exc))
+            event(self.log, "snapshot_failed", level=logging.ERROR, path=self.cfg.snapshot_path,
+                  error=str(exc))
 
     def print_decisions(self, decisions: Decisions, obs: Observation) -> None:
         """``--dry-run`` output: pending order with target values, running jobs, preemptions."""
@@ -215,21 +216,21 @@ class Daemon:
             try:
                 self.cycle()
                 if failures:
-                    self.log.event("slurm_back", failures=failures)
+                    event(self.log, "slurm_back", failures=failures)
                 failures = 0
                 delay = self.cfg.interval_s - (time.monotonic() - started)
             except SlurmUnreachable as exc:
                 failures += 1
                 self.metrics.slurm_errors.labels(kind="unreachable").inc()
                 delay = self.retry_delay(failures, time.monotonic() - started)
-                self.log.event("slurm_unreachable", level="WARNING", error=exc.message,
-                               failed_after_s=round(time.monotonic() - started, 1),
-                               retry_in_s=round(delay, 1))
+                event(self.log, "slurm_unreachable", level=logging.WARNING, error=exc.message,
+                      failed_after_s=round(time.monotonic() - started, 1),
+                      retry_in_s=round(delay, 1))
             except SlurmError as exc:
                 self.metrics.slurm_errors.labels(kind="refused").inc()
-                self.log.event("slurm_error", level="ERROR", error=str(exc))
+                event(self.log, "slurm_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s
             except ValueError as exc:   # decide() refused its input: keep the loop, say why
-                self.log.event("decide_error", level="ERROR", error=str(exc))
+                event(self.log, "decide_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s
             stop.wait(max(delay, 0.0))

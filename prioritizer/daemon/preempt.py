@@ -36,13 +36,14 @@ crash tests are deterministic. It is unset (off) in production; never set it on 
 
 from __future__ import annotations
 
+import logging
 import os
 import signal as _signal
 from collections.abc import Mapping
 
 from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Intent, Ledger
 from prioritizer.policy.model import JobPhase, Preemption
 from prioritizer.daemon.observe import Observation
@@ -62,7 +63,7 @@ class Preemptor:
     """Starts and advances preemptions; one per daemon (see module doc)."""
 
     def __init__(self, client: SlurmClient, ledger: Ledger, cfg: DaemonConfig,
-                 log: EventLog) -> None:
+                 log: CycleAdapter) -> None:
         self.client = client
         self.ledger = ledger
         self.cfg = cfg
@@ -83,8 +84,8 @@ class Preemptor:
                                        grace, unit.restart_count, obs.now)
                 busy.add(victim)
                 started.append(victim)
-                self.log.event("preempt_intent", victim, waiter=p.waiter,
-                               signal=contract.signal if contract else "none", grace_s=grace)
+                event(self.log, "preempt_intent", victim, waiter=p.waiter,
+                      signal=contract.signal if contract else "none", grace_s=grace)
                 fault_point("intent")
         return started
 
@@ -132,7 +133,7 @@ class Preemptor:
         except (JobUnknown, SlurmRefused) as exc:
             self._refused(i, now, f"signal refused: {exc.message}")
             return
-        self.log.event("preempt_signal", i.job_id, signal=i.signal, deadline=now + i.grace_s)
+        event(self.log, "preempt_signal", i.job_id, signal=i.signal, deadline=now + i.grace_s)
         fault_point("signal")
 
     def _requeue(self, i: Intent, now: float) -> bool:
@@ -153,8 +154,8 @@ class Preemptor:
             try:
                 self._move_and_release(i.job_id, arg)
             except SlurmUnreachable as exc:   # requeued all the same; the next cycle moves it
-                self.log.event("lower_refused", i.job_id, "WARNING", value=f"partition:{arg}",
-                               slurm=exc.message)
+                event(self.log, "lower_refused", i.job_id, logging.WARNING,
+                      value=f"partition:{arg}", slurm=exc.message)
         fault_point("requeue")
         if self._ended_before(i):
             self._finish(i, now, "ended before requeue", uncount=True)
@@ -172,20 +173,20 @@ class Preemptor:
             try:
                 self.client.release([job_id])
             except SlurmError as exc:
-                self.log.event("victim_left_held", job_id, "ERROR", slurm=exc.message,
-                               fix=f"scontrol release {job_id}")
+                event(self.log, "victim_left_held", job_id, logging.ERROR, slurm=exc.message,
+                      fix=f"scontrol release {job_id}")
 
     def _lower(self, job_id: int, field: str, arg: str) -> None:
         """Give the victim its lowered value; a refusal is logged, the requeue goes on."""
         try:
             act.send(self.client, field, [job_id], arg)
         except (JobUnknown, SlurmRefused) as exc:
-            self.log.event("lower_refused", job_id, "WARNING", value=f"{field}:{arg}",
-                           slurm=exc.message)
+            event(self.log, "lower_refused", job_id, logging.WARNING, value=f"{field}:{arg}",
+                  slurm=exc.message)
             return
         with self.ledger.transaction():
             self.ledger.set_applied([job_id], f"{field}:{arg}")
-        self.log.event("victim_lowered", job_id, value=f"{field}:{arg}")
+        event(self.log, "victim_lowered", job_id, value=f"{field}:{arg}")
 
     def _ended_before(self, i: Intent) -> bool:
         """After ``requeue incomplete``: True when Slurm shows the job finished with the
@@ -200,11 +201,12 @@ class Preemptor:
 
     def _refused(self, i: Intent, now: float, outcome: str) -> None:
         """Slurm refused the act: an event with its reason, not a preemption (module doc)."""
-        self.log.event("preempt_refused", i.job_id, "WARNING", reason=outcome, waiter=i.waiter)
+        event(self.log, "preempt_refused", i.job_id, logging.WARNING, reason=outcome,
+              waiter=i.waiter)
         self._finish(i, now, outcome, uncount=True)
 
     def _finish(self, i: Intent, now: float, outcome: str, recovered: bool = False,
                 uncount: bool = False) -> None:
         self.ledger.finish_intent(i.id, now, outcome, uncount=uncount)
-        self.log.event("preempt_done", i.job_id, outcome=outcome, waiter=i.waiter,
-                       **({"recovered": True} if recovered else {}))
+        event(self.log, "preempt_done", i.job_id, outcome=outcome, waiter=i.waiter,
+              **({"recovered": True} if recovered else {}))

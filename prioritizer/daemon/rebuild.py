@@ -18,10 +18,12 @@ rebuilt (logged once). A Slurm error leaves the ledger as it was and tries again
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import event
 from slurm_plugin.accounting import UNFINISHED_STATES, fold_jobs
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
@@ -52,7 +54,7 @@ def rebuild_stale_runs(client: SlurmClient | None, ledger: Ledger, units: Mappin
                        now: float, log: Any = None) -> int:
     """Add the finished attempts the ledger lacks for stale units; return how many jobs got
     runs. Logs ``ledger_rebuilt jobs=N runs=M source=sacct`` when N > 0 (``log``: an
-    :class:`~prioritizer.daemon.log.EventLog`). Call inside the ledger's transaction."""
+    :class:`~prioritizer.daemon.log.CycleAdapter`). Call inside the ledger's transaction."""
     if client is None:
         return 0
     ids = stale_units(ledger, units)
@@ -63,12 +65,12 @@ def rebuild_stale_runs(client: SlurmClient | None, ledger: Ledger, units: Mappin
     except AccountingDisabled:
         ledger.set_meta("sacct_rebuild:disabled", "1")
         if log is not None:
-            log.event("ledger_rebuild_unavailable", level="WARNING",
-                      why="no slurmdbd: runs missed while the daemon was away stay missed")
+            event(log, "ledger_rebuild_unavailable", level=logging.WARNING,
+                  why="no slurmdbd: runs missed while the daemon was away stay missed")
         return 0
     except SlurmError as exc:
         if log is not None:
-            log.event("ledger_rebuild_failed", level="WARNING", error=str(exc))
+            event(log, "ledger_rebuild_failed", level=logging.WARNING, error=str(exc))
         return 0
     wanted = set(ids)
     jobs_rebuilt = runs_added = 0
@@ -90,5 +92,5 @@ def rebuild_stale_runs(client: SlurmClient | None, ledger: Ledger, units: Mappin
     for job_id in ids:
         ledger.set_meta(f"sacct_rebuild:{job_id}", str(units[job_id].restart_count))
     if jobs_rebuilt and log is not None:
-        log.event("ledger_rebuilt", jobs=jobs_rebuilt, runs=runs_added, source="sacct")
+        event(log, "ledger_rebuilt", jobs=jobs_rebuilt, runs=runs_added, source="sacct")
     return jobs_rebuilt
