@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"dlprio tune: {len(combos)} configuration(s) on {args.trace} "
           f"({'jobs before ' + args.validate_from if split is not None else 'all jobs'}), "
           f"{cluster.nodes} × {cluster.gpus_per_node} GPUs")
-    print(format_ranking(ranked))
+    print(format_ranking(ranked, styled=tables.is_terminal()))
     best = next((r for r in ranked if r.allowed), None)
     if best is None:
         raise CliError("no configuration meets --max-p95-ratio; relax it or widen the grid",
