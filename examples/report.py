@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from prioritizer import tables
 from prioritizer.sim.report import nearest_rank
 from replay import BIN, Submitted
 from trainer import parse_log
@@ -208,32 +209,33 @@ def sim_jcts(path: Path, policy: str = "tiresias-las") -> dict[int, float]:
     return {int(r["job_id"]): float(r["jct"]) for r in rows if r.get("policy", policy) == policy}
 
 
-def _cell(value: float | None, width: int = 7) -> str:
-    return f"{value:{width}.1f}" if value is not None else f"{'-':>{width}}"
+def _cell(value: float | None) -> str:
+    return f"{value:.1f}" if value is not None else "-"
 
 
 def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> str:
     """Per-job table: arrival, GPUs, nominal length, then for each run its live JCT and the
-    prediction's JCT, preemptions and restarts (each run's own), Slurm's final states."""
+    prediction's JCT, preemptions and restarts (each run's own, headers named by the run's
+    key), Slurm's final states; plain text laid out by :mod:`prioritizer.tables` (it goes to
+    the log file too), no trailing newline."""
     first = runs[0].outcomes
     t0 = min(j.sub.submitted_at for j in first)
-    head = f"{'job':<10} {'arrive':>6} {'gpus':>4} {'len_s':>5}"
+    head = ["job", "arrive", "gpus", "len_s"]
     for r in runs:
-        p = r.prediction
-        head += f" | {r.key + ' jct':>11} {'sim ' + p:>{max(7, len(p) + 4)}} {'preempt':>7} {'restarts':>8}"
-    head += " | state"
-    lines = [head, "-" * len(head)]
+        head += [f"{r.key} jct", f"sim {r.prediction}", f"{r.key} preempt", f"{r.key} restarts"]
+    rows = []
     for row, base in enumerate(first):
         job = base.sub.job
-        line = f"{f'{job.index:02d}-u{job.name}':<10} {base.sub.submitted_at - t0:6.1f} {job.gpus:>4} {job.duration_s:5.0f}"
+        cells = [f"{job.index:02d}-u{job.name}", f"{base.sub.submitted_at - t0:.1f}",
+                 str(job.gpus), f"{job.duration_s:.0f}"]
         states = []
         for r in runs:
             o, p = r.outcomes[row], r.prediction
-            line += (f" | {_cell(o.jct_s, 11)} {_cell(sim[p].get(job.index), max(7, len(p) + 4))}"
-                     f" {o.preemptions:>7} {o.restarts:>8}")
+            cells += [_cell(o.jct_s), _cell(sim[p].get(job.index)), str(o.preemptions),
+                      str(o.restarts)]
             states.append(o.state)
-        lines.append(line + " | " + "/".join(dict.fromkeys(states)))
-    return "\n".join(lines)
+        rows.append(cells + ["/".join(dict.fromkeys(states))])
+    return tables.render(head + ["state"], rows, head[1:]).rstrip("\n")
 
 
 ROWS = (("jobs finished", "jobs", "{:.0f}"), ("avg JCT s", "avg_jct_s", "{:.1f}"),
@@ -254,18 +256,19 @@ def comparison_columns(runs: Sequence[RunReport], sims: Sequence[dict]) -> list[
 
 
 def comparison_table(runs: Sequence[RunReport], sims: Sequence[dict]) -> str:
-    """Both live runs side by side, each beside its prediction, and live ÷ predicted avg JCT."""
+    """Both live runs side by side, each beside its prediction, and live ÷ predicted avg JCT;
+    plain text laid out by :mod:`prioritizer.tables`, no trailing newline."""
     cols = comparison_columns(runs, sims)
-    width = max(len(c) for c, _ in cols) + 2
-    lines = [f"{'':<16}" + "".join(f"{c:>{width}}" for c, _ in cols)]
+    rows = []
     for label, key, fmt in ROWS:
-        cells = [fmt.format(v) if isinstance((v := s.get(key)), (int, float)) else "-" for _, s in cols]
-        lines.append(f"{label:<16}" + "".join(f"{c:>{width}}" for c in cells))
+        rows.append([label] + [fmt.format(v) if isinstance((v := s.get(key)), (int, float))
+                               else "-" for _, s in cols])
     ratios = []
     for (_, live), (_, sim) in zip(cols[::2], cols[1::2]):
         ratios += ["", f"{live['avg_jct_s'] / sim['avg_jct_s']:.2f}" if sim.get("avg_jct_s") else "-"]
-    lines.append(f"{'live/sim avg':<16}" + "".join(f"{c:>{width}}" for c in ratios))
-    return "\n".join(lines)
+    rows.append(["live/sim avg"] + ratios)
+    heads = [""] + [c for c, _ in cols]
+    return tables.render(heads, rows, heads[1:]).rstrip("\n")
 
 
 def verdict(runs: Sequence[RunReport]) -> str:

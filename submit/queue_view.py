@@ -27,19 +27,15 @@ character lost but the space at a break; cropping would hide text, this only mov
 
 from __future__ import annotations
 
-import io
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rich.cells import cell_len
-from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
+from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin.records import Job
 
 STARTED_STATES = frozenset(
@@ -57,7 +53,6 @@ STATE_CODES = {
 }
 JSON_KEYS = ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
              "wait_s", "preemptions", "reason")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _DIGITS = re.compile(r"\d+")
 _STATE_STYLE = {"RUNNING": "green", "PENDING": "yellow", "COMPLETING": "cyan"}
 
@@ -118,31 +113,6 @@ def parse_states(spec: str) -> frozenset[str] | None:
     if not out:
         raise ValueError("empty state list; e.g. -t PD,R")
     return frozenset(out)
-
-
-def visible(text: str) -> str:
-    """``text`` with characters that would hide, move or restyle output written as escapes.
-
-    Newline, CR and tab become ``\\n``, ``\\r``, ``\\t``; other control characters (ESC, DEL,
-    C1) ``\\xNN``; invisible format characters (bidi overrides, zero-width, U+2028/9)
-    ``\\uXXXX``. Everything else, rich markup and backslashes included, stays as typed, so
-    ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a name that
-    literally contains ``\\n`` looks like one with a newline (``--json`` has the exact text).
-    """
-    if text.isprintable():   # no Cc/Cf/Zl/Zp character (str.isprintable): nothing to escape
-        return text
-    out = []
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif cat == "Cc":
-            out.append(f"\\x{ord(ch):02x}")
-        elif cat in ("Cf", "Zl", "Zp"):
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def format_duration(seconds: float) -> str:
@@ -344,25 +314,10 @@ def _cells(row: QueueRow, show_service: bool) -> list[Text]:
 
 
 def render_text(rows: Sequence[QueueRow], *, show_service: bool = True) -> str:
-    """The table as plain text, fast enough for 10,000 rows (what ``dlqueue`` prints).
-
-    Same layout as :func:`render_table` of :func:`build_queue_table` (a test compares them):
-    each column as wide as its widest cell measured in terminal display cells
-    (:func:`rich.cells.cell_len`: a CJK character takes two), two spaces between columns,
-    numbers right-aligned, nothing cropped or wrapped, trailing spaces stripped. Rendering a
-    :class:`rich.table.Table` of 10,000 rows takes about 25 s; this takes well under one.
-    """
-    heads = headers(show_service)
-    table = [heads] + [cell_texts(r, show_service) for r in rows]
-    lens = [[cell_len(c) for c in line] for line in table]
-    widths = [max(col) for col in zip(*lens)]
-    right = [h in _RIGHT for h in heads]
-    out = []
-    for line, ls in zip(table, lens):
-        parts = [(" " * (w - n) + c) if r else (c + " " * (w - n))
-                 for c, n, w, r in zip(line, ls, widths, right)]
-        out.append("  ".join(parts).rstrip())
-    return "\n".join(out) + "\n"
+    """The table as plain text (what ``dlqueue`` prints): :func:`prioritizer.tables.plain_text`,
+    the layout of :func:`build_queue_table` printed by :func:`render_table` (a test compares
+    them), fast enough for 10,000 rows."""
+    return plain_text(headers(show_service), (cell_texts(r, show_service) for r in rows), _RIGHT)
 
 
 def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: bool = True,
@@ -388,32 +343,5 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
 
 
 def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool) -> Table:
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
-                  collapse_padding=False)
-    for h in headers(show_service):
-        if h in _RIGHT:  # numbers (never user text); rich ignores justify with "ignore"
-            table.add_column(h, justify="right", no_wrap=True)
-        else:
-            folds = fold and h in _FREE
-            table.add_column(h, no_wrap=not folds, overflow="fold" if folds else "ignore")
-    for r in rows:
-        table.add_row(*_cells(r, show_service))
-    return table
-
-
-def natural_width(table: Table) -> int:
-    """Cells the table needs so that no cell is shrunk (measured on an unbounded console)."""
-    console = Console(file=io.StringIO(), width=1 << 20, color_system=None)
-    return Measurement.get(console, console.options, table).maximum
-
-
-def render_table(table: Table, width: int) -> str:
-    """Plain text (no colour) of ``table`` at ``max(width, natural width)``, lines right-stripped.
-
-    This is what ``dlqueue`` prints when its output is not a terminal, and what tests compare.
-    """
-    out = io.StringIO()
-    console = Console(file=out, width=max(width, natural_width(table)), color_system=None,
-                      force_terminal=False, highlight=False, emoji=False, markup=False)
-    console.print(table, crop=False)
-    return "\n".join(line.rstrip() for line in out.getvalue().splitlines()) + "\n"
+    return rich_table(headers(show_service), (_cells(r, show_service) for r in rows), _RIGHT,
+                      _FREE if fold else ())

@@ -245,8 +245,10 @@ def test_once_dry_run_changes_nothing_then_once_applies(jobs: Jobs, tmp_path: Pa
     dry = subprocess.run(dlprio("once", "--dry-run", "--config", str(cfg)), capture_output=True,
                          text=True, timeout=60)
     assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines()[0].split() == ["RANK", "JOBID", "STATE", "QUEUE",
+                                                  "ATTAINED(GPU·s)", "TARGET", "REASON"]
     line = next(line for line in dry.stdout.splitlines() if f" {jid} " in line)
-    assert line.split()[:4] == ["0", str(jid), "PENDING", "0"] and "site_factor:" in line
+    assert line.split()[:4] == ["0", str(jid), "PENDING", "Q0"] and "site_factor:" in line
     assert dry.stdout.rstrip().endswith("dry run: nothing sent to Slurm")
     assert jobs.client.job(jid).priority == before
     with open_ledger(cfg) as ledger:        # observed and recorded, but nothing applied

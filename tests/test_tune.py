@@ -73,6 +73,12 @@ def test_tune_local_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert rc == 0
     assert "8 configuration(s)" in text and "*current" in text
     assert text.count("thresholds=") >= 8 and "validation on jobs from 900" in text
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("validation on jobs from 900"))
+    assert "\x1b" not in text and lines[at + 1].split() == ["avg", "JCT", "s", "p95", "JCT", "s",
+                                                            "max", "wait", "s"]
+    assert [ln.split()[0] for ln in lines[at + 2:at + 4]] == ["chosen", "current"]
+    assert all(float(c.replace(",", "")) >= 0 for ln in lines[at + 2:at + 4] for c in ln.split()[1:])
     snippet = yaml.safe_load(out.read_text())
     PolicyConfig.from_mapping(snippet["policy"])        # a ready dlprio.yaml policy section
     assert plot.read_bytes()[:4] == b"\x89PNG"

@@ -38,6 +38,7 @@ from dataclasses import replace
 
 from prioritizer.daemon import config as daemon_config
 
+from prioritizer import tables
 from prioritizer.daemon import act, explain
 from prioritizer.command import Command
 from prioritizer.daemon.loop import Daemon
@@ -225,7 +226,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(fresh, file=sys.stderr)
         sys.stdout.write(json.dumps(rows) + "\n")
     else:
-        sys.stdout.write(fresh + "\n" + explain.status_table(rows))
+        sys.stdout.write(fresh + "\n" + explain.status_table(rows, styled=tables.is_terminal()))
     return EXIT_OK
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import time
 
+from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger, Run
 
@@ -67,16 +68,21 @@ def status_rows(ledger: Ledger, now: float, *, active_only: bool = False) -> lis
     return out
 
 
-def status_table(rows: list[dict[str, object]]) -> str:
-    """Plain text table of :func:`status_rows` (header + one line per job)."""
-    lines = [f"{'JOBID':>8} {'USER':<12} {'STATE':<11} {'QUEUE':>5} {'ATTAINED(GPU·s)':>15} "
-             f"{'PREEMPT':>7} {'PROMOTE':>7} {'RESTART':>7} {'REFUSED':>7}"]
-    for r in rows:   # queue spelled Q0, Q1... and service in GPU·s, as in dlqueue and REASON
-        q = "-" if r["queue"] is None else f"Q{r['queue']}"
-        lines.append(f"{r['job_id']:>8} {str(r['user'])[:12]:<12} {str(r['state'])[:11]:<11} "
-                     f"{q:>5} {r['attained_gpu_s']:>15} {r['preemptions']:>7} "
-                     f"{r['promotions']:>7} {r['restart_count']:>7} {r['update_refusals']:>7}")
-    return "\n".join(lines) + "\n"
+STATUS_HEADERS = ("JOBID", "USER", "STATE", "QUEUE", "ATTAINED(GPU·s)", "PREEMPT", "PROMOTE",
+                  "RESTART", "REFUSED")
+_STATUS_RIGHT = frozenset(STATUS_HEADERS) - {"USER", "STATE"}
+
+
+def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
+    """The table of :func:`status_rows`: header + one line per job, columns
+    :data:`STATUS_HEADERS` (queue spelled ``Q0``, ``Q1``... and ``-`` when not decided,
+    service in GPU·s, as in dlqueue and REASON), laid out by :mod:`prioritizer.tables`
+    (``styled``: for a terminal; otherwise plain, whitespace-separated, never cropped)."""
+    cells = [[str(r["job_id"]), str(r["user"]), str(r["state"]),
+              "-" if r["queue"] is None else f"Q{r['queue']}", str(r["attained_gpu_s"]),
+              str(r["preemptions"]), str(r["promotions"]), str(r["restart_count"]),
+              str(r["update_refusals"])] for r in rows]
+    return tables.render(STATUS_HEADERS, cells, _STATUS_RIGHT, styled=styled)
 
 
 def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:

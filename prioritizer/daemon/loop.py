@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from prioritizer import tables
 from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
@@ -35,6 +36,10 @@ from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
+#: ``--dry-run`` decisions table: RANK is the start order ("-": running, not ranked), QUEUE as
+#: in dlqueue and dlprio status, attained service in GPU·s, TARGET the value sent to Slurm.
+DECISION_HEADERS = ("RANK", "JOBID", "STATE", "QUEUE", "ATTAINED(GPU·s)", "TARGET", "REASON")
+_DECISION_RIGHT = frozenset({"RANK", "JOBID", "ATTAINED(GPU·s)"})
 PRUNE_EVERY_S = 3600.0   # how often the ledger's retention runs (seconds)
 
 
@@ -183,18 +188,20 @@ class Daemon:
                   error=str(exc))
 
     def print_decisions(self, decisions: Decisions, obs: Observation) -> None:
-        """``--dry-run`` output: pending order with target values, running jobs, preemptions."""
+        """``--dry-run`` output: the :data:`DECISION_HEADERS` table (pending jobs in start order
+        with their target values, then running jobs), then preemptions."""
         enc = self.encoding(obs.now) if self.cfg.mode == "priority" else None
         wanted = act.targets(decisions, obs, self.cfg, enc)
         views = {v.job_id: v for v in obs.snapshot.jobs}
-        w = self.out.write
-        w(f"{'RANK':>4} {'JOBID':>8} {'STATE':<8} {'QUEUE':>5} {'GPU_S':>10}  TARGET  REASON\n")
         ordered = list(decisions.order) + sorted(set(decisions.states) - set(decisions.order))
+        rows = []
         for i, job_id in enumerate(ordered):
             st, view = decisions.states[job_id], views[job_id]
-            r = str(i) if job_id in wanted else "-"
-            w(f"{r:>4} {job_id:>8} {view.phase.value:<8} {st.queue:>5} "
-              f"{view.attained_gpu_s:>10.0f}  {wanted.get(job_id, '-')}  {st.reason}\n")
+            rows.append([str(i) if job_id in wanted else "-", str(job_id), view.phase.value,
+                         f"Q{st.queue}", f"{view.attained_gpu_s:.0f}",
+                         str(wanted.get(job_id, "-")), st.reason])
+        tables.write(DECISION_HEADERS, rows, _DECISION_RIGHT, stream=self.out)
+        w = self.out.write
         for p in decisions.preemptions:
             w(f"preempt {','.join(map(str, p.victims))} for {p.waiter}\n")
         w("dry run: nothing sent to Slurm\n")

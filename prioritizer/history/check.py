@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from prioritizer import tables
 from prioritizer.history.trace import HistoryRow
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
@@ -144,20 +145,20 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f} %"
 
 
-def format_fidelity(fid: Fidelity, per_job: bool = True) -> str:
-    """The fidelity table: one line per job (optional), then avg/p95 and the target verdict."""
+def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False) -> str:
+    """The fidelity tables: one line per job (optional; JCTs in s, diff the replay's error in
+    %), then avg/p95 JCT real vs replay, then the target verdict. Tables are laid out by
+    :mod:`prioritizer.tables` (``styled``: for a terminal; otherwise plain, never cropped)."""
     lines = []
     if per_job:
-        lines.append(f"{'job':>10} {'GPUs':>5} {'real JCT s':>11} {'replay JCT s':>13} {'diff':>9}")
-        for j in fid.jobs:
-            lines.append(f"{j.job_id:>10} {j.num_gpu:>5} {j.real_jct:>11.1f} "
-                         f"{j.replay_jct:>13.1f} {_pct(j.error):>9}")
-        lines.append("")
-    lines.append(f"{'':>17} {'real':>11} {'replay':>13} {'diff':>9}")
-    lines.append(f"{'avg JCT s':>17} {fid.avg(True):>11.1f} {fid.avg(False):>13.1f} "
-                 f"{_pct(fid.avg_error):>9}")
-    lines.append(f"{'p95 JCT s':>17} {fid.p95(True):>11.1f} {fid.p95(False):>13.1f} "
-                 f"{_pct(fid.p95_error):>9}")
+        head = ("job", "GPUs", "real JCT s", "replay JCT s", "diff")
+        rows = [(str(j.job_id), str(j.num_gpu), f"{j.real_jct:.1f}", f"{j.replay_jct:.1f}",
+                 _pct(j.error)) for j in fid.jobs]
+        lines.append(tables.render(head, rows, head, styled=styled))
+    head = ("", "real", "replay", "diff")
+    rows = [("avg JCT s", f"{fid.avg(True):.1f}", f"{fid.avg(False):.1f}", _pct(fid.avg_error)),
+            ("p95 JCT s", f"{fid.p95(True):.1f}", f"{fid.p95(False):.1f}", _pct(fid.p95_error))]
+    lines.append(tables.render(head, rows, head[1:], styled=styled).rstrip("\n"))
     within = sum(1 for j in fid.jobs if abs(j.error) <= JOB_TARGET)
     lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
                  f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped; "

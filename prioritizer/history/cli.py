@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import check, format_fidelity, start_latency_from
 from prioritizer.daemon.ledger import Ledger
@@ -211,7 +212,7 @@ def _check(args: argparse.Namespace) -> int:
         fidelity = check(rows, cluster, config, start_latency_s=latency)
     except ValueError as exc:
         raise CliError(f"{args.trace}: {exc}") from None
-    print(format_fidelity(fidelity, per_job=not args.summary_only))
+    print(format_fidelity(fidelity, per_job=not args.summary_only, styled=tables.is_terminal()))
     return 0
 
 

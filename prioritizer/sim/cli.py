@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from prioritizer import tables
 from prioritizer.command import CliError, Command
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summaries, indent=2))
     else:
-        print(format_table(summaries))
+        sys.stdout.write(format_table(summaries, styled=tables.is_terminal()))
     if args.jobs_csv:
         _write(write_jobs_csv, results, args.jobs_csv)
     if args.plot:

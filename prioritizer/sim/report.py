@@ -14,6 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
+from prioritizer import tables
 from prioritizer.sim.engine import SimResult
 
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
@@ -60,9 +61,11 @@ def summarize(result: SimResult) -> dict[str, Any]:
     }
 
 
-def format_table(summaries: Sequence[dict[str, Any]]) -> str:
-    """A plain-text table, one row per policy; with several policies, ``x`` columns give
-    avg and p95 JCT as ratios to the first row."""
+def format_table(summaries: Sequence[dict[str, Any]], *, styled: bool = False) -> str:
+    """The summary table, one row per policy, laid out by :mod:`prioritizer.tables` (``styled``:
+    for a terminal; otherwise plain, never cropped), ending in a newline. Units in the headers
+    (s; GPU util a fraction); with several policies, ``x`` columns give avg and p95 JCT as
+    ratios to the first row."""
     head = ["policy", "jobs", "avg JCT s", "median s", "p95 s", "p99 s", "makespan s",
             "avg queue s", "preempt", "promote", "GPU util", "wall s"]
     compare = len(summaries) > 1
@@ -79,10 +82,7 @@ def format_table(summaries: Sequence[dict[str, Any]]) -> str:
             row += [_ratio(s["avg_jct_s"], first["avg_jct_s"]),
                     _ratio(s["p95_jct_s"], first["p95_jct_s"])]
         rows.append(row)
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(r, widths))) for r in [head] + rows]
-    return "\n".join(lines)
+    return tables.render(head, rows, head[1:], styled=styled)
 
 
 def _ratio(value: float, base: float) -> str:

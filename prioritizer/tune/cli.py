@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
@@ -21,7 +22,7 @@ from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
-from prioritizer.tune.rank import format_ranking, make_task, rank
+from prioritizer.tune.rank import RANKING_HEADERS, format_ranking, make_task, rank
 from slurm_plugin.client import SlurmError
 
 
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"dlprio tune: {len(combos)} configuration(s) on {args.trace} "
           f"({'jobs before ' + args.validate_from if split is not None else 'all jobs'}), "
           f"{cluster.nodes} × {cluster.gpus_per_node} GPUs")
-    print(format_ranking(ranked))
+    print(format_ranking(ranked, styled=tables.is_terminal()))
     best = next((r for r in ranked if r.allowed), None)
     if best is None:
         raise CliError("no configuration meets --max-p95-ratio; relax it or widen the grid",
@@ -150,9 +151,10 @@ def _validate(args: argparse.Namespace, cluster: Cluster, split: float, best: Po
     tasks = [make_task(args.trace, None, (split, None), cluster, c) for c in (best, current)]
     chosen, cur = _execute(args, tasks)
     print(f"validation on jobs from {args.validate_from} on ({int(chosen['jobs'])} jobs):")
-    for name, f in (("chosen", chosen), ("current", cur)):
-        print(f"  {name:<8} avg JCT {f['avg_jct_s']:,.1f} s  p95 {f['p95_jct_s']:,.1f} s  "
-              f"max wait {f['max_wait_s']:,.1f} s")
+    rows = [(name, f"{f['avg_jct_s']:,.1f}", f"{f['p95_jct_s']:,.1f}", f"{f['max_wait_s']:,.1f}")
+            for name, f in (("chosen", chosen), ("current", cur))]
+    head = ("", *RANKING_HEADERS[1:4])
+    sys.stdout.write(tables.render(head, rows, head[1:], styled=tables.is_terminal()))
 
 
 def _current(args: argparse.Namespace) -> PolicyConfig:

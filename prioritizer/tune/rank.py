@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from prioritizer import tables
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import Cluster, simulate
@@ -100,15 +101,18 @@ def rank(labels: Sequence[str], figures: Sequence[dict[str, float]], current_ind
     return sorted(out, key=lambda r: (r.figures["avg_jct_s"], r.figures["p95_jct_s"], r.label))
 
 
-def format_ranking(ranked: Sequence[Ranked]) -> str:
-    """The ranking table: rank, avg/p95 JCT, max wait, ``*`` current, ``x`` filtered out."""
-    head = f"{'rank':>4}  {'avg JCT s':>11} {'p95 JCT s':>11} {'max wait s':>11}  config"
-    lines = [head]
+RANKING_HEADERS = ("rank", "avg JCT s", "p95 JCT s", "max wait s", "config")
+
+
+def format_ranking(ranked: Sequence[Ranked], *, styled: bool = False) -> str:
+    """The ranking table (:data:`RANKING_HEADERS`, laid out by :mod:`prioritizer.tables`;
+    ``styled`` for a terminal): rank (``x``: filtered out), avg/p95 JCT and max wait in s,
+    the config's label with ``*current`` after the current config's. No trailing newline."""
+    rows = []
     n = 0
     for r in ranked:
         mark = "x" if not r.allowed else str(n := n + 1)
-        cur = "  *current" if r.current else ""
         f = r.figures
-        lines.append(f"{mark:>4}  {f['avg_jct_s']:>11,.1f} {f['p95_jct_s']:>11,.1f} "
-                     f"{f['max_wait_s']:>11,.1f}  {r.label}{cur}")
-    return "\n".join(lines)
+        rows.append((mark, f"{f['avg_jct_s']:,.1f}", f"{f['p95_jct_s']:,.1f}",
+                     f"{f['max_wait_s']:,.1f}", r.label + ("  *current" if r.current else "")))
+    return tables.render(RANKING_HEADERS, rows, RANKING_HEADERS[:4], styled=styled).rstrip("\n")
