@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import logging
 import re
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from prioritizer.cli import main
 from prioritizer.daemon import explain
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.log import EventLog
+from prioritizer.daemon.log import LOGGER, CycleAdapter
 from prioritizer.daemon.loop import DECISION_HEADERS, Daemon
 from prioritizer.daemon.observe import Observation
 from prioritizer.history.trace import HistoryRow, write_rows
@@ -100,10 +101,11 @@ def test_once_decisions_non_tty_is_plain(tmp_path: Path, monkeypatch: pytest.Mon
         preemptions=(Preemption(11, (5,)),))
     obs = Observation(100.0, Snapshot((), views), {}, ())
     monkeypatch.setattr("prioritizer.daemon.act.targets", lambda *a: {11: "partition:gpu-q0"})
-    cfg = dataclasses.replace(DaemonConfig(), mode="partition", queue_partitions=("gpu-q0",))
+    cfg = dataclasses.replace(DaemonConfig(), mode="partition",
+                              queue_partitions=("gpu-q0", "gpu-q1", "gpu-q2"))
     out = io.StringIO()
     with Ledger(tmp_path / "l.sqlite") as led:
-        Daemon(cfg, None, led, EventLog(stream=io.StringIO()), dry_run=True,
+        Daemon(cfg, None, led, CycleAdapter(logging.getLogger(LOGGER)), dry_run=True,
                out=out).print_decisions(decisions, obs)
     lines = assert_plain(out.getvalue())
     assert lines[0].split() == list(DECISION_HEADERS)
