@@ -331,15 +331,7 @@ class SlurmClient:
         Raises:
             AccountingDisabled: the cluster has no slurmdbd; SlurmUnreachable: slurmdbd down.
         """
-        argv = ["sacct", "--duplicates", "--json", "--allusers",
-                "--starttime", start, "--endtime", end]
-        try:
-            data = self._json(argv)
-        except SlurmRefused as exc:
-            if "accounting storage is disabled" in exc.message.lower():
-                raise AccountingDisabled(argv, exc.message) from None
-            raise
-        return sacct_records.records_from_json(data)
+        return self._sacct(["--starttime", start, "--endtime", end])
 
     def accounting_jobs(self, job_ids: Sequence[int]) -> list[AccountingRecord]:
         """Every attempt of the given jobs (hetjob leaders bring their components):
@@ -347,8 +339,12 @@ class SlurmClient:
         the epoch, sacct(1) ``--starttime``). Raises as :meth:`accounting`."""
         if not job_ids:
             return []
-        argv = ["sacct", "--duplicates", "--json", "--allusers",
-                "-j", ",".join(str(int(j)) for j in job_ids)]
+        return self._sacct(["-j", ",".join(str(int(j)) for j in job_ids)])
+
+    def _sacct(self, selection: list[str]) -> list[AccountingRecord]:
+        """``sacct --duplicates --json --allusers SELECTION``, parsed; a cluster without
+        slurmdbd raises :class:`AccountingDisabled`."""
+        argv = ["sacct", "--duplicates", "--json", "--allusers", *selection]
         try:
             data = self._json(argv)
         except SlurmRefused as exc:

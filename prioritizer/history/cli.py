@@ -25,8 +25,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, read_rows, write_rows
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
-from prioritizer.sim.engine import Cluster
-from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
+from prioritizer.sim.cli import cluster_of
 from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
@@ -159,24 +158,6 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
                                      for line in str(exc).splitlines())) from None
         return dataclasses.replace(cfg, policy=policy) if policy else cfg
     return PolicyConfig(policy=policy or "fifo-fit").zero_cost()
-
-
-def cluster_of(args: argparse.Namespace) -> Cluster:
-    """The replay's cluster from --cluster-from-slurm or --nodes/--gpus-per-node (exit 2)."""
-    if args.cluster_from_slurm:
-        if args.nodes is not None or args.gpus_per_node is not None:
-            raise CliError("use either --cluster-from-slurm or --nodes/--gpus-per-node")
-        try:
-            nodes, gpus = shape_from_slurm()
-        except ClusterShapeError as exc:
-            raise CliError(str(exc)) from None
-    else:
-        if args.nodes is None or args.gpus_per_node is None:
-            raise CliError("give the cluster: --cluster-from-slurm, or --nodes N --gpus-per-node G")
-        nodes, gpus = args.nodes, args.gpus_per_node
-    if nodes <= 0 or gpus <= 0:
-        raise CliError("--nodes and --gpus-per-node must be > 0")
-    return Cluster(nodes, gpus)
 
 
 def start_latency(value: str) -> float:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the replays and print/write the outputs; see the module doc for exit codes."""
     base = _config(args)
     policies = _policies(args, base.policy)
-    cluster = _cluster(args)
+    cluster = cluster_of(args)
     for option, path in (("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
         _check_output_dir(option, path)  # before the replay, not after it
     try:
@@ -194,29 +194,33 @@ def _source(line: str, args: argparse.Namespace) -> str:
     return f"{args.config}: {line}" if args.config else line
 
 
-def _cluster(args: argparse.Namespace) -> Cluster:
+def cluster_of(args: argparse.Namespace) -> Cluster:
+    """The replay's cluster from ``--cluster-from-slurm``, ``--cluster SPEC.csv`` or
+    ``--nodes``/``--gpus-per-node`` (``dlprio simulate`` and ``dlprio history check``; a
+    command without an option reads it as absent). Raises CliError (exit 2) naming the option."""
+    spec, placement = getattr(args, "cluster", None), getattr(args, "placement", None)
+    hint = "--cluster SPEC.csv" if hasattr(args, "cluster") else "--cluster-from-slurm"
     if getattr(args, "cluster_from_slurm", False):
-        if args.cluster or args.nodes is not None or args.gpus_per_node is not None:
+        if spec or args.nodes is not None or args.gpus_per_node is not None:
             raise CliError("use either --cluster-from-slurm or --cluster/--nodes/--gpus-per-node")
         try:
             nodes, gpus = shape_from_slurm()
         except ClusterShapeError as exc:
             raise CliError(str(exc)) from None
-        return Cluster(nodes, gpus, args.placement)
-    if args.cluster:
+    elif spec:
         if args.nodes is not None or args.gpus_per_node is not None:
             raise CliError("use either --cluster or --nodes/--gpus-per-node, not both")
         try:
-            nodes, gpus = read_cluster_spec(args.cluster)
+            nodes, gpus = read_cluster_spec(spec)
         except TraceError as exc:
             raise CliError(str(exc)) from None
     else:
         if args.nodes is None or args.gpus_per_node is None:
-            raise CliError("give the cluster: --nodes N --gpus-per-node G, or --cluster SPEC.csv")
+            raise CliError(f"give the cluster: --nodes N --gpus-per-node G, or {hint}")
         nodes, gpus = args.nodes, args.gpus_per_node
     if nodes <= 0 or gpus <= 0:
         raise CliError("--nodes and --gpus-per-node must be > 0")
-    return Cluster(nodes, gpus, args.placement)
+    return Cluster(nodes, gpus, placement) if placement else Cluster(nodes, gpus)
 
 
 def _check_output_dir(option: str, path: str | None) -> None:

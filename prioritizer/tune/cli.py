@@ -17,8 +17,8 @@ from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.cli import cluster_of
 from prioritizer.sim.engine import Cluster
-from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
@@ -74,21 +74,6 @@ def _split_point(value: str, trace_path: str) -> float:
     return epoch - first
 
 
-def _cluster(args: argparse.Namespace) -> Cluster:
-    if args.cluster_from_slurm:
-        try:
-            nodes, gpus = shape_from_slurm()
-        except ClusterShapeError as exc:
-            raise CliError(str(exc)) from None
-    elif args.nodes is None or args.gpus_per_node is None:
-        raise CliError("give the cluster: --cluster-from-slurm, or --nodes N --gpus-per-node G")
-    else:
-        nodes, gpus = args.nodes, args.gpus_per_node
-    if nodes <= 0 or gpus <= 0:
-        raise CliError("--nodes and --gpus-per-node must be > 0")
-    return Cluster(nodes, gpus, args.placement)
-
-
 def run(args: argparse.Namespace) -> int:
     if not args.grid:
         raise CliError("--grid: give a grid, e.g. 'thresholds=1000/5000,3250/7200;knob=4,8'")
@@ -103,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         combos = combinations(grid, current)
     except GridError as exc:
         raise CliError(str(exc)) from None
-    cluster = _cluster(args)
+    cluster = cluster_of(args)
     try:
         trace = read_trace(args.trace)
     except TraceError as exc:
