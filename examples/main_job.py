@@ -396,7 +396,7 @@ def look_further(runs: Sequence[report.RunReport], out: Path) -> list[str]:
            else "no job was preempted; this one waited longest")
     return ["look further:",
             f"  {dlprio} explain {top.sub.job_id} --config {config}    # {top.sub.name}, {why}",
-            f"  {dlprio} status --config {config}",
+            f"  {dlprio} status --all --config {config}",
             f"  per-job CSV: {shown(out / 'jobs.csv')}",
             f"  figure:      {shown(out / 'main_job.png')}",
             f"  everything:  {shown(out / MARKER)} (per attempt), {shown(out / 'main_job.log')}"]

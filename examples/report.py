@@ -136,8 +136,8 @@ def outcomes(subs: Sequence[Submitted], states: dict[int, str], daemon: dict[int
 
 
 def daemon_rows(config: Path) -> dict[int, dict]:
-    """``dlprio status --json`` rows by job id (``{}`` when the command fails)."""
-    proc = subprocess.run([str(BIN / "dlprio"), "status", "--json", "--config", str(config)],
+    """``dlprio status --json --all`` rows by job id (finished jobs included) (``{}`` when the command fails)."""
+    proc = subprocess.run([str(BIN / "dlprio"), "status", "--json", "--all", "--config", str(config)],
                           capture_output=True, text=True, check=False)
     try:
         return {int(r["job_id"]): r for r in json.loads(proc.stdout)} if proc.returncode == 0 else {}

@@ -106,8 +106,9 @@ def test_item3_victim_is_below_the_waiter_the_moment_it_is_pending_again(
         p = _preemptor(jobs, ledger, CycleAdapter())
         p.start((Preemption(waiter, (victim,)),), observation(100, seen))
         assert p.progress(observation(100, seen), {victim: "site_factor:1000"}) == [victim]
-    requeued = jobs.client.job(victim)
-    assert requeued.state == "PENDING" and requeued.restart_count == 1
+    # the requeue takes effect once slurmd has ended the job (COMPLETING until then)
+    requeued = wait_state(jobs.client, victim, {"PENDING"}, 60)
+    assert requeued.restart_count == 1
     assert requeued.priority < jobs.client.job(waiter).priority
 
 

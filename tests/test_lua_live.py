@@ -115,6 +115,13 @@ def _wait_plugin_line(job_id: int, words: str) -> str:
                     f"the plugin's log line {words!r} for job {job_id}")
 
 
+def known_uid(uid: int) -> bool:
+    """slurmctld's record of the test user carries its real uid (not NO_VAL)."""
+    p = subprocess.run(["scontrol", "show", "assoc_mgr", f"users={USER}", "flags=users"],
+                       capture_output=True, text=True, timeout=30)
+    return f"UserName={USER}({uid})" in p.stdout
+
+
 @contextmanager
 def _admin_level(level: str) -> Iterator[None]:
     """The test user at sacctmgr AdminLevel ``level`` (Operator/Admin: slurmctld then lets it set
@@ -124,13 +131,21 @@ def _admin_level(level: str) -> Iterator[None]:
         p = subprocess.run(["sacctmgr", "-i", *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 0, f"sacctmgr {' '.join(args)}: {p.stderr or p.stdout} (cluster up --with-dbd?)"
 
+    uid = pwd.getpwnam(USER).pw_uid
+
     def known(lvl: str) -> bool:
         p = subprocess.run(["scontrol", "show", "assoc_mgr", f"users={USER}", "flags=users"],
                            capture_output=True, text=True, timeout=30)
-        return f"AdminLevel={lvl}" in p.stdout
+        return f"UserName={USER}({uid})" in p.stdout and f"AdminLevel={lvl}" in p.stdout
 
     have = subprocess.run(["sacctmgr", "-n", "-P", "show", "user", USER, "format=user"],
                           capture_output=True, text=True, timeout=30).stdout.split()
+    if USER in have and not known_uid(uid):
+        # slurmctld resolved the name when no such Unix user existed (uid NO_VAL: a record left
+        # by an earlier run, whose Unix user was removed): it never resolves it again, and
+        # AdminLevel would not apply. A fresh record is resolved now that the user exists.
+        mgr("delete", "user", USER)
+        have = []
     mgr(*(["modify", "user", USER, "set"] if USER in have else ["add", "user", USER, "Account=research"]),
         f"AdminLevel={level}")
     wait_for(lambda: known(level), 30, f"slurmctld to know {USER} as {level}")
