@@ -34,7 +34,7 @@ from typing import Any
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 from submit import environ, load, params, secrets
 from submit.errors import SpecError
-from submit.options import RUNTIMES, RenderOptions, load_site
+from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
 from submit.render import contract_comment, render_sbatch
 
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
@@ -105,12 +105,19 @@ _FLAG_TO_OPTION = {
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
-    """Site file values, then command-line flags. Raises :class:`SpecError`."""
+    """Site file values, then command-line flags. Raises :class:`SpecError` with every bad
+    value, each line naming where it came from (``FILE: key ...`` or ``--flag ...``)."""
     values: dict[str, Any] = dict(load_site(args.site_config or os.environ.get("DLSUBMIT_CONFIG")))
+    flags = {}
     for flag, field in _FLAG_TO_OPTION.items():
         v = getattr(args, flag)
         if v is not None:
-            values[field] = v
+            values[field] = flags[field] = v
+    problems = [f"--{flag.replace('_', '-')}{line[len(field):]}"
+                for flag, field in _FLAG_TO_OPTION.items()
+                for f, line in check_fields(flags) if f == field]
+    if problems:
+        raise SpecError(problems)
     return RenderOptions(**values)
 
 

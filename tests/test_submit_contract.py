@@ -360,7 +360,7 @@ def test_gpu_type_injection_from_the_issue_is_refused(tmp_path: Path, monkeypatc
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     spec = _spec_file(monkeypatch, v2_spec(roles={"w": role("true", gpu=1)}))
     assert cli.main([str(spec), "--dry-run", "--gpu-type", "a100$(touch /tmp/x)"]) == 2
-    assert "gpu_type 'a100$(touch /tmp/x)': must be a Slurm name" in capsys.readouterr().err
+    assert "--gpu-type 'a100$(touch /tmp/x)': must be a Slurm name" in capsys.readouterr().err
 
 
 def test_every_bash_array_element_is_single_quoted() -> None:
