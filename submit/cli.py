@@ -11,7 +11,9 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
   unreachable: ...``, e.g. slurmctld down or a missing ``SLURM_CONF`` file); Slurm's own
   message is shown verbatim.
 
-Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first;
+Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first
+(with ``--dry-run`` the scripts print in order, each after the first preceded by the comment
+line ``# ---- b.yaml ----``);
 if any has a problem nothing is submitted. They are then submitted concurrently (up to
 :data:`SUBMIT_THREADS` sbatch calls at once); the ids print in spec order, and a spec Slurm
 refused is named on stderr (exit 3) while the others stay submitted. ``sbatch`` runs with a clean environment
@@ -130,9 +132,9 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
     for path in args.spec:
         try:
             job = load.load(path, overrides)
-            sfile = (secrets.check(args.secrets, job.secrets)
-                     if job.secrets and args.secrets else None)
-            out.append((path, job, render_sbatch(job, opts, sfile)))
+            # a named secrets file is checked even when the spec references no secret
+            sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
+            out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
             problems += [f"{path}: {p}" if len(args.spec) > 1 else p for p in exc.problems]
     if problems:
@@ -204,6 +206,14 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
         return None, f"Slurm refused the job: {exc.message}"
 
 
+def separator(path: str) -> str:
+    """The bash comment line printed before each script after the first in a multi-spec
+    ``--dry-run``: ``# ---- b.yaml ----`` (the name with control characters escaped, so the line
+    stays one comment line and each script stays valid bash)."""
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in path)
+    return f"# ---- {shown} ----"
+
+
 @quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Run dlsubmit; returns the exit status (0, 2 or 3, see the module doc)."""
@@ -247,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = {"job_id": ids[i], "script": script}
             print(json.dumps({"spec": path, **doc} if many else doc))
         elif args.dry_run:
+            if i:
+                print(separator(path))
             sys.stdout.write(script)
         else:
             print(ids[i])

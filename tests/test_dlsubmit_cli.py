@@ -232,3 +232,27 @@ def test_lone_surrogate_is_refused_with_field_path(tmp_path: Path, capsys: pytes
     rc, out, err = run(["--dry-run", str(f)], capsys)
     assert (rc, out) == (2, "")
     assert err.startswith("dlsubmit: taskRoles.main.commands[0]: holds a lone UTF-16 surrogate")
+
+
+def test_unreadable_secrets_file_is_refused_without_secret_references(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nonexistent"
+    rc, out, err = run(["--dry-run", HELLO, "--secrets", str(missing)], capsys)
+    assert (rc, out, err) == (2, "", f"dlsubmit: --secrets {missing}: cannot read: No such file or directory\n")
+    loose = tmp_path / "loose"
+    loose.write_text("A=1\n")
+    loose.chmod(0o644)
+    rc, out, err = run(["--dry-run", HELLO, "--secrets", str(loose)], capsys)
+    assert (rc, out, err) == (2, "", f"dlsubmit: --secrets {loose}: mode 0644 lets others read it; "
+                                     f"run chmod 600 {loose}\n")
+
+
+def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "b\nc.yaml"
+    other.write_text(Path(HELLO).read_text())
+    rc, out, err = run(["--dry-run", HELLO, str(other)], capsys)
+    assert (rc, err) == (0, "")
+    first, second = out.split(f"\n# ---- {tmp_path}/b\\nc.yaml ----\n")
+    assert first.startswith("#!/bin/bash\n") and second.startswith("#!/bin/bash\n")
+    assert first + "\n" == second  # the same spec twice: the separator is the only addition
