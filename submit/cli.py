@@ -115,9 +115,8 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
         v = getattr(args, flag)
         if v is not None:
             values[field] = flags[field] = v
-    problems = [f"--{flag.replace('_', '-')}{line[len(field):]}"
-                for flag, field in _FLAG_TO_OPTION.items()
-                for f, line in check_fields(flags) if f == field]
+    flag_of = {field: "--" + flag.replace("_", "-") for flag, field in _FLAG_TO_OPTION.items()}
+    problems = [flag_of[field] + line[len(field):] for field, line in check_fields(flags)]
     if problems:
         raise SpecError(problems)
     return RenderOptions(**values)
