@@ -11,7 +11,9 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
   unreachable: ...``, e.g. slurmctld down or a missing ``SLURM_CONF`` file); Slurm's own
   message is shown verbatim.
 
-Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first;
+Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first
+(with ``--dry-run`` the scripts print in order, each after the first preceded by the comment
+line ``# ---- b.yaml ----``);
 if any has a problem nothing is submitted. They are then submitted concurrently (up to
 :data:`SUBMIT_THREADS` sbatch calls at once); the ids print in spec order, and a spec Slurm
 refused is named on stderr (exit 3) while the others stay submitted. ``sbatch`` runs with a clean environment
@@ -34,7 +36,7 @@ from typing import Any
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 from submit import environ, load, params, secrets
 from submit.errors import SpecError
-from submit.options import RUNTIMES, RenderOptions, load_site
+from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
 from submit.render import contract_comment, render_sbatch
 
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
@@ -105,12 +107,18 @@ _FLAG_TO_OPTION = {
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
-    """Site file values, then command-line flags. Raises :class:`SpecError`."""
+    """Site file values, then command-line flags. Raises :class:`SpecError` with every bad
+    value, each line naming where it came from (``FILE: key ...`` or ``--flag ...``)."""
     values: dict[str, Any] = dict(load_site(args.site_config or os.environ.get("DLSUBMIT_CONFIG")))
+    flags = {}
     for flag, field in _FLAG_TO_OPTION.items():
         v = getattr(args, flag)
         if v is not None:
-            values[field] = v
+            values[field] = flags[field] = v
+    flag_of = {field: "--" + flag.replace("_", "-") for flag, field in _FLAG_TO_OPTION.items()}
+    problems = [flag_of[field] + line[len(field):] for field, line in check_fields(flags)]
+    if problems:
+        raise SpecError(problems)
     return RenderOptions(**values)
 
 
@@ -123,9 +131,9 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
     for path in args.spec:
         try:
             job = load.load(path, overrides)
-            sfile = (secrets.check(args.secrets, job.secrets)
-                     if job.secrets and args.secrets else None)
-            out.append((path, job, render_sbatch(job, opts, sfile)))
+            # a named secrets file is checked even when the spec references no secret
+            sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
+            out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
             problems += [f"{path}: {p}" if len(args.spec) > 1 else p for p in exc.problems]
     if problems:
@@ -197,6 +205,14 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
         return None, f"Slurm refused the job: {exc.message}"
 
 
+def separator(path: str) -> str:
+    """The bash comment line printed before each script after the first in a multi-spec
+    ``--dry-run``: ``# ---- b.yaml ----`` (the name with control characters escaped, so the line
+    stays one comment line and each script stays valid bash)."""
+    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in path)
+    return f"# ---- {shown} ----"
+
+
 @quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Run dlsubmit; returns the exit status (0, 2 or 3, see the module doc)."""
@@ -240,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             doc = {"job_id": ids[i], "script": script}
             print(json.dumps({"spec": path, **doc} if many else doc))
         elif args.dry_run:
+            if i:
+                print(separator(path))
             sys.stdout.write(script)
         else:
             print(ids[i])

@@ -73,6 +73,14 @@ def _is_json(name: str, text: str) -> bool:
     return strip_json_comments(text).lstrip().startswith("{")
 
 
+def _duplicate_lines(name: str, exc: yamlsafe.DuplicateKeys) -> list[str]:
+    """One ``name:LINE: key ... appears twice`` line per repeated key (LINE: the repeat), in
+    file order."""
+    keys = sorted(exc.keys, key=lambda d: d.lines[-1:])
+    lines = [f"{name}:{d.lines[-1]}: {d}" if d.lines else f"{name}: {d}" for d in keys]
+    return list(dict.fromkeys(lines))
+
+
 def parse_text(text: str, name: str = "<spec>") -> Any:
     """Parse spec text (JSON with comments, or YAML) into plain Python data.
 
@@ -81,15 +89,17 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
     if _is_json(name, text):
         try:
             return yamlsafe.load_json(strip_json_comments(text))
-        except yamlsafe.DuplicateKey as exc:
-            raise SpecError([f"{name}: {exc}"]) from None
+        except yamlsafe.DuplicateKeys as exc:
+            raise SpecError(_duplicate_lines(name, exc)) from None
         except json.JSONDecodeError as exc:
             raise SpecError([f"{name}:{exc.lineno}:{exc.colno}: JSON syntax error: {exc.msg}"]) from None
         except RecursionError:
             raise SpecError([f"{name}: JSON nested too deeply"]) from None
     try:
         return yamlsafe.load_yaml(text)
-    except (yamlsafe.DuplicateKey, yamlsafe.TooLarge) as exc:
+    except yamlsafe.DuplicateKeys as exc:
+        raise SpecError(_duplicate_lines(name, exc)) from None
+    except yamlsafe.TooLarge as exc:
         raise SpecError([f"{name}: {exc}"]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

@@ -16,6 +16,7 @@ the renderer for the layer it lands in (submit/quoting.py).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ class VirtualCluster:
     account: str | None = None
     qos: str | None = None
 
+
+_VC_KEYS = ("partition", "account", "qos")
 
 DEFAULT_VC = "default"
 """The virtual cluster every OpenPAI install has; without a site entry it means Slurm's defaults."""
@@ -81,30 +84,9 @@ class RenderOptions:
     virtual_clusters: Any = None
 
     def __post_init__(self) -> None:
-        problems = []
-        vcs = _virtual_clusters(self.virtual_clusters, problems)
-        object.__setattr__(self, "virtual_clusters", vcs)
-        if self.container_runtime not in RUNTIMES:
-            problems.append(f"container_runtime {self.container_runtime!r}: must be one of "
-                            + ", ".join(RUNTIMES))
-        for name in ("gpus_per_node", "cores_per_node", "mem_per_node_mib"):
-            v = getattr(self, name)
-            if type(v) is not int or v < (0 if name == "gpus_per_node" else 1):
-                problems.append(f"{name} {v!r}: must be a positive integer")
-        try:
-            marker.make(self.signal, self.grace_s)
-        except marker.MarkerError as exc:
-            problems.append(str(exc))
-        if type(self.enforce_binding) is not bool:
-            problems.append(f"enforce_binding {self.enforce_binding!r}: must be true or false")
-        for name in ("partition", "account", "qos", "gpu_type"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v)):
-                problems.append(f"{name} {v!r}: must be a Slurm name (letters, digits, _ . -)")
-        for name in ("checkpoint_root", "output", "default_fs_uri"):
-            v = getattr(self, name)
-            if v is not None and (not isinstance(v, str) or _CONTROL.search(v)):
-                problems.append(f"{name} {v!r}: must be a string without control characters")
+        object.__setattr__(self, "virtual_clusters", _virtual_clusters(self.virtual_clusters, []))
+        problems = [msg for _, msg in check_fields(dataclasses.asdict(self) | {
+            "virtual_clusters": self.virtual_clusters})]
         if problems:
             raise SpecError(problems)
 
@@ -119,6 +101,54 @@ class RenderOptions:
                              f"(known: {', '.join(known)}; admins map them in the site config's "
                              "virtual_clusters)"])
         return self.virtual_clusters[name]
+
+
+NODE_SHAPE = {"gpus_per_node": 1024, "cores_per_node": 100_000, "mem_per_node_mib": 2**30}
+"""Node-shape fields and their largest accepted value (each at least 1)."""
+
+
+def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every problem of the option ``values`` (field name -> value; absent fields are not
+    checked) as ``(field, line)`` pairs; each line starts with the field name (or its
+    ``virtual_clusters.NAME.KEY`` path), so a caller can name the flag or file it came from."""
+    out: list[tuple[str, str]] = []
+
+    def bad(field: str, rule: str) -> None:
+        out.append((field, f"{field} {values[field]!r}: {rule}"))
+
+    if "container_runtime" in values and values["container_runtime"] not in RUNTIMES:
+        bad("container_runtime", "must be one of " + ", ".join(RUNTIMES))
+    for name, top in NODE_SHAPE.items():
+        v = values.get(name, 1)
+        if type(v) is not int or not 1 <= v <= top:
+            bad(name, f"must be a whole number in 1..{top}")
+    if "signal" in values:
+        try:
+            marker.make(values["signal"])
+        except (marker.MarkerError, AttributeError):
+            bad("signal", "must be one of " + ", ".join(marker.ALLOWED_SIGNALS))
+    g = values.get("grace_s", 60)
+    if type(g) is not int or not 1 <= g <= marker.MAX_GRACE_S:
+        bad("grace_s", f"must be whole seconds in 1..{marker.MAX_GRACE_S}")
+    if type(values.get("enforce_binding", False)) is not bool:
+        bad("enforce_binding", "must be true or false")
+    for name in ("partition", "account", "qos", "gpu_type"):
+        v = values.get(name)
+        if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v)):
+            bad(name, "must be a Slurm name (letters, digits, _ . -)")
+    for name in ("checkpoint_root", "output", "default_fs_uri"):
+        v = values.get(name)
+        if v is not None and (not isinstance(v, str) or _CONTROL.search(v)):
+            bad(name, "must be a string without control characters")
+    vc_problems: list[str] = []
+    _virtual_clusters(values.get("virtual_clusters"), vc_problems)
+    out += [("virtual_clusters", line) for line in vc_problems]
+    return out
+
+
+def _did_you_mean(key: Any, known: Any) -> str:
+    close = difflib.get_close_matches(str(key), sorted(known), n=1)
+    return f"did you mean {close[0]}?" if close else "allowed: " + ", ".join(sorted(known))
 
 
 def _virtual_clusters(raw: Any, problems: list[str]) -> dict[str, VirtualCluster]:
@@ -136,14 +166,17 @@ def _virtual_clusters(raw: Any, problems: list[str]) -> dict[str, VirtualCluster
         if not isinstance(name, str) or not name or _CONTROL.search(name):
             problems.append(f"virtual_clusters {name!r}: a name must be a non-empty string")
             continue
-        if not isinstance(entry, dict) or set(entry) - {"partition", "account", "qos"}:
+        if not isinstance(entry, dict):
             problems.append(f"{where}: must be a mapping with keys partition, account, qos")
             continue
+        unknown = [k for k in entry if k not in _VC_KEYS]
+        for k in unknown:
+            problems.append(f"{where}.{k}: unknown key; {_did_you_mean(k, _VC_KEYS)}")
         bad = [k for k, v in entry.items()
                if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v))]
         for k in bad:
             problems.append(f"{where}.{k} {entry[k]!r}: must be a Slurm name (letters, digits, _ . -)")
-        if not bad:
+        if not bad and not unknown:
             out[name] = VirtualCluster(**entry)
     return out
 
@@ -151,20 +184,29 @@ def _virtual_clusters(raw: Any, problems: list[str]) -> dict[str, VirtualCluster
 def load_site(path: str | Path | None) -> dict[str, Any]:
     """Read a site YAML file into option overrides (``{}`` when ``path`` is ``None``).
 
-    Raises :class:`SpecError` for an unreadable file or unknown keys.
-    """
+    Raises :class:`SpecError` with one line per problem, each starting ``FILE:``: an unreadable
+    file, YAML syntax (``FILE:LINE:COL: YAML syntax error: ...``, the spec loader's wording), a
+    document that is not a mapping, every unknown key (with the nearest known one) and every bad
+    value (naming the key and the allowed values)."""
     if path is None:
         return {}
-    import yaml
-
-    from submit import yamlsafe
+    from submit.load import parse_text
 
     try:
-        data = yamlsafe.load_yaml(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise SpecError([f"{path}: cannot read site config: {exc}"]) from None
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError([f"{path}: cannot read site config: "
+                         f"{getattr(exc, 'strerror', None) or exc}"]) from None
+    data = parse_text(text, str(path))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise SpecError([f"{path}: the site config must be a mapping of keys (e.g. "
+                         f"'partition: gpu'), not a {type(data).__name__}"])
     known = {f.name for f in dataclasses.fields(RenderOptions)}
-    if not isinstance(data, dict) or set(data) - known:
-        extra = sorted(set(data) - known) if isinstance(data, dict) else ["(not a mapping)"]
-        raise SpecError([f"{path}: unknown site keys {extra}; allowed: {', '.join(sorted(known))}"])
+    problems = [f"{path}: {k}: unknown key; {_did_you_mean(k, known)}" for k in data if k not in known]
+    problems += [f"{path}: {line}" for _, line in check_fields(
+        {k: v for k, v in data.items() if k in known})]
+    if problems:
+        raise SpecError(problems)
     return data

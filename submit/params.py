@@ -93,7 +93,8 @@ def render(text: str, scopes: Mapping[str, Any], where: str = "commands") -> tup
             known = ", ".join(sorted(scopes[scope])) if isinstance(scopes[scope], Mapping) else ""
             problems.append(f"{where}: {m.group(0)} names nothing: ${scope} has "
                             + (f"{known}" if known else "no entries")
-                            + (" (define it under parameters: or pass --param NAME=VALUE)"
+                            + (" (declare it under parameters:; --param NAME=VALUE only "
+                               "overrides a declared one)"
                                if scope == "parameters" else ""))
             return m.group(0)
         return _text(value)

@@ -141,7 +141,7 @@ def _prereq_scope(spec: JobV2, name: str | None, kind: str, where: str) -> dict[
 def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     """Validate a loaded v2 document and convert it to a :class:`model.Job`.
 
-    ``overrides`` (from ``--param``) replace or add ``parameters``. Raises
+    ``overrides`` (from ``--param``) replace declared ``parameters`` (an undeclared name is an error). Raises
     :class:`submit.validation.SpecError` naming each bad field
     (``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
     """

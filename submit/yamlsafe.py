@@ -4,7 +4,8 @@
   set of key/value node pairs, with the restriction that each of the keys is unique") and RFC 8259
   section 4 ("The names within an object SHOULD be unique") both leave a repeated key an error or
   undefined; PyYAML and ``json`` silently keep the last one. Here a repeated key is a
-  :class:`DuplicateKey` naming the key and both lines.
+  :class:`DuplicateKey` naming the key and both lines; every one in the document is reported
+  together (:class:`DuplicateKeys`).
 * **Alias bombs** ("billion laughs"): YAML anchors and aliases let a 1 KB file describe a tree of
   10^9 nodes. PyYAML builds the shared graph cheaply, but everything that walks the document
   afterwards (validation, rendering) walks the expanded tree. :func:`load_yaml` counts the nodes
@@ -36,6 +37,15 @@ class DuplicateKey(ValueError):
         super().__init__(f"key {key!r} appears twice in the same mapping{where}; keep one")
 
 
+class DuplicateKeys(ValueError):
+    """Several repeated keys in one document: ``keys`` holds one :class:`DuplicateKey` each,
+    in the order they are written."""
+
+    def __init__(self, keys: list[DuplicateKey]) -> None:
+        self.keys = keys
+        super().__init__("; ".join(map(str, keys)))
+
+
 class TooLarge(ValueError):
     """The expanded YAML document has more than :data:`MAX_NODES` nodes (an alias bomb)."""
 
@@ -55,9 +65,19 @@ class _Checks:
                 continue  # the base class reports unhashable keys
             line = key_node.start_mark.line + 1
             if key in seen:
-                raise DuplicateKey(str(key), (seen[key], line))
-            seen[key] = line
+                self._dups.append(DuplicateKey(str(key), (seen[key], line)))
+            else:
+                seen[key] = line
         return super().construct_mapping(node, deep=deep)
+
+    _dups: list[DuplicateKey]
+
+    def get_single_data(self) -> Any:
+        self._dups = []
+        data = super().get_single_data()  # type: ignore[misc]
+        if self._dups:
+            raise DuplicateKeys(self._dups)
+        return data
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
@@ -108,7 +128,8 @@ def expanded_size(root: yaml.Node) -> int:
 
 
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` that raises :class:`DuplicateKey` or :class:`TooLarge` (and PyYAML's
+    """``yaml.safe_load`` that raises :class:`DuplicateKeys` (every repeated key) or
+    :class:`TooLarge` (and PyYAML's
     own errors for syntax).
 
     libyaml parses first when available; on any YAML error the pure-Python parser reads the
@@ -127,12 +148,12 @@ def load_yaml(text: str) -> Any:
     raise AssertionError("unreachable")
 
 
-def _json_pairs(text: str) -> Any:
+def _json_pairs(text: str, dups: list[DuplicateKey]) -> Any:
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for k, v in pairs:
             if k in out:
-                raise DuplicateKey(k, _json_key_lines(text, k))
+                dups.append(DuplicateKey(k, _json_key_lines(text, k)))
             out[k] = v
         return out
     return hook
@@ -146,5 +167,9 @@ def _json_key_lines(text: str, key: str) -> tuple[int, ...]:
 
 
 def load_json(text: str) -> Any:
-    """``json.loads`` that raises :class:`DuplicateKey` for a repeated object key."""
-    return json.loads(text, object_pairs_hook=_json_pairs(text))
+    """``json.loads`` that raises :class:`DuplicateKeys` listing every repeated object key."""
+    dups: list[DuplicateKey] = []
+    data = json.loads(text, object_pairs_hook=_json_pairs(text, dups))
+    if dups:
+        raise DuplicateKeys(dups)
+    return data

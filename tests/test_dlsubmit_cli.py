@@ -115,7 +115,81 @@ def test_site_config_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert option(args, "partition") == ["flag-part"] and option(args, "signal") == ["B:USR2@300"]
     site.write_text("nodes: 3\n")
     rc, _, err = run(["--dry-run", HELLO], capsys)
-    assert rc == 2 and "unknown site keys ['nodes']" in err
+    assert (rc, err) == (2, f"dlsubmit: {site}: nodes: unknown key; allowed: {SITE_KEYS}\n")
+
+
+SITE_KEYS = ("account, checkpoint_root, container_runtime, cores_per_node, default_fs_uri, "
+             "enforce_binding, gpu_type, gpus_per_node, grace_s, mem_per_node_mib, output, "
+             "partition, qos, signal, virtual_clusters")
+
+
+@pytest.mark.parametrize("via_env", [False, True])
+def test_site_config_yaml_syntax_error_is_one_line(via_env: bool, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text("partition: gpu\ngrace_s: [1\n")
+    if via_env:
+        monkeypatch.setenv("DLSUBMIT_CONFIG", str(site))
+    rc, out, err = run(["--dry-run", HELLO] + ([] if via_env else ["--site-config", str(site)]), capsys)
+    assert (rc, out) == (2, "")
+    assert err == (f"dlsubmit: {site}:3:1: YAML syntax error: while parsing a flow sequence "
+                   "expected ',' or ']', but got '<stream end>'\n")
+
+
+@pytest.mark.parametrize(("text", "lines"), [
+    ("- partition: gpu\n", ["the site config must be a mapping of keys (e.g. 'partition: gpu'), "
+                             "not a list"]),
+    ("virtual_clusters:\n  vision:\n    acount: cv\n",
+     ["virtual_clusters.vision.acount: unknown key; did you mean account?"]),
+    ("grace_s: 1.5\n", ["grace_s 1.5: must be whole seconds in 1..86400"]),
+    # an unknown key hides no value error: every problem, one line each
+    ("partiton: gpu\ngrace_s: 0\ngpus_per_node: 0\nsignal: KILL\n",
+     ["partiton: unknown key; did you mean partition?",
+      "gpus_per_node 0: must be a whole number in 1..1024",
+      "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
+      "grace_s 0: must be whole seconds in 1..86400"]),
+])
+def test_site_config_problems_name_the_key(text: str, lines: list[str], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text(text)
+    rc, out, err = run(["--dry-run", HELLO, "--site-config", str(site)], capsys)
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [f"dlsubmit: {site}: {line}" for line in lines]
+
+
+@pytest.mark.parametrize(("flag", "value", "line"), [
+    ("--gpus-per-node", "0", "--gpus-per-node 0: must be a whole number in 1..1024"),
+    ("--gpus-per-node", "1025", "--gpus-per-node 1025: must be a whole number in 1..1024"),
+    ("--cores-per-node", "0", "--cores-per-node 0: must be a whole number in 1..100000"),
+    ("--mem-per-node", "-5", "--mem-per-node -5: must be a whole number in 1..1073741824"),
+    ("--grace", "0", "--grace 0: must be whole seconds in 1..86400"),
+    ("--signal", "KILL", "--signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG"),
+])
+def test_bad_node_shape_and_contract_flags_name_the_flag(flag: str, value: str, line: str,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(["--dry-run", HELLO, flag, value], capsys)
+    assert (rc, out, err) == (2, "", f"dlsubmit: {line}\n")
+
+
+def test_undeclared_parameter_advice_matches_param_behaviour(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    spec = v2_spec()
+    spec["taskRoles"]["main"]["commands"] = ["echo <% $parameters.bs %>"]
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump(spec))
+    rc, _, err = run(["--dry-run", str(f)], capsys)
+    assert (rc, err) == (2, "dlsubmit: taskRoles.main.commands: <% $parameters.bs %> names "
+                            "nothing: $parameters has no entries (declare it under parameters:; "
+                            "--param NAME=VALUE only overrides a declared one)\n")
+    rc, _, err = run(["--dry-run", str(f), "--param", "bs=32"], capsys)
+    assert (rc, err) == (2, "dlsubmit: --param bs: the spec declares no parameter 'bs' "
+                            "(parameters: none)\n")
+    spec["parameters"] = {"bs": 16}
+    f.write_text(yaml.safe_dump(spec))
+    rc, out, err = run(["--dry-run", str(f), "--param", "bs=32"], capsys)
+    assert (rc, err) == (0, "") and "echo 32" in out
 
 
 def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -158,3 +232,27 @@ def test_lone_surrogate_is_refused_with_field_path(tmp_path: Path, capsys: pytes
     rc, out, err = run(["--dry-run", str(f)], capsys)
     assert (rc, out) == (2, "")
     assert err.startswith("dlsubmit: taskRoles.main.commands[0]: holds a lone UTF-16 surrogate")
+
+
+def test_unreadable_secrets_file_is_refused_without_secret_references(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nonexistent"
+    rc, out, err = run(["--dry-run", HELLO, "--secrets", str(missing)], capsys)
+    assert (rc, out, err) == (2, "", f"dlsubmit: --secrets {missing}: cannot read: No such file or directory\n")
+    loose = tmp_path / "loose"
+    loose.write_text("A=1\n")
+    loose.chmod(0o644)
+    rc, out, err = run(["--dry-run", HELLO, "--secrets", str(loose)], capsys)
+    assert (rc, out, err) == (2, "", f"dlsubmit: --secrets {loose}: mode 0644 lets others read it; "
+                                     f"run chmod 600 {loose}\n")
+
+
+def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "b\nc.yaml"
+    other.write_text(Path(HELLO).read_text())
+    rc, out, err = run(["--dry-run", HELLO, str(other)], capsys)
+    assert (rc, err) == (0, "")
+    first, second = out.split(f"\n# ---- {tmp_path}/b\\nc.yaml ----\n")
+    assert first.startswith("#!/bin/bash\n") and second.startswith("#!/bin/bash\n")
+    assert first + "\n" == second  # the same spec twice: the separator is the only addition

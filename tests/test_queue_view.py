@@ -405,3 +405,14 @@ def test_cli_known_user_by_name_or_uid(monkeypatch, capsys) -> None:
     assert queue_cli.main(["--json", "-u", "root,0", "--snapshot", "/nonexistent"]) == 0
     # uid 0 is root by definition; squeue -u takes uids too, the client filters by name
     assert client.calls[0]["users"] == ["root", "root"] and json.loads(capsys.readouterr().out) == []
+
+
+def test_docs_example_is_what_dlqueue_prints_for_the_same_jobs() -> None:
+    """docs/dlqueue.md's example shows these JOBS and SNAP (alice's 8-GPU job has run 30 min over
+    its runs: 14,400 GPU·s): the header and units there must be the real ones."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "dlqueue.md").read_text(encoding="utf-8")
+    example = doc.split("```console\n$ dlqueue\n", 1)[1].split("```", 1)[0]
+    assert example.splitlines() == render(qv.build_rows(JOBS, SNAP, NOW))
+    assert example.splitlines()[0].split()[5] == "ATTAINED(GPU·s)"

@@ -156,6 +156,6 @@ def test_options_reject_bad_values() -> None:
         RenderOptions(container_runtime="docker", gpus_per_node=-1, signal="KILL", partition="a\nb")
     assert info.value.problems == [
         "container_runtime 'docker': must be one of none, pyxis, apptainer",
-        "gpus_per_node -1: must be a positive integer",
+        "gpus_per_node -1: must be a whole number in 1..1024",
         "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
         "partition 'a\\nb': must be a Slurm name (letters, digits, _ . -)"]

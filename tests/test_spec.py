@@ -200,7 +200,7 @@ def test_params_reference_to_nothing_is_an_error_naming_it() -> None:
                       {"parameters": {"n": 1, "b": 2}, "data": {"uri": ["x"]}}, "taskRoles.w.commands")
     assert info.value.problems == [
         "taskRoles.w.commands: <% $parameters.nope %> names nothing: $parameters has b, n "
-        "(define it under parameters: or pass --param NAME=VALUE)",
+        "(declare it under parameters:; --param NAME=VALUE only overrides a declared one)",
         "taskRoles.w.commands: <% $data.uri[5] %> names nothing: $data has uri"]
 
 

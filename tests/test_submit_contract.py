@@ -360,7 +360,7 @@ def test_gpu_type_injection_from_the_issue_is_refused(tmp_path: Path, monkeypatc
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     spec = _spec_file(monkeypatch, v2_spec(roles={"w": role("true", gpu=1)}))
     assert cli.main([str(spec), "--dry-run", "--gpu-type", "a100$(touch /tmp/x)"]) == 2
-    assert "gpu_type 'a100$(touch /tmp/x)': must be a Slurm name" in capsys.readouterr().err
+    assert "--gpu-type 'a100$(touch /tmp/x)': must be a Slurm name" in capsys.readouterr().err
 
 
 def test_every_bash_array_element_is_single_quoted() -> None:
@@ -397,7 +397,7 @@ def test_duplicate_yaml_key_names_the_key_and_both_lines(tmp_path: Path) -> None
                  "      gpu: 1\n      cpu: 1\n      gpu: 2\n    commands: [x]\n")
     with pytest.raises(SpecError) as info:
         load.load(f)
-    assert info.value.problems == [f"{f}: key 'gpu' appears twice in the same mapping (lines 6 and 8); keep one"]
+    assert info.value.problems == [f"{f}:8: key 'gpu' appears twice in the same mapping (lines 6 and 8); keep one"]
 
 
 def test_duplicate_json_key_is_refused(tmp_path: Path) -> None:
@@ -405,7 +405,25 @@ def test_duplicate_json_key_is_refused(tmp_path: Path) -> None:
     f.write_text('{"jobName": "a",\n "image": "i",\n "jobName": "b"}')
     with pytest.raises(SpecError) as info:
         load.load(f)
-    assert info.value.problems == [f"{f}: key 'jobName' appears twice in the same mapping (lines 1 and 3); keep one"]
+    assert info.value.problems == [f"{f}:3: key 'jobName' appears twice in the same mapping (lines 1 and 3); keep one"]
+
+
+def test_every_duplicate_key_is_reported_one_line_each(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "dup.yaml"
+    f.write_text("protocolVersion: 2\nname: a\ntaskRoles:\n  w:\n    instances: 1\n"
+                 "    resourcePerInstance: {gpu: 1, cpu: 1}\n    instances: 2\n"
+                 "    commands: [x]\nname: b\n")
+    assert cli.main([str(f), "--dry-run"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dlsubmit: {f}:7: key 'instances' appears twice in the same mapping (lines 5 and 7); keep one",
+        f"dlsubmit: {f}:9: key 'name' appears twice in the same mapping (lines 2 and 9); keep one"]
+    j = tmp_path / "dup.json"
+    j.write_text('{"jobName": "a",\n "jobName": "b",\n "image": "i",\n "image": "j"}')
+    assert cli.main([str(j), "--dry-run"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"dlsubmit: {j}:2: key 'jobName' appears twice in the same mapping (lines 1 and 2); keep one",
+        f"dlsubmit: {j}:4: key 'image' appears twice in the same mapping (lines 3 and 4); keep one"]
 
 
 def test_duplicate_key_in_site_config(tmp_path: Path) -> None:
