@@ -1,6 +1,7 @@
 """The one reader of dlprio's YAML files (daemon config, ``--config``, tune's grid file,
 ``--log-config``): a syntax error becomes one line ``FILE:LINE:COL: YAML syntax error: <problem>``
-(line and column 1-based, from PyYAML's problem mark, else its context mark)."""
+(line and column 1-based, from PyYAML's problem mark, else its context mark).
+:func:`syntax_message` is also how dlsubmit reports a job spec's syntax error (submit/load.py)."""
 
 from __future__ import annotations
 
