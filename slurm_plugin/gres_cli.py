@@ -99,7 +99,7 @@ def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None
         return None
     if a.sockets is None or a.cores_per_socket is None:
         raise InputError("give both --sockets and --cores-per-socket")
-    return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, a.threads_per_core or 1)
+    return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, 1 if a.threads_per_core is None else a.threads_per_core)
 
 
 def _read(path: str) -> str:

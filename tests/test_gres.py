@@ -175,9 +175,11 @@ def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
         (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf and --plugin-dir go with --check"),
         (["--from-topo", "t.txt", "--fake-nvml", "n.json"], "--from-topo and --fake-nvml are two sources"),
+        (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "0"],
+         "node shape 2x8x0: sockets, cores per socket and threads per core must be >= 1"),
     ],
     ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape", "slurm-conf-alone",
-         "two-sources"],
+         "two-sources", "zero-threads"],
 )
 def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], words: str):
     rc, out, err = _run(capsys, *argv)
