@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import socket
 import sys
 from pathlib import Path
 from typing import Any
 
-from slurm_plugin import gres, gres_check, gres_slurmconf, nvml, topo, topo_cpu
+from slurm_plugin import gres, gres_check, gres_slurmconf, hostlist, nvml, topo, topo_cpu
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.nvml_fake import FakeNvml
 
@@ -59,6 +60,35 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+_HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?")
+"""One Slurm node name (slurm.conf(5) NodeName: a hostname, RFC 1123 letters, digits, ``-``,
+``.``, plus ``_`` which Slurm also accepts)."""
+_HOSTLIST_CHARS = re.compile(r"[A-Za-z0-9._\-\[\],]+")
+_BAD_TYPE = re.compile(r"[\s=,:#\x00-\x1f\x7f]")
+"""Characters a gres.conf(5) ``Type=`` cannot hold: whitespace and ``=`` end the key=value
+token, ``,`` separates list values, ``:`` separates name:type:count in ``Gres=``, ``#`` starts a
+comment, and control characters (a newline starts a new line of gres.conf)."""
+
+
+def _validate(a: argparse.Namespace) -> None:
+    """Every user value dlgres writes into gres.conf: ``--node`` (a hostlist expression of
+    Slurm node names) and ``--type``. Raises InputError naming the flag."""
+    if a.node is not None:
+        ok = bool(_HOSTLIST_CHARS.fullmatch(a.node))
+        if ok:
+            try:
+                names = hostlist.expand(a.node)
+            except ValueError:
+                names = []
+            ok = bool(names) and all(_HOSTNAME.fullmatch(n) for n in names)
+        if not ok:
+            raise InputError(f"--node {a.node!r} is not a Slurm node name or hostlist (letters, digits, "
+                             "'-', '.', '_', brackets like gpu[01-04]); give the NodeName from slurm.conf")
+    if a.gpu_type is not None and (not a.gpu_type or _BAD_TYPE.search(a.gpu_type)):
+        raise InputError(f"--type {a.gpu_type!r} is not a gres Type: no spaces, '=', ',', ':', '#' or "
+                         "control characters (gres.conf(5)); e.g. --type a100")
+
+
 def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None:
     if a.sockets is None and a.cores_per_socket is None:
         if required:
@@ -69,7 +99,7 @@ def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None
         return None
     if a.sockets is None or a.cores_per_socket is None:
         raise InputError("give both --sockets and --cores-per-socket")
-    return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, a.threads_per_core or 1)
+    return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, 1 if a.threads_per_core is None else a.threads_per_core)
 
 
 def _read(path: str) -> str:
@@ -171,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dlgres``; returns the exit code (see module docstring)."""
     a = _parser().parse_args(argv)
     try:
+        _validate(a)
         if a.check:
             return _check(a)
         if a.slurm_conf or a.plugin_dir:

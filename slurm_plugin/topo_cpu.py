@@ -153,7 +153,8 @@ class CpuTopology:
                 raise CpuTopologyError(
                     f"CPU {cpu} does not exist on a node of {self.sockets} socket(s) x "
                     f"{self.cores_per_socket} cores x {self.threads_per_core} thread(s) "
-                    f"(OS CPUs 0-{len(self.cpu_to_core) - 1}); give the node's real shape"
+                    f"(OS CPUs 0-{len(self.cpu_to_core) - 1}); give the node's real shape with "
+                    "--sockets S --cores-per-socket C --threads-per-core T (slurm.conf or 'slurmd -C')"
                 )
             cores.add(self.cpu_to_core[cpu])
         return tuple(sorted(cores))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from prioritizer.yamlfile import syntax_message
 from submit import yamlsafe
 from submit.errors import SpecError, field_path
 
@@ -102,13 +103,10 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
     except yamlsafe.TooLarge as exc:
         raise SpecError([f"{name}: {exc}"]) from None
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
-        what = " ".join(x for x in (exc.context, exc.problem) if x)
         hint = ""
         if "{{" in text:
             hint = " (the file holds {{...}} template placeholders: fill them in first)"
-        raise SpecError([f"{where}: YAML syntax error: {what}{hint}"]) from None
+        raise SpecError([syntax_message(name, exc) + hint]) from None
     except (yaml.YAMLError, RecursionError) as exc:
         raise SpecError([f"{name}: YAML error: {exc}"]) from None
 

@@ -162,7 +162,7 @@ def test_run_once_twice_in_one_process_writes_each_event_once(
 @pytest.mark.parametrize("text, why", [
     ("version: 1\nhandlers:\n  h: {class: no.such.Handler}\n", "log-config: "),
     ("- just\n- a list\n", "expected a logging.config dictionary"),
-    ("version: [1\n", "not valid YAML"),
+    ("version: [1\n", "logging.yaml:2:1: YAML syntax error: while parsing a flow sequence expected ',' or ']', but got '<stream end>'"),
     ("", "expected a logging.config dictionary"),
 ])
 def test_bad_log_config_exits_2_with_one_line(tmp_path: Path, text: str, why: str,

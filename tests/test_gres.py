@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import corpus
 from slurm_plugin import gres, nvml
@@ -173,9 +175,11 @@ def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
         (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf and --plugin-dir go with --check"),
         (["--from-topo", "t.txt", "--fake-nvml", "n.json"], "--from-topo and --fake-nvml are two sources"),
+        (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "0"],
+         "node shape 2x8x0: sockets, cores per socket and threads per core must be >= 1"),
     ],
     ids=["no-shape", "shape-without-threads", "missing-topo", "missing-conf", "half-shape", "slurm-conf-alone",
-         "two-sources"],
+         "two-sources", "zero-threads"],
 )
 def test_cli_input_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], words: str):
     rc, out, err = _run(capsys, *argv)
@@ -264,3 +268,61 @@ def test_cli_from_topo_refuses_a_shape_the_capture_contradicts(capsys: pytest.Ca
     body = [ln for ln in out.splitlines() if not ln.startswith("#")]
     assert rc == 0 and body == ["Name=gpu File=/dev/nvidia0 Cores=0-47 Links=-1,0",
                                 "Name=gpu File=/dev/nvidia1 Cores=48-95 Links=0,-1"]
+
+
+# --- every user value dlgres writes into gres.conf is validated -------------------------------
+
+_SHAPE = ["--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "2"]
+_NODE_MSG = ("dlgres: --node {!r} is not a Slurm node name or hostlist (letters, digits, '-', '.', '_', "
+             "brackets like gpu[01-04]); give the NodeName from slurm.conf\n")
+_TYPE_MSG = ("dlgres: --type {!r} is not a gres Type: no spaces, '=', ',', ':', '#' or control characters "
+             "(gres.conf(5)); e.g. --type a100\n")
+
+
+@pytest.mark.parametrize("flag, value", [
+    ("--node", "bad node"), ("--node", "n1\nAutoDetect=nvml"), ("--node", "n1=x"), ("--node", "x["),
+    ("--node", "n1#c"), ("--node", "n\u00e9"), ("--node", "n1;rm"), ("--node", ""),
+    ("--type", "a100 Flags=foo"), ("--type", "a100\nAutoDetect=nvml"), ("--type", "a,b"), ("--type", "a:b"),
+    ("--type", "a#b"), ("--type", "a=b"), ("--type", "a\tb"), ("--type", ""),
+])
+def test_cli_refuses_node_and_type_that_would_break_gres_conf(capsys: pytest.CaptureFixture[str], flag: str,
+                                                                value: str):
+    rc, out, err = _run(capsys, "--from-topo", COMPLETE, *_SHAPE, flag, value)
+    assert (rc, out) == (2, "")
+    assert err == (_NODE_MSG if flag == "--node" else _TYPE_MSG).format(value)
+
+
+def test_cli_fake_nvml_without_shape_names_the_shape_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path):
+    sysfs = tmp_path / "cpu"  # a 1 x 2 x 1 machine: the H100 record's affinity reaches CPU 223
+    for cpu in range(2):
+        top = sysfs / f"cpu{cpu}" / "topology"
+        top.mkdir(parents=True)
+        (top / "physical_package_id").write_text("0\n")
+        (top / "core_id").write_text(f"{cpu}\n")
+    rc, out, err = _run(capsys, "--fake-nvml", str(FIX / "hgx-h100.json"), "--sysfs", str(sysfs))
+    assert (rc, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("dlgres: CPU ")
+    assert err.endswith("give the node's real shape with --sockets S --cores-per-socket C "
+                        "--threads-per-core T (slurm.conf or 'slurmd -C')\n")
+
+
+_NAME_CHARS = "abz09-._[],= \n#:\tAé"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(node=st.none() | st.text(_NAME_CHARS, max_size=12), gtype=st.none() | st.text(_NAME_CHARS, max_size=8))
+def test_whatever_from_topo_writes_passes_check(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 node: str | None, gtype: str | None):
+    argv = ["--from-topo", COMPLETE, *_SHAPE]
+    argv += [f"--node={node}"] if node is not None else []
+    argv += [f"--type={gtype}"] if gtype is not None else []
+    rc, out, err = _run(capsys, *argv)
+    if rc == 2:
+        assert out == "" and err.count("\n") == 1
+        assert err.startswith("dlgres: --node " if node is not None and "--node" in err else "dlgres: --type ")
+        return
+    assert rc == 0, err
+    conf = tmp_path / "gres.conf"
+    conf.write_text(out)
+    rc, out, err = _run(capsys, "--check", str(conf), *_SHAPE)
+    assert (rc, err) == (0, ""), out

@@ -102,7 +102,7 @@ def test_child_removes_its_pid_file_when_stopped(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "needle"), [
     ("policy:\n  polcy: tiresias-las\n", "polcy"),                 # misspelt policy key
     ("intervl_s: 2\n", "intervl_s: unknown key"),                   # misspelt top-level key
-    ("policy: [\n", "not valid YAML"),
+    ("policy: [\n", "YAML syntax error: while parsing a flow node expected the node content"),
 ], ids=["policy-key", "top-key", "yaml"])
 def test_bad_config_is_refused_before_the_output_is_touched(text: str, needle: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch,
@@ -118,7 +118,7 @@ def test_bad_config_is_refused_before_the_output_is_touched(text: str, needle: s
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and captured.out == ""                     # said once
-    assert f"--config {config}: " in err[0] and needle in err[0]    # the user's file, not a copy
+    assert f"--config {config}:" in err[0] and needle in err[0]      # the user's file, not a copy
     assert "dlprio.yaml" not in err[0].replace("my-dlprio.yaml", "")
     assert all(f.read_text() == "kept\n" for f in files)            # earlier results kept
     assert not (out / "dlprio.yaml").exists()

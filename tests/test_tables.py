@@ -168,8 +168,9 @@ def test_tune_ranking_is_plain_in_column_order() -> None:
     assert lines[0].split() == ["rank", "avg", "JCT", "s", "p95", "JCT", "s", "max", "wait",
                                 "s", "config"]
     assert [h in lines[0] for h in RANKING_HEADERS] == [True] * 5
-    assert lines[1].split() == ["1", "1,234.5", "2,000.0", "10.0", "thresholds=100/200",
+    # no thousands separator in any column, as in simulate's table
+    assert lines[1].split() == ["1", "1234.5", "2000.0", "10.0", "thresholds=100/200",
                                 "knob=4"]
-    assert lines[2].split() == ["2", "1,300.0", "1,900.0", "12.5", "(current", "config)",
+    assert lines[2].split() == ["2", "1300.0", "1900.0", "12.5", "(current", "config)",
                                 "*current"]
-    assert lines[3].split() == ["x", "900.0", "5,000.0", "1.0", "knob=16"]
+    assert lines[3].split() == ["x", "900.0", "5000.0", "1.0", "knob=16"]

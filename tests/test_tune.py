@@ -91,6 +91,7 @@ def test_tune_local_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     (["--grid", "knob=4", "--validate-from", "tomorrow"], "--validate-from"),
     (["--grid", "knob=4", "--max-p95-ratio", "0"], "--max-p95-ratio"),
     (["--grid", "knob=4", "--output", "/nonexistent/x.yaml"], "does not exist"),
+    (["--grid", "queues=2;knob=4;queues=3"], "--grid: queues given twice; give its values once, e.g. queues=2,3"),
 ])
 def test_tune_failure_paths(extra: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
     rc = main(["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4", *extra])
@@ -142,3 +143,15 @@ def test_tune_unknown_policy_is_one_line(capsys: pytest.CaptureFixture) -> None:
     assert capsys.readouterr().err == (
         "dlprio: --policy: must be 'tiresias-las', 'tiresias-gittins', 'las', 'fifo', "
         "'fifo-fit' or 'srtf' (got 'nope')\n")
+
+
+def test_tune_help_shows_grid_as_required(capsys: pytest.CaptureFixture) -> None:
+    assert main(["tune", "--help"]) == 0
+    usage = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
+    assert "--trace TRACE --grid SPEC|FILE.yaml" in usage and "[--grid" not in usage
+
+
+def test_tune_without_grid_is_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert main(["tune", "--trace", str(TRACE)]) == 2
+    assert capsys.readouterr().err == ("dlprio: --grid: give a grid, e.g. "
+                                       "'thresholds=1000/5000,3250/7200;knob=4,8'\n")

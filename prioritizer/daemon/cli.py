@@ -40,7 +40,7 @@ from prioritizer.daemon import config as daemon_config
 
 from prioritizer import tables
 from prioritizer.daemon import act, explain
-from prioritizer.command import Command
+from prioritizer.command import CliError, Command
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
@@ -75,7 +75,8 @@ def _configure_once(p: argparse.ArgumentParser) -> None:
 
 def _configure_explain(p: argparse.ArgumentParser) -> None:
     _common(p)
-    p.add_argument("job_id", type=int, metavar="JOBID")
+    p.add_argument("job_id", metavar="JOBID",
+                   help="a job id as dlqueue prints it: 40, 40+1 (hetjob: its leader), 40_3 (array task)")
 
 
 def _configure_status(p: argparse.ArgumentParser) -> None:
@@ -207,9 +208,13 @@ def once_exit(pushed: act.PushResult) -> int:
 @_guard
 def cmd_explain(args: argparse.Namespace) -> int:
     """``dlprio explain JOBID``."""
+    try:
+        job_id = explain.ledger_job_id(args.job_id)
+    except ValueError as exc:
+        raise CliError(str(exc), exit_code=EXIT_CONFIG) from None
     cfg = daemon_config.load(args.config)
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
-        sys.stdout.write(explain.explain(args.job_id, ledger, cfg, time.time()))
+        sys.stdout.write(explain.explain(job_id, ledger, cfg, time.time()))
     return EXIT_OK
 
 

@@ -16,10 +16,10 @@ from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-import yaml
 from pydantic import Field, Strict, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
+from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer.policy.config import STRICT_KEYS, PolicyConfig, Positive, Seconds
 from prioritizer.policy.validation import ConfigError, RuleError, validate
 from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
@@ -174,11 +174,9 @@ def load(path: str | Path | None = None) -> DaemonConfig:
     """
     p = Path(path) if path is not None else default_path()
     try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
-        raise ConfigError(f"{p}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: not valid YAML ({exc})".replace("\n", " ")) from None
+        data = read_yaml(p)
+    except YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
     try:
         return from_mapping(data)
     except ConfigError as exc:

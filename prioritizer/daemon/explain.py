@@ -16,6 +16,7 @@ Both open the ledger read-only and never take the daemon's lock.
 from __future__ import annotations
 
 import bisect
+import re
 import time
 
 from prioritizer import tables
@@ -83,6 +84,33 @@ def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
               str(r["preemptions"]), str(r["promotions"]), str(r["restart_count"]),
               str(r["update_refusals"])] for r in rows]
     return tables.render(STATUS_HEADERS, cells, _STATUS_RIGHT, styled=styled)
+
+
+_PLAIN = re.compile(r"\d+")
+_HETJOB = re.compile(r"(\d+)\+\d+")
+_ARRAY = re.compile(r"\d+_(?:\d+|\[[\d,\-%]+\])")
+
+
+def ledger_job_id(text: str) -> int:
+    """The ledger unit of a job id as squeue/dlqueue print it: ``40`` → 40, a hetjob component
+    ``40+1`` → its leader 40 (a hetjob is one unit, keyed by the leader's id).
+
+    Raises:
+        ValueError: for an array task ``40_3`` (each element is a unit under its own job id,
+            squeue ``%A``), with how to find that id; for anything else, the accepted forms.
+    """
+    text = text.strip()
+    if _PLAIN.fullmatch(text):
+        return int(text)
+    het = _HETJOB.fullmatch(text)
+    if het:
+        return int(het.group(1))
+    if _ARRAY.fullmatch(text):
+        raise ValueError(f"JOBID {text}: array tasks are tracked by their own job id; find it with "
+                         f"'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j {text}'), "
+                         "then run 'dlprio explain <that id>'")
+    raise ValueError(f"JOBID {text!r}: expected a job id as dlqueue prints it: 40, 40+1 (hetjob "
+                     "component) or 40_3 (array task)")
 
 
 def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:

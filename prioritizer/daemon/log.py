@@ -24,8 +24,8 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
 
+from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer.daemon.config import ConfigError
 
 LOGGER = "dlprio"
@@ -152,11 +152,9 @@ def configure(fmt: str = "text", stream: TextIO | None = None,
 
 def _dict_config(path: Path) -> None:
     try:
-        spec = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"log-config: {path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"log-config: {path}: not valid YAML ({exc})".replace("\n", " ")) from None
+        spec = read_yaml(path)
+    except YamlFileError as exc:
+        raise ConfigError(f"log-config: {exc}") from None
     if not isinstance(spec, dict):
         raise ConfigError(f"log-config: {path}: expected a logging.config dictionary "
                           "(version: 1, handlers: ..., loggers: ...)")

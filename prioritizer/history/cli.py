@@ -16,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
 
+from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import check, format_fidelity, start_latency_from
@@ -148,12 +148,14 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
         raise CliError(f"unknown policy {policy!r}; valid: {', '.join(POLICY_NAMES)}")
     if config_path:
         try:
-            data = yaml.safe_load(Path(config_path).read_text()) or {}
+            data = read_yaml(config_path) or {}
             section = data.get("policy") or {} if isinstance(data, dict) else None
             if not isinstance(section, dict):
-                raise ValueError(f"{config_path}: expected a mapping with a 'policy:' mapping")
+                raise ValueError("expected a mapping with a 'policy:' mapping")
             cfg = PolicyConfig.from_mapping(section)
-        except (OSError, yaml.YAMLError, ValueError) as exc:
+        except YamlFileError as exc:
+            raise CliError(str(exc)) from None
+        except ValueError as exc:
             raise CliError("\n".join(f"{config_path}: {line}"
                                      for line in str(exc).splitlines())) from None
         return dataclasses.replace(cfg, policy=policy) if policy else cfg

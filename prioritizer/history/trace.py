@@ -116,6 +116,7 @@ def read_rows(path: str) -> list[HistoryRow]:
                            "; write one with `dlprio history export`")
     index = {c: header.index(c) for c in COLUMNS}
     rows = []
+    first_line: dict[str, int] = {}
     for line, cells in enumerate(lines[1:], start=2):
         if not cells:
             continue
@@ -139,5 +140,10 @@ def read_rows(path: str) -> list[HistoryRow]:
         if values["ended_by"] not in ENDED_BY:
             raise HistoryError(f"{path}:{line}: ended_by must be one of {', '.join(ENDED_BY)}, "
                                f"got {values['ended_by']!r}")
+        job_id = str(values["job_id"])
+        if job_id in first_line:
+            raise HistoryError(f"{path}:{line}: job_id {job_id!r} repeats line {first_line[job_id]}; "
+                               "each job is one row (export again, or drop one)")
+        first_line[job_id] = line
         rows.append(HistoryRow(**values))  # type: ignore[arg-type]
     return rows

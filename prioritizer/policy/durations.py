@@ -36,8 +36,16 @@ def load_samples(path: str | Path | None = None) -> list[float]:
         name = str(path)
     samples: list[float] = []
     for line_no, row in enumerate(csv.reader(text.splitlines()), start=1):
-        if not row or (line_no == 1 and not _is_float(row[0])):
+        if not row:
             continue
+        if line_no == 1 and not _is_float(row[0]):
+            if [c.strip() for c in row] != ["duration"]:
+                raise ValueError(f"{name}:1: expected the one-column header 'duration' (GPU·s), "
+                                 f"found {','.join(row)!r}")
+            continue
+        if len(row) != 1:
+            raise ValueError(f"{name}:{line_no}: expected one column (duration, GPU·s), "
+                             f"found {len(row)}")
         if not _is_float(row[0]) or float(row[0]) <= 0:
             raise ValueError(f"{name}:{line_no}: expected a positive number of GPU·s, "
                              f"got {row[0]!r}")

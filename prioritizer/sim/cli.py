@@ -17,8 +17,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import yaml
 
+from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import tables
 from prioritizer.command import CliError, Command
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
@@ -73,8 +73,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the replays and print/write the outputs; see the module doc for exit codes."""
+    if args.since is not None and not args.since >= 0:
+        raise CliError(f"--since must be >= 0 (seconds of trace time), got {args.since:g}")
     base = _config(args)
     policies = _policies(args, base.policy)
+    if "tiresias-gittins" not in policies:
+        for option in ("durations", "durations_from"):
+            if getattr(args, option, None):
+                flag = "--" + option.replace("_", "-")
+                raise CliError(f"{flag} only applies to tiresias-gittins (running {', '.join(policies)}); "
+                               f"drop {flag} or add tiresias-gittins to --policy/--compare")
     cluster = cluster_of(args)
     for option, path in (("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
         _check_output_dir(option, path)  # before the replay, not after it
@@ -142,9 +150,9 @@ def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
 
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:
     """Policy names to run: --compare, else --policy, else the config file's policy."""
-    names = args.compare.split(",") if args.compare else [args.policy or configured]
+    names = args.compare.split(",") if args.compare is not None else [args.policy or configured]
     names = [n.strip() for n in names if n.strip()]
-    if args.compare and args.policy:
+    if args.compare is not None and args.policy:
         raise CliError("use either --policy or --compare, not both")
     for name in names:
         if name not in POLICY_NAMES:
@@ -158,9 +166,9 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
     section: dict[str, Any] = {}
     if args.config:
         try:
-            data = yaml.safe_load(Path(args.config).read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise CliError(f"{args.config}: cannot read YAML ({exc})") from None
+            data = read_yaml(args.config) or {}
+        except YamlFileError as exc:
+            raise CliError(str(exc)) from None
         if not isinstance(data, dict) or not isinstance(data.get("policy", {}), dict):
             raise CliError(f"{args.config}: expected a mapping with a 'policy:' mapping")
         section = dict(data.get("policy") or {})

@@ -107,12 +107,18 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     jobs: list[TraceJob] = []
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
     clock = 0.0
+    first_line: dict[str, int] = {}
     for line, row in enumerate(rows[1:], start=2):
         if not row:
             continue
         if len(row) < len(header):
             raise TraceError(f"{name}:{line}: {len(row)} columns, the header has "
                              f"{len(header)}")
+        job_id = row[col[id_col]].strip()
+        if job_id in first_line:
+            raise TraceError(f"{name}:{line}: {id_col} {job_id!r} repeats line {first_line[job_id]}; "
+                             "each job is one row (drop or rename one)")
+        first_line[job_id] = line
         gpus = _number(row[col[gpu_col]], gpu_col, name, line)
         duration = _number(row[col[dur_col]], dur_col, name, line)
         if submit_col:
@@ -126,7 +132,7 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
         if gpus == 0 or duration == 0:
             skipped.append(submit)
             continue
-        jobs.append(TraceJob(0, row[col[id_col]].strip(), line, submit, int(gpus), duration))
+        jobs.append(TraceJob(0, job_id, line, submit, int(gpus), duration))
     jobs.sort(key=lambda j: j.submit)
     if since is not None:
         jobs = [j for j in jobs if j.submit >= since]

@@ -12,6 +12,7 @@ import calendar
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
@@ -22,14 +23,26 @@ from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
-from prioritizer.tune.rank import RANKING_HEADERS, format_ranking, make_task, rank
+from prioritizer.tune.rank import RANKING_HEADERS, figure_cells, format_ranking, make_task, rank
 from slurm_plugin.client import SlurmError
+
+
+GRID_HINT = "--grid: give a grid, e.g. 'thresholds=1000/5000,3250/7200;knob=4,8'"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
+    usage_error = parser.error
+
+    def error(message: str) -> NoReturn:
+        """argparse's usage error, but a missing --grid is one line with an example."""
+        if "required: " in message and "--grid" in message.split("required: ")[1]:
+            parser.exit(2, f"dlprio: {GRID_HINT}\n")
+        usage_error(message)
+
+    parser.error = error  # type: ignore[method-assign]
     add("--trace", required=True, help="trace CSV (a history export or any simulate format)")
-    add("--grid", metavar="SPEC|FILE.yaml",
+    add("--grid", required=True, metavar="SPEC|FILE.yaml",
         help="thresholds=1000/5000,3250/7200;knob=4,8,16;queues=2,3,4, or a YAML grid file")
     add("--config", metavar="DLPRIO.yaml", help="the current config (its policy: section)")
     add("--policy", default=None, help="current policy name (default: --config's, else "
@@ -76,7 +89,7 @@ def _split_point(value: str, trace_path: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if not args.grid:
-        raise CliError("--grid: give a grid, e.g. 'thresholds=1000/5000,3250/7200;knob=4,8'")
+        raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
         raise CliError(f"--max-p95-ratio must be > 0, got {args.max_p95_ratio}")
     for option, path in (("--output", args.output), ("--plot", args.plot)):
@@ -136,8 +149,7 @@ def _validate(args: argparse.Namespace, cluster: Cluster, split: float, best: Po
     tasks = [make_task(args.trace, None, (split, None), cluster, c) for c in (best, current)]
     chosen, cur = _execute(args, tasks)
     print(f"validation on jobs from {args.validate_from} on ({int(chosen['jobs'])} jobs):")
-    rows = [(name, f"{f['avg_jct_s']:,.1f}", f"{f['p95_jct_s']:,.1f}", f"{f['max_wait_s']:,.1f}")
-            for name, f in (("chosen", chosen), ("current", cur))]
+    rows = [(name, *figure_cells(f)) for name, f in (("chosen", chosen), ("current", cur))]
     head = ("", *RANKING_HEADERS[1:4])
     sys.stdout.write(tables.render(head, rows, head[1:], styled=tables.is_terminal()))
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer.policy import validation
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 
@@ -43,6 +44,8 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
         name = name.strip()
         if not sep or not values.strip():
             raise GridError(f"--grid: {part!r}: expected NAME=V1,V2,...")
+        if name in grid:
+            raise GridError(f"--grid: {name} given twice; give its values once, e.g. {name}=2,3")
         raw = [v.strip() for v in values.split(",") if v.strip()]
         grid[name] = [v.split("/") if name == "thresholds" else v for v in raw]
     return check_grid(grid, "--grid")
@@ -51,10 +54,9 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
 def load_grid(path: str) -> dict[str, list[Any]]:
     """A YAML grid file (mapping of parameter -> list of values)."""
     try:
-        with open(path) as handle:
-            data = yaml.safe_load(handle)
-    except (OSError, yaml.YAMLError) as exc:
-        raise GridError(f"{path}: cannot read YAML grid ({exc})") from None
+        data = read_yaml(path)
+    except YamlFileError as exc:
+        raise GridError(str(exc)) from None
     if not isinstance(data, Mapping) or not data:
         raise GridError(f"{path}: expected a mapping of parameter: [values]")
     grid = {str(k): (list(v) if isinstance(v, list) else [v]) for k, v in data.items()}

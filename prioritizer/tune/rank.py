@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,6 +104,12 @@ def rank(labels: Sequence[str], figures: Sequence[dict[str, float]], current_ind
 RANKING_HEADERS = ("rank", "avg JCT s", "p95 JCT s", "max wait s", "config")
 
 
+def figure_cells(f: Mapping[str, float]) -> tuple[str, str, str]:
+    """avg JCT, p95 JCT and max wait (s) as table cells: one decimal, no thousands separator,
+    as in ``dlprio simulate`` and ``history check``."""
+    return f"{f['avg_jct_s']:.1f}", f"{f['p95_jct_s']:.1f}", f"{f['max_wait_s']:.1f}"
+
+
 def format_ranking(ranked: Sequence[Ranked], *, styled: bool = False) -> str:
     """The ranking table (:data:`RANKING_HEADERS`, laid out by :mod:`prioritizer.tables`;
     ``styled`` for a terminal): rank (``x``: filtered out), avg/p95 JCT and max wait in s,
@@ -113,6 +119,5 @@ def format_ranking(ranked: Sequence[Ranked], *, styled: bool = False) -> str:
     for r in ranked:
         mark = "x" if not r.allowed else str(n := n + 1)
         f = r.figures
-        rows.append((mark, f"{f['avg_jct_s']:,.1f}", f"{f['p95_jct_s']:,.1f}",
-                     f"{f['max_wait_s']:,.1f}", r.label + ("  *current" if r.current else "")))
+        rows.append((mark, *figure_cells(f), r.label + ("  *current" if r.current else "")))
     return tables.render(RANKING_HEADERS, rows, RANKING_HEADERS[:4], styled=styled).rstrip("\n")

@@ -1,0 +1,51 @@
+"""``dlprio explain JOBID`` takes a job id as dlqueue/squeue print it: a hetjob component
+``40+1`` is its leader's unit (40); an array task ``40_3`` is its own unit under its own job id,
+so the user is told how to find that id (exit 2, one line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prioritizer.cli import main
+from prioritizer.daemon.explain import ledger_job_id
+from prioritizer.daemon.ledger import Ledger
+
+
+@pytest.mark.parametrize("text, unit", [("40", 40), (" 40 ", 40), ("40+0", 40), ("40+1", 40), ("7+12", 7)])
+def test_plain_and_hetjob_ids_map_to_the_ledger_unit(text: str, unit: int) -> None:
+    assert ledger_job_id(text) == unit
+
+
+def _config(tmp_path: Path) -> str:
+    ledger = tmp_path / "ledger.sqlite"
+    Ledger(ledger).close()
+    cfg = tmp_path / "dlprio.yaml"
+    cfg.write_text(f"ledger_path: {ledger}\n")
+    return str(cfg)
+
+
+@pytest.mark.parametrize("job, message", [
+    ("40_3", "JOBID 40_3: array tasks are tracked by their own job id; find it with 'squeue -h -o %A -j 40_3' "
+             "(or 'sacct -X -n -o JobIDRaw -j 40_3'), then run 'dlprio explain <that id>'"),
+    ("40_[5-9]", "JOBID 40_[5-9]: array tasks are tracked by their own job id; find it with "
+                 "'squeue -h -o %A -j 40_[5-9]' (or 'sacct -X -n -o JobIDRaw -j 40_[5-9]'), then run "
+                 "'dlprio explain <that id>'"),
+    ("abc", "JOBID 'abc': expected a job id as dlqueue prints it: 40, 40+1 (hetjob component) or 40_3 "
+            "(array task)"),
+    ("40+", "JOBID '40+': expected a job id as dlqueue prints it: 40, 40+1 (hetjob component) or 40_3 "
+            "(array task)"),
+])
+def test_array_tasks_and_garbage_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     job: str, message: str) -> None:
+    assert main(["explain", job, "--config", _config(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"dlprio: {message}\n")
+
+
+def test_hetjob_component_is_looked_up_as_its_leader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _config(tmp_path)
+    assert main(["explain", "40+1", "--config", cfg]) == 3      # exit 3: not in the (empty) ledger
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlprio: job 40: not in the ledger {tmp_path / 'ledger.sqlite'}")
