@@ -304,6 +304,6 @@ def test_look_further_names_the_most_preempted_job_and_paths_from_here(tmp_path:
     assert lines[0] == "look further:"
     assert lines[1].split("#")[0].split()[1:] == ["explain", "6", "--config", "out/main-job/dlprio/dlprio.yaml"]
     assert "dlprio01, preempted 2 times" in lines[1]
-    assert lines[2].split()[1:] == ["status", "--config", "out/main-job/dlprio/dlprio.yaml"]
+    assert lines[2].split()[1:] == ["status", "--all", "--config", "out/main-job/dlprio/dlprio.yaml"]
     assert lines[3].split() == ["per-job", "CSV:", "out/main-job/jobs.csv"]
     assert lines[4].split() == ["figure:", "out/main-job/main_job.png"]
