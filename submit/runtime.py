@@ -27,7 +27,11 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
    It fills ``<% $secrets.NAME %>`` in the command text, runs the command (again, up to the
    role's ``taskRetryCount`` times while it fails and no checkpoint signal came) and records the
-   final exit status in a per-attempt file.
+   final exit status in a per-attempt file. The shell that runs the command catches the
+   checkpoint signal with a no-op (its children get the default action back at exec), so it
+   survives the signal and keeps waiting for the program: a shell killed by it would orphan the
+   program outside the step, where Slurm's kill at requeue cannot reach it under
+   ``proctrack/linuxproc`` (seen on ``dlcluster``: a requeued trainer ran on to the end).
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
    OpenPAI FrameworkController semantics); a decided job's remaining tasks get SIGTERM.
@@ -98,7 +102,7 @@ unset DL_SECRET_LIST
 dl_sig=0
 trap 'dl_sig=1' "$DL_SIGNAL"
 for ((dl_try = 0; ; dl_try++)); do
-  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd /bin/bash -c 'dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident"
+  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd /bin/bash -c 'trap : "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
   dl_rc=$?
   (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2

@@ -11,8 +11,10 @@ requeue does). The same behaviours are checked with real Slurm in tests/test_sub
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,35 @@ def test_checkpoint_signal_is_forwarded_and_a_finished_payload_ends_at_once(
     assert "CKPT" in out and "DONE" in out
     assert "attempt 0 end: succeeded: all instances completed" in out
     assert not (tmp_path / "requeues").exists()
+
+
+def test_checkpoint_signal_leaves_a_program_payload_inside_its_task(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """The payload is a program that catches the signal itself (the trainer), not a shell with
+    a trap. The shell that runs the user's command must survive the signal and keep waiting for
+    it: once that shell died of USR2, the program was orphaned (outside the step, so Slurm's
+    kill at requeue missed it; seen on dlcluster: an old attempt kept writing checkpoints), and
+    the task reported a failure while the program still ran."""
+    prog = ("import signal, sys, time; "
+            "signal.signal(signal.SIGUSR2, lambda *a: print('CKPT', flush=True)); "
+            "print('READY', flush=True); time.sleep(2); print('DONE', flush=True)")
+    cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
+    spec = v2_spec(roles={"main": role(cmd)}, extras={"checkpoint": {"grace": 600}})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    proc = subprocess.Popen(["bash", "-c", script], env=script_env(tmp_path, fake_bin),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.strip() == "READY":
+            break
+    proc.send_signal(signal.SIGUSR2)
+    try:
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    out = "".join(seen) + rest
+    assert "CKPT" in out and "DONE" in out
+    assert "User defined signal 2" not in out
+    assert "attempt 0 end: succeeded: all instances completed" in out and proc.returncode == 0, out
