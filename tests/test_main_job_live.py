@@ -110,12 +110,9 @@ def test_short_main_job_runs_both_ways_and_its_commands_work(tmp_path: Path) -> 
         for before, after in zip(starts, starts[1:]):
             saved = [int(e["step"]) for e in events[events.index(before):events.index(after)]
                      if e["event"] == "checkpoint"]
-            # resumed from a checkpoint: at least the last one this attempt logged. Seen under
-            # load on proctrack/linuxproc: the step's tasks outlived the requeue by ~10 s after
-            # their srun had given up (its output gone), saved one more periodic checkpoint,
-            # and the next attempt rightly resumed from that newer one.
-            assert saved and int(after["step"]) >= saved[-1] > 0, log.name
-            assert int(after["step"]) < int(after["total_steps"]), log.name
+            # resumed from the last checkpoint this attempt logged: nothing of the old attempt
+            # runs on after the requeue (a payload orphaned by its task's shell once did)
+            assert saved and int(after["step"]) == saved[-1] > 0, log.name
             assert int(after["restart_count"]) == int(before["restart_count"]) + 1
         preempted.append((log, len(signalled), int(starts[-1]["restart_count"])))
     assert preempted, "no job was preempted"
