@@ -86,6 +86,24 @@ def run_script(spec: dict, tmp_path: Path, fake_bin: Path, restart: int = 0,
     return proc.returncode, proc.stdout + proc.stderr
 
 
+def signal_when_ready(script: str, env: dict[str, str]) -> tuple[int, str]:
+    """Run the batch script; send it USR2 once the payload prints READY; (exit status, output)."""
+    proc = subprocess.Popen(["bash", "-c", script], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.strip() == "READY":
+            break
+    proc.send_signal(signal.SIGUSR2)
+    try:
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    return proc.returncode, "".join(seen) + rest
+
+
 def role(cmd: str, instances: int = 1, gpu: int = 0, **kw: object) -> dict:
     return {"instances": instances, "resourcePerInstance": {"cpu": 1, "memoryMB": 10, "gpu": gpu},
             "commands": [cmd], **kw}
@@ -178,21 +196,8 @@ def test_checkpoint_signal_is_forwarded_and_a_finished_payload_ends_at_once(
     cmd = 'trap "echo CKPT" USR2; echo READY; for i in $(seq 30); do sleep 0.1; done; echo DONE'
     spec = v2_spec(roles={"main": role(cmd)}, extras={"checkpoint": {"grace": 600}})
     script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
-    proc = subprocess.Popen(["bash", "-c", script], env=script_env(tmp_path, fake_bin),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    seen = []
-    for line in proc.stdout:
-        seen.append(line)
-        if line.strip() == "READY":
-            break
-    proc.send_signal(signal.SIGUSR2)
-    try:
-        rest, _ = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    out = "".join(seen) + rest
-    assert proc.returncode == 0, out
+    rc, out = signal_when_ready(script, script_env(tmp_path, fake_bin))
+    assert rc == 0, out
     assert "got SIGUSR2, forwarding it to the payload" in out
     assert "CKPT" in out and "DONE" in out
     assert "attempt 0 end: succeeded: all instances completed" in out
@@ -212,20 +217,7 @@ def test_checkpoint_signal_leaves_a_program_payload_inside_its_task(
     cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
     spec = v2_spec(roles={"main": role(cmd)}, extras={"checkpoint": {"grace": 600}})
     script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
-    proc = subprocess.Popen(["bash", "-c", script], env=script_env(tmp_path, fake_bin),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert proc.stdout is not None
-    seen = []
-    for line in proc.stdout:
-        seen.append(line)
-        if line.strip() == "READY":
-            break
-    proc.send_signal(signal.SIGUSR2)
-    try:
-        rest, _ = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    out = "".join(seen) + rest
+    rc, out = signal_when_ready(script, script_env(tmp_path, fake_bin))
     assert "CKPT" in out and "DONE" in out
     assert "User defined signal 2" not in out
-    assert "attempt 0 end: succeeded: all instances completed" in out and proc.returncode == 0, out
+    assert "attempt 0 end: succeeded: all instances completed" in out and rc == 0, out
