@@ -2,7 +2,7 @@
 # Run the whole test suite (pure and live) on Debian 12 as root: sets up what is missing
 # (apt packages, .venv, the local Slurm cluster with slurmdbd), then runs pytest.
 # Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/test_records.py).
-# Tests marked `corpus` need the real-world corpus beside the checkout (../shared/data, on the
+# Tests marked `corpus` need the real-world corpus beside the checkout (tests/corpus.py names it; on the
 # project's CI machines); without it they are not collected and the run says how many.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -113,3 +113,15 @@ def v2_spec(name: str = "t", roles: dict | None = None, **top: object) -> dict:
     }
     spec.update(top)
     return spec
+
+
+#: The checkpoint contract directives of a default spec (USR2, 60 s grace).
+CONTRACT = ["--requeue", "--open-mode=append", "--signal=B:USR2@60",
+            "--comment=dl:v1;signal=USR2;grace=60"]
+
+
+def res(nodes: int, ntasks: int, per_node: int, cpus: int, mpc: int, gres: str | None) -> list[str]:
+    """The resource directives dlsubmit writes for one component (``mpc``: MiB per CPU)."""
+    out = [f"--nodes={nodes}", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}",
+           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}M"]
+    return out + ([f"--gres={gres}"] if gres else [])

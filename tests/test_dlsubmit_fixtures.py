@@ -14,19 +14,9 @@ from pathlib import Path
 import pytest
 
 from submit.cli import main
-from submit_helpers import bash_syntax_ok, sbatch_directives
+from submit_helpers import CONTRACT, bash_syntax_ok, res, sbatch_directives
 
 SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
-CONTRACT = ["--requeue", "--open-mode=append", "--signal=B:USR2@60",
-            "--comment=dl:v1;signal=USR2;grace=60"]
-
-
-def res(nodes: int, ntasks: int, per_node: int, cpus: int, mpc: int, gres: str | None) -> list[str]:
-    out = [f"--nodes={nodes}", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}",
-           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}M"]
-    return out + ([f"--gres={gres}"] if gres else [])
-
-
 # file -> (exit status, [resource args per component] or stderr lines, texts that must appear)
 TABLE = {
     # 1 x (2 cpu, 6000 MiB, 1 gpu); commands joined with newlines, the folded one on one line

@@ -14,19 +14,9 @@ from pathlib import Path
 import pytest
 
 from submit.cli import main
-from submit_helpers import PAI_DIR, bash_syntax_ok, option, sbatch_directives
+from submit_helpers import CONTRACT, PAI_DIR, bash_syntax_ok, option, res, sbatch_directives
 
 pytestmark = pytest.mark.corpus
-
-CONTRACT = ["--requeue", "--open-mode=append", "--signal=B:USR2@60",
-            "--comment=dl:v1;signal=USR2;grace=60"]
-
-
-def res(nodes: int, ntasks: int, per_node: int, cpus: int, mpc: int, gres: str | None) -> list[str]:
-    out = [f"--nodes={nodes}", f"--ntasks={ntasks}", f"--ntasks-per-node={per_node}",
-           f"--cpus-per-task={cpus}", f"--mem-per-cpu={mpc}M"]
-    return out + ([f"--gres={gres}"] if gres else [])
-
 
 # file -> (exit status, [resource args per component] or stderr fragment, texts that must appear)
 TABLE = {
