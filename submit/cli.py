@@ -30,7 +30,6 @@ import json
 import os
 import sys
 import time
-import uuid
 from typing import Any
 
 from slurm_plugin.cli_util import quiet_on_closed_stdout
@@ -182,7 +181,7 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
     """Submit once; returns (job id, "") or (None, error line). Never submits twice."""
     from slurm_plugin.client import SlurmError, SlurmUnreachable
 
-    token = TOKEN_PREFIX + uuid.uuid4().hex
+    token = TOKEN_PREFIX + os.urandom(16).hex()  # 128 random bits (uuid4's, without its import)
     comment = f"{contract_comment(job, opts)} {token}"
     try:
         return _submit(script, [f"--comment={comment}"], env), ""

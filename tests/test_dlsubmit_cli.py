@@ -7,6 +7,7 @@ door is replaced where a refusal must be provoked without a cluster.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,38 @@ def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
     first, second = out.split(f"\n# ---- {tmp_path}/b\\nc.yaml ----\n")
     assert first.startswith("#!/bin/bash\n") and second.startswith("#!/bin/bash\n")
     assert first + "\n" == second  # the same spec twice: the separator is the only addition
+
+
+def test_one_bad_spec_among_several_submits_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
+    paths = []
+    for i, gpu in enumerate([0, -1, 0]):
+        spec = v2_spec(f"j{i}")
+        spec["taskRoles"]["main"]["resourcePerInstance"]["gpu"] = gpu
+        paths.append(tmp_path / f"j{i}.yaml")
+        paths[-1].write_text(yaml.safe_dump(spec))
+    rc, out, err = run([str(p) for p in paths], capsys)
+    assert (rc, out, calls) == (2, "", [])
+    assert err == f"dlsubmit: {paths[1]}: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024\n"
+    rc, out, _ = run([str(paths[0]), str(paths[2])], capsys)
+    assert (rc, out) == (0, "7\n7\n") and len(calls) == 2
+    assert "--job-name=j0\n" in calls[0] and "--job-name=j2\n" in calls[1]
+
+
+@pytest.mark.parametrize("preset", [None, "some_plugin"])
+def test_pydantic_plugin_switch_never_reaches_sbatch(preset: str | None, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """dlsubmit turns pydantic's plugin discovery off while it builds the spec models (start-up
+    time); the variable is its own business: neither the job's environment nor a user's value
+    may change because of it."""
+    envs: list[dict[str, str]] = []
+    monkeypatch.setattr(cli, "_submit", lambda s, a, env: envs.append(env) or 1)
+    if preset is None:
+        monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    else:
+        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", preset)
+    rc, _, _ = run([HELLO], capsys)
+    assert rc == 0 and envs[0].get("PYDANTIC_DISABLE_PLUGINS") == preset
+    assert os.environ.get("PYDANTIC_DISABLE_PLUGINS") == preset
