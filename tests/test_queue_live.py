@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -186,3 +188,70 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
     assert visible(HOSTILE_NAME) in row[0] and "\\n" in row[0]
     assert "PENDING" in row[0] and "BeginTime (eligible in" in row[0]
     assert "daemon snapshot not found" in text
+
+
+SLURM_COMMANDS = ("squeue", "scontrol", "sinfo", "sacct", "sprio", "sshare", "sstat")
+
+
+def _logging_path(tmp_path: Path) -> tuple[str, Path]:
+    """A PATH whose Slurm commands are the real ones behind a line that logs each call
+    (``NAME ARGS``), so a test sees every command dlqueue runs against the live cluster."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir.mkdir()
+    log.touch()
+    for name in SLURM_COMMANDS:
+        real = shutil.which(name)
+        if real is None:
+            continue
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> {shlex.quote(str(log))}\n'
+                        f'exec {shlex.quote(real)} "$@"\n')
+        shim.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}", log
+
+
+def _calls(log: Path) -> list[str]:
+    """The logged calls, one a line (split on newlines only: the read's separators hold
+    characters that str.splitlines would also split at)."""
+    return log.read_text().split("\n")[:-1]
+
+
+@pytest.mark.parametrize("filters", [
+    [], ["--me"], ["-u", "root"], ["-u", "0,root", "-p", "gpu,other"], ["-t", "PD,R,CG"],
+    ["-j", "1,2,3"], ["--me", "-u", "root", "-p", "gpu", "-t", "all", "-j", "7"],
+])
+def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[str],
+                                                                  tmp_path: Path) -> None:
+    """Issue 15: each refresh is ONE squeue read of every job (the filters apply in dlqueue;
+    22.05's squeue --json ignores -u/--me, and a cluster of users each watching must not load
+    slurmctld). The only other call is one ``squeue --version`` per run (local: it never
+    reaches slurmctld)."""
+    path, log = _logging_path(tmp_path)
+    refreshes = 3
+    proc = subprocess.run([DLQUEUE, "--watch", "--iterations", str(refreshes), "--interval", "0.2",
+                           "--snapshot", NO_SNAPSHOT, *filters], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PATH=path))
+    assert proc.returncode == 0, proc.stderr
+    calls = _calls(log)
+    reads = [c for c in calls if c != "squeue --version"]
+    assert len(reads) == refreshes, calls
+    assert all(c.startswith("squeue --noheader --all --states=all --Format=") for c in reads), calls
+    assert calls.count("squeue --version") == 1, calls
+
+
+def test_one_refresh_and_json_read_slurm_once(tmp_path: Path) -> None:
+    path, log = _logging_path(tmp_path)
+    for args in ([], ["--json"]):
+        log.write_text("")
+        proc = subprocess.run([DLQUEUE, "--snapshot", NO_SNAPSHOT, "--me", "-t", "PD", *args],
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PATH=path))
+        assert proc.returncode == 0, proc.stderr
+        reads = [c for c in _calls(log) if c != "squeue --version"]
+        assert len(reads) == 1 and reads[0].startswith("squeue --noheader --all"), reads
+
+
+def test_watch_default_refresh_is_at_least_five_seconds() -> None:
+    out = subprocess.run([DLQUEUE, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"--interval INTERVAL\s+seconds between refreshes with --watch \(default (\d+)",
+                     out) and int(re.search(r"\(default (\d+)", out).group(1)) >= 5
