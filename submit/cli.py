@@ -34,6 +34,7 @@ from typing import Any
 
 from slurm_plugin.cli_util import quiet_on_closed_stdout
 from submit import environ, load, params, secrets
+from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
 from submit.render import contract_comment, render_sbatch
@@ -213,6 +214,7 @@ def separator(path: str) -> str:
 
 
 @quiet_on_closed_stdout
+@without_final_gc
 def main(argv: list[str] | None = None) -> int:
     """Run dlsubmit; returns the exit status (0, 2 or 3, see the module doc)."""
     try:

@@ -35,6 +35,7 @@ from slurm_plugin.cli_util import quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import ACTIVE_STATES
 from submit import queue_view as qv
+from submit.ending import without_final_gc
 
 if TYPE_CHECKING:  # rich's console loads for --watch only, yaml when the daemon config exists
     from rich.console import Console, Group
@@ -239,6 +240,7 @@ def _watch(view: _View, console: Console) -> int:
 
 
 @quiet_on_closed_stdout  # `dlqueue | head`: the reader left early, which is not an error
+@without_final_gc
 def main(argv: list[str] | None = None) -> int:
     """Run ``dlqueue``; return the exit code (see the module docstring)."""
     parser = build_parser()
