@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -292,3 +294,14 @@ def test_pydantic_plugin_switch_never_reaches_sbatch(preset: str | None, monkeyp
     rc, _, _ = run([HELLO], capsys)
     assert rc == 0 and envs[0].get("PYDANTIC_DISABLE_PLUGINS") == preset
     assert os.environ.get("PYDANTIC_DISABLE_PLUGINS") == preset
+
+
+def test_final_gc_is_skipped_only_when_main_runs_as_the_command() -> None:
+    """submit/ending.py: with sys.argv (argv None) the collector is frozen as main returns;
+    called with a list (as these tests do) nothing changes. In a child process: freezing this
+    one would keep its garbage."""
+    code = ("import gc, sys\nfrom submit.ending import without_final_gc\n"
+            "main = without_final_gc(lambda argv: 7)\n"
+            "assert main(['x']) == 7 and gc.get_freeze_count() == 0\n"
+            "assert main() == 7 and gc.get_freeze_count() > 0\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
