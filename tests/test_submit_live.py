@@ -364,3 +364,29 @@ def test_secret_reaches_the_task_and_not_slurms_copy_of_the_script(submit: Submi
     assert "tok-4711" not in stored.read_text() and str(sf) in stored.read_text()
     assert submit.ended(job_id).state == "COMPLETED"
     assert fields(log.read_text(), "SECRET") == [{"v": "tok-4711"}]
+
+
+def test_several_specs_in_one_call_all_or_nothing(submit: Submitter, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15: ``dlsubmit a b c`` validates every spec before submitting any (a bad one:
+    nothing reaches Slurm, exit 2), then submits each once; ids print in spec order."""
+    tag = tmp_path.name[-8:]
+    names = [f"multi-{tag}-{i}" for i in range(5)]
+    paths = []
+    for i, n in enumerate(names):
+        paths.append(tmp_path / f"{i}.yaml")
+        paths[-1].write_text(json.dumps(spec(n, {"main": role("sleep 120", gpu=1)})))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps(spec(f"multi-{tag}-bad", {"main": role("true", gpu=-1)})))
+    flags = ["--output", "/dev/null", "--checkpoint-root", str(tmp_path / "ckpt")]
+    rc = main([*map(str, paths[:2]), str(bad), *map(str, paths[2:]), *flags])
+    assert rc == 2 and capsys.readouterr().out == ""
+    ours = [j for j in submit.client.jobs() if tag in j.name]
+    assert ours == []
+    rc = main([*map(str, paths), *flags])
+    ids = [int(x) for x in capsys.readouterr().out.split()]
+    submit.ids += ids
+    assert rc == 0 and len(ids) == len(names)
+    by_id = {j.job_id: j.name for j in submit.client.jobs(job_ids=ids)}
+    assert [by_id[i] for i in ids] == [PREFIX + n for n in names]
+    assert len([j for j in submit.client.jobs() if tag in j.name]) == len(names)
