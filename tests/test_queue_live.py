@@ -12,7 +12,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import wait_cluster_idle, wait_for, wait_state
+from live_helpers import logged_calls, logging_path, wait_cluster_idle, wait_for, wait_state
 from prioritizer.daemon.snapshot import write_snapshot
 from queue_helpers import pub, snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
@@ -190,32 +189,6 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
     assert "daemon snapshot not found" in text
 
 
-SLURM_COMMANDS = ("squeue", "scontrol", "sinfo", "sacct", "sprio", "sshare", "sstat")
-
-
-def _logging_path(tmp_path: Path) -> tuple[str, Path]:
-    """A PATH whose Slurm commands are the real ones behind a line that logs each call
-    (``NAME ARGS``), so a test sees every command dlqueue runs against the live cluster."""
-    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
-    bin_dir.mkdir()
-    log.touch()
-    for name in SLURM_COMMANDS:
-        real = shutil.which(name)
-        if real is None:
-            continue
-        shim = bin_dir / name
-        shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> {shlex.quote(str(log))}\n'
-                        f'exec {shlex.quote(real)} "$@"\n')
-        shim.chmod(0o755)
-    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}", log
-
-
-def _calls(log: Path) -> list[str]:
-    """The logged calls, one a line (split on newlines only: the read's separators hold
-    characters that str.splitlines would also split at)."""
-    return log.read_text().split("\n")[:-1]
-
-
 @pytest.mark.parametrize("filters", [
     [], ["--me"], ["-u", "root"], ["-u", "0,root", "-p", "gpu,other"], ["-t", "PD,R,CG"],
     ["-j", "1,2,3"], ["--me", "-u", "root", "-p", "gpu", "-t", "all", "-j", "7"],
@@ -226,13 +199,13 @@ def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[s
     22.05's squeue --json ignores -u/--me, and a cluster of users each watching must not load
     slurmctld). The only other call is one ``squeue --version`` per run (local: it never
     reaches slurmctld)."""
-    path, log = _logging_path(tmp_path)
+    path, log = logging_path(tmp_path)
     refreshes = 3
     proc = subprocess.run([DLQUEUE, "--watch", "--iterations", str(refreshes), "--interval", "0.2",
                            "--snapshot", NO_SNAPSHOT, *filters], capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, PATH=path))
     assert proc.returncode == 0, proc.stderr
-    calls = _calls(log)
+    calls = logged_calls(log)
     reads = [c for c in calls if c != "squeue --version"]
     assert len(reads) == refreshes, calls
     assert all(c.startswith("squeue --noheader --all --states=all --Format=") for c in reads), calls
@@ -240,14 +213,14 @@ def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[s
 
 
 def test_one_refresh_and_json_read_slurm_once(tmp_path: Path) -> None:
-    path, log = _logging_path(tmp_path)
+    path, log = logging_path(tmp_path)
     for args in ([], ["--json"]):
         log.write_text("")
         proc = subprocess.run([DLQUEUE, "--snapshot", NO_SNAPSHOT, "--me", "-t", "PD", *args],
                               capture_output=True, text=True, timeout=120,
                               env=dict(os.environ, PATH=path))
         assert proc.returncode == 0, proc.stderr
-        reads = [c for c in _calls(log) if c != "squeue --version"]
+        reads = [c for c in logged_calls(log) if c != "squeue --version"]
         assert len(reads) == 1 and reads[0].startswith("squeue --noheader --all"), reads
 
 
