@@ -15,9 +15,6 @@ pair into its character and refuses a lone half with the field path (UTF-8 canno
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -151,26 +148,6 @@ def _fix_text(doc: Any, path: tuple[Any, ...], problems: list[str]) -> Any:
     return doc
 
 
-_NO_PLUGINS = "PYDANTIC_DISABLE_PLUGINS"
-
-
-@contextmanager
-def _without_pydantic_plugins() -> Iterator[None]:
-    """Build the spec models with pydantic's plugin discovery off (``PYDANTIC_DISABLE_PLUGINS=
-    __all__``, pydantic's documented switch): dlsubmit uses no plugin, and the discovery scans the
-    entry points of every installed distribution when the first model is built (a quarter of
-    dlsubmit's start-up, benchmarks/bench_dlsubmit.py). A value the user set is left alone; ours
-    is removed again, so it never reaches ``sbatch`` or the job."""
-    if _NO_PLUGINS in os.environ:
-        yield
-        return
-    os.environ[_NO_PLUGINS] = "__all__"
-    try:
-        yield
-    finally:
-        os.environ.pop(_NO_PLUGINS, None)
-
-
 def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
     """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError` (a lone
     surrogate anywhere included; valid pairs are joined first, see the module doc)."""
@@ -181,12 +158,12 @@ def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
     if not isinstance(doc, dict):
         raise SpecError(["(top level): must be a mapping (a v2 YAML job or a v1 JSON job)"])
     if "protocolVersion" in doc:
-        with _without_pydantic_plugins():  # the models are built on first import
-            from submit import spec_v2
+        from submit import spec_v2
+
         return spec_v2.to_job(doc, overrides)
     if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
-        with _without_pydantic_plugins():
-            from submit import spec_v1
+        from submit import spec_v1
+
         return spec_v1.to_job(doc, overrides)
     raise SpecError(["protocolVersion: required field is missing (v2 YAML needs "
                      "'protocolVersion: 2'; a v1 JSON job needs jobName and a taskRoles list)"])

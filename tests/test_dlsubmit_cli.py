@@ -279,23 +279,6 @@ def test_one_bad_spec_among_several_submits_none(tmp_path: Path, monkeypatch: py
     assert "--job-name=j0\n" in calls[0] and "--job-name=j2\n" in calls[1]
 
 
-@pytest.mark.parametrize("preset", [None, "some_plugin"])
-def test_pydantic_plugin_switch_never_reaches_sbatch(preset: str | None, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """dlsubmit turns pydantic's plugin discovery off while it builds the spec models (start-up
-    time); the variable is its own business: neither the job's environment nor a user's value
-    may change because of it."""
-    envs: list[dict[str, str]] = []
-    monkeypatch.setattr(cli, "_submit", lambda s, a, env: envs.append(env) or 1)
-    if preset is None:
-        monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
-    else:
-        monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", preset)
-    rc, _, _ = run([HELLO], capsys)
-    assert rc == 0 and envs[0].get("PYDANTIC_DISABLE_PLUGINS") == preset
-    assert os.environ.get("PYDANTIC_DISABLE_PLUGINS") == preset
-
-
 def test_final_gc_is_skipped_only_when_main_runs_as_the_command() -> None:
     """submit/ending.py: with sys.argv (argv None) the collector is frozen as main returns;
     called with a list (as these tests do) nothing changes. In a child process: freezing this

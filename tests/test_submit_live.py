@@ -373,7 +373,7 @@ def test_several_specs_in_one_call_all_or_nothing(submit: Submitter, tmp_path: P
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 15: ``dlsubmit a b c`` validates every spec before submitting any (a bad one:
     nothing reaches Slurm, exit 2), then submits each once; ids print in spec order."""
-    tag = tmp_path.name[-8:]
+    tag = os.urandom(4).hex()  # this run's jobs only (squeue still lists earlier runs' ended ones)
     names = [f"multi-{tag}-{i}" for i in range(5)]
     paths = []
     for i, n in enumerate(names):
