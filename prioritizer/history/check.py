@@ -151,7 +151,8 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
     decision ticks are put in phase with the daemon's cycles (:func:`tick_base`). Without it
     they are in phase with the first arrival. Preemptions only happen on ticks, so with a
     cycle of a few seconds the phase decides which job is a victim first and when the GPUs
-    free up.
+    free up. A preemption due exactly on a tick is made on that tick (``simulate``'s
+    ``tick_on_time``), as the daemon's cycle makes it: its thresholds are tested with ``>=``.
 
     Raises:
         ValueError: no GPU job to replay, or a negative latency.
