@@ -4,7 +4,7 @@ while the daemon orders and preempts them (2D-LAS, thresholds 210/100,000 GPU·s
 grace); ``dlprio history export --ledger`` writes the history and ``history check --config
 --ledger`` replays it under the daemon's own policy with the cluster's real costs (5 s
 checkpoint grace, 11 s requeue delay = dlcluster's ``cred_expire=10`` + 1, 5 s decisions), the
-replay's ticks in the daemon's cycle phase and the dispatch latency seen in the history.
+replay's ticks in phase with the daemon's cycles and the dispatch latency seen in the history.
 Prints the fidelity table; about 4 minutes.
 
 Asserted: both of the issue's targets, avg JCT within 10 % and per-job JCT within 20 % for

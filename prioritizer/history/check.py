@@ -209,7 +209,7 @@ def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False
             ("p95 JCT s", f"{fid.p95(True):.1f}", f"{fid.p95(False):.1f}", _pct(fid.p95_error))]
     lines.append(tables.render(head, rows, head[1:], styled=styled).rstrip("\n"))
     within = sum(1 for j in fid.jobs if abs(j.error) <= JOB_TARGET)
-    phase = "; ticks in the daemon's cycle phase" if fid.cycle_phased else ""
+    phase = "; ticks in phase with the daemon cycles" if fid.cycle_phased else ""
     lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
                  f"dispatch {fid.dispatch_s:g} s{phase}; "
                  f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped; "
