@@ -5,7 +5,7 @@ grace); ``dlprio history export --ledger`` writes the history and ``history chec
 --ledger`` replays it under the daemon's own policy with the cluster's real costs (5 s
 checkpoint grace, 11 s requeue delay = dlcluster's ``cred_expire=10`` + 1, 5 s decisions), the
 replay's ticks in phase with the daemon's cycles and the dispatch latency seen in the history.
-Prints the fidelity table; about 4 minutes.
+Prints the fidelity table; about 3 minutes.
 
 Asserted: both of the issue's targets, avg JCT within 10 % and per-job JCT within 20 % for
 >= 80 % of jobs. The job lengths are those of DL jobs relative to the 5 s cycle: with jobs of
