@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from submit import environ, load, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
@@ -47,7 +47,7 @@ SUBMIT_THREADS = 4
 still be writing the job when the first look comes)."""
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(ArgumentParser):
     def error(self, message: str) -> None:  # argparse's usage errors are spec/option errors
         self.print_usage(sys.stderr)
         print(f"dlsubmit: error: {message}", file=sys.stderr)

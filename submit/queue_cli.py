@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import ACTIVE_STATES
 from submit import queue_view as qv
@@ -131,7 +131,7 @@ def _user_name(name: str) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="dlqueue", description="Slurm jobs in the order they will start, with the dlprio "
         "queue (QUEUE, Q0 = highest) and attained service (ATTAINED(GPU·s): GPUs x seconds "
         "run, summed over all runs) when the daemon's snapshot is there. WAIT: time waited "
