@@ -17,6 +17,7 @@ a higher tier is blocked ahead of it. Each policy is a small class in :data:`POL
 from __future__ import annotations
 
 import bisect
+import heapq
 from operator import itemgetter
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
@@ -302,19 +303,77 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
                for _, job in pending if job.eligible_time is None or job.eligible_time <= now)
     tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
     tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
-    return find_preemptions(policy, free, soon, waiters,
-                            lambda _floor: (running, placed,
-                                     {j.job_id: policy.level(j, states[j.job_id])
-                                      for j in running}), now,
-                            tiers=tiers)
+    min_run = policy.config.min_run_s
+
+    def candidates(_floor: float) -> list[Candidate]:
+        return [(-policy.level(j, states[j.job_id]), -j.attained_gpu_s, j.job_id,
+                 j.gpus_per_node, placed[j.job_id], j.tier)
+                for j in running
+                if may_be_victim(j.preemptible, j.being_preempted, j.run_start, now, min_run)
+                and len(placed[j.job_id]) == len(j.gpus_per_node)]
+    return find_preemptions(policy, free, soon, waiters, candidates, now, tiers=tiers)
 
 
-RunningJobs = tuple[list[JobView], dict[int, tuple[int, ...]], dict[int, float]]
+#: A victim candidate: ``(-level, -attained GPU·s, job id, gpus_per_node, node indices,
+#: PriorityTier)``; candidates are taken in ascending tuple order (lowest queue, i.e.
+#: highest level, first; then most attained service; then job id).
+Candidate = tuple[float, float, int, tuple[int, ...], tuple[int, ...], int]
+
+
+def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | None,
+                  now: float, min_run_s: float) -> bool:
+    """Whether a job holding GPUs may be chosen as a victim at ``now``: preemptible, not
+    already being preempted, and past its first ``min_run_s`` seconds (the minimum run
+    that spares fresh starts; ``PolicyConfig.min_run_s``)."""
+    return preemptible and not being_preempted and now - (
+        run_start if run_start is not None else now) >= min_run_s
+
+
+class _Victims:
+    """The candidates in victim order, sorted lazily: a heap popped only as far as some
+    waiter reads, so a decision that needs a few victims does not sort every running job.
+    ``start`` skips the prefix already taken (no later waiter reads it again)."""
+
+    __slots__ = ("heap", "items", "start", "taken")
+
+    def __init__(self, entries: list[Candidate], taken: set[int]) -> None:
+        heapq.heapify(entries)
+        self.heap, self.items, self.start, self.taken = entries, [], 0, taken
+
+    def top(self) -> Candidate | None:
+        """The first candidate in victim order (taken or not), or None."""
+        if self.items:
+            return self.items[0]
+        return self.heap[0] if self.heap else None
+
+    def __iter__(self) -> Iterator[Candidate]:
+        items, heap, taken = self.items, self.heap, self.taken
+        i = self.start
+        while i < len(items) and items[i][2] in taken:
+            i += 1
+        self.start = i
+        while True:
+            if i < len(items):
+                yield items[i]
+            elif heap:
+                item = heapq.heappop(heap)
+                items.append(item)
+                yield item
+            else:
+                return
+            i += 1
+
+    def all(self) -> list[Candidate]:
+        """Every candidate in victim order (sorts the rest)."""
+        self.heap.sort()
+        self.items.extend(self.heap)
+        self.heap.clear()
+        return self.items
 
 
 def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      waiters: Iterable[tuple[int, tuple[int, ...], float]],
-                     running: Callable[[float], RunningJobs], now: float,
+                     running: Callable[[float], list[Candidate]], now: float,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
                      tiers: Mapping[int, int] | None = None) -> list[Preemption]:
@@ -331,9 +390,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             with its level), so the walk stops at the first waiter whose level is not below
             the highest candidate's: no later waiter may preempt anyone.
         running: called once, when a first waiter is blocked, with that waiter's level:
-            the jobs holding GPUs, the node indices each occupies (aligned with
-            ``gpus_per_node``) and their levels. It may leave out jobs whose level is not
-            above the one given: no later waiter (of no smaller level) may preempt them.
+            the victim candidates (:data:`Candidate`, in any order) among the jobs holding
+            GPUs, i.e. those :func:`may_be_victim` admits and placed on as many nodes as
+            their shape has entries. It may leave out jobs whose level is not above the one
+            given: no later waiter (of no smaller level) may preempt them.
         now: seconds.
         first_only: stop at the first preemption found (a driver that only needs to know
             whether one is due).
@@ -345,19 +405,14 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         tiers: ``{job id: PriorityTier}`` of the waiters when any job has a tier above 0
             (None: every job is tier 0).
             Waiters are then in tier order first, so levels may decrease along it and the
-            walk does not stop early; candidates must have ``tier``.
+            walk does not stop early.
 
     Returns:
         the preemptions in waiter order.
     """
-    jobs: list[JobView] = []
-    placed: dict[int, tuple[int, ...]] = {}
-    level: dict[int, float] = {}
-    min_run = policy.config.min_run_s
-    candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
-    built: list[bool] = []
-    top: list[float] = []            # the highest candidate level, once built
     taken: set[int] = set()
+    victims: list[_Victims] = []     # built at the first blocked waiter (often none is)
+    top: list[float] = []            # the highest candidate level, once built (none: -inf)
     result: list[Preemption] = []
     # (level, need largest first) of waiters no victim set could serve. A later waiter of
     # no higher priority whose need is as large entry by entry has fewer candidates and a
@@ -388,43 +443,33 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                 # even every such job would not free enough GPUs: no victim set exists
                 failed.append((mine_of[job_id], tuple(sorted(need, reverse=True))))
                 return False
-        if not built:
-            built.append(True)
-            found = running(mine_of[job_id])
-            jobs.extend(found[0])
-            placed.update(found[1])
-            level.update(found[2])
-            candidates.extend(sorted(
-                (j for j in jobs
-                 if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
-                     j.gpus_per_node) and now - (j.run_start if j.run_start is not None
-                                                 else now) >= min_run),
-                key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
-            if candidates:
-                top.append(level[candidates[0].job_id])
+        if not victims:
+            victims.append(_Victims(running(mine_of[job_id]), taken))
+            first = victims[0].top()
+            top.append(-first[0] if first is not None else float("-inf"))
             if tiers:
-                top_tier.append(max((c.tier for c in candidates), default=0))
+                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
         mine = mine_of[job_id]
-        if not candidates or mine >= top[0]:
+        if mine >= top[0]:
             return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
         if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                for lv, f in failed):
             return False
-        pool = (candidates if not tiers or top_tier[0] <= tier
-                else [c for c in candidates if c.tier <= tier])
-        victims = _choose_victims(need, soon_map, mine, pool, taken, placed, level)
-        if victims is None:
+        pool: Iterable[Candidate] = (victims[0] if not tiers or top_tier[0] <= tier
+                                     else [c for c in victims[0].all() if c[5] <= tier])
+        chosen = _choose_victims(need, soon_map, mine, pool, taken)
+        if chosen is None:
             failed.append((mine, shape))
             return False
-        taken.update(victims)
-        result.append(Preemption(job_id, tuple(victims)))
+        taken.update(chosen)
+        result.append(Preemption(job_id, tuple(chosen)))
         return True
 
     def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
         for job_id, need, mine in waiters:
             if first_only and result or not tiers and (
-                    built and (not candidates or mine >= top[0])
+                    victims and mine >= top[0]
                     or above is not None and above(mine) == 0):
                 return   # levels never decrease (one tier): no later waiter may preempt
             mine_of[job_id] = mine
@@ -435,95 +480,93 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
 
 
 def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
-                    candidates: list[JobView], taken: set[int],
-                    placed: dict[int, tuple[int, ...]], level: dict[int, float]
-                    ) -> list[int] | None:
+                    candidates: Iterable[Candidate], taken: set[int]) -> list[int] | None:
     """Victims for one waiter (see :func:`_victims_for_gang`); a one-node waiter takes the
     arithmetic shortcut :func:`_victims_for_one_node`, which gives the same victims."""
     if len(need) == 1:
-        return _victims_for_one_node(need[0], soon, waiter_level, candidates, taken, placed,
-                                     level)
-    return _victims_for_gang(need, soon, waiter_level, candidates, taken, placed, level)
+        return _victims_for_one_node(need[0], soon, -waiter_level, candidates, taken)
+    return _victims_for_gang(need, soon, -waiter_level, candidates, taken)
 
 
-def _victims_for_one_node(gpus: int, soon: FreeMap, waiter_level: float,
-                          candidates: list[JobView], taken: set[int],
-                          placed: dict[int, tuple[int, ...]], level: dict[int, float]
+def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
+                          candidates: Iterable[Candidate], taken: set[int]
                           ) -> list[int] | None:
     """Same rule as :func:`_victims_for_gang` for a waiter needing ``gpus`` on one node:
     the first node whose free GPUs plus those of the victims taken so far reach ``gpus``
-    hosts it; only victims on that node are kept, newest dropped first while it fits."""
+    hosts it; only victims on that node are kept, newest dropped first while it fits.
+    ``floor``: minus the waiter's level (candidates from there on are not below it)."""
     extra: dict[int, int] = {}
-    chosen: list[JobView] = []
+    chosen: list[Candidate] = []
     hit = -1
-    for job in candidates:
-        if level[job.job_id] <= waiter_level:
+    free = soon.free
+    for cand in candidates:
+        if cand[0] >= floor:
             break
-        if job.job_id in taken:
+        if cand[2] in taken:
             continue
-        chosen.append(job)
-        for node, g in zip(placed[job.job_id], job.gpus_per_node):
-            extra[node] = extra.get(node, 0) + g
-            if soon.free[node] + extra[node] >= gpus:
+        chosen.append(cand)
+        for node, g in zip(cand[4], cand[3]):
+            have = extra.get(node, 0) + g
+            extra[node] = have
+            if free[node] + have >= gpus:
                 hit = node
         if hit >= 0:
             break
     if hit < 0:
         return None
-    mine = [(job, g) for job in chosen for node, g in zip(placed[job.job_id], job.gpus_per_node)
-            if node == hit]
-    have = soon.free[hit] + sum(g for _, g in mine)
+    mine = [(cand, g) for cand in chosen for node, g in zip(cand[4], cand[3]) if node == hit]
+    have = free[hit] + sum(g for _, g in mine)
     keep = [True] * len(mine)
     for i in range(len(mine) - 2, -1, -1):
         if have - mine[i][1] >= gpus:
             have -= mine[i][1]
             keep[i] = False
-    victims = [job for (job, _), kept in zip(mine, keep) if kept]
-    for job in victims:
-        soon.add(placed[job.job_id], job.gpus_per_node)
-    return [job.job_id for job in victims]
+    kept = [cand for (cand, _), k in zip(mine, keep) if k]
+    for cand in kept:
+        soon.add(cand[4], cand[3])
+    return [cand[2] for cand in kept]
 
 
-def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
-                    candidates: list[JobView], taken: set[int],
-                    placed: dict[int, tuple[int, ...]], level: dict[int, float]
-                    ) -> list[int] | None:
+def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
+                      candidates: Iterable[Candidate], taken: set[int]
+                      ) -> list[int] | None:
     """Victims for one waiter: take ``candidates`` in order (strictly lower priority than
-    the waiter, not yet taken) until ``need`` fits, then keep only those on the nodes the
-    waiter will use and drop, newest first, any of those it can do without. On success the
-    victims' GPUs stay added to ``soon``; on failure ``soon`` is left unchanged."""
-    chosen: list[JobView] = []
+    the waiter, i.e. ``-level < floor``, not yet taken) until ``need`` fits, then keep only
+    those on the nodes the waiter will use and drop, newest first, any of those it can do
+    without. On success the victims' GPUs stay added to ``soon``; on failure ``soon`` is
+    left unchanged."""
+    chosen: list[Candidate] = []
     nodes = None
-    for job in candidates:
-        if level[job.job_id] <= waiter_level:
+    for cand in candidates:
+        if cand[0] >= floor:
             break
-        if job.job_id in taken:
+        if cand[2] in taken:
             continue
-        soon.add(placed[job.job_id], job.gpus_per_node)
-        chosen.append(job)
+        soon.add(cand[4], cand[3])
+        chosen.append(cand)
         nodes = soon.place(need)
         if nodes is not None:
             break
     if nodes is None:
-        for job in chosen:
-            soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        for cand in chosen:
+            soon.add(cand[4], [-g for g in cand[3]])
         return None
     used = set(nodes)
-    keep: list[JobView] = []
-    for job in chosen:
-        if used.isdisjoint(placed[job.job_id]):
-            soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+    keep: list[Candidate] = []
+    for cand in chosen:
+        if used.isdisjoint(cand[4]):
+            soon.add(cand[4], [-g for g in cand[3]])
         else:
-            keep.append(job)
+            keep.append(cand)
     needed = [True] * len(keep)
     for i in range(len(keep) - 2, -1, -1):
-        job = keep[i]
-        soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        cand = keep[i]
+        soon.add(cand[4], [-g for g in cand[3]])
         if soon.place(need) is None:
-            soon.add(placed[job.job_id], job.gpus_per_node)
+            soon.add(cand[4], cand[3])
         else:
             needed[i] = False
-    return [job.job_id for job, keep_it in zip(keep, needed) if keep_it]
+    return [cand[2] for cand, keep_it in zip(keep, needed) if keep_it]
 
 
 def next_queue_change(job: JobView, config: PolicyConfig, now: float) -> float | None:

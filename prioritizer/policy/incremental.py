@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import (POLICIES, PROMOTED, Policy, RunningJobs, find_preemptions,
-                                       next_queue_change, promotion_time, queue_state)
+from prioritizer.policy.decide import (POLICIES, PROMOTED, Candidate, Policy, find_preemptions,
+                                       may_be_victim, next_queue_change, promotion_time,
+                                       queue_state)
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
                                       Snapshot)
@@ -419,21 +420,25 @@ class Scheduler:
                 rec = jobs[job_id]
                 yield job_id, rec.shape, rec.level
 
-        def running(floor: float) -> RunningJobs:
-            views: list[Any] = []
-            placed, level = {}, {}
-            policy_level = self.policy.level
-            holding: Any = self.holding.values()
+        def running(floor: float) -> list[Candidate]:
+            min_run = self.config.min_run_s
             if self.queue_levels:   # only running jobs of a queue above ``floor`` matter
-                holding = (r for r in holding if r.phase == "running"
-                           and (r.queue or 0) > floor)
-            for rec in holding:
-                job_id = rec.job_id
-                view = _Holding(rec, now)
-                views.append(view)
-                placed[job_id] = rec.nodes
-                level[job_id] = policy_level(view, view)
-            return views, placed, level
+                # Policy.level of a queue policy is the queue number (float)
+                return [(-float(rec.queue or 0),
+                         -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
+                         rec.job_id, rec.shape, rec.nodes, 0)
+                        for rec in self.holding.values()
+                        if rec.phase == "running" and (rec.queue or 0) > floor
+                        and may_be_victim(rec.preemptible, False, rec.run_start, now, min_run)]
+            policy_level = self.policy.level
+            out: list[Candidate] = []
+            for rec in self.holding.values():
+                if may_be_victim(rec.preemptible, rec.phase == "grace", rec.run_start, now,
+                                 min_run):
+                    view = _Holding(rec, now)
+                    out.append((-policy_level(view, view), -view.attained_gpu_s, rec.job_id,
+                                rec.shape, rec.nodes, 0))
+            return out
 
         free = self.free.copy()
         soon = None
