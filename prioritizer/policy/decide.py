@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from operator import itemgetter
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
@@ -329,25 +330,33 @@ def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | N
         run_start if run_start is not None else now) >= min_run_s
 
 
+def _heap_order(entries: list[Candidate]) -> Iterator[Candidate]:
+    """``entries`` in ascending order, sorted lazily (a heap popped as far as read)."""
+    heapq.heapify(entries)
+    while entries:
+        yield heapq.heappop(entries)
+
+
 class _Victims:
-    """The candidates in victim order, sorted lazily: a heap popped only as far as some
-    waiter reads, so a decision that needs a few victims does not sort every running job.
+    """The candidates in victim order, read lazily from ``source`` (so a decision that
+    needs a few victims does not sort every running job) and kept for the next waiter.
     ``start`` skips the prefix already taken (no later waiter reads it again)."""
 
-    __slots__ = ("heap", "items", "start", "taken")
+    __slots__ = ("source", "items", "start", "taken")
 
-    def __init__(self, entries: list[Candidate], taken: set[int]) -> None:
-        heapq.heapify(entries)
-        self.heap, self.items, self.start, self.taken = entries, [], 0, taken
+    def __init__(self, found: list[Candidate] | Iterator[Candidate], taken: set[int]) -> None:
+        self.source = _heap_order(found) if isinstance(found, list) else found
+        self.items: list[Candidate] = []
+        self.start, self.taken = 0, taken
 
     def top(self) -> Candidate | None:
         """The first candidate in victim order (taken or not), or None."""
-        if self.items:
-            return self.items[0]
-        return self.heap[0] if self.heap else None
+        if not self.items:
+            self.items.extend(itertools.islice(self.source, 1))
+        return self.items[0] if self.items else None
 
     def __iter__(self) -> Iterator[Candidate]:
-        items, heap, taken = self.items, self.heap, self.taken
+        items, taken, source = self.items, self.taken, self.source
         i = self.start
         while i < len(items) and items[i][2] in taken:
             i += 1
@@ -355,25 +364,24 @@ class _Victims:
         while True:
             if i < len(items):
                 yield items[i]
-            elif heap:
-                item = heapq.heappop(heap)
+            else:
+                item = next(source, None)
+                if item is None:
+                    return
                 items.append(item)
                 yield item
-            else:
-                return
             i += 1
 
     def all(self) -> list[Candidate]:
-        """Every candidate in victim order (sorts the rest)."""
-        self.heap.sort()
-        self.items.extend(self.heap)
-        self.heap.clear()
+        """Every candidate in victim order."""
+        self.items.extend(self.source)
         return self.items
 
 
 def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      waiters: Iterable[tuple[int, tuple[int, ...], float]],
-                     running: Callable[[float], list[Candidate]], now: float,
+                     running: Callable[[float], list[Candidate] | Iterator[Candidate]],
+                     now: float,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
                      tiers: Mapping[int, int] | None = None) -> list[Preemption]:
@@ -390,8 +398,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             with its level), so the walk stops at the first waiter whose level is not below
             the highest candidate's: no later waiter may preempt anyone.
         running: called once, when a first waiter is blocked, with that waiter's level:
-            the victim candidates (:data:`Candidate`, in any order) among the jobs holding
-            GPUs, i.e. those :func:`may_be_victim` admits and placed on as many nodes as
+            the victim candidates (:data:`Candidate`: a list in any order, or an
+            iterator in victim order) among the jobs holding GPUs, i.e. those :func:`may_be_victim` admits and placed on as many nodes as
             their shape has entries. It may leave out jobs whose level is not above the one
             given: no later waiter (of no smaller level) may preempt them.
         now: seconds.

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -120,6 +121,106 @@ class _Holding:
         self.queue = rec.queue if rec.queue is not None else 0
 
 
+class _VictimIndex:
+    """The victim candidates of ``find_preemptions`` (preemptible jobs running, not
+    checkpointing) kept between decisions, so that a decision reads them in victim order
+    without rebuilding and sorting every running job.
+
+    The order (:data:`policy.decide.Candidate`: level descending, then attained GPU·s
+    descending, then id) moves with ``now``, but within a group it does not: for queue
+    policies a group is (queue, GPUs), whose attained GPU·s at ``now`` is
+    ``now × GPUs + (run start × GPUs - closed GPU·s)`` up to rounding; for ``srtf`` (one
+    group) minus the remaining time is ``now - (run start + work left)``. Each group is kept
+    sorted by that static part ``a``; a decision merges the groups by the exact key that
+    ``decide()`` computes (``exact``), and inside a group compares exactly every job whose
+    ``a`` lies within ``window`` of the first one (rounding moves a key by far less, so no
+    job beyond it can come first). The result is the very order of sorting all keys.
+    """
+
+    __slots__ = ("queues", "groups", "mag", "where")
+
+    def __init__(self, queues: bool) -> None:
+        self.queues = queues
+        self.groups: dict[tuple[int, int], list[tuple[float, int]]] = {}
+        self.mag: dict[tuple[int, int], float] = {}     # bound on the magnitudes in a group
+        self.where: dict[int, tuple[tuple[int, int], float]] = {}
+
+    def add(self, rec: Tracked) -> None:
+        if self.queues:
+            group = (rec.queue or 0, rec.gpus)
+            a = rec.run_start * rec.gpus - rec.closed_gpu_s
+            mag = abs(rec.closed_gpu_s) + abs(rec.run_start) * rec.gpus
+        else:
+            left = rec.work_left if rec.work_left is not None else 0.0
+            group, a = (0, 1), -(rec.run_start + left)
+            mag = abs(rec.closed_s) + abs(rec.run_start) + abs(left)
+        bisect.insort(self.groups.setdefault(group, []), (a, rec.job_id))
+        self.mag[group] = max(self.mag.get(group, 0.0), mag)
+        self.where[rec.job_id] = (group, a)
+
+    def remove(self, job_id: int) -> None:
+        found = self.where.pop(job_id, None)
+        if found is None:
+            return
+        group, a = found
+        lst = self.groups[group]
+        del lst[bisect.bisect_left(lst, (a, job_id))]
+        if not lst:
+            del self.groups[group], self.mag[group]
+
+    def ordered(self, now: float, floor: float, min_run: float, jobs: dict[int, Tracked],
+                exact: Any) -> Iterator[Candidate]:
+        """The candidates at ``now`` in victim order (lazily): only queues above ``floor``
+        (queue policies), only jobs ``may_be_victim`` admits; ``exact(rec)`` is the job's
+        :data:`Candidate` as ``decide()`` builds it."""
+        heads: list[tuple[Candidate, int]] = []
+        cursors: list[list[Any]] = []
+        for group, lst in self.groups.items():
+            if self.queues and group[0] <= floor:
+                continue
+            window = 1e-9 * (1.0 + self.mag[group] + abs(now) * group[1])
+            cursor = [lst, 0, set(), window]
+            first = self._pick(cursor, now, min_run, jobs, exact)
+            if first is not None:
+                heads.append((first, len(cursors)))
+            cursors.append(cursor)
+        heapq.heapify(heads)
+        while heads:
+            cand, i = heads[0]
+            yield cand
+            following = self._pick(cursors[i], now, min_run, jobs, exact)
+            if following is None:
+                heapq.heappop(heads)
+            else:
+                heapq.heapreplace(heads, (following, i))
+
+    @staticmethod
+    def _pick(cursor: list[Any], now: float, min_run: float, jobs: dict[int, Tracked],
+              exact: Any) -> Candidate | None:
+        """The next candidate of one group (see the class doc), marked as used."""
+        lst, p, used, window = cursor
+        n = len(lst)
+        while p < n and (lst[p][1] in used or not may_be_victim(
+                True, False, jobs[lst[p][1]].run_start, now, min_run)):
+            p += 1
+        cursor[1] = p
+        if p == n:
+            return None
+        limit = lst[p][0] + window
+        best = None
+        k = p
+        while k < n and lst[k][0] <= limit:
+            job_id = lst[k][1]
+            rec = jobs[job_id]
+            if job_id not in used and may_be_victim(True, False, rec.run_start, now, min_run):
+                key = exact(rec)
+                if best is None or key < best:
+                    best = key
+            k += 1
+        used.add(best[2])
+        return best
+
+
 @dataclass
 class Step:
     """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
@@ -181,6 +282,8 @@ class Scheduler:
         self.running_in = [0] * (len(self.policy.thresholds) + 1)
         #: (oracle end time, id) of preemptible running jobs when levels are remaining time
         self.ends: list[tuple[float, int]] = []
+        #: the preemptible running jobs in victim order (find_preemptions' candidates)
+        self.victims = _VictimIndex(self.queue_levels)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -248,6 +351,10 @@ class Scheduler:
     def _count(self, rec: Tracked, sign: int) -> None:
         if not rec.preemptible:
             return
+        if sign > 0:
+            self.victims.add(rec)
+        else:
+            self.victims.remove(rec.job_id)
         if self.queue_levels:
             self.running_in[rec.queue or 0] += sign * rec.gpus
         elif rec.work_left is not None:   # srtf: running jobs by oracle end time
@@ -269,10 +376,14 @@ class Scheduler:
         if any(r.work_left is None for r in self.holding.values()):
             return None
         ends, jobs = self.ends, self.jobs
+        suffix: list[int] = []   # GPUs of ends[i:], built at the first call
 
         def above(level: float) -> int:
-            i = bisect.bisect_left(ends, (now + level - SLACK_S,))
-            return sum(jobs[j].gpus for _, j in ends[i:])
+            if not suffix:
+                suffix.extend(itertools.accumulate(
+                    (jobs[j].gpus for _, j in reversed(ends)), initial=0))
+                suffix.reverse()
+            return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
 
     def _touch(self, rec: Tracked) -> None:
@@ -420,25 +531,19 @@ class Scheduler:
                 rec = jobs[job_id]
                 yield job_id, rec.shape, rec.level
 
-        def running(floor: float) -> list[Candidate]:
-            min_run = self.config.min_run_s
-            if self.queue_levels:   # only running jobs of a queue above ``floor`` matter
-                # Policy.level of a queue policy is the queue number (float)
-                return [(-float(rec.queue or 0),
-                         -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
-                         rec.job_id, rec.shape, rec.nodes, 0)
-                        for rec in self.holding.values()
-                        if rec.phase == "running" and (rec.queue or 0) > floor
-                        and may_be_victim(rec.preemptible, False, rec.run_start, now, min_run)]
-            policy_level = self.policy.level
-            out: list[Candidate] = []
-            for rec in self.holding.values():
-                if may_be_victim(rec.preemptible, rec.phase == "grace", rec.run_start, now,
-                                 min_run):
-                    view = _Holding(rec, now)
-                    out.append((-policy_level(view, view), -view.attained_gpu_s, rec.job_id,
-                                rec.shape, rec.nodes, 0))
-            return out
+        policy_level = self.policy.level
+
+        def exact(rec: Tracked) -> Candidate:
+            if self.queue_levels:   # Policy.level of a queue policy: the queue number
+                return (-float(rec.queue or 0),
+                        -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
+                        rec.job_id, rec.shape, rec.nodes, 0)
+            view = _Holding(rec, now)
+            return (-policy_level(view, view), -view.attained_gpu_s, rec.job_id, rec.shape,
+                    rec.nodes, 0)
+
+        def running(floor: float) -> Iterator[Candidate]:
+            return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
         free = self.free.copy()
         soon = None
