@@ -577,11 +577,14 @@ def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
     return [cand[2] for cand, keep_it in zip(keep, needed) if keep_it]
 
 
-def next_queue_change(job: JobView, config: PolicyConfig, now: float) -> float | None:
+def next_queue_change(job: JobView, config: PolicyConfig, now: float,
+                      rules: Policy | None = None) -> float | None:
     """When a job RUNNING at ``now`` reaches its next queue threshold if it keeps running
     (seconds), or None (last queue, or a policy without queues). ``job`` carries the
-    attained service at ``now``. The simulator schedules its threshold events here."""
-    rules = POLICIES[config.policy](config, None)
+    attained service at ``now``. The simulator schedules its threshold events here.
+    ``rules``: the ``config.policy`` rule set if the caller holds one (built otherwise)."""
+    if rules is None:
+        rules = POLICIES[config.policy](config, None)
     service = rules.service(job)
     i = bisect.bisect_right(rules.thresholds, service)
     if i == len(rules.thresholds):

@@ -93,17 +93,36 @@ class Tracked:
         return self.closed_gpu_s + ran * self.gpus, self.closed_s + ran, duration
 
     def view(self, now: float) -> JobView:
-        """The job as ``policy.decide`` sees it at ``now``."""
+        """The job as ``policy.decide`` sees it at ``now`` (a ``JobView`` equal to the one
+        its constructor would build, made without the frozen dataclass ``__init__``: a
+        replay makes about a hundred thousand)."""
         gpu_s, run_s, duration = self.service(now)
+        view = _new(JobView)
         if self.phase == "pending":
-            return JobView(self.job_id, JobPhase.PENDING, self.shape, self.submit, gpu_s, run_s,
-                           self.base, self.queue, self.entry, None, self.last_run_s,
-                           self.last_run_end, self.preemptible, duration, self.eligible, (),
-                           False)
-        return JobView(self.job_id, JobPhase.RUNNING, self.shape, self.submit, gpu_s, run_s,
-                       self.base, self.queue, self.entry, self.run_start, self.last_run_s,
-                       self.last_run_end, self.preemptible, duration, None, self.names,
-                       self.phase == "grace")
+            _set(view, "__dict__", {
+                "job_id": self.job_id, "phase": PENDING, "gpus_per_node": self.shape,
+                "submit_time": self.submit, "attained_gpu_s": gpu_s, "attained_s": run_s,
+                "service_base_gpu_s": self.base, "queue": self.queue,
+                "queue_entry_time": self.entry, "run_start": None,
+                "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
+                "preemptible": self.preemptible, "duration_s": duration,
+                "eligible_time": self.eligible, "nodes": (), "being_preempted": False,
+                "tier": 0})
+        else:
+            _set(view, "__dict__", {
+                "job_id": self.job_id, "phase": RUNNING, "gpus_per_node": self.shape,
+                "submit_time": self.submit, "attained_gpu_s": gpu_s, "attained_s": run_s,
+                "service_base_gpu_s": self.base, "queue": self.queue,
+                "queue_entry_time": self.entry, "run_start": self.run_start,
+                "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
+                "preemptible": self.preemptible, "duration_s": duration,
+                "eligible_time": None, "nodes": self.names,
+                "being_preempted": self.phase == "grace", "tier": 0})
+        return view
+
+
+_new, _set = object.__new__, object.__setattr__
+PENDING, RUNNING = JobPhase.PENDING, JobPhase.RUNNING
 
 
 class _Holding:
@@ -394,7 +413,7 @@ class Scheduler:
     # -- queries for a driver -----------------------------------------------------------
     def crossing_time(self, job_id: int, now: float) -> float | None:
         """``next_queue_change`` of a job holding GPUs (seconds), or None."""
-        return next_queue_change(self.jobs[job_id].view(now), self.config, now)
+        return next_queue_change(self.jobs[job_id].view(now), self.config, now, self.policy)
 
     def promotion_due(self, job_id: int, now: float) -> float | None:
         """``promotion_time`` of a pending job (seconds), or None."""
@@ -446,7 +465,7 @@ class Scheduler:
             if state.changed or fresh:
                 hot.pop(job_id, None)
                 rec.epoch += 1
-                self._schedule(rec, now, limit)
+                self._schedule(rec, now, limit, None if state.changed else view)
                 if rec.phase == "pending":
                     # decide() keys a job by the view it was given and its new state; a
                     # promotion changes the view too (counted service restarts), so the
@@ -470,14 +489,18 @@ class Scheduler:
             step.preemptions = tuple(self._preemptions(now, victims))
         return step
 
-    def _schedule(self, rec: Tracked, now: float, limit: float) -> None:
-        """Put the next time ``rec``'s state may change on the heap (or in ``hot``)."""
+    def _schedule(self, rec: Tracked, now: float, limit: float,
+                  view: JobView | None = None) -> None:
+        """Put the next time ``rec``'s state may change on the heap (or in ``hot``);
+        ``view``: ``rec.view(now)`` if the caller has it."""
         if not self.timed:
             return
+        if view is None:
+            view = rec.view(now)
         if rec.phase == "pending":
-            when = promotion_time(rec.view(now), self.config)
+            when = promotion_time(view, self.config)
         else:
-            when = next_queue_change(rec.view(now), self.config, now)
+            when = next_queue_change(view, self.config, now, self.policy)
         if when is None:
             return
         if when <= limit:
