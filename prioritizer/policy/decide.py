@@ -427,6 +427,12 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
     failed: list[tuple[float, tuple[int, ...]]] = []
+    failed_one: list[int] = []   # the smallest one-node need in ``failed`` (one tier)
+
+    def fail(mine: float, shape: tuple[int, ...]) -> None:
+        failed.append((mine, shape))
+        if len(shape) == 1 and (not failed_one or shape[0] < failed_one[0]):
+            failed_one[:] = [shape[0]]
     # PriorityTier (JobView.tier; ``tiers``): the highest tier of a waiter left blocked so far;
     # a waiter of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
     blocked_tier: list[int] = []
@@ -449,7 +455,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                 return False   # no running job of a strictly greater level
             if soon_map.total + room < sum(need):
                 # even every such job would not free enough GPUs: no victim set exists
-                failed.append((mine_of[job_id], tuple(sorted(need, reverse=True))))
+                fail(mine_of[job_id], tuple(sorted(need, reverse=True)))
                 return False
         if not victims:
             victims.append(_Victims(running(mine_of[job_id]), taken))
@@ -461,14 +467,19 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         if mine >= top[0]:
             return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
-        if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
-               for lv, f in failed):
+        if len(shape) == 1 and not tiers:
+            # one tier: levels never decrease along the walk, so every failed entry has
+            # lv <= mine; a one-node need is covered by the smallest failed one-node need
+            if failed_one and shape[0] >= failed_one[0]:
+                return False
+        elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
+                 for lv, f in failed):
             return False
         pool: Iterable[Candidate] = (victims[0] if not tiers or top_tier[0] <= tier
                                      else [c for c in victims[0].all() if c[5] <= tier])
         chosen = _choose_victims(need, soon_map, mine, pool, taken)
         if chosen is None:
-            failed.append((mine, shape))
+            fail(mine, shape)
             return False
         taken.update(chosen)
         result.append(Preemption(job_id, tuple(chosen)))

@@ -301,6 +301,9 @@ class Scheduler:
         self.running_in = [0] * (len(self.policy.thresholds) + 1)
         #: (oracle end time, id) of preemptible running jobs when levels are remaining time
         self.ends: list[tuple[float, int]] = []
+        self.end_gpus: list[int] = []   # GPUs of the job of each entry of ``ends``
+        #: jobs without an oracle duration (srtf's bound then does not apply)
+        self.no_oracle = 0
         #: the preemptible running jobs in victim order (find_preemptions' candidates)
         self.victims = _VictimIndex(self.queue_levels)
 
@@ -310,6 +313,7 @@ class Scheduler:
         """A job is submitted (pending; gets its ``new`` state at the next decision)."""
         rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible)
         self.jobs[job_id] = rec
+        self.no_oracle += duration_s is None
         self.pending += 1
         self.dirty[job_id] = None
         return rec
@@ -347,6 +351,7 @@ class Scheduler:
         """The run ends at ``now`` and the job leaves the cluster."""
         rec = self._stop(job_id, now)
         del self.jobs[job_id]
+        self.no_oracle -= rec.work_left is None
         self.dirty.pop(job_id, None)
         rec.phase = "done"
 
@@ -379,9 +384,12 @@ class Scheduler:
         elif rec.work_left is not None:   # srtf: running jobs by oracle end time
             entry = (rec.run_start + rec.work_left, rec.job_id)
             if sign > 0:
-                bisect.insort(self.ends, entry)
+                i = bisect.bisect_left(self.ends, entry)
+                self.ends.insert(i, entry)
+                self.end_gpus.insert(i, rec.gpus)
             else:
-                del self.ends[bisect.bisect_left(self.ends, entry)]
+                i = bisect.bisect_left(self.ends, entry)
+                del self.ends[i], self.end_gpus[i]
 
     def _above(self, level: float) -> int:
         return sum(self.running_in[int(level) + 1:])
@@ -392,15 +400,14 @@ class Scheduler:
         its oracle end minus ``now``, up to rounding: SLACK_S keeps it an upper bound)."""
         if self.queue_levels:
             return self._above
-        if any(r.work_left is None for r in self.holding.values()):
+        if self.no_oracle:
             return None
-        ends, jobs = self.ends, self.jobs
+        ends, end_gpus = self.ends, self.end_gpus
         suffix: list[int] = []   # GPUs of ends[i:], built at the first call
 
         def above(level: float) -> int:
             if not suffix:
-                suffix.extend(itertools.accumulate(
-                    (jobs[j].gpus for _, j in reversed(ends)), initial=0))
+                suffix.extend(itertools.accumulate(reversed(end_gpus), initial=0))
                 suffix.reverse()
             return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
