@@ -159,9 +159,14 @@ class Simulator:
         self.sched = Scheduler(config, totals, names, distribution)
         self.jobs: dict[int, SimJob] = {}
         self.unfittable = 0
+        fits: dict[int, tuple[tuple[int, ...], bool]] = {}   # per GPU count (pure)
         for job in trace.jobs:
-            shape = cluster.shape(job.num_gpus)
-            if can_ever_fit(shape, totals):
+            known = fits.get(job.num_gpus)
+            if known is None:
+                shape = cluster.shape(job.num_gpus)
+                known = fits[job.num_gpus] = (shape, can_ever_fit(shape, totals))
+            shape = known[0]
+            if known[1]:
                 self.jobs[job.job_id] = SimJob(job, shape)
             else:
                 self.unfittable += 1
