@@ -556,27 +556,39 @@ def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
     left unchanged."""
     chosen: list[Candidate] = []
     nodes = None
+    free = soon.free
+    sizes = sorted(set(need))
+    order = sorted(need, reverse=True)
+    # ``need`` fits iff, for its j-th largest entry n_j, at least j nodes have n_j GPUs
+    # free (entries on distinct nodes; FreeMap.place finds a placement whenever one
+    # exists): count such nodes as victims are added, place only once that holds
+    have = {v: soon.count_at_least(v) for v in sizes}
+    extra: dict[int, int] = {}   # GPUs of the chosen victims per node (not yet in soon)
     for cand in candidates:
         if cand[0] >= floor:
             break
         if cand[2] in taken:
             continue
-        soon.add(cand[4], cand[3])
+        rose = False
+        for node, g in zip(cand[4], cand[3]):
+            added = extra.get(node, 0)
+            before = free[node] + added
+            extra[node] = added + g
+            for v in sizes:
+                if before < v <= before + g:
+                    have[v] += 1
+                    rose = True
         chosen.append(cand)
-        nodes = soon.place(need)
-        if nodes is not None:
-            break
+        if rose and all(have[n] >= j for j, n in enumerate(order, 1)):
+            nodes = soon.place_with(extra, need)
+            if nodes is not None:
+                break
     if nodes is None:
-        for cand in chosen:
-            soon.add(cand[4], [-g for g in cand[3]])
         return None
     used = set(nodes)
-    keep: list[Candidate] = []
-    for cand in chosen:
-        if used.isdisjoint(cand[4]):
-            soon.add(cand[4], [-g for g in cand[3]])
-        else:
-            keep.append(cand)
+    keep = [cand for cand in chosen if not used.isdisjoint(cand[4])]
+    for cand in keep:
+        soon.add(cand[4], cand[3])
     needed = [True] * len(keep)
     for i in range(len(keep) - 2, -1, -1):
         cand = keep[i]

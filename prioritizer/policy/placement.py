@@ -92,6 +92,42 @@ class FreeMap:
             used[value] = used.get(value, 0) + 1
         return tuple(result)
 
+    def count_at_least(self, gpus: int) -> int:
+        """How many nodes have at least ``gpus`` (> 0) GPUs free."""
+        values = self._values
+        return sum(len(self._nodes_at[v]) for v in values[bisect.bisect_left(values, gpus):])
+
+    def place_with(self, extra: dict[int, int], need: Sequence[int]) -> tuple[int, ...] | None:
+        """What :meth:`place` would return once the free GPUs of each node in ``extra`` are
+        raised by ``extra[node]``, without changing this map (the same rule: entries largest
+        first, each on the unused node with the fewest free GPUs that holds it, lowest index
+        first among equals)."""
+        moved = sorted((self.free[n] + e, n) for n, e in extra.items() if e)
+        skip = {n for _, n in moved}
+        used: set[int] = set()
+        result = [0] * len(need)
+        values, nodes_at = self._values, self._nodes_at
+        for pos in sorted(range(len(need)), key=lambda p: -need[p]):
+            want = need[pos]
+            best: tuple[int, int] | None = None
+            i = bisect.bisect_left(values, want)
+            while best is None and i < len(values):
+                for node in nodes_at[values[i]]:
+                    if node not in used and node not in skip:
+                        best = (values[i], node)
+                        break
+                i += 1
+            for j in range(bisect.bisect_left(moved, (want, -1)), len(moved)):
+                if moved[j][1] not in used:
+                    if best is None or moved[j] < best:
+                        best = moved[j]
+                    break
+            if best is None:
+                return None
+            used.add(best[1])
+            result[pos] = best[1]
+        return tuple(result)
+
     def add(self, nodes: Iterable[int], amounts: Iterable[int]) -> None:
         """Change free GPUs of ``nodes`` by ``amounts`` (negative = allocate)."""
         for node, amount in zip(nodes, amounts):
