@@ -630,23 +630,18 @@ class Scheduler:
         """The eligible pending jobs in start order, skipping those whose shape does not fit
         where the start model would place them (``soon`` if given, else ``now_map``): those
         would be walked and skipped (GPUs only shrink during one walk)."""
-        groups = [(shape, lst) for shape, lst in self.groups.items()]
-        pos = [0] * len(groups)
         target = soon if soon is not None else now_map
-        alive = list(range(len(groups)))
-        while alive:
-            best, best_i = None, -1
-            still = []
-            for i in alive:
-                shape, lst = groups[i]
-                if pos[i] >= len(lst) or target.place(shape) is None:
-                    continue
-                still.append(i)
-                head = lst[pos[i]]
-                if best is None or head < best:
-                    best, best_i = head, i
-            alive = still
-            if best is None:
-                return
-            pos[best_i] += 1
-            yield best[1], groups[best_i][0]
+        groups = list(self.groups.items())
+        heads = [(lst[0], i, 0) for i, (_, lst) in enumerate(groups) if lst]
+        heapq.heapify(heads)
+        while heads:
+            head, i, pos = heads[0]
+            shape, lst = groups[i]
+            if target.place(shape) is None:   # never fits again in this walk
+                heapq.heappop(heads)
+                continue
+            if pos + 1 < len(lst):
+                heapq.heapreplace(heads, (lst[pos + 1], i, pos + 1))
+            else:
+                heapq.heappop(heads)
+            yield head[1], shape
