@@ -31,6 +31,20 @@ def consolidated_shape(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
     return (gpus_per_node,) * full + ((rest,) if rest else ())
 
 
+_ORDERS: dict[tuple[int, ...], list[int]] = {}
+
+
+def _largest_first(need: Sequence[int]) -> list[int]:
+    """Positions of ``need`` by entry, largest first (equal entries in position order)."""
+    key = tuple(need)
+    order = _ORDERS.get(key)
+    if order is None:
+        order = sorted(range(len(key)), key=lambda p: -key[p])
+        if len(_ORDERS) < 4096:   # job shapes are few; bound the memo all the same
+            _ORDERS[key] = order
+    return order
+
+
 class FreeMap:
     """Free GPUs per node (index ``0..n-1``) with an index by free count for fast fits.
 
@@ -73,14 +87,17 @@ class FreeMap:
         nested node sets of this problem that greedy finds a placement whenever one exists.
         The result is aligned with ``need`` (``result[i]`` hosts ``need[i]``).
         """
+        values = self._values
         if len(need) == 1:
-            i = bisect.bisect_left(self._values, need[0])
-            if i == len(self._values):
+            i = bisect.bisect_left(values, need[0])
+            if i == len(values):
                 return None
-            return (self._nodes_at[self._values[i]][0],)
+            return (self._nodes_at[values[i]][0],)
+        if not values or values[-1] < max(need):
+            return None   # the largest entry fits nowhere
         used: dict[int, int] = {}
         result = [0] * len(need)
-        for pos in sorted(range(len(need)), key=lambda p: -need[p]):
+        for pos in _largest_first(need):
             i = bisect.bisect_left(self._values, need[pos])
             while i < len(self._values) and used.get(self._values[i], 0) >= len(
                     self._nodes_at[self._values[i]]):
