@@ -438,9 +438,10 @@ class Scheduler:
         return tuple(job_id for _, job_id in sorted(k for k in keys if k is not None))
 
     # -- the decision -------------------------------------------------------------------
-    def decide(self, now: float, victims: bool = True) -> Step:
+    def decide(self, now: float, victims: bool = True, search: bool = True) -> Step:
         """The decision ``decide(self.snapshot(now), config, now)`` would make; records the
-        new queue states. ``victims=False``: stop at the first preemption found."""
+        new queue states. ``victims=False``: stop at the first preemption found;
+        ``search=False``: no preemptions looked for (a driver that would not act on them)."""
         step = Step(strict_order=self.policy.strict)
         promotions: list[int] = []
         due, hot = self.due, self.hot
@@ -491,8 +492,8 @@ class Scheduler:
         step.promotions = tuple(sorted(promotions))
         step.pending = self.pending
         cfg = self.config
-        if cfg.preemption and self.policy.preemptive and self.pending and self.holding \
-                and self.order:
+        if search and cfg.preemption and self.policy.preemptive and self.pending \
+                and self.holding and self.order:
             step.preemptions = tuple(self._preemptions(now, victims))
         return step
 

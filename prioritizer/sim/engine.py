@@ -236,7 +236,9 @@ class Simulator:
         """Ask the policy (the incremental scheduler) and apply its decisions at ``now``."""
         cfg = self.config
         act = tick or cfg.decision_interval_s == 0
-        step = self.sched.decide(now, victims=act)
+        # between ticks a preemption found only schedules the next tick: none to look
+        # for while that tick is already due
+        step = self.sched.decide(now, victims=act, search=act or not self.tick_pending(now))
         jobs = self.jobs
         for job_id, _ in step.changed:
             job = jobs[job_id]
@@ -280,10 +282,16 @@ class Simulator:
         if due is not None and due < now + job.rec.work_left:
             self.push(due, ThresholdCrossing(job.trace.job_id, job.run))
 
-    def schedule_tick(self, now: float) -> None:
+    def tick_pending(self, now: float) -> bool:
+        """Whether the next daemon tick after ``now`` is already on the heap."""
         step = self.config.decision_interval_s
         due = (now // step + 1) * step
-        if self.tick_at is None or self.tick_at <= now or self.tick_at > due:
+        return self.tick_at is not None and now < self.tick_at <= due
+
+    def schedule_tick(self, now: float) -> None:
+        if not self.tick_pending(now):
+            step = self.config.decision_interval_s
+            due = (now // step + 1) * step
             self.tick_at = due
             self.push(due, DecisionTick(True))
 
