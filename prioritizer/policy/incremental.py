@@ -58,7 +58,7 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "where", "epoch")
+                 "level", "where", "epoch", "state")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
                  work_left: float | None, preemptible: bool) -> None:
@@ -77,6 +77,7 @@ class Tracked:
         self.level = 0.0                                  # preemption level while pending
         self.where = ""                                   # "order" | "waiting" | ""
         self.epoch = 0                                    # invalidates stale heap entries
+        self.state: QueueState | None = None              # last state (reused while equal)
 
     def service(self, now: float) -> tuple[float, float, float | None]:
         """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
@@ -459,7 +460,7 @@ class Scheduler:
             rec = self.jobs[job_id]
             fresh = job_id not in hot
             view = rec.view(now)
-            state = queue_state(self.policy, view, now)
+            state = rec.state = queue_state(self.policy, view, now, rec.state)
             if state.changed:
                 if rec.phase == "running":
                     self._count(rec, -1)
