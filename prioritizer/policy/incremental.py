@@ -241,7 +241,7 @@ class _VictimIndex:
         return best
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
 
@@ -453,7 +453,8 @@ class Scheduler:
             if rec is not None and rec.epoch == epoch:
                 hot[job_id] = None
         examine = list(self.dirty)
-        examine.extend(j for j in hot if j not in self.dirty)
+        if hot:
+            examine.extend(j for j in hot if j not in self.dirty)
         self.dirty.clear()
         again: list[int] = []
         for job_id in examine:
