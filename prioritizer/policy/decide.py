@@ -361,6 +361,8 @@ class _Victims:
         while i < len(items) and items[i][2] in taken:
             i += 1
         self.start = i
+        yield from itertools.islice(items, i, None)   # what is read already (and appended)
+        i = len(items)
         while True:
             if i < len(items):
                 yield items[i]
@@ -524,7 +526,16 @@ def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
         if cand[2] in taken:
             continue
         chosen.append(cand)
-        for node, g in zip(cand[4], cand[3]):
+        nodes = cand[4]
+        if len(nodes) == 1:
+            node = nodes[0]
+            have = extra.get(node, 0) + cand[3][0]
+            extra[node] = have
+            if free[node] + have >= gpus:
+                hit = node
+                break
+            continue
+        for node, g in zip(nodes, cand[3]):
             have = extra.get(node, 0) + g
             extra[node] = have
             if free[node] + have >= gpus:
