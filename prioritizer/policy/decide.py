@@ -440,6 +440,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     blocked_tier: list[int] = []
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
     mine_of: dict[int, float] = {}
+    scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -477,14 +478,25 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                  for lv, f in failed):
             return False
-        pool: Iterable[Candidate] = (victims[0] if not tiers or top_tier[0] <= tier
-                                     else [c for c in victims[0].all() if c[5] <= tier])
-        chosen = _choose_victims(need, soon_map, mine, pool, taken)
+        if not tiers:
+            if not scans:
+                scans.append(_PrefixScan(victims[0]))
+            if len(need) == 1:
+                chosen = scans[0].one_node(need[0], soon_map, -mine, taken)
+            else:
+                chosen = _victims_for_gang(need, soon_map, -mine, victims[0], taken)
+        else:
+            pool: Iterable[Candidate] = (victims[0] if top_tier[0] <= tier
+                                         else [c for c in victims[0].all() if c[5] <= tier])
+            chosen = _choose_victims(need, soon_map, mine, pool, taken)
         if chosen is None:
             fail(mine, shape)
             return False
-        taken.update(chosen)
-        result.append(Preemption(job_id, tuple(chosen)))
+        ids = [cand[2] for cand in chosen]
+        taken.update(ids)
+        if scans:
+            scans[0].taken(chosen, soon_map)
+        result.append(Preemption(job_id, tuple(ids)))
         return True
 
     def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
@@ -500,8 +512,136 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     return result
 
 
+class _PrefixScan:
+    """The one-node victim walk of :func:`_victims_for_one_node`, kept across the waiters
+    of one decision instead of restarted from the first candidate (the same victims).
+
+    That walk stops at the first candidate after which some node's free GPUs plus those
+    of the untaken candidates walked so far on it reach the waiter's ``g``. The scan keeps,
+    over the candidates read so far (``victims.items[:p]``), the untaken ones per node with
+    their positions (``on``), their GPUs per node (``acc``) and per node an upper bound of
+    ``free + acc`` (``soon``'s free GPUs only drop between waiters, except where victims
+    are taken, which the scan is told of). Only nodes whose bound reaches ``g`` can hold
+    the first hit inside the prefix: their hit positions are computed exactly; if none
+    lies before the waiter's level break, the walk goes on from ``p``. A blocked waiter
+    fits on no node with ``soon``'s free GPUs alone, so a node without scanned candidates
+    never reaches ``g`` inside the prefix.
+    """
+
+    __slots__ = ("victims", "p", "acc", "on", "scanned", "bound", "at")
+
+    def __init__(self, victims: _Victims) -> None:
+        self.victims = victims
+        self.p = 0
+        self.acc: dict[int, int] = {}
+        self.on: dict[int, list[tuple[int, Candidate, int]]] = {}   # (position, cand, GPUs)
+        self.scanned: set[int] = set()
+        self.bound: dict[int, int] = {}
+        self.at: dict[int, set[int]] = {}   # bound value -> nodes
+
+    def _bound(self, node: int, value: int) -> None:
+        old = self.bound.get(node)
+        if old == value:
+            return
+        if old is not None:
+            self.at[old].discard(node)
+        self.bound[node] = value
+        self.at.setdefault(value, set()).add(node)
+
+    def one_node(self, gpus: int, soon: FreeMap, floor: float, taken: set[int]
+                 ) -> list[Candidate] | None:
+        """:func:`_victims_for_one_node` of the scan's candidates (same victims)."""
+        items, free, acc, on = self.victims.items, soon.free, self.acc, self.on
+        # a first hit near the front (small needs) is found fastest by walking
+        near = _victims_for_one_node(gpus, soon, floor, self.victims, taken, limit=48)
+        if near is not _FAR:
+            return near
+        # level break inside the prefix (candidates are in ascending (-level, ...) order)
+        stop = bisect.bisect_left(items, floor, 0, self.p, key=itemgetter(0))
+        best: tuple[int, int] | None = None   # (hit position, -place among its nodes)
+        hit = -1
+        for value in [v for v in self.at if v >= gpus]:
+            for node in list(self.at[value]):
+                have = free[node] + acc[node]
+                self._bound(node, have)   # exact again
+                if have < gpus:
+                    continue
+                run = free[node]
+                for pos, cand, g in on[node]:
+                    if pos >= stop:
+                        break
+                    run += g
+                    if run >= gpus:
+                        rank = (pos, -cand[4].index(node))
+                        if best is None or rank < best:
+                            best, hit = rank, node
+                        break
+        if best is None:
+            if stop < self.p:
+                return None   # no hit before the level break
+            hit = self._extend(gpus, free, floor, taken)
+            if hit < 0:
+                return None
+            last = self.p - 1
+        else:
+            last = best[0]
+        mine = [(cand, g) for pos, cand, g in on[hit] if pos <= last]
+        have = free[hit] + sum(g for _, g in mine)
+        keep = [True] * len(mine)
+        for k in range(len(mine) - 2, -1, -1):
+            if have - mine[k][1] >= gpus:
+                have -= mine[k][1]
+                keep[k] = False
+        kept = [cand for (cand, _), k in zip(mine, keep) if k]
+        for cand in kept:
+            soon.add(cand[4], cand[3])
+        return kept
+
+    def _extend(self, gpus: int, free: list[int], floor: float, taken: set[int]) -> int:
+        """Read on from ``p`` until some node reaches ``gpus`` (returns it; the hit
+        candidate is the last read) or the level break or the end (returns -1)."""
+        items, source, acc, on = self.victims.items, self.victims.source, self.acc, self.on
+        i, hit = self.p, -1
+        while hit < 0:
+            if i == len(items):
+                item = next(source, None)
+                if item is None:
+                    break
+                items.append(item)
+            cand = items[i]
+            if cand[0] >= floor:
+                break
+            i += 1
+            if cand[2] in taken:
+                continue
+            self.scanned.add(cand[2])
+            for node, g in zip(cand[4], cand[3]):
+                have = acc.get(node, 0) + g
+                acc[node] = have
+                on.setdefault(node, []).append((i - 1, cand, g))
+                self._bound(node, free[node] + have)
+                if free[node] + have >= gpus:
+                    hit = node
+        self.p = i
+        return hit
+
+    def taken(self, victims: list[Candidate], soon: FreeMap) -> None:
+        """``victims`` were taken and their GPUs added to ``soon``: keep ``acc``, ``on``
+        and the bounds true."""
+        acc, free = self.acc, soon.free
+        for cand in victims:
+            scanned = cand[2] in self.scanned
+            for node, g in zip(cand[4], cand[3]):
+                if scanned:
+                    acc[node] -= g
+                    self.on[node] = [e for e in self.on[node] if e[1][2] != cand[2]]
+                if node in acc:
+                    self._bound(node, free[node] + acc[node])
+
+
 def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
-                    candidates: Iterable[Candidate], taken: set[int]) -> list[int] | None:
+                    candidates: Iterable[Candidate], taken: set[int]
+                    ) -> list[Candidate] | None:
     """Victims for one waiter (see :func:`_victims_for_gang`); a one-node waiter takes the
     arithmetic shortcut :func:`_victims_for_one_node`, which gives the same victims."""
     if len(need) == 1:
@@ -509,13 +649,18 @@ def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
     return _victims_for_gang(need, soon, -waiter_level, candidates, taken)
 
 
+_FAR: list[Candidate] = []   # _victims_for_one_node's "no hit within ``limit``"
+
+
 def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
-                          candidates: Iterable[Candidate], taken: set[int]
-                          ) -> list[int] | None:
+                          candidates: Iterable[Candidate], taken: set[int],
+                          limit: int = 0) -> list[Candidate] | None:
     """Same rule as :func:`_victims_for_gang` for a waiter needing ``gpus`` on one node:
     the first node whose free GPUs plus those of the victims taken so far reach ``gpus``
     hosts it; only victims on that node are kept, newest dropped first while it fits.
-    ``floor``: minus the waiter's level (candidates from there on are not below it)."""
+    ``floor``: minus the waiter's level (candidates from there on are not below it).
+    ``limit`` > 0: give up (returning ``_FAR``, ``soon`` unchanged) once that many untaken
+    candidates were walked without a hit."""
     extra: dict[int, int] = {}
     chosen: list[Candidate] = []
     hit = -1
@@ -525,6 +670,8 @@ def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
             break
         if cand[2] in taken:
             continue
+        if len(chosen) == limit and limit:
+            return _FAR
         chosen.append(cand)
         nodes = cand[4]
         if len(nodes) == 1:
@@ -554,12 +701,12 @@ def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
     kept = [cand for (cand, _), k in zip(mine, keep) if k]
     for cand in kept:
         soon.add(cand[4], cand[3])
-    return [cand[2] for cand in kept]
+    return kept
 
 
 def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
                       candidates: Iterable[Candidate], taken: set[int]
-                      ) -> list[int] | None:
+                      ) -> list[Candidate] | None:
     """Victims for one waiter: take ``candidates`` in order (strictly lower priority than
     the waiter, i.e. ``-level < floor``, not yet taken) until ``need`` fits, then keep only
     those on the nodes the waiter will use and drop, newest first, any of those it can do
@@ -608,7 +755,7 @@ def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
             soon.add(cand[4], cand[3])
         else:
             needed[i] = False
-    return [cand[2] for cand, keep_it in zip(keep, needed) if keep_it]
+    return [cand for cand, keep_it in zip(keep, needed) if keep_it]
 
 
 def next_queue_change(job: JobView, config: PolicyConfig, now: float,
