@@ -552,10 +552,10 @@ class _PrefixScan:
                  ) -> list[Candidate] | None:
         """:func:`_victims_for_one_node` of the scan's candidates (same victims)."""
         items, free, acc, on = self.victims.items, soon.free, self.acc, self.on
-        # a first hit near the front (small needs) is found fastest by walking
-        near = _victims_for_one_node(gpus, soon, floor, self.victims, taken, limit=48)
-        if near is not _FAR:
-            return near
+        if self.p:   # a first hit near the front (small needs) is found fastest by walking
+            near = _victims_for_one_node(gpus, soon, floor, self.victims, taken, limit=48)
+            if near is not _FAR:
+                return near
         # level break inside the prefix (candidates are in ascending (-level, ...) order)
         stop = bisect.bisect_left(items, floor, 0, self.p, key=itemgetter(0))
         best: tuple[int, int] | None = None   # (hit position, -place among its nodes)
