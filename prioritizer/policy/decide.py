@@ -715,11 +715,13 @@ def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
     chosen: list[Candidate] = []
     nodes = None
     free = soon.free
-    sizes = sorted(set(need))
-    order = sorted(need, reverse=True)
     # ``need`` fits iff, for its j-th largest entry n_j, at least j nodes have n_j GPUs
     # free (entries on distinct nodes; FreeMap.place finds a placement whenever one
-    # exists): count such nodes as victims are added, place only once that holds
+    # exists, and puts an entry of 0 GPUs, a GPU-less hetjob component, only on a node
+    # with a free GPU, so it counts as 1): count such nodes as victims are added, place
+    # only once that holds
+    order = sorted((max(n, 1) for n in need), reverse=True)
+    sizes = sorted(set(order))
     have = {v: soon.count_at_least(v) for v in sizes}
     extra: dict[int, int] = {}   # GPUs of the chosen victims per node (not yet in soon)
     for cand in candidates:
