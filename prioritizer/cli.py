@@ -1,34 +1,51 @@
 """The ``dlprio`` command: one registry of subcommands (docs/design.md, code rule 12).
 
-:data:`COMMANDS` lists the :class:`~prioritizer.command.Command` objects of the daemon
-(``prioritizer.daemon.cli``) and the simulator (``prioritizer.sim.cli``); registering one is a
-single line. Exit codes: 0 success, 1 a runtime failure the command reports, 2 bad input (usage,
+:data:`COMMANDS` lists where the :class:`~prioritizer.command.Command` objects of the daemon
+(``prioritizer.daemon.cli``) and the simulator (``prioritizer.sim.cli``) live; registering one
+is a single line. A subcommand named on the command line loads only its own module (a
+``dlprio simulate`` sweep does not pay for importing the daemon). Exit codes: 0 success, 1 a runtime failure the command reports, 2 bad input (usage,
 malformed file, unknown name); never a traceback for a domain error.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from prioritizer.command import EXIT_USAGE, CliError, Command
-from prioritizer.daemon.cli import EXPLAIN, ONCE, RUN, STATUS
-from prioritizer.history.cli import COMMAND as HISTORY
-from prioritizer.tune.cli import COMMAND as TUNE
-from prioritizer.sim.cli import COMMAND as SIMULATE
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 
-#: Every subcommand, in the order ``dlprio --help`` lists them.
-COMMANDS: tuple[Command, ...] = (SIMULATE, RUN, ONCE, EXPLAIN, STATUS, HISTORY, TUNE)
+#: Every subcommand, in the order ``dlprio --help`` lists them: (name, module, attribute
+#: of its Command object in that module).
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("simulate", "prioritizer.sim.cli", "COMMAND"),
+    ("run", "prioritizer.daemon.cli", "RUN"),
+    ("once", "prioritizer.daemon.cli", "ONCE"),
+    ("explain", "prioritizer.daemon.cli", "EXPLAIN"),
+    ("status", "prioritizer.daemon.cli", "STATUS"),
+    ("history", "prioritizer.history.cli", "COMMAND"),
+    ("tune", "prioritizer.tune.cli", "COMMAND"),
+)
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
-    """The top-level parser with every registered subcommand."""
+def load_command(module: str, attribute: str) -> Command:
+    """The Command object ``attribute`` of ``module`` (imports the module)."""
+    return getattr(importlib.import_module(module), attribute)
+
+
+def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """The top-level parser with every registered subcommand, or with just ``only`` when
+    that names one (the same parse of that subcommand's arguments, fewer imports)."""
     parser = ArgumentParser(
         prog="dlprio", description="Tiresias-style priorities for Slurm GPU jobs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: dict[str, Command] = {}
-    for command in COMMANDS:
+    named = any(name == only for name, _, _ in COMMANDS)
+    for name, module, attribute in COMMANDS:
+        if named and name != only:
+            continue
+        command = load_command(module, attribute)
         commands[command.name] = command
         command.configure(sub.add_parser(command.name, help=command.help,
                                          description=command.help))
@@ -38,7 +55,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
 @quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dlprio``; returns the exit code (see module doc)."""
-    parser, commands = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser, commands = build_parser(words[0] if words else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # --help, or a usage error argparse already printed

@@ -122,3 +122,23 @@ def test_victims_false_reports_only_whether_a_preemption_is_due() -> None:
         probe.add(job_id, (4,), 10.0, 20.0)
     assert probe.decide(10.0, victims=False).preemptions == oracle.preemptions[:1]
     assert sched.decide(10.0).preemptions == oracle.preemptions
+
+
+def test_tracked_view_equals_the_constructed_view() -> None:
+    """``Tracked.view`` skips JobView's ``__init__``; it must give the very same view."""
+    import dataclasses
+
+    from prioritizer.policy.incremental import Tracked
+    from prioritizer.policy.model import JobPhase, JobView
+
+    rec = Tracked(7, (8, 4), 10.0, 500.0, True)
+    rec.queue, rec.entry, rec.base, rec.eligible = 1, 20.0, 30.0, 99.0
+    rec.closed_gpu_s, rec.closed_s, rec.last_run_s, rec.last_run_end = 120.0, 10.0, 10.0, 40.0
+    pending = rec.view(50.0)
+    assert pending == JobView(7, JobPhase.PENDING, (8, 4), 10.0, 120.0, 10.0, 30.0, 1, 20.0,
+                              None, 10.0, 40.0, True, 510.0, 99.0, (), False)
+    rec.phase, rec.run_start, rec.names, rec.eligible = "grace", 60.0, ("a", "b"), None
+    running = rec.view(70.0)
+    assert running == JobView(7, JobPhase.RUNNING, (8, 4), 10.0, 240.0, 20.0, 30.0, 1, 20.0,
+                              60.0, 10.0, 40.0, True, 520.0, None, ("a", "b"), True)
+    assert [f.name for f in dataclasses.fields(JobView)] == list(running.__dict__)

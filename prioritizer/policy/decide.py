@@ -17,6 +17,8 @@ a higher tier is blocked ahead of it. Each policy is a small class in :data:`POL
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 from operator import itemgetter
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
@@ -302,19 +304,86 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
                for _, job in pending if job.eligible_time is None or job.eligible_time <= now)
     tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
     tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
-    return find_preemptions(policy, free, soon, waiters,
-                            lambda _floor: (running, placed,
-                                     {j.job_id: policy.level(j, states[j.job_id])
-                                      for j in running}), now,
-                            tiers=tiers)
+    min_run = policy.config.min_run_s
+
+    def candidates(_floor: float) -> list[Candidate]:
+        return [(-policy.level(j, states[j.job_id]), -j.attained_gpu_s, j.job_id,
+                 j.gpus_per_node, placed[j.job_id], j.tier)
+                for j in running
+                if may_be_victim(j.preemptible, j.being_preempted, j.run_start, now, min_run)
+                and len(placed[j.job_id]) == len(j.gpus_per_node)]
+    return find_preemptions(policy, free, soon, waiters, candidates, now, tiers=tiers)
 
 
-RunningJobs = tuple[list[JobView], dict[int, tuple[int, ...]], dict[int, float]]
+#: A victim candidate: ``(-level, -attained GPU·s, job id, gpus_per_node, node indices,
+#: PriorityTier)``; candidates are taken in ascending tuple order (lowest queue, i.e.
+#: highest level, first; then most attained service; then job id).
+Candidate = tuple[float, float, int, tuple[int, ...], tuple[int, ...], int]
+
+
+def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | None,
+                  now: float, min_run_s: float) -> bool:
+    """Whether a job holding GPUs may be chosen as a victim at ``now``: preemptible, not
+    already being preempted, and past its first ``min_run_s`` seconds (the minimum run
+    that spares fresh starts; ``PolicyConfig.min_run_s``)."""
+    return preemptible and not being_preempted and now - (
+        run_start if run_start is not None else now) >= min_run_s
+
+
+def _heap_order(entries: list[Candidate]) -> Iterator[Candidate]:
+    """``entries`` in ascending order, sorted lazily (a heap popped as far as read)."""
+    heapq.heapify(entries)
+    while entries:
+        yield heapq.heappop(entries)
+
+
+class _Victims:
+    """The candidates in victim order, read lazily from ``source`` (so a decision that
+    needs a few victims does not sort every running job) and kept for the next waiter.
+    ``start`` skips the prefix already taken (no later waiter reads it again)."""
+
+    __slots__ = ("source", "items", "start", "taken")
+
+    def __init__(self, found: list[Candidate] | Iterator[Candidate], taken: set[int]) -> None:
+        self.source = _heap_order(found) if isinstance(found, list) else found
+        self.items: list[Candidate] = []
+        self.start, self.taken = 0, taken
+
+    def top(self) -> Candidate | None:
+        """The first candidate in victim order (taken or not), or None."""
+        if not self.items:
+            self.items.extend(itertools.islice(self.source, 1))
+        return self.items[0] if self.items else None
+
+    def __iter__(self) -> Iterator[Candidate]:
+        items, taken, source = self.items, self.taken, self.source
+        i = self.start
+        while i < len(items) and items[i][2] in taken:
+            i += 1
+        self.start = i
+        yield from itertools.islice(items, i, None)   # what is read already (and appended)
+        i = len(items)
+        while True:
+            if i < len(items):
+                yield items[i]
+            else:
+                item = next(source, None)
+                if item is None:
+                    return
+                items.append(item)
+                yield item
+            i += 1
+
+    def all(self) -> list[Candidate]:
+        """Every candidate in victim order."""
+        self.items.extend(self.source)
+        return self.items
 
 
 def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      waiters: Iterable[tuple[int, tuple[int, ...], float]],
-                     running: Callable[[float], RunningJobs], now: float,
+                     running: Callable[[float], list[Candidate] | Iterator[Candidate]],
+                     now: float,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
                      tiers: Mapping[int, int] | None = None) -> list[Preemption]:
@@ -331,9 +400,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             with its level), so the walk stops at the first waiter whose level is not below
             the highest candidate's: no later waiter may preempt anyone.
         running: called once, when a first waiter is blocked, with that waiter's level:
-            the jobs holding GPUs, the node indices each occupies (aligned with
-            ``gpus_per_node``) and their levels. It may leave out jobs whose level is not
-            above the one given: no later waiter (of no smaller level) may preempt them.
+            the victim candidates (:data:`Candidate`: a list in any order, or an
+            iterator in victim order) among the jobs holding GPUs, i.e. those :func:`may_be_victim` admits and placed on as many nodes as
+            their shape has entries. It may leave out jobs whose level is not above the one
+            given: no later waiter (of no smaller level) may preempt them.
         now: seconds.
         first_only: stop at the first preemption found (a driver that only needs to know
             whether one is due).
@@ -345,30 +415,32 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         tiers: ``{job id: PriorityTier}`` of the waiters when any job has a tier above 0
             (None: every job is tier 0).
             Waiters are then in tier order first, so levels may decrease along it and the
-            walk does not stop early; candidates must have ``tier``.
+            walk does not stop early.
 
     Returns:
         the preemptions in waiter order.
     """
-    jobs: list[JobView] = []
-    placed: dict[int, tuple[int, ...]] = {}
-    level: dict[int, float] = {}
-    min_run = policy.config.min_run_s
-    candidates: list[JobView] = []   # built at the first blocked waiter (often none is)
-    built: list[bool] = []
-    top: list[float] = []            # the highest candidate level, once built
     taken: set[int] = set()
+    victims: list[_Victims] = []     # built at the first blocked waiter (often none is)
+    top: list[float] = []            # the highest candidate level, once built (none: -inf)
     result: list[Preemption] = []
     # (level, need largest first) of waiters no victim set could serve. A later waiter of
     # no higher priority whose need is as large entry by entry has fewer candidates and a
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
     failed: list[tuple[float, tuple[int, ...]]] = []
+    failed_one: list[int] = []   # the smallest one-node need in ``failed`` (one tier)
+
+    def fail(mine: float, shape: tuple[int, ...]) -> None:
+        failed.append((mine, shape))
+        if len(shape) == 1 and (not failed_one or shape[0] < failed_one[0]):
+            failed_one[:] = [shape[0]]
     # PriorityTier (JobView.tier; ``tiers``): the highest tier of a waiter left blocked so far;
     # a waiter of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
     blocked_tier: list[int] = []
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
     mine_of: dict[int, float] = {}
+    scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -386,45 +458,51 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                 return False   # no running job of a strictly greater level
             if soon_map.total + room < sum(need):
                 # even every such job would not free enough GPUs: no victim set exists
-                failed.append((mine_of[job_id], tuple(sorted(need, reverse=True))))
+                fail(mine_of[job_id], tuple(sorted(need, reverse=True)))
                 return False
-        if not built:
-            built.append(True)
-            found = running(mine_of[job_id])
-            jobs.extend(found[0])
-            placed.update(found[1])
-            level.update(found[2])
-            candidates.extend(sorted(
-                (j for j in jobs
-                 if j.preemptible and not j.being_preempted and len(placed[j.job_id]) == len(
-                     j.gpus_per_node) and now - (j.run_start if j.run_start is not None
-                                                 else now) >= min_run),
-                key=lambda j: (-level[j.job_id], -j.attained_gpu_s, j.job_id)))
-            if candidates:
-                top.append(level[candidates[0].job_id])
+        if not victims:
+            victims.append(_Victims(running(mine_of[job_id]), taken))
+            first = victims[0].top()
+            top.append(-first[0] if first is not None else float("-inf"))
             if tiers:
-                top_tier.append(max((c.tier for c in candidates), default=0))
+                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
         mine = mine_of[job_id]
-        if not candidates or mine >= top[0]:
+        if mine >= top[0]:
             return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
-        if any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
-               for lv, f in failed):
+        if len(shape) == 1 and not tiers:
+            # one tier: levels never decrease along the walk, so every failed entry has
+            # lv <= mine; a one-node need is covered by the smallest failed one-node need
+            if failed_one and shape[0] >= failed_one[0]:
+                return False
+        elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
+                 for lv, f in failed):
             return False
-        pool = (candidates if not tiers or top_tier[0] <= tier
-                else [c for c in candidates if c.tier <= tier])
-        victims = _choose_victims(need, soon_map, mine, pool, taken, placed, level)
-        if victims is None:
-            failed.append((mine, shape))
+        if not tiers:
+            if not scans:
+                scans.append(_PrefixScan(victims[0]))
+            if len(need) == 1:
+                chosen = scans[0].one_node(need[0], soon_map, -mine, taken)
+            else:
+                chosen = _victims_for_gang(need, soon_map, -mine, victims[0], taken)
+        else:
+            pool: Iterable[Candidate] = (victims[0] if top_tier[0] <= tier
+                                         else [c for c in victims[0].all() if c[5] <= tier])
+            chosen = _choose_victims(need, soon_map, mine, pool, taken)
+        if chosen is None:
+            fail(mine, shape)
             return False
-        taken.update(victims)
-        result.append(Preemption(job_id, tuple(victims)))
+        ids = [cand[2] for cand in chosen]
+        taken.update(ids)
+        if scans:
+            scans[0].taken(chosen, soon_map)
+        result.append(Preemption(job_id, tuple(ids)))
         return True
 
     def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
         for job_id, need, mine in waiters:
             if first_only and result or not tiers and (
-                    built and (not candidates or mine >= top[0])
+                    victims and mine >= top[0]
                     or above is not None and above(mine) == 0):
                 return   # levels never decrease (one tier): no later waiter may preempt
             mine_of[job_id] = mine
@@ -434,103 +512,262 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     return result
 
 
+class _PrefixScan:
+    """The one-node victim walk of :func:`_victims_for_one_node`, kept across the waiters
+    of one decision instead of restarted from the first candidate (the same victims).
+
+    That walk stops at the first candidate after which some node's free GPUs plus those
+    of the untaken candidates walked so far on it reach the waiter's ``g``. The scan keeps,
+    over the candidates read so far (``victims.items[:p]``), the untaken ones per node with
+    their positions (``on``), their GPUs per node (``acc``) and per node an upper bound of
+    ``free + acc`` (``soon``'s free GPUs only drop between waiters, except where victims
+    are taken, which the scan is told of). Only nodes whose bound reaches ``g`` can hold
+    the first hit inside the prefix: their hit positions are computed exactly; if none
+    lies before the waiter's level break, the walk goes on from ``p``. A blocked waiter
+    fits on no node with ``soon``'s free GPUs alone, so a node without scanned candidates
+    never reaches ``g`` inside the prefix.
+    """
+
+    __slots__ = ("victims", "p", "acc", "on", "scanned", "bound", "at")
+
+    def __init__(self, victims: _Victims) -> None:
+        self.victims = victims
+        self.p = 0
+        self.acc: dict[int, int] = {}
+        self.on: dict[int, list[tuple[int, Candidate, int]]] = {}   # (position, cand, GPUs)
+        self.scanned: set[int] = set()
+        self.bound: dict[int, int] = {}
+        self.at: dict[int, set[int]] = {}   # bound value -> nodes
+
+    def _bound(self, node: int, value: int) -> None:
+        old = self.bound.get(node)
+        if old == value:
+            return
+        if old is not None:
+            self.at[old].discard(node)
+        self.bound[node] = value
+        self.at.setdefault(value, set()).add(node)
+
+    def one_node(self, gpus: int, soon: FreeMap, floor: float, taken: set[int]
+                 ) -> list[Candidate] | None:
+        """:func:`_victims_for_one_node` of the scan's candidates (same victims)."""
+        items, free, acc, on = self.victims.items, soon.free, self.acc, self.on
+        if self.p:   # a first hit near the front (small needs) is found fastest by walking
+            near = _victims_for_one_node(gpus, soon, floor, self.victims, taken, limit=48)
+            if near is not _FAR:
+                return near
+        # level break inside the prefix (candidates are in ascending (-level, ...) order)
+        stop = bisect.bisect_left(items, floor, 0, self.p, key=itemgetter(0))
+        best: tuple[int, int] | None = None   # (hit position, -place among its nodes)
+        hit = -1
+        for value in [v for v in self.at if v >= gpus]:
+            for node in list(self.at[value]):
+                have = free[node] + acc[node]
+                self._bound(node, have)   # exact again
+                if have < gpus:
+                    continue
+                run = free[node]
+                for pos, cand, g in on[node]:
+                    if pos >= stop:
+                        break
+                    run += g
+                    if run >= gpus:
+                        rank = (pos, -cand[4].index(node))
+                        if best is None or rank < best:
+                            best, hit = rank, node
+                        break
+        if best is None:
+            if stop < self.p:
+                return None   # no hit before the level break
+            hit = self._extend(gpus, free, floor, taken)
+            if hit < 0:
+                return None
+            last = self.p - 1
+        else:
+            last = best[0]
+        mine = [(cand, g) for pos, cand, g in on[hit] if pos <= last]
+        have = free[hit] + sum(g for _, g in mine)
+        keep = [True] * len(mine)
+        for k in range(len(mine) - 2, -1, -1):
+            if have - mine[k][1] >= gpus:
+                have -= mine[k][1]
+                keep[k] = False
+        kept = [cand for (cand, _), k in zip(mine, keep) if k]
+        for cand in kept:
+            soon.add(cand[4], cand[3])
+        return kept
+
+    def _extend(self, gpus: int, free: list[int], floor: float, taken: set[int]) -> int:
+        """Read on from ``p`` until some node reaches ``gpus`` (returns it; the hit
+        candidate is the last read) or the level break or the end (returns -1)."""
+        items, source, acc, on = self.victims.items, self.victims.source, self.acc, self.on
+        i, hit = self.p, -1
+        while hit < 0:
+            if i == len(items):
+                item = next(source, None)
+                if item is None:
+                    break
+                items.append(item)
+            cand = items[i]
+            if cand[0] >= floor:
+                break
+            i += 1
+            if cand[2] in taken:
+                continue
+            self.scanned.add(cand[2])
+            for node, g in zip(cand[4], cand[3]):
+                have = acc.get(node, 0) + g
+                acc[node] = have
+                on.setdefault(node, []).append((i - 1, cand, g))
+                self._bound(node, free[node] + have)
+                if free[node] + have >= gpus:
+                    hit = node
+        self.p = i
+        return hit
+
+    def taken(self, victims: list[Candidate], soon: FreeMap) -> None:
+        """``victims`` were taken and their GPUs added to ``soon``: keep ``acc``, ``on``
+        and the bounds true."""
+        acc, free = self.acc, soon.free
+        for cand in victims:
+            scanned = cand[2] in self.scanned
+            for node, g in zip(cand[4], cand[3]):
+                if scanned:
+                    acc[node] -= g
+                    self.on[node] = [e for e in self.on[node] if e[1][2] != cand[2]]
+                if node in acc:
+                    self._bound(node, free[node] + acc[node])
+
+
 def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
-                    candidates: list[JobView], taken: set[int],
-                    placed: dict[int, tuple[int, ...]], level: dict[int, float]
-                    ) -> list[int] | None:
+                    candidates: Iterable[Candidate], taken: set[int]
+                    ) -> list[Candidate] | None:
     """Victims for one waiter (see :func:`_victims_for_gang`); a one-node waiter takes the
     arithmetic shortcut :func:`_victims_for_one_node`, which gives the same victims."""
     if len(need) == 1:
-        return _victims_for_one_node(need[0], soon, waiter_level, candidates, taken, placed,
-                                     level)
-    return _victims_for_gang(need, soon, waiter_level, candidates, taken, placed, level)
+        return _victims_for_one_node(need[0], soon, -waiter_level, candidates, taken)
+    return _victims_for_gang(need, soon, -waiter_level, candidates, taken)
 
 
-def _victims_for_one_node(gpus: int, soon: FreeMap, waiter_level: float,
-                          candidates: list[JobView], taken: set[int],
-                          placed: dict[int, tuple[int, ...]], level: dict[int, float]
-                          ) -> list[int] | None:
+_FAR: list[Candidate] = []   # _victims_for_one_node's "no hit within ``limit``"
+
+
+def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
+                          candidates: Iterable[Candidate], taken: set[int],
+                          limit: int = 0) -> list[Candidate] | None:
     """Same rule as :func:`_victims_for_gang` for a waiter needing ``gpus`` on one node:
     the first node whose free GPUs plus those of the victims taken so far reach ``gpus``
-    hosts it; only victims on that node are kept, newest dropped first while it fits."""
+    hosts it; only victims on that node are kept, newest dropped first while it fits.
+    ``floor``: minus the waiter's level (candidates from there on are not below it).
+    ``limit`` > 0: give up (returning ``_FAR``, ``soon`` unchanged) once that many untaken
+    candidates were walked without a hit."""
     extra: dict[int, int] = {}
-    chosen: list[JobView] = []
+    chosen: list[Candidate] = []
     hit = -1
-    for job in candidates:
-        if level[job.job_id] <= waiter_level:
+    free = soon.free
+    for cand in candidates:
+        if cand[0] >= floor:
             break
-        if job.job_id in taken:
+        if cand[2] in taken:
             continue
-        chosen.append(job)
-        for node, g in zip(placed[job.job_id], job.gpus_per_node):
-            extra[node] = extra.get(node, 0) + g
-            if soon.free[node] + extra[node] >= gpus:
+        if len(chosen) == limit and limit:
+            return _FAR
+        chosen.append(cand)
+        nodes = cand[4]
+        if len(nodes) == 1:
+            node = nodes[0]
+            have = extra.get(node, 0) + cand[3][0]
+            extra[node] = have
+            if free[node] + have >= gpus:
+                hit = node
+                break
+            continue
+        for node, g in zip(nodes, cand[3]):
+            have = extra.get(node, 0) + g
+            extra[node] = have
+            if free[node] + have >= gpus:
                 hit = node
         if hit >= 0:
             break
     if hit < 0:
         return None
-    mine = [(job, g) for job in chosen for node, g in zip(placed[job.job_id], job.gpus_per_node)
-            if node == hit]
-    have = soon.free[hit] + sum(g for _, g in mine)
+    mine = [(cand, g) for cand in chosen for node, g in zip(cand[4], cand[3]) if node == hit]
+    have = free[hit] + sum(g for _, g in mine)
     keep = [True] * len(mine)
     for i in range(len(mine) - 2, -1, -1):
         if have - mine[i][1] >= gpus:
             have -= mine[i][1]
             keep[i] = False
-    victims = [job for (job, _), kept in zip(mine, keep) if kept]
-    for job in victims:
-        soon.add(placed[job.job_id], job.gpus_per_node)
-    return [job.job_id for job in victims]
+    kept = [cand for (cand, _), k in zip(mine, keep) if k]
+    for cand in kept:
+        soon.add(cand[4], cand[3])
+    return kept
 
 
-def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
-                    candidates: list[JobView], taken: set[int],
-                    placed: dict[int, tuple[int, ...]], level: dict[int, float]
-                    ) -> list[int] | None:
+def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
+                      candidates: Iterable[Candidate], taken: set[int]
+                      ) -> list[Candidate] | None:
     """Victims for one waiter: take ``candidates`` in order (strictly lower priority than
-    the waiter, not yet taken) until ``need`` fits, then keep only those on the nodes the
-    waiter will use and drop, newest first, any of those it can do without. On success the
-    victims' GPUs stay added to ``soon``; on failure ``soon`` is left unchanged."""
-    chosen: list[JobView] = []
+    the waiter, i.e. ``-level < floor``, not yet taken) until ``need`` fits, then keep only
+    those on the nodes the waiter will use and drop, newest first, any of those it can do
+    without. On success the victims' GPUs stay added to ``soon``; on failure ``soon`` is
+    left unchanged."""
+    chosen: list[Candidate] = []
     nodes = None
-    for job in candidates:
-        if level[job.job_id] <= waiter_level:
+    free = soon.free
+    # ``need`` fits iff, for its j-th largest entry n_j, at least j nodes have n_j GPUs
+    # free (entries on distinct nodes; FreeMap.place finds a placement whenever one
+    # exists, and puts an entry of 0 GPUs, a GPU-less hetjob component, only on a node
+    # with a free GPU, so it counts as 1): count such nodes as victims are added, place
+    # only once that holds
+    order = sorted((max(n, 1) for n in need), reverse=True)
+    sizes = sorted(set(order))
+    have = {v: soon.count_at_least(v) for v in sizes}
+    extra: dict[int, int] = {}   # GPUs of the chosen victims per node (not yet in soon)
+    for cand in candidates:
+        if cand[0] >= floor:
             break
-        if job.job_id in taken:
+        if cand[2] in taken:
             continue
-        soon.add(placed[job.job_id], job.gpus_per_node)
-        chosen.append(job)
-        nodes = soon.place(need)
-        if nodes is not None:
-            break
+        rose = False
+        for node, g in zip(cand[4], cand[3]):
+            added = extra.get(node, 0)
+            before = free[node] + added
+            extra[node] = added + g
+            for v in sizes:
+                if before < v <= before + g:
+                    have[v] += 1
+                    rose = True
+        chosen.append(cand)
+        if rose and all(have[n] >= j for j, n in enumerate(order, 1)):
+            nodes = soon.place_with(extra, need)
+            if nodes is not None:
+                break
     if nodes is None:
-        for job in chosen:
-            soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
         return None
     used = set(nodes)
-    keep: list[JobView] = []
-    for job in chosen:
-        if used.isdisjoint(placed[job.job_id]):
-            soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
-        else:
-            keep.append(job)
+    keep = [cand for cand in chosen if not used.isdisjoint(cand[4])]
+    for cand in keep:
+        soon.add(cand[4], cand[3])
     needed = [True] * len(keep)
     for i in range(len(keep) - 2, -1, -1):
-        job = keep[i]
-        soon.add(placed[job.job_id], [-g for g in job.gpus_per_node])
+        cand = keep[i]
+        soon.add(cand[4], [-g for g in cand[3]])
         if soon.place(need) is None:
-            soon.add(placed[job.job_id], job.gpus_per_node)
+            soon.add(cand[4], cand[3])
         else:
             needed[i] = False
-    return [job.job_id for job, keep_it in zip(keep, needed) if keep_it]
+    return [cand for cand, keep_it in zip(keep, needed) if keep_it]
 
 
-def next_queue_change(job: JobView, config: PolicyConfig, now: float) -> float | None:
+def next_queue_change(job: JobView, config: PolicyConfig, now: float,
+                      rules: Policy | None = None) -> float | None:
     """When a job RUNNING at ``now`` reaches its next queue threshold if it keeps running
     (seconds), or None (last queue, or a policy without queues). ``job`` carries the
-    attained service at ``now``. The simulator schedules its threshold events here."""
-    rules = POLICIES[config.policy](config, None)
+    attained service at ``now``. The simulator schedules its threshold events here.
+    ``rules``: the ``config.policy`` rule set if the caller holds one (built otherwise)."""
+    if rules is None:
+        rules = POLICIES[config.policy](config, None)
     service = rules.service(job)
     i = bisect.bisect_right(rules.thresholds, service)
     if i == len(rules.thresholds):

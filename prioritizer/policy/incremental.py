@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import (POLICIES, PROMOTED, Policy, RunningJobs, find_preemptions,
-                                       next_queue_change, promotion_time, queue_state)
+from prioritizer.policy.decide import (POLICIES, PROMOTED, Candidate, Policy, find_preemptions,
+                                       may_be_victim, next_queue_change, promotion_time,
+                                       queue_state)
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
                                       Snapshot)
@@ -56,7 +58,7 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "where", "epoch")
+                 "level", "where", "epoch", "state")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
                  work_left: float | None, preemptible: bool) -> None:
@@ -75,6 +77,7 @@ class Tracked:
         self.level = 0.0                                  # preemption level while pending
         self.where = ""                                   # "order" | "waiting" | ""
         self.epoch = 0                                    # invalidates stale heap entries
+        self.state: QueueState | None = None              # last state (reused while equal)
 
     def service(self, now: float) -> tuple[float, float, float | None]:
         """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
@@ -91,17 +94,36 @@ class Tracked:
         return self.closed_gpu_s + ran * self.gpus, self.closed_s + ran, duration
 
     def view(self, now: float) -> JobView:
-        """The job as ``policy.decide`` sees it at ``now``."""
+        """The job as ``policy.decide`` sees it at ``now`` (a ``JobView`` equal to the one
+        its constructor would build, made without the frozen dataclass ``__init__``: a
+        replay makes about a hundred thousand)."""
         gpu_s, run_s, duration = self.service(now)
+        view = _new(JobView)
         if self.phase == "pending":
-            return JobView(self.job_id, JobPhase.PENDING, self.shape, self.submit, gpu_s, run_s,
-                           self.base, self.queue, self.entry, None, self.last_run_s,
-                           self.last_run_end, self.preemptible, duration, self.eligible, (),
-                           False)
-        return JobView(self.job_id, JobPhase.RUNNING, self.shape, self.submit, gpu_s, run_s,
-                       self.base, self.queue, self.entry, self.run_start, self.last_run_s,
-                       self.last_run_end, self.preemptible, duration, None, self.names,
-                       self.phase == "grace")
+            _set(view, "__dict__", {
+                "job_id": self.job_id, "phase": PENDING, "gpus_per_node": self.shape,
+                "submit_time": self.submit, "attained_gpu_s": gpu_s, "attained_s": run_s,
+                "service_base_gpu_s": self.base, "queue": self.queue,
+                "queue_entry_time": self.entry, "run_start": None,
+                "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
+                "preemptible": self.preemptible, "duration_s": duration,
+                "eligible_time": self.eligible, "nodes": (), "being_preempted": False,
+                "tier": 0})
+        else:
+            _set(view, "__dict__", {
+                "job_id": self.job_id, "phase": RUNNING, "gpus_per_node": self.shape,
+                "submit_time": self.submit, "attained_gpu_s": gpu_s, "attained_s": run_s,
+                "service_base_gpu_s": self.base, "queue": self.queue,
+                "queue_entry_time": self.entry, "run_start": self.run_start,
+                "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
+                "preemptible": self.preemptible, "duration_s": duration,
+                "eligible_time": None, "nodes": self.names,
+                "being_preempted": self.phase == "grace", "tier": 0})
+        return view
+
+
+_new, _set = object.__new__, object.__setattr__
+PENDING, RUNNING = JobPhase.PENDING, JobPhase.RUNNING
 
 
 class _Holding:
@@ -119,7 +141,107 @@ class _Holding:
         self.queue = rec.queue if rec.queue is not None else 0
 
 
-@dataclass
+class _VictimIndex:
+    """The victim candidates of ``find_preemptions`` (preemptible jobs running, not
+    checkpointing) kept between decisions, so that a decision reads them in victim order
+    without rebuilding and sorting every running job.
+
+    The order (:data:`policy.decide.Candidate`: level descending, then attained GPU·s
+    descending, then id) moves with ``now``, but within a group it does not: for queue
+    policies a group is (queue, GPUs), whose attained GPU·s at ``now`` is
+    ``now × GPUs + (run start × GPUs - closed GPU·s)`` up to rounding; for ``srtf`` (one
+    group) minus the remaining time is ``now - (run start + work left)``. Each group is kept
+    sorted by that static part ``a``; a decision merges the groups by the exact key that
+    ``decide()`` computes (``exact``), and inside a group compares exactly every job whose
+    ``a`` lies within ``window`` of the first one (rounding moves a key by far less, so no
+    job beyond it can come first). The result is the very order of sorting all keys.
+    """
+
+    __slots__ = ("queues", "groups", "mag", "where")
+
+    def __init__(self, queues: bool) -> None:
+        self.queues = queues
+        self.groups: dict[tuple[int, int], list[tuple[float, int]]] = {}
+        self.mag: dict[tuple[int, int], float] = {}     # bound on the magnitudes in a group
+        self.where: dict[int, tuple[tuple[int, int], float]] = {}
+
+    def add(self, rec: Tracked) -> None:
+        if self.queues:
+            group = (rec.queue or 0, rec.gpus)
+            a = rec.run_start * rec.gpus - rec.closed_gpu_s
+            mag = abs(rec.closed_gpu_s) + abs(rec.run_start) * rec.gpus
+        else:
+            left = rec.work_left if rec.work_left is not None else 0.0
+            group, a = (0, 1), -(rec.run_start + left)
+            mag = abs(rec.closed_s) + abs(rec.run_start) + abs(left)
+        bisect.insort(self.groups.setdefault(group, []), (a, rec.job_id))
+        self.mag[group] = max(self.mag.get(group, 0.0), mag)
+        self.where[rec.job_id] = (group, a)
+
+    def remove(self, job_id: int) -> None:
+        found = self.where.pop(job_id, None)
+        if found is None:
+            return
+        group, a = found
+        lst = self.groups[group]
+        del lst[bisect.bisect_left(lst, (a, job_id))]
+        if not lst:
+            del self.groups[group], self.mag[group]
+
+    def ordered(self, now: float, floor: float, min_run: float, jobs: dict[int, Tracked],
+                exact: Any) -> Iterator[Candidate]:
+        """The candidates at ``now`` in victim order (lazily): only queues above ``floor``
+        (queue policies), only jobs ``may_be_victim`` admits; ``exact(rec)`` is the job's
+        :data:`Candidate` as ``decide()`` builds it."""
+        heads: list[tuple[Candidate, int]] = []
+        cursors: list[list[Any]] = []
+        for group, lst in self.groups.items():
+            if self.queues and group[0] <= floor:
+                continue
+            window = 1e-9 * (1.0 + self.mag[group] + abs(now) * group[1])
+            cursor = [lst, 0, set(), window]
+            first = self._pick(cursor, now, min_run, jobs, exact)
+            if first is not None:
+                heads.append((first, len(cursors)))
+            cursors.append(cursor)
+        heapq.heapify(heads)
+        while heads:
+            cand, i = heads[0]
+            yield cand
+            following = self._pick(cursors[i], now, min_run, jobs, exact)
+            if following is None:
+                heapq.heappop(heads)
+            else:
+                heapq.heapreplace(heads, (following, i))
+
+    @staticmethod
+    def _pick(cursor: list[Any], now: float, min_run: float, jobs: dict[int, Tracked],
+              exact: Any) -> Candidate | None:
+        """The next candidate of one group (see the class doc), marked as used."""
+        lst, p, used, window = cursor
+        n = len(lst)
+        while p < n and (lst[p][1] in used or not may_be_victim(
+                True, False, jobs[lst[p][1]].run_start, now, min_run)):
+            p += 1
+        cursor[1] = p
+        if p == n:
+            return None
+        limit = lst[p][0] + window
+        best = None
+        k = p
+        while k < n and lst[k][0] <= limit:
+            job_id = lst[k][1]
+            rec = jobs[job_id]
+            if job_id not in used and may_be_victim(True, False, rec.run_start, now, min_run):
+                key = exact(rec)
+                if best is None or key < best:
+                    best = key
+            k += 1
+        used.add(best[2])
+        return best
+
+
+@dataclass(slots=True)
 class Step:
     """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
 
@@ -180,6 +302,11 @@ class Scheduler:
         self.running_in = [0] * (len(self.policy.thresholds) + 1)
         #: (oracle end time, id) of preemptible running jobs when levels are remaining time
         self.ends: list[tuple[float, int]] = []
+        self.end_gpus: list[int] = []   # GPUs of the job of each entry of ``ends``
+        #: jobs without an oracle duration (srtf's bound then does not apply)
+        self.no_oracle = 0
+        #: the preemptible running jobs in victim order (find_preemptions' candidates)
+        self.victims = _VictimIndex(self.queue_levels)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -187,6 +314,7 @@ class Scheduler:
         """A job is submitted (pending; gets its ``new`` state at the next decision)."""
         rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible)
         self.jobs[job_id] = rec
+        self.no_oracle += duration_s is None
         self.pending += 1
         self.dirty[job_id] = None
         return rec
@@ -224,6 +352,7 @@ class Scheduler:
         """The run ends at ``now`` and the job leaves the cluster."""
         rec = self._stop(job_id, now)
         del self.jobs[job_id]
+        self.no_oracle -= rec.work_left is None
         self.dirty.pop(job_id, None)
         rec.phase = "done"
 
@@ -247,14 +376,21 @@ class Scheduler:
     def _count(self, rec: Tracked, sign: int) -> None:
         if not rec.preemptible:
             return
+        if sign > 0:
+            self.victims.add(rec)
+        else:
+            self.victims.remove(rec.job_id)
         if self.queue_levels:
             self.running_in[rec.queue or 0] += sign * rec.gpus
         elif rec.work_left is not None:   # srtf: running jobs by oracle end time
             entry = (rec.run_start + rec.work_left, rec.job_id)
             if sign > 0:
-                bisect.insort(self.ends, entry)
+                i = bisect.bisect_left(self.ends, entry)
+                self.ends.insert(i, entry)
+                self.end_gpus.insert(i, rec.gpus)
             else:
-                del self.ends[bisect.bisect_left(self.ends, entry)]
+                i = bisect.bisect_left(self.ends, entry)
+                del self.ends[i], self.end_gpus[i]
 
     def _above(self, level: float) -> int:
         return sum(self.running_in[int(level) + 1:])
@@ -265,13 +401,16 @@ class Scheduler:
         its oracle end minus ``now``, up to rounding: SLACK_S keeps it an upper bound)."""
         if self.queue_levels:
             return self._above
-        if any(r.work_left is None for r in self.holding.values()):
+        if self.no_oracle:
             return None
-        ends, jobs = self.ends, self.jobs
+        ends, end_gpus = self.ends, self.end_gpus
+        suffix: list[int] = []   # GPUs of ends[i:], built at the first call
 
         def above(level: float) -> int:
-            i = bisect.bisect_left(ends, (now + level - SLACK_S,))
-            return sum(jobs[j].gpus for _, j in ends[i:])
+            if not suffix:
+                suffix.extend(itertools.accumulate(reversed(end_gpus), initial=0))
+                suffix.reverse()
+            return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
 
     def _touch(self, rec: Tracked) -> None:
@@ -282,7 +421,7 @@ class Scheduler:
     # -- queries for a driver -----------------------------------------------------------
     def crossing_time(self, job_id: int, now: float) -> float | None:
         """``next_queue_change`` of a job holding GPUs (seconds), or None."""
-        return next_queue_change(self.jobs[job_id].view(now), self.config, now)
+        return next_queue_change(self.jobs[job_id].view(now), self.config, now, self.policy)
 
     def promotion_due(self, job_id: int, now: float) -> float | None:
         """``promotion_time`` of a pending job (seconds), or None."""
@@ -300,9 +439,10 @@ class Scheduler:
         return tuple(job_id for _, job_id in sorted(k for k in keys if k is not None))
 
     # -- the decision -------------------------------------------------------------------
-    def decide(self, now: float, victims: bool = True) -> Step:
+    def decide(self, now: float, victims: bool = True, search: bool = True) -> Step:
         """The decision ``decide(self.snapshot(now), config, now)`` would make; records the
-        new queue states. ``victims=False``: stop at the first preemption found."""
+        new queue states. ``victims=False``: stop at the first preemption found;
+        ``search=False``: no preemptions looked for (a driver that would not act on them)."""
         step = Step(strict_order=self.policy.strict)
         promotions: list[int] = []
         due, hot = self.due, self.hot
@@ -313,14 +453,15 @@ class Scheduler:
             if rec is not None and rec.epoch == epoch:
                 hot[job_id] = None
         examine = list(self.dirty)
-        examine.extend(j for j in hot if j not in self.dirty)
+        if hot:
+            examine.extend(j for j in hot if j not in self.dirty)
         self.dirty.clear()
         again: list[int] = []
         for job_id in examine:
             rec = self.jobs[job_id]
             fresh = job_id not in hot
             view = rec.view(now)
-            state = queue_state(self.policy, view, now)
+            state = rec.state = queue_state(self.policy, view, now, rec.state)
             if state.changed:
                 if rec.phase == "running":
                     self._count(rec, -1)
@@ -334,7 +475,7 @@ class Scheduler:
             if state.changed or fresh:
                 hot.pop(job_id, None)
                 rec.epoch += 1
-                self._schedule(rec, now, limit)
+                self._schedule(rec, now, limit, None if state.changed else view)
                 if rec.phase == "pending":
                     # decide() keys a job by the view it was given and its new state; a
                     # promotion changes the view too (counted service restarts), so the
@@ -353,19 +494,23 @@ class Scheduler:
         step.promotions = tuple(sorted(promotions))
         step.pending = self.pending
         cfg = self.config
-        if cfg.preemption and self.policy.preemptive and self.pending and self.holding \
-                and self.order:
+        if search and cfg.preemption and self.policy.preemptive and self.pending \
+                and self.holding and self.order:
             step.preemptions = tuple(self._preemptions(now, victims))
         return step
 
-    def _schedule(self, rec: Tracked, now: float, limit: float) -> None:
-        """Put the next time ``rec``'s state may change on the heap (or in ``hot``)."""
+    def _schedule(self, rec: Tracked, now: float, limit: float,
+                  view: JobView | None = None) -> None:
+        """Put the next time ``rec``'s state may change on the heap (or in ``hot``);
+        ``view``: ``rec.view(now)`` if the caller has it."""
         if not self.timed:
             return
+        if view is None:
+            view = rec.view(now)
         if rec.phase == "pending":
-            when = promotion_time(rec.view(now), self.config)
+            when = promotion_time(view, self.config)
         else:
-            when = next_queue_change(rec.view(now), self.config, now)
+            when = next_queue_change(view, self.config, now, self.policy)
         if when is None:
             return
         if when <= limit:
@@ -419,21 +564,19 @@ class Scheduler:
                 rec = jobs[job_id]
                 yield job_id, rec.shape, rec.level
 
-        def running(floor: float) -> RunningJobs:
-            views: list[Any] = []
-            placed, level = {}, {}
-            policy_level = self.policy.level
-            holding: Any = self.holding.values()
-            if self.queue_levels:   # only running jobs of a queue above ``floor`` matter
-                holding = (r for r in holding if r.phase == "running"
-                           and (r.queue or 0) > floor)
-            for rec in holding:
-                job_id = rec.job_id
-                view = _Holding(rec, now)
-                views.append(view)
-                placed[job_id] = rec.nodes
-                level[job_id] = policy_level(view, view)
-            return views, placed, level
+        policy_level = self.policy.level
+
+        def exact(rec: Tracked) -> Candidate:
+            if self.queue_levels:   # Policy.level of a queue policy: the queue number
+                return (-float(rec.queue or 0),
+                        -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
+                        rec.job_id, rec.shape, rec.nodes, 0)
+            view = _Holding(rec, now)
+            return (-policy_level(view, view), -view.attained_gpu_s, rec.job_id, rec.shape,
+                    rec.nodes, 0)
+
+        def running(floor: float) -> Iterator[Candidate]:
+            return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
         free = self.free.copy()
         soon = None
@@ -490,23 +633,18 @@ class Scheduler:
         """The eligible pending jobs in start order, skipping those whose shape does not fit
         where the start model would place them (``soon`` if given, else ``now_map``): those
         would be walked and skipped (GPUs only shrink during one walk)."""
-        groups = [(shape, lst) for shape, lst in self.groups.items()]
-        pos = [0] * len(groups)
         target = soon if soon is not None else now_map
-        alive = list(range(len(groups)))
-        while alive:
-            best, best_i = None, -1
-            still = []
-            for i in alive:
-                shape, lst = groups[i]
-                if pos[i] >= len(lst) or target.place(shape) is None:
-                    continue
-                still.append(i)
-                head = lst[pos[i]]
-                if best is None or head < best:
-                    best, best_i = head, i
-            alive = still
-            if best is None:
-                return
-            pos[best_i] += 1
-            yield best[1], groups[best_i][0]
+        groups = list(self.groups.items())
+        heads = [(lst[0], i, 0) for i, (_, lst) in enumerate(groups) if lst]
+        heapq.heapify(heads)
+        while heads:
+            head, i, pos = heads[0]
+            shape, lst = groups[i]
+            if target.place(shape) is None:   # never fits again in this walk
+                heapq.heappop(heads)
+                continue
+            if pos + 1 < len(lst):
+                heapq.heapreplace(heads, (lst[pos + 1], i, pos + 1))
+            else:
+                heapq.heappop(heads)
+            yield head[1], shape

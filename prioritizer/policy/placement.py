@@ -31,6 +31,20 @@ def consolidated_shape(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
     return (gpus_per_node,) * full + ((rest,) if rest else ())
 
 
+_ORDERS: dict[tuple[int, ...], list[int]] = {}
+
+
+def _largest_first(need: Sequence[int]) -> list[int]:
+    """Positions of ``need`` by entry, largest first (equal entries in position order)."""
+    key = tuple(need)
+    order = _ORDERS.get(key)
+    if order is None:
+        order = sorted(range(len(key)), key=lambda p: -key[p])
+        if len(_ORDERS) < 4096:   # job shapes are few; bound the memo all the same
+            _ORDERS[key] = order
+    return order
+
+
 class FreeMap:
     """Free GPUs per node (index ``0..n-1``) with an index by free count for fast fits.
 
@@ -73,14 +87,17 @@ class FreeMap:
         nested node sets of this problem that greedy finds a placement whenever one exists.
         The result is aligned with ``need`` (``result[i]`` hosts ``need[i]``).
         """
+        values = self._values
         if len(need) == 1:
-            i = bisect.bisect_left(self._values, need[0])
-            if i == len(self._values):
+            i = bisect.bisect_left(values, need[0])
+            if i == len(values):
                 return None
-            return (self._nodes_at[self._values[i]][0],)
+            return (self._nodes_at[values[i]][0],)
+        if not values or values[-1] < max(need):
+            return None   # the largest entry fits nowhere
         used: dict[int, int] = {}
         result = [0] * len(need)
-        for pos in sorted(range(len(need)), key=lambda p: -need[p]):
+        for pos in _largest_first(need):
             i = bisect.bisect_left(self._values, need[pos])
             while i < len(self._values) and used.get(self._values[i], 0) >= len(
                     self._nodes_at[self._values[i]]):
@@ -90,6 +107,42 @@ class FreeMap:
             value = self._values[i]
             result[pos] = self._nodes_at[value][used.get(value, 0)]
             used[value] = used.get(value, 0) + 1
+        return tuple(result)
+
+    def count_at_least(self, gpus: int) -> int:
+        """How many nodes have at least ``gpus`` (> 0) GPUs free."""
+        values = self._values
+        return sum(len(self._nodes_at[v]) for v in values[bisect.bisect_left(values, gpus):])
+
+    def place_with(self, extra: dict[int, int], need: Sequence[int]) -> tuple[int, ...] | None:
+        """What :meth:`place` would return once the free GPUs of each node in ``extra`` are
+        raised by ``extra[node]``, without changing this map (the same rule: entries largest
+        first, each on the unused node with the fewest free GPUs that holds it, lowest index
+        first among equals)."""
+        moved = sorted((self.free[n] + e, n) for n, e in extra.items() if e)
+        skip = {n for _, n in moved}
+        used: set[int] = set()
+        result = [0] * len(need)
+        values, nodes_at = self._values, self._nodes_at
+        for pos in sorted(range(len(need)), key=lambda p: -need[p]):
+            want = need[pos]
+            best: tuple[int, int] | None = None
+            i = bisect.bisect_left(values, want)
+            while best is None and i < len(values):
+                for node in nodes_at[values[i]]:
+                    if node not in used and node not in skip:
+                        best = (values[i], node)
+                        break
+                i += 1
+            for j in range(bisect.bisect_left(moved, (want, -1)), len(moved)):
+                if moved[j][1] not in used:
+                    if best is None or moved[j] < best:
+                        best = moved[j]
+                    break
+            if best is None:
+                return None
+            used.add(best[1])
+            result[pos] = best[1]
         return tuple(result)
 
     def add(self, nodes: Iterable[int], amounts: Iterable[int]) -> None:

@@ -13,20 +13,16 @@ import dataclasses
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 
-from prioritizer.yamlfile import YamlFileError, read_yaml
-from prioritizer import tables
 from prioritizer.command import CliError, Command
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
-from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
 
 #: option name -> PolicyConfig field it overrides
@@ -107,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summaries, indent=2))
     else:
+        from prioritizer import tables   # rich: only for the table (imports cost a sweep)
         sys.stdout.write(format_table(summaries, styled=tables.is_terminal()))
     if args.jobs_csv:
         _write(write_jobs_csv, results, args.jobs_csv)
@@ -143,6 +140,7 @@ def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
     workers = min(len(configs), os.cpu_count() or 1)
     if workers <= 1:
         return [simulate(trace, cluster, c, distribution) for c in configs]
+    from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(simulate, trace, cluster, c, distribution) for c in configs]
         return [f.result() for f in futures]
@@ -165,6 +163,7 @@ def _policies(args: argparse.Namespace, configured: str) -> list[str]:
 def _config(args: argparse.Namespace) -> PolicyConfig:
     section: dict[str, Any] = {}
     if args.config:
+        from prioritizer.yamlfile import YamlFileError, read_yaml
         try:
             data = read_yaml(args.config) or {}
         except YamlFileError as exc:
@@ -211,6 +210,7 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
     if getattr(args, "cluster_from_slurm", False):
         if spec or args.nodes is not None or args.gpus_per_node is not None:
             raise CliError("use either --cluster-from-slurm or --cluster/--nodes/--gpus-per-node")
+        from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
         try:
             nodes, gpus = shape_from_slurm()
         except ClusterShapeError as exc:

@@ -14,7 +14,6 @@ import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
-from prioritizer import tables
 from prioritizer.sim.engine import SimResult
 
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
@@ -82,6 +81,7 @@ def format_table(summaries: Sequence[dict[str, Any]], *, styled: bool = False) -
             row += [_ratio(s["avg_jct_s"], first["avg_jct_s"]),
                     _ratio(s["p95_jct_s"], first["p95_jct_s"])]
         rows.append(row)
+    from prioritizer import tables   # rich: imported only when a table is printed
     return tables.render(head, rows, head[1:], styled=styled)
 
 
