@@ -132,8 +132,10 @@ class Daemon:
         self.metrics.promotions.inc(len(decisions.promotions))
         wanted = act.without_backoff(act.targets(decisions, obs, self.cfg,
                                                  self.encoding(obs.now)), self.ledger, obs.now)
-        batches = act.diff(wanted, act.current_values(self.ledger, obs, self.cfg))
-        self.pushed = act.push(self.client, self.ledger, batches, self.log, now=obs.now,
+        todo = act.plan(wanted, act.current_values(self.ledger, obs, self.cfg),
+                        self.cfg.update_budget, {p.waiter for p in decisions.preemptions})
+        self.note_backlog(todo.left)
+        self.pushed = act.push(self.client, self.ledger, todo.batches, self.log, now=obs.now,
                                backoff_s=self.cfg.interval_s,
                                backoff_max_s=self.cfg.backoff_max_s)
         self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
@@ -143,6 +145,16 @@ class Daemon:
                                     [i.job_id for i in self.ledger.open_intents()])
         self.metrics.requeues.inc(len(self.preemptor.progress(obs, lowered)))
         self.publish(decisions, obs)
+
+    def note_backlog(self, left: int) -> None:
+        """Say how many pending jobs' values wait for a later cycle (``update_budget``): the
+        ``dlprio_order_backlog_jobs`` gauge, the ledger's ``order_backlog`` (``dlprio status``
+        prints it) and an ``order_backlog`` event while any wait and once when none is left."""
+        before = int(self.ledger.meta("order_backlog") or 0)
+        self.metrics.order_backlog.set(left)
+        if left or before:
+            self.ledger.set_meta("order_backlog", str(left))
+            event(self.log, "order_backlog", left=left, budget=self.cfg.update_budget)
 
     def encoding(self, now: float) -> act.Encoding | None:
         """The priority encoding (mode priority), reading PriorityWeight* once per daemon."""
