@@ -115,6 +115,8 @@ class SlurmClient:
     bin_dir: str = ""
     run_as: str = ""
     _release: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
+    #: the last formatted read's jobs by their record's field values (see _jobs_formatted)
+    _parsed: dict[tuple[str, ...], Job] = field(default_factory=dict, repr=False, compare=False)
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None,
@@ -216,7 +218,9 @@ class SlurmClient:
         record with another, so no user text (job name, comment, path: anything, newlines
         included) can be taken for a separator; a record with the wrong number of fields is a
         :class:`SlurmShapeUnknown`, never a guess. Times print as epoch seconds
-        (``SLURM_TIME_FORMAT=%s``).
+        (``SLURM_TIME_FORMAT=%s``). A record whose field values are the same as in the
+        previous read is not parsed again: its (frozen) Job is reused (most of a site's jobs
+        do not change between two daemon cycles; issue 15).
         """
         if self._release is None:  # once per client: the formatted fields are per release
             version = self.slurm_version()
@@ -238,19 +242,25 @@ class SlurmClient:
         if tail.strip():
             raise SlurmShapeUnknown(argv[:4], f"squeue: output does not end with a record: {tail[:80]!r}")
         jobs = []
+        before, parsed = self._parsed, {}
         for i, chunk in enumerate(chunks):
             if i:
                 if not chunk.startswith("\n"):
                     raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} does not start a line")
                 chunk = chunk[1:]
-            values = chunk.split(fs)
-            if len(values) != len(keys):
-                raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} fields, "
-                                        f"expected {len(keys)}")
-            try:
-                jobs.append(records.job_from_fields(values))
-            except ShapeError as exc:
-                raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
+            values = tuple(chunk.split(fs))
+            job = before.get(values)
+            if job is None:
+                if len(values) != len(keys):
+                    raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} "
+                                            f"fields, expected {len(keys)}")
+                try:
+                    job = records.job_from_fields(values)  # type: ignore[arg-type]
+                except ShapeError as exc:
+                    raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
+            parsed[values] = job
+            jobs.append(job)
+        self._parsed = parsed
         return jobs
 
     def slurm_version(self) -> tuple[int, int, int]:

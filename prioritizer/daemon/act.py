@@ -104,18 +104,24 @@ def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
     ``site_factor:N`` / ``priority:N`` (mode priority; ``enc`` required) or ``partition:P``.
     """
     out: dict[int, str] = {}
+    memo: dict[tuple[int, float], str] = {}   # many jobs share (queue, entry): 10,000 a cycle
+    states, units = decisions.states, obs.units
     for job_id in decisions.order:
-        state = decisions.states.get(job_id)
-        unit = obs.units.get(job_id)
+        state = states.get(job_id)
+        unit = units.get(job_id)
         if (state is None or unit is None or unit.phase is not JobPhase.PENDING
                 or unit.reason in HELD_REASONS):   # Slurm refuses updates of held jobs
             continue
-        if cfg.mode == "partition":
-            part = cfg.queue_partitions[min(state.queue, len(cfg.queue_partitions) - 1)]
-            out[job_id] = f"partition:{part}"
-        else:
-            assert enc is not None
-            out[job_id] = f"{cfg.priority_field}:{enc.value(state.queue, state.queue_entry_time)}"
+        key = (state.queue, state.queue_entry_time)
+        value = memo.get(key)
+        if value is None:
+            if cfg.mode == "partition":
+                value = f"partition:{cfg.queue_partitions[min(key[0], len(cfg.queue_partitions) - 1)]}"
+            else:
+                assert enc is not None
+                value = f"{cfg.priority_field}:{enc.value(*key)}"
+            memo[key] = value
+        out[job_id] = value
     return out
 
 
@@ -271,15 +277,21 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdap
     if cfg.mode == "partition":
         return 0
     bad: list[int] = []
+    asked: dict[str, int | None] = {}   # parsed applied values: many jobs share one
+    exact = cfg.priority_field == "priority"
     for row in ledger.jobs(active_only=True):
+        if not row.applied:
+            continue
         unit = obs.units.get(row.job_id)
-        if unit is None or unit.phase is not JobPhase.PENDING or not row.applied:
+        if unit is None or unit.phase is not JobPhase.PENDING:
             continue
-        field, _, arg = row.applied.partition(":")
-        if field != cfg.priority_field:
+        if row.applied not in asked:
+            field, _, arg = row.applied.partition(":")
+            asked[row.applied] = int(arg) if field == cfg.priority_field else None
+        want = asked[row.applied]
+        if want is None:
             continue
-        want = int(arg)
-        if (unit.priority != want) if field == "priority" else (unit.priority < want):
+        if (unit.priority != want) if exact else (unit.priority < want):
             bad.append(row.job_id)
             event(log, "readback_mismatch", row.job_id, logging.WARNING, asked=row.applied,
                   slurm_priority=unit.priority)

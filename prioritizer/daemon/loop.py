@@ -30,7 +30,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
-from prioritizer.daemon.observe import Observation, observe
+from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.decide import decide
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
@@ -74,6 +74,7 @@ class Daemon:
             load_distribution(cfg.gittins_samples or None)
             if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
+        self._units: UnitCache = {}   # observe's units of the last cycle (issue 15)
         self._preempt_checked = False
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
 
@@ -85,7 +86,7 @@ class Daemon:
         self.log.cycle = self.ledger.next_cycle()
         if not self._preempt_checked:
             self.check_slurm_preemption()
-        obs = observe(self.client, self.ledger, self.cfg, now, self.log)
+        obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         if self.learner is not None:   # gittins_samples: history (issue 12)
@@ -179,14 +180,13 @@ class Daemon:
         """Write the public snapshot and the queue metrics for the managed jobs."""
         rank = {job_id: i for i, job_id in enumerate(decisions.order)}
         rows = {r.job_id: r for r in self.ledger.jobs(active_only=True)}
-        service = {v.job_id: v.attained_gpu_s for v in obs.snapshot.jobs}
         jobs = []
         for view in obs.snapshot.jobs:
             row, st = rows.get(view.job_id), decisions.states.get(view.job_id)
             if row is None or st is None:
                 continue
             jobs.append(PublicJob(view.job_id, row.user, obs.units[view.job_id].state, st.queue,
-                                  round(service[view.job_id], 1), row.preemptions,
+                                  round(view.attained_gpu_s, 1), row.preemptions,
                                   row.promotions, row.restart_count, rank.get(view.job_id),
                                   row.reason))
         self.metrics.set_queues(((j.queue, "PENDING" if j.rank is not None else "RUNNING",
