@@ -115,8 +115,11 @@ class SlurmClient:
     bin_dir: str = ""
     run_as: str = ""
     _release: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
-    #: the last formatted read's jobs by their record's field values (see _jobs_formatted)
-    _parsed: dict[tuple[str, ...], Job] = field(default_factory=dict, repr=False, compare=False)
+    #: the last formatted read's jobs by their record's text (see _jobs_formatted), and the
+    #: secret token that stands for each call's separator token in that text
+    _parsed: dict[str, Job] = field(default_factory=dict, repr=False, compare=False)
+    _key_token: str = field(default_factory=lambda: secrets.token_hex(8), repr=False,
+                            compare=False)
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None,
@@ -218,9 +221,10 @@ class SlurmClient:
         record with another, so no user text (job name, comment, path: anything, newlines
         included) can be taken for a separator; a record with the wrong number of fields is a
         :class:`SlurmShapeUnknown`, never a guess. Times print as epoch seconds
-        (``SLURM_TIME_FORMAT=%s``). A record whose field values are the same as in the
-        previous read is not parsed again: its (frozen) Job is reused (most of a site's jobs
-        do not change between two daemon cycles; issue 15).
+        (``SLURM_TIME_FORMAT=%s``). A record whose text is the same as in the previous read
+        (the call's token replaced by a secret one of this client, never shown to anyone, so
+        two different records never look alike) is not parsed again: its (frozen) Job is
+        reused (most of a site's jobs do not change between two daemon cycles; issue 15).
         """
         if self._release is None:  # once per client: the formatted fields are per release
             version = self.slurm_version()
@@ -248,17 +252,18 @@ class SlurmClient:
                 if not chunk.startswith("\n"):
                     raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} does not start a line")
                 chunk = chunk[1:]
-            values = tuple(chunk.split(fs))
-            job = before.get(values)
+            key = chunk.replace(token, self._key_token)   # the same text in every read
+            job = before.get(key)
             if job is None:
+                values = chunk.split(fs)
                 if len(values) != len(keys):
                     raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} "
                                             f"fields, expected {len(keys)}")
                 try:
-                    job = records.job_from_fields(values)  # type: ignore[arg-type]
+                    job = records.job_from_fields(values)
                 except ShapeError as exc:
                     raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
-            parsed[values] = job
+            parsed[key] = job
             jobs.append(job)
         self._parsed = parsed
         return jobs

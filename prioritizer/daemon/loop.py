@@ -77,6 +77,7 @@ class Daemon:
         self._units: UnitCache = {}   # observe's units of the last cycle (issue 15)
         self._preempt_checked = False
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
+        self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -152,6 +153,7 @@ class Daemon:
         ``dlprio_order_backlog_jobs`` gauge, the ledger's ``order_backlog`` (``dlprio status``
         prints it) and an ``order_backlog`` event while any wait and once when none is left."""
         before = int(self.ledger.meta("order_backlog") or 0)
+        self.backlog = left
         self.metrics.order_backlog.set(left)
         if left or before:
             self.ledger.set_meta("order_backlog", str(left))
