@@ -240,8 +240,12 @@ class SlurmClient:
         fmt += f",{records.SQUEUE_FIELDS[-1][1]}:0{rs}"
         argv = ["squeue", "--noheader", "--all", "--states=all", f"--Format={fmt}"]
         env = {**os.environ, "SLURM_TIME_FORMAT": "%s"}
-        out = self._run(argv, env=env)
+        # the call's token becomes this client's secret one (never shown to anyone): a record
+        # then reads the same in every call, and its text is the key of the parse cache
+        out = self._run(argv, env=env).replace(token, self._key_token)
+        fs, rs = f"\x1f{self._key_token}\x1f", f"\x1e{self._key_token}\x1e"
         chunks = out.split(rs)
+        del out   # 10,000 records: megabytes, not needed past the split
         tail = chunks.pop()
         if tail.strip():
             raise SlurmShapeUnknown(argv[:4], f"squeue: output does not end with a record: {tail[:80]!r}")
@@ -252,8 +256,7 @@ class SlurmClient:
                 if not chunk.startswith("\n"):
                     raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} does not start a line")
                 chunk = chunk[1:]
-            key = chunk.replace(token, self._key_token)   # the same text in every read
-            job = before.get(key)
+            job = before.get(chunk)
             if job is None:
                 values = chunk.split(fs)
                 if len(values) != len(keys):
@@ -263,7 +266,7 @@ class SlurmClient:
                     job = records.job_from_fields(values)
                 except ShapeError as exc:
                     raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
-            parsed[key] = job
+            parsed[chunk] = job
             jobs.append(job)
         self._parsed = parsed
         return jobs
