@@ -16,7 +16,7 @@ from prioritizer.daemon.cli import EXPLAIN, ONCE, RUN, STATUS
 from prioritizer.history.cli import COMMAND as HISTORY
 from prioritizer.tune.cli import COMMAND as TUNE
 from prioritizer.sim.cli import COMMAND as SIMULATE
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 
 #: Every subcommand, in the order ``dlprio --help`` lists them.
 COMMANDS: tuple[Command, ...] = (SIMULATE, RUN, ONCE, EXPLAIN, STATUS, HISTORY, TUNE)
@@ -24,7 +24,7 @@ COMMANDS: tuple[Command, ...] = (SIMULATE, RUN, ONCE, EXPLAIN, STATUS, HISTORY, 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     """The top-level parser with every registered subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="dlprio", description="Tiresias-style priorities for Slurm GPU jobs.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: dict[str, Command] = {}

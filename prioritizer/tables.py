@@ -20,13 +20,13 @@ import io
 import sys
 import unicodedata
 from collections.abc import Collection, Iterable, Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.cells import cell_len
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
+
+if TYPE_CHECKING:  # rich's console and table load when a rich table is made (dlqueue start-up)
+    from rich.table import Table
+    from rich.text import Text
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -71,7 +71,9 @@ def plain_text(headers: Sequence[str], rows: Iterable[Sequence[str]],
         takes about 25 s, this well under one.
     """
     table = [list(headers)] + [list(r) for r in rows]
-    lens = [[cell_len(c) for c in line] for line in table]
+    # printable ASCII is one cell per character: len() (10,000 rows), rich's rule for the rest
+    lens = [[len(c) if c.isascii() and c.isprintable() else cell_len(c) for c in line]
+            for line in table]
     widths = [max(col) for col in zip(*lens)]
     align = [h in right for h in headers]
     out = []
@@ -90,6 +92,9 @@ def rich_table(headers: Sequence[str], rows: Iterable[Sequence[str | Text]],
     words folded) when the table is given less than its natural width (``dlqueue --watch``);
     every other column never wraps or crops. ``str`` cells become :class:`Text` (no markup).
     """
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold",
                   collapse_padding=False)
     for h in headers:
@@ -104,6 +109,9 @@ def rich_table(headers: Sequence[str], rows: Iterable[Sequence[str | Text]],
 
 def natural_width(table: Table) -> int:
     """Cells the table needs so that no cell is shrunk (measured on an unbounded console)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
     console = Console(file=io.StringIO(), width=1 << 20, color_system=None)
     return Measurement.get(console, console.options, table).maximum
 
@@ -114,6 +122,8 @@ def render_table(table: Table, width: int = 0, *, styled: bool = False) -> str:
     ``styled``: with ANSI styles (rich's terminal colours; none when ``NO_COLOR`` is set);
     otherwise plain text with no escape code.
     """
+    from rich.console import Console
+
     out = io.StringIO()
     console = Console(file=out, width=max(width, natural_width(table)),
                       color_system="standard" if styled else None, force_terminal=styled,

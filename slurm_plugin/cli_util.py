@@ -1,20 +1,34 @@
 """Shared behaviour of every tiresias-slurm command line (dlsubmit, dlqueue, dlprio, dlgres,
-dlcluster): a reader that closes stdout early (``dlprio simulate | head -1``) is not an error.
+dlcluster): a reader that closes stdout early (``dlprio simulate | head -1``) is not an error,
+and one argument parser for all of them (:class:`ArgumentParser`).
 
 The recipe is the one in Python's documentation (``signal`` module, "Note on SIGPIPE"): catch
 :class:`BrokenPipeError`, point file descriptor 1 at ``/dev/null`` so the interpreter's final
 flush cannot fail again, and exit. The exit status is **0**, not 141 (128 + SIGPIPE): the
 command did what the reader asked for, and ``set -o pipefail`` scripts that stop reading early
 should not see a failure (this matches what ``dlqueue`` always did). Nothing is printed.
+
+:class:`ArgumentParser` mends one CPython bug: Python before 3.11.9 / 3.12.3 (Debian 12 ships
+3.11.2) drops an explicit option value ``--``: ``--node=--`` parses to the empty list ``[]``
+instead of the string ``"--"`` (CPython issue gh-109475, fixed upstream by gh-114814), so the
+value reaches the command as a list and crashes it with a TypeError instead of a clear error
+naming the option. Here it is the string ``"--"`` again and goes through the option's ``type``
+and ``choices`` like any other value, so each command's own validation names the option.
+``--`` alone (not after ``=``) keeps argparse's meaning: the end of the options.
+
+This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
+share (pyproject's import contracts); it runs no Slurm command.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import functools
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 EXIT_CLOSED_STDOUT = 0
 
@@ -42,3 +56,16 @@ def quiet_on_closed_stdout(main: Main) -> Main:
             return EXIT_CLOSED_STDOUT
 
     return wrapper
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"`` (see module doc).
+    Sub-parsers made by :meth:`add_subparsers` are of the same class."""
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if (action.option_strings and arg_strings == ["--"]
+                and action.nargs in (None, argparse.OPTIONAL)):
+            value = self._get_value(action, "--")
+            self._check_value(action, value)
+            return value
+        return super()._get_values(action, arg_strings)

@@ -19,7 +19,7 @@ import json
 import sys
 
 from slurm_plugin import provision
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError
 
@@ -55,7 +55,7 @@ def _recorded(spec: ClusterSpec) -> ClusterSpec:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dlcluster", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="dlcluster", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_plugin import gres, gres_check, gres_slurmconf, hostlist, nvml, topo, topo_cpu
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.nvml_fake import FakeNvml
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_NVML = 0, 1, 2, 3
@@ -41,7 +41,7 @@ class InputError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (Slurm 22.05 gres.conf(5)).")
+    p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (Slurm 22.05 gres.conf(5)).")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--from-topo", metavar="FILE", help="a captured 'nvidia-smi topo -m' of the node")
     src.add_argument("--check", metavar="GRES_CONF", help="check an existing gres.conf; exit 1 on findings")

@@ -54,17 +54,18 @@ def _text(value: Any) -> str:
 
 
 def load_pynvml() -> ModuleType:
-    """Import the real ``pynvml`` (its deprecation warning silenced).
+    """Import the real ``pynvml`` module (from NVIDIA's ``nvidia-ml-py``; a warning the
+    deprecated ``pynvml`` wrapper package would print, if a site has it, is silenced).
 
     Raises:
-        NvmlUnavailable: pynvml is not installed.
+        NvmlUnavailable: nvidia-ml-py is not installed.
     """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return importlib.import_module("pynvml")
     except ImportError as e:  # pragma: no cover - pynvml is a declared dependency
-        raise NvmlUnavailable(f"pynvml is not installed: {e}") from None
+        raise NvmlUnavailable(f"pynvml (package nvidia-ml-py) is not installed: {e}") from None
 
 
 def _links(nvml: Any, handle: Any) -> list[tuple[str, int | None]]:

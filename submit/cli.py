@@ -30,11 +30,11 @@ import json
 import os
 import sys
 import time
-import uuid
 from typing import Any
 
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from submit import environ, load, params, secrets
+from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
 from submit.render import contract_comment, render_sbatch
@@ -47,7 +47,7 @@ SUBMIT_THREADS = 4
 still be writing the job when the first look comes)."""
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(ArgumentParser):
     def error(self, message: str) -> None:  # argparse's usage errors are spec/option errors
         self.print_usage(sys.stderr)
         print(f"dlsubmit: error: {message}", file=sys.stderr)
@@ -182,7 +182,7 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
     """Submit once; returns (job id, "") or (None, error line). Never submits twice."""
     from slurm_plugin.client import SlurmError, SlurmUnreachable
 
-    token = TOKEN_PREFIX + uuid.uuid4().hex
+    token = TOKEN_PREFIX + os.urandom(16).hex()  # 128 random bits (uuid4's, without its import)
     comment = f"{contract_comment(job, opts)} {token}"
     try:
         return _submit(script, [f"--comment={comment}"], env), ""
@@ -214,6 +214,7 @@ def separator(path: str) -> str:
 
 
 @quiet_on_closed_stdout
+@without_final_gc
 def main(argv: list[str] | None = None) -> int:
     """Run dlsubmit; returns the exit status (0, 2 or 3, see the module doc)."""
     try:

@@ -27,18 +27,18 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import yaml
-from rich.console import Console, Group
-from rich.live import Live
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
-from slurm_plugin.cli_util import quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import ACTIVE_STATES
 from submit import queue_view as qv
+from submit.ending import without_final_gc
+
+if TYPE_CHECKING:  # rich's console loads for --watch only, yaml when the daemon config exists
+    from rich.console import Console, Group
 
 DAEMON_CONFIG = "/etc/dlprio/dlprio.yaml"
 EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
@@ -55,6 +55,8 @@ def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
     cfg = Path(config_path)
     if not cfg.exists():
         return public_snapshot.DEFAULT_PATH, ""
+    import yaml
+
     try:
         data = yaml.safe_load(cfg.read_text()) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -129,7 +131,7 @@ def _user_name(name: str) -> str | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="dlqueue", description="Slurm jobs in the order they will start, with the dlprio "
         "queue (QUEUE, Q0 = highest) and attained service (ATTAINED(GPU·s): GPUs x seconds "
         "run, summed over all runs) when the daemon's snapshot is there. WAIT: time waited "
@@ -181,6 +183,9 @@ class _View:
 def _screen(view: _View, width: int, height: int) -> Group:
     """One --watch frame on a terminal: a title line, the rows that fit the screen (wrapped to
     its width), the notes; a Slurm error is one line."""
+    from rich.console import Group
+    from rich.text import Text
+
     stamp = time.strftime("%H:%M:%S")
     try:
         rows, snap, notes = view.fetch()
@@ -200,6 +205,8 @@ def _watch(view: _View, console: Console) -> int:
     """Refresh ``--iterations`` times (or until Ctrl-C). On a terminal the frame is redrawn in
     place; into a file or pipe, the first refresh prints the table and later ones only what
     changed (:func:`submit.queue_view.changes`), each under a time stamp."""
+    from rich.live import Live
+
     limit = view.args.iterations
     done = 0
     live = Live(console=console, auto_refresh=False) if console.is_terminal else None
@@ -233,6 +240,7 @@ def _watch(view: _View, console: Console) -> int:
 
 
 @quiet_on_closed_stdout  # `dlqueue | head`: the reader left early, which is not an error
+@without_final_gc
 def main(argv: list[str] | None = None) -> int:
     """Run ``dlqueue``; return the exit code (see the module docstring)."""
     parser = build_parser()
@@ -248,19 +256,20 @@ def main(argv: list[str] | None = None) -> int:
                      "(not in the passwd database)")
     args.user = [known[u] for u in args.user or []]
     view = _View(args, SlurmClient())
-    console = Console(highlight=False, emoji=False, markup=False)
     try:
-        return _run(view, console)
+        return _run(view)
     except KeyboardInterrupt:
         return 0
 
 
-def _run(view: _View, console: Console) -> int:
+def _run(view: _View) -> int:
     """Fetch once and print (table or JSON), or watch; Slurm errors become exit codes."""
     args = view.args
     try:
         if args.watch:
-            return _watch(view, console)
+            from rich.console import Console
+
+            return _watch(view, Console(highlight=False, emoji=False, markup=False))
         rows, snap, notes = view.fetch()
     except SlurmUnreachable as exc:
         print(f"dlqueue: Slurm unreachable: {qv.visible(exc.message)}", file=sys.stderr)
@@ -271,8 +280,10 @@ def _run(view: _View, console: Console) -> int:
     if args.json:
         for n in notes:
             print(f"dlqueue: {qv.visible(n)}", file=sys.stderr)
-        # one object per line through the C encoder (indent= would use the slow Python one)
-        items = [json.dumps(r, ensure_ascii=False) for r in qv.json_rows(rows)]
+        # one object per line through the C encoder (indent= would use the slow Python one),
+        # one encoder for all (json.dumps builds a new one per call when given options)
+        encode = json.JSONEncoder(ensure_ascii=False).encode
+        items = [encode(r) for r in qv.json_rows(rows)]
         print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
         return 0
     sys.stdout.write(qv.render_text(rows, show_service=snap is not None))

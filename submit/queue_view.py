@@ -30,13 +30,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin.records import Job
+
+if TYPE_CHECKING:  # rich's table loads only for --watch (build_queue_table): dlqueue start-up
+    from rich.table import Table
+    from rich.text import Text
 
 STARTED_STATES = frozenset(
     {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "RESIZING"})
@@ -211,20 +213,24 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
     """
     jobs = list(jobs)
     by_id = snapshot.by_id() if snapshot is not None else {}
+    units = [j.unit_id for j in jobs]   # a property: read once per job (10,000 rows)
     top: dict[int, int] = {}
     leader: dict[int, Job] = {}
-    for j in jobs:
-        top[j.unit_id] = max(top.get(j.unit_id, j.priority), j.priority)
-        if j.unit_id not in leader or j.het_job_offset < leader[j.unit_id].het_job_offset:
-            leader[j.unit_id] = j
-
-    def key(j: Job) -> tuple[int, ...]:
-        lead = leader[j.unit_id]
-        return (*_unit_key(lead, _public(lead, by_id), top[j.unit_id]), j.het_job_offset, j.job_id)
-
+    for j, unit in zip(jobs, units):
+        p = top.get(unit)
+        if p is None or j.priority > p:
+            top[unit] = j.priority
+        lead = leader.get(unit)
+        if lead is None or j.het_job_offset < lead.het_job_offset:
+            leader[unit] = j
+    pubs = [_public(j, by_id) for j in jobs] if by_id else [None] * len(jobs)
+    unit_keys = {unit: _unit_key(lead, _public(lead, by_id) if by_id else None, top[unit])
+                 for unit, lead in leader.items()}
+    order = sorted(range(len(jobs)), key=lambda i: (*unit_keys[units[i]], jobs[i].het_job_offset,
+                                                     jobs[i].job_id))
     rows = []
-    for j in sorted(jobs, key=key):
-        pub = _public(j, by_id)
+    for i in order:
+        j, pub = jobs[i], pubs[i]
         rows.append(QueueRow(
             job_id=j.job_id, display_id=_display_id(j), user=j.user, name=j.name,
             state=j.state, queue=pub.queue if pub else None,
@@ -307,6 +313,8 @@ def cell_texts(row: QueueRow, show_service: bool) -> list[str]:
 
 
 def _cells(row: QueueRow, show_service: bool) -> list[Text]:
+    from rich.text import Text
+
     texts = cell_texts(row, show_service)
     state_at = 3
     return [Text(t, style=_STATE_STYLE.get(row.state, "") if i == state_at else "")

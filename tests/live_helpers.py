@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,3 +77,31 @@ def wait_cluster_idle(client: SlurmClient, timeout_s: float = 120, prefix: str |
     def probe() -> bool:
         return not [j for j in client.jobs() if j.is_active and (prefix is None or j.name.startswith(prefix))]
     wait_for(probe, timeout_s, "the cluster to have no active jobs")
+
+
+SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "sinfo", "sacct", "sprio", "sshare", "sstat",
+                  "scancel", "srun", "salloc")
+
+
+def logging_path(tmp_path: Path) -> tuple[str, Path]:
+    """A PATH whose Slurm commands are the real ones behind a line that logs each call
+    (``NAME ARGS``) to the returned file, so a test sees every command a tool runs against the
+    live cluster (everything else behaves as without it)."""
+    bin_dir, log = tmp_path / "slurm-bin", tmp_path / "slurm-calls.log"
+    bin_dir.mkdir()
+    log.touch()
+    for name in SLURM_COMMANDS:
+        real = shutil.which(name)
+        if real is None:
+            continue
+        shim = bin_dir / name
+        shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> {shlex.quote(str(log))}\n'
+                        f'exec {shlex.quote(real)} "$@"\n')
+        shim.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ['PATH']}", log
+
+
+def logged_calls(log: Path) -> list[str]:
+    """The calls :func:`logging_path` logged, one a line (split on newlines only: arguments may
+    hold characters, such as squeue's field separators, that str.splitlines also splits at)."""
+    return log.read_text().split("\n")[:-1]

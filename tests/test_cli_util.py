@@ -67,3 +67,59 @@ def test_every_command_is_quiet_on_a_closed_stdout(argv: list[str]) -> None:
     proc.stdout.close()  # the reader is gone before the command writes anything
     err = proc.stderr.read().decode()
     assert (proc.wait(timeout=120), err) == (0, "")
+
+
+# --- one argument parser for every command: ``--opt=--`` is the string "--" (CPython gh-109475)
+
+from slurm_plugin.cli_util import ArgumentParser  # noqa: E402
+
+
+def _parsers() -> list[tuple[str, "ArgumentParser"]]:
+    import argparse
+
+    from prioritizer.cli import build_parser as dlprio
+    from slurm_plugin.cluster_cli import build_parser as dlcluster
+    from slurm_plugin.gres_cli import _parser as dlgres
+    from submit.cli import build_parser as dlsubmit
+    from submit.queue_cli import build_parser as dlqueue
+
+    out, todo = [], [("dlprio", dlprio()[0]), ("dlsubmit", dlsubmit()), ("dlqueue", dlqueue()),
+                     ("dlcluster", dlcluster()), ("dlgres", dlgres())]
+    while todo:
+        name, parser = todo.pop()
+        out.append((name, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo.extend((f"{name} {sub}", p) for sub, p in action.choices.items())
+    return out
+
+
+def test_explicit_double_dash_value_is_a_string() -> None:
+    p = ArgumentParser(prog="x")
+    p.add_argument("--node")
+    p.add_argument("--mode", nargs="?", const="c")
+    p.add_argument("rest", nargs="*")
+    args = p.parse_args(["--node=--", "--mode=--", "--", "--not-an-option"])
+    assert args.node == "--" and args.mode == "--" and args.rest == ["--not-an-option"]
+    with pytest.raises(SystemExit):       # ``--`` after a space still ends the options
+        p.parse_args(["--node", "--"])
+
+
+def test_every_command_and_subcommand_uses_the_mended_parser() -> None:
+    parsers = _parsers()
+    assert len(parsers) >= 12            # 5 commands and their subcommands
+    for name, parser in parsers:
+        assert isinstance(parser, ArgumentParser), name
+        for action in parser._actions:   # each string option takes "--" as its value
+            if action.option_strings and action.nargs is None and action.type is None \
+                    and action.choices is None and action.const is None:
+                assert parser._get_values(action, ["--"]) == "--", (name, action.dest)
+
+
+def test_dlgres_node_double_dash_is_a_clear_error() -> None:
+    """The input hypothesis found: ``dlgres --node=--`` crashed with a TypeError."""
+    proc = subprocess.run([str(BIN / "dlgres"), "--fake-nvml", str(NVML), "--sockets", "2", "--cores-per-socket", "56",
+                           "--threads-per-core", "2", "--node=--"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "--node '--' is not a Slurm node name" in proc.stderr and "Traceback" not in proc.stderr

@@ -7,6 +7,9 @@ door is replaced where a refusal must be provoked without a cluster.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -256,3 +259,32 @@ def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
     first, second = out.split(f"\n# ---- {tmp_path}/b\\nc.yaml ----\n")
     assert first.startswith("#!/bin/bash\n") and second.startswith("#!/bin/bash\n")
     assert first + "\n" == second  # the same spec twice: the separator is the only addition
+
+
+def test_one_bad_spec_among_several_submits_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
+    paths = []
+    for i, gpu in enumerate([0, -1, 0]):
+        spec = v2_spec(f"j{i}")
+        spec["taskRoles"]["main"]["resourcePerInstance"]["gpu"] = gpu
+        paths.append(tmp_path / f"j{i}.yaml")
+        paths[-1].write_text(yaml.safe_dump(spec))
+    rc, out, err = run([str(p) for p in paths], capsys)
+    assert (rc, out, calls) == (2, "", [])
+    assert err == f"dlsubmit: {paths[1]}: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024\n"
+    rc, out, _ = run([str(paths[0]), str(paths[2])], capsys)
+    assert (rc, out) == (0, "7\n7\n") and len(calls) == 2
+    assert "--job-name=j0\n" in calls[0] and "--job-name=j2\n" in calls[1]
+
+
+def test_final_gc_is_skipped_only_when_main_runs_as_the_command() -> None:
+    """submit/ending.py: with sys.argv (argv None) the collector is frozen as main returns;
+    called with a list (as these tests do) nothing changes. In a child process: freezing this
+    one would keep its garbage."""
+    code = ("import gc, sys\nfrom submit.ending import without_final_gc\n"
+            "main = without_final_gc(lambda argv: 7)\n"
+            "assert main(['x']) == 7 and gc.get_freeze_count() == 0\n"
+            "assert main() == 7 and gc.get_freeze_count() > 0\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

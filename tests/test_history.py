@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -10,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from prioritizer.cli import main
-from prioritizer.history.check import check, start_latency_from, trace_of
+from prioritizer.history.check import (check, dispatch_latency_of, start_latency_from,
+                                       tick_base, trace_of)
 from prioritizer.history.export import anonymise, history_rows, work_gpu_s
 from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_rows, write_rows
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.sim.engine import Cluster
+from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.traces import read_trace
 from slurm_plugin.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
 
@@ -124,6 +126,56 @@ def test_check_on_hand_computed_fifo() -> None:
     assert fid.jobs[1].error == pytest.approx(-2 / 22)
 
 
+def test_dispatch_latency_is_the_shortest_start_of_a_job_that_ran_once() -> None:
+    rows = [_row("a", 0, 2, 10, 11), _row("b", 0, 2, 10, 14),
+            dataclasses.replace(_row("c", 0, 2, 10, 10), attempts=2)]   # c: requeued, ignored
+    assert dispatch_latency_of(rows) == 1
+    assert dispatch_latency_of(rows[2:]) == 0                             # none ran once
+    assert dispatch_latency_of([_row("d", 0, 2, 10, 9)]) == 0             # never negative
+
+
+def test_check_with_dispatch_latency() -> None:
+    # one 8-GPU node, a and b (8 GPUs, 10 s each) eligible at 0, 1 s dispatch: a starts at 1,
+    # ends at 11; b starts when a ends, at 11, and ends at 21: JCTs from eligible 11 and 21.
+    rows = [_row("a", 0, 8, 10, 11), _row("b", 0, 8, 10, 21)]
+    fid = check(rows, Cluster(1, 8), FIFO_FIT, dispatch_s=1)
+    assert [(j.job_id, j.replay_jct) for j in fid.jobs] == [("a", 11), ("b", 21)]
+    assert fid.dispatch_s == 1 and fid.share_within == 1
+    with pytest.raises(ValueError, match="latencies"):
+        check(rows, Cluster(1, 8), FIFO_FIT, dispatch_s=-1)
+
+
+def test_tick_base_puts_replay_ticks_on_the_daemon_cycles() -> None:
+    assert tick_base(100, 104, 5) == 99          # cycles at ..., 99, 104, ...
+    assert tick_base(100, 90, 5) == 100          # a cycle at the first arrival itself
+    assert tick_base(100, 101.5, 5) == 96.5
+    assert tick_base(100, None, 5) == tick_base(100, 104, 0) == 100
+    with pytest.raises(ValueError, match="after the first eligible"):
+        trace_of([_row("a", 100, 2, 10, 10)], base=101)
+
+
+def test_check_in_the_daemon_cycle_phase() -> None:
+    # One 8-GPU node, 2D-LAS with a 40 GPU·s first threshold, 5 s cycles, free preemption.
+    # a (8 GPUs, 20 s) eligible at epoch 100, b (8 GPUs, 5 s) at 101. a crosses 40 GPU·s
+    # 5 s after its start, at 105, and is preempted on the first cycle at or after that; b
+    # then runs 5 s, and a resumes when b ends.
+    # Cycles at ..., 100, 105, 110 (no ledger: in phase with the first arrival): 105 is a
+    # cycle, so b runs 105-110 (JCT 9); a resumes at 110 with 15 s left (JCT 25).
+    # Cycles at ..., 99, 104, 109 (the daemon's, cycle_at=104): b runs 109-114 (JCT 13);
+    # a has 11 s left, resumes at 114, ends at 125 (JCT 25).
+    # The simulator's default (published replays) acts on the tick after 105: b 110-115 (14).
+    las = PolicyConfig.from_mapping({"policy": "tiresias-las", "thresholds_gpu_s": [40, 1000],
+                                     "starve_knob": 0, "min_run_s": 0,
+                                     "checkpoint_overhead_s": 0, "requeue_delay_s": 0,
+                                     "decision_interval_s": 5})
+    rows = [_row("a", 100, 8, 20, 25), _row("b", 101, 8, 5, 13)]
+    assert [j.replay_jct for j in check(rows, Cluster(1, 8), las).jobs] == [25, 9]
+    phased = check(rows, Cluster(1, 8), las, cycle_at=104)
+    assert [j.replay_jct for j in phased.jobs] == [25, 13] and phased.cycle_phased
+    default = simulate(trace_of(rows), Cluster(1, 8), las)
+    assert sorted((j.name, j.jct) for j in default.jobs) == [("a", 25), ("b", 14)]
+
+
 def test_trace_of_skips_zero_gpu_rows() -> None:
     trace = trace_of([_row("a", 5, 0, 10, 10), _row("b", 7, 2, 3, 3)])
     assert trace.skipped_jobs == 1 and trace.jobs[0].submit == 0
@@ -149,6 +201,10 @@ def test_check_cli_failure_paths(tmp_path: Path, capsys: pytest.CaptureFixture) 
     assert "no GPU job" in capsys.readouterr().err
     assert main(base[:-1] + ["soon"]) == 2
     assert "--start-latency" in capsys.readouterr().err
+    assert main(base + ["--dispatch-latency", "-1"]) == 2
+    assert "--dispatch-latency: expected seconds >= 0" in capsys.readouterr().err
+    assert main(base + ["--ledger", str(tmp_path / "missing.sqlite")]) == 2
+    assert "--ledger" in capsys.readouterr().err
     assert main(["history", "check", "--trace", str(path)]) == 2
     assert "--cluster-from-slurm" in capsys.readouterr().err
     assert main(base + ["--policy", "nope"]) == 2
@@ -183,7 +239,7 @@ def test_ledger_facts_take_checkpoint_time_off_work() -> None:
 
 def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
     from prioritizer.daemon.ledger import Ledger
-    from prioritizer.history.cli import ledger_facts
+    from prioritizer.history.cli import cycle_time, ledger_facts
     path = tmp_path / "l.sqlite"
     with Ledger(path) as ledger:
         with ledger.transaction():
@@ -194,6 +250,10 @@ def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
         ledger.mark_requeue(intent, 107)
     facts = ledger_facts(str(path))
     assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7 and facts[6].checkpoints
+    assert cycle_time(str(path)) == 100                  # the cycle that created the intent
+    with Ledger(tmp_path / "empty.sqlite") as ledger, ledger.transaction():
+        ledger.note_observed(42.5)
+    assert cycle_time(str(tmp_path / "empty.sqlite")) == 42.5   # no intent: last cycle
     with pytest.raises(Exception, match="--ledger"):
         ledger_facts(str(tmp_path / "missing.sqlite"))
 

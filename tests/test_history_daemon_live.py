@@ -1,14 +1,22 @@
 """Live fidelity of the history replay under ``dlprio run`` (issue 12, part 2): 30 checkpointing
-GPU jobs (1–8 GPUs, 6–25 one-second steps) run while the daemon orders and preempts them
-(2D-LAS, thresholds 40/100,000 GPU·s, 5 s cycle, 5 s grace); ``dlprio history export --ledger``
-writes the history and ``history check --config`` replays it under the daemon's own policy
-with the cluster's real costs (5 s checkpoint grace, 11 s requeue delay = dlcluster's
-``cred_expire=10`` + 1, 5 s decisions). Prints the fidelity table; about 90 s.
+GPU jobs (1, 2, 4 or 8 GPUs, 15–75 one-second steps) in three bursts of ten, 10 s apart, run
+while the daemon orders and preempts them (2D-LAS, thresholds 210/100,000 GPU·s, 5 s cycle, 5 s
+grace); ``dlprio history export --ledger`` writes the history and ``history check --config
+--ledger`` replays it under the daemon's own policy with the cluster's real costs (5 s
+checkpoint grace, 11 s requeue delay = dlcluster's ``cred_expire=10`` + 1, 5 s decisions), the
+replay's ticks in phase with the daemon's cycles and the dispatch latency seen in the history.
+Prints the fidelity table; about 3 minutes.
 
-Asserted: the issue's avg-JCT target (within 10 %). Not asserted, because it is not reliably
-met: per-job JCT within 20 % for >= 80 % of jobs; two runs measured 77 % (23/30, missed) and
-97 % (29/30) (docs/history.md): short jobs the daemon preempts early restart at moments that
-depend on cycle phase and backfill timing."""
+Asserted: both of the issue's targets, avg JCT within 10 % and per-job JCT within 20 % for
+>= 80 % of jobs. The job lengths are those of DL jobs relative to the 5 s cycle: with jobs of
+only 6–25 s (the first version of this test) a few seconds of cycle phase or start latency
+decide which job is preempted, and the per-job share varied from 77 % to 97 % between runs
+(docs/history.md). The first threshold is 210 GPU·s, not 200: an 8-GPU job crosses it 26.25 s
+after its start, a 4-GPU job 52.5 s, never on a whole number of 5 s cycles. With 200 an 8-GPU
+job that starts when its victim is requeued (on a cycle) crosses exactly on a cycle 25 s later,
+and whether the daemon demotes it then or 5 s later depends on whether Slurm's whole-second
+start time fell before or after that cycle's fraction of a second (seen both ways in three runs:
+all met the targets, 90-93 %)."""
 
 from __future__ import annotations
 
@@ -22,19 +30,20 @@ from daemon_helpers import DaemonProc, live_jobs, write_config
 from live_helpers import wait_for
 
 from prioritizer.cli import main
-from prioritizer.history.check import check, format_fidelity
-from prioritizer.history.cli import cluster_of, policy_config, start_latency
+from prioritizer.history.check import check, dispatch_latency_of, format_fidelity
+from prioritizer.history.cli import cluster_of, cycle_time, policy_config, start_latency
 from prioritizer.history.trace import read_rows
 
-COSTS = {"checkpoint_overhead_s": 5, "requeue_delay_s": 11, "decision_interval_s": 5}
+POLICY = {"thresholds_gpu_s": [210, 100000], "checkpoint_overhead_s": 5, "requeue_delay_s": 11,
+          "decision_interval_s": 5}
 
 
 @pytest.mark.live
 def test_history_replay_under_dlprio_run(tmp_path: Path) -> None:
     import argparse
 
-    cfg = write_config(tmp_path / "dlprio.yaml", policy=dict(COSTS))
-    rng = random.Random(14)
+    cfg = write_config(tmp_path / "dlprio.yaml", policy=dict(POLICY))
+    rng = random.Random(11)
     with live_jobs(tmp_path) as jobs:
         since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - 1))
         daemon = DaemonProc(cfg).start()
@@ -42,12 +51,12 @@ def test_history_replay_under_dlprio_run(tmp_path: Path) -> None:
             ids = []
             for i in range(30):
                 job_id, _ = jobs.submit(f"h{i}", nodes=1, gpus_per_node=rng.choice((1, 2, 4, 8)),
-                                        steps=rng.randint(6, 25))
+                                        steps=rng.randint(15, 75))
                 ids.append(job_id)
                 if i % 10 == 9:
-                    time.sleep(4)
+                    time.sleep(10)
             wait_for(lambda: not [j for j in jobs.client.jobs(job_ids=ids) if j.is_active],
-                     480, "the workload to finish", interval_s=2)
+                     600, "the workload to finish", interval_s=2)
         finally:
             daemon.stop()
     ledger = yaml.safe_load(cfg.read_text())["ledger_path"]
@@ -60,6 +69,8 @@ def test_history_replay_under_dlprio_run(tmp_path: Path) -> None:
     assert sum(r.preemptions for r in rows) >= 1          # the daemon did preempt
     shape = argparse.Namespace(cluster_from_slurm=True, nodes=None, gpus_per_node=None)
     fidelity = check(rows, cluster_of(shape), policy_config(None, str(cfg)),
-                     start_latency_s=start_latency("auto"))
+                     start_latency_s=start_latency("auto"), dispatch_s=dispatch_latency_of(rows),
+                     cycle_at=cycle_time(ledger))
+    print(f"preemptions {sum(r.preemptions for r in rows)}")
     print(format_fidelity(fidelity))
-    assert abs(fidelity.avg_error) <= 0.10, format_fidelity(fidelity)
+    assert fidelity.meets_targets, format_fidelity(fidelity)

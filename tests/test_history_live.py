@@ -16,7 +16,7 @@ import pytest
 from live_helpers import wait_cluster_idle, wait_for
 
 from prioritizer.cli import main
-from prioritizer.history.check import check, format_fidelity
+from prioritizer.history.check import check, dispatch_latency_of, format_fidelity
 from prioritizer.history.cli import cluster_of, policy_config, start_latency
 from prioritizer.history.trace import read_rows
 from slurm_plugin.accounting import fold_jobs
@@ -65,7 +65,7 @@ def test_history_replay_of_slurm_alone_meets_fidelity_targets(tmp_path: Path,
     latency = start_latency("auto")
     assert latency == 2.5        # dlcluster's bf_interval=5
     fidelity = check(rows, cluster_of(_shape_args()), policy_config(None, None),
-                     start_latency_s=latency)
+                     start_latency_s=latency, dispatch_s=dispatch_latency_of(rows))
     print(format_fidelity(fidelity))
     assert abs(fidelity.avg_error) <= 0.10, format_fidelity(fidelity)
     assert fidelity.share_within >= 0.80, format_fidelity(fidelity)

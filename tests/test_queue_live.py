@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import wait_cluster_idle, wait_for, wait_state
+from live_helpers import logged_calls, logging_path, wait_cluster_idle, wait_for, wait_state
 from prioritizer.daemon.snapshot import write_snapshot
 from queue_helpers import pub, snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
@@ -186,3 +187,45 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
     assert visible(HOSTILE_NAME) in row[0] and "\\n" in row[0]
     assert "PENDING" in row[0] and "BeginTime (eligible in" in row[0]
     assert "daemon snapshot not found" in text
+
+
+@pytest.mark.parametrize("filters", [
+    [], ["--me"], ["-u", "root"], ["-u", "0,root", "-p", "gpu,other"], ["-t", "PD,R,CG"],
+    ["-j", "1,2,3"], ["--me", "-u", "root", "-p", "gpu", "-t", "all", "-j", "7"],
+])
+def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[str],
+                                                                  tmp_path: Path) -> None:
+    """Issue 15: each refresh is ONE squeue read of every job (the filters apply in dlqueue;
+    22.05's squeue --json ignores -u/--me, and a cluster of users each watching must not load
+    slurmctld). The only other call is one ``squeue --version`` per run (local: it never
+    reaches slurmctld)."""
+    path, log = logging_path(tmp_path)
+    refreshes = 3
+    proc = subprocess.run([DLQUEUE, "--watch", "--iterations", str(refreshes), "--interval", "0.2",
+                           "--snapshot", NO_SNAPSHOT, *filters], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PATH=path))
+    assert proc.returncode == 0, proc.stderr
+    calls = logged_calls(log)
+    reads = [c for c in calls if c != "squeue --version"]
+    assert len(reads) == refreshes, calls
+    assert all(c.startswith("squeue --noheader --all --states=all --Format=") for c in reads), calls
+    assert calls.count("squeue --version") == 1, calls
+
+
+def test_one_refresh_and_json_read_slurm_once(tmp_path: Path) -> None:
+    path, log = logging_path(tmp_path)
+    for args in ([], ["--json"]):
+        log.write_text("")
+        proc = subprocess.run([DLQUEUE, "--snapshot", NO_SNAPSHOT, "--me", "-t", "PD", *args],
+                              capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PATH=path))
+        assert proc.returncode == 0, proc.stderr
+        reads = [c for c in logged_calls(log) if c != "squeue --version"]
+        assert len(reads) == 1 and reads[0].startswith("squeue --noheader --all"), reads
+
+
+def test_watch_default_refresh_is_at_least_five_seconds() -> None:
+    out = subprocess.run([DLQUEUE, "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = " ".join(out.split())  # whatever width argparse wrapped the help at
+    found = re.search(r"--interval INTERVAL seconds between refreshes with --watch \(default (\d+)", text)
+    assert found and int(found.group(1)) >= 5, out

@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from typing import Any
 import pytest
 
 import corpus
-from live_helpers import wait_cluster_idle, wait_file, wait_for
+from live_helpers import logged_calls, logging_path, wait_cluster_idle, wait_file, wait_for
 from slurm_plugin.client import SlurmClient
 from slurm_plugin.records import Job
 from submit import load
@@ -364,3 +367,47 @@ def test_secret_reaches_the_task_and_not_slurms_copy_of_the_script(submit: Submi
     assert "tok-4711" not in stored.read_text() and str(sf) in stored.read_text()
     assert submit.ended(job_id).state == "COMPLETED"
     assert fields(log.read_text(), "SECRET") == [{"v": "tok-4711"}]
+
+
+def test_several_specs_in_one_call_all_or_nothing(submit: Submitter, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15: ``dlsubmit a b c`` validates every spec before submitting any (a bad one:
+    nothing reaches Slurm, exit 2), then submits each once; ids print in spec order."""
+    tag = os.urandom(4).hex()  # this run's jobs only (squeue still lists earlier runs' ended ones)
+    names = [f"multi-{tag}-{i}" for i in range(5)]
+    paths = []
+    for i, n in enumerate(names):
+        paths.append(tmp_path / f"{i}.yaml")
+        paths[-1].write_text(json.dumps(spec(n, {"main": role("sleep 120", gpu=1)})))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps(spec(f"multi-{tag}-bad", {"main": role("true", gpu=-1)})))
+    flags = ["--output", "/dev/null", "--checkpoint-root", str(tmp_path / "ckpt")]
+    rc = main([*map(str, paths[:2]), str(bad), *map(str, paths[2:]), *flags])
+    assert rc == 2 and capsys.readouterr().out == ""
+    ours = [j for j in submit.client.jobs() if tag in j.name]
+    assert ours == []
+    rc = main([*map(str, paths), *flags])
+    ids = [int(x) for x in capsys.readouterr().out.split()]
+    submit.ids += ids
+    assert rc == 0 and len(ids) == len(names)
+    by_id = {j.job_id: j.name for j in submit.client.jobs(job_ids=ids)}
+    assert [by_id[i] for i in ids] == [PREFIX + n for n in names]
+    assert len([j for j in submit.client.jobs() if tag in j.name]) == len(names)
+
+
+def test_one_sbatch_per_spec_and_no_other_slurm_command(submit: Submitter, tmp_path: Path) -> None:
+    """Issue 15: dlsubmit's Slurm cost per spec is one sbatch (no scontrol/sinfo/squeue
+    validation, no lookup unless sbatch timed out), counted through the real binaries."""
+    path, log = logging_path(tmp_path)
+    specs = []
+    for i in range(3):
+        specs.append(tmp_path / f"one-{i}.yaml")
+        specs[-1].write_text(json.dumps(spec(f"one-sbatch-{i}", {"main": role("true")})))
+    proc = subprocess.run([str(Path(sys.executable).with_name("dlsubmit")), *map(str, specs),
+                           "--output", "/dev/null", "--checkpoint-root", str(tmp_path / "ckpt")],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": path})
+    assert proc.returncode == 0, proc.stderr
+    submit.ids += [int(x) for x in proc.stdout.split()]
+    calls = logged_calls(log)
+    assert len(submit.ids) == 3 and len(calls) == 3, calls
+    assert all(c.startswith("sbatch --parsable --comment=dl:v1;") for c in calls), calls

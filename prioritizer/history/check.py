@@ -51,6 +51,8 @@ class Fidelity:
     jobs: tuple[JobFidelity, ...]
     skipped: int
     start_latency_s: float = 0.0
+    dispatch_s: float = 0.0
+    cycle_phased: bool = False
 
     def _side(self, real: bool) -> list[float]:
         return [j.real_jct if real else j.replay_jct for j in self.jobs]
@@ -84,22 +86,54 @@ class Fidelity:
         return abs(self.avg_error) <= AVG_TARGET and self.share_within >= SHARE_TARGET
 
 
-def trace_of(rows: Sequence[HistoryRow], path: str = "history", hold_s: float = 0.0) -> Trace:
-    """The simulator's trace of history rows: arrival = eligible time (re-based to the first),
-    duration = ``duration + hold_s`` (seconds at ``num_gpu``; see :func:`check`); rows with no
-    GPUs or no work are counted as skipped, like the trace readers do."""
+def trace_of(rows: Sequence[HistoryRow], path: str = "history", hold_s: float = 0.0,
+             dispatch_s: float = 0.0, base: float | None = None) -> Trace:
+    """The simulator's trace of history rows: arrival = eligible time + ``dispatch_s``, re-based
+    to ``base`` (default: the first eligible time), duration = ``duration + hold_s`` (seconds at
+    ``num_gpu``; see :func:`check`); rows with no GPUs or no work are counted as skipped, like
+    the trace readers do.
+
+    Raises:
+        ValueError: ``base`` later than the first eligible time (an arrival before 0).
+    """
     kept = sorted((r for r in rows if r.num_gpu > 0 and r.duration > 0),
                   key=lambda r: r.eligible_time)
-    base = kept[0].eligible_time if kept else 0.0
-    jobs = tuple(TraceJob(i, r.job_id, i + 2, r.eligible_time - base, r.num_gpu,
+    first = kept[0].eligible_time if kept else 0.0
+    if base is None:
+        base = first
+    elif base > first:
+        raise ValueError(f"replay base {base} is after the first eligible time {first}")
+    jobs = tuple(TraceJob(i, r.job_id, i + 2, r.eligible_time + dispatch_s - base, r.num_gpu,
                           r.duration + hold_s)
                  for i, r in enumerate(kept))
     return Trace(path, "history", jobs, len(rows) - len(kept))
 
 
+def tick_base(first_eligible: float, cycle_at: float | None, interval_s: float) -> float:
+    """The replay's time 0 (epoch s): the latest moment at or before ``first_eligible`` that is
+    a whole number of ``interval_s`` away from ``cycle_at``, one of the daemon's cycle times.
+    The simulator ticks at multiples of ``decision_interval_s`` from its time 0, so from this
+    base its preemption ticks fall where the daemon's cycles fell. Without a cycle time (or an
+    interval of 0) the base is ``first_eligible``."""
+    if cycle_at is None or interval_s <= 0:
+        return first_eligible
+    return first_eligible - (first_eligible - cycle_at) % interval_s
+
+
+def dispatch_latency_of(rows: Sequence[HistoryRow]) -> float:
+    """Slurm's dispatch latency seen in the history (seconds >= 0): the shortest time from
+    eligible to start of a job that ran once (``jct - duration``; such a job ran without a
+    break, so ``end - duration`` is its start). A job that found free GPUs still starts only
+    when slurmctld has scheduled and launched it. 0 when no job ran exactly once."""
+    waits = [r.jct - r.duration for r in rows
+             if r.attempts == 1 and r.num_gpu > 0 and r.duration > 0]
+    return max(min(waits), 0.0) if waits else 0.0
+
+
 def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
           distribution: GittinsDistribution | None = None,
-          start_latency_s: float = 0.0) -> Fidelity:
+          start_latency_s: float = 0.0, dispatch_s: float = 0.0,
+          cycle_at: float | None = None) -> Fidelity:
     """Replay ``rows`` on ``cluster`` under ``config`` and pair each job with its real JCT.
 
     ``start_latency_s`` models Slurm's own start latency: a job that had to wait starts on
@@ -109,20 +143,35 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
     later. The replay keeps each job's GPUs ``start_latency_s`` past its end, for the waiters
     only: the job's own replayed JCT does not include it.
 
+    ``dispatch_s`` (seconds, :func:`dispatch_latency_of`) is the time from eligible to start
+    of a job that finds free GPUs: each replayed arrival is that much after the job's eligible
+    time, and its JCT still counts from the eligible time.
+
+    ``cycle_at`` (epoch s) is one of the daemon's cycle times (its ledger): the replay's
+    decision ticks are put in phase with the daemon's cycles (:func:`tick_base`). Without it
+    they are in phase with the first arrival. Preemptions only happen on ticks, so with a
+    cycle of a few seconds the phase decides which job is a victim first and when the GPUs
+    free up. A preemption due exactly on a tick is made on that tick (``simulate``'s
+    ``tick_on_time``), as the daemon's cycle makes it: its thresholds are tested with ``>=``.
+
     Raises:
         ValueError: no GPU job to replay, or a negative latency.
     """
-    if start_latency_s < 0:
-        raise ValueError(f"start latency must be >= 0 s, got {start_latency_s}")
-    trace = trace_of(rows, hold_s=start_latency_s)
-    if not trace.jobs:
+    if start_latency_s < 0 or dispatch_s < 0:
+        raise ValueError(f"latencies must be >= 0 s, got start {start_latency_s}, "
+                         f"dispatch {dispatch_s}")
+    kept = [r.eligible_time for r in rows if r.num_gpu > 0 and r.duration > 0]
+    if not kept:
         raise ValueError("the history has no GPU job with work to replay")
-    result = simulate(trace, cluster, config, distribution)
+    base = tick_base(min(kept), cycle_at, config.decision_interval_s)
+    trace = trace_of(rows, hold_s=start_latency_s, dispatch_s=dispatch_s, base=base)
+    result = simulate(trace, cluster, config, distribution, tick_on_time=True)
     real = {r.job_id: r for r in rows}
-    jobs = tuple(JobFidelity(j.name, j.num_gpus, real[j.name].jct, j.jct - start_latency_s)
+    jobs = tuple(JobFidelity(j.name, j.num_gpus, real[j.name].jct,
+                             j.jct + dispatch_s - start_latency_s)
                  for j in sorted(result.jobs, key=lambda j: j.submit))
     return Fidelity(config.policy, jobs, trace.skipped_jobs + result.unfittable_jobs,
-                    start_latency_s)
+                    start_latency_s, dispatch_s, cycle_at is not None)
 
 
 def start_latency_from(scheduler_parameters: str, scheduler_type: str = "sched/backfill") -> float:
@@ -160,7 +209,9 @@ def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False
             ("p95 JCT s", f"{fid.p95(True):.1f}", f"{fid.p95(False):.1f}", _pct(fid.p95_error))]
     lines.append(tables.render(head, rows, head[1:], styled=styled).rstrip("\n"))
     within = sum(1 for j in fid.jobs if abs(j.error) <= JOB_TARGET)
+    phase = "; ticks in phase with the daemon cycles" if fid.cycle_phased else ""
     lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
+                 f"dispatch {fid.dispatch_s:g} s{phase}; "
                  f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped; "
                  f"{within}/{len(fid.jobs)} ({fid.share_within * 100:.0f} %) within "
                  f"{JOB_TARGET * 100:.0f} % of their real JCT")

@@ -20,7 +20,8 @@ from pathlib import Path
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
-from prioritizer.history.check import check, format_fidelity, start_latency_from
+from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity,
+                                        start_latency_from)
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, read_rows, write_rows
@@ -69,6 +70,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--start-latency", default="auto", metavar="SECONDS|auto",
                      help="Slurm's start latency for waiting jobs (auto: half of bf_interval "
                      "from scontrol show config; 0 without Slurm)")
+    chk.add_argument("--dispatch-latency", default="auto", metavar="SECONDS|auto",
+                     help="seconds from eligible to start of a job that finds free GPUs (auto: "
+                     "the shortest such time in the history)")
+    chk.add_argument("--ledger", metavar="LEDGER.sqlite",
+                     help="the daemon's ledger: its cycle times set the phase of the replay's "
+                     "decision ticks (with --config)")
     chk.add_argument("--summary-only", action="store_true", help="no per-job lines")
 
 
@@ -125,6 +132,22 @@ def ledger_facts(path: str) -> dict[int, LedgerFacts]:
         raise CliError(f"--ledger {path}: {exc}") from None
 
 
+def cycle_time(path: str) -> float | None:
+    """One of the daemon's cycle times (epoch s) from its ledger (read-only): when it created
+    its first preemption intent (a cycle's moment), else its last observation; None if the
+    ledger has neither.
+
+    Raises:
+        CliError: the file is missing or not a ledger (exit 2).
+    """
+    try:
+        with Ledger(path, readonly=True) as ledger:
+            created = [i.created for row in ledger.jobs() for i in ledger.intents(row.job_id)]
+            return min(created) if created else ledger.observed_at()
+    except (OSError, sqlite3.Error) as exc:
+        raise CliError(f"--ledger {path}: {exc}") from None
+
+
 def _write_atomically(path: str, rows: list) -> None:
     """Write to a temporary file beside ``path`` and rename: never a half-written trace."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -162,17 +185,22 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
     return PolicyConfig(policy=policy or "fifo-fit").zero_cost()
 
 
+def seconds_option(option: str, value: str) -> float:
+    """A finite number of seconds >= 0 given to ``option``. Raises CliError (exit 2)."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise CliError(f"{option}: expected seconds >= 0 or auto, got {value!r}")
+    return number
+
+
 def start_latency(value: str) -> float:
     """Seconds of ``--start-latency``: a number >= 0, or ``auto`` (from the cluster's
     SchedulerParameters; 0 with a note when Slurm does not answer). Raises CliError (exit 2)."""
     if value != "auto":
-        try:
-            number = float(value)
-        except ValueError:
-            number = -1.0
-        if not number >= 0 or number == float("inf"):
-            raise CliError(f"--start-latency: expected seconds >= 0 or auto, got {value!r}")
-        return number
+        return seconds_option("--start-latency", value)
     try:
         conf = SlurmClient(timeout_s=30).show_config()
     except SlurmError as exc:
@@ -191,8 +219,12 @@ def _check(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         raise CliError(str(exc)) from None
     latency = start_latency(args.start_latency)
+    dispatch = (dispatch_latency_of(rows) if args.dispatch_latency == "auto"
+                else seconds_option("--dispatch-latency", args.dispatch_latency))
+    cycle_at = cycle_time(args.ledger) if args.ledger else None
     try:
-        fidelity = check(rows, cluster, config, start_latency_s=latency)
+        fidelity = check(rows, cluster, config, start_latency_s=latency, dispatch_s=dispatch,
+                         cycle_at=cycle_at)
     except ValueError as exc:
         raise CliError(f"{args.trace}: {exc}") from None
     print(format_fidelity(fidelity, per_job=not args.summary_only, styled=tables.is_terminal()))

@@ -68,6 +68,9 @@ class DecisionTick:
     preempt: bool
 
 
+#: Seconds within which a decision time counts as a tick time (``tick_on_time``).
+TICK_EPS = 1e-6
+
 PRIORITY = {Completion: 0, GraceEnd: 1, Arrival: 2, RequeueReady: 3, ThresholdCrossing: 4,
             PromotionDeadline: 5, DecisionTick: 6}
 
@@ -151,8 +154,10 @@ class Simulator:
     """Replay ``trace`` on ``cluster`` under ``config`` (see module doc)."""
 
     def __init__(self, trace: Trace, cluster: Cluster, config: PolicyConfig,
-                 distribution: GittinsDistribution | None = None) -> None:
+                 distribution: GittinsDistribution | None = None,
+                 tick_on_time: bool = False) -> None:
         self.trace, self.cluster, self.config = trace, cluster, config
+        self.tick_on_time = tick_on_time
         totals = cluster.node_totals()
         names = ["pool"] if cluster.placement == "count" else [
             f"n{i}" for i in range(cluster.nodes)]
@@ -278,6 +283,8 @@ class Simulator:
     def schedule_tick(self, now: float) -> None:
         step = self.config.decision_interval_s
         due = (now // step + 1) * step
+        if self.tick_on_time and min(now - due + step, due - now) < TICK_EPS:
+            due = now                 # ``now`` is a tick time itself: act on this tick
         if self.tick_at is None or self.tick_at <= now or self.tick_at > due:
             self.tick_at = due
             self.push(due, DecisionTick(True))
@@ -316,6 +323,12 @@ class Simulator:
 
 
 def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,
-             distribution: GittinsDistribution | None = None) -> SimResult:
-    """Replay ``trace`` on ``cluster`` under ``config``; see :class:`Simulator`."""
-    return Simulator(trace, cluster, config, distribution).run()
+             distribution: GittinsDistribution | None = None,
+             tick_on_time: bool = False) -> SimResult:
+    """Replay ``trace`` on ``cluster`` under ``config``; see :class:`Simulator`.
+
+    ``tick_on_time``: a preemption wanted at a moment that is itself a tick time (a multiple
+    of ``decision_interval_s``, e.g. a threshold crossing exactly on it) is made on that tick,
+    as the daemon's cycle at that moment makes it; by default the next tick makes it (the
+    published replays and their regression fixtures). ``dlprio history check`` sets it."""
+    return Simulator(trace, cluster, config, distribution, tick_on_time).run()
