@@ -115,6 +115,11 @@ class SlurmClient:
     bin_dir: str = ""
     run_as: str = ""
     _release: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
+    #: the last formatted read's jobs by their record's text (see _jobs_formatted), and the
+    #: secret token that stands for each call's separator token in that text
+    _parsed: dict[str, Job] = field(default_factory=dict, repr=False, compare=False)
+    _key_token: str = field(default_factory=lambda: secrets.token_hex(8), repr=False,
+                            compare=False)
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None,
@@ -216,7 +221,10 @@ class SlurmClient:
         record with another, so no user text (job name, comment, path: anything, newlines
         included) can be taken for a separator; a record with the wrong number of fields is a
         :class:`SlurmShapeUnknown`, never a guess. Times print as epoch seconds
-        (``SLURM_TIME_FORMAT=%s``).
+        (``SLURM_TIME_FORMAT=%s``). A record whose text is the same as in the previous read
+        (the call's token replaced by a secret one of this client, never shown to anyone, so
+        two different records never look alike) is not parsed again: its (frozen) Job is
+        reused (most of a site's jobs do not change between two daemon cycles; issue 15).
         """
         if self._release is None:  # once per client: the formatted fields are per release
             version = self.slurm_version()
@@ -232,25 +240,35 @@ class SlurmClient:
         fmt += f",{records.SQUEUE_FIELDS[-1][1]}:0{rs}"
         argv = ["squeue", "--noheader", "--all", "--states=all", f"--Format={fmt}"]
         env = {**os.environ, "SLURM_TIME_FORMAT": "%s"}
-        out = self._run(argv, env=env)
+        # the call's token becomes this client's secret one (never shown to anyone): a record
+        # then reads the same in every call, and its text is the key of the parse cache
+        out = self._run(argv, env=env).replace(token, self._key_token)
+        fs, rs = f"\x1f{self._key_token}\x1f", f"\x1e{self._key_token}\x1e"
         chunks = out.split(rs)
+        del out   # 10,000 records: megabytes, not needed past the split
         tail = chunks.pop()
         if tail.strip():
             raise SlurmShapeUnknown(argv[:4], f"squeue: output does not end with a record: {tail[:80]!r}")
         jobs = []
+        before, parsed = self._parsed, {}
         for i, chunk in enumerate(chunks):
             if i:
                 if not chunk.startswith("\n"):
                     raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} does not start a line")
                 chunk = chunk[1:]
-            values = chunk.split(fs)
-            if len(values) != len(keys):
-                raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} fields, "
-                                        f"expected {len(keys)}")
-            try:
-                jobs.append(records.job_from_fields(values))
-            except ShapeError as exc:
-                raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
+            job = before.get(chunk)
+            if job is None:
+                values = chunk.split(fs)
+                if len(values) != len(keys):
+                    raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} "
+                                            f"fields, expected {len(keys)}")
+                try:
+                    job = records.job_from_fields(values)
+                except ShapeError as exc:
+                    raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
+            parsed[chunk] = job
+            jobs.append(job)
+        self._parsed = parsed
         return jobs
 
     def slurm_version(self) -> tuple[int, int, int]:

@@ -91,7 +91,8 @@ def test_one_scontrol_call_per_value_and_no_call_when_nothing_changed(tmp_path: 
         batches = act.diff(act.targets(dec, obs, cfg, enc), act.current_values(ledger, obs, cfg))
         act.push(client, ledger, batches, log)  # type: ignore[arg-type]
     # queue 0 entered at 150: 2*101 + (99-50) + 1 = 252; queue 1 at 120: 101 + 79 + 1 = 181
-    assert client.calls == [("site_factor", [1, 2], 252), ("site_factor", [3], 181)]
+    # (the two calls run in parallel: their order is not fixed)
+    assert sorted(client.calls) == [("site_factor", [1, 2], 252), ("site_factor", [3], 181)]
 
 
 def test_refused_batch_falls_back_to_single_jobs(tmp_path: Path) -> None:
@@ -168,3 +169,87 @@ def test_once_exits_1_only_when_slurm_accepted_nothing(capsys: pytest.CaptureFix
     assert once_exit(act.PushResult([], [(2, "Access/permission denied")])) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "job 2: Access/permission denied" in err
+
+
+# ---------------------------------------------------------------- update budget (issue 15)
+def test_plan_sends_the_head_of_the_start_order_first_up_to_the_budget() -> None:
+    wanted = {5: "site_factor:9", 3: "site_factor:8", 9: "site_factor:8", 1: "site_factor:7"}
+    todo = act.plan(wanted, {}, budget=2)
+    assert todo.batches == {"site_factor:9": [5], "site_factor:8": [3]} and todo.left == 2
+
+
+def test_plan_budget_counts_only_jobs_whose_value_changes() -> None:
+    wanted = {5: "site_factor:9", 3: "site_factor:8", 9: "site_factor:8", 1: "site_factor:7"}
+    todo = act.plan(wanted, {5: "site_factor:9", 3: "site_factor:8"}, budget=2)
+    assert todo.batches == {"site_factor:8": [9], "site_factor:7": [1]} and todo.left == 0
+
+
+def test_plan_budget_zero_sends_everything() -> None:
+    wanted = {j: f"priority:{j}" for j in range(1, 2001)}
+    todo = act.plan(wanted, {}, budget=0)
+    assert sum(map(len, todo.batches.values())) == 2000 and todo.left == 0
+
+
+def test_plan_a_preemption_waiter_never_waits_behind_the_budget() -> None:
+    wanted = {1: "site_factor:9", 2: "site_factor:8", 3: "site_factor:7", 4: "site_factor:6"}
+    todo = act.plan(wanted, {}, budget=2, urgent={4})
+    assert todo.batches == {"site_factor:6": [4], "site_factor:9": [1]} and todo.left == 2
+    spent = act.plan(wanted, {}, budget=1, urgent={3, 4})      # over the budget: still sent
+    assert spent.batches == {"site_factor:7": [3], "site_factor:6": [4]} and spent.left == 2
+
+
+@given(n=st.integers(0, 60), budget=st.integers(1, 25), seed=st.randoms(use_true_random=False))
+def test_a_backlog_converges_head_first_in_ceil_n_over_budget_cycles(
+        n: int, budget: int, seed) -> None:
+    """Each cycle sends the first ``budget`` jobs of the start order still to send; after
+    ceil(n / budget) cycles every job carries its value and nothing is left."""
+    order = list(range(100, 100 + n))
+    seed.shuffle(order)
+    wanted = {j: f"site_factor:{(j * 7) % 5}" for j in order}
+    current: dict[int, str | None] = {}
+    sent: list[int] = []
+    cycles = 0
+    while True:
+        todo = act.plan(wanted, current, budget)
+        ids = sorted(j for ids in todo.batches.values() for j in ids)
+        if not ids:
+            break
+        cycles += 1
+        assert ids == sorted(order[len(sent):len(sent) + budget])   # the head still unsent
+        assert todo.left == n - len(sent) - len(ids)
+        sent += ids
+        current.update((j, wanted[j]) for j in ids)
+    assert cycles == -(-n // budget) and sorted(sent) == sorted(order)
+
+
+def test_push_sends_pieces_in_parallel_and_records_every_accepted_job(tmp_path: Path) -> None:
+    ids = list(range(1, 1 + 3 * act.PIECE_IDS + 7))
+    obs = observation(200, *(unit(j, "PENDING", start=None) for j in ids))
+    ledger = _ledger_with(tmp_path, obs)
+    client = RecordingClient(refuse={act.PIECE_IDS + 3})
+    result = act.push(client, ledger, {"site_factor:5": ids[:-7], "site_factor:6": ids[-7:]},  # type: ignore[arg-type]
+                      CycleAdapter())
+    assert sorted(result.accepted) == [j for j in ids if j != act.PIECE_IDS + 3]
+    assert [j for j, _ in result.refused] == [act.PIECE_IDS + 3]
+    lists = [c[1] for c in client.calls if len(c[1]) > 1]
+    assert sorted(map(len, lists)) == [7] + [act.PIECE_IDS] * 3      # 4 calls, none bigger
+    applied = {r.job_id: r.applied for r in ledger.jobs()}
+    assert applied[1] == "site_factor:5" and applied[ids[-1]] == "site_factor:6"
+    assert applied[act.PIECE_IDS + 3] is None
+
+
+def test_push_records_what_went_through_before_raising_unreachable(tmp_path: Path) -> None:
+    class HalfDown(RecordingClient):
+        def set_site_factor(self, ids: list[int], value: int) -> None:
+            if value == 6:
+                from slurm_plugin.client import SlurmUnreachable
+                raise SlurmUnreachable(["scontrol"], "Unable to contact slurm controller")
+            super().set_site_factor(ids, value)
+
+    obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2, 3)))
+    ledger = _ledger_with(tmp_path, obs)
+    from slurm_plugin.client import SlurmUnreachable
+    with pytest.raises(SlurmUnreachable):
+        act.push(HalfDown(), ledger, {"site_factor:5": [1, 2], "site_factor:6": [3]},  # type: ignore[arg-type]
+                 CycleAdapter())
+    assert [ledger.job(j).applied for j in (1, 2, 3)] == ["site_factor:5", "site_factor:5", None]

@@ -63,6 +63,8 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("interval_s: .nan\n", "interval_s: must be a finite number (got nan)"),
     ("metrics_port: 70000\n", "metrics_port: must be >= 0 and <= 65535 (got 70000)"),
     ("inqueue_span_s: 0\n", "inqueue_span_s: must be >= 1 and <= 100000000 (got 0)"),
+    ("update_budget: -1\n", "update_budget: must be >= 0 and <= 1000000 (got -1)"),
+    ("update_budget: 1.5\n", "update_budget: expected a whole number (got 1.5)"),
     ("retention_days: -1\n", "retention_days: must be >= 0 (got -1)"),
     ("slurm_timeout_s: -1\n", "slurm_timeout_s: must be >= 0 (got -1)"),
     ("gittins_min_samples: 0\n", "gittins_min_samples: must be >= 1 (got 0)"),

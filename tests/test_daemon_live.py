@@ -103,7 +103,10 @@ def _order_scenario(jobs: Jobs, cfg: Path, extra: tuple[str, ...],
     newer queue-0 job. Returns (old, new, blocker) once ``told(old, new)`` (the daemon has told
     Slurm the order)."""
     old, _ = jobs.submit("old", nodes=4, gpus_per_node=8, steps=100, marker=False, extra=extra)
-    wait_for(lambda: ledger_rows(cfg).get(old, {}).get("queue") == 1, 40, "old job in queue 1")
+    # in queue 1 with a margin: Slurm's whole-second times may take up to 1 s x 32 GPUs off the
+    # run once it ends, which must not bring the job back under the 40 GPU·s threshold
+    wait_for(lambda: ledger_rows(cfg).get(old, {}).get("queue") == 1
+             and ledger_rows(cfg)[old]["attained_gpu_s"] >= 40 + 32, 40, "old job in queue 1")
     service = ledger_rows(cfg)[old]["attained_gpu_s"]
     jobs.client.requeue(old)
     blocker, _ = jobs.submit("blocker", nodes=4, gpus_per_node=8, steps=300, marker=False,

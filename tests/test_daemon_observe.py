@@ -41,6 +41,27 @@ def test_partitions_filter_and_malformed_marker() -> None:
     assert list(units) == [2] and units[2].contract is None
 
 
+def test_unit_cache_reuses_units_of_the_same_job_records_and_rebuilds_changed_ones() -> None:
+    """Issue 15: with a cache, a unit whose Job records are the very objects of the last call
+    is reused; a changed component, a new job or a CPU-only job give what a fresh call gives."""
+    lead = job_from_json(_job(job_id=10, het_job_id=10, het_job_offset=0))
+    comp = job_from_json(_job(job_id=11, het_job_id=10, het_job_offset=1, node_count=2,
+                              nodes="node[2-3]", tres_per_node="gres:gpu:2", comment=""))
+    cpu = job_from_json(_job(job_id=12, tres_per_node=None, comment=""))
+    cache: dict = {}
+    cfg = DaemonConfig()
+    first = units_from_jobs([comp, lead, cpu], cfg, cache)
+    again = units_from_jobs([comp, lead, cpu], cfg, cache)
+    assert list(again) == [10] and again[10] is first[10]
+    grown = job_from_json(_job(job_id=11, het_job_id=10, het_job_offset=1, node_count=2,
+                               nodes="node[2-3]", tres_per_node="gres:gpu:4", comment=""))
+    other = job_from_json(_job(job_id=20))
+    third = units_from_jobs([grown, lead, cpu, other], cfg, cache)
+    assert third == units_from_jobs([grown, lead, cpu, other], cfg)
+    assert third[10] is not first[10] and third[10].gpus_per_node == (8, 4, 4)
+    assert set(cache) == {10, 12, 20}      # only this call's units are kept
+
+
 def _node(name: str, used: int) -> Node:
     return Node(name, "127.0.0.1", "mixed", (), ("gpu",), 16, 2, 8, 64000, 8, used, "a100")
 

@@ -171,3 +171,23 @@ def test_daemon_writes_nothing_and_closes_no_run_on_an_unknown_shape(tmp_path: P
                 daemon.cycle()
             assert (ledger.conn.execute("SELECT * FROM jobs").fetchall(), ledger.all_runs()) == before
         assert ledger.job(10) is not None and ledger.job(10).ended_at is None
+
+
+def test_an_unchanged_record_reuses_its_job_and_a_changed_one_is_parsed_again() -> None:
+    """Issue 15: the formatted read parses only records that differ from the previous read
+    (same field values: the same frozen Job); a changed field gives a new Job with it."""
+    records = [_record(job_id="10"), _record(job_id="11", state="PENDING", start_time="0",
+                                            nodes="", priority="7")]
+    client = CannedClient(_answer("slurm 22.05.8", records, {}))
+    first = client.jobs()
+    second = client.jobs()
+    assert [a is b for a, b in zip(first, second)] == [True, True]
+    records[1]["priority"] = "4000007"
+    records.append(_record(job_id="12", name="new"))
+    third = client.jobs()
+    assert third[0] is first[0] and third[1] is not first[1]
+    assert (third[1].job_id, third[1].priority, third[2].job_id, third[2].name) == (11, 4000007, 12, "new")
+    records[0]["name"] = "a\x1f"    # a bad record is refused even if its job was known
+    records[0]["state"] = "RUNNING,X"
+    with pytest.raises(SlurmShapeUnknown, match="state"):
+        client.jobs()

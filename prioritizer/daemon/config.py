@@ -50,6 +50,9 @@ class DaemonConfig:
             (absolute priority: multifactor stops recomputing it).
         inqueue_span_s: seconds of queue-entry time that order jobs inside one queue
             (1 point per second); older entries than the span share the top value.
+        update_budget: most pending jobs whose value (SiteFactor, priority, partition) one
+            cycle sends to Slurm, head of the start order first; the rest go in the next
+            cycles (a victim's value and a preemption's waiter never wait); 0 = no limit.
         partitions: partitions whose GPU jobs are managed; empty = all.
         queue_partitions: partition mode only: one partition per queue level, q0 first.
         exempt_partitions, exempt_accounts: jobs there are never preempted.
@@ -83,6 +86,7 @@ class DaemonConfig:
     mode: Mode = "priority"
     priority_field: PriorityField = "site_factor"
     inqueue_span_s: Annotated[int, Strict(), Field(ge=1, le=100_000_000)] = 1_000_000
+    update_budget: Annotated[int, Strict(), Field(ge=0, le=1_000_000)] = 1000
     partitions: Names = ()
     queue_partitions: Names = ()
     exempt_partitions: Names = ()

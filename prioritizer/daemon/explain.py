@@ -41,7 +41,8 @@ def seen_service(runs: list[Run]) -> tuple[float, float]:
 
 def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
     """One line: when the daemon last read Slurm and, past :data:`STALE_INTERVALS`
-    intervals, that the ledger is STALE (no daemon cycling, or Slurm away)."""
+    intervals, that the ledger is STALE (no daemon cycling, or Slurm away); how many pending
+    jobs' values the last cycle left for later ones (``update_budget``), when any."""
     at = ledger.observed_at()
     if at is None:
         return "ledger: no cycle recorded yet (STALE: start the daemon)"
@@ -50,6 +51,10 @@ def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
     if age > STALE_INTERVALS * interval_s:
         line += (f"; STALE: no daemon cycle for {age:.0f} s (interval {interval_s:g} s): "
                  "states and service are as last seen, not now")
+    backlog = int(ledger.meta("order_backlog") or 0)
+    if backlog:
+        line += (f"; {backlog} pending jobs' values still to send to Slurm (update_budget "
+                 "per cycle, head of the start order first)")
     return line
 
 

@@ -30,7 +30,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
-from prioritizer.daemon.observe import Observation, observe
+from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.decide import decide
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
@@ -74,8 +74,10 @@ class Daemon:
             load_distribution(cfg.gittins_samples or None)
             if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
+        self._units: UnitCache = {}   # observe's units of the last cycle (issue 15)
         self._preempt_checked = False
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
+        self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -85,7 +87,7 @@ class Daemon:
         self.log.cycle = self.ledger.next_cycle()
         if not self._preempt_checked:
             self.check_slurm_preemption()
-        obs = observe(self.client, self.ledger, self.cfg, now, self.log)
+        obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         if self.learner is not None:   # gittins_samples: history (issue 12)
@@ -132,8 +134,10 @@ class Daemon:
         self.metrics.promotions.inc(len(decisions.promotions))
         wanted = act.without_backoff(act.targets(decisions, obs, self.cfg,
                                                  self.encoding(obs.now)), self.ledger, obs.now)
-        batches = act.diff(wanted, act.current_values(self.ledger, obs, self.cfg))
-        self.pushed = act.push(self.client, self.ledger, batches, self.log, now=obs.now,
+        todo = act.plan(wanted, act.current_values(self.ledger, obs, self.cfg),
+                        self.cfg.update_budget, {p.waiter for p in decisions.preemptions})
+        self.note_backlog(todo.left)
+        self.pushed = act.push(self.client, self.ledger, todo.batches, self.log, now=obs.now,
                                backoff_s=self.cfg.interval_s,
                                backoff_max_s=self.cfg.backoff_max_s)
         self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
@@ -143,6 +147,17 @@ class Daemon:
                                     [i.job_id for i in self.ledger.open_intents()])
         self.metrics.requeues.inc(len(self.preemptor.progress(obs, lowered)))
         self.publish(decisions, obs)
+
+    def note_backlog(self, left: int) -> None:
+        """Say how many pending jobs' values wait for a later cycle (``update_budget``): the
+        ``dlprio_order_backlog_jobs`` gauge, the ledger's ``order_backlog`` (``dlprio status``
+        prints it) and an ``order_backlog`` event while any wait and once when none is left."""
+        before = int(self.ledger.meta("order_backlog") or 0)
+        self.backlog = left
+        self.metrics.order_backlog.set(left)
+        if left or before:
+            self.ledger.set_meta("order_backlog", str(left))
+            event(self.log, "order_backlog", left=left, budget=self.cfg.update_budget)
 
     def encoding(self, now: float) -> act.Encoding | None:
         """The priority encoding (mode priority), reading PriorityWeight* once per daemon."""
@@ -167,14 +182,13 @@ class Daemon:
         """Write the public snapshot and the queue metrics for the managed jobs."""
         rank = {job_id: i for i, job_id in enumerate(decisions.order)}
         rows = {r.job_id: r for r in self.ledger.jobs(active_only=True)}
-        service = {v.job_id: v.attained_gpu_s for v in obs.snapshot.jobs}
         jobs = []
         for view in obs.snapshot.jobs:
             row, st = rows.get(view.job_id), decisions.states.get(view.job_id)
             if row is None or st is None:
                 continue
             jobs.append(PublicJob(view.job_id, row.user, obs.units[view.job_id].state, st.queue,
-                                  round(service[view.job_id], 1), row.preemptions,
+                                  round(view.attained_gpu_s, 1), row.preemptions,
                                   row.promotions, row.restart_count, rank.get(view.job_id),
                                   row.reason))
         self.metrics.set_queues(((j.queue, "PENDING" if j.rank is not None else "RUNNING",

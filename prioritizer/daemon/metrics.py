@@ -9,7 +9,9 @@ Series (names are part of the operator interface, docs/dlprio.md):
 * ``dlprio_cycle_duration_seconds``: histogram of cycle wall time (seconds);
 * ``dlprio_slurm_errors_total{kind}``: Slurm failures by kind (``unreachable``, ``refused``);
 * ``dlprio_last_cycle_timestamp_seconds``: epoch of the last successful cycle;
-* ``dlprio_update_backoff_jobs``: jobs whose refused update waits out its backoff (gauge).
+* ``dlprio_update_backoff_jobs``: jobs whose refused update waits out its backoff (gauge);
+* ``dlprio_order_backlog_jobs``: pending jobs whose new value waits for a later cycle
+  (``update_budget`` was spent; gauge).
 
 One registry per daemon (not the global one), so tests can run several in one process.
 """
@@ -62,6 +64,9 @@ class Metrics:
                                 "Epoch of the last successful cycle", registry=r)
         self.update_backoff = Gauge("dlprio_update_backoff_jobs",
                                     "Jobs whose refused update is backing off", registry=r)
+        self.order_backlog = Gauge("dlprio_order_backlog_jobs",
+                                   "Pending jobs whose new value waits for a later cycle",
+                                   registry=r)
         self._service = _ServiceHistogram()
         r.register(self._service)  # type: ignore[arg-type]
 

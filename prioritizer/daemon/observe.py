@@ -69,9 +69,10 @@ class Unit:
     def gpus(self) -> int:
         return sum(self.gpus_per_node)
 
-    @property
+    @functools.cached_property
     def phase(self) -> JobPhase | None:
-        """PENDING, RUNNING, or None for any other state (completing, finished)."""
+        """PENDING, RUNNING, or None for any other state (completing, finished); computed once
+        per unit (a cycle asks about 9 times per unit)."""
         if self.state in PENDING_STATES:
             return JobPhase.PENDING
         if self.state in RUNNING_STATES and self.start_time is not None:
@@ -92,31 +93,62 @@ class Observation:
     lease_jobs: tuple[Job, ...] = ()
 
 
-def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig) -> dict[int, Unit]:
-    """Group hetjob components into units and keep the managed GPU units (pure)."""
+#: ``units_from_jobs``' memory between two cycles: unit id → (its Job records, the result:
+#: the Unit or None when not managed). Jobs are frozen; the client reuses the Job of a record
+#: that did not change, so an unchanged unit is found by identity (issue 15).
+UnitCache = dict[int, tuple[tuple[Job, ...], "Unit | None"]]
+
+
+def units_from_jobs(jobs: Iterable[Job], cfg: DaemonConfig,
+                    cache: UnitCache | None = None) -> dict[int, Unit]:
+    """Group hetjob components into units and keep the managed GPU units (pure, but for
+    ``cache``: pass the same dict every cycle, with the same ``cfg``, to reuse the units whose
+    Job records are the very same objects as last time; it then holds this call's units)."""
     groups: dict[int, list[Job]] = {}
     for job in jobs:
         groups.setdefault(job.unit_id, []).append(job)
     managed = set(cfg.partitions) | set(cfg.queue_partitions)
     out: dict[int, Unit] = {}
+    before = dict(cache) if cache is not None else {}
+    if cache is not None:
+        cache.clear()
     for unit_id, parts in groups.items():
-        parts.sort(key=lambda j: j.het_job_offset)
-        lead = parts[0]
-        if managed and not managed & set(lead.partition.split(",")):
+        if len(parts) > 1:
+            parts.sort(key=lambda j: j.het_job_offset)
+        key = tuple(parts)
+        seen = before.get(unit_id)
+        if seen is not None and len(seen[0]) == len(key) and all(
+                a is b for a, b in zip(seen[0], key)):
+            if cache is not None:
+                cache[unit_id] = seen
+            if seen[1] is not None:
+                out[unit_id] = seen[1]
             continue
-        per_node, nodes = _gpu_nodes(parts)
-        if not sum(per_node):
-            continue
-        contract = _contract(lead.comment)
-        out[unit_id] = Unit(
-            job_id=unit_id, user=lead.user, account=lead.account, partition=lead.partition,
-            state=lead.state, reason=lead.reason, gpus_per_node=per_node,
-            nodes=nodes,
-            submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
-            eligible_time=lead.eligible_time, restart_count=lead.restart_count,
-            requeue=all(j.requeue and j.batch for j in parts), contract=contract,
-            priority=lead.priority)
+        unit = _unit(unit_id, parts, managed)
+        if cache is not None:
+            cache[unit_id] = (key, unit)
+        if unit is not None:
+            out[unit_id] = unit
     return out
+
+
+def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
+    """The Unit of one group of components (leader first), None when not a managed GPU unit."""
+    lead = parts[0]
+    if managed and not managed & set(lead.partition.split(",")):
+        return None
+    per_node, nodes = _gpu_nodes(parts)
+    if not sum(per_node):
+        return None
+    contract = _contract(lead.comment)
+    return Unit(
+        job_id=unit_id, user=lead.user, account=lead.account, partition=lead.partition,
+        state=lead.state, reason=lead.reason, gpus_per_node=per_node,
+        nodes=nodes,
+        submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
+        eligible_time=lead.eligible_time, restart_count=lead.restart_count,
+        requeue=all(j.requeue and j.batch for j in parts), contract=contract,
+        priority=lead.priority)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -150,8 +182,9 @@ def _gpu_nodes(parts: list[Job]) -> tuple[tuple[int, ...], tuple[str, ...]]:
 
 
 def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
-            log: Any = None) -> Observation:
+            log: Any = None, cache: UnitCache | None = None) -> Observation:
     """Read Slurm once, update the ledger's jobs and runs, return the policy's input.
+    ``cache``: the daemon's :data:`UnitCache` (see :func:`units_from_jobs`).
 
     Raises:
         SlurmUnreachable: squeue/sinfo got no answer (the ledger is left untouched).
@@ -162,7 +195,7 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
     jobs = client.jobs()
     nodes = tuple(client.nodes())
     tiers = partition_tiers(client.show_partitions())
-    units = units_from_jobs(jobs, cfg)
+    units = units_from_jobs(jobs, cfg, cache)
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
@@ -306,32 +339,45 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
     views = []
-    for unit in sorted(units.values(), key=lambda u: u.job_id):
+    exempt_parts, exempt_accounts = set(cfg.exempt_partitions), set(cfg.exempt_accounts)
+    tier_of: dict[str, int] = {}   # per partition string: most jobs share a few
+    no_runs: list[Run] = []
+    for job_id in sorted(units):
+        unit = units[job_id]
         phase = unit.phase
-        row = rows.get(unit.job_id)
+        row = rows.get(job_id)
         if phase is None or row is None:
             continue
-        runs = all_runs.get(unit.job_id, [])
-        closed = [r for r in runs if r.end is not None]
-        last = closed[-1] if closed else None
-        open_run = next((r for r in runs if r.end is None), None)
-        exempt = (unit.partition in cfg.exempt_partitions or unit.account in cfg.exempt_accounts)
+        runs = all_runs.get(job_id, no_runs)
+        if runs:
+            closed = [r for r in runs if r.end is not None]
+            last = closed[-1] if closed else None
+            open_run = next((r for r in runs if r.end is None), None)
+            attained_gpu_s = sum(r.gpu_seconds(now) for r in runs)
+            attained_s = sum(r.seconds(now) for r in runs)
+        else:   # most pending jobs never ran: nothing to sum
+            last = open_run = None
+            attained_gpu_s = attained_s = 0.0
+        exempt = unit.partition in exempt_parts or unit.account in exempt_accounts
         running = phase is JobPhase.RUNNING
+        tier = tier_of.get(unit.partition)
+        if tier is None:
+            tier = tier_of[unit.partition] = unit_tier(unit, tiers)
         views.append(JobView(
-            job_id=unit.job_id, phase=phase,
+            job_id=job_id, phase=phase,
             gpus_per_node=unit.gpus_per_node,
             submit_time=float(unit.submit_time or now),
-            attained_gpu_s=sum(r.gpu_seconds(now) for r in runs),
-            attained_s=sum(r.seconds(now) for r in runs),
+            attained_gpu_s=attained_gpu_s,
+            attained_s=attained_s,
             service_base_gpu_s=row.service_base_gpu_s,
             queue=row.queue, queue_entry_time=row.queue_entry_time,
             run_start=open_run.start if (running and open_run) else None,
             last_run_s=last.seconds(now) if last else 0.0,
             last_run_end=last.end if last else None,
-            preemptible=(unit.requeue and not exempt and unit.job_id not in in_intent
-                         and refused.get(unit.job_id, -1) < unit.restart_count),
+            preemptible=(unit.requeue and not exempt and job_id not in in_intent
+                         and refused.get(job_id, -1) < unit.restart_count),
             eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
-            being_preempted=unit.job_id in signalled, tier=unit_tier(unit, tiers)))
+            being_preempted=job_id in signalled, tier=tier))
     return Snapshot(nodes=node_views, jobs=tuple(views))
