@@ -586,16 +586,7 @@ class _PrefixScan:
         else:
             last = best[0]
         mine = [(cand, g) for pos, cand, g in on[hit] if pos <= last]
-        have = free[hit] + sum(g for _, g in mine)
-        keep = [True] * len(mine)
-        for k in range(len(mine) - 2, -1, -1):
-            if have - mine[k][1] >= gpus:
-                have -= mine[k][1]
-                keep[k] = False
-        kept = [cand for (cand, _), k in zip(mine, keep) if k]
-        for cand in kept:
-            soon.add(cand[4], cand[3])
-        return kept
+        return _keep_needed(mine, free[hit], gpus, soon)
 
     def _extend(self, gpus: int, free: list[int], floor: float, taken: set[int]) -> int:
         """Read on from ``p`` until some node reaches ``gpus`` (returns it; the hit
@@ -692,7 +683,16 @@ def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
     if hit < 0:
         return None
     mine = [(cand, g) for cand in chosen for node, g in zip(cand[4], cand[3]) if node == hit]
-    have = free[hit] + sum(g for _, g in mine)
+    return _keep_needed(mine, free[hit], gpus, soon)
+
+
+def _keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
+                 soon: FreeMap) -> list[Candidate]:
+    """The victims a one-node need of ``gpus`` GPUs keeps of ``mine`` (candidates in victim
+    order with the GPUs each frees on the chosen node, which has ``free_gpus`` free): the last
+    one always (it made the need fit), an earlier one only if the need no longer fits without
+    it, so no job is preempted for nothing. The kept victims' GPUs are added to ``soon``."""
+    have = free_gpus + sum(g for _, g in mine)
     keep = [True] * len(mine)
     for i in range(len(mine) - 2, -1, -1):
         if have - mine[i][1] >= gpus:
