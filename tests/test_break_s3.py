@@ -49,3 +49,17 @@ def test_simulate_huge_nodes_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
     rc = dlprio(["simulate", "--trace", str(trace), "--nodes", "9" * 30, "--gpus-per-node", "8"])
     assert rc == 2
     assert "--nodes" in capsys.readouterr().err
+
+
+def test_dlsubmit_refuses_a_name_slurm_will_refuse(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    """slurmctld refuses a job name over 1024 characters ('Pathname ... too long'); validation
+    passes it, so `dlsubmit ok.yaml long.yaml` submits ok.yaml and fails long.yaml (exit 3):
+    several specs are then not all or nothing."""
+    from submit.cli import main as dlsubmit
+
+    spec = ('{"protocolVersion": 2, "name": "%s", "type": "job", "taskRoles": {"w": {"instances": 1,'
+            ' "resourcePerInstance": {"cpu": 1, "memoryMB": 512, "gpu": 1}, "commands": ["true"]}}}')
+    (tmp_path / "long.json").write_text(spec % ("L" * 1025))
+    assert dlsubmit(["--dry-run", str(tmp_path / "long.json")]) == 2
+    assert "name" in capsys.readouterr().err
