@@ -86,7 +86,7 @@ def test_slurm_refusal_exits_3_verbatim(error: Exception, prefix: str, monkeypat
         raise error
     monkeypatch.setattr(cli, "_submit", refuse)
     rc, out, err = run([HELLO], capsys)
-    assert (rc, out) == (3, "")
+    assert (rc, out) == (3, "-\n")  # one record per spec, always: "-" = no job
     assert err == f"dlsubmit: {prefix}: {error.message}\n"  # type: ignore[attr-defined]
 
 
@@ -95,7 +95,7 @@ def test_missing_slurm_conf_is_reported_at_once(tmp_path: Path, monkeypatch: pyt
     missing = tmp_path / "nonexistent.conf"
     monkeypatch.setenv("SLURM_CONF", str(missing))  # the real client: sbatch is never started
     rc, out, err = run([HELLO], capsys)
-    assert (rc, out) == (3, "")
+    assert (rc, out) == (3, "-\n")  # one record per spec, always: "-" = no job
     assert err == f"dlsubmit: Slurm unreachable: SLURM_CONF: cannot stat file {missing}: No such file or directory\n"
 
 

@@ -1,0 +1,125 @@
+"""dlsubmit with several specs: stdout is one record per spec, in spec order, printed as each is
+done (not after the whole batch), and a SIGINT/SIGTERM stops submitting cleanly (exit 130/143,
+submitted ids and unsubmitted specs reported, no traceback).
+
+The Slurm door (``cli._submit``) is replaced: the point is what dlsubmit does around sbatch
+(ordering, a refusal among good specs, a signal in the middle), which a live cluster cannot
+provoke on cue. Live submission is in tests/test_submit_live.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slurm_plugin.client import SlurmRefused
+from submit import cli
+from submit_helpers import v2_spec
+
+
+def specs(tmp_path: Path, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        p = tmp_path / f"s{i}.yaml"
+        p.write_text(yaml.safe_dump(v2_spec(f"s{i}")))
+        out.append(str(p))
+    return out
+
+
+def job_name(script: str) -> str:
+    return script.split("--job-name=", 1)[1].split("\n", 1)[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_submitting_and_reports_what_was_submitted(
+        sig: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    paths = specs(tmp_path, 40)
+    submitted: dict[str, int] = {}
+    ids = itertools.count(1000)
+    lock = threading.Lock()
+
+    def submit(script: str, *a: object) -> int:
+        with lock:
+            submitted[job_name(script)] = job_id = next(ids)
+            if len(submitted) == 6:
+                os.kill(os.getpid(), sig)  # as `kill` or Ctrl-C would, mid-batch
+        return job_id
+
+    monkeypatch.setattr(cli, "_submit", submit)
+    rc = cli.main(paths)
+    out, err = capsys.readouterr()
+    assert rc == 128 + sig
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    assert len(lines) == 40  # one record per spec, in spec order
+    got = {f"s{i}": int(line) for i, line in enumerate(lines) if line != cli.NO_JOB}
+    assert got == submitted  # every queued job is reported under its own spec, nothing more
+    assert 6 <= len(got) <= 6 + cli.SUBMIT_THREADS  # submitting stopped (those in flight finish)
+    missed = [p for i, p in enumerate(paths) if f"s{i}" not in got]
+    summary = err.strip().splitlines()[-1]
+    assert summary.startswith(f"dlsubmit: interrupted by {signal.Signals(sig).name}: {len(got)} of 40")
+    assert summary.endswith("not submitted: " + ", ".join(missed))
+
+
+def test_ids_print_as_they_are_submitted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Spec k's sbatch starts only after spec k-2*SUBMIT_THREADS's id is printed: with every
+    result collected first (the old way) this would wait forever (here: 5 s, then fail)."""
+    n, lag = 20, 2 * cli.SUBMIT_THREADS
+    printed = [threading.Event() for _ in range(n)]
+    late: list[int] = []
+    real_record = cli._record
+
+    def record(path: str, *a: object) -> str:
+        printed[int(Path(path).stem[1:])].set()
+        return real_record(path, *a)  # type: ignore[arg-type]
+
+    def submit(script: str, *a: object) -> int:
+        k = int(job_name(script)[1:])
+        if k >= lag and not printed[k - lag].wait(5):
+            late.append(k)
+        return 100 + k
+
+    monkeypatch.setattr(cli, "_record", record)
+    monkeypatch.setattr(cli, "_submit", submit)
+    rc = cli.main(specs(tmp_path, n))
+    out, _ = capsys.readouterr()
+    assert (rc, late) == (0, [])
+    assert out.splitlines() == [str(100 + k) for k in range(n)]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_refused_spec_keeps_its_line(as_json: bool, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    a, vc, b = specs(tmp_path, 3)
+
+    def submit(script: str, *a: object) -> int:
+        if job_name(script) == "s1":
+            raise SlurmRefused(["sbatch"], "sbatch: error: invalid partition specified: nope")
+        return 7
+
+    monkeypatch.setattr(cli, "_submit", submit)
+    rc = cli.main(["--json", a, vc, b] if as_json else [a, vc, b])
+    out, err = capsys.readouterr()
+    assert rc == 3
+    assert err == (f"dlsubmit: {vc}: Slurm refused the job: sbatch: error: invalid partition "
+                   "specified: nope\n")
+    if not as_json:
+        assert out == "7\n-\n7\n"
+        return
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert [(d["spec"], d["job_id"]) for d in docs] == [(a, 7), (vc, None), (b, 7)]
+    assert docs[1]["error"].startswith("Slurm refused the job: ") and docs[0]["error"] is None
+    # a single refused spec still has its record
+    rc = cli.main(["--json", vc])
+    out, _ = capsys.readouterr()
+    assert rc == 3 and json.loads(out)["job_id"] is None and json.loads(out)["spec"] == vc
