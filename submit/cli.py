@@ -294,6 +294,16 @@ def _with_signals(stop: _Stop) -> dict[int, Any]:
     return {s: signal.signal(s, stop.handler) for s in (signal.SIGINT, signal.SIGTERM)}
 
 
+def _block_stop_signals() -> None:
+    """Pool threads block SIGINT/SIGTERM, so the kernel delivers them to the main thread (whose
+    handler runs at once, even while it waits for a result), and the ``sbatch`` each thread starts
+    inherits the mask: a Ctrl-C sent to the whole terminal process group does not kill an sbatch
+    half-way; it finishes and its job id is reported (signal(7): a child inherits the mask)."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _restore_signals(old: dict[int, Any]) -> None:
     import signal
 
@@ -333,7 +343,8 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
     missed: list[str] = []
     # sbatch calls are independent: several at once (slurmctld serialises what must be); the
     # pool takes specs in order, so at most SUBMIT_THREADS run ahead of the one printed next
-    with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(rendered))) as pool:
+    with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(rendered)),
+                            initializer=_block_stop_signals) as pool:
         futures = [pool.submit(one, r) for r in rendered]
         for (path, _, script), fut in zip(rendered, futures):
             job_id, error = fut.result()

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,11 @@ def test_a_signal_stops_submitting_and_reports_what_was_submitted(
             submitted[job_name(script)] = job_id = next(ids)
             if len(submitted) == 6:
                 os.kill(os.getpid(), sig)  # as `kill` or Ctrl-C would, mid-batch
+                stop = signal.getsignal(sig).__self__  # dlsubmit's handler: wait until it ran
+                deadline = time.monotonic() + 5
+                while not stop.signum and time.monotonic() < deadline:
+                    time.sleep(0.001)
+        time.sleep(0.02)  # sbatch takes a while (and lets go of the GIL meanwhile)
         return job_id
 
     monkeypatch.setattr(cli, "_submit", submit)
@@ -62,7 +68,8 @@ def test_a_signal_stops_submitting_and_reports_what_was_submitted(
     assert len(lines) == 40  # one record per spec, in spec order
     got = {f"s{i}": int(line) for i, line in enumerate(lines) if line != cli.NO_JOB}
     assert got == submitted  # every queued job is reported under its own spec, nothing more
-    assert 6 <= len(got) <= 6 + cli.SUBMIT_THREADS  # submitting stopped (those in flight finish)
+    # submitting stopped: only the calls already past the check (other threads) still ran
+    assert 6 <= len(got) <= 6 + cli.SUBMIT_THREADS - 1
     missed = [p for i, p in enumerate(paths) if f"s{i}" not in got]
     summary = err.strip().splitlines()[-1]
     assert summary.startswith(f"dlsubmit: interrupted by {signal.Signals(sig).name}: {len(got)} of 40")
@@ -123,3 +130,33 @@ def test_a_refused_spec_keeps_its_line(as_json: bool, tmp_path: Path,
     rc = cli.main(["--json", vc])
     out, _ = capsys.readouterr()
     assert rc == 3 and json.loads(out)["job_id"] is None and json.loads(out)["spec"] == vc
+
+
+@pytest.mark.parametrize("name,ok", [("L" * 1024, True), ("L" * 1025, False),
+                                     ("名" * 341, True), ("名" * 342, False)])
+def test_job_name_is_checked_in_utf8_bytes(name: str, ok: bool, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Slurm's limit is 1024 bytes (job_mgr.c _test_job_desc_fields); '名' is 3 bytes."""
+    p = tmp_path / "long.yaml"
+    p.write_text(yaml.safe_dump(v2_spec(name), allow_unicode=True), encoding="utf-8")
+    rc = cli.main(["--dry-run", str(p)])
+    err = capsys.readouterr().err
+    assert (rc == 0) == ok
+    if not ok:
+        assert rc == 2 and err.startswith("dlsubmit: name (v1: jobName): ")
+
+
+def test_a_script_over_slurms_size_limit_is_refused_before_anything_is_submitted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
+    [ok] = specs(tmp_path, 1)
+    spec = v2_spec("big")
+    spec["taskRoles"]["main"]["commands"] = ["echo " + "x" * (5 * 1024 * 1024)]
+    big = tmp_path / "big.yaml"
+    big.write_text(yaml.safe_dump(spec))
+    rc = cli.main([ok, str(big)])
+    out, err = capsys.readouterr()
+    assert (rc, out, calls) == (2, "", [])
+    assert err.startswith(f"dlsubmit: {big}: taskRoles.*.commands: the batch script would be ")
+    assert "4194304" in err
