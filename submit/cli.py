@@ -251,6 +251,9 @@ NO_JOB = "-"
 """The plain-output line of a spec that got no job (refused, unreachable, or not submitted
 because dlsubmit was interrupted); the reason is on stderr, naming the spec."""
 
+NOT_STARTED = "not submitted: dlsubmit was interrupted first"
+"""The ``--json`` ``error`` of a spec whose sbatch never started because of SIGINT/SIGTERM."""
+
 EXIT_SIGNAL_BASE = 128
 """Interrupted by signal N: exit 128 + N (130 for SIGINT, 143 for SIGTERM), the shell's rule."""
 
@@ -335,7 +338,7 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
 
     def one(r: tuple[str, Any, str]) -> tuple[int | None, str]:
         if stop.signum:
-            return None, f"not submitted: interrupted by {_signal_name(stop.signum)}"
+            return None, NOT_STARTED
         return _submit_one(r[1], r[2], opts, env, stop)
 
     status = EXIT_OK
@@ -348,7 +351,7 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
         futures = [pool.submit(one, r) for r in rendered]
         for (path, _, script), fut in zip(rendered, futures):
             job_id, error = fut.result()
-            if error:
+            if error and error != NOT_STARTED:  # those are listed once, in the summary
                 print(f"dlsubmit: {shown(path) + ': ' if many else ''}{error}", file=sys.stderr)
                 status = EXIT_SLURM
             (submitted if job_id is not None else missed).append(path)
