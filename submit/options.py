@@ -27,8 +27,11 @@ from submit.errors import SpecError
 
 RUNTIMES = ("none", "pyxis", "apptainer")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-"""A Slurm name we pass on: partition, account, QOS, GRES type (letters, digits, ``_.-``)."""
+SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
+"""A Slurm name we pass on: partition, account, QOS, GRES type (letters, digits, ``_.-``, not
+starting with ``-``: ``--partition=--`` or ``--gres=gpu:-x:1`` would reach Slurm as an option or
+a malformed GRES). Every Slurm name dlsubmit writes (CLI, site config, spec) uses this one rule."""
+SLURM_NAME_RULE = "must be a Slurm name (letters, digits, _ . -; not starting with -)"
 
 
 @dataclass(frozen=True)
@@ -135,7 +138,7 @@ def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
     for name in ("partition", "account", "qos", "gpu_type"):
         v = values.get(name)
         if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v)):
-            bad(name, "must be a Slurm name (letters, digits, _ . -)")
+            bad(name, SLURM_NAME_RULE)
     for name in ("checkpoint_root", "output", "default_fs_uri"):
         v = values.get(name)
         if v is not None and (not isinstance(v, str) or _CONTROL.search(v)):
@@ -175,7 +178,7 @@ def _virtual_clusters(raw: Any, problems: list[str]) -> dict[str, VirtualCluster
         bad = [k for k, v in entry.items()
                if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v))]
         for k in bad:
-            problems.append(f"{where}.{k} {entry[k]!r}: must be a Slurm name (letters, digits, _ . -)")
+            problems.append(f"{where}.{k} {entry[k]!r}: {SLURM_NAME_RULE}")
         if not bad and not unknown:
             out[name] = VirtualCluster(**entry)
     return out

@@ -160,3 +160,47 @@ def test_a_script_over_slurms_size_limit_is_refused_before_anything_is_submitted
     assert (rc, out, calls) == (2, "", [])
     assert err.startswith(f"dlsubmit: {big}: taskRoles.*.commands: the batch script would be ")
     assert "4194304" in err
+
+
+@pytest.mark.parametrize("flag", ["--secrets", "--site-config", "--checkpoint-root", "--output",
+                                  "--partition", "--account", "--qos", "--gpu-type", "--signal"])
+def test_an_empty_option_value_is_an_error(flag: str, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    [spec] = specs(tmp_path, 1)
+    rc = cli.main(["--dry-run", f"{flag}=", spec])
+    out, err = capsys.readouterr()
+    assert (rc, out) == (2, "")
+    assert err == f"dlsubmit: {flag}: empty value; give a value or leave the option out\n"
+
+
+def test_an_empty_dlsubmit_config_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    [spec] = specs(tmp_path, 1)
+    monkeypatch.setenv("DLSUBMIT_CONFIG", "")
+    assert cli.main(["--dry-run", spec]) == 2
+    assert capsys.readouterr().err == ("dlsubmit: DLSUBMIT_CONFIG: empty; name a site config file "
+                                       "or unset it\n")
+
+
+@pytest.mark.parametrize("flag", ["--partition", "--gpu-type", "--account", "--qos"])
+@pytest.mark.parametrize("value", ["--", "-x", "-"])
+def test_a_slurm_name_may_not_start_with_a_dash(flag: str, value: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    [spec] = specs(tmp_path, 1)
+    assert cli.main(["--dry-run", f"{flag}={value}", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlsubmit: {flag} {value!r}: must be a Slurm name") and "not starting with -" in err
+    site = tmp_path / "site.yaml"
+    key = flag[2:].replace("-", "_")
+    site.write_text(yaml.safe_dump({key: value}))
+    assert cli.main(["--dry-run", "--site-config", str(site), spec]) == 2
+    assert capsys.readouterr().err.startswith(f"dlsubmit: {site}: {key} {value!r}: must be a Slurm name")
+    if key != "gpu_type":
+        site.write_text(yaml.safe_dump({"virtual_clusters": {"vc": {key: value}}}))
+        assert cli.main(["--dry-run", "--site-config", str(site), spec]) == 2
+        assert f"virtual_clusters.vc.{key} {value!r}: must be a Slurm name" in capsys.readouterr().err
+    else:
+        p = tmp_path / "g.yaml"
+        p.write_text(yaml.safe_dump(v2_spec("g", extras={"gpuType": value})))
+        assert cli.main(["--dry-run", str(p)]) == 2
+        assert "extras.gpuType" in capsys.readouterr().err
