@@ -41,6 +41,7 @@ from submit import environ, load, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
+from submit.readfile import shown
 from submit.render import contract_comment, render_sbatch
 
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
@@ -147,7 +148,9 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
-            problems += [f"{path}: {p}" if len(args.spec) > 1 else p for p in exc.problems]
+            name = shown(path)  # a file's own problems already start with its name
+            problems += [f"{name}: {p}" if len(args.spec) > 1 and not p.startswith(name + ":")
+                         else p for p in exc.problems]
     if problems:
         raise SpecError(problems)
     return opts, out
@@ -239,12 +242,6 @@ def _after_unreachable(token: str, message: str) -> tuple[int | None, str]:
                       "`squeue --me -o '%i %k'`")
     return None, (f"Slurm unreachable: {message}; no job carries this submission's token "
                   f"({token}), so nothing was queued")
-
-
-def shown(name: str) -> str:
-    """``name`` (a file name the user typed) with every non-printable character written as its
-    Python escape (``\\n``, ``\\x1b``), so a message naming it stays one line."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
 
 
 def separator(path: str) -> str:

@@ -195,11 +195,13 @@ def load_site(path: str | Path | None) -> dict[str, Any]:
         return {}
     from submit.load import parse_text
 
+    from submit.readfile import MAX_SMALL_BYTES, read_limited, shown
+
+    raw, _ = read_limited(path, "site config ", MAX_SMALL_BYTES)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError([f"{path}: cannot read site config: "
-                         f"{getattr(exc, 'strerror', None) or exc}"]) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError([f"site config {shown(path)}: cannot read: {exc}"]) from None
     data = parse_text(text, str(path))
     if data is None:
         return {}

@@ -204,3 +204,59 @@ def test_a_slurm_name_may_not_start_with_a_dash(flag: str, value: str, tmp_path:
         p.write_text(yaml.safe_dump(v2_spec("g", extras={"gpuType": value})))
         assert cli.main(["--dry-run", str(p)]) == 2
         assert "extras.gpuType" in capsys.readouterr().err
+
+
+def _fifo(tmp_path: Path) -> str:
+    p = tmp_path / "fifo.yaml"
+    os.mkfifo(p)
+    return str(p)
+
+
+@pytest.mark.parametrize("make,kind", [(lambda t: "/dev/zero", "a device"),
+                                       (lambda t: "/dev/urandom", "a device"),
+                                       (_fifo, "a FIFO"), (lambda t: str(t), "a directory")])
+@pytest.mark.parametrize("where", ["spec", "--site-config", "--secrets"])
+def test_a_file_that_is_not_regular_is_refused_at_once(make: object, kind: str, where: str,
+                                                        tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """/dev/zero grew to 4.8 GB, a FIFO or /dev/urandom hung: each is refused without reading."""
+    bad = make(tmp_path)  # type: ignore[operator]
+    [ok] = specs(tmp_path, 1)
+    argv = {"spec": ["--dry-run", bad], "--site-config": ["--dry-run", "--site-config", bad, ok],
+            "--secrets": ["--dry-run", "--secrets", bad, ok]}[where]
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert (rc, out) == (2, "")
+    assert err.count("\n") == 1 and f"{bad}: cannot read: {kind}; give a regular file" in err
+
+
+def test_a_spec_over_the_size_limit_is_refused(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from submit.readfile import MAX_SPEC_BYTES
+
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"# " + b"x" * MAX_SPEC_BYTES + b"\n")
+    assert cli.main(["--dry-run", str(big)]) == 2
+    assert capsys.readouterr().err == (f"dlsubmit: {big}: larger than {MAX_SPEC_BYTES} bytes "
+                                       "(8 MiB), the most dlsubmit reads\n")
+
+
+def test_file_errors_name_the_file_once_on_one_line(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    [ok] = specs(tmp_path, 1)
+    d = tmp_path / "dir"
+    d.mkdir()
+    odd = tmp_path / "a\nb.yaml"  # missing, with a newline in its name
+    assert cli.main(["--dry-run", ok, str(d), str(odd)]) == 2
+    assert capsys.readouterr().err == (
+        f"dlsubmit: {d}: cannot read: a directory; give a regular file\n"
+        f"dlsubmit: {tmp_path}/a\\nb.yaml: cannot read: No such file or directory\n")
+
+
+def test_a_parameter_given_twice_is_an_error(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump(v2_spec("p", parameters={"lr": "0.1"})))
+    assert cli.main(["--dry-run", "--param", "lr=0.5", "--param", "lr=0.7", "--param", "lr=0.9", str(p)]) == 2
+    assert capsys.readouterr().err == "dlsubmit: --param lr: given more than once; give each parameter once\n"
+    assert cli.main(["--dry-run", "--param", "lr=0.5", str(p)]) == 0
