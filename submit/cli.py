@@ -12,8 +12,9 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
   message is shown verbatim.
 
 Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first
-(with ``--dry-run`` the scripts print in order, each after the first preceded by the comment
-line ``# ---- b.yaml ----``);
+(with ``--dry-run`` the scripts print in order, each preceded by the header line
+``#dlsubmit-spec 2/3 bytes=4711 b.yaml`` giving the exact size of the script that follows, see
+:func:`separator` and :func:`split_dry_run`);
 if any has a problem nothing is submitted. They are then submitted concurrently (up to
 :data:`SUBMIT_THREADS` sbatch calls at once, taken in spec order). stdout has one record per
 spec, in spec order, each printed and flushed as soon as it and every spec before it are done:
@@ -244,11 +245,33 @@ def _after_unreachable(token: str, message: str) -> tuple[int | None, str]:
                   f"({token}), so nothing was queued")
 
 
-def separator(path: str) -> str:
-    """The bash comment line printed before each script after the first in a multi-spec
-    ``--dry-run``: ``# ---- b.yaml ----`` (the name with control characters escaped, so the line
-    stays one comment line and each script stays valid bash)."""
-    return f"# ---- {shown(path)} ----"
+SEPARATOR_PREFIX = "#dlsubmit-spec "
+
+
+def separator(path: str, index: int, total: int, script: str) -> str:
+    """The header line printed before EACH script of a multi-spec ``--dry-run``:
+    ``#dlsubmit-spec 2/3 bytes=4711 b.yaml``: the spec's number, how many, the exact UTF-8 size
+    of the script that follows (so a reader splits by size, whatever a user's command holds,
+    ``#dlsubmit-spec`` lookalikes included), and the name with control characters escaped (one
+    bash comment line; no line of a rendered script itself starts with ``#dlsubmit-spec``)."""
+    size = len(script.encode("utf-8", "surrogatepass"))
+    return f"{SEPARATOR_PREFIX}{index}/{total} bytes={size} {shown(path)}"
+
+
+def split_dry_run(text: str) -> list[tuple[str, str]]:
+    """Split a multi-spec ``--dry-run`` output into (escaped spec name, script) pairs (the
+    reader the header format is made for). Raises ``ValueError`` on text not in that format."""
+    data, out = text.encode("utf-8", "surrogatepass"), []
+    while data:
+        line, _, data = data.partition(b"\n")
+        head = line.decode("utf-8", "surrogatepass")
+        if not head.startswith(SEPARATOR_PREFIX):
+            raise ValueError(f"expected a {SEPARATOR_PREFIX.strip()} line, got {head[:60]!r}")
+        _, _, size_word, name = head.split(" ", 3)
+        size = int(size_word.removeprefix("bytes="))
+        out.append((name, data[:size].decode("utf-8", "surrogatepass")))
+        data = data[size:]
+    return out
 
 
 NO_JOB = "-"
@@ -408,8 +431,8 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
         if args.json:
             print(json.dumps({"spec": path, "job_id": None, "error": None, "script": script}))
         else:
-            if i:
-                print(separator(path))
+            if many:
+                print(separator(path, i + 1, len(rendered), script))
             sys.stdout.write(script)
     return EXIT_OK
 
