@@ -260,3 +260,51 @@ def test_a_parameter_given_twice_is_an_error(tmp_path: Path,
     assert cli.main(["--dry-run", "--param", "lr=0.5", "--param", "lr=0.7", "--param", "lr=0.9", str(p)]) == 2
     assert capsys.readouterr().err == "dlsubmit: --param lr: given more than once; give each parameter once\n"
     assert cli.main(["--dry-run", "--param", "lr=0.5", str(p)]) == 0
+
+
+def test_a_signal_during_validation_submits_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from submit import load
+
+    calls: list[str] = []
+    real_load = load.load
+
+    def slow_load(path: str, *a: object) -> object:
+        if path.endswith("s3.yaml"):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1)  # the handler interrupts this
+        return real_load(path, *a)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(load, "load", slow_load)
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
+    rc = cli.main(specs(tmp_path, 6))
+    out, err = capsys.readouterr()
+    assert (rc, out, calls) == (130, "", [])
+    assert err == "dlsubmit: interrupted by SIGINT before anything was submitted\n"
+
+
+def test_an_sbatch_killed_by_the_interrupt_is_looked_up(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C reaches the whole process group; if an sbatch dies of it after slurmctld queued the
+    job, the job is found by its token and reported under its spec."""
+    tokens: dict[str, str] = {}
+
+    def submit(script: str, extra: list[str], env: object) -> int:
+        name = job_name(script)
+        tokens[extra[0].rsplit(cli.TOKEN_PREFIX, 1)[1]] = name
+        if name == "s0":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.2)
+            raise SlurmRefused(["sbatch"], "sbatch: interrupted")
+        time.sleep(0.2)
+        return 500
+
+    monkeypatch.setattr(cli, "_submit", submit)
+    monkeypatch.setattr(cli, "_find", lambda token: [900] if tokens[token.split("=")[1]] == "s0" else [])
+    rc = cli.main(specs(tmp_path, 12))
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert rc == 143 and lines[0] == "900" and len(lines) == 12
+    assert set(lines[1:cli.SUBMIT_THREADS]) <= {"500", cli.NO_JOB}  # started alongside s0, or not
+    assert set(lines[cli.SUBMIT_THREADS:]) == {cli.NO_JOB}
