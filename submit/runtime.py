@@ -108,7 +108,7 @@ for ((dl_try = 0; ; dl_try++)); do
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2
 done
 dl_status=$DL_STATUS_DIR/$dl_r.$dl_index
-printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f "$dl_status.$$" "$dl_status"
+printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f -- "$dl_status.$$" "$dl_status"
 exit "$dl_rc"
 """
 
