@@ -10,6 +10,7 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
 * 3: Slurm refused the job (``Slurm refused the job: ...``) or could not be reached (``Slurm
   unreachable: ...``, e.g. slurmctld down or a missing ``SLURM_CONF`` file); Slurm's own
   message is shown verbatim.
+* 130 / 143: interrupted by SIGINT / SIGTERM (see below).
 
 Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first
 (with ``--dry-run`` the scripts print in order, each preceded by the header line
@@ -65,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
         "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 2 problem in "
-        "the spec, file or options, 3 Slurm refused the job or was unreachable.",
+        "the spec, file or options, 3 Slurm refused the job or was unreachable, 130/143 "
+        "interrupted (SIGINT/SIGTERM). stdout: one record per spec, in order (the job id, or - "
+        "when it got no job).",
     )
     p.add_argument("spec", metavar="JOB.yaml|JOB.json", nargs="+",
                    help="job spec file(s); several are validated together, then submitted in order")
