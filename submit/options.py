@@ -143,6 +143,8 @@ def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
         v = values.get(name)
         if v is not None and (not isinstance(v, str) or _CONTROL.search(v)):
             bad(name, "must be a string without control characters")
+        elif v == "" and name != "default_fs_uri":
+            bad(name, "must not be empty (leave the key out for the default)")
     vc_problems: list[str] = []
     _virtual_clusters(values.get("virtual_clusters"), vc_problems)
     out += [("virtual_clusters", line) for line in vc_problems]

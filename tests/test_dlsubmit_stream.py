@@ -308,3 +308,13 @@ def test_an_sbatch_killed_by_the_interrupt_is_looked_up(tmp_path: Path,
     assert rc == 143 and lines[0] == "900" and len(lines) == 12
     assert set(lines[1:cli.SUBMIT_THREADS]) <= {"500", cli.NO_JOB}  # started alongside s0, or not
     assert set(lines[cli.SUBMIT_THREADS:]) == {cli.NO_JOB}
+
+
+@pytest.mark.parametrize("key", ["checkpoint_root", "output", "partition", "account", "qos", "gpu_type"])
+def test_an_empty_site_config_value_is_an_error(key: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    [spec] = specs(tmp_path, 1)
+    site = tmp_path / "site.yaml"
+    site.write_text(yaml.safe_dump({key: ""}))
+    assert cli.main(["--dry-run", "--site-config", str(site), spec]) == 2
+    assert capsys.readouterr().err.startswith(f"dlsubmit: {site}: {key} '': must ")
