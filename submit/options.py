@@ -68,6 +68,11 @@ class RenderOptions:
         account, qos: ``--account`` / ``--qos`` or ``None`` (the user's default).
         virtual_clusters: OpenPAI virtual cluster name -> :class:`VirtualCluster` (site config,
             a mapping of mappings with keys ``partition``, ``account``, ``qos``).
+        max_array_size: the cluster's ``MaxArraySize`` (slurm.conf(5): default 1001, at most
+            4000001; array indexes run 0..max-1); a job array (``gangAllocation: false``) with
+            more elements is refused before submission.
+        max_script_size: the cluster's ``SchedulerParameters=max_script_size`` in bytes
+            (slurm.conf(5): default 4 MB); a larger batch script is refused before submission.
     """
 
     partition: str | None = None
@@ -85,6 +90,8 @@ class RenderOptions:
     account: str | None = None
     qos: str | None = None
     virtual_clusters: Any = None
+    max_array_size: int = 1001
+    max_script_size: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "virtual_clusters", _virtual_clusters(self.virtual_clusters, []))
@@ -106,8 +113,10 @@ class RenderOptions:
         return self.virtual_clusters[name]
 
 
-NODE_SHAPE = {"gpus_per_node": 1024, "cores_per_node": 100_000, "mem_per_node_mib": 2**30}
-"""Node-shape fields and their largest accepted value (each at least 1)."""
+NODE_SHAPE = {"gpus_per_node": 1024, "cores_per_node": 100_000, "mem_per_node_mib": 2**30,
+              "max_array_size": 4_000_001, "max_script_size": 2**31 - 1}
+"""Whole-number fields (node shape, Slurm limits) and their largest accepted value (each at
+least 1; MaxArraySize may not exceed 4000001, slurm.conf(5))."""
 
 
 def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:

@@ -239,15 +239,14 @@ MAX_NAME_BYTES = 1024
 long"; Slurm 22.05 src/slurmctld/job_mgr.c ``_test_job_desc_fields``: ``name``, 1024)."""
 MAX_PATH_BYTES = 4096
 """... and an ``--output`` path longer than MAXPATHLEN (4096 bytes on Linux), same check."""
-MAX_SCRIPT_BYTES = 4 * 1024 * 1024
-"""Slurm's default largest batch script, bytes (slurm.conf(5), SchedulerParameters
-``max_script_size``: "The default value is 4 megabytes")."""
+
 
 
 def check_slurm_limits(job: Job, options: RenderOptions, script: str) -> None:
     """Refuse what passes our schema but sbatch would refuse, so a batch of specs stays all or
     nothing: the job name over :data:`MAX_NAME_BYTES` (UTF-8), the ``--output`` pattern over
-    :data:`MAX_PATH_BYTES`, the script over :data:`MAX_SCRIPT_BYTES`. Raises :class:`SpecError`
+    :data:`MAX_PATH_BYTES`, the script over ``options.max_script_size``, a job array with more
+    elements than ``options.max_array_size`` (indexes 0..MaxArraySize-1). Raises :class:`SpecError`
     naming the field."""
     problems = []
     n = len(slurm_name(job.name).encode("utf-8", "surrogatepass"))
@@ -259,9 +258,16 @@ def check_slurm_limits(job: Job, options: RenderOptions, script: str) -> None:
         if n > MAX_PATH_BYTES:
             problems.append(f"output: {n} bytes; Slurm accepts a path of at most {MAX_PATH_BYTES}")
     n = len(script.encode("utf-8", "surrogatepass"))
-    if n > MAX_SCRIPT_BYTES:
-        problems.append(f"taskRoles.*.commands: the batch script would be {n} bytes; Slurm's "
-                        f"default max_script_size is {MAX_SCRIPT_BYTES} (4 MiB): keep long "
-                        "commands in a script file the job runs")
+    if n > options.max_script_size:
+        problems.append(f"taskRoles.*.commands: the batch script would be {n} bytes; Slurm "
+                        f"accepts at most {options.max_script_size} (max_script_size, default "
+                        "4 MiB; a site raising it sets max_script_size in the site config): keep "
+                        "long commands in a script file the job runs")
+    total = sum(r.instances for r in job.roles)
+    if not job.gang and total > options.max_array_size:
+        problems.append(f"extras.gangAllocation: false makes a job array of {total} elements "
+                        f"(indexes 0..{total - 1}); Slurm accepts at most {options.max_array_size} "
+                        "(MaxArraySize, default 1001; a site with a larger one sets "
+                        "max_array_size in the site config)")
     if problems:
         raise SpecError(problems)

@@ -159,7 +159,10 @@ def test_a_script_over_slurms_size_limit_is_refused_before_anything_is_submitted
     out, err = capsys.readouterr()
     assert (rc, out, calls) == (2, "", [])
     assert err.startswith(f"dlsubmit: {big}: taskRoles.*.commands: the batch script would be ")
-    assert "4194304" in err
+    assert "at most 4194304 (max_script_size" in err
+    site = tmp_path / "site.yaml"  # a site that raised the limit says so
+    site.write_text("max_script_size: 8388608\n")
+    assert cli.main(["--dry-run", "--site-config", str(site), str(big)]) == 0
 
 
 @pytest.mark.parametrize("flag", ["--secrets", "--site-config", "--checkpoint-root", "--output",
@@ -318,3 +321,27 @@ def test_an_empty_site_config_value_is_an_error(key: str, tmp_path: Path,
     site.write_text(yaml.safe_dump({key: ""}))
     assert cli.main(["--dry-run", "--site-config", str(site), spec]) == 2
     assert capsys.readouterr().err.startswith(f"dlsubmit: {site}: {key} '': must ")
+
+
+@pytest.mark.parametrize("instances,site,ok", [(1001, None, True), (1002, None, False),
+                                               (1002, 2000, True), (5, 5, True), (6, 5, False)])
+def test_a_job_array_over_max_array_size_is_refused(instances: int, site: int | None, ok: bool,
+                                                    tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """gangAllocation false: one array element per instance; Slurm's MaxArraySize (default
+    1001: indexes 0..1000) bounds it (slurm.conf(5))."""
+    spec = v2_spec("arr", extras={"gangAllocation": False})
+    spec["taskRoles"]["main"]["instances"] = instances
+    p = tmp_path / "arr.yaml"
+    p.write_text(yaml.safe_dump(spec))
+    argv = ["--dry-run", str(p)]
+    if site is not None:
+        (tmp_path / "site.yaml").write_text(f"max_array_size: {site}\n")
+        argv += ["--site-config", str(tmp_path / "site.yaml")]
+    rc = cli.main(argv)
+    out, err = capsys.readouterr()
+    if ok:
+        assert rc == 0 and f"#SBATCH --array=0-{instances - 1}\n" in out
+    else:
+        assert rc == 2 and err.startswith(f"dlsubmit: extras.gangAllocation: false makes a job "
+                                          f"array of {instances} elements")
