@@ -10,13 +10,19 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
 * 3: Slurm refused the job (``Slurm refused the job: ...``) or could not be reached (``Slurm
   unreachable: ...``, e.g. slurmctld down or a missing ``SLURM_CONF`` file); Slurm's own
   message is shown verbatim.
+* 130 / 143: interrupted by SIGINT / SIGTERM (see below).
 
 Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first
-(with ``--dry-run`` the scripts print in order, each after the first preceded by the comment
-line ``# ---- b.yaml ----``);
+(with ``--dry-run`` the scripts print in order, each preceded by the header line
+``#dlsubmit-spec 2/3 bytes=4711 b.yaml`` giving the exact size of the script that follows, see
+:func:`separator` and :func:`split_dry_run`);
 if any has a problem nothing is submitted. They are then submitted concurrently (up to
-:data:`SUBMIT_THREADS` sbatch calls at once); the ids print in spec order, and a spec Slurm
-refused is named on stderr (exit 3) while the others stay submitted. ``sbatch`` runs with a clean environment
+:data:`SUBMIT_THREADS` sbatch calls at once, taken in spec order). stdout has one record per
+spec, in spec order, each printed and flushed as soon as it and every spec before it are done:
+the job id or :data:`NO_JOB` (``--json``: ``{"spec", "job_id", "error", "script"}``); a spec
+Slurm refused is named on stderr (exit 3) while the others stay submitted. SIGINT/SIGTERM: no
+further sbatch starts, the running ones finish, every record is printed, stderr names the specs
+not submitted, exit 130/143 (128 + the signal). ``sbatch`` runs with a clean environment
 (submit/environ.py; a warning says so when dlsubmit runs inside a job). Every submission carries
 a unique token in its ``--comment`` (after the checkpoint marker); when ``sbatch`` reports a
 timeout the token is looked up (``squeue``/``sacct``) before anything is decided, so a job that
@@ -37,6 +43,7 @@ from submit import environ, load, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
+from submit.readfile import shown
 from submit.render import contract_comment, render_sbatch
 
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
@@ -59,14 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
         "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 2 problem in "
-        "the spec, file or options, 3 Slurm refused the job or was unreachable.",
+        "the spec, file or options, 3 Slurm refused the job or was unreachable, 130/143 "
+        "interrupted (SIGINT/SIGTERM). stdout: one record per spec, in order (the job id, or - "
+        "when it got no job).",
     )
     p.add_argument("spec", metavar="JOB.yaml|JOB.json", nargs="+",
                    help="job spec file(s); several are validated together, then submitted in order")
     p.add_argument("--dry-run", action="store_true",
                    help="print the sbatch script instead of submitting (needs no Slurm)")
     p.add_argument("--json", action="store_true",
-                   help='print {"job_id": <int or null>, "script": "..."} as JSON')
+                   help='print one JSON object per spec: {"spec", "job_id" (int or null), '
+                   '"error" (null or the reason), "script"}')
     p.add_argument("--partition", metavar="P", help="Slurm partition (default: the cluster's)")
     p.add_argument("--param", metavar="k=v", action="append", default=[],
                    help="override a v2 parameter (<%% $parameters.k %%>) or a v1 jobEnvs entry; "
@@ -109,7 +119,14 @@ _FLAG_TO_OPTION = {
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
     """Site file values, then command-line flags. Raises :class:`SpecError` with every bad
     value, each line naming where it came from (``FILE: key ...`` or ``--flag ...``)."""
-    values: dict[str, Any] = dict(load_site(args.site_config or os.environ.get("DLSUBMIT_CONFIG")))
+    empty = [f"--{flag.replace('_', '-')}: empty value; give a value or leave the option out"
+             for flag in (*_FLAG_TO_OPTION, "site_config", "secrets") if getattr(args, flag) == ""]
+    if os.environ.get("DLSUBMIT_CONFIG") == "" and args.site_config is None:
+        empty.append("DLSUBMIT_CONFIG: empty; name a site config file or unset it")
+    if empty:
+        raise SpecError(empty)
+    site = args.site_config if args.site_config is not None else os.environ.get("DLSUBMIT_CONFIG")
+    values: dict[str, Any] = dict(load_site(site))
     flags = {}
     for flag, field in _FLAG_TO_OPTION.items():
         v = getattr(args, flag)
@@ -135,7 +152,9 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
-            problems += [f"{path}: {p}" if len(args.spec) > 1 else p for p in exc.problems]
+            name = shown(path)  # a file's own problems already start with its name
+            problems += [f"{name}: {p}" if len(args.spec) > 1 and not p.startswith(name + ":")
+                         else p for p in exc.problems]
     if problems:
         raise SpecError(problems)
     return opts, out
@@ -178,49 +197,224 @@ def _lookup(token: str) -> list[int] | None:
 
 
 def _submit_one(job: Any, script: str, opts: RenderOptions,
-                env: dict[str, str]) -> tuple[int | None, str]:
-    """Submit once; returns (job id, "") or (None, error line). Never submits twice."""
+                env: dict[str, str], stop: Any = None) -> tuple[int | None, str]:
+    """Submit once; returns (job id, "") or (None, error line). Never submits twice. When
+    dlsubmit was interrupted (``stop.signum``) while sbatch ran (Ctrl-C reaches sbatch too), a
+    failed sbatch is looked up by its token once, so a job queued anyway is still reported."""
     from slurm_plugin.client import SlurmError, SlurmUnreachable
 
     token = TOKEN_PREFIX + os.urandom(16).hex()  # 128 random bits (uuid4's, without its import)
     comment = f"{contract_comment(job, opts)} {token}"
     try:
         return _submit(script, [f"--comment={comment}"], env), ""
-    except SlurmUnreachable as exc:
-        if not _maybe_queued(exc.message):
-            return None, f"Slurm unreachable: {exc.message}"
-        found = _lookup(token)
-        if found:
-            print(f"dlsubmit: warning: sbatch said '{exc.message}', but job {found[0]} carries this "
-                  f"submission's token ({token}): it was queued once; not submitting again",
-                  file=sys.stderr)
-            return found[0], ""
-        if found is None:
-            return None, (f"Slurm unreachable: {exc.message}; could not check whether the job was "
-                          f"queued: before submitting again, look for {token} in "
-                          "`squeue --me -o '%i %k'`")
-        return None, (f"Slurm unreachable: {exc.message}; no job carries this submission's token "
-                      f"({token}), so nothing was queued")
     except SlurmError as exc:
+        if stop is not None and stop.signum:
+            return _after_interrupt(token, exc.message)
+        if isinstance(exc, SlurmUnreachable):
+            return _after_unreachable(token, exc.message)
         return None, f"Slurm refused the job: {exc.message}"
 
 
-def separator(path: str) -> str:
-    """The bash comment line printed before each script after the first in a multi-spec
-    ``--dry-run``: ``# ---- b.yaml ----`` (the name with control characters escaped, so the line
-    stays one comment line and each script stays valid bash)."""
-    shown = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in path)
-    return f"# ---- {shown} ----"
+def _after_interrupt(token: str, message: str) -> tuple[int | None, str]:
+    """sbatch failed after a SIGINT/SIGTERM: was the job queued anyway? (one token look-up)"""
+    from slurm_plugin.client import SlurmError
+
+    try:
+        found = _find(token)
+    except SlurmError:
+        return None, (f"interrupted while sbatch ran ({message}); before submitting again, "
+                      f"look for {token} in `squeue --me -o '%i %k'`")
+    if found:
+        return found[0], ""
+    return None, f"not submitted: interrupted while sbatch ran ({message})"
+
+
+def _after_unreachable(token: str, message: str) -> tuple[int | None, str]:
+    """sbatch could not reach Slurm: (job id, "") when the job was queued anyway, else
+    (None, error line)."""
+    if not _maybe_queued(message):
+        return None, f"Slurm unreachable: {message}"
+    found = _lookup(token)
+    if found:
+        print(f"dlsubmit: warning: sbatch said '{message}', but job {found[0]} carries this "
+              f"submission's token ({token}): it was queued once; not submitting again",
+              file=sys.stderr)
+        return found[0], ""
+    if found is None:
+        return None, (f"Slurm unreachable: {message}; could not check whether the job was "
+                      f"queued: before submitting again, look for {token} in "
+                      "`squeue --me -o '%i %k'`")
+    return None, (f"Slurm unreachable: {message}; no job carries this submission's token "
+                  f"({token}), so nothing was queued")
+
+
+SEPARATOR_PREFIX = "#dlsubmit-spec "
+
+
+def separator(path: str, index: int, total: int, script: str) -> str:
+    """The header line printed before EACH script of a multi-spec ``--dry-run``:
+    ``#dlsubmit-spec 2/3 bytes=4711 b.yaml``: the spec's number, how many, the exact UTF-8 size
+    of the script that follows (so a reader splits by size, whatever a user's command holds,
+    ``#dlsubmit-spec`` lookalikes included), and the name with control characters escaped (one
+    bash comment line; no line of a rendered script itself starts with ``#dlsubmit-spec``)."""
+    size = len(script.encode("utf-8", "surrogatepass"))
+    return f"{SEPARATOR_PREFIX}{index}/{total} bytes={size} {shown(path)}"
+
+
+def split_dry_run(text: str) -> list[tuple[str, str]]:
+    """Split a multi-spec ``--dry-run`` output into (escaped spec name, script) pairs (the
+    reader the header format is made for). Raises ``ValueError`` on text not in that format."""
+    data, out = text.encode("utf-8", "surrogatepass"), []
+    while data:
+        line, _, data = data.partition(b"\n")
+        head = line.decode("utf-8", "surrogatepass")
+        if not head.startswith(SEPARATOR_PREFIX):
+            raise ValueError(f"expected a {SEPARATOR_PREFIX.strip()} line, got {head[:60]!r}")
+        _, _, size_word, name = head.split(" ", 3)
+        size = int(size_word.removeprefix("bytes="))
+        out.append((name, data[:size].decode("utf-8", "surrogatepass")))
+        data = data[size:]
+    return out
+
+
+NO_JOB = "-"
+"""The plain-output line of a spec that got no job (refused, unreachable, or not submitted
+because dlsubmit was interrupted); the reason is on stderr, naming the spec."""
+
+NOT_STARTED = "not submitted: dlsubmit was interrupted first"
+"""The ``--json`` ``error`` of a spec whose sbatch never started because of SIGINT/SIGTERM."""
+
+EXIT_SIGNAL_BASE = 128
+"""Interrupted by signal N: exit 128 + N (130 for SIGINT, 143 for SIGTERM), the shell's rule."""
+
+
+class _Interrupted(Exception):
+    """A SIGINT/SIGTERM arrived before anything was submitted."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _Stop:
+    """What the SIGINT/SIGTERM handler sets: the signal number, and whether submitting started
+    (before that, the handler ends the run at once; after it, no new sbatch starts, the ones
+    running finish and are reported)."""
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self.submitting = False
+
+    def handler(self, signum: int, _frame: object) -> None:
+        self.signum = self.signum or signum
+        if not self.submitting:
+            raise _Interrupted(signum)
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
+
+
+def _with_signals(stop: _Stop) -> dict[int, Any]:
+    """Install ``stop.handler`` for SIGINT and SIGTERM (main thread only); returns the old ones."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, stop.handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _block_stop_signals() -> None:
+    """Pool threads block SIGINT/SIGTERM, so the kernel delivers them to the main thread (whose
+    handler runs at once, even while it waits for a result), and the ``sbatch`` each thread starts
+    inherits the mask: a Ctrl-C sent to the whole terminal process group does not kill an sbatch
+    half-way; it finishes and its job id is reported (signal(7): a child inherits the mask)."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+def _restore_signals(old: dict[int, Any]) -> None:
+    import signal
+
+    for s, h in old.items():
+        signal.signal(s, h)
+
+
+def _record(path: str, job_id: int | None, error: str, script: str, args: argparse.Namespace) -> str:
+    """The one stdout record of a spec (see the module doc): the id or ``-``, or one JSON
+    object ``{"spec", "job_id", "error", "script"}``."""
+    if args.json:
+        return json.dumps({"spec": path, "job_id": job_id, "error": error or None, "script": script})
+    return NO_JOB if job_id is None else str(job_id)
+
+
+def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tuple[str, Any, str]],
+                stop: _Stop) -> int:
+    """Submit every rendered spec, printing (and flushing) each spec's record as soon as it and
+    every spec before it are done, so stdout is always in spec order. Returns the exit status."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    many = len(rendered) > 1
+    outer = environ.inside_job(os.environ)
+    if outer:
+        print(f"dlsubmit: warning: running inside job {outer}; the new job gets a clean "
+              "environment (that job's SLURM_*, SRUN_*, CUDA_VISIBLE_DEVICES are not passed on)",
+              file=sys.stderr)
+    env = environ.clean(os.environ)
+
+    def one(r: tuple[str, Any, str]) -> tuple[int | None, str]:
+        if stop.signum:
+            return None, NOT_STARTED
+        return _submit_one(r[1], r[2], opts, env, stop)
+
+    status = EXIT_OK
+    submitted: list[str] = []
+    missed: list[str] = []
+    # sbatch calls are independent: several at once (slurmctld serialises what must be); the
+    # pool takes specs in order, so at most SUBMIT_THREADS run ahead of the one printed next
+    with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(rendered)),
+                            initializer=_block_stop_signals) as pool:
+        futures = [pool.submit(one, r) for r in rendered]
+        for (path, _, script), fut in zip(rendered, futures):
+            job_id, error = fut.result()
+            if error and error != NOT_STARTED:  # those are listed once, in the summary
+                print(f"dlsubmit: {shown(path) + ': ' if many else ''}{error}", file=sys.stderr)
+                status = EXIT_SLURM
+            (submitted if job_id is not None else missed).append(path)
+            print(_record(path, job_id, error, script, args), flush=True)
+    if stop.signum:
+        print(f"dlsubmit: interrupted by {_signal_name(stop.signum)}: {len(submitted)} of "
+              f"{len(rendered)} spec(s) submitted (their ids are on stdout); not submitted: "
+              + (", ".join(shown(p) for p in missed) or "none"), file=sys.stderr)
+        return EXIT_SIGNAL_BASE + stop.signum
+    return status
 
 
 @quiet_on_closed_stdout
 @without_final_gc
 def main(argv: list[str] | None = None) -> int:
-    """Run dlsubmit; returns the exit status (0, 2 or 3, see the module doc)."""
+    """Run dlsubmit; returns the exit status (0, 2, 3, 130 or 143, see the module doc)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    stop = _Stop()
+    old = _with_signals(stop)
+    try:
+        return _run(args, stop)
+    except _Interrupted as exc:
+        print(f"dlsubmit: interrupted by {_signal_name(exc.signum)} before anything was "
+              "submitted", file=sys.stderr)
+        return EXIT_SIGNAL_BASE + exc.signum
+    finally:
+        _restore_signals(old)
+
+
+def _run(args: argparse.Namespace, stop: _Stop) -> int:
     try:
         opts, rendered = _render_all(args)
     except SpecError as exc:
@@ -230,39 +424,20 @@ def main(argv: list[str] | None = None) -> int:
     many = len(rendered) > 1
     for path, job, _ in rendered:
         for w in job.warnings:
-            print(f"dlsubmit: warning: {path + ': ' if many else ''}{w}", file=sys.stderr)
-    ids: list[int | None] = [None] * len(rendered)
-    status = EXIT_OK
+            print(f"dlsubmit: warning: {shown(path) + ': ' if many else ''}{w}", file=sys.stderr)
     if not args.dry_run:
-        outer = environ.inside_job(os.environ)
-        if outer:
-            print(f"dlsubmit: warning: running inside job {outer}; the new job gets a clean "
-                  "environment (that job's SLURM_*, SRUN_*, CUDA_VISIBLE_DEVICES are not passed on)",
-                  file=sys.stderr)
-        env = environ.clean(os.environ)
-        from concurrent.futures import ThreadPoolExecutor
-
-        # sbatch calls are independent: several at once (slurmctld serialises what must be)
-        with ThreadPoolExecutor(max_workers=min(SUBMIT_THREADS, len(rendered))) as pool:
-            results = list(pool.map(lambda r: _submit_one(r[1], r[2], opts, env), rendered))
-        for i, ((path, _, _), (job_id, error)) in enumerate(zip(rendered, results)):
-            ids[i] = job_id
-            if error:
-                print(f"dlsubmit: {path + ': ' if many else ''}{error}", file=sys.stderr)
-                status = EXIT_SLURM
+        stop.submitting = True
+        if stop.signum:  # arrived between the checks above and here
+            raise _Interrupted(stop.signum)
+        return _submit_all(args, opts, rendered, stop)
     for i, (path, _, script) in enumerate(rendered):
-        if not args.dry_run and ids[i] is None:
-            continue
         if args.json:
-            doc = {"job_id": ids[i], "script": script}
-            print(json.dumps({"spec": path, **doc} if many else doc))
-        elif args.dry_run:
-            if i:
-                print(separator(path))
-            sys.stdout.write(script)
+            print(json.dumps({"spec": path, "job_id": None, "error": None, "script": script}))
         else:
-            print(ids[i])
-    return status
+            if many:
+                print(separator(path, i + 1, len(rendered), script))
+            sys.stdout.write(script)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

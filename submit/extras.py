@@ -10,15 +10,13 @@ OpenPAI leaves ``extras`` open for plugins (``com.microsoft.pai.runtimeplugin``,
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from slurm_plugin import marker
+from submit.options import SLURM_NAME_RE as _GRES_TYPE_RE  # one rule for every Slurm name
 from submit.validation import Bool, Int
-
-_GRES_TYPE_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
 class Checkpoint(BaseModel):
@@ -56,5 +54,5 @@ class Extras(BaseModel):
     @classmethod
     def _gpu_type(cls, v: Any) -> Any:
         if v is not None and (not isinstance(v, str) or not _GRES_TYPE_RE.match(v)):
-            raise ValueError("must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100")
+            raise ValueError("must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100")
         return v

@@ -170,15 +170,15 @@ def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
 
 
 def load(path: str | Path, overrides: dict[str, str] | None = None) -> Job:
-    """Read, parse and validate a spec file. Raises :class:`SpecError` (file problems included)."""
+    """Read, parse and validate a spec file. Raises :class:`SpecError` (file problems included:
+    not a regular file, over :data:`submit.readfile.MAX_SPEC_BYTES`, not UTF-8)."""
+    from submit.readfile import MAX_SPEC_BYTES, read_limited, shown
+
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise SpecError([f"{p}: cannot read: {exc.strerror or exc}"]) from None
+    raw, _ = read_limited(p, "", MAX_SPEC_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise SpecError([f"{p}:{line}: not UTF-8 text (byte {exc.start})"]) from None
-    return to_job(parse_text(text, str(p)), overrides)
+        raise SpecError([f"{shown(p)}:{line}: not UTF-8 text (byte {exc.start})"]) from None
+    return to_job(parse_text(text, shown(p)), overrides)

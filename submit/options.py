@@ -27,8 +27,11 @@ from submit.errors import SpecError
 
 RUNTIMES = ("none", "pyxis", "apptainer")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-"""A Slurm name we pass on: partition, account, QOS, GRES type (letters, digits, ``_.-``)."""
+SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
+"""A Slurm name we pass on: partition, account, QOS, GRES type (letters, digits, ``_.-``, not
+starting with ``-``: ``--partition=--`` or ``--gres=gpu:-x:1`` would reach Slurm as an option or
+a malformed GRES). Every Slurm name dlsubmit writes (CLI, site config, spec) uses this one rule."""
+SLURM_NAME_RULE = "must be a Slurm name (letters, digits, _ . -; not starting with -)"
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,11 @@ class RenderOptions:
         account, qos: ``--account`` / ``--qos`` or ``None`` (the user's default).
         virtual_clusters: OpenPAI virtual cluster name -> :class:`VirtualCluster` (site config,
             a mapping of mappings with keys ``partition``, ``account``, ``qos``).
+        max_array_size: the cluster's ``MaxArraySize`` (slurm.conf(5): default 1001, at most
+            4000001; array indexes run 0..max-1); a job array (``gangAllocation: false``) with
+            more elements is refused before submission.
+        max_script_size: the cluster's ``SchedulerParameters=max_script_size`` in bytes
+            (slurm.conf(5): default 4 MB); a larger batch script is refused before submission.
     """
 
     partition: str | None = None
@@ -82,6 +90,8 @@ class RenderOptions:
     account: str | None = None
     qos: str | None = None
     virtual_clusters: Any = None
+    max_array_size: int = 1001
+    max_script_size: int = 4 * 1024 * 1024
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "virtual_clusters", _virtual_clusters(self.virtual_clusters, []))
@@ -103,8 +113,10 @@ class RenderOptions:
         return self.virtual_clusters[name]
 
 
-NODE_SHAPE = {"gpus_per_node": 1024, "cores_per_node": 100_000, "mem_per_node_mib": 2**30}
-"""Node-shape fields and their largest accepted value (each at least 1)."""
+NODE_SHAPE = {"gpus_per_node": 1024, "cores_per_node": 100_000, "mem_per_node_mib": 2**30,
+              "max_array_size": 4_000_001, "max_script_size": 2**31 - 1}
+"""Whole-number fields (node shape, Slurm limits) and their largest accepted value (each at
+least 1; MaxArraySize may not exceed 4000001, slurm.conf(5))."""
 
 
 def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
@@ -135,11 +147,13 @@ def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
     for name in ("partition", "account", "qos", "gpu_type"):
         v = values.get(name)
         if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v)):
-            bad(name, "must be a Slurm name (letters, digits, _ . -)")
+            bad(name, SLURM_NAME_RULE)
     for name in ("checkpoint_root", "output", "default_fs_uri"):
         v = values.get(name)
         if v is not None and (not isinstance(v, str) or _CONTROL.search(v)):
             bad(name, "must be a string without control characters")
+        elif v == "" and name != "default_fs_uri":
+            bad(name, "must not be empty (leave the key out for the default)")
     vc_problems: list[str] = []
     _virtual_clusters(values.get("virtual_clusters"), vc_problems)
     out += [("virtual_clusters", line) for line in vc_problems]
@@ -175,7 +189,7 @@ def _virtual_clusters(raw: Any, problems: list[str]) -> dict[str, VirtualCluster
         bad = [k for k, v in entry.items()
                if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v))]
         for k in bad:
-            problems.append(f"{where}.{k} {entry[k]!r}: must be a Slurm name (letters, digits, _ . -)")
+            problems.append(f"{where}.{k} {entry[k]!r}: {SLURM_NAME_RULE}")
         if not bad and not unknown:
             out[name] = VirtualCluster(**entry)
     return out
@@ -192,11 +206,13 @@ def load_site(path: str | Path | None) -> dict[str, Any]:
         return {}
     from submit.load import parse_text
 
+    from submit.readfile import MAX_SMALL_BYTES, read_limited, shown
+
+    raw, _ = read_limited(path, "site config ", MAX_SMALL_BYTES)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError([f"{path}: cannot read site config: "
-                         f"{getattr(exc, 'strerror', None) or exc}"]) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError([f"site config {shown(path)}: cannot read: {exc}"]) from None
     data = parse_text(text, str(path))
     if data is None:
         return {}

@@ -106,15 +106,20 @@ def render(text: str, scopes: Mapping[str, Any], where: str = "commands") -> tup
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
-    """``["k=v", ...]`` from ``--param`` into a dict; raises :class:`SpecError` per bad item."""
+    """``["k=v", ...]`` from ``--param`` into a dict; raises :class:`SpecError` per bad item and
+    per parameter given more than once (which value was meant is unknown, so none is taken)."""
     out: dict[str, str] = {}
     problems = []
+    twice: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not _PARAM_NAME_RE.match(name):
             problems.append(f"--param {item!r}: expected NAME=VALUE with NAME like batch_size")
+        elif name in out:
+            twice.setdefault(name, f"--param {name}: given more than once; give each parameter once")
         else:
             out[name] = value
+    problems += twice.values()
     if problems:
         raise SpecError(problems)
     return out

@@ -108,7 +108,7 @@ for ((dl_try = 0; ; dl_try++)); do
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2
 done
 dl_status=$DL_STATUS_DIR/$dl_r.$dl_index
-printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f "$dl_status.$$" "$dl_status"
+printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f -- "$dl_status.$$" "$dl_status"
 exit "$dl_rc"
 """
 
@@ -159,7 +159,7 @@ dl_read_secrets() {
   local f=$DL_SECRETS_FILE line name mode
   (( ${#DL_SECRET_NAMES[@]} )) || return 0
   [[ -f $f && -r $f ]] || dl_fail "secrets file $f is not a readable file"
-  mode=$(stat -c %a "$f") || dl_fail "cannot stat secrets file $f"
+  mode=$(stat -c %a -- "$f") || dl_fail "cannot stat secrets file $f"
   (( (8#$mode & 8#077) == 0 )) || dl_fail "secrets file $f has mode $mode; run chmod 600 on it"
   while IFS= read -r line || [[ -n $line ]]; do
     [[ $line =~ ^[[:space:]]*(#|$) ]] && continue
@@ -184,11 +184,14 @@ dl_setup() {
     DL_JOB_KEY=${SLURM_ARRAY_JOB_ID}_$SLURM_ARRAY_TASK_ID DL_REQUEUE_ID=$DL_JOB_KEY
   fi
   export DL_RESTART_COUNT=${SLURM_RESTART_COUNT:-0}
+  # a relative root is the submit directory's (sbatch starts the job there); made absolute so
+  # no path handed to a command (or to the user's program) can start with '-'
+  [[ $DL_CHECKPOINT_ROOT == /* ]] || DL_CHECKPOINT_ROOT=${SLURM_SUBMIT_DIR:-$PWD}/$DL_CHECKPOINT_ROOT
   export DL_CHECKPOINT_DIR=$DL_CHECKPOINT_ROOT/$DL_JOB_KEY
   DL_STATE_DIR=$DL_CHECKPOINT_DIR/.dlsubmit
   export DL_STATUS_DIR=$DL_STATE_DIR/attempt-$DL_RESTART_COUNT
-  if ! mkdir -p "$DL_STATUS_DIR"; then dl_log "cannot create $DL_STATUS_DIR"; exit 1; fi
-  rm -f "$DL_STATUS_DIR"/*.*
+  if ! mkdir -p -- "$DL_STATUS_DIR"; then dl_log "cannot create $DL_STATUS_DIR"; exit 1; fi
+  rm -f -- "$DL_STATUS_DIR"/*.*
   export DL_SIGNAL PAI_JOB_NAME=$DL_JOB_NAME
   export PAI_USER_NAME=${SLURM_JOB_USER:-$(id -un)}
   export PAI_USERNAME=$PAI_USER_NAME
@@ -266,7 +269,7 @@ dl_launch() {
   if [[ $DL_CONTAINER == pyxis && -n ${DL_ROLE_IMAGE[r]} ]]; then
     cmd+=(--container-image="${DL_ROLE_IMAGE[r]}" --container-mounts="$DL_CHECKPOINT_DIR")
   elif [[ $DL_CONTAINER == apptainer && -n ${DL_ROLE_IMAGE[r]} ]]; then
-    cmd+=(apptainer exec --nv --bind "$DL_CHECKPOINT_DIR" "${DL_ROLE_IMAGE[r]}")
+    cmd+=(apptainer exec --nv --bind="$DL_CHECKPOINT_DIR" "${DL_ROLE_IMAGE[r]}")
   fi
   cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
   cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")

@@ -31,14 +31,14 @@ def check(path: str, needed: tuple[str, ...]) -> str:
     file owned by someone else, a malformed line (named by number, value never shown), or a
     needed name the file lacks. Values are read only to check the format; they are not kept."""
     p = Path(path).expanduser().absolute()
+    from submit.readfile import MAX_SMALL_BYTES, read_limited
+
+    raw, st = read_limited(p, "--secrets ", MAX_SMALL_BYTES)
     try:
-        st = p.stat()
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError([f"--secrets {p}: cannot read: {getattr(exc, 'strerror', None) or exc}"]) from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError([f"--secrets {p}: cannot read: {exc}"]) from None
     problems = []
-    if not stat.S_ISREG(st.st_mode):
-        problems.append(f"--secrets {p}: not a regular file")
     if st.st_mode & 0o077:
         problems.append(f"--secrets {p}: mode {stat.S_IMODE(st.st_mode):04o} lets others read it; "
                         f"run chmod 600 {p}")

@@ -81,7 +81,7 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     if spec.retryCount == -1:
         warnings.append("retryCount: -1 is not a documented value; treated as 0")
     if spec.gpuType is not None and not _GRES_TYPE_RE.match(spec.gpuType):
-        raise SpecError(["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100"])
+        raise SpecError(["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100"])
     bad = [k for k in overrides or {} if not _IDENT_RE.match(k)]
     if bad:
         raise SpecError([f"--param {k}: v1 jobEnvs names must be shell variable names" for k in bad])

@@ -86,7 +86,7 @@ def test_slurm_refusal_exits_3_verbatim(error: Exception, prefix: str, monkeypat
         raise error
     monkeypatch.setattr(cli, "_submit", refuse)
     rc, out, err = run([HELLO], capsys)
-    assert (rc, out) == (3, "")
+    assert (rc, out) == (3, "-\n")  # one record per spec, always: "-" = no job
     assert err == f"dlsubmit: {prefix}: {error.message}\n"  # type: ignore[attr-defined]
 
 
@@ -95,7 +95,7 @@ def test_missing_slurm_conf_is_reported_at_once(tmp_path: Path, monkeypatch: pyt
     missing = tmp_path / "nonexistent.conf"
     monkeypatch.setenv("SLURM_CONF", str(missing))  # the real client: sbatch is never started
     rc, out, err = run([HELLO], capsys)
-    assert (rc, out) == (3, "")
+    assert (rc, out) == (3, "-\n")  # one record per spec, always: "-" = no job
     assert err == f"dlsubmit: Slurm unreachable: SLURM_CONF: cannot stat file {missing}: No such file or directory\n"
 
 
@@ -122,7 +122,8 @@ def test_site_config_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 
 
 SITE_KEYS = ("account, checkpoint_root, container_runtime, cores_per_node, default_fs_uri, "
-             "enforce_binding, gpu_type, gpus_per_node, grace_s, mem_per_node_mib, output, "
+             "enforce_binding, gpu_type, gpus_per_node, grace_s, max_array_size, max_script_size, "
+             "mem_per_node_mib, output, "
              "partition, qos, signal, virtual_clusters")
 
 
@@ -256,9 +257,30 @@ def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
     other.write_text(Path(HELLO).read_text())
     rc, out, err = run(["--dry-run", HELLO, str(other)], capsys)
     assert (rc, err) == (0, "")
-    first, second = out.split(f"\n# ---- {tmp_path}/b\\nc.yaml ----\n")
-    assert first.startswith("#!/bin/bash\n") and second.startswith("#!/bin/bash\n")
-    assert first + "\n" == second  # the same spec twice: the separator is the only addition
+    rc, script, _ = run(["--dry-run", HELLO], capsys)
+    size = len(script.encode())
+    assert out == (f"#dlsubmit-spec 1/2 bytes={size} {HELLO}\n{script}"
+                   f"#dlsubmit-spec 2/2 bytes={size} {tmp_path}/b\\nc.yaml\n{script}")
+    assert cli.split_dry_run(out) == [(HELLO, script), (f"{tmp_path}/b\\nc.yaml", script)]
+
+
+def test_dry_run_split_survives_lookalike_lines_in_commands(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's command may hold any line, the header itself included: the byte count, not a
+    search for the header, tells where each script ends."""
+    fake = "x\n#dlsubmit-spec 2/2 bytes=5 x.yaml\n# ---- b.yaml ----"
+    paths = []
+    for i, cmd in enumerate([f"echo '{fake}'", "true"]):
+        paths.append(tmp_path / f"s{i}.yaml")
+        paths[-1].write_text(yaml.safe_dump(v2_spec(f"s{i}", roles={"main": {
+            "instances": 1, "resourcePerInstance": {"cpu": 1, "memoryMB": 100, "gpu": 0},
+            "commands": [cmd]}})))
+    rc, out, _ = run(["--dry-run", *map(str, paths)], capsys)
+    assert "\n#dlsubmit-spec 2/2 bytes=5 x.yaml\n" in out  # the lookalike is a line of its own
+    parts = cli.split_dry_run(out)
+    assert [name for name, _ in parts] == [str(p) for p in paths]
+    for p, (_, script) in zip(paths, parts):
+        assert script == run(["--dry-run", str(p)], capsys)[1]
 
 
 def test_one_bad_spec_among_several_submits_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -158,4 +158,4 @@ def test_options_reject_bad_values() -> None:
         "container_runtime 'docker': must be one of none, pyxis, apptainer",
         "gpus_per_node -1: must be a whole number in 1..1024",
         "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
-        "partition 'a\\nb': must be a Slurm name (letters, digits, _ . -)"]
+        "partition 'a\\nb': must be a Slurm name (letters, digits, _ . -; not starting with -)"]

@@ -221,3 +221,17 @@ def test_checkpoint_signal_leaves_a_program_payload_inside_its_task(
     assert "CKPT" in out and "DONE" in out
     assert "User defined signal 2" not in out
     assert "attempt 0 end: succeeded: all instances completed" in out and rc == 0, out
+
+
+@pytest.mark.parametrize("root", ["--", "-ckpt", "--help"])
+def test_a_checkpoint_root_starting_with_dash_works(root: str, tmp_path: Path, fake_bin: Path) -> None:
+    """A relative root is the submit directory's; one starting with '-' reaches no command as an
+    option (``mkdir: unrecognized option '--/77/...'`` before the fix); the job sees it absolute."""
+    spec = v2_spec(roles={"w": role('printf "%s\\n" "$DL_CHECKPOINT_DIR"')})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=root))
+    env = script_env(tmp_path, fake_bin) | {"SLURM_SUBMIT_DIR": str(tmp_path)}
+    proc = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"{tmp_path}/{root}/77\n" in proc.stdout
+    assert (tmp_path / root / "77" / ".dlsubmit").is_dir()

@@ -65,7 +65,7 @@ GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024
     (v2_spec(extras={"checkpoint": {"signal": "KILL"}}),
      ["extras.checkpoint.signal: must be one of USR1, USR2, TERM, INT, HUP, URG"]),
     (v2_spec(extras={"checkpoint": {"grace": 0}}), ["extras.checkpoint.grace: must be an integer in 1..86400"]),
-    (v2_spec(extras={"gpuType": "a100 x"}), ["extras.gpuType: must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100"]),
+    (v2_spec(extras={"gpuType": "a100 x"}), ["extras.gpuType: must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100"]),
     (v2_spec(name=""), ["name: must not be empty"]),
     (v2_spec(name="a\x00b"), ["name: must not contain a NUL character"]),
     (v2_spec(defaults={"deployment": "prod"}),
@@ -112,7 +112,7 @@ def v1_with(**changes: object) -> dict:
     (v1_with(role_portList=[{"label": "a b"}]),
      ["taskRoles[0].portList[0].label: must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*)"]),
     (v1_with(taskRoles=[]), ["taskRoles: must not be empty"]),
-    (v1_with(gpuType="a;b"), ["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+), e.g. a100"]),
+    (v1_with(gpuType="a;b"), ["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100"]),
     ({"jobName": "x", "taskRoles": [{}]}, [
         "image: required field is missing",
         "taskRoles[0].name: required field is missing",
