@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
+import io
 import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -28,6 +27,7 @@ from prioritizer.history.trace import HistoryError, read_rows, write_rows
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from slurm_plugin.accounting import fold_jobs
+from slurm_plugin.atomic import write_atomically
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
 NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
@@ -149,13 +149,12 @@ def cycle_time(path: str) -> float | None:
 
 
 def _write_atomically(path: str, rows: list) -> None:
-    """Write to a temporary file beside ``path`` and rename: never a half-written trace."""
-    directory = os.path.dirname(os.path.abspath(path))
+    """Write the trace with :func:`slurm_plugin.atomic.write_atomically`: never a half-written
+    trace, and a device or FIFO (``-o /dev/null``) is written in place, never renamed over."""
+    text = io.StringIO()
+    write_rows(rows, text)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".history-", suffix=".csv", dir=directory)
-        with os.fdopen(fd, "w", newline="") as handle:
-            write_rows(rows, handle)
-        os.replace(tmp, path)
+        write_atomically(path, text.getvalue())
     except OSError as exc:
         raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
 

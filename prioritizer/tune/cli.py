@@ -24,6 +24,7 @@ from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import RANKING_HEADERS, figure_cells, format_ranking, make_task, rank
+from slurm_plugin.atomic import write_atomically
 from slurm_plugin.client import SlurmError
 
 
@@ -180,7 +181,7 @@ def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, float]]:
 
 def _write(path: str, text: str) -> None:
     try:
-        Path(path).write_text(text)
+        write_atomically(path, text)
     except OSError as exc:
         raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
 
