@@ -58,10 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser, commands = build_parser(words[0] if words else None)
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:   # --help, or a usage error argparse already printed
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:   # --help, or a usage error argparse already printed
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        # an option's type= raises CliError for a bad value (prioritizer.numbers)
         return commands[args.command].run(args)
     except CliError as exc:
         for line in str(exc).splitlines():   # a config error has one line per problem

@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
-from prioritizer import tables
+from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity,
                                         start_latency_from)
@@ -60,8 +60,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--trace", required=True, metavar="HISTORY.csv")
     chk.add_argument("--cluster-from-slurm", action="store_true",
                      help="nodes × GPUs per node from sinfo (else --nodes/--gpus-per-node)")
-    chk.add_argument("--nodes", type=int, metavar="N")
-    chk.add_argument("--gpus-per-node", type=int, metavar="G")
+    chk.add_argument("--nodes", metavar="N")
+    chk.add_argument("--gpus-per-node", metavar="G")
     chk.add_argument("--policy", default=None, metavar="NAME",
                      help="the policy that ran: fifo-fit for Slurm alone (default), or "
                      "--config's")
@@ -185,14 +185,13 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
 
 
 def seconds_option(option: str, value: str) -> float:
-    """A finite number of seconds >= 0 given to ``option``. Raises CliError (exit 2)."""
+    """Seconds given to ``option``: a plain finite number from 0 to
+    :data:`prioritizer.numbers.MAX_SECONDS`. Raises CliError (exit 2) naming the option."""
     try:
-        number = float(value)
+        return numbers.parse_float(value, 0.0, numbers.MAX_SECONDS)
     except ValueError:
-        number = -1.0
-    if not number >= 0 or number == float("inf"):
-        raise CliError(f"{option}: expected seconds >= 0 or auto, got {value!r}")
-    return number
+        raise CliError(f"{option}: expected seconds >= 0 and <= {numbers.MAX_SECONDS:g} "
+                       f"(a plain number) or auto, got {value!r}") from None
 
 
 def start_latency(value: str) -> float:

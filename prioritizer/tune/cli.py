@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-from prioritizer import tables
+from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
@@ -48,16 +48,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="DLPRIO.yaml", help="the current config (its policy: section)")
     add("--policy", default=None, help="current policy name (default: --config's, else "
         "tiresias-las)")
-    add("--nodes", type=int, metavar="N")
-    add("--gpus-per-node", type=int, metavar="G")
+    add("--nodes", metavar="N")
+    add("--gpus-per-node", metavar="G")
     add("--cluster-from-slurm", action="store_true", help="nodes × GPUs from sinfo")
     add("--placement", choices=("consolidate", "count"), default="consolidate")
-    add("--max-p95-ratio", type=float, metavar="R",
+    add("--max-p95-ratio", type=numbers.ratio("--max-p95-ratio"), metavar="R",
         help="keep candidates whose p95 JCT <= R × the current config's")
     add("--validate-from", metavar="DATE|SECONDS",
         help="tune on jobs before this point, report the choice on the jobs after it")
     add("--executor", choices=("local", "slurm"), default="local")
-    add("--workers", type=int, metavar="N", help="local: processes (default: one per core)")
+    add("--workers", type=numbers.arg_type("--workers", numbers.parse_int, -numbers.MAX_COUNT, 4_096), metavar="N", help="local: processes (default: one per core)")
     add("--workdir", default=None, metavar="DIR",
         help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
     add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
@@ -66,10 +66,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _split_point(value: str, trace_path: str) -> float:
     """Seconds of trace time (re-based) from SECONDS, or from a DATE for a history trace."""
-    try:
-        return float(value)
-    except ValueError:
-        pass
+    if numbers.looks_numeric(value):
+        try:
+            return numbers.parse_float(value, 0.0, 100 * numbers.MAX_SECONDS)
+        except ValueError as exc:
+            raise CliError(f"--validate-from: {exc} (seconds of trace time, or a date)") from None
     try:
         epoch = calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%S"))
     except ValueError:
