@@ -13,6 +13,7 @@ import dataclasses
 import io
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 
@@ -24,12 +25,15 @@ from prioritizer.history.check import (check, dispatch_latency_of, format_fideli
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, read_rows, write_rows
+from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.atomic import write_atomically
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
+#: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
+NOTHING_FOUND = "Nothing found with query"
 NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
           "AccountingStorageType=accounting_storage/slurmdbd in slurm.conf (a local test "
           "cluster: `dlcluster up --with-dbd`)")
@@ -42,9 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          description="Write finished jobs from Slurm accounting (sacct "
                          "--duplicates) as a history trace CSV.")
     exp.add_argument("--since", default="now-30days", metavar="TIME",
-                     help="window start, any time sacct --starttime takes (default now-30days)")
+                     help="window start: now, today, now-N{seconds|minutes|hours|days|weeks}, "
+                     "YYYY-MM-DD[THH:MM[:SS]] (local time; default now-30days)")
     exp.add_argument("--until", default="now", metavar="TIME",
-                     help="window end, as sacct --endtime (default now)")
+                     help="window end, the same forms (default now)")
     exp.add_argument("-o", "--output", default="-", metavar="FILE.csv",
                      help="output file (default: standard output)")
     exp.add_argument("--anonymise", action="store_true",
@@ -84,24 +89,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    refuse_empty(args, "output", "ledger", "since", "until")
     if args.output != "-" and not Path(args.output).parent.is_dir():
-        raise CliError(f"--output {args.output}: directory {Path(args.output).parent} does "
-                       "not exist; create it first")
+        raise CliError(f"--output {shown(args.output)}: directory "
+                       f"{shown(Path(args.output).parent)} does not exist; create it first")
     try:
-        records = SlurmClient(timeout_s=120).accounting(args.since, args.until)
+        start, end = sacct_window(args.since, args.until, time.time())
+    except WindowError as exc:
+        raise CliError(str(exc)) from None
+    facts = ledger_facts(args.ledger) if args.ledger else None   # a bad ledger: before sacct
+    try:
+        records = SlurmClient(timeout_s=120).accounting(start, end)
     except AccountingDisabled as exc:
         raise CliError(NO_DBD.format(msg=exc.message)) from None
     except SlurmError as exc:
-        raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
-    facts = ledger_facts(args.ledger) if args.ledger else None
+        if NOTHING_FOUND not in str(exc):
+            raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
+        records = []   # sacct's answer for a window without jobs (sacctmgr/sacct 22.05)
     rows, report = history_rows(fold_jobs(records), anonymise_names=args.anonymise,
                                 salt=args.salt, include_cpu_only=args.include_cpu_only,
                                 ledger=facts)
     for line in report.lines():
         print(f"dlprio history export: {line}", file=sys.stderr)
     if not rows:
-        raise CliError(f"no finished GPU job between {args.since} and {args.until} "
-                       f"({report.left_out_count} left out); widen --since/--until")
+        raise CliError(f"no finished GPU job between {args.since} ({start}) and {args.until} "
+                       f"({end}), {report.left_out_count} left out; widen --since/--until")
     if args.output == "-":
         write_rows(rows, sys.stdout)
     else:
@@ -110,6 +122,22 @@ def _export(args: argparse.Namespace) -> int:
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
+
+
+def refuse_empty(args: argparse.Namespace, *names: str) -> None:
+    """An option given with an empty value (``--ledger=``, ``-o ''``) is exit 2 naming it,
+    never read as "not given". Raises CliError."""
+    for name in names:
+        if getattr(args, name, None) == "":
+            raise CliError(f"--{name.replace('_', '-')}: empty value; give a value or leave "
+                           "the option out")
+
+
+def shown(path: object) -> str:
+    """``path`` for a one-line message: control characters (newline, ESC) escaped as Python
+    writes them (``\\n``, ``\\x1b``), so a file name cannot break or repaint the terminal."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def ledger_facts(path: str) -> dict[int, LedgerFacts]:
@@ -210,6 +238,7 @@ def start_latency(value: str) -> float:
 
 
 def _check(args: argparse.Namespace) -> int:
+    refuse_empty(args, "trace", "config", "ledger")
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     try:
