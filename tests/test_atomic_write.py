@@ -7,6 +7,7 @@ just as it did /dev/null); /dev/null itself is never a target here."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -17,7 +18,7 @@ import pytest
 
 from prioritizer.daemon.snapshot import PublicSnapshot, write_snapshot
 from prioritizer.history import cli as history_cli
-from prioritizer.history.trace import read_rows
+from prioritizer.history.trace import read_rows, write_rows
 from prioritizer.tune import task as tune_task
 from slurm_plugin import provision
 from slurm_plugin.atomic import write_atomically
@@ -65,7 +66,9 @@ def test_history_export_to_a_fifo_keeps_the_fifo(tmp_path: Path) -> None:
     (tmp_path / "h.csv").unlink()
     fifo = _fifo(tmp_path)
     reader, got = _drain(fifo)
-    history_cli._write_atomically(str(fifo), rows)
+    text = io.StringIO()
+    write_rows(rows, text)
+    history_cli._write_atomically(str(fifo), text.getvalue())
     _assert_still_fifo(fifo, reader)
     assert got[0].decode().splitlines()[0].startswith("job_id,user")
 

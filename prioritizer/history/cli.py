@@ -9,22 +9,28 @@ slurmdbd (named with the fix), an empty window, a malformed history file, a bad 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import math
+import os
 import dataclasses
 import io
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command
-from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity,
+from prioritizer.command import EXIT_FAILURE, CliError, Command, shown
+from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
                                         start_latency_from)
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
-from prioritizer.history.trace import HistoryError, read_rows, write_rows
+from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
 from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.cli import cluster_of
@@ -114,10 +120,17 @@ def _export(args: argparse.Namespace) -> int:
     if not rows:
         raise CliError(f"no finished GPU job between {args.since} ({start}) and {args.until} "
                        f"({end}), {report.left_out_count} left out; widen --since/--until")
+    text = io.StringIO()
+    write_rows(rows, text)
+    try:   # never write a trace `history check` would refuse
+        parse_rows("the exported trace", list(csv.reader(io.StringIO(text.getvalue()))))
+    except HistoryError as exc:
+        source = f" (with --ledger {shown(args.ledger)})" if args.ledger else ""
+        raise CliError(f"{exc}{source}; nothing written") from None
     if args.output == "-":
-        write_rows(rows, sys.stdout)
+        sys.stdout.write(text.getvalue())
     else:
-        _write_atomically(args.output, rows)
+        _write_atomically(args.output, text.getvalue())
     print(f"dlprio history export: {len(rows)} job(s) written to {args.output}, "
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
@@ -133,31 +146,27 @@ def refuse_empty(args: argparse.Namespace, *names: str) -> None:
                            "the option out")
 
 
-def shown(path: object) -> str:
-    """``path`` for a one-line message: control characters (newline, ESC) escaped as Python
-    writes them (``\\n``, ``\\x1b``), so a file name cannot break or repaint the terminal."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)[1:-1]
-
-
 def ledger_facts(path: str) -> dict[int, LedgerFacts]:
     """Per job: preemptions the daemon made and signal→requeue seconds (read-only open).
 
     Raises:
         CliError: the file is missing or not a ledger (exit 2).
     """
-    try:
-        with Ledger(path, readonly=True) as ledger:
-            out = {}
-            for row in ledger.jobs():
-                intents = ledger.intents(row.job_id)
-                spans = [i.requeue_at - i.signal_at for i in intents
-                         if i.signal_at is not None and i.requeue_at is not None]
-                out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
-                                              any(i.signal for i in intents))
-            return out
-    except (OSError, sqlite3.Error) as exc:
-        raise CliError(f"--ledger {path}: {exc}") from None
+    with _open_ledger(path) as ledger:
+        out = {}
+        for row in ledger.jobs():
+            where = f"jobs row job_id={row.job_id!r}"
+            _ledger_value(path, where, "preemptions", row.preemptions, integer=True)
+            intents = ledger.intents(row.job_id)
+            for i in intents:
+                for column in ("signal_at", "requeue_at"):
+                    _ledger_value(path, f"intents row id={i.id!r}", column, getattr(i, column),
+                                  optional=True)
+            spans = [i.requeue_at - i.signal_at for i in intents
+                     if i.signal_at is not None and i.requeue_at is not None]
+            out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
+                                          any(i.signal for i in intents))
+        return out
 
 
 def cycle_time(path: str) -> float | None:
@@ -168,23 +177,64 @@ def cycle_time(path: str) -> float | None:
     Raises:
         CliError: the file is missing or not a ledger (exit 2).
     """
+    with _open_ledger(path) as ledger:
+        created = [_ledger_value(path, f"intents row id={i.id!r}", "created", i.created)
+                   for row in ledger.jobs() for i in ledger.intents(row.job_id)]
+        if created:
+            return min(created)
+        raw = ledger.meta("observed_at")
+        return _ledger_value(path, "meta", "observed_at", _as_number(raw) if raw else None,
+                             optional=True)
+
+
+@contextlib.contextmanager
+def _open_ledger(path: str) -> Iterator[Ledger]:
+    """The ledger opened read-only; a missing file, a directory or a non-ledger is CliError
+    ``--ledger PATH: <reason>`` (exit 2, one line)."""
+    shown_path = shown(path)
+    if os.path.isdir(path):
+        raise CliError(f"--ledger {shown_path}: is a directory; give the daemon's ledger file")
+    if not os.path.exists(path):
+        raise CliError(f"--ledger {shown_path}: no such file")
     try:
         with Ledger(path, readonly=True) as ledger:
-            created = [i.created for row in ledger.jobs() for i in ledger.intents(row.job_id)]
-            return min(created) if created else ledger.observed_at()
+            yield ledger
     except (OSError, sqlite3.Error) as exc:
-        raise CliError(f"--ledger {path}: {exc}") from None
+        reason = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path}:")
+        raise CliError(f"--ledger {shown_path}: {shown(reason)}") from None
 
 
-def _write_atomically(path: str, rows: list) -> None:
+def _as_number(raw: object) -> object:
+    """A meta value (stored as text) as a float when it reads as one, else as it is."""
+    try:
+        return float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return raw
+
+
+def _ledger_value(path: str, where: str, column: str, value: object, *, integer: bool = False,
+                  optional: bool = False) -> Any:
+    """``value`` of a ledger cell when it is a finite number >= 0 (a whole one with
+    ``integer``; None with ``optional``). Raises CliError naming the ledger, row and column."""
+    if value is None and optional:
+        return None
+    kinds = (int,) if integer else (int, float)
+    if (isinstance(value, bool) or not isinstance(value, kinds)
+            or not math.isfinite(value) or value < 0):
+        rule = "a whole number >= 0" if integer else "a finite number >= 0 (epoch s)"
+        raise CliError(f"--ledger {shown(path)}: {where}: {column} = {shown(repr(value))} is "
+                       f"not {rule}; the ledger is damaged (restore it, or export without "
+                       "--ledger)")
+    return value
+
+
+def _write_atomically(path: str, text: str) -> None:
     """Write the trace with :func:`slurm_plugin.atomic.write_atomically`: never a half-written
     trace, and a device or FIFO (``-o /dev/null``) is written in place, never renamed over."""
-    text = io.StringIO()
-    write_rows(rows, text)
     try:
-        write_atomically(path, text.getvalue())
+        write_atomically(path, text)
     except OSError as exc:
-        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+        raise CliError(f"{shown(path)}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
 
 
 def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
@@ -249,6 +299,11 @@ def _check(args: argparse.Namespace) -> int:
     dispatch = (dispatch_latency_of(rows) if args.dispatch_latency == "auto"
                 else seconds_option("--dispatch-latency", args.dispatch_latency))
     cycle_at = cycle_time(args.ledger) if args.ledger else None
+    if cycle_at is not None and not phased(cycle_at, config):
+        print(f"dlprio history check: note: --ledger {shown(args.ledger)}: policy "
+              f"{config.policy} has no decision ticks (decision_interval_s "
+              f"{config.decision_interval_s:g}), so the daemon's cycle times change nothing",
+              file=sys.stderr)
     try:
         fidelity = check(rows, cluster, config, start_latency_s=latency, dispatch_s=dispatch,
                          cycle_at=cycle_at)
