@@ -21,10 +21,12 @@ share (pyproject's import contracts); it runs no Slurm command.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def _umask() -> int:
@@ -41,6 +43,14 @@ def is_special(path: str | os.PathLike[str]) -> bool:
     except OSError:
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def save_figure(fig: Any, path: str | os.PathLike[str], **savefig: Any) -> None:
+    """A matplotlib figure written by :func:`write_atomically`: rendered in memory in the
+    format of ``path``'s suffix (``png`` without one), then written. Raises OSError."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=Path(path).suffix.lstrip(".").lower() or "png", **savefig)
+    write_atomically(path, buffer.getvalue())
 
 
 def write_atomically(path: str | os.PathLike[str], data: str | bytes, *,

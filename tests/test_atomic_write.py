@@ -135,3 +135,20 @@ def _csv(tmp_path: Path) -> Path:
     path = tmp_path / "h.csv"
     path.write_text(CSV)
     return path
+
+
+def test_simulate_outputs_to_a_fifo_keep_the_fifo(tmp_path: Path) -> None:
+    """--jobs-csv and --plot (and tune's plot) go through the same writer."""
+    from prioritizer.cli import main as dlprio
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\n1,1,0,10\n2,2,5,20\n")
+    for option in ("--jobs-csv", "--plot"):
+        fifo = tmp_path / f"out{option}"
+        os.mkfifo(fifo)
+        reader, got = _drain(fifo)
+        assert dlprio(["simulate", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4",
+                       "--policy", "fifo", "--json", option, str(fifo)]) == 0
+        reader.join(timeout=30)
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and got and got[0]
+    assert got[0].startswith(b"\x89PNG")
