@@ -30,7 +30,7 @@ MAX_SECONDS = 1e9
 MAX_COUNT = 10**9
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
-_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
+FLOAT_TEXT = _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
 
 def parse_int(value: str, low: int, high: int) -> int:

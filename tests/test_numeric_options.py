@@ -62,3 +62,15 @@ def test_bounds_are_inclusive_and_plain_forms_pass() -> None:
         parse_int("100001", 1, 100_000)
     with pytest.raises(ValueError):
         parse_float("0", 0, 1, low_open=True)
+
+
+@pytest.mark.parametrize("grid", ["knob=1e308", "knob=1_0", "knob=nan", "thresholds=1000/1e300",
+                                  "knob=0x10", "knob=99999999999999999999"])
+def test_bad_grid_number_is_exit_2_naming_grid(grid: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "h.csv"
+    trace.write_text(HISTORY)
+    assert dlprio(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "8",
+                   "--grid", grid]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dlprio: --grid: ") and len(err.strip().splitlines()) == 1, err
