@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--trace", required=True, help="job trace CSV (tiresias, philly/helios or itp)")
     add("--format", choices=sorted(FORMATS), help="trace format (default: from the header)")
-    add("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
+    add("--since", type=_since, metavar="SECONDS",
         help="keep jobs submitted at or after SECONDS (trace time); re-base to 0")
     add("--nodes", metavar="N",
         help=f"number of nodes (1 to {numbers.MAX_NODES:,})")
@@ -69,6 +70,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
     add("--plot", metavar="OUT.png", help="write the JCT CDF and queue-length plot")
+
+
+def _since(value: str) -> float:
+    """``--since``: seconds of trace time, a plain finite number >= 0 (CliError otherwise)."""
+    if numbers.FLOAT_TEXT.match(value.strip()) and -math.inf < float(value) < 0:
+        raise CliError(f"--since must be >= 0 (seconds of trace time), got {float(value):g}")
+    return numbers.trace_time("--since")(value)
 
 
 def run(args: argparse.Namespace) -> int:
