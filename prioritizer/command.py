@@ -22,6 +22,15 @@ def shown(text: object) -> str:
     return value if value.isprintable() else repr(value)[1:-1]
 
 
+def refuse_empty(args: argparse.Namespace, *names: str) -> None:
+    """An option given with an empty value (``--ledger=``, ``-o ''``) is exit 2 naming it,
+    never read as "not given". Raises CliError."""
+    for name in names:
+        if getattr(args, name, None) == "":
+            raise CliError(f"--{name.replace('_', '-')}: empty value; give a value or leave "
+                           "the option out")
+
+
 def clean_message(message: str, words: list[str]) -> str:
     """A CliError message safe to print: each command-line word (or ``--opt=`` value) that
     holds control characters is replaced by :func:`shown` of it wherever the message quotes

@@ -93,3 +93,25 @@ def test_control_characters_in_output_path_are_escaped(tmp_path: Path,
     assert dlprio(["history", "export", "-o", bad]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and len(err.strip().splitlines()) == 1 and "\\x1b" in err
+
+
+@pytest.mark.parametrize(("command", "option"), [
+    (c, o) for c, options in (
+        ("simulate", ("--trace", "--config", "--durations", "--durations-from", "--jobs-csv",
+                      "--plot", "--thresholds", "--cluster", "--policy")),
+        ("tune", ("--trace", "--config", "--output", "--plot", "--workdir", "--validate-from",
+                  "--policy")))
+    for o in options])
+def test_empty_values_of_simulate_and_tune_are_refused(command: str, option: str,
+                                                       tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\n1,1,0,10\n")
+    argv = [command, "--trace", str(trace)]
+    if option == "--trace":
+        argv = [command]
+    argv += ["--grid", "knob=4"] if command == "tune" else []
+    if option != "--cluster":
+        argv += ["--nodes", "1", "--gpus-per-node", "8"]
+    assert dlprio([*argv, f"{option}="]) == 2
+    assert capsys.readouterr().err.startswith(f"dlprio: {option}: empty value")

@@ -25,7 +25,7 @@ from typing import Any
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command, shown
+from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty, shown
 from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
                                         start_latency_from)
 from prioritizer.daemon.ledger import Ledger
@@ -135,15 +135,6 @@ def _export(args: argparse.Namespace) -> int:
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
-
-
-def refuse_empty(args: argparse.Namespace, *names: str) -> None:
-    """An option given with an empty value (``--ledger=``, ``-o ''``) is exit 2 naming it,
-    never read as "not given". Raises CliError."""
-    for name in names:
-        if getattr(args, name, None) == "":
-            raise CliError(f"--{name.replace('_', '-')}: empty value; give a value or leave "
-                           "the option out")
 
 
 def ledger_facts(path: str) -> dict[int, LedgerFacts]:
@@ -288,7 +279,7 @@ def start_latency(value: str) -> float:
 
 
 def _check(args: argparse.Namespace) -> int:
-    refuse_empty(args, "trace", "config", "ledger")
+    refuse_empty(args, "trace", "config", "ledger", "policy")
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     try:
