@@ -131,7 +131,7 @@ def _export(args: argparse.Namespace) -> int:
         sys.stdout.write(text.getvalue())
     else:
         _write_atomically(args.output, text.getvalue())
-    print(f"dlprio history export: {len(rows)} job(s) written to {args.output}, "
+    print(f"dlprio history export: {len(rows)} job(s) written to {shown(args.output)}, "
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
