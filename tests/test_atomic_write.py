@@ -152,3 +152,20 @@ def test_simulate_outputs_to_a_fifo_keep_the_fifo(tmp_path: Path) -> None:
         reader.join(timeout=30)
         assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and got and got[0]
     assert got[0].startswith(b"\x89PNG")
+
+
+def test_a_device_is_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/dev/null is seen as special (a read-only stat); writing to a target taken for a device
+    keeps its inode (written in place), where a regular file gets a new one (renamed over)."""
+    from slurm_plugin import atomic
+
+    assert atomic.is_special("/dev/null") and not atomic.is_special(tmp_path)
+    target = tmp_path / "dev"
+    target.write_text("old\n")
+    inode = target.stat().st_ino
+    monkeypatch.setattr(atomic, "is_special", lambda path: Path(path) == target)
+    write_atomically(target, "new\n")
+    assert target.stat().st_ino == inode and target.read_text() == "new\n"
+    monkeypatch.undo()
+    write_atomically(target, "newer\n")
+    assert target.stat().st_ino != inode
