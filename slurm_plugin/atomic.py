@@ -62,13 +62,13 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, *,
         OSError: the directory is missing or not writable, the target is a directory, the
             disk is full (the temporary file is removed; the target is untouched).
     """
-    target = Path(os.path.realpath(path))   # a symlink: its target is what gets replaced
     binary = isinstance(data, bytes)
     how = {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": newline}
-    if is_special(target):
-        with open(target, **how) as handle:
+    if is_special(path):   # stat(2) on the path as given: /dev/stdout's /proc magic link too
+        with open(path, **how) as handle:
             handle.write(data)
         return
+    target = Path(os.path.realpath(path))   # a symlink: its target is what gets replaced
     try:
         keep = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:

@@ -169,3 +169,21 @@ def test_a_device_is_written_in_place(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.undo()
     write_atomically(target, "newer\n")
     assert target.stat().st_ino != inode
+
+
+def test_dev_stdout_is_written_in_place(tmp_path: Path) -> None:
+    """/dev/stdout links to /proc/self/fd/1, which for a pipe reads ``pipe:[N]``, a name
+    realpath() cannot follow: the device check is made on the path as given, so
+    ``-o /dev/stdout | wc`` writes into the pipe."""
+    read_end, write_end = os.pipe()
+    try:
+        write_atomically(f"/proc/self/fd/{write_end}", "via fd\n")
+        os.close(write_end)
+        write_end = -1
+        with os.fdopen(read_end, "rb") as handle:
+            read_end = -1
+            assert handle.read() == b"via fd\n"
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
