@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-from prioritizer.command import EXIT_USAGE, CliError, Command
+from prioritizer.command import EXIT_USAGE, CliError, Command, clean_message
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 
 #: Every subcommand, in the order ``dlprio --help`` lists them: (name, module, attribute
@@ -58,13 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     parser, commands = build_parser(words[0] if words else None)
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:   # --help, or a usage error argparse already printed
-        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:   # --help, or a usage error argparse already printed
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        # an option's type= raises CliError for a bad value (prioritizer.numbers)
         return commands[args.command].run(args)
     except CliError as exc:
-        for line in str(exc).splitlines():   # a config error has one line per problem
+        for line in clean_message(str(exc), words).splitlines():   # a line per config problem
             print(f"dlprio: {line}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:

@@ -8,11 +8,34 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import re
+
 import yaml
 
 
 class YamlFileError(ValueError):
     """The file cannot be read or is not YAML; the message is one line naming the file."""
+
+
+class Loader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that reads floats as YAML 1.2 does.
+
+    PyYAML implements YAML 1.1, whose float pattern needs a dot and a signed exponent, so
+    ``1e3``, ``1.0e3`` and ``1e-9`` come back as strings and ``thresholds_gpu_s: [1e3]``
+    failed with "expected a number". YAML 1.2's core schema (section 10.3.2, tag
+    resolution) reads ``[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?`` as a float;
+    plain integers stay ints (PyYAML's int resolver is tried for them first).
+    """
+
+
+_FLOAT_12 = re.compile(r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+
+    |[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$""", re.X)
+Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
+
+
+def load(text: str) -> Any:
+    """``yaml.load`` with :class:`Loader` (safe, YAML 1.2 floats). Raises yaml.YAMLError."""
+    return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader is a SafeLoader
 
 
 def syntax_message(name: str, exc: yaml.YAMLError) -> str:
@@ -26,7 +49,8 @@ def syntax_message(name: str, exc: yaml.YAMLError) -> str:
 
 
 def read_yaml(path: str | Path) -> Any:
-    """Parse the YAML file at ``path`` (``yaml.safe_load``; an empty file is None).
+    """Parse the YAML file at ``path`` (:func:`load`: safe, YAML 1.2 floats; an empty file is
+    None).
 
     Raises:
         YamlFileError: ``PATH: cannot read (<reason>)`` or ``PATH:LINE:COL: YAML syntax
@@ -38,7 +62,7 @@ def read_yaml(path: str | Path) -> Any:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise YamlFileError(f"{path}: cannot read ({reason})") from None
     try:
-        return yaml.safe_load(text)
+        return load(text)
     except yaml.YAMLError as exc:
         raise YamlFileError(syntax_message(str(path), exc)) from None
     except RecursionError:

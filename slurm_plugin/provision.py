@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_plugin import cluster
+from slurm_plugin.atomic import is_special, write_atomically
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.cluster import ClusterSpec
 
@@ -108,10 +109,9 @@ def running(spec: ClusterSpec) -> dict[str, int | None]:
 
 
 def _write_atomic(path: Path, text: str, mode: int = 0o644) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    write_atomically(path, text, mode=mode)
+    if not is_special(path):
+        os.chmod(os.path.realpath(path), mode)   # dlcluster's own files: its mode, always
 
 
 def desired_files(spec: ClusterSpec) -> dict[Path, tuple[str, int]]:

@@ -48,3 +48,18 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(YamlFileError) as err:
         read_yaml(tmp_path / "none.yaml")
     assert str(err.value) == f"{tmp_path / 'none.yaml'}: cannot read (No such file or directory)"
+
+
+def test_yaml_1_2_floats_are_numbers(tmp_path) -> None:
+    """PyYAML (YAML 1.1) read 1e3 / 1.0e3 / 1e-9 as strings; the shared reader follows YAML
+    1.2's float rule, so `thresholds_gpu_s: [1e3]` is a number, quoted "1e3" stays a string."""
+    from prioritizer.policy.config import PolicyConfig
+    from prioritizer.yamlfile import read_yaml
+
+    path = tmp_path / "dlprio.yaml"
+    path.write_text('policy:\n  thresholds_gpu_s: [1e3, 1.0e4]\n'
+                    'x: [1e-9, -2E+2, 3, "1e3", 1e]\n')
+    data = read_yaml(path)
+    assert data["x"] == [1e-9, -200.0, 3, "1e3", "1e"]
+    assert type(data["x"][2]) is int
+    assert PolicyConfig.from_mapping(data["policy"]).thresholds_gpu_s[:2] == (1000.0, 10000.0)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from slurm_plugin.atomic import write_atomically
 
 VERSION = 1
 DEFAULT_PATH = "/var/lib/dlprio/snapshot.json"
@@ -72,15 +73,9 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
         "thresholds_gpu_s": list(snap.thresholds_gpu_s),
         "jobs": [vars(j) for j in snap.jobs],   # flat dataclass: its __dict__ is the record
     }
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".snapshot.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(data))   # the C encoder (json.dump streams through Python)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # the C encoder (json.dump streams through Python); a new file is 0644, an existing one
+    # keeps its mode; a device or FIFO is written in place (slurm_plugin.atomic)
+    write_atomically(target, json.dumps(data), mode=0o644)
 
 
 class SnapshotError(ValueError):

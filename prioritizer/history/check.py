@@ -109,6 +109,13 @@ def trace_of(rows: Sequence[HistoryRow], path: str = "history", hold_s: float = 
     return Trace(path, "history", jobs, len(rows) - len(kept))
 
 
+def phased(cycle_at: float | None, config: PolicyConfig) -> bool:
+    """Whether a daemon cycle time moves the replay's decision ticks: only with one and with
+    ticks at all (``decision_interval_s`` > 0; fifo-fit for Slurm alone and ``zero_cost``
+    decide at every event, so there is no phase)."""
+    return cycle_at is not None and config.decision_interval_s > 0
+
+
 def tick_base(first_eligible: float, cycle_at: float | None, interval_s: float) -> float:
     """The replay's time 0 (epoch s): the latest moment at or before ``first_eligible`` that is
     a whole number of ``interval_s`` away from ``cycle_at``, one of the daemon's cycle times.
@@ -171,7 +178,7 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
                              j.jct + dispatch_s - start_latency_s)
                  for j in sorted(result.jobs, key=lambda j: j.submit))
     return Fidelity(config.policy, jobs, trace.skipped_jobs + result.unfittable_jobs,
-                    start_latency_s, dispatch_s, cycle_at is not None)
+                    start_latency_s, dispatch_s, phased(cycle_at, config))
 
 
 def start_latency_from(scheduler_parameters: str, scheduler_type: str = "sched/backfill") -> float:

@@ -9,27 +9,37 @@ slurmdbd (named with the fix), an empty window, a malformed history file, a bad 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import contextlib
+import csv
+import math
 import os
+import dataclasses
+import io
 import sqlite3
 import sys
-import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
-from prioritizer import tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command
-from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity,
+from prioritizer import numbers, tables
+from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty, shown
+from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
                                         start_latency_from)
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
-from prioritizer.history.trace import HistoryError, read_rows, write_rows
+from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
+from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from slurm_plugin.accounting import fold_jobs
+from slurm_plugin.atomic import write_atomically
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
+#: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
+NOTHING_FOUND = "Nothing found with query"
 NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
           "AccountingStorageType=accounting_storage/slurmdbd in slurm.conf (a local test "
           "cluster: `dlcluster up --with-dbd`)")
@@ -42,9 +52,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          description="Write finished jobs from Slurm accounting (sacct "
                          "--duplicates) as a history trace CSV.")
     exp.add_argument("--since", default="now-30days", metavar="TIME",
-                     help="window start, any time sacct --starttime takes (default now-30days)")
+                     help="window start: now, today, now-N{seconds|minutes|hours|days|weeks}, "
+                     "YYYY-MM-DD[THH:MM[:SS]] (local time; default now-30days)")
     exp.add_argument("--until", default="now", metavar="TIME",
-                     help="window end, as sacct --endtime (default now)")
+                     help="window end, the same forms (default now)")
     exp.add_argument("-o", "--output", default="-", metavar="FILE.csv",
                      help="output file (default: standard output)")
     exp.add_argument("--anonymise", action="store_true",
@@ -60,8 +71,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--trace", required=True, metavar="HISTORY.csv")
     chk.add_argument("--cluster-from-slurm", action="store_true",
                      help="nodes × GPUs per node from sinfo (else --nodes/--gpus-per-node)")
-    chk.add_argument("--nodes", type=int, metavar="N")
-    chk.add_argument("--gpus-per-node", type=int, metavar="G")
+    chk.add_argument("--nodes", metavar="N")
+    chk.add_argument("--gpus-per-node", metavar="G")
     chk.add_argument("--policy", default=None, metavar="NAME",
                      help="the policy that ran: fifo-fit for Slurm alone (default), or "
                      "--config's")
@@ -84,29 +95,43 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    refuse_empty(args, "output", "ledger", "since", "until")
     if args.output != "-" and not Path(args.output).parent.is_dir():
-        raise CliError(f"--output {args.output}: directory {Path(args.output).parent} does "
-                       "not exist; create it first")
+        raise CliError(f"--output {shown(args.output)}: directory "
+                       f"{shown(Path(args.output).parent)} does not exist; create it first")
     try:
-        records = SlurmClient(timeout_s=120).accounting(args.since, args.until)
+        start, end = sacct_window(args.since, args.until, time.time())
+    except WindowError as exc:
+        raise CliError(str(exc)) from None
+    facts = ledger_facts(args.ledger) if args.ledger else None   # a bad ledger: before sacct
+    try:
+        records = SlurmClient(timeout_s=120).accounting(start, end)
     except AccountingDisabled as exc:
         raise CliError(NO_DBD.format(msg=exc.message)) from None
     except SlurmError as exc:
-        raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
-    facts = ledger_facts(args.ledger) if args.ledger else None
+        if NOTHING_FOUND not in str(exc):
+            raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
+        records = []   # sacct's answer for a window without jobs (sacctmgr/sacct 22.05)
     rows, report = history_rows(fold_jobs(records), anonymise_names=args.anonymise,
                                 salt=args.salt, include_cpu_only=args.include_cpu_only,
                                 ledger=facts)
     for line in report.lines():
         print(f"dlprio history export: {line}", file=sys.stderr)
     if not rows:
-        raise CliError(f"no finished GPU job between {args.since} and {args.until} "
-                       f"({report.left_out_count} left out); widen --since/--until")
+        raise CliError(f"no finished GPU job between {args.since} ({start}) and {args.until} "
+                       f"({end}), {report.left_out_count} left out; widen --since/--until")
+    text = io.StringIO()
+    write_rows(rows, text)
+    try:   # never write a trace `history check` would refuse
+        parse_rows("the exported trace", list(csv.reader(io.StringIO(text.getvalue()))))
+    except HistoryError as exc:
+        source = f" (with --ledger {shown(args.ledger)})" if args.ledger else ""
+        raise CliError(f"{exc}{source}; nothing written") from None
     if args.output == "-":
-        write_rows(rows, sys.stdout)
+        sys.stdout.write(text.getvalue())
     else:
-        _write_atomically(args.output, rows)
-    print(f"dlprio history export: {len(rows)} job(s) written to {args.output}, "
+        _write_atomically(args.output, text.getvalue())
+    print(f"dlprio history export: {len(rows)} job(s) written to {shown(args.output)}, "
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
@@ -118,18 +143,21 @@ def ledger_facts(path: str) -> dict[int, LedgerFacts]:
     Raises:
         CliError: the file is missing or not a ledger (exit 2).
     """
-    try:
-        with Ledger(path, readonly=True) as ledger:
-            out = {}
-            for row in ledger.jobs():
-                intents = ledger.intents(row.job_id)
-                spans = [i.requeue_at - i.signal_at for i in intents
-                         if i.signal_at is not None and i.requeue_at is not None]
-                out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
-                                              any(i.signal for i in intents))
-            return out
-    except (OSError, sqlite3.Error) as exc:
-        raise CliError(f"--ledger {path}: {exc}") from None
+    with _open_ledger(path) as ledger:
+        out = {}
+        for row in ledger.jobs():
+            where = f"jobs row job_id={row.job_id!r}"
+            _ledger_value(path, where, "preemptions", row.preemptions, integer=True)
+            intents = ledger.intents(row.job_id)
+            for i in intents:
+                for column in ("signal_at", "requeue_at"):
+                    _ledger_value(path, f"intents row id={i.id!r}", column, getattr(i, column),
+                                  optional=True)
+            spans = [i.requeue_at - i.signal_at for i in intents
+                     if i.signal_at is not None and i.requeue_at is not None]
+            out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
+                                          any(i.signal for i in intents))
+        return out
 
 
 def cycle_time(path: str) -> float | None:
@@ -140,24 +168,64 @@ def cycle_time(path: str) -> float | None:
     Raises:
         CliError: the file is missing or not a ledger (exit 2).
     """
+    with _open_ledger(path) as ledger:
+        created = [_ledger_value(path, f"intents row id={i.id!r}", "created", i.created)
+                   for row in ledger.jobs() for i in ledger.intents(row.job_id)]
+        if created:
+            return min(created)
+        raw = ledger.meta("observed_at")
+        return _ledger_value(path, "meta", "observed_at", _as_number(raw) if raw else None,
+                             optional=True)
+
+
+@contextlib.contextmanager
+def _open_ledger(path: str) -> Iterator[Ledger]:
+    """The ledger opened read-only; a missing file, a directory or a non-ledger is CliError
+    ``--ledger PATH: <reason>`` (exit 2, one line)."""
+    shown_path = shown(path)
+    if os.path.isdir(path):
+        raise CliError(f"--ledger {shown_path}: is a directory; give the daemon's ledger file")
+    if not os.path.exists(path):
+        raise CliError(f"--ledger {shown_path}: no such file")
     try:
         with Ledger(path, readonly=True) as ledger:
-            created = [i.created for row in ledger.jobs() for i in ledger.intents(row.job_id)]
-            return min(created) if created else ledger.observed_at()
+            yield ledger
     except (OSError, sqlite3.Error) as exc:
-        raise CliError(f"--ledger {path}: {exc}") from None
+        reason = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path}:")
+        raise CliError(f"--ledger {shown_path}: {shown(reason)}") from None
 
 
-def _write_atomically(path: str, rows: list) -> None:
-    """Write to a temporary file beside ``path`` and rename: never a half-written trace."""
-    directory = os.path.dirname(os.path.abspath(path))
+def _as_number(raw: object) -> object:
+    """A meta value (stored as text) as a float when it reads as one, else as it is."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".history-", suffix=".csv", dir=directory)
-        with os.fdopen(fd, "w", newline="") as handle:
-            write_rows(rows, handle)
-        os.replace(tmp, path)
+        return float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return raw
+
+
+def _ledger_value(path: str, where: str, column: str, value: object, *, integer: bool = False,
+                  optional: bool = False) -> Any:
+    """``value`` of a ledger cell when it is a finite number >= 0 (a whole one with
+    ``integer``; None with ``optional``). Raises CliError naming the ledger, row and column."""
+    if value is None and optional:
+        return None
+    kinds = (int,) if integer else (int, float)
+    if (isinstance(value, bool) or not isinstance(value, kinds)
+            or not math.isfinite(value) or value < 0):
+        rule = "a whole number >= 0" if integer else "a finite number >= 0 (epoch s)"
+        raise CliError(f"--ledger {shown(path)}: {where}: {column} = {shown(repr(value))} is "
+                       f"not {rule}; the ledger is damaged (restore it, or export without "
+                       "--ledger)")
+    return value
+
+
+def _write_atomically(path: str, text: str) -> None:
+    """Write the trace with :func:`slurm_plugin.atomic.write_atomically`: never a half-written
+    trace, and a device or FIFO (``-o /dev/null``) is written in place, never renamed over."""
+    try:
+        write_atomically(path, text)
     except OSError as exc:
-        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+        raise CliError(f"{shown(path)}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
 
 
 def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
@@ -186,14 +254,13 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
 
 
 def seconds_option(option: str, value: str) -> float:
-    """A finite number of seconds >= 0 given to ``option``. Raises CliError (exit 2)."""
+    """Seconds given to ``option``: a plain finite number from 0 to
+    :data:`prioritizer.numbers.MAX_SECONDS`. Raises CliError (exit 2) naming the option."""
     try:
-        number = float(value)
+        return numbers.parse_float(value, 0.0, numbers.MAX_SECONDS)
     except ValueError:
-        number = -1.0
-    if not number >= 0 or number == float("inf"):
-        raise CliError(f"{option}: expected seconds >= 0 or auto, got {value!r}")
-    return number
+        raise CliError(f"{option}: expected seconds >= 0 and <= {numbers.MAX_SECONDS:g} "
+                       f"(a plain number) or auto, got {value!r}") from None
 
 
 def start_latency(value: str) -> float:
@@ -212,6 +279,7 @@ def start_latency(value: str) -> float:
 
 
 def _check(args: argparse.Namespace) -> int:
+    refuse_empty(args, "trace", "config", "ledger", "policy")
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     try:
@@ -222,6 +290,11 @@ def _check(args: argparse.Namespace) -> int:
     dispatch = (dispatch_latency_of(rows) if args.dispatch_latency == "auto"
                 else seconds_option("--dispatch-latency", args.dispatch_latency))
     cycle_at = cycle_time(args.ledger) if args.ledger else None
+    if cycle_at is not None and not phased(cycle_at, config):
+        print(f"dlprio history check: note: --ledger {shown(args.ledger)}: policy "
+              f"{config.policy} has no decision ticks (decision_interval_s "
+              f"{config.decision_interval_s:g}), so the daemon's cycle times change nothing",
+              file=sys.stderr)
     try:
         fidelity = check(rows, cluster, config, start_latency_s=latency, dispatch_s=dispatch,
                          cycle_at=cycle_at)

@@ -107,6 +107,12 @@ def read_rows(path: str) -> list[HistoryRow]:
         raise HistoryError(f"{path}: cannot read ({exc.strerror})") from None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise HistoryError(f"{path}: not a CSV text file ({exc})") from None
+    return parse_rows(path, lines)
+
+
+def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
+    """:func:`read_rows` on CSV cells already read (``path`` only names them in errors); also
+    how ``history export`` checks a trace before writing it. Raises HistoryError."""
     if not lines:
         raise HistoryError(f"{path}:1: empty file; expected the history header")
     header = [h.strip() for h in lines[0]]

@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 
-from prioritizer.command import CliError, Command
+from prioritizer import numbers
+from prioritizer.command import CliError, Command, refuse_empty
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
@@ -37,10 +39,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--trace", required=True, help="job trace CSV (tiresias, philly/helios or itp)")
     add("--format", choices=sorted(FORMATS), help="trace format (default: from the header)")
-    add("--since", type=float, metavar="SECONDS",
+    add("--since", type=_since, metavar="SECONDS",
         help="keep jobs submitted at or after SECONDS (trace time); re-base to 0")
-    add("--nodes", type=int, metavar="N", help="number of nodes")
-    add("--gpus-per-node", type=int, metavar="G", help="GPUs per node")
+    add("--nodes", metavar="N",
+        help=f"number of nodes (1 to {numbers.MAX_NODES:,})")
+    add("--gpus-per-node", metavar="G",
+        help=f"GPUs per node (1 to {numbers.MAX_GPUS_PER_NODE:,})")
     add("--cluster", metavar="SPEC.csv", help="Tiresias cluster spec instead of --nodes/-G")
     add("--cluster-from-slurm", action="store_true",
         help="take nodes × GPUs per node from sinfo on the SLURM_CONF cluster")
@@ -52,7 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="FILE.yaml", help="YAML file whose 'policy:' section sets the policy")
     add("--thresholds", metavar="T1,T2", help="queue thresholds, GPU·s (2D policies)")
     for option, fld in OVERRIDES.items():
-        add("--" + option.replace("_", "-"), type=float, metavar="X",
+        add("--" + option.replace("_", "-"), type=numbers.finite("--" + option.replace("_", "-")),
+            metavar="X",
             help=f"override {fld}")
     add("--zero-cost", action="store_true",
         help="no checkpoint overhead, requeue delay, decision interval or min-run guard")
@@ -60,15 +65,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="GPU·s samples for tiresias-gittins (default: packaged yarn-gput1000.csv)")
     add("--durations-from", metavar="TRACE.csv",
         help="learn the Gittins GPU·s distribution from this trace's (finished) jobs")
-    add("--durations-min", type=int, default=MIN_SAMPLES, metavar="N",
+    add("--durations-min", type=numbers.count("--durations-min"), default=MIN_SAMPLES, metavar="N",
         help=f"fewest jobs --durations-from needs, else the packaged one (default {MIN_SAMPLES})")
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
     add("--plot", metavar="OUT.png", help="write the JCT CDF and queue-length plot")
 
 
+def _since(value: str) -> float:
+    """``--since``: seconds of trace time, a plain finite number >= 0 (CliError otherwise)."""
+    if numbers.FLOAT_TEXT.match(value.strip()) and -math.inf < float(value) < 0:
+        raise CliError(f"--since must be >= 0 (seconds of trace time), got {float(value):g}")
+    return numbers.trace_time("--since")(value)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the replays and print/write the outputs; see the module doc for exit codes."""
+    refuse_empty(args, "trace", "config", "durations", "durations_from", "jobs_csv", "plot",
+                 "thresholds", "cluster", "policy")
     if args.since is not None and not args.since >= 0:
         raise CliError(f"--since must be >= 0 (seconds of trace time), got {args.since:g}")
     base = _config(args)
@@ -173,10 +187,11 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
         section = dict(data.get("policy") or {})
     if args.thresholds:
         try:
-            section["thresholds_gpu_s"] = [float(v) for v in args.thresholds.split(",")]
-        except ValueError:
-            raise CliError(f"--thresholds: expected numbers like 3250,7200, got "
-                           f"{args.thresholds!r}") from None
+            section["thresholds_gpu_s"] = [
+                numbers.parse_float(v, 0.0, numbers.MAX_SECONDS * numbers.MAX_GPUS_PER_NODE)
+                for v in args.thresholds.split(",")]
+        except ValueError as exc:
+            raise CliError(f"--thresholds: expected numbers like 3250,7200 ({exc})") from None
     for option, fld in OVERRIDES.items():
         if getattr(args, option) is not None:
             section[fld] = getattr(args, option)
@@ -225,9 +240,15 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
     else:
         if args.nodes is None or args.gpus_per_node is None:
             raise CliError(f"give the cluster: --nodes N --gpus-per-node G, or {hint}")
-        nodes, gpus = args.nodes, args.gpus_per_node
+        nodes = numbers.cluster_size("--nodes", args.nodes, numbers.MAX_NODES)
+        gpus = numbers.cluster_size("--gpus-per-node", args.gpus_per_node,
+                                    numbers.MAX_GPUS_PER_NODE)
     if nodes <= 0 or gpus <= 0:
         raise CliError("--nodes and --gpus-per-node must be > 0")
+    if nodes > numbers.MAX_NODES or gpus > numbers.MAX_GPUS_PER_NODE:
+        raise CliError(f"cluster of {nodes:,} nodes × {gpus:,} GPUs: at most "
+                       f"{numbers.MAX_NODES:,} nodes and {numbers.MAX_GPUS_PER_NODE:,} GPUs "
+                       "per node")
     return Cluster(nodes, gpus, placement) if placement else Cluster(nodes, gpus)
 
 

@@ -9,12 +9,14 @@ GPU utilisation as a fraction of ``total GPUs × makespan``.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
 from prioritizer.sim.engine import SimResult
+from slurm_plugin.atomic import save_figure, write_atomically
 
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
                 "p99_jct_s", "makespan_s", "avg_queueing_delay_s", "preemptions", "promotions",
@@ -92,14 +94,15 @@ def _ratio(value: float, base: float) -> str:
 def write_jobs_csv(results: Sequence[SimResult], path: str | Path) -> None:
     """Per-job CSV (columns :data:`JOB_COLUMNS`, plus ``policy`` first when several)."""
     several = len(results) > 1
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow((("policy",) if several else ()) + JOB_COLUMNS)
-        for result in results:
-            for j in sorted(result.jobs, key=lambda j: j.job_id):
-                row = [j.name, _num(j.submit), _num(j.start), _num(j.end), _num(j.jct),
-                       _num(j.queueing_delay), j.preemptions, j.promotions]
-                writer.writerow(([result.policy] if several else []) + row)
+    handle = io.StringIO()
+    writer = csv.writer(handle)
+    writer.writerow((("policy",) if several else ()) + JOB_COLUMNS)
+    for result in results:
+        for j in sorted(result.jobs, key=lambda j: j.job_id):
+            row = [j.name, _num(j.submit), _num(j.start), _num(j.end), _num(j.jct),
+                   _num(j.queueing_delay), j.preemptions, j.promotions]
+            writer.writerow(([result.policy] if several else []) + row)
+    write_atomically(path, handle.getvalue(), newline="")
 
 
 def _num(value: float) -> str:
@@ -143,5 +146,5 @@ def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -38,12 +38,14 @@ The scaled jobs are written for ``dlprio simulate`` in the Tiresias CSV format
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from prioritizer.sim.traces import TraceJob, read_trace
+from slurm_plugin.atomic import write_atomically
 
 DENSE_WINDOW_S = 48 * 86400          # Philly 15k excerpt: dense arrivals from day 48 on
 DEFAULT_START_S = 4_172_631.0        # submit time of u_id 1660 (898th job of the dense window)
@@ -174,8 +176,9 @@ def load(path: str | Path, n: int = DEFAULT_JOBS, start_s: float = DEFAULT_START
 def write_tiresias_csv(jobs: Sequence[ScaledJob], path: str | Path) -> None:
     """Write the scaled jobs as ``job_id,num_gpu,submit_time,duration`` (Tiresias CSV), the
     input ``dlprio simulate --trace`` reads; ``job_id`` is :attr:`ScaledJob.index`."""
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["job_id", "num_gpu", "submit_time", "duration"])
-        for job in jobs:
-            writer.writerow([job.index, job.gpus, f"{job.submit_s:g}", f"{job.duration_s:g}"])
+    handle = io.StringIO()
+    writer = csv.writer(handle)
+    writer.writerow(["job_id", "num_gpu", "submit_time", "duration"])
+    for job in jobs:
+        writer.writerow([job.index, job.gpus, f"{job.submit_s:g}", f"{job.duration_s:g}"])
+    write_atomically(path, handle.getvalue(), newline="")

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
-from prioritizer import tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer import numbers, tables
+from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty, shown
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
@@ -24,6 +24,7 @@ from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import RANKING_HEADERS, figure_cells, format_ranking, make_task, rank
+from slurm_plugin.atomic import write_atomically
 from slurm_plugin.client import SlurmError
 
 
@@ -47,16 +48,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--config", metavar="DLPRIO.yaml", help="the current config (its policy: section)")
     add("--policy", default=None, help="current policy name (default: --config's, else "
         "tiresias-las)")
-    add("--nodes", type=int, metavar="N")
-    add("--gpus-per-node", type=int, metavar="G")
+    add("--nodes", metavar="N")
+    add("--gpus-per-node", metavar="G")
     add("--cluster-from-slurm", action="store_true", help="nodes × GPUs from sinfo")
     add("--placement", choices=("consolidate", "count"), default="consolidate")
-    add("--max-p95-ratio", type=float, metavar="R",
+    add("--max-p95-ratio", type=numbers.ratio("--max-p95-ratio"), metavar="R",
         help="keep candidates whose p95 JCT <= R × the current config's")
     add("--validate-from", metavar="DATE|SECONDS",
         help="tune on jobs before this point, report the choice on the jobs after it")
     add("--executor", choices=("local", "slurm"), default="local")
-    add("--workers", type=int, metavar="N", help="local: processes (default: one per core)")
+    add("--workers", type=numbers.arg_type("--workers", numbers.parse_int, -numbers.MAX_COUNT, 4_096), metavar="N", help="local: processes (default: one per core)")
     add("--workdir", default=None, metavar="DIR",
         help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
     add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
@@ -65,10 +66,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _split_point(value: str, trace_path: str) -> float:
     """Seconds of trace time (re-based) from SECONDS, or from a DATE for a history trace."""
-    try:
-        return float(value)
-    except ValueError:
-        pass
+    if numbers.looks_numeric(value):
+        try:
+            return numbers.parse_float(value, 0.0, 100 * numbers.MAX_SECONDS)
+        except ValueError as exc:
+            raise CliError(f"--validate-from: {exc} (seconds of trace time, or a date)") from None
     try:
         epoch = calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%S"))
     except ValueError:
@@ -88,6 +90,8 @@ def _split_point(value: str, trace_path: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    refuse_empty(args, "trace", "config", "output", "plot", "workdir", "validate_from",
+                 "policy")
     if not args.grid:
         raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
@@ -119,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     configs = [c for _, c in combos] + [current]
     figures = _execute(args, [make_task(args.trace, None, tune_part, cluster, c) for c in configs])
     ranked = rank(labels, figures, len(configs) - 1, args.max_p95_ratio)
-    print(f"dlprio tune: {len(combos)} configuration(s) on {args.trace} "
+    print(f"dlprio tune: {len(combos)} configuration(s) on {shown(args.trace)} "
           f"({'jobs before ' + args.validate_from if split is not None else 'all jobs'}), "
           f"{cluster.nodes} × {cluster.gpus_per_node} GPUs")
     print(format_ranking(ranked, styled=tables.is_terminal()))
@@ -180,7 +184,7 @@ def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, float]]:
 
 def _write(path: str, text: str) -> None:
     try:
-        Path(path).write_text(text)
+        write_atomically(path, text)
     except OSError as exc:
         raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from rich.progress import Progress
 
 from prioritizer.tune.rank import Task, run_task
+from slurm_plugin.atomic import write_atomically
 from slurm_plugin.client import SlurmClient
 
 
@@ -74,7 +75,7 @@ def run_slurm(tasks: Sequence[Task], workdir: Path, client: SlurmClient | None =
     """Run ``tasks`` as one job array; raise :class:`ExecutorError` naming failed tasks."""
     client = client or SlurmClient()
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "tasks.json").write_text(json.dumps([dataclasses.asdict(t) for t in tasks]))
+    write_atomically(workdir / "tasks.json", json.dumps([dataclasses.asdict(t) for t in tasks]))
     job_id = client.submit(array_script(workdir.resolve(), len(tasks)),
                            [f"--chdir={workdir.resolve()}", "--job-name=dlprio-tune"])
     say(f"submitted job array {job_id} ({len(tasks)} tasks) from {workdir}")

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from prioritizer import numbers
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer.policy import validation
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
@@ -63,13 +64,28 @@ def load_grid(path: str) -> dict[str, list[Any]]:
     return check_grid(grid, path)
 
 
+#: the largest grid value (GPU·s thresholds, knobs, seconds): as --thresholds' bound
+GRID_MAX = 1e12
+
+
 def _number(name: str, value: Any, where: str) -> float:
+    """A plain finite number (``1e3`` yes; ``1_0``, ``0x10``, ``True`` no) of magnitude at most
+    :data:`GRID_MAX`. Raises GridError naming the parameter."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
+            isinstance(value, str) and not numbers.looks_numeric(value)):
+        raise GridError(f"{where}: {name}={value!r} is not a number")
+    if isinstance(value, str) and not numbers.FLOAT_TEXT.match(value.strip()):
+        if value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            raise GridError(f"{where}: {name}={value!r} must be finite")
+        raise GridError(f"{where}: {name}={value!r} is not a number")
     try:
         number = float(value)
-    except (TypeError, ValueError):
-        raise GridError(f"{where}: {name}={value!r} is not a number") from None
+    except OverflowError:   # an int too large for a float
+        number = float("inf")
     if number != number or number in (float("inf"), float("-inf")):
         raise GridError(f"{where}: {name}={value!r} must be finite")
+    if abs(number) > GRID_MAX:
+        raise GridError(f"{where}: {name}={value!r} out of range: at most {GRID_MAX:g}")
     return number
 
 

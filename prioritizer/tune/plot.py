@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prioritizer.tune.grid import label
+from slurm_plugin.atomic import save_figure
 
 
 def _text(v: Any) -> str:
@@ -51,5 +52,5 @@ def write_plot(grid: Mapping[str, list[Any]], settings: Sequence[Mapping[str, An
             ax.legend(fontsize=7)
     ax.set_title("dlprio tune: avg JCT over the grid")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_figure(fig, path, dpi=100)
     plt.close(fig)

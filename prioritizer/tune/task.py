@@ -5,11 +5,11 @@ WORKDIR INDEX`` replays task INDEX of ``WORKDIR/tasks.json`` and writes
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 from prioritizer.tune.rank import Task, run_task
+from slurm_plugin.atomic import write_atomically
 
 
 def main(argv: list[str]) -> int:
@@ -19,9 +19,7 @@ def main(argv: list[str]) -> int:
         out: dict = run_task(Task(**spec))
     except ValueError as exc:
         out = {"error": str(exc)}
-    tmp = workdir / f".result-{index}.json"
-    tmp.write_text(json.dumps(out))
-    os.replace(tmp, workdir / f"result-{index}.json")
+    write_atomically(workdir / f"result-{index}.json", json.dumps(out))
     return 0 if "error" not in out else 2
 
 
