@@ -7,12 +7,17 @@ and the daemon's public snapshot through :func:`prioritizer.daemon.snapshot.read
 10,000 jobs), as JSON (``--json``), or with ``--watch``: on a terminal refreshed in place with
 :class:`rich.live.Live` (the rows that fit the screen), into a file or pipe only the rows that
 changed. Every refresh is ONE ``squeue`` call whatever the filters (they are applied here), every
-``--interval`` seconds (default 5): a cluster of users each watching must not load slurmctld. Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
+``--interval`` seconds (default 5, at least 1): a cluster of users each watching must not load
+slurmctld. Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
 from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:`` section) when
 that file exists; else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`.
 
+A snapshot whose ``cluster`` differs from this cluster's ClusterName (the ``slurm.conf`` of
+``SLURM_CONF``) belongs to another cluster on the host and is ignored with a note.
+
 Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
-(an unknown ``-u`` user included);
+(an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
+``--snapshot`` that is not a regular file or is over 256 MiB included);
 3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
 """
 
