@@ -238,9 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "into a file or pipe")
     p.add_argument("--interval", type=_bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S, " s"),
                    default=WATCH_INTERVAL_S, action=_Given,
-                   help=f"seconds between refreshes with --watch, {MIN_INTERVAL_S:g} to "
-                        f"{MAX_INTERVAL_S:g} (default {WATCH_INTERVAL_S:g}; each refresh is "
-                        "one squeue call)")
+                   help=f"seconds between refreshes with --watch (default {WATCH_INTERVAL_S:g}; "
+                        f"{MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}; each refresh is one squeue "
+                        "call)")
     p.set_defaults(given=frozenset())
     p.add_argument("--iterations", type=_bounded(int, 1, MAX_ITERATIONS),
                    help="with --watch: stop after N refreshes")
