@@ -7,12 +7,17 @@ and the daemon's public snapshot through :func:`prioritizer.daemon.snapshot.read
 10,000 jobs), as JSON (``--json``), or with ``--watch``: on a terminal refreshed in place with
 :class:`rich.live.Live` (the rows that fit the screen), into a file or pipe only the rows that
 changed. Every refresh is ONE ``squeue`` call whatever the filters (they are applied here), every
-``--interval`` seconds (default 5): a cluster of users each watching must not load slurmctld. Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
+``--interval`` seconds (default 5, at least 1): a cluster of users each watching must not load
+slurmctld. Snapshot path: ``--snapshot PATH``; else ``snapshot_path``
 from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:`` section) when
 that file exists; else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`.
 
+A snapshot whose ``cluster`` differs from this cluster's ClusterName (the ``slurm.conf`` of
+``SLURM_CONF``) belongs to another cluster on the host and is ignored with a note.
+
 Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
-(an unknown ``-u`` user included);
+(an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
+``--snapshot`` that is not a regular file or is over 256 MiB included);
 3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
 """
 
@@ -22,7 +27,11 @@ import argparse
 import contextlib
 import getpass
 import json
+import math
+import os
 import pwd
+import re
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +53,10 @@ DAEMON_CONFIG = "/etc/dlprio/dlprio.yaml"
 EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
 STALE_AFTER_S = 300
 WATCH_INTERVAL_S = 5.0
+MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 86400.0   # ≥ 1 s: each refresh is one squeue call
+MAX_ITERATIONS = 10**9
+MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024   # a 10,000-job snapshot is a few MiB
+_JOB_SELECTOR = re.compile(r"([1-9][0-9]*)(?:([+_])([0-9]+))?")
 
 
 def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
@@ -68,33 +81,78 @@ def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
     return public_snapshot.DEFAULT_PATH, ""
 
 
-def load_snapshot(path: str, now: float) -> tuple[PublicSnapshot | None, str]:
-    """Read the snapshot; return it (or ``None``) and the note the view prints about it."""
+def snapshot_file_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a snapshot without reading it (a device, FIFO or directory would
+    hang or fill memory; a file over :data:`MAX_SNAPSHOT_BYTES` likewise), or ``None`` (also
+    when it does not exist: that is "no daemon")."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        return f"cannot stat ({exc.__class__.__name__})"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    if st.st_size > MAX_SNAPSHOT_BYTES:
+        return f"{st.st_size} bytes, over the {MAX_SNAPSHOT_BYTES // 2**20} MiB limit"
+    return None
+
+
+def load_snapshot(path: str, now: float, cluster: str | None = None
+                  ) -> tuple[PublicSnapshot | None, str, object]:
+    """Read the snapshot; return it (or ``None``), the note the view prints about it ("" for
+    none) and the note's state key: equal keys mean the same condition (a stale snapshot's
+    growing age is not a new condition), so ``--watch`` into a pipe prints a note only when it
+    appears or its condition changes. A snapshot whose ``cluster`` is not ``cluster`` (this
+    cluster's ClusterName) belongs to another cluster on the host and is ignored."""
+    problem = snapshot_file_problem(path)
+    if problem is not None:
+        note = (f"daemon snapshot {path} unreadable ({problem}): "
+                "queue and attained service are not shown")
+        return None, note, note
     try:
         snap = public_snapshot.read_snapshot(path)
     except (SnapshotError, OSError, ValueError, AttributeError) as exc:
-        return None, (f"daemon snapshot {path} unreadable ({exc}): "
-                      "queue and attained service are not shown")
+        note = (f"daemon snapshot {path} unreadable ({exc}): "
+                "queue and attained service are not shown")
+        return None, note, note
     if snap is None:
-        return None, (f"daemon snapshot not found at {path} (is dlprio running?): "
-                      "queue and attained service are not shown")
+        note = (f"daemon snapshot not found at {path} (is dlprio running?): "
+                "queue and attained service are not shown")
+        return None, note, note
+    if cluster is not None and snap.cluster is not None and snap.cluster != cluster:
+        note = (f"daemon snapshot {path} is for cluster {snap.cluster!r}, not {cluster!r}: "
+                "ignored (queue and attained service are not shown)")
+        return None, note, note
     age = now - snap.generated_at
     if age > STALE_AFTER_S:
         return snap, (f"daemon snapshot is {qv.format_duration(age)} old (cycle {snap.cycle}); "
                       "the daemon may be down: QUEUE and ATTAINED are as of then, blank for "
-                      "jobs it has not seen")
-    return snap, ""
+                      "jobs it has not seen"), ("stale", snap.cycle)
+    return snap, "", None
 
 
-def _id_list(text: str) -> list[int]:
-    try:
-        ids = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
+def _id_list(text: str) -> list[str]:
+    """Job ids as squeue writes them: ``12``, ``12+1`` (hetjob component), ``12_3`` (array
+    element); comma-separated, none empty."""
+    ids = text.split(",")
+    bad = [x for x in ids if not _JOB_SELECTOR.fullmatch(x)]
+    if bad:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a list of job ids (e.g. -j 12,15)") from None
-    if not ids or any(i <= 0 for i in ids):
-        raise argparse.ArgumentTypeError(f"{text!r}: job ids are positive integers (e.g. -j 12,15)")
+            f"{bad[0]!r} is not a job id (ids are 12, 12+1 for a hetjob component or 12_3 for "
+            "an array element, comma-separated: -j 12,15+1)")
     return ids
+
+
+def _job_filter(selectors: list[str]) -> tuple[list[int], Callable[[str], bool] | None]:
+    """The ids to ask :meth:`SlurmClient.jobs` for (leaders / array ids) and a test of a row's
+    JOBID for the ``+``/``_`` selectors (``None`` when every selector is a plain id)."""
+    plain = {int(s) for s in selectors if s.isdigit()}
+    compound = {s for s in selectors if not s.isdigit()}
+    base = sorted(plain | {int(_JOB_SELECTOR.fullmatch(s).group(1)) for s in compound})
+    if not compound:
+        return base, None
+    return base, compound.__contains__
 
 
 def _states(text: str) -> frozenset[str] | None:
@@ -104,20 +162,37 @@ def _states(text: str) -> frozenset[str] | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+def _bounded(kind: Callable[[str], float], low: float, high: float, unit: str = ""
+             ) -> Callable[[str], float]:
+    """An argparse type: a finite ``kind`` value in [low, high] (nan, inf, 1e308 refused)."""
+    span = f"{low:g} to {high:g}{unit}"
+
     def parse(text: str) -> float:
         try:
             value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a valid {kind.__name__}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(
+                f"{text[:40]!r} is not a number (allowed: {span})") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is out of range (allowed: {span})")
         return value
     return parse
 
 
 def _names(text: str) -> list[str]:
-    return [x for x in text.split(",") if x]
+    """A comma-separated list of names, none empty (``-u ''`` or ``-u a,,b`` is a mistake, not
+    "everybody")."""
+    names = text.split(",")
+    if any(not n.strip() for n in names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: empty name in the list (comma-separated names, e.g. alice,bob)")
+    return names
+
+
+def _path(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return text
 
 
 def _user_name(name: str) -> str | None:
@@ -128,6 +203,16 @@ def _user_name(name: str) -> str | None:
         return pwd.getpwuid(int(name)).pw_name if name.isdigit() else pwd.getpwnam(name).pw_name
     except (KeyError, OverflowError):
         return None
+
+
+class _Given(argparse.Action):
+    """Store the value and note the option as given (``args.given``): an option that only
+    means something with another one (``--interval`` without ``--watch``) is an error."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.given = {*getattr(namespace, "given", ()), self.dest}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,16 +230,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="states, squeue codes or words (PD,R,CG...) or 'all'; "
                         "default: jobs not finished")
     p.add_argument("-j", "--jobs", type=_id_list, help="only these job ids (comma-separated)")
-    p.add_argument("--snapshot", help="daemon snapshot file (default: snapshot_path of "
+    p.add_argument("--snapshot", type=_path, help="daemon snapshot file (default: snapshot_path of "
                    f"{DAEMON_CONFIG}, else {public_snapshot.DEFAULT_PATH})")
     p.add_argument("--json", action="store_true", help="print a JSON list for scripts")
     p.add_argument("--watch", action="store_true",
                    help="refresh until Ctrl-C: in place on a terminal, only the changed rows "
                         "into a file or pipe")
-    p.add_argument("--interval", type=_positive(float), default=WATCH_INTERVAL_S,
+    p.add_argument("--interval", type=_bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S, " s"),
+                   default=WATCH_INTERVAL_S, action=_Given,
                    help=f"seconds between refreshes with --watch (default {WATCH_INTERVAL_S:g}; "
-                        "each refresh is one squeue call)")
-    p.add_argument("--iterations", type=_positive(int),
+                        f"{MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}; each refresh is one squeue "
+                        "call)")
+    p.set_defaults(given=frozenset())
+    p.add_argument("--iterations", type=_bounded(int, 1, MAX_ITERATIONS),
                    help="with --watch: stop after N refreshes")
     return p
 
@@ -170,14 +258,32 @@ class _View:
         self.users = users or None
         self.path, self.config_note = ((args.snapshot, "") if args.snapshot
                                        else default_snapshot_path())
+        self.job_ids, self.keep_id = (_job_filter(args.jobs) if args.jobs is not None
+                                      else (None, None))
+        self.cluster = public_snapshot.local_cluster_name()
+        self.notes_key: tuple[object, ...] = ()
 
     def fetch(self) -> tuple[list[qv.QueueRow], PublicSnapshot | None, list[str]]:
+        """Rows, the snapshot used (or ``None``) and the notes; :attr:`notes_key` is set to
+        the notes' state (see :func:`load_snapshot`)."""
         now = time.time()
         jobs = self.client.jobs(users=self.users, states=self.args.states,
-                                job_ids=self.args.jobs, partitions=self.args.partition)
-        snap, note = load_snapshot(self.path, now)
+                                job_ids=self.job_ids, partitions=self.args.partition)
+        snap, note, key = load_snapshot(self.path, now, self.cluster)
         notes = [n for n in (self.config_note, note) if n]
-        return qv.build_rows(jobs, snap, int(now)), snap, notes
+        self.notes_key = (self.config_note, key)
+        rows = qv.build_rows(jobs, snap, int(now))
+        if self.keep_id is not None:
+            plain = {int(s) for s in self.args.jobs if s.isdigit()}
+            rows = [r for r in rows if self.keep_id(r.display_id) or _plain_match(r, plain)]
+        return rows, snap, notes
+
+
+def _plain_match(row: qv.QueueRow, plain: set[int]) -> bool:
+    """Whether ``row`` is selected by a plain id: its own, its hetjob leader's or its array's
+    (the leading number of its JOBID), as :meth:`SlurmClient.jobs` matches them."""
+    lead = _JOB_SELECTOR.match(row.display_id)
+    return row.job_id in plain or (lead is not None and int(lead.group(1)) in plain)
 
 
 def _screen(view: _View, width: int, height: int) -> Group:
@@ -211,7 +317,9 @@ def _watch(view: _View, console: Console) -> int:
     done = 0
     live = Live(console=console, auto_refresh=False) if console.is_terminal else None
     before: dict[str, tuple[object, ...]] | None = None
-    last_error = last_notes = None
+    last_error = None
+    last_notes: list[str] = []
+    last_key: object = None
     with live if live is not None else contextlib.nullcontext():
         while True:
             if live is not None:
@@ -220,16 +328,17 @@ def _watch(view: _View, console: Console) -> int:
                 stamp = time.strftime("%Y-%m-%d %H:%M:%S")
                 try:
                     rows, snap, notes = view.fetch()
+                    key: object = view.notes_key
                     before, text = qv.changes(before, rows, show_service=snap is not None)
                     last_error = None
                 except SlurmError as exc:
-                    text, notes = "", last_notes or []
+                    text, notes, key = "", last_notes, last_key
                     if exc.message != last_error:
                         text = f"Slurm error: {qv.visible(exc.message)} (retrying)\n"
                     last_error = exc.message
-                if notes != last_notes:
+                if key != last_key:   # a note's clock (a stale snapshot's age) is no change
                     text += "".join(qv.visible(n) + "\n" for n in notes)
-                    last_notes = notes
+                    last_notes, last_key = notes, key
                 if text:
                     sys.stdout.write(f"--- dlqueue {stamp}\n{text}")
                     sys.stdout.flush()
@@ -247,8 +356,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.json and args.watch:
         parser.error("--json and --watch cannot be combined (run --json in a loop instead)")
-    if args.iterations is not None and not args.watch:
-        parser.error("--iterations needs --watch")
+    for flag, given in (("--iterations", args.iterations is not None),
+                        ("--interval", "interval" in args.given)):
+        if given and not args.watch:
+            parser.error(f"{flag} needs --watch")
+    if args.snapshot is not None:
+        problem = snapshot_file_problem(args.snapshot)
+        if problem is not None:
+            parser.error(f"--snapshot {qv.visible(args.snapshot)}: {problem} "
+                         "(give the daemon's snapshot JSON file)")
     known = {u: _user_name(u) for u in args.user or []}
     unknown = [u for u, name in known.items() if name is None]
     if unknown:  # squeue says "Invalid user"; an empty table would look like "no jobs"

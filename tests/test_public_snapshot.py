@@ -10,7 +10,8 @@ import pytest
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, SnapshotError, read_snapshot, write_snapshot
 
 
-def test_round_trip_and_world_readable(tmp_path: Path) -> None:
+def test_round_trip_and_world_readable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "absent.conf"))   # no ClusterName to add
     job = PublicJob(job_id=7, user="ana", state="PENDING", queue=1, attained_gpu_s=3300.0, preemptions=1,
                     promotions=0, restart_count=1, rank=0, reason="demoted: 3300 GPU·s >= 3250")
     snap = PublicSnapshot(generated_at=100.0, cycle=3, mode="priority", thresholds_gpu_s=(3250.0, 7200.0),

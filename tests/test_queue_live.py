@@ -168,7 +168,7 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
     assert shown == HOSTILE_NAME  # Slurm kept the name byte for byte
     session = f"dlq-{uuid.uuid4().hex[:8]}"
     cmd = " ".join(shlex.quote(a) for a in [DLQUEUE, "--watch", "--iterations", "3", "--interval",
-                                             "0.5", "-j", str(job), "--snapshot", NO_SNAPSHOT])
+                                             "1", "-j", str(job), "--snapshot", NO_SNAPSHOT])
     shell = f"{cmd}; echo DLQ-EXIT=$?; sleep 120"
     env = dict(os.environ, LANG="C.UTF-8")
     subprocess.run(["tmux", "-u", "new-session", "-d", "-s", session, "-x", "160", "-y", "40",
@@ -201,7 +201,7 @@ def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[s
     reaches slurmctld)."""
     path, log = logging_path(tmp_path)
     refreshes = 3
-    proc = subprocess.run([DLQUEUE, "--watch", "--iterations", str(refreshes), "--interval", "0.2",
+    proc = subprocess.run([DLQUEUE, "--watch", "--iterations", str(refreshes), "--interval", "1",
                            "--snapshot", NO_SNAPSHOT, *filters], capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, PATH=path))
     assert proc.returncode == 0, proc.stderr

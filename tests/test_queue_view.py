@@ -313,11 +313,13 @@ def test_cli_bad_arguments_exit_2(fake, capsys, argv) -> None:
     assert exc.value.code == 2 and "dlqueue: error:" in capsys.readouterr().err
 
 
-def test_cli_watch_stops_after_iterations(fake, capsys) -> None:
+def test_cli_watch_stops_after_iterations(fake, capsys, monkeypatch) -> None:
     client = fake(JOBS)
-    assert queue_cli.main(["--watch", "--iterations", "3", "--interval", "0.01",
+    slept: list[float] = []
+    monkeypatch.setattr(queue_cli.time, "sleep", slept.append)
+    assert queue_cli.main(["--watch", "--iterations", "3", "--interval", "1",
                            "--snapshot", "/nonexistent"]) == 0
-    assert len(client.calls) == 3
+    assert len(client.calls) == 3 and slept == [1.0, 1.0]
     assert "[red]x[/red]" in capsys.readouterr().out
 
 
@@ -334,22 +336,23 @@ def test_default_snapshot_path_from_daemon_config(tmp_path) -> None:
 
 
 def test_missing_snapshot_note() -> None:
-    snap, note = queue_cli.load_snapshot("/nonexistent/x.json", NOW)
+    snap, note, _ = queue_cli.load_snapshot("/nonexistent/x.json", NOW)
     assert snap is None and "not found" in note
 
 
 def test_old_snapshot_says_the_daemon_may_be_down(tmp_path) -> None:
     path = tmp_path / "s.json"
     public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 600))
-    snap, note = queue_cli.load_snapshot(str(path), NOW)
+    snap, note, _ = queue_cli.load_snapshot(str(path), NOW)
     assert snap is not None and "10:00 old (cycle 7)" in note
     public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 20))
     assert queue_cli.load_snapshot(str(path), NOW)[1] == ""
 
 
-def test_cli_watch_survives_slurm_errors(fake, capsys) -> None:
+def test_cli_watch_survives_slurm_errors(fake, capsys, monkeypatch) -> None:
     client = fake(error=SlurmUnreachable(["squeue"], "Unable to contact slurm controller"))
-    assert queue_cli.main(["--watch", "--iterations", "2", "--interval", "0.01",
+    monkeypatch.setattr(queue_cli.time, "sleep", lambda s: None)
+    assert queue_cli.main(["--watch", "--iterations", "2", "--interval", "1",
                            "--snapshot", "/nonexistent"]) == 0
     out = capsys.readouterr().out
     # into a pipe only changes are printed: the same error twice is one line

@@ -14,6 +14,11 @@ Format (version 1)::
                "preemptions": int, "promotions": int, "restart_count": int,
                "rank": int | null, "reason": str}]}
 
+``cluster`` (optional, added later in version 1): Slurm's ``ClusterName`` of the cluster the
+daemon schedules, read from its ``slurm.conf`` (``SLURM_CONF``, else ``/etc/slurm/slurm.conf``);
+absent in files of older daemons. Readers on a host with several clusters use it to ignore the
+snapshot of another cluster.
+
 ``rank`` is the job's place in the daemon's target start order (0 = starts first; ``null`` for
 running jobs).
 """
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +35,24 @@ from slurm_plugin.atomic import write_atomically
 
 VERSION = 1
 DEFAULT_PATH = "/var/lib/dlprio/snapshot.json"
+DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
+
+
+def local_cluster_name(env: Mapping[str, str] | None = None) -> str | None:
+    """``ClusterName`` from the ``slurm.conf`` that ``SLURM_CONF`` names (else
+    :data:`DEFAULT_SLURM_CONF`), lower-cased as Slurm stores it; ``None`` when the file is
+    unreadable or has none. Reads the file only (no Slurm command). slurm.conf(5): keys are
+    case-insensitive, ``#`` starts a comment."""
+    path = (os.environ if env is None else env).get("SLURM_CONF") or DEFAULT_SLURM_CONF
+    try:
+        text = Path(path).read_text(errors="replace")
+    except (OSError, ValueError):
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.split("#", 1)[0].strip().partition("=")
+        if sep and key.strip().lower() == "clustername" and value.strip():
+            return value.strip().lower()
+    return None
 
 
 @dataclass(frozen=True)
@@ -56,13 +80,17 @@ class PublicSnapshot:
     mode: str
     thresholds_gpu_s: tuple[float, ...]
     jobs: tuple[PublicJob, ...]
+    cluster: str | None = None   # Slurm's ClusterName; None in files of older daemons
 
     def by_id(self) -> dict[int, PublicJob]:
         return {j.job_id: j for j in self.jobs}
 
 
 def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
-    """Atomically replace ``path`` with ``snap`` as JSON, mode 0644. Raises OSError."""
+    """Atomically replace ``path`` with ``snap`` as JSON, mode 0644. Raises OSError.
+
+    ``cluster`` is ``snap.cluster``, else :func:`local_cluster_name` (the daemon's own cluster);
+    left out when neither is known."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = {
@@ -73,6 +101,9 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
         "thresholds_gpu_s": list(snap.thresholds_gpu_s),
         "jobs": [vars(j) for j in snap.jobs],   # flat dataclass: its __dict__ is the record
     }
+    cluster = snap.cluster or local_cluster_name()
+    if cluster:
+        data["cluster"] = cluster
     # the C encoder (json.dump streams through Python); a new file is 0644, an existing one
     # keeps its mode; a device or FIFO is written in place (slurm_plugin.atomic)
     write_atomically(target, json.dumps(data), mode=0o644)
@@ -104,6 +135,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
             mode=str(data.get("mode", "priority")),
             thresholds_gpu_s=tuple(float(t) for t in data.get("thresholds_gpu_s", [])),
             jobs=jobs,
+            cluster=str(data["cluster"]) if data.get("cluster") is not None else None,
         )
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         if isinstance(exc, SnapshotError):

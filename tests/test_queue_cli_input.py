@@ -1,0 +1,163 @@
+"""dlqueue's command line refuses what it cannot use (exit 2 naming the option or file) and
+selects what it prints: the s3-break tester's faults (numeric options, empty filters, JOBID
+forms, snapshot files that are not files, another cluster's snapshot, a stale snapshot's age
+in --watch). Slurm is replaced by a filtering fake: these are argument and printing rules."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from prioritizer.daemon import snapshot as public_snapshot
+from queue_helpers import make_job, snapshot
+from slurm_plugin.records import filter_jobs
+from submit import queue_cli
+
+
+class FakeClient:
+    def __init__(self, jobs=()) -> None:
+        self._jobs, self.calls = list(jobs), []
+
+    def jobs(self, **filters):
+        self.calls.append(filters)
+        return filter_jobs(self._jobs, **filters)
+
+
+@pytest.fixture
+def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """A fake Slurm holding a hetjob 683 (+0, +1), an array element 700_3 and job 800."""
+    fake = FakeClient([
+        make_job(683, het_job_id=683, het_job_offset=0),
+        make_job(684, het_job_id=683, het_job_offset=1),
+        make_job(701, array_job_id=700, array_task_id=3),
+        make_job(800)])
+    monkeypatch.setattr(queue_cli, "SlurmClient", lambda: fake)
+    monkeypatch.setattr(queue_cli, "_user_name", lambda n: n if n in {"alice", "bob"} else None)
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    (tmp_path / "slurm.conf").write_text("# test\nClusterName=mine\n")
+    return fake
+
+
+def usage_error(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    with pytest.raises(SystemExit) as exc:
+        queue_cli.main(argv)
+    assert exc.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--interval", "nan"), ("--interval", "inf"), ("--interval", "-inf"),
+    ("--interval", "1e308"), ("--interval", "9" * 400), ("--interval", "1e-9"),
+    ("--interval", "0.5"), ("--interval", "0"), ("--interval", "-5"), ("--interval", "86401"),
+    ("--iterations", "0"), ("--iterations", "-1"), ("--iterations", "9" * 30),
+    ("--iterations", "1.5"), ("--iterations", "nan")])
+def test_numeric_options_out_of_range_exit_2(client, capsys, option: str, value: str) -> None:
+    # --iterations 1 first: a later --iterations replaces it; an accepted value ends at once
+    err = usage_error(["--watch", "--snapshot", "/nonexistent", "--iterations", "1",
+                       f"{option}={value}"], capsys)
+    assert option in err and "allowed:" in err and client.calls == []
+
+
+def test_interval_range_and_default(client, capsys, monkeypatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(queue_cli.time, "sleep", slept.append)
+    assert queue_cli.main(["--watch", "--iterations", "2", "--interval", "1",
+                           "--snapshot", "/nonexistent"]) == 0
+    assert slept == [1.0]
+    assert queue_cli.build_parser().parse_args(["--watch"]).interval == 5.0
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["-u", ""], "-u/--user"), (["-u", ","], "-u/--user"), (["-u", "alice,"], "-u/--user"),
+    (["-p", ""], "-p/--partition"), (["-p", "gpu,,cpu"], "-p/--partition"),
+    (["-j", "1,,2"], "-j/--jobs"), (["-j", ""], "-j/--jobs"), (["-j", "0"], "-j/--jobs"),
+    (["-j", "12+"], "-j/--jobs"), (["-j", "a_1"], "-j/--jobs"),
+    (["--snapshot="], "--snapshot"), (["--interval", "3"], "--interval"),
+    (["--iterations", "3"], "--iterations")])
+def test_empty_or_lone_filters_exit_2(client, capsys, argv: list[str], option: str) -> None:
+    err = usage_error(argv, capsys)
+    assert option in err and client.calls == []
+
+
+@pytest.mark.parametrize(("selector", "ids"), [
+    ("683+1", [684]), ("683+0", [683]), ("683", [683, 684]), ("684", [684]),
+    ("700_3", [701]), ("700", [701]), ("683+1,800", [684, 800]), ("700_4", [])])
+def test_jobid_forms_dlqueue_prints_are_accepted(client, capsys, selector: str,
+                                                 ids: list[int]) -> None:
+    assert queue_cli.main(["-j", selector, "--json", "--snapshot", "/nonexistent"]) == 0
+    assert sorted(r["job_id"] for r in json.loads(capsys.readouterr().out)) == ids
+
+
+def _fifo(tmp_path: Path) -> str:
+    os.mkfifo(tmp_path / "fifo")
+    return str(tmp_path / "fifo")
+
+
+@pytest.mark.parametrize("make", [lambda p: "/dev/zero", lambda p: "/dev/urandom", _fifo,
+                                  lambda p: str(p)])
+def test_snapshot_that_is_not_a_regular_file_exit_2(client, capsys, tmp_path, make) -> None:
+    path = make(tmp_path)
+    err = usage_error(["--snapshot", path], capsys)
+    assert f"--snapshot {path}: not a regular file" in err and client.calls == []
+
+
+def test_snapshot_over_the_size_cap_exit_2(client, capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(queue_cli, "MAX_SNAPSHOT_BYTES", 100)
+    (tmp_path / "big.json").write_text(" " * 101)
+    assert "over the" in usage_error(["--snapshot", str(tmp_path / "big.json")], capsys)
+
+
+def test_control_characters_in_a_path_are_escaped(client, capsys, tmp_path) -> None:
+    bad = tmp_path / "a\x1b[31mred\nb"
+    bad.mkdir()
+    err = usage_error(["--snapshot", str(bad)], capsys)
+    assert "\x1b" not in err and err.splitlines()[-1].startswith("dlqueue: error: --snapshot ")
+    assert "\\x1b[31mred\\nb: not a regular file" in err.splitlines()[-1]
+
+
+def test_snapshot_of_another_cluster_is_ignored(client, capsys, tmp_path) -> None:
+    path = tmp_path / "s.json"
+    queue_cli_snap = snapshot(generated_at=queue_cli.time.time())
+    public_snapshot.write_snapshot(path, type(queue_cli_snap)(**{**vars(queue_cli_snap),
+                                                                   "cluster": "other"}))
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "QUEUE" not in out and "for cluster 'other', not 'mine': ignored" in out
+    assert out.count("\n") == 6   # header, 4 jobs, one note
+
+
+@pytest.mark.parametrize("conf", ["ClusterName=mine\n", "clustername = Mine # ours\n", ""])
+def test_snapshot_of_this_cluster_or_of_an_older_daemon_is_used(client, capsys, tmp_path,
+                                                                conf: str) -> None:
+    (tmp_path / "slurm.conf").write_text(conf)   # "": the writer knows no cluster
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot(generated_at=queue_cli.time.time()))
+    (tmp_path / "slurm.conf").write_text("ClusterName=mine\n")
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("JOBID") and "QUEUE" in out.splitlines()[0]
+
+
+def test_writer_stamps_its_cluster(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    (tmp_path / "slurm.conf").write_text("SlurmctldPort=7500\nCLUSTERNAME=Alpha\n")
+    public_snapshot.write_snapshot(tmp_path / "s.json", snapshot())
+    assert json.loads((tmp_path / "s.json").read_text())["cluster"] == "alpha"
+    assert public_snapshot.read_snapshot(tmp_path / "s.json").cluster == "alpha"
+
+
+def test_watch_into_a_pipe_does_not_print_a_stale_snapshots_age(client, capsys, tmp_path,
+                                                                monkeypatch) -> None:
+    clock = [1_000_000.0]
+    monkeypatch.setattr(queue_cli.time, "time", lambda: clock[0])
+    monkeypatch.setattr(queue_cli.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot(generated_at=clock[0] - 3600))
+    assert queue_cli.main(["--watch", "--iterations", "4", "--interval", "7",
+                           "--snapshot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("--- dlqueue") == 1 and out.count("old (cycle 7)") == 1
+    assert "1:00:00 old" in out
