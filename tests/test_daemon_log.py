@@ -17,6 +17,7 @@ import pytest
 from log_helpers import captured
 from prioritizer.cli import main
 from prioritizer.daemon import cli as daemon_cli
+from prioritizer.daemon import log as daemon_log
 from prioritizer.daemon.log import LOGGER, CycleAdapter, JsonFormatter, configure, event
 
 PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
@@ -27,7 +28,9 @@ def restore_dlprio_logger() -> Iterator[None]:
     """configure() changes the process-wide ``dlprio`` logger: put it back after each test."""
     logger = logging.getLogger(LOGGER)
     handlers, level, propagate = list(logger.handlers), logger.level, logger.propagate
+    installed = list(daemon_log._installed)   # which of them configure() owns and replaces
     yield
+    daemon_log._installed[:] = installed
     for h in list(logger.handlers):
         if h not in handlers:
             logger.removeHandler(h)
