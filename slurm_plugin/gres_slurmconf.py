@@ -3,16 +3,22 @@
 ``GresTypes`` ("A comma-delimited list of generic resources to be managed"), ``PluginDir``
 ("a colon-separated list of directories") and, per node, ``Gres=`` in the format
 ``<name>[:<type>][:no_consume]:<number>[K|M|G]`` ("The final field must specify a generic
-resources count"). ``NodeName=DEFAULT`` lines set defaults for the node lines after them.
+resources count"), and ``ClusterName``. ``NodeName=DEFAULT`` lines set defaults for the node lines after them.
 Keys are case-insensitive; ``#`` starts a comment; ``Include`` lines are not followed.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
 from slurm_plugin.gres_conf import parse_count
+
+
+_AROUND_EQUALS = re.compile(r"\s*=\s*")
+"""Blanks around ``=``: Slurm's own reader (src/common/parse_config.c, its key=value pattern
+allows ``[[:space:]]*`` on both sides) takes ``Key = Value`` as ``Key=Value``."""
 
 
 class SlurmConfError(ValueError):
@@ -28,12 +34,14 @@ class SlurmConf:
         plugin_dirs: PluginDir entries (empty: not set).
         node_gres: node name → {(name, type or ""): count} from its ``Gres=``.
         cloud: nodes with ``State=CLOUD`` (slurm.conf(5): powered up on demand).
+        cluster_name: ``ClusterName``, lower case as Slurm stores it (None: not set).
     """
 
     gres_types: set[str] = field(default_factory=set)
     plugin_dirs: list[str] = field(default_factory=list)
     node_gres: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
     cloud: set[str] = field(default_factory=set)
+    cluster_name: str | None = None
 
 
 def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
@@ -57,7 +65,7 @@ def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
 
 
 def parse_slurm_conf(text: str) -> SlurmConf:
-    """Read GresTypes, PluginDir and every node's Gres= from slurm.conf text.
+    """Read GresTypes, PluginDir, ClusterName and every node's Gres= from slurm.conf text.
 
     Raises:
         SlurmConfError: a malformed NodeName hostlist or Gres= value (line given).
@@ -66,7 +74,7 @@ def parse_slurm_conf(text: str) -> SlurmConf:
     default_gres: dict[tuple[str, str], int] = {}
     default_state = ""
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        body = raw.split("#", 1)[0].strip()
+        body = _AROUND_EQUALS.sub("=", raw.split("#", 1)[0].strip())
         if not body:
             continue
         kv = {}
@@ -75,6 +83,8 @@ def parse_slurm_conf(text: str) -> SlurmConf:
             kv[k.lower()] = v
         if "grestypes" in kv:
             conf.gres_types = {g.strip().lower() for g in kv["grestypes"].split(",") if g.strip()}
+        if kv.get("clustername"):
+            conf.cluster_name = kv["clustername"].lower()
         if "plugindir" in kv:
             conf.plugin_dirs = [d for d in kv["plugindir"].split(":") if d]
         if "nodename" not in kv:

@@ -364,3 +364,18 @@ def test_an_untyped_node_gres_drops_the_type():
     got = _lines("NodeName=n03 Name=gpu File=/dev/nvidia0\n", slurm=SLURM)
     assert got == [(1, "gpu: 1 here but slurm.conf Gres= of n03 says 2: slurmctld sets the node INVALID "
                    "('gres/gpu count reported lower than configured')")]
+
+
+@pytest.mark.parametrize("text, name", [
+    ("ClusterName=Alpha\n", "alpha"),
+    ("SlurmctldPort=6817 ClusterName=beta SlurmdPort=6818\n", "beta"),   # several keys on a line
+    ("clustername = Gamma   # ours\n", "gamma"),                        # blanks around '='
+    ("# ClusterName=commented\nSlurmctldPort=1\n", None),
+])
+def test_slurm_conf_cluster_name(text: str, name: str | None) -> None:
+    assert parse_slurm_conf(text).cluster_name == name
+
+
+def test_slurm_conf_blanks_around_equals_in_node_gres() -> None:
+    conf = parse_slurm_conf("GresTypes = gpu\nNodeName = n1 Gres = gpu:a100:8\n")
+    assert conf.gres_types == {"gpu"} and conf.node_gres == {"n1": {("gpu", "a100"): 8}}

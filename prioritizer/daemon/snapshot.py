@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_plugin.atomic import write_atomically
+from slurm_plugin.gres_slurmconf import parse_slurm_conf
 
 VERSION = 1
 DEFAULT_PATH = "/var/lib/dlprio/snapshot.json"
@@ -41,18 +42,13 @@ DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 def local_cluster_name(env: Mapping[str, str] | None = None) -> str | None:
     """``ClusterName`` from the ``slurm.conf`` that ``SLURM_CONF`` names (else
     :data:`DEFAULT_SLURM_CONF`), lower-cased as Slurm stores it; ``None`` when the file is
-    unreadable or has none. Reads the file only (no Slurm command). slurm.conf(5): keys are
-    case-insensitive, ``#`` starts a comment."""
+    unreadable, malformed or has none. Reads the file only (no Slurm command), with the
+    project's one slurm.conf reader (:func:`slurm_plugin.gres_slurmconf.parse_slurm_conf`)."""
     path = (os.environ if env is None else env).get("SLURM_CONF") or DEFAULT_SLURM_CONF
     try:
-        text = Path(path).read_text(errors="replace")
-    except (OSError, ValueError):
+        return parse_slurm_conf(Path(path).read_text(errors="replace")).cluster_name
+    except (OSError, ValueError):     # SlurmConfError is a ValueError
         return None
-    for line in text.splitlines():
-        key, sep, value = line.split("#", 1)[0].strip().partition("=")
-        if sep and key.strip().lower() == "clustername" and value.strip():
-            return value.strip().lower()
-    return None
 
 
 @dataclass(frozen=True)
