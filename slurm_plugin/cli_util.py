@@ -1,6 +1,7 @@
 """Shared behaviour of every tiresias-slurm command line (dlsubmit, dlqueue, dlprio, dlgres,
 dlcluster): a reader that closes stdout early (``dlprio simulate | head -1``) is not an error,
-and one argument parser for all of them (:class:`ArgumentParser`).
+one argument parser for all of them (:class:`ArgumentParser`), and the one way user text
+(a file name, a job name, a Slurm message) is made safe to print (:func:`visible`).
 
 The recipe is the one in Python's documentation (``signal`` module, "Note on SIGPIPE"): catch
 :class:`BrokenPipeError`, point file descriptor 1 at ``/dev/null`` so the interpreter's final
@@ -27,10 +28,12 @@ import contextlib
 import functools
 import os
 import sys
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
 EXIT_CLOSED_STDOUT = 0
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 Main = Callable[[list[str] | None], int]
 
@@ -56,6 +59,36 @@ def quiet_on_closed_stdout(main: Main) -> Main:
             return EXIT_CLOSED_STDOUT
 
     return wrapper
+
+
+def visible(text: object) -> str:
+    """``str(text)`` with characters that would hide, move or restyle output written as escapes:
+    the one escaping of every table cell and every message that quotes a user's text.
+
+    Newline, CR and tab become ``\\n``, ``\\r``, ``\\t``; other control characters (ESC, DEL,
+    C1) ``\\xNN``; invisible format characters (bidi overrides, zero-width, U+2028/9)
+    ``\\uXXXX``; a lone surrogate (a file name's undecodable byte, which a UTF-8 stream cannot
+    even encode) ``\\udcNN``. Everything else, rich markup and backslashes included, stays as
+    typed, so ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a
+    name that literally contains ``\\n`` looks like one with a newline (``--json`` has the exact
+    text).
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if text.isprintable():   # no Cc/Cf/Cs/Zl/Zp character (str.isprintable): nothing to escape
+        return text
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif cat == "Cc":
+            out.append(f"\\x{ord(ch):02x}")
+        elif cat in ("Cf", "Cs", "Zl", "Zp"):
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 class ArgumentParser(argparse.ArgumentParser):

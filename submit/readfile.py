@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
+from slurm_plugin.cli_util import visible
 from submit.errors import SpecError
 
 MAX_SPEC_BYTES = 8 * 1024 * 1024
@@ -22,17 +23,11 @@ MAX_SMALL_BYTES = 1024 * 1024
 """Largest site config or secrets file read, bytes (1 MiB)."""
 
 
-def shown(name: object) -> str:
-    """``name`` with every non-printable character written as its Python escape (``\\n``,
-    ``\\x1b``), so an error naming a file stays one line."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(name))
-
-
 def read_limited(path: str | os.PathLike[str], what: str, limit: int) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` (at most ``limit``) and its stat. Raises
     :class:`SpecError` (one line, ``"<what> <path>: ..."`` with the name escaped) when it cannot
     be opened, is not a regular file, or is larger than ``limit`` bytes."""
-    where = f"{what}{shown(path)}"
+    where = f"{what}{visible(path)}"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:

@@ -123,3 +123,37 @@ def test_dlgres_node_double_dash_is_a_clear_error() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--node '--' is not a Slurm node name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- one escaping of user text for printing (slurm_plugin.cli_util.visible)
+
+from slurm_plugin.cli_util import visible  # noqa: E402
+
+#: a backslash, a newline, an ANSI "clear screen", a bidi override and an undecodable byte
+HOSTILE_PATH = "/nonexistent/a\\b\n\x1b[2J\u202e\udcff.yaml"
+HOSTILE_SHOWN = "/nonexistent/a\\b\\n\\x1b[2J\\u202e\\udcff.yaml"
+
+
+def test_visible_escapes_each_kind_once() -> None:
+    assert visible(HOSTILE_PATH) == HOSTILE_SHOWN
+    assert visible("tab\there\rCR\x7f\x85") == "tab\\there\\rCR\\x7f\\x85"
+    assert visible("tag\U000e0001 é 中 [red]x[/red]") == "tag\\U000e0001 é 中 [red]x[/red]"
+    assert visible(Path("/a\nb")) == "/a\\nb"
+
+
+def test_dlprio_dlsubmit_and_tables_show_a_hostile_path_alike(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The three commands quote a user's path with the one function: the same escapes, the
+    backslash not doubled, the line not broken."""
+    from prioritizer import tables
+    from prioritizer.cli import main as dlprio
+    from submit.cli import main as dlsubmit
+
+    assert dlsubmit(["--dry-run", HOSTILE_PATH]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dlsubmit: {HOSTILE_SHOWN}: cannot read: No such file or directory\n"
+    assert dlprio(["simulate", "--trace", HOSTILE_PATH, "--nodes", "1",
+                   "--gpus-per-node", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dlprio: {HOSTILE_SHOWN}: cannot read (No such file or directory)\n"
+    assert tables.render(["PATH"], [[HOSTILE_PATH]]).splitlines()[1] == HOSTILE_SHOWN
