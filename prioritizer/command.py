@@ -16,15 +16,6 @@ from slurm_plugin.cli_util import visible
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
-def refuse_empty(args: argparse.Namespace, *names: str) -> None:
-    """An option given with an empty value (``--ledger=``, ``-o ''``) is exit 2 naming it,
-    never read as "not given". Raises CliError."""
-    for name in names:
-        if getattr(args, name, None) == "":
-            raise CliError(f"--{name.replace('_', '-')}: empty value; give a value or leave "
-                           "the option out")
-
-
 def clean_message(message: str, words: list[str]) -> str:
     """A CliError message safe to print: each command-line word (or ``--opt=`` value) that
     holds control characters is replaced by :func:`~slurm_plugin.cli_util.visible` of it

@@ -17,6 +17,12 @@ naming the option. Here it is the string ``"--"`` again and goes through the opt
 and ``choices`` like any other value, so each command's own validation names the option.
 ``--`` alone (not after ``=``) keeps argparse's meaning: the end of the options.
 
+It also holds the rule every command follows for an empty option value (``--ledger=``,
+``-u ''``): it is a mistake (a variable that expanded to nothing), never read as "not given" nor
+as "everybody", so the parse stops with one line ``PROG: --opt: empty value; give a value or
+leave the option out`` and exit status 2 (:data:`EXIT_USAGE`). An option whose ``add_argument``
+passes ``allow_empty=True`` takes ``""`` as its value.
+
 This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
 share (pyproject's import contracts); it runs no Slurm command.
 """
@@ -33,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 EXIT_CLOSED_STDOUT = 0
+EXIT_USAGE = 2
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 Main = Callable[[list[str] | None], int]
@@ -92,10 +99,29 @@ def visible(text: object) -> str:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"`` (see module doc).
-    Sub-parsers made by :meth:`add_subparsers` are of the same class."""
+    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"`` and an empty
+    option value is refused unless the option allows it (see module doc). Sub-parsers made by
+    :meth:`add_subparsers` are of the same class."""
+
+    def add_argument(self, *args: Any, allow_empty: bool = False, **kwargs: Any) -> argparse.Action:
+        """:meth:`argparse.ArgumentParser.add_argument`, plus ``allow_empty``: whether the option
+        takes ``""`` as a value (default False: ``--opt=`` is exit 2)."""
+        action = super().add_argument(*args, **kwargs)
+        action.allow_empty = allow_empty   # type: ignore[attr-defined]
+        return action
+
+    def fail(self, message: str) -> None:
+        """Stop the parse with the one-line error ``PROG: message`` on stderr and exit status
+        :data:`EXIT_USAGE` (2); ``PROG`` is the command (``dlprio``, not ``dlprio status``).
+        Raises SystemExit."""
+        print(f"{self.prog.split()[0]}: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if (action.option_strings and "" in arg_strings
+                and not getattr(action, "allow_empty", False)):
+            self.fail(f"{'/'.join(action.option_strings)}: empty value; give a value or leave "
+                      "the option out")
         if (action.option_strings and arg_strings == ["--"]
                 and action.nargs in (None, argparse.OPTIONAL)):
             value = self._get_value(action, "--")

@@ -118,12 +118,9 @@ _FLAG_TO_OPTION = {
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
     """Site file values, then command-line flags. Raises :class:`SpecError` with every bad
     value, each line naming where it came from (``FILE: key ...`` or ``--flag ...``)."""
-    empty = [f"--{flag.replace('_', '-')}: empty value; give a value or leave the option out"
-             for flag in (*_FLAG_TO_OPTION, "site_config", "secrets") if getattr(args, flag) == ""]
     if os.environ.get("DLSUBMIT_CONFIG") == "" and args.site_config is None:
-        empty.append("DLSUBMIT_CONFIG: empty; name a site config file or unset it")
-    if empty:
-        raise SpecError(empty)
+        # an empty option value already stopped the parse (slurm_plugin.cli_util.ArgumentParser)
+        raise SpecError(["DLSUBMIT_CONFIG: empty; name a site config file or unset it"])
     site = args.site_config if args.site_config is not None else os.environ.get("DLSUBMIT_CONFIG")
     values: dict[str, Any] = dict(load_site(site))
     flags = {}

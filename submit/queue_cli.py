@@ -189,12 +189,6 @@ def _names(text: str) -> list[str]:
     return names
 
 
-def _path(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("empty path")
-    return text
-
-
 def _user_name(name: str) -> str | None:
     """The user name for ``name`` (a user name or a numeric uid) from the passwd database (NSS,
     so LDAP users count), or ``None``: squeue(1) ``-u`` takes either form and answers unknown
@@ -230,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="states, squeue codes or words (PD,R,CG...) or 'all'; "
                         "default: jobs not finished")
     p.add_argument("-j", "--jobs", type=_id_list, help="only these job ids (comma-separated)")
-    p.add_argument("--snapshot", type=_path, help="daemon snapshot file (default: snapshot_path of "
+    p.add_argument("--snapshot", help="daemon snapshot file (default: snapshot_path of "
                    f"{DAEMON_CONFIG}, else {public_snapshot.DEFAULT_PATH})")
     p.add_argument("--json", action="store_true", help="print a JSON list for scripts")
     p.add_argument("--watch", action="store_true",

@@ -157,3 +157,51 @@ def test_dlprio_dlsubmit_and_tables_show_a_hostile_path_alike(
     err = capsys.readouterr().err
     assert err == f"dlprio: {HOSTILE_SHOWN}: cannot read (No such file or directory)\n"
     assert tables.render(["PATH"], [[HOSTILE_PATH]]).splitlines()[1] == HOSTILE_SHOWN
+
+
+# --- an empty option value is exit 2 for every command (ArgumentParser, not each command)
+
+def test_every_option_of_every_command_refuses_an_empty_value(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    checked = 0
+    for name, parser in _parsers():
+        for action in parser._actions:
+            if not action.option_strings or action.nargs == 0:   # flags take no value
+                continue
+            with pytest.raises(SystemExit) as stop:
+                parser._get_values(action, [""])
+            option = "/".join(action.option_strings)
+            assert (stop.value.code, capsys.readouterr().err) == (
+                2, f"{name.split()[0]}: {option}: empty value; give a value or leave the "
+                   "option out\n"), (name, option)
+            checked += 1
+    assert checked >= 60     # dlsubmit alone has 17 options that take a value
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["dlsubmit", "--dry-run", "--partition=", str(HELLO)], "--partition"),
+    (["dlqueue", "-u", ""], "-u/--user"),
+    (["dlqueue", "--snapshot="], "--snapshot"),
+    (["dlprio", "status", "--config="], "--config"),
+    (["dlprio", "history", "export", "-o", ""], "-o/--output"),
+    (["dlgres", "--fake-nvml", str(NVML), "--node="], "--node"),
+    (["dlcluster", "status", "--name="], "--name"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+def test_each_command_stops_at_an_empty_option_value(argv: list[str], option: str) -> None:
+    """The installed commands: one line naming the option and the fix, exit 2, nothing else
+    done (dlqueue asks no Slurm: SLURM_CONF names no cluster here)."""
+    env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf"}
+    proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"{argv[0]}: {option}: empty value; give a value or leave the option out\n")
+
+
+def test_an_option_may_allow_an_empty_value() -> None:
+    p = ArgumentParser(prog="x")
+    p.add_argument("--sep", allow_empty=True)
+    p.add_argument("--name")
+    assert p.parse_args(["--sep="]).sep == "" and p.parse_args(["--sep", ""]).sep == ""
+    with pytest.raises(SystemExit):
+        p.parse_args(["--name", ""])
+    assert p.parse_args([]).name is None

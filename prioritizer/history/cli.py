@@ -25,7 +25,7 @@ from typing import Any
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty
+from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
                                         start_latency_from)
 from prioritizer.daemon.ledger import Ledger
@@ -96,7 +96,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    refuse_empty(args, "output", "ledger", "since", "until")
     if args.output != "-" and not Path(args.output).parent.is_dir():
         raise CliError(f"--output {visible(args.output)}: directory "
                        f"{visible(Path(args.output).parent)} does not exist; create it first")
@@ -280,7 +279,6 @@ def start_latency(value: str) -> float:
 
 
 def _check(args: argparse.Namespace) -> int:
-    refuse_empty(args, "trace", "config", "ledger", "policy")
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     try:

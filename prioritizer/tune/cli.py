@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty
+from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
@@ -91,8 +91,6 @@ def _split_point(value: str, trace_path: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    refuse_empty(args, "trace", "config", "output", "plot", "workdir", "validate_from",
-                 "policy")
     if not args.grid:
         raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
