@@ -36,7 +36,7 @@ import os
 import sys
 import unicodedata
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_CLOSED_STDOUT = 0
 EXIT_USAGE = 2
@@ -110,7 +110,7 @@ class ArgumentParser(argparse.ArgumentParser):
         action.allow_empty = allow_empty   # type: ignore[attr-defined]
         return action
 
-    def fail(self, message: str) -> None:
+    def fail(self, message: str) -> NoReturn:
         """Stop the parse with the one-line error ``PROG: message`` on stderr and exit status
         :data:`EXIT_USAGE` (2); ``PROG`` is the command (``dlprio``, not ``dlprio status``).
         Raises SystemExit."""

@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import getpass
 import json
-import math
 import os
 import pwd
 import re
@@ -38,6 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prioritizer import numbers
+from prioritizer.command import CliError
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
@@ -162,23 +163,6 @@ def _states(text: str) -> frozenset[str] | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _bounded(kind: Callable[[str], float], low: float, high: float, unit: str = ""
-             ) -> Callable[[str], float]:
-    """An argparse type: a finite ``kind`` value in [low, high] (nan, inf, 1e308 refused)."""
-    span = f"{low:g} to {high:g}{unit}"
-
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(
-                f"{text[:40]!r} is not a number (allowed: {span})") from None
-        if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text[:40]!r} is out of range (allowed: {span})")
-        return value
-    return parse
-
-
 def _names(text: str) -> list[str]:
     """A comma-separated list of names, none empty (``-u ''`` or ``-u a,,b`` is a mistake, not
     "everybody")."""
@@ -230,13 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--watch", action="store_true",
                    help="refresh until Ctrl-C: in place on a terminal, only the changed rows "
                         "into a file or pipe")
-    p.add_argument("--interval", type=_bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S, " s"),
+    p.add_argument("--interval", type=numbers.arg_type("--interval", numbers.parse_float,
+                                                       MIN_INTERVAL_S, MAX_INTERVAL_S),
                    default=WATCH_INTERVAL_S, action=_Given,
                    help=f"seconds between refreshes with --watch (default {WATCH_INTERVAL_S:g}; "
                         f"{MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}; each refresh is one squeue "
                         "call)")
     p.set_defaults(given=frozenset())
-    p.add_argument("--iterations", type=_bounded(int, 1, MAX_ITERATIONS),
+    p.add_argument("--iterations", type=numbers.count("--iterations", MAX_ITERATIONS),
                    help="with --watch: stop after N refreshes")
     return p
 
@@ -347,7 +332,10 @@ def _watch(view: _View, console: Console) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run ``dlqueue``; return the exit code (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except CliError as exc:   # a number out of its range (prioritizer.numbers), one line
+        parser.fail(str(exc))
     if args.json and args.watch:
         parser.error("--json and --watch cannot be combined (run --json in a loop instead)")
     for flag, given in (("--iterations", args.iterations is not None),
