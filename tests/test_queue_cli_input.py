@@ -135,16 +135,26 @@ def test_snapshot_of_another_cluster_is_ignored(client, capsys, tmp_path) -> Non
     assert out.count("\n") == 6   # header, 4 jobs, one note
 
 
-@pytest.mark.parametrize("conf", ["ClusterName=mine\n", "clustername = Mine # ours\n", ""])
+@pytest.mark.parametrize(("conf", "stamped"), [
+    ("ClusterName=mine\n", "mine"), ("clustername = Mine # ours\n", "mine"), ("", None)])
 def test_snapshot_of_this_cluster_or_of_an_older_daemon_is_used(client, capsys, tmp_path,
-                                                                conf: str) -> None:
-    (tmp_path / "slurm.conf").write_text(conf)   # "": the writer knows no cluster
+                                                                conf: str, stamped) -> None:
+    """The writer stamps the ClusterName of its slurm.conf ("" : it knows none, as an older
+    daemon): the file holds exactly that; this cluster's reader uses the snapshot, another
+    cluster's reader ignores a stamped one and uses an unstamped one."""
+    (tmp_path / "slurm.conf").write_text(conf)
     path = tmp_path / "s.json"
     public_snapshot.write_snapshot(path, snapshot(generated_at=queue_cli.time.time()))
+    assert json.loads(path.read_text()).get("cluster") == stamped
     (tmp_path / "slurm.conf").write_text("ClusterName=mine\n")
     assert queue_cli.main(["--snapshot", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("JOBID") and "QUEUE" in out.splitlines()[0]
+    (tmp_path / "slurm.conf").write_text("ClusterName=other\n")
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("QUEUE" in out.splitlines()[0]) == (stamped is None)
+    assert ("for cluster 'mine', not 'other': ignored" in out) == (stamped is not None)
 
 
 def test_writer_stamps_its_cluster(tmp_path, monkeypatch) -> None:
