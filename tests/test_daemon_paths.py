@@ -1,6 +1,9 @@
-"""A ledger whose path holds ``?``, ``#`` or ``%`` (which a SQLite URI would read as query,
-fragment and escape) is read by status, explain and history, and a read-only command creates
-no file."""
+"""The paths dlprio's daemon commands read (``--config``, ``--log-config`` and the config's
+``ledger_path`` / ``snapshot_path``) are checked as every other path option is: a missing file,
+a directory, a FIFO or a device is one line naming it, exit 2 (a missing ledger: exit 3, "has
+the daemon run?"), nothing hangs, and control characters in a path are escaped. A ledger whose
+path holds ``?``, ``#`` or ``%`` (which a SQLite URI would read as query, fragment and escape)
+is read by status, explain and history, and a read-only command creates no file."""
 
 from __future__ import annotations
 
@@ -80,3 +83,63 @@ def test_readonly_uri_encodes_the_path_bytes(tmp_path: Path) -> None:
     assert readonly_uri("/x/\udcff") == "file:///x/%FF?mode=ro"       # a non-UTF-8 byte
     os.chdir(tmp_path)
     assert readonly_uri("rel?.sqlite") == f"file://{tmp_path}/rel%3F.sqlite?mode=ro"
+
+
+@pytest.mark.parametrize("command", [["status"], ["explain", "6"], ["once", "--dry-run"],
+                                     ["run"]])
+@pytest.mark.parametrize("key", ["ledger_path", "snapshot_path"])
+def test_a_config_path_that_is_not_a_file_is_exit_2_naming_the_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], key: str) -> None:
+    """Before any Slurm call or ledger open (no Slurm answers here: SLURM_CONF names none)."""
+    os.environ["SLURM_CONF"] = str(tmp_path / "none.conf")   # restored by conftest
+    os.mkfifo(tmp_path / "fifo")
+    paths = {"ledger_path": str(_ledger(tmp_path / "ok" / "l.sqlite")),
+             "snapshot_path": str(tmp_path / "s.json")}
+    for target, kind in ((tmp_path, "a directory"), (tmp_path / "fifo", "a FIFO"),
+                         (Path("/dev/null"), "a device")):
+        config = _config(tmp_path, **{**paths, key: str(target)})
+        rc = dlprio([*command, "--config", config])
+        err = capsys.readouterr().err
+        if key == "snapshot_path" and command[0] in ("status", "explain"):
+            assert rc == 0, err       # they do not touch the snapshot
+            continue
+        assert (rc, err) == (2, f"dlprio: config: {config}: {key}: {kind}; give a file path "
+                                f"(got {target})\n")
+
+
+@pytest.mark.parametrize("option", ["--config", "--log-config"])
+@pytest.mark.parametrize("make", ["fifo", "device", "directory", "missing"])
+def test_config_files_that_are_not_regular_files_are_refused_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, make: str) -> None:
+    """A FIFO or /dev/zero as --config or --log-config used to block or read without end."""
+    target = {"fifo": tmp_path / "fifo", "device": Path("/dev/zero"),
+              "directory": tmp_path, "missing": tmp_path / "none.yaml"}[make]
+    if make == "fifo":
+        os.mkfifo(target)
+    argv = ["once", "--dry-run", "--config"]
+    argv += ([str(target)] if option == "--config"
+             else [_config(tmp_path, ledger_path=str(tmp_path / "l.sqlite")), option, str(target)])
+    why = {"fifo": "a FIFO; give a regular file", "device": "a device; give a regular file",
+           "directory": "a directory; give a regular file",
+           "missing": "No such file or directory"}[make]
+    prefix = "log-config: " if option == "--log-config" else ""
+    assert dlprio(argv) == 2
+    assert capsys.readouterr().err == f"dlprio: config: {prefix}{target}: cannot read ({why})\n"
+
+
+def test_control_characters_in_daemon_paths_are_escaped(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "a\nb\x1b[2J"
+    assert dlprio(["status", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dlprio: config: {tmp_path}/a\\nb\\x1b[2J: cannot read (No such file or directory)\n"
+    config = _config(tmp_path, ledger_path=str(bad / "l.sqlite"))
+    assert dlprio(["status", "--config", config]) == 3          # no ledger yet
+    err = capsys.readouterr().err
+    assert err == f"dlprio: {tmp_path}/a\\nb\\x1b[2J/l.sqlite: no ledger (has the daemon run?)\n"
+    bad.mkdir()
+    config = _config(tmp_path, ledger_path=str(bad))
+    assert dlprio(["explain", "6", "--config", config]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"dlprio: config: {config}: ledger_path: a directory; give a file path "
+                   f"(got {tmp_path}/a\\nb\\x1b[2J)\n")
