@@ -43,7 +43,7 @@ from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.records import ACTIVE_STATES
+from slurm_plugin.records import ACTIVE_STATES, array_task_in
 from submit import queue_view as qv
 from submit.ending import without_final_gc
 
@@ -58,6 +58,7 @@ MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 86400.0   # ≥ 1 s: each refresh is one s
 MAX_ITERATIONS = 10**9
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024   # a 10,000-job snapshot is a few MiB
 _JOB_SELECTOR = re.compile(r"([1-9][0-9]*)(?:([+_])([0-9]+))?")
+_FOLDED_ARRAY = re.compile(r"([0-9]+)_\[(.*)\]")   # an array's pending elements: 30_[5-9]
 
 
 def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
@@ -147,13 +148,28 @@ def _id_list(text: str) -> list[str]:
 
 def _job_filter(selectors: list[str]) -> tuple[list[int], Callable[[str], bool] | None]:
     """The ids to ask :meth:`SlurmClient.jobs` for (leaders / array ids) and a test of a row's
-    JOBID for the ``+``/``_`` selectors (``None`` when every selector is a plain id)."""
+    JOBID for the ``+``/``_`` selectors (``None`` when every selector is a plain id). An array
+    element ``30_6`` also selects the row of the array's pending elements when they hold it:
+    squeue folds them into one row, ``30_[5-9]`` (:func:`array_task_in`)."""
     plain = {int(s) for s in selectors if s.isdigit()}
     compound = {s for s in selectors if not s.isdigit()}
     base = sorted(plain | {int(_JOB_SELECTOR.fullmatch(s).group(1)) for s in compound})
     if not compound:
         return base, None
-    return base, compound.__contains__
+    elements: dict[int, set[int]] = {}
+    for s in compound:
+        m = _JOB_SELECTOR.fullmatch(s)
+        if m.group(2) == "_":
+            elements.setdefault(int(m.group(1)), set()).add(int(m.group(3)))
+
+    def keep(display_id: str) -> bool:
+        if display_id in compound:
+            return True
+        folded = _FOLDED_ARRAY.fullmatch(display_id)
+        return folded is not None and any(
+            array_task_in(folded.group(2), task)
+            for task in elements.get(int(folded.group(1)), ()))
+    return base, keep
 
 
 def _states(text: str) -> frozenset[str] | None:

@@ -28,11 +28,13 @@ class FakeClient:
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """A fake Slurm holding a hetjob 683 (+0, +1), an array element 700_3 and job 800."""
+    """A fake Slurm holding a hetjob 683 (+0, +1), an array element 700_3, the array's
+    pending elements folded as squeue shows them (700_[5-9,12%3]) and job 800."""
     fake = FakeClient([
         make_job(683, het_job_id=683, het_job_offset=0),
         make_job(684, het_job_id=683, het_job_offset=1),
         make_job(701, array_job_id=700, array_task_id=3),
+        make_job(700, array_job_id=700, array_task_string="5-9,12%3"),
         make_job(800)])
     monkeypatch.setattr(queue_cli, "SlurmClient", lambda: fake)
     monkeypatch.setattr(queue_cli, "_user_name", lambda n: n if n in {"alice", "bob"} else None)
@@ -90,7 +92,10 @@ def test_empty_or_lone_filters_exit_2(client, capsys, argv: list[str], option: s
 
 @pytest.mark.parametrize(("selector", "ids"), [
     ("683+1", [684]), ("683+0", [683]), ("683", [683, 684]), ("684", [684]),
-    ("700_3", [701]), ("700", [701]), ("683+1,800", [684, 800]), ("700_4", [])])
+    ("700_3", [701]), ("700", [700, 701]), ("683+1,800", [684, 800]), ("700_4", []),
+    # a pending element is in the folded row 700_[5-9,12%3] (3 is the throttle, not a task)
+    ("700_5", [700]), ("700_9", [700]), ("700_12", [700]), ("700_10", []), ("700_13", []),
+    ("700_3,700_7", [700, 701]), ("800_5", []), ("683_5", [])])
 def test_jobid_forms_dlqueue_prints_are_accepted(client, capsys, selector: str,
                                                  ids: list[int]) -> None:
     assert queue_cli.main(["-j", selector, "--json", "--snapshot", "/nonexistent"]) == 0
@@ -132,7 +137,7 @@ def test_snapshot_of_another_cluster_is_ignored(client, capsys, tmp_path) -> Non
     assert queue_cli.main(["--snapshot", str(path)]) == 0
     out = capsys.readouterr().out
     assert "QUEUE" not in out and "for cluster 'other', not 'mine': ignored" in out
-    assert out.count("\n") == 6   # header, 4 jobs, one note
+    assert out.count("\n") == 7   # header, 5 rows, one note
 
 
 @pytest.mark.parametrize(("conf", "stamped"), [
