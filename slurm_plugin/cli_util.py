@@ -23,6 +23,11 @@ as "everybody", so the parse stops with one line ``PROG: --opt: empty value; giv
 leave the option out`` and exit status 2 (:data:`EXIT_USAGE`). An option whose ``add_argument``
 passes ``allow_empty=True`` takes ``""`` as its value.
 
+A value that starts with ``-`` given as a separate word (``dlqueue -u -x``, ``dlsubmit --param
+-a``) is taken by argparse for an option, and its error is the multi-line usage text; here it is
+one line naming the option and the fix: ``PROG: -u/--user: expected a value, got the option-like
+word -x; a value that starts with '-' is joined to its option: --user=-x``, exit 2.
+
 This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
 share (pyproject's import contracts); it runs no Slurm command.
 """
@@ -99,8 +104,9 @@ def visible(text: object) -> str:
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"`` and an empty
-    option value is refused unless the option allows it (see module doc). Sub-parsers made by
+    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"``, an empty
+    option value is refused unless the option allows it, and an option followed by a word
+    that starts with ``-`` is a one-line error (see module doc). Sub-parsers made by
     :meth:`add_subparsers` are of the same class."""
 
     def add_argument(self, *args: Any, allow_empty: bool = False, **kwargs: Any) -> argparse.Action:
@@ -116,6 +122,26 @@ class ArgumentParser(argparse.ArgumentParser):
         Raises SystemExit."""
         print(f"{self.prog.split()[0]}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+    def _parse_known_args(self, arg_strings: list[str], *args: Any, **kwargs: Any) -> Any:
+        self._words = list(arg_strings)   # what _match_argument's pattern is made of
+        return super()._parse_known_args(arg_strings, *args, **kwargs)
+
+    def _match_argument(self, action: argparse.Action, arg_strings_pattern: str) -> int:
+        try:
+            return super()._match_argument(action, arg_strings_pattern)
+        except argparse.ArgumentError:
+            words = getattr(self, "_words", [])
+            at = len(words) - len(arg_strings_pattern)   # one pattern letter per word
+            if (action.option_strings and arg_strings_pattern[:1] == "O"
+                    and 0 <= at < len(words)):
+                word = visible(words[at])
+                name = next((o for o in action.option_strings if o.startswith("--")),
+                            action.option_strings[0])
+                self.fail(f"{'/'.join(action.option_strings)}: expected a value, got the "
+                          f"option-like word {word}; a value that starts with '-' is joined "
+                          f"to its option: {name}={word}")
+            raise
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         if (action.option_strings and "" in arg_strings

@@ -205,3 +205,37 @@ def test_an_option_may_allow_an_empty_value() -> None:
     with pytest.raises(SystemExit):
         p.parse_args(["--name", ""])
     assert p.parse_args([]).name is None
+
+
+# --- a value that starts with '-' as a separate word: one line naming the option and the fix
+
+@pytest.mark.parametrize("argv, option, word, fix", [
+    (["dlqueue", "-u", "-x"], "-u/--user", "-x", "--user=-x"),
+    (["dlqueue", "-j", "--me"], "-j/--jobs", "--me", "--jobs=--me"),
+    (["dlsubmit", "--dry-run", "--param", "-a", str(HELLO)], "--param", "-a", "--param=-a"),
+    (["dlprio", "status", "--config", "-c"], "--config", "-c", "--config=-c"),
+    (["dlprio", "history", "export", "-o", "-out.csv"], "-o/--output", "-out.csv",
+     "--output=-out.csv"),
+    (["dlgres", "--fake-nvml", str(NVML), "--node", "-n1"], "--node", "-n1", "--node=-n1"),
+    (["dlcluster", "status", "--name", "-c"], "--name", "-c", "--name=-c"),
+    (["dlqueue", "-u", "-\x1b[2J"], "-u/--user", "-\\x1b[2J", "--user=-\\x1b[2J"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+def test_a_dash_value_as_a_separate_word_is_one_clear_line(argv: list[str], option: str,
+                                                           word: str, fix: str) -> None:
+    env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf"}
+    proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"{argv[0]}: {option}: expected a value, got the option-like word {word}; a "
+               f"value that starts with '-' is joined to its option: {fix}\n")
+
+
+def test_the_joined_form_the_message_gives_is_accepted() -> None:
+    from submit.queue_cli import build_parser as dlqueue
+
+    p = ArgumentParser(prog="x")
+    p.add_argument("-o", "--out")
+    p.add_argument("--flag", action="store_true")
+    assert p.parse_args(["--out=-x", "--flag"]).out == "-x"
+    assert p.parse_args(["-o", "-5"]).out == "-5"     # a negative number stays a value
+    assert dlqueue().parse_args(["--user=-x"]).user == ["-x"]
