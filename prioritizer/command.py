@@ -11,35 +11,20 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
+from slurm_plugin.cli_util import visible
+
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-
-
-def shown(text: object) -> str:
-    """``text`` (a path, a value) for a one-line message: control characters (newline, ESC)
-    escaped as Python writes them (``\\n``, ``\\x1b``), so a file name can neither break the
-    line nor repaint the terminal; printable text (unicode included) as it is."""
-    value = str(text)
-    return value if value.isprintable() else repr(value)[1:-1]
-
-
-def refuse_empty(args: argparse.Namespace, *names: str) -> None:
-    """An option given with an empty value (``--ledger=``, ``-o ''``) is exit 2 naming it,
-    never read as "not given". Raises CliError."""
-    for name in names:
-        if getattr(args, name, None) == "":
-            raise CliError(f"--{name.replace('_', '-')}: empty value; give a value or leave "
-                           "the option out")
 
 
 def clean_message(message: str, words: list[str]) -> str:
     """A CliError message safe to print: each command-line word (or ``--opt=`` value) that
-    holds control characters is replaced by :func:`shown` of it wherever the message quotes
-    it, then any control character left (one in a derived path) is escaped too; the
-    message's own line breaks (one line per config problem) are kept."""
+    holds control characters is replaced by :func:`~slurm_plugin.cli_util.visible` of it
+    wherever the message quotes it, then any control character left (one in a derived path)
+    is escaped too; the message's own line breaks (one line per config problem) are kept."""
     parts = set(words) | {w.partition("=")[2] for w in words if w.startswith("--")}
     for word in sorted((w for w in parts if w and not w.isprintable()), key=len, reverse=True):
-        message = message.replace(word, shown(word))
-    return "".join(c if c.isprintable() or c == "\n" else shown(c) for c in message)
+        message = message.replace(word, visible(word))
+    return "".join(c if c.isprintable() or c == "\n" else visible(c) for c in message)
 
 
 class CliError(Exception):

@@ -18,43 +18,16 @@ from __future__ import annotations
 
 import io
 import sys
-import unicodedata
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from rich.cells import cell_len
 
+from slurm_plugin.cli_util import visible
+
 if TYPE_CHECKING:  # rich's console and table load when a rich table is made (dlqueue start-up)
     from rich.table import Table
     from rich.text import Text
-
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def visible(text: str) -> str:
-    """``text`` with characters that would hide, move or restyle output written as escapes.
-
-    Newline, CR and tab become ``\\n``, ``\\r``, ``\\t``; other control characters (ESC, DEL,
-    C1) ``\\xNN``; invisible format characters (bidi overrides, zero-width, U+2028/9)
-    ``\\uXXXX``. Everything else, rich markup and backslashes included, stays as typed, so
-    ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a name that
-    literally contains ``\\n`` looks like one with a newline (``--json`` has the exact text).
-    """
-    if text.isprintable():   # no Cc/Cf/Zl/Zp character (str.isprintable): nothing to escape
-        return text
-    out = []
-    for ch in text:
-        cat = unicodedata.category(ch)
-        if ch in _ESCAPES:
-            out.append(_ESCAPES[ch])
-        elif cat == "Cc":
-            out.append(f"\\x{ord(ch):02x}")
-        elif cat in ("Cf", "Zl", "Zp"):
-            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
-        else:
-            out.append(ch)
-    return "".join(out)
-
 
 def plain_text(headers: Sequence[str], rows: Iterable[Sequence[str]],
                right: Collection[str] = ()) -> str:

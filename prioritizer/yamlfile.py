@@ -5,12 +5,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-import re
-
 import yaml
+
+from slurm_plugin.cli_util import visible
+from slurm_plugin.readfile import UnreadableFile, read_regular
+
+MAX_YAML_BYTES = 8 * 1024 * 1024
+"""Largest YAML file read, bytes (8 MiB; a daemon config or a tune grid is a few KiB)."""
 
 
 class YamlFileError(ValueError):
@@ -50,20 +55,26 @@ def syntax_message(name: str, exc: yaml.YAMLError) -> str:
 
 def read_yaml(path: str | Path) -> Any:
     """Parse the YAML file at ``path`` (:func:`load`: safe, YAML 1.2 floats; an empty file is
-    None).
+    None). The file must be a regular file of at most :data:`MAX_YAML_BYTES` in UTF-8, read by
+    :func:`slurm_plugin.readfile.read_regular` (a FIFO or ``/dev/zero`` is refused, never
+    waited on or read without end); the path is shown with control characters escaped.
 
     Raises:
         YamlFileError: ``PATH: cannot read (<reason>)`` or ``PATH:LINE:COL: YAML syntax
             error: <problem>``.
     """
+    name = visible(path)
     try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise YamlFileError(f"{path}: cannot read ({reason})") from None
+        raw, _ = read_regular(path, MAX_YAML_BYTES)
+        text = raw.decode("utf-8")
+    except UnreadableFile as exc:
+        raise YamlFileError(f"{name}: {exc.reason}, the most dlprio reads" if exc.too_big
+                            else f"{name}: cannot read ({exc.reason})") from None
+    except UnicodeDecodeError as exc:
+        raise YamlFileError(f"{name}: cannot read (not UTF-8 text: byte {exc.start})") from None
     try:
         return load(text)
     except yaml.YAMLError as exc:
-        raise YamlFileError(syntax_message(str(path), exc)) from None
+        raise YamlFileError(syntax_message(name, exc)) from None
     except RecursionError:
-        raise YamlFileError(f"{path}: YAML syntax error: nested too deeply") from None
+        raise YamlFileError(f"{name}: YAML syntax error: nested too deeply") from None

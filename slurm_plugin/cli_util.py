@@ -1,6 +1,7 @@
 """Shared behaviour of every tiresias-slurm command line (dlsubmit, dlqueue, dlprio, dlgres,
 dlcluster): a reader that closes stdout early (``dlprio simulate | head -1``) is not an error,
-and one argument parser for all of them (:class:`ArgumentParser`).
+one argument parser for all of them (:class:`ArgumentParser`), and the one way user text
+(a file name, a job name, a Slurm message) is made safe to print (:func:`visible`).
 
 The recipe is the one in Python's documentation (``signal`` module, "Note on SIGPIPE"): catch
 :class:`BrokenPipeError`, point file descriptor 1 at ``/dev/null`` so the interpreter's final
@@ -16,6 +17,17 @@ naming the option. Here it is the string ``"--"`` again and goes through the opt
 and ``choices`` like any other value, so each command's own validation names the option.
 ``--`` alone (not after ``=``) keeps argparse's meaning: the end of the options.
 
+It also holds the rule every command follows for an empty option value (``--ledger=``,
+``-u ''``): it is a mistake (a variable that expanded to nothing), never read as "not given" nor
+as "everybody", so the parse stops with one line ``PROG: --opt: empty value; give a value or
+leave the option out`` and exit status 2 (:data:`EXIT_USAGE`). An option whose ``add_argument``
+passes ``allow_empty=True`` takes ``""`` as its value.
+
+A value that starts with ``-`` given as a separate word (``dlqueue -u -x``, ``dlsubmit --param
+-a``) is taken by argparse for an option, and its error is the multi-line usage text; here it is
+one line naming the option and the fix: ``PROG: -u/--user: expected a value, got the option-like
+word -x; a value that starts with '-' is joined to its option: --user=-x``, exit 2.
+
 This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
 share (pyproject's import contracts); it runs no Slurm command.
 """
@@ -27,10 +39,13 @@ import contextlib
 import functools
 import os
 import sys
+import unicodedata
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_CLOSED_STDOUT = 0
+EXIT_USAGE = 2
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 Main = Callable[[list[str] | None], int]
 
@@ -58,11 +73,81 @@ def quiet_on_closed_stdout(main: Main) -> Main:
     return wrapper
 
 
+def visible(text: object) -> str:
+    """``str(text)`` with characters that would hide, move or restyle output written as escapes:
+    the one escaping of every table cell and every message that quotes a user's text.
+
+    Newline, CR and tab become ``\\n``, ``\\r``, ``\\t``; other control characters (ESC, DEL,
+    C1) ``\\xNN``; invisible format characters (bidi overrides, zero-width, U+2028/9)
+    ``\\uXXXX``; a lone surrogate (a file name's undecodable byte, which a UTF-8 stream cannot
+    even encode) ``\\udcNN``. Everything else, rich markup and backslashes included, stays as
+    typed, so ``[red]x[/red]`` is shown as those 14 characters. Backslashes are not doubled: a
+    name that literally contains ``\\n`` looks like one with a newline (``--json`` has the exact
+    text).
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if text.isprintable():   # no Cc/Cf/Cs/Zl/Zp character (str.isprintable): nothing to escape
+        return text
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif cat == "Cc":
+            out.append(f"\\x{ord(ch):02x}")
+        elif cat in ("Cf", "Cs", "Zl", "Zp"):
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"`` (see module doc).
-    Sub-parsers made by :meth:`add_subparsers` are of the same class."""
+    """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"``, an empty
+    option value is refused unless the option allows it, and an option followed by a word
+    that starts with ``-`` is a one-line error (see module doc). Sub-parsers made by
+    :meth:`add_subparsers` are of the same class."""
+
+    def add_argument(self, *args: Any, allow_empty: bool = False, **kwargs: Any) -> argparse.Action:
+        """:meth:`argparse.ArgumentParser.add_argument`, plus ``allow_empty``: whether the option
+        takes ``""`` as a value (default False: ``--opt=`` is exit 2)."""
+        action = super().add_argument(*args, **kwargs)
+        action.allow_empty = allow_empty   # type: ignore[attr-defined]
+        return action
+
+    def fail(self, message: str) -> NoReturn:
+        """Stop the parse with the one-line error ``PROG: message`` on stderr and exit status
+        :data:`EXIT_USAGE` (2); ``PROG`` is the command (``dlprio``, not ``dlprio status``).
+        Raises SystemExit."""
+        print(f"{self.prog.split()[0]}: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+    def _parse_known_args(self, arg_strings: list[str], *args: Any, **kwargs: Any) -> Any:
+        self._words = list(arg_strings)   # what _match_argument's pattern is made of
+        return super()._parse_known_args(arg_strings, *args, **kwargs)
+
+    def _match_argument(self, action: argparse.Action, arg_strings_pattern: str) -> int:
+        try:
+            return super()._match_argument(action, arg_strings_pattern)
+        except argparse.ArgumentError:
+            words = getattr(self, "_words", [])
+            at = len(words) - len(arg_strings_pattern)   # one pattern letter per word
+            if (action.option_strings and arg_strings_pattern[:1] == "O"
+                    and 0 <= at < len(words)):
+                word = visible(words[at])
+                name = next((o for o in action.option_strings if o.startswith("--")),
+                            action.option_strings[0])
+                self.fail(f"{'/'.join(action.option_strings)}: expected a value, got the "
+                          f"option-like word {word}; a value that starts with '-' is joined "
+                          f"to its option: {name}={word}")
+            raise
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        if (action.option_strings and "" in arg_strings
+                and not getattr(action, "allow_empty", False)):
+            self.fail(f"{'/'.join(action.option_strings)}: empty value; give a value or leave "
+                      "the option out")
         if (action.option_strings and arg_strings == ["--"]
                 and action.nargs in (None, argparse.OPTIONAL)):
             value = self._get_value(action, "--")

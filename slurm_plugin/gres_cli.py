@@ -199,7 +199,10 @@ def _check(a: argparse.Namespace) -> int:
 @quiet_on_closed_stdout
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dlgres``; returns the exit code (see module docstring)."""
-    a = _parser().parse_args(argv)
+    try:
+        a = _parser().parse_args(argv)
+    except SystemExit as exc:   # --help, or a usage error already printed (one line for "")
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     try:
         _validate(a)
         if a.check:

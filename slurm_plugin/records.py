@@ -429,3 +429,24 @@ def filter_jobs(
             continue
         out.append(j)
     return out
+
+
+_TASK_RANGE_RE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+
+
+def array_task_in(task_string: str, task: int) -> bool:
+    """Whether array element ``task`` is one of ``task_string``, the pending elements of an
+    array's meta record as squeue writes them between the brackets of ``30_[5-9]``:
+    comma-separated ``N``, ``A-B`` or ``A-B:STEP`` items and an optional ``%LIMIT`` suffix
+    (the throttle, not an element). sbatch(1) ``--array``; Slurm 22.05 writes a stepped range
+    expanded (``1,3,5,7,9%2`` for ``1-9:2%2``). An item that does not parse matches nothing."""
+    for item in task_string.partition("%")[0].split(","):
+        m = _TASK_RANGE_RE.fullmatch(item.strip())
+        if m is None:
+            continue
+        low = int(m.group(1))
+        high = int(m.group(2)) if m.group(2) is not None else low
+        step = int(m.group(3) or 1) or 1   # a step of 0 is not a step
+        if low <= task <= high and (task - low) % step == 0:
+            return True
+    return False

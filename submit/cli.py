@@ -38,12 +38,11 @@ import sys
 import time
 from typing import Any
 
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
 from submit import environ, load, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
-from submit.readfile import shown
 from submit.render import contract_comment, render_sbatch
 
 EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
@@ -119,12 +118,9 @@ _FLAG_TO_OPTION = {
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
     """Site file values, then command-line flags. Raises :class:`SpecError` with every bad
     value, each line naming where it came from (``FILE: key ...`` or ``--flag ...``)."""
-    empty = [f"--{flag.replace('_', '-')}: empty value; give a value or leave the option out"
-             for flag in (*_FLAG_TO_OPTION, "site_config", "secrets") if getattr(args, flag) == ""]
     if os.environ.get("DLSUBMIT_CONFIG") == "" and args.site_config is None:
-        empty.append("DLSUBMIT_CONFIG: empty; name a site config file or unset it")
-    if empty:
-        raise SpecError(empty)
+        # an empty option value already stopped the parse (slurm_plugin.cli_util.ArgumentParser)
+        raise SpecError(["DLSUBMIT_CONFIG: empty; name a site config file or unset it"])
     site = args.site_config if args.site_config is not None else os.environ.get("DLSUBMIT_CONFIG")
     values: dict[str, Any] = dict(load_site(site))
     flags = {}
@@ -152,7 +148,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
-            name = shown(path)  # a file's own problems already start with its name
+            name = visible(path)  # a file's own problems already start with its name
             problems += [f"{name}: {p}" if len(args.spec) > 1 and not p.startswith(name + ":")
                          else p for p in exc.problems]
     if problems:
@@ -258,7 +254,7 @@ def separator(path: str, index: int, total: int, script: str) -> str:
     ``#dlsubmit-spec`` lookalikes included), and the name with control characters escaped (one
     bash comment line; no line of a rendered script itself starts with ``#dlsubmit-spec``)."""
     size = len(script.encode("utf-8", "surrogatepass"))
-    return f"{SEPARATOR_PREFIX}{index}/{total} bytes={size} {shown(path)}"
+    return f"{SEPARATOR_PREFIX}{index}/{total} bytes={size} {visible(path)}"
 
 
 def split_dry_run(text: str) -> list[tuple[str, str]]:
@@ -382,14 +378,14 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
         for (path, _, script), fut in zip(rendered, futures):
             job_id, error = fut.result()
             if error and error != NOT_STARTED:  # those are listed once, in the summary
-                print(f"dlsubmit: {shown(path) + ': ' if many else ''}{error}", file=sys.stderr)
+                print(f"dlsubmit: {visible(path) + ': ' if many else ''}{error}", file=sys.stderr)
                 status = EXIT_SLURM
             (submitted if job_id is not None else missed).append(path)
             print(_record(path, job_id, error, script, args), flush=True)
     if stop.signum:
         print(f"dlsubmit: interrupted by {_signal_name(stop.signum)}: {len(submitted)} of "
               f"{len(rendered)} spec(s) submitted (their ids are on stdout); not submitted: "
-              + (", ".join(shown(p) for p in missed) or "none"), file=sys.stderr)
+              + (", ".join(visible(p) for p in missed) or "none"), file=sys.stderr)
         return EXIT_SIGNAL_BASE + stop.signum
     return status
 
@@ -424,7 +420,7 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
     many = len(rendered) > 1
     for path, job, _ in rendered:
         for w in job.warnings:
-            print(f"dlsubmit: warning: {shown(path) + ': ' if many else ''}{w}", file=sys.stderr)
+            print(f"dlsubmit: warning: {visible(path) + ': ' if many else ''}{w}", file=sys.stderr)
     if not args.dry_run:
         stop.submitting = True
         if stop.signum:  # arrived between the checks above and here

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from prioritizer.yamlfile import syntax_message
+from slurm_plugin.cli_util import visible
 from submit import yamlsafe
 from submit.errors import SpecError, field_path
 
@@ -172,7 +173,7 @@ def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
 def load(path: str | Path, overrides: dict[str, str] | None = None) -> Job:
     """Read, parse and validate a spec file. Raises :class:`SpecError` (file problems included:
     not a regular file, over :data:`submit.readfile.MAX_SPEC_BYTES`, not UTF-8)."""
-    from submit.readfile import MAX_SPEC_BYTES, read_limited, shown
+    from submit.readfile import MAX_SPEC_BYTES, read_limited
 
     p = Path(path)
     raw, _ = read_limited(p, "", MAX_SPEC_BYTES)
@@ -180,5 +181,5 @@ def load(path: str | Path, overrides: dict[str, str] | None = None) -> Job:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise SpecError([f"{shown(p)}:{line}: not UTF-8 text (byte {exc.start})"]) from None
-    return to_job(parse_text(text, shown(p)), overrides)
+        raise SpecError([f"{visible(p)}:{line}: not UTF-8 text (byte {exc.start})"]) from None
+    return to_job(parse_text(text, visible(p)), overrides)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_plugin import marker
+from slurm_plugin.cli_util import visible
 from submit.errors import SpecError
 
 RUNTIMES = ("none", "pyxis", "apptainer")
@@ -206,13 +207,13 @@ def load_site(path: str | Path | None) -> dict[str, Any]:
         return {}
     from submit.load import parse_text
 
-    from submit.readfile import MAX_SMALL_BYTES, read_limited, shown
+    from submit.readfile import MAX_SMALL_BYTES, read_limited
 
     raw, _ = read_limited(path, "site config ", MAX_SMALL_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SpecError([f"site config {shown(path)}: cannot read: {exc}"]) from None
+        raise SpecError([f"site config {visible(path)}: cannot read: {exc}"]) from None
     data = parse_text(text, str(path))
     if data is None:
         return {}

@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import getpass
 import json
-import math
 import os
 import pwd
 import re
@@ -38,11 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prioritizer import numbers
+from prioritizer.command import CliError
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.records import ACTIVE_STATES
+from slurm_plugin.records import ACTIVE_STATES, array_task_in
 from submit import queue_view as qv
 from submit.ending import without_final_gc
 
@@ -57,6 +58,7 @@ MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 86400.0   # ≥ 1 s: each refresh is one s
 MAX_ITERATIONS = 10**9
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024   # a 10,000-job snapshot is a few MiB
 _JOB_SELECTOR = re.compile(r"([1-9][0-9]*)(?:([+_])([0-9]+))?")
+_FOLDED_ARRAY = re.compile(r"([0-9]+)_\[(.*)\]")   # an array's pending elements: 30_[5-9]
 
 
 def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
@@ -146,13 +148,28 @@ def _id_list(text: str) -> list[str]:
 
 def _job_filter(selectors: list[str]) -> tuple[list[int], Callable[[str], bool] | None]:
     """The ids to ask :meth:`SlurmClient.jobs` for (leaders / array ids) and a test of a row's
-    JOBID for the ``+``/``_`` selectors (``None`` when every selector is a plain id)."""
+    JOBID for the ``+``/``_`` selectors (``None`` when every selector is a plain id). An array
+    element ``30_6`` also selects the row of the array's pending elements when they hold it:
+    squeue folds them into one row, ``30_[5-9]`` (:func:`array_task_in`)."""
     plain = {int(s) for s in selectors if s.isdigit()}
     compound = {s for s in selectors if not s.isdigit()}
     base = sorted(plain | {int(_JOB_SELECTOR.fullmatch(s).group(1)) for s in compound})
     if not compound:
         return base, None
-    return base, compound.__contains__
+    elements: dict[int, set[int]] = {}
+    for s in compound:
+        m = _JOB_SELECTOR.fullmatch(s)
+        if m.group(2) == "_":
+            elements.setdefault(int(m.group(1)), set()).add(int(m.group(3)))
+
+    def keep(display_id: str) -> bool:
+        if display_id in compound:
+            return True
+        folded = _FOLDED_ARRAY.fullmatch(display_id)
+        return folded is not None and any(
+            array_task_in(folded.group(2), task)
+            for task in elements.get(int(folded.group(1)), ()))
+    return base, keep
 
 
 def _states(text: str) -> frozenset[str] | None:
@@ -160,23 +177,6 @@ def _states(text: str) -> frozenset[str] | None:
         return qv.parse_states(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _bounded(kind: Callable[[str], float], low: float, high: float, unit: str = ""
-             ) -> Callable[[str], float]:
-    """An argparse type: a finite ``kind`` value in [low, high] (nan, inf, 1e308 refused)."""
-    span = f"{low:g} to {high:g}{unit}"
-
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except (ValueError, OverflowError):
-            raise argparse.ArgumentTypeError(
-                f"{text[:40]!r} is not a number (allowed: {span})") from None
-        if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text[:40]!r} is out of range (allowed: {span})")
-        return value
-    return parse
 
 
 def _names(text: str) -> list[str]:
@@ -187,12 +187,6 @@ def _names(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(
             f"{text!r}: empty name in the list (comma-separated names, e.g. alice,bob)")
     return names
-
-
-def _path(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("empty path")
-    return text
 
 
 def _user_name(name: str) -> str | None:
@@ -230,19 +224,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="states, squeue codes or words (PD,R,CG...) or 'all'; "
                         "default: jobs not finished")
     p.add_argument("-j", "--jobs", type=_id_list, help="only these job ids (comma-separated)")
-    p.add_argument("--snapshot", type=_path, help="daemon snapshot file (default: snapshot_path of "
+    p.add_argument("--snapshot", help="daemon snapshot file (default: snapshot_path of "
                    f"{DAEMON_CONFIG}, else {public_snapshot.DEFAULT_PATH})")
     p.add_argument("--json", action="store_true", help="print a JSON list for scripts")
     p.add_argument("--watch", action="store_true",
                    help="refresh until Ctrl-C: in place on a terminal, only the changed rows "
                         "into a file or pipe")
-    p.add_argument("--interval", type=_bounded(float, MIN_INTERVAL_S, MAX_INTERVAL_S, " s"),
+    p.add_argument("--interval", type=numbers.arg_type("--interval", numbers.parse_float,
+                                                       MIN_INTERVAL_S, MAX_INTERVAL_S),
                    default=WATCH_INTERVAL_S, action=_Given,
                    help=f"seconds between refreshes with --watch (default {WATCH_INTERVAL_S:g}; "
                         f"{MIN_INTERVAL_S:g} to {MAX_INTERVAL_S:g}; each refresh is one squeue "
                         "call)")
     p.set_defaults(given=frozenset())
-    p.add_argument("--iterations", type=_bounded(int, 1, MAX_ITERATIONS),
+    p.add_argument("--iterations", type=numbers.count("--iterations", MAX_ITERATIONS),
                    help="with --watch: stop after N refreshes")
     return p
 
@@ -353,7 +348,10 @@ def _watch(view: _View, console: Console) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run ``dlqueue``; return the exit code (see the module docstring)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except CliError as exc:   # a number out of its range (prioritizer.numbers), one line
+        parser.fail(str(exc))
     if args.json and args.watch:
         parser.error("--json and --watch cannot be combined (run --json in a loop instead)")
     for flag, given in (("--iterations", args.iterations is not None),

@@ -1,18 +1,14 @@
-"""Reading a small input file the user named (spec, site config, secrets) safely.
-
-A spec path may name anything: ``/dev/zero`` (endless, so reading it all grows without bound),
-``/dev/urandom``, a FIFO (opening it blocks until a writer comes), a directory. The file is
-opened with ``O_NONBLOCK`` (open(2): a FIFO then opens at once instead of waiting for a writer;
-a regular file is not affected), checked with ``fstat`` on the open descriptor (so nothing can
-be swapped in between the check and the read), refused unless it is a regular file, and read up
-to a limit: one byte more than the limit is read, so a larger file is refused, never truncated.
+"""Reading a small input file the user named (spec, site config, secrets) safely: the shared
+reader :func:`slurm_plugin.readfile.read_regular` (regular files only, never blocking on a FIFO,
+read up to a limit), its refusals as dlsubmit's one-line :class:`SpecError`.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 
+from slurm_plugin.cli_util import visible
+from slurm_plugin.readfile import UnreadableFile, read_regular
 from submit.errors import SpecError
 
 MAX_SPEC_BYTES = 8 * 1024 * 1024
@@ -22,40 +18,14 @@ MAX_SMALL_BYTES = 1024 * 1024
 """Largest site config or secrets file read, bytes (1 MiB)."""
 
 
-def shown(name: object) -> str:
-    """``name`` with every non-printable character written as its Python escape (``\\n``,
-    ``\\x1b``), so an error naming a file stays one line."""
-    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in str(name))
-
-
 def read_limited(path: str | os.PathLike[str], what: str, limit: int) -> tuple[bytes, os.stat_result]:
-    """The bytes of the regular file ``path`` (at most ``limit``) and its stat. Raises
-    :class:`SpecError` (one line, ``"<what> <path>: ..."`` with the name escaped) when it cannot
-    be opened, is not a regular file, or is larger than ``limit`` bytes."""
-    where = f"{what}{shown(path)}"
+    """The bytes of the regular file ``path`` (at most ``limit``) and its stat
+    (:func:`slurm_plugin.readfile.read_regular`). Raises :class:`SpecError` (one line,
+    ``"<what> <path>: ..."`` with the name escaped) when it cannot be opened, is not a regular
+    file, or is larger than ``limit`` bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise SpecError([f"{where}: cannot read: {exc.strerror or exc}"]) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                    else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-            raise SpecError([f"{where}: cannot read: {kind}; give a regular file"])
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise SpecError([f"{where}: larger than {limit} bytes ({limit // (1 << 20)} MiB), "
-                             "the most dlsubmit reads"])
-        return b"".join(chunks), st
-    except OSError as exc:
-        raise SpecError([f"{where}: cannot read: {exc.strerror or exc}"]) from None
-    finally:
-        os.close(fd)
+        return read_regular(path, limit)
+    except UnreadableFile as exc:
+        where = f"{what}{visible(path)}"
+        raise SpecError([f"{where}: {exc.reason}, the most dlsubmit reads" if exc.too_big
+                         else f"{where}: cannot read: {exc.reason}"]) from None

@@ -24,7 +24,7 @@ def _err(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--compare", ""], "--compare needs at least one policy name"),
+    (["--compare", ""], "--compare: empty value; give a value or leave the option out"),
     (["--compare", " , "], "--compare needs at least one policy name"),
     (["--since", "-100"], "--since must be >= 0 (seconds of trace time), got -100"),
     (["--durations", "/nonexistent.csv"],

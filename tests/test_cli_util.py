@@ -123,3 +123,119 @@ def test_dlgres_node_double_dash_is_a_clear_error() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stderr
     assert "--node '--' is not a Slurm node name" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- one escaping of user text for printing (slurm_plugin.cli_util.visible)
+
+from slurm_plugin.cli_util import visible  # noqa: E402
+
+#: a backslash, a newline, an ANSI "clear screen", a bidi override and an undecodable byte
+HOSTILE_PATH = "/nonexistent/a\\b\n\x1b[2J\u202e\udcff.yaml"
+HOSTILE_SHOWN = "/nonexistent/a\\b\\n\\x1b[2J\\u202e\\udcff.yaml"
+
+
+def test_visible_escapes_each_kind_once() -> None:
+    assert visible(HOSTILE_PATH) == HOSTILE_SHOWN
+    assert visible("tab\there\rCR\x7f\x85") == "tab\\there\\rCR\\x7f\\x85"
+    assert visible("tag\U000e0001 é 中 [red]x[/red]") == "tag\\U000e0001 é 中 [red]x[/red]"
+    assert visible(Path("/a\nb")) == "/a\\nb"
+
+
+def test_dlprio_dlsubmit_and_tables_show_a_hostile_path_alike(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The three commands quote a user's path with the one function: the same escapes, the
+    backslash not doubled, the line not broken."""
+    from prioritizer import tables
+    from prioritizer.cli import main as dlprio
+    from submit.cli import main as dlsubmit
+
+    assert dlsubmit(["--dry-run", HOSTILE_PATH]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dlsubmit: {HOSTILE_SHOWN}: cannot read: No such file or directory\n"
+    assert dlprio(["simulate", "--trace", HOSTILE_PATH, "--nodes", "1",
+                   "--gpus-per-node", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dlprio: {HOSTILE_SHOWN}: cannot read (No such file or directory)\n"
+    assert tables.render(["PATH"], [[HOSTILE_PATH]]).splitlines()[1] == HOSTILE_SHOWN
+
+
+# --- an empty option value is exit 2 for every command (ArgumentParser, not each command)
+
+def test_every_option_of_every_command_refuses_an_empty_value(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    checked = 0
+    for name, parser in _parsers():
+        for action in parser._actions:
+            if not action.option_strings or action.nargs == 0:   # flags take no value
+                continue
+            with pytest.raises(SystemExit) as stop:
+                parser._get_values(action, [""])
+            option = "/".join(action.option_strings)
+            assert (stop.value.code, capsys.readouterr().err) == (
+                2, f"{name.split()[0]}: {option}: empty value; give a value or leave the "
+                   "option out\n"), (name, option)
+            checked += 1
+    assert checked >= 60     # dlsubmit alone has 17 options that take a value
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["dlsubmit", "--dry-run", "--partition=", str(HELLO)], "--partition"),
+    (["dlqueue", "-u", ""], "-u/--user"),
+    (["dlqueue", "--snapshot="], "--snapshot"),
+    (["dlprio", "status", "--config="], "--config"),
+    (["dlprio", "history", "export", "-o", ""], "-o/--output"),
+    (["dlgres", "--fake-nvml", str(NVML), "--node="], "--node"),
+    (["dlcluster", "status", "--name="], "--name"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+def test_each_command_stops_at_an_empty_option_value(argv: list[str], option: str) -> None:
+    """The installed commands: one line naming the option and the fix, exit 2, nothing else
+    done (dlqueue asks no Slurm: SLURM_CONF names no cluster here)."""
+    env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf"}
+    proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"{argv[0]}: {option}: empty value; give a value or leave the option out\n")
+
+
+def test_an_option_may_allow_an_empty_value() -> None:
+    p = ArgumentParser(prog="x")
+    p.add_argument("--sep", allow_empty=True)
+    p.add_argument("--name")
+    assert p.parse_args(["--sep="]).sep == "" and p.parse_args(["--sep", ""]).sep == ""
+    with pytest.raises(SystemExit):
+        p.parse_args(["--name", ""])
+    assert p.parse_args([]).name is None
+
+
+# --- a value that starts with '-' as a separate word: one line naming the option and the fix
+
+@pytest.mark.parametrize("argv, option, word, fix", [
+    (["dlqueue", "-u", "-x"], "-u/--user", "-x", "--user=-x"),
+    (["dlqueue", "-j", "--me"], "-j/--jobs", "--me", "--jobs=--me"),
+    (["dlsubmit", "--dry-run", "--param", "-a", str(HELLO)], "--param", "-a", "--param=-a"),
+    (["dlprio", "status", "--config", "-c"], "--config", "-c", "--config=-c"),
+    (["dlprio", "history", "export", "-o", "-out.csv"], "-o/--output", "-out.csv",
+     "--output=-out.csv"),
+    (["dlgres", "--fake-nvml", str(NVML), "--node", "-n1"], "--node", "-n1", "--node=-n1"),
+    (["dlcluster", "status", "--name", "-c"], "--name", "-c", "--name=-c"),
+    (["dlqueue", "-u", "-\x1b[2J"], "-u/--user", "-\\x1b[2J", "--user=-\\x1b[2J"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+def test_a_dash_value_as_a_separate_word_is_one_clear_line(argv: list[str], option: str,
+                                                           word: str, fix: str) -> None:
+    env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf"}
+    proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"{argv[0]}: {option}: expected a value, got the option-like word {word}; a "
+               f"value that starts with '-' is joined to its option: {fix}\n")
+
+
+def test_the_joined_form_the_message_gives_is_accepted() -> None:
+    from submit.queue_cli import build_parser as dlqueue
+
+    p = ArgumentParser(prog="x")
+    p.add_argument("-o", "--out")
+    p.add_argument("--flag", action="store_true")
+    assert p.parse_args(["--out=-x", "--flag"]).out == "-x"
+    assert p.parse_args(["-o", "-5"]).out == "-5"     # a negative number stays a value
+    assert dlqueue().parse_args(["--user=-x"]).user == ["-x"]

@@ -289,7 +289,10 @@ def test_cli_refuses_node_and_type_that_would_break_gres_conf(capsys: pytest.Cap
                                                                 value: str):
     rc, out, err = _run(capsys, "--from-topo", COMPLETE, *_SHAPE, flag, value)
     assert (rc, out) == (2, "")
-    assert err == (_NODE_MSG if flag == "--node" else _TYPE_MSG).format(value)
+    if value == "":   # every command's rule (slurm_plugin.cli_util.ArgumentParser)
+        assert err == f"dlgres: {flag}: empty value; give a value or leave the option out\n"
+    else:
+        assert err == (_NODE_MSG if flag == "--node" else _TYPE_MSG).format(value)
 
 
 def test_cli_fake_nvml_without_shape_names_the_shape_flags(capsys: pytest.CaptureFixture[str], tmp_path: Path):
@@ -319,7 +322,9 @@ def test_whatever_from_topo_writes_passes_check(capsys: pytest.CaptureFixture[st
     rc, out, err = _run(capsys, *argv)
     if rc == 2:
         assert out == "" and err.count("\n") == 1
-        assert err.startswith("dlgres: --node " if node is not None and "--node" in err else "dlgres: --type ")
+        assert err.startswith(("dlgres: --node " if node is not None and "--node" in err
+                               else "dlgres: --type ", "dlgres: --node: empty value",
+                               "dlgres: --type: empty value"))
         return
     assert rc == 0, err
     conf = tmp_path / "gres.conf"

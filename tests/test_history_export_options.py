@@ -76,7 +76,7 @@ def test_other_sacct_failure_stays_exit_1(capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.parametrize(("argv", "option"), [
     (["history", "export", "--ledger="], "--ledger"),
-    (["history", "export", "-o", ""], "--output"),
+    (["history", "export", "-o", ""], "-o/--output"),
     (["history", "check", "--trace", "t.csv", "--ledger="], "--ledger"),
     (["history", "check", "--trace", "t.csv", "--config="], "--config"),
     (["history", "check", "--trace="], "--trace")])

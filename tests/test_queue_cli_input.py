@@ -28,11 +28,13 @@ class FakeClient:
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """A fake Slurm holding a hetjob 683 (+0, +1), an array element 700_3 and job 800."""
+    """A fake Slurm holding a hetjob 683 (+0, +1), an array element 700_3, the array's
+    pending elements folded as squeue shows them (700_[5-9,12%3]) and job 800."""
     fake = FakeClient([
         make_job(683, het_job_id=683, het_job_offset=0),
         make_job(684, het_job_id=683, het_job_offset=1),
         make_job(701, array_job_id=700, array_task_id=3),
+        make_job(700, array_job_id=700, array_task_string="5-9,12%3"),
         make_job(800)])
     monkeypatch.setattr(queue_cli, "SlurmClient", lambda: fake)
     monkeypatch.setattr(queue_cli, "_user_name", lambda n: n if n in {"alice", "bob"} else None)
@@ -53,12 +55,18 @@ def usage_error(argv: list[str], capsys: pytest.CaptureFixture) -> str:
     ("--interval", "1e308"), ("--interval", "9" * 400), ("--interval", "1e-9"),
     ("--interval", "0.5"), ("--interval", "0"), ("--interval", "-5"), ("--interval", "86401"),
     ("--iterations", "0"), ("--iterations", "-1"), ("--iterations", "9" * 30),
-    ("--iterations", "1.5"), ("--iterations", "nan")])
+    ("--iterations", "1.5"), ("--iterations", "nan"),
+    ("--interval", "1_0"), ("--iterations", "1_0"), ("--iterations", "0x10")])
 def test_numeric_options_out_of_range_exit_2(client, capsys, option: str, value: str) -> None:
+    """The rules of prioritizer.numbers (plain decimal forms, finite, bounded): Python's own
+    float()/int() would take 1_0 as 10."""
     # --iterations 1 first: a later --iterations replaces it; an accepted value ends at once
     err = usage_error(["--watch", "--snapshot", "/nonexistent", "--iterations", "1",
                        f"{option}={value}"], capsys)
-    assert option in err and "allowed:" in err and client.calls == []
+    rule = ("expected a number >= 1 and <= 86400" if option == "--interval"
+            else "expected a whole number from 1 to 1,000,000,000")
+    assert err.startswith(f"dlqueue: {option}: {rule}, got ") and err.count("\n") == 1
+    assert client.calls == []
 
 
 def test_interval_range_and_default(client, capsys, monkeypatch) -> None:
@@ -84,7 +92,10 @@ def test_empty_or_lone_filters_exit_2(client, capsys, argv: list[str], option: s
 
 @pytest.mark.parametrize(("selector", "ids"), [
     ("683+1", [684]), ("683+0", [683]), ("683", [683, 684]), ("684", [684]),
-    ("700_3", [701]), ("700", [701]), ("683+1,800", [684, 800]), ("700_4", [])])
+    ("700_3", [701]), ("700", [700, 701]), ("683+1,800", [684, 800]), ("700_4", []),
+    # a pending element is in the folded row 700_[5-9,12%3] (3 is the throttle, not a task)
+    ("700_5", [700]), ("700_9", [700]), ("700_12", [700]), ("700_10", []), ("700_13", []),
+    ("700_3,700_7", [700, 701]), ("800_5", []), ("683_5", [])])
 def test_jobid_forms_dlqueue_prints_are_accepted(client, capsys, selector: str,
                                                  ids: list[int]) -> None:
     assert queue_cli.main(["-j", selector, "--json", "--snapshot", "/nonexistent"]) == 0
@@ -126,19 +137,29 @@ def test_snapshot_of_another_cluster_is_ignored(client, capsys, tmp_path) -> Non
     assert queue_cli.main(["--snapshot", str(path)]) == 0
     out = capsys.readouterr().out
     assert "QUEUE" not in out and "for cluster 'other', not 'mine': ignored" in out
-    assert out.count("\n") == 6   # header, 4 jobs, one note
+    assert out.count("\n") == 7   # header, 5 rows, one note
 
 
-@pytest.mark.parametrize("conf", ["ClusterName=mine\n", "clustername = Mine # ours\n", ""])
+@pytest.mark.parametrize(("conf", "stamped"), [
+    ("ClusterName=mine\n", "mine"), ("clustername = Mine # ours\n", "mine"), ("", None)])
 def test_snapshot_of_this_cluster_or_of_an_older_daemon_is_used(client, capsys, tmp_path,
-                                                                conf: str) -> None:
-    (tmp_path / "slurm.conf").write_text(conf)   # "": the writer knows no cluster
+                                                                conf: str, stamped) -> None:
+    """The writer stamps the ClusterName of its slurm.conf ("" : it knows none, as an older
+    daemon): the file holds exactly that; this cluster's reader uses the snapshot, another
+    cluster's reader ignores a stamped one and uses an unstamped one."""
+    (tmp_path / "slurm.conf").write_text(conf)
     path = tmp_path / "s.json"
     public_snapshot.write_snapshot(path, snapshot(generated_at=queue_cli.time.time()))
+    assert json.loads(path.read_text()).get("cluster") == stamped
     (tmp_path / "slurm.conf").write_text("ClusterName=mine\n")
     assert queue_cli.main(["--snapshot", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("JOBID") and "QUEUE" in out.splitlines()[0]
+    (tmp_path / "slurm.conf").write_text("ClusterName=other\n")
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("QUEUE" in out.splitlines()[0]) == (stamped is None)
+    assert ("for cluster 'mine', not 'other': ignored" in out) == (stamped is not None)
 
 
 def test_writer_stamps_its_cluster(tmp_path, monkeypatch) -> None:

@@ -138,6 +138,27 @@ def test_requeue_delay_is_shown_as_such(jobs: Jobs) -> None:
     assert row["preemptions"] == 1  # Slurm's restart_cnt, as there is no daemon snapshot
 
 
+def test_an_array_element_selects_the_folded_row_of_pending_elements(jobs: Jobs) -> None:
+    """squeue folds an array's pending elements into one row (``30_[5-9]``): ``-j 30_6``
+    selects that row, ``-j 30_10`` nothing; with a step (``--array=1-9:2``) only the
+    elements of the step are in it."""
+    held = jobs.submit("--hold", "--array=5-9", gpus=1)
+    stepped = jobs.submit("--hold", "--array=1-9:2%2", gpus=1)
+    wait_for(lambda: len(jobs.client.jobs(job_ids=[held, stepped])) == 2, 20,
+             "both arrays to be listed")
+    for selector, expected in ((f"{held}_6", [f"{held}_[5-9]"]), (f"{held}_5", [f"{held}_[5-9]"]),
+                               (f"{held}_9", [f"{held}_[5-9]"]), (f"{held}_10", []),
+                               (f"{held}_4", []), (f"{stepped}_5", [f"{stepped}_[1,3,5,7,9%2]"]),
+                               (f"{stepped}_4", []), (f"{held}_7,{stepped}_3",
+                                                      [f"{held}_[5-9]", f"{stepped}_[1,3,5,7,9%2]"])):
+        out = dlqueue("-j", selector, "--snapshot", NO_SNAPSHOT).stdout.splitlines()
+        assert out[0].startswith("JOBID"), out
+        assert sorted(line.split()[0] for line in out[1:-1]) == sorted(expected), (selector, out)
+        rows = dlqueue_json("-j", selector, "--snapshot", NO_SNAPSHOT)
+        assert sorted(r["job_id"] for r in rows) == sorted(
+            {f"{held}": held, f"{stepped}": stepped}[e.split("_")[0]] for e in expected)
+
+
 def test_snapshot_gives_queue_attained_and_rank_order(jobs: Jobs, tmp_path: Path) -> None:
     tag = uuid.uuid4().hex[:6]
     blocker = jobs.submit("--nodes=4", f"--job-name=dlq-block-{tag}", gpus=8)

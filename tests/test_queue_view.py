@@ -310,7 +310,8 @@ def test_cli_bad_arguments_exit_2(fake, capsys, argv) -> None:
     fake(JOBS)
     with pytest.raises(SystemExit) as exc:
         queue_cli.main(argv)
-    assert exc.value.code == 2 and "dlqueue: error:" in capsys.readouterr().err
+    err = capsys.readouterr().err.splitlines()
+    assert exc.value.code == 2 and err[-1].startswith("dlqueue: ") and "Traceback" not in err
 
 
 def test_cli_watch_stops_after_iterations(fake, capsys, monkeypatch) -> None:

@@ -94,3 +94,19 @@ def test_hetjob_component_unit_id() -> None:
     job = job_from_json(raw)
     assert job.unit_id == 20 and job.het_job_offset == 1 and job.gpus == 2
     assert records.filter_jobs([job], job_ids=[20]) == [job]
+
+
+@pytest.mark.parametrize(("text", "inside", "outside"), [
+    ("5-9", [5, 6, 9], [4, 10]),
+    ("1,3,5,7,9%2", [1, 3, 9], [2, 4, 10]),   # Slurm 22.05's form of --array=1-9:2%2
+    ("3,5,7-8", [3, 5, 7, 8], [4, 6, 9]),
+    ("0-20:5", [0, 5, 20], [1, 4, 21]),
+    ("12%3", [12], [3, 11]),
+    ("0-6:0", [0, 3, 6], [7]),                 # no step of 0: every element
+    ("", [], [0, 1]),
+    ("x-y,4", [4], [0])])
+def test_array_task_in_the_folded_pending_elements(text: str, inside: list[int],
+                                                   outside: list[int]) -> None:
+    from slurm_plugin.records import array_task_in
+
+    assert [t for t in inside + outside if array_task_in(text, t)] == inside

@@ -40,7 +40,7 @@ from prioritizer.daemon import config as daemon_config
 
 from prioritizer import tables
 from prioritizer.daemon import act, explain
-from prioritizer.command import CliError, Command
+from prioritizer.command import CliError, Command, clean_message
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
@@ -48,7 +48,9 @@ from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
 from prioritizer.daemon.ledger import Ledger, LedgerVersionError
 from prioritizer.daemon.metrics import Metrics
+from slurm_plugin.cli_util import visible
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.readfile import not_regular
 
 EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED, EXIT_STORAGE = 0, 1, 2, 3, 4, 5
 
@@ -112,13 +114,35 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
 
 
 def _fail(message: str, code: int, kind: str = "") -> int:
-    for line in message.splitlines() or [""]:   # a config error has one line per problem
-        print(f"dlprio: {kind}{line}", file=sys.stderr)
+    """Print ``message`` as ``dlprio: <kind><line>`` lines (a config error has one line per
+    problem), each with control characters escaped as every command does
+    (:func:`~prioritizer.command.clean_message`); return ``code``."""
+    for line in message.splitlines() or [""]:
+        print(f"dlprio: {kind}{clean_message(line, [])}", file=sys.stderr)
     return code
 
 
-def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter]:
+def _load(args: argparse.Namespace, *keys: str) -> DaemonConfig:
+    """The config of ``--config``, with each file path ``keys`` names (``ledger_path``,
+    ``snapshot_path``) either missing or a regular file (a symbolic link to one counts).
+
+    Raises:
+        ConfigError: ``FILE: KEY: a directory; give a file path (got PATH)`` (also a FIFO,
+            device or socket), exit 2 as any config error, before anything is opened.
+    """
     cfg = daemon_config.load(args.config)
+    for key in keys:
+        path = getattr(cfg, key)
+        why = not_regular(path)
+        if why is not None:
+            source = args.config if args.config is not None else daemon_config.default_path()
+            raise ConfigError(f"{visible(source)}: {key}: {why}; give a file path "
+                              f"(got {visible(path)})")
+    return cfg
+
+
+def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter]:
+    cfg = _load(args, "ledger_path", "snapshot_path")
     return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config)
 
 
@@ -212,7 +236,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         job_id = explain.ledger_job_id(args.job_id)
     except ValueError as exc:
         raise CliError(str(exc), exit_code=EXIT_CONFIG) from None
-    cfg = daemon_config.load(args.config)
+    cfg = _load(args, "ledger_path")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         sys.stdout.write(explain.explain(job_id, ledger, cfg, time.time()))
     return EXIT_OK
@@ -222,7 +246,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     """``dlprio status [--json] [--all]``: active jobs (all with ``--all``), after a line saying
     how old the ledger is (on stderr with ``--json``)."""
-    cfg = daemon_config.load(args.config)
+    cfg = _load(args, "ledger_path")
     now = time.time()
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         rows = explain.status_rows(ledger, now, active_only=not args.all)

@@ -20,6 +20,7 @@ from pydantic import Field, Strict, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
+from slurm_plugin.cli_util import visible
 from prioritizer.policy.config import STRICT_KEYS, PolicyConfig, Positive, Seconds
 from prioritizer.policy.validation import ConfigError, RuleError, validate
 from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
@@ -184,7 +185,8 @@ def load(path: str | Path | None = None) -> DaemonConfig:
     try:
         return from_mapping(data)
     except ConfigError as exc:
-        raise ConfigError("\n".join(f"{p}: {line}" for line in str(exc).splitlines())) from None
+        raise ConfigError("\n".join(f"{visible(p)}: {line}" for line in str(exc).splitlines())
+                          ) from None
 
 
 def from_mapping(data: Any) -> DaemonConfig:

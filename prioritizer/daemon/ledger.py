@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+from slurm_plugin.cli_util import visible
 
 #: Ordered migrations: ``(version, statements)``; a ledger at ``PRAGMA user_version`` v gets
 #: every migration above v, each in one transaction with its new version. Version 0 is the
@@ -173,6 +176,17 @@ class Intent:
     outcome: str | None
 
 
+def readonly_uri(path: str | os.PathLike[str]) -> str:
+    """The SQLite URI that opens ``path`` read-only: ``file://`` + the absolute path with every
+    byte but letters, digits and ``/-._~`` percent-encoded, then ``?mode=ro``.
+
+    A path is not a URI: SQLite (https://sqlite.org/uri.html) ends the file name at ``?``
+    (query) or ``#`` (fragment) and decodes ``%XX``, so ``file:/d?x/l.sqlite?mode=ro`` would open
+    ``/d`` read-write, creating it. Encoding the file-system bytes (``os.fsencode``) keeps a name
+    that is not UTF-8 too; an absolute path makes a leading ``//`` an empty authority."""
+    return "file://" + urllib.parse.quote(os.fsencode(os.path.abspath(path)), safe="/") + "?mode=ro"
+
+
 class Ledger:
     """One open ledger file. Not thread-safe; one writer process (the lock holder)."""
 
@@ -192,8 +206,8 @@ class Ledger:
         self.migrated: list[int] = []
         if readonly:
             if not self.path.exists():
-                raise FileNotFoundError(f"{self.path}: no ledger (has the daemon run?)")
-            self.conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=10)
+                raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
+            self.conn = sqlite3.connect(readonly_uri(self.path), uri=True, timeout=10)
             try:
                 check_version(self.path, schema_version(self.conn))
             except LedgerVersionError:
@@ -202,7 +216,7 @@ class Ledger:
             if not self.conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE type='table' AND name='intents'").fetchone():
                 self.conn.close()
-                raise FileNotFoundError(f"{self.path}: not a ledger yet (has the daemon run?)")
+                raise FileNotFoundError(f"{visible(self.path)}: not a ledger yet (has the daemon run?)")
             # an older ledger read as it is (never migrated read-only): its missing columns
             # take JobRow's defaults
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}

@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
+from slurm_plugin.cli_util import visible
 from prioritizer.daemon.config import ConfigError
 
 LOGGER = "dlprio"
@@ -156,10 +157,10 @@ def _dict_config(path: Path) -> None:
     except YamlFileError as exc:
         raise ConfigError(f"log-config: {exc}") from None
     if not isinstance(spec, dict):
-        raise ConfigError(f"log-config: {path}: expected a logging.config dictionary "
+        raise ConfigError(f"log-config: {visible(path)}: expected a logging.config dictionary "
                           "(version: 1, handlers: ..., loggers: ...)")
     spec.setdefault("disable_existing_loggers", False)
     try:
         logging.config.dictConfig(spec)
     except (ValueError, TypeError, AttributeError, ImportError) as exc:
-        raise ConfigError(f"log-config: {path}: {exc}".replace("\n", " ")) from None
+        raise ConfigError(f"log-config: {visible(path)}: {visible(exc)}") from None

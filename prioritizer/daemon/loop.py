@@ -75,7 +75,8 @@ class Daemon:
             if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
         self._units: UnitCache = {}   # observe's units of the last cycle (issue 15)
-        self._preempt_checked = False
+        self._slurm_config_read = False
+        self.cluster: str | None = None   # Slurm's ClusterName (read_slurm_config)
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
         self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
 
@@ -85,8 +86,8 @@ class Daemon:
         started = time.monotonic()
         now = self.clock()
         self.log.cycle = self.ledger.next_cycle()
-        if not self._preempt_checked:
-            self.check_slurm_preemption()
+        if not self._slurm_config_read:
+            self.read_slurm_config()
         obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
@@ -116,12 +117,19 @@ class Daemon:
             event(self.log, "ledger_pruned", jobs=dropped, retention_days=self.cfg.retention_days)
         return dropped
 
-    def check_slurm_preemption(self) -> None:
-        """Once per daemon: warn when Slurm preempts by itself too (``PreemptType`` other than
-        ``preempt/none``): Slurm then requeues/cancels jobs of lower tiers for higher ones
-        on its own, and both may act on the same job (docs/dlprio.md, "Failure modes")."""
+    def read_slurm_config(self) -> None:
+        """Once per daemon, from ``scontrol show config`` (one call): the cluster's
+        ``ClusterName`` (:attr:`cluster`, lower-cased as Slurm stores it; the snapshot carries
+        it, so ``dlqueue`` on a host with several clusters can tell whose it is: Slurm's own
+        answer, right whichever slurm.conf or configless source Slurm read, where the file
+        ``SLURM_CONF`` names may be unset), and a warning when Slurm preempts by itself too
+        (``PreemptType`` other than ``preempt/none``): Slurm then requeues/cancels jobs of lower
+        tiers for higher ones on its own, and both may act on the same job (docs/dlprio.md,
+        "Failure modes")."""
         conf = self.client.show_config()
-        self._preempt_checked = True
+        self._slurm_config_read = True
+        name = conf.get("ClusterName", "").strip().lower()
+        self.cluster = name if name not in ("", "(null)") else None
         kind = conf.get("PreemptType", "preempt/none")
         if kind not in ("preempt/none", "(null)", ""):
             event(self.log, "slurm_preempts_too", level=logging.WARNING, preempt_type=kind,
@@ -196,7 +204,7 @@ class Daemon:
         try:
             write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
-                tuple(jobs)))
+                tuple(jobs), cluster=self.cluster))
         except OSError as exc:   # dlqueue loses its columns; scheduling goes on
             event(self.log, "snapshot_failed", level=logging.ERROR, path=self.cfg.snapshot_path,
                   error=str(exc))

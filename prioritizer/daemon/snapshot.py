@@ -15,8 +15,9 @@ Format (version 1)::
                "rank": int | null, "reason": str}]}
 
 ``cluster`` (optional, added later in version 1): Slurm's ``ClusterName`` of the cluster the
-daemon schedules, read from its ``slurm.conf`` (``SLURM_CONF``, else ``/etc/slurm/slurm.conf``);
-absent in files of older daemons. Readers on a host with several clusters use it to ignore the
+daemon schedules, as ``scontrol show config`` gives it (so right for any slurm.conf location or
+a configless client; else read from the ``slurm.conf`` of ``SLURM_CONF`` or
+``/etc/slurm/slurm.conf``); absent in files of older daemons. Readers on a host with several clusters use it to ignore the
 snapshot of another cluster.
 
 ``rank`` is the job's place in the daemon's target start order (0 = starts first; ``null`` for
@@ -85,7 +86,8 @@ class PublicSnapshot:
 def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
     """Atomically replace ``path`` with ``snap`` as JSON, mode 0644. Raises OSError.
 
-    ``cluster`` is ``snap.cluster``, else :func:`local_cluster_name` (the daemon's own cluster);
+    ``cluster`` is ``snap.cluster`` (the daemon passes Slurm's own ``ClusterName``, from
+    ``scontrol show config``), else :func:`local_cluster_name` (the slurm.conf file);
     left out when neither is known."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

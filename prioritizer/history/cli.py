@@ -25,7 +25,7 @@ from typing import Any
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty, shown
+from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
                                         start_latency_from)
 from prioritizer.daemon.ledger import Ledger
@@ -36,6 +36,7 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.atomic import write_atomically
+from slurm_plugin.cli_util import visible
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
 #: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
@@ -95,10 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    refuse_empty(args, "output", "ledger", "since", "until")
     if args.output != "-" and not Path(args.output).parent.is_dir():
-        raise CliError(f"--output {shown(args.output)}: directory "
-                       f"{shown(Path(args.output).parent)} does not exist; create it first")
+        raise CliError(f"--output {visible(args.output)}: directory "
+                       f"{visible(Path(args.output).parent)} does not exist; create it first")
     try:
         start, end = sacct_window(args.since, args.until, time.time())
     except WindowError as exc:
@@ -125,13 +125,13 @@ def _export(args: argparse.Namespace) -> int:
     try:   # never write a trace `history check` would refuse
         parse_rows("the exported trace", list(csv.reader(io.StringIO(text.getvalue()))))
     except HistoryError as exc:
-        source = f" (with --ledger {shown(args.ledger)})" if args.ledger else ""
+        source = f" (with --ledger {visible(args.ledger)})" if args.ledger else ""
         raise CliError(f"{exc}{source}; nothing written") from None
     if args.output == "-":
         sys.stdout.write(text.getvalue())
     else:
         _write_atomically(args.output, text.getvalue())
-    print(f"dlprio history export: {len(rows)} job(s) written to {shown(args.output)}, "
+    print(f"dlprio history export: {len(rows)} job(s) written to {visible(args.output)}, "
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
@@ -182,7 +182,7 @@ def cycle_time(path: str) -> float | None:
 def _open_ledger(path: str) -> Iterator[Ledger]:
     """The ledger opened read-only; a missing file, a directory or a non-ledger is CliError
     ``--ledger PATH: <reason>`` (exit 2, one line)."""
-    shown_path = shown(path)
+    shown_path = visible(path)
     if os.path.isdir(path):
         raise CliError(f"--ledger {shown_path}: is a directory; give the daemon's ledger file")
     if not os.path.exists(path):
@@ -192,7 +192,7 @@ def _open_ledger(path: str) -> Iterator[Ledger]:
             yield ledger
     except (OSError, sqlite3.Error) as exc:
         reason = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path}:")
-        raise CliError(f"--ledger {shown_path}: {shown(reason)}") from None
+        raise CliError(f"--ledger {shown_path}: {visible(reason)}") from None
 
 
 def _as_number(raw: object) -> object:
@@ -213,7 +213,7 @@ def _ledger_value(path: str, where: str, column: str, value: object, *, integer:
     if (isinstance(value, bool) or not isinstance(value, kinds)
             or not math.isfinite(value) or value < 0):
         rule = "a whole number >= 0" if integer else "a finite number >= 0 (epoch s)"
-        raise CliError(f"--ledger {shown(path)}: {where}: {column} = {shown(repr(value))} is "
+        raise CliError(f"--ledger {visible(path)}: {where}: {column} = {visible(repr(value))} is "
                        f"not {rule}; the ledger is damaged (restore it, or export without "
                        "--ledger)")
     return value
@@ -225,7 +225,7 @@ def _write_atomically(path: str, text: str) -> None:
     try:
         write_atomically(path, text)
     except OSError as exc:
-        raise CliError(f"{shown(path)}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+        raise CliError(f"{visible(path)}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
 
 
 def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
@@ -279,7 +279,6 @@ def start_latency(value: str) -> float:
 
 
 def _check(args: argparse.Namespace) -> int:
-    refuse_empty(args, "trace", "config", "ledger", "policy")
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     try:
@@ -291,7 +290,7 @@ def _check(args: argparse.Namespace) -> int:
                 else seconds_option("--dispatch-latency", args.dispatch_latency))
     cycle_at = cycle_time(args.ledger) if args.ledger else None
     if cycle_at is not None and not phased(cycle_at, config):
-        print(f"dlprio history check: note: --ledger {shown(args.ledger)}: policy "
+        print(f"dlprio history check: note: --ledger {visible(args.ledger)}: policy "
               f"{config.policy} has no decision ticks (decision_interval_s "
               f"{config.decision_interval_s:g}), so the daemon's cycle times change nothing",
               file=sys.stderr)

@@ -19,7 +19,7 @@ from typing import Any
 
 
 from prioritizer import numbers
-from prioritizer.command import CliError, Command, refuse_empty
+from prioritizer.command import CliError, Command
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
@@ -81,8 +81,6 @@ def _since(value: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Run the replays and print/write the outputs; see the module doc for exit codes."""
-    refuse_empty(args, "trace", "config", "durations", "durations_from", "jobs_csv", "plot",
-                 "thresholds", "cluster", "policy")
     if args.since is not None and not args.since >= 0:
         raise CliError(f"--since must be >= 0 (seconds of trace time), got {args.since:g}")
     base = _config(args)

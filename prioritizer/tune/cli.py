@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command, refuse_empty, shown
+from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
@@ -25,6 +25,7 @@ from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import RANKING_HEADERS, figure_cells, format_ranking, make_task, rank
 from slurm_plugin.atomic import write_atomically
+from slurm_plugin.cli_util import visible
 from slurm_plugin.client import SlurmError
 
 
@@ -90,8 +91,6 @@ def _split_point(value: str, trace_path: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    refuse_empty(args, "trace", "config", "output", "plot", "workdir", "validate_from",
-                 "policy")
     if not args.grid:
         raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     configs = [c for _, c in combos] + [current]
     figures = _execute(args, [make_task(args.trace, None, tune_part, cluster, c) for c in configs])
     ranked = rank(labels, figures, len(configs) - 1, args.max_p95_ratio)
-    print(f"dlprio tune: {len(combos)} configuration(s) on {shown(args.trace)} "
+    print(f"dlprio tune: {len(combos)} configuration(s) on {visible(args.trace)} "
           f"({'jobs before ' + args.validate_from if split is not None else 'all jobs'}), "
           f"{cluster.nodes} × {cluster.gpus_per_node} GPUs")
     print(format_ranking(ranked, styled=tables.is_terminal()))
