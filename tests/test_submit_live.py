@@ -172,11 +172,14 @@ def test_two_instances_of_eight_gpus_take_two_nodes(submit: Submitter) -> None:
     assert [len(r["gpus"].split(",")) for r in rows] == [8, 8]
 
 
+# The trap is set, and one step made, before RUNNING is printed: the test signals as soon as it
+# reads RUNNING.
 CKPT_PROGRAM = r'''start=0; [ -f "$DL_CHECKPOINT_DIR/step" ] && start=$(cat "$DL_CHECKPOINT_DIR/step")
-echo "RESUME from=$start restart=$DL_RESTART_COUNT"
-if [ "$DL_RESTART_COUNT" -ge 1 ]; then exit 0; fi
 step=$start
 trap 'echo $step > "$DL_CHECKPOINT_DIR/step"; echo "CKPT step=$step"' USR2
+echo "RESUME from=$start restart=$DL_RESTART_COUNT"
+if [ "$DL_RESTART_COUNT" -ge 1 ]; then exit 0; fi
+step=$((step+1)); echo RUNNING
 while [ $step -lt 100000 ]; do step=$((step+1)); sleep 0.05; done'''
 
 
@@ -184,6 +187,7 @@ def test_checkpoint_signal_requeue_resume(submit: Submitter) -> None:
     job_id, log = submit(spec("ckpt", {"main": role(CKPT_PROGRAM, gpu=1)},
                               extras={"checkpoint": {"grace": 30}}))
     wait_file(log, r"^RESUME from=0 restart=0$", 60)
+    wait_file(log, r"^RUNNING$", 30)
     submit.client.signal(job_id, "USR2", batch_only=True)
     text = wait_file(log, r"^CKPT step=\d+$", 30)
     step = fields(text, "CKPT")[0]["step"]
@@ -294,8 +298,10 @@ def test_hostile_output_and_checkpoint_paths(submit: Submitter, tmp_path: Path) 
 def test_preemptions_do_not_spend_the_retry_budget(submit: Submitter) -> None:
     """Budget 1: attempt 0 is preempted (signal + requeue), attempts 1 and 2 fail; only the
     second failure spends the budget."""
-    cmd = ('echo "RUN restart=$DL_RESTART_COUNT"\n'
-           'if [ "$DL_RESTART_COUNT" = 0 ]; then trap "echo CKPT" USR2; sleep 300 & wait; sleep 300; fi\n'
+    # the trap is set before RUN is printed: the test signals as soon as it reads RUN
+    cmd = ('if [ "$DL_RESTART_COUNT" = 0 ]; then trap "echo CKPT" USR2; fi\n'
+           'echo "RUN restart=$DL_RESTART_COUNT"\n'
+           'if [ "$DL_RESTART_COUNT" = 0 ]; then sleep 300 & wait; sleep 300; fi\n'
            'exit 5')
     job_id, log = submit(spec("preempt-budget", {"main": role(cmd)}, jobRetryCount=1,
                               extras={"checkpoint": {"grace": 30}}))
