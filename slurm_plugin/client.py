@@ -28,15 +28,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from slurm_plugin import accounting as sacct_records
 from slurm_plugin import records, slurm_shapes
-from slurm_plugin.accounting import AccountingRecord
 from slurm_plugin.records import Job, Node, ShapeError
+
+if TYPE_CHECKING:  # loaded by the sacct readers only (dlsubmit's one sbatch does not need it)
+    from slurm_plugin.accounting import AccountingRecord
 
 __all__ = [
     "Job",
@@ -118,7 +119,7 @@ class SlurmClient:
     #: the last formatted read's jobs by their record's text (see _jobs_formatted), and the
     #: secret token that stands for each call's separator token in that text
     _parsed: dict[str, Job] = field(default_factory=dict, repr=False, compare=False)
-    _key_token: str = field(default_factory=lambda: secrets.token_hex(8), repr=False,
+    _key_token: str = field(default_factory=lambda: os.urandom(8).hex(), repr=False,
                             compare=False)
 
     # ----------------------------------------------------------------- plumbing
@@ -233,7 +234,7 @@ class SlurmClient:
             except ShapeError as exc:
                 raise SlurmShapeUnknown(["squeue", "--version"], str(exc)) from exc
             self._release = version
-        token = secrets.token_hex(8)
+        token = os.urandom(8).hex()
         fs, rs = f"\x1f{token}\x1f", f"\x1e{token}\x1e"
         keys = [k for k, _ in records.SQUEUE_FIELDS]
         fmt = ",".join(f"{t}:0{fs}" for _, t in records.SQUEUE_FIELDS[:-1])
@@ -369,6 +370,8 @@ class SlurmClient:
             if "accounting storage is disabled" in exc.message.lower():
                 raise AccountingDisabled(argv, exc.message) from None
             raise
+        from slurm_plugin import accounting as sacct_records
+
         return sacct_records.records_from_json(data)
 
     # ----------------------------------------------------------------- changing

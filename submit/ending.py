@@ -1,7 +1,7 @@
 """How ``dlsubmit`` and ``dlqueue`` end: without the interpreter's last full garbage collection.
 
 At exit CPython collects every object it tracks once more before it frees the modules; after
-dlsubmit has built its pydantic spec models, or dlqueue its 10,000 rows, that walk costs about
+dlsubmit has loaded its modules and spec, or dlqueue built its 10,000 rows, that walk costs about
 15-20 ms of a command that otherwise takes 100-400 ms (benchmarks/bench_dlsubmit.py,
 bench_dlqueue.py). :func:`gc.freeze` (Python's documented switch, ``gc`` module) moves the
 objects alive at that point to a permanent generation that collections skip; nothing else

@@ -1,6 +1,6 @@
 """The error every dlsubmit stage raises for bad input, and the field-path spelling it uses.
 
-Kept free of pydantic so that the CLI, the renderer and the options load without it.
+Kept free of the spec models (and msgspec) so that the CLI, the renderer and the options load without them.
 """
 
 from __future__ import annotations

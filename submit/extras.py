@@ -12,47 +12,45 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from slurm_plugin import marker
 from submit.options import SLURM_NAME_RE as _GRES_TYPE_RE  # one rule for every Slurm name
-from submit.validation import Bool, Int
+from submit.validation import Bool, Int, OpenStruct, Struct
+from submit.validation import marker as field_type
 
 
-class Checkpoint(BaseModel):
+def _signal(v: Any) -> str:
+    if not isinstance(v, str):
+        raise ValueError("must be a string")
+    try:
+        return marker.make(v, 60).signal
+    except marker.MarkerError:
+        raise ValueError(f"must be one of {', '.join(marker.ALLOWED_SIGNALS)}") from None
+
+
+def _gpu_type(v: Any) -> str:
+    if not isinstance(v, str) or not _GRES_TYPE_RE.match(v):
+        raise ValueError("must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100")
+    return v
+
+
+Signal = field_type("Signal", str, _signal)
+"""A checkpoint signal name (slurm_plugin/marker.py's grammar), kept in its short form (``USR2``)."""
+GresType = field_type("GresType", str, _gpu_type)
+
+
+class Checkpoint(Struct, kw_only=True):
     """``extras.checkpoint``: ``{signal: USR2, grace: 60}`` (seconds)."""
 
-    model_config = ConfigDict(extra="forbid")
-    signal: str | None = None
+    signal: Signal | None = None  # type: ignore[valid-type]
     grace: Int(1, marker.MAX_GRACE_S) | None = None  # type: ignore[valid-type]
 
-    @field_validator("signal", mode="before")
-    @classmethod
-    def _signal(cls, v: Any) -> Any:
-        if v is None:
-            return v
-        if not isinstance(v, str):
-            raise ValueError("must be a string")
-        try:
-            return marker.make(v, 60).signal
-        except marker.MarkerError:
-            raise ValueError(f"must be one of {', '.join(marker.ALLOWED_SIGNALS)}") from None
 
+class Extras(OpenStruct, kw_only=True):
+    """Validated view of ``extras``; other keys are left alone."""
 
-class Extras(BaseModel):
-    """Validated view of ``extras``; other keys pass through untouched."""
-
-    model_config = ConfigDict(extra="allow")
     gangAllocation: Bool = True  # type: ignore[valid-type]
     placement: Literal["consolidate", "spread"] = "consolidate"
-    gpuType: str | None = None
+    gpuType: GresType | None = None  # type: ignore[valid-type]
     enforceBinding: Bool | None = None  # type: ignore[valid-type]
     gpuIsolation: Literal["node", "task"] = "node"
     checkpoint: Checkpoint | None = None
-
-    @field_validator("gpuType", mode="before")
-    @classmethod
-    def _gpu_type(cls, v: Any) -> Any:
-        if v is not None and (not isinstance(v, str) or not _GRES_TYPE_RE.match(v)):
-            raise ValueError("must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100")
-        return v

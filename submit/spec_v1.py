@@ -10,45 +10,43 @@ and ``minSucceededTaskCount`` to off (FrameworkLauncher's ApplicationCompletionP
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import msgspec
 
 from submit import model
 from submit.extras import _GRES_TYPE_RE, Extras
-from submit.validation import _IDENT_RE, Ident, Int, NonEmpty, Scalar, SpecError, Text, validate
+from submit.validation import (_IDENT_RE, Ident, Int, NonEmpty, NotEmpty, Scalar, SpecError, Struct, Text,
+                               validate)
 
 
-class PortV1(BaseModel):
+class PortV1(Struct, kw_only=True):
     """``portList[]`` item: ``portNumber`` ports labelled ``label`` per task (beginAt is ignored:
     ports are assigned from the job id, see docs/dlsubmit.md)."""
 
-    model_config = ConfigDict(extra="forbid")
     label: Ident  # type: ignore[valid-type]
     beginAt: Int(0, 65535) = 0  # type: ignore[valid-type]
     portNumber: Int(0, 100) = 1  # type: ignore[valid-type]
 
 
-class TaskRoleV1(BaseModel):
+class TaskRoleV1(Struct, kw_only=True):
     """``taskRoles[]`` item: one role; memory in MiB per task, counts per task."""
 
-    model_config = ConfigDict(extra="forbid")
     name: NonEmpty  # type: ignore[valid-type]
     taskNumber: Int(1, 100_000)  # type: ignore[valid-type]
     cpuNumber: Int(1, 4096)  # type: ignore[valid-type]
     memoryMB: Int(1, 1 << 30)  # type: ignore[valid-type]
     shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
     gpuNumber: Int(0, 1024)  # type: ignore[valid-type]
-    portList: list[PortV1] = Field(default_factory=list)
+    portList: list[PortV1] = msgspec.field(default_factory=list)
     command: Text  # type: ignore[valid-type]
     minFailedTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
     minSucceededTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
 
 
-class JobV1(BaseModel):
+class JobV1(Struct, kw_only=True):
     """A whole v1 job (top level of the JSON file)."""
 
-    model_config = ConfigDict(extra="forbid")
     jobName: NonEmpty  # type: ignore[valid-type]
     image: NonEmpty  # type: ignore[valid-type]
     authFile: Text | None = None  # type: ignore[valid-type]
@@ -59,9 +57,9 @@ class JobV1(BaseModel):
     gpuType: Text | None = None  # type: ignore[valid-type]
     retryCount: Int(-2, 1000) = 0  # type: ignore[valid-type]
     killAllOnCompletedTaskNumber: Int(0, 100_000) | None = None  # type: ignore[valid-type]
-    jobEnvs: dict[Ident, Scalar] = Field(default_factory=dict)  # type: ignore[valid-type]
-    extras: Extras = Field(default_factory=Extras)
-    taskRoles: list[TaskRoleV1] = Field(min_length=1)
+    jobEnvs: dict[Ident, Scalar] = msgspec.field(default_factory=dict)  # type: ignore[valid-type]
+    extras: Extras = msgspec.field(default_factory=Extras)
+    taskRoles: Annotated[list[TaskRoleV1], NotEmpty]
 
 
 def _env_text(v: Any) -> str:

@@ -14,127 +14,146 @@ must name a declared parameter.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import msgspec
 
 from submit import model, params
 from submit.extras import Extras
-from submit.validation import Ident, Int, NonEmpty, SpecError, Text, field_path, validate
+from submit.validation import (Ident, Int, NonEmpty, NotEmpty, OpenStruct, SpecError, Struct, Text, field_path,
+                               marker, validate)
 
 
-class Prerequisite(BaseModel):
+def _version(v: Any) -> Any:
+    if v not in (2, "2"):
+        raise ValueError("must be 2")
+    return v
+
+
+def _uri(v: Any) -> str | list[str]:
+    if isinstance(v, list):
+        for i, item in enumerate(v):
+            try:
+                Text.check(item)
+            except ValueError as exc:
+                raise ValueError(f"item {i}: {exc}") from None
+        return v
+    if not isinstance(v, str):
+        raise ValueError("must be a string or a list of strings")
+    return Text.check(v)
+
+
+ProtocolVersion = marker("ProtocolVersion", object, _version)
+"""``protocolVersion``: 2 (or "2")."""
+Uri = marker("Uri", (str, list), _uri)
+"""A prerequisite's ``uri``: a string, or a list of strings (data)."""
+
+
+class Prerequisite(OpenStruct, kw_only=True):
     """``prerequisites[]`` item: a named docker image, script, output or data URI (list for data)."""
 
-    model_config = ConfigDict(extra="allow")
     name: NonEmpty  # type: ignore[valid-type]
     type: Literal["dockerimage", "script", "output", "data"]
-    uri: Text | list[Text] | None = None  # type: ignore[valid-type]
+    uri: Uri | None = None  # type: ignore[valid-type]
 
 
-class Resources(BaseModel):
+class Resources(Struct, kw_only=True):
     """``resourcePerInstance``: cpu count, memoryMB (MiB), gpu count and named port counts per instance."""
 
-    model_config = ConfigDict(extra="forbid")
     cpu: Int(1, 4096) = 1  # type: ignore[valid-type]
     memoryMB: Int(1, 1 << 30) = 1024  # type: ignore[valid-type]
     gpu: Int(0, 1024) = 0  # type: ignore[valid-type]
-    ports: dict[Ident, Int(0, 100)] = Field(default_factory=dict)  # type: ignore[valid-type]
+    ports: dict[Ident, Int(0, 100)] = msgspec.field(default_factory=dict)  # type: ignore[valid-type]
 
 
-class Completion(BaseModel):
+class Completion(Struct, kw_only=True):
     """``completion``: minFailedInstances (default 1) / minSucceededInstances (default -1)."""
 
-    model_config = ConfigDict(extra="forbid")
     minFailedInstances: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
     minSucceededInstances: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
 
 
-class ContainerOptions(BaseModel):
+class ContainerOptions(OpenStruct, kw_only=True):
     """``extraContainerOptions``: only shmMB (MiB) is read."""
 
-    model_config = ConfigDict(extra="allow")
     shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
 
 
-class TaskRoleV2(BaseModel):
+class TaskRoleV2(Struct, kw_only=True):
     """``taskRoles.<name>``: one role."""
 
-    model_config = ConfigDict(extra="forbid")
     instances: Int(1, 100_000) = 1  # type: ignore[valid-type]
-    completion: Completion = Field(default_factory=Completion)
+    completion: Completion = msgspec.field(default_factory=Completion)
     taskRetryCount: Int(0, 1000) = 0  # type: ignore[valid-type]
-    prerequisites: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
+    prerequisites: list[Text] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
     dockerImage: Text | None = None  # type: ignore[valid-type]
     data: Text | None = None  # type: ignore[valid-type]
     output: Text | None = None  # type: ignore[valid-type]
     script: Text | None = None  # type: ignore[valid-type]
-    extraContainerOptions: ContainerOptions = Field(default_factory=ContainerOptions)
+    extraContainerOptions: ContainerOptions = msgspec.field(default_factory=ContainerOptions)
     resourcePerInstance: Resources
-    commands: list[Text] = Field(min_length=1)  # type: ignore[valid-type]
+    commands: Annotated[list[Text], NotEmpty]  # type: ignore[valid-type]
 
 
-class DeploymentRole(BaseModel):
+class DeploymentRole(Struct, kw_only=True):
     """``deployments[].taskRoles.<name>``: commands run before and after the role's own."""
 
-    model_config = ConfigDict(extra="forbid")
-    preCommands: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
-    postCommands: list[Text] = Field(default_factory=list)  # type: ignore[valid-type]
+    preCommands: list[Text] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
+    postCommands: list[Text] = msgspec.field(default_factory=list)  # type: ignore[valid-type]
 
 
-class Deployment(BaseModel):
+class Deployment(OpenStruct, kw_only=True):
     """``deployments[]`` item, chosen by ``defaults.deployment``."""
 
-    model_config = ConfigDict(extra="allow")
     name: NonEmpty  # type: ignore[valid-type]
-    taskRoles: dict[str, DeploymentRole] = Field(default_factory=dict)
+    taskRoles: dict[str, DeploymentRole] = msgspec.field(default_factory=dict)
 
 
-class Defaults(BaseModel):
+class Defaults(OpenStruct, kw_only=True):
     """``defaults``: virtualCluster (mapped by the site config) and the active deployment."""
 
-    model_config = ConfigDict(extra="allow")
     virtualCluster: Text | None = None  # type: ignore[valid-type]
     deployment: Text | None = None  # type: ignore[valid-type]
 
 
-class JobV2(BaseModel):
+class JobV2(Struct, kw_only=True):
     """A whole protocol-v2 job (top level of the YAML file)."""
 
-    model_config = ConfigDict(extra="forbid")
-    protocolVersion: Any
+    protocolVersion: ProtocolVersion  # type: ignore[valid-type]
     name: NonEmpty  # type: ignore[valid-type]
     type: Literal["job"] = "job"
     version: Any = None
     contributor: Any = None
     description: Any = None
-    prerequisites: list[Prerequisite] = Field(default_factory=list)
-    parameters: dict[str, Any] = Field(default_factory=dict)
-    secrets: dict[str, Any] = Field(default_factory=dict)
+    prerequisites: list[Prerequisite] = msgspec.field(default_factory=list)
+    parameters: dict[str, Any] = msgspec.field(default_factory=dict)
+    secrets: dict[str, Any] = msgspec.field(default_factory=dict)
     jobRetryCount: Int(0, 1000) = 0  # type: ignore[valid-type]
-    taskRoles: dict[NonEmpty, TaskRoleV2] = Field(min_length=1)  # type: ignore[valid-type]
-    deployments: list[Deployment] = Field(default_factory=list)
-    defaults: Defaults = Field(default_factory=Defaults)
-    extras: Extras = Field(default_factory=Extras)
-
-    @field_validator("protocolVersion", mode="before")
-    @classmethod
-    def _version(cls, v: Any) -> Any:
-        if v not in (2, "2"):
-            raise ValueError("must be 2")
-        return v
+    taskRoles: Annotated[dict[NonEmpty, TaskRoleV2], NotEmpty]  # type: ignore[valid-type]
+    deployments: list[Deployment] = msgspec.field(default_factory=list)
+    defaults: Defaults = msgspec.field(default_factory=Defaults)
+    extras: Extras = msgspec.field(default_factory=Extras)
 
 
 def _commands(items: list[str]) -> str:
     return "\n".join(c.strip() for c in items)
 
 
-def _prereq_scope(spec: JobV2, name: str | None, kind: str, where: str) -> dict[str, Any]:
+def _prereq_scopes(spec: JobV2, data: dict[str, Any]) -> list[tuple[Prerequisite, dict[str, Any]]]:
+    """Each prerequisite with its template scope: the declared fields, then the other keys the
+    spec gave it (a ``$data`` template may name any of them)."""
+    declared = {f.encode_name for f in msgspec.structs.fields(Prerequisite)}
+    return [(p, {**msgspec.structs.asdict(p), **{k: v for k, v in raw.items() if k not in declared}})
+            for p, raw in zip(spec.prerequisites, data.get("prerequisites") or [], strict=True)]
+
+
+def _prereq_scope(prereqs: list[tuple[Prerequisite, dict[str, Any]]], name: str | None, kind: str,
+                  where: str) -> dict[str, Any]:
     if name is None:
         return {}
-    for p in spec.prerequisites:
+    for p, scope in prereqs:
         if p.name == name and p.type == kind:
-            return p.model_dump()
+            return scope
     raise SpecError([f"{where}: no {kind} prerequisite named {name!r}"])
 
 
@@ -146,6 +165,7 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     (``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
     """
     spec: JobV2 = validate(JobV2, data)
+    prereqs = _prereq_scopes(spec, data)
     unknown = [k for k in overrides or {} if k not in spec.parameters]
     if unknown:
         known = ", ".join(sorted(map(str, spec.parameters))) or "none"
@@ -172,11 +192,11 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         path = field_path("taskRoles", rname)
         scopes = {
             "parameters": parameters,
-            "data": _prereq_scope(spec, r.data, "data", f"{path}.data"),
-            "output": _prereq_scope(spec, r.output, "output", f"{path}.output"),
-            "script": _prereq_scope(spec, r.script, "script", f"{path}.script"),
+            "data": _prereq_scope(prereqs, r.data, "data", f"{path}.data"),
+            "output": _prereq_scope(prereqs, r.output, "output", f"{path}.output"),
+            "script": _prereq_scope(prereqs, r.script, "script", f"{path}.script"),
         }
-        image = _prereq_scope(spec, r.dockerImage, "dockerimage", f"{path}.dockerImage").get("uri")
+        image = _prereq_scope(prereqs, r.dockerImage, "dockerimage", f"{path}.dockerImage").get("uri")
         dep = deployment.taskRoles.get(rname) if deployment else None
         text = _commands([*(dep.preCommands if dep else []), *r.commands,
                           *(dep.postCommands if dep else [])])

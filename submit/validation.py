@@ -1,30 +1,82 @@
 """Field types and error formatting shared by the v1 and v2 spec models (submit/spec_v1.py, spec_v2.py).
 
-The spec models are pydantic v2 models (docs/design.md, code rule 7: one declaration defines what is valid).
-This module gives them strict field types whose failures carry a message written for users
-(``must be an integer >= 0``), and turns a pydantic ``ValidationError`` into one line per problem,
-each starting with the field path as it appears in the spec file
-(``taskRoles.worker.resourcePerInstance.gpu: must be an integer >= 0``). Upstream field rules come
-from the OpenPAI v1 JSON schema (microsoft/pai contrib/pai_vscode/schemas) and the v2 protocol
-schema (microsoft/openpai-protocol schemas/v2/schema.yaml).
+The spec models are msgspec Structs (docs/design.md, code rule 7: one declaration defines what is
+valid); msgspec is used instead of pydantic because it loads in 8-10 ms where pydantic and the
+models took 65-80 ms, and dlsubmit's start-up is its cost (docs/dlsubmit.md, "Speed"). This module gives the
+Structs strict field types whose failures carry a message written for users (``must be an
+integer in 0..1024``), and turns a failed conversion into one line per problem, each starting
+with the field path as it appears in the spec file
+(``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
+
+msgspec stops at the first problem and writes a mapping's keys as ``[...]``; so when the one
+fast conversion fails, :func:`problems` walks the document along the declared types (Struct
+fields in declaration order, every list item, every mapping key and value) and converts each
+part on its own: every bad field is reported, with the real keys in its path. Upstream field rules
+come from the OpenPAI v1 JSON schema (microsoft/pai contrib/pai_vscode/schemas) and the v2
+protocol schema (microsoft/openpai-protocol schemas/v2/schema.yaml).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import typing
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ValidationError
+import msgspec
 
 from submit.errors import SpecError, field_path
 
-__all__ = ["SpecError", "field_path", "validate", "Int", "Text", "NonEmpty", "Ident", "Scalar", "Bool"]
+__all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
+           "Int", "Text", "NonEmpty", "Ident", "Scalar", "Bool", "NotEmpty"]
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _int_check(lo: int, hi: int, also: tuple[int, ...]) -> Any:
+class Struct(msgspec.Struct, forbid_unknown_fields=True):
+    """A spec mapping whose unknown keys are errors (``unknown field (allowed: ...)``). Subclasses
+    say ``kw_only=True`` (msgspec does not inherit it), so required and optional fields keep the
+    order of the spec's documentation, which is the order problems are reported in."""
+
+
+class OpenStruct(msgspec.Struct):
+    """A spec mapping whose other keys are ignored (OpenPAI leaves them to plugins); ``kw_only=True``
+    in subclasses as for :class:`Struct`."""
+
+
+NotEmpty = msgspec.Meta(min_length=1)
+"""``Annotated[list[X], NotEmpty]``: a list or mapping with at least one entry (``must not be empty``)."""
+
+
+class _Marker(type):
+    """Metaclass of the field types made by :func:`marker`. msgspec hands a value declared with
+    such a type to :func:`_hook`, which returns what the type's ``check`` returns (a plain
+    ``int``, ``str`` ...); msgspec then asks whether that is an instance of the declared type,
+    which this answers with the type's ``base``."""
+
+    base: type | tuple[type, ...]
+    check: Callable[[Any], Any]
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls.base)
+
+
+def marker(name: str, base: type | tuple[type, ...], check: Callable[[Any], Any]) -> Any:
+    """A field type: ``check(value)`` returns the value to keep or raises ``ValueError(message)``;
+    the message becomes the problem's text after the field path."""
+    return _Marker(name, (), {"base": base, "check": staticmethod(check), "__module__": __name__})
+
+
+def _hook(tp: Any, obj: Any) -> Any:
+    if isinstance(tp, _Marker):
+        return tp.check(obj)
+    raise NotImplementedError(f"no conversion to {tp!r}")
+
+
+@functools.cache
+def Int(lo: int, hi: int = 2**31 - 1, also: tuple[int, ...] = ()) -> Any:
+    """An ``int`` field (never bool, float or numeric string) in ``lo..hi`` or one of ``also``."""
     extra = f"{' or '.join(map(str, also))} or " if also else ""
     want = f"must be {extra}an integer in {lo}..{hi}"
 
@@ -33,12 +85,7 @@ def _int_check(lo: int, hi: int, also: tuple[int, ...]) -> Any:
             raise ValueError(want)
         return v
 
-    return check
-
-
-def Int(lo: int, hi: int = 2**31 - 1, also: tuple[int, ...] = ()) -> Any:
-    """An ``int`` field (never bool, float or numeric string) in ``lo..hi`` or one of ``also``."""
-    return Annotated[int, BeforeValidator(_int_check(lo, hi, also))]
+    return marker(f"Int_{lo}_{hi}", int, check)
 
 
 def _text(v: Any) -> str:
@@ -75,88 +122,112 @@ def _bool(v: Any) -> bool:
     return v
 
 
-Text = Annotated[str, BeforeValidator(_text)]
+Text = marker("Text", str, _text)
 """Any string without NUL (commands, paths, names)."""
-NonEmpty = Annotated[str, BeforeValidator(_nonempty)]
-Ident = Annotated[str, BeforeValidator(_ident)]
+NonEmpty = marker("NonEmpty", str, _nonempty)
+Ident = marker("Ident", str, _ident)
 """A shell variable name (env keys, port labels)."""
-Scalar = Annotated[str | int | float | bool, BeforeValidator(_scalar)]
-Bool = Annotated[bool, BeforeValidator(_bool)]
+Scalar = marker("Scalar", (str, int, float, bool), _scalar)
+Bool = marker("Bool", bool, _bool)
+
+_EXPECTED = {"str": "must be a string", "int": "must be an integer", "bool": "must be true or false",
+             "array": "must be a list", "object": "must be a mapping", "float": "must be a number"}
+_AT = re.compile(r"(.*) - at `[^`]*`(?: in `\$[^`]*`)?", re.DOTALL)
 
 
-def _unwrap(tp: Any) -> list[Any]:
-    """The model classes / containers an annotation may hold (Optional and Annotated removed)."""
-    origin = typing.get_origin(tp)
-    if origin is Annotated:
-        return _unwrap(typing.get_args(tp)[0])
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType")):
-        return [x for a in typing.get_args(tp) for x in _unwrap(a)]
-    return [tp]
+def _one_of(values: tuple[Any, ...]) -> str:
+    shown = [repr(v) for v in values]
+    return "must be one of " + (" or ".join(shown) if len(shown) < 3
+                                else f"{', '.join(shown[:-1])} or {shown[-1]}")
 
 
-def _allowed_fields(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The field names valid at ``loc[:-1]`` (for 'unknown field' messages)."""
-    current: list[Any] = [model]
-    for part in loc[:-1]:
-        nxt: list[Any] = []
-        for tp in current:
-            if isinstance(tp, type) and issubclass(tp, BaseModel):
-                field = tp.model_fields.get(str(part))
-                if field is None:
-                    for f in tp.model_fields.values():
-                        if f.alias == part:
-                            field = f
-                if field is not None:
-                    nxt.extend(_unwrap(field.annotation))
-            elif typing.get_origin(tp) in (list, dict):
-                args = typing.get_args(tp)
-                nxt.extend(_unwrap(args[-1]))
-        current = [t for t in nxt] or current
-    for tp in current:
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return [f.alias or n for n, f in tp.model_fields.items()]
-    return []
+def _message(exc: msgspec.ValidationError, tp: Any) -> str:
+    """The text of msgspec's error for a value of type ``tp`` (its path is the caller's)."""
+    cause = exc.__cause__
+    if isinstance(cause, ValueError | TypeError):  # raised by a marker's check
+        return str(cause)
+    base = _strip(tp)
+    if typing.get_origin(base) is Literal:
+        return _one_of(typing.get_args(base))
+    m = _AT.fullmatch(str(exc))
+    text = m.group(1) if m else str(exc)
+    if re.match(r"Expected `(array|object)` of length >= 1$", text):
+        return "must not be empty"
+    found = re.match(r"Expected `([a-z]+)", text)
+    return _EXPECTED.get(found.group(1), text) if found else text
 
 
-_MESSAGES = {
-    "missing": "required field is missing",
-    "model_type": "must be a mapping",
-    "model_attributes_type": "must be a mapping",
-    "dict_type": "must be a mapping",
-    "list_type": "must be a list",
-    "string_type": "must be a string",
-    "bool_type": "must be true or false",
-    "int_type": "must be an integer",
-    "too_short": "must not be empty",
-}
+def _strip(tp: Any) -> Any:
+    """The declared type without ``Annotated`` and ``| None`` (None itself msgspec checks)."""
+    if typing.get_origin(tp) is Annotated:
+        return _strip(typing.get_args(tp)[0])
+    args = typing.get_args(tp)
+    if type(None) in args and len(args) == 2:
+        return _strip(next(a for a in args if a is not type(None)))
+    return tp
 
 
-def format_errors(exc: ValidationError, model: type[BaseModel]) -> list[str]:
-    """One ``path: message`` line per pydantic error, in the order pydantic found them."""
-    lines: list[str] = []
-    for err in exc.errors():
-        loc = tuple(err["loc"])
-        kind = err["type"]
-        if kind == "extra_forbidden":
-            allowed = _allowed_fields(model, loc)
-            msg = "unknown field" + (f" (allowed: {', '.join(allowed)})" if allowed else "")
-        elif kind == "literal_error":
-            msg = f"must be one of {err['ctx']['expected']}"
-        elif kind in ("value_error", "assertion_error"):
-            msg = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        else:
-            msg = _MESSAGES.get(kind, str(err["msg"]))
-        line = f"{field_path(*loc)}: {msg}"
-        if line not in lines:
-            lines.append(line)
-    return lines
+def _convert(data: Any, tp: Any) -> Any:
+    return msgspec.convert(data, tp, strict=True, dec_hook=_hook)
 
 
-def validate(model: type[BaseModel], data: Any) -> Any:
-    """``model.model_validate(data)``; raises :class:`SpecError` with formatted lines."""
+Problem = tuple[tuple[Any, ...], str]
+
+
+def problems(data: Any, tp: Any) -> list[Problem]:
+    """Every problem of ``data`` against the declared type ``tp``, as (path parts, message)
+    pairs in document order (Struct fields in declaration order, then unknown keys); ``[]`` when
+    it converts. Path parts are keys, list indices, and ``"[key]"`` after a key that is itself
+    wrong (see :func:`submit.errors.field_path`)."""
     try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(format_errors(exc, model)) from None
+        _convert(data, tp)
+        return []
+    except msgspec.ValidationError as exc:
+        first = exc
+    base = _strip(tp)
+    origin = typing.get_origin(base)
+    out: list[Problem] = []
+    if isinstance(base, type) and issubclass(base, msgspec.Struct) and isinstance(data, dict):
+        fields = msgspec.structs.fields(base)
+        for f in fields:
+            if f.encode_name in data:
+                out += [((f.encode_name, *p), m) for p, m in problems(data[f.encode_name], f.type)]
+            elif f.required:
+                out.append(((f.encode_name,), "required field is missing"))
+        names = {f.encode_name for f in fields}
+        for key in data:
+            if not isinstance(key, str):
+                out.append(((key, "[key]"), "must be a string"))
+            elif key not in names and base.__struct_config__.forbid_unknown_fields:
+                out.append(((key,), f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
+    elif origin is list and isinstance(data, list):
+        [item] = typing.get_args(base)
+        for i, v in enumerate(data):
+            out += [((i, *p), m) for p, m in problems(v, item)]
+    elif origin is dict and isinstance(data, dict):
+        key_tp, value_tp = typing.get_args(base)
+        for k, v in data.items():
+            out += [((k, "[key]", *p), m) for p, m in problems(k, key_tp)]
+            out += [((k, *p), m) for p, m in problems(v, value_tp)]
+    return out or [((), _message(first, tp))]
+
+
+def validate(model: type[msgspec.Struct], data: Any) -> Any:
+    """``data`` converted to ``model``; raises :class:`SpecError` with one ``path: message``
+    line per problem (:func:`problems`)."""
+    try:
+        return _convert(data, model)
+    except msgspec.ValidationError:
+        pass
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
+    lines: list[str] = []
+    try:
+        found = problems(data, model)
+    except RecursionError:
+        raise SpecError(["(top level): nested too deeply"]) from None
+    for parts, msg in found:
+        line = f"{field_path(*parts)}: {msg}"
+        if line not in lines:
+            lines.append(line)
+    raise SpecError(lines)

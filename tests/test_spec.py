@@ -82,6 +82,57 @@ def test_v2_unknown_field_lists_allowed() -> None:
     assert "resourcePerInstance" in msg and msg.endswith("commands)")
 
 
+def test_v2_every_problem_of_every_role_with_its_key() -> None:
+    """msgspec stops at a document's first problem; the walk after it reports every one, with
+    the real role names (msgspec itself writes a mapping's key as ``[...]``)."""
+    bad = {"instances": 0, "resourcePerInstance": {"gpu": True, "ports": {"bad-name": 1, "ok": 101}},
+           "commands": [], "typo": 1}
+    doc = v2_spec(roles={"ps.server": bad, "worker": {"commands": ["x", None]}}, zzz=1)
+    assert problems(doc) == [
+        'taskRoles["ps.server"].instances: must be an integer in 1..100000',
+        'taskRoles["ps.server"].resourcePerInstance.gpu: must be an integer in 0..1024',
+        'taskRoles["ps.server"].resourcePerInstance.ports.bad-name (key): must be a shell variable '
+        'name ([A-Za-z_][A-Za-z0-9_]*)',
+        'taskRoles["ps.server"].resourcePerInstance.ports.ok: must be an integer in 0..100',
+        'taskRoles["ps.server"].commands: must not be empty',
+        'taskRoles["ps.server"].typo: unknown field (allowed: instances, completion, taskRetryCount, '
+        'prerequisites, dockerImage, data, output, script, extraContainerOptions, resourcePerInstance, '
+        'commands)',
+        "taskRoles.worker.resourcePerInstance: required field is missing",
+        "taskRoles.worker.commands[1]: must be a string",
+        "zzz: unknown field (allowed: protocolVersion, name, type, version, contributor, description, "
+        "prerequisites, parameters, secrets, jobRetryCount, taskRoles, deployments, defaults, extras)"]
+
+
+@pytest.mark.parametrize(("prereq", "expected"), [
+    ({"uri": ["a", 5]}, "prerequisites[0].uri: item 1: must be a string"),
+    ({"uri": 5}, "prerequisites[0].uri: must be a string or a list of strings"),
+    ({"uri": "a\x00b"}, "prerequisites[0].uri: must not contain a NUL character"),
+    ({"type": "image"}, "prerequisites[0].type: must be one of 'dockerimage', 'script', 'output' or 'data'"),
+], ids=["list-item", "int", "nul", "type"])
+def test_v2_prerequisite_uri_and_type(prereq: dict, expected: str) -> None:
+    assert problems(v2_spec(prerequisites=[{"name": "d", "type": "data", **prereq}])) == [expected]
+
+
+def test_v2_prerequisite_keys_beyond_the_declared_reach_templates() -> None:
+    spec = with_role(data="d", commands=["echo <% $data.uri[1] %> <% $data.mount %>"])
+    spec["prerequisites"] = [{"name": "d", "type": "data", "uri": ["a", "b"], "mount": "/m"}]
+    assert load.to_job(spec).roles[0].command == "echo b /m"
+
+
+def test_v2_extras_keys_left_for_plugins_and_non_text_keys() -> None:
+    job = load.to_job(v2_spec(extras={"hivedScheduler": {"x": [1]}, "placement": "spread"}))
+    assert job.placement == "spread"
+    assert problems(v2_spec(extras={1: 2})) == ["extras[1] (key): must be a string"]
+
+
+def test_v2_protocol_version_forms() -> None:
+    for version in (2, "2", 2.0):
+        assert load.to_job(v2_spec(protocolVersion=version)).version == "v2"
+    for version in ("2.0", None, [2]):
+        assert problems(v2_spec(protocolVersion=version)) == ["protocolVersion: must be 2"]
+
+
 def test_v2_role_names_colliding_as_identifiers() -> None:
     role = v2_spec()["taskRoles"]["main"]
     [msg] = problems(v2_spec(roles={"a-b": role, "a_b": copy.deepcopy(role)}))

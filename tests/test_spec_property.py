@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -100,7 +101,7 @@ def broken(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
-TOP_FIELDS = set(spec_v1.JobV1.model_fields) | set(spec_v2.JobV2.model_fields) | {"(top level)"}
+TOP_FIELDS = {f.encode_name for m in (spec_v1.JobV1, spec_v2.JobV2) for f in msgspec.structs.fields(m)} | {"(top level)"}
 _FIRST = re.compile(r'^(?:\[("(?:[^"\\]|\\.)*")\]|([^.\[ :]*))')
 
 
