@@ -671,10 +671,12 @@ class _NodeIndex:
 
     def __init__(self, victims: _Victims, free: list[int], taken: set[int]) -> None:
         self.items = victims.all()
-        self.on: dict[int, list[tuple[int, Candidate, int]]] = {}   # (position, cand, GPUs)
+        # per node, its untaken candidates: (position, cand, GPUs there), in victim order
+        self.on: dict[int, list[tuple[int, Candidate, int]]] = {}
         for pos, cand in enumerate(self.items):
-            for node, g in zip(cand[4], cand[3]):
-                self.on.setdefault(node, []).append((pos, cand, g))
+            if cand[2] not in taken:
+                for node, g in zip(cand[4], cand[3]):
+                    self.on.setdefault(node, []).append((pos, cand, g))
         self.taken_ids, self.free = taken, free
         self.heaps: dict[int, list[tuple[int, int]]] = {}   # v -> [(reach bound, node)]
         self.stops: dict[float, int] = {}   # floor -> level break position
@@ -684,12 +686,10 @@ class _NodeIndex:
         have = self.free[node]
         if have >= v:
             return -1
-        taken = self.taken_ids
-        for pos, cand, g in self.on.get(node, ()):
-            if cand[2] not in taken:
-                have += g
-                if have >= v:
-                    return pos
+        for pos, _, g in self.on.get(node, ()):
+            have += g
+            if have >= v:
+                return pos
         return None
 
     def _heap(self, v: int) -> list[tuple[int, int]]:
@@ -737,9 +737,7 @@ class _NodeIndex:
     def _mine(self, node: int, last: int) -> list[tuple[Candidate, int]]:
         """The untaken candidates on ``node`` up to position ``last``, with their GPUs
         there, in victim order."""
-        taken = self.taken_ids
-        return [(cand, g) for pos, cand, g in self.on.get(node, ())
-                if pos <= last and cand[2] not in taken]
+        return [(cand, g) for pos, cand, g in self.on.get(node, ()) if pos <= last]
 
     def search(self, need: tuple[int, ...], soon: FreeMap, floor: float
                ) -> list[Candidate] | None:
@@ -753,19 +751,21 @@ class _NodeIndex:
             gpus = need[0]
             heap, got = self._heap(gpus), {}
             first = self._pop(heap, gpus, got)
-            hits = []
+            hit = -1
             if first is not None and 0 <= first[0] < stop:
-                hits.append(first[1])
-                while (more := self._pop(heap, gpus, got)) is not None and more[0] == first[0]:
-                    hits.append(more[1])
+                hit = first[1]
+                nodes = self.items[first[0]][4]
+                if len(nodes) > 1:   # other nodes of the candidate may reach there too:
+                    hits = [hit]     # the walk keeps the last of them
+                    while (more := self._pop(heap, gpus, got)) is not None \
+                            and more[0] == first[0]:
+                        hits.append(more[1])
+                    hit = max(hits, key=nodes.index)
             self._restore(heap, got)
             if first is None or first[0] >= stop:
                 return None
-            if first[0] < 0:
+            if hit < 0:
                 return _FAR
-            # several nodes of one candidate reach at once: the walk keeps its last one
-            nodes = self.items[first[0]][4]
-            hit = max(hits, key=nodes.index)
             return _keep_needed(self._mine(hit, first[0]), soon.free[hit], gpus, soon)
         order = sorted((max(n, 1) for n in need), reverse=True)
         last = -1
@@ -799,10 +799,9 @@ class _NodeIndex:
         if nodes is None:
             return _FAR
         keep: dict[int, tuple[int, Candidate]] = {}
-        taken = self.taken_ids
         for node in set(nodes):
             for pos, cand, _ in self.on.get(node, ()):
-                if pos <= last and cand[2] not in taken:
+                if pos <= last:
                     keep[cand[2]] = (pos, cand)
         return _drop_unneeded([cand for _, cand in sorted(keep.values(), key=itemgetter(0))],
                               need, soon)
@@ -815,7 +814,9 @@ class _NodeIndex:
             self.dirty.update(cand[4])
 
     def _flush(self) -> None:
+        taken = self.taken_ids
         for node in self.dirty:
+            self.on[node] = [e for e in self.on[node] if e[1][2] not in taken]
             for v, heap in self.heaps.items():
                 r = self._reach(node, v)
                 if r is not None:
