@@ -43,7 +43,7 @@ def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1,
         free[node] -= size
         attained = (100.0 if steady else rng.choice([100.0, 5000.0, 50000.0])) * size
         views.append(JobView(len(views), JobPhase.RUNNING, (size,), NOW - 5e4, attained,
-                             attained / size, queue=None, run_start=NOW - rng.randint(0, 9e3),
+                             attained / size, queue=None, run_start=NOW - rng.randint(0, 9_000),
                              nodes=(f"n{node}",), duration_s=attained / size + 1e4))
         if free[node] == 0:
             node += 1
@@ -51,12 +51,12 @@ def make_snapshot(jobs: int, nodes: int, gpus: int = 8, seed: int = 1,
         size = rng.choice([1, 1, 2, 4, 8, 16])
         shape = (size,) if size <= gpus else (gpus,) * (size // gpus)
         ran = rng.choice([4000.0, 9000.0]) if steady else rng.choice([0.0, 0.0, 300.0, 4000.0])
-        ended = NOW - rng.randint(0, 100 if steady else 9e4)
-        views.append(JobView(len(views), JobPhase.PENDING, shape, NOW - rng.randint(0, 9e4),
+        ended = NOW - rng.randint(0, 100 if steady else 90_000)
+        views.append(JobView(len(views), JobPhase.PENDING, shape, NOW - rng.randint(0, 90_000),
                              ran * size, ran, queue=(2 if steady else 1) if ran else None,
                              queue_entry_time=NOW - 5e4, last_run_s=ran,
                              last_run_end=ended if ran else None,
-                             duration_s=ran + rng.randint(60, 1e5)))
+                             duration_s=ran + rng.randint(60, 100_000)))
     node_views = tuple(NodeView(f"n{i}", gpus, f) for i, f in enumerate(free))
     return Snapshot(node_views, tuple(views))
 

@@ -441,6 +441,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
     mine_of: dict[int, float] = {}
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
+    index: list[_NodeIndex] = []     # one tier, after _INDEX_AFTER searches: per-node index
+    searches = [0]                   # victim searches so far (one tier)
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -479,9 +481,16 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                  for lv, f in failed):
             return False
         if not tiers:
-            if not scans:
-                scans.append(_PrefixScan(victims[0]))
-            if len(need) == 1:
+            searches[0] += 1
+            if not index and searches[0] > _INDEX_AFTER:
+                index.append(_NodeIndex(victims[0], soon_map.free, taken))
+            if index:
+                chosen = index[0].search(need, soon_map, -mine)
+                if chosen is _FAR:   # (not expected) the index defers to the walk
+                    chosen = _choose_victims(need, soon_map, mine, victims[0], taken)
+            elif len(need) == 1:
+                if not scans:
+                    scans.append(_PrefixScan(victims[0]))
                 chosen = scans[0].one_node(need[0], soon_map, -mine, taken)
             else:
                 chosen = _victims_for_gang(need, soon_map, -mine, victims[0], taken)
@@ -494,7 +503,9 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             return False
         ids = [cand[2] for cand in chosen]
         taken.update(ids)
-        if scans:
+        if index:
+            index[0].taken(chosen)
+        elif scans:
             scans[0].taken(chosen, soon_map)
         result.append(Preemption(job_id, tuple(ids)))
         return True
@@ -630,6 +641,189 @@ class _PrefixScan:
                     self._bound(node, free[node] + acc[node])
 
 
+#: Victim searches of one decision (one tier) made by walking the candidates before
+#: :class:`_NodeIndex` is built (building it reads and sorts every candidate: worth it
+#: only for decisions with many blocked waiters, such as a storm of promotions).
+_INDEX_AFTER = 16
+
+
+class _NodeIndex:
+    """The victim searches of :func:`_victims_for_one_node` and :func:`_victims_for_gang`
+    answered from a per-node index of the candidates instead of a walk (the same victims).
+
+    Both walks take the untaken candidates in victim order until some node (one-node
+    need) or enough nodes (gang: for each GPU count ``v`` of the need, as many nodes as it
+    has entries of at least ``v``) have reached ``v`` free GPUs, counting those of the
+    candidates walked on them. So what decides a search is, per node and ``v``, its
+    *reach*: the position (in victim order) of the candidate at which the node's free GPUs
+    in ``soon`` plus those of its untaken candidates up to there first reach ``v`` (-1 if
+    its free GPUs already do; none if never). Per ``v`` a heap holds a lower bound of each
+    node's reach: ``soon`` only loses free GPUs between searches (starts, reservations),
+    which only delays a reach, except on the nodes of taken victims (their GPUs are added
+    to ``soon``), whose exact reach the next search pushes (:meth:`taken`). A search pops
+    entries, recomputes each popped node's reach from its few candidates and pushes it
+    back if it moved, until the smallest reaches are exact; the walk's stopping position
+    is then known without reading the candidates before it. Candidates of a level not
+    above the waiter's (victim order position ``>=`` the level break) are never taken.
+    """
+
+    __slots__ = ("items", "on", "taken_ids", "free", "heaps", "stops", "dirty")
+
+    def __init__(self, victims: _Victims, free: list[int], taken: set[int]) -> None:
+        self.items = victims.all()
+        # per node, its untaken candidates: (position, cand, GPUs there), in victim order
+        self.on: dict[int, list[tuple[int, Candidate, int]]] = {}
+        for pos, cand in enumerate(self.items):
+            if cand[2] not in taken:
+                for node, g in zip(cand[4], cand[3]):
+                    self.on.setdefault(node, []).append((pos, cand, g))
+        self.taken_ids, self.free = taken, free
+        self.heaps: dict[int, list[tuple[int, int]]] = {}   # v -> [(reach bound, node)]
+        self.stops: dict[float, int] = {}   # floor -> level break position
+        self.dirty: set[int] = set()   # nodes of victims taken since the last search
+
+    def _reach(self, node: int, v: int) -> int | None:
+        have = self.free[node]
+        if have >= v:
+            return -1
+        for pos, _, g in self.on.get(node, ()):
+            have += g
+            if have >= v:
+                return pos
+        return None
+
+    def _heap(self, v: int) -> list[tuple[int, int]]:
+        heap = self.heaps.get(v)
+        if heap is None:
+            reach = self._reach
+            heap = [(r, node) for node in range(len(self.free))
+                    if (r := reach(node, v)) is not None]
+            heapq.heapify(heap)
+            self.heaps[v] = heap
+        return heap
+
+    def _pop(self, heap: list[tuple[int, int]], v: int, got: dict[int, int]
+             ) -> tuple[int, int] | None:
+        """The next smallest exact reach ``(position, node)`` of a node not in ``got``
+        (recorded there and off the heap until :meth:`_restore`), or None."""
+        while heap:
+            bound, node = heap[0]
+            if node in got:
+                heapq.heappop(heap)   # a duplicate: the node's exact entry is in ``got``
+                continue
+            exact = self._reach(node, v)
+            if exact is None:
+                heapq.heappop(heap)
+            elif exact == bound:
+                heapq.heappop(heap)
+                got[node] = exact
+                return exact, node
+            else:
+                heapq.heapreplace(heap, (exact, node))
+        return None
+
+    @staticmethod
+    def _restore(heap: list[tuple[int, int]], got: dict[int, int]) -> None:
+        for node, exact in got.items():
+            heapq.heappush(heap, (exact, node))
+
+    def _stop(self, floor: float) -> int:
+        stop = self.stops.get(floor)
+        if stop is None:
+            stop = bisect.bisect_left(self.items, floor, key=itemgetter(0))
+            self.stops[floor] = stop
+        return stop
+
+    def _mine(self, node: int, last: int) -> list[tuple[Candidate, int]]:
+        """The untaken candidates on ``node`` up to position ``last``, with their GPUs
+        there, in victim order."""
+        return [(cand, g) for pos, cand, g in self.on.get(node, ()) if pos <= last]
+
+    def search(self, need: tuple[int, ...], soon: FreeMap, floor: float
+               ) -> list[Candidate] | None:
+        """The victims :func:`_choose_victims` would choose for a waiter of level ``-floor``
+        (None: none; ``_FAR``: a case left to the walk). ``soon`` changes as there."""
+        self.free = soon.free
+        if self.dirty:
+            self._flush()
+        stop = self._stop(floor)
+        if len(need) == 1:
+            gpus = need[0]
+            heap, got = self._heap(gpus), {}
+            first = self._pop(heap, gpus, got)
+            hit = -1
+            if first is not None and 0 <= first[0] < stop:
+                hit = first[1]
+                nodes = self.items[first[0]][4]
+                if len(nodes) > 1:   # other nodes of the candidate may reach there too:
+                    hits = [hit]     # the walk keeps the last of them
+                    while (more := self._pop(heap, gpus, got)) is not None \
+                            and more[0] == first[0]:
+                        hits.append(more[1])
+                    hit = max(hits, key=nodes.index)
+            self._restore(heap, got)
+            if first is None or first[0] >= stop:
+                return None
+            if hit < 0:
+                return _FAR
+            return _keep_needed(self._mine(hit, first[0]), soon.free[hit], gpus, soon)
+        order = sorted((max(n, 1) for n in need), reverse=True)
+        last = -1
+        for j, v in enumerate(order):
+            if j + 1 < len(order) and order[j + 1] == v:
+                continue   # v's count is where its last entry stands
+            heap, got = self._heap(v), {}
+            found = None
+            for _ in range(j + 1):
+                found = self._pop(heap, v, got)
+                if found is None or found[0] >= stop:
+                    break
+            self._restore(heap, got)
+            if found is None or found[0] >= stop:
+                return None
+            last = max(last, found[0])
+        if last < 0:
+            return _FAR
+        # nodes whose free GPUs plus the candidates' up to ``last`` reach the smallest entry
+        # (only those can host an entry; the others place_with cannot pick either)
+        v = order[-1]
+        heap, got = self._heap(v), {}
+        while (found := self._pop(heap, v, got)) is not None and found[0] <= last:
+            pass
+        self._restore(heap, got)
+        extra: dict[int, int] = {}
+        for node, exact in got.items():
+            if exact <= last:
+                extra[node] = sum(g for _, g in self._mine(node, last))
+        nodes = soon.place_with(extra, need)
+        if nodes is None:
+            return _FAR
+        keep: dict[int, tuple[int, Candidate]] = {}
+        for node in set(nodes):
+            for pos, cand, _ in self.on.get(node, ()):
+                if pos <= last:
+                    keep[cand[2]] = (pos, cand)
+        return _drop_unneeded([cand for _, cand in sorted(keep.values(), key=itemgetter(0))],
+                              need, soon)
+
+    def taken(self, victims: list[Candidate]) -> None:
+        """``victims`` were taken and their GPUs added to ``soon``: their nodes' reach may
+        have come earlier; the next search pushes it (once the waiter's reservation,
+        which follows, has been made: fewer entries to correct)."""
+        for cand in victims:
+            self.dirty.update(cand[4])
+
+    def _flush(self) -> None:
+        taken = self.taken_ids
+        for node in self.dirty:
+            self.on[node] = [e for e in self.on[node] if e[1][2] not in taken]
+            for v, heap in self.heaps.items():
+                r = self._reach(node, v)
+                if r is not None:
+                    heapq.heappush(heap, (r, node))
+        self.dirty.clear()
+
+
 def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
                     candidates: Iterable[Candidate], taken: set[int]
                     ) -> list[Candidate] | None:
@@ -746,7 +940,14 @@ def _victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
     if nodes is None:
         return None
     used = set(nodes)
-    keep = [cand for cand in chosen if not used.isdisjoint(cand[4])]
+    return _drop_unneeded([cand for cand in chosen if not used.isdisjoint(cand[4])], need, soon)
+
+
+def _drop_unneeded(keep: list[Candidate], need: tuple[int, ...], soon: FreeMap
+                   ) -> list[Candidate]:
+    """The tail of :func:`_victims_for_gang`: ``keep`` (the chosen victims on the nodes the
+    waiter will use, in victim order) are added to ``soon``, then each but the last is
+    dropped again, newest first, if ``need`` still fits without it. Returns those kept."""
     for cand in keep:
         soon.add(cand[4], cand[3])
     needed = [True] * len(keep)
