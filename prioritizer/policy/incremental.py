@@ -307,6 +307,9 @@ class Scheduler:
         self.no_oracle = 0
         #: the preemptible running jobs in victim order (find_preemptions' candidates)
         self.victims = _VictimIndex(self.queue_levels)
+        #: no eligible pending job fits ``free`` (known after a start walk on ``free``
+        #: itself; GPUs freed or a fitting job filed undo it): the next walk starts nothing
+        self.stuck = False
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -369,6 +372,7 @@ class Scheduler:
         rec.closed_s += length
         rec.last_run_s, rec.last_run_end = length, now
         self.free.add(rec.nodes, rec.shape)
+        self.stuck = False
         rec.nodes, rec.names = (), ()
         self._touch(rec)
         return rec
@@ -532,6 +536,8 @@ class Scheduler:
 
     def _insert(self, rec: Tracked) -> None:
         key = rec.entry_key
+        if self.stuck and self.free.place(rec.shape) is not None:
+            self.stuck = False
         bisect.insort(self.order, key)
         group = self.groups.get(rec.shape)
         if group is None:
@@ -593,7 +599,7 @@ class Scheduler:
         """Start the pending jobs Slurm would start now (``placement.plan_starts`` on the
         policy's order, GPUs being freed by checkpointing jobs held as reservations);
         records the starts and returns them (job id, node indices)."""
-        if not self.order:
+        if not self.order or self.stuck:
             return []
         soon = None
         free = self.free
@@ -609,6 +615,9 @@ class Scheduler:
         else:
             jobs = self._fitting(free, soon)
         planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
+        # the walk on ``free`` itself (no reservations) left every job behind that does not
+        # fit (``_fitting`` drops a shape once it fails; GPUs only shrink during a walk)
+        self.stuck = free is self.free and not self.policy.strict
         if free is not self.free:   # planned on a copy: make the allocations real
             for p in planned:
                 self.free.add(p.nodes, [-g for g in self.jobs[p.job_id].shape])
