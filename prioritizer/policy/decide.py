@@ -386,7 +386,9 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      now: float,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
-                     tiers: Mapping[int, int] | None = None) -> list[Preemption]:
+                     tiers: Mapping[int, int] | None = None,
+                     one_node: Callable[[float, int, int, FreeMap], bool] | None = None
+                     ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
     :func:`decide` and by the incremental scheduler (``policy.incremental``).
@@ -416,6 +418,13 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             (None: every job is tier 0).
             Waiters are then in tier order first, so levels may decrease along it and the
             walk does not stop early.
+        one_node: optional per-node bound (one tier only): ``one_node(level, g, extra,
+            soon)`` False means that on no node do ``soon``'s free GPUs plus those of the
+            victim candidates of a level strictly greater than ``level`` there reach
+            ``g`` (``extra``: the most GPUs that victims taken earlier in this decision
+            added to one node of ``soon``, for a bound kept from the decision's start).
+            A one-node waiter is then decided without a search (the same result, cheaper;
+            the incremental scheduler keeps such a bound per node).
 
     Returns:
         the preemptions in waiter order.
@@ -441,6 +450,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
     mine_of: dict[int, float] = {}
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
+    taken_on: dict[int, int] = {}   # GPUs of the victims taken per node (``one_node``)
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -478,6 +488,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                  for lv, f in failed):
             return False
+        if one_node is not None and len(shape) == 1 and not tiers and not one_node(
+                mine, shape[0], max(taken_on.values(), default=0), soon_map):
+            fail(mine, shape)   # what the search would conclude
+            return False
         if not tiers:
             if not scans:
                 scans.append(_PrefixScan(victims[0]))
@@ -494,6 +508,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             return False
         ids = [cand[2] for cand in chosen]
         taken.update(ids)
+        if one_node is not None:
+            for cand in chosen:
+                for node, g in zip(cand[4], cand[3]):
+                    taken_on[node] = taken_on.get(node, 0) + g
         if scans:
             scans[0].taken(chosen, soon_map)
         result.append(Preemption(job_id, tuple(ids)))

@@ -241,6 +241,95 @@ class _VictimIndex:
         return best
 
 
+class _NodeBound:
+    """Per node, what a one-node waiter could have there by preemption: the ``one_node``
+    bound of ``find_preemptions``, kept across decisions instead of found by walking the
+    victim candidates (a search that cannot succeed is skipped).
+
+    Each preemptible running job (not checkpointing) has a static key that orders levels:
+    its queue (queue policies), or its oracle end time (``srtf``: level = remaining time =
+    end - now, up to rounding). On node ``n`` (``total`` GPUs) every GPU not held by such
+    a job is free or being freed at the start of a decision. With the keys on ``n`` in
+    ascending order, a waiter of key ``k`` can have ``g`` GPUs there only if the jobs of
+    key <= ``k`` hold at most ``total - g``, i.e. only if ``k`` is below ``col[g][n]``: the
+    key of the first job where that running sum exceeds ``total - g`` (inf if none).
+    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
+    each of those is then checked against the decision's own free GPUs (starts and
+    reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
+    Nodes changed since the last query are recomputed then. Only valid while every job
+    is preemptible (the scheduler checks).
+    """
+
+    __slots__ = ("totals", "held", "dirty", "col", "ranked")
+
+    def __init__(self, totals: list[int]) -> None:
+        self.totals = totals
+        #: per node: job id -> (key, GPUs on the node, run start)
+        self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
+        self.dirty: set[int] = set()
+        inf = float("inf")
+        self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
+        self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
+
+    def add(self, rec: Tracked, key: float) -> None:
+        for node, g in zip(rec.nodes, rec.shape):
+            self.held[node][rec.job_id] = (key, g, rec.run_start)
+            self.dirty.add(node)
+
+    def remove(self, rec: Tracked) -> None:
+        for node in rec.nodes:
+            if self.held[node].pop(rec.job_id, None) is not None:
+                self.dirty.add(node)
+
+    def may_reach(self, key: float, gpus: int, extra: int, soon: FreeMap, now: float,
+                  min_run: float) -> bool:
+        """Whether on some node the GPUs free in ``soon`` plus those of the jobs of a key
+        above ``key`` that may be victims at ``now`` could reach ``gpus``; ``extra``: the
+        most GPUs victims taken in this decision added to one node of ``soon``."""
+        if gpus - extra <= 0 or gpus >= len(self.col):
+            return True
+        if self.dirty:
+            self._flush()
+        ranked = self.ranked[gpus - extra]
+        if ranked[-1][0] <= key:
+            return False
+        free, held = soon.free, self.held
+        for i in range(bisect.bisect_right(ranked, (key, len(free))), len(ranked)):
+            node = ranked[i][1]
+            have = free[node]
+            if have >= gpus:
+                return True
+            for k, g, run_start in held[node].values():
+                if k > key and may_be_victim(True, False, run_start, now, min_run):
+                    have += g
+            if have >= gpus:
+                return True
+        return False
+
+    def _flush(self) -> None:
+        col, ranked = self.col, self.ranked
+        inf = float("inf")
+        for node in self.dirty:
+            total = self.totals[node]
+            row = [inf] * (total + 1)
+            hi = total + 1     # row[g] is set for every g >= hi
+            held = 0
+            for key, gpus, _ in sorted(self.held[node].values()):
+                held += gpus
+                lo = max(1, total - held + 1)
+                for g in range(lo, hi):
+                    row[g] = key
+                hi = min(hi, lo)
+            for g in range(1, total + 1):
+                old = col[g][node]
+                if old != row[g]:
+                    lst = ranked[g]
+                    del lst[bisect.bisect_left(lst, (old, node))]
+                    bisect.insort(lst, (row[g], node))
+                    col[g][node] = row[g]
+        self.dirty.clear()
+
+
 @dataclass(slots=True)
 class Step:
     """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
@@ -310,6 +399,10 @@ class Scheduler:
         #: no eligible pending job fits ``free`` (known after a start walk on ``free``
         #: itself; GPUs freed or a fitting job filed undo it): the next walk starts nothing
         self.stuck = False
+        #: per-node bound of one-node victim searches (real nodes; every job preemptible,
+        #: ``srtf`` with oracle durations): see :class:`_NodeBound`
+        self.node_bound = _NodeBound(self.totals) if len(self.totals) > 1 else None
+        self.fixed = 0   # jobs that are not preemptible
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -318,6 +411,7 @@ class Scheduler:
         rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible)
         self.jobs[job_id] = rec
         self.no_oracle += duration_s is None
+        self.fixed += not preemptible
         self.pending += 1
         self.dirty[job_id] = None
         return rec
@@ -356,6 +450,7 @@ class Scheduler:
         rec = self._stop(job_id, now)
         del self.jobs[job_id]
         self.no_oracle -= rec.work_left is None
+        self.fixed -= not rec.preemptible
         self.dirty.pop(job_id, None)
         rec.phase = "done"
 
@@ -384,6 +479,13 @@ class Scheduler:
             self.victims.add(rec)
         else:
             self.victims.remove(rec.job_id)
+        if self.node_bound is not None:
+            if sign < 0:
+                self.node_bound.remove(rec)
+            elif self.queue_levels:
+                self.node_bound.add(rec, float(rec.queue or 0))
+            elif rec.work_left is not None:
+                self.node_bound.add(rec, rec.run_start + rec.work_left)
         if self.queue_levels:
             self.running_in[rec.queue or 0] += sign * rec.gpus
         elif rec.work_left is not None:   # srtf: running jobs by oracle end time
@@ -416,6 +518,20 @@ class Scheduler:
                 suffix.reverse()
             return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
+
+    def _one_node(self, now: float) -> Any:
+        """``find_preemptions``'s ``one_node`` (see :class:`_NodeBound`), or None."""
+        bound = self.node_bound
+        if bound is None or self.fixed or not self.queue_levels and self.no_oracle:
+            return None
+        min_run, queues = self.config.min_run_s, self.queue_levels
+
+        def one_node(level: float, gpus: int, extra: int, soon: FreeMap) -> bool:
+            # srtf: a candidate's level (end - now) is above the waiter's iff its end lies
+            # after now + level, up to rounding: SLACK_S keeps the bound an upper bound
+            key = level if queues else now + level - SLACK_S
+            return bound.may_reach(key, gpus, extra, soon, now, min_run)
+        return one_node
 
     def _touch(self, rec: Tracked) -> None:
         rec.epoch += 1
@@ -592,7 +708,7 @@ class Scheduler:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._bound(now))
+                                above=self._bound(now), one_node=self._one_node(now))
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
