@@ -58,7 +58,7 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "where", "epoch", "state")
+                 "level", "where", "epoch", "state", "crossing")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
                  work_left: float | None, preemptible: bool) -> None:
@@ -78,6 +78,8 @@ class Tracked:
         self.where = ""                                   # "order" | "waiting" | ""
         self.epoch = 0                                    # invalidates stale heap entries
         self.state: QueueState | None = None              # last state (reused while equal)
+        #: (epoch, now, next_queue_change) computed by the scheduler while holding GPUs
+        self.crossing: tuple[int, float, float | None] | None = None
 
     def service(self, now: float) -> tuple[float, float, float | None]:
         """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
@@ -123,6 +125,11 @@ class Tracked:
 
 
 _new, _set = object.__new__, object.__setattr__
+
+
+def _limit(now: float) -> float:
+    """Scheduled state-change times up to this one are due at ``now`` (``SLACK_S``)."""
+    return now + SLACK_S + abs(now) * 1e-12
 PENDING, RUNNING = JobPhase.PENDING, JobPhase.RUNNING
 
 
@@ -426,7 +433,7 @@ class Scheduler:
         self.holding[job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
-        self._touch(rec)
+        self._started(rec, now)
         return rec
 
     def signal(self, job_id: int, now: float) -> None:
@@ -533,6 +540,17 @@ class Scheduler:
             return bound.may_reach(key, gpus, extra, soon, now, min_run)
         return one_node
 
+    def _started(self, rec: Tracked, now: float) -> None:
+        """A start: the job's state cannot change by it, so instead of re-examining the
+        job at the next decision its next threshold crossing is scheduled now (a job
+        never decided yet is examined as usual)."""
+        if rec.queue is None or rec.job_id in self.dirty:
+            self._touch(rec)
+            return
+        rec.epoch += 1
+        self.hot.pop(rec.job_id, None)
+        self._schedule(rec, now, _limit(now))
+
     def _touch(self, rec: Tracked) -> None:
         rec.epoch += 1
         self.hot.pop(rec.job_id, None)
@@ -541,7 +559,11 @@ class Scheduler:
     # -- queries for a driver -----------------------------------------------------------
     def crossing_time(self, job_id: int, now: float) -> float | None:
         """``next_queue_change`` of a job holding GPUs (seconds), or None."""
-        return next_queue_change(self.jobs[job_id].view(now), self.config, now, self.policy)
+        rec = self.jobs[job_id]
+        known = rec.crossing
+        if known is not None and known[0] == rec.epoch and known[1] == now:
+            return known[2]   # computed by this decision from the very same state
+        return next_queue_change(rec.view(now), self.config, now, self.policy)
 
     def promotion_due(self, job_id: int, now: float) -> float | None:
         """``promotion_time`` of a pending job (seconds), or None."""
@@ -566,7 +588,7 @@ class Scheduler:
         step = Step(strict_order=self.policy.strict)
         promotions: list[int] = []
         due, hot = self.due, self.hot
-        limit = now + SLACK_S + abs(now) * 1e-12
+        limit = _limit(now)
         while due and due[0][0] <= limit:
             _, epoch, job_id = heapq.heappop(due)
             rec = self.jobs.get(job_id)
@@ -599,9 +621,11 @@ class Scheduler:
                 if rec.phase == "pending":
                     # decide() keys a job by the view it was given and its new state; a
                     # promotion changes the view too (counted service restarts), so the
-                    # job is keyed again from its new view at the next decision
+                    # job is keyed again from its new view at the next decision (the keys
+                    # and levels read of the view only its service base, besides fields
+                    # fixed while pending: a new or demoted job keeps its key)
                     self._index(rec, now, view, state)
-                    if state.changed:
+                    if state.changed and state.service_base_gpu_s != view.service_base_gpu_s:
                         again.append(job_id)
         for job_id in again:
             self.dirty[job_id] = None
@@ -631,6 +655,7 @@ class Scheduler:
             when = promotion_time(view, self.config)
         else:
             when = next_queue_change(view, self.config, now, self.policy)
+            rec.crossing = (rec.epoch, now, when)
         if when is None:
             return
         if when <= limit:
@@ -751,7 +776,7 @@ class Scheduler:
         self.holding[p.job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
-        self._touch(rec)
+        self._started(rec, now)
 
     def _fitting(self, now_map: FreeMap, soon: FreeMap | None
                  ) -> Iterator[tuple[int, tuple[int, ...]]]:
