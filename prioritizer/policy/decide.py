@@ -462,6 +462,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         return False
 
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
+        if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
+            return False   # the shortcut below, taken first: most blocked waiters end here
         if above is not None:
             room = above(mine_of[job_id])
             if room == 0:
