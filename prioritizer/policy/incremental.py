@@ -253,11 +253,12 @@ class _NodeBound:
     bound of ``find_preemptions``, kept across decisions instead of found by walking the
     victim candidates (a search that cannot succeed is skipped).
 
-    Each preemptible running job (not checkpointing) has a static key that orders levels:
-    its queue (queue policies), or its oracle end time (``srtf``: level = remaining time =
-    end - now, up to rounding). On node ``n`` (``total`` GPUs) every GPU not held by such
-    a job is free or being freed at the start of a decision. With the keys on ``n`` in
-    ascending order, a waiter of key ``k`` can have ``g`` GPUs there only if the jobs of
+    ``srtf`` only. Each preemptible running job (not checkpointing) has a static key that
+    orders levels: its oracle end time (level = remaining time = end - now, up to
+    rounding; the scheduler compares with ``SLACK_S`` of margin). On node ``n`` (``total``
+    GPUs) every GPU not held by such a job is free or being freed at the start of a
+    decision. With the keys on ``n`` in ascending order, a waiter of key ``k`` can have
+    ``g`` GPUs there only if the jobs of
     key <= ``k`` hold at most ``total - g``, i.e. only if ``k`` is below ``col[g][n]``: the
     key of the first job where that running sum exceeds ``total - g`` (inf if none).
     ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
@@ -301,7 +302,8 @@ class _NodeBound:
         if ranked[-1][0] <= key:
             return False
         free, held = soon.free, self.held
-        for i in range(bisect.bisect_right(ranked, (key, len(free))), len(ranked)):
+        # highest first: the nodes most likely to serve the waiter
+        for i in range(len(ranked) - 1, bisect.bisect_right(ranked, (key, len(free))) - 1, -1):
             node = ranked[i][1]
             have = free[node]
             if have >= gpus:
@@ -406,9 +408,11 @@ class Scheduler:
         #: no eligible pending job fits ``free`` (known after a start walk on ``free``
         #: itself; GPUs freed or a fitting job filed undo it): the next walk starts nothing
         self.stuck = False
-        #: per-node bound of one-node victim searches (real nodes; every job preemptible,
-        #: ``srtf`` with oracle durations): see :class:`_NodeBound`
-        self.node_bound = _NodeBound(self.totals) if len(self.totals) > 1 else None
+        #: per-node bound of ``srtf``'s one-node victim searches (real nodes; every job
+        #: preemptible, oracle durations): see :class:`_NodeBound`. (Queue policies find
+        #: a victim near the front of the candidates: there it costs more than it spares.)
+        self.node_bound = (_NodeBound(self.totals)
+                           if len(self.totals) > 1 and not self.queue_levels else None)
         self.fixed = 0   # jobs that are not preemptible
 
     # -- events -------------------------------------------------------------------------
@@ -489,8 +493,6 @@ class Scheduler:
         if self.node_bound is not None:
             if sign < 0:
                 self.node_bound.remove(rec)
-            elif self.queue_levels:
-                self.node_bound.add(rec, float(rec.queue or 0))
             elif rec.work_left is not None:
                 self.node_bound.add(rec, rec.run_start + rec.work_left)
         if self.queue_levels:
@@ -526,18 +528,23 @@ class Scheduler:
             return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
 
-    def _one_node(self, now: float) -> Any:
-        """``find_preemptions``'s ``one_node`` (see :class:`_NodeBound`), or None."""
+    def _one_node(self, now: float, refused: list[int]) -> Any:
+        """``find_preemptions``'s ``one_node`` (see :class:`_NodeBound`), or None; it keeps
+        in ``refused[0]`` the smallest need it refused (find_preemptions then records that
+        need as failed)."""
         bound = self.node_bound
-        if bound is None or self.fixed or not self.queue_levels and self.no_oracle:
+        if bound is None or self.fixed or self.no_oracle:
             return None
-        min_run, queues = self.config.min_run_s, self.queue_levels
+        min_run = self.config.min_run_s
 
         def one_node(level: float, gpus: int, extra: int, soon: FreeMap) -> bool:
-            # srtf: a candidate's level (end - now) is above the waiter's iff its end lies
-            # after now + level, up to rounding: SLACK_S keeps the bound an upper bound
-            key = level if queues else now + level - SLACK_S
-            return bound.may_reach(key, gpus, extra, soon, now, min_run)
+            # a candidate's level (end - now) is above the waiter's iff its end lies after
+            # now + level, up to rounding: SLACK_S keeps the bound an upper bound
+            if bound.may_reach(now + level - SLACK_S, gpus, extra, soon, now, min_run):
+                return True
+            if not refused[0] or gpus < refused[0]:
+                refused[0] = gpus
+            return False
         return one_node
 
     def _started(self, rec: Tracked, now: float) -> None:
@@ -706,10 +713,28 @@ class Scheduler:
             if not self._above(jobs[self.order[0][1]].level):
                 return []
 
+        free = self.free.copy()
+        soon = None
+        if self.grace:
+            soon = free.copy()
+            for job_id in self.grace:
+                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
+        refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
+        one_node = self._one_node(now, refused)
+        if one_node is not None and soon is None:
+            soon = free.copy()   # what plan_starts copies at the first blocked waiter
+
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
             for _, job_id in self.order:
                 rec = jobs[job_id]
-                yield job_id, rec.shape, rec.level
+                shape = rec.shape
+                if refused[0] and len(shape) == 1 and shape[0] >= refused[0] \
+                        and soon.place(shape) is None:
+                    # blocked (fits nowhere even once GPUs being freed are), and covered
+                    # by the refused need (find_preemptions' ``failed`` shortcut): the walk
+                    # would neither start it nor look for its victims
+                    continue
+                yield job_id, shape, rec.level
 
         policy_level = self.policy.level
 
@@ -725,15 +750,9 @@ class Scheduler:
         def running(floor: float) -> Iterator[Candidate]:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
-        free = self.free.copy()
-        soon = None
-        if self.grace:
-            soon = free.copy()
-            for job_id in self.grace:
-                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._bound(now), one_node=self._one_node(now))
+                                above=self._bound(now), one_node=one_node)
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
