@@ -6,13 +6,18 @@ placements, zero cost and with costs: the replays of the regression matrix
 reading, imports and the per-job CSV included). Prints, per replay, the minimum wall
 seconds over the repeats and the minimum CPU seconds (user + system) of the process: on a
 shared machine the CPU figure is the one less moved by other work. Nothing is asserted.
+``--code DIR`` (repeatable) replays with the ``prioritizer`` of each checkout DIR instead
+(``git archive COMMIT | tar -x -C DIR``), the checkouts taking turns run by run so that
+they share the same load: before/after figures of one change.
 
-Run: ``.venv/bin/python benchmarks/bench_replays.py [--repeat 3] [--only philly]``
+Run: ``.venv/bin/python benchmarks/bench_replays.py [--repeat 3] [--only philly]
+[--code DIR --code DIR2]``
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -24,11 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from regression_helpers import all_cases  # noqa: E402
 
 
-def _once(argv: list[str]) -> tuple[float, float]:
+def _once(argv: list[str], code: str | None = None) -> tuple[float, float]:
+    # another checkout: on PYTHONPATH, run from a directory without a prioritizer/ of its own
+    env = None if code is None else dict(os.environ, PYTHONPATH=str(Path(code).resolve()))
+    cwd = None if code is None else tempfile.gettempdir()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "prioritizer.cli", *argv], check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, env=env, cwd=cwd)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -39,16 +47,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--only", default="", help="only cases whose name contains this")
+    parser.add_argument("--code", action="append", default=[], metavar="DIR",
+                        help="replay with this checkout's prioritizer (repeatable; turns)")
     args = parser.parse_args()
     cases = [c for c in all_cases() if not c.trace.startswith("60job") and args.only in c.name]
+    codes: list[str | None] = list(args.code) or [None]
     print(f"{'replay':<48} {'wall s (min)':>12} {'cpu s (min)':>12}")
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
-            runs = [_once(case.argv(str(Path(tmp) / "jobs.csv"))) for _ in range(args.repeat)]
-            wall, cpu = min(r[0] for r in runs), min(r[1] for r in runs)
-            worst = max(worst, wall)
-            print(f"{case.name:<48} {wall:>12.2f} {cpu:>12.2f}", flush=True)
+            argv = case.argv(str(Path(tmp) / "jobs.csv"))
+            runs: dict[str | None, list[tuple[float, float]]] = {c: [] for c in codes}
+            for _ in range(args.repeat):
+                for code in codes:
+                    runs[code].append(_once(argv, code))
+            for code in codes:
+                wall = min(r[0] for r in runs[code])
+                cpu = min(r[1] for r in runs[code])
+                worst = max(worst, wall)
+                label = case.name if code is None else f"{case.name} [{Path(code).name}]"
+                print(f"{label:<48} {wall:>12.2f} {cpu:>12.2f}", flush=True)
     print(f"slowest replay: {worst:.2f} s wall")
     return 0
 

@@ -386,7 +386,9 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      now: float,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
-                     tiers: Mapping[int, int] | None = None) -> list[Preemption]:
+                     tiers: Mapping[int, int] | None = None,
+                     one_node: Callable[[float, int, int, FreeMap], bool] | None = None
+                     ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
     :func:`decide` and by the incremental scheduler (``policy.incremental``).
@@ -416,6 +418,13 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             (None: every job is tier 0).
             Waiters are then in tier order first, so levels may decrease along it and the
             walk does not stop early.
+        one_node: optional per-node bound (one tier only): ``one_node(level, g, extra,
+            soon)`` False means that on no node do ``soon``'s free GPUs plus those of the
+            victim candidates of a level strictly greater than ``level`` there reach
+            ``g`` (``extra``: the most GPUs that victims taken earlier in this decision
+            added to one node of ``soon``, for a bound kept from the decision's start).
+            A one-node waiter is then decided without a search (the same result, cheaper;
+            the incremental scheduler keeps such a bound per node).
 
     Returns:
         the preemptions in waiter order.
@@ -443,6 +452,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
     index: list[_NodeIndex] = []     # one tier, after _INDEX_AFTER searches: per-node index
     searches = [0]                   # victim searches so far (one tier)
+    taken_on: dict[int, int] = {}   # GPUs of the victims taken per node (``one_node``)
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -454,6 +464,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         return False
 
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
+        if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
+            return False   # the shortcut below, taken first: most blocked waiters end here
         if above is not None:
             room = above(mine_of[job_id])
             if room == 0:
@@ -480,6 +492,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                  for lv, f in failed):
             return False
+        if one_node is not None and len(shape) == 1 and not tiers and not one_node(
+                mine, shape[0], max(taken_on.values(), default=0), soon_map):
+            fail(mine, shape)   # what the search would conclude
+            return False
         if not tiers:
             searches[0] += 1
             if not index and searches[0] > _INDEX_AFTER:
@@ -503,6 +519,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             return False
         ids = [cand[2] for cand in chosen]
         taken.update(ids)
+        if one_node is not None:
+            for cand in chosen:
+                for node, g in zip(cand[4], cand[3]):
+                    taken_on[node] = taken_on.get(node, 0) + g
         if index:
             index[0].taken(chosen)
         elif scans:

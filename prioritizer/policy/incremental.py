@@ -58,7 +58,7 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "where", "epoch", "state")
+                 "level", "where", "epoch", "state", "crossing")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
                  work_left: float | None, preemptible: bool) -> None:
@@ -78,6 +78,8 @@ class Tracked:
         self.where = ""                                   # "order" | "waiting" | ""
         self.epoch = 0                                    # invalidates stale heap entries
         self.state: QueueState | None = None              # last state (reused while equal)
+        #: (epoch, now, next_queue_change) computed by the scheduler while holding GPUs
+        self.crossing: tuple[int, float, float | None] | None = None
 
     def service(self, now: float) -> tuple[float, float, float | None]:
         """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
@@ -123,6 +125,11 @@ class Tracked:
 
 
 _new, _set = object.__new__, object.__setattr__
+
+
+def _limit(now: float) -> float:
+    """Scheduled state-change times up to this one are due at ``now`` (``SLACK_S``)."""
+    return now + SLACK_S + abs(now) * 1e-12
 PENDING, RUNNING = JobPhase.PENDING, JobPhase.RUNNING
 
 
@@ -241,6 +248,97 @@ class _VictimIndex:
         return best
 
 
+class _NodeBound:
+    """Per node, what a one-node waiter could have there by preemption: the ``one_node``
+    bound of ``find_preemptions``, kept across decisions instead of found by walking the
+    victim candidates (a search that cannot succeed is skipped).
+
+    ``srtf`` only. Each preemptible running job (not checkpointing) has a static key that
+    orders levels: its oracle end time (level = remaining time = end - now, up to
+    rounding; the scheduler compares with ``SLACK_S`` of margin). On node ``n`` (``total``
+    GPUs) every GPU not held by such a job is free or being freed at the start of a
+    decision. With the keys on ``n`` in ascending order, a waiter of key ``k`` can have
+    ``g`` GPUs there only if the jobs of
+    key <= ``k`` hold at most ``total - g``, i.e. only if ``k`` is below ``col[g][n]``: the
+    key of the first job where that running sum exceeds ``total - g`` (inf if none).
+    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
+    each of those is then checked against the decision's own free GPUs (starts and
+    reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
+    Nodes changed since the last query are recomputed then. Only valid while every job
+    is preemptible (the scheduler checks).
+    """
+
+    __slots__ = ("totals", "held", "dirty", "col", "ranked")
+
+    def __init__(self, totals: list[int]) -> None:
+        self.totals = totals
+        #: per node: job id -> (key, GPUs on the node, run start)
+        self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
+        self.dirty: set[int] = set()
+        inf = float("inf")
+        self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
+        self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
+
+    def add(self, rec: Tracked, key: float) -> None:
+        for node, g in zip(rec.nodes, rec.shape):
+            self.held[node][rec.job_id] = (key, g, rec.run_start)
+            self.dirty.add(node)
+
+    def remove(self, rec: Tracked) -> None:
+        for node in rec.nodes:
+            if self.held[node].pop(rec.job_id, None) is not None:
+                self.dirty.add(node)
+
+    def may_reach(self, key: float, gpus: int, extra: int, soon: FreeMap, now: float,
+                  min_run: float) -> bool:
+        """Whether on some node the GPUs free in ``soon`` plus those of the jobs of a key
+        above ``key`` that may be victims at ``now`` could reach ``gpus``; ``extra``: the
+        most GPUs victims taken in this decision added to one node of ``soon``."""
+        if gpus - extra <= 0 or gpus >= len(self.col):
+            return True
+        if self.dirty:
+            self._flush()
+        ranked = self.ranked[gpus - extra]
+        if ranked[-1][0] <= key:
+            return False
+        free, held = soon.free, self.held
+        # highest first: the nodes most likely to serve the waiter
+        for i in range(len(ranked) - 1, bisect.bisect_right(ranked, (key, len(free))) - 1, -1):
+            node = ranked[i][1]
+            have = free[node]
+            if have >= gpus:
+                return True
+            for k, g, run_start in held[node].values():
+                if k > key and may_be_victim(True, False, run_start, now, min_run):
+                    have += g
+            if have >= gpus:
+                return True
+        return False
+
+    def _flush(self) -> None:
+        col, ranked = self.col, self.ranked
+        inf = float("inf")
+        for node in self.dirty:
+            total = self.totals[node]
+            row = [inf] * (total + 1)
+            hi = total + 1     # row[g] is set for every g >= hi
+            held = 0
+            for key, gpus, _ in sorted(self.held[node].values()):
+                held += gpus
+                lo = max(1, total - held + 1)
+                for g in range(lo, hi):
+                    row[g] = key
+                hi = min(hi, lo)
+            for g in range(1, total + 1):
+                old = col[g][node]
+                if old != row[g]:
+                    lst = ranked[g]
+                    del lst[bisect.bisect_left(lst, (old, node))]
+                    bisect.insort(lst, (row[g], node))
+                    col[g][node] = row[g]
+        self.dirty.clear()
+
+
 @dataclass(slots=True)
 class Step:
     """Result of :meth:`Scheduler.decide` (the parts of ``Decisions`` a driver acts on).
@@ -307,6 +405,15 @@ class Scheduler:
         self.no_oracle = 0
         #: the preemptible running jobs in victim order (find_preemptions' candidates)
         self.victims = _VictimIndex(self.queue_levels)
+        #: no eligible pending job fits ``free`` (known after a start walk on ``free``
+        #: itself; GPUs freed or a fitting job filed undo it): the next walk starts nothing
+        self.stuck = False
+        #: per-node bound of ``srtf``'s one-node victim searches (real nodes; every job
+        #: preemptible, oracle durations): see :class:`_NodeBound`. (Queue policies find
+        #: a victim near the front of the candidates: there it costs more than it spares.)
+        self.node_bound = (_NodeBound(self.totals)
+                           if len(self.totals) > 1 and not self.queue_levels else None)
+        self.fixed = 0   # jobs that are not preemptible
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -315,6 +422,7 @@ class Scheduler:
         rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible)
         self.jobs[job_id] = rec
         self.no_oracle += duration_s is None
+        self.fixed += not preemptible
         self.pending += 1
         self.dirty[job_id] = None
         return rec
@@ -329,7 +437,7 @@ class Scheduler:
         self.holding[job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
-        self._touch(rec)
+        self._started(rec, now)
         return rec
 
     def signal(self, job_id: int, now: float) -> None:
@@ -353,6 +461,7 @@ class Scheduler:
         rec = self._stop(job_id, now)
         del self.jobs[job_id]
         self.no_oracle -= rec.work_left is None
+        self.fixed -= not rec.preemptible
         self.dirty.pop(job_id, None)
         rec.phase = "done"
 
@@ -369,6 +478,7 @@ class Scheduler:
         rec.closed_s += length
         rec.last_run_s, rec.last_run_end = length, now
         self.free.add(rec.nodes, rec.shape)
+        self.stuck = False
         rec.nodes, rec.names = (), ()
         self._touch(rec)
         return rec
@@ -380,6 +490,11 @@ class Scheduler:
             self.victims.add(rec)
         else:
             self.victims.remove(rec.job_id)
+        if self.node_bound is not None:
+            if sign < 0:
+                self.node_bound.remove(rec)
+            elif rec.work_left is not None:
+                self.node_bound.add(rec, rec.run_start + rec.work_left)
         if self.queue_levels:
             self.running_in[rec.queue or 0] += sign * rec.gpus
         elif rec.work_left is not None:   # srtf: running jobs by oracle end time
@@ -413,6 +528,36 @@ class Scheduler:
             return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
 
+    def _one_node(self, now: float, refused: list[int]) -> Any:
+        """``find_preemptions``'s ``one_node`` (see :class:`_NodeBound`), or None; it keeps
+        in ``refused[0]`` the smallest need it refused (find_preemptions then records that
+        need as failed)."""
+        bound = self.node_bound
+        if bound is None or self.fixed or self.no_oracle:
+            return None
+        min_run = self.config.min_run_s
+
+        def one_node(level: float, gpus: int, extra: int, soon: FreeMap) -> bool:
+            # a candidate's level (end - now) is above the waiter's iff its end lies after
+            # now + level, up to rounding: SLACK_S keeps the bound an upper bound
+            if bound.may_reach(now + level - SLACK_S, gpus, extra, soon, now, min_run):
+                return True
+            if not refused[0] or gpus < refused[0]:
+                refused[0] = gpus
+            return False
+        return one_node
+
+    def _started(self, rec: Tracked, now: float) -> None:
+        """A start: the job's state cannot change by it, so instead of re-examining the
+        job at the next decision its next threshold crossing is scheduled now (a job
+        never decided yet is examined as usual)."""
+        if rec.queue is None or rec.job_id in self.dirty:
+            self._touch(rec)
+            return
+        rec.epoch += 1
+        self.hot.pop(rec.job_id, None)
+        self._schedule(rec, now, _limit(now))
+
     def _touch(self, rec: Tracked) -> None:
         rec.epoch += 1
         self.hot.pop(rec.job_id, None)
@@ -421,7 +566,11 @@ class Scheduler:
     # -- queries for a driver -----------------------------------------------------------
     def crossing_time(self, job_id: int, now: float) -> float | None:
         """``next_queue_change`` of a job holding GPUs (seconds), or None."""
-        return next_queue_change(self.jobs[job_id].view(now), self.config, now, self.policy)
+        rec = self.jobs[job_id]
+        known = rec.crossing
+        if known is not None and known[0] == rec.epoch and known[1] == now:
+            return known[2]   # computed by this decision from the very same state
+        return next_queue_change(rec.view(now), self.config, now, self.policy)
 
     def promotion_due(self, job_id: int, now: float) -> float | None:
         """``promotion_time`` of a pending job (seconds), or None."""
@@ -446,7 +595,7 @@ class Scheduler:
         step = Step(strict_order=self.policy.strict)
         promotions: list[int] = []
         due, hot = self.due, self.hot
-        limit = now + SLACK_S + abs(now) * 1e-12
+        limit = _limit(now)
         while due and due[0][0] <= limit:
             _, epoch, job_id = heapq.heappop(due)
             rec = self.jobs.get(job_id)
@@ -479,9 +628,11 @@ class Scheduler:
                 if rec.phase == "pending":
                     # decide() keys a job by the view it was given and its new state; a
                     # promotion changes the view too (counted service restarts), so the
-                    # job is keyed again from its new view at the next decision
+                    # job is keyed again from its new view at the next decision (the keys
+                    # and levels read of the view only its service base, besides fields
+                    # fixed while pending: a new or demoted job keeps its key)
                     self._index(rec, now, view, state)
-                    if state.changed:
+                    if state.changed and state.service_base_gpu_s != view.service_base_gpu_s:
                         again.append(job_id)
         for job_id in again:
             self.dirty[job_id] = None
@@ -511,6 +662,7 @@ class Scheduler:
             when = promotion_time(view, self.config)
         else:
             when = next_queue_change(view, self.config, now, self.policy)
+            rec.crossing = (rec.epoch, now, when)
         if when is None:
             return
         if when <= limit:
@@ -532,6 +684,8 @@ class Scheduler:
 
     def _insert(self, rec: Tracked) -> None:
         key = rec.entry_key
+        if self.stuck and self.free.place(rec.shape) is not None:
+            self.stuck = False
         bisect.insort(self.order, key)
         group = self.groups.get(rec.shape)
         if group is None:
@@ -559,10 +713,28 @@ class Scheduler:
             if not self._above(jobs[self.order[0][1]].level):
                 return []
 
+        free = self.free.copy()
+        soon = None
+        if self.grace:
+            soon = free.copy()
+            for job_id in self.grace:
+                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
+        refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
+        one_node = self._one_node(now, refused)
+        if one_node is not None and soon is None:
+            soon = free.copy()   # what plan_starts copies at the first blocked waiter
+
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
             for _, job_id in self.order:
                 rec = jobs[job_id]
-                yield job_id, rec.shape, rec.level
+                shape = rec.shape
+                if refused[0] and len(shape) == 1 and shape[0] >= refused[0] \
+                        and soon.place(shape) is None:
+                    # blocked (fits nowhere even once GPUs being freed are), and covered
+                    # by the refused need (find_preemptions' ``failed`` shortcut): the walk
+                    # would neither start it nor look for its victims
+                    continue
+                yield job_id, shape, rec.level
 
         policy_level = self.policy.level
 
@@ -578,22 +750,16 @@ class Scheduler:
         def running(floor: float) -> Iterator[Candidate]:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
-        free = self.free.copy()
-        soon = None
-        if self.grace:
-            soon = free.copy()
-            for job_id in self.grace:
-                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._bound(now))
+                                above=self._bound(now), one_node=one_node)
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
         """Start the pending jobs Slurm would start now (``placement.plan_starts`` on the
         policy's order, GPUs being freed by checkpointing jobs held as reservations);
         records the starts and returns them (job id, node indices)."""
-        if not self.order:
+        if not self.order or self.stuck:
             return []
         soon = None
         free = self.free
@@ -609,6 +775,9 @@ class Scheduler:
         else:
             jobs = self._fitting(free, soon)
         planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
+        # the walk on ``free`` itself (no reservations) left every job behind that does not
+        # fit (``_fitting`` drops a shape once it fails; GPUs only shrink during a walk)
+        self.stuck = free is self.free and not self.policy.strict
         if free is not self.free:   # planned on a copy: make the allocations real
             for p in planned:
                 self.free.add(p.nodes, [-g for g in self.jobs[p.job_id].shape])
@@ -626,7 +795,7 @@ class Scheduler:
         self.holding[p.job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
-        self._touch(rec)
+        self._started(rec, now)
 
     def _fitting(self, now_map: FreeMap, soon: FreeMap | None
                  ) -> Iterator[tuple[int, tuple[int, ...]]]:
