@@ -151,3 +151,32 @@ def test_replays_are_identical(rows: list[tuple[int, int, int]], policy: str) ->
     first = simulate(trace(*rows), Cluster(2, 4), cfg, DIST)
     second = simulate(trace(*rows), Cluster(2, 4), cfg, DIST)
     assert first.jobs == second.jobs
+
+
+# ---- the garbage collector's thresholds during a replay (engine.fewer_collections) --------
+
+def test_replay_runs_with_raised_gc_thresholds_and_restores_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from prioritizer.sim import engine
+
+    seen: list[tuple[int, int, int]] = []
+    decide = engine.Simulator.decide
+
+    def spy(self: engine.Simulator, now: float, tick: bool) -> None:
+        seen.append(gc.get_threshold())
+        decide(self, now, tick)
+
+    monkeypatch.setattr(engine.Simulator, "decide", spy)
+    old = gc.get_threshold()
+    gc.set_threshold(701, 11, 12)
+    try:
+        simulate(trace((0, 1, 10), (1, 1, 5)), Cluster(1, 1, "count"), dataclasses.replace(ZERO, policy="fifo"))
+        assert seen and set(seen) == {engine.REPLAY_GC_THRESHOLDS}
+        assert gc.get_threshold() == (701, 11, 12)
+        with pytest.raises(RuntimeError), engine.fewer_collections():
+            assert gc.get_threshold() == engine.REPLAY_GC_THRESHOLDS
+            raise RuntimeError("inside")
+        assert gc.get_threshold() == (701, 11, 12)
+    finally:
+        gc.set_threshold(*old)

@@ -15,8 +15,11 @@ threshold crossings, promotion deadlines, ticks; then trace row order. Determini
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import heapq
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -25,6 +28,30 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.incremental import Scheduler, Tracked
 from prioritizer.policy.placement import can_ever_fit, consolidated_shape
 from prioritizer.sim.traces import Trace, TraceJob
+
+
+#: ``gc.set_threshold`` values while a replay's event loop runs (Python's defaults: 700, 10, 10).
+REPLAY_GC_THRESHOLDS = (5_000, 50, 1_000)
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Run the block with the cyclic garbage collector's thresholds set to
+    :data:`REPLAY_GC_THRESHOLDS`, then put the previous ones back (also on an exception).
+
+    A replay allocates small objects at every event and keeps most of them until it ends (job
+    records, heap entries, queue states), so with Python's default thresholds the collector
+    traverses the ever larger set of survivors again and again (``gc`` module docs,
+    ``set_threshold``). Measured on ITP cluster04, ``las`` on real nodes with costs: 2.00-2.05
+    CPU s with the defaults, 1.84-1.93 s with these, the same peak RSS (65 MiB): the loop makes
+    little cyclic garbage. Results cannot change: collection only frees unreachable objects.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(*REPLAY_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 # Events are immutable named tuples (cheaper to build than frozen dataclasses; a replay
@@ -183,23 +210,25 @@ class Simulator:
         heapq.heappush(self.heap, (when, PRIORITY[type(event)], self.seq, event))
 
     def run(self) -> SimResult:
-        """The event loop: pop every event of the next time, apply it, decide once."""
+        """The event loop: pop every event of the next time, apply it, decide once. The loop
+        runs with the garbage collector's thresholds raised (:func:`fewer_collections`)."""
         started = time.perf_counter()
         for job in self.jobs.values():
             self.push(job.trace.submit, Arrival(job.trace.job_id))
         heap = self.heap
-        while heap:
-            now = heap[0][0]
-            changed, tick = False, False
-            while heap and heap[0][0] == now:
-                event = heapq.heappop(heap)[3]
-                if type(event) is DecisionTick:
-                    tick = tick or event.preempt
-                    changed = True
-                else:
-                    changed = self.apply(event, now) or changed
-            if changed and self.active:
-                self.decide(now, tick)
+        with fewer_collections():
+            while heap:
+                now = heap[0][0]
+                changed, tick = False, False
+                while heap and heap[0][0] == now:
+                    event = heapq.heappop(heap)[3]
+                    if type(event) is DecisionTick:
+                        tick = tick or event.preempt
+                        changed = True
+                    else:
+                        changed = self.apply(event, now) or changed
+                if changed and self.active:
+                    self.decide(now, tick)
         return self.result(time.perf_counter() - started)
 
     def apply(self, event: Any, now: float) -> bool:
