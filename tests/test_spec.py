@@ -105,13 +105,23 @@ def test_v2_every_problem_of_every_role_with_its_key() -> None:
 
 
 @pytest.mark.parametrize(("prereq", "expected"), [
-    ({"uri": ["a", 5]}, "prerequisites[0].uri: item 1: must be a string"),
+    ({"uri": ["a", 5]}, "prerequisites[0].uri[1]: must be a string"),
     ({"uri": 5}, "prerequisites[0].uri: must be a string or a list of strings"),
     ({"uri": "a\x00b"}, "prerequisites[0].uri: must not contain a NUL character"),
     ({"type": "image"}, "prerequisites[0].type: must be one of 'dockerimage', 'script', 'output' or 'data'"),
 ], ids=["list-item", "int", "nul", "type"])
 def test_v2_prerequisite_uri_and_type(prereq: dict, expected: str) -> None:
     assert problems(v2_spec(prerequisites=[{"name": "d", "type": "data", **prereq}])) == [expected]
+
+
+def test_v2_prerequisite_uri_list_names_every_bad_item() -> None:
+    """A list ``uri`` is checked item by item: each bad item is one line at its own index."""
+    doc = v2_spec(prerequisites=[{"name": "d", "type": "data", "uri": [1, "/x", True, "a\x00b"]},
+                                 {"name": "e", "type": "data", "uri": ["/y", [2]]}])
+    assert problems(doc) == ["prerequisites[0].uri[0]: must be a string",
+                             "prerequisites[0].uri[2]: must be a string",
+                             "prerequisites[0].uri[3]: must not contain a NUL character",
+                             "prerequisites[1].uri[1]: must be a string"]
 
 
 def test_v2_prerequisite_keys_beyond_the_declared_reach_templates() -> None:
