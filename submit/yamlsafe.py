@@ -109,11 +109,14 @@ def expanded_size(root: yaml.Node) -> int:
 
     Linear in the composed graph: each distinct node's size is computed once."""
     memo: dict[int, int] = {}
+    open_: set[int] = set()   # nodes whose size is being counted: the path from the root
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     while stack:
         node, done = stack.pop()
         if id(node) in memo:
             continue
+        if not done and id(node) in open_:
+            return MAX_NODES + 1   # an alias inside its own anchor's node: an endless document
         children: list[yaml.Node] = []
         if isinstance(node, yaml.SequenceNode):
             children = list(node.value)
@@ -121,7 +124,9 @@ def expanded_size(root: yaml.Node) -> int:
             children = [x for pair in node.value for x in pair]
         if done:
             memo[id(node)] = min(MAX_NODES + 1, 1 + sum(memo[id(c)] for c in children))
+            open_.discard(id(node))
             continue
+        open_.add(id(node))
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in memo)
     return memo[id(root)]
