@@ -151,7 +151,16 @@ def _fix_text(doc: Any, path: tuple[Any, ...], problems: list[str]) -> Any:
 
 def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
     """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError` (a lone
-    surrogate anywhere included; valid pairs are joined first, see the module doc)."""
+    surrogate anywhere included; valid pairs are joined first, see the module doc; a document
+    nested deeper than Python's recursion limit allows, anywhere, even under a key nobody reads:
+    ``(top level): nested too deeply``)."""
+    try:
+        return _to_job(doc, overrides)
+    except RecursionError:
+        raise SpecError(["(top level): nested too deeply"]) from None
+
+
+def _to_job(doc: Any, overrides: dict[str, str] | None) -> Job:
     problems: list[str] = []
     doc = _fix_text(doc, (), problems)
     if problems:

@@ -305,3 +305,27 @@ def test_deployment_pre_and_post_commands_wrap_role_commands() -> None:
 ])
 def test_role_ident_rule(name: str, ident: str) -> None:
     assert model.role_ident(name) == ident
+
+
+def _deep(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("version", "key"), [
+    ("v2", "description"), ("v2", "parameters"), ("v2", "unknownKey"), ("v1", "jobEnvs"),
+    ("v1", "retryCount"), ("v1", "extras"),
+])
+def test_deeply_nested_document_is_one_problem_not_a_traceback(version: str, key: str,
+                                                               tmp_path: Path) -> None:
+    """600 nested lists (JSON reads them; walking them in Python passed the recursion limit):
+    one line, wherever they sit, read or ignored."""
+    doc = copy.deepcopy(V1) if version == "v1" else v2_spec()
+    doc[key] = {"A": _deep(600)} if key in ("parameters", "jobEnvs", "extras") else _deep(600)
+    f = tmp_path / "deep.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == ["(top level): nested too deeply"]
