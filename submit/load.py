@@ -93,6 +93,8 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
             return yamlsafe.load_json(strip_json_comments(text))
         except yamlsafe.DuplicateKeys as exc:
             raise SpecError(_duplicate_lines(name, exc)) from None
+        except yamlsafe.TooLarge as exc:
+            raise SpecError([f"{name}: {exc}"]) from None
         except json.JSONDecodeError as exc:
             raise SpecError([f"{name}:{exc.lineno}:{exc.colno}: JSON syntax error: {exc.msg}"]) from None
         except RecursionError:

@@ -329,3 +329,20 @@ def test_deeply_nested_document_is_one_problem_not_a_traceback(version: str, key
     with pytest.raises(SpecError) as info:
         load.load(f)
     assert info.value.problems == ["(top level): nested too deeply"]
+
+
+@pytest.mark.parametrize(("name", "text", "where"), [
+    ("s.json", '{"jobName": "j", "retryCount": 1%s}', ""),
+    ("s.yaml", "protocolVersion: 2\nname: n\njobRetryCount: 1%s\n", "line 3: "),
+    ("k.yaml", "protocolVersion: 2\nname: n\nparameters:\n  ? 1%s\n  : x\n", "line 4: "),
+], ids=["json", "yaml", "yaml-key"])
+def test_integer_past_pythons_digit_limit_is_one_problem(name: str, text: str, where: str,
+                                                         tmp_path: Path) -> None:
+    """Python refuses to convert an integer of more than 4300 digits (ValueError): one line
+    naming the file, not a traceback."""
+    f = tmp_path / name
+    f.write_text(text % ("0" * 4400))
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == [f"{f}: {where}a number of 4,401 digits: more than the 4,300 "
+                                   "this reader converts (no field takes one)"]
