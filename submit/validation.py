@@ -227,13 +227,10 @@ def validate(model: type[msgspec.Struct], data: Any) -> Any:
         pass
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
-    lines: list[str] = []
     try:
         found = problems(data, model)
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
-    for parts, msg in found:
-        line = f"{field_path(*parts)}: {msg}"
-        if line not in lines:
-            lines.append(line)
-    raise SpecError(lines)
+    # each line once, first place kept; a dict, as a list's `in` made a million problems quadratic
+    lines = dict.fromkeys(f"{field_path(*parts)}: {msg}" for parts, msg in found)
+    raise SpecError(list(lines))
