@@ -206,7 +206,8 @@ def problems(data: Any, tp: Any) -> list[Problem]:
                 out.append(((key, "[key]"), "must be a string"))
             elif key not in names and base.__struct_config__.forbid_unknown_fields:
                 out.append(((key,), f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
-    elif isinstance(data, list) and (origin is list or getattr(base, "items", None) is not None):
+    elif isinstance(data, list) and (origin is list
+                                     or isinstance(base, _Marker) and base.items is not None):
         [item] = typing.get_args(base) if origin is list else [base.items]
         for i, v in enumerate(data):
             out += [((i, *p), m) for p, m in problems(v, item)]

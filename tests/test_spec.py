@@ -124,6 +124,17 @@ def test_v2_prerequisite_uri_list_names_every_bad_item() -> None:
                              "prerequisites[1].uri[1]: must be a string"]
 
 
+@pytest.mark.parametrize("value", [[1], ["a"], [[1]]], ids=["int", "str", "list"])
+def test_a_list_where_a_mapping_belongs_is_one_line_for_the_field(value: list) -> None:
+    """Each mapping field given a list: one line naming the field (a ``dict[...]`` field type
+    is not a field type with list items, although it has an ``items`` attribute)."""
+    for key in ("parameters", "secrets", "taskRoles", "extras"):
+        assert problems(v2_spec(**{key: value})) == [f"{key}: must be a mapping"]
+    assert problems(with_resources(ports=value)) == [
+        "taskRoles.main.resourcePerInstance.ports: must be a mapping"]
+    assert problems({**V1, "jobEnvs": value}) == ["jobEnvs: must be a mapping"]
+
+
 def test_v2_prerequisite_keys_beyond_the_declared_reach_templates() -> None:
     spec = with_role(data="d", commands=["echo <% $data.uri[1] %> <% $data.mount %>"])
     spec["prerequisites"] = [{"name": "d", "type": "data", "uri": ["a", "b"], "mount": "/m"}]
