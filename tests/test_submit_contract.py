@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from hostile import HOSTILE
-from submit import cli, environ, load
+from submit import cli, environ, load, options
 from submit.errors import SpecError
 from submit.options import RenderOptions
 from submit.render import render_sbatch
@@ -417,6 +417,17 @@ def test_yaml_alias_inside_its_own_anchor_is_refused(text: str, tmp_path: Path) 
     assert (out.returncode, out.stderr) == (0, "")
     [line] = out.stdout.splitlines()
     assert line.startswith(f"{f}: the document expands to more than 100,000 nodes")
+
+
+@pytest.mark.parametrize("key", ["partition", "virtual_clusters: {a: {partition", "gpus_per_node"])
+def test_site_config_value_nested_too_deeply_is_one_line(key: str, tmp_path: Path) -> None:
+    """990 nested lists under a site key: YAML reads them, the message's repr of the value
+    passed Python's recursion limit (a traceback)."""
+    f = tmp_path / "site.yaml"
+    f.write_text(f"{key}: {{a: " + "[" * 990 + "]" * 990 + "}" + "}" * key.count("{") + "\n")
+    with pytest.raises(SpecError) as info:
+        options.load_site(f)
+    assert info.value.problems == [f"{f}: nested too deeply"]
 
 
 def test_duplicate_yaml_key_names_the_key_and_both_lines(tmp_path: Path) -> None:
