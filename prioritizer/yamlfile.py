@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,8 +61,8 @@ def read_yaml(path: str | Path) -> Any:
     waited on or read without end); the path is shown with control characters escaped.
 
     Raises:
-        YamlFileError: ``PATH: cannot read (<reason>)`` or ``PATH:LINE:COL: YAML syntax
-            error: <problem>``.
+        YamlFileError: ``PATH: cannot read (<reason>)``, ``PATH:LINE:COL: YAML syntax
+            error: <problem>`` or an integer of more digits than Python converts (4300).
     """
     name = visible(path)
     try:
@@ -78,3 +79,6 @@ def read_yaml(path: str | Path) -> Any:
         raise YamlFileError(syntax_message(name, exc)) from None
     except RecursionError:
         raise YamlFileError(f"{name}: YAML syntax error: nested too deeply") from None
+    except ValueError:   # int() of more digits than Python converts (CVE-2020-10735 guard)
+        raise YamlFileError(f"{name}: a number of more than {sys.get_int_max_str_digits():,} "
+                            "digits, more than this reader converts") from None

@@ -35,6 +35,17 @@ def test_yaml_syntax_error_is_one_line_with_file_line_col(tmp_path: Path, capsys
     assert err == f"dlprio: {prefix}{f}:{PROBLEM}\n"
 
 
+@pytest.mark.parametrize("text", ["interval_s: 1%s\n", "policy: {thresholds_gpu_s: [-1%s]}\n"])
+def test_integer_past_pythons_digit_limit_names_the_file(tmp_path: Path, capsys, text: str) -> None:
+    """Python converts no integer of more than 4300 digits (ValueError): one line naming the
+    file (was Python's advice to call sys.set_int_max_str_digits, without the file)."""
+    f = tmp_path / "cfg.yaml"
+    f.write_text(text % ("0" * 4400))
+    assert main(["status", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (f"dlprio: config: {f}: a number of more than 4,300 "
+                                       "digits, more than this reader converts\n")
+
+
 def test_unclosed_flow_sequence_points_at_the_end(tmp_path: Path) -> None:
     f = tmp_path / "cfg.yaml"
     f.write_text("policy: [1\n")
