@@ -22,9 +22,12 @@ from typing import Any
 
 import yaml
 
-MAX_NODES = 100_000
+from prioritizer.yamlfile import MAX_YAML_NODES, expanded_size
+
+MAX_NODES = MAX_YAML_NODES
 """Largest expanded YAML document accepted (nodes: scalars, sequences, mappings). A real job
-spec has a few hundred; 100,000 leaves room for generated specs and refuses bombs at once."""
+spec has a few hundred; 100,000 leaves room for generated specs and refuses bombs at once.
+Counted by :func:`prioritizer.yamlfile.expanded_size`, the one counter (dlprio's files too)."""
 
 
 class DuplicateKey(ValueError):
@@ -126,34 +129,6 @@ if getattr(yaml, "CSafeLoader", None) is not None:
 
     _CLoader.add_constructor("tag:yaml.org,2002:map", _CLoader.construct_yaml_map)
     _CLoader.add_constructor("tag:yaml.org,2002:int", _CLoader.construct_yaml_int)
-
-
-def expanded_size(root: yaml.Node) -> int:
-    """Nodes of the document with every alias expanded (counting stops early past MAX_NODES).
-
-    Linear in the composed graph: each distinct node's size is computed once."""
-    memo: dict[int, int] = {}
-    open_: set[int] = set()   # nodes whose size is being counted: the path from the root
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if id(node) in memo:
-            continue
-        if not done and id(node) in open_:
-            return MAX_NODES + 1   # an alias inside its own anchor's node: an endless document
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [x for pair in node.value for x in pair]
-        if done:
-            memo[id(node)] = min(MAX_NODES + 1, 1 + sum(memo[id(c)] for c in children))
-            open_.discard(id(node))
-            continue
-        open_.add(id(node))
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in memo)
-    return memo[id(root)]
 
 
 def load_yaml(text: str) -> Any:
