@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,11 @@ from slurm_plugin.readfile import UnreadableFile, read_regular
 
 MAX_YAML_BYTES = 8 * 1024 * 1024
 """Largest YAML file read, bytes (8 MiB; a daemon config or a tune grid is a few KiB)."""
+
+
+MAX_YAML_NODES = 100_000
+"""Largest YAML document read, counted with every alias expanded (:func:`expanded_size`): a
+"billion laughs" file of 1 KB describes 10^9 nodes, which every later walk of the data pays for."""
 
 
 class YamlFileError(ValueError):
@@ -29,8 +35,50 @@ class Loader(yaml.SafeLoader):
     ``1e3``, ``1.0e3`` and ``1e-9`` come back as strings and ``thresholds_gpu_s: [1e3]``
     failed with "expected a number". YAML 1.2's core schema (section 10.3.2, tag
     resolution) reads ``[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?`` as a float;
-    plain integers stay ints (PyYAML's int resolver is tried for them first).
+    plain integers stay ints (PyYAML's int resolver is tried for them first). A document that
+    expands past :data:`MAX_YAML_NODES` through aliases is refused before it is constructed.
     """
+
+    def get_single_node(self) -> yaml.Node | None:
+        node = super().get_single_node()
+        if node is not None and expanded_size(node) > MAX_YAML_NODES:
+            raise _TooLarge(f"the document expands to more than {MAX_YAML_NODES:,} nodes "
+                            "through anchors and aliases (&name / *name); write it out or use "
+                            "fewer aliases")
+        return node
+
+
+class _TooLarge(ValueError):
+    """Raised by :class:`Loader` for a document past :data:`MAX_YAML_NODES`."""
+
+
+def expanded_size(root: yaml.Node) -> int:
+    """Nodes of the document with every alias expanded (counting stops early past
+    :data:`MAX_YAML_NODES`). Linear in the composed graph: each distinct node's size is computed
+    once. A node that holds an alias of itself (``&a [*a]``, also through other nodes) expands
+    without end: more than :data:`MAX_YAML_NODES`."""
+    memo: dict[int, int] = {}
+    open_: set[int] = set()   # nodes whose size is being counted: the path from the root
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in memo:
+            continue
+        if not done and id(node) in open_:
+            return MAX_YAML_NODES + 1   # an alias inside its own anchor's node: an endless document
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        if done:
+            memo[id(node)] = min(MAX_YAML_NODES + 1, 1 + sum(memo[id(c)] for c in children))
+            open_.discard(id(node))
+            continue
+        open_.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in memo)
+    return memo[id(root)]
 
 
 _FLOAT_12 = re.compile(r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+
@@ -60,8 +108,9 @@ def read_yaml(path: str | Path) -> Any:
     waited on or read without end); the path is shown with control characters escaped.
 
     Raises:
-        YamlFileError: ``PATH: cannot read (<reason>)`` or ``PATH:LINE:COL: YAML syntax
-            error: <problem>``.
+        YamlFileError: ``PATH: cannot read (<reason>)``, ``PATH:LINE:COL: YAML syntax
+            error: <problem>``, a document past :data:`MAX_YAML_NODES` once its aliases are
+            expanded, or an integer of more digits than Python converts (4300).
     """
     name = visible(path)
     try:
@@ -74,7 +123,12 @@ def read_yaml(path: str | Path) -> Any:
         raise YamlFileError(f"{name}: cannot read (not UTF-8 text: byte {exc.start})") from None
     try:
         return load(text)
+    except _TooLarge as exc:
+        raise YamlFileError(f"{name}: {exc}") from None
     except yaml.YAMLError as exc:
         raise YamlFileError(syntax_message(name, exc)) from None
     except RecursionError:
         raise YamlFileError(f"{name}: YAML syntax error: nested too deeply") from None
+    except ValueError:   # int() of more digits than Python converts (CVE-2020-10735 guard)
+        raise YamlFileError(f"{name}: a number of more than {sys.get_int_max_str_digits():,} "
+                            "digits, more than this reader converts") from None

@@ -24,9 +24,12 @@ leave the option out`` and exit status 2 (:data:`EXIT_USAGE`). An option whose `
 passes ``allow_empty=True`` takes ``""`` as its value.
 
 A value that starts with ``-`` given as a separate word (``dlqueue -u -x``, ``dlsubmit --param
--a``) is taken by argparse for an option, and its error is the multi-line usage text; here it is
-one line naming the option and the fix: ``PROG: -u/--user: expected a value, got the option-like
-word -x; a value that starts with '-' is joined to its option: --user=-x``, exit 2.
+-a``, also ``--`` itself: ``dlqueue -u -- x``) is taken by argparse for an option, and its error is
+the multi-line usage text; here it is one line naming the option and the fix: ``PROG:
+-u/--user: expected a value, got the option-like word -x; a value that starts with '-' is joined
+to its option: --user=-x``, exit 2. An option that is the last word (``dlqueue -u``, which is
+what ``-u''`` and ``-u $UNSET`` become in a shell) is one line too: ``PROG: -u/--user: expected a
+value, got the end of the command line; give a value or leave the option out``.
 
 This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
 share (pyproject's import contracts); it runs no Slurm command.
@@ -133,14 +136,18 @@ class ArgumentParser(argparse.ArgumentParser):
         except argparse.ArgumentError:
             words = getattr(self, "_words", [])
             at = len(words) - len(arg_strings_pattern)   # one pattern letter per word
-            if (action.option_strings and arg_strings_pattern[:1] == "O"
-                    and 0 <= at < len(words)):
+            if not action.option_strings:
+                raise
+            options = "/".join(action.option_strings)
+            if arg_strings_pattern[:1] in ("O", "-") and 0 <= at < len(words):  # -x, --
                 word = visible(words[at])
                 name = next((o for o in action.option_strings if o.startswith("--")),
                             action.option_strings[0])
-                self.fail(f"{'/'.join(action.option_strings)}: expected a value, got the "
-                          f"option-like word {word}; a value that starts with '-' is joined "
-                          f"to its option: {name}={word}")
+                self.fail(f"{options}: expected a value, got the option-like word {word}; a "
+                          f"value that starts with '-' is joined to its option: {name}={word}")
+            if not arg_strings_pattern:   # the last word (what -o'' or -o "$UNSET" becomes)
+                self.fail(f"{options}: expected a value, got the end of the command line; "
+                          "give a value or leave the option out")
             raise
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:

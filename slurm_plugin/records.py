@@ -432,6 +432,31 @@ def filter_jobs(
 
 
 _TASK_RANGE_RE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+MAX_ARRAY_TASK_ID = 4_000_000
+"""Largest array element index Slurm can give: slurm.conf(5) ``MaxArraySize`` is at most
+4000001 and indexes run from 0 to ``MaxArraySize - 1``."""
+
+
+def parse_array_tasks(task_string: str) -> list[range]:
+    """The elements of ``task_string`` (the text between the brackets of ``30_[5-9,12%2]``,
+    grammar of :func:`array_task_in`) as ranges; the ``%LIMIT`` throttle is not an element.
+    Raises ValueError for an item that does not parse, a range that runs backwards, a step of
+    0 or an index over :data:`MAX_ARRAY_TASK_ID` (strict: this reads what a user typed)."""
+    tasks, _, limit = task_string.partition("%")
+    if _ and not limit.isdecimal():
+        raise ValueError(f"bad throttle %{limit}")
+    out = []
+    for item in tasks.split(","):
+        m = _TASK_RANGE_RE.fullmatch(item)
+        if m is None:
+            raise ValueError(f"bad element {item!r}")
+        low = int(m.group(1))
+        high = int(m.group(2)) if m.group(2) is not None else low
+        step = int(m.group(3) or 1)
+        if high > MAX_ARRAY_TASK_ID or low > high or step == 0:
+            raise ValueError(f"bad element {item!r}")
+        out.append(range(low, high + 1, step))
+    return out
 
 
 def array_task_in(task_string: str, task: int) -> bool:

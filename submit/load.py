@@ -93,6 +93,8 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
             return yamlsafe.load_json(strip_json_comments(text))
         except yamlsafe.DuplicateKeys as exc:
             raise SpecError(_duplicate_lines(name, exc)) from None
+        except yamlsafe.TooLarge as exc:
+            raise SpecError([f"{name}: {exc}"]) from None
         except json.JSONDecodeError as exc:
             raise SpecError([f"{name}:{exc.lineno}:{exc.colno}: JSON syntax error: {exc.msg}"]) from None
         except RecursionError:
@@ -151,7 +153,16 @@ def _fix_text(doc: Any, path: tuple[Any, ...], problems: list[str]) -> Any:
 
 def to_job(doc: Any, overrides: dict[str, str] | None = None) -> Job:
     """Dispatch a parsed document to the v1 or v2 model. Raises :class:`SpecError` (a lone
-    surrogate anywhere included; valid pairs are joined first, see the module doc)."""
+    surrogate anywhere included; valid pairs are joined first, see the module doc; a document
+    nested deeper than Python's recursion limit allows, anywhere, even under a key nobody reads:
+    ``(top level): nested too deeply``)."""
+    try:
+        return _to_job(doc, overrides)
+    except RecursionError:
+        raise SpecError(["(top level): nested too deeply"]) from None
+
+
+def _to_job(doc: Any, overrides: dict[str, str] | None) -> Job:
     problems: list[str] = []
     doc = _fix_text(doc, (), problems)
     if problems:

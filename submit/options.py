@@ -222,8 +222,11 @@ def load_site(path: str | Path | None) -> dict[str, Any]:
                          f"'partition: gpu'), not a {type(data).__name__}"])
     known = {f.name for f in dataclasses.fields(RenderOptions)}
     problems = [f"{path}: {k}: unknown key; {_did_you_mean(k, known)}" for k in data if k not in known]
-    problems += [f"{path}: {line}" for _, line in check_fields(
-        {k: v for k, v in data.items() if k in known})]
+    try:
+        problems += [f"{path}: {line}" for _, line in check_fields(
+            {k: v for k, v in data.items() if k in known})]
+    except RecursionError:   # a value nested past Python's recursion limit (its repr)
+        problems.append(f"{path}: nested too deeply")
     if problems:
         raise SpecError(problems)
     return data

@@ -43,7 +43,7 @@ from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.records import ACTIVE_STATES, array_task_in
+from slurm_plugin.records import ACTIVE_STATES, MAX_ARRAY_TASK_ID, array_task_in, parse_array_tasks
 from submit import queue_view as qv
 from submit.ending import without_final_gc
 
@@ -134,42 +134,95 @@ def load_snapshot(path: str, now: float, cluster: str | None = None
     return snap, "", None
 
 
+def _split_ids(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (``30_[5-9,12],31`` is two ids)."""
+    ids, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            ids.append(text[start:i])
+            start = i + 1
+    return [*ids, text[start:]]
+
+
+def _folded_tasks(selector: str) -> tuple[int, list[range]] | None:
+    """``(30, ranges)`` for a folded id ``30_[5-9]``; None for another form or bad elements."""
+    m = _FOLDED_ARRAY.fullmatch(selector)
+    if m is None or not _JOB_SELECTOR.fullmatch(m.group(1)):
+        return None
+    try:
+        return int(m.group(1)), parse_array_tasks(m.group(2))
+    except ValueError:
+        return None
+
+
+def _element_ok(selector: str) -> bool:
+    """``12``, ``12+1`` or ``12_3`` with an element index Slurm can give."""
+    m = _JOB_SELECTOR.fullmatch(selector)
+    return m is not None and (m.group(2) != "_" or int(m.group(3)) <= MAX_ARRAY_TASK_ID)
+
+
 def _id_list(text: str) -> list[str]:
-    """Job ids as squeue writes them: ``12``, ``12+1`` (hetjob component), ``12_3`` (array
-    element); comma-separated, none empty."""
-    ids = text.split(",")
-    bad = [x for x in ids if not _JOB_SELECTOR.fullmatch(x)]
+    """Job ids as dlqueue prints them: ``12``, ``12+1`` (hetjob component), ``12_3`` (array
+    element), ``12_[1-5,9%2]`` (an array's pending elements as squeue folds them); separated by
+    commas outside brackets, none empty. Raises CliError (one line, exit 2) naming a bad one."""
+    ids = _split_ids(text)
+    bad = [x for x in ids if not (_element_ok(x) or _folded_tasks(x))]
     if bad:
-        raise argparse.ArgumentTypeError(
-            f"{bad[0]!r} is not a job id (ids are 12, 12+1 for a hetjob component or 12_3 for "
-            "an array element, comma-separated: -j 12,15+1)")
+        raise CliError(
+            f"-j/--jobs: {bad[0]!r} is not a job id (ids are 12, 12+1 for a hetjob "
+            "component, 12_3 for an array element or 12_[1-5] for its pending elements, "
+            "comma-separated: -j 12,15+1)")
     return ids
+
+
+def _lead(selector: str) -> int:
+    """The job or array id a selector starts with (``30`` of ``30_[5-9]``)."""
+    return int(re.match(r"[0-9]+", selector).group())   # type: ignore[union-attr]
 
 
 def _job_filter(selectors: list[str]) -> tuple[list[int], Callable[[str], bool] | None]:
     """The ids to ask :meth:`SlurmClient.jobs` for (leaders / array ids) and a test of a row's
     JOBID for the ``+``/``_`` selectors (``None`` when every selector is a plain id). An array
     element ``30_6`` also selects the row of the array's pending elements when they hold it:
-    squeue folds them into one row, ``30_[5-9]`` (:func:`array_task_in`)."""
+    squeue folds them into one row, ``30_[5-9]`` (:func:`array_task_in`). A folded id
+    ``30_[5-9]`` selects the elements it names, each like ``30_6``."""
     plain = {int(s) for s in selectors if s.isdigit()}
     compound = {s for s in selectors if not s.isdigit()}
-    base = sorted(plain | {int(_JOB_SELECTOR.fullmatch(s).group(1)) for s in compound})
+    base = sorted(plain | {_lead(s) for s in compound})
     if not compound:
         return base, None
-    elements: dict[int, set[int]] = {}
+    elements: dict[int, list[range]] = {}
     for s in compound:
         m = _JOB_SELECTOR.fullmatch(s)
-        if m.group(2) == "_":
-            elements.setdefault(int(m.group(1)), set()).add(int(m.group(3)))
+        if m is not None and m.group(2) == "_":
+            task = int(m.group(3))
+            elements.setdefault(int(m.group(1)), []).append(range(task, task + 1))
+        elif (folded := _folded_tasks(s)) is not None:
+            elements.setdefault(folded[0], []).extend(folded[1])
 
     def keep(display_id: str) -> bool:
         if display_id in compound:
             return True
+        m = _JOB_SELECTOR.fullmatch(display_id)
+        if m is not None and m.group(2) == "_":
+            return any(int(m.group(3)) in r for r in elements.get(int(m.group(1)), ()))
         folded = _FOLDED_ARRAY.fullmatch(display_id)
-        return folded is not None and any(
-            array_task_in(folded.group(2), task)
-            for task in elements.get(int(folded.group(1)), ()))
+        if folded is None:
+            return False
+        wanted = elements.get(int(folded.group(1)), [])
+        try:
+            pending = parse_array_tasks(folded.group(2))
+        except ValueError:   # squeue wrote something else: test each wanted element
+            return any(array_task_in(folded.group(2), t) for r in wanted for t in r)
+        return any(_overlap(a, b) for a in wanted for b in pending)
     return base, keep
+
+
+def _overlap(a: range, b: range) -> bool:
+    """Whether two ranges share an element (walks the shorter one)."""
+    short, other = (a, b) if len(a) <= len(b) else (b, a)
+    return any(t in other for t in short)
 
 
 def _states(text: str) -> frozenset[str] | None:

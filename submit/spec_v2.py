@@ -32,11 +32,8 @@ def _version(v: Any) -> Any:
 
 def _uri(v: Any) -> str | list[str]:
     if isinstance(v, list):
-        for i, item in enumerate(v):
-            try:
-                Text.check(item)
-            except ValueError as exc:
-                raise ValueError(f"item {i}: {exc}") from None
+        for item in v:
+            Text.check(item)   # problems() names each bad item by its index (marker's items)
         return v
     if not isinstance(v, str):
         raise ValueError("must be a string or a list of strings")
@@ -45,7 +42,7 @@ def _uri(v: Any) -> str | list[str]:
 
 ProtocolVersion = marker("ProtocolVersion", object, _version)
 """``protocolVersion``: 2 (or "2")."""
-Uri = marker("Uri", (str, list), _uri)
+Uri = marker("Uri", (str, list), _uri, items=Text)
 """A prerequisite's ``uri``: a string, or a list of strings (data)."""
 
 

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 import yaml
 
-MAX_NODES = 100_000
+from prioritizer.yamlfile import MAX_YAML_NODES, expanded_size
+
+MAX_NODES = MAX_YAML_NODES
 """Largest expanded YAML document accepted (nodes: scalars, sequences, mappings). A real job
-spec has a few hundred; 100,000 leaves room for generated specs and refuses bombs at once."""
+spec has a few hundred; 100,000 leaves room for generated specs and refuses bombs at once.
+Counted by :func:`prioritizer.yamlfile.expanded_size`, the one counter (dlprio's files too)."""
 
 
 class DuplicateKey(ValueError):
@@ -47,7 +51,21 @@ class DuplicateKeys(ValueError):
 
 
 class TooLarge(ValueError):
-    """The expanded YAML document has more than :data:`MAX_NODES` nodes (an alias bomb)."""
+    """The expanded YAML document has more than :data:`MAX_NODES` nodes (an alias bomb), or a
+    YAML/JSON integer has more digits than Python converts (:func:`sys.get_int_max_str_digits`,
+    4300 by default: CPython's guard against quadratic-time conversion, CVE-2020-10735)."""
+
+
+def _too_many_digits(text: str, where: str = "") -> TooLarge:
+    return TooLarge(f"{where}a number of {len(text.lstrip('+-')):,} digits: more than the "
+                    f"{sys.get_int_max_str_digits():,} this reader converts (no field takes one)")
+
+
+def _json_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise _too_many_digits(text) from None
 
 
 class _Checks:
@@ -72,6 +90,13 @@ class _Checks:
 
     _dups: list[DuplicateKey]
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[misc, no-any-return]
+        except ValueError:
+            value = str(node.value).replace("_", "")
+            raise _too_many_digits(value, f"line {node.start_mark.line + 1}: ") from None
+
     def get_single_data(self) -> Any:
         self._dups = []
         data = super().get_single_data()  # type: ignore[misc]
@@ -95,6 +120,7 @@ class _Loader(_Checks, yaml.SafeLoader):
 
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 _CLoader: type | None = None
 if getattr(yaml, "CSafeLoader", None) is not None:
@@ -102,29 +128,7 @@ if getattr(yaml, "CSafeLoader", None) is not None:
         """libyaml's parser with the checks: about 10x faster on a valid document."""
 
     _CLoader.add_constructor("tag:yaml.org,2002:map", _CLoader.construct_yaml_map)
-
-
-def expanded_size(root: yaml.Node) -> int:
-    """Nodes of the document with every alias expanded (counting stops early past MAX_NODES).
-
-    Linear in the composed graph: each distinct node's size is computed once."""
-    memo: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        if id(node) in memo:
-            continue
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [x for pair in node.value for x in pair]
-        if done:
-            memo[id(node)] = min(MAX_NODES + 1, 1 + sum(memo[id(c)] for c in children))
-            continue
-        stack.append((node, True))
-        stack.extend((c, False) for c in children if id(c) not in memo)
-    return memo[id(root)]
+    _CLoader.add_constructor("tag:yaml.org,2002:int", _CLoader.construct_yaml_int)
 
 
 def load_yaml(text: str) -> Any:
@@ -167,9 +171,10 @@ def _json_key_lines(text: str, key: str) -> tuple[int, ...]:
 
 
 def load_json(text: str) -> Any:
-    """``json.loads`` that raises :class:`DuplicateKeys` listing every repeated object key."""
+    """``json.loads`` that raises :class:`DuplicateKeys` listing every repeated object key, or
+    :class:`TooLarge` for an integer of more digits than Python converts."""
     dups: list[DuplicateKey] = []
-    data = json.loads(text, object_pairs_hook=_json_pairs(text, dups))
+    data = json.loads(text, object_pairs_hook=_json_pairs(text, dups), parse_int=_json_int)
     if dups:
         raise DuplicateKeys(dups)
     return data

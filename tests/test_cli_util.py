@@ -219,7 +219,10 @@ def test_an_option_may_allow_an_empty_value() -> None:
     (["dlgres", "--fake-nvml", str(NVML), "--node", "-n1"], "--node", "-n1", "--node=-n1"),
     (["dlcluster", "status", "--name", "-c"], "--name", "-c", "--name=-c"),
     (["dlqueue", "-u", "-\x1b[2J"], "-u/--user", "-\\x1b[2J", "--user=-\\x1b[2J"),
-], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+    (["dlqueue", "-u", "--", "x"], "-u/--user", "--", "--user=--"),
+    (["dlgres", "--type", "--"], "--type", "--", "--type=--"),
+    (["dlsubmit", "--dry-run", "--param", "--", str(HELLO)], "--param", "--", "--param=--"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:3]))
 def test_a_dash_value_as_a_separate_word_is_one_clear_line(argv: list[str], option: str,
                                                            word: str, fix: str) -> None:
     env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf"}
@@ -228,6 +231,24 @@ def test_a_dash_value_as_a_separate_word_is_one_clear_line(argv: list[str], opti
     assert (proc.returncode, proc.stdout, proc.stderr) == (
         2, "", f"{argv[0]}: {option}: expected a value, got the option-like word {word}; a "
                f"value that starts with '-' is joined to its option: {fix}\n")
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["dlqueue", "-u"], "-u/--user"),
+    (["dlsubmit", "--dry-run", str(HELLO), "--secrets"], "--secrets"),
+    (["dlprio", "status", "--config"], "--config"),
+    (["dlprio", "explain", "5", "--config"], "--config"),
+    (["dlgres", "--fake-nvml", str(NVML), "--node"], "--node"),
+    (["dlcluster", "down", "--name"], "--name"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+def test_an_option_as_the_last_word_is_one_clear_line(argv: list[str], option: str) -> None:
+    """``-u''`` or ``-u $UNSET`` reaches the command as a last word ``-u``: one line, exit 2."""
+    env = {**os.environ, "SLURM_CONF": "/nonexistent/slurm.conf"}
+    proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        2, "", f"{argv[0]}: {option}: expected a value, got the end of the command line; give a "
+               "value or leave the option out\n")
 
 
 def test_the_joined_form_the_message_gives_is_accepted() -> None:

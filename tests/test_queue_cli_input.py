@@ -90,12 +90,32 @@ def test_empty_or_lone_filters_exit_2(client, capsys, argv: list[str], option: s
     assert option in err and client.calls == []
 
 
+@pytest.mark.parametrize(("value", "bad"), [
+    (v, v) for v in ("0", "12+", "a_1", "700_[5", "700_[9-5]", "700_[5-]", "700_[x]", "700_[1:2]",
+                     "700_[1-9:0]", "700_[1-3%x]", "700_[]", "700_[1-4000001]", "700_4000001",
+                     "1_99999999999999999999", "700_[1]]", "0_[1]")
+] + [("1,,2", ""), ("700,", ""), ("700_[5-9,12],x", "x")])
+def test_bad_job_ids_are_one_line(client, capsys, value: str, bad: str) -> None:
+    """One line naming the option, the first bad id and the forms, exit 2, Slurm not asked
+    (was argparse's usage text); an element index over Slurm's largest (MaxArraySize is at most
+    4000001) is no job id."""
+    assert usage_error(["-j", value], capsys) == (
+        f"dlqueue: -j/--jobs: {bad!r} is not a job id (ids are 12, 12+1 for a hetjob component, "
+        "12_3 for an array element or 12_[1-5] for its pending elements, comma-separated: "
+        "-j 12,15+1)\n")
+    assert client.calls == []
+
+
 @pytest.mark.parametrize(("selector", "ids"), [
     ("683+1", [684]), ("683+0", [683]), ("683", [683, 684]), ("684", [684]),
     ("700_3", [701]), ("700", [700, 701]), ("683+1,800", [684, 800]), ("700_4", []),
     # a pending element is in the folded row 700_[5-9,12%3] (3 is the throttle, not a task)
     ("700_5", [700]), ("700_9", [700]), ("700_12", [700]), ("700_10", []), ("700_13", []),
-    ("700_3,700_7", [700, 701]), ("800_5", []), ("683_5", [])])
+    ("700_3,700_7", [700, 701]), ("800_5", []), ("683_5", []),
+    # the folded id itself, as dlqueue prints it, and other element lists of that form
+    ("700_[5-9,12%3]", [700]), ("700_[5-9,12]", [700]), ("700_[12]", [700]), ("700_[3]", [701]),
+    ("700_[1-12:2]", [700, 701]), ("700_[10-11]", []), ("700_[13-4000000]", []),
+    ("700_[10-11],800", [800]), ("800_[1-3]", [])])
 def test_jobid_forms_dlqueue_prints_are_accepted(client, capsys, selector: str,
                                                  ids: list[int]) -> None:
     assert queue_cli.main(["-j", selector, "--json", "--snapshot", "/nonexistent"]) == 0

@@ -141,7 +141,7 @@ def test_requeue_delay_is_shown_as_such(jobs: Jobs) -> None:
 def test_an_array_element_selects_the_folded_row_of_pending_elements(jobs: Jobs) -> None:
     """squeue folds an array's pending elements into one row (``30_[5-9]``): ``-j 30_6``
     selects that row, ``-j 30_10`` nothing; with a step (``--array=1-9:2``) only the
-    elements of the step are in it."""
+    elements of the step are in it. The folded id itself (``-j 30_[5-9]``) selects the row."""
     held = jobs.submit("--hold", "--array=5-9", gpus=1)
     stepped = jobs.submit("--hold", "--array=1-9:2%2", gpus=1)
     wait_for(lambda: len(jobs.client.jobs(job_ids=[held, stepped])) == 2, 20,
@@ -150,7 +150,12 @@ def test_an_array_element_selects_the_folded_row_of_pending_elements(jobs: Jobs)
                                (f"{held}_9", [f"{held}_[5-9]"]), (f"{held}_10", []),
                                (f"{held}_4", []), (f"{stepped}_5", [f"{stepped}_[1,3,5,7,9%2]"]),
                                (f"{stepped}_4", []), (f"{held}_7,{stepped}_3",
-                                                      [f"{held}_[5-9]", f"{stepped}_[1,3,5,7,9%2]"])):
+                                                      [f"{held}_[5-9]", f"{stepped}_[1,3,5,7,9%2]"]),
+                               # the folded ids as printed, copied whole, and other element lists
+                               (f"{held}_[5-9]", [f"{held}_[5-9]"]),
+                               (f"{stepped}_[1,3,5,7,9%2]", [f"{stepped}_[1,3,5,7,9%2]"]),
+                               (f"{held}_[10-12],{stepped}_[2-4]", [f"{stepped}_[1,3,5,7,9%2]"]),
+                               (f"{held}_[1-4]", [])):
         out = dlqueue("-j", selector, "--snapshot", NO_SNAPSHOT).stdout.splitlines()
         assert out[0].startswith("JOBID"), out
         assert sorted(line.split()[0] for line in out[1:-1]) == sorted(expected), (selector, out)

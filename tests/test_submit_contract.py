@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from hostile import HOSTILE
-from submit import cli, environ, load
+from submit import cli, environ, load, options
 from submit.errors import SpecError
 from submit.options import RenderOptions
 from submit.render import render_sbatch
@@ -389,6 +390,44 @@ def test_billion_laughs_is_refused_within_a_second(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 1.0
     [line] = info.value.problems
     assert "expands to more than 100,000 nodes" in line and line.startswith(str(f))
+
+
+@pytest.mark.parametrize("text", [
+    "description: &a [*a]\n",
+    "description: &m {k: *m}\n",
+    "description: &a [[1, {x: *a}]]\n",
+    "description: &m {<<: *m}\n",
+    "taskRoles: &r {w: {commands: *r}}\n",
+], ids=["sequence", "mapping", "indirect", "merge", "task-roles"])
+def test_yaml_alias_inside_its_own_anchor_is_refused(text: str, tmp_path: Path) -> None:
+    """``&a [*a]`` describes an endless document: refused like an alias bomb, in a child with
+    1 GiB of address space (counting it without end grew without bound, past 10 GB)."""
+    f = tmp_path / "cycle.yaml"
+    f.write_text("protocolVersion: 2\nname: n\n" + text)
+    code = ("import resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+            "from submit import load\n"
+            "from submit.errors import SpecError\n"
+            "try:\n"
+            "    load.load(sys.argv[1])\n"
+            "except SpecError as exc:\n"
+            "    print(*exc.problems, sep='\\n')\n")
+    out = subprocess.run([sys.executable, "-c", code, str(f)], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert (out.returncode, out.stderr) == (0, "")
+    [line] = out.stdout.splitlines()
+    assert line.startswith(f"{f}: the document expands to more than 100,000 nodes")
+
+
+@pytest.mark.parametrize("key", ["partition", "virtual_clusters: {a: {partition", "gpus_per_node"])
+def test_site_config_value_nested_too_deeply_is_one_line(key: str, tmp_path: Path) -> None:
+    """990 nested lists under a site key: YAML reads them, the message's repr of the value
+    passed Python's recursion limit (a traceback)."""
+    f = tmp_path / "site.yaml"
+    f.write_text(f"{key}: {{a: " + "[" * 990 + "]" * 990 + "}" + "}" * key.count("{") + "\n")
+    with pytest.raises(SpecError) as info:
+        options.load_site(f)
+    assert info.value.problems == [f"{f}: nested too deeply"]
 
 
 def test_duplicate_yaml_key_names_the_key_and_both_lines(tmp_path: Path) -> None:

@@ -35,6 +35,37 @@ def test_yaml_syntax_error_is_one_line_with_file_line_col(tmp_path: Path, capsys
     assert err == f"dlprio: {prefix}{f}:{PROBLEM}\n"
 
 
+@pytest.mark.parametrize("text", ["interval_s: 1%s\n", "policy: {thresholds_gpu_s: [-1%s]}\n"])
+def test_integer_past_pythons_digit_limit_names_the_file(tmp_path: Path, capsys, text: str) -> None:
+    """Python converts no integer of more than 4300 digits (ValueError): one line naming the
+    file (was Python's advice to call sys.set_int_max_str_digits, without the file)."""
+    f = tmp_path / "cfg.yaml"
+    f.write_text(text % ("0" * 4400))
+    assert main(["status", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (f"dlprio: config: {f}: a number of more than 4,300 "
+                                       "digits, more than this reader converts\n")
+
+
+_BOMB = "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}" if i else "1"] * 10) + "]\n"
+                for i in range(6))
+
+
+@pytest.mark.parametrize("text", [
+    _BOMB + "policy: {thresholds_gpu_s: *a5}\n",    # 10^6 numbers through aliases
+    "interval_s: &a [*a]\n",                        # an alias inside its own anchor
+    "policy: &p {thresholds_gpu_s: [1, {x: *p}]}\n",
+], ids=["bomb", "cycle", "indirect-cycle"])
+def test_alias_bomb_or_cycle_in_a_dlprio_file_is_refused(tmp_path: Path, capsys, text: str) -> None:
+    """dlprio's files are counted like dlsubmit's specs (prioritizer.yamlfile.expanded_size):
+    a bomb was walked element by element (20 s CPU for 10^7), a cycle reached the checks."""
+    f = tmp_path / "cfg.yaml"
+    f.write_text(text)
+    assert main(["status", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (
+        f"dlprio: config: {f}: the document expands to more than 100,000 nodes through anchors "
+        "and aliases (&name / *name); write it out or use fewer aliases\n")
+
+
 def test_unclosed_flow_sequence_points_at_the_end(tmp_path: Path) -> None:
     f = tmp_path / "cfg.yaml"
     f.write_text("policy: [1\n")
