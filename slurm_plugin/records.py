@@ -437,6 +437,21 @@ MAX_ARRAY_TASK_ID = 4_000_000
 4000001 and indexes run from 0 to ``MaxArraySize - 1``."""
 
 
+def _task_items(task_string: str) -> list[tuple[int, int, int] | None]:
+    """The comma-separated ``N``, ``A-B`` or ``A-B:STEP`` items of an array's task string
+    (the ``%LIMIT`` throttle left out) as ``(low, high, step)``, None for one that does not
+    parse; the callers judge backwards ranges and steps of 0."""
+    out: list[tuple[int, int, int] | None] = []
+    for item in task_string.partition("%")[0].split(","):
+        m = _TASK_RANGE_RE.fullmatch(item.strip())
+        if m is None:
+            out.append(None)
+            continue
+        low = int(m.group(1))
+        out.append((low, int(m.group(2)) if m.group(2) is not None else low, int(m.group(3) or 1)))
+    return out
+
+
 def parse_array_tasks(task_string: str) -> list[range]:
     """The elements of ``task_string`` (the text between the brackets of ``30_[5-9,12%2]``,
     grammar of :func:`array_task_in`) as ranges; the ``%LIMIT`` throttle is not an element.
@@ -446,13 +461,10 @@ def parse_array_tasks(task_string: str) -> list[range]:
     if _ and not limit.isdecimal():
         raise ValueError(f"bad throttle %{limit}")
     out = []
-    for item in tasks.split(","):
-        m = _TASK_RANGE_RE.fullmatch(item)
-        if m is None:
+    for item, parsed in zip(tasks.split(","), _task_items(tasks)):
+        if parsed is None or item != item.strip():
             raise ValueError(f"bad element {item!r}")
-        low = int(m.group(1))
-        high = int(m.group(2)) if m.group(2) is not None else low
-        step = int(m.group(3) or 1)
+        low, high, step = parsed
         if high > MAX_ARRAY_TASK_ID or low > high or step == 0:
             raise ValueError(f"bad element {item!r}")
         out.append(range(low, high + 1, step))
@@ -464,14 +476,7 @@ def array_task_in(task_string: str, task: int) -> bool:
     array's meta record as squeue writes them between the brackets of ``30_[5-9]``:
     comma-separated ``N``, ``A-B`` or ``A-B:STEP`` items and an optional ``%LIMIT`` suffix
     (the throttle, not an element). sbatch(1) ``--array``; Slurm 22.05 writes a stepped range
-    expanded (``1,3,5,7,9%2`` for ``1-9:2%2``). An item that does not parse matches nothing."""
-    for item in task_string.partition("%")[0].split(","):
-        m = _TASK_RANGE_RE.fullmatch(item.strip())
-        if m is None:
-            continue
-        low = int(m.group(1))
-        high = int(m.group(2)) if m.group(2) is not None else low
-        step = int(m.group(3) or 1) or 1   # a step of 0 is not a step
-        if low <= task <= high and (task - low) % step == 0:
-            return True
-    return False
+    expanded (``1,3,5,7,9%2`` for ``1-9:2%2``). An item that does not parse matches nothing;
+    a step of 0 is taken as 1."""
+    return any(p is not None and p[0] <= task <= p[1] and (task - p[0]) % (p[2] or 1) == 0
+               for p in _task_items(task_string))
