@@ -11,6 +11,7 @@ import pytest
 from prioritizer.daemon import config as daemon_config
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lock import LedgerLock, LockHeld
+from prioritizer.policy.config import PolicyConfig
 
 PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
 
@@ -190,3 +191,12 @@ def test_slurm_call_timeout_is_shorter_than_the_interval() -> None:
 def test_lease_ttl_auto_is_three_intervals_and_a_call() -> None:
     assert DaemonConfig(interval_s=30).lease_ttl == 100
     assert DaemonConfig(interval_s=30, lease_ttl_s=600).lease_ttl == 600
+
+
+def test_the_policy_section_may_be_given_as_a_mapping_or_empty() -> None:
+    assert DaemonConfig(policy={"policy": "las"}).policy == PolicyConfig(policy="las")
+    assert DaemonConfig(policy=None).policy == PolicyConfig()
+    with pytest.raises(ConfigError) as err:
+        DaemonConfig(policy={"starve_knob": -2}, interval_s=0)
+    assert str(err.value).splitlines() == ["policy.starve_knob: must be >= 0 (got -2)",
+                                           "interval_s: must be > 0 (got 0)"]

@@ -302,3 +302,18 @@ def test_config_reports_every_problem_and_direct_construction_is_checked() -> No
         PolicyConfig(gittins_quantum_gpu_s=0)
     with pytest.raises(ValueError, match="increase strictly"):
         dataclasses.replace(PolicyConfig(), thresholds_gpu_s=(10.0, 5.0))
+
+
+def test_direct_construction_words_its_problems_and_converts_like_the_yaml_path() -> None:
+    # the same one-line-per-problem message as from_mapping, without the section prefix
+    with pytest.raises(ConfigError) as err:
+        PolicyConfig(starve_knob=-1, thresholds_gpu_s=(5, float("inf")), preemption="yes")
+    assert str(err.value).splitlines() == [
+        "thresholds_gpu_s[1]: must be a finite number (got inf)",
+        "starve_knob: must be >= 0 (got -1)",
+        "preemption: expected true or false (got 'yes')"]
+    # an int is taken as a float and a list as a tuple, so equal settings compare (and hash) equal
+    c = PolicyConfig(starve_knob=4, thresholds_gpu_s=[100, 200])
+    assert (type(c.starve_knob), c.thresholds_gpu_s) == (float, (100.0, 200.0))
+    assert c == PolicyConfig(starve_knob=4.0, thresholds_gpu_s=(100.0, 200.0))
+    assert hash(c) == hash(PolicyConfig(starve_knob=4.0, thresholds_gpu_s=(100.0, 200.0)))

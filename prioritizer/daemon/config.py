@@ -2,27 +2,27 @@
 
 ``dlprio run|once|explain|status`` read one YAML file: ``--config FILE``, else
 ``/etc/dlprio/dlprio.yaml``, else the packaged ``conf/dlprio.yaml`` (every key documented
-there). :class:`DaemonConfig` is a pydantic dataclass; its ``policy:`` section is a
+there). :class:`DaemonConfig` is a frozen dataclass checked like the policy's
+(:mod:`prioritizer.policy.validation`); its ``policy:`` section is a
 :class:`prioritizer.policy.config.PolicyConfig` (the same settings ``dlprio simulate`` uses); the
-other keys say how the daemon talks to Slurm. Field constraints carry the allowed ranges, one
-validator the rules across keys. Errors are one :class:`ConfigError` (exit 2) with one line per
+other keys say how the daemon talks to Slurm. Field types carry the allowed ranges,
+:meth:`DaemonConfig.rules` the rules across keys. Errors are one :class:`ConfigError` (exit 2) with one line per
 problem, ``FILE: KEY.PATH: allowed range or fix (got VALUE)``, raised before the loop starts.
 Units: seconds; ports are TCP ports (0 = off).
 """
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, Strict, field_validator, model_validator
-from pydantic.dataclasses import dataclass
+from msgspec import Meta
 
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.cli_util import visible
-from prioritizer.policy.config import STRICT_KEYS, PolicyConfig, Positive, Seconds
-from prioritizer.policy.validation import ConfigError, RuleError, validate
+from prioritizer.policy.config import PolicyConfig, Positive, Seconds
+from prioritizer.policy.validation import ConfigError, Rule, check, validate
 from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
 
 __all__ = ["ConfigError", "DaemonConfig", "default_path", "from_mapping", "load"]
@@ -33,13 +33,18 @@ Mode = Literal["priority", "partition"]
 PriorityField = Literal["site_factor", "priority"]
 LogFormat = Literal["text", "json"]
 MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), get_args(LogFormat)
+#: A non-empty string.
+NonEmpty = Annotated[str, Meta(min_length=1)]
 #: A list of non-empty partition or account names.
-Names = tuple[Annotated[str, Strict(), Field(min_length=1)], ...]
+Names = tuple[NonEmpty, ...]
 #: A non-empty file path.
-FilePath = Annotated[str, Strict(), Field(min_length=1)]
+FilePath = NonEmpty
+#: The cluster lease's Slurm job name: letters, digits, ``-``, ``_``, ``.``.
+LeaseName = Annotated[str, Rule(lambda v: all(c.isalnum() or c in "-_." for c in v),
+                                "letters, digits, '-', '_', '.' only")]
 
 
-@dataclass(frozen=True, config=STRICT_KEYS)
+@dataclass(frozen=True)
 class DaemonConfig:
     """Everything ``dlprio run`` needs besides Slurm itself (see conf/dlprio.yaml).
 
@@ -79,15 +84,15 @@ class DaemonConfig:
             over; 0 = auto (:attr:`lease_ttl`).
 
     Raises:
-        pydantic.ValidationError: (a ``ValueError``) on construction with a bad value;
-            :func:`load` and :func:`from_mapping` turn it into :class:`ConfigError`.
+        ConfigError: (a ``ValueError``) on construction with a bad value, one line per
+            problem; :func:`load` puts the file name in front of each.
     """
 
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     mode: Mode = "priority"
     priority_field: PriorityField = "site_factor"
-    inqueue_span_s: Annotated[int, Strict(), Field(ge=1, le=100_000_000)] = 1_000_000
-    update_budget: Annotated[int, Strict(), Field(ge=0, le=1_000_000)] = 1000
+    inqueue_span_s: Annotated[int, Meta(ge=1, le=100_000_000)] = 1_000_000
+    update_budget: Annotated[int, Meta(ge=0, le=1_000_000)] = 1000
     partitions: Names = ()
     queue_partitions: Names = ()
     exempt_partitions: Names = ()
@@ -97,33 +102,23 @@ class DaemonConfig:
     backoff_max_s: Positive = 300.0
     ledger_path: FilePath = "/var/lib/dlprio/ledger.sqlite"
     snapshot_path: FilePath = DEFAULT_SNAPSHOT_PATH
-    metrics_port: Annotated[int, Strict(), Field(ge=0, le=65535)] = 9464
-    metrics_addr: Annotated[str, Strict()] = "127.0.0.1"
+    metrics_port: Annotated[int, Meta(ge=0, le=65535)] = 9464
+    metrics_addr: str = "127.0.0.1"
     log_format: LogFormat = "text"
     slurm_timeout_s: Seconds = 0.0
-    gittins_samples: Annotated[str, Strict()] = ""
-    gittins_min_samples: Annotated[int, Strict(), Field(ge=1)] = 100
+    gittins_samples: str = ""
+    gittins_min_samples: Annotated[int, Meta(ge=1)] = 100
     gittins_refresh_s: Positive = 3600.0
     retention_days: Seconds = 21.0
-    lease_name: Annotated[str, Strict()] = "dlprio-lease"
-    lease_ttl_s: Annotated[float, Strict(), Field(allow_inf_nan=False)] = 0.0
+    lease_name: LeaseName = "dlprio-lease"
+    lease_ttl_s: float = 0.0
 
-    @field_validator("policy", mode="before")
-    @classmethod
-    def _empty_policy_section(cls, value: Any) -> Any:
-        """``policy:`` with nothing under it is the default policy."""
-        return {} if value is None else value
+    def __post_init__(self) -> None:
+        check(self)
 
-    @field_validator("lease_name")
-    @classmethod
-    def _lease_name_chars(cls, value: str) -> str:
-        if not all(c.isalnum() or c in "-_." for c in value):
-            raise ValueError(f"letters, digits, '-', '_', '.' only (got {value!r})")
-        return value
-
-    @model_validator(mode="after")
-    def _rules_across_keys(self) -> DaemonConfig:
-        """Every rule that ties two keys; all broken ones are reported together."""
+    def rules(self) -> list[tuple[str, str]]:
+        """Every rule that ties two keys, as ``(key, message)`` pairs; all broken ones are
+        reported together."""
         problems: list[tuple[str, str]] = []
         if self.policy.policy == "srtf":
             problems.append(("policy.policy", "srtf needs every job's true duration (an "
@@ -142,9 +137,7 @@ class DaemonConfig:
         if self.backoff_max_s < self.interval_s:
             problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
                              f"(got {self.backoff_max_s:g})"))
-        if problems:
-            raise RuleError(problems)
-        return self
+        return problems
 
     @property
     def call_timeout_s(self) -> float:

@@ -2,8 +2,8 @@
 
 One frozen dataclass, :class:`PolicyConfig`, holds every knob of the Tiresias policy
 (docs/design.md, "Policy rules and their sources") and of the cost model the simulator applies.
-It is a pydantic dataclass: its field constraints and validator are the only copy of
-the rules, checked on every construction. The ``policy:`` section of a YAML file is read
+Its field types (msgspec bounds, :mod:`prioritizer.policy.validation`) and :meth:`PolicyConfig.rules`
+are the only copy of the rules, checked on every construction. The ``policy:`` section of a YAML file is read
 through :meth:`PolicyConfig.from_mapping`, which raises
 :class:`~prioritizer.policy.validation.ConfigError` with one line per problem naming the key
 path (``policy.thresholds_gpu_s[1]``) and the allowed range. Units: seconds, and GPU·seconds for service.
@@ -27,27 +27,26 @@ Sources of the defaults
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Mapping, get_args
 
-from pydantic import ConfigDict, Field, Strict, model_validator
-from pydantic.dataclasses import dataclass
+import msgspec
 
-from prioritizer.policy.validation import RuleError, validate
+from prioritizer.policy.validation import check, validate
 
 PolicyName = Literal["tiresias-las", "tiresias-gittins", "las", "fifo", "fifo-fit", "srtf"]
 POLICY_NAMES: tuple[str, ...] = get_args(PolicyName)
 
-#: A finite number of seconds (or GPU·s) >= 0; an int is taken as a float, a bool is refused.
-Seconds = Annotated[float, Strict(), Field(ge=0, allow_inf_nan=False)]
-#: A finite number > 0.
-Positive = Annotated[float, Strict(), Field(gt=0, allow_inf_nan=False)]
+#: A number of seconds (or GPU·s) >= 0; an int is taken as a float, a bool is refused, and
+#: every float of a config must be finite (:func:`~prioritizer.policy.validation.check`).
+Seconds = Annotated[float, msgspec.Meta(ge=0)]
+#: A number > 0.
+Positive = Annotated[float, msgspec.Meta(gt=0)]
 #: The K-1 strictly increasing thresholds of K queues (a YAML list).
 Thresholds = tuple[Positive, ...]
-#: Unknown keys are errors (``extra="forbid"``).
-STRICT_KEYS = ConfigDict(extra="forbid")
 
 
-@dataclass(frozen=True, config=STRICT_KEYS)
+@dataclasses.dataclass(frozen=True)
 class PolicyConfig:
     """Settings of one policy; every default is documented in the module docstring.
 
@@ -70,8 +69,9 @@ class PolicyConfig:
         preemption: False turns preemption off for every policy.
 
     Raises:
-        pydantic.ValidationError: (a ``ValueError``) on construction with a bad value;
-            :meth:`from_mapping` turns it into one line per problem.
+        ConfigError: (a ``ValueError``) on construction with a bad value, one line per
+            problem (``starve_knob: must be >= 0 (got -1)``); :meth:`from_mapping` puts the
+            ``policy.`` section in front of each key.
     """
 
     policy: PolicyName = "tiresias-las"
@@ -83,17 +83,17 @@ class PolicyConfig:
     checkpoint_overhead_s: Seconds = 15.0
     requeue_delay_s: Seconds = 121.0
     decision_interval_s: Seconds = 30.0
-    preemption: Annotated[bool, Strict()] = True
+    preemption: bool = True
 
-    @model_validator(mode="after")
-    def _thresholds_increase(self) -> PolicyConfig:
-        problems = [(name, f"thresholds must increase strictly (got {list(values)})")
-                    for name, values in (("thresholds_gpu_s", self.thresholds_gpu_s),
-                                         ("thresholds_s", self.thresholds_s))
-                    if any(b <= a for a, b in zip(values, values[1:]))]
-        if problems:
-            raise RuleError(problems)
-        return self
+    def __post_init__(self) -> None:
+        check(self)
+
+    def rules(self) -> Iterator[tuple[str, str]]:
+        """The rules across values, as ``(key, message)`` pairs: thresholds increase strictly."""
+        for name in ("thresholds_gpu_s", "thresholds_s"):
+            values = getattr(self, name)
+            if any(b <= a for a, b in zip(values, values[1:])):
+                yield name, f"thresholds must increase strictly (got {list(values)})"
 
     def zero_cost(self) -> PolicyConfig:
         """The same policy without modeled costs (``--zero-cost``): no checkpoint overhead,

@@ -1,112 +1,208 @@
-"""Config validation errors as one line per problem: ``KEY.PATH: what is allowed (got VALUE)``.
+"""Config validation: one line per problem, ``KEY.PATH: what is allowed (got VALUE)``.
 
 The config classes (:class:`prioritizer.policy.config.PolicyConfig`,
-:class:`prioritizer.daemon.config.DaemonConfig`) are pydantic dataclasses: field constraints
-carry the allowed ranges, validators the rules across fields. :func:`validate` runs one of them
-on parsed YAML and turns pydantic's :class:`~pydantic.ValidationError` into a
-:class:`ConfigError` whose message has one line per problem, each naming the key path (dotted,
-list items as ``[i]``), the allowed range or the fix, and the value given. Pure: no I/O.
+:class:`prioritizer.daemon.config.DaemonConfig`) are frozen dataclasses whose field types say
+what is valid: ``Annotated[float, msgspec.Meta(ge=0)]`` (a bound), ``Literal[...]`` (names),
+``tuple[X, ...]`` (a YAML list), :class:`Rule` (a check beyond type and bounds), a nested
+config class (a YAML section). Their ``__post_init__`` calls :func:`check`, so that every
+construction (``PolicyConfig(starve_knob=-1)``, ``dataclasses.replace``, :func:`validate` on
+parsed YAML) is checked by the same declaration, the only copy of the rules; then the class's
+``rules()`` method the rules across fields. msgspec does the type and bound checks
+(``msgspec.convert(..., strict=True)``: a bool is not a number, a float not a whole number, an
+int is taken as a float); this module words what it refuses, every problem at once, each
+naming the key path (dotted, list items as ``[i]``), the allowed range or the fix, and the value
+given. msgspec rather than pydantic: it loads in a few milliseconds where pydantic took about
+0.1 s of every ``dlprio`` command and every replay (docs/simulator.md, issue 11). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
+import math
 import typing
-from typing import Any, Iterable, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+import msgspec
 
 T = TypeVar("T")
 
-#: Messages for pydantic's error types (``ValidationError.errors()[i]["type"]``); ``{x}`` is
-#: filled from the error's ``ctx``.
-MESSAGES = {
-    "greater_than_equal": "must be >= {ge}",
-    "greater_than": "must be > {gt}",
-    "less_than_equal": "must be <= {le}",
-    "less_than": "must be < {lt}",
-    "literal_error": "must be {expected}",
-    "float_type": "expected a number",
-    "int_type": "expected a whole number",
-    "bool_type": "expected true or false",
-    "string_type": "expected a string",
-    "string_too_short": "must not be empty",
-    "tuple_type": "expected a list",
-    "finite_number": "must be a finite number",
-    "dataclass_type": "expected a mapping of keys",
-    "dataclass_exact_type": "expected a mapping of keys",
-}
+#: What a value of each declared base type must be, when it is not one.
+EXPECTED = {float: "expected a number", int: "expected a whole number", bool: "expected true or false",
+            str: "expected a string"}
 
-
-#: The error types of a violated numeric bound.
-BOUNDS = {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}
+#: A problem: the key path (keys and list indices) and the message.
+Problem = tuple[tuple[Any, ...], str]
 
 
 class ConfigError(ValueError):
-    """The configuration is unusable; one line per problem, each naming the key and the fix."""
+    """The configuration is unusable; one line per problem, each naming the key and the fix.
+
+    Attributes:
+        problems: the problems as (key path, message) pairs, when raised by :func:`check`
+            (``[]`` when the message was written whole).
+    """
+
+    def __init__(self, message: str | Iterable[Problem]) -> None:
+        self.problems: list[Problem] = [] if isinstance(message, str) else list(message)
+        super().__init__(message if isinstance(message, str) else "\n".join(lines(self.problems)))
 
 
-class RuleError(ValueError):
-    """Raised by a validator: the rules broken, as ``(key, message)`` pairs (key relative to
-    the object validated; the message says what is allowed and what was given)."""
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """``Annotated`` metadata: a check of one field beyond its type and bounds. ``test(value)``
+    is true when the value is allowed; ``message`` says what is (the value is added)."""
 
-    def __init__(self, problems: Iterable[tuple[str, str]]) -> None:
-        self.problems = list(problems)
-        super().__init__("; ".join(f"{k}: {m}" for k, m in self.problems))
+    test: Callable[[Any], bool]
+    message: str
+
+
+def check(obj: Any) -> None:
+    """Check every field of the config dataclass ``obj`` against its declared type, store the
+    converted values (an int given for a float as a float, a list as a tuple), then run
+    ``obj.rules()`` (``(key, message)`` pairs; run only when every field is valid, as a rule
+    may read any of them). Called from ``__post_init__``.
+
+    Raises:
+        ConfigError: with ``problems``, one per bad field or list item and per broken rule.
+    """
+    problems: list[Problem] = []
+    for name, tp in _hints(type(obj)).items():
+        value, found = _convert(getattr(obj, name), tp)
+        problems += [((name, *path), msg) for path, msg in found]
+        object.__setattr__(obj, name, value)
+    if not problems:
+        problems = [((key,), msg) for key, msg in obj.rules()]
+    if problems:
+        raise ConfigError(problems)
 
 
 def validate(cls: type[T], data: Any, prefix: str = "") -> T:
-    """``data`` (parsed YAML: a mapping) as a ``cls``; ``prefix`` (e.g. ``"policy"``) starts
-    every key path.
+    """``data`` (parsed YAML: a mapping, or ``None`` for all defaults) as a ``cls``; ``prefix``
+    (e.g. ``"policy"``) starts every key path. Problems come in the order of the declared
+    fields, nested sections in place, then unknown keys in the order given.
 
     Raises:
         ConfigError: one line per problem, e.g. ``policy.starve_knob: must be >= 0 (got -1)``.
     """
-    if data is None:
-        data = {}
-    if not isinstance(data, typing.Mapping):
+    if data is not None and not isinstance(data, Mapping):
         raise ConfigError(f"{prefix or 'top level'}: expected a mapping of keys, got "
                           f"{type(data).__name__}")
     try:
-        return TypeAdapter(cls).validate_python(dict(data))
-    except ValidationError as exc:
-        raise ConfigError("\n".join(error_lines(cls, exc, prefix))) from None
+        return _build(cls, data or {})
+    except ConfigError as exc:
+        raise ConfigError(_prefixed(exc, prefix)) from None
 
 
 def replace(obj: T, prefix: str = "", **changes: Any) -> T:
-    """``dataclasses.replace(obj, **changes)``, validated like :func:`validate`.
+    """``dataclasses.replace(obj, **changes)``; ``prefix`` starts every key path of an error.
 
     Raises:
         ConfigError: one line per problem, e.g. ``starve_knob: must be >= 0 (got -1)``.
     """
     try:
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
-    except ValidationError as exc:
-        raise ConfigError("\n".join(error_lines(type(obj), exc, prefix))) from None
+    except ConfigError as exc:
+        raise ConfigError(_prefixed(exc, prefix)) from None
 
 
-def error_lines(cls: type, exc: ValidationError, prefix: str = "") -> list[str]:
-    """One ``KEY.PATH: message (got VALUE)`` line per error of ``exc`` raised validating ``cls``."""
-    lines: list[str] = []
-    for err in exc.errors():
-        loc = ((prefix,) if prefix else ()) + tuple(err["loc"])
-        ctx = err.get("ctx") or {}
-        if isinstance(ctx.get("error"), RuleError):
-            base = _path(loc)
-            lines += [f"{_join(base, key)}: {msg}" for key, msg in ctx["error"].problems]
-        elif err["type"] == "value_error":
-            lines.append(f"{_path(loc)}: {ctx.get('error', err['msg'])}")
-        elif err["type"] == "unexpected_keyword_argument":
-            lines.append(f"{_path(loc)}: unknown key{_did_you_mean(cls, err['loc'])}")
-        else:
-            template = MESSAGES.get(err["type"])
-            shown = {k: _num(v) for k, v in ctx.items()}
-            text = template.format(**shown) if template else err["msg"]
-            if err["type"] in BOUNDS:
-                text = _range(cls, err["loc"]) or text
-            lines.append(f"{_path(loc)}: {text} (got {err['input']!r})")
-    return lines
+def lines(problems: Iterable[Problem]) -> list[str]:
+    """``KEY.PATH: message`` for each problem."""
+    return [f"{_path(path)}: {msg}" for path, msg in problems]
+
+
+def _prefixed(exc: ConfigError, prefix: str) -> list[Problem] | str:
+    if not exc.problems:
+        return str(exc)
+    return [(((prefix,) if prefix else ()) + path, msg) for path, msg in exc.problems]
+
+
+def _build(cls: type[T], data: Mapping[Any, Any]) -> T:
+    """A ``cls`` from a mapping: every bad field, nested key and unknown key reported together
+    (the rules across fields only once all of them are valid)."""
+    problems: list[Problem] = []
+    values: dict[str, Any] = {}
+    for name, tp in _hints(cls).items():
+        if name in data:
+            values[name], found = _convert(data[name], tp)
+            problems += [((name, *path), msg) for path, msg in found]
+    problems += [((key,), f"unknown key{_did_you_mean(cls, key)}")
+                 for key in data if key not in _hints(cls)]
+    if problems:
+        raise ConfigError(problems)
+    return cls(**values)
+
+
+def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
+    """``value`` as the declared type ``tp``, and its problems (paths relative to it)."""
+    base, meta, rules = _parts(tp)
+    if _is_config(base):  # a nested section; empty (None) means all defaults
+        if isinstance(value, base):
+            return value, []
+        if value is None or isinstance(value, Mapping):
+            try:
+                return _build(base, value or {}), []
+            except ConfigError as exc:
+                return value, exc.problems
+        return value, [((), f"expected a mapping of keys (got {value!r})")]
+    if typing.get_origin(base) is tuple:
+        if not isinstance(value, list | tuple):
+            return value, [((), f"expected a list (got {value!r})")]
+        item = typing.get_args(base)[0]
+        done = [_convert(v, item) for v in value]
+        return (tuple(v for v, _ in done),
+                [((i, *path), msg) for i, (_, found) in enumerate(done) for path, msg in found])
+    try:
+        converted = msgspec.convert(value, base, strict=True)
+    except msgspec.ValidationError:
+        return value, [((), f"{_type_message(base)} (got {value!r})")]
+    if isinstance(converted, float) and not math.isfinite(converted):
+        return value, [((), f"must be a finite number (got {value!r})")]
+    if meta is not None:
+        try:
+            msgspec.convert(converted, Annotated[base, meta], strict=True)
+        except msgspec.ValidationError:
+            return value, [((), f"{_bound_message(meta)} (got {value!r})")]
+    return converted, [((), f"{r.message} (got {value!r})") for r in rules if not r.test(converted)]
+
+
+def _type_message(base: Any) -> str:
+    if typing.get_origin(base) is Literal:
+        shown = [repr(v) for v in typing.get_args(base)]
+        return "must be " + (f"{', '.join(shown[:-1])} or {shown[-1]}" if len(shown) > 1
+                             else shown[0])
+    return EXPECTED.get(base, f"expected {getattr(base, '__name__', base)}")
+
+
+def _bound_message(meta: msgspec.Meta) -> str:
+    """``must be >= 0``, ``must be >= 0 and <= 65535``, ``must not be empty``."""
+    if meta.min_length is not None:
+        return "must not be empty"
+    low = [f"{op} {_num(v)}" for op, v in ((">=", meta.ge), (">", meta.gt)) if v is not None]
+    high = [f"{op} {_num(v)}" for op, v in (("<=", meta.le), ("<", meta.lt)) if v is not None]
+    return "must be " + " and ".join(low + high)
+
+
+def _parts(tp: Any) -> tuple[Any, msgspec.Meta | None, list[Rule]]:
+    """A declared type as (base type, its ``msgspec.Meta`` or None, its :class:`Rule`s)."""
+    if typing.get_origin(tp) is not Annotated:
+        return tp, None, []
+    base, *extra = typing.get_args(tp)
+    meta = next((m for m in extra if isinstance(m, msgspec.Meta)), None)
+    return base, meta, [r for r in extra if isinstance(r, Rule)]
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """The declared field types of a config dataclass, in declaration order."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def _is_config(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp) and hasattr(tp, "rules")
 
 
 def _path(loc: tuple[Any, ...]) -> str:
@@ -116,33 +212,6 @@ def _path(loc: tuple[Any, ...]) -> str:
     return out or "top level"
 
 
-def _join(base: str, key: str) -> str:
-    return key if base == "top level" else f"{base}.{key}"
-
-
-def _owner(cls: type, loc: tuple[Any, ...]) -> Any:
-    """The dataclass holding the key at ``loc`` (``object`` when there is none)."""
-    owner: Any = cls
-    for part in loc[:-1]:
-        hints = typing.get_type_hints(owner) if dataclasses.is_dataclass(owner) else {}
-        owner = hints.get(part, object)
-    return owner
-
-
-def _range(cls: type, loc: tuple[Any, ...]) -> str:
-    """``must be in LO..HI`` for a field bounded on both sides, else ``""``."""
-    fields = getattr(_owner(cls, loc), "__pydantic_fields__", {})
-    info = fields.get(loc[-1]) if loc and isinstance(loc[-1], str) else None
-    bounds = {k: getattr(m, k) for m in (info.metadata if info else ())
-              for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
-    low = bounds.get("ge", bounds.get("gt"))
-    high = bounds.get("le", bounds.get("lt"))
-    if low is None or high is None:
-        return ""
-    return (f"must be {'>=' if 'ge' in bounds else '>'} {_num(low)} and "
-            f"{'<=' if 'le' in bounds else '<'} {_num(high)}")
-
-
 def _num(value: Any) -> Any:
     """``60`` for 60.0, ``0.5`` for 0.5; anything else unchanged."""
     if isinstance(value, float):
@@ -150,11 +219,8 @@ def _num(value: Any) -> Any:
     return value
 
 
-def _did_you_mean(cls: type, loc: tuple[Any, ...]) -> str:
-    """``; did you mean 'x'?`` (or the valid keys) for the unknown key at ``loc``."""
-    owner = _owner(cls, loc)
-    if not dataclasses.is_dataclass(owner):
-        return ""
-    names = [f.name for f in dataclasses.fields(owner)]
-    close = difflib.get_close_matches(str(loc[-1]), names, n=1)
+def _did_you_mean(cls: type, key: Any) -> str:
+    """``; did you mean 'x'?`` (or the valid keys) for an unknown key of ``cls``."""
+    names = list(_hints(cls))
+    close = difflib.get_close_matches(str(key), names, n=1)
     return f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(names))}"
