@@ -165,9 +165,12 @@ def _element_ok(selector: str) -> bool:
 def _id_list(text: str) -> list[str]:
     """Job ids as dlqueue prints them: ``12``, ``12+1`` (hetjob component), ``12_3`` (array
     element), ``12_[1-5,9%2]`` (an array's pending elements as squeue folds them); separated by
-    commas outside brackets, none empty. Raises CliError (one line, exit 2) naming a bad one."""
-    ids = _split_ids(text)
-    bad = [x for x in ids if not (_element_ok(x) or _folded_tasks(x))]
+    commas outside brackets, none empty; leading zeros dropped as squeue does (``012_03`` is
+    ``12_3``). Raises CliError (one line, exit 2) naming a bad one as given."""
+    given = _split_ids(text)
+    # numbers as squeue reads them (strtol): 012_03 is 12_3
+    ids = [re.sub(r"[0-9]+", lambda m: str(int(m.group())), x) for x in given]
+    bad = [x for x, c in zip(given, ids) if not (_element_ok(c) or _folded_tasks(c))]
     if bad:
         raise CliError(
             f"-j/--jobs: {bad[0]!r} is not a job id (ids are 12, 12+1 for a hetjob "
