@@ -168,11 +168,34 @@ def syntax_message(name: str, exc: yaml.YAMLError) -> str:
     return f"{name}: YAML syntax error: {' '.join(str(exc).split())}"
 
 
+def read_text(path: str | Path, limit: int) -> str:
+    """The UTF-8 text of the regular file ``path`` of at most ``limit`` bytes, read by
+    :func:`slurm_plugin.readfile.read_regular` (a FIFO or ``/dev/zero`` is refused, never
+    waited on or read without end): how dlprio reads every file a user names (this module's
+    YAML, the ``gittins_samples`` CSV of :mod:`prioritizer.samplesfile`).
+
+    Raises:
+        YamlFileError: (a ``ValueError``) one line naming the path, control characters escaped:
+            ``PATH: cannot read (<reason>)`` (``a FIFO; give a regular file``, ``not UTF-8
+            text: byte N``, the OS's words) or ``PATH: larger than N bytes (M MiB), the most
+            dlprio reads``.
+    """
+    name = visible(path)
+    try:
+        raw, _ = read_regular(path, limit)
+        return raw.decode("utf-8")
+    except UnreadableFile as exc:
+        raise YamlFileError(f"{name}: {exc.reason}, the most dlprio reads" if exc.too_big
+                            else f"{name}: cannot read ({exc.reason})") from None
+    except UnicodeDecodeError as exc:
+        raise YamlFileError(f"{name}: cannot read (not UTF-8 text: byte {exc.start})") from None
+
+
 def read_yaml(path: str | Path) -> Any:
     """Parse the YAML file at ``path`` (:func:`load`: safe, YAML 1.2 floats; an empty file is
     None). The file must be a regular file of at most :data:`MAX_YAML_BYTES` in UTF-8, read by
-    :func:`slurm_plugin.readfile.read_regular` (a FIFO or ``/dev/zero`` is refused, never
-    waited on or read without end); the path is shown with control characters escaped.
+    :func:`read_text` (a FIFO or ``/dev/zero`` is refused, never waited on or read without end);
+    the path is shown with control characters escaped.
 
     Raises:
         YamlFileError: ``PATH: cannot read (<reason>)``, ``PATH:LINE:COL: YAML syntax
@@ -181,14 +204,7 @@ def read_yaml(path: str | Path) -> Any:
             expanded, or an integer of more digits than Python converts (4300).
     """
     name = visible(path)
-    try:
-        raw, _ = read_regular(path, MAX_YAML_BYTES)
-        text = raw.decode("utf-8")
-    except UnreadableFile as exc:
-        raise YamlFileError(f"{name}: {exc.reason}, the most dlprio reads" if exc.too_big
-                            else f"{name}: cannot read ({exc.reason})") from None
-    except UnicodeDecodeError as exc:
-        raise YamlFileError(f"{name}: cannot read (not UTF-8 text: byte {exc.start})") from None
+    text = read_text(path, MAX_YAML_BYTES)
     try:
         return load(text)
     except _TooLarge as exc:

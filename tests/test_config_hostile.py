@@ -231,3 +231,49 @@ def test_a_policy_section_that_is_not_a_mapping_is_named(tmp_path: Path, capsys,
     f.write_text(text)
     assert main([a.replace("{f}", str(f)) for a in argv]) == 2
     assert capsys.readouterr().err == f"dlprio: {f}: {line}\n"
+
+
+# -- gittins_samples / --durations: the samples file is read like every other file --------------
+
+def _gittins_config(tmp_path: Path, samples: str) -> Path:
+    f = tmp_path / "c.yaml"
+    f.write_text(f"ledger_path: {tmp_path}/l.sqlite\nsnapshot_path: {tmp_path}/s.json\n"
+                 f"policy: {{policy: tiresias-gittins}}\ngittins_samples: '{samples}'\n")
+    return f
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: __import__("os").mkfifo(p), "cannot read (a FIFO; give a regular file)"),
+    (lambda p: p.mkdir(), "cannot read (a directory; give a regular file)"),
+    (lambda p: p.write_text("duration\n100\n-5\n"), None),
+], ids=["fifo", "directory", "bad-sample"])
+def test_a_bad_samples_file_is_a_config_error_before_the_ledger(tmp_path: Path, capsys, make,
+                                                                 reason: str | None) -> None:
+    """A FIFO hung ``dlprio once`` for ever after it had created and locked the ledger; the
+    other two were ``dlprio: <reason>`` without the key, exit 2 after the ledger was opened."""
+    samples = tmp_path / "samples.csv"
+    make(samples)
+    f = _gittins_config(tmp_path, str(samples))
+    assert main(["once", "--dry-run", "--config", str(f)]) == 2
+    why = reason or "3: expected a positive number of GPU·s, got '-5'"
+    sep = "" if reason is None else " "
+    assert capsys.readouterr().err == f"dlprio: config: {f}: gittins_samples: {samples}:{sep}{why}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "samples.csv"]
+
+
+def test_simulate_durations_refuses_a_fifo(tmp_path: Path, capsys) -> None:
+    fifo = tmp_path / "samples.csv"
+    __import__("os").mkfifo(fifo)
+    rc = main(["simulate", "--trace", TRACE, "--nodes", "1", "--gpus-per-node", "8",
+               "--policy", "tiresias-gittins", "--durations", str(fifo)])
+    assert rc == 2
+    assert capsys.readouterr().err == f"dlprio: {fifo}: cannot read (a FIFO; give a regular file)\n"
+
+
+def test_a_good_samples_file_is_the_daemons_distribution(tmp_path: Path) -> None:
+    from prioritizer.daemon.cli import gittins_samples
+    samples = tmp_path / "samples.csv"
+    samples.write_text("duration\n300\n100\n200\n")
+    cfg = daemon_config.load(_gittins_config(tmp_path, str(samples)))
+    assert gittins_samples(cfg, "c.yaml").samples == (100.0, 200.0, 300.0)
+    assert gittins_samples(dataclasses.replace(cfg, gittins_samples="history"), "c.yaml") is None

@@ -139,8 +139,11 @@ def _distribution(args: argparse.Namespace) -> Any:
                                                   args.durations_min, args.durations_from)
         print(f"note: {note}", file=sys.stderr)
         return distribution
+    if not args.durations:
+        return load_distribution()
+    from prioritizer.samplesfile import load_distribution as load_file   # PyYAML's reader
     try:
-        return load_distribution(args.durations)
+        return load_file(args.durations)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
