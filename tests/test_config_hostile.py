@@ -277,3 +277,19 @@ def test_a_good_samples_file_is_the_daemons_distribution(tmp_path: Path) -> None
     cfg = daemon_config.load(_gittins_config(tmp_path, str(samples)))
     assert gittins_samples(cfg, "c.yaml").samples == (100.0, 200.0, 300.0)
     assert gittins_samples(dataclasses.replace(cfg, gittins_samples="history"), "c.yaml") is None
+
+
+@pytest.mark.parametrize("key", ["ledger_path", "snapshot_path", "gittins_samples"])
+def test_a_path_no_system_call_takes_is_a_config_error_echoed_bounded(tmp_path: Path,
+                                                                      key: str) -> None:
+    """A 100,000-character ``ledger_path`` was echoed whole by the ``cannot stat (File name too
+    long)`` check; a NUL in ``gittins_samples`` was ``dlprio: embedded null byte``."""
+    assert _errors(tmp_path, f"{key}: /{'x' * 100_000}\n") == [
+        f"{key}: a path must be shorter than 4096 bytes (PATH_MAX) (got '/" + "x" * 58
+        + "… (100,001 characters))"]
+    assert _errors(tmp_path, f'{key}: "/tmp/a\\0b"\n') == [
+        f"{key}: a path cannot hold a NUL byte (\\x00) (got '/tmp/a\\x00b')"]
+
+
+def test_a_path_just_below_path_max_is_accepted() -> None:
+    assert len(DaemonConfig(ledger_path="/" + "d/" * 2047).ledger_path) == 4095

@@ -38,8 +38,18 @@ MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), g
 NonEmpty = Annotated[str, Meta(min_length=1)]
 #: A list of non-empty partition or account names.
 Names = tuple[NonEmpty, ...]
+#: The longest path the kernel takes (Linux ``PATH_MAX``, bytes with the final NUL; path
+#: resolution(7), ``ENAMETOOLONG``). A longer one can never be opened, and was echoed whole.
+PATH_MAX = 4096
+#: What every file path of the config must be: no NUL byte (no system call takes one), and
+#: shorter than :data:`PATH_MAX` bytes (a lone surrogate counted as its 3 bytes).
+PathRules = (Rule(lambda v: "\0" not in v, "a path cannot hold a NUL byte (\\x00)"),
+             Rule(lambda v: len(v.encode("utf-8", "surrogatepass")) < PATH_MAX,
+                  f"a path must be shorter than {PATH_MAX} bytes (PATH_MAX)"))
 #: A non-empty file path.
-FilePath = NonEmpty
+FilePath = Annotated[NonEmpty, *PathRules]
+#: ``gittins_samples``: ``""`` (packaged), ``history``, or a file path.
+SamplesPath = Annotated[str, *PathRules]
 #: A wait or timeout of the daemon is at most :data:`prioritizer.numbers.MAX_SECONDS` (10^9 s,
 #: about 31 years), the bound of every seconds option: past about 9.2 × 10^9 s Python's clock
 #: overflows (``threading.Event.wait``, ``subprocess.run(timeout=...)`` raise OverflowError), so
@@ -117,7 +127,7 @@ class DaemonConfig:
     metrics_addr: str = "127.0.0.1"
     log_format: LogFormat = "text"
     slurm_timeout_s: WaitSeconds = 0.0
-    gittins_samples: str = ""
+    gittins_samples: SamplesPath = ""
     gittins_min_samples: Annotated[int, Meta(ge=1)] = 100
     gittins_refresh_s: WaitPositive = 3600.0
     retention_days: Seconds = 21.0
