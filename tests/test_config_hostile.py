@@ -293,3 +293,25 @@ def test_a_path_no_system_call_takes_is_a_config_error_echoed_bounded(tmp_path: 
 
 def test_a_path_just_below_path_max_is_accepted() -> None:
     assert len(DaemonConfig(ledger_path="/" + "d/" * 2047).ledger_path) == 4095
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--trace", TRACE, "--nodes", "1", "--gpus-per-node", "8", "--config", "{f}"],
+    ["history", "check", "--trace", TRACE, "--config", "{f}"],
+    ["tune", "--trace", TRACE, "--config", "{f}", "--grid", "queues=2"],
+], ids=["simulate", "history-check", "tune"])
+def test_a_misspelt_policy_section_is_refused_not_replayed_as_the_default(
+        tmp_path: Path, capsys, argv: list[str]) -> None:
+    """``polcy: {starve_knob: 2}`` replayed the default policy without a word (the daemon
+    refuses the same file: ``polcy: unknown key; did you mean 'policy'?``)."""
+    f = tmp_path / "c.yaml"
+    f.write_text("interval_s: 5\npolcy:\n  starve_knob: 2\n")
+    assert main([a.replace("{f}", str(f)) for a in argv]) == 2
+    assert capsys.readouterr().err == f"dlprio: {f}: polcy: unknown key; did you mean 'policy'?\n"
+
+
+def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) -> None:
+    f = tmp_path / "c.yaml"
+    f.write_text("".join(f"{k.name}: x\n" for k in dataclasses.fields(DaemonConfig)
+                         if k.name != "policy"))
+    assert policy_config(None, str(f)) == PolicyConfig()

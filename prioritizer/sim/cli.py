@@ -199,8 +199,9 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
 def policy_section(path: str) -> dict[str, Any]:
     """The ``policy:`` section of the daemon config at ``path`` as a dict: ``{}`` (the default
     policy) for an empty file, no ``policy:`` key or an empty one, as ``dlprio run`` reads them
-    (the other keys are the daemon's). ``dlprio simulate``, ``history check`` and ``tune`` read
-    ``--config`` through it.
+    (the other keys are the daemon's, not checked here; a key close to ``policy``, e.g.
+    ``polcy:``, is refused as the daemon refuses it, rather than replaying the default policy).
+    ``dlprio simulate``, ``history check`` and ``tune`` read ``--config`` through it.
 
     Raises:
         CliError: unreadable file or bad YAML (:func:`prioritizer.yamlfile.read_yaml`), or a
@@ -216,6 +217,12 @@ def policy_section(path: str) -> dict[str, Any]:
     if data is not None and not isinstance(data, dict):
         raise CliError(f"{path}: top level: expected a mapping of keys with a 'policy:' section "
                        f"(got {shown(data)})")
+    import difflib
+    for key in data or {}:   # the daemon's keys are not checked here, but a misspelt section
+        # would silently replay the default policy: the daemon refuses it as an unknown key
+        if key != "policy" and difflib.get_close_matches(str(key)[:80], ["policy"], n=1):
+            raise CliError(f"{path}: {shown(key) if not str(key).isidentifier() else key}: "
+                           "unknown key; did you mean 'policy'?")
     section = (data or {}).get("policy")
     if section is not None and not isinstance(section, dict):
         raise CliError(f"{path}: policy: expected a mapping of keys (got {shown(section)})")
