@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from prioritizer.policy.validation import shown
 from slurm_plugin.cli_util import visible
 from slurm_plugin.readfile import UnreadableFile, read_regular
 
@@ -34,14 +35,15 @@ class YamlFileError(ValueError):
 
 
 class DuplicateKey(ValueError):
-    """A mapping/object holds the same key twice. ``lines`` are 1-based (empty when unknown)."""
+    """A mapping/object holds the same key twice. ``lines`` are 1-based (empty when unknown);
+    the key is quoted, escaped and cut as every echo (:func:`prioritizer.policy.validation.shown`)."""
 
     def __init__(self, key: str, lines: tuple[int, ...]) -> None:
         self.key = key
         self.lines = lines
         where = (f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2
                  else f" (written at lines {', '.join(map(str, lines))})" if lines else "")
-        super().__init__(f"key {key!r} appears twice in the same mapping{where}; keep one")
+        super().__init__(f"key {shown(key)} appears twice in the same mapping{where}; keep one")
 
 
 class DuplicateKeys(ValueError):

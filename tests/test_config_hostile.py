@@ -315,3 +315,10 @@ def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) ->
     f.write_text("".join(f"{k.name}: x\n" for k in dataclasses.fields(DaemonConfig)
                          if k.name != "policy"))
     assert policy_config(None, str(f)) == PolicyConfig()
+
+
+def test_a_long_key_written_twice_is_named_cut(tmp_path: Path) -> None:
+    key = "k" * 100_000   # an explicit key (``? KEY``) may be longer than 1024 characters
+    assert _errors(tmp_path, f"? {key}\n: 1\n? {key}\n: 2\n") == [
+        "3: key '" + "k" * 59 + "… (100,000 characters) appears twice in the same mapping "
+        "(lines 1 and 3); keep one"]
