@@ -322,3 +322,17 @@ def test_a_long_key_written_twice_is_named_cut(tmp_path: Path) -> None:
     assert _errors(tmp_path, f"? {key}\n: 1\n? {key}\n: 2\n") == [
         "3: key '" + "k" * 59 + "… (100,000 characters) appears twice in the same mapping "
         "(lines 1 and 3); keep one"]
+
+
+@pytest.mark.parametrize("key", ["partitions", "queue_partitions", "exempt_partitions",
+                                 "exempt_accounts"])
+def test_a_name_list_item_holding_two_names_is_refused(tmp_path: Path, key: str) -> None:
+    """``exempt_partitions: ["gpu,debug"]`` matched no job (Slurm names hold no comma): the
+    partitions the admin meant to protect were preempted without a word."""
+    assert _errors(tmp_path, f'{key}: [ok, "gpu,debug", "a b", "t\\tx"]\n') == [
+        f"{key}[1]: one name per item, without ',' or white space (a YAML list: [gpu, debug]) "
+        "(got 'gpu,debug')",
+        f"{key}[2]: one name per item, without ',' or white space (a YAML list: [gpu, debug]) "
+        "(got 'a b')",
+        f"{key}[3]: one name per item, without ',' or white space (a YAML list: [gpu, debug]) "
+        "(got 't\\tx')"]

@@ -36,8 +36,14 @@ LogFormat = Literal["text", "json"]
 MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), get_args(LogFormat)
 #: A non-empty string.
 NonEmpty = Annotated[str, Meta(min_length=1)]
+#: A Slurm partition or account name: Slurm separates names by commas (``-p gpu,debug``) and
+#: has no name with one or with white space, so ``exempt_partitions: ["gpu,debug"]`` (or
+#: ``"gpu debug"``) matched no running job and exempted nothing, without a word.
+OneName = Annotated[NonEmpty, Rule(lambda v: not any(c == "," or c.isspace() for c in v),
+                                   "one name per item, without ',' or white space "
+                                   "(a YAML list: [gpu, debug])")]
 #: A list of non-empty partition or account names.
-Names = tuple[NonEmpty, ...]
+Names = tuple[OneName, ...]
 #: The longest path the kernel takes (Linux ``PATH_MAX``, bytes with the final NUL; path
 #: resolution(7), ``ENAMETOOLONG``). A longer one can never be opened, and was echoed whole.
 PATH_MAX = 4096
