@@ -336,3 +336,11 @@ def test_a_name_list_item_holding_two_names_is_refused(tmp_path: Path, key: str)
         "(got 'a b')",
         f"{key}[3]: one name per item, without ',' or white space (a YAML list: [gpu, debug]) "
         "(got 't\\tx')"]
+
+
+def test_an_empty_metrics_addr_is_a_config_error() -> None:
+    """``metrics_addr: ""`` passed the check and failed in ``dlprio run`` after the ledger was
+    created and locked: ``metrics_port: cannot listen on :9464 (Name or service not known)``."""
+    with pytest.raises(ConfigError) as err:
+        daemon_config.from_mapping({"metrics_addr": ""})
+    assert str(err.value) == "metrics_addr: must not be empty (got '')"

@@ -130,7 +130,7 @@ class DaemonConfig:
     ledger_path: FilePath = "/var/lib/dlprio/ledger.sqlite"
     snapshot_path: FilePath = DEFAULT_SNAPSHOT_PATH
     metrics_port: Annotated[int, Meta(ge=0, le=65535)] = 9464
-    metrics_addr: str = "127.0.0.1"
+    metrics_addr: NonEmpty = "127.0.0.1"   # "" is no address: getaddrinfo fails at start
     log_format: LogFormat = "text"
     slurm_timeout_s: WaitSeconds = 0.0
     gittins_samples: SamplesPath = ""
