@@ -344,3 +344,22 @@ def test_an_empty_metrics_addr_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as err:
         daemon_config.from_mapping({"metrics_addr": ""})
     assert str(err.value) == "metrics_addr: must not be empty (got '')"
+
+
+def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsys) -> None:
+    """YAML's ``"\\ud800"`` escape reached msgspec, which raised UnicodeEncodeError: ``dlprio:
+    'utf-8' codec can't encode character ...`` without file or key (a traceback in library
+    use); a Slurm name or path holding one was accepted."""
+    assert _errors(tmp_path, 'mode: "\\ud800"\nexempt_accounts: [ok, "\\udcff"]\n'
+                             'policy:\n  starve_knob: "\\ud800"\n  policy: "\\ud800"\n') == [
+        "policy.policy: must be 'tiresias-las', 'tiresias-gittins', 'las', 'fifo', 'fifo-fit' or "
+        "'srtf' (got '\\ud800')",
+        "policy.starve_knob: expected a number (got '\\ud800')",
+        "mode: must be 'priority' or 'partition' (got '\\ud800')",
+        "exempt_accounts[1]: must be text without a lone surrogate (\\ud800-\\udfff) (got '\\udcff')"]
+    f = tmp_path / "c.yaml"
+    f.write_text('policy:\n  starve_knob: "\\ud800"\n')
+    assert main(["simulate", "--trace", TRACE, "--nodes", "1", "--gpus-per-node", "8",
+                 "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (f"dlprio: {f}: policy.starve_knob: expected a number "
+                                       "(got '\\ud800')\n")

@@ -201,6 +201,12 @@ def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
         done = [_convert(v, item) for v in value]
         return (tuple(v for v, _ in done),
                 [((i, *path), msg) for i, (_, found) in enumerate(done) for path, msg in found])
+    if isinstance(value, str) and _lone_surrogate(value):
+        # YAML's "\ud800" escape: no character, not writable as UTF-8 (to Slurm, a log, a path);
+        # msgspec raised UnicodeEncodeError for it (a traceback, or a message without the key)
+        what = ("must be text without a lone surrogate (\\ud800-\\udfff)" if base is str
+                else _type_message(base))
+        return value, [((), f"{what} (got {shown(value)})")]
     try:
         converted = msgspec.convert(value, base, strict=True)
     except msgspec.ValidationError:
@@ -217,6 +223,14 @@ def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
             return value, [((), f"{_bound_message(meta)} (got {shown(value)})")]
     return converted, [((), f"{r.message} (got {shown(value)})") for r in rules
                        if not r.test(converted)]
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _type_message(base: Any) -> str:
