@@ -38,8 +38,10 @@ EXPECTED = {float: "expected a number", int: "expected a whole number", bool: "e
 #: The longest echo of a value (``repr``, characters) before :func:`shown` cuts it.
 MAX_SHOWN = 80
 
-#: A key shown as written in a key path; any other key is shown as :func:`shown` quotes it.
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,80}\Z")
+#: A key shown as written in a key path (as it always was): printable, at most 80 characters,
+#: no path syntax (``.``, ``[``, ``]``, ``:``), quote or edge space; any other key is shown as
+#: :func:`shown` quotes it, so that it stays one line and reads as one key.
+_PLAIN_KEY = re.compile(r"[^\s.\[\]:'\"](?:[^.\[\]:'\"]{0,78}[^\s.\[\]:'\"])?\Z")
 
 #: How a YAML key that is not a string reads to whoever wrote it (``1:``, ``null:``, ``true:``).
 _KEY_KINDS = {bool: "true/false", type(None): "null", int: "a number", float: "a number"}
@@ -178,7 +180,7 @@ def _unknown(cls: type, key: Any) -> Problem:
         word = ("null" if key is None else str(key).lower() if isinstance(key, bool)
                 else shown(key))
         return ((word,), f"unknown key ({kind}, not a name){_did_you_mean(cls, '')}")
-    name = key if _PLAIN_KEY.match(key) else shown(key)
+    name = key if key.isprintable() and _PLAIN_KEY.match(key) else shown(key)
     return ((name,), f"unknown key{_did_you_mean(cls, key)}")
 
 
