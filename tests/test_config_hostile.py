@@ -363,3 +363,9 @@ def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsy
                  "--config", str(f)]) == 2
     assert capsys.readouterr().err == (f"dlprio: {f}: policy.starve_knob: expected a number "
                                        "(got '\\ud800')\n")
+
+
+def test_a_printable_key_without_path_syntax_is_named_as_written(tmp_path: Path) -> None:
+    assert _errors(tmp_path, "policy:\n  starve knob: 1\n  ключ: 2\n") == [
+        "policy.starve knob: unknown key; did you mean 'starve_knob'?",
+        f"policy.ключ: unknown key; valid keys: {POLICY_KEYS}"]
