@@ -12,8 +12,11 @@ parsed YAML) is checked by the same declaration, the only copy of the rules; the
 int is taken as a float); this module words what it refuses, every problem at once, each
 naming the key path (dotted, list items as ``[i]``), the allowed range or the fix, and the value
 given. What a file holds is echoed bounded and escaped (:func:`shown`): a 200,000-character
-value, a 30,000-item list or a key with a newline still makes one short line. msgspec rather than pydantic: it loads in a few milliseconds where pydantic took about
-0.1 s of every ``dlprio`` command and every replay (docs/simulator.md, issue 11). Pure: no I/O.
+value, a 30,000-item list or a key with a newline still makes one short line; a key that is not
+a string, a whole number past any float and a lone surrogate (``"\\ud800"``) are each one
+worded line too (session 5 break trial). msgspec rather than pydantic: it loads in a few
+milliseconds where pydantic took about 0.1 s of every ``dlprio`` command and every replay
+(docs/simulator.md, issue 11). Pure: no I/O.
 """
 
 from __future__ import annotations
