@@ -1,7 +1,12 @@
 """The one reader of dlprio's YAML files (daemon config, ``--config``, tune's grid file,
 ``--log-config``): a syntax error becomes one line ``FILE:LINE:COL: YAML syntax error: <problem>``
-(line and column 1-based, from PyYAML's problem mark, else its context mark).
-:func:`syntax_message` is also how dlsubmit reports a job spec's syntax error (submit/load.py)."""
+(line and column 1-based, from PyYAML's problem mark, else its context mark). A key written
+twice in one mapping is refused, one line ``FILE:LINE: key 'k' appears twice in the same mapping
+(lines A and B); keep one`` per repeat: YAML 1.2 (section 3.2.1.3) requires each key of a mapping
+to be unique, and PyYAML silently keeps the last value, so ``interval_s: 30`` written again
+further down as ``interval_s: 10`` would change the cycle without a word.
+:func:`syntax_message` and :class:`DuplicateKeyCheck` are also how dlsubmit reads a job spec
+(submit/load.py, submit/yamlsafe.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from prioritizer.policy.validation import shown
 from slurm_plugin.cli_util import visible
 from slurm_plugin.readfile import UnreadableFile, read_regular
 
@@ -28,14 +34,76 @@ class YamlFileError(ValueError):
     """The file cannot be read or is not YAML; the message is one line naming the file."""
 
 
-class Loader(yaml.SafeLoader):
+class DuplicateKey(ValueError):
+    """A mapping/object holds the same key twice. ``lines`` are 1-based (empty when unknown);
+    the key is quoted, escaped and cut as every echo (:func:`prioritizer.policy.validation.shown`)."""
+
+    def __init__(self, key: str, lines: tuple[int, ...]) -> None:
+        self.key = key
+        self.lines = lines
+        where = (f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2
+                 else f" (written at lines {', '.join(map(str, lines))})" if lines else "")
+        super().__init__(f"key {shown(key)} appears twice in the same mapping{where}; keep one")
+
+
+class DuplicateKeys(ValueError):
+    """Several repeated keys in one document: ``keys`` holds one :class:`DuplicateKey` each,
+    in the order they are written."""
+
+    def __init__(self, keys: list[DuplicateKey]) -> None:
+        self.keys = keys
+        super().__init__("; ".join(map(str, keys)))
+
+
+def duplicate_lines(name: str, exc: DuplicateKeys) -> list[str]:
+    """One ``name:LINE: key ... appears twice`` line per repeated key (LINE: the repeat), in
+    file order."""
+    keys = sorted(exc.keys, key=lambda d: d.lines[-1:])
+    lines = [f"{name}:{d.lines[-1]}: {d}" if d.lines else f"{name}: {d}" for d in keys]
+    return list(dict.fromkeys(lines))
+
+
+class DuplicateKeyCheck:
+    """Mixin for a PyYAML loader class: a key written twice in one mapping is collected, and
+    :meth:`get_single_data` raises :class:`DuplicateKeys` with every one (``<<`` merge keys are
+    overridden by design and not counted)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+            try:
+                hash(key)
+            except TypeError:
+                continue  # the base class reports unhashable keys
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                self._dups.append(DuplicateKey(str(key), (seen[key], line)))
+            else:
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc, no-any-return]
+
+    _dups: list[DuplicateKey]
+
+    def get_single_data(self) -> Any:
+        self._dups = []
+        data = super().get_single_data()  # type: ignore[misc]
+        if self._dups:
+            raise DuplicateKeys(self._dups)
+        return data
+
+
+class Loader(DuplicateKeyCheck, yaml.SafeLoader):
     """``yaml.SafeLoader`` that reads floats as YAML 1.2 does.
 
     PyYAML implements YAML 1.1, whose float pattern needs a dot and a signed exponent, so
     ``1e3``, ``1.0e3`` and ``1e-9`` come back as strings and ``thresholds_gpu_s: [1e3]``
     failed with "expected a number". YAML 1.2's core schema (section 10.3.2, tag
     resolution) reads ``[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?`` as a float;
-    plain integers stay ints (PyYAML's int resolver is tried for them first). A document that
+    plain integers stay ints (PyYAML's int resolver is tried for them first). A key written
+    twice in one mapping raises :class:`DuplicateKeys` (:class:`DuplicateKeyCheck`). A document that
     expands past :data:`MAX_YAML_NODES` through aliases is refused before it is constructed.
     """
 
@@ -87,7 +155,8 @@ Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+01234
 
 
 def load(text: str) -> Any:
-    """``yaml.load`` with :class:`Loader` (safe, YAML 1.2 floats). Raises yaml.YAMLError."""
+    """``yaml.load`` with :class:`Loader` (safe, YAML 1.2 floats). Raises yaml.YAMLError, or
+    :class:`DuplicateKeys` for a key written twice in one mapping."""
     return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader is a SafeLoader
 
 
@@ -101,30 +170,49 @@ def syntax_message(name: str, exc: yaml.YAMLError) -> str:
     return f"{name}: YAML syntax error: {' '.join(str(exc).split())}"
 
 
-def read_yaml(path: str | Path) -> Any:
-    """Parse the YAML file at ``path`` (:func:`load`: safe, YAML 1.2 floats; an empty file is
-    None). The file must be a regular file of at most :data:`MAX_YAML_BYTES` in UTF-8, read by
+def read_text(path: str | Path, limit: int) -> str:
+    """The UTF-8 text of the regular file ``path`` of at most ``limit`` bytes, read by
     :func:`slurm_plugin.readfile.read_regular` (a FIFO or ``/dev/zero`` is refused, never
-    waited on or read without end); the path is shown with control characters escaped.
+    waited on or read without end): how dlprio reads every file a user names (this module's
+    YAML, the ``gittins_samples`` CSV of :mod:`prioritizer.samplesfile`).
 
     Raises:
-        YamlFileError: ``PATH: cannot read (<reason>)``, ``PATH:LINE:COL: YAML syntax
-            error: <problem>``, a document past :data:`MAX_YAML_NODES` once its aliases are
-            expanded, or an integer of more digits than Python converts (4300).
+        YamlFileError: (a ``ValueError``) one line naming the path, control characters escaped:
+            ``PATH: cannot read (<reason>)`` (``a FIFO; give a regular file``, ``not UTF-8
+            text: byte N``, the OS's words) or ``PATH: larger than N bytes (M MiB), the most
+            dlprio reads``.
     """
     name = visible(path)
     try:
-        raw, _ = read_regular(path, MAX_YAML_BYTES)
-        text = raw.decode("utf-8")
+        raw, _ = read_regular(path, limit)
+        return raw.decode("utf-8")
     except UnreadableFile as exc:
         raise YamlFileError(f"{name}: {exc.reason}, the most dlprio reads" if exc.too_big
                             else f"{name}: cannot read ({exc.reason})") from None
     except UnicodeDecodeError as exc:
         raise YamlFileError(f"{name}: cannot read (not UTF-8 text: byte {exc.start})") from None
+
+
+def read_yaml(path: str | Path) -> Any:
+    """Parse the YAML file at ``path`` (:func:`load`: safe, YAML 1.2 floats; an empty file is
+    None). The file must be a regular file of at most :data:`MAX_YAML_BYTES` in UTF-8, read by
+    :func:`read_text` (a FIFO or ``/dev/zero`` is refused, never waited on or read without end);
+    the path is shown with control characters escaped.
+
+    Raises:
+        YamlFileError: ``PATH: cannot read (<reason>)``, ``PATH:LINE:COL: YAML syntax
+            error: <problem>``, a line ``PATH:LINE: key 'k' appears twice in the same mapping
+            (lines A and B); keep one`` per repeated key, a document past :data:`MAX_YAML_NODES` once its aliases are
+            expanded, or an integer of more digits than Python converts (4300).
+    """
+    name = visible(path)
+    text = read_text(path, MAX_YAML_BYTES)
     try:
         return load(text)
     except _TooLarge as exc:
         raise YamlFileError(f"{name}: {exc}") from None
+    except DuplicateKeys as exc:
+        raise YamlFileError("\n".join(duplicate_lines(name, exc))) from None
     except yaml.YAMLError as exc:
         raise YamlFileError(syntax_message(name, exc)) from None
     except RecursionError:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from prioritizer.yamlfile import syntax_message
+from prioritizer.yamlfile import duplicate_lines, syntax_message
 from slurm_plugin.cli_util import visible
 from submit import yamlsafe
 from submit.errors import SpecError, field_path
@@ -75,14 +75,6 @@ def _is_json(name: str, text: str) -> bool:
     return strip_json_comments(text).lstrip().startswith("{")
 
 
-def _duplicate_lines(name: str, exc: yamlsafe.DuplicateKeys) -> list[str]:
-    """One ``name:LINE: key ... appears twice`` line per repeated key (LINE: the repeat), in
-    file order."""
-    keys = sorted(exc.keys, key=lambda d: d.lines[-1:])
-    lines = [f"{name}:{d.lines[-1]}: {d}" if d.lines else f"{name}: {d}" for d in keys]
-    return list(dict.fromkeys(lines))
-
-
 def parse_text(text: str, name: str = "<spec>") -> Any:
     """Parse spec text (JSON with comments, or YAML) into plain Python data.
 
@@ -92,7 +84,7 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
         try:
             return yamlsafe.load_json(strip_json_comments(text))
         except yamlsafe.DuplicateKeys as exc:
-            raise SpecError(_duplicate_lines(name, exc)) from None
+            raise SpecError(duplicate_lines(name, exc)) from None
         except yamlsafe.TooLarge as exc:
             raise SpecError([f"{name}: {exc}"]) from None
         except json.JSONDecodeError as exc:
@@ -102,7 +94,7 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
     try:
         return yamlsafe.load_yaml(text)
     except yamlsafe.DuplicateKeys as exc:
-        raise SpecError(_duplicate_lines(name, exc)) from None
+        raise SpecError(duplicate_lines(name, exc)) from None
     except yamlsafe.TooLarge as exc:
         raise SpecError([f"{name}: {exc}"]) from None
     except yaml.MarkedYAMLError as exc:

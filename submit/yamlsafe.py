@@ -22,32 +22,15 @@ from typing import Any
 
 import yaml
 
-from prioritizer.yamlfile import MAX_YAML_NODES, expanded_size
+from prioritizer.yamlfile import (MAX_YAML_NODES, DuplicateKey, DuplicateKeyCheck, DuplicateKeys,
+                                  expanded_size)
+
+__all__ = ["DuplicateKey", "DuplicateKeys", "MAX_NODES", "TooLarge", "load_json", "load_yaml"]
 
 MAX_NODES = MAX_YAML_NODES
 """Largest expanded YAML document accepted (nodes: scalars, sequences, mappings). A real job
 spec has a few hundred; 100,000 leaves room for generated specs and refuses bombs at once.
 Counted by :func:`prioritizer.yamlfile.expanded_size`, the one counter (dlprio's files too)."""
-
-
-class DuplicateKey(ValueError):
-    """A mapping/object holds the same key twice. ``lines`` are 1-based (empty when unknown)."""
-
-    def __init__(self, key: str, lines: tuple[int, ...]) -> None:
-        self.key = key
-        self.lines = lines
-        where = (f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2
-                 else f" (written at lines {', '.join(map(str, lines))})" if lines else "")
-        super().__init__(f"key {key!r} appears twice in the same mapping{where}; keep one")
-
-
-class DuplicateKeys(ValueError):
-    """Several repeated keys in one document: ``keys`` holds one :class:`DuplicateKey` each,
-    in the order they are written."""
-
-    def __init__(self, keys: list[DuplicateKey]) -> None:
-        self.keys = keys
-        super().__init__("; ".join(map(str, keys)))
 
 
 class TooLarge(ValueError):
@@ -68,27 +51,10 @@ def _json_int(text: str) -> int:
         raise _too_many_digits(text) from None
 
 
-class _Checks:
-    """Refuses duplicate keys and documents that expand past MAX_NODES (mixed into a loader)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                hash(key)
-            except TypeError:
-                continue  # the base class reports unhashable keys
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                self._dups.append(DuplicateKey(str(key), (seen[key], line)))
-            else:
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-    _dups: list[DuplicateKey]
+class _Checks(DuplicateKeyCheck):
+    """Refuses duplicate keys (:class:`~prioritizer.yamlfile.DuplicateKeyCheck`, dlprio's own
+    reader's check), too-long integers and documents that expand past MAX_NODES (mixed into a
+    loader)."""
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
@@ -96,13 +62,6 @@ class _Checks:
         except ValueError:
             value = str(node.value).replace("_", "")
             raise _too_many_digits(value, f"line {node.start_mark.line + 1}: ") from None
-
-    def get_single_data(self) -> Any:
-        self._dups = []
-        data = super().get_single_data()  # type: ignore[misc]
-        if self._dups:
-            raise DuplicateKeys(self._dups)
-        return data
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()

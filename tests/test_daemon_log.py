@@ -153,7 +153,7 @@ def test_run_once_twice_in_one_process_writes_each_event_once(
         capsys: pytest.CaptureFixture[str]) -> None:
     args = argparse.Namespace(config=str(PACKAGED), log_format="json", log_config=None)
     daemon_cli._setup(args)
-    _, log = daemon_cli._setup(args)
+    _, log, _ = daemon_cli._setup(args)
     event(log, "started")
     err = capsys.readouterr().err.splitlines()
     assert [json.loads(line)["event"] for line in err] == ["started"]

@@ -47,7 +47,10 @@ from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
 from prioritizer.daemon.ledger import Ledger, LedgerVersionError
+from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.metrics import Metrics
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.samplesfile import load_distribution
 from slurm_plugin.cli_util import visible
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.readfile import not_regular
@@ -141,15 +144,36 @@ def _load(args: argparse.Namespace, *keys: str) -> DaemonConfig:
     return cfg
 
 
-def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter]:
+def gittins_samples(cfg: DaemonConfig, source: object) -> GittinsDistribution | None:
+    """``tiresias-gittins``'s samples file (``gittins_samples: FILE``), read with the config,
+    before the ledger is locked or opened; None when there is none to read (another policy,
+    ``""``: the packaged samples, ``history``: learned later). ``source``: the config file.
+
+    Raises:
+        ConfigError: ``FILE: gittins_samples: PATH: cannot read (a FIFO; give a regular
+            file)`` or a bad sample's line, exit 2 as any config error.
+    """
+    if cfg.policy.policy != "tiresias-gittins" or cfg.gittins_samples in ("", HISTORY):
+        return None
+    try:
+        return load_distribution(cfg.gittins_samples)
+    except ValueError as exc:
+        raise ConfigError(f"{visible(source)}: gittins_samples: {exc}") from None
+
+
+def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter, GittinsDistribution | None]:
+    """The config, its samples file and the logger of ``run``/``once``: every file the config
+    names is checked before anything is opened."""
     cfg = _load(args, "ledger_path", "snapshot_path")
-    return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config)
+    samples = gittins_samples(cfg, args.config if args.config is not None
+                              else daemon_config.default_path())
+    return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config), samples
 
 
 @_guard
 def cmd_run(args: argparse.Namespace) -> int:
     """``dlprio run``: loop until SIGTERM/SIGINT."""
-    cfg, log = _setup(args)
+    cfg, log, samples = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         metrics = Metrics()
         try:
@@ -167,7 +191,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
-                Daemon(cfg, client, ledger, log, metrics, lease=lease).run(stop)
+                Daemon(cfg, client, ledger, log, metrics, lease=lease,
+                       distribution=samples).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
                 return _fail(str(exc), EXIT_LOCKED)
@@ -209,12 +234,13 @@ def _lease(cfg: DaemonConfig, client: SlurmClient, log: CycleAdapter,
 @_guard
 def cmd_once(args: argparse.Namespace) -> int:
     """``dlprio once [--dry-run]``: one cycle."""
-    cfg, log = _setup(args)
+    cfg, log, samples = _setup(args)
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         client = SlurmClient(timeout_s=cfg.call_timeout_s)
         with _lease(cfg if not args.dry_run else replace(cfg, lease_name=""), client,
                     log) as lease:
-            daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease)
+            daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
+                            distribution=samples)
             daemon.cycle()
     return once_exit(daemon.pushed)
 

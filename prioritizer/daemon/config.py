@@ -19,10 +19,11 @@ from typing import Annotated, Any, Literal, get_args
 
 from msgspec import Meta
 
+from prioritizer.numbers import MAX_SECONDS
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.cli_util import visible
 from prioritizer.policy.config import PolicyConfig, Positive, Seconds
-from prioritizer.policy.validation import ConfigError, Rule, check, validate
+from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
 
 __all__ = ["ConfigError", "DaemonConfig", "default_path", "from_mapping", "load"]
@@ -35,10 +36,36 @@ LogFormat = Literal["text", "json"]
 MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), get_args(LogFormat)
 #: A non-empty string.
 NonEmpty = Annotated[str, Meta(min_length=1)]
+#: A Slurm partition or account name: Slurm separates names by commas (``-p gpu,debug``) and
+#: has no name with one or with white space, so ``exempt_partitions: ["gpu,debug"]`` (or
+#: ``"gpu debug"``) matched no running job and exempted nothing, without a word.
+OneName = Annotated[NonEmpty, Rule(lambda v: not any(c == "," or c.isspace() for c in v),
+                                   "one name per item, without ',' or white space "
+                                   "(a YAML list: [gpu, debug])")]
 #: A list of non-empty partition or account names.
-Names = tuple[NonEmpty, ...]
+Names = tuple[OneName, ...]
+#: The longest path the kernel takes (Linux ``PATH_MAX``, bytes with the final NUL; path
+#: resolution(7), ``ENAMETOOLONG``). A longer one can never be opened, and was echoed whole.
+PATH_MAX = 4096
+#: What every file path of the config must be: no NUL byte (no system call takes one), and
+#: shorter than :data:`PATH_MAX` bytes (a lone surrogate counted as its 3 bytes).
+PathRules = (Rule(lambda v: "\0" not in v, "a path cannot hold a NUL byte (\\x00)"),
+             Rule(lambda v: len(v.encode("utf-8", "surrogatepass")) < PATH_MAX,
+                  f"a path must be shorter than {PATH_MAX} bytes (PATH_MAX)"))
 #: A non-empty file path.
-FilePath = NonEmpty
+FilePath = Annotated[NonEmpty, *PathRules]
+#: ``gittins_samples``: ``""`` (packaged), ``history``, or a file path.
+SamplesPath = Annotated[str, *PathRules]
+#: A wait or timeout of the daemon is at most :data:`prioritizer.numbers.MAX_SECONDS` (10^9 s,
+#: about 31 years), the bound of every seconds option: past about 9.2 × 10^9 s Python's clock
+#: overflows (``threading.Event.wait``, ``subprocess.run(timeout=...)`` raise OverflowError), so
+#: ``interval_s: 1e300`` would crash the first cycle instead of failing here. A :class:`Rule`,
+#: checked after the lower bound, so a negative value keeps its message.
+AtMostMaxSeconds = Rule(lambda v: v <= MAX_SECONDS, f"must be <= {MAX_SECONDS:.0f} (about 31 years)")
+#: Seconds >= 0 that the daemon waits on.
+WaitSeconds = Annotated[Seconds, AtMostMaxSeconds]
+#: Seconds > 0 that the daemon waits on.
+WaitPositive = Annotated[Positive, AtMostMaxSeconds]
 #: The cluster lease's Slurm job name: letters, digits, ``-``, ``_``, ``.``.
 LeaseName = Annotated[str, Rule(lambda v: all(c.isalnum() or c in "-_." for c in v),
                                 "letters, digits, '-', '_', '.' only")]
@@ -97,21 +124,21 @@ class DaemonConfig:
     queue_partitions: Names = ()
     exempt_partitions: Names = ()
     exempt_accounts: Names = ()
-    max_grace_s: Positive = 300.0
-    interval_s: Positive = 30.0
-    backoff_max_s: Positive = 300.0
+    max_grace_s: WaitPositive = 300.0
+    interval_s: WaitPositive = 30.0
+    backoff_max_s: WaitPositive = 300.0
     ledger_path: FilePath = "/var/lib/dlprio/ledger.sqlite"
     snapshot_path: FilePath = DEFAULT_SNAPSHOT_PATH
     metrics_port: Annotated[int, Meta(ge=0, le=65535)] = 9464
-    metrics_addr: str = "127.0.0.1"
+    metrics_addr: NonEmpty = "127.0.0.1"   # "" is no address: getaddrinfo fails at start
     log_format: LogFormat = "text"
-    slurm_timeout_s: Seconds = 0.0
-    gittins_samples: str = ""
+    slurm_timeout_s: WaitSeconds = 0.0
+    gittins_samples: SamplesPath = ""
     gittins_min_samples: Annotated[int, Meta(ge=1)] = 100
-    gittins_refresh_s: Positive = 3600.0
+    gittins_refresh_s: WaitPositive = 3600.0
     retention_days: Seconds = 21.0
     lease_name: LeaseName = "dlprio-lease"
-    lease_ttl_s: float = 0.0
+    lease_ttl_s: Annotated[float, AtMostMaxSeconds] = 0.0
 
     def __post_init__(self) -> None:
         check(self)
@@ -126,7 +153,7 @@ class DaemonConfig:
         if self.mode == "partition" and len(self.queue_partitions) != self.queues:
             problems.append(("queue_partitions", f"mode partition needs one partition per queue "
                              f"({self.queues} queues from policy thresholds) "
-                             f"(got {list(self.queue_partitions)})"))
+                             f"(got {shown(list(self.queue_partitions))})"))
         if self.lease_ttl_s and self.lease_ttl_s < 2 * self.interval_s:
             problems.append(("lease_ttl_s", f"must be >= 2 × interval_s "
                              f"({2 * self.interval_s:g} s) or 0 (auto) (got {self.lease_ttl_s:g})"))

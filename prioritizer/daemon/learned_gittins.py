@@ -49,7 +49,7 @@ class HistoryDistribution:
 
     def __init__(self, min_samples: int, refresh_s: float) -> None:
         self.min_samples, self.refresh_s = min_samples, refresh_s
-        self.distribution: GittinsDistribution = load_distribution(None)
+        self.distribution: GittinsDistribution = load_distribution()
         self.learned_at: float | None = None
 
     def current(self, client: SlurmClient | None, ledger: Ledger, now: float,
@@ -66,7 +66,7 @@ class HistoryDistribution:
                 if log is not None:
                     event(log, "gittins_sacct_failed", level=logging.WARNING, error=str(exc))
         if len(samples) < self.min_samples:
-            self.distribution = load_distribution(None)
+            self.distribution = load_distribution()
             if log is not None:
                 event(log, "gittins_packaged", samples=len(samples), min=self.min_samples,
                       why="too few finished jobs; using yarn-gput1000.csv")

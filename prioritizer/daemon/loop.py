@@ -23,9 +23,9 @@ from prioritizer import tables
 from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
-from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.daemon.learned_gittins import HISTORY, HistoryDistribution
+from prioritizer.samplesfile import load_distribution
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
@@ -54,12 +54,19 @@ class Daemon:
         dry_run: decide and print, change nothing in Slurm.
         out: where ``dry_run`` prints.
         lease: the cluster lease this daemon holds (checked every cycle before acting).
+        distribution: ``tiresias-gittins``'s samples when already read (the commands read
+            ``gittins_samples`` with the config, before the ledger is opened:
+            :func:`prioritizer.daemon.cli.gittins_samples`); None: read here.
+
+    Raises:
+        ValueError: ``gittins_samples`` names a file that cannot be read or parsed.
     """
 
     def __init__(self, cfg: DaemonConfig, client: SlurmClient, ledger: Ledger, log: CycleAdapter,
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
                  dry_run: bool = False, out: TextIO | None = None,
-                 lease: ClusterLease | None = None) -> None:
+                 lease: ClusterLease | None = None,
+                 distribution: GittinsDistribution | None = None) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
         self.lease = lease
         self.metrics = metrics or Metrics()
@@ -71,7 +78,7 @@ class Daemon:
         self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
                         if gittins and cfg.gittins_samples == HISTORY else None)
         self.distribution: GittinsDistribution | None = (
-            load_distribution(cfg.gittins_samples or None)
+            (distribution or load_distribution(cfg.gittins_samples))
             if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
         self._units: UnitCache = {}   # observe's units of the last cycle (issue 15)

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 
-from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
@@ -33,7 +32,7 @@ from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
 from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
-from prioritizer.sim.cli import cluster_of
+from prioritizer.sim.cli import cluster_of, policy_section
 from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.atomic import write_atomically
 from slurm_plugin.cli_util import visible
@@ -238,14 +237,9 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
     if policy is not None and policy not in POLICY_NAMES:
         raise CliError(f"unknown policy {policy!r}; valid: {', '.join(POLICY_NAMES)}")
     if config_path:
+        section = policy_section(config_path)
         try:
-            data = read_yaml(config_path) or {}
-            section = data.get("policy") or {} if isinstance(data, dict) else None
-            if not isinstance(section, dict):
-                raise ValueError("expected a mapping with a 'policy:' mapping")
             cfg = PolicyConfig.from_mapping(section)
-        except YamlFileError as exc:
-            raise CliError(str(exc)) from None
         except ValueError as exc:
             raise CliError("\n".join(f"{config_path}: {line}"
                                      for line in str(exc).splitlines())) from None

@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal, Mapping, get_args
 
 import msgspec
 
-from prioritizer.policy.validation import check, validate
+from prioritizer.policy.validation import check, shown, validate
 
 PolicyName = Literal["tiresias-las", "tiresias-gittins", "las", "fifo", "fifo-fit", "srtf"]
 POLICY_NAMES: tuple[str, ...] = get_args(PolicyName)
@@ -93,7 +93,7 @@ class PolicyConfig:
         for name in ("thresholds_gpu_s", "thresholds_s"):
             values = getattr(self, name)
             if any(b <= a for a, b in zip(values, values[1:])):
-                yield name, f"thresholds must increase strictly (got {list(values)})"
+                yield name, f"thresholds must increase strictly (got {shown(list(values))})"
 
     def zero_cost(self) -> PolicyConfig:
         """The same policy without modeled costs (``--zero-cost``): no checkpoint overhead,

@@ -11,29 +11,28 @@ from __future__ import annotations
 
 import csv
 from importlib import resources
-from pathlib import Path
 
 from prioritizer.policy.gittins import GittinsDistribution
 
 DEFAULT_SAMPLES = "yarn-gput1000.csv"
 
 
-def load_samples(path: str | Path | None = None) -> list[float]:
-    """GPU·s samples from a one-column CSV (header ``duration``) or the packaged default.
+def load_samples() -> list[float]:
+    """The packaged GPU·s samples (:data:`DEFAULT_SAMPLES`). A file a user names is read by
+    :func:`prioritizer.samplesfile.load_distribution` (a regular file, bounded: the policy opens
+    no file of a user's, code rule 1) and parsed by :func:`parse_samples`."""
+    text = resources.files("prioritizer.policy.data").joinpath(DEFAULT_SAMPLES).read_text()
+    return parse_samples(text, f"prioritizer/policy/data/{DEFAULT_SAMPLES}")
+
+
+def parse_samples(text: str, name: str) -> list[float]:
+    """GPU·s samples from the text of a one-column CSV (header ``duration``); ``name`` (the
+    file, as shown) starts every message.
 
     Raises:
         ValueError: naming file and line for a non-number or non-positive sample, or an
             empty file.
     """
-    if path is None:
-        text = resources.files("prioritizer.policy.data").joinpath(DEFAULT_SAMPLES).read_text()
-        name = f"prioritizer/policy/data/{DEFAULT_SAMPLES}"
-    else:
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read ({exc.strerror})") from None
-        name = str(path)
     samples: list[float] = []
     for line_no, row in enumerate(csv.reader(text.splitlines()), start=1):
         if not row:
@@ -55,9 +54,9 @@ def load_samples(path: str | Path | None = None) -> list[float]:
     return samples
 
 
-def load_distribution(path: str | Path | None = None) -> GittinsDistribution:
-    """:func:`load_samples` wrapped in a :class:`GittinsDistribution`."""
-    return GittinsDistribution(load_samples(path))
+def load_distribution() -> GittinsDistribution:
+    """:func:`load_samples` (the packaged samples) wrapped in a :class:`GittinsDistribution`."""
+    return GittinsDistribution(load_samples())
 
 
 def _is_float(text: str) -> bool:

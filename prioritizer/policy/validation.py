@@ -11,8 +11,12 @@ parsed YAML) is checked by the same declaration, the only copy of the rules; the
 (``msgspec.convert(..., strict=True)``: a bool is not a number, a float not a whole number, an
 int is taken as a float); this module words what it refuses, every problem at once, each
 naming the key path (dotted, list items as ``[i]``), the allowed range or the fix, and the value
-given. msgspec rather than pydantic: it loads in a few milliseconds where pydantic took about
-0.1 s of every ``dlprio`` command and every replay (docs/simulator.md, issue 11). Pure: no I/O.
+given. What a file holds is echoed bounded and escaped (:func:`shown`): a 200,000-character
+value, a 30,000-item list or a key with a newline still makes one short line; a key that is not
+a string, a whole number past any float and a lone surrogate (``"\\ud800"``) are each one
+worded line too (session 5 break trial). msgspec rather than pydantic: it loads in a few
+milliseconds where pydantic took about 0.1 s of every ``dlprio`` command and every replay
+(docs/simulator.md, issue 11). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
@@ -32,6 +37,17 @@ T = TypeVar("T")
 #: What a value of each declared base type must be, when it is not one.
 EXPECTED = {float: "expected a number", int: "expected a whole number", bool: "expected true or false",
             str: "expected a string"}
+
+#: The longest echo of a value (``repr``, characters) before :func:`shown` cuts it.
+MAX_SHOWN = 80
+
+#: A key shown as written in a key path (as it always was): printable, at most 80 characters,
+#: no path syntax (``.``, ``[``, ``]``, ``:``), quote or edge space; any other key is shown as
+#: :func:`shown` quotes it, so that it stays one line and reads as one key.
+_PLAIN_KEY = re.compile(r"[^\s.\[\]:'\"](?:[^.\[\]:'\"]{0,78}[^\s.\[\]:'\"])?\Z")
+
+#: How a YAML key that is not a string reads to whoever wrote it (``1:``, ``null:``, ``true:``).
+_KEY_KINDS = {bool: "true/false", type(None): "null", int: "a number", float: "a number"}
 
 #: A problem: the key path (keys and list indices) and the message.
 Problem = tuple[tuple[Any, ...], str]
@@ -108,6 +124,30 @@ def replace(obj: T, prefix: str = "", **changes: Any) -> T:
         raise ConfigError(_prefixed(exc, prefix)) from None
 
 
+def shown(value: Any) -> str:
+    """``value`` as a message echoes it, ``(got VALUE)``: its ``repr`` (a string quoted, its
+    control and invisible characters escaped: ``'a\\nb'``, ``'\\x1b[31m'``), cut past
+    :data:`MAX_SHOWN` characters to its start and what was cut: ``'xxx… (200,000
+    characters)``, ``[5.0, 5.0,… (30,000 items)``. A whole number past 60 digits is ``a whole
+    number of N digits`` (Python refuses to write one past 4,300 digits: ``repr`` raises)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 199:
+        digits = f"{len(str(abs(value)))}" if value.bit_length() < 14_000 else "over 4,000"
+        return f"a {'negative ' if value < 0 else ''}whole number of {digits} digits"
+    try:
+        text = repr(value)
+    except ValueError:   # a container holding such a number
+        return f"a {type(value).__name__} holding a whole number of over 4,000 digits"
+    if len(text) <= MAX_SHOWN:
+        return text
+    if isinstance(value, str | bytes):
+        size = f"{len(value):,} characters"
+    elif isinstance(value, list | tuple | dict | set):
+        size = f"{len(value):,} item{'' if len(value) == 1 else 's'}"
+    else:
+        size = f"{len(text):,} characters"
+    return f"{text[:MAX_SHOWN - 20]}… ({size})"
+
+
 def lines(problems: Iterable[Problem]) -> list[str]:
     """``KEY.PATH: message`` for each problem."""
     return [f"{_path(path)}: {msg}" for path, msg in problems]
@@ -128,11 +168,23 @@ def _build(cls: type[T], data: Mapping[Any, Any]) -> T:
         if name in data:
             values[name], found = _convert(data[name], tp)
             problems += [((name, *path), msg) for path, msg in found]
-    problems += [((key,), f"unknown key{_did_you_mean(cls, key)}")
-                 for key in data if key not in _hints(cls)]
+    problems += [_unknown(cls, key) for key in data if key not in _hints(cls)]
     if problems:
         raise ConfigError(problems)
     return cls(**values)
+
+
+def _unknown(cls: type, key: Any) -> Problem:
+    """The problem of a key ``cls`` has no field for: named as written when it is a plain name,
+    else as :func:`shown` quotes it (a newline or an escape sequence in a key never breaks or
+    restyles the line); a key that is not a string (``1:``, ``null:``) says so."""
+    if not isinstance(key, str):
+        kind = _KEY_KINDS.get(type(key), type(key).__name__)
+        word = ("null" if key is None else str(key).lower() if isinstance(key, bool)
+                else shown(key))
+        return ((word,), f"unknown key ({kind}, not a name){_did_you_mean(cls, '')}")
+    name = key if key.isprintable() and _PLAIN_KEY.match(key) else shown(key)
+    return ((name,), f"unknown key{_did_you_mean(cls, key)}")
 
 
 def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
@@ -146,26 +198,44 @@ def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
                 return _build(base, value or {}), []
             except ConfigError as exc:
                 return value, exc.problems
-        return value, [((), f"expected a mapping of keys (got {value!r})")]
+        return value, [((), f"expected a mapping of keys (got {shown(value)})")]
     if typing.get_origin(base) is tuple:
         if not isinstance(value, list | tuple):
-            return value, [((), f"expected a list (got {value!r})")]
+            return value, [((), f"expected a list (got {shown(value)})")]
         item = typing.get_args(base)[0]
         done = [_convert(v, item) for v in value]
         return (tuple(v for v, _ in done),
                 [((i, *path), msg) for i, (_, found) in enumerate(done) for path, msg in found])
+    if isinstance(value, str) and _lone_surrogate(value):
+        # YAML's "\ud800" escape: no character, not writable as UTF-8 (to Slurm, a log, a path);
+        # msgspec raised UnicodeEncodeError for it (a traceback, or a message without the key)
+        what = ("must be text without a lone surrogate (\\ud800-\\udfff)" if base is str
+                else _type_message(base))
+        return value, [((), f"{what} (got {shown(value)})")]
     try:
         converted = msgspec.convert(value, base, strict=True)
     except msgspec.ValidationError:
-        return value, [((), f"{_type_message(base)} (got {value!r})")]
+        if base is float and isinstance(value, int) and not isinstance(value, bool):
+            # a whole number past the largest float (10**400): a number, just not a finite one
+            return value, [((), f"must be a finite number (got {shown(value)})")]
+        return value, [((), f"{_type_message(base)} (got {shown(value)})")]
     if isinstance(converted, float) and not math.isfinite(converted):
-        return value, [((), f"must be a finite number (got {value!r})")]
+        return value, [((), f"must be a finite number (got {shown(value)})")]
     if meta is not None:
         try:
             msgspec.convert(converted, Annotated[base, meta], strict=True)
         except msgspec.ValidationError:
-            return value, [((), f"{_bound_message(meta)} (got {value!r})")]
-    return converted, [((), f"{r.message} (got {value!r})") for r in rules if not r.test(converted)]
+            return value, [((), f"{_bound_message(meta)} (got {shown(value)})")]
+    return converted, [((), f"{r.message} (got {shown(value)})") for r in rules
+                       if not r.test(converted)]
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _type_message(base: Any) -> str:
@@ -219,8 +289,9 @@ def _num(value: Any) -> Any:
     return value
 
 
-def _did_you_mean(cls: type, key: Any) -> str:
+def _did_you_mean(cls: type, key: str) -> str:
     """``; did you mean 'x'?`` (or the valid keys) for an unknown key of ``cls``."""
     names = list(_hints(cls))
-    close = difflib.get_close_matches(str(key), names, n=1)
+    # a key far longer than any name is close to none (and difflib's cost grows with it)
+    close = difflib.get_close_matches(key, names, n=1) if len(key) <= MAX_SHOWN else []
     return f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(names))}"

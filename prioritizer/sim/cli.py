@@ -139,8 +139,11 @@ def _distribution(args: argparse.Namespace) -> Any:
                                                   args.durations_min, args.durations_from)
         print(f"note: {note}", file=sys.stderr)
         return distribution
+    if not args.durations:
+        return load_distribution()
+    from prioritizer.samplesfile import load_distribution as load_file   # PyYAML's reader
     try:
-        return load_distribution(args.durations)
+        return load_file(args.durations)
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
@@ -175,14 +178,7 @@ def _policies(args: argparse.Namespace, configured: str) -> list[str]:
 def _config(args: argparse.Namespace) -> PolicyConfig:
     section: dict[str, Any] = {}
     if args.config:
-        from prioritizer.yamlfile import YamlFileError, read_yaml
-        try:
-            data = read_yaml(args.config) or {}
-        except YamlFileError as exc:
-            raise CliError(str(exc)) from None
-        if not isinstance(data, dict) or not isinstance(data.get("policy", {}), dict):
-            raise CliError(f"{args.config}: expected a mapping with a 'policy:' mapping")
-        section = dict(data.get("policy") or {})
+        section = policy_section(args.config)
     if args.thresholds:
         try:
             section["thresholds_gpu_s"] = [
@@ -198,6 +194,39 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
     except ValueError as exc:
         raise CliError("\n".join(_source(line, args) for line in str(exc).splitlines())) from None
     return config.zero_cost() if args.zero_cost else config
+
+
+def policy_section(path: str) -> dict[str, Any]:
+    """The ``policy:`` section of the daemon config at ``path`` as a dict: ``{}`` (the default
+    policy) for an empty file, no ``policy:`` key or an empty one, as ``dlprio run`` reads them
+    (the other keys are the daemon's, not checked here; a key close to ``policy``, e.g.
+    ``polcy:``, is refused as the daemon refuses it, rather than replaying the default policy).
+    ``dlprio simulate``, ``history check`` and ``tune`` read ``--config`` through it.
+
+    Raises:
+        CliError: unreadable file or bad YAML (:func:`prioritizer.yamlfile.read_yaml`), or a
+            top level or ``policy:`` that is not a mapping of keys, named as the daemon names
+            it: ``FILE: policy: expected a mapping of keys (got [])`` (exit 2).
+    """
+    from prioritizer.policy.validation import shown
+    from prioritizer.yamlfile import YamlFileError, read_yaml
+    try:
+        data = read_yaml(path)
+    except YamlFileError as exc:
+        raise CliError(str(exc)) from None
+    if data is not None and not isinstance(data, dict):
+        raise CliError(f"{path}: top level: expected a mapping of keys with a 'policy:' section "
+                       f"(got {shown(data)})")
+    import difflib
+    for key in data or {}:   # the daemon's keys are not checked here, but a misspelt section
+        # would silently replay the default policy: the daemon refuses it as an unknown key
+        if key != "policy" and difflib.get_close_matches(str(key)[:80], ["policy"], n=1):
+            raise CliError(f"{path}: {shown(key) if not str(key).isidentifier() else key}: "
+                           "unknown key; did you mean 'policy'?")
+    section = (data or {}).get("policy")
+    if section is not None and not isinstance(section, dict):
+        raise CliError(f"{path}: policy: expected a mapping of keys (got {shown(section)})")
+    return dict(section or {})
 
 
 def _source(line: str, args: argparse.Namespace) -> str:

@@ -27,7 +27,7 @@ def learned_distribution(samples: list[float], min_samples: int = MIN_SAMPLES,
     """The distribution of ``samples`` and a one-line note of where it came from; the packaged
     distribution when there are fewer than ``min_samples`` samples."""
     if len(samples) < min_samples:
-        return load_distribution(None), (
+        return load_distribution(), (
             f"only {len(samples)} finished job(s) in {source} (minimum {min_samples}): "
             "using the packaged distribution (yarn-gput1000.csv)")
     return GittinsDistribution(samples), (

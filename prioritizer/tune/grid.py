@@ -11,7 +11,7 @@ Parameters (:data:`PARAMETERS`) map to :class:`prioritizer.policy.config.PolicyC
 there are fewer, extended geometrically (each new threshold = last × last/previous; × 2 from a
 single threshold), so every combination is a valid K-queue config. Values out of range
 (``queues`` outside 1..8, a non-increasing threshold list, a negative knob) are errors naming
-the parameter and value.
+the parameter and value (echoed bounded and escaped, :func:`prioritizer.policy.validation.shown`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import yaml
 from prioritizer import numbers
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from prioritizer.policy import validation
+from prioritizer.policy.validation import MAX_SHOWN, shown
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 
 #: grid name -> PolicyConfig field ("queues" is special: see the module doc)
@@ -73,19 +74,19 @@ def _number(name: str, value: Any, where: str) -> float:
     :data:`GRID_MAX`. Raises GridError naming the parameter."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)) or (
             isinstance(value, str) and not numbers.looks_numeric(value)):
-        raise GridError(f"{where}: {name}={value!r} is not a number")
+        raise GridError(f"{where}: {name}={shown(value)} is not a number")
     if isinstance(value, str) and not numbers.FLOAT_TEXT.match(value.strip()):
         if value.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
-            raise GridError(f"{where}: {name}={value!r} must be finite")
-        raise GridError(f"{where}: {name}={value!r} is not a number")
+            raise GridError(f"{where}: {name}={shown(value)} must be finite")
+        raise GridError(f"{where}: {name}={shown(value)} is not a number")
     try:
         number = float(value)
-    except OverflowError:   # an int too large for a float
-        number = float("inf")
+    except OverflowError:   # an int too large for a float: a number, out of range
+        raise GridError(f"{where}: {name}={shown(value)} out of range: at most {GRID_MAX:g}") from None
     if number != number or number in (float("inf"), float("-inf")):
-        raise GridError(f"{where}: {name}={value!r} must be finite")
+        raise GridError(f"{where}: {name}={shown(value)} must be finite")
     if abs(number) > GRID_MAX:
-        raise GridError(f"{where}: {name}={value!r} out of range: at most {GRID_MAX:g}")
+        raise GridError(f"{where}: {name}={shown(value)} out of range: at most {GRID_MAX:g}")
     return number
 
 
@@ -94,7 +95,7 @@ def check_grid(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]
     out: dict[str, list[Any]] = {}
     for name, values in grid.items():
         if name not in PARAMETERS:
-            raise GridError(f"{where}: unknown parameter {name!r}; valid: {', '.join(PARAMETERS)}")
+            raise GridError(f"{where}: unknown parameter {shown(name)}; valid: {', '.join(PARAMETERS)}")
         if not values:
             raise GridError(f"{where}: {name} has no values")
         norm: list[Any] = []
@@ -103,23 +104,25 @@ def check_grid(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]
                 items = v if isinstance(v, (list, tuple)) else [v]
                 t = tuple(_number(name, x, where) for x in items)
                 if not t or any(x <= 0 for x in t) or any(b <= a for a, b in zip(t, t[1:])):
-                    raise GridError(f"{where}: thresholds={'/'.join(str(x) for x in items)}: "
+                    written = "/".join(str(x) for x in items)
+                    raise GridError(f"{where}: thresholds="
+                                    f"{written if len(written) <= MAX_SHOWN else shown(list(items))}: "
                                     "thresholds must be > 0 and increase strictly")
                 norm.append(t)
             elif name == "queues":
                 k = _number(name, v, where)
                 if k != int(k) or not 1 <= k <= MAX_QUEUES:
-                    raise GridError(f"{where}: queues={v!r} out of range: a whole number "
+                    raise GridError(f"{where}: queues={shown(v)} out of range: a whole number "
                                     f"1..{MAX_QUEUES}")
                 norm.append(int(k))
             elif name == "policy":
                 if v not in POLICY_NAMES:
-                    raise GridError(f"{where}: policy={v!r}; valid: {', '.join(POLICY_NAMES)}")
+                    raise GridError(f"{where}: policy={shown(v)}; valid: {', '.join(POLICY_NAMES)}")
                 norm.append(str(v))
             else:
                 x = _number(name, v, where)
                 if x < 0 or (name == "quantum" and x == 0):
-                    raise GridError(f"{where}: {name}={v!r} out of range: must be "
+                    raise GridError(f"{where}: {name}={shown(v)} out of range: must be "
                                     f"{'> 0' if name == 'quantum' else '>= 0'}")
                 norm.append(x)
         out[name] = norm

@@ -71,7 +71,7 @@ def run_task(task: Task) -> dict[str, float]:
     if not trace.jobs:
         raise ValueError(f"{task.trace}: no job in the window [{task.lo}, {task.hi})")
     config = task.policy_config()
-    dist = load_distribution(None) if config.policy == "tiresias-gittins" else None
+    dist = load_distribution() if config.policy == "tiresias-gittins" else None
     result = simulate(trace, Cluster(task.nodes, task.gpus_per_node, task.placement), config, dist)
     jcts = [j.jct for j in result.jobs]
     return {"jobs": float(len(jcts)), "avg_jct_s": statistics.fmean(jcts),
