@@ -249,9 +249,9 @@ class _VictimIndex:
 
 
 class _NodeBound:
-    """Per node, what a one-node waiter could have there by preemption: the ``one_node``
-    bound of ``find_preemptions``, kept across decisions instead of found by walking the
-    victim candidates (a search that cannot succeed is skipped).
+    """Per node, what a waiter could have there by preemption: the ``may_fit`` bound of
+    ``find_preemptions``, kept across decisions instead of found by walking the victim
+    candidates (a search that cannot succeed is skipped).
 
     ``srtf`` only. Each preemptible running job (not checkpointing) has a static key that
     orders levels: its oracle end time (level = remaining time = end - now, up to
@@ -289,11 +289,26 @@ class _NodeBound:
             if self.held[node].pop(rec.job_id, None) is not None:
                 self.dirty.add(node)
 
-    def may_reach(self, key: float, gpus: int, extra: int, soon: FreeMap, now: float,
-                  min_run: float) -> bool:
-        """Whether on some node the GPUs free in ``soon`` plus those of the jobs of a key
-        above ``key`` that may be victims at ``now`` could reach ``gpus``; ``extra``: the
-        most GPUs victims taken in this decision added to one node of ``soon``."""
+    def may_fit(self, key: float, need: tuple[int, ...], extra: int, soon: FreeMap,
+                now: float, min_run: float) -> bool:
+        """Whether ``need`` (GPUs per node, largest first) could fit once every job of a
+        key above ``key`` that may be a victim at ``now`` is preempted: for its j-th
+        largest entry ``v``, at least j nodes whose GPUs free in ``soon`` plus those of
+        such jobs reach ``v`` (the counting rule of the gang victim search; a GPU-less
+        entry counts as 1). ``extra``: the most GPUs victims taken in this decision added
+        to one node of ``soon``. False: no victim set makes ``need`` fit."""
+        for j, v in enumerate(need, 1):
+            if j < len(need) and need[j] == v:
+                continue   # v's count is where its last entry stands
+            if not self._reaching(key, max(v, 1), j, extra, soon, now, min_run):
+                return False
+        return True
+
+    def _reaching(self, key: float, gpus: int, want: int, extra: int, soon: FreeMap,
+                  now: float, min_run: float) -> bool:
+        """Whether on at least ``want`` nodes the GPUs free in ``soon`` plus those of the
+        jobs of a key above ``key`` that may be victims at ``now`` could reach ``gpus``
+        (see :meth:`may_fit`)."""
         if gpus - extra <= 0 or gpus >= len(self.col):
             return True
         if self.dirty:
@@ -306,13 +321,14 @@ class _NodeBound:
         for i in range(len(ranked) - 1, bisect.bisect_right(ranked, (key, len(free))) - 1, -1):
             node = ranked[i][1]
             have = free[node]
+            if have < gpus:
+                for k, g, run_start in held[node].values():
+                    if k > key and may_be_victim(True, False, run_start, now, min_run):
+                        have += g
             if have >= gpus:
-                return True
-            for k, g, run_start in held[node].values():
-                if k > key and may_be_victim(True, False, run_start, now, min_run):
-                    have += g
-            if have >= gpus:
-                return True
+                want -= 1
+                if not want:
+                    return True
         return False
 
     def _flush(self) -> None:
@@ -528,24 +544,24 @@ class Scheduler:
             return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
         return above
 
-    def _one_node(self, now: float, refused: list[int]) -> Any:
-        """``find_preemptions``'s ``one_node`` (see :class:`_NodeBound`), or None; it keeps
-        in ``refused[0]`` the smallest need it refused (find_preemptions then records that
-        need as failed)."""
+    def _may_fit(self, now: float, refused: list[int]) -> Any:
+        """``find_preemptions``'s ``may_fit`` (see :class:`_NodeBound`), or None; it keeps
+        in ``refused[0]`` the smallest one-node need it refused (find_preemptions then
+        records that need as failed)."""
         bound = self.node_bound
         if bound is None or self.fixed or self.no_oracle:
             return None
         min_run = self.config.min_run_s
 
-        def one_node(level: float, gpus: int, extra: int, soon: FreeMap) -> bool:
+        def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
             # a candidate's level (end - now) is above the waiter's iff its end lies after
             # now + level, up to rounding: SLACK_S keeps the bound an upper bound
-            if bound.may_reach(now + level - SLACK_S, gpus, extra, soon, now, min_run):
+            if bound.may_fit(now + level - SLACK_S, need, extra, soon, now, min_run):
                 return True
-            if not refused[0] or gpus < refused[0]:
-                refused[0] = gpus
+            if len(need) == 1 and (not refused[0] or need[0] < refused[0]):
+                refused[0] = need[0]
             return False
-        return one_node
+        return may_fit
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the
@@ -720,8 +736,8 @@ class Scheduler:
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
-        one_node = self._one_node(now, refused)
-        if one_node is not None and soon is None:
+        may_fit = self._may_fit(now, refused)
+        if may_fit is not None and soon is None:
             soon = free.copy()   # what plan_starts copies at the first blocked waiter
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
@@ -752,7 +768,7 @@ class Scheduler:
 
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._bound(now), one_node=one_node)
+                                above=self._bound(now), may_fit=may_fit)
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
