@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -234,14 +233,14 @@ class _VictimIndex:
         if p == n:
             return None
         limit = lst[p][0] + window
-        best = None
-        k = p
+        best = exact(jobs[lst[p][1]])
+        k = p + 1
         while k < n and lst[k][0] <= limit:
             job_id = lst[k][1]
             rec = jobs[job_id]
             if job_id not in used and may_be_victim(True, False, rec.run_start, now, min_run):
                 key = exact(rec)
-                if best is None or key < best:
+                if key < best:
                     best = key
             k += 1
         used.add(best[2])
@@ -535,13 +534,12 @@ class Scheduler:
         if self.no_oracle:
             return None
         ends, end_gpus = self.ends, self.end_gpus
-        suffix: list[int] = []   # GPUs of ends[i:], built at the first call
 
         def above(level: float) -> int:
-            if not suffix:
-                suffix.extend(itertools.accumulate(reversed(end_gpus), initial=0))
-                suffix.reverse()
-            return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
+            # a sum over the entries past the level (most running jobs end before a
+            # waiter's level: about a quarter of them are summed, cheaper than suffix
+            # sums over all of them at each decision)
+            return sum(end_gpus[bisect.bisect_left(ends, (now + level - SLACK_S,)):])
         return above
 
     def _may_fit(self, now: float, refused: list[int]) -> Any:
