@@ -263,17 +263,21 @@ class _NodeBound:
     ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
     each of those is then checked against the decision's own free GPUs (starts and
     reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
-    Nodes changed since the last query are recomputed then. Only valid while every job
-    is preemptible (the scheduler checks).
+    ``col[g]`` of a node changed since is recomputed at the next query for that ``g``
+    (a start or an end changes several of a node's entries, of which a replay's queries
+    read a few). Only valid while every job is preemptible (the scheduler checks).
     """
 
-    __slots__ = ("totals", "held", "dirty", "col", "ranked")
+    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked")
 
     def __init__(self, totals: list[int]) -> None:
         self.totals = totals
         #: per node: job id -> (key, GPUs on the node, run start)
         self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
-        self.dirty: set[int] = set()
+        #: per g: the nodes whose ``col[g]`` may be out of date
+        self.stale: list[set[int]] = [set() for _ in range(max(totals) + 1)]
+        #: per node: ``(key, GPUs)`` of its jobs in ascending key order, once asked for
+        self.keyed: dict[int, list[tuple[float, int]]] = {}
         inf = float("inf")
         self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
         self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
@@ -281,12 +285,17 @@ class _NodeBound:
     def add(self, rec: Tracked, key: float) -> None:
         for node, g in zip(rec.nodes, rec.shape):
             self.held[node][rec.job_id] = (key, g, rec.run_start)
-            self.dirty.add(node)
+            self._changed(node)
 
     def remove(self, rec: Tracked) -> None:
         for node in rec.nodes:
             if self.held[node].pop(rec.job_id, None) is not None:
-                self.dirty.add(node)
+                self._changed(node)
+
+    def _changed(self, node: int) -> None:
+        self.keyed.pop(node, None)
+        for stale in self.stale:
+            stale.add(node)
 
     def may_fit(self, key: float, need: tuple[int, ...], extra: int, soon: FreeMap,
                 now: float, min_run: float) -> bool:
@@ -310,8 +319,8 @@ class _NodeBound:
         (see :meth:`may_fit`)."""
         if gpus - extra <= 0 or gpus >= len(self.col):
             return True
-        if self.dirty:
-            self._flush()
+        if self.stale[gpus - extra]:
+            self._flush(gpus - extra)
         ranked = self.ranked[gpus - extra]
         if ranked[-1][0] <= key:
             return False
@@ -330,28 +339,29 @@ class _NodeBound:
                     return True
         return False
 
-    def _flush(self) -> None:
-        col, ranked = self.col, self.ranked
-        inf = float("inf")
-        for node in self.dirty:
-            total = self.totals[node]
-            row = [inf] * (total + 1)
-            hi = total + 1     # row[g] is set for every g >= hi
+    def _flush(self, g: int) -> None:
+        """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
+        col, ranked, stale = self.col[g], self.ranked[g], self.stale[g]
+        for node in stale:
+            keyed = self.keyed.get(node)
+            if keyed is None:
+                keyed = self.keyed[node] = sorted((k, gpus) for k, gpus, _ in
+                                                  self.held[node].values())
+            room = self.totals[node] - g   # the most the jobs of key <= k may hold
+            value = float("inf") if room >= 0 else float("-inf")
             held = 0
-            for key, gpus, _ in sorted(self.held[node].values()):
-                held += gpus
-                lo = max(1, total - held + 1)
-                for g in range(lo, hi):
-                    row[g] = key
-                hi = min(hi, lo)
-            for g in range(1, total + 1):
-                old = col[g][node]
-                if old != row[g]:
-                    lst = ranked[g]
-                    del lst[bisect.bisect_left(lst, (old, node))]
-                    bisect.insort(lst, (row[g], node))
-                    col[g][node] = row[g]
-        self.dirty.clear()
+            if room >= 0:
+                for key, gpus in keyed:
+                    held += gpus
+                    if held > room:
+                        value = key
+                        break
+            old = col[node]
+            if old != value:
+                del ranked[bisect.bisect_left(ranked, (old, node))]
+                bisect.insort(ranked, (value, node))
+                col[node] = value
+        stale.clear()
 
 
 @dataclass(slots=True)
@@ -739,16 +749,20 @@ class Scheduler:
             soon = free.copy()   # what plan_starts copies at the first blocked waiter
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
+            # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
+            # fit nowhere even once GPUs being freed are) and covered by the refused need
+            # (find_preemptions' ``failed`` shortcut): the walk would neither start them
+            # nor look for their victims. The walk changes ``soon`` and ``refused`` only
+            # while it holds a job given to it.
+            covered = 0
             for _, job_id in self.order:
                 rec = jobs[job_id]
                 shape = rec.shape
-                if refused[0] and len(shape) == 1 and shape[0] >= refused[0] \
-                        and soon.place(shape) is None:
-                    # blocked (fits nowhere even once GPUs being freed are), and covered
-                    # by the refused need (find_preemptions' ``failed`` shortcut): the walk
-                    # would neither start it nor look for its victims
+                if covered and len(shape) == 1 and shape[0] >= covered:
                     continue
                 yield job_id, shape, rec.level
+                if refused[0]:
+                    covered = max(refused[0], soon.largest + 1)
 
         policy_level = self.policy.level
 
