@@ -451,6 +451,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     blocked_tier: list[int] = []
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
     mine_of: dict[int, float] = {}
+    room_of: dict[int, int] = {}    # ``above`` of each waiter's level, as the walk read it
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
     index: list[_NodeIndex] = []     # one tier, after _INDEX_AFTER searches: per-node index
     searches = [0]                   # victim searches so far (one tier)
@@ -469,10 +470,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
             return False   # the shortcut below, taken first: most blocked waiters end here
         if above is not None:
-            room = above(mine_of[job_id])
+            room = room_of[job_id]
             if room == 0:
                 return False   # no running job of a strictly greater level
-            if soon_map.total + room < sum(need):
+            if room < sum(need) and soon_map.total + room < sum(need):
                 # even every such job would not free enough GPUs: no victim set exists
                 fail(mine_of[job_id], tuple(sorted(need, reverse=True)))
                 return False
@@ -537,11 +538,13 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
 
     def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
         for job_id, need, mine in waiters:
-            if first_only and result or not tiers and (
-                    victims and mine >= top[0]
-                    or above is not None and above(mine) == 0):
+            if first_only and result:
+                return
+            room = above(mine) if above is not None else -1
+            if not tiers and (victims and mine >= top[0] or room == 0):
                 return   # levels never decrease (one tier): no later waiter may preempt
             mine_of[job_id] = mine
+            room_of[job_id] = room
             yield job_id, need
 
     plan_starts(walk(), free, soon, strict=policy.strict, on_blocked=on_blocked)
