@@ -450,8 +450,9 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     # a waiter of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
     blocked_tier: list[int] = []
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
-    mine_of: dict[int, float] = {}
-    room_of: dict[int, int] = {}    # ``above`` of each waiter's level, as the walk read it
+    # (level, ``above`` of it or -1) of the waiter the walk gave last: plan_starts asks
+    # ``on_blocked`` about that one, before it takes the next
+    walked: list[float] = [0.0, -1]
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
     index: list[_NodeIndex] = []     # one tier, after _INDEX_AFTER searches: per-node index
     searches = [0]                   # victim searches so far (one tier)
@@ -469,15 +470,14 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
         if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
             return False   # the shortcut below, taken first: most blocked waiters end here
+        mine, room = walked
         if above is not None:
-            room = room_of[job_id]
             if room == 0:
                 return False   # no running job of a strictly greater level
             if room < sum(need) and soon_map.total + room < sum(need):
                 # even every such job would not free enough GPUs: no victim set exists
-                fail(mine_of[job_id], tuple(sorted(need, reverse=True)))
+                fail(mine, tuple(sorted(need, reverse=True)))
                 return False
-        mine = mine_of[job_id]
         shape = tuple(sorted(need, reverse=True))
         if len(shape) == 1 and not tiers:
             # one tier: levels never decrease along the walk, so every failed entry has
@@ -543,8 +543,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             room = above(mine) if above is not None else -1
             if not tiers and (victims and mine >= top[0] or room == 0):
                 return   # levels never decrease (one tier): no later waiter may preempt
-            mine_of[job_id] = mine
-            room_of[job_id] = room
+            walked[0], walked[1] = mine, room
             yield job_id, need
 
     plan_starts(walk(), free, soon, strict=policy.strict, on_blocked=on_blocked)
