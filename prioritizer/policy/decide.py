@@ -387,7 +387,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
                      tiers: Mapping[int, int] | None = None,
-                     one_node: Callable[[float, int, int, FreeMap], bool] | None = None
+                     may_fit: Callable[[float, tuple[int, ...], int, FreeMap], bool] | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -418,13 +418,15 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             (None: every job is tier 0).
             Waiters are then in tier order first, so levels may decrease along it and the
             walk does not stop early.
-        one_node: optional per-node bound (one tier only): ``one_node(level, g, extra,
-            soon)`` False means that on no node do ``soon``'s free GPUs plus those of the
-            victim candidates of a level strictly greater than ``level`` there reach
-            ``g`` (``extra``: the most GPUs that victims taken earlier in this decision
-            added to one node of ``soon``, for a bound kept from the decision's start).
-            A one-node waiter is then decided without a search (the same result, cheaper;
-            the incremental scheduler keeps such a bound per node).
+        may_fit: optional per-node bound (one tier only): ``may_fit(level, need, extra,
+            soon)`` (``need``: GPUs per node, largest first) False means that for some
+            j, fewer than j nodes have ``soon``'s free GPUs plus those of the victim
+            candidates of a level strictly greater than ``level`` there reaching the j-th
+            largest entry of ``need``, so that no victim set makes it fit (``extra``: the
+            most GPUs that victims taken earlier in this decision added to one node of
+            ``soon``, for a bound kept from the decision's start). The waiter is then
+            decided without a search (the same result, cheaper; the incremental scheduler
+            keeps such a bound per node).
 
     Returns:
         the preemptions in waiter order.
@@ -448,11 +450,13 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     # a waiter of a lower tier preempts nothing, since Slurm would give the freed GPUs to that one.
     blocked_tier: list[int] = []
     top_tier: list[int] = []   # highest tier among the candidates, once built (tiers only)
-    mine_of: dict[int, float] = {}
+    # (level, ``above`` of it or -1) of the waiter the walk gave last: plan_starts asks
+    # ``on_blocked`` about that one, before it takes the next
+    walked: list[float] = [0.0, -1]
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
     index: list[_NodeIndex] = []     # one tier, after _INDEX_AFTER searches: per-node index
     searches = [0]                   # victim searches so far (one tier)
-    taken_on: dict[int, int] = {}   # GPUs of the victims taken per node (``one_node``)
+    taken_on: dict[int, int] = {}   # GPUs of the victims taken per node (``may_fit``)
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -466,23 +470,14 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
         if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
             return False   # the shortcut below, taken first: most blocked waiters end here
+        mine, room = walked
         if above is not None:
-            room = above(mine_of[job_id])
             if room == 0:
                 return False   # no running job of a strictly greater level
-            if soon_map.total + room < sum(need):
+            if room < sum(need) and soon_map.total + room < sum(need):
                 # even every such job would not free enough GPUs: no victim set exists
-                fail(mine_of[job_id], tuple(sorted(need, reverse=True)))
+                fail(mine, tuple(sorted(need, reverse=True)))
                 return False
-        if not victims:
-            victims.append(_Victims(running(mine_of[job_id]), taken))
-            first = victims[0].top()
-            top.append(-first[0] if first is not None else float("-inf"))
-            if tiers:
-                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
-        mine = mine_of[job_id]
-        if mine >= top[0]:
-            return False   # no running job of a strictly greater level: no victim exists
         shape = tuple(sorted(need, reverse=True))
         if len(shape) == 1 and not tiers:
             # one tier: levels never decrease along the walk, so every failed entry has
@@ -492,10 +487,21 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
                  for lv, f in failed):
             return False
-        if one_node is not None and len(shape) == 1 and not tiers and not one_node(
-                mine, shape[0], max(taken_on.values(), default=0), soon_map):
+        if may_fit is not None and not tiers and not may_fit(
+                mine, shape, max(taken_on.values(), default=0), soon_map):
             fail(mine, shape)   # what the search would conclude
             return False
+        # (the checks above need no candidates: most blocked waiters end there. Had the
+        # level check below come first, it would have ended this waiter and, levels never
+        # decreasing in one tier, every later one: a failure recorded above changes nothing)
+        if not victims:
+            victims.append(_Victims(running(mine), taken))
+            first = victims[0].top()
+            top.append(-first[0] if first is not None else float("-inf"))
+            if tiers:
+                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
+        if mine >= top[0]:
+            return False   # no running job of a strictly greater level: no victim exists
         if not tiers:
             searches[0] += 1
             if not index and searches[0] > _INDEX_AFTER:
@@ -519,7 +525,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             return False
         ids = [cand[2] for cand in chosen]
         taken.update(ids)
-        if one_node is not None:
+        if may_fit is not None:
             for cand in chosen:
                 for node, g in zip(cand[4], cand[3]):
                     taken_on[node] = taken_on.get(node, 0) + g
@@ -532,11 +538,12 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
 
     def walk() -> Iterator[tuple[int, tuple[int, ...]]]:
         for job_id, need, mine in waiters:
-            if first_only and result or not tiers and (
-                    victims and mine >= top[0]
-                    or above is not None and above(mine) == 0):
+            if first_only and result:
+                return
+            room = above(mine) if above is not None else -1
+            if not tiers and (victims and mine >= top[0] or room == 0):
                 return   # levels never decrease (one tier): no later waiter may preempt
-            mine_of[job_id] = mine
+            walked[0], walked[1] = mine, room
             yield job_id, need
 
     plan_starts(walk(), free, soon, strict=policy.strict, on_blocked=on_blocked)

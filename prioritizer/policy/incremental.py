@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import bisect
 import heapq
-import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -234,14 +233,14 @@ class _VictimIndex:
         if p == n:
             return None
         limit = lst[p][0] + window
-        best = None
-        k = p
+        best = exact(jobs[lst[p][1]])
+        k = p + 1
         while k < n and lst[k][0] <= limit:
             job_id = lst[k][1]
             rec = jobs[job_id]
             if job_id not in used and may_be_victim(True, False, rec.run_start, now, min_run):
                 key = exact(rec)
-                if best is None or key < best:
+                if key < best:
                     best = key
             k += 1
         used.add(best[2])
@@ -249,9 +248,9 @@ class _VictimIndex:
 
 
 class _NodeBound:
-    """Per node, what a one-node waiter could have there by preemption: the ``one_node``
-    bound of ``find_preemptions``, kept across decisions instead of found by walking the
-    victim candidates (a search that cannot succeed is skipped).
+    """Per node, what a waiter could have there by preemption: the ``may_fit`` bound of
+    ``find_preemptions``, kept across decisions instead of found by walking the victim
+    candidates (a search that cannot succeed is skipped).
 
     ``srtf`` only. Each preemptible running job (not checkpointing) has a static key that
     orders levels: its oracle end time (level = remaining time = end - now, up to
@@ -264,17 +263,21 @@ class _NodeBound:
     ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
     each of those is then checked against the decision's own free GPUs (starts and
     reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
-    Nodes changed since the last query are recomputed then. Only valid while every job
-    is preemptible (the scheduler checks).
+    ``col[g]`` of a node changed since is recomputed at the next query for that ``g``
+    (a start or an end changes several of a node's entries, of which a replay's queries
+    read a few). Only valid while every job is preemptible (the scheduler checks).
     """
 
-    __slots__ = ("totals", "held", "dirty", "col", "ranked")
+    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked")
 
     def __init__(self, totals: list[int]) -> None:
         self.totals = totals
         #: per node: job id -> (key, GPUs on the node, run start)
         self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
-        self.dirty: set[int] = set()
+        #: per g: the nodes whose ``col[g]`` may be out of date
+        self.stale: list[set[int]] = [set() for _ in range(max(totals) + 1)]
+        #: per node: ``(key, GPUs)`` of its jobs in ascending key order, once asked for
+        self.keyed: dict[int, list[tuple[float, int]]] = {}
         inf = float("inf")
         self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
         self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
@@ -282,22 +285,42 @@ class _NodeBound:
     def add(self, rec: Tracked, key: float) -> None:
         for node, g in zip(rec.nodes, rec.shape):
             self.held[node][rec.job_id] = (key, g, rec.run_start)
-            self.dirty.add(node)
+            self._changed(node)
 
     def remove(self, rec: Tracked) -> None:
         for node in rec.nodes:
             if self.held[node].pop(rec.job_id, None) is not None:
-                self.dirty.add(node)
+                self._changed(node)
 
-    def may_reach(self, key: float, gpus: int, extra: int, soon: FreeMap, now: float,
-                  min_run: float) -> bool:
-        """Whether on some node the GPUs free in ``soon`` plus those of the jobs of a key
-        above ``key`` that may be victims at ``now`` could reach ``gpus``; ``extra``: the
-        most GPUs victims taken in this decision added to one node of ``soon``."""
+    def _changed(self, node: int) -> None:
+        self.keyed.pop(node, None)
+        for stale in self.stale:
+            stale.add(node)
+
+    def may_fit(self, key: float, need: tuple[int, ...], extra: int, soon: FreeMap,
+                now: float, min_run: float) -> bool:
+        """Whether ``need`` (GPUs per node, largest first) could fit once every job of a
+        key above ``key`` that may be a victim at ``now`` is preempted: for its j-th
+        largest entry ``v``, at least j nodes whose GPUs free in ``soon`` plus those of
+        such jobs reach ``v`` (the counting rule of the gang victim search; a GPU-less
+        entry counts as 1). ``extra``: the most GPUs victims taken in this decision added
+        to one node of ``soon``. False: no victim set makes ``need`` fit."""
+        for j, v in enumerate(need, 1):
+            if j < len(need) and need[j] == v:
+                continue   # v's count is where its last entry stands
+            if not self._reaching(key, max(v, 1), j, extra, soon, now, min_run):
+                return False
+        return True
+
+    def _reaching(self, key: float, gpus: int, want: int, extra: int, soon: FreeMap,
+                  now: float, min_run: float) -> bool:
+        """Whether on at least ``want`` nodes the GPUs free in ``soon`` plus those of the
+        jobs of a key above ``key`` that may be victims at ``now`` could reach ``gpus``
+        (see :meth:`may_fit`)."""
         if gpus - extra <= 0 or gpus >= len(self.col):
             return True
-        if self.dirty:
-            self._flush()
+        if self.stale[gpus - extra]:
+            self._flush(gpus - extra)
         ranked = self.ranked[gpus - extra]
         if ranked[-1][0] <= key:
             return False
@@ -306,37 +329,39 @@ class _NodeBound:
         for i in range(len(ranked) - 1, bisect.bisect_right(ranked, (key, len(free))) - 1, -1):
             node = ranked[i][1]
             have = free[node]
+            if have < gpus:
+                for k, g, run_start in held[node].values():
+                    if k > key and may_be_victim(True, False, run_start, now, min_run):
+                        have += g
             if have >= gpus:
-                return True
-            for k, g, run_start in held[node].values():
-                if k > key and may_be_victim(True, False, run_start, now, min_run):
-                    have += g
-            if have >= gpus:
-                return True
+                want -= 1
+                if not want:
+                    return True
         return False
 
-    def _flush(self) -> None:
-        col, ranked = self.col, self.ranked
-        inf = float("inf")
-        for node in self.dirty:
-            total = self.totals[node]
-            row = [inf] * (total + 1)
-            hi = total + 1     # row[g] is set for every g >= hi
+    def _flush(self, g: int) -> None:
+        """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
+        col, ranked, stale = self.col[g], self.ranked[g], self.stale[g]
+        for node in stale:
+            keyed = self.keyed.get(node)
+            if keyed is None:
+                keyed = self.keyed[node] = sorted((k, gpus) for k, gpus, _ in
+                                                  self.held[node].values())
+            room = self.totals[node] - g   # the most the jobs of key <= k may hold
+            value = float("inf") if room >= 0 else float("-inf")
             held = 0
-            for key, gpus, _ in sorted(self.held[node].values()):
-                held += gpus
-                lo = max(1, total - held + 1)
-                for g in range(lo, hi):
-                    row[g] = key
-                hi = min(hi, lo)
-            for g in range(1, total + 1):
-                old = col[g][node]
-                if old != row[g]:
-                    lst = ranked[g]
-                    del lst[bisect.bisect_left(lst, (old, node))]
-                    bisect.insort(lst, (row[g], node))
-                    col[g][node] = row[g]
-        self.dirty.clear()
+            if room >= 0:
+                for key, gpus in keyed:
+                    held += gpus
+                    if held > room:
+                        value = key
+                        break
+            old = col[node]
+            if old != value:
+                del ranked[bisect.bisect_left(ranked, (old, node))]
+                bisect.insort(ranked, (value, node))
+                col[node] = value
+        stale.clear()
 
 
 @dataclass(slots=True)
@@ -519,33 +544,32 @@ class Scheduler:
         if self.no_oracle:
             return None
         ends, end_gpus = self.ends, self.end_gpus
-        suffix: list[int] = []   # GPUs of ends[i:], built at the first call
 
         def above(level: float) -> int:
-            if not suffix:
-                suffix.extend(itertools.accumulate(reversed(end_gpus), initial=0))
-                suffix.reverse()
-            return suffix[bisect.bisect_left(ends, (now + level - SLACK_S,))]
+            # a sum over the entries past the level (most running jobs end before a
+            # waiter's level: about a quarter of them are summed, cheaper than suffix
+            # sums over all of them at each decision)
+            return sum(end_gpus[bisect.bisect_left(ends, (now + level - SLACK_S,)):])
         return above
 
-    def _one_node(self, now: float, refused: list[int]) -> Any:
-        """``find_preemptions``'s ``one_node`` (see :class:`_NodeBound`), or None; it keeps
-        in ``refused[0]`` the smallest need it refused (find_preemptions then records that
-        need as failed)."""
+    def _may_fit(self, now: float, refused: list[int]) -> Any:
+        """``find_preemptions``'s ``may_fit`` (see :class:`_NodeBound`), or None; it keeps
+        in ``refused[0]`` the smallest one-node need it refused (find_preemptions then
+        records that need as failed)."""
         bound = self.node_bound
         if bound is None or self.fixed or self.no_oracle:
             return None
         min_run = self.config.min_run_s
 
-        def one_node(level: float, gpus: int, extra: int, soon: FreeMap) -> bool:
+        def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
             # a candidate's level (end - now) is above the waiter's iff its end lies after
             # now + level, up to rounding: SLACK_S keeps the bound an upper bound
-            if bound.may_reach(now + level - SLACK_S, gpus, extra, soon, now, min_run):
+            if bound.may_fit(now + level - SLACK_S, need, extra, soon, now, min_run):
                 return True
-            if not refused[0] or gpus < refused[0]:
-                refused[0] = gpus
+            if len(need) == 1 and (not refused[0] or need[0] < refused[0]):
+                refused[0] = need[0]
             return False
-        return one_node
+        return may_fit
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the
@@ -720,21 +744,25 @@ class Scheduler:
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
-        one_node = self._one_node(now, refused)
-        if one_node is not None and soon is None:
+        may_fit = self._may_fit(now, refused)
+        if may_fit is not None and soon is None:
             soon = free.copy()   # what plan_starts copies at the first blocked waiter
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
+            # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
+            # fit nowhere even once GPUs being freed are) and covered by the refused need
+            # (find_preemptions' ``failed`` shortcut): the walk would neither start them
+            # nor look for their victims. The walk changes ``soon`` and ``refused`` only
+            # while it holds a job given to it.
+            covered = 0
             for _, job_id in self.order:
                 rec = jobs[job_id]
                 shape = rec.shape
-                if refused[0] and len(shape) == 1 and shape[0] >= refused[0] \
-                        and soon.place(shape) is None:
-                    # blocked (fits nowhere even once GPUs being freed are), and covered
-                    # by the refused need (find_preemptions' ``failed`` shortcut): the walk
-                    # would neither start it nor look for its victims
+                if covered and len(shape) == 1 and shape[0] >= covered:
                     continue
                 yield job_id, shape, rec.level
+                if refused[0]:
+                    covered = max(refused[0], soon.largest + 1)
 
         policy_level = self.policy.level
 
@@ -752,7 +780,7 @@ class Scheduler:
 
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._bound(now), one_node=one_node)
+                                above=self._bound(now), may_fit=may_fit)
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:

@@ -76,6 +76,12 @@ class FreeMap:
         return bool(self._values)
 
     @property
+    def largest(self) -> int:
+        """The most GPUs free on one node (0 if none; O(1)): a one-node need of ``g`` >= 1
+        fits iff ``g <= largest``."""
+        return self._values[-1] if self._values else 0
+
+    @property
     def total(self) -> int:
         """Free GPUs over all nodes."""
         return sum(self.free)
