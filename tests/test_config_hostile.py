@@ -5,12 +5,14 @@ and line, exit 2, before Slurm or a ledger is touched. Expected texts are writte
 from __future__ import annotations
 
 import dataclasses
+import socket
 from pathlib import Path
 
 import pytest
 
 from prioritizer.cli import main
 from prioritizer.daemon import config as daemon_config
+from prioritizer.daemon import metrics as metrics_module
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
@@ -344,6 +346,23 @@ def test_an_empty_metrics_addr_is_a_config_error() -> None:
     with pytest.raises(ConfigError) as err:
         daemon_config.from_mapping({"metrics_addr": ""})
     assert str(err.value) == "metrics_addr: must not be empty (got '')"
+
+
+def test_a_metrics_addr_that_does_not_resolve_is_named_as_the_address(
+        tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host name that does not resolve was reported as ``metrics_port: cannot listen on
+    ...``; the port was fine. The resolver's failure is raised by a stand-in for prometheus'
+    ``start_http_server``: this machine has no DNS whose answer a test could rely on (a name
+    under ``.invalid`` may wait for a resolver's timeout)."""
+    def unresolvable(port: int, addr: str, registry: object) -> None:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    monkeypatch.setattr(metrics_module, "start_http_server", unresolvable)
+    f = tmp_path / "c.yaml"
+    f.write_text(f"ledger_path: {tmp_path / 'l.sqlite'}\nsnapshot_path: {tmp_path / 's.json'}\n"
+                 "metrics_addr: metrics.example\nmetrics_port: 9999\npolicy:\n  policy: fifo\n")
+    assert main(["run", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == ("dlprio: config: metrics_addr: cannot listen on "
+                                       "metrics.example:9999 (Name or service not known)\n")
 
 
 def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsys) -> None:

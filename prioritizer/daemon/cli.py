@@ -28,6 +28,7 @@ import argparse
 import json
 import logging
 import signal
+import socket
 import sqlite3
 import sys
 import threading
@@ -179,7 +180,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
         except OSError as exc:
-            raise ConfigError(f"metrics_port: cannot listen on {cfg.metrics_addr}:"
+            # a name that does not resolve is the address's fault; in use, no permission: the port's
+            key = "metrics_addr" if isinstance(exc, socket.gaierror) else "metrics_port"
+            raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
                               f"{cfg.metrics_port} ({exc.strerror})") from None
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
