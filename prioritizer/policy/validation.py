@@ -168,23 +168,33 @@ def _build(cls: type[T], data: Mapping[Any, Any]) -> T:
         if name in data:
             values[name], found = _convert(data[name], tp)
             problems += [((name, *path), msg) for path, msg in found]
-    problems += [_unknown(cls, key) for key in data if key not in _hints(cls)]
+    problems += [unknown_key(key, _hints(cls)) for key in data if key not in _hints(cls)]
     if problems:
         raise ConfigError(problems)
     return cls(**values)
 
 
-def _unknown(cls: type, key: Any) -> Problem:
-    """The problem of a key ``cls`` has no field for: named as written when it is a plain name,
-    else as :func:`shown` quotes it (a newline or an escape sequence in a key never breaks or
-    restyles the line); a key that is not a string (``1:``, ``null:``) says so."""
+def unknown_key(key: Any, names: Iterable[str]) -> Problem:
+    """The problem of a key that is none of ``names``: named as written when it is a plain
+    name, else as :func:`shown` quotes it (a newline or an escape sequence in a key never
+    breaks or restyles the line); a key that is not a string (``1:``, ``null:``) says so.
+    The message offers the closest name (:func:`close_name`), else every name."""
+    names = list(names)
     if not isinstance(key, str):
         kind = _KEY_KINDS.get(type(key), type(key).__name__)
         word = ("null" if key is None else str(key).lower() if isinstance(key, bool)
                 else shown(key))
-        return ((word,), f"unknown key ({kind}, not a name){_did_you_mean(cls, '')}")
+        return ((word,), f"unknown key ({kind}, not a name){_did_you_mean(names, '')}")
     name = key if key.isprintable() and _PLAIN_KEY.match(key) else shown(key)
-    return ((name,), f"unknown key{_did_you_mean(cls, key)}")
+    return ((name,), f"unknown key{_did_you_mean(names, key)}")
+
+
+def close_name(key: str, names: Iterable[str]) -> str | None:
+    """The name of ``names`` closest to ``key`` (``difflib.get_close_matches``), or None when
+    none is close; a key far longer than any name is close to none (and difflib's cost grows
+    with it)."""
+    close = difflib.get_close_matches(key, list(names), n=1) if len(key) <= MAX_SHOWN else []
+    return close[0] if close else None
 
 
 def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
@@ -289,9 +299,7 @@ def _num(value: Any) -> Any:
     return value
 
 
-def _did_you_mean(cls: type, key: str) -> str:
-    """``; did you mean 'x'?`` (or the valid keys) for an unknown key of ``cls``."""
-    names = list(_hints(cls))
-    # a key far longer than any name is close to none (and difflib's cost grows with it)
-    close = difflib.get_close_matches(key, names, n=1) if len(key) <= MAX_SHOWN else []
-    return f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(names))}"
+def _did_you_mean(names: list[str], key: str) -> str:
+    """``; did you mean 'x'?`` (or the valid keys) for an unknown key."""
+    close = close_name(key, names)
+    return f"; did you mean {close!r}?" if close else f"; valid keys: {', '.join(sorted(names))}"

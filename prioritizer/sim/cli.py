@@ -22,6 +22,7 @@ from prioritizer import numbers
 from prioritizer.command import CliError, Command
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.validation import close_name, lines, shown, unknown_key
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
@@ -208,7 +209,6 @@ def policy_section(path: str) -> dict[str, Any]:
             top level or ``policy:`` that is not a mapping of keys, named as the daemon names
             it: ``FILE: policy: expected a mapping of keys (got [])`` (exit 2).
     """
-    from prioritizer.policy.validation import shown
     from prioritizer.yamlfile import YamlFileError, read_yaml
     try:
         data = read_yaml(path)
@@ -217,12 +217,10 @@ def policy_section(path: str) -> dict[str, Any]:
     if data is not None and not isinstance(data, dict):
         raise CliError(f"{path}: top level: expected a mapping of keys with a 'policy:' section "
                        f"(got {shown(data)})")
-    import difflib
     for key in data or {}:   # the daemon's keys are not checked here, but a misspelt section
         # would silently replay the default policy: the daemon refuses it as an unknown key
-        if key != "policy" and difflib.get_close_matches(str(key)[:80], ["policy"], n=1):
-            raise CliError(f"{path}: {shown(key) if not str(key).isidentifier() else key}: "
-                           "unknown key; did you mean 'policy'?")
+        if key != "policy" and isinstance(key, str) and close_name(key, ["policy"]):
+            raise CliError(f"{path}: {lines([unknown_key(key, ['policy'])])[0]}")
     section = (data or {}).get("policy")
     if section is not None and not isinstance(section, dict):
         raise CliError(f"{path}: policy: expected a mapping of keys (got {shown(section)})")
