@@ -17,6 +17,11 @@ from __future__ import annotations
 import os
 import stat
 
+PATH_MAX = 4096
+"""The longest path Linux takes, in bytes with the final NUL (``PATH_MAX``; path_resolution(7):
+a longer one fails with ``ENAMETOOLONG``). Slurm's own limit on paths (``MAXPATHLEN``) is the
+same number."""
+
 
 class UnreadableFile(ValueError):
     """The file cannot be read: ``reason`` says why in a few words (``No such file or

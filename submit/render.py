@@ -24,6 +24,7 @@ from submit.packing import Layout
 from submit.quoting import bash_word, sbatch_word, slurm_name
 from submit.errors import SpecError
 from slurm_plugin import marker
+from slurm_plugin.readfile import PATH_MAX
 
 MAX_PORTS = 25000
 
@@ -237,7 +238,7 @@ def render_sbatch(job: Job, options: RenderOptions, secrets_file: str | None = N
 MAX_NAME_BYTES = 1024
 """slurmctld refuses a job whose name is longer than 1024 bytes ("Pathname or file name is too
 long"; Slurm 22.05 src/slurmctld/job_mgr.c ``_test_job_desc_fields``: ``name``, 1024)."""
-MAX_PATH_BYTES = 4096
+MAX_PATH_BYTES = PATH_MAX
 """... and an ``--output`` path longer than MAXPATHLEN (4096 bytes on Linux), same check."""
 
 

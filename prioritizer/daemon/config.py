@@ -22,6 +22,7 @@ from msgspec import Meta
 from prioritizer.numbers import MAX_SECONDS
 from prioritizer.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.cli_util import visible
+from slurm_plugin.readfile import PATH_MAX
 from prioritizer.policy.config import PolicyConfig, Positive, Seconds
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.daemon.snapshot import DEFAULT_PATH as DEFAULT_SNAPSHOT_PATH
@@ -44,11 +45,9 @@ OneName = Annotated[NonEmpty, Rule(lambda v: not any(c == "," or c.isspace() for
                                    "(a YAML list: [gpu, debug])")]
 #: A list of non-empty partition or account names.
 Names = tuple[OneName, ...]
-#: The longest path the kernel takes (Linux ``PATH_MAX``, bytes with the final NUL; path
-#: resolution(7), ``ENAMETOOLONG``). A longer one can never be opened, and was echoed whole.
-PATH_MAX = 4096
 #: What every file path of the config must be: no NUL byte (no system call takes one), and
-#: shorter than :data:`PATH_MAX` bytes (a lone surrogate counted as its 3 bytes).
+#: shorter than :data:`slurm_plugin.readfile.PATH_MAX` bytes, the final NUL counted (a longer
+#: one can never be opened, and was echoed whole; a lone surrogate counted as its 3 bytes).
 PathRules = (Rule(lambda v: "\0" not in v, "a path cannot hold a NUL byte (\\x00)"),
              Rule(lambda v: len(v.encode("utf-8", "surrogatepass")) < PATH_MAX,
                   f"a path must be shorter than {PATH_MAX} bytes (PATH_MAX)"))
