@@ -432,9 +432,21 @@ def filter_jobs(
 
 
 _TASK_RANGE_RE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?")
+MAX_JOB_ID = 0xFFFF_FFFD
+"""Largest job id Slurm can give: ids are ``uint32_t`` and slurm.h reserves ``NO_VAL``
+(0xfffffffe) and ``INFINITE`` (0xffffffff); a federated cluster's ids carry its cluster id in
+the top bits, past slurm.conf(5) ``MaxJobId`` (at most 67,108,863)."""
 MAX_ARRAY_TASK_ID = 4_000_000
 """Largest array element index Slurm can give: slurm.conf(5) ``MaxArraySize`` is at most
 4000001 and indexes run from 0 to ``MaxArraySize - 1``."""
+
+
+def decimal_at_most(digits: str, limit: int) -> bool:
+    """Whether the decimal ``digits`` (``[0-9]+``) are at most ``limit`` (a job id against
+    :data:`MAX_JOB_ID`, an element index against :data:`MAX_ARRAY_TASK_ID`), compared by length
+    first: ``int()`` refuses a string of more than 4,300 digits (ValueError), and what a user
+    types may be that long."""
+    return len(digits.lstrip("0")) <= len(str(limit)) and int(digits) <= limit
 
 
 def _task_items(task_string: str) -> list[tuple[int, int, int] | None]:

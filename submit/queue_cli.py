@@ -43,7 +43,8 @@ from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.records import ACTIVE_STATES, MAX_ARRAY_TASK_ID, array_task_in, parse_array_tasks
+from slurm_plugin.records import (ACTIVE_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID, array_task_in,
+                                  decimal_at_most, parse_array_tasks)
 from submit import queue_view as qv
 from submit.ending import without_final_gc
 
@@ -148,7 +149,7 @@ def _split_ids(text: str) -> list[str]:
 def _folded_tasks(selector: str) -> tuple[int, list[range]] | None:
     """``(30, ranges)`` for a folded id ``30_[5-9]``; None for another form or bad elements."""
     m = _FOLDED_ARRAY.fullmatch(selector)
-    if m is None or not _JOB_SELECTOR.fullmatch(m.group(1)):
+    if m is None or not _element_ok(m.group(1)):
         return None
     try:
         return int(m.group(1)), parse_array_tasks(m.group(2))
@@ -157,9 +158,12 @@ def _folded_tasks(selector: str) -> tuple[int, list[range]] | None:
 
 
 def _element_ok(selector: str) -> bool:
-    """``12``, ``12+1`` or ``12_3`` with an element index Slurm can give."""
+    """``12``, ``12+1`` or ``12_3`` with numbers Slurm can give: a job id or hetjob offset of
+    at most :data:`MAX_JOB_ID`, an element index of at most ``MAX_ARRAY_TASK_ID``."""
     m = _JOB_SELECTOR.fullmatch(selector)
-    return m is not None and (m.group(2) != "_" or int(m.group(3)) <= MAX_ARRAY_TASK_ID)
+    return m is not None and decimal_at_most(m.group(1), MAX_JOB_ID) and (
+        m.group(2) is None
+        or decimal_at_most(m.group(3), MAX_ARRAY_TASK_ID if m.group(2) == "_" else MAX_JOB_ID))
 
 
 def _id_list(text: str) -> list[str]:
@@ -169,7 +173,7 @@ def _id_list(text: str) -> list[str]:
     ``12_3``). Raises CliError (one line, exit 2) naming a bad one as given."""
     given = _split_ids(text)
     # numbers as squeue reads them (strtol): 012_03 is 12_3
-    ids = [re.sub(r"[0-9]+", lambda m: str(int(m.group())), x) for x in given]
+    ids = [re.sub(r"(?<![0-9])0+(?=[0-9])", "", x) for x in given]   # text: no int() limit
     bad = [x for x, c in zip(given, ids) if not (_element_ok(c) or _folded_tasks(c))]
     if bad:
         raise CliError(

@@ -13,9 +13,14 @@ from prioritizer.daemon.explain import ledger_job_id
 from prioritizer.daemon.ledger import Ledger
 
 
-@pytest.mark.parametrize("text, unit", [("40", 40), (" 40 ", 40), ("40+0", 40), ("40+1", 40), ("7+12", 7)])
+@pytest.mark.parametrize("text, unit", [("40", 40), (" 40 ", 40), ("40+0", 40), ("40+1", 40), ("7+12", 7),
+                                        ("0040", 40), ("4294967293", 4294967293)])
 def test_plain_and_hetjob_ids_map_to_the_ledger_unit(text: str, unit: int) -> None:
     assert ledger_job_id(text) == unit
+
+
+EXPECTED = ("expected a job id as dlqueue prints it: 40, 40+1 (hetjob component) or 40_3 "
+            "(array task), at most 4294967293")
 
 
 def _config(tmp_path: Path) -> str:
@@ -32,10 +37,15 @@ def _config(tmp_path: Path) -> str:
     ("40_[5-9]", "JOBID 40_[5-9]: array tasks are tracked by their own job id; find it with "
                  "'squeue -h -o %A -j 40_[5-9]' (or 'sacct -X -n -o JobIDRaw -j 40_[5-9]'), then run "
                  "'dlprio explain <that id>'"),
-    ("abc", "JOBID 'abc': expected a job id as dlqueue prints it: 40, 40+1 (hetjob component) or 40_3 "
-            "(array task)"),
-    ("40+", "JOBID '40+': expected a job id as dlqueue prints it: 40, 40+1 (hetjob component) or 40_3 "
-            "(array task)"),
+    ("abc", f"JOBID 'abc': {EXPECTED}"),
+    ("40+", f"JOBID '40+': {EXPECTED}"),
+    # past a Slurm job id (uint32 below NO_VAL); 5,000 digits made int() raise and were echoed
+    # whole: now the first 60 characters of the repr (quote included) and the length
+    ("4294967294", f"JOBID '4294967294': {EXPECTED}"),
+    ("9" * 5000, f"JOBID '{'9' * 59}… (5,000 characters): {EXPECTED}"),
+    ("9" * 5000 + "+1", f"JOBID '{'9' * 59}… (5,002 characters): {EXPECTED}"),
+    # a digit of another script is not one squeue prints
+    ("٤٠", f"JOBID '٤٠': {EXPECTED}"),
 ])
 def test_array_tasks_and_garbage_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                      job: str, message: str) -> None:

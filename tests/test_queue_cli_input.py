@@ -93,7 +93,9 @@ def test_empty_or_lone_filters_exit_2(client, capsys, argv: list[str], option: s
 @pytest.mark.parametrize(("value", "bad"), [
     (v, v) for v in ("0", "12+", "a_1", "700_[5", "700_[9-5]", "700_[5-]", "700_[x]", "700_[1:2]",
                      "700_[1-9:0]", "700_[1-3%x]", "700_[]", "700_[1-4000001]", "700_4000001",
-                     "1_99999999999999999999", "700_[1]]", "0_[1]", "00", "00_[1]")
+                     "1_99999999999999999999", "700_[1]]", "0_[1]", "00", "00_[1]",
+                     "1_" + "9" * 5000, "0" * 5000 + "1_" + "9" * 5000, "9" * 5000, "9" * 5000 + "_[1]",
+                     "1+" + "9" * 5000, "4294967294", "12+4294967294")
 ] + [("1,,2", ""), ("700,", ""), ("700_[5-9,12],x", "x")])
 def test_bad_job_ids_are_one_line(client, capsys, value: str, bad: str) -> None:
     """One line naming the option, the first bad id and the forms, exit 2, Slurm not asked
@@ -117,7 +119,9 @@ def test_bad_job_ids_are_one_line(client, capsys, value: str, bad: str) -> None:
     ("700_[1-12:2]", [700, 701]), ("700_[10-11]", []), ("700_[13-4000000]", []),
     ("700_[10-11],800", [800]), ("800_[1-3]", []),
     # leading zeros, as squeue reads numbers (strtol): 0683+1 is 683+1, 700_07 is 700_7
-    ("0683+1", [684]), ("0683", [683, 684]), ("700_07", [700]), ("0700_[005-006]", [700])])
+    ("0683+1", [684]), ("0683", [683, 684]), ("700_07", [700]), ("0700_[005-006]", [700]),
+    # the largest id Slurm can give (uint32 below NO_VAL: a federated cluster's ids)
+    ("4294967293", []), ("700_4000000", [])])
 def test_jobid_forms_dlqueue_prints_are_accepted(client, capsys, selector: str,
                                                  ids: list[int]) -> None:
     assert queue_cli.main(["-j", selector, "--json", "--snapshot", "/nonexistent"]) == 0

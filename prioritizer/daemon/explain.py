@@ -22,6 +22,8 @@ import time
 from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger, Run
+from prioritizer.policy.validation import shown
+from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count", "last_seen", "update_refusals")
@@ -91,9 +93,9 @@ def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
     return tables.render(STATUS_HEADERS, cells, _STATUS_RIGHT, styled=styled)
 
 
-_PLAIN = re.compile(r"\d+")
-_HETJOB = re.compile(r"(\d+)\+\d+")
-_ARRAY = re.compile(r"\d+_(?:\d+|\[[\d,\-%]+\])")
+_PLAIN = re.compile(r"[0-9]+")
+_HETJOB = re.compile(r"([0-9]+)\+[0-9]+")
+_ARRAY = re.compile(r"[0-9]+_(?:[0-9]+|\[[0-9,\-%]+\])")
 
 
 def ledger_job_id(text: str) -> int:
@@ -105,17 +107,17 @@ def ledger_job_id(text: str) -> int:
             squeue ``%A``), with how to find that id; for anything else, the accepted forms.
     """
     text = text.strip()
-    if _PLAIN.fullmatch(text):
+    if _PLAIN.fullmatch(text) and decimal_at_most(text, MAX_JOB_ID):
         return int(text)
     het = _HETJOB.fullmatch(text)
-    if het:
+    if het and decimal_at_most(het.group(1), MAX_JOB_ID):
         return int(het.group(1))
     if _ARRAY.fullmatch(text):
         raise ValueError(f"JOBID {text}: array tasks are tracked by their own job id; find it with "
                          f"'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j {text}'), "
                          "then run 'dlprio explain <that id>'")
-    raise ValueError(f"JOBID {text!r}: expected a job id as dlqueue prints it: 40, 40+1 (hetjob "
-                     "component) or 40_3 (array task)")
+    raise ValueError(f"JOBID {shown(text)}: expected a job id as dlqueue prints it: 40, 40+1 "
+                     f"(hetjob component) or 40_3 (array task), at most {MAX_JOB_ID}")
 
 
 def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
