@@ -50,11 +50,38 @@ def setups(draw: st.DrawFn):
     return config, totals, names
 
 
+@st.composite
+def srtf_real_nodes(draw: st.DrawFn):
+    """srtf on 2-4 real nodes: the per-node bound, and the proof of a due preemption
+    from it, apply (``Scheduler._due``)."""
+    config = PolicyConfig(policy="srtf", min_run_s=draw(st.sampled_from([0.0, 30.0])))
+    totals = draw(st.lists(st.sampled_from([2, 4, 8]), min_size=2, max_size=4))
+    return config, totals, [f"n{i}" for i in range(len(totals))]
+
+
 @settings(max_examples=200, deadline=None)
 @given(setups(), st.data())
 def test_scheduler_decides_as_decide(setup, data: st.DataObject) -> None:
+    """Every decision equals the oracle's; a twin scheduler fed the same events but asked
+    with ``victims=False`` (a simulator between daemon ticks) finds a preemption exactly
+    when the oracle does, for the oracle's first waiter, with the oracle's victims or none
+    (a preemption proved due without choosing them)."""
+    _drive(setup, data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(srtf_real_nodes(), st.data())
+def test_srtf_on_real_nodes_decides_as_decide(setup, data: st.DataObject) -> None:
+    """The same check where the per-node bound proves preemptions due (srtf, real nodes)."""
+    _drive(setup, data)
+
+
+def _drive(setup, data: st.DataObject) -> None:
+    """Random events for a scheduler, its ``victims=False`` twin and the oracle."""
     config, totals, names = setup
     sched = Scheduler(config, totals, names, DIST)
+    twin = Scheduler(config, totals, names, DIST)
+    both = (sched, twin)
     now, next_id = 0.0, 1
     for _ in range(data.draw(st.integers(1, 25), label="steps")):
         now += data.draw(st.sampled_from([0.0, 0.5, 10.0, 45.0, 150.0, 700.0]), label="dt")
@@ -69,17 +96,27 @@ def test_scheduler_decides_as_decide(setup, data: st.DataObject) -> None:
                          else consolidated_shape(gpus, max(totals)))
                 if len(shape) > len(totals) or (len(shape) == 1 and shape[0] > max(totals)):
                     continue   # can never fit: the simulator never submits such a job
-                sched.add(next_id, shape, now, data.draw(st.sampled_from([50.0, 400.0, 3000.0])))
+                duration = data.draw(st.sampled_from([50.0, 400.0, 3000.0]))
+                for s in both:
+                    s.add(next_id, shape, now, duration)
                 next_id += 1
             elif op == "finish" and running:
-                sched.finish(running.pop(0), now)
+                job_id = running.pop(0)
+                for s in both:
+                    s.finish(job_id, now)
             elif op == "signal" and running:
                 job_id = running.pop()
-                sched.signal(job_id, now)
+                for s in both:
+                    s.signal(job_id, now)
                 if data.draw(st.booleans()):   # zero checkpoint cost: released at once
-                    sched.requeue(job_id, now, data.draw(st.sampled_from([None, now + 60.0])))
+                    eligible = data.draw(st.sampled_from([None, now + 60.0]))
+                    for s in both:
+                        s.requeue(job_id, now, eligible)
             elif op == "requeue" and grace:
-                sched.requeue(grace.pop(), now, data.draw(st.sampled_from([None, now + 60.0])))
+                job_id = grace.pop()
+                eligible = data.draw(st.sampled_from([None, now + 60.0]))
+                for s in both:
+                    s.requeue(job_id, now, eligible)
         snapshot = sched.snapshot(now)
         if not snapshot.jobs:
             continue
@@ -91,8 +128,14 @@ def test_scheduler_decides_as_decide(setup, data: st.DataObject) -> None:
         assert step.pending == len(oracle.order)
         assert step.strict_order == oracle.strict_order
         assert sched.start_order(now) == oracle.order
+        first = twin.decide(now, victims=False).preemptions
+        assert len(first) == min(len(oracle.preemptions), 1)
+        if first:
+            assert first[0].waiter == oracle.preemptions[0].waiter
+            assert first[0].victims in ((), oracle.preemptions[0].victims)
         expected = _reference_starts(snapshot, oracle, sorted(sched.grace), now)
         assert [(p.job_id, p.nodes) for p in sched.plan_starts(now)] == expected
+        assert [(p.job_id, p.nodes) for p in twin.plan_starts(now)] == expected
         after = sched.snapshot(now)   # the states the oracle gave are the ones kept
         for job in after.jobs:
             state = oracle.states[job.job_id]
@@ -102,7 +145,9 @@ def test_scheduler_decides_as_decide(setup, data: st.DataObject) -> None:
 
 def test_victims_false_reports_only_whether_a_preemption_is_due() -> None:
     """``victims=False`` (a driver between its preemption ticks) stops at the first
-    preemption; ``victims=True`` lists them all, as ``decide`` does."""
+    preemption, here proved due without choosing its victims (one pool: 8 GPUs, both
+    running jobs end after the waiter would, so preempting one makes room); ``victims=True``
+    lists them all, as ``decide`` does."""
     config = PolicyConfig(policy="srtf").zero_cost()
     sched = Scheduler(config, [8], ["pool"])
     for job_id in (1, 2):
@@ -120,7 +165,9 @@ def test_victims_false_reports_only_whether_a_preemption_is_due() -> None:
     probe.plan_starts(0.0)
     for job_id in (3, 4):
         probe.add(job_id, (4,), 10.0, 20.0)
-    assert probe.decide(10.0, victims=False).preemptions == oracle.preemptions[:1]
+    first = probe.decide(10.0, victims=False).preemptions
+    assert [(p.waiter, p.victims) for p in first] == [(3, ())]
+    assert oracle.preemptions[0].waiter == 3
     assert sched.decide(10.0).preemptions == oracle.preemptions
 
 

@@ -387,7 +387,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      first_only: bool = False,
                      above: Callable[[float], int] | None = None,
                      tiers: Mapping[int, int] | None = None,
-                     may_fit: Callable[[float, tuple[int, ...], int, FreeMap], bool] | None = None
+                     may_fit: Callable[[float, tuple[int, ...], int, FreeMap], bool] | None = None,
+                     due: Callable[[float, tuple[int, ...], FreeMap], bool] | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -427,6 +428,12 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             ``soon``, for a bound kept from the decision's start). The waiter is then
             decided without a search (the same result, cheaper; the incremental scheduler
             keeps such a bound per node).
+        due: optional exact test (one tier, ``first_only``): ``due(level, need, soon)``
+            True proves that a victim set exists for the blocked waiter that got past every
+            check above, i.e. that the search would succeed (the counting rule of the
+            victim search, over candidates the caller keeps per node). The walk then
+            ends with ``Preemption(job_id, ())``: the first waiter that preempts, its
+            victims not chosen (a driver that only needs to know whether one is due).
 
     Returns:
         the preemptions in waiter order.
@@ -491,6 +498,9 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                 mine, shape, max(taken_on.values(), default=0), soon_map):
             fail(mine, shape)   # what the search would conclude
             return False
+        if due is not None and first_only and not tiers and due(mine, shape, soon_map):
+            result.append(Preemption(job_id, ()))   # the search would succeed here
+            return True
         # (the checks above need no candidates: most blocked waiters end there. Had the
         # level check below come first, it would have ended this waiter and, levels never
         # decreasing in one tier, every later one: a failure recorded above changes nothing)

@@ -373,7 +373,8 @@ class Step:
             demoted, promoted), already recorded by the scheduler.
         promotions: ids promoted back to queue 0, sorted.
         preemptions: as ``Decisions.preemptions``; with ``victims=False`` only the first
-            one (enough to know that some preemption is due).
+            one (enough to know that some preemption is due), whose victims are left
+            empty when the scheduler proved it due without choosing them (srtf).
         pending: pending jobs at this decision (eligible or not).
         strict_order: as ``Decisions.strict_order``.
     """
@@ -552,10 +553,11 @@ class Scheduler:
             return sum(end_gpus[bisect.bisect_left(ends, (now + level - SLACK_S,)):])
         return above
 
-    def _may_fit(self, now: float, refused: list[int]) -> Any:
+    def _may_fit(self, now: float, refused: list[int], fitted: list[Any]) -> Any:
         """``find_preemptions``'s ``may_fit`` (see :class:`_NodeBound`), or None; it keeps
         in ``refused[0]`` the smallest one-node need it refused (find_preemptions then
-        records that need as failed)."""
+        records that need as failed) and in ``fitted[0]`` the ``(level, need, extra)``
+        it last let pass."""
         bound = self.node_bound
         if bound is None or self.fixed or self.no_oracle:
             return None
@@ -565,11 +567,60 @@ class Scheduler:
             # a candidate's level (end - now) is above the waiter's iff its end lies after
             # now + level, up to rounding: SLACK_S keeps the bound an upper bound
             if bound.may_fit(now + level - SLACK_S, need, extra, soon, now, min_run):
+                fitted[0] = (level, need, extra)
                 return True
             if len(need) == 1 and (not refused[0] or need[0] < refused[0]):
                 refused[0] = need[0]
             return False
         return may_fit
+
+    def _due(self, now: float, fitted: list[Any]) -> Any:
+        """``find_preemptions``'s ``due`` (``first_only``), or None: whether a blocked
+        waiter of a level and need surely finds victims. srtf with oracle durations only:
+        a candidate's level is its oracle end minus ``now`` (up to rounding), so when no
+        end lies within ``2 × SLACK_S`` of ``now + level`` the candidates above the level
+        are exactly the jobs ending after it, and the victim search succeeds iff, for the
+        j-th largest entry ``v`` of the need, ``j`` nodes reach ``v`` GPUs with ``soon``'s
+        free ones plus those of such jobs that ``may_be_victim`` admits (the rule of
+        ``_victims_for_gang``; one node: ``_victims_for_one_node``). Real nodes: that is
+        the per-node bound's own test, exact there (``fitted``: what ``may_fit`` just let
+        pass, with nothing taken yet); one node (GPU counting): a sum over the jobs ending
+        after the level."""
+        if self.queue_levels or self.no_oracle:
+            return None
+        ends, end_gpus, jobs = self.ends, self.end_gpus, self.jobs
+        min_run = self.config.min_run_s
+
+        def clear(level: float) -> bool:
+            # no oracle end near now + level: every candidate's level is clearly above or
+            # below the waiter's
+            lo = bisect.bisect_left(ends, (now + level - 2 * SLACK_S,))
+            return lo == len(ends) or ends[lo][0] > now + level + 2 * SLACK_S
+
+        bound = self.node_bound
+        if bound is not None:
+            if self.fixed:
+                return None
+
+            def due(level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
+                return (fitted[0] is not None and fitted[0] == (level, need, 0)
+                        and need[0] < len(bound.col) and clear(level))
+            return due
+        if len(self.totals) != 1:
+            return None
+
+        def due_one(level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
+            if len(need) != 1 or not clear(level):
+                return False
+            have = soon.free[0]
+            first = bisect.bisect_left(ends, (now + level,))
+            for i in range(len(ends) - 1, first - 1, -1):   # longest remaining first
+                if may_be_victim(True, False, jobs[ends[i][1]].run_start, now, min_run):
+                    have += end_gpus[i]
+                    if have >= need[0]:
+                        return True
+            return False
+        return due_one
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the
@@ -614,7 +665,8 @@ class Scheduler:
     # -- the decision -------------------------------------------------------------------
     def decide(self, now: float, victims: bool = True, search: bool = True) -> Step:
         """The decision ``decide(self.snapshot(now), config, now)`` would make; records the
-        new queue states. ``victims=False``: stop at the first preemption found;
+        new queue states. ``victims=False``: stop at the first preemption found (its
+        waiter; its victims, or ``()`` where proved due without choosing them);
         ``search=False``: no preemptions looked for (a driver that would not act on them)."""
         step = Step(strict_order=self.policy.strict)
         promotions: list[int] = []
@@ -737,6 +789,10 @@ class Scheduler:
             if not self._above(jobs[self.order[0][1]].level):
                 return []
 
+        above = self._bound(now)
+        if above is not None and not self.queue_levels and self._hopeless(above):
+            return []
+
         free = self.free.copy()
         soon = None
         if self.grace:
@@ -744,7 +800,8 @@ class Scheduler:
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
-        may_fit = self._may_fit(now, refused)
+        fitted: list[Any] = [None]
+        may_fit = self._may_fit(now, refused, fitted)
         if may_fit is not None and soon is None:
             soon = free.copy()   # what plan_starts copies at the first blocked waiter
 
@@ -780,7 +837,27 @@ class Scheduler:
 
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
-                                above=self._bound(now), may_fit=may_fit)
+                                above=above, may_fit=may_fit,
+                                due=None if victims else self._due(now, fitted))
+
+    def _hopeless(self, above: Any) -> bool:
+        """Whether no eligible pending job can preempt, by ``find_preemptions``' own
+        test on the GPUs above a waiter's level, made before any search is set up: a
+        blocked waiter for whom those GPUs plus every GPU free or being freed fall short of
+        its need finds no victim set, and one above whose level no GPUs are held ends the
+        walk (levels never decrease along the order). Until a first victim is taken, the
+        GPUs free or being freed only shrink along the walk, so if every waiter up to
+        that end falls short, none preempts (exact)."""
+        jobs = self.jobs
+        spare = self.free.total + sum(jobs[job_id].gpus for job_id in self.grace)
+        for _, job_id in self.order:
+            rec = jobs[job_id]
+            room = above(rec.level)
+            if room == 0:
+                return True
+            if spare + room >= rec.gpus:
+                return False   # this one may find victims: the search decides
+        return True
 
     # -- Slurm's part -------------------------------------------------------------------
     def plan_starts(self, now: float) -> list[Planned]:
