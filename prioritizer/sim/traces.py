@@ -103,44 +103,51 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     missing = [c for c in needed if c not in header]
     if missing:
         raise TraceError(f"{name}:1: {fmt} trace lacks column(s) {', '.join(missing)}")
-    col = {c: header.index(c) for c in needed}
-    jobs: list[TraceJob] = []
+    id_at, gpu_at, dur_at = header.index(id_col), header.index(gpu_col), header.index(dur_col)
+    submit_at = header.index(submit_col or "interval")
+    width = len(header)
+    kept: list[tuple[float, str, int, int, float]] = []   # (submit, name, line, GPUs, s)
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
     clock = 0.0
     first_line: dict[str, int] = {}
+    inf = float("inf")
     for line, row in enumerate(rows[1:], start=2):
         if not row:
             continue
-        if len(row) < len(header):
-            raise TraceError(f"{name}:{line}: {len(row)} columns, the header has "
-                             f"{len(header)}")
-        job_id = row[col[id_col]].strip()
+        if len(row) < width:
+            raise TraceError(f"{name}:{line}: {len(row)} columns, the header has {width}")
+        job_id = row[id_at].strip()
         if job_id in first_line:
             raise TraceError(f"{name}:{line}: {id_col} {job_id!r} repeats line {first_line[job_id]}; "
                              "each job is one row (drop or rename one)")
         first_line[job_id] = line
-        gpus = _number(row[col[gpu_col]], gpu_col, name, line)
-        duration = _number(row[col[dur_col]], dur_col, name, line)
+        try:   # the common case inline; _number words what is wrong with a bad cell
+            gpus, duration, value = float(row[gpu_at]), float(row[dur_at]), float(row[submit_at])
+        except ValueError:
+            gpus = duration = value = -1.0
+        if not (0 <= gpus < inf and 0 <= duration < inf and 0 <= value < inf):
+            gpus = _number(row[gpu_at], gpu_col, name, line)
+            duration = _number(row[dur_at], dur_col, name, line)
+            value = _number(row[submit_at], submit_col or "interval", name, line)
         if submit_col:
-            submit = _number(row[col[submit_col]], submit_col, name, line)
+            submit = value
         else:
-            gap = _number(row[col["interval"]], "interval", name, line)
-            clock = clock + gap if line > 2 else 0.0
+            clock = clock + value if line > 2 else 0.0
             submit = clock
         if gpus != int(gpus):
             raise TraceError(f"{name}:{line}: {gpu_col} must be a whole number, got {gpus}")
         if gpus == 0 or duration == 0:
             skipped.append(submit)
             continue
-        jobs.append(TraceJob(0, job_id, line, submit, int(gpus), duration))
-    jobs.sort(key=lambda j: j.submit)
+        kept.append((submit, job_id, line, int(gpus), duration))
+    kept.sort(key=lambda k: k[0])   # stable: ties keep file order
     if since is not None:
-        jobs = [j for j in jobs if j.submit >= since]
+        kept = [k for k in kept if k[0] >= since]
         skipped = [s for s in skipped if s >= since]
-    base = jobs[0].submit if jobs else 0.0
-    jobs = [TraceJob(i, j.name, j.line, j.submit - base, j.num_gpus, j.duration)
-            for i, j in enumerate(jobs)]
-    return Trace(name, fmt, tuple(jobs), len(skipped))
+    base = kept[0][0] if kept else 0.0
+    jobs = tuple(TraceJob(i, job_id, line, submit - base, gpus, duration)
+                 for i, (submit, job_id, line, gpus, duration) in enumerate(kept))
+    return Trace(name, fmt, jobs, len(skipped))
 
 
 def _number(text: str, column: str, name: str, line: int) -> float:
