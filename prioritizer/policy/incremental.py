@@ -419,8 +419,11 @@ class Scheduler:
         # levels are queue numbers (not srtf's remaining time): a cheap pre-check applies
         self.queue_levels = type(self.policy).level is Policy.level
         #: whether time alone can change a queue state (thresholds or promotion)
-        self.timed = bool(self.policy.thresholds) or (self.policy.promotes
-                                                        and config.starve_knob > 0)
+        #: (``next_queue_change`` is None for every job of a policy without thresholds,
+        #: ``promotion_time`` for every job of one that does not promote: both skipped)
+        self.crossings = bool(self.policy.thresholds)
+        self.promoting = self.policy.promotes and config.starve_knob > 0
+        self.timed = self.crossings or self.promoting
         #: GPUs of preemptible running (not checkpointing) jobs per queue: the bound
         #: ``above`` of find_preemptions when levels are queues
         self.running_in = [0] * (len(self.policy.thresholds) + 1)
@@ -545,12 +548,18 @@ class Scheduler:
         if self.no_oracle:
             return None
         ends, end_gpus = self.ends, self.end_gpus
+        known: dict[float, int] = {}   # per level, within this decision (asked again by
+        # the walk after the pre-check, and by waiters of the same level)
 
         def above(level: float) -> int:
             # a sum over the entries past the level (most running jobs end before a
             # waiter's level: about a quarter of them are summed, cheaper than suffix
             # sums over all of them at each decision)
-            return sum(end_gpus[bisect.bisect_left(ends, (now + level - SLACK_S,)):])
+            room = known.get(level)
+            if room is None:
+                room = known[level] = sum(
+                    end_gpus[bisect.bisect_left(ends, (now + level - SLACK_S,)):])
+            return room
         return above
 
     def _may_fit(self, now: float, refused: list[int], fitted: list[Any]) -> Any:
@@ -642,6 +651,8 @@ class Scheduler:
     def crossing_time(self, job_id: int, now: float) -> float | None:
         """``next_queue_change`` of a job holding GPUs (seconds), or None."""
         rec = self.jobs[job_id]
+        if not self.crossings:
+            return None
         known = rec.crossing
         if known is not None and known[0] == rec.epoch and known[1] == now:
             return known[2]   # computed by this decision from the very same state
@@ -649,7 +660,10 @@ class Scheduler:
 
     def promotion_due(self, job_id: int, now: float) -> float | None:
         """``promotion_time`` of a pending job (seconds), or None."""
-        return promotion_time(self.jobs[job_id].view(now), self.config)
+        rec = self.jobs[job_id]
+        if not self.promoting:
+            return None
+        return promotion_time(rec.view(now), self.config)
 
     def snapshot(self, now: float) -> Snapshot:
         """This state as ``decide`` takes it (nodes in index order, jobs by id)."""
