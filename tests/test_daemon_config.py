@@ -44,7 +44,8 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("metrics_port: 9.5\n", "metrics_port: expected a whole number (got 9.5)"),
     ("partitions: gpu\n", "partitions: expected a list (got 'gpu')"),
     ("exempt_accounts: ['']\n", "exempt_accounts[0]: must not be empty (got '')"),
-    ("metrics_addr: 8\n", "metrics_addr: expected a string (got 8)"),
+    ("metrics_addr: 8\n", "metrics_addr: expected a string, but YAML read the value as a number; "
+     "quote it as written, e.g. metrics_addr: \"8\" (got 8)"),
     ("policy: fifo\n", "policy: expected a mapping of keys (got 'fifo')"),
     ("policy:\n  preemption: 1\n", "policy.preemption: expected true or false (got 1)"),
     ("policy:\n  starve_knob: '8'\n", "policy.starve_knob: expected a number (got '8')"),
