@@ -13,6 +13,7 @@ Units: seconds; ports are TCP ports (0 = off).
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -65,9 +66,32 @@ AtMostMaxSeconds = Rule(lambda v: v <= MAX_SECONDS, f"must be <= {MAX_SECONDS:.0
 WaitSeconds = Annotated[Seconds, AtMostMaxSeconds]
 #: Seconds > 0 that the daemon waits on.
 WaitPositive = Annotated[Positive, AtMostMaxSeconds]
-#: The cluster lease's Slurm job name: letters, digits, ``-``, ``_``, ``.``.
-LeaseName = Annotated[str, Rule(lambda v: all(c.isalnum() or c in "-_." for c in v),
-                                "letters, digits, '-', '_', '.' only")]
+#: The most characters of ``lease_name``. Slurm refuses a job name or comment longer than 1024
+#: characters ("Pathname of a file, directory or other parameter too long", ESLURM_PATHNAME_TOO_LONG;
+#: reported for names in nextflow-io/nextflow#941, for comments in tgen/jetstream#51), and the
+#: lease job's comment is the name plus ``;holder=HOST:PID;ledger=HOST:HASH;heartbeat=EPOCH``
+#: (:mod:`prioritizer.daemon.lease`): two host names of up to 64 bytes (HOST_NAME_MAX), a pid,
+#: 12 hex digits and an epoch, under 224 characters, so a name of 800 keeps the comment in bounds.
+LEASE_NAME_MAX = 800
+#: What a ``lease_name`` may hold: ASCII letters, digits, ``-``, ``_``, ``.``.
+LEASE_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "-_.")
+#: The cluster lease's Slurm job name (:data:`LEASE_NAME_CHARS`, at most
+#: :data:`LEASE_NAME_MAX`). Slurm itself takes almost any job name (``sbatch --job-name``
+#: documents no character set; UTF-8 names pass through: PySlurm/pyslurm#33), but the lease
+#: is found by comparing the name squeue prints with this one, on every host that runs a daemon
+#: (:meth:`prioritizer.daemon.lease.ClusterLease.active`), and the name starts the comment
+#: that :class:`~prioritizer.daemon.lease.LeaseInfo` splits at ``;`` and ``=``. So: no control
+#: character or newline, no white space or comma (squeue's list separators), no ``;`` or ``=``
+#: (the comment's); and ASCII only, since Python encodes the argv of sbatch and decodes the
+#: output of squeue in each host's locale (a non-UTF-8 name broke a Slurm client under
+#: ``LANG=C``: OSC/ood_core#838) and two spellings of one accented letter (NFC and NFD) are
+#: two different names: two daemons on two hosts must find the same lease job.
+LeaseName = Annotated[str, Rule(lambda v: set(v) <= LEASE_NAME_CHARS,
+                                "ASCII letters, digits, '-', '_', '.' only, e.g. dlprio-lease "
+                                "(the same name to squeue on every host)"),
+                      Rule(lambda v: len(v) <= LEASE_NAME_MAX,
+                           f"at most {LEASE_NAME_MAX} characters (Slurm refuses a job comment "
+                           "past 1024, and the lease's comment holds the name)")]
 
 
 @dataclass(frozen=True)
