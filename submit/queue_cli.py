@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from prioritizer import numbers
 from prioritizer.command import CliError
+from prioritizer.paths import SYSTEM_CONFIG
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
@@ -51,7 +52,7 @@ from submit.ending import without_final_gc
 if TYPE_CHECKING:  # rich's console loads for --watch only, yaml when the daemon config exists
     from rich.console import Console, Group
 
-DAEMON_CONFIG = "/etc/dlprio/dlprio.yaml"
+DAEMON_CONFIG = SYSTEM_CONFIG
 EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
 STALE_AFTER_S = 300
 WATCH_INTERVAL_S = 5.0
