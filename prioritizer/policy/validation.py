@@ -16,9 +16,9 @@ value, a 30,000-item list or a key with a newline still makes one short line; a 
 a string, a whole number past any float and a lone surrogate (``"\\ud800"``) are each one
 worded line too (session 5 break trial). A text key (or a name list's item) whose unquoted
 value YAML 1.1 reads as a boolean, number or null (``lease_name: no``) says so and how to quote
-it; a key of a few names says what YAML made of such a value (session 6). msgspec rather than pydantic: it loads in a few
-milliseconds where pydantic took about 0.1 s of every ``dlprio`` command and every replay
-(docs/simulator.md, issue 11). Pure: no I/O.
+it; a key of a few names says what YAML made of such a value (session 6). msgspec rather than
+pydantic: it loads in a few milliseconds where pydantic took about 0.1 s of every ``dlprio``
+command and every replay (docs/simulator.md, issue 11). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -251,12 +251,12 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
 #: ``false`` and ``yes``/``on``/``true`` (lower, Title or UPPER case) are booleans,
 #: ``123``/``0x1f``/``1_000``/``1.5`` numbers, an empty value/``~``/``null`` null (the YAML 1.1
 #: type repository, tag:yaml.org,2002:bool/int/float/null, as PyYAML's resolver implements it).
-_YAML_KINDS = {bool: "a boolean", int: "a number", float: "a number", type(None): "null"}
+_YAML_TYPES = (bool, int, float, type(None))
 
 
 def _read_as_not_text(value: Any) -> bool:
     """Whether ``value`` is what YAML made of an unquoted scalar that is not a string."""
-    return type(value) in _YAML_KINDS
+    return type(value) in _YAML_TYPES
 
 
 def _yaml_reading(value: Any) -> str:
@@ -274,7 +274,7 @@ def _not_text_message(value: Any, key: str) -> str:
     ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
     ``NAME: [`` for an item of the list ``NAME``; null is told to be written or left out."""
     if value is None:
-        return (f"expected a string, but YAML read the value as null (an empty value, ~ or "
+        return ("expected a string, but YAML read the value as null (an empty value, ~ or "
                 "null); write the text in quotes, or leave the key out for its default (got None)")
     if isinstance(value, bool):
         kind, text = f"the boolean {str(value).lower()}", "yes" if value else "no"
