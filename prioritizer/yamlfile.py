@@ -5,6 +5,7 @@ twice in one mapping is refused, one line ``FILE:LINE: key 'k' appears twice in 
 (lines A and B); keep one`` per repeat: YAML 1.2 (section 3.2.1.3) requires each key of a mapping
 to be unique, and PyYAML silently keeps the last value, so ``interval_s: 30`` written again
 further down as ``interval_s: 10`` would change the cycle without a word.
+Two keys that differ only in what YAML read them as (``1:`` and ``"1":``) are refused alike.
 :func:`syntax_message` and :class:`DuplicateKeyCheck` are also how dlsubmit reads a job spec
 (submit/load.py, submit/yamlsafe.py)."""
 
@@ -36,14 +37,43 @@ class YamlFileError(ValueError):
 
 class DuplicateKey(ValueError):
     """A mapping/object holds the same key twice. ``lines`` are 1-based (empty when unknown);
-    the key is quoted, escaped and cut as every echo (:func:`prioritizer.policy.validation.shown`)."""
+    the key is quoted, escaped and cut as every echo (:func:`prioritizer.policy.validation.shown`).
+    ``first``, when given, is the earlier key, read as another type (``1`` and ``"1"``, the
+    same text; ``1`` and ``true``, equal in Python): the message names both, each with what
+    YAML read it as."""
 
-    def __init__(self, key: str, lines: tuple[int, ...]) -> None:
+    def __init__(self, key: Any, lines: tuple[int, ...], first: Any = ...) -> None:
         self.key = key
         self.lines = lines
         where = (f" (lines {lines[0]} and {lines[1]})" if len(lines) == 2
                  else f" (written at lines {', '.join(map(str, lines))})" if lines else "")
-        super().__init__(f"key {shown(key)} appears twice in the same mapping{where}; keep one")
+        if first is ...:   # (None is a key: null)
+            super().__init__(f"key {shown(str(key))} appears twice in the same mapping{where}; "
+                             "keep one")
+        else:
+            super().__init__(f"keys {_as_read(first)} and {_as_read(key)} are one key in the "
+                             f"same mapping{where}; keep one")
+
+
+#: How :func:`_as_read` calls a key YAML did not read as text (``1:``, ``true:``, ``null:``).
+_KEY_KINDS = {bool: "a boolean", int: "a number", float: "a number"}
+
+
+def _as_read(key: Any) -> str:
+    """A key as YAML read it: ``'1' (text)``, ``1 (a number)``, ``true (a boolean)``, ``null``."""
+    if isinstance(key, str):
+        return f"{shown(key)} (text)"
+    if key is None:
+        return "null"
+    word = str(key).lower() if isinstance(key, bool) else shown(key)
+    return f"{word} ({_KEY_KINDS.get(type(key), type(key).__name__)})"
+
+
+def key_text(key: Any) -> str:
+    """The text a key stands for once a reader takes every key as a name (``str(key)``, as
+    ``dlprio tune``'s grid reader does): ``1`` and ``"1"`` are both ``1``, ``1.0`` and ``"1.0"``
+    both ``1.0``, ``true`` and ``"True"`` both ``True``, ``null`` and ``"None"`` both ``None``."""
+    return str(key)
 
 
 class DuplicateKeys(ValueError):
@@ -66,10 +96,14 @@ def duplicate_lines(name: str, exc: DuplicateKeys) -> list[str]:
 class DuplicateKeyCheck:
     """Mixin for a PyYAML loader class: a key written twice in one mapping is collected, and
     :meth:`get_single_data` raises :class:`DuplicateKeys` with every one (``<<`` merge keys are
-    overridden by design and not counted)."""
+    overridden by design and not counted). So are two keys that differ only in what YAML read
+    them as, ``1:`` (a number) and ``"1":`` (text), or ``true:`` and ``"True":``: every reader
+    of these files takes keys as names (:func:`key_text`; ``dlprio tune``'s grid kept the last
+    of the two without a word)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
+        seen: dict[Any, tuple[Any, int]] = {}    # key -> the first equal key, its line
+        texts: dict[str, tuple[Any, int]] = {}   # key_text -> the first key of that text, line
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
@@ -79,10 +113,18 @@ class DuplicateKeyCheck:
             except TypeError:
                 continue  # the base class reports unhashable keys
             line = key_node.start_mark.line + 1
-            if key in seen:
-                self._dups.append(DuplicateKey(str(key), (seen[key], line)))
+            if key in seen:   # equal to Python: the same key, or 1 and true, 1 and 1.0
+                first, at = seen[key]
+                self._dups.append(DuplicateKey(key, (at, line),
+                                               first=... if type(first) is type(key) else first))
+                continue
+            seen[key] = (key, line)
+            text = key_text(key)
+            if text in texts:   # 1 and "1": one name to a reader that takes keys as text
+                first, at = texts[text]
+                self._dups.append(DuplicateKey(key, (at, line), first=first))
             else:
-                seen[key] = line
+                texts[text] = (key, line)
         return super().construct_mapping(node, deep=deep)  # type: ignore[misc, no-any-return]
 
     _dups: list[DuplicateKey]

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from prioritizer import numbers
 from prioritizer.command import CliError
+from prioritizer.paths import SYSTEM_CONFIG
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
@@ -51,7 +52,7 @@ from submit.ending import without_final_gc
 if TYPE_CHECKING:  # rich's console loads for --watch only, yaml when the daemon config exists
     from rich.console import Console, Group
 
-DAEMON_CONFIG = "/etc/dlprio/dlprio.yaml"
+DAEMON_CONFIG = SYSTEM_CONFIG
 EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
 STALE_AFTER_S = 300
 WATCH_INTERVAL_S = 5.0
@@ -177,7 +178,7 @@ def _id_list(text: str) -> list[str]:
     bad = [x for x, c in zip(given, ids) if not (_element_ok(c) or _folded_tasks(c))]
     if bad:
         raise CliError(
-            f"-j/--jobs: {bad[0]!r} is not a job id (ids are 12, 12+1 for a hetjob "
+            f"-j/--jobs: {_shown(bad[0])} is not a job id (ids are 12, 12+1 for a hetjob "
             "component, 12_3 for an array element or 12_[1-5] for its pending elements, "
             "comma-separated: -j 12,15+1)")
     return ids
@@ -245,8 +246,23 @@ def _names(text: str) -> list[str]:
     names = text.split(",")
     if any(not n.strip() for n in names):
         raise argparse.ArgumentTypeError(
-            f"{text!r}: empty name in the list (comma-separated names, e.g. alice,bob)")
+            f"{_shown(text)}: empty name in the list (comma-separated names, e.g. alice,bob)")
     return names
+
+
+def _shown(text: str) -> str:
+    """``text`` as an error line echoes it: quoted, escaped and cut past 80 characters
+    (:func:`prioritizer.policy.validation.shown`, as ``dlprio explain`` echoes a JOBID), so a
+    5,000-digit id is one short line. Imported here, on the error path only: the validation
+    module (with msgspec) would add about 30 ms to every dlqueue start."""
+    from prioritizer.policy.validation import shown
+    return shown(text)
+
+
+def _shown_list(names: list[str], most: int = 5) -> str:
+    """The first ``most`` of ``names``, each as :func:`_shown` echoes it, then ``and N more``."""
+    more = f" and {len(names) - most:,} more" if len(names) > most else ""
+    return ", ".join(map(_shown, names[:most])) + more
 
 
 def _user_name(name: str) -> str | None:
@@ -426,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     known = {u: _user_name(u) for u in args.user or []}
     unknown = [u for u, name in known.items() if name is None]
     if unknown:  # squeue says "Invalid user"; an empty table would look like "no jobs"
-        parser.error(f"-u/--user: unknown user {', '.join(map(repr, unknown))} "
+        parser.error(f"-u/--user: unknown user {_shown_list(unknown)} "
                      "(not in the passwd database)")
     args.user = [known[u] for u in args.user or []]
     view = _View(args, SlurmClient())

@@ -110,7 +110,8 @@ def parse_states(spec: str) -> frozenset[str] | None:
         elif item in words:
             out.add(item)
         else:
-            raise ValueError(f"unknown job state {raw.strip()!r}; use codes such as "
+            from prioritizer.policy.validation import shown   # the error path only
+            raise ValueError(f"unknown job state {shown(raw.strip())}; use codes such as "
                              f"{', '.join(sorted(STATE_CODES))} or 'all' (squeue(1))")
     if not out:
         raise ValueError("empty state list; e.g. -t PD,R")

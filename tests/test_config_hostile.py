@@ -313,9 +313,17 @@ def test_a_misspelt_policy_section_is_refused_not_replayed_as_the_default(
 
 
 def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) -> None:
+    """Every daemon key, each with a value the daemon takes, leaves the default policy."""
+    values = {"mode": "priority", "priority_field": "priority", "inqueue_span_s": 100,
+              "update_budget": 5, "partitions": "[gpu]", "queue_partitions": "[]",
+              "exempt_partitions": "[debug]", "exempt_accounts": "[ops]", "max_grace_s": 60,
+              "interval_s": 10, "backoff_max_s": 60, "ledger_path": "/x/l", "snapshot_path": "/x/s",
+              "metrics_port": 0, "metrics_addr": "::1", "log_format": "json",
+              "slurm_timeout_s": 5, "gittins_samples": "history", "gittins_min_samples": 10,
+              "gittins_refresh_s": 60, "retention_days": 3, "lease_name": "x", "lease_ttl_s": 0}
+    assert set(values) == {k.name for k in dataclasses.fields(DaemonConfig)} - {"policy"}
     f = tmp_path / "c.yaml"
-    f.write_text("".join(f"{k.name}: x\n" for k in dataclasses.fields(DaemonConfig)
-                         if k.name != "policy"))
+    f.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
     assert policy_config(None, str(f)) == PolicyConfig()
 
 

@@ -44,7 +44,8 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("metrics_port: 9.5\n", "metrics_port: expected a whole number (got 9.5)"),
     ("partitions: gpu\n", "partitions: expected a list (got 'gpu')"),
     ("exempt_accounts: ['']\n", "exempt_accounts[0]: must not be empty (got '')"),
-    ("metrics_addr: 8\n", "metrics_addr: expected a string (got 8)"),
+    ("metrics_addr: 8\n", "metrics_addr: expected a string, but YAML read the value as a number; "
+     "quote it as written, e.g. metrics_addr: \"8\" (got 8)"),
     ("policy: fifo\n", "policy: expected a mapping of keys (got 'fifo')"),
     ("policy:\n  preemption: 1\n", "policy.preemption: expected true or false (got 1)"),
     ("policy:\n  starve_knob: '8'\n", "policy.starve_knob: expected a number (got '8')"),
@@ -71,7 +72,8 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("gittins_min_samples: 0\n", "gittins_min_samples: must be >= 1 (got 0)"),
     ("ledger_path: ''\n", "ledger_path: must not be empty (got '')"),
     ("snapshot_path: ''\n", "snapshot_path: must not be empty (got '')"),
-    ("lease_name: 'a b'\n", "lease_name: letters, digits, '-', '_', '.' only (got 'a b')"),
+    ("lease_name: 'a b'\n", "lease_name: ASCII letters, digits, '-', '_', '.' only, e.g. "
+     "dlprio-lease (the same name to squeue on every host) (got 'a b')"),
     ("policy:\n  starve_knob: -0.5\n", "policy.starve_knob: must be >= 0 (got -0.5)"),
     ("policy:\n  min_run_s: -1\n", "policy.min_run_s: must be >= 0 (got -1)"),
     ("policy:\n  gittins_quantum_gpu_s: 0\n", "policy.gittins_quantum_gpu_s: must be > 0 (got 0)"),

@@ -44,6 +44,11 @@ def _config(tmp_path: Path) -> str:
     ("4294967294", f"JOBID '4294967294': {EXPECTED}"),
     ("9" * 5000, f"JOBID '{'9' * 59}… (5,000 characters): {EXPECTED}"),
     ("9" * 5000 + "+1", f"JOBID '{'9' * 59}… (5,002 characters): {EXPECTED}"),
+    # an array form whose array id is past a Slurm id, or past any id's length: no 'squeue -j'
+    # advice repeating 5,000 digits, the id echoed bounded like any other
+    ("4294967294_3", f"JOBID '4294967294_3': {EXPECTED}"),
+    ("40_" + "9" * 5000, f"JOBID '40_{'9' * 56}… (5,003 characters): {EXPECTED}"),
+    ("9" * 5000 + "_3", f"JOBID '{'9' * 59}… (5,002 characters): {EXPECTED}"),
     # a digit of another script is not one squeue prints
     ("٤٠", f"JOBID '٤٠': {EXPECTED}"),
 ])

@@ -22,7 +22,7 @@ import time
 from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger, Run
-from prioritizer.policy.validation import shown
+from prioritizer.policy.validation import MAX_SHOWN, shown
 from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
@@ -112,7 +112,8 @@ def ledger_job_id(text: str) -> int:
     het = _HETJOB.fullmatch(text)
     if het and decimal_at_most(het.group(1), MAX_JOB_ID):
         return int(het.group(1))
-    if _ARRAY.fullmatch(text):
+    if _ARRAY.fullmatch(text) and decimal_at_most(text.partition("_")[0], MAX_JOB_ID) and (
+            len(text) <= MAX_SHOWN):   # a longer one is no id Slurm gives: echoed bounded below
         raise ValueError(f"JOBID {text}: array tasks are tracked by their own job id; find it with "
                          f"'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j {text}'), "
                          "then run 'dlprio explain <that id>'")

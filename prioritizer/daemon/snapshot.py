@@ -32,11 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from prioritizer.paths import SNAPSHOT
 from slurm_plugin.atomic import write_atomically
 from slurm_plugin.gres_slurmconf import parse_slurm_conf
 
 VERSION = 1
-DEFAULT_PATH = "/var/lib/dlprio/snapshot.json"
+DEFAULT_PATH = SNAPSHOT
 DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
 

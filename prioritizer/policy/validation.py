@@ -14,9 +14,11 @@ naming the key path (dotted, list items as ``[i]``), the allowed range or the fi
 given. What a file holds is echoed bounded and escaped (:func:`shown`): a 200,000-character
 value, a 30,000-item list or a key with a newline still makes one short line; a key that is not
 a string, a whole number past any float and a lone surrogate (``"\\ud800"``) are each one
-worded line too (session 5 break trial). msgspec rather than pydantic: it loads in a few
-milliseconds where pydantic took about 0.1 s of every ``dlprio`` command and every replay
-(docs/simulator.md, issue 11). Pure: no I/O.
+worded line too (session 5 break trial). A text key (or a name list's item) whose unquoted
+value YAML 1.1 reads as a boolean, number or null (``lease_name: no``) says so and how to quote
+it; a key of a few names says what YAML made of such a value (session 6). msgspec rather than
+pydantic: it loads in a few milliseconds where pydantic took about 0.1 s of every ``dlprio``
+command and every replay (docs/simulator.md, issue 11). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def check(obj: Any) -> None:
     """
     problems: list[Problem] = []
     for name, tp in _hints(type(obj)).items():
-        value, found = _convert(getattr(obj, name), tp)
+        value, found = _convert(getattr(obj, name), tp, name)
         problems += [((name, *path), msg) for path, msg in found]
         object.__setattr__(obj, name, value)
     if not problems:
@@ -166,7 +168,7 @@ def _build(cls: type[T], data: Mapping[Any, Any]) -> T:
     values: dict[str, Any] = {}
     for name, tp in _hints(cls).items():
         if name in data:
-            values[name], found = _convert(data[name], tp)
+            values[name], found = _convert(data[name], tp, name)
             problems += [((name, *path), msg) for path, msg in found]
     problems += [unknown_key(key, _hints(cls)) for key in data if key not in _hints(cls)]
     if problems:
@@ -197,8 +199,9 @@ def close_name(key: str, names: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
-def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
-    """``value`` as the declared type ``tp``, and its problems (paths relative to it)."""
+def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
+    """``value`` as the declared type ``tp``, and its problems (paths relative to it);
+    ``key`` (the field name) words the quoting fix of a text read as a boolean or number."""
     base, meta, rules = _parts(tp)
     if _is_config(base):  # a nested section; empty (None) means all defaults
         if isinstance(value, base):
@@ -213,7 +216,7 @@ def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
         if not isinstance(value, list | tuple):
             return value, [((), f"expected a list (got {shown(value)})")]
         item = typing.get_args(base)[0]
-        done = [_convert(v, item) for v in value]
+        done = [_convert(v, item, f"{key}: [") for v in value]
         return (tuple(v for v, _ in done),
                 [((i, *path), msg) for i, (_, found) in enumerate(done) for path, msg in found])
     if isinstance(value, str) and _lone_surrogate(value):
@@ -225,9 +228,13 @@ def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
     try:
         converted = msgspec.convert(value, base, strict=True)
     except msgspec.ValidationError:
+        if base is str and _read_as_not_text(value):
+            return value, [((), _not_text_message(value, key))]
         if base is float and isinstance(value, int) and not isinstance(value, bool):
             # a whole number past the largest float (10**400): a number, just not a finite one
             return value, [((), f"must be a finite number (got {shown(value)})")]
+        if typing.get_origin(base) is Literal and _read_as_not_text(value):
+            return value, [((), f"{_type_message(base)} (got {_yaml_reading(value)})")]
         return value, [((), f"{_type_message(base)} (got {shown(value)})")]
     if isinstance(converted, float) and not math.isfinite(converted):
         return value, [((), f"must be a finite number (got {shown(value)})")]
@@ -238,6 +245,46 @@ def _convert(value: Any, tp: Any) -> tuple[Any, list[Problem]]:
             return value, [((), f"{_bound_message(meta)} (got {shown(value)})")]
     return converted, [((), f"{r.message} (got {shown(value)})") for r in rules
                        if not r.test(converted)]
+
+
+#: What YAML 1.1 (PyYAML) makes of an unquoted scalar that is not text: ``no``/``off``/
+#: ``false`` and ``yes``/``on``/``true`` (lower, Title or UPPER case) are booleans,
+#: ``123``/``0x1f``/``1_000``/``1.5`` numbers, an empty value/``~``/``null`` null (the YAML 1.1
+#: type repository, tag:yaml.org,2002:bool/int/float/null, as PyYAML's resolver implements it).
+_YAML_TYPES = (bool, int, float, type(None))
+
+
+def _read_as_not_text(value: Any) -> bool:
+    """Whether ``value`` is what YAML made of an unquoted scalar that is not a string."""
+    return type(value) in _YAML_TYPES
+
+
+def _yaml_reading(value: Any) -> str:
+    """What an unquoted scalar became, for an echo: ``False, YAML's reading of an unquoted
+    no/off/false``, ``None, ... an empty value, ~ or null``, ``7, a number to YAML``."""
+    if isinstance(value, bool):
+        return f"{value}, YAML's reading of an unquoted {'yes/on/true' if value else 'no/off/false'}"
+    if value is None:
+        return "None, YAML's reading of an empty value, ~ or null"
+    return f"{shown(value)}, a number to YAML"
+
+
+def _not_text_message(value: Any, key: str) -> str:
+    """The fix for a name YAML did not read as text (``lease_name: no`` is the boolean false,
+    ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
+    ``NAME: [`` for an item of the list ``NAME``; null is told to be written or left out."""
+    if value is None:
+        return ("expected a string, but YAML read the value as null (an empty value, ~ or "
+                "null); write the text in quotes, or leave the key out for its default (got None)")
+    if isinstance(value, bool):
+        kind, text = f"the boolean {str(value).lower()}", "yes" if value else "no"
+    else:
+        short = isinstance(value, float) or value.bit_length() < 64   # repr of 5,000 digits raises
+        kind, text = "a number", repr(value) if short else "123"
+    example = (f"{key}\"{text}\"]" if key.endswith("[") else f"{key}: \"{text}\"" if key
+               else f"\"{text}\"")
+    return (f"expected a string, but YAML read the value as {kind}; quote it as written, "
+            f"e.g. {example} (got {shown(value)})")
 
 
 def _lone_surrogate(text: str) -> bool:

@@ -22,11 +22,12 @@ from prioritizer import numbers
 from prioritizer.command import CliError, Command
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
-from prioritizer.policy.validation import close_name, lines, shown, unknown_key
+from prioritizer.policy.validation import shown
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
+from slurm_plugin.cli_util import visible
 
 #: option name -> PolicyConfig field it overrides
 OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
@@ -199,31 +200,46 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
 
 def policy_section(path: str) -> dict[str, Any]:
     """The ``policy:`` section of the daemon config at ``path`` as a dict: ``{}`` (the default
-    policy) for an empty file, no ``policy:`` key or an empty one, as ``dlprio run`` reads them
-    (the other keys are the daemon's, not checked here; a key close to ``policy``, e.g.
-    ``polcy:``, is refused as the daemon refuses it, rather than replaying the default policy).
-    ``dlprio simulate``, ``history check`` and ``tune`` read ``--config`` through it.
+    policy) for an empty file, no ``policy:`` key or an empty one (``policy: ~``), as ``dlprio
+    run`` reads them. ``dlprio simulate``, ``history check`` and ``tune`` read ``--config``
+    through it, and the rest of the file is checked as ``dlprio run`` checks it
+    (:func:`prioritizer.config_file.from_mapping`: every daemon key with its own rules, an
+    unknown or misspelt key named with the closest one, ``polcy:`` included), so a file these
+    commands accept is one the daemon starts with; nothing is read from Slurm, no ledger is
+    opened and no configured path is touched. Two things are left to the caller: the policy
+    section's own values (the caller checks them after its options override them, naming the
+    option), and the daemon's refusal of ``policy: srtf`` (an oracle, for these commands only).
 
     Raises:
-        CliError: unreadable file or bad YAML (:func:`prioritizer.yamlfile.read_yaml`), or a
-            top level or ``policy:`` that is not a mapping of keys, named as the daemon names
-            it: ``FILE: policy: expected a mapping of keys (got [])`` (exit 2).
+        CliError: unreadable file or bad YAML (:func:`prioritizer.yamlfile.read_yaml`), a top
+            level or ``policy:`` that is not a mapping of keys, named as the daemon names it:
+            ``FILE: policy: expected a mapping of keys (got [])``, or one line per problem of
+            the daemon's keys, ``FILE: KEY: allowed range or fix (got VALUE)`` (exit 2).
     """
+    from prioritizer.config_file import from_mapping
+    from prioritizer.policy.validation import ConfigError
     from prioritizer.yamlfile import YamlFileError, read_yaml
     try:
         data = read_yaml(path)
     except YamlFileError as exc:
         raise CliError(str(exc)) from None
     if data is not None and not isinstance(data, dict):
-        raise CliError(f"{path}: top level: expected a mapping of keys with a 'policy:' section "
-                       f"(got {shown(data)})")
-    for key in data or {}:   # the daemon's keys are not checked here, but a misspelt section
-        # would silently replay the default policy: the daemon refuses it as an unknown key
-        if key != "policy" and isinstance(key, str) and close_name(key, ["policy"]):
-            raise CliError(f"{path}: {lines([unknown_key(key, ['policy'])])[0]}")
+        raise CliError(f"{visible(path)}: top level: expected a mapping of keys with a 'policy:' "
+                       f"section (got {shown(data)})")
     section = (data or {}).get("policy")
     if section is not None and not isinstance(section, dict):
-        raise CliError(f"{path}: policy: expected a mapping of keys (got {shown(section)})")
+        raise CliError(f"{visible(path)}: policy: expected a mapping of keys (got {shown(section)})")
+    try:   # the policy as the daemon would take it, for the rules that read it (queue count)
+        policy = PolicyConfig.from_mapping(section)
+    except ConfigError:   # its problems are the caller's to name (an option may override)
+        policy = PolicyConfig()
+    if policy.policy == "srtf":
+        policy = dataclasses.replace(policy, policy="tiresias-las")
+    try:
+        from_mapping({**(data or {}), "policy": policy})
+    except ConfigError as exc:
+        raise CliError("\n".join(f"{visible(path)}: {line}" for line in str(exc).splitlines())
+                       ) from None
     return dict(section or {})
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from prioritizer import numbers
-from prioritizer.yamlfile import YamlFileError, read_yaml
+from prioritizer.yamlfile import YamlFileError, key_text, read_yaml
 from prioritizer.policy import validation
 from prioritizer.policy.validation import MAX_SHOWN, shown
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
@@ -54,14 +54,16 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
 
 
 def load_grid(path: str) -> dict[str, list[Any]]:
-    """A YAML grid file (mapping of parameter -> list of values)."""
+    """A YAML grid file (mapping of parameter -> list of values). Two keys of one text
+    (``1:`` and ``"1":``) are refused by the reader (:class:`prioritizer.yamlfile.DuplicateKeyCheck`),
+    never merged into one parameter."""
     try:
         data = read_yaml(path)
     except YamlFileError as exc:
         raise GridError(str(exc)) from None
     if not isinstance(data, Mapping) or not data:
         raise GridError(f"{path}: expected a mapping of parameter: [values]")
-    grid = {str(k): (list(v) if isinstance(v, list) else [v]) for k, v in data.items()}
+    grid = {key_text(k): (list(v) if isinstance(v, list) else [v]) for k, v in data.items()}
     return check_grid(grid, path)
 
 

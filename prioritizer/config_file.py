@@ -1,0 +1,247 @@
+"""The daemon's configuration file (``dlprio.yaml``): load, validate, and name the bad key.
+
+Outside :mod:`prioritizer.daemon` (whose ``config`` module re-exports it) so that
+``dlprio simulate``, ``history check`` and ``tune`` check a ``--config`` file with these very
+rules (:func:`prioritizer.sim.cli.policy_section`) while the simulator never imports the daemon
+(import contract, docs/design.md); nothing here reads Slurm, a ledger or a path.
+
+``dlprio run|once|explain|status`` read one YAML file: ``--config FILE``, else
+``/etc/dlprio/dlprio.yaml``, else the packaged ``conf/dlprio.yaml`` (every key documented
+there). :class:`DaemonConfig` is a frozen dataclass checked like the policy's
+(:mod:`prioritizer.policy.validation`); its ``policy:`` section is a
+:class:`prioritizer.policy.config.PolicyConfig` (the same settings ``dlprio simulate`` uses); the
+other keys say how the daemon talks to Slurm. Field types carry the allowed ranges,
+:meth:`DaemonConfig.rules` the rules across keys. Errors are one :class:`ConfigError` (exit 2) with one line per
+problem, ``FILE: KEY.PATH: allowed range or fix (got VALUE)``, raised before the loop starts.
+Units: seconds; ports are TCP ports (0 = off).
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from msgspec import Meta
+
+from prioritizer.numbers import MAX_SECONDS
+from prioritizer.yamlfile import YamlFileError, read_yaml
+from slurm_plugin.cli_util import visible
+from slurm_plugin.readfile import PATH_MAX
+from prioritizer.policy.config import PolicyConfig, Positive, Seconds
+from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
+from prioritizer.paths import SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SYSTEM_CONFIG
+
+__all__ = ["ConfigError", "DaemonConfig", "PACKAGED_PATH", "SYSTEM_PATH", "default_path",
+           "from_mapping", "load"]
+
+SYSTEM_PATH = Path(SYSTEM_CONFIG)
+PACKAGED_PATH = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
+Mode = Literal["priority", "partition"]
+PriorityField = Literal["site_factor", "priority"]
+LogFormat = Literal["text", "json"]
+MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), get_args(LogFormat)
+#: A non-empty string.
+NonEmpty = Annotated[str, Meta(min_length=1)]
+#: A Slurm partition or account name: Slurm separates names by commas (``-p gpu,debug``) and
+#: has no name with one or with white space, so ``exempt_partitions: ["gpu,debug"]`` (or
+#: ``"gpu debug"``) matched no running job and exempted nothing, without a word.
+OneName = Annotated[NonEmpty, Rule(lambda v: not any(c == "," or c.isspace() for c in v),
+                                   "one name per item, without ',' or white space "
+                                   "(a YAML list: [gpu, debug])")]
+#: A list of non-empty partition or account names.
+Names = tuple[OneName, ...]
+#: What every file path of the config must be: no NUL byte (no system call takes one), and
+#: shorter than :data:`slurm_plugin.readfile.PATH_MAX` bytes, the final NUL counted (a longer
+#: one can never be opened, and was echoed whole; a lone surrogate counted as its 3 bytes).
+PathRules = (Rule(lambda v: "\0" not in v, "a path cannot hold a NUL byte (\\x00)"),
+             Rule(lambda v: len(v.encode("utf-8", "surrogatepass")) < PATH_MAX,
+                  f"a path must be shorter than {PATH_MAX} bytes (PATH_MAX)"))
+#: A non-empty file path.
+FilePath = Annotated[NonEmpty, *PathRules]
+#: ``gittins_samples``: ``""`` (packaged), ``history``, or a file path.
+SamplesPath = Annotated[str, *PathRules]
+#: A wait or timeout of the daemon is at most :data:`prioritizer.numbers.MAX_SECONDS` (10^9 s,
+#: about 31 years), the bound of every seconds option: past about 9.2 × 10^9 s Python's clock
+#: overflows (``threading.Event.wait``, ``subprocess.run(timeout=...)`` raise OverflowError), so
+#: ``interval_s: 1e300`` would crash the first cycle instead of failing here. A :class:`Rule`,
+#: checked after the lower bound, so a negative value keeps its message.
+AtMostMaxSeconds = Rule(lambda v: v <= MAX_SECONDS, f"must be <= {MAX_SECONDS:.0f} (about 31 years)")
+#: Seconds >= 0 that the daemon waits on.
+WaitSeconds = Annotated[Seconds, AtMostMaxSeconds]
+#: Seconds > 0 that the daemon waits on.
+WaitPositive = Annotated[Positive, AtMostMaxSeconds]
+#: The most characters of ``lease_name``. Slurm refuses a job name or comment longer than 1024
+#: characters ("Pathname of a file, directory or other parameter too long", ESLURM_PATHNAME_TOO_LONG;
+#: reported for names in nextflow-io/nextflow#941, for comments in tgen/jetstream#51), and the
+#: lease job's comment is the name plus ``;holder=HOST:PID;ledger=HOST:HASH;heartbeat=EPOCH``
+#: (:mod:`prioritizer.daemon.lease`): two host names of up to 64 bytes (HOST_NAME_MAX), a pid,
+#: 12 hex digits and an epoch, under 224 characters, so a name of 800 keeps the comment in bounds.
+LEASE_NAME_MAX = 800
+#: What a ``lease_name`` may hold: ASCII letters, digits, ``-``, ``_``, ``.``.
+LEASE_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "-_.")
+#: The cluster lease's Slurm job name (:data:`LEASE_NAME_CHARS`, at most
+#: :data:`LEASE_NAME_MAX`). Slurm itself takes almost any job name (``sbatch --job-name``
+#: documents no character set; UTF-8 names pass through: PySlurm/pyslurm#33), but the lease
+#: is found by comparing the name squeue prints with this one, on every host that runs a daemon
+#: (:meth:`prioritizer.daemon.lease.ClusterLease.active`), and the name starts the comment
+#: that :class:`~prioritizer.daemon.lease.LeaseInfo` splits at ``;`` and ``=``. So: no control
+#: character or newline, no white space or comma (squeue's list separators), no ``;`` or ``=``
+#: (the comment's); and ASCII only, since Python encodes the argv of sbatch and decodes the
+#: output of squeue in each host's locale (a non-UTF-8 name broke a Slurm client under
+#: ``LANG=C``: OSC/ood_core#838) and two spellings of one accented letter (NFC and NFD) are
+#: two different names: two daemons on two hosts must find the same lease job.
+LeaseName = Annotated[str, Rule(lambda v: set(v) <= LEASE_NAME_CHARS,
+                                "ASCII letters, digits, '-', '_', '.' only, e.g. dlprio-lease "
+                                "(the same name to squeue on every host)"),
+                      Rule(lambda v: len(v) <= LEASE_NAME_MAX,
+                           f"at most {LEASE_NAME_MAX} characters (Slurm refuses a job comment "
+                           "past 1024, and the lease's comment holds the name)")]
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    """Everything ``dlprio run`` needs besides Slurm itself (see conf/dlprio.yaml).
+
+    Attributes:
+        policy: the policy settings (thresholds in GPU·s, starvation knob, ...).
+        mode: ``priority`` (SiteFactor/priority per pending job) or ``partition`` (move
+            pending jobs to ``queue_partitions[queue]``).
+        priority_field: ``site_factor`` (keeps the site's other factors) or ``priority``
+            (absolute priority: multifactor stops recomputing it).
+        inqueue_span_s: seconds of queue-entry time that order jobs inside one queue
+            (1 point per second); older entries than the span share the top value.
+        update_budget: most pending jobs whose value (SiteFactor, priority, partition) one
+            cycle sends to Slurm, head of the start order first; the rest go in the next
+            cycles (a victim's value and a preemption's waiter never wait); 0 = no limit.
+        partitions: partitions whose GPU jobs are managed; empty = all.
+        queue_partitions: partition mode only: one partition per queue level, q0 first.
+        exempt_partitions, exempt_accounts: jobs there are never preempted.
+        max_grace_s: cap on a job's declared grace (seconds between signal and requeue).
+        interval_s: seconds between cycles.
+        backoff_max_s: longest wait after Slurm failures (doubling from ``interval_s``).
+        ledger_path: the private sqlite ledger (mode 0600).
+        snapshot_path: the world-readable snapshot for dlqueue.
+        metrics_port: Prometheus endpoint port (0 = no endpoint).
+        metrics_addr: address the endpoint binds to.
+        log_format: ``text`` or ``json``.
+        slurm_timeout_s: seconds one Slurm command may take (< ``interval_s``); 0 = auto,
+            see :attr:`call_timeout_s`.
+        gittins_samples: CSV of GPU·s samples for ``tiresias-gittins`` ("" = packaged;
+            ``history`` = learned from finished jobs, see ``prioritizer.daemon.learned_gittins``).
+        gittins_min_samples: fewest finished jobs ``history`` learns from (else packaged).
+        gittins_refresh_s: seconds between re-learning the ``history`` distribution.
+        retention_days: days a finished job stays in the ledger (0 = forever); the daemon
+            prunes older ones once an hour.
+        lease_name: name of the cluster lease job (one acting daemon per cluster,
+            :mod:`prioritizer.daemon.lease`); "" = no cluster lease (ledger lock only).
+        lease_ttl_s: seconds without a heartbeat before another daemon may take the lease
+            over; 0 = auto (:attr:`lease_ttl`).
+
+    Raises:
+        ConfigError: (a ``ValueError``) on construction with a bad value, one line per
+            problem; :func:`load` puts the file name in front of each.
+    """
+
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    mode: Mode = "priority"
+    priority_field: PriorityField = "site_factor"
+    inqueue_span_s: Annotated[int, Meta(ge=1, le=100_000_000)] = 1_000_000
+    update_budget: Annotated[int, Meta(ge=0, le=1_000_000)] = 1000
+    partitions: Names = ()
+    queue_partitions: Names = ()
+    exempt_partitions: Names = ()
+    exempt_accounts: Names = ()
+    max_grace_s: WaitPositive = 300.0
+    interval_s: WaitPositive = 30.0
+    backoff_max_s: WaitPositive = 300.0
+    ledger_path: FilePath = "/var/lib/dlprio/ledger.sqlite"
+    snapshot_path: FilePath = DEFAULT_SNAPSHOT_PATH
+    metrics_port: Annotated[int, Meta(ge=0, le=65535)] = 9464
+    metrics_addr: NonEmpty = "127.0.0.1"   # "" is no address: getaddrinfo fails at start
+    log_format: LogFormat = "text"
+    slurm_timeout_s: WaitSeconds = 0.0
+    gittins_samples: SamplesPath = ""
+    gittins_min_samples: Annotated[int, Meta(ge=1)] = 100
+    gittins_refresh_s: WaitPositive = 3600.0
+    retention_days: Seconds = 21.0
+    lease_name: LeaseName = "dlprio-lease"
+    lease_ttl_s: Annotated[float, AtMostMaxSeconds] = 0.0
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    def rules(self) -> list[tuple[str, str]]:
+        """Every rule that ties two keys, as ``(key, message)`` pairs; all broken ones are
+        reported together."""
+        problems: list[tuple[str, str]] = []
+        if self.policy.policy == "srtf":
+            problems.append(("policy.policy", "srtf needs every job's true duration (an "
+                             "oracle); it exists for `dlprio simulate` only"))
+        if self.mode == "partition" and len(self.queue_partitions) != self.queues:
+            problems.append(("queue_partitions", f"mode partition needs one partition per queue "
+                             f"({self.queues} queues from policy thresholds) "
+                             f"(got {shown(list(self.queue_partitions))})"))
+        if self.lease_ttl_s and self.lease_ttl_s < 2 * self.interval_s:
+            problems.append(("lease_ttl_s", f"must be >= 2 × interval_s "
+                             f"({2 * self.interval_s:g} s) or 0 (auto) (got {self.lease_ttl_s:g})"))
+        if self.slurm_timeout_s >= self.interval_s:
+            problems.append(("slurm_timeout_s", f"must be < interval_s ({self.interval_s:g} s) so "
+                             f"that a hung Slurm call cannot stretch a cycle, or 0 (auto) "
+                             f"(got {self.slurm_timeout_s:g})"))
+        if self.backoff_max_s < self.interval_s:
+            problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
+                             f"(got {self.backoff_max_s:g})"))
+        return problems
+
+    @property
+    def call_timeout_s(self) -> float:
+        """The timeout of one Slurm command: ``slurm_timeout_s``, or (0) half the interval,
+        at most 10 s, so that a hung call never stretches a cycle past ``interval_s``."""
+        return self.slurm_timeout_s or min(10.0, self.interval_s / 2)
+
+    @property
+    def lease_ttl(self) -> float:
+        """``lease_ttl_s``, or (0) three intervals plus one Slurm call timeout."""
+        return self.lease_ttl_s or 3 * self.interval_s + self.call_timeout_s
+
+    @property
+    def queues(self) -> int:
+        """Number of queue levels K (thresholds + 1)."""
+        thresholds = (self.policy.thresholds_s if self.policy.policy == "las"
+                      else self.policy.thresholds_gpu_s)
+        return len(thresholds) + 1
+
+
+def default_path() -> Path:
+    """``/etc/dlprio/dlprio.yaml`` when it exists, else the packaged ``conf/dlprio.yaml``."""
+    return SYSTEM_PATH if SYSTEM_PATH.exists() else PACKAGED_PATH
+
+
+def load(path: str | Path | None = None) -> DaemonConfig:
+    """Read and validate a config file (``None``: :func:`default_path`).
+
+    Raises:
+        ConfigError: unreadable file, bad YAML, or one line per unknown key, wrong type or
+            value, each ``FILE: KEY.PATH: allowed range or fix (got VALUE)``.
+    """
+    p = Path(path) if path is not None else default_path()
+    try:
+        data = read_yaml(p)
+    except YamlFileError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        return from_mapping(data)
+    except ConfigError as exc:
+        raise ConfigError("\n".join(f"{visible(p)}: {line}" for line in str(exc).splitlines())
+                          ) from None
+
+
+def from_mapping(data: Any) -> DaemonConfig:
+    """Build a :class:`DaemonConfig` from parsed YAML (``None``: all defaults).
+
+    Raises:
+        ConfigError: one line per problem, ``KEY.PATH: allowed range or fix (got VALUE)``.
+    """
+    return validate(DaemonConfig, data)
