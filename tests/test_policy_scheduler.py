@@ -7,6 +7,7 @@ preemptions (waiters and victims), the full pending order, and which jobs start 
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -51,10 +52,13 @@ def setups(draw: st.DrawFn):
 
 
 @st.composite
-def srtf_real_nodes(draw: st.DrawFn):
-    """srtf on 2-4 real nodes: the per-node bound, and the proof of a due preemption
-    from it, apply (``Scheduler._due``)."""
+def srtf_setups(draw: st.DrawFn):
+    """srtf on one pool (GPU counting) or on 2-4 real nodes: the scheduler's bounds on
+    victims (``Scheduler._may_fit``), and its proofs of a due preemption from them
+    (``Scheduler._due``), apply; the min-run guard on or off."""
     config = PolicyConfig(policy="srtf", min_run_s=draw(st.sampled_from([0.0, 30.0])))
+    if draw(st.booleans()):
+        return config, [draw(st.sampled_from([4, 8, 16]))], ["pool"]
     totals = draw(st.lists(st.sampled_from([2, 4, 8]), min_size=2, max_size=4))
     return config, totals, [f"n{i}" for i in range(len(totals))]
 
@@ -69,10 +73,10 @@ def test_scheduler_decides_as_decide(setup, data: st.DataObject) -> None:
     _drive(setup, data)
 
 
-@settings(max_examples=200, deadline=None)
-@given(srtf_real_nodes(), st.data())
-def test_srtf_on_real_nodes_decides_as_decide(setup, data: st.DataObject) -> None:
-    """The same check where the per-node bound proves preemptions due (srtf, real nodes)."""
+@settings(max_examples=300, deadline=None)
+@given(srtf_setups(), st.data())
+def test_srtf_decides_as_decide(setup, data: st.DataObject) -> None:
+    """The same check where the scheduler bounds victims and proves preemptions due (srtf)."""
     _drive(setup, data)
 
 
@@ -189,3 +193,24 @@ def test_tracked_view_equals_the_constructed_view() -> None:
     assert running == JobView(7, JobPhase.RUNNING, (8, 4), 10.0, 240.0, 20.0, 30.0, 1, 20.0,
                               60.0, 10.0, 40.0, True, 520.0, None, ("a", "b"), True)
     assert [f.name for f in dataclasses.fields(JobView)] == list(running.__dict__)
+
+
+@pytest.mark.parametrize("totals, names, shape", [
+    ([8], ["pool"], (4, 4)),         # two entries on the one node: never placed
+    ([4, 4], ["n0", "n1"], (8,)),    # more GPUs than any node has
+])
+def test_victims_false_proves_nothing_for_a_need_that_never_fits(totals, names, shape) -> None:
+    """The scheduler's bound makes no claim for a need no victim set can place, so
+    ``victims=False`` must not report a preemption due for it: the oracle finds none (jobs
+    1 and 2 hold every GPU, end after the waiter and are past the min-run guard)."""
+    config = PolicyConfig(policy="srtf")
+    sched = Scheduler(config, totals, names)
+    for job_id, job_shape in ((1, (totals[0],)), (2, (totals[-1],))):
+        if names == ["pool"] and job_id == 2:
+            continue
+        sched.add(job_id, job_shape, 0.0, 10_000.0)
+    sched.decide(0.0)
+    sched.plan_starts(0.0)
+    sched.add(3, shape, 100.0, 50.0)
+    assert decide(sched.snapshot(100.0), config, 100.0).preemptions == ()
+    assert sched.decide(100.0, victims=False).preemptions == ()
