@@ -38,6 +38,7 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
                                       Snapshot)
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
+from prioritizer.policy.quiet import QuietProof
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
 #: are computed with a division, so a job is re-examined from slightly before its time on
@@ -276,8 +277,9 @@ class _NodeBound:
         self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
         #: per g: the nodes whose ``col[g]`` may be out of date
         self.stale: list[set[int]] = [set() for _ in range(max(totals) + 1)]
-        #: per node: ``(key, GPUs)`` of its jobs in ascending key order, once asked for
-        self.keyed: dict[int, list[tuple[float, int]]] = {}
+        #: per node: ``(key, GPUs, run start)`` of its jobs in ascending key order, once
+        #: asked for
+        self.keyed: dict[int, list[tuple[float, int, float]]] = {}
         inf = float("inf")
         self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
         self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
@@ -339,19 +341,24 @@ class _NodeBound:
                     return True
         return False
 
+    def keyed_on(self, node: int) -> list[tuple[float, int, float]]:
+        """``(key, GPUs there, run start)`` of the jobs on ``node``, ascending (kept until
+        the node changes)."""
+        keyed = self.keyed.get(node)
+        if keyed is None:
+            keyed = self.keyed[node] = sorted(self.held[node].values())
+        return keyed
+
     def _flush(self, g: int) -> None:
         """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
         col, ranked, stale = self.col[g], self.ranked[g], self.stale[g]
         for node in stale:
-            keyed = self.keyed.get(node)
-            if keyed is None:
-                keyed = self.keyed[node] = sorted((k, gpus) for k, gpus, _ in
-                                                  self.held[node].values())
+            keyed = self.keyed_on(node)
             room = self.totals[node] - g   # the most the jobs of key <= k may hold
             value = float("inf") if room >= 0 else float("-inf")
             held = 0
             if room >= 0:
-                for key, gpus in keyed:
+                for key, gpus, _ in keyed:
                     held += gpus
                     if held > room:
                         value = key
@@ -443,6 +450,10 @@ class Scheduler:
         self.node_bound = (_NodeBound(self.totals)
                            if len(self.totals) > 1 and not self.queue_levels else None)
         self.fixed = 0   # jobs that are not preemptible
+        #: the last "no preemption due" and the changes since (srtf on real nodes): a
+        #: decision it covers makes no search (see ``policy.quiet``)
+        self.quiet = (QuietProof(SLACK_S) if self.node_bound is not None
+                      and config.preemption and self.policy.preemptive else None)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -463,6 +474,8 @@ class Scheduler:
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, tuple(nodes), None
         rec.names = tuple(self.names[n] for n in nodes)
         self.free.add(rec.nodes, [-g for g in rec.shape])
+        if self.quiet is not None:
+            self.quiet.drop()   # a start not planned here: not one the proof follows
         self.holding[job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
@@ -477,6 +490,8 @@ class Scheduler:
             rec.work_left -= now - rec.run_start
         rec.phase = "grace"
         self.grace[job_id] = None
+        if self.quiet is not None:
+            self.quiet.drop()
         self._touch(rec)
 
     def requeue(self, job_id: int, now: float, eligible: float | None) -> None:
@@ -508,6 +523,8 @@ class Scheduler:
         rec.last_run_s, rec.last_run_end = length, now
         self.free.add(rec.nodes, rec.shape)
         self.stuck = False
+        if self.quiet is not None:
+            self.quiet.released(rec.nodes)
         rec.nodes, rec.names = (), ()
         self._touch(rec)
         return rec
@@ -539,7 +556,7 @@ class Scheduler:
     def _above(self, level: float) -> int:
         return sum(self.running_in[int(level) + 1:])
 
-    def _bound(self, now: float) -> Any:
+    def room_above(self, now: float) -> Any:
         """``find_preemptions``'s ``above``: GPUs of preemptible running jobs of a level
         above the one given (queues; or srtf's remaining time, which for a running job is
         its oracle end minus ``now``, up to rounding: SLACK_S keeps it an upper bound)."""
@@ -635,6 +652,8 @@ class Scheduler:
         """A start: the job's state cannot change by it, so instead of re-examining the
         job at the next decision its next threshold crossing is scheduled now (a job
         never decided yet is examined as usual)."""
+        if self.quiet is not None:
+            self.quiet.ran(rec, self.config.min_run_s)
         if rec.queue is None or rec.job_id in self.dirty:
             self._touch(rec)
             return
@@ -735,9 +754,24 @@ class Scheduler:
         step.promotions = tuple(sorted(promotions))
         step.pending = self.pending
         cfg = self.config
-        if search and cfg.preemption and self.policy.preemptive and self.pending \
+        quiet = self.quiet
+        if not search:
+            if quiet is not None:
+                quiet.drop()
+        elif cfg.preemption and self.policy.preemptive and self.pending \
                 and self.holding and self.order:
-            step.preemptions = tuple(self._preemptions(now, victims))
+            if quiet is None or not quiet.holds(self, now):
+                step.preemptions = tuple(self._preemptions(now, victims))
+            if quiet is not None:
+                if step.preemptions or self.grace:
+                    quiet.drop()
+                else:
+                    quiet.certify(now)
+        elif quiet is not None:
+            if self.grace:
+                quiet.drop()
+            else:
+                quiet.certify(now)   # no waiter or no running job: nothing due
         return step
 
     def _schedule(self, rec: Tracked, now: float, limit: float,
@@ -782,6 +816,8 @@ class Scheduler:
             group = self.groups[rec.shape] = []
         bisect.insort(group, key)
         rec.where = "order"
+        if self.quiet is not None:
+            self.quiet.filed(rec)
 
     def _unindex(self, rec: Tracked) -> None:
         if rec.where == "order":
@@ -803,7 +839,7 @@ class Scheduler:
             if not self._above(jobs[self.order[0][1]].level):
                 return []
 
-        above = self._bound(now)
+        above = self.room_above(now)
         if above is not None and not self.queue_levels and self._hopeless(above):
             return []
 
