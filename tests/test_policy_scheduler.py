@@ -54,8 +54,8 @@ def setups(draw: st.DrawFn):
 @st.composite
 def srtf_setups(draw: st.DrawFn):
     """srtf on one pool (GPU counting) or on 2-4 real nodes: the scheduler's bounds on
-    victims (``Scheduler._may_fit``), and its proofs of a due preemption from them
-    (``Scheduler._due``), apply; the min-run guard on or off."""
+    victims (``Scheduler.victim_bound``), and its proofs of a due preemption from them
+    (``Scheduler.due_proof``), apply; the min-run guard on or off."""
     config = PolicyConfig(policy="srtf", min_run_s=draw(st.sampled_from([0.0, 30.0])))
     if draw(st.booleans()):
         return config, [draw(st.sampled_from([4, 8, 16]))], ["pool"]

@@ -579,7 +579,7 @@ class Scheduler:
             return room
         return above
 
-    def _may_fit(self, now: float, refused: list[int], fitted: list[Any]) -> Any:
+    def victim_bound(self, now: float, refused: list[int], fitted: list[Any]) -> Any:
         """``find_preemptions``'s ``may_fit`` (see :class:`_NodeBound`), or None; it keeps
         in ``refused[0]`` the smallest one-node need it refused (find_preemptions then
         records that need as failed) and in ``fitted[0]`` the ``(level, need, extra)``
@@ -600,7 +600,7 @@ class Scheduler:
             return False
         return may_fit
 
-    def _due(self, now: float, fitted: list[Any]) -> Any:
+    def due_proof(self, now: float, fitted: list[Any]) -> Any:
         """``find_preemptions``'s ``due`` (``first_only``), or None: whether a blocked
         waiter of a level and need surely finds victims. srtf with oracle durations only:
         a candidate's level is its oracle end minus ``now`` (up to rounding), so when no
@@ -760,8 +760,9 @@ class Scheduler:
                 quiet.drop()
         elif cfg.preemption and self.policy.preemptive and self.pending \
                 and self.holding and self.order:
-            if quiet is None or not quiet.holds(self, now):
-                step.preemptions = tuple(self._preemptions(now, victims))
+            known = None if quiet is None else quiet.answer(self, now, not victims)
+            step.preemptions = (known if known is not None
+                                else tuple(self._preemptions(now, victims)))
             if quiet is not None:
                 if step.preemptions or self.grace:
                     quiet.drop()
@@ -851,7 +852,7 @@ class Scheduler:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
         refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
         fitted: list[Any] = [None]
-        may_fit = self._may_fit(now, refused, fitted)
+        may_fit = self.victim_bound(now, refused, fitted)
         if may_fit is not None and soon is None:
             soon = free.copy()   # what plan_starts copies at the first blocked waiter
 
@@ -888,7 +889,7 @@ class Scheduler:
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
                                 above=above, may_fit=may_fit,
-                                due=None if victims else self._due(now, fitted))
+                                due=None if victims else self.due_proof(now, fitted))
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own

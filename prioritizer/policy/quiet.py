@@ -22,13 +22,18 @@ A victim search succeeds only if that rule holds. Until the next decision:
   (GPUs freed) or a run's ``min_run_s`` ran out (a new candidate);
 * so a waiter of the last decision can pass the rule now only if some touched node
   reaches its smallest entry, counting only candidates above its level;
-* a waiter filed since (arrival, end of requeue delay) is checked on its own with the
-  per-node bound of the scheduler (``_NodeBound.may_fit``), an upper bound of its rule.
+* a waiter filed since (arrival, end of requeue delay) either starts at its turn or is
+  checked on its own: too few GPUs above its level, covered by a waiter of the last
+  decision ahead of it (``find_preemptions``' ``failed`` shortcut), or refused by the
+  scheduler's per-node bound (``Scheduler.victim_bound``), an upper bound of its rule.
+  The first one the bound lets pass is, between ticks (``victims=False``), the first
+  preemption when the scheduler's exact test proves it due (``Scheduler.due_proof``);
+  otherwise the search decides.
 
 Any other change (a checkpoint signal, a start made outside ``plan_starts``, a decision
-that did not search) drops the proof. The scheduler's property test
-(tests/test_policy_scheduler.py) compares every decision, with and without a kept proof,
-with ``decide``. Units: seconds, GPUs. No clock, no I/O.
+that did not search) drops the proof. The property tests (tests/test_policy_quiet.py,
+tests/test_policy_scheduler.py) compare every decision, made with a kept proof or by a
+search, with ``decide``. Units: seconds, GPUs. No clock, no I/O.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import bisect
 from typing import TYPE_CHECKING, Any
 
 from prioritizer.policy.decide import may_be_victim
+from prioritizer.policy.model import Preemption
 
 if TYPE_CHECKING:   # the scheduler owns the proof (no import cycle at run time)
     from prioritizer.policy.incremental import Scheduler, Tracked
@@ -97,15 +103,17 @@ class QuietProof:
         if cut:
             del self.runs[:cut]
 
-    def holds(self, sched: Scheduler, now: float) -> bool:
-        """Whether the search at ``now`` surely finds no preemption (False: search)."""
+    def answer(self, sched: Scheduler, now: float, first_only: bool
+               ) -> tuple[Preemption, ...] | None:
+        """What the search at ``now`` would find, where the changes since the proof show
+        it: ``()`` (no preemption due), or with ``first_only`` the first preemption as
+        ``Scheduler.decide(victims=False)`` reports one proved due (a waiter filed since,
+        its victims not chosen); None: search."""
         since = self.since
         if since is None or now - since < self.slack or sched.grace or sched.fixed \
-                or sched.no_oracle:
-            return False
-        bound, jobs = sched.node_bound, sched.jobs
-        if bound is None:
-            return False
+                or sched.no_oracle or sched.node_bound is None:
+            return None
+        jobs = sched.jobs
         min_run = sched.config.min_run_s
         touched = set(self.freed)
         runs = self.runs
@@ -115,29 +123,28 @@ class QuietProof:
             rec = jobs.get(job_id)
             if rec is not None and rec.phase == "running" and rec.run_start == run_start:
                 touched.update(rec.nodes)
-        if touched:
-            reach = self._reach(sched, touched, now, min_run)
-            for shape, keys in sched.groups.items():
-                m = max(min(shape), 1)
-                if m >= len(reach) or jobs[keys[0][1]].level < reach[m]:
-                    return False   # a touched node may serve the group's first waiter
+        if touched and self._served(sched, touched, now, min_run):
+            return None
         # every waiter of the last decision still fails its rule (and does not start)
-        return not self.fresh or self._fresh_fail(sched, now, min_run)
+        return self._fresh(sched, now, first_only) if self.fresh else ()
 
-    def _fresh_fail(self, sched: Scheduler, now: float, min_run: float) -> bool:
-        """Whether every waiter filed since either starts at its turn (the waiters of the
-        last decision start nowhere: ``holds`` checked that) or fails its counting rule:
-        too few GPUs above its level in all, or one of the last decision's waiters ahead
-        of it in the order needs no more on any node (it fails with no fewer GPUs at its
-        turn and no fewer candidates: ``find_preemptions``' ``failed`` shortcut), or the
-        per-node bound refuses it."""
+    def _fresh(self, sched: Scheduler, now: float, first_only: bool
+               ) -> tuple[Preemption, ...] | None:
+        """The waiters filed since, in start order: each starts at its turn (the waiters
+        of the last decision start nowhere: ``answer`` checked that) or fails its counting
+        rule (too few GPUs above its level in all; or one of the last decision's waiters
+        ahead of it needs no more on any node, so it fails with no fewer GPUs at its turn
+        and no fewer candidates: ``find_preemptions``' ``failed`` shortcut; or the
+        per-node bound refuses it): ``()``. The first that passes the bound is, with
+        ``first_only``, the first preemption when the scheduler's exact test proves it
+        due (``Scheduler.due_proof``); otherwise None (search)."""
         above: Any = sched.room_above(now)
-        bound = sched.node_bound
-        assert bound is not None
         fresh = sorted((rec.entry_key, rec) for rec in set(self.fresh) if rec.where == "order")
         fresh_ids = {rec.job_id for _, rec in fresh}
         free = sched.free
         spare = free.total
+        may_fit: Any = None
+        fitted: list[Any] = [None]
         for key, rec in fresh:
             nodes = free.place(rec.shape)
             if nodes is not None:   # it starts: the start model places it as here
@@ -152,39 +159,59 @@ class QuietProof:
             need = tuple(sorted(rec.shape, reverse=True))
             if _covered(sched.groups, need, key, fresh_ids):
                 continue
-            if bound.may_fit(now + rec.level - self.slack, need, 0, free, now, min_run):
-                return False
-        return True
+            if may_fit is None:
+                may_fit = sched.victim_bound(now, [0], fitted)
+            if may_fit(rec.level, need, 0, free):
+                due = sched.due_proof(now, fitted) if first_only else None
+                if due is not None and due(rec.level, need, free):
+                    return (Preemption(rec.job_id, ()),)
+                return None
+        return ()
 
-    def _reach(self, sched: Scheduler, nodes: set[int], now: float, min_run: float
-               ) -> list[float]:
-        """Per GPU count ``m``: the level below which a waiter could have ``m`` GPUs on
-        one of ``nodes`` (free ones plus those of candidates above its level; ``inf``:
-        free ones suffice, ``-inf``: none can). A candidate counts for a waiter of level
-        ``l`` only if its oracle end exceeds ``now + l - slack`` (upper bound)."""
+    def _served(self, sched: Scheduler, nodes: set[int], now: float, min_run: float
+                ) -> bool:
+        """Whether one of ``nodes`` may give some waiter its smallest entry ``m``: its free
+        GPUs plus those of the candidates above the waiter's level reach ``m``. A
+        candidate counts for a waiter of level ``l`` if its oracle end exceeds
+        ``now + l - slack`` (an upper bound of ``level > l``), so taking a node's
+        candidates longest remaining first, each adds GPUs for the waiters below its
+        ``end - now + slack``; per ``m`` only the lowest level of the waiters whose
+        smallest entry is at most ``m`` is compared."""
         bound = sched.node_bound
         assert bound is not None
-        free = sched.free.free
         top = len(bound.col)   # the largest node's GPUs + 1
-        reach = [-_INF] * top
+        lowest = [_INF] * top  # per smallest entry m: the lowest level of such a waiter
+        jobs = sched.jobs
+        for shape, keys in sched.groups.items():
+            m = max(min(shape), 1)
+            if m >= top:
+                return True   # (not expected: no node holds it) left to the search
+            level = jobs[keys[0][1]].level
+            if level < lowest[m]:
+                lowest[m] = level
+        # per m, the lowest level of a waiter whose smallest entry is at most m
+        for m in range(2, top):
+            if lowest[m - 1] < lowest[m]:
+                lowest[m] = lowest[m - 1]
+        free = sched.free.free
         for node in nodes:
-            have = free[node]
-            m = 1
-            while m <= have and m < top:
-                reach[m] = _INF
-                m += 1
+            have = min(free[node], top - 1)
+            if have and lowest[have] < _INF:
+                return True   # free GPUs alone reach a waiter's smallest entry
             keyed = bound.keyed_on(node)
             for i in range(len(keyed) - 1, -1, -1):   # longest remaining first
                 key, g, run_start = keyed[i]
                 if not may_be_victim(True, False, run_start, now, min_run):
                     continue   # not a candidate yet (its first min_run_s seconds)
                 have += g
-                level = key - now + self.slack
-                while m <= have and m < top:
-                    if level > reach[m]:
-                        reach[m] = level
-                    m += 1
-        return reach
+                if have >= top:
+                    have = top - 1
+                if lowest[have] < key - now + self.slack:
+                    return True
+                if have == top - 1:
+                    break
+        return False
+
 
 def _covered(groups: dict[tuple[int, ...], list[tuple[Any, int]]], need: tuple[int, ...],
              key: Any, fresh: set[int]) -> bool:
