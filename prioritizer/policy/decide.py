@@ -319,6 +319,9 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
 #: PriorityTier)``; candidates are taken in ascending tuple order (lowest queue, i.e.
 #: highest level, first; then most attained service; then job id).
 Candidate = tuple[float, float, int, tuple[int, ...], tuple[int, ...], int]
+#: ``find_preemptions``' ``one_node`` helper: (level, GPUs, soon, taken ids, GPUs taken
+#: per node) -> victims, None or ``DEFER``
+OneNode = Callable[[float, int, FreeMap, set[int], dict[int, int]], list[Candidate] | None]
 
 
 def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | None,
@@ -388,7 +391,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      above: Callable[[float], int] | None = None,
                      tiers: Mapping[int, int] | None = None,
                      may_fit: Callable[[float, tuple[int, ...], int, FreeMap], bool] | None = None,
-                     due: Callable[[float, tuple[int, ...], FreeMap], bool] | None = None
+                     due: Callable[[float, tuple[int, ...], FreeMap], bool] | None = None,
+                     one_node: OneNode | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -434,6 +438,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             victim search, over candidates the caller keeps per node). The walk then
             ends with ``Preemption(job_id, ())``: the first waiter that preempts, its
             victims not chosen (a driver that only needs to know whether one is due).
+        one_node: optional (one tier): ``one_node(level, gpus, soon, taken, taken_on)``
+            gives the victims of a blocked one-node waiter exactly as the walk over the
+            candidates would (a list, or None: no victim set), or :data:`DEFER` to leave
+            it to that walk (``taken_on``: GPUs of the victims taken so far per node).
 
     Returns:
         the preemptions in waiter order.
@@ -521,9 +529,12 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                 if chosen is _FAR:   # (not expected) the index defers to the walk
                     chosen = _choose_victims(need, soon_map, mine, victims[0], taken)
             elif len(need) == 1:
-                if not scans:
-                    scans.append(_PrefixScan(victims[0]))
-                chosen = scans[0].one_node(need[0], soon_map, -mine, taken)
+                chosen = DEFER if one_node is None else one_node(
+                    mine, need[0], soon_map, taken, taken_on)
+                if chosen is DEFER:
+                    if not scans:
+                        scans.append(_PrefixScan(victims[0]))
+                    chosen = scans[0].one_node(need[0], soon_map, -mine, taken)
             else:
                 chosen = _victims_for_gang(need, soon_map, -mine, victims[0], taken)
         else:
@@ -634,7 +645,7 @@ class _PrefixScan:
         else:
             last = best[0]
         mine = [(cand, g) for pos, cand, g in on[hit] if pos <= last]
-        return _keep_needed(mine, free[hit], gpus, soon)
+        return keep_needed(mine, free[hit], gpus, soon)
 
     def _extend(self, gpus: int, free: list[int], floor: float, taken: set[int]) -> int:
         """Read on from ``p`` until some node reaches ``gpus`` (returns it; the hit
@@ -803,7 +814,7 @@ class _NodeIndex:
                 return None
             if hit < 0:
                 return _FAR
-            return _keep_needed(self._mine(hit, first[0]), soon.free[hit], gpus, soon)
+            return keep_needed(self._mine(hit, first[0]), soon.free[hit], gpus, soon)
         order = sorted((max(n, 1) for n in need), reverse=True)
         last = -1
         for j, v in enumerate(order):
@@ -872,6 +883,9 @@ def _choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
 
 
 _FAR: list[Candidate] = []   # _victims_for_one_node's "no hit within ``limit``"
+#: what a ``one_node`` helper of :func:`find_preemptions` returns to leave a search to the
+#: walk over the candidates
+DEFER: list[Candidate] = []
 
 
 def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
@@ -914,10 +928,10 @@ def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
     if hit < 0:
         return None
     mine = [(cand, g) for cand in chosen for node, g in zip(cand[4], cand[3]) if node == hit]
-    return _keep_needed(mine, free[hit], gpus, soon)
+    return keep_needed(mine, free[hit], gpus, soon)
 
 
-def _keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
+def keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
                  soon: FreeMap) -> list[Candidate]:
     """The victims a one-node need of ``gpus`` GPUs keeps of ``mine`` (candidates in victim
     order with the GPUs each frees on the chosen node, which has ``free_gpus`` free): the last

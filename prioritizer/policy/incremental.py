@@ -38,6 +38,7 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
                                       Snapshot)
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
+from prioritizer.policy.one_node import OneNodeVictims
 from prioritizer.policy.quiet import QuietProof
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
@@ -277,9 +278,9 @@ class _NodeBound:
         self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
         #: per g: the nodes whose ``col[g]`` may be out of date
         self.stale: list[set[int]] = [set() for _ in range(max(totals) + 1)]
-        #: per node: ``(key, GPUs, run start)`` of its jobs in ascending key order, once
-        #: asked for
-        self.keyed: dict[int, list[tuple[float, int, float]]] = {}
+        #: per node: ``(key, GPUs, run start, job id)`` of its jobs in ascending order,
+        #: once asked for
+        self.keyed: dict[int, list[tuple[float, int, float, int]]] = {}
         inf = float("inf")
         self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
         self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
@@ -341,13 +342,23 @@ class _NodeBound:
                     return True
         return False
 
-    def keyed_on(self, node: int) -> list[tuple[float, int, float]]:
-        """``(key, GPUs there, run start)`` of the jobs on ``node``, ascending (kept until
-        the node changes)."""
+    def keyed_on(self, node: int) -> list[tuple[float, int, float, int]]:
+        """``(key, GPUs there, run start, job id)`` of the jobs on ``node``, ascending
+        (kept until the node changes)."""
         keyed = self.keyed.get(node)
         if keyed is None:
-            keyed = self.keyed[node] = sorted(self.held[node].values())
+            keyed = self.keyed[node] = sorted(
+                (key, g, run_start, job_id)
+                for job_id, (key, g, run_start) in self.held[node].items())
         return keyed
+
+    def by_reach(self, g: int) -> list[tuple[float, int]]:
+        """``(col[g][n], n)`` ascending: per node the key of the job at which, taking its
+        jobs longest remaining first with every other GPU of the node free, ``g`` GPUs
+        are first reached (``-inf``: never; ``inf``: free ones suffice)."""
+        if self.stale[g]:
+            self._flush(g)
+        return self.ranked[g]
 
     def _flush(self, g: int) -> None:
         """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
@@ -358,7 +369,7 @@ class _NodeBound:
             value = float("inf") if room >= 0 else float("-inf")
             held = 0
             if room >= 0:
-                for key, gpus, _ in keyed:
+                for key, gpus, _, _ in keyed:
                     held += gpus
                     if held > room:
                         value = key
@@ -618,10 +629,7 @@ class Scheduler:
         min_run = self.config.min_run_s
 
         def clear(level: float) -> bool:
-            # no oracle end near now + level: every candidate's level is clearly above or
-            # below the waiter's
-            lo = bisect.bisect_left(ends, (now + level - 2 * SLACK_S,))
-            return lo == len(ends) or ends[lo][0] > now + level + 2 * SLACK_S
+            return self.clear_of_ends(now, level)
 
         bound = self.node_bound
         if bound is not None:
@@ -647,6 +655,24 @@ class Scheduler:
                         return True
             return False
         return due_one
+
+    def clear_of_ends(self, now: float, level: float) -> bool:
+        """No oracle end of a preemptible running job lies within ``2 × SLACK_S`` of
+        ``now + level``: every candidate's level (its end minus ``now``, up to rounding)
+        is clearly above or below ``level``."""
+        ends = self.ends
+        lo = bisect.bisect_left(ends, (now + level - 2 * SLACK_S,))
+        return lo == len(ends) or ends[lo][0] > now + level + 2 * SLACK_S
+
+    def one_node_victims(self, now: float, exact: Any) -> Any:
+        """``find_preemptions``' ``one_node`` (srtf on real nodes, every job preemptible,
+        oracle durations), or None: the victims of a one-node waiter found from the
+        per-node bound instead of a walk over the candidates (see
+        :class:`~prioritizer.policy.one_node.OneNodeVictims`)."""
+        bound = self.node_bound
+        if bound is None or self.fixed or self.no_oracle:
+            return None
+        return OneNodeVictims(self, bound, now, exact, SLACK_S)
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the
@@ -889,7 +915,8 @@ class Scheduler:
         return find_preemptions(self.policy, free, soon, waiters(), running, now,
                                 first_only=not victims,
                                 above=above, may_fit=may_fit,
-                                due=None if victims else self.due_proof(now, fitted))
+                                due=None if victims else self.due_proof(now, fitted),
+                                one_node=self.one_node_victims(now, exact))
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own

@@ -200,7 +200,7 @@ class QuietProof:
                 return True   # free GPUs alone reach a waiter's smallest entry
             keyed = bound.keyed_on(node)
             for i in range(len(keyed) - 1, -1, -1):   # longest remaining first
-                key, g, run_start = keyed[i]
+                key, g, run_start, _ = keyed[i]
                 if not may_be_victim(True, False, run_start, now, min_run):
                     continue   # not a candidate yet (its first min_run_s seconds)
                 have += g
