@@ -465,6 +465,9 @@ class Scheduler:
         #: decision it covers makes no search (see ``policy.quiet``)
         self.quiet = (QuietProof(SLACK_S) if self.node_bound is not None
                       and config.preemption and self.policy.preemptive else None)
+        #: srtf's one-node victim searches from the per-node bound (real nodes)
+        self.one_node = (None if self.node_bound is None
+                         else OneNodeVictims(self, self.node_bound, SLACK_S))
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -668,11 +671,13 @@ class Scheduler:
         """``find_preemptions``' ``one_node`` (srtf on real nodes, every job preemptible,
         oracle durations), or None: the victims of a one-node waiter found from the
         per-node bound instead of a walk over the candidates (see
-        :class:`~prioritizer.policy.one_node.OneNodeVictims`)."""
-        bound = self.node_bound
-        if bound is None or self.fixed or self.no_oracle:
+        :class:`~prioritizer.policy.one_node.OneNodeVictims`; one kept per scheduler,
+        set to this decision's ``now`` and candidate builder ``exact``)."""
+        helper = self.one_node
+        if helper is None or self.fixed or self.no_oracle:
             return None
-        return OneNodeVictims(self, bound, now, exact, SLACK_S)
+        helper.now, helper.exact = now, exact
+        return helper
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the

@@ -34,15 +34,17 @@ MAX_NODES = 24
 
 
 class OneNodeVictims:
-    """``find_preemptions``' ``one_node`` helper for one decision at ``now`` (seconds);
-    ``exact(rec)`` builds a job's :data:`~prioritizer.policy.decide.Candidate` as the
-    decision's candidate list does; ``slack``: the scheduler's ``SLACK_S``."""
+    """``find_preemptions``' ``one_node`` helper of a scheduler, for the decision at
+    ``now`` (seconds; set by the scheduler at each decision, with ``exact(rec)``, which
+    builds a job's :data:`~prioritizer.policy.decide.Candidate` as that decision's
+    candidate list does); ``slack``: the scheduler's ``SLACK_S``."""
 
     __slots__ = ("sched", "bound", "now", "exact", "min_run", "band")
 
-    def __init__(self, sched: Scheduler, bound: _NodeBound, now: float, exact: Any,
-                 slack: float) -> None:
-        self.sched, self.bound, self.now, self.exact = sched, bound, now, exact
+    def __init__(self, sched: Scheduler, bound: _NodeBound, slack: float) -> None:
+        self.sched, self.bound = sched, bound
+        self.now = 0.0
+        self.exact: Any = None
         self.min_run = sched.config.min_run_s
         self.band = 2 * slack
 
