@@ -1,6 +1,7 @@
 """The kept "no preemption due" proof of the incremental scheduler (``policy.quiet``):
 driven as the simulator drives it between daemon ticks (``decide(victims=False)`` after
-every change, ``plan_starts`` after every decision, preemptions acted on now and then),
+every change, ``plan_starts`` after every decision, preemptions acted on now and then,
+their victims checkpointing for a while or released at once),
 the scheduler finds a preemption exactly when the from-scratch ``decide`` does, for the
 same first waiter (and at a tick, every preemption with its victims), whether or not a
 kept proof let it skip the search. srtf on 2-4 real
@@ -37,8 +38,12 @@ def _run(choose: Choose, steps: int) -> None:
     now, next_id = 0.0, 1
     for _ in range(steps):
         now += choose(STEPS)
-        for op in [choose(["submit", "submit", "finish", "none"]) for _ in range(choose([0, 1, 2]))]:
+        ops = [choose(["submit", "submit", "finish", "release", "none"])
+               for _ in range(choose([0, 1, 2]))]
+        for op in ops:
             running = sorted(j for j, r in sched.holding.items() if r.phase == "running")
+            if op == "release" and sched.grace:   # a checkpoint's grace time is over
+                sched.requeue(choose(sorted(sched.grace)), now, choose([None, now + 60.0]))
             if op == "submit":
                 gpus = choose([1, 2, 3, 4, 8, 12])
                 shape = consolidated_shape(gpus, max(totals))
@@ -61,11 +66,12 @@ def _run(choose: Choose, steps: int) -> None:
         if first:
             assert first[0].waiter == oracle.preemptions[0].waiter
             assert first[0].victims in ((), oracle.preemptions[0].victims)
-            if choose([True, False]):   # a daemon tick acts on it: zero-cost requeue
-                for preemption in oracle.preemptions:
-                    for victim in preemption.victims:
+            if choose([True, False]):   # a daemon tick acts on it: checkpoint signals,
+                for preemption in oracle.preemptions:   # the GPUs released now (zero
+                    for victim in preemption.victims:   # cost) or after a grace time
                         sched.signal(victim, now)
-                        sched.requeue(victim, now, choose([None, now + 60.0]))
+                        if choose([True, False]):
+                            sched.requeue(victim, now, choose([None, now + 60.0]))
                 continue   # the next decision (maybe at this very time) starts jobs
         expected = _reference_starts(snapshot, oracle, sorted(sched.grace), now)
         assert [(p.job_id, p.nodes) for p in sched.plan_starts(now)] == expected
