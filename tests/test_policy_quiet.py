@@ -4,8 +4,8 @@ every change, ``plan_starts`` after every decision, preemptions acted on now and
 their victims checkpointing for a while or released at once),
 the scheduler finds a preemption exactly when the from-scratch ``decide`` does, for the
 same first waiter (and at a tick, every preemption with its victims), whether or not a
-kept proof let it skip the search. srtf on 2-4 real
-nodes (where the proof applies), the min-run guard on and off."""
+kept proof let it skip the search. srtf on 2-4 real nodes (where the proof applies) or
+one pool (where it does not: the search decides), the min-run guard on and off."""
 
 from __future__ import annotations
 
@@ -32,8 +32,11 @@ STEPS = [0.0, 0.0005, 0.5, 1.0, 10.0, 30.0, 45.0, 150.0, 700.0]
 
 def _run(choose: Choose, steps: int) -> None:
     config = PolicyConfig(policy="srtf", min_run_s=choose([0.0, 30.0]))
-    totals = [choose([4, 8]) for _ in range(choose([2, 3, 4]))]
-    names = [f"n{i}" for i in range(len(totals))]
+    if choose([False, False, True]):   # GPU counting: one pool
+        totals, names = [choose([8, 16])], ["pool"]
+    else:
+        totals = [choose([4, 8]) for _ in range(choose([2, 3, 4]))]
+        names = [f"n{i}" for i in range(len(totals))]
     sched = Scheduler(config, totals, names)
     now, next_id = 0.0, 1
     for _ in range(steps):
@@ -46,7 +49,10 @@ def _run(choose: Choose, steps: int) -> None:
                 sched.requeue(choose(sorted(sched.grace)), now, choose([None, now + 60.0]))
             if op == "submit":
                 gpus = choose([1, 2, 3, 4, 8, 12])
-                shape = consolidated_shape(gpus, max(totals))
+                shape = ((gpus,) if names == ["pool"]
+                         else consolidated_shape(gpus, max(totals)))
+                if len(shape) == 1 and gpus > max(totals):
+                    continue
                 if len(shape) > len(totals):
                     continue   # can never fit: the simulator never submits such a job
                 sched.add(next_id, shape, now, choose([20.0, 50.0, 53.0, 400.0, 3000.0]))
