@@ -932,7 +932,7 @@ def _victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
 
 
 def keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
-                 soon: FreeMap) -> list[Candidate]:
+                soon: FreeMap) -> list[Candidate]:
     """The victims a one-node need of ``gpus`` GPUs keeps of ``mine`` (candidates in victim
     order with the GPUs each frees on the chosen node, which has ``free_gpus`` free): the last
     one always (it made the need fit), an earlier one only if the need no longer fits without

@@ -16,7 +16,11 @@ and ``placement.plan_starts``; it has no rule of its own. What it keeps:
 * the next time a job's queue state can change (threshold crossing of a job holding GPUs,
   promotion deadline of a pending one) in a heap: only jobs whose time has come, and jobs
   whose inputs changed since the last decision, are re-examined;
-* free GPUs per node (``placement.FreeMap``), updated by starts and ends.
+* free GPUs per node (``placement.FreeMap``), updated by starts and ends;
+* for ``srtf`` on real nodes, per node the running jobs by oracle end (``_NodeBound``),
+  from which a search that cannot succeed is skipped, a one-node waiter's victims are read
+  (``policy.one_node``) and the last "no preemption due" is kept across decisions that
+  cannot change it (``policy.quiet``).
 
 tests/test_policy_scheduler.py drives a :class:`Scheduler` and ``decide`` with the same
 random event sequences and checks identical decisions at every step. Units: seconds,
