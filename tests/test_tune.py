@@ -55,6 +55,25 @@ def test_grid_values_out_of_range(spec: str, message: str) -> None:
         parse_grid(spec)
 
 
+@pytest.mark.parametrize(("written", "reading"), [
+    ("no", "False, YAML's reading of an unquoted no/off/false"),
+    ("on", "True, YAML's reading of an unquoted yes/on/true"),
+    ("~", "None, YAML's reading of an empty value, ~ or null"),
+    ("7", "7, a number to YAML"),
+])
+def test_grid_file_policy_read_as_not_text_is_named(tmp_path: Path, written: str,
+                                                   reading: str) -> None:
+    """A grid file's policy value that YAML reads as a boolean, null or number is named
+    with that reading and the fix (quote it), not echoed as a bare ``False``."""
+    path = tmp_path / "grid.yaml"
+    path.write_text(f"policy: [fifo, {written}]\n")
+    with pytest.raises(GridError) as err:
+        load_grid(str(path))
+    assert str(err.value) == (f"{path}: policy={reading}; a policy name, quoted if YAML "
+                              "reads it otherwise; valid: tiresias-las, tiresias-gittins, "
+                              "las, fifo, fifo-fit, srtf")
+
+
 def test_rank_marks_current_and_filters_by_p95() -> None:
     figs = [{"avg_jct_s": 10, "p95_jct_s": 50, "max_wait_s": 1},
             {"avg_jct_s": 8, "p95_jct_s": 70, "max_wait_s": 1},

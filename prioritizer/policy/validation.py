@@ -228,13 +228,13 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
     try:
         converted = msgspec.convert(value, base, strict=True)
     except msgspec.ValidationError:
-        if base is str and _read_as_not_text(value):
+        if base is str and read_as_not_text(value):
             return value, [((), _not_text_message(value, key))]
         if base is float and isinstance(value, int) and not isinstance(value, bool):
             # a whole number past the largest float (10**400): a number, just not a finite one
             return value, [((), f"must be a finite number (got {shown(value)})")]
-        if typing.get_origin(base) is Literal and _read_as_not_text(value):
-            return value, [((), f"{_type_message(base)} (got {_yaml_reading(value)})")]
+        if typing.get_origin(base) is Literal and read_as_not_text(value):
+            return value, [((), f"{_type_message(base)} (got {yaml_reading(value)})")]
         return value, [((), f"{_type_message(base)} (got {shown(value)})")]
     if isinstance(converted, float) and not math.isfinite(converted):
         return value, [((), f"must be a finite number (got {shown(value)})")]
@@ -254,12 +254,12 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
 _YAML_TYPES = (bool, int, float, type(None))
 
 
-def _read_as_not_text(value: Any) -> bool:
+def read_as_not_text(value: Any) -> bool:
     """Whether ``value`` is what YAML made of an unquoted scalar that is not a string."""
     return type(value) in _YAML_TYPES
 
 
-def _yaml_reading(value: Any) -> str:
+def yaml_reading(value: Any) -> str:
     """What an unquoted scalar became, for an echo: ``False, YAML's reading of an unquoted
     no/off/false``, ``None, ... an empty value, ~ or null``, ``7, a number to YAML``."""
     if isinstance(value, bool):

@@ -118,6 +118,10 @@ def check_grid(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]
                                     f"1..{MAX_QUEUES}")
                 norm.append(int(k))
             elif name == "policy":
+                if validation.read_as_not_text(v):   # policy: [no] is the boolean false
+                    raise GridError(f"{where}: policy={validation.yaml_reading(v)}; a policy "
+                                    f"name, quoted if YAML reads it otherwise; valid: "
+                                    f"{', '.join(POLICY_NAMES)}")
                 if v not in POLICY_NAMES:
                     raise GridError(f"{where}: policy={shown(v)}; valid: {', '.join(POLICY_NAMES)}")
                 norm.append(str(v))
