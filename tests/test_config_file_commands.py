@@ -103,3 +103,14 @@ def test_a_policy_value_an_option_overrides_is_still_the_options(tmp_path: Path,
     capsys.readouterr()
     assert main(argv) == 2
     assert capsys.readouterr().err == f"dlprio: {f}: policy.starve_knob: must be >= 0 (got -1)\n"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_file_refused_for_its_daemon_keys_names_its_policy_problems_too(
+        tmp_path: Path, capsys, command: str) -> None:
+    """Every problem of the file at once: a misspelt daemon key and a bad policy value are
+    both named (the daemon's keys first), so one edit fixes the file."""
+    rc, err, f = _run(tmp_path, capsys, command,
+                      "intervl_s: 5\npolicy: {starve_knob: -1}\n")
+    assert (rc, err) == (2, f"dlprio: {f}: intervl_s: unknown key; did you mean 'interval_s'?\n"
+                            f"dlprio: {f}: policy.starve_knob: must be >= 0 (got -1)\n")

@@ -208,7 +208,8 @@ def policy_section(path: str) -> dict[str, Any]:
     commands accept is one the daemon starts with; nothing is read from Slurm, no ledger is
     opened and no configured path is touched. Two things are left to the caller: the policy
     section's own values (the caller checks them after its options override them, naming the
-    option), and the daemon's refusal of ``policy: srtf`` (an oracle, for these commands only).
+    option; a file refused for its daemon keys lists them too, after those), and the daemon's
+    refusal of ``policy: srtf`` (an oracle, for these commands only).
 
     Raises:
         CliError: unreadable file or bad YAML (:func:`prioritizer.yamlfile.read_yaml`), a top
@@ -229,17 +230,19 @@ def policy_section(path: str) -> dict[str, Any]:
     section = (data or {}).get("policy")
     if section is not None and not isinstance(section, dict):
         raise CliError(f"{visible(path)}: policy: expected a mapping of keys (got {shown(section)})")
+    policy_problems: list[str] = []
     try:   # the policy as the daemon would take it, for the rules that read it (queue count)
         policy = PolicyConfig.from_mapping(section)
-    except ConfigError:   # its problems are the caller's to name (an option may override)
-        policy = PolicyConfig()
+    except ConfigError as exc:   # the caller's to name (an option may override a value),
+        policy = PolicyConfig()  # unless the file is refused anyway: then named with the rest
+        policy_problems = str(exc).splitlines()
     if policy.policy == "srtf":
         policy = dataclasses.replace(policy, policy="tiresias-las")
     try:
         from_mapping({**(data or {}), "policy": policy})
     except ConfigError as exc:
-        raise CliError("\n".join(f"{visible(path)}: {line}" for line in str(exc).splitlines())
-                       ) from None
+        raise CliError("\n".join(f"{visible(path)}: {line}" for line in
+                                 str(exc).splitlines() + policy_problems)) from None
     return dict(section or {})
 
 
