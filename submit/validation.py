@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from prioritizer.policy.validation import not_text_message, read_as_not_text, yaml_reading
 from submit.errors import SpecError, field_path
 
 __all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
@@ -147,8 +148,20 @@ def _one_of(values: tuple[Any, ...]) -> str:
                                 else f"{', '.join(shown[:-1])} or {shown[-1]}")
 
 
-def _message(exc: msgspec.ValidationError, tp: Any) -> str:
-    """The text of msgspec's error for a value of type ``tp`` (its path is the caller's)."""
+def _message(exc: msgspec.ValidationError, tp: Any, value: Any = None) -> str:
+    """The text of msgspec's error for ``value`` of type ``tp`` (its path is the caller's).
+    A string field given what YAML made of an unquoted ``no``, ``on``, ``~`` or ``123`` is
+    told so, with the fix (quote it), as ``dlprio.yaml``'s text keys are."""
+    text = _text_of(exc, tp)
+    if text == _EXPECTED["str"] and value is None:   # required here: no default to fall to
+        return ("expected a string, but YAML read the value as null (an empty value, ~ or "
+                "null); write the text, quoted if YAML reads it otherwise (got None)")
+    if text == _EXPECTED["str"] and read_as_not_text(value):
+        return not_text_message(value, "")
+    return text
+
+
+def _text_of(exc: msgspec.ValidationError, tp: Any) -> str:
     cause = exc.__cause__
     if isinstance(cause, ValueError | TypeError):  # raised by a marker's check
         return str(cause)
@@ -203,7 +216,8 @@ def problems(data: Any, tp: Any) -> list[Problem]:
         names = {f.encode_name for f in fields}
         for key in data:
             if not isinstance(key, str):
-                out.append(((key, "[key]"), "must be a string"))
+                out.append(((key, "[key]"), "must be a string" + (
+                    f" (got {yaml_reading(key)}); quote it" if read_as_not_text(key) else "")))
             elif key not in names and base.__struct_config__.forbid_unknown_fields:
                 out.append(((key,), f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
     elif isinstance(data, list) and (origin is list
@@ -216,7 +230,7 @@ def problems(data: Any, tp: Any) -> list[Problem]:
         for k, v in data.items():
             out += [((k, "[key]", *p), m) for p, m in problems(k, key_tp)]
             out += [((k, *p), m) for p, m in problems(v, value_tp)]
-    return out or [((), _message(first, tp))]
+    return out or [((), _message(first, tp, data))]
 
 
 def validate(model: type[msgspec.Struct], data: Any) -> Any:

@@ -53,7 +53,8 @@ GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024
         "taskRoles.main.resourcePerInstance.memoryMB: must be an integer in 1..1073741824"]),
     (with_role(commands=None), ["taskRoles.main.commands: must be a list"]),
     (with_role(commands=[]), ["taskRoles.main.commands: must not be empty"]),
-    (with_role(commands=["ok", 5]), ["taskRoles.main.commands[1]: must be a string"]),
+    (with_role(commands=["ok", 5]), ['taskRoles.main.commands[1]: expected a string, but YAML read '
+                                       'the value as a number; quote it as written, e.g. "5" (got 5)']),
     (with_role(instances=0), ["taskRoles.main.instances: must be an integer in 1..100000"]),
     (with_role(completion={"minFailedInstances": 0}),
      ["taskRoles.main.completion.minFailedInstances: must be -1 or an integer in 1..100000"]),
@@ -99,13 +100,15 @@ def test_v2_every_problem_of_every_role_with_its_key() -> None:
         'prerequisites, dockerImage, data, output, script, extraContainerOptions, resourcePerInstance, '
         'commands)',
         "taskRoles.worker.resourcePerInstance: required field is missing",
-        "taskRoles.worker.commands[1]: must be a string",
+        "taskRoles.worker.commands[1]: expected a string, but YAML read the value as null (an "
+        "empty value, ~ or null); write the text, quoted if YAML reads it otherwise (got None)",
         "zzz: unknown field (allowed: protocolVersion, name, type, version, contributor, description, "
         "prerequisites, parameters, secrets, jobRetryCount, taskRoles, deployments, defaults, extras)"]
 
 
 @pytest.mark.parametrize(("prereq", "expected"), [
-    ({"uri": ["a", 5]}, "prerequisites[0].uri[1]: must be a string"),
+    ({"uri": ["a", 5]}, 'prerequisites[0].uri[1]: expected a string, but YAML read the value as '
+                        'a number; quote it as written, e.g. "5" (got 5)'),
     ({"uri": 5}, "prerequisites[0].uri: must be a string or a list of strings"),
     ({"uri": "a\x00b"}, "prerequisites[0].uri: must not contain a NUL character"),
     ({"type": "image"}, "prerequisites[0].type: must be one of 'dockerimage', 'script', 'output' or 'data'"),
@@ -118,8 +121,10 @@ def test_v2_prerequisite_uri_list_names_every_bad_item() -> None:
     """A list ``uri`` is checked item by item: each bad item is one line at its own index."""
     doc = v2_spec(prerequisites=[{"name": "d", "type": "data", "uri": [1, "/x", True, "a\x00b"]},
                                  {"name": "e", "type": "data", "uri": ["/y", [2]]}])
-    assert problems(doc) == ["prerequisites[0].uri[0]: must be a string",
-                             "prerequisites[0].uri[2]: must be a string",
+    assert problems(doc) == ['prerequisites[0].uri[0]: expected a string, but YAML read the value '
+                             'as a number; quote it as written, e.g. "1" (got 1)',
+                             'prerequisites[0].uri[2]: expected a string, but YAML read the value '
+                             'as the boolean true; quote it as written, e.g. "yes" (got True)',
                              "prerequisites[0].uri[3]: must not contain a NUL character",
                              "prerequisites[1].uri[1]: must be a string"]
 
@@ -144,7 +149,7 @@ def test_v2_prerequisite_keys_beyond_the_declared_reach_templates() -> None:
 def test_v2_extras_keys_left_for_plugins_and_non_text_keys() -> None:
     job = load.to_job(v2_spec(extras={"hivedScheduler": {"x": [1]}, "placement": "spread"}))
     assert job.placement == "spread"
-    assert problems(v2_spec(extras={1: 2})) == ["extras[1] (key): must be a string"]
+    assert problems(v2_spec(extras={1: 2})) == ["extras[1] (key): must be a string (got 1, a number to YAML); quote it"]
 
 
 def test_v2_protocol_version_forms() -> None:
@@ -366,3 +371,27 @@ def test_every_one_of_many_problems_is_one_line_in_order() -> None:
     doc = copy.deepcopy(V1)
     doc["taskRoles"] = [1] * 20_000
     assert problems(doc) == [f"taskRoles[{i}]: must be a mapping" for i in range(20_000)]
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("no", 'expected a string, but YAML read the value as the boolean false; quote it as '
+           'written, e.g. "no" (got False)'),
+    ("on", 'expected a string, but YAML read the value as the boolean true; quote it as '
+           'written, e.g. "yes" (got True)'),
+    ("0755", 'expected a string, but YAML read the value as a number; quote it as written, '
+             'e.g. "493" (got 493)'),
+    ("~", "expected a string, but YAML read the value as null (an empty value, ~ or null); "
+          "write the text, quoted if YAML reads it otherwise (got None)"),
+])
+def test_dlsubmit_names_a_text_field_yaml_read_otherwise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], written: str, message: str) -> None:
+    """``name: no`` in a job file is YAML's boolean false: dlsubmit says so and how to fix it
+    (quote it), exits 2 and submits nothing (a dry run here prints no script)."""
+    from submit.cli import main as dlsubmit
+    spec = Path(__file__).parent / "fixtures" / "specs" / "v2-single-gpu.yaml"
+    text = spec.read_text()
+    bad = tmp_path / "job.yaml"
+    assert "\nname: single-gpu\n" in text
+    bad.write_text(text.replace("\nname: single-gpu\n", f"\nname: {written}\n", 1))
+    assert dlsubmit(["--dry-run", str(bad)]) == 2
+    assert capsys.readouterr() == ("", f"dlsubmit: name: {message}\n")

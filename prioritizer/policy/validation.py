@@ -229,7 +229,7 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
         converted = msgspec.convert(value, base, strict=True)
     except msgspec.ValidationError:
         if base is str and read_as_not_text(value):
-            return value, [((), _not_text_message(value, key))]
+            return value, [((), not_text_message(value, key))]
         if base is float and isinstance(value, int) and not isinstance(value, bool):
             # a whole number past the largest float (10**400): a number, just not a finite one
             return value, [((), f"must be a finite number (got {shown(value)})")]
@@ -269,7 +269,7 @@ def yaml_reading(value: Any) -> str:
     return f"{shown(value)}, a number to YAML"
 
 
-def _not_text_message(value: Any, key: str) -> str:
+def not_text_message(value: Any, key: str) -> str:
     """The fix for a name YAML did not read as text (``lease_name: no`` is the boolean false,
     ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
     ``NAME: [`` for an item of the list ``NAME``; null is told to be written or left out."""
