@@ -471,7 +471,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     scans: list[_PrefixScan] = []   # one tier: the resumable one-node walk
     index: list[_NodeIndex] = []     # one tier, after _INDEX_AFTER searches: per-node index
     searches = [0]                   # victim searches so far (one tier)
-    taken_on: dict[int, int] = {}   # GPUs of the victims taken per node (``may_fit``)
+    taken_on: dict[int, int] = {}   # GPUs of the victims taken per node (may_fit, one_node)
 
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
@@ -546,7 +546,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             return False
         ids = [cand[2] for cand in chosen]
         taken.update(ids)
-        if may_fit is not None:
+        if may_fit is not None or one_node is not None:   # both read it
             for cand in chosen:
                 for node, g in zip(cand[4], cand[3]):
                     taken_on[node] = taken_on.get(node, 0) + g
