@@ -324,6 +324,14 @@ Candidate = tuple[float, float, int, tuple[int, ...], tuple[int, ...], int]
 OneNode = Callable[[float, int, FreeMap, set[int], dict[int, int]], list[Candidate] | None]
 
 
+def needs_no_less(need: tuple[int, ...], other: tuple[int, ...]) -> bool:
+    """Whether ``need`` (GPUs per node, largest first) asks for at least what ``other``
+    (likewise) asks, entry by entry, on at least as many nodes: a waiter of no higher
+    priority with such a need fails wherever ``other`` failed (``find_preemptions``'
+    ``failed`` shortcut)."""
+    return len(need) >= len(other) and all(a >= b for a, b in zip(need, other))
+
+
 def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | None,
                   now: float, min_run_s: float) -> bool:
     """Whether a job holding GPUs may be chosen as a victim at ``now``: preemptible, not
@@ -499,8 +507,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             # lv <= mine; a one-node need is covered by the smallest failed one-node need
             if failed_one and shape[0] >= failed_one[0]:
                 return False
-        elif any(mine >= lv and len(shape) >= len(f) and all(a >= b for a, b in zip(shape, f))
-                 for lv, f in failed):
+        elif any(mine >= lv and needs_no_less(shape, f) for lv, f in failed):
             return False
         if may_fit is not None and not tiers and not may_fit(
                 mine, shape, max(taken_on.values(), default=0), soon_map):

@@ -634,10 +634,7 @@ class Scheduler:
             return None
         ends, end_gpus, jobs = self.ends, self.end_gpus, self.jobs
         min_run = self.config.min_run_s
-
-        def clear(level: float) -> bool:
-            return self.clear_of_ends(now, level)
-
+        clear = self.clear_of_ends
         bound = self.node_bound
         if bound is not None:
             if self.fixed:
@@ -645,13 +642,13 @@ class Scheduler:
 
             def due(level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
                 return (fitted[0] is not None and fitted[0] == (level, need, 0)
-                        and need[0] < len(bound.col) and clear(level))
+                        and need[0] < len(bound.col) and clear(now, level))
             return due
         if len(self.totals) != 1:
             return None
 
         def due_one(level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
-            if len(need) != 1 or not clear(level):
+            if len(need) != 1 or not clear(now, level):
                 return False
             have = soon.free[0]
             first = bisect.bisect_left(ends, (now + level,))

@@ -41,7 +41,7 @@ from __future__ import annotations
 import bisect
 from typing import TYPE_CHECKING, Any
 
-from prioritizer.policy.decide import may_be_victim
+from prioritizer.policy.decide import may_be_victim, needs_no_less
 from prioritizer.policy.model import Preemption
 
 if TYPE_CHECKING:   # the scheduler owns the proof (no import cycle at run time)
@@ -84,11 +84,7 @@ class QuietProof:
 
     def ran(self, rec: Tracked, min_run_s: float) -> None:
         """``rec`` started a run: it becomes a victim candidate ``min_run_s`` later."""
-        entry = (rec.run_start + min_run_s, rec.job_id, rec.run_start)
-        if not self.runs or entry >= self.runs[-1]:
-            self.runs.append(entry)
-        else:
-            bisect.insort(self.runs, entry)
+        bisect.insort(self.runs, (rec.run_start + min_run_s, rec.job_id, rec.run_start))
 
     def certify(self, now: float) -> None:
         """The decision at ``now`` found no preemption, with no job checkpointing."""
@@ -219,10 +215,7 @@ def _covered(groups: dict[tuple[int, ...], list[tuple[Any, int]]], need: tuple[i
     with a need no larger, entry by entry (largest first), than ``need`` (largest first)
     on no more nodes."""
     for shape, keys in groups.items():
-        if len(shape) > len(need):
-            continue
-        mine = sorted(shape, reverse=True)
-        if any(a > b for a, b in zip(mine, need)):
+        if not needs_no_less(need, tuple(sorted(shape, reverse=True))):
             continue
         for entry in keys:
             if entry >= key:
