@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from prioritizer.policy.validation import not_text_message, read_as_not_text, yaml_reading
+from prioritizer.policy.validation import not_text_message, read_as_not_text
 from submit.errors import SpecError, field_path
 
 __all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
@@ -153,11 +153,8 @@ def _message(exc: msgspec.ValidationError, tp: Any, value: Any = None) -> str:
     A string field given what YAML made of an unquoted ``no``, ``on``, ``~`` or ``123`` is
     told so, with the fix (quote it), as ``dlprio.yaml``'s text keys are."""
     text = _text_of(exc, tp)
-    if text == _EXPECTED["str"] and value is None:   # required here: no default to fall to
-        return ("expected a string, but YAML read the value as null (an empty value, ~ or "
-                "null); write the text, quoted if YAML reads it otherwise (got None)")
     if text == _EXPECTED["str"] and read_as_not_text(value):
-        return not_text_message(value, "")
+        return not_text_message(value, "", optional=False)   # (a null here is not a default)
     return text
 
 
@@ -215,9 +212,8 @@ def problems(data: Any, tp: Any) -> list[Problem]:
                 out.append(((f.encode_name,), "required field is missing"))
         names = {f.encode_name for f in fields}
         for key in data:
-            if not isinstance(key, str):
-                out.append(((key, "[key]"), "must be a string" + (
-                    f" (got {yaml_reading(key)}); quote it" if read_as_not_text(key) else "")))
+            if not isinstance(key, str):   # worded as a mapping's key is (below)
+                out += [((key, "[key]", *p), m) for p, m in problems(key, str)]
             elif key not in names and base.__struct_config__.forbid_unknown_fields:
                 out.append(((key,), f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
     elif isinstance(data, list) and (origin is list

@@ -101,7 +101,7 @@ def test_v2_every_problem_of_every_role_with_its_key() -> None:
         'commands)',
         "taskRoles.worker.resourcePerInstance: required field is missing",
         "taskRoles.worker.commands[1]: expected a string, but YAML read the value as null (an "
-        "empty value, ~ or null); write the text, quoted if YAML reads it otherwise (got None)",
+        "empty value, ~ or null); write the text in quotes (got None)",
         "zzz: unknown field (allowed: protocolVersion, name, type, version, contributor, description, "
         "prerequisites, parameters, secrets, jobRetryCount, taskRoles, deployments, defaults, extras)"]
 
@@ -149,7 +149,8 @@ def test_v2_prerequisite_keys_beyond_the_declared_reach_templates() -> None:
 def test_v2_extras_keys_left_for_plugins_and_non_text_keys() -> None:
     job = load.to_job(v2_spec(extras={"hivedScheduler": {"x": [1]}, "placement": "spread"}))
     assert job.placement == "spread"
-    assert problems(v2_spec(extras={1: 2})) == ["extras[1] (key): must be a string (got 1, a number to YAML); quote it"]
+    assert problems(v2_spec(extras={1: 2})) == ['extras[1] (key): expected a string, but YAML read the value as a number; quote it as '
+        'written, e.g. "1" (got 1)']
 
 
 def test_v2_protocol_version_forms() -> None:
@@ -381,7 +382,7 @@ def test_every_one_of_many_problems_is_one_line_in_order() -> None:
     ("0755", 'expected a string, but YAML read the value as a number; quote it as written, '
              'e.g. "493" (got 493)'),
     ("~", "expected a string, but YAML read the value as null (an empty value, ~ or null); "
-          "write the text, quoted if YAML reads it otherwise (got None)"),
+          "write the text in quotes (got None)"),
 ])
 def test_dlsubmit_names_a_text_field_yaml_read_otherwise(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], written: str, message: str) -> None:

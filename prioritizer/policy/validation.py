@@ -269,13 +269,15 @@ def yaml_reading(value: Any) -> str:
     return f"{shown(value)}, a number to YAML"
 
 
-def not_text_message(value: Any, key: str) -> str:
+def not_text_message(value: Any, key: str, optional: bool = True) -> str:
     """The fix for a name YAML did not read as text (``lease_name: no`` is the boolean false,
     ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
-    ``NAME: [`` for an item of the list ``NAME``; null is told to be written or left out."""
+    ``NAME: [`` for an item of the list ``NAME``; null is told to be written, or left out
+    where the key is ``optional`` (it has a default)."""
     if value is None:
         return ("expected a string, but YAML read the value as null (an empty value, ~ or "
-                "null); write the text in quotes, or leave the key out for its default (got None)")
+                "null); write the text in quotes" +
+                (", or leave the key out for its default" if optional else "") + " (got None)")
     if isinstance(value, bool):
         kind, text = f"the boolean {str(value).lower()}", "yes" if value else "no"
     else:
