@@ -400,7 +400,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      tiers: Mapping[int, int] | None = None,
                      may_fit: Callable[[float, tuple[int, ...], int, FreeMap], bool] | None = None,
                      due: Callable[[float, tuple[int, ...], FreeMap], bool] | None = None,
-                     one_node: OneNode | None = None
+                     one_node: OneNode | None = None,
+                     failed_one: list[int] | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -450,6 +451,11 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             gives the victims of a blocked one-node waiter exactly as the walk over the
             candidates would (a list, or None: no victim set), or :data:`DEFER` to leave
             it to that walk (``taken_on``: GPUs of the victims taken so far per node).
+        failed_one: optional empty list, shared with the caller (one tier): the walk
+            keeps in it the smallest one-node need it found no victims for (``[g]``,
+            ``[]``: none yet). A one-node waiter needing at least that many GPUs ends at
+            the ``failed`` shortcut (below) as soon as it is blocked, so a caller's
+            ``waiters`` may leave out such a waiter that fits nowhere in ``soon``.
 
     Returns:
         the preemptions in waiter order.
@@ -463,7 +469,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
     failed: list[tuple[float, tuple[int, ...]]] = []
-    failed_one: list[int] = []   # the smallest one-node need in ``failed`` (one tier)
+    if failed_one is None:   # the smallest one-node need in ``failed`` (one tier)
+        failed_one = []
 
     def fail(mine: float, shape: tuple[int, ...]) -> None:
         failed.append((mine, shape))

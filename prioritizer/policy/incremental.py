@@ -597,11 +597,9 @@ class Scheduler:
             return room
         return above
 
-    def victim_bound(self, now: float, refused: list[int], fitted: list[Any]) -> Any:
+    def victim_bound(self, now: float, fitted: list[Any]) -> Any:
         """``find_preemptions``'s ``may_fit`` (see :class:`_NodeBound`), or None; it keeps
-        in ``refused[0]`` the smallest one-node need it refused (find_preemptions then
-        records that need as failed) and in ``fitted[0]`` the ``(level, need, extra)``
-        it last let pass."""
+        in ``fitted[0]`` the ``(level, need, extra)`` it last let pass."""
         bound = self.node_bound
         if bound is None or self.fixed or self.no_oracle:
             return None
@@ -613,8 +611,6 @@ class Scheduler:
             if bound.may_fit(now + level - SLACK_S, need, extra, soon, now, min_run):
                 fitted[0] = (level, need, extra)
                 return True
-            if len(need) == 1 and (not refused[0] or need[0] < refused[0]):
-                refused[0] = need[0]
             return False
         return may_fit
 
@@ -882,18 +878,26 @@ class Scheduler:
             soon = free.copy()
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
-        refused = [0]   # the smallest one-node need the per-node bound refused, 0: none
+        failed_one: list[int] = []   # kept by find_preemptions: see ``waiters``
         fitted: list[Any] = [None]
-        may_fit = self.victim_bound(now, refused, fitted)
-        if may_fit is not None and soon is None:
-            soon = free.copy()   # what plan_starts copies at the first blocked waiter
+        may_fit = self.victim_bound(now, fitted)
+        if soon is None and not self.queue_levels:
+            # what plan_starts copies at the first blocked waiter, made here so that
+            # ``waiters`` sees it (queue policies: the copy cost more than the skip
+            # spared, 2 % on Philly's tiresias-las replay)
+            soon = free.copy()
+        soon_map = soon
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
             # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
-            # fit nowhere even once GPUs being freed are) and covered by the refused need
-            # (find_preemptions' ``failed`` shortcut): the walk would neither start them
-            # nor look for their victims. The walk changes ``soon`` and ``refused`` only
-            # while it holds a job given to it.
+            # fit nowhere even once GPUs being freed are) and covered by the smallest
+            # failed one-node need (find_preemptions' ``failed`` shortcut, its first
+            # check): the walk would neither start them nor look for their victims. (In
+            # one tier the first bound implies the second: a need that found no victims
+            # at its turn stays out of reach of ``soon`` on every node, since victims
+            # taken later only move GPUs of jobs above its level into ``soon``; the
+            # second keeps the skip sound on its own.) The walk changes ``soon_map`` and
+            # ``failed_one`` only while it holds a job given to it.
             covered = 0
             for _, job_id in self.order:
                 rec = jobs[job_id]
@@ -901,8 +905,8 @@ class Scheduler:
                 if covered and len(shape) == 1 and shape[0] >= covered:
                     continue
                 yield job_id, shape, rec.level
-                if refused[0]:
-                    covered = max(refused[0], soon.largest + 1)
+                if failed_one and soon_map is not None:
+                    covered = max(failed_one[0], soon_map.largest + 1)
 
         policy_level = self.policy.level
 
@@ -922,7 +926,8 @@ class Scheduler:
                                 first_only=not victims,
                                 above=above, may_fit=may_fit,
                                 due=None if victims else self.due_proof(now, fitted),
-                                one_node=self.one_node_victims(now, exact))
+                                one_node=self.one_node_victims(now, exact),
+                                failed_one=failed_one)
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own
@@ -933,13 +938,15 @@ class Scheduler:
         GPUs free or being freed only shrink along the walk, so if every waiter up to
         that end falls short, none preempts (exact)."""
         jobs = self.jobs
-        spare = self.free.total + sum(jobs[job_id].gpus for job_id in self.grace)
+        spare = -1   # GPUs free or being freed, summed when first needed
         for _, job_id in self.order:
             rec = jobs[job_id]
             room = above(rec.level)
             if room == 0:
                 return True
-            if spare + room >= rec.gpus:
+            if room < rec.gpus and spare < 0:
+                spare = self.free.total + sum(jobs[held].gpus for held in self.grace)
+            if room >= rec.gpus or spare + room >= rec.gpus:
                 return False   # this one may find victims: the search decides
         return True
 

@@ -156,7 +156,7 @@ class QuietProof:
             if _covered(sched.groups, need, key, fresh_ids):
                 continue
             if may_fit is None:
-                may_fit = sched.victim_bound(now, [0], fitted)
+                may_fit = sched.victim_bound(now, fitted)
             if may_fit(rec.level, need, 0, free):
                 due = sched.due_proof(now, fitted) if first_only else None
                 if due is not None and due(rec.level, need, free):
