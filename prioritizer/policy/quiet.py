@@ -117,7 +117,11 @@ class QuietProof:
         hi = bisect.bisect_right(runs, (now + self.slack, _INF))
         for _, job_id, run_start in runs[lo:hi]:
             rec = jobs.get(job_id)
-            if rec is not None and rec.phase == "running" and rec.run_start == run_start:
+            # a new candidate: its guard ran out since the proof (one that had run out
+            # then was a candidate of the proof)
+            if rec is not None and rec.phase == "running" and rec.run_start == run_start \
+                    and may_be_victim(True, False, run_start, now, min_run) \
+                    and not may_be_victim(True, False, run_start, since, min_run):
                 touched.update(rec.nodes)
         if touched and self._served(sched, touched, now, min_run):
             return None
