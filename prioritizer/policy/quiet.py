@@ -138,25 +138,32 @@ class QuietProof:
         per-node bound refuses it): ``()``. The first that passes the bound is, with
         ``first_only``, the first preemption when the scheduler's exact test proves it
         due (``Scheduler.due_proof``); otherwise None (search)."""
-        above: Any = sched.room_above(now)
         fresh = sorted((rec.entry_key, rec) for rec in set(self.fresh) if rec.where == "order")
-        fresh_ids = {rec.job_id for _, rec in fresh}
+        # built when first needed (most answers see one fresh waiter, which starts)
+        above: Any = None
+        fresh_ids: set[int] | None = None
         free = sched.free
-        spare = free.total
+        started = 0   # GPUs of the fresh waiters placed so far
         may_fit: Any = None
         fitted: list[Any] = [None]
-        for key, rec in fresh:
+        last = len(fresh) - 1
+        for i, (key, rec) in enumerate(fresh):
             nodes = free.place(rec.shape)
             if nodes is not None:   # it starts: the start model places it as here
-                if free is sched.free:
-                    free = free.copy()
-                free.add(nodes, [-g for g in rec.shape])
-                spare -= rec.gpus
+                if i < last:   # the later ones see the GPUs it leaves
+                    if free is sched.free:
+                        free = free.copy()
+                    free.add(nodes, [-g for g in rec.shape])
+                started += rec.gpus
                 continue
+            if above is None:
+                above = sched.room_above(now)
             room = above(rec.level)
-            if room == 0 or spare + room < rec.gpus:
+            if room == 0 or room < rec.gpus and sched.free.total - started + room < rec.gpus:
                 continue   # not enough GPUs above its level in all
             need = tuple(sorted(rec.shape, reverse=True))
+            if fresh_ids is None:
+                fresh_ids = {r.job_id for _, r in fresh}
             if _covered(sched.groups, need, key, fresh_ids):
                 continue
             if may_fit is None:
