@@ -55,8 +55,10 @@ def test_logged_retry_is_the_real_gap(tmp_path: Path) -> None:
     events = [json.loads(line) for line in stream.getvalue().splitlines()]
     fails = [e for e in events if e["event"] == "slurm_unreachable"]
     assert len(fails) >= 3
-    for e, start, nxt in zip(fails, client.starts, client.starts[1:]):
-        logged_gap = e["failed_after_s"] + e["retry_in_s"]
-        assert abs((nxt - start) - logged_gap) < 0.15
+    off = [abs((nxt - start) - (e["failed_after_s"] + e["retry_in_s"]))
+           for e, start, nxt in zip(fails, client.starts, client.starts[1:])]
+    # logging the backoff without the blocked call would shift every gap by the 0.2 s
+    # timeout; a late wake-up on a loaded machine lengthens one gap (CI saw +0.26 s once)
+    assert min(off) < 0.15
     # start-to-start gaps follow the doubling, not doubling plus the blocked time
     assert [round(e["failed_after_s"] + e["retry_in_s"], 1) for e in fails[:3]] == [0.4, 0.8, 1.6]
