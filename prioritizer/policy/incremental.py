@@ -886,7 +886,6 @@ class Scheduler:
             # ``waiters`` sees it (queue policies: the copy cost more than the skip
             # spared, 2 % on Philly's tiresias-las replay)
             soon = free.copy()
-        soon_map = soon
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
             # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
@@ -896,7 +895,7 @@ class Scheduler:
             # one tier the first bound implies the second: a need that found no victims
             # at its turn stays out of reach of ``soon`` on every node, since victims
             # taken later only move GPUs of jobs above its level into ``soon``; the
-            # second keeps the skip sound on its own.) The walk changes ``soon_map`` and
+            # second keeps the skip sound on its own.) The walk changes ``soon`` and
             # ``failed_one`` only while it holds a job given to it.
             covered = 0
             for _, job_id in self.order:
@@ -905,8 +904,8 @@ class Scheduler:
                 if covered and len(shape) == 1 and shape[0] >= covered:
                     continue
                 yield job_id, shape, rec.level
-                if failed_one and soon_map is not None:
-                    covered = max(failed_one[0], soon_map.largest + 1)
+                if failed_one and soon is not None:
+                    covered = max(failed_one[0], soon.largest + 1)
 
         policy_level = self.policy.level
 
