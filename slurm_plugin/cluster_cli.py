@@ -3,7 +3,7 @@
 Commands::
 
     dlcluster up [--nodes N] [--gpus-per-node G] [--gpu-type T] [--with-dbd] [--cred-expire S]
-                 [--name NAME] [--port-base PORT] [--no-install]
+                 [--name NAME] [--port-base PORT] [--no-install] [--force] [--clear]
     dlcluster down [--name NAME] [--purge]
     dlcluster status [--name NAME] [--json]
     dlcluster ctl stop|start [--name NAME]
@@ -75,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--no-install", action="store_true", help="do not run apt-get")
     up.add_argument("--force", action="store_true",
                     help="restart a running cluster with a changed configuration even if jobs are active")
+    up.add_argument("--clear", action="store_true",
+                    help="start empty: cancel every job left in the cluster, running or restored from "
+                         "slurmctld's saved state by a run that was killed (implies --force; for tests)")
     down = sub.add_parser("down", help="cancel jobs and stop the daemons this cluster started (by PID)")
     common(down)
     down.add_argument("--purge", action="store_true", help="also delete state, logs and configs")
@@ -116,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = _spec(args)
         if args.command == "up":
-            print(provision.up(spec, install=not args.no_install, force=args.force))
+            print(provision.up(spec, install=not args.no_install, force=args.force, clear=args.clear))
         elif args.command == "down":
             print(provision.down(spec, purge=args.purge))
         elif args.command == "status":

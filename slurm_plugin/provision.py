@@ -18,6 +18,8 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,14 +138,13 @@ def _configs_match(spec: ClusterSpec) -> bool:
     return True
 
 
-def _active_jobs(spec: ClusterSpec) -> list[int]:
-    """Ids of the cluster's active jobs, or [] when slurmctld does not answer."""
+@contextmanager
+def _on_cluster(spec: ClusterSpec) -> Iterator[None]:
+    """Point ``SLURM_CONF`` (so the client's Slurm commands) at this cluster for the block."""
     saved = os.environ.get("SLURM_CONF")
     os.environ["SLURM_CONF"] = str(spec.slurm_conf)
     try:
-        return [j.job_id for j in SlurmClient(timeout_s=10).jobs() if j.is_active]
-    except SlurmError:
-        return []
+        yield
     finally:
         if saved is None:
             os.environ.pop("SLURM_CONF", None)
@@ -151,15 +152,73 @@ def _active_jobs(spec: ClusterSpec) -> list[int]:
             os.environ["SLURM_CONF"] = saved
 
 
+def _active_jobs(spec: ClusterSpec) -> list[int]:
+    """Ids of the cluster's active jobs, or [] when slurmctld does not answer."""
+    with _on_cluster(spec):
+        try:
+            return [j.job_id for j in SlurmClient(timeout_s=10).jobs() if j.is_active]
+        except SlurmError:
+            return []
+
+
+def clear_jobs(spec: ClusterSpec, timeout_s: float = 60.0) -> list[int]:
+    """Cancel every active job of the running cluster and wait until none is active.
+
+    For a disposable cluster that must start empty (``dlcluster up --clear``, the test suite):
+    slurmctld restores the jobs of its saved state (StateSaveLocation) when it starts, so a run
+    that was killed, or a machine stopped mid-run, leaves its jobs, a held job among them, in the
+    next run's queue (slurmctld(8), ``-c`` clears that state, but only at a start).
+
+    Returns the ids of the jobs cancelled (``[]``: there were none). Raises
+    :class:`ProvisionError` when slurmctld does not answer, or when jobs are still active after
+    ``timeout_s`` seconds (it names them).
+    """
+    with _on_cluster(spec):
+        client = SlurmClient(timeout_s=10)
+        try:
+            ids = [j.job_id for j in client.jobs() if j.is_active]
+            client.cancel(ids)
+        except SlurmError as exc:
+            raise ProvisionError(f"could not cancel the jobs of cluster {spec.name!r}: {exc}") from exc
+        deadline = time.monotonic() + timeout_s
+        left = ids
+        while left:
+            if time.monotonic() > deadline:
+                shown = ", ".join(map(str, left[:10])) + (" ..." if len(left) > 10 else "")
+                raise ProvisionError(
+                    f"{len(left)} job(s) of cluster {spec.name!r} still active {timeout_s:g} s after "
+                    f"scancel ({shown}); see {spec.state_dir}/log/slurmctld.log")
+            time.sleep(0.2)
+            try:
+                left = [j.job_id for j in client.jobs() if j.is_active]
+            except SlurmError:
+                pass
+    return ids
+
+
 def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, force: bool = False,
-       log=print) -> str:
+       clear: bool = False, log=print) -> str:
     """Bring the cluster up (idempotent). Returns a one-line summary.
 
     A healthy cluster with the same configuration is left as it is. A running cluster whose
-    configuration differs is restarted, but only when it has no active jobs (or ``force``). Raises
-    :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for anything that
-    failed (after stopping what this call started and restoring the previous config files).
+    configuration differs is restarted, but only when it has no active jobs (or ``force``).
+    ``clear`` (implies ``force``): once the nodes are up, cancel every job left in the cluster,
+    running or restored from slurmctld's saved state (:func:`clear_jobs`), so that it starts
+    empty. Raises :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for
+    anything that failed (after stopping what this call started and restoring the previous
+    config files).
     """
+    summary = _up(spec, install=install, timeout_s=timeout_s, force=force or clear, log=log)
+    if not clear:
+        return summary
+    cleared = clear_jobs(spec)
+    if not cleared:
+        return summary + "; no jobs left from before"
+    shown = ", ".join(map(str, cleared[:10])) + (" ..." if len(cleared) > 10 else "")
+    return summary + f"; cancelled {len(cleared)} job(s) left from before ({shown})"
+
+
+def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool, log) -> str:
     spec.validate()
     check_platform()
     state = running(spec)
@@ -231,11 +290,9 @@ def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
 
 def _ready(spec: ClusterSpec, timeout_s: float) -> bool:
     """Wait until slurmctld answers and every node is up (idle, or busy with old jobs)."""
-    saved = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(spec.slurm_conf)
     client = SlurmClient(timeout_s=10)
     deadline = time.monotonic() + timeout_s
-    try:
+    with _on_cluster(spec):
         while True:
             try:
                 nodes = client.nodes()
@@ -247,11 +304,6 @@ def _ready(spec: ClusterSpec, timeout_s: float) -> bool:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.2)
-    finally:
-        if saved is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = saved
 
 
 def _start_dbd(spec: ClusterSpec) -> None:
@@ -350,13 +402,12 @@ def down(spec: ClusterSpec, *, purge: bool = False, log=print) -> str:
     """Cancel the cluster's jobs, stop its daemons (by PID), and munged/MariaDB if ``up`` started
     them and no other cluster still needs them. ``purge`` also deletes state, logs and configs."""
     if running(spec).get("slurmctld"):
-        try:
-            os.environ["SLURM_CONF"] = str(spec.slurm_conf)
-            c = SlurmClient(timeout_s=10)
-            ids = [j.job_id for j in c.jobs() if j.is_active]
-            c.cancel(ids)
-        except SlurmError as exc:
-            log(f"could not cancel jobs: {exc}")
+        with _on_cluster(spec):
+            try:
+                c = SlurmClient(timeout_s=10)
+                c.cancel([j.job_id for j in c.jobs() if j.is_active])
+            except SlurmError as exc:
+                log(f"could not cancel jobs: {exc}")
     stopped = stop_daemons(spec)
     others = other_clusters_up(spec)
     if not others:

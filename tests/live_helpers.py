@@ -72,11 +72,47 @@ def cluster_name() -> str:
     raise AssertionError(f"no ClusterName in {slurm_conf()}")
 
 
+#: jobs that kept a whole :func:`wait_cluster_idle` from ending: id -> how it stood then
+_outlasted: dict[int, str] = {}
+
+
+def _describe(job: Job) -> str:
+    return f"{job.job_id} {job.name!r} {job.state} ({job.reason}), user {job.user}"
+
+
 def wait_cluster_idle(client: SlurmClient, timeout_s: float = 120, prefix: str | None = None) -> None:
-    """Wait until no active job (optionally: no active job whose name starts with ``prefix``)."""
+    """Wait until no active job (optionally: no active job whose name starts with ``prefix``).
+
+    On a timeout the AssertionError names the jobs still active. A later call whose active jobs
+    all outlasted such an earlier wait (a job restored from a killed run, held forever) fails at
+    once, naming them and the fix, instead of waiting out its own timeout: one stuck job must not
+    cost every live test of the run its timeout.
+    """
+    def active() -> list[Job]:
+        return [j for j in client.jobs() if j.is_active and (prefix is None or j.name.startswith(prefix))]
+
+    last: list[Job] = []
+
     def probe() -> bool:
-        return not [j for j in client.jobs() if j.is_active and (prefix is None or j.name.startswith(prefix))]
-    wait_for(probe, timeout_s, "the cluster to have no active jobs")
+        nonlocal last
+        last = active()
+        return not last
+
+    if _outlasted:
+        try:
+            probe()
+        except SlurmError:
+            pass
+        if last and all(j.job_id in _outlasted for j in last):
+            raise AssertionError(
+                "the cluster still has jobs that outlasted an earlier wait for no active jobs: "
+                + "; ".join(_outlasted[j.job_id] for j in last)
+                + " (cancel them, or start the test cluster empty: `dlcluster up --clear`)")
+    try:
+        wait_for(probe, timeout_s, "the cluster to have no active jobs")
+    except AssertionError as exc:
+        _outlasted.update((j.job_id, _describe(j)) for j in last)
+        raise AssertionError(f"{exc}; still active: " + "; ".join(map(_describe, last))) from None
 
 
 SLURM_COMMANDS = ("sbatch", "squeue", "scontrol", "sinfo", "sacct", "sprio", "sshare", "sstat",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import wait_state
+from live_helpers import wait_for, wait_state
 from slurm_plugin.client import SlurmClient
 
 pytestmark = pytest.mark.live
@@ -129,3 +129,49 @@ def test_changed_config_does_not_restart_under_running_jobs(small_cluster: None)
             os.environ.pop("SLURM_CONF", None)
         else:
             os.environ["SLURM_CONF"] = client_env
+
+
+def _stop_without_cancelling() -> None:
+    """SIGTERM the small cluster's daemons as a machine shutdown would: slurmctld saves its
+    state, jobs included, and nothing cancels them (``dlcluster down`` would)."""
+    pids = [pid for pid in status()["daemons"].values() if pid]
+    for pid in pids:
+        os.kill(pid, 15)
+    for pid in pids:
+        wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 30, f"daemon {pid} to exit")
+
+
+def test_clear_cancels_jobs_restored_from_a_killed_run(small_cluster: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    base = ["--name", NAME, "--port-base", str(PORT), "--nodes", "1", "--gpus-per-node", "2", "--no-install"]
+    assert dlcluster("up", *base).returncode == 0
+    monkeypatch.setenv("SLURM_CONF", f"/etc/slurm-{NAME}/slurm.conf")
+    client = SlurmClient(timeout_s=10)
+    held = client.submit("#!/bin/bash\n#SBATCH --hold --output=/dev/null\ntrue\n")
+    running = client.submit("#!/bin/bash\n#SBATCH --gres=gpu:1 --output=/dev/null\nsleep 300\n")
+    wait_state(client, running, {"RUNNING"}, 30)
+    _stop_without_cancelling()
+
+    # the fault: a plain `up` brings the held job back, and it stays active for good
+    plain = dlcluster("up", *base)
+    assert plain.returncode == 0, plain.stderr
+    active = {j.job_id: j.state for j in client.jobs() if j.is_active}
+    assert active.get(held) == "PENDING"
+
+    cleared = dlcluster("up", *base, "--clear")          # already up: cancels what is there
+    assert cleared.returncode == 0, cleared.stderr
+    assert "already up" in cleared.stdout
+    assert f"cancelled {len(active)} job(s) left from before (" in cleared.stdout
+    assert all(str(job_id) in cleared.stdout for job_id in active)
+    assert [j.job_id for j in client.jobs() if j.is_active] == []
+
+    again = client.submit("#!/bin/bash\n#SBATCH --hold --output=/dev/null\ntrue\n")
+    _stop_without_cancelling()
+    restarted = dlcluster("up", *base, "--clear")         # started from saved state, then cleared
+    assert restarted.returncode == 0, restarted.stderr
+    assert "already up" not in restarted.stdout
+    assert f"cancelled 1 job(s) left from before ({again})" in restarted.stdout
+    assert [j.job_id for j in client.jobs() if j.is_active] == []
+
+    empty = dlcluster("up", *base, "--clear")
+    assert empty.returncode == 0 and "no jobs left from before" in empty.stdout
