@@ -77,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="restart a running cluster with a changed configuration even if jobs are active")
     up.add_argument("--clear", action="store_true",
                     help="start empty: cancel every job left in the cluster, running or restored from "
-                         "slurmctld's saved state by a run that was killed (implies --force; for tests)")
+                         "slurmctld's saved state by a run that was killed, and resume drained nodes "
+                         "(implies --force; for tests)")
     down = sub.add_parser("down", help="cancel jobs and stop the daemons this cluster started (by PID)")
     common(down)
     down.add_argument("--purge", action="store_true", help="also delete state, logs and configs")

@@ -202,15 +202,19 @@ def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, forc
 
     A healthy cluster with the same configuration is left as it is. A running cluster whose
     configuration differs is restarted, but only when it has no active jobs (or ``force``).
-    ``clear`` (implies ``force``): once the nodes are up, cancel every job left in the cluster,
-    running or restored from slurmctld's saved state (:func:`clear_jobs`), so that it starts
-    empty. Raises :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for
+    ``clear`` (implies ``force``): start empty: drained nodes are resumed (:func:`_ready`) and,
+    once the nodes are up, every job left in the cluster, running or restored from slurmctld's
+    saved state, is cancelled (:func:`clear_jobs`). Raises :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for
     anything that failed (after stopping what this call started and restoring the previous
     config files).
     """
-    summary = _up(spec, install=install, timeout_s=timeout_s, force=force or clear, log=log)
+    resumed: list[str] | None = [] if clear else None
+    summary = _up(spec, install=install, timeout_s=timeout_s, force=force or clear, resumed=resumed,
+                  log=log)
     if not clear:
         return summary
+    if resumed:
+        summary += f"; resumed drained node(s) {', '.join(resumed)}"
     cleared = clear_jobs(spec)
     if not cleared:
         return summary + "; no jobs left from before"
@@ -218,11 +222,12 @@ def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, forc
     return summary + f"; cancelled {len(cleared)} job(s) left from before ({shown})"
 
 
-def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool, log) -> str:
+def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
+        resumed: list[str] | None, log) -> str:
     spec.validate()
     check_platform()
     state = running(spec)
-    if all(state.values()) and _configs_match(spec) and _ready(spec, 5.0):
+    if all(state.values()) and _configs_match(spec) and _ready(spec, 5.0, resumed):
         return f"cluster {spec.name!r} already up: {spec.nodes} nodes, SLURM_CONF={spec.slurm_conf}"
     if any(state.values()):
         active = [] if force else _active_jobs(spec)
@@ -260,7 +265,7 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool, log)
         _start(spec, ["slurmctld", "-f", str(spec.slurm_conf)], "slurmctld")
         for node in spec.node_names:
             _start(spec, ["slurmd", "-f", str(spec.slurm_conf), "-N", node], f"slurmd {node}")
-        if not _ready(spec, timeout_s):
+        if not _ready(spec, timeout_s, resumed):
             raise ProvisionError(
                 f"nodes not idle after {timeout_s:g} s; see {spec.state_dir}/log/slurmctld.log"
             )
@@ -288,14 +293,24 @@ def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
         time.sleep(0.1)
 
 
-def _ready(spec: ClusterSpec, timeout_s: float) -> bool:
-    """Wait until slurmctld answers and every node is up (idle, or busy with old jobs)."""
+def _ready(spec: ClusterSpec, timeout_s: float, resumed: list[str] | None = None) -> bool:
+    """Wait until slurmctld answers and every node is up (idle, or busy with old jobs).
+
+    ``resumed``: also return the cluster's drained nodes to service (``State=RESUME``), once,
+    and list their names there. slurmctld restores a node's DRAIN state, with its reason, from
+    its saved state (slurmctld(8), ``-c``), and a drained node never becomes idle by itself
+    (DOWN nodes do: ``ReturnToService=2``)."""
     client = SlurmClient(timeout_s=10)
     deadline = time.monotonic() + timeout_s
     with _on_cluster(spec):
         while True:
             try:
-                nodes = client.nodes()
+                nodes = [n for n in client.nodes() if n.name in spec.node_names]
+                if resumed is not None and not resumed:
+                    drained = [n.name for n in nodes if "DRAIN" in {f.upper() for f in n.state_flags}
+                               or n.state.lower() in ("drained", "draining")]
+                    client.resume_nodes(drained)
+                    resumed.extend(drained)
                 ok = {n.name for n in nodes if n.usable and n.state.lower() in ("idle", "mixed", "allocated")}
                 if set(spec.node_names) <= ok:
                     return True

@@ -166,12 +166,16 @@ def test_clear_cancels_jobs_restored_from_a_killed_run(small_cluster: None,
     assert [j.job_id for j in client.jobs() if j.is_active] == []
 
     again = client.submit("#!/bin/bash\n#SBATCH --hold --output=/dev/null\ntrue\n")
+    subprocess.run(["scontrol", "update", "NodeName=node1", "State=DRAIN", "Reason=killed run"],
+                   check=True, capture_output=True)
     _stop_without_cancelling()
     restarted = dlcluster("up", *base, "--clear")         # started from saved state, then cleared
     assert restarted.returncode == 0, restarted.stderr
     assert "already up" not in restarted.stdout
+    assert "resumed drained node(s) node1" in restarted.stdout
     assert f"cancelled 1 job(s) left from before ({again})" in restarted.stdout
     assert [j.job_id for j in client.jobs() if j.is_active] == []
+    assert [(n.name, n.state, n.usable) for n in client.nodes()] == [("node1", "idle", True)]
 
     empty = dlcluster("up", *base, "--clear")
     assert empty.returncode == 0 and "no jobs left from before" in empty.stdout
