@@ -483,13 +483,13 @@ class SlurmClient:
         if job_ids:
             self._run(["scancel", *[str(j) for j in job_ids]])
 
-
     def resume_nodes(self, names: Sequence[str]) -> None:
         """``scontrol update NodeName=a,b State=RESUME`` (one call; operator): drained nodes
         take jobs again (scontrol(1), "State=RESUME"). Raises :class:`SlurmRefused` for a node
         that is not drained or down ("Invalid node state specified")."""
         if names:
             self._run(["scontrol", "update", f"NodeName={','.join(names)}", "State=RESUME"])
+
 
     def create_partition(self, name: str, options: Sequence[str] = ()) -> None:
         """``scontrol create PartitionName=NAME OPT=VAL ...`` (operator; kept in slurmctld's

@@ -204,9 +204,9 @@ def up(spec: ClusterSpec, *, install: bool = True, timeout_s: float = 90.0, forc
     configuration differs is restarted, but only when it has no active jobs (or ``force``).
     ``clear`` (implies ``force``): start empty: drained nodes are resumed (:func:`_ready`) and,
     once the nodes are up, every job left in the cluster, running or restored from slurmctld's
-    saved state, is cancelled (:func:`clear_jobs`). Raises :class:`cluster.SpecError` for bad options and :class:`ProvisionError` for
-    anything that failed (after stopping what this call started and restoring the previous
-    config files).
+    saved state, is cancelled (:func:`clear_jobs`). Raises :class:`cluster.SpecError` for bad
+    options and :class:`ProvisionError` for anything that failed (after stopping what this
+    call started and restoring the previous config files).
     """
     resumed: list[str] | None = [] if clear else None
     summary = _up(spec, install=install, timeout_s=timeout_s, force=force or clear, resumed=resumed,
@@ -296,8 +296,8 @@ def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
 def _ready(spec: ClusterSpec, timeout_s: float, resumed: list[str] | None = None) -> bool:
     """Wait until slurmctld answers and every node is up (idle, or busy with old jobs).
 
-    ``resumed``: also return the cluster's drained nodes to service (``State=RESUME``), once,
-    and list their names there. slurmctld restores a node's DRAIN state, with its reason, from
+    ``resumed``: also return the cluster's drained nodes to service (``State=RESUME``) the
+    first time some are seen, and list their names there. slurmctld restores a node's DRAIN state, with its reason, from
     its saved state (slurmctld(8), ``-c``), and a drained node never becomes idle by itself
     (DOWN nodes do: ``ReturnToService=2``)."""
     client = SlurmClient(timeout_s=10)
