@@ -187,3 +187,121 @@ def test_plot_queue_axis_starts_at_the_first_kept_job(tmp_path: Path, monkeypatc
     # and its end (3 h), not 1,000 h later
     assert left == 0.0 and 2.0 <= right <= 3.0
     assert "first job of the replay" in queue.get_xlabel()
+
+
+# -- inputs that are not regular files, a byte-order mark, outputs checked before the replay
+# (a new user's break test: /dev/zero grew to 3.2 GB, a FIFO hung, --plot x.txt ended in a
+# traceback after the whole replay, --jobs-csv could replace the trace it read)
+
+def _fifo(tmp_path: Path) -> str:
+    import os
+    path = tmp_path / "trace.fifo"
+    os.mkfifo(path)
+    return str(path)
+
+
+@pytest.mark.parametrize(("make", "kind"), [
+    (lambda tmp: "/dev/zero", "a device"),
+    (_fifo, "a FIFO"),
+    (lambda tmp: str(tmp), "a directory"),
+])
+def test_trace_that_is_not_a_regular_file_is_refused_at_once(make, kind: str, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = make(tmp_path)
+    rc = main(["simulate", "--trace", path, "--nodes", "2", "--gpus-per-node", "4"])
+    assert (rc, capsys.readouterr().err) == (
+        2, f"dlprio: {path}: cannot read ({kind}; give a regular CSV file)\n")
+
+
+def test_cluster_spec_that_is_a_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--trace", SIXTY, "--cluster", "/dev/zero"])
+    assert (rc, capsys.readouterr().err) == (
+        2, "dlprio: /dev/zero: cannot read (a device; give a regular CSV file)\n")
+
+
+def test_byte_order_mark_as_spreadsheets_save_it_reads_as_without(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace, spec = tmp_path / "t.csv", tmp_path / "c.csv"
+    trace.write_bytes(b"\xef\xbb\xbf" + Path(SIXTY).read_bytes())
+    spec.write_bytes(b"\xef\xbb\xbf" + (TIRESIAS / "n2g4.csv").read_bytes())
+    assert main(["simulate", "--trace", SIXTY, *N2G4, "--policy", "fifo", "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["simulate", "--trace", str(trace), "--cluster", str(spec), "--policy", "fifo",
+                 "--json"]) == 0
+    marked = json.loads(capsys.readouterr().out)
+    for summary in (*plain, *marked):
+        del summary["wall_s"]   # the replay's own time
+    assert marked == plain and plain[0]["jobs"] == 60
+
+
+@pytest.fixture
+def no_replay(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    from prioritizer.sim import cli as sim_cli
+    replays: list[object] = []
+    monkeypatch.setattr(sim_cli, "simulate", lambda *a: replays.append(a))
+    return replays
+
+
+def test_jobs_csv_naming_the_trace_is_refused_and_the_trace_kept(
+        tmp_path: Path, no_replay: list[object], capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "self.csv"
+    trace.write_bytes(Path(SIXTY).read_bytes())
+    alias = tmp_path / "sub" / ".." / "self.csv"
+    (tmp_path / "sub").mkdir()
+    rc = main(["simulate", "--trace", str(trace), *N2G4, "--jobs-csv", str(alias)])
+    assert (rc, no_replay) == (2, [])
+    assert capsys.readouterr().err == (
+        f"dlprio: --jobs-csv {alias}: is the file given with --trace; writing it would "
+        "overwrite that input: give another file name\n")
+    assert trace.read_bytes() == Path(SIXTY).read_bytes()
+
+
+@pytest.mark.parametrize(("option", "name", "message"), [
+    ("--jobs-csv", "", "is a directory; give a file name"),
+    ("--plot", "", "is a directory; give a file name"),
+    ("--plot", "cdf.txt", "unknown figure format 'txt'; use one of .avif, .eps"),
+])
+def test_output_that_cannot_be_written_fails_before_the_replay(
+        option: str, name: str, message: str, tmp_path: Path, no_replay: list[object],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / name if name else tmp_path
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, option, str(target)])
+    err = capsys.readouterr().err
+    assert (rc, no_replay) == (2, [])
+    assert err.startswith(f"dlprio: {option} {target}: {message}") and err.count("\n") == 1
+
+
+def test_plot_in_another_format_is_that_format(tmp_path: Path) -> None:
+    target = tmp_path / "cdf.svg"
+    assert main(["simulate", "--trace", SIXTY, *N2G4, "--policy", "fifo", "--plot", str(target)]) == 0
+    assert target.read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+@pytest.mark.parametrize(("compare", "message"), [
+    ("fifo,fifo", "--compare: fifo given more than once; each policy runs once"),
+    ("fifo,srtf,srtf,fifo", "--compare: fifo, srtf given more than once"),
+    ("fifo,,srtf", "--compare 'fifo,,srtf': an empty policy name between commas"),
+])
+def test_compare_with_a_repeated_or_empty_name_is_refused(
+        compare: str, message: str, no_replay: list[object],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, "--compare", compare])
+    err = capsys.readouterr().err
+    assert (rc, no_replay) == (2, []) and err.startswith("dlprio: " + message), err
+
+
+@pytest.mark.parametrize("policies", [["--policy", "fifo"], ["--compare", "srtf,las"]])
+def test_thresholds_for_policies_without_gpu_s_queues_are_refused(
+        policies: list[str], no_replay: list[object], capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, *policies, "--thresholds", "100,200"])
+    err = capsys.readouterr().err
+    assert (rc, no_replay) == (2, [])
+    assert err.startswith("dlprio: --thresholds (GPU·s) only applies to tiresias-gittins and "
+                          "tiresias-las (running "), err
+
+
+def test_thresholds_with_a_2d_policy_among_others_are_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, "--compare", "fifo,tiresias-las",
+               "--thresholds", "100,200", "--json"])
+    assert rc == 0 and [s["policy"] for s in json.loads(capsys.readouterr().out)] == [
+        "fifo", "tiresias-las"]

@@ -110,6 +110,9 @@ def test_tune_local_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     (["--grid", "knob=4", "--validate-from", "tomorrow"], "--validate-from"),
     (["--grid", "knob=4", "--max-p95-ratio", "0"], "--max-p95-ratio"),
     (["--grid", "knob=4", "--output", "/nonexistent/x.yaml"], "does not exist"),
+    (["--grid", "knob=4", "--plot", "/tmp/grid.txt"], "--plot /tmp/grid.txt: unknown figure format 'txt'; use one of"),
+    (["--grid", "knob=4", "--output", "/tmp"], "--output /tmp: is a directory; give a file name"),
+    (["--grid", "knob=4", "--output", str(TRACE)], f"--output {TRACE}: is the file given with --trace"),
     (["--grid", "queues=2;knob=4;queues=3"], "--grid: queues given twice; give its values once, e.g. queues=2,3"),
 ])
 def test_tune_failure_paths(extra: list[str], message: str, capsys: pytest.CaptureFixture) -> None:

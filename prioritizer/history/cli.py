@@ -19,12 +19,12 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 
 from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer.outputs import check_output
 from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
                                         start_latency_from)
 from prioritizer.daemon.ledger import Ledger
@@ -95,9 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    if args.output != "-" and not Path(args.output).parent.is_dir():
-        raise CliError(f"--output {visible(args.output)}: directory "
-                       f"{visible(Path(args.output).parent)} does not exist; create it first")
+    check_output("--output", args.output, [("--ledger", args.ledger)])
     try:
         start, end = sacct_window(args.since, args.until, time.time())
     except WindowError as exc:

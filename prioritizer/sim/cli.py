@@ -14,12 +14,12 @@ import json
 import math
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 
 from prioritizer import numbers
 from prioritizer.command import CliError, Command
+from prioritizer.outputs import check_output
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.validation import shown
@@ -28,6 +28,10 @@ from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
 from slurm_plugin.cli_util import visible
+
+#: the policies whose queues --thresholds (``thresholds_gpu_s``) sets; ``las`` queues by
+#: seconds (``thresholds_s``, set by --config)
+THRESHOLD_POLICIES = frozenset({"tiresias-las", "tiresias-gittins"})
 
 #: option name -> PolicyConfig field it overrides
 OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
@@ -93,9 +97,15 @@ def run(args: argparse.Namespace) -> int:
                 flag = "--" + option.replace("_", "-")
                 raise CliError(f"{flag} only applies to tiresias-gittins (running {', '.join(policies)}); "
                                f"drop {flag} or add tiresias-gittins to --policy/--compare")
+    if args.thresholds and not THRESHOLD_POLICIES & set(policies):
+        raise CliError(f"--thresholds (GPU·s) only applies to {' and '.join(sorted(THRESHOLD_POLICIES))} "
+                       f"(running {', '.join(policies)}); drop --thresholds or add one of them "
+                       "to --policy/--compare")
     cluster = cluster_of(args)
-    for option, path in (("--jobs-csv", args.jobs_csv), ("--plot", args.plot)):
-        _check_output_dir(option, path)  # before the replay, not after it
+    inputs = [("--trace", args.trace), ("--cluster", args.cluster), ("--config", args.config),
+              ("--durations", args.durations), ("--durations-from", args.durations_from)]
+    check_output("--jobs-csv", args.jobs_csv, inputs)   # before the replay, not after it
+    check_output("--plot", args.plot, [*inputs, ("--jobs-csv", args.jobs_csv)], figure=True)
     try:
         trace = read_trace(args.trace, args.format, args.since)
     except TraceError as exc:
@@ -166,9 +176,17 @@ def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:
     """Policy names to run: --compare, else --policy, else the config file's policy."""
     names = args.compare.split(",") if args.compare is not None else [args.policy or configured]
-    names = [n.strip() for n in names if n.strip()]
+    names = [n.strip() for n in names]
     if args.compare is not None and args.policy:
         raise CliError("use either --policy or --compare, not both")
+    if args.compare is not None and "" in names and any(names):
+        raise CliError(f"--compare {args.compare!r}: an empty policy name between commas; "
+                       "give names like fifo,srtf")
+    names = [n for n in names if n]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise CliError(f"--compare: {', '.join(twice)} given more than once; each policy runs "
+                       "once (its rows in --jobs-csv are told apart by the policy name)")
     for name in names:
         if name not in POLICY_NAMES:
             raise CliError(f"unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}")
@@ -294,15 +312,6 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
                        f"{numbers.MAX_NODES:,} nodes and {numbers.MAX_GPUS_PER_NODE:,} GPUs "
                        "per node")
     return Cluster(nodes, gpus, placement) if placement else Cluster(nodes, gpus)
-
-
-def _check_output_dir(option: str, path: str | None) -> None:
-    """Exit 2 (usage) when ``path``'s directory does not exist or is not a directory."""
-    if not path:
-        return
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise CliError(f"{option} {path}: directory {parent} does not exist; create it first")
 
 
 def _write(writer: Any, results: list[SimResult], path: str) -> None:

@@ -20,8 +20,12 @@ re-based so that the first kept job arrives at 0.
 from __future__ import annotations
 
 import csv
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from slurm_plugin.readfile import kind_of
 
 FORMATS: dict[str, tuple[str, str, str, str]] = {
     # format: (id column, GPUs column, submit column or "" (from interval), duration column)
@@ -187,9 +191,22 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
 
 
 def _csv_rows(path: str | Path) -> list[list[str]]:
-    """All rows of a CSV text file. Raises TraceError naming the file when it cannot be read."""
+    """All rows of a CSV text file (UTF-8; a byte-order mark, as spreadsheet programs write
+    it, is dropped). Raises TraceError naming the file when it cannot be read or is not a
+    regular file: a FIFO would block and a device such as ``/dev/zero`` never ends, so the
+    file is opened without blocking and checked on the open descriptor
+    (:mod:`slurm_plugin.readfile`'s rule; a trace has no size limit: months of history are
+    large, and a regular file ends)."""
     try:
-        with open(path, newline="") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError) as exc:   # ValueError: a NUL byte in the path
+        raise TraceError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise TraceError(f"{path}: cannot read ({kind_of(mode)}; give a regular CSV file)")
+    try:
+        with open(fd, newline="", encoding="utf-8-sig") as handle:
             return list(csv.reader(handle))
     except OSError as exc:
         raise TraceError(f"{path}: cannot read ({exc.strerror})") from None

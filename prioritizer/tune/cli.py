@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer.outputs import check_output
 from prioritizer.history.cli import policy_config
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
@@ -95,9 +96,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
         raise CliError(f"--max-p95-ratio must be > 0, got {args.max_p95_ratio}")
-    for option, path in (("--output", args.output), ("--plot", args.plot)):
-        if path and not Path(path).parent.is_dir():
-            raise CliError(f"{option} {path}: directory {Path(path).parent} does not exist")
+    inputs = [("--trace", args.trace), ("--cluster", getattr(args, "cluster", None)),
+              ("--grid", args.grid), ("--config", getattr(args, "config", None))]
+    check_output("--output", args.output, inputs)   # before the replays, not after them
+    check_output("--plot", args.plot, [*inputs, ("--output", args.output)], figure=True)
     current = _current(args)
     try:
         grid = load_grid(args.grid) if args.grid.endswith((".yaml", ".yml")) else parse_grid(args.grid)
