@@ -305,3 +305,26 @@ def test_thresholds_with_a_2d_policy_among_others_are_taken(capsys: pytest.Captu
                "--thresholds", "100,200", "--json"])
     assert rc == 0 and [s["policy"] for s in json.loads(capsys.readouterr().out)] == [
         "fifo", "tiresias-las"]
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("1,1,0,1e300", "t.csv:2: duration must be at most 1,000,000,000, got '1e300'"),
+    ("1,1e12,0,10", "t.csv:2: num_gpu must be at most 102,400,000, got '1e12'"),
+    ("1,1,1e300,10", "t.csv:2: submit_time must be at most 100,000,000,000, got '1e300'"),
+])
+def test_trace_value_beyond_any_cluster_or_clock_names_the_cell(
+        row: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\n" + row + "\n")
+    rc = main(["simulate", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4"])
+    assert (rc, capsys.readouterr().err) == (2, f"dlprio: {tmp_path}/{message}\n")
+
+
+def test_cluster_spec_with_a_second_row_is_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "c.csv"
+    spec.write_text((TIRESIAS / "n2g4.csv").read_text().rstrip("\n") + "\n1,4,8,64,2\n")
+    rc = main(["simulate", "--trace", SIXTY, "--cluster", str(spec)])
+    assert (rc, capsys.readouterr().err) == (
+        2, f"dlprio: {spec}:3: a cluster spec has one row under the header (one cluster); "
+        "remove the others\n")

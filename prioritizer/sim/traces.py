@@ -20,12 +20,21 @@ re-based so that the first kept job arrives at 0.
 from __future__ import annotations
 
 import csv
+import math
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from prioritizer.numbers import MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS
 from slurm_plugin.readfile import kind_of
+
+#: the largest values a trace row may hold: a job's GPUs (the largest cluster the simulator
+#: takes), its duration in seconds (as ``dlprio``'s options, about 31 years) and its submit
+#: time or interval (a history trace's are epoch seconds)
+MAX_GPUS = MAX_NODES * MAX_GPUS_PER_NODE
+MAX_DURATION_S = MAX_SECONDS
+MAX_TIME_S = 100 * MAX_SECONDS
 
 FORMATS: dict[str, tuple[str, str, str, str]] = {
     # format: (id column, GPUs column, submit column or "" (from interval), duration column)
@@ -114,7 +123,6 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
     clock = 0.0
     first_line: dict[str, int] = {}
-    inf = float("inf")
     for line, row in enumerate(rows[1:], start=2):
         if not row:
             continue
@@ -129,10 +137,10 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
             gpus, duration, value = float(row[gpu_at]), float(row[dur_at]), float(row[submit_at])
         except ValueError:
             gpus = duration = value = -1.0
-        if not (0 <= gpus < inf and 0 <= duration < inf and 0 <= value < inf):
-            gpus = _number(row[gpu_at], gpu_col, name, line)
-            duration = _number(row[dur_at], dur_col, name, line)
-            value = _number(row[submit_at], submit_col or "interval", name, line)
+        if not (0 <= gpus <= MAX_GPUS and 0 <= duration <= MAX_DURATION_S and 0 <= value <= MAX_TIME_S):
+            gpus = _number(row[gpu_at], gpu_col, name, line, MAX_GPUS)
+            duration = _number(row[dur_at], dur_col, name, line, MAX_DURATION_S)
+            value = _number(row[submit_at], submit_col or "interval", name, line, MAX_TIME_S)
         if submit_col:
             submit = value
         else:
@@ -154,7 +162,7 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     return Trace(name, fmt, jobs, len(skipped))
 
 
-def _number(text: str, column: str, name: str, line: int) -> float:
+def _number(text: str, column: str, name: str, line: int, high: float = math.inf) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -163,6 +171,8 @@ def _number(text: str, column: str, name: str, line: int) -> float:
         raise TraceError(f"{name}:{line}: {column} must be finite, got {text!r}")
     if value < 0:
         raise TraceError(f"{name}:{line}: {column} must be >= 0, got {text!r}")
+    if value > high:
+        raise TraceError(f"{name}:{line}: {column} must be at most {high:,.0f}, got {text!r}")
     return value
 
 
@@ -178,6 +188,10 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
     rows = [dict(zip([h.strip() for h in lines[0]], line)) for line in lines[1:]] if lines else []
     if not rows:
         raise TraceError(f"{name}:2: no cluster row under the header")
+    extra = [i for i, line in enumerate(lines[2:], start=3) if any(cell.strip() for cell in line)]
+    if extra:
+        raise TraceError(f"{name}:{extra[0]}: a cluster spec has one row under the header "
+                         "(one cluster); remove the others")
     row = rows[0]
     values = []
     for column in ("num_switch", "num_node_p_switch", "num_gpu_p_node"):
