@@ -17,11 +17,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from slurm_plugin.cli_util import visible
+from slurm_plugin.names import SLURM_NAME_RE
 from slurm_plugin.nvml import NvmlGpu, link_matrix
 from slurm_plugin.topo import Topology, check_shape
 from slurm_plugin.topo_cpu import CpuTopology, format_ranges
 
 _BRANDS = {"nvidia", "geforce", "tesla", "quadro"}
+
+TYPE_RULE = "letters, digits, '_', '.' and '-' (not first), as dlsubmit requests it"
+
+
+def type_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a gres Type (:data:`slurm_plugin.names.SLURM_NAME_RE`, the rule
+    dlsubmit requests a GRES type by), or None when it can."""
+    return None if SLURM_NAME_RE.match(name) else f"not a gres Type: {TYPE_RULE}"
 
 
 @dataclass(frozen=True)
@@ -97,10 +107,22 @@ def gres_lines(node_names: str | None, devices: Sequence[GpuDevice], check_links
 def devices_from_nvml(gpus: Sequence[NvmlGpu], cpu: CpuTopology, type_override: str | None = None) -> list[GpuDevice]:
     """NVML facts → devices in PCI bus-id order with ``File=/dev/nvidia<minor>``.
 
+    Without ``type_override`` each Type is :func:`gpu_type` of the GPU's name, and must pass
+    the same rule as ``--type`` (:func:`type_problem`).
+
     Raises:
         slurm_plugin.topo_cpu.CpuTopologyError: an affinity CPU the node does not have.
+        ValueError: a Type derived from a GPU name that is not a gres Type (the GPU, its
+            name and the fix, ``--type``, are named).
     """
     ordered = sorted(gpus, key=lambda g: g.bus_id)
+    if not type_override:
+        for g in ordered:
+            problem = type_problem(gpu_type(g.name))
+            if problem:
+                raise ValueError(f"GPU {g.index} ({g.bus_id}): its name {visible(g.name)!r} gives Type "
+                                 f"{visible(gpu_type(g.name))!r}, {problem}; give the Type with --type, "
+                                 "e.g. --type a100")
     links = link_matrix(list(ordered))
     return [
         GpuDevice(

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_plugin import hostlist
-from slurm_plugin.gres_conf import DEFAULT_ENV, ENV_FLAGS, SHARED, GresLine, parse_gres_conf
+from slurm_plugin.gres_conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, SHARED, GresLine,
+                                    TooLarge, parse_gres_conf)
 from slurm_plugin.gres_slurmconf import SlurmConf
 from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
-MAX_FILES_PER_NODE = 1024  # gres.conf(5), File: "Count is limited in size (currently 1024) for each node"
 AUTODETECT_PLUGIN = {"nvml": "gpu_nvml.so", "rsmi": "gpu_rsmi.so", "oneapi": "gpu_oneapi.so"}
 
 
@@ -87,7 +87,7 @@ def _node_findings(slots: list[_Slot]) -> list[Finding]:
 
 def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None) -> list[Finding]:
     try:
-        ids = parse_ranges(text)
+        ids = parse_ranges(text, what="core" if key == "Cores" else "CPU")
     except CpuTopologyError as e:
         return [Finding(line, f"{key}={text}: {e}")]
     over = format_ranges(i for i in ids if shape is not None and i >= shape.cores)
@@ -305,7 +305,7 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
 def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report) -> dict[str, list[_Slot]]:
     """Line-local Links/Cores checks of gpu lines; returns the device slots per node."""
     nodes: dict[str, list[_Slot]] = {}
-    line_files: dict[int, tuple[str, ...]] = {}
+    owners: dict[str, dict[str, int]] = {}   # node -> device file -> the line that gives it
     for r in lines:
         devs = r.files or []
         links, bad = _line_findings(r.line, r.fields, devs, shape)
@@ -316,22 +316,26 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report)
         dups: dict[int, list[str]] = {}
         for host in r.nodes if r.nodes is not None else [""]:
             slots = nodes.setdefault(host, [])
+            owner = owners.setdefault(host, {})
             for dev in devs:
-                prev = [s.line for s in slots if dev in line_files.get(s.line, ())]
-                if prev:
-                    dups.setdefault(prev[0], []).append(dev)
+                if dev in owner:
+                    dups.setdefault(owner[dev], []).append(dev)
                 else:
+                    owner[dev] = r.line
                     slots.append(slot)
         for prev_line, dup in dups.items():
             rep.add(r.line, f"File={', '.join(dict.fromkeys(dup))} already given on line {prev_line} for the "
                             "same node(s): each device belongs to one line")
-        line_files[r.line] = tuple(devs)
     return nodes
 
 
 def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
                plugin_dirs: list[str] | None = None, detected: list[str] | None = None) -> list[Finding]:
     """All findings for a gres.conf text, sorted by line (one per problem and line).
+
+    Raises:
+        TooLarge: more (node, line) pairs than :data:`MAX_NODE_LINES`
+            (:data:`slurm_plugin.gres_conf.MAX_NODE_LINES`).
 
     Args:
         text: the file's content.
@@ -360,9 +364,21 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
     _sharing_rules(good, rep)
     gres_lines = [r for r in good if not r.is_autodetect_only]
     broken = [r for r in recs if not r.usable]
+    pairs = sum(len(nodes) if r.nodes is None else len(r.nodes) for r in recs)
+    if pairs > MAX_NODE_LINES:
+        raise TooLarge(f"{len(recs)} lines over {len(nodes)} nodes make {pairs} (node, line) pairs, more than "
+                       f"the {MAX_NODE_LINES} dlgres checks")
+    per_node: dict[str, list[GresLine]] = {}
+    for r in gres_lines:
+        for n in nodes if r.nodes is None else dict.fromkeys(r.nodes):
+            per_node.setdefault(n, []).append(r)
+    broken_names: dict[str, set[str]] = {}
+    for r in broken:
+        for n in nodes if r.nodes is None else r.nodes:
+            broken_names.setdefault(n, set()).add(r.fields.get("name", "").lower())
     for node in nodes:
-        skip = {r.fields.get("name", "").lower() for r in broken if r.nodes is None or node in r.nodes}
-        mine = [r for r in gres_lines if r.nodes is None or node in r.nodes]
+        skip = broken_names.get(node, set())
+        mine = per_node.get(node, [])
         if mine:
             _node_rules(node, mine, auto[node], detected, rep)
         if slurm is not None:
@@ -373,7 +389,8 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
     bad_gpu = [r for r in broken if r.fields.get("name", "").lower() in ("gpu", "")]
     tainted = {n for r in bad_gpu for n in (r.nodes or slots)}  # numbering unknown after a bad line
     for host, node_slots in slots.items():
-        if host not in tainted and auto.get(host, auto.get("", "off")) == "off":
+        if (host not in tainted and auto.get(host, auto.get("", "off")) == "off"
+                and len(node_slots) <= MAX_FILES_PER_NODE):   # more is reported by _node_rules
             for f in _node_findings(node_slots):
                 rep.add(f.line, f.message)
     return rep.findings()

@@ -27,10 +27,12 @@ import re
 import socket
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from slurm_plugin import gres, gres_check, gres_slurmconf, hostlist, nvml, topo, topo_cpu
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.readfile import UnreadableFile, read_regular
 from slurm_plugin.nvml_fake import FakeNvml
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_NVML = 0, 1, 2, 3
@@ -38,6 +40,21 @@ EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_NVML = 0, 1, 2, 3
 
 class InputError(Exception):
     """Bad input; the message is printed as ``dlgres: <message>``."""
+
+
+def _count(limit: int) -> Callable[[str], int]:
+    """argparse ``type`` of a node shape option: an integer of at most ``limit`` (the limits and
+    their sources are in :mod:`slurm_plugin.topo_cpu`; values below 1 are refused by
+    :meth:`~slurm_plugin.topo_cpu.CpuTopology.from_shape`, naming the whole shape)."""
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"\s*[+-]?\d{1,12}\s*", text):
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
+        value = int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value} is more than {limit}, the most a real node has")
+        return value
+    parse.__name__ = "int"
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,9 +68,10 @@ def _parser() -> argparse.ArgumentParser:
                                                       "PluginDir, else Debian's)")
     p.add_argument("--node", help="NodeName= for the lines (default: none, for a node-local gres.conf)")
     p.add_argument("--type", dest="gpu_type", help="gres Type= (default: from the GPU name; none for --from-topo)")
-    p.add_argument("--sockets", type=int, help="node sockets (slurm.conf Sockets=)")
-    p.add_argument("--cores-per-socket", type=int, help="slurm.conf CoresPerSocket=")
-    p.add_argument("--threads-per-core", type=int, default=None, help="slurm.conf ThreadsPerCore= (default 1)")
+    p.add_argument("--sockets", type=_count(topo_cpu.MAX_SOCKETS), help="node sockets (slurm.conf Sockets=)")
+    p.add_argument("--cores-per-socket", type=_count(topo_cpu.MAX_CORES_PER_SOCKET), help="slurm.conf CoresPerSocket=")
+    p.add_argument("--threads-per-core", type=_count(topo_cpu.MAX_THREADS_PER_CORE), default=None,
+                   help="slurm.conf ThreadsPerCore= (default 1)")
     p.add_argument("--sysfs", default="/sys/devices/system/cpu", help="CPU topology root for the NVML path")
     p.add_argument("--allow-partial", action="store_true", help="print the GPUs of a cut-off capture, marked PARTIAL")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
@@ -64,12 +82,6 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?")
 """One Slurm node name (slurm.conf(5) NodeName: a hostname, RFC 1123 letters, digits, ``-``,
 ``.``, plus ``_`` which Slurm also accepts)."""
 _HOSTLIST_CHARS = re.compile(r"[A-Za-z0-9._\-\[\],]+")
-_BAD_TYPE = re.compile(r"[\s=,:#\x00-\x1f\x7f]")
-"""Characters a gres.conf(5) ``Type=`` cannot hold: whitespace and ``=`` end the key=value
-token, ``,`` separates list values, ``:`` separates name:type:count in ``Gres=``, ``#`` starts a
-comment, and control characters (a newline starts a new line of gres.conf)."""
-
-
 def _validate(a: argparse.Namespace) -> None:
     """Every user value dlgres writes into gres.conf: ``--node`` (a hostlist expression of
     Slurm node names) and ``--type``. Raises InputError naming the flag."""
@@ -84,9 +96,8 @@ def _validate(a: argparse.Namespace) -> None:
         if not ok:
             raise InputError(f"--node {a.node!r} is not a Slurm node name or hostlist (letters, digits, "
                              "'-', '.', '_', brackets like gpu[01-04]); give the NodeName from slurm.conf")
-    if a.gpu_type is not None and (not a.gpu_type or _BAD_TYPE.search(a.gpu_type)):
-        raise InputError(f"--type {a.gpu_type!r} is not a gres Type: no spaces, '=', ',', ':', '#' or "
-                         "control characters (gres.conf(5)); e.g. --type a100")
+    if a.gpu_type is not None and gres.type_problem(a.gpu_type):
+        raise InputError(f"--type {a.gpu_type!r} is not a gres Type: {gres.TYPE_RULE}; e.g. --type a100")
 
 
 def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None:
@@ -102,11 +113,25 @@ def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None
     return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, 1 if a.threads_per_core is None else a.threads_per_core)
 
 
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+"""Largest file dlgres reads (a capture, gres.conf, slurm.conf, a recorded NVML), bytes: 16 MiB.
+An 8-GPU ``nvidia-smi topo -m`` is about 3 KiB and a gres.conf or slurm.conf of thousands of
+nodes well under 1 MiB; the bound only keeps a wrong path from filling memory."""
+
+
 def _read(path: str) -> str:
+    """The text of the input file ``path``: a regular file of at most :data:`MAX_INPUT_BYTES`,
+    in UTF-8, read by :func:`slurm_plugin.readfile.read_regular` (a FIFO, ``/dev/zero`` or a
+    directory is refused at once, never read). Raises InputError: one line naming the file."""
     try:
-        return Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read {path}: {e}") from None
+        raw, _ = read_regular(path, MAX_INPUT_BYTES)
+    except UnreadableFile as e:
+        raise InputError(f"cannot read {visible(path)}: {e.reason}"
+                         + (", the most dlgres reads" if e.too_big else "")) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"cannot read {visible(path)}: not UTF-8 text (byte {e.start})") from None
 
 
 def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], notes: list[str],
@@ -144,7 +169,10 @@ def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], not
 def _from_topo(a: argparse.Namespace) -> int:
     cpu = _shape(a, required=True)
     assert cpu is not None
-    t = topo.parse_topo(_read(a.from_topo))
+    try:
+        t = topo.parse_topo(_read(a.from_topo))
+    except topo.TopoError as e:
+        raise InputError(f"{visible(a.from_topo)}: {e}") from None
     if t.partial and not a.allow_partial:
         missing = ",".join(f"GPU{g}" for g in t.missing)
         raise InputError(
@@ -185,7 +213,10 @@ def _check(a: argparse.Namespace) -> int:
         dirs = [DEBIAN_PLUGIN_DIR]
     text = _read(a.check)
     names = _detected_names(a) if "autodetect" in text.lower() else None
-    findings = gres_check.check_gres(text, _shape(a, required=False), slurm, dirs, names)
+    try:
+        findings = gres_check.check_gres(text, _shape(a, required=False), slurm, dirs, names)
+    except gres_check.TooLarge as e:
+        raise InputError(f"{visible(a.check)}: {e}") from None
     if a.json:
         print(json.dumps({"file": a.check, "findings": [{"line": f.line, "message": f.message} for f in findings]}, indent=1))
     else:

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
+from slurm_plugin.cli_util import visible
+from slurm_plugin.gres import type_problem
 
 KNOWN_KEYS = {
     "autodetect", "count", "cores", "cpus", "file", "flags", "links", "multiplefiles",
@@ -84,11 +86,24 @@ def _tokens(body: str) -> list[tuple[str, str]]:
     return out
 
 
+MAX_FILES_PER_NODE = 1024
+"""gres.conf(5), File: "Count is limited in size (currently 1024) for each node"; a File= or
+MultipleFiles= of more is refused before it is expanded further."""
+MAX_NODES = 65536
+"""Most names a NodeName= expands to: more than any Slurm cluster has (the largest have tens of
+thousands of nodes); the bound keeps ``n[0-99999],m[0-99999],...`` from filling memory."""
+
+
 def _expand(rec: GresLine, key: str, what: str) -> list[str] | None:
+    limit = MAX_NODES if key == "nodename" else MAX_FILES_PER_NODE
     try:
-        return hostlist.expand(rec.fields[key])
+        return hostlist.expand(rec.fields[key], limit=limit)
     except ValueError as e:
-        rec.refuse(f"{what}={rec.fields[key]}: {e}; write ranges as name[0-3] or name[0,2-3]")
+        if "more than" in str(e):
+            rec.refuse(f"{what}= names more than {limit} " + ("nodes, more than dlgres checks" if key == "nodename"
+                       else "files: at most 1024 per node (gres.conf(5))"))
+        else:
+            rec.refuse(f"{what}={rec.fields[key][:60]}: {e}; write ranges as name[0-3] or name[0,2-3]")
         return None
 
 
@@ -171,6 +186,9 @@ def parse_line(lineno: int, raw: str) -> GresLine | None:
     if "name" not in rec.fields and not rec.is_autodetect_only:
         rec.refuse("no Name=: slurmd ignores a GRES line without a name (e.g. Name=gpu)")
         return rec
+    if "type" in rec.fields and type_problem(rec.fields["type"]):
+        rec.faults.append(f"Type={visible(rec.fields['type'])}: {type_problem(rec.fields['type'])} "
+                          f"(dlgres --type refuses it too); rename the type here and in slurm.conf Gres=")
     _check_files(rec)
     if rec.usable:
         _check_count(rec)
@@ -178,11 +196,30 @@ def parse_line(lineno: int, raw: str) -> GresLine | None:
     return rec
 
 
+MAX_NODE_LINES = 1 << 20
+"""Most (node, line) pairs one file may name (65536 nodes with 16 lines each): the node names
+of all NodeName= together. A bigger file is refused with :class:`TooLarge` as soon as it is
+reached, instead of expanding names without bound and taking minutes to check."""
+
+
+class TooLarge(ValueError):
+    """The gres.conf names more (node, line) pairs than :data:`MAX_NODE_LINES`."""
+
+
 def parse_gres_conf(text: str) -> list[GresLine]:
-    """All records of a gres.conf text, in line order."""
+    """All records of a gres.conf text, in line order.
+
+    Raises:
+        TooLarge: the NodeName= lists of the lines add up to more than :data:`MAX_NODE_LINES`.
+    """
     out = []
+    names = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
         rec = parse_line(lineno, raw)
         if rec is not None:
+            names += len(rec.nodes or ())
+            if names > MAX_NODE_LINES:
+                raise TooLarge(f"line {lineno}: the NodeName= lists up to here name {names} nodes in all, more "
+                               f"than the {MAX_NODE_LINES} dlgres checks")
             out.append(rec)
     return out

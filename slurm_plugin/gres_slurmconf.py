@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
-from slurm_plugin.gres_conf import parse_count
+from slurm_plugin.gres_conf import MAX_NODE_LINES, MAX_NODES, parse_count
 
 
 _AROUND_EQUALS = re.compile(r"\s*=\s*")
@@ -68,11 +68,13 @@ def parse_slurm_conf(text: str) -> SlurmConf:
     """Read GresTypes, PluginDir, ClusterName and every node's Gres= from slurm.conf text.
 
     Raises:
-        SlurmConfError: a malformed NodeName hostlist or Gres= value (line given).
+        SlurmConfError: a malformed NodeName hostlist or Gres= value, or more than
+            :data:`~slurm_plugin.gres_conf.MAX_NODES` nodes (line given).
     """
     conf = SlurmConf()
     default_gres: dict[tuple[str, str], int] = {}
     default_state = ""
+    named = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
         body = _AROUND_EQUALS.sub("=", raw.split("#", 1)[0].strip())
         if not body:
@@ -95,9 +97,13 @@ def parse_slurm_conf(text: str) -> SlurmConf:
             default_state = kv.get("state", default_state)
             continue
         try:
-            names = hostlist.expand(kv["nodename"])
+            names = hostlist.expand(kv["nodename"], limit=MAX_NODES)
         except ValueError as e:
-            raise SlurmConfError(f"slurm.conf line {lineno}: NodeName={kv['nodename']}: {e}") from None
+            raise SlurmConfError(f"slurm.conf line {lineno}: NodeName={kv['nodename'][:60]}: {e}") from None
+        named += len(names)
+        if named > MAX_NODE_LINES or len(conf.node_gres.keys() | names) > MAX_NODES:
+            raise SlurmConfError(f"slurm.conf line {lineno}: the NodeName= lines up to here name more than "
+                                 f"{MAX_NODES} nodes, more than dlgres checks")
         cloud = kv.get("state", default_state).upper() == "CLOUD"
         for n in names:
             conf.node_gres[n] = dict(default_gres if gres is None else gres)

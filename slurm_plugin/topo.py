@@ -149,8 +149,10 @@ def parse_topo(text: str) -> Topology:
     number: ``10-19,30-39`` could have been ``10-19,30-399``).
 
     Raises:
-        TopoError: no header, an unknown connection cell, a malformed CPU list, or a GPU
-            row whose name is not a header column; messages give the line number.
+        TopoError: no header, a header column named twice, an unknown connection cell, a
+            malformed CPU list (or a CPU id beyond any Slurm node's), a GPU row whose name is
+            not a header column or that comes twice, ``X`` off the row's own column, or an
+            asymmetric matrix (GPU0→GPU1 differs from GPU1→GPU0); messages give the line number.
     """
     lines = strip_escapes(text).splitlines()
     h = _find_header(lines)
@@ -170,12 +172,17 @@ def parse_topo(text: str) -> Topology:
         len(gpu_lines) < len(gpus_cols) and bool(body) and body[-1] == len(lines) - 1
         and not strip_escapes(text).endswith("\n")
     )
+    twice = sorted({c for c in devices if devices.count(c) > 1})
+    if twice:
+        raise TopoError(f"line {h + 1}: the header names column {twice[0]} twice")
     rows: list[GpuRow] = []
     notes: list[str] = []
-    seen_names: set[str] = set()
+    seen_names: dict[str, int] = {}
     for i in body:
         name = _split(lines[i])[0]
-        seen_names.add(name)
+        if name in seen_names:
+            raise TopoError(f"line {i + 1}: a second row {name!r} (the first is line {seen_names[name]})")
+        seen_names[name] = i + 1
         if name not in devices:
             raise TopoError(f"line {i + 1}: row {name!r} is not a column of the header")
         if not _GPU_RE.match(name):
@@ -187,6 +194,7 @@ def parse_topo(text: str) -> Topology:
             notes.append(got)
         else:
             rows.append(got)
+    _check_matrix(rows, gpus_cols)
     have = {r.index for r in rows}
     missing = tuple(g for g in gpus_cols if g not in have)
     absent = [g for g in gpus_cols if f"GPU{g}" not in seen_names]
@@ -202,6 +210,32 @@ def parse_topo(text: str) -> Topology:
         missing=missing,
         notes=tuple(notes),
     )
+
+
+def _check_matrix(rows: list[GpuRow], cols: list[int]) -> None:
+    """Refuse GPU rows that ``nvidia-smi topo -m`` cannot print: ``X`` anywhere but on the row's
+    own column, or a connection that differs from the one the other row gives (the matrix is
+    symmetric: GPU0→GPU1 is GPU1→GPU0). Such a capture was edited or mangled, and its ``Links=``
+    would be refused by ``dlgres --check`` (and slurmd's reading of it is undefined).
+
+    Raises:
+        TopoError: the first fault, naming both cells and their lines.
+    """
+    pos = {g: k for k, g in enumerate(cols)}
+    for r in rows:
+        xs = [cols[k] for k, c in enumerate(r.peers) if c == "X"]
+        if xs != [r.index]:
+            found = ", ".join(f"GPU{g}" for g in xs) or "no column"
+            raise TopoError(f"line {r.line}: row GPU{r.index} has X (the GPU itself) under {found}, not only "
+                            f"under GPU{r.index}: the capture was edited or mangled; take a fresh "
+                            "'nvidia-smi topo -m'")
+    for k, a in enumerate(rows):
+        for b in rows[k + 1:]:
+            ab, ba = a.peers[pos[b.index]], b.peers[pos[a.index]]
+            if ab != ba:
+                raise TopoError(f"line {b.line}: GPU{b.index} to GPU{a.index} is {ba} but line {a.line} gives "
+                                f"GPU{a.index} to GPU{b.index} as {ab}: 'nvidia-smi topo -m' prints a symmetric "
+                                "matrix, so the capture was edited or mangled; take a fresh one")
 
 
 def check_shape(topo: Topology, cpu: CpuTopology) -> None:

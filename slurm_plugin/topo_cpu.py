@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurm_plugin.readfile import UnreadableFile, read_regular
+
 _RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
@@ -24,23 +26,93 @@ class CpuTopologyError(ValueError):
     """A CPU list or topology source is malformed or does not fit the node."""
 
 
-def parse_ranges(text: str) -> tuple[int, ...]:
+MAX_CPUS = 65533
+"""Most CPUs a node may have, hence the bound of every CPU or core id dlgres reads (``0`` to
+``MAX_CPUS - 1``): Slurm keeps a node's CPU, socket, core and thread counts in 16 bits (slurm.h
+``node_info_t``: ``uint16_t cpus, sockets, cores, threads``), ``0xfffe`` and ``0xffff`` being
+``NO_VAL16`` and ``INFINITE16``. A list is checked against it before anything is expanded, so
+``0-99999999999`` is refused at once instead of filling memory."""
+MAX_SOCKETS = 64
+"""Most ``--sockets``: the largest single-system-image x86 servers have 32 sockets (HPE
+Superdome Flex); twice that leaves room."""
+MAX_CORES_PER_SOCKET = 1024
+"""Most ``--cores-per-socket``: today's largest CPUs have 192 (AMD EPYC 9965) and 288 (Intel
+Xeon 6 6900E) cores per socket."""
+MAX_THREADS_PER_CORE = 8
+"""Most ``--threads-per-core``: IBM POWER's SMT8 is the most threads per core any CPU has."""
+
+
+def parse_ranges(text: str, limit: int = MAX_CPUS, what: str = "CPU") -> tuple[int, ...]:
     """``"0-3,8,10-11"`` → ``(0, 1, 2, 3, 8, 10, 11)`` (sorted, unique).
 
+    Every id must be below ``limit`` (default :data:`MAX_CPUS`; ``what`` names the ids in the
+    message). Items are checked and merged as ranges before any is expanded, so the work and
+    the result are bounded by ``limit`` however long or wide the text is.
+
     Raises:
-        CpuTopologyError: an empty item, a non-number, or a descending range (``5-3``).
+        CpuTopologyError: an empty item, a non-number, a descending range (``5-3``), or an id
+            at or above ``limit``.
     """
-    out: set[int] = set()
+    spans: list[tuple[int, int]] = []
     for item in text.strip().split(","):
         m = _RANGE_RE.match(item.strip())
         if not m:
-            raise CpuTopologyError(f"bad range item {item!r} in {text!r}: expected N or N-M")
+            raise CpuTopologyError(f"bad range item {_short(item)!r} in {_short(text)!r}: expected N or N-M")
+        if len(m.group(1)) > 12 or len(m.group(2) or "") > 12:   # int() of a huge string is slow
+            raise CpuTopologyError(f"{what} {_short(item.strip())} in {_short(text)!r} is above {limit - 1}, "
+                                   f"the highest {what} id of a Slurm node ({_LIMIT_WHY})")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
-            raise CpuTopologyError(f"descending range {item!r} in {text!r}")
-        out.update(range(lo, hi + 1))
-    return tuple(sorted(out))
+            raise CpuTopologyError(f"descending range {_short(item)!r} in {_short(text)!r}")
+        if hi >= limit:
+            raise CpuTopologyError(f"{what} {hi} in {_short(text)!r} is above {limit - 1}, the highest "
+                                   f"{what} id of a Slurm node ({_LIMIT_WHY})")
+        spans.append((lo, hi))
+    out: list[int] = []
+    top = -1
+    for lo, hi in sorted(spans):
+        if hi > top:
+            out.extend(range(max(lo, top + 1), hi + 1))
+            top = hi
+    return tuple(out)
+
+
+_LIMIT_WHY = "Slurm counts a node's CPUs in 16 bits"
+
+
+def _short(text: str, width: int = 40) -> str:
+    """``text`` cut to ``width`` characters with ``...``, for a message quoting a long list."""
+    return text if len(text) <= width else text[:width] + "..."
+
+
+def _read_id(path: Path) -> int:
+    """The number in a sysfs topology file (read as a regular file of at most 4 KiB, as sysfs
+    files are: :func:`slurm_plugin.readfile.read_regular`)."""
+    try:
+        raw, _ = read_regular(path, 4096)
+        text = raw.decode("ascii").strip()
+        if not text.isdigit() or len(text) > 12:
+            raise ValueError
+        return int(text)
+    except UnreadableFile as e:
+        raise CpuTopologyError(f"cannot read {path}: {e.reason}") from None
+    except ValueError:   # UnicodeDecodeError too
+        raise CpuTopologyError(f"{path}: not a CPU topology id (a number)") from None
+
+
+def shape_problem(sockets: int, cores_per_socket: int, threads_per_core: int) -> str | None:
+    """Why a node shape of at least 1 each is beyond any real node (a limit above is exceeded),
+    naming the option and the limit; None when it is within them."""
+    for value, option, limit in ((sockets, "--sockets", MAX_SOCKETS),
+                                 (cores_per_socket, "--cores-per-socket", MAX_CORES_PER_SOCKET),
+                                 (threads_per_core, "--threads-per-core", MAX_THREADS_PER_CORE)):
+        if value > limit:
+            return f"{option} {value} is more than {limit}, the most a real node has"
+    total = sockets * cores_per_socket * threads_per_core
+    if total > MAX_CPUS:
+        return f"{total} CPUs, more than {MAX_CPUS}, the most a Slurm node has ({_LIMIT_WHY})"
+    return None
 
 
 def format_ranges(values: Iterable[int]) -> str:
@@ -87,13 +159,17 @@ class CpuTopology:
         prints for an HGX H100), CPU 56-111 and 168-223 socket 1.
 
         Raises:
-            CpuTopologyError: a shape value below 1.
+            CpuTopologyError: a shape value below 1, or beyond a real node's
+                (:func:`shape_problem`).
         """
         if min(sockets, cores_per_socket, threads_per_core) < 1:
             raise CpuTopologyError(
                 f"node shape {sockets}x{cores_per_socket}x{threads_per_core}: "
                 "sockets, cores per socket and threads per core must be >= 1"
             )
+        problem = shape_problem(sockets, cores_per_socket, threads_per_core)
+        if problem:
+            raise CpuTopologyError(f"node shape {sockets}x{cores_per_socket}x{threads_per_core}: {problem}")
         per_thread = sockets * cores_per_socket
         mapping = {t * per_thread + c: c for t in range(threads_per_core) for c in range(per_thread)}
         return cls(mapping, sockets, cores_per_socket, threads_per_core)
@@ -106,7 +182,8 @@ class CpuTopology:
         ``core_id`` (hwloc's logical order); offline CPUs (no topology dir) are skipped.
 
         Raises:
-            CpuTopologyError: no CPU topology under ``root``, or sockets of unequal size.
+            CpuTopologyError: no CPU topology under ``root``, a topology file that is not a
+                small regular file holding a number, or sockets of unequal size.
         """
         base = Path(root)
         where: dict[int, tuple[int, int]] = {}
@@ -114,8 +191,11 @@ class CpuTopology:
             topo = d / "topology"
             if not d.name[3:].isdigit() or not (topo / "core_id").is_file():
                 continue
-            pkg = int((topo / "physical_package_id").read_text().strip())
-            where[int(d.name[3:])] = (pkg, int((topo / "core_id").read_text().strip()))
+            cpu = int(d.name[3:]) if len(d.name) < 10 else MAX_CPUS
+            if cpu >= MAX_CPUS:
+                raise CpuTopologyError(f"{d}: CPU {d.name[3:]} is above {MAX_CPUS - 1}, the highest CPU id of a "
+                                       f"Slurm node ({_LIMIT_WHY})")
+            where[cpu] = (_read_id(topo / "physical_package_id"), _read_id(topo / "core_id"))
         if not where:
             raise CpuTopologyError(f"no CPU topology found under {base}")
         return cls.from_placement(where)

@@ -24,15 +24,11 @@ from typing import Any
 
 from slurm_plugin import marker
 from slurm_plugin.cli_util import visible
+from slurm_plugin.names import SLURM_NAME_RE, SLURM_NAME_RULE  # one rule for every Slurm name
 from submit.errors import SpecError
 
 RUNTIMES = ("none", "pyxis", "apptainer")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.-]*$")
-"""A Slurm name we pass on: partition, account, QOS, GRES type (letters, digits, ``_.-``, not
-starting with ``-``: ``--partition=--`` or ``--gres=gpu:-x:1`` would reach Slurm as an option or
-a malformed GRES). Every Slurm name dlsubmit writes (CLI, site config, spec) uses this one rule."""
-SLURM_NAME_RULE = "must be a Slurm name (letters, digits, _ . -; not starting with -)"
 
 
 @dataclass(frozen=True)

@@ -275,15 +275,16 @@ def test_cli_from_topo_refuses_a_shape_the_capture_contradicts(capsys: pytest.Ca
 _SHAPE = ["--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "2"]
 _NODE_MSG = ("dlgres: --node {!r} is not a Slurm node name or hostlist (letters, digits, '-', '.', '_', "
              "brackets like gpu[01-04]); give the NodeName from slurm.conf\n")
-_TYPE_MSG = ("dlgres: --type {!r} is not a gres Type: no spaces, '=', ',', ':', '#' or control characters "
-             "(gres.conf(5)); e.g. --type a100\n")
+_TYPE_MSG = ("dlgres: --type {!r} is not a gres Type: letters, digits, '_', '.' and '-' (not first), as dlsubmit "
+             "requests it; e.g. --type a100\n")
 
 
 @pytest.mark.parametrize("flag, value", [
     ("--node", "bad node"), ("--node", "n1\nAutoDetect=nvml"), ("--node", "n1=x"), ("--node", "x["),
     ("--node", "n1#c"), ("--node", "n\u00e9"), ("--node", "n1;rm"), ("--node", ""),
     ("--type", "a100 Flags=foo"), ("--type", "a100\nAutoDetect=nvml"), ("--type", "a,b"), ("--type", "a:b"),
-    ("--type", "a#b"), ("--type", "a=b"), ("--type", "a\tb"), ("--type", ""),
+    ("--type", "a#b"), ("--type", "a=b"), ("--type", "a\tb"), ("--type", ""), ("--type", "$(id)a100"),
+    ("--type", "a100'"),
 ])
 def test_cli_refuses_node_and_type_that_would_break_gres_conf(capsys: pytest.CaptureFixture[str], flag: str,
                                                                 value: str):
