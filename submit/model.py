@@ -81,7 +81,9 @@ class Job:
         gang: all instances start together (False: a job array, one element per instance).
         placement: ``consolidate`` (fewest nodes) or ``spread`` (one instance per node).
         gpu_type: GRES type (``a100``) or ``None`` for any.
-        envs: extra environment (name, value) pairs exported to every task.
+        envs: the job's environment (name, value) pairs, set for every task's command and only
+            for it (never for the script's own machinery); names Slurm or the runtime set are
+            refused (submit/runtime.py ``reserved_env``).
         data_dir, output_dir, code_dir: PAI_DATA_DIR / PAI_OUTPUT_DIR / PAI_CODE_DIR.
         signal, grace_s: checkpoint contract asked by the spec, ``None`` = site default.
         enforce_binding: ``--gres-flags=enforce-binding`` asked by the spec (``None`` = site).

@@ -20,13 +20,13 @@ from typing import Any
 
 from submit.errors import SpecError
 
-_SECRET_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 _REF_RE = re.compile(
     r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)\s*%>"
 )
 _STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
-_PARAM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _MISSING = object()
 
 

@@ -11,11 +11,15 @@ submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu=<N>M`` (memoryMB is per 
 ``virtualCluster`` becomes ``--partition``/``--account``/``--qos`` through the site config.
 Every value lands quoted for its layer, site and command-line values included: bash arrays are
 single-quoted word by word, ``#SBATCH`` values go through :func:`sbatch_word`. The job's
-values follow as bash variables, then the fixed runtime of submit/runtime.py. The checkpoint
+values follow as bash variables (the job's environment, v1 ``jobEnvs``, too: as the plain
+array ``DL_JOB_ENV``, applied by each task to its command alone, never exported to the batch
+shell), then the fixed runtime of submit/runtime.py. The checkpoint
 contract is declared with ``slurm_plugin.marker`` in ``--comment``.
 """
 
 from __future__ import annotations
+
+import re
 
 from submit import packing, runtime
 from submit.model import Job, Role
@@ -205,8 +209,24 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
         f"PAI_CODE_DIR={bash_word(job.code_dir)}",
         "export PAI_DEFAULT_FS_URI",
     ]
-    lines += [f"export {k}={bash_word(v)}" for k, v in job.envs]
+    lines.append(_array("DL_JOB_ENV", job_env_words(job)))
     return lines
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def job_env_words(job: Job) -> list[str]:
+    """The job's environment as ``NAME=VALUE`` words. The script keeps them in the plain array
+    ``DL_JOB_ENV`` (never exported): each task hands them to ``env`` for its command's shell
+    only (submit/runtime.py), so nothing of the script's own machinery runs under them. The spec
+    models refuse reserved and malformed names with their field path; this refuses them again
+    for a :class:`Job` built another way."""
+    bad = [k for k, _ in job.envs if not _ENV_NAME.fullmatch(k) or runtime.reserved_env(k)]
+    if bad:
+        raise SpecError([f"jobEnvs: {k!r} cannot be a job environment variable: "
+                         f"{runtime.reserved_env(k) or 'not a shell variable name'}" for k in bad])
+    return [f"{k}={v}" for k, v in job.envs]
 
 
 def render_sbatch(job: Job, options: RenderOptions, secrets_file: str | None = None) -> str:

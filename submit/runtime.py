@@ -27,7 +27,11 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
    It fills ``<% $secrets.NAME %>`` in the command text, runs the command (again, up to the
    role's ``taskRetryCount`` times while it fails and no checkpoint signal came) and records the
-   final exit status in a per-attempt file. The shell that runs the command catches the
+   final exit status in a per-attempt file. The job's environment (v1 ``jobEnvs``) arrives as
+   ``NAME=VALUE`` arguments and is applied by ``env`` to the command's shell alone, so a
+   ``PATH``, ``LD_PRELOAD``, ``IFS`` or ``BASH_ENV`` there changes the user's command and nothing
+   of this runtime; names this runtime or Slurm set for the tasks are refused at submit time
+   (:func:`reserved_env`). The shell that runs the command catches the
    checkpoint signal with a no-op (its children get the default action back at exec), so it
    survives the signal and keeps waiting for the program: a shell killed by it would orphan the
    program outside the step, where Slurm's kill at requeue cannot reach it under
@@ -46,6 +50,38 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
 """
 
 from __future__ import annotations
+
+RESERVED_ENV_PREFIXES = {
+    "SLURM_": "Slurm sets SLURM_* in every task, and srun and sbatch read them as options",
+    "SLURMD_": "Slurm sets SLURMD_* in every task",
+    "DL_": "DL_* is dlsubmit's own namespace (the checkpoint and requeue contract, DL_CHECKPOINT_DIR, "
+           "DL_TASK_RETRY, ...)",
+    "PAI_": "dlsubmit sets the OpenPAI runtime variables PAI_* in every task",
+}
+"""Name prefixes a job's environment may not use, with the reason (docs/dlsubmit.md, "The job's
+own environment"). tests/test_dlsubmit_job_envs.py checks that every name :data:`RUNTIME` and
+:data:`TASK_PROLOGUE` export is covered here or in :data:`RESERVED_ENV_NAMES`."""
+
+RESERVED_ENV_NAMES = {
+    **dict.fromkeys(("RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"),
+                    "dlsubmit sets it in every task for the distributed-training rendezvous"),
+    **dict.fromkeys(("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"),
+                    "the GPU device contract sets it in every task (extras.gpuIsolation: task "
+                    "narrows CUDA_VISIBLE_DEVICES)"),
+    **dict.fromkeys(("GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES"),
+                    "Slurm's gres/gpu plugin sets it to the GPUs of every task's step"),
+}
+"""Single names a job's environment may not use, with the reason."""
+
+
+def reserved_env(name: str) -> str | None:
+    """Why ``name`` may not be a job environment variable (it would replace what Slurm or this
+    runtime give every task), or ``None`` when it may."""
+    if name in RESERVED_ENV_NAMES:
+        return RESERVED_ENV_NAMES[name]
+    return next((why for prefix, why in RESERVED_ENV_PREFIXES.items() if name.startswith(prefix)),
+                None)
+
 
 TASK_PROLOGUE = r"""set -u
 dl_r=$1
@@ -99,10 +135,15 @@ for dl_name in ${DL_SECRET_LIST:-}; do
   unset "$dl_var"
 done
 unset DL_SECRET_LIST
+dl_run=(/bin/bash)
+# the job's environment (v1 jobEnvs, NAME=VALUE from argument 13 on) reaches only the command's
+# shell: env(1) sets it after this prologue's work, so PATH, LD_PRELOAD, IFS or BASH_ENV there
+# change the user's command, never the machinery around it
+(( $# > 12 )) && dl_run=(/usr/bin/env "${@:13}" /bin/bash)
 dl_sig=0
 trap 'dl_sig=1' "$DL_SIGNAL"
 for ((dl_try = 0; ; dl_try++)); do
-  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd /bin/bash -c 'trap : "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
+  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'trap : "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
   dl_rc=$?
   (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2
@@ -274,7 +315,7 @@ dl_launch() {
   cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
   cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")
   cmd+=("${DL_ROLE_PORT0[r]}" "${DL_ROLE_PORTS_PER_TASK[r]}" "${DL_ROLE_TASK_RETRIES[r]}")
-  cmd+=("${DL_ROLE_PORTS[r]}")
+  cmd+=("${DL_ROLE_PORTS[r]}" ${DL_JOB_ENV[@]+"${DL_JOB_ENV[@]}"})
   exec "${cmd[@]}"
 }
 

@@ -5,7 +5,9 @@ contrib/pai_vscode/schemas/pai_job_config.schema.json) and the v1 job tutorial: 
 ``taskRoles[]`` with ``name``, ``taskNumber``, ``cpuNumber``, ``memoryMB``, ``gpuNumber``,
 ``command``. ``retryCount`` -2 means unlimited retries. ``minFailedTaskCount`` defaults to 1
 and ``minSucceededTaskCount`` to off (FrameworkLauncher's ApplicationCompletionPolicy).
-``jobEnvs`` are exported to every task (``--param k=v`` overrides a declared one).
+``jobEnvs`` are set for every task's command, and only for it (``--param k=v`` overrides a
+declared one); names that Slurm or the script's runtime set (``SLURM_*``, ``DL_*``, ``PAI_*``,
+``RANK``, ...: submit/runtime.py ``reserved_env``) are refused.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import msgspec
 
 from submit import model
 from submit.extras import _GRES_TYPE_RE, Extras
-from submit.validation import (_IDENT_RE, Ident, Int, NonEmpty, NotEmpty, Scalar, SpecError, Struct, Text,
-                               validate)
+from submit.validation import (_IDENT_RE, EnvName, Ident, Int, NonEmpty, NotEmpty, Scalar, SpecError,
+                               Struct, Text, validate)
 
 
 class PortV1(Struct, kw_only=True):
@@ -57,7 +59,7 @@ class JobV1(Struct, kw_only=True):
     gpuType: Text | None = None  # type: ignore[valid-type]
     retryCount: Int(-2, 1000) = 0  # type: ignore[valid-type]
     killAllOnCompletedTaskNumber: Int(0, 100_000) | None = None  # type: ignore[valid-type]
-    jobEnvs: dict[Ident, Scalar] = msgspec.field(default_factory=dict)  # type: ignore[valid-type]
+    jobEnvs: dict[EnvName, Scalar] = msgspec.field(default_factory=dict)  # type: ignore[valid-type]
     extras: Extras = msgspec.field(default_factory=Extras)
     taskRoles: Annotated[list[TaskRoleV1], NotEmpty]
 

@@ -28,11 +28,12 @@ import msgspec
 
 from prioritizer.policy.validation import not_text_message, read_as_not_text
 from submit.errors import SpecError, field_path
+from submit.runtime import reserved_env
 
 __all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
-           "Int", "Text", "NonEmpty", "Ident", "Scalar", "Bool", "NotEmpty"]
+           "Int", "Text", "NonEmpty", "Ident", "EnvName", "Scalar", "Bool", "NotEmpty"]
 
-_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")   # \Z: "$" also matches before a final newline
 
 
 class Struct(msgspec.Struct, forbid_unknown_fields=True):
@@ -117,6 +118,15 @@ def _ident(v: Any) -> str:
     return v
 
 
+def _env_name(v: Any) -> str:
+    v = _ident(v)
+    why = reserved_env(v)
+    if why:
+        raise ValueError(f"{v} is reserved ({why}); rename the variable: the job's environment "
+                         "may not replace what Slurm or dlsubmit set for every task")
+    return v
+
+
 def _scalar(v: Any) -> str | int | float | bool:
     if isinstance(v, bool | int | float):
         return v
@@ -133,7 +143,10 @@ Text = marker("Text", str, _text)
 """Any string without NUL (commands, paths, names)."""
 NonEmpty = marker("NonEmpty", str, _nonempty)
 Ident = marker("Ident", str, _ident)
-"""A shell variable name (env keys, port labels)."""
+"""A shell variable name (port labels, parameter names)."""
+EnvName = marker("EnvName", str, _env_name)
+"""A job environment variable's name: a shell variable name that Slurm and the script's runtime
+do not set themselves (submit/runtime.py :func:`~submit.runtime.reserved_env`)."""
 Scalar = marker("Scalar", (str, int, float, bool), _scalar)
 Bool = marker("Bool", bool, _bool)
 

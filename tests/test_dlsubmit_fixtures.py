@@ -28,7 +28,7 @@ TABLE = {
     # ps 2 x (2, 4000, 0): 2 per node; worker 3 x (4, 10000, 2): min(3, 4, 4, 6) = 3 -> gpu:6
     "v1-hetjob-with-comments.jsonc": (
         0, [res(1, 2, 2, 2, 2000, None), res(1, 3, 3, 4, 2500, "gpu:6")],
-        ["export lr='0.1'", "export depth='20'", "DL_ROLE_MIN_SUCCEEDED=('-1' '3')", "DL_ROLE_PORTS=('grpc:1' '')"]),
+        ["DL_JOB_ENV=('lr=0.1' 'depth=20')", "DL_ROLE_MIN_SUCCEEDED=('-1' '3')", "DL_ROLE_PORTS=('grpc:1' '')"]),
     # chief 1 x (2, 4000, 1); worker 4 x (4, 16000, 2): min(4, 4, 4, 4) = 4 -> gpu:8
     "v2-hetjob-two-roles.yaml": (
         0, [res(1, 1, 1, 2, 2000, "gpu:1"), res(1, 4, 4, 4, 4000, "gpu:8")],

@@ -31,7 +31,7 @@ TABLE = {
     # ps_server 2 x (2, 8192, 0): 64000//8192 = 7 >= 2; worker 2 x (2, 16384, 4): 8//4 = 2
     "v1-job-tutorial-complete-example-with-comments.jsonc": (
         0, [res(1, 2, 2, 2, 4096, None), res(1, 2, 2, 2, 8192, "gpu:8")],
-        ["export batch_size='32'", "export job_model='resnet20'",
+        ["DL_JOB_ENV=('batch_size=32' 'job_model=resnet20')",
          "DL_ROLE_PORTS=('http:1 ssh:1' 'http:1 ssh:1')", "DL_ROLE_MIN_SUCCEEDED=('-1' '2')"]),
     "v1-pytorch-mnist-minimal.json": (0, [res(1, 1, 1, 4, 2048, "gpu:1")],
                                       ["'cd examples/mnist && python main.py'"]),

@@ -93,7 +93,7 @@ def _job_section_values(script: str) -> list[str]:
     """Run the job section of ``script`` in bash and return the values it assigned."""
     section = script.split("# ---- this job ----\n", 1)[1].split("read -r -d ''", 1)[0]
     show = ('printf "%s\\0" "$DL_JOB_NAME" "${DL_ROLE_NAME[@]}" "${DL_ROLE_COMMAND[@]}" '
-            '"${DL_ROLE_IMAGE[@]}" "$PAI_DATA_DIR" "$DL_CHECKPOINT_ROOT" "$MYENV"')
+            '"${DL_ROLE_IMAGE[@]}" "$PAI_DATA_DIR" "$DL_CHECKPOINT_ROOT" "${DL_JOB_ENV[@]}"')
     out = subprocess.run(["bash", "-c", section + "\n" + show], capture_output=True, check=True)
     return out.stdout.decode().split("\0")[:-1]
 
@@ -115,7 +115,7 @@ def test_hostile_strings_survive_every_layer(text: str) -> None:
     assert option(args, "partition") == ["gpu-a.1"]
     assert option(args, "output") == [one_line]
     image = text if "://" in text or text.startswith("/") else "docker://" + text
-    assert _job_section_values(script) == [text, text, text, image, text, one_line, text]
+    assert _job_section_values(script) == [text, text, text, image, text, one_line, "MYENV=" + text]
 
 
 def test_slurm_name_sanitises_control_characters_only() -> None:
