@@ -20,7 +20,7 @@ from pathlib import Path
 from slurm_plugin import gres, hostlist
 
 DEFAULT_NAME = "dlcluster"
-_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
+_NAME_RE = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
 
 
 class SpecError(ValueError):

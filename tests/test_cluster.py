@@ -61,7 +61,8 @@ def test_named_cluster_gets_its_own_paths_and_ports() -> None:
     "kwargs,option",
     [({"nodes": 0}, "--nodes"), ({"nodes": 65}, "--nodes"), ({"gpus_per_node": 0}, "--gpus-per-node"),
      ({"gpus_per_node": 3}, "--gpus-per-node"), ({"gpu_type": "a 100"}, "--gpu-type"),
-     ({"name": "Bad/Name"}, "--name"), ({"cred_expire_s": 0}, "--cred-expire"), ({"port_base": 80}, "--port-base")],
+     ({"name": "Bad/Name"}, "--name"), ({"name": "dev\n"}, "--name"),   # $ matched before a final newline
+     ({"cred_expire_s": 0}, "--cred-expire"), ({"port_base": 80}, "--port-base")],
 )
 def test_bad_options_name_the_option(kwargs: dict, option: str) -> None:
     with pytest.raises(SpecError, match=re.escape(option)):

@@ -24,3 +24,11 @@ def test_everything_else_fails_both_tools_alike(name: str) -> None:
 
 def test_dlsubmit_reads_the_same_rule() -> None:
     assert DLSUBMIT_RULE is SLURM_NAME_RE
+
+
+def test_param_and_secret_names_end_at_the_name_not_before_a_newline() -> None:
+    from submit.errors import SpecError
+    from submit.params import parse_overrides
+    with pytest.raises(SpecError, match="--param 'lr\\\\n=0.1': expected NAME=VALUE"):
+        parse_overrides(["lr\n=0.1"])
+    assert parse_overrides(["lr=0.1\n"]) == {"lr": "0.1\n"}   # a value may hold anything
