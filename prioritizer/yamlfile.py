@@ -151,10 +151,9 @@ class Loader(DuplicateKeyCheck, yaml.SafeLoader):
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
-        if node is not None and expanded_size(node) > MAX_YAML_NODES:
-            raise _TooLarge(f"the document expands to more than {MAX_YAML_NODES:,} nodes "
-                            "through anchors and aliases (&name / *name); write it out or use "
-                            "fewer aliases")
+        problem = None if node is None else size_problem(node)
+        if problem:
+            raise _TooLarge(problem)
         return node
 
 
@@ -189,6 +188,36 @@ def expanded_size(root: yaml.Node) -> int:
         stack.append((node, True))
         stack.extend((c, False) for c in children if id(c) not in memo)
     return memo[id(root)]
+
+
+def size_problem(root: yaml.Node) -> str | None:
+    """Why the composed document ``root`` is too large to construct, or None: more than
+    :data:`MAX_YAML_NODES` nodes once every alias is expanded, worded by the cause: aliases that
+    multiply a small text (an alias bomb), or a text that is that large written out."""
+    if expanded_size(root) <= MAX_YAML_NODES:
+        return None
+    if _distinct_nodes(root) > MAX_YAML_NODES:
+        return (f"the document has more than {MAX_YAML_NODES:,} nodes (keys, values and list "
+                "items); split it into smaller files")
+    return (f"the document expands to more than {MAX_YAML_NODES:,} nodes through anchors and "
+            "aliases (&name / *name); write it out or use fewer aliases")
+
+
+def _distinct_nodes(root: yaml.Node) -> int:
+    """Nodes of the composed graph, each counted once however many aliases name it (counting
+    stops past :data:`MAX_YAML_NODES`)."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack and len(seen) <= MAX_YAML_NODES:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(x for pair in node.value for x in pair)
+    return len(seen)
 
 
 _FLOAT_12 = re.compile(r"""^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+

@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from prioritizer.yamlfile import (MAX_YAML_NODES, DuplicateKey, DuplicateKeyCheck, DuplicateKeys,
-                                  expanded_size)
+                                  size_problem)
 
 __all__ = ["DuplicateKey", "DuplicateKeys", "MAX_NODES", "TooLarge", "load_json", "load_yaml"]
 
@@ -65,12 +65,9 @@ class _Checks(DuplicateKeyCheck):
 
     def get_single_node(self) -> yaml.Node | None:
         node = super().get_single_node()
-        if node is not None:
-            size = expanded_size(node)
-            if size > MAX_NODES:
-                raise TooLarge(f"the document expands to more than {MAX_NODES:,} nodes through "
-                               "anchors and aliases (&name / *name); write it out or use fewer "
-                               "aliases")
+        problem = None if node is None else size_problem(node)
+        if problem:
+            raise TooLarge(problem)
         return node
 
 

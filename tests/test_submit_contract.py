@@ -392,6 +392,17 @@ def test_billion_laughs_is_refused_within_a_second(tmp_path: Path) -> None:
     assert "expands to more than 100,000 nodes" in line and line.startswith(str(f))
 
 
+def test_large_spec_without_aliases_is_not_called_an_alias_bomb(tmp_path: Path) -> None:
+    f = tmp_path / "big.yaml"
+    f.write_text("protocolVersion: 2\nname: big\ntaskRoles:\n  w:\n    commands:\n"
+                 + "".join(f"      - echo {i}\n" for i in range(120_000)))
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == [
+        f"{f}: the document has more than 100,000 nodes (keys, values and list items); split it "
+        "into smaller files"]
+
+
 @pytest.mark.parametrize("text", [
     "description: &a [*a]\n",
     "description: &m {k: *m}\n",

@@ -94,3 +94,14 @@ def test_yaml_1_2_floats_are_numbers(tmp_path) -> None:
     assert data["x"] == [1e-9, -200.0, 3, "1e3", "1e"]
     assert type(data["x"][2]) is int
     assert PolicyConfig.from_mapping(data["policy"]).thresholds_gpu_s[:2] == (1000.0, 10000.0)
+
+
+def test_a_large_file_without_aliases_is_not_called_an_alias_bomb(tmp_path: Path, capsys) -> None:
+    """120,000 list items written out: too large, but no alias multiplied anything, so the
+    message says so (it named anchors and aliases)."""
+    f = tmp_path / "cfg.yaml"
+    f.write_text("policy:\n  thresholds_gpu_s:\n" + "".join(f"    - {i + 1}\n" for i in range(120_000)))
+    assert main(["status", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (
+        f"dlprio: config: {f}: the document has more than 100,000 nodes (keys, values and list "
+        "items); split it into smaller files\n")
