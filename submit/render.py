@@ -19,14 +19,13 @@ contract is declared with ``slurm_plugin.marker`` in ``--comment``.
 
 from __future__ import annotations
 
-import re
-
 from submit import packing, runtime
 from submit.model import Job, Role
 from submit.options import RenderOptions
 from submit.packing import Layout
 from submit.quoting import bash_word, sbatch_word, slurm_name
 from submit.errors import SpecError
+from submit.validation import _IDENT_RE   # the spec models' shell-name rule
 from slurm_plugin import marker
 from slurm_plugin.readfile import PATH_MAX
 
@@ -213,16 +212,13 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
     return lines
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
 def job_env_words(job: Job) -> list[str]:
     """The job's environment as ``NAME=VALUE`` words. The script keeps them in the plain array
     ``DL_JOB_ENV`` (never exported): each task hands them to ``env`` for its command's shell
     only (submit/runtime.py), so nothing of the script's own machinery runs under them. The spec
     models refuse reserved and malformed names with their field path; this refuses them again
     for a :class:`Job` built another way."""
-    bad = [k for k, _ in job.envs if not _ENV_NAME.fullmatch(k) or runtime.reserved_env(k)]
+    bad = [k for k, _ in job.envs if not _IDENT_RE.match(k) or runtime.reserved_env(k)]
     if bad:
         raise SpecError([f"jobEnvs: {k!r} cannot be a job environment variable: "
                          f"{runtime.reserved_env(k) or 'not a shell variable name'}" for k in bad])
