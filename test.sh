@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh --with-dbd --clear
 # test-only tools: vagrant (`vagrant validate` of vagrant/Vagrantfile), systemd (its
-# systemd-analyze checks conf/dlprio.service)
-echo "test.sh: test-only tools: vagrant, systemd-analyze"
-scripts/apt-install.sh test.sh vagrant systemd
+# systemd-analyze checks conf/dlprio.service), gcc and the Python headers (tests/test_compiled.py
+# builds the compiled policy with `dlprio compile`)
+echo "test.sh: test-only tools: vagrant, systemd-analyze, gcc with the Python headers"
+scripts/apt-install.sh test.sh vagrant systemd gcc libc6-dev python3-dev
 exec .venv/bin/python -m pytest "$@"

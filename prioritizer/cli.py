@@ -26,7 +26,13 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("status", "prioritizer.daemon.cli", "STATUS"),
     ("history", "prioritizer.history.cli", "COMMAND"),
     ("tune", "prioritizer.tune.cli", "COMMAND"),
+    ("compile", "prioritizer.compile_cli", "COMMAND"),
 )
+
+#: The subcommands that replay traces: they import the compiled policy when a current
+#: build exists (:func:`prioritizer.compiled.activate`, before their modules load); the
+#: daemon's never do.
+REPLAY_COMMANDS = frozenset({"simulate", "tune", "history"})
 
 
 def load_command(module: str, attribute: str) -> Command:
@@ -56,8 +62,8 @@ def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``dlprio``; returns the exit code (see module doc)."""
     words = sys.argv[1:] if argv is None else argv
-    parser, commands = build_parser(words[0] if words else None)
     try:
+        parser, commands = build_parser(words[0] if words else None)
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:   # --help, or a usage error argparse already printed
@@ -73,5 +79,21 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def entry() -> int:
+    """The ``dlprio`` program (console script and ``python -m prioritizer.cli``): for a
+    replay command, first the compiled policy (:func:`prioritizer.compiled.activate`), then
+    :func:`main`. In-process calls of :func:`main` (tests, other tools) keep the policy
+    modules they imported."""
+    words = sys.argv[1:]
+    if words and words[0] in REPLAY_COMMANDS:
+        from prioritizer.compiled import activate
+        try:
+            activate()
+        except CliError as exc:
+            print(f"dlprio: {clean_message(str(exc), words)}", file=sys.stderr)
+            return exc.exit_code
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -300,8 +300,15 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         if job.being_preempted:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
-    waiters = ((job.job_id, job.gpus_per_node, policy.level(job, states[job.job_id]))
-               for _, job in pending if job.eligible_time is None or job.eligible_time <= now)
+
+    def eligible() -> Iterator[tuple[int, tuple[int, ...], float]]:
+        # read lazily, as far as the victim search goes (a generator function: mypyc turns
+        # a generator expression into a list)
+        for _, job in pending:
+            if job.eligible_time is None or job.eligible_time <= now:
+                yield job.job_id, job.gpus_per_node, policy.level(job, states[job.job_id])
+
+    waiters = eligible()
     tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
     tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
     min_run = policy.config.min_run_s
@@ -811,7 +818,8 @@ class _NodeIndex:
         stop = self._stop(floor)
         if len(need) == 1:
             gpus = need[0]
-            heap, got = self._heap(gpus), {}
+            heap = self._heap(gpus)
+            got: dict[int, int] = {}
             first = self._pop(heap, gpus, got)
             hit = -1
             if first is not None and 0 <= first[0] < stop:
@@ -857,11 +865,11 @@ class _NodeIndex:
         for node, exact in got.items():
             if exact <= last:
                 extra[node] = sum(g for _, g in self._mine(node, last))
-        nodes = soon.place_with(extra, need)
-        if nodes is None:
+        hosts = soon.place_with(extra, need)
+        if hosts is None:
             return _FAR
         keep: dict[int, tuple[int, Candidate]] = {}
-        for node in set(nodes):
+        for node in set(hosts):
             for pos, cand, _ in self.on.get(node, ()):
                 if pos <= last:
                     keep[cand[2]] = (pos, cand)

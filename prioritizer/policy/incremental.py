@@ -837,6 +837,7 @@ class Scheduler:
 
     def _insert(self, rec: Tracked) -> None:
         key = rec.entry_key
+        assert key is not None   # set by _index before it files the job
         if self.stuck and self.free.place(rec.shape) is not None:
             self.stuck = False
         bisect.insort(self.order, key)
@@ -851,6 +852,7 @@ class Scheduler:
     def _unindex(self, rec: Tracked) -> None:
         if rec.where == "order":
             key = rec.entry_key
+            assert key is not None   # set while the job is in the order
             del self.order[bisect.bisect_left(self.order, key)]
             group = self.groups[rec.shape]
             del group[bisect.bisect_left(group, key)]
@@ -914,9 +916,9 @@ class Scheduler:
                 return (-float(rec.queue or 0),
                         -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
                         rec.job_id, rec.shape, rec.nodes, 0)
-            view = _Holding(rec, now)
-            return (-policy_level(view, view), -view.attained_gpu_s, rec.job_id, rec.shape,
-                    rec.nodes, 0)
+            view = _Holding(rec, now)   # the JobView and QueueState fields level reads
+            level = policy_level(view, view)  # type: ignore[arg-type]
+            return (-level, -view.attained_gpu_s, rec.job_id, rec.shape, rec.nodes, 0)
 
         def running(floor: float) -> Iterator[Candidate]:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
@@ -965,8 +967,7 @@ class Scheduler:
                 rec = self.jobs[job_id]
                 soon.add(rec.nodes, rec.shape)
         if self.policy.strict:
-            jobs: Iterator[tuple[int, tuple[int, ...]]] = (
-                (job_id, self.jobs[job_id].shape) for _, job_id in self.order)
+            jobs = self._in_order()
         else:
             jobs = self._fitting(free, soon)
         planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
@@ -991,6 +992,14 @@ class Scheduler:
         self.pending -= 1
         self._count(rec, +1)
         self._started(rec, now)
+
+    def _in_order(self) -> Iterator[tuple[int, tuple[int, ...]]]:
+        """The eligible pending jobs in start order, read lazily (a strict walk stops at
+        the first that does not fit). A generator function, not a generator expression:
+        mypyc builds the whole list for those (``prioritizer.compiled``)."""
+        jobs = self.jobs
+        for _, job_id in self.order:
+            yield job_id, jobs[job_id].shape
 
     def _fitting(self, now_map: FreeMap, soon: FreeMap | None
                  ) -> Iterator[tuple[int, tuple[int, ...]]]:

@@ -64,7 +64,7 @@ class FreeMap:
 
     def copy(self) -> FreeMap:
         """An independent copy."""
-        other = FreeMap.__new__(FreeMap)
+        other = FreeMap(())
         other.free = list(self.free)
         other._nodes_at = {v: list(ns) for v, ns in self._nodes_at.items()}
         other._values = list(self._values)
@@ -173,12 +173,12 @@ class FreeMap:
                 del self._nodes_at[old]
                 del self._values[bisect.bisect_left(self._values, old)]
         if value > 0:
-            lst = self._nodes_at.get(value)
-            if lst is None:
+            bucket = self._nodes_at.get(value)
+            if bucket is None:
                 self._nodes_at[value] = [node]
                 bisect.insort(self._values, value)
             else:
-                bisect.insort(lst, node)
+                bisect.insort(bucket, node)
         self.free[node] = value
 
 
