@@ -82,6 +82,8 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?")
 """One Slurm node name (slurm.conf(5) NodeName: a hostname, RFC 1123 letters, digits, ``-``,
 ``.``, plus ``_`` which Slurm also accepts)."""
 _HOSTLIST_CHARS = re.compile(r"[A-Za-z0-9._\-\[\],]+")
+
+
 def _validate(a: argparse.Namespace) -> None:
     """Every user value dlgres writes into gres.conf: ``--node`` (a hostlist expression of
     Slurm node names) and ``--type``. Raises InputError naming the flag."""

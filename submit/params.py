@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from submit.errors import SpecError
-
-_SECRET_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+from submit.validation import _IDENT_RE as _SECRET_NAME_RE   # a shell variable name
 
 _REF_RE = re.compile(
     r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[A-Za-z_][A-Za-z0-9_-]*|\[\d+\])*)\s*%>"
