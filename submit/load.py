@@ -24,6 +24,7 @@ from prioritizer.yamlfile import duplicate_lines, syntax_message
 from slurm_plugin.cli_util import visible
 from submit import yamlsafe
 from submit.errors import SpecError, field_path
+from submit.validation import SPEC_SYNTAX
 
 if TYPE_CHECKING:
     from submit.model import Job
@@ -185,4 +186,9 @@ def load(path: str | Path, overrides: dict[str, str] | None = None) -> Job:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise SpecError([f"{visible(p)}:{line}: not UTF-8 text (byte {exc.start})"]) from None
-    return to_job(parse_text(text, visible(p)), overrides)
+    doc = parse_text(text, visible(p))
+    syntax = SPEC_SYNTAX.set("JSON" if _is_json(visible(p), text) else "YAML")
+    try:
+        return to_job(doc, overrides)
+    finally:
+        SPEC_SYNTAX.reset(syntax)

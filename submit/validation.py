@@ -18,6 +18,7 @@ protocol schema (microsoft/openpai-protocol schemas/v2/schema.yaml).
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import re
 import typing
@@ -150,6 +151,10 @@ do not set themselves (submit/runtime.py :func:`~submit.runtime.reserved_env`)."
 Scalar = marker("Scalar", (str, int, float, bool), _scalar)
 Bool = marker("Bool", bool, _bool)
 
+#: The syntax of the spec being checked, "YAML" or "JSON" (:func:`submit.load.load` sets it
+#: per file): a value that is not text is named as that syntax wrote it.
+SPEC_SYNTAX: contextvars.ContextVar[str] = contextvars.ContextVar("spec_syntax", default="YAML")
+
 _EXPECTED = {"str": "must be a string", "int": "must be an integer", "bool": "must be true or false",
              "array": "must be a list", "object": "must be a mapping", "float": "must be a number"}
 _AT = re.compile(r"(.*) - at `[^`]*`(?: in `\$[^`]*`)?", re.DOTALL)
@@ -166,8 +171,8 @@ def _message(exc: msgspec.ValidationError, tp: Any, value: Any = None) -> str:
     A string field given what YAML made of an unquoted ``no``, ``on``, ``~`` or ``123`` is
     told so, with the fix (quote it), as ``dlprio.yaml``'s text keys are."""
     text = _text_of(exc, tp)
-    if text == _EXPECTED["str"] and read_as_not_text(value):
-        return not_text_message(value, "", optional=False)   # (a null here is not a default)
+    if text == _EXPECTED["str"] and read_as_not_text(value):   # (a null here is not a default)
+        return not_text_message(value, "", optional=False, syntax=SPEC_SYNTAX.get())
     return text
 
 

@@ -396,3 +396,35 @@ def test_dlsubmit_names_a_text_field_yaml_read_otherwise(
     bad.write_text(text.replace("\nname: single-gpu\n", f"\nname: {written}\n", 1))
     assert dlsubmit(["--dry-run", str(bad)]) == 2
     assert capsys.readouterr() == ("", f"dlsubmit: name: {message}\n")
+
+
+@pytest.mark.parametrize(("written", "expected"), [
+    ("123", 'the JSON value is a number; write the text in quotes, e.g. "123" (got 123)'),
+    ("1.5", 'the JSON value is a number; write the text in quotes, e.g. "1.5" (got 1.5)'),
+    ("true", 'the JSON value is the boolean true; write the text in quotes, e.g. "true" '
+             '(got True)'),
+    ("false", 'the JSON value is the boolean false; write the text in quotes, e.g. "false" '
+              '(got False)'),
+    ("null", 'the JSON value is null; write the text in quotes, e.g. "null" (got None)'),
+], ids=["int", "float", "true", "false", "null"])
+def test_v1_json_value_that_is_not_text_is_named_as_json_wrote_it(
+        tmp_path: Path, written: str, expected: str) -> None:
+    """A v1 JSON spec is parsed as JSON, so its message names no YAML reading; a v2 YAML spec
+    loaded afterwards in the same process still gets YAML's wording (per-file syntax)."""
+    text = json.dumps(V1).replace('"echo hi"', written)
+    for name in ("job.json", "job-without-suffix"):   # JSON by suffix, then by content
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(SpecError) as info:
+            load.load(path)
+        assert info.value.problems == [f"taskRoles[0].command: expected a string, but {expected}"]
+    yaml_spec = tmp_path / "job.yaml"
+    yaml_spec.write_text("protocolVersion: 2\nname: j\ntype: job\nprerequisites:\n"
+                         "  - {name: img, type: dockerimage, uri: img}\n"
+                         "taskRoles:\n  main:\n    dockerImage: img\n    commands: [" + written
+                         + "]\n    resourcePerInstance: {cpu: 1, memoryMB: 100, gpu: 1}\n")
+    with pytest.raises(SpecError) as info:
+        load.load(yaml_spec)
+    assert len(info.value.problems) == 1
+    assert info.value.problems[0].startswith(
+        "taskRoles.main.commands[0]: expected a string, but YAML read the value as ")

@@ -269,11 +269,22 @@ def yaml_reading(value: Any) -> str:
     return f"{shown(value)}, a number to YAML"
 
 
-def not_text_message(value: Any, key: str, optional: bool = True) -> str:
+def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = "YAML") -> str:
     """The fix for a name YAML did not read as text (``lease_name: no`` is the boolean false,
     ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
     ``NAME: [`` for an item of the list ``NAME``; null is told to be written, or left out
-    where the key is ``optional`` (it has a default)."""
+    where the key is ``optional`` (it has a default). With ``syntax="JSON"`` (a v1 JSON job
+    spec) the value is named as JSON wrote it: ``123``, ``true``, ``null``."""
+    if syntax == "JSON":
+        if value is None or isinstance(value, bool):
+            written = "null" if value is None else str(value).lower()
+            kind = "null" if value is None else f"the boolean {written}"
+        else:
+            short = isinstance(value, float) or value.bit_length() < 64
+            written, kind = (repr(value) if short else "123"), "a number"
+        leave = ", or leave the key out for its default" if optional and value is None else ""
+        return (f"expected a string, but the JSON value is {kind}; write the text in quotes, "
+                f"e.g. \"{written}\"{leave} (got {shown(value)})")
     if value is None:
         return ("expected a string, but YAML read the value as null (an empty value, ~ or "
                 "null); write the text in quotes" +
