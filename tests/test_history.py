@@ -105,6 +105,11 @@ def test_round_trip_and_simulate_reads_it_by_header(tmp_path: Path) -> None:
     ("1,u,a,p,10,10,2,1,-4,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be"),
     ("1,u,a,p,10,10,2,1,4,2,20,10,COMPLETED,1,maybe,0", "ended_by must be one of"),
     ("1,u,a", "3 columns"),
+    ("1,u,a,p,10,10,2,1,1_000,10,20,10,COMPLETED,1,self,0",
+     "work_gpu_s is not a plain decimal number: '1_000'"),
+    ("1,u,a,p,10,10,\uff12,1,4,10,20,10,COMPLETED,1,self,0",
+     "num_gpu is not a plain decimal number"),
+    ("1,u,a,p,10,10,2,1,-inf,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be a finite"),
 ])
 def test_malformed_history_names_line_and_column(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "h.csv"

@@ -87,6 +87,15 @@ def test_format_can_be_forced(tmp_path: Path) -> None:
     pytest.param("job_id,num_gpu,submit_time,duration\n1,1,nan,5\n",
                  r"t\.csv:2: submit_time must be finite", id="nan"),
     pytest.param("", r"t\.csv:1: empty file", id="empty"),
+    # float() reads these; a trace number is ASCII digits, an optional '.' and exponent
+    pytest.param("job_id,num_gpu,submit_time,duration\n1,1,0,1_000\n",
+                 r"t\.csv:2: duration is not a plain decimal number: '1_000' \(ASCII digits",
+                 id="underscore"),
+    pytest.param("job_id,num_gpu,submit_time,duration\n1,1,0,5\n2,\uff18,3,5\n",
+                 r"t\.csv:3: num_gpu is not a plain decimal number: '\uff18'",
+                 id="full-width-digit"),
+    pytest.param("job_id,num_gpu,submit_time,duration\n1,1,\u0661\u0662,5\n",
+                 r"t\.csv:2: submit_time is not a plain decimal number", id="arabic-indic"),
 ])
 def test_malformed_rows_name_file_and_line(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(TraceError, match=message):

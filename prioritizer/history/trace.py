@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
+
+from prioritizer.numbers import FLOAT_TEXT
 
 COLUMNS = ("job_id", "user", "account", "partition", "submit_time", "eligible_time", "num_gpu",
            "num_nodes", "work_gpu_s", "duration", "end_time", "jct", "state", "attempts",
@@ -139,6 +142,10 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
                 number = float(text)
             except ValueError:
                 raise HistoryError(f"{path}:{line}: {column} is not a number: {text!r}") from None
+            if math.isfinite(number) and not FLOAT_TEXT.match(text):
+                raise HistoryError(f"{path}:{line}: {column} is not a plain decimal number: "
+                                   f"{text!r} (ASCII digits, an optional '.' and exponent; no "
+                                   f"'_' separators)")
             if number != number or number < 0 or number in (float("inf"),):
                 raise HistoryError(f"{path}:{line}: {column} must be a finite number >= 0, "
                                    f"got {text!r}")

@@ -26,7 +26,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from prioritizer.numbers import MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS
+from prioritizer.numbers import FLOAT_TEXT, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS
 from slurm_plugin.readfile import kind_of
 
 #: the largest values a trace row may hold: a job's GPUs (the largest cluster the simulator
@@ -135,6 +135,10 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
         first_line[job_id] = line
         try:   # the common case inline; _number words what is wrong with a bad cell
             gpus, duration, value = float(row[gpu_at]), float(row[dur_at]), float(row[submit_at])
+            # float() also reads "1_000" and non-ASCII digits: those go to _number too
+            cells = row[gpu_at] + row[dur_at] + row[submit_at]
+            if "_" in cells or not cells.isascii():
+                gpus = -1.0
         except ValueError:
             gpus = duration = value = -1.0
         if not (0 <= gpus <= MAX_GPUS and 0 <= duration <= MAX_DURATION_S and 0 <= value <= MAX_TIME_S):
@@ -169,6 +173,9 @@ def _number(text: str, column: str, name: str, line: int, high: float = math.inf
         raise TraceError(f"{name}:{line}: {column} is not a number: {text!r}") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise TraceError(f"{name}:{line}: {column} must be finite, got {text!r}")
+    if not FLOAT_TEXT.match(text.strip()):
+        raise TraceError(f"{name}:{line}: {column} is not a plain decimal number: {text!r} "
+                         f"(ASCII digits, an optional '.' and exponent; no '_' separators)")
     if value < 0:
         raise TraceError(f"{name}:{line}: {column} must be >= 0, got {text!r}")
     if value > high:
