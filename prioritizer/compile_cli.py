@@ -24,6 +24,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"gcc with the Python headers.")
     parser.add_argument("--force", action="store_true",
                         help="rebuild even when a current build exists")
+    parser.add_argument("--prune", action="store_true",
+                        help="also remove the builds for other policy sources (and failed "
+                             "builds' logs) from the build directory")
     parser.add_argument("--status", action="store_true",
                         help="build nothing: say whether a current build exists (exit 0) "
                              "or not (exit 1)")
@@ -50,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
               f"tune and history use it while the policy sources are unchanged")
     else:
         print(f"dlprio compile: up to date: {target} (--force rebuilds it)")
+    if args.prune:
+        removed = compiled.prune(root, keep=current)
+        print(f"dlprio compile: removed {len(removed)} other build(s) and log(s) from {root}")
     return EXIT_OK
 
 

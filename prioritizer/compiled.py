@@ -42,6 +42,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,9 @@ MODULES: tuple[str, ...] = tuple(
 MODES = ("auto", "on", "off")
 ENV_MODE, ENV_DIR = "DLPRIO_COMPILED", "DLPRIO_COMPILED_DIR"
 MANIFEST = "manifest.json"
+#: mypyc's shared module of a multi-module build (``<hash>__mypyc``), beside the package.
+_SHARED = re.compile(r"[0-9a-f]+__mypyc")
+_FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 #: mypyc's options and mypy's flags, part of the fingerprint (a build with other options is
 #: another build). The modules compiled must type-check; those they import are analysed for
 #: their types but their own typing is not this build's concern (``--follow-imports=silent``).
@@ -113,14 +117,21 @@ def compiled_root(env: Mapping[str, str] = os.environ) -> Path:
 def read_build(directory: Path) -> dict[str, Path] | None:
     """The extension file of every module name of the build in ``directory`` (the
     :data:`MODULES` and mypyc's shared runtime module), or None when there is no complete
-    build there (no manifest, a missing file or another fingerprint's manifest)."""
+    build there (no manifest, a missing file, another fingerprint's manifest, or a manifest
+    that names another module or a file outside ``directory``)."""
     try:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-        files = {name: directory / file for name, file in manifest["files"].items()}
-        if manifest["fingerprint"] != directory.name or not set(MODULES) <= set(files):
+        listed = dict(manifest["files"])
+        if manifest["fingerprint"] != directory.name or not set(MODULES) <= set(listed):
             return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+    # only the policy's modules and mypyc's shared one, each a file of this directory
+    if not all((name in MODULES or _SHARED.fullmatch(name)) and isinstance(file, str)
+               and file == Path(file).name and file not in ("", ".", "..")
+               for name, file in listed.items()):
+        return None
+    files = {name: directory / file for name, file in listed.items()}
     return files if all(path.is_file() for path in files.values()) else None
 
 
@@ -275,3 +286,20 @@ def build(root: Path, force: bool = False) -> tuple[Path, bool, list[str]]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target, True, warnings
+
+
+def prune(root: Path, keep: str) -> list[Path]:
+    """Remove the builds in ``root`` other than fingerprint ``keep`` (directories named by a
+    fingerprint) and the logs of failed builds; returns what was removed. Leaves anything
+    else alone (a shared ``DLPRIO_COMPILED_DIR`` may hold other files)."""
+    removed = []
+    for path in sorted(root.glob("*")) if root.is_dir() else []:
+        if path.is_dir() and not path.is_symlink() and _FINGERPRINT.fullmatch(path.name) \
+                and path.name != keep:
+            shutil.rmtree(path)
+            removed.append(path)
+        elif path.is_file() and re.fullmatch(r"build-failed-[0-9a-f]{12}\.log", path.name):
+            path.unlink()
+            removed.append(path)
+    return removed
+

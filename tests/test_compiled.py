@@ -113,6 +113,16 @@ def test_read_build_needs_a_complete_manifest(tmp_path: Path) -> None:
     fake_build(tmp_path / "gone")
     (tmp_path / "gone" / f"{compiled.MODULES[0]}.so").unlink()
     assert compiled.read_build(tmp_path / "gone") is None
+    for name, file in (("json", "json.so"), (compiled.MODULES[0], "../a/x.so"),
+                       ("0abc__mypyc", "/etc/passwd")):
+        fake_build(tmp_path / f"odd-{name}", names=(*compiled.MODULES, name))
+        manifest = tmp_path / f"odd-{name}" / compiled.MANIFEST
+        data = json.loads(manifest.read_text())
+        data["files"][name] = file
+        manifest.write_text(json.dumps(data))
+        assert compiled.read_build(tmp_path / f"odd-{name}") is None, name
+    fake_build(tmp_path / "shared", names=(*compiled.MODULES, "0abc__mypyc"))
+    assert "0abc__mypyc" in (compiled.read_build(tmp_path / "shared") or {})
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / compiled.MANIFEST).write_text("{not json")
     assert compiled.read_build(tmp_path / "broken") is None
@@ -195,6 +205,21 @@ def test_status_without_a_build(tmp_path: Path) -> None:
     assert "builds for other sources: 000000000000" in done.stdout
 
 
+def test_prune_keeps_the_current_build_and_foreign_files(tmp_path: Path) -> None:
+    keep, old = "a" * 64, "b" * 64
+    for name in (keep, old):
+        fake_build(tmp_path / name)
+    (tmp_path / "build-failed-bbbbbbbbbbbb.log").write_text("log")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "README").write_text("a shared directory's own file")
+    (tmp_path / ("c" * 64)).symlink_to(tmp_path / "notes")
+    removed = compiled.prune(tmp_path, keep=keep)
+    assert removed == [tmp_path / old, tmp_path / "build-failed-bbbbbbbbbbbb.log"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["README", "a" * 64, "c" * 64, "notes"])
+    assert compiled.prune(tmp_path / "absent", keep=keep) == []
+
+
 # ---------------------------------------------------------------------------- one build
 
 
@@ -220,6 +245,11 @@ def test_the_build_is_what_replays_run(build_root: Path, tmp_path: Path) -> None
     again = dlprio(["compile"], env, tmp_path)
     assert again.returncode == 0 and again.stdout.startswith("dlprio compile: up to date: ")
     assert dlprio(["compile", "--status"], env, tmp_path).returncode == 0
+    fake_build(build_root / ("e" * 64))
+    pruned = dlprio(["compile", "--prune"], env, tmp_path)
+    assert pruned.returncode == 0, pruned.stderr
+    assert f"removed 1 other build(s) and log(s) from {build_root}" in pruned.stdout
+    assert sorted(p.name for p in build_root.iterdir()) == [build.name]
     for command in (["simulate", "--help"], ["tune", "--help"], ["history", "--help"]):
         assert policy_file(env, tmp_path, command) == str(
             build / manifest["files"]["prioritizer.policy.decide"]), command
@@ -260,3 +290,30 @@ def test_an_edited_policy_is_never_served_the_old_build(build_root: Path,
     out = tmp_path / "jobs.csv"
     done = dlprio(SMALL.argv(str(out)), {**env, "DLPRIO_COMPILED": "on"}, tmp_path, tree)
     assert done.returncode == 2 and "no compiled policy for these sources" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_tune_array_task_runs_the_build(build_root: Path, tmp_path: Path) -> None:
+    """``dlprio tune --executor slurm``'s array task (``python -m prioritizer.tune.task``)
+    imports the build first: with ``on`` it would exit 2 had the policy loaded before."""
+    import dataclasses
+
+    from prioritizer.policy.config import PolicyConfig
+    from prioritizer.sim.engine import Cluster
+    from prioritizer.tune.rank import make_task, run_task
+
+    task = make_task(str(ROOT / "data" / "traces" / "tiresias" / "60_job.csv"), None, (None, None),
+                     Cluster(nodes=2, gpus_per_node=4, placement="count"),
+                     PolicyConfig(policy="tiresias-las"))
+    (tmp_path / "tasks.json").write_text(json.dumps([dataclasses.asdict(task)]))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DLPRIO_COMPILED="on",
+               DLPRIO_COMPILED_DIR=str(build_root))
+    done = subprocess.run([sys.executable, "-m", "prioritizer.tune.task", str(tmp_path), "0"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "result-0.json").read_text()) == run_task(task)
+    env["DLPRIO_COMPILED_DIR"] = str(tmp_path / "none")
+    done = subprocess.run([sys.executable, "-m", "prioritizer.tune.task", str(tmp_path), "0"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith("dlprio tune task: DLPRIO_COMPILED=on: no compiled policy")

@@ -54,9 +54,13 @@ class FreeMap:
 
     __slots__ = ("free", "_values", "_nodes_at")
 
-    def __init__(self, free: Sequence[int]) -> None:
+    def __init__(self, free: Sequence[int],
+                 _index: tuple[dict[int, list[int]], list[int]] | None = None) -> None:
         self.free = list(free)
-        self._nodes_at: dict[int, list[int]] = {}
+        if _index is not None:   # copy(): the index of an equal map, already copied
+            self._nodes_at, self._values = _index
+            return
+        self._nodes_at = {}
         for node, count in enumerate(self.free):
             if count > 0:
                 self._nodes_at.setdefault(count, []).append(node)
@@ -64,11 +68,8 @@ class FreeMap:
 
     def copy(self) -> FreeMap:
         """An independent copy."""
-        other = FreeMap(())
-        other.free = list(self.free)
-        other._nodes_at = {v: list(ns) for v, ns in self._nodes_at.items()}
-        other._values = list(self._values)
-        return other
+        return FreeMap(self.free, ({v: list(ns) for v, ns in self._nodes_at.items()},
+                                   list(self._values)))
 
     @property
     def free_any(self) -> bool:
