@@ -134,11 +134,15 @@ def test_changed_config_does_not_restart_under_running_jobs(small_cluster: None)
 def _stop_without_cancelling() -> None:
     """SIGTERM the small cluster's daemons as a machine shutdown would: slurmctld saves its
     state, jobs included, and nothing cancels them (``dlcluster down`` would)."""
-    pids = [pid for pid in status()["daemons"].values() if pid]
-    for pid in pids:
-        os.kill(pid, 15)
-    for pid in pids:
-        wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 30, f"daemon {pid} to exit")
+    daemons = status()["daemons"]
+    # slurmctld first, and alone: it saves its state while slurmd still answers, so a node
+    # cannot be marked not responding (DOWN) on the way out under a loaded machine
+    order = sorted(daemons, key=lambda name: name != "slurmctld")
+    for name in order:
+        pid = daemons[name]
+        if pid:
+            os.kill(pid, 15)
+            wait_for(lambda pid=pid: not Path(f"/proc/{pid}").exists(), 30, f"{name} to exit")
 
 
 def test_clear_cancels_jobs_restored_from_a_killed_run(small_cluster: None,
@@ -168,6 +172,8 @@ def test_clear_cancels_jobs_restored_from_a_killed_run(small_cluster: None,
     again = client.submit("#!/bin/bash\n#SBATCH --hold --output=/dev/null\ntrue\n")
     subprocess.run(["scontrol", "update", "NodeName=node1", "State=DRAIN", "Reason=killed run"],
                    check=True, capture_output=True)
+    wait_for(lambda: ["DRAIN" in n.state_flags for n in client.nodes()] == [True], 30,
+             "node1 drained")
     _stop_without_cancelling()
     restarted = dlcluster("up", *base, "--clear")         # started from saved state, then cleared
     assert restarted.returncode == 0, restarted.stderr
