@@ -71,9 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         # an option's type= raises CliError for a bad value (prioritizer.numbers)
         return commands[args.command].run(args)
     except CliError as exc:
-        for line in clean_message(str(exc), words).splitlines():   # a line per config problem
-            print(f"dlprio: {line}", file=sys.stderr)
-        return exc.exit_code
+        return _report(exc, words)
     except KeyboardInterrupt:
         print("dlprio: interrupted", file=sys.stderr)
         return 130
@@ -90,9 +88,15 @@ def entry() -> int:
         try:
             activate()
         except CliError as exc:
-            print(f"dlprio: {clean_message(str(exc), words)}", file=sys.stderr)
-            return exc.exit_code
+            return _report(exc, words)
     return main()
+
+
+def _report(exc: CliError, words: list[str]) -> int:
+    """Print a CliError as ``dlprio: ...`` lines (one per config problem); its exit code."""
+    for line in clean_message(str(exc), words).splitlines():
+        print(f"dlprio: {line}", file=sys.stderr)
+    return exc.exit_code
 
 
 if __name__ == "__main__":

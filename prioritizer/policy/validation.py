@@ -275,13 +275,15 @@ def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = 
     ``NAME: [`` for an item of the list ``NAME``; null is told to be written, or left out
     where the key is ``optional`` (it has a default). With ``syntax="JSON"`` (a v1 JSON job
     spec) the value is named as JSON wrote it: ``123``, ``true``, ``null``."""
+    if value is None:
+        kind, written = "null", "null"
+    elif isinstance(value, bool):
+        written = str(value).lower()
+        kind = f"the boolean {written}"
+    else:   # a number; repr of 5,000 digits raises
+        short = isinstance(value, float) or value.bit_length() < 64
+        kind, written = "a number", repr(value) if short else "123"
     if syntax == "JSON":
-        if value is None or isinstance(value, bool):
-            written = "null" if value is None else str(value).lower()
-            kind = "null" if value is None else f"the boolean {written}"
-        else:
-            short = isinstance(value, float) or value.bit_length() < 64
-            written, kind = (repr(value) if short else "123"), "a number"
         leave = ", or leave the key out for its default" if optional and value is None else ""
         return (f"expected a string, but the JSON value is {kind}; write the text in quotes, "
                 f"e.g. \"{written}\"{leave} (got {shown(value)})")
@@ -289,11 +291,7 @@ def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = 
         return ("expected a string, but YAML read the value as null (an empty value, ~ or "
                 "null); write the text in quotes" +
                 (", or leave the key out for its default" if optional else "") + " (got None)")
-    if isinstance(value, bool):
-        kind, text = f"the boolean {str(value).lower()}", "yes" if value else "no"
-    else:
-        short = isinstance(value, float) or value.bit_length() < 64   # repr of 5,000 digits raises
-        kind, text = "a number", repr(value) if short else "123"
+    text = ("yes" if value else "no") if isinstance(value, bool) else written
     example = (f"{key}\"{text}\"]" if key.endswith("[") else f"{key}: \"{text}\"" if key
                else f"\"{text}\"")
     return (f"expected a string, but YAML read the value as {kind}; quote it as written, "
