@@ -16,9 +16,9 @@ a higher tier is blocked ahead of it. Each policy is a small class in :data:`POL
 
 from __future__ import annotations
 
-import bisect
-import heapq
-import itertools
+from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heappush, heapreplace
+from itertools import islice
 from operator import itemgetter
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
@@ -150,7 +150,7 @@ def queue_state(policy: Policy, job: JobView, now: float,
     ``reuse``: an earlier state of this job, returned as is when the result equals it
     (saves building an equal frozen object; the result is the same either way)."""
     cfg = policy.config
-    level = bisect.bisect_right(policy.thresholds, policy.service(job))
+    level = bisect_right(policy.thresholds, policy.service(job))
     entry = job.queue_entry_time if job.queue_entry_time is not None else job.submit_time
     if job.queue is None:
         return QueueState(job.job_id, level, entry, job.service_base_gpu_s, True, "new")
@@ -350,9 +350,9 @@ def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | N
 
 def _heap_order(entries: list[Candidate]) -> Iterator[Candidate]:
     """``entries`` in ascending order, sorted lazily (a heap popped as far as read)."""
-    heapq.heapify(entries)
+    heapify(entries)
     while entries:
-        yield heapq.heappop(entries)
+        yield heappop(entries)
 
 
 class _Victims:
@@ -370,7 +370,7 @@ class _Victims:
     def top(self) -> Candidate | None:
         """The first candidate in victim order (taken or not), or None."""
         if not self.items:
-            self.items.extend(itertools.islice(self.source, 1))
+            self.items.extend(islice(self.source, 1))
         return self.items[0] if self.items else None
 
     def __iter__(self) -> Iterator[Candidate]:
@@ -379,7 +379,7 @@ class _Victims:
         while i < len(items) and items[i][2] in taken:
             i += 1
         self.start = i
-        yield from itertools.islice(items, i, None)   # what is read already (and appended)
+        yield from islice(items, i, None)   # what is read already (and appended)
         i = len(items)
         while True:
             if i < len(items):
@@ -637,7 +637,7 @@ class _PrefixScan:
             if near is not _FAR:
                 return near
         # level break inside the prefix (candidates are in ascending (-level, ...) order)
-        stop = bisect.bisect_left(items, floor, 0, self.p, key=itemgetter(0))
+        stop = bisect_left(items, floor, 0, self.p, key=itemgetter(0))
         best: tuple[int, int] | None = None   # (hit position, -place among its nodes)
         hit = -1
         for value in [v for v in self.at if v >= gpus]:
@@ -767,7 +767,7 @@ class _NodeIndex:
             reach = self._reach
             heap = [(r, node) for node in range(len(self.free))
                     if (r := reach(node, v)) is not None]
-            heapq.heapify(heap)
+            heapify(heap)
             self.heaps[v] = heap
         return heap
 
@@ -778,28 +778,28 @@ class _NodeIndex:
         while heap:
             bound, node = heap[0]
             if node in got:
-                heapq.heappop(heap)   # a duplicate: the node's exact entry is in ``got``
+                heappop(heap)   # a duplicate: the node's exact entry is in ``got``
                 continue
             exact = self._reach(node, v)
             if exact is None:
-                heapq.heappop(heap)
+                heappop(heap)
             elif exact == bound:
-                heapq.heappop(heap)
+                heappop(heap)
                 got[node] = exact
                 return exact, node
             else:
-                heapq.heapreplace(heap, (exact, node))
+                heapreplace(heap, (exact, node))
         return None
 
     @staticmethod
     def _restore(heap: list[tuple[int, int]], got: dict[int, int]) -> None:
         for node, exact in got.items():
-            heapq.heappush(heap, (exact, node))
+            heappush(heap, (exact, node))
 
     def _stop(self, floor: float) -> int:
         stop = self.stops.get(floor)
         if stop is None:
-            stop = bisect.bisect_left(self.items, floor, key=itemgetter(0))
+            stop = bisect_left(self.items, floor, key=itemgetter(0))
             self.stops[floor] = stop
         return stop
 
@@ -890,7 +890,7 @@ class _NodeIndex:
             for v, heap in self.heaps.items():
                 r = self._reach(node, v)
                 if r is not None:
-                    heapq.heappush(heap, (r, node))
+                    heappush(heap, (r, node))
         self.dirty.clear()
 
 
@@ -1043,7 +1043,7 @@ def next_queue_change(job: JobView, config: PolicyConfig, now: float,
     if rules is None:
         rules = POLICIES[config.policy](config, None)
     service = rules.service(job)
-    i = bisect.bisect_right(rules.thresholds, service)
+    i = bisect_right(rules.thresholds, service)
     if i == len(rules.thresholds):
         return None
     return now + (rules.thresholds[i] - service) / rules.rate(job)

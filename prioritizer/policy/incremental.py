@@ -29,10 +29,10 @@ GPU·seconds. No clock, no I/O.
 
 from __future__ import annotations
 
-import bisect
-import heapq
+from bisect import bisect_left, bisect_right, insort
+from heapq import heapify, heappop, heappush, heapreplace
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Final, Iterator
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import (POLICIES, PROMOTED, Candidate, Policy, find_preemptions,
@@ -49,6 +49,8 @@ from prioritizer.policy.quiet import QuietProof
 #: are computed with a division, so a job is re-examined from slightly before its time on
 #: (the exact test is ``queue_state``'s own).
 SLACK_S = 1e-3
+
+_INF: Final = float("inf")
 
 
 class Tracked:
@@ -186,7 +188,7 @@ class _VictimIndex:
             left = rec.work_left if rec.work_left is not None else 0.0
             group, a = (0, 1), -(rec.run_start + left)
             mag = abs(rec.closed_s) + abs(rec.run_start) + abs(left)
-        bisect.insort(self.groups.setdefault(group, []), (a, rec.job_id))
+        insort(self.groups.setdefault(group, []), (a, rec.job_id))
         self.mag[group] = max(self.mag.get(group, 0.0), mag)
         self.where[rec.job_id] = (group, a)
 
@@ -196,7 +198,7 @@ class _VictimIndex:
             return
         group, a = found
         lst = self.groups[group]
-        del lst[bisect.bisect_left(lst, (a, job_id))]
+        del lst[bisect_left(lst, (a, job_id))]
         if not lst:
             del self.groups[group], self.mag[group]
 
@@ -216,15 +218,15 @@ class _VictimIndex:
             if first is not None:
                 heads.append((first, len(cursors)))
             cursors.append(cursor)
-        heapq.heapify(heads)
+        heapify(heads)
         while heads:
             cand, i = heads[0]
             yield cand
             following = self._pick(cursors[i], now, min_run, jobs, exact)
             if following is None:
-                heapq.heappop(heads)
+                heappop(heads)
             else:
-                heapq.heapreplace(heads, (following, i))
+                heapreplace(heads, (following, i))
 
     @staticmethod
     def _pick(cursor: list[Any], now: float, min_run: float, jobs: dict[int, Tracked],
@@ -266,7 +268,9 @@ class _NodeBound:
     ``g`` GPUs there only if the jobs of
     key <= ``k`` hold at most ``total - g``, i.e. only if ``k`` is below ``col[g][n]``: the
     key of the first job where that running sum exceeds ``total - g`` (inf if none).
-    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
+    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix
+    (``reach[g]`` and ``nodes[g]`` hold its two columns: the bisections compare floats and
+    ints, not tuples);
     each of those is then checked against the decision's own free GPUs (starts and
     reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
     ``col[g]`` of a node changed since is recomputed at the next query for that ``g``
@@ -274,7 +278,7 @@ class _NodeBound:
     read a few). Only valid while every job is preemptible (the scheduler checks).
     """
 
-    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked")
+    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked", "reach", "nodes")
 
     def __init__(self, totals: list[int]) -> None:
         self.totals = totals
@@ -285,9 +289,10 @@ class _NodeBound:
         #: per node: ``(key, GPUs, run start, job id)`` of its jobs in ascending order,
         #: once asked for
         self.keyed: dict[int, list[tuple[float, int, float, int]]] = {}
-        inf = float("inf")
-        self.col = [[inf if g <= t else -inf for t in totals] for g in range(max(totals) + 1)]
+        self.col = [[_INF if g <= t else -_INF for t in totals] for g in range(max(totals) + 1)]
         self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
+        self.reach = [[e for e, _ in r] for r in self.ranked]
+        self.nodes = [[n for _, n in r] for r in self.ranked]
 
     def add(self, rec: Tracked, key: float) -> None:
         for node, g in zip(rec.nodes, rec.shape):
@@ -328,13 +333,13 @@ class _NodeBound:
             return True
         if self.stale[gpus - extra]:
             self._flush(gpus - extra)
-        ranked = self.ranked[gpus - extra]
-        if ranked[-1][0] <= key:
+        reach, nodes = self.reach[gpus - extra], self.nodes[gpus - extra]
+        if reach[-1] <= key:
             return False
         free, held = soon.free, self.held
         # highest first: the nodes most likely to serve the waiter
-        for i in range(len(ranked) - 1, bisect.bisect_right(ranked, (key, len(free))) - 1, -1):
-            node = ranked[i][1]
+        for i in range(len(reach) - 1, bisect_right(reach, key) - 1, -1):
+            node = nodes[i]
             have = free[node]
             if have < gpus:
                 for k, g, run_start in held[node].values():
@@ -367,10 +372,11 @@ class _NodeBound:
     def _flush(self, g: int) -> None:
         """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
         col, ranked, stale = self.col[g], self.ranked[g], self.stale[g]
+        reach, nodes = self.reach[g], self.nodes[g]
         for node in stale:
             keyed = self.keyed_on(node)
             room = self.totals[node] - g   # the most the jobs of key <= k may hold
-            value = float("inf") if room >= 0 else float("-inf")
+            value = _INF if room >= 0 else -_INF
             held = 0
             if room >= 0:
                 for key, gpus, _, _ in keyed:
@@ -380,8 +386,12 @@ class _NodeBound:
                         break
             old = col[node]
             if old != value:
-                del ranked[bisect.bisect_left(ranked, (old, node))]
-                bisect.insort(ranked, (value, node))
+                i = bisect_left(ranked, (old, node))
+                del ranked[i], reach[i], nodes[i]
+                i = bisect_left(ranked, (value, node))
+                ranked.insert(i, (value, node))
+                reach.insert(i, value)
+                nodes.insert(i, node)
                 col[node] = value
         stale.clear()
 
@@ -452,6 +462,10 @@ class Scheduler:
         #: (oracle end time, id) of preemptible running jobs when levels are remaining time
         self.ends: list[tuple[float, int]] = []
         self.end_gpus: list[int] = []   # GPUs of the job of each entry of ``ends``
+        #: the end time of each entry of ``ends``: the queries bisect this list of floats
+        #: (``bisect_left(end_times, x)`` is ``bisect_left(ends, (x,))``, without
+        #: comparing tuples)
+        self.end_times: list[float] = []
         #: jobs without an oracle duration (srtf's bound then does not apply)
         self.no_oracle = 0
         #: the preemptible running jobs in victim order (find_preemptions' candidates)
@@ -564,12 +578,13 @@ class Scheduler:
         elif rec.work_left is not None:   # srtf: running jobs by oracle end time
             entry = (rec.run_start + rec.work_left, rec.job_id)
             if sign > 0:
-                i = bisect.bisect_left(self.ends, entry)
+                i = bisect_left(self.ends, entry)
                 self.ends.insert(i, entry)
                 self.end_gpus.insert(i, rec.gpus)
+                self.end_times.insert(i, entry[0])
             else:
-                i = bisect.bisect_left(self.ends, entry)
-                del self.ends[i], self.end_gpus[i]
+                i = bisect_left(self.ends, entry)
+                del self.ends[i], self.end_gpus[i], self.end_times[i]
 
     def _above(self, level: float) -> int:
         return sum(self.running_in[int(level) + 1:])
@@ -582,7 +597,7 @@ class Scheduler:
             return self._above
         if self.no_oracle:
             return None
-        ends, end_gpus = self.ends, self.end_gpus
+        end_times, end_gpus = self.end_times, self.end_gpus
         known: dict[float, int] = {}   # per level, within this decision (asked again by
         # the walk after the pre-check, and by waiters of the same level)
 
@@ -593,7 +608,7 @@ class Scheduler:
             room = known.get(level)
             if room is None:
                 room = known[level] = sum(
-                    end_gpus[bisect.bisect_left(ends, (now + level - SLACK_S,)):])
+                    end_gpus[bisect_left(end_times, now + level - SLACK_S):])
             return room
         return above
 
@@ -629,6 +644,7 @@ class Scheduler:
         if self.queue_levels or self.no_oracle:
             return None
         ends, end_gpus, jobs = self.ends, self.end_gpus, self.jobs
+        end_times = self.end_times
         min_run = self.config.min_run_s
         clear = self.clear_of_ends
         bound = self.node_bound
@@ -647,7 +663,7 @@ class Scheduler:
             if len(need) != 1 or not clear(now, level):
                 return False
             have = soon.free[0]
-            first = bisect.bisect_left(ends, (now + level,))
+            first = bisect_left(end_times, now + level)
             for i in range(len(ends) - 1, first - 1, -1):   # longest remaining first
                 if may_be_victim(True, False, jobs[ends[i][1]].run_start, now, min_run):
                     have += end_gpus[i]
@@ -660,9 +676,9 @@ class Scheduler:
         """No oracle end of a preemptible running job lies within ``2 × SLACK_S`` of
         ``now + level``: every candidate's level (its end minus ``now``, up to rounding)
         is clearly above or below ``level``."""
-        ends = self.ends
-        lo = bisect.bisect_left(ends, (now + level - 2 * SLACK_S,))
-        return lo == len(ends) or ends[lo][0] > now + level + 2 * SLACK_S
+        end_times = self.end_times
+        lo = bisect_left(end_times, now + level - 2 * SLACK_S)
+        return lo == len(end_times) or end_times[lo] > now + level + 2 * SLACK_S
 
     def one_node_victims(self, now: float, exact: Any) -> Any:
         """``find_preemptions``' ``one_node`` (srtf on real nodes, every job preemptible,
@@ -734,7 +750,7 @@ class Scheduler:
         due, hot = self.due, self.hot
         limit = _limit(now)
         while due and due[0][0] <= limit:
-            _, epoch, job_id = heapq.heappop(due)
+            _, epoch, job_id = heappop(due)
             rec = self.jobs.get(job_id)
             if rec is not None and rec.epoch == epoch:
                 hot[job_id] = None
@@ -775,7 +791,7 @@ class Scheduler:
             self.dirty[job_id] = None
         waiting = self.waiting
         while waiting and waiting[0][0] <= now:
-            _, epoch, job_id = heapq.heappop(waiting)
+            _, epoch, job_id = heappop(waiting)
             rec = self.jobs.get(job_id)
             if rec is not None and rec.where == "waiting" and rec.epoch == epoch:
                 self._insert(rec)
@@ -821,7 +837,7 @@ class Scheduler:
         if when <= limit:
             self.hot[rec.job_id] = None
         else:
-            heapq.heappush(self.due, (when, rec.epoch, rec.job_id))
+            heappush(self.due, (when, rec.epoch, rec.job_id))
 
     def _index(self, rec: Tracked, now: float, view: JobView, state: QueueState) -> None:
         """(Re)compute a pending job's sort key and level from the ``view`` and ``state``
@@ -833,18 +849,18 @@ class Scheduler:
             self._insert(rec)
         else:
             rec.where = "waiting"
-            heapq.heappush(self.waiting, (rec.eligible, rec.epoch, rec.job_id))
+            heappush(self.waiting, (rec.eligible, rec.epoch, rec.job_id))
 
     def _insert(self, rec: Tracked) -> None:
         key = rec.entry_key
         assert key is not None   # set by _index before it files the job
         if self.stuck and self.free.place(rec.shape) is not None:
             self.stuck = False
-        bisect.insort(self.order, key)
+        insort(self.order, key)
         group = self.groups.get(rec.shape)
         if group is None:
             group = self.groups[rec.shape] = []
-        bisect.insort(group, key)
+        insort(group, key)
         rec.where = "order"
         if self.quiet is not None:
             self.quiet.filed(rec)
@@ -853,9 +869,9 @@ class Scheduler:
         if rec.where == "order":
             key = rec.entry_key
             assert key is not None   # set while the job is in the order
-            del self.order[bisect.bisect_left(self.order, key)]
+            del self.order[bisect_left(self.order, key)]
             group = self.groups[rec.shape]
-            del group[bisect.bisect_left(group, key)]
+            del group[bisect_left(group, key)]
             if not group:
                 del self.groups[rec.shape]
         rec.where = ""
@@ -1009,15 +1025,15 @@ class Scheduler:
         target = soon if soon is not None else now_map
         groups = list(self.groups.items())
         heads = [(lst[0], i, 0) for i, (_, lst) in enumerate(groups) if lst]
-        heapq.heapify(heads)
+        heapify(heads)
         while heads:
             head, i, pos = heads[0]
             shape, lst = groups[i]
             if target.place(shape) is None:   # never fits again in this walk
-                heapq.heappop(heads)
+                heappop(heads)
                 continue
             if pos + 1 < len(lst):
-                heapq.heapreplace(heads, (lst[pos + 1], i, pos + 1))
+                heapreplace(heads, (lst[pos + 1], i, pos + 1))
             else:
-                heapq.heappop(heads)
+                heappop(heads)
             yield head[1], shape

@@ -14,7 +14,7 @@ those nodes, as Slurm's backfill reserves nodes for its highest-priority pending
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, insort
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
@@ -96,7 +96,7 @@ class FreeMap:
         """
         values = self._values
         if len(need) == 1:
-            i = bisect.bisect_left(values, need[0])
+            i = bisect_left(values, need[0])
             if i == len(values):
                 return None
             return (self._nodes_at[values[i]][0],)
@@ -105,7 +105,7 @@ class FreeMap:
         used: dict[int, int] = {}
         result = [0] * len(need)
         for pos in _largest_first(need):
-            i = bisect.bisect_left(self._values, need[pos])
+            i = bisect_left(self._values, need[pos])
             while i < len(self._values) and used.get(self._values[i], 0) >= len(
                     self._nodes_at[self._values[i]]):
                 i += 1
@@ -119,7 +119,7 @@ class FreeMap:
     def count_at_least(self, gpus: int) -> int:
         """How many nodes have at least ``gpus`` (> 0) GPUs free."""
         values = self._values
-        return sum(len(self._nodes_at[v]) for v in values[bisect.bisect_left(values, gpus):])
+        return sum(len(self._nodes_at[v]) for v in values[bisect_left(values, gpus):])
 
     def place_with(self, extra: dict[int, int], need: Sequence[int]) -> tuple[int, ...] | None:
         """What :meth:`place` would return once the free GPUs of each node in ``extra`` are
@@ -134,14 +134,14 @@ class FreeMap:
         for pos in sorted(range(len(need)), key=lambda p: -need[p]):
             want = need[pos]
             best: tuple[int, int] | None = None
-            i = bisect.bisect_left(values, want)
+            i = bisect_left(values, want)
             while best is None and i < len(values):
                 for node in nodes_at[values[i]]:
                     if node not in used and node not in skip:
                         best = (values[i], node)
                         break
                 i += 1
-            for j in range(bisect.bisect_left(moved, (want, -1)), len(moved)):
+            for j in range(bisect_left(moved, (want, -1)), len(moved)):
                 if moved[j][1] not in used:
                     if best is None or moved[j] < best:
                         best = moved[j]
@@ -169,17 +169,17 @@ class FreeMap:
         old = self.free[node]
         if old > 0:
             lst = self._nodes_at[old]
-            del lst[bisect.bisect_left(lst, node)]
+            del lst[bisect_left(lst, node)]
             if not lst:
                 del self._nodes_at[old]
-                del self._values[bisect.bisect_left(self._values, old)]
+                del self._values[bisect_left(self._values, old)]
         if value > 0:
             bucket = self._nodes_at.get(value)
             if bucket is None:
                 self._nodes_at[value] = [node]
-                bisect.insort(self._values, value)
+                insort(self._values, value)
             else:
-                bisect.insort(bucket, node)
+                insort(bucket, node)
         self.free[node] = value
 
 

@@ -38,7 +38,7 @@ search, with ``decide``. Units: seconds, GPUs. No clock, no I/O.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, bisect_right, insort
 from typing import TYPE_CHECKING, Any
 
 from prioritizer.policy.decide import may_be_victim, needs_no_less
@@ -84,7 +84,7 @@ class QuietProof:
 
     def ran(self, rec: Tracked, min_run_s: float) -> None:
         """``rec`` started a run: it becomes a victim candidate ``min_run_s`` later."""
-        bisect.insort(self.runs, (rec.run_start + min_run_s, rec.job_id, rec.run_start))
+        insort(self.runs, (rec.run_start + min_run_s, rec.job_id, rec.run_start))
 
     def certify(self, now: float) -> None:
         """The decision at ``now`` found no preemption, with no job checkpointing."""
@@ -95,7 +95,7 @@ class QuietProof:
 
     def _trim(self, now: float) -> None:
         # runs whose min_run_s ran out before ``now`` matter to no later proof
-        cut = bisect.bisect_left(self.runs, (now - self.slack,))
+        cut = bisect_left(self.runs, (now - self.slack,))
         if cut:
             del self.runs[:cut]
 
@@ -113,8 +113,8 @@ class QuietProof:
         min_run = sched.config.min_run_s
         touched = set(self.freed)
         runs = self.runs
-        lo = bisect.bisect_left(runs, (since - self.slack,))
-        hi = bisect.bisect_right(runs, (now + self.slack, _INF))
+        lo = bisect_left(runs, (since - self.slack,))
+        hi = bisect_right(runs, (now + self.slack, _INF))
         for _, job_id, run_start in runs[lo:hi]:
             rec = jobs.get(job_id)
             # a new candidate: its guard ran out since the proof (one that had run out
