@@ -18,6 +18,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+#: SIGTERM unwinds the running test and tears fixtures down (tests/sigterm_teardown.py)
+pytest_plugins = ["sigterm_teardown"]
+
 settings.register_profile(
     "ci", deadline=None, derandomize=True, max_examples=100,
     suppress_health_check=[HealthCheck.too_slow],

@@ -185,21 +185,27 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
                               f"{cfg.metrics_port} ({exc.strerror})") from None
         stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-        client = SlurmClient(timeout_s=cfg.call_timeout_s)
-        with _lease(cfg, client, log, stop) as lease:
-            if stop.is_set():
-                return EXIT_OK
-            event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
-                  interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
-            try:
-                Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                       distribution=samples).run(stop)
-            except LeaseLost as exc:
-                event(log, "lease_lost", level=logging.ERROR, error=str(exc))
-                return _fail(str(exc), EXIT_LOCKED)
-        event(log, "stopped")
+        # the previous handlers come back when the loop ends (an in-process caller's own)
+        previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            client = SlurmClient(timeout_s=cfg.call_timeout_s)
+            with _lease(cfg, client, log, stop) as lease:
+                if stop.is_set():
+                    return EXIT_OK
+                event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode,
+                      policy=cfg.policy.policy, interval_s=cfg.interval_s,
+                      metrics_port=cfg.metrics_port)
+                try:
+                    Daemon(cfg, client, ledger, log, metrics, lease=lease,
+                           distribution=samples).run(stop)
+                except LeaseLost as exc:
+                    event(log, "lease_lost", level=logging.ERROR, error=str(exc))
+                    return _fail(str(exc), EXIT_LOCKED)
+            event(log, "stopped")
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
     return EXIT_OK
 
 
