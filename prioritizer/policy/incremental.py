@@ -268,9 +268,7 @@ class _NodeBound:
     ``g`` GPUs there only if the jobs of
     key <= ``k`` hold at most ``total - g``, i.e. only if ``k`` is below ``col[g][n]``: the
     key of the first job where that running sum exceeds ``total - g`` (inf if none).
-    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix
-    (``reach[g]`` and ``nodes[g]`` hold its two columns: the bisections compare floats and
-    ints, not tuples);
+    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
     each of those is then checked against the decision's own free GPUs (starts and
     reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
     ``col[g]`` of a node changed since is recomputed at the next query for that ``g``
@@ -278,7 +276,7 @@ class _NodeBound:
     read a few). Only valid while every job is preemptible (the scheduler checks).
     """
 
-    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked", "reach", "nodes")
+    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked")
 
     def __init__(self, totals: list[int]) -> None:
         self.totals = totals
@@ -291,8 +289,6 @@ class _NodeBound:
         self.keyed: dict[int, list[tuple[float, int, float, int]]] = {}
         self.col = [[_INF if g <= t else -_INF for t in totals] for g in range(max(totals) + 1)]
         self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
-        self.reach = [[e for e, _ in r] for r in self.ranked]
-        self.nodes = [[n for _, n in r] for r in self.ranked]
 
     def add(self, rec: Tracked, key: float) -> None:
         for node, g in zip(rec.nodes, rec.shape):
@@ -333,13 +329,13 @@ class _NodeBound:
             return True
         if self.stale[gpus - extra]:
             self._flush(gpus - extra)
-        reach, nodes = self.reach[gpus - extra], self.nodes[gpus - extra]
-        if reach[-1] <= key:
+        ranked = self.ranked[gpus - extra]
+        if ranked[-1][0] <= key:
             return False
         free, held = soon.free, self.held
         # highest first: the nodes most likely to serve the waiter
-        for i in range(len(reach) - 1, bisect_right(reach, key) - 1, -1):
-            node = nodes[i]
+        for i in range(len(ranked) - 1, bisect_right(ranked, (key, len(free))) - 1, -1):
+            node = ranked[i][1]
             have = free[node]
             if have < gpus:
                 for k, g, run_start in held[node].values():
@@ -372,7 +368,6 @@ class _NodeBound:
     def _flush(self, g: int) -> None:
         """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
         col, ranked, stale = self.col[g], self.ranked[g], self.stale[g]
-        reach, nodes = self.reach[g], self.nodes[g]
         for node in stale:
             keyed = self.keyed_on(node)
             room = self.totals[node] - g   # the most the jobs of key <= k may hold
@@ -386,12 +381,8 @@ class _NodeBound:
                         break
             old = col[node]
             if old != value:
-                i = bisect_left(ranked, (old, node))
-                del ranked[i], reach[i], nodes[i]
-                i = bisect_left(ranked, (value, node))
-                ranked.insert(i, (value, node))
-                reach.insert(i, value)
-                nodes.insert(i, node)
+                del ranked[bisect_left(ranked, (old, node))]
+                insort(ranked, (value, node))
                 col[node] = value
         stale.clear()
 
