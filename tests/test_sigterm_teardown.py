@@ -42,6 +42,42 @@ def test_waits(marker):
 '''
 
 
+SLOW_TEARDOWN = '''
+import time
+from pathlib import Path
+import pytest
+
+OUT = Path({out!r})
+
+@pytest.fixture
+def slow():
+    yield
+    (OUT / "teardown").write_text("started")
+    time.sleep(600)
+
+def test_waits(slow):
+    (OUT / "started").write_text("yes")
+    time.sleep(600)
+'''
+
+
+def _pytest(tmp_path: Path, probe_text: str) -> subprocess.Popen[str]:
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(probe_text.format(out=str(tmp_path)))
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "sigterm_teardown", "-p", "no:cacheprovider",
+         "--rootdir", str(tmp_path), str(probe)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.05)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -51,17 +87,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigterm_runs_finally_blocks_and_fixture_teardown(tmp_path: Path) -> None:
-    probe = tmp_path / "test_probe.py"
-    probe.write_text(PROBE.format(out=str(tmp_path)))
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "sigterm_teardown", "-p", "no:cacheprovider",
-         "--rootdir", str(tmp_path), str(probe)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "started").exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
-        time.sleep(0.05)
+    proc = _pytest(tmp_path, PROBE)
+    _wait_for(tmp_path / "started", proc)
     child = int((tmp_path / "child.pid").read_text())
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
@@ -70,6 +97,22 @@ def test_sigterm_runs_finally_blocks_and_fixture_teardown(tmp_path: Path) -> Non
     assert (tmp_path / "fixture-teardown").read_text() == "done", out
     assert not _alive(child)
     assert "SIGTERM" in out
+
+
+def test_a_second_sigterm_kills_pytest_during_the_teardown(tmp_path: Path) -> None:
+    proc = _pytest(tmp_path, SLOW_TEARDOWN)
+    _wait_for(tmp_path / "started", proc)
+    proc.send_signal(signal.SIGTERM)
+    _wait_for(tmp_path / "teardown", proc)       # the first one started the teardown
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+
+
+def test_this_suite_runs_under_the_handler() -> None:
+    import sigterm_teardown
+
+    assert signal.getsignal(signal.SIGTERM) is sigterm_teardown._interrupt
 
 
 def test_dlprio_run_in_process_gives_back_the_signal_handlers_it_replaced(

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from prioritizer.daemon import config as daemon_config
 
@@ -175,6 +176,20 @@ def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter, Gittin
 def cmd_run(args: argparse.Namespace) -> int:
     """``dlprio run``: loop until SIGTERM/SIGINT."""
     cfg, log, samples = _setup(args)
+    # SIGTERM/SIGINT set ``stop`` from the loop's start until the ledger is closed; the
+    # previous handlers (an in-process caller's own) come back when ``run`` returns
+    previous: dict[int, Any] = {}
+    try:
+        return _run(cfg, log, samples, previous)
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:   # None: a handler not set from Python
+                signal.signal(sig, handler)
+
+
+def _run(cfg: DaemonConfig, log: CycleAdapter, samples: GittinsDistribution | None,
+         previous: dict[int, Any]) -> int:
+    """:func:`cmd_run`'s body; records in ``previous`` the handlers it replaces."""
     with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         metrics = Metrics()
         try:
@@ -185,27 +200,21 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
                               f"{cfg.metrics_port} ({exc.strerror})") from None
         stop = threading.Event()
-        # the previous handlers come back when the loop ends (an in-process caller's own)
-        previous = {sig: signal.signal(sig, lambda *_: stop.set())
-                    for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            client = SlurmClient(timeout_s=cfg.call_timeout_s)
-            with _lease(cfg, client, log, stop) as lease:
-                if stop.is_set():
-                    return EXIT_OK
-                event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode,
-                      policy=cfg.policy.policy, interval_s=cfg.interval_s,
-                      metrics_port=cfg.metrics_port)
-                try:
-                    Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                           distribution=samples).run(stop)
-                except LeaseLost as exc:
-                    event(log, "lease_lost", level=logging.ERROR, error=str(exc))
-                    return _fail(str(exc), EXIT_LOCKED)
-            event(log, "stopped")
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+        client = SlurmClient(timeout_s=cfg.call_timeout_s)
+        with _lease(cfg, client, log, stop) as lease:
+            if stop.is_set():
+                return EXIT_OK
+            event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
+                  interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
+            try:
+                Daemon(cfg, client, ledger, log, metrics, lease=lease,
+                       distribution=samples).run(stop)
+            except LeaseLost as exc:
+                event(log, "lease_lost", level=logging.ERROR, error=str(exc))
+                return _fail(str(exc), EXIT_LOCKED)
+        event(log, "stopped")
     return EXIT_OK
 
 
