@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +14,11 @@ import yaml
 from prioritizer.cli import main
 from prioritizer.daemon import cli as daemon_cli
 
+from live_helpers import wait_for
+
 TESTS = Path(__file__).resolve().parent
 
+# a test holding a child process, with a fixture; the teardown hangs when OUT/slow exists
 PROBE = '''
 import subprocess, sys, time
 from pathlib import Path
@@ -28,6 +30,8 @@ OUT = Path({out!r})
 def marker():
     yield
     (OUT / "fixture-teardown").write_text("done")
+    if (OUT / "slow").exists():
+        time.sleep(600)
 
 def test_waits(marker):
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
@@ -42,68 +46,41 @@ def test_waits(marker):
 '''
 
 
-SLOW_TEARDOWN = '''
-import time
-from pathlib import Path
-import pytest
-
-OUT = Path({out!r})
-
-@pytest.fixture
-def slow():
-    yield
-    (OUT / "teardown").write_text("started")
-    time.sleep(600)
-
-def test_waits(slow):
-    (OUT / "started").write_text("yes")
-    time.sleep(600)
-'''
-
-
-def _pytest(tmp_path: Path, probe_text: str) -> subprocess.Popen[str]:
+def _probe_run(tmp_path: Path) -> subprocess.Popen[str]:
+    """pytest on :data:`PROBE` with the plugin, once its test has started."""
     probe = tmp_path / "test_probe.py"
-    probe.write_text(probe_text.format(out=str(tmp_path)))
+    probe.write_text(PROBE.format(out=str(tmp_path)))
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-p", "sigterm_teardown", "-p", "no:cacheprovider",
          "--rootdir", str(tmp_path), str(probe)],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _wait_for(tmp_path / "started", proc)
+    return proc
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 60
-    while not path.exists():
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
-        time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    wait_for(lambda: path.exists() or proc.poll() is not None, 60, f"the probe's {path.name}")
+    assert proc.poll() is None, proc.communicate()[0]
 
 
 def test_sigterm_runs_finally_blocks_and_fixture_teardown(tmp_path: Path) -> None:
-    proc = _pytest(tmp_path, PROBE)
-    _wait_for(tmp_path / "started", proc)
+    proc = _probe_run(tmp_path)
     child = int((tmp_path / "child.pid").read_text())
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out          # pytest's "interrupted", not killed by the signal
     assert (tmp_path / "finally").read_text() == "done", out
     assert (tmp_path / "fixture-teardown").read_text() == "done", out
-    assert not _alive(child)
+    assert not Path(f"/proc/{child}").exists()   # killed and reaped by the finally block
     assert "SIGTERM" in out
 
 
 def test_a_second_sigterm_kills_pytest_during_the_teardown(tmp_path: Path) -> None:
-    proc = _pytest(tmp_path, SLOW_TEARDOWN)
-    _wait_for(tmp_path / "started", proc)
+    (tmp_path / "slow").write_text("")
+    proc = _probe_run(tmp_path)
     proc.send_signal(signal.SIGTERM)
-    _wait_for(tmp_path / "teardown", proc)       # the first one started the teardown
+    _wait_for(tmp_path / "fixture-teardown", proc)   # the first one started the teardown
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGTERM

@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
 
 from prioritizer.daemon import config as daemon_config
 
@@ -176,21 +175,8 @@ def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter, Gittin
 def cmd_run(args: argparse.Namespace) -> int:
     """``dlprio run``: loop until SIGTERM/SIGINT."""
     cfg, log, samples = _setup(args)
-    # SIGTERM/SIGINT set ``stop`` from the loop's start until the ledger is closed; the
-    # previous handlers (an in-process caller's own) come back when ``run`` returns
-    previous: dict[int, Any] = {}
-    try:
-        return _run(cfg, log, samples, previous)
-    finally:
-        for sig, handler in previous.items():
-            if handler is not None:   # None: a handler not set from Python
-                signal.signal(sig, handler)
-
-
-def _run(cfg: DaemonConfig, log: CycleAdapter, samples: GittinsDistribution | None,
-         previous: dict[int, Any]) -> int:
-    """:func:`cmd_run`'s body; records in ``previous`` the handlers it replaces."""
-    with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+    stop = threading.Event()
+    with _stop_on_signals(stop), LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         metrics = Metrics()
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
@@ -199,9 +185,6 @@ def _run(cfg: DaemonConfig, log: CycleAdapter, samples: GittinsDistribution | No
             key = "metrics_addr" if isinstance(exc, socket.gaierror) else "metrics_port"
             raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
                               f"{cfg.metrics_port} ({exc.strerror})") from None
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
         client = SlurmClient(timeout_s=cfg.call_timeout_s)
         with _lease(cfg, client, log, stop) as lease:
             if stop.is_set():
@@ -216,6 +199,20 @@ def _run(cfg: DaemonConfig, log: CycleAdapter, samples: GittinsDistribution | No
                 return _fail(str(exc), EXIT_LOCKED)
         event(log, "stopped")
     return EXIT_OK
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set ``stop`` inside the block (the ledger is closed inside it too);
+    the previous handlers (an in-process caller's own) come back when it ends."""
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            if handler is not None:   # None: a handler not set from Python
+                signal.signal(sig, handler)
 
 
 @contextmanager
