@@ -115,7 +115,7 @@ class SlurmClient:
     timeout_s: float = 30.0
     bin_dir: str = ""
     run_as: str = ""
-    _release: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
+    _release: slurm_shapes.Release | None = field(default=None, repr=False, compare=False)
     #: the last formatted read's jobs by their record's text (see _jobs_formatted), and the
     #: secret token that stands for each call's separator token in that text
     _parsed: dict[str, Job] = field(default_factory=dict, repr=False, compare=False)
@@ -204,11 +204,11 @@ class SlurmClient:
             :class:`SlurmShapeUnknown` when the answer does not parse (never a partial list).
         """
         if detail:
-            argv = ["squeue", "--json"]
-            data = self._json(argv)
+            release = self.slurm_release()
+            argv = ["squeue", release.json_flag]
+            data = self._run(argv)
             try:
-                slurm_shapes.check_jobs(data)
-                jobs = [records.job_from_json(j) for j in data.get("jobs", [])]
+                jobs = slurm_shapes.jobs_from_json(data.encode(), release)
             except ShapeError as exc:
                 raise SlurmShapeUnknown(argv, str(exc)) from exc
         else:
@@ -216,61 +216,72 @@ class SlurmClient:
         return records.filter_jobs(jobs, users=users, states=states, job_ids=job_ids, partitions=partitions)
 
     def _jobs_formatted(self) -> list[Job]:
-        """Every job (all states, hidden partitions too) from one ``squeue --Format`` call.
+        """Every job (all states, hidden partitions too) from one ``squeue --Format`` call
+        (:meth:`_formatted`). A record whose text is the same as in the previous read is not
+        parsed again: its (frozen) Job is reused (most of a site's jobs do not change between
+        two daemon cycles)."""
+        self.slurm_release()
+        argv = ["squeue", "--noheader", "--all", "--states=all"]
+        chunks, fs = self._formatted(argv, records.SQUEUE_FIELDS)
+        jobs = []
+        before, parsed = self._parsed, {}
+        for i, chunk in enumerate(chunks):
+            job = before.get(chunk)
+            if job is None:
+                values = chunk.split(fs)
+                if len(values) != len(records.SQUEUE_FIELDS):
+                    raise SlurmShapeUnknown(argv, f"squeue: record {i + 1} has {len(values)} "
+                                            f"fields, expected {len(records.SQUEUE_FIELDS)}")
+                try:
+                    job = records.job_from_fields(values)
+                except ShapeError as exc:
+                    raise SlurmShapeUnknown(argv, str(exc)) from exc
+            parsed[chunk] = job
+            jobs.append(job)
+        self._parsed = parsed
+        return jobs
+
+    def _formatted(self, argv: list[str], fields: Sequence[tuple[str, str]]) -> tuple[list[str], str]:
+        """The records of one formatted read (squeue(1)/sinfo(1) ``--Format``/``-O`` with
+        ``fields``, ``(key, type)`` pairs) as texts, and the field separator within them.
 
         Each field ends with a separator made of a fresh random token (64 bits) per call, each
         record with another, so no user text (job name, comment, path: anything, newlines
-        included) can be taken for a separator; a record with the wrong number of fields is a
-        :class:`SlurmShapeUnknown`, never a guess. Times print as epoch seconds
-        (``SLURM_TIME_FORMAT=%s``). A record whose text is the same as in the previous read
-        (the call's token replaced by a secret one of this client, never shown to anyone, so
-        two different records never look alike) is not parsed again: its (frozen) Job is
-        reused (most of a site's jobs do not change between two daemon cycles; issue 15).
+        included) can be taken for a separator; a record that does not start a line, or text
+        after the last record, is a :class:`SlurmShapeUnknown`, never a guess. Times print as
+        epoch seconds (``SLURM_TIME_FORMAT=%s``). The call's token is replaced by this client's
+        secret one (never shown to anyone), so a record reads the same in every call and two
+        different records never look alike: the texts can key a parse cache.
         """
-        if self._release is None:  # once per client: the formatted fields are per release
-            version = self.slurm_version()
-            try:
-                slurm_shapes.check_release(version)
-            except ShapeError as exc:
-                raise SlurmShapeUnknown(["squeue", "--version"], str(exc)) from exc
-            self._release = version
         token = os.urandom(8).hex()
         fs, rs = f"\x1f{token}\x1f", f"\x1e{token}\x1e"
-        keys = [k for k, _ in records.SQUEUE_FIELDS]
-        fmt = ",".join(f"{t}:0{fs}" for _, t in records.SQUEUE_FIELDS[:-1])
-        fmt += f",{records.SQUEUE_FIELDS[-1][1]}:0{rs}"
-        argv = ["squeue", "--noheader", "--all", "--states=all", f"--Format={fmt}"]
+        fmt = ",".join(f"{t}:0{fs}" for _, t in fields[:-1]) + f",{fields[-1][1]}:0{rs}"
         env = {**os.environ, "SLURM_TIME_FORMAT": "%s"}
-        # the call's token becomes this client's secret one (never shown to anyone): a record
-        # then reads the same in every call, and its text is the key of the parse cache
-        out = self._run(argv, env=env).replace(token, self._key_token)
+        out = self._run([*argv, f"--Format={fmt}"], env=env).replace(token, self._key_token)
         fs, rs = f"\x1f{self._key_token}\x1f", f"\x1e{self._key_token}\x1e"
         chunks = out.split(rs)
         del out   # 10,000 records: megabytes, not needed past the split
         tail = chunks.pop()
         if tail.strip():
-            raise SlurmShapeUnknown(argv[:4], f"squeue: output does not end with a record: {tail[:80]!r}")
-        jobs = []
-        before, parsed = self._parsed, {}
-        for i, chunk in enumerate(chunks):
-            if i:
-                if not chunk.startswith("\n"):
-                    raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} does not start a line")
-                chunk = chunk[1:]
-            job = before.get(chunk)
-            if job is None:
-                values = chunk.split(fs)
-                if len(values) != len(keys):
-                    raise SlurmShapeUnknown(argv[:4], f"squeue: record {i + 1} has {len(values)} "
-                                            f"fields, expected {len(keys)}")
-                try:
-                    job = records.job_from_fields(values)
-                except ShapeError as exc:
-                    raise SlurmShapeUnknown(argv[:4], str(exc)) from exc
-            parsed[chunk] = job
-            jobs.append(job)
-        self._parsed = parsed
-        return jobs
+            raise SlurmShapeUnknown(argv, f"{argv[0]}: output does not end with a record: {tail[:80]!r}")
+        for i in range(1, len(chunks)):
+            if not chunks[i].startswith("\n"):
+                raise SlurmShapeUnknown(argv, f"{argv[0]}: record {i + 1} does not start a line")
+            chunks[i] = chunks[i][1:]
+        return chunks, fs
+
+    def slurm_release(self) -> slurm_shapes.Release:
+        """The Slurm release this client's commands talk to, read once per client from
+        ``squeue --version`` (:meth:`slurm_version`) and looked up in
+        :data:`slurm_shapes.RELEASES`. Raises :class:`SlurmShapeUnknown` for a release whose
+        shapes are not declared (nothing is read from it)."""
+        if self._release is None:
+            version = self.slurm_version()
+            try:
+                self._release = slurm_shapes.release(version)
+            except ShapeError as exc:
+                raise SlurmShapeUnknown(["squeue", "--version"], str(exc)) from exc
+        return self._release
 
     def slurm_version(self) -> tuple[int, int, int]:
         """Slurm's release as ``(major, minor, micro)`` from ``squeue --version`` (``slurm
@@ -289,18 +300,24 @@ class SlurmClient:
         raise JobUnknown(["squeue", "--json"], f"job {job_id} not in squeue")
 
     def nodes(self, *, partitions: Iterable[str] | None = None) -> list[Node]:
-        """All nodes from ``sinfo --json`` (one record per node), optionally in these partitions."""
-        argv = ["sinfo", "--json"]
-        data = self._json(argv)
-        seen: dict[str, Node] = {}
-        try:
-            for n in slurm_shapes.nodes(data):
-                node = records.node_from_json(n)
-                seen.setdefault(node.name, node)
-        except ShapeError as exc:
-            raise SlurmShapeUnknown(argv, str(exc)) from exc
+        """All nodes from one formatted ``sinfo --Node --Format`` read
+        (:data:`records.SINFO_FIELDS`, the same on every release), one record per node,
+        optionally only those in these partitions."""
+        argv = ["sinfo", "--noheader", "--Node", "--all"]
+        chunks, fs = self._formatted(argv, records.SINFO_FIELDS)
+        found = []
+        for i, chunk in enumerate(chunks):
+            values = chunk.split(fs)
+            if len(values) != len(records.SINFO_FIELDS):
+                raise SlurmShapeUnknown(argv, f"sinfo: record {i + 1} has {len(values)} fields, "
+                                        f"expected {len(records.SINFO_FIELDS)}")
+            try:
+                found.append(records.node_from_fields(values))
+            except ShapeError as exc:
+                raise SlurmShapeUnknown(argv, str(exc)) from exc
         wanted = set(partitions) if partitions is not None else None
-        return [n for n in seen.values() if wanted is None or wanted & set(n.partitions)]
+        return [n for n in records.merge_partitions(found)
+                if wanted is None or wanted & set(n.partitions)]
 
     def ping(self) -> bool:
         """True when slurmctld answers ``scontrol ping`` (never raises)."""

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import gres, hostlist
+from slurm_plugin import gres, hostlist, rootfs
 
 DEFAULT_NAME = "dlcluster"
 _NAME_RE = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
@@ -43,7 +43,9 @@ class ClusterSpec:
         port_base: SlurmctldPort; node ``i`` listens on ``port_base + 100 + i``;
             slurmdbd on ``port_base + 2``.
         with_dbd: also run MariaDB + slurmdbd (sacct, QOS, fairshare).
-        lua_script: path of the job_submit.lua to install ("" = the packaged one).
+        slurm: the Slurm release (``22.05``, ``24.11``, ``26.05``: :data:`rootfs.RELEASE_SUITES`).
+        host_slurm: the release the host's Debian ships (``""``: none); another ``slurm`` runs
+            from a root filesystem (:mod:`slurm_plugin.rootfs`).
     """
 
     name: str = DEFAULT_NAME
@@ -56,6 +58,8 @@ class ClusterSpec:
     cred_expire_s: int = 10
     port_base: int = 6817
     with_dbd: bool = False
+    slurm: str = "22.05"
+    host_slurm: str = "22.05"
 
     def validate(self) -> None:
         """Raise :class:`SpecError` naming the first bad option."""
@@ -75,6 +79,26 @@ class ClusterSpec:
             raise SpecError(f"--cred-expire {self.cred_expire_s}: must be 1..3600 seconds")
         if not 1024 <= self.port_base <= 65535 - 200:
             raise SpecError(f"--port-base {self.port_base}: must be 1024..65335")
+        if self.slurm not in rootfs.RELEASE_SUITES:
+            raise SpecError(f"--slurm {self.slurm!r}: use one of {', '.join(rootfs.RELEASE_SUITES)}")
+
+    # ------------------------------------------------------------ the release
+    @property
+    def rootfs_dir(self) -> Path | None:
+        """The root filesystem the cluster runs from, ``None`` for the host's own Slurm."""
+        return None if self.slurm == self.host_slurm else rootfs.rootfs_dir(self.slurm)
+
+    @property
+    def bin_dir(self) -> Path | None:
+        """Wrappers of the release's commands (``dlcluster env`` puts them on PATH), ``None``
+        for the host's own Slurm."""
+        return self.state_dir / "bin" if self.rootfs_dir else None
+
+    @property
+    def release(self) -> tuple[int, int]:
+        """``slurm`` as ``(major, minor)``: ``"24.11"`` → ``(24, 11)``."""
+        major, minor = self.slurm.split(".")
+        return int(major), int(minor)
 
     # ------------------------------------------------------------ derived paths
     @property
@@ -118,6 +142,22 @@ class ClusterSpec:
         return [str(self.dev_dir / f"nvidia{i}") for i in range(self.gpus_per_node)]
 
 
+def recorded(spec: ClusterSpec, slurm_conf: str) -> ClusterSpec:
+    """``spec`` with the shape that the text of its cluster's slurm.conf (as :func:`render_slurm_conf`
+    wrote it) records: nodes, slurmdbd, port and Slurm release (``down``, ``status``, ``env``
+    and ``ctl`` act on the cluster as it was brought up)."""
+    lines = slurm_conf.splitlines()
+    nodes = sum(1 for line in lines if line.startswith("NodeName="))
+    port = next((int(line.split("=", 1)[1]) for line in lines
+                 if line.startswith("SlurmctldPort=") and line.split("=", 1)[1].isdigit()), spec.port_base)
+    release = next((line.split("=", 1)[1].strip() for line in lines
+                    if line.startswith("# dlcluster: slurm=")), spec.host_slurm)
+    return ClusterSpec(name=spec.name, nodes=max(nodes, 1), port_base=port,
+                       with_dbd="accounting_storage/slurmdbd" in slurm_conf,
+                       slurm=release if release in rootfs.RELEASE_SUITES else spec.host_slurm,
+                       host_slurm=spec.host_slurm)
+
+
 def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
     """slurm.conf text for ``spec`` (slurm.conf(5) of 22.05); ``host`` is this machine's hostname."""
     sd = spec.state_dir
@@ -134,17 +174,19 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
             "PriorityWeightFairshare=1000\n"
         )
     else:
+        # jobacct_gather/none is gone after 22.05 (no plugin: the default does nothing)
         acct = (
             "# no slurmdbd: no sacct, no QOS; AccountingStorageTRES=gres/gpu would be fatal\n"
             "AccountingStorageType=accounting_storage/none\n"
             "JobCompType=jobcomp/filetxt\n"
             f"JobCompLoc={sd}/log/jobcomp.txt\n"
-            "JobAcctGatherType=jobacct_gather/none\n"
+            + ("JobAcctGatherType=jobacct_gather/none\n" if spec.release <= (22, 5) else "")
         )
     cores = spec.sockets * spec.cores_per_socket
     def_mem = spec.real_memory_mib // cores
     lines = [
         f"# Written by `dlcluster up` for cluster {spec.name!r}; regenerated on every up.",
+        f"# dlcluster: slurm={spec.slurm}",
         f"ClusterName={spec.name}",
         f"SlurmctldHost={host}(127.0.0.1)",
         f"SlurmctldPort={spec.port_base}",
@@ -195,6 +237,10 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
         "InactiveLimit=0",
         "SlurmdTimeout=60",
     ]
+    if spec.rootfs_dir:
+        lines += ["# the release's plugins: the same path for the commands on the host and for the",
+                  "# daemons in the root filesystem (slurm_plugin/rootfs.py)",
+                  f"PluginDir={rootfs.plugin_dir(spec.rootfs_dir)}"]
     for i, node in enumerate(spec.node_names, start=1):
         lines.append(
             f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={spec.node_port(i)} "
@@ -215,6 +261,16 @@ def render_gres_conf(spec: ClusterSpec) -> str:
         spec.cores_per_socket,
     )
     return "# Written by `dlcluster up`: fake GPUs (character devices, major 195)\n" + "\n".join(lines) + "\n"
+
+
+def render_cgroup_conf(spec: ClusterSpec) -> str | None:
+    """cgroup.conf text, or ``None`` where none is needed: from 23.02 on, slurmd reads
+    cgroup.conf whatever the plugins and fails without cgroups, unless ``CgroupPlugin=disabled``
+    (cgroup.conf(5) of 24.11); 22.05 reads it only for the cgroup plugins."""
+    if spec.release <= (22, 5):
+        return None
+    return ("# Written by `dlcluster up`: no cgroups here (proctrack/linuxproc, task/none)\n"
+            "CgroupPlugin=disabled\n")
 
 
 def render_slurmdbd_conf(spec: ClusterSpec) -> str:

@@ -2,30 +2,40 @@
 
 Commands::
 
-    dlcluster up [--nodes N] [--gpus-per-node G] [--gpu-type T] [--with-dbd] [--cred-expire S]
-                 [--name NAME] [--port-base PORT] [--no-install] [--force] [--clear]
+    dlcluster up [--slurm 22.05|24.11|26.05] [--nodes N] [--gpus-per-node G] [--gpu-type T]
+                 [--with-dbd] [--cred-expire S] [--name NAME] [--port-base PORT] [--no-install]
+                 [--force] [--clear]
+    dlcluster env [--name NAME]
     dlcluster down [--name NAME] [--purge]
     dlcluster status [--name NAME] [--json]
     dlcluster ctl stop|start [--name NAME]
 
+``--slurm``: the release (default: the host's own, 22.05 on Debian 12, 24.11 on Debian 13);
+another one runs from a Debian root filesystem built once (slurm_plugin/rootfs.py).
+``env`` prints the shell lines that point Slurm's commands, and so every tool, at the cluster:
+``eval "$(dlcluster env --name NAME)"``.
+
 Exit status: 0 done, 2 bad option, 1 anything else failed (the message says what; nothing is
-left half-started). Needs root and Debian 12.
+left half-started). Needs root and Debian 12 or 13.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 
 from slurm_plugin import provision
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError
-from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError
+from slurm_plugin.rootfs import RELEASE_SUITES
+from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded
 
 
 def _spec(args: argparse.Namespace) -> ClusterSpec:
-    kw = {"name": args.name}
+    host = provision.host_release()
+    kw: dict = {"name": args.name, "host_slurm": host, "slurm": getattr(args, "slurm", None) or host}
     for field in ("nodes", "gpus_per_node", "gpu_type", "cred_expire_s", "with_dbd"):
         if getattr(args, field, None) is not None:
             kw[field] = getattr(args, field)
@@ -42,16 +52,18 @@ def _spec(args: argparse.Namespace) -> ClusterSpec:
 
 
 def _recorded(spec: ClusterSpec) -> ClusterSpec:
-    """For down/status/ctl: read nodes and dbd from the cluster's slurm.conf, if it exists."""
+    """For down/status/env/ctl: the cluster as its slurm.conf records it, if it exists."""
     try:
         text = spec.slurm_conf.read_text()
     except OSError:
         return spec
-    nodes = sum(1 for line in text.splitlines() if line.startswith("NodeName="))
-    dbd = "accounting_storage/slurmdbd" in text
-    port = next((int(line.split("=", 1)[1]) for line in text.splitlines() if line.startswith("SlurmctldPort=")),
-                spec.port_base)
-    return ClusterSpec(name=spec.name, nodes=max(nodes, 1), with_dbd=dbd, port_base=port)
+    return recorded(spec, text)
+
+
+def env_lines(spec: ClusterSpec) -> str:
+    """``export NAME=VALUE`` lines (POSIX shell, values quoted) of :func:`provision.cluster_env`."""
+    return "".join(f"export {key}={shlex.quote(value)}\n"
+                   for key, value in provision.cluster_env(spec).items())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", help="install Slurm if missing, write configs, start the daemons, wait until nodes are idle")
     common(up)
+    up.add_argument("--slurm", choices=list(RELEASE_SUITES), default=None,
+                    help="Slurm release (default: the host's own: 22.05 on Debian 12, 24.11 on Debian 13; "
+                         "another one runs from a Debian root filesystem built once)")
     up.add_argument("--nodes", type=int, default=4, help="nodes node1..nodeN (default 4)")
     up.add_argument("--gpus-per-node", type=int, default=8, help="fake GPUs per node (default 8)")
     up.add_argument("--gpu-type", default="a100", help="GRES type (default a100; '' for untyped)")
@@ -79,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="start empty: cancel every job left in the cluster, running or restored from "
                          "slurmctld's saved state by a run that was killed, and resume drained nodes "
                          "(implies --force; for tests)")
+    env = sub.add_parser("env", help="print the shell lines (SLURM_CONF, PATH) that point Slurm's "
+                                      "commands at the cluster: eval \"$(dlcluster env)\"")
+    common(env)
     down = sub.add_parser("down", help="cancel jobs and stop the daemons this cluster started (by PID)")
     common(down)
     down.add_argument("--purge", action="store_true", help="also delete state, logs and configs")
@@ -96,16 +114,17 @@ def _status(spec: ClusterSpec, as_json: bool) -> int:
     nodes = []
     if procs.get("slurmctld"):
         import os
-        os.environ["SLURM_CONF"] = str(spec.slurm_conf)
+        os.environ.update(provision.cluster_env(spec))
         try:
             nodes = [{"name": n.name, "state": n.state, "gpus": n.gpus_total, "gpus_used": n.gpus_used}
                      for n in SlurmClient(timeout_s=10).nodes()]
         except SlurmError as exc:
             print(f"slurmctld does not answer: {exc}", file=sys.stderr)
     if as_json:
-        print(json.dumps({"name": spec.name, "slurm_conf": str(spec.slurm_conf), "daemons": procs, "nodes": nodes}))
+        print(json.dumps({"name": spec.name, "slurm": spec.slurm, "slurm_conf": str(spec.slurm_conf),
+                          "daemons": procs, "nodes": nodes}))
     else:
-        print(f"cluster {spec.name!r}  SLURM_CONF={spec.slurm_conf}")
+        print(f"cluster {spec.name!r}  Slurm {spec.slurm}  SLURM_CONF={spec.slurm_conf}")
         for label, pid in procs.items():
             print(f"  {label:<16} {'pid ' + str(pid) if pid else 'not running'}")
         for n in nodes:
@@ -121,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         spec = _spec(args)
         if args.command == "up":
             print(provision.up(spec, install=not args.no_install, force=args.force, clear=args.clear))
+        elif args.command == "env":
+            if not spec.slurm_conf.exists():
+                raise SpecError(f"no cluster {spec.name!r} here ({spec.slurm_conf} is missing): "
+                                f"start it with dlcluster up --name {spec.name}")
+            sys.stdout.write(env_lines(spec))
         elif args.command == "down":
             print(provision.down(spec, purge=args.purge))
         elif args.command == "status":

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import cluster
+from slurm_plugin import cluster, rootfs
 from slurm_plugin.atomic import is_special, write_atomically
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.cluster import ClusterSpec
@@ -66,7 +66,20 @@ def pid_of(d: Daemon) -> int | None:
 
 
 def _env(spec: ClusterSpec) -> dict[str, str]:
-    return {**os.environ, "SLURM_CONF": str(spec.slurm_conf)}
+    """This process's environment pointed at the cluster: SLURM_CONF, and the release's
+    commands first on PATH for a cluster run from a root filesystem (``dlcluster env``)."""
+    return {**os.environ, **cluster_env(spec)}
+
+
+def cluster_env(spec: ClusterSpec) -> dict[str, str]:
+    """The variables that point Slurm's commands at the cluster: ``SLURM_CONF`` and, for a
+    release run from a root filesystem, ``PATH`` with the wrappers of its commands first."""
+    env = {"SLURM_CONF": str(spec.slurm_conf)}
+    if spec.bin_dir is not None:
+        rest = [p for p in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep)
+                if p and p != str(spec.bin_dir)]
+        env["PATH"] = os.pathsep.join([str(spec.bin_dir), *rest])
+    return env
 
 
 def _script(name: str, *args: str) -> str:
@@ -77,19 +90,49 @@ def _script(name: str, *args: str) -> str:
     return proc.stdout.strip()
 
 
-def check_platform() -> None:
-    """Raise :class:`ProvisionError` unless this is Debian 12 and we are root."""
+def host_release() -> str:
+    """The Slurm release this host's Debian ships (``22.05`` on Debian 12, ``24.11`` on 13).
+    Raises :class:`ProvisionError` on any other system."""
     try:
-        info = dict(
-            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
-        )
+        text = Path("/etc/os-release").read_text()
     except OSError:
-        info = {}
-    if info.get("ID", "").strip('"') != "debian" or info.get("VERSION_ID", "").strip('"') != "12":
-        name = info.get("PRETTY_NAME", "this system").strip('"')
-        raise ProvisionError(f"dlcluster needs Debian 12 (bookworm); {name} is not supported")
+        text = ""
+    release = rootfs.host_release(text)
+    if release is None:
+        name = next((line.split("=", 1)[1].strip('"') for line in text.splitlines()
+                     if line.startswith("PRETTY_NAME=")), "this system")
+        raise ProvisionError(f"dlcluster needs Debian 12 (bookworm) or 13 (trixie); {name} is not supported")
+    return release
+
+
+def check_platform() -> None:
+    """Raise :class:`ProvisionError` unless this is Debian 12 or 13 and we are root."""
+    host_release()
     if os.geteuid() != 0:
         raise ProvisionError("dlcluster must run as root (it installs packages and starts Slurm's daemons)")
+
+
+def ensure_rootfs(spec: ClusterSpec, log=print) -> None:
+    """Build the cluster's root filesystem once (mmdebstrap(1) from the host's Debian archive,
+    about a minute and 300 MB) unless a finished one is kept; nothing for the host's release.
+    A build that fails or is stopped leaves no root filesystem that looks finished."""
+    root = spec.rootfs_dir
+    if root is None or rootfs.ready(root):
+        return
+    suite = rootfs.RELEASE_SUITES[spec.slurm]
+    log(f"building a Debian {suite} root filesystem for Slurm {spec.slurm} in {root} (once)")
+    partial = root.with_name(root.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.rmtree(root, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    argv = rootfs.mmdebstrap_argv(spec.slurm, partial, rootfs.mirror(rootfs.read_sources()))
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
+    if proc.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        last = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}").splitlines()[-1]
+        raise ProvisionError(f"mmdebstrap could not build the {suite} root filesystem: {last}")
+    os.rename(partial, root)
+    rootfs.finish(root, spec.slurm)
 
 
 def busy_ports(spec: ClusterSpec) -> list[int]:
@@ -125,6 +168,12 @@ def desired_files(spec: ClusterSpec) -> dict[Path, tuple[str, int]]:
     }
     if spec.with_dbd:
         files[spec.conf_dir / "slurmdbd.conf"] = (cluster.render_slurmdbd_conf(spec), 0o600)
+    cgroup = cluster.render_cgroup_conf(spec)
+    if cgroup is not None:
+        files[spec.conf_dir / "cgroup.conf"] = (cgroup, 0o644)
+    if spec.rootfs_dir is not None and spec.bin_dir is not None:
+        for command in rootfs.COMMANDS:
+            files[spec.bin_dir / command] = (rootfs.wrapper_text(spec.rootfs_dir, command), 0o755)
     return files
 
 
@@ -140,16 +189,18 @@ def _configs_match(spec: ClusterSpec) -> bool:
 
 @contextmanager
 def _on_cluster(spec: ClusterSpec) -> Iterator[None]:
-    """Point ``SLURM_CONF`` (so the client's Slurm commands) at this cluster for the block."""
-    saved = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(spec.slurm_conf)
+    """Point the client's Slurm commands at this cluster for the block (:func:`cluster_env`)."""
+    values = cluster_env(spec)
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop("SLURM_CONF", None)
-        else:
-            os.environ["SLURM_CONF"] = saved
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
 
 
 def _active_jobs(spec: ClusterSpec) -> list[int]:
@@ -246,7 +297,9 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
             f"(cluster {spec.name!r} uses {spec.port_base} and {spec.port_base + 101}..)"
         )
     if install:
-        _script("install.sh", *(["--with-dbd"] if spec.with_dbd else []))
+        _script("install.sh", *(["--with-dbd"] if spec.with_dbd else []),
+                *(["--no-slurm"] if spec.rootfs_dir else []))
+    ensure_rootfs(spec, log)
     for sub in ("state", "log", "run"):
         (spec.state_dir / sub).mkdir(parents=True, exist_ok=True)
     for node in spec.node_names:
@@ -256,6 +309,8 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
     if _script("munge.sh") == "started":
         (_ROOT / "munged.started").write_text("dlcluster started munged\n")
     spec.conf_dir.mkdir(parents=True, exist_ok=True)
+    if spec.bin_dir is not None:
+        spec.bin_dir.mkdir(parents=True, exist_ok=True)
     backups = {p: (p.read_text() if p.exists() else None) for p in desired_files(spec)}
     try:
         for path, (text, mode) in desired_files(spec).items():
@@ -280,8 +335,19 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
     return f"cluster {spec.name!r} up: {spec.nodes} nodes x {spec.gpus_per_node} GPUs, SLURM_CONF={spec.slurm_conf}"
 
 
+def _daemon_argv(spec: ClusterSpec, argv: list[str]) -> list[str]:
+    """The command that starts daemon ``argv`` (``["slurmd", "-N", "node1"]``): the host's
+    ``/usr/sbin`` one, or the root filesystem's, chrooted in a private mount namespace by
+    ``provision/chroot.sh`` (:mod:`slurm_plugin.rootfs`)."""
+    exe = [f"/usr/sbin/{argv[0]}", *argv[1:]]
+    if spec.rootfs_dir is None:
+        return exe
+    return ["unshare", "-m", "bash", str(SCRIPTS / "chroot.sh"), str(spec.rootfs_dir),
+            str(spec.conf_dir), *exe]
+
+
 def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
-    proc = subprocess.run([f"/usr/sbin/{argv[0]}", *argv[1:]], env=_env(spec), capture_output=True,
+    proc = subprocess.run(_daemon_argv(spec, argv), env=_env(spec), capture_output=True,
                           text=True, timeout=60)
     if proc.returncode != 0:
         raise ProvisionError(f"{label} did not start: {(proc.stderr or proc.stdout).strip()}")
@@ -413,6 +479,18 @@ def other_clusters_up(spec: ClusterSpec) -> list[str]:
     return names
 
 
+def _recorded_clusters(names: list[str]) -> list[ClusterSpec]:
+    """The specs of the named running clusters, as their slurm.conf files record them."""
+    found = []
+    for name in names:
+        spec = ClusterSpec(name=name)
+        try:
+            found.append(cluster.recorded(spec, spec.slurm_conf.read_text()))
+        except OSError:
+            continue
+    return found
+
+
 def down(spec: ClusterSpec, *, purge: bool = False, log=print) -> str:
     """Cancel the cluster's jobs, stop its daemons (by PID), and munged/MariaDB if ``up`` started
     them and no other cluster still needs them. ``purge`` also deletes state, logs and configs."""
@@ -437,6 +515,9 @@ def down(spec: ClusterSpec, *, purge: bool = False, log=print) -> str:
                     stopped.append(exe)
                 flag.unlink(missing_ok=True)
     if purge:
+        if spec.rootfs_dir is not None and not any(
+                other.rootfs_dir == spec.rootfs_dir for other in _recorded_clusters(others)):
+            shutil.rmtree(spec.rootfs_dir, ignore_errors=True)
         if spec.with_dbd or (spec.conf_dir / "slurmdbd.conf").exists():
             subprocess.run(["mariadb", "-e", f"DROP DATABASE IF EXISTS slurm_acct_db_{spec.name}"],
                            capture_output=True)

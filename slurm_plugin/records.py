@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slurm_plugin import hostlist
 
-_GPU_TRES_RE = re.compile(r"(?:^|,)gres[:/]gpu(?::[^:,=]+)?[:=](\d+)")
+_GPU_TRES_RE = re.compile(r"(?:^|,)gres[:/]gpu(?::([^:,=]+))?(?:([:=])(\d+))?(?=,|$)")
 _IDX_RE = re.compile(r"IDX:([^)]*)\)")
 _GRES_COUNT_RE = re.compile(r"^gpu(?::[^:(]+)?:(\d+)")
 
@@ -162,12 +162,13 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("het_job_id", "HetJobID"), ("het_job_offset", "HetJobOffset"), ("state", "State"),
     ("reason", "Reason"), ("user", "UserName"), ("partition", "Partition"),
     ("account", "Account"), ("qos", "QOS"), ("tres_per_node", "tres-per-node"),
-    ("tres_per_job", "tres-per-job"), ("tres_per_task", "tres-per-task"), ("tasks", "NumTasks"),
+    ("tres_per_job", "tres-per-job"), ("tres_per_task", "tres-per-task"),
+    ("tres_per_socket", "tres-per-socket"), ("sockets", "Sockets"), ("tasks", "NumTasks"),
     ("tres_alloc", "tres-alloc"), ("nodes", "NodeList"), ("node_count", "NumNodes"),
     ("submit_time", "SubmitTime"), ("start_time", "StartTime"), ("end_time", "EndTime"),
     ("eligible_time", "EligibleTime"), ("time_limit", "TimeLimit"),
     ("restart_count", "RestartCnt"), ("requeue", "Requeue"), ("priority", "PriorityLong"),
-    ("batch_host", "BatchHost"), ("stdout", "STDOUT"), ("comment", "Comment"),
+    ("batch_host", "BatchHost"), ("batch", "BatchFlag"), ("stdout", "STDOUT"), ("comment", "Comment"),
     ("admin_comment", "admin_comment"), ("name", "Name"),
 )
 
@@ -250,6 +251,12 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
             tasks = _num(v[_AT["tasks"]], "tasks", 1) or 1
             total = gpus_in_tres(_text(v[_AT["tres_per_task"]])) * max(tasks, 1)
         if not total:
+            per_socket = gpus_in_tres(_text(v[_AT["tres_per_socket"]]))
+            sockets = v[_AT["sockets"]].strip()
+            # --gpus-per-socket needs --sockets-per-node (sbatch(1)); "*" = not given: one
+            per_node = per_socket * (int(sockets) if sockets.isdigit() else 1)
+            total = per_node * node_count
+        if not total:
             total = gpus_in_tres(_text(v[_AT["tres_alloc"]]))
         per_node = -(-total // node_count) if total else 0
     times = []
@@ -288,6 +295,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
         priority=priority, account=_text(v[_AT["account"]]),
         qos=_text(v[_AT["qos"]]), batch_host=_text(v[_AT["batch_host"]]),
         stdout_path=_text(v[_AT["stdout"]]), array_task_string=array_string,
+        batch=bool(_num(v[_AT["batch"]], "batch")),
     )
 
 
@@ -308,11 +316,29 @@ def _int(v: object, default: int = 0) -> int:
 
 
 def gpus_in_tres(tres: str | None) -> int:
-    """GPU count in a TRES string such as ``gres:gpu:4``, ``gres:gpu:a100:4`` or ``gres/gpu=8``."""
+    """GPU count in a TRES string.
+
+    Requests (``tres_per_*``): ``gres:gpu:4`` (22.05), ``gres/gpu:4`` (23.02 on),
+    ``gres/gpu:a100:4``, and the forms with the count left out, ``gres/gpu`` or
+    ``gres/gpu:a100``, which ask for one GPU (sbatch(1) ``--gres``: "the count defaults to 1");
+    several items add up (``gres/gpu:a100:2,gres/gpu:v100:1`` is 3). TRES counts
+    (``tres_alloc``, sacct's ``tres``): ``gres/gpu=8`` is the total, and the typed items written
+    beside it (``gres/gpu:a100=8``) are the same GPUs, counted only where no total is written.
+    """
     if not tres:
         return 0
-    m = _GPU_TRES_RE.search(tres)
-    return int(m.group(1)) if m else 0
+    requested = totals = typed = 0
+    for m in _GPU_TRES_RE.finditer(tres):
+        typ, sep, count = m.group(1), m.group(2), m.group(3)
+        if sep is None and typ is not None and typ.isdigit():
+            typ, count = None, typ          # gres:gpu:4: the 4 is the count, not a type
+        n = int(count) if count is not None else 1
+        if sep == "=":
+            totals += n if typ is None else 0
+            typed += n if typ is not None else 0
+        else:
+            requested += n
+    return requested + (totals or typed)
 
 
 def gpu_indices(detail: str) -> tuple[int, ...]:
@@ -375,6 +401,64 @@ def job_from_json(j: dict) -> Job:
         array_task_string=str(j.get("array_task_string") or ""),
         batch=bool(j.get("batch_flag", True)),
     )
+
+
+#: The formatted read of nodes: (key, sinfo(1) ``-O`` type), one record per node and partition
+#: (``sinfo -N``); the same fields and text on 22.05, 24.11 and 26.05 (checked live).
+SINFO_FIELDS: tuple[tuple[str, str], ...] = (
+    ("name", "NodeList"), ("address", "NodeAddr"), ("state", "StateComplete"),
+    ("partition", "Partition"), ("cpus", "CPUs"), ("sockets", "Sockets"), ("cores", "Cores"),
+    ("memory", "Memory"), ("gres", "Gres"), ("gres_used", "GresUsed"),
+)
+_NODE_AT = {key: i for i, (key, _) in enumerate(SINFO_FIELDS)}
+
+
+def node_from_fields(v: list[str]) -> Node:
+    """Build a :class:`Node` from one record of the formatted node read (values in
+    :data:`SINFO_FIELDS` order). ``StateComplete`` is the base state and its flags joined by
+    ``+`` (``idle+drain``, ``mixed+completing``); a partition name ends in ``*`` when it is the
+    default one (sinfo(1)). Raises :class:`ShapeError` naming the field."""
+    state, *flags = v[_NODE_AT["state"]].strip().split("+")
+    if not state:
+        raise ShapeError(f"sinfo field state={v[_NODE_AT['state']]!r}: no node state")
+    partition = _text(v[_NODE_AT["partition"]].strip()).rstrip("*")
+    numbers = {}
+    for key in ("cpus", "sockets", "cores", "memory"):
+        text = v[_NODE_AT[key]].strip()
+        if not text.isdigit():
+            raise ShapeError(f"sinfo field {key}={text!r}: not an integer")
+        numbers[key] = int(text)
+    return _node_with_gres(
+        name=v[_NODE_AT["name"]].strip(), address=v[_NODE_AT["address"]].strip(),
+        state=state.lower(), state_flags=tuple(f.upper() for f in flags),
+        partitions=(partition,) if partition else (), cpus=numbers["cpus"],
+        sockets=numbers["sockets"] or 1, cores_per_socket=numbers["cores"] or 1,
+        real_memory_mib=numbers["memory"], gres=_text(v[_NODE_AT["gres"]].strip()),
+        gres_used=_text(v[_NODE_AT["gres_used"]].strip()))
+
+
+def merge_partitions(nodes: Iterable[Node]) -> list[Node]:
+    """One :class:`Node` per name from records of one node per partition (``sinfo -N`` writes
+    a node once per partition it belongs to), partitions joined in the order first seen."""
+    seen: dict[str, Node] = {}
+    for node in nodes:
+        first = seen.get(node.name)
+        if first is None:
+            seen[node.name] = node
+        else:
+            extra = tuple(p for p in node.partitions if p not in first.partitions)
+            seen[node.name] = replace(first, partitions=first.partitions + extra)
+    return list(seen.values())
+
+
+def _node_with_gres(*, gres: str, gres_used: str, **fields: object) -> Node:
+    """A :class:`Node` whose GPU fields come from its ``gres`` and ``gres_used`` texts
+    (``gpu:a100:8(S:0-1)``, ``gpu:a100:2(IDX:0-1)``)."""
+    total = sum(int(m.group(1)) for g in gres.split(",") if (m := _GRES_COUNT_RE.match(g)))
+    in_use = sum(int(m.group(1)) for g in gres_used.split(",") if (m := _GRES_COUNT_RE.match(g)))
+    parts = gres.split(",")[0].split("(")[0].split(":")
+    gtype = parts[1] if len(parts) == 3 and parts[0] == "gpu" else ""
+    return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype, **fields)  # type: ignore[arg-type]
 
 
 def node_from_json(n: dict) -> Node:

@@ -1,20 +1,23 @@
 #!/bin/bash
-# Install Debian 12's Slurm 22.05 and munge when missing (idempotent). Used by `dlcluster up`
-# and by vagrant/Vagrantfile, so the local cluster and the VMs are provisioned the same way.
-# Usage: install.sh [--with-dbd] [--role all|controller|compute]
+# Install the host's Slurm (Debian 12: 22.05, Debian 13: 24.11) and munge when missing
+# (idempotent). Used by `dlcluster up` and by vagrant/Vagrantfile, so the local cluster and the
+# VMs are provisioned the same way. --no-slurm: munge (and MariaDB) and mmdebstrap only, for a
+# cluster whose Slurm release runs from a root filesystem (slurm_plugin/rootfs.py).
+# Usage: install.sh [--with-dbd] [--role all|controller|compute] [--no-slurm]
 set -euo pipefail
-with_dbd=0; role=all
+with_dbd=0; role=all; slurm=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-dbd) with_dbd=1 ;;
     --role) role=$2; shift ;;
+    --no-slurm) slurm=0 ;;
     *) echo "install.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
 done
 . /etc/os-release 2>/dev/null || true
-if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
-  echo "install.sh: Debian 12 (bookworm) is required; this is ${PRETTY_NAME:-an unknown system}" >&2
+if [ "${ID:-}" != debian ] || { [ "${VERSION_ID:-}" != 12 ] && [ "${VERSION_ID:-}" != 13 ]; }; then
+  echo "install.sh: Debian 12 (bookworm) or 13 (trixie) is required; this is ${PRETTY_NAME:-an unknown system}" >&2
   exit 3
 fi
 pkgs="munge slurm-client slurm-wlm-basic-plugins"
@@ -24,7 +27,11 @@ case "$role" in
   compute) pkgs="$pkgs slurmd" ;;
   *) echo "install.sh: --role must be all, controller or compute" >&2; exit 2 ;;
 esac
-[ "$with_dbd" = 1 ] && pkgs="$pkgs slurmdbd mariadb-server"
+if [ "$slurm" = 0 ]; then pkgs="munge mmdebstrap"; fi
+if [ "$with_dbd" = 1 ]; then
+  pkgs="$pkgs mariadb-server"
+  if [ "$slurm" = 1 ]; then pkgs="$pkgs slurmdbd"; fi
+fi
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 [ -z "$missing" ] && exit 0

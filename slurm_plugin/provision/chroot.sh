@@ -1,0 +1,35 @@
+#!/bin/bash
+# Run COMMAND chrooted into ROOT, a Debian root filesystem holding another Slurm release
+# (slurm_plugin/rootfs.py says how such a cluster runs). Meant to be started as
+# `unshare -m chroot.sh ROOT CONF_DIR COMMAND...`: every mount below is made in that private
+# mount namespace and ends with the last process in it (a daemon and the jobs it starts);
+# nothing is mounted in the host's namespace. Bound to the same paths inside ROOT: /proc, /sys,
+# /dev; the host's data directories (every top-level directory that is not part of the
+# operating system: /home, /root, /tmp, /srv, a checkout's top directory, ...); /var/tmp;
+# /var/lib/dlcluster (state, logs, the commands' wrappers); CONF_DIR (slurm.conf); munge's and
+# MariaDB's sockets (/run/munge, /run/mysqld); and /etc/passwd, /etc/group, /etc/hosts, so that
+# users and node names resolve as on the host.
+set -euo pipefail
+root=$1; conf_dir=$2; shift 2
+[ -f "$root/.dlcluster-rootfs" ] || { echo "chroot.sh: $root is not a finished root filesystem" >&2; exit 2; }
+[ "$(awk '$2 == "/" {print $4}' /proc/self/mountinfo | head -1)" != shared ] || mount --make-rprivate /
+bind_dir() {  # bind_dir PATH: the host's directory PATH at the same place inside ROOT
+  [ -d "$1" ] && [ ! -L "$1" ] || return 0
+  mkdir -p "$root$1"
+  mount --rbind "$1" "$root$1"
+}
+bind_file() {  # bind_file PATH: the host's file PATH over ROOT's own
+  [ -f "$1" ] || return 0
+  [ -e "$root$1" ] || : > "$root$1"
+  mount --bind "$1" "$root$1"
+}
+for dir in /proc /sys /dev; do bind_dir "$dir"; done
+for dir in /*; do
+  case "$dir" in
+    /bin|/boot|/dev|/etc|/lib|/lib32|/lib64|/libx32|/lost+found|/proc|/run|/sbin|/sys|/usr|/var) ;;
+    *) bind_dir "$dir" ;;
+  esac
+done
+for dir in /var/tmp /var/lib/dlcluster "$conf_dir" /run/munge /run/mysqld; do bind_dir "$dir"; done
+for file in /etc/passwd /etc/group /etc/hosts /etc/hostname; do bind_file "$file"; done
+exec chroot "$root" "$@"
