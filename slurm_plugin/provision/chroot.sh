@@ -7,7 +7,7 @@
 # /dev; the host's data directories (every top-level directory that is not part of the
 # operating system: /home, /root, /tmp, /srv, a checkout's top directory, ...); /var/tmp;
 # /var/lib/dlcluster (state, logs, the commands' wrappers); CONF_DIR (slurm.conf); munge's and
-# MariaDB's sockets (/run/munge, /run/mysqld); and /etc/passwd, /etc/group, /etc/hosts, so that
+# MariaDB's sockets (/run/munge, /run/mysqld, also as /run/mariadbd); and /etc/passwd, /etc/group, /etc/hosts, so that
 # users and node names resolve as on the host.
 set -euo pipefail
 root=$1; conf_dir=$2; shift 2
@@ -31,5 +31,7 @@ for dir in /*; do
   esac
 done
 for dir in /var/tmp /var/lib/dlcluster "$conf_dir" /run/munge /run/mysqld; do bind_dir "$dir"; done
+# MariaDB's client library of newer suites looks for the socket in /run/mariadbd (sid)
+if [ -d /run/mysqld ]; then mkdir -p "$root/run/mariadbd"; mount --bind /run/mysqld "$root/run/mariadbd"; fi
 for file in /etc/passwd /etc/group /etc/hosts /etc/hostname; do bind_file "$file"; done
 exec chroot "$root" "$@"
