@@ -240,7 +240,8 @@ def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report
 def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
     """gres.conf(5), Flags one_sharing/all_sharing: "To be used on a shared gres"; "If a gres has
     this flag configured it is global, so all other nodes with that gres will have this flag
-    implied. This flag is not combatible with all_sharing for a specific gres." """
+    implied. This flag is not combatible with all_sharing for a specific gres." A line of that
+    GRES without the flag takes it silently: reported with the line it comes from."""
     first: dict[str, tuple[str, int]] = {}
     for r in lines:
         for flag in sorted(r.flags & {"one_sharing", "all_sharing"}):
@@ -251,16 +252,30 @@ def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
                                 "the flag is global for a GRES, and the two are not compatible")
             else:
                 first.setdefault(r.name, (flag, r.line))
+    for r in lines:
+        if r.name in first and not r.flags & {"one_sharing", "all_sharing"}:
+            flag, origin = first[r.name]
+            rep.add(r.line, _inherited(flag, origin, f"{flag} is global: every {r.name} line of every node takes it"))
+
+
+def _inherited(flags: str, origin: int, rule: str) -> str:
+    return f"Flags: inherits {flags} from line {origin} (gres.conf(5): {rule}): write Flags={flags} on this line"
 
 
 def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: str) -> None:
-    """Env flags: a line without any inherits the line above (same node and name); all must agree."""
+    """Env flags: a line without any inherits the line above (same node and name), reported with the
+    line they were written on; all must agree."""
     first: tuple[frozenset[str], int] | None = None
-    prev: frozenset[str] | None = None
+    prev: tuple[frozenset[str], int] | None = None   # env flags of the line above and where written
     for r in group:
         own = frozenset(r.flags & ENV_FLAGS)
-        env = own or prev or (frozenset({"nvidia_gpu_env"}) if auto == "nvml" else DEFAULT_ENV)
-        prev = env
+        if own:
+            prev = (own, r.line)
+        elif prev is not None:
+            rep.add(r.line, _inherited(",".join(sorted(prev[0])), prev[1],
+                                       f"env flags carry to the next {name} line of the same node that sets "
+                                       "none, on {nodes}"), node)
+        env = prev[0] if prev else (frozenset({"nvidia_gpu_env"}) if auto == "nvml" else DEFAULT_ENV)
         if first is None:
             first = (env, r.line)
         elif env != first[0]:

@@ -23,10 +23,33 @@ dlprio manages fit for preemption and keeps dlprio's own levers out of users' ha
   4. optional: GPU jobs without --time are refused (require_time_limit below).
 
 Root and the users in privileged_users (SlurmUser, the daemon's account) pass untouched.
-Sources: Slurm job_submit_plugins.html; fields as exported by job_submit_lua.c of 22.05
-(requeue, comment, site_factor, priority, admin_comment, time_limit, tres_per_*, nice);
-slurm.log_user reaches the submitting user only from slurm_job_submit (not from modify before
-23.02, see SchedMD's etc/job_submit.lua.example).
+
+Updates (slurm_job_modify) are judged on the job as the update leaves it: each field from
+job_desc when the update sets it, else from job_rec. A job that becomes guarded by the update
+(moved into a managed partition, given GPUs, or moved off an exempt account) has rules 1, 2
+and 4 checked as at submission on that merged view; a job guarded already has them checked on
+what the update sets (the rest passed when it became guarded).
+
+Facts of the Lua API this relies on (SchedMD/slurm source: the 22.05-era and 24.11-era
+src/lua/slurm_lua.c, the newest src/plugins/job_submit/lua/job_submit_lua.c; and `strings` of
+the installed 22.05.8 job_submit_lua.so):
+- job_desc fields: job_submit_lua.c, _get_job_req_field: a string the request leaves unset
+  reads nil ("" clears it on update); numbers read NO_VAL (time_limit, priority, site_factor)
+  or NO_VAL16 (requeue) when unset; `gres` reads tres_per_node.
+- job_rec fields: slurm_lua.c, slurm_lua_job_record_field (22.05 and 24.11; the newest
+  job_submit_lua.c still reads job_rec through it): partition, account, comment, time_limit, user_id,
+  user_name, tres_per_job, tres_per_node, tres_per_socket, tres_per_task, and gres (=
+  tres_per_node). There is no requeue field in any of them (it reads nil): a job's current
+  requeue cannot be seen from here, so a job that becomes guarded with requeue unknown gets
+  requeue=1 written into the update (update_job applies a set job_desc.requeue).
+- slurm.log_user reaches the user from slurm_job_submit in every release, from
+  slurm_job_modify only from 23.02 (SchedMD bug 14539, as OleHolmNielsen/Slurm_tools
+  plugins/README.md reports; the current job_modify hands user_msg back as err_msg). 23.02 also
+  started registering every Slurm error code in the slurm table (bug 14500, same README;
+  _register_slurm_output_errtab in slurm_lua.c) where 22.05 registers eight ESLURM_* names (ACCESS_DENIED, ..., MISSING_TIME_LIMIT):
+  that is how this script tells the releases apart (UPDATE_MESSAGES below). On 22.05 an
+  update's refusal is only in slurmctld's log.
+Sources: Slurm job_submit_plugins.html; SchedMD's etc/job_submit.lua.example.
 --]]
 
 -- ======================= site settings: edit here =======================
@@ -147,8 +170,9 @@ local function gpu_count(...)
   return total
 end
 
+-- job_desc.gres and job_rec.gres read tres_per_node (header): counted once either way.
 local function is_gpu_job(j)
-  return gpu_count(j.tres_per_node, j.tres_per_job, j.tres_per_task, j.tres_per_socket) > 0
+  return gpu_count(j.tres_per_node, j.tres_per_job, j.tres_per_task, j.tres_per_socket, j.gres) > 0
 end
 
 -- The partitions a job goes to: its own list, else the default partition from part_list.
@@ -192,18 +216,41 @@ local function refuse(rc, msg, to_user)
   return rc
 end
 
--- Marker check and cap on job_desc.comment (submit and modify). Returns nil or (rc, msg).
-local function guard_comment(job_desc)
-  local m, err = parse_marker(job_desc.comment)
-  if m == false then
-    return slurm.ERROR, "malformed checkpoint marker: " .. err
-  end
+-- 23.02+: slurm.log_user works in slurm_job_modify (see the header for how this is told).
+local UPDATE_MESSAGES = slurm.ESLURM_INVALID_PARTITION_NAME ~= nil
+
+local REFUSAL = {
+  submit = {
+    requeue = "--no-requeue: GPU jobs here must be requeueable (the scheduler preempts by requeue);"
+      .. " ask the admins to exempt your user or account",
+    time = "GPU jobs need a time limit here: add --time (e.g. --time=24:00:00)",
+  },
+  update = {
+    requeue = "requeue=0 (GPU jobs here must be requeueable); ask the admins to exempt your user or account",
+    time = "GPU jobs need a time limit here: set TimeLimit in the same update",
+  },
+}
+
+-- Rules 1, 2 and 4 on `job` (comment, requeue, time_limit, user_name, account; a nil field is
+-- not checked). Defaults and caps are written to `target` (the job_desc); set_requeue: an unset
+-- requeue becomes 1. Returns nil or (rc, message).
+local function guard_gpu_job(job, target, set_requeue, texts)
+  local m, err = parse_marker(job.comment)
+  if m == false then return slurm.ERROR, "malformed checkpoint marker: " .. err end
   if m then
     local new = capped_comment(m)
     if new then
       slurm.log_info("%sgrace %d capped at %d s", TAG, m.grace, SITE.max_grace_s)
-      job_desc.comment = new
+      target.comment = new
     end
+  end
+  if job.requeue == 0 then
+    if not is_exempt(job.user_name, job.account) then return slurm.ESLURM_ACCESS_DENIED, texts.requeue end
+  elseif set_requeue and (job.requeue == nil or job.requeue == slurm.NO_VAL16) then
+    target.requeue = 1
+  end
+  if SITE.require_time_limit and job.time_limit == slurm.NO_VAL then
+    return slurm.ESLURM_MISSING_TIME_LIMIT, texts.time
   end
   return nil
 end
@@ -219,23 +266,46 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
       "refused: " .. field .. " is set by the dlprio scheduler, not at submission (nice is yours)", true)
   end
   if not is_gpu_job(job_desc) then return slurm.SUCCESS end
-  local rc, msg = guard_comment(job_desc)
+  local job = { comment = job_desc.comment, requeue = job_desc.requeue, user_name = job_desc.user_name,
+                account = job_desc.account or job_desc.default_account,
+                time_limit = job_desc.time_limit or slurm.NO_VAL }
+  local rc, msg = guard_gpu_job(job, job_desc, true, REFUSAL.submit)
   if rc then return refuse(rc, "refused: " .. msg, true) end
-  if job_desc.requeue == 0 then
-    local account = job_desc.account or job_desc.default_account
-    if not is_exempt(job_desc.user_name, account) then
-      return refuse(slurm.ESLURM_ACCESS_DENIED,
-        "refused: --no-requeue: GPU jobs here must be requeueable (the scheduler preempts by requeue);"
-          .. " ask the admins to exempt your user or account", true)
-    end
-  elseif job_desc.requeue == nil or job_desc.requeue == slurm.NO_VAL16 then
-    job_desc.requeue = 1
-  end
-  if SITE.require_time_limit and (job_desc.time_limit == nil or job_desc.time_limit == slurm.NO_VAL) then
-    return refuse(slurm.ESLURM_MISSING_TIME_LIMIT,
-      "refused: GPU jobs need a time limit here: add --time (e.g. --time=24:00:00)", true)
-  end
   return slurm.SUCCESS
+end
+
+-- What an update leaves unset: strings nil, these numbers their NO_VAL (header).
+local UNSET = { requeue = slurm.NO_VAL16, time_limit = slurm.NO_VAL }
+-- Fields that say whose job it is and whether it is guarded, and the fields rules 1, 2, 4 read.
+local WHO_FIELDS = { "partition", "account", "tres_per_node", "tres_per_job", "tres_per_task", "tres_per_socket", "gres" }
+local RULE_FIELDS = { "comment", "requeue", "time_limit" }
+
+local function set_by(job_desc, name)
+  local v = job_desc[name]
+  if v == UNSET[name] then return nil end
+  return v
+end
+
+-- The job as the update leaves it: each field from job_desc when the update sets it, else from
+-- job_rec. With rules_from_rec false, the rule fields hold only what the update sets.
+local function after_update(job_desc, job_rec, rules_from_rec)
+  local job = { user_name = job_rec.user_name or passwd_name(job_rec.user_id) }
+  for _, name in ipairs(WHO_FIELDS) do
+    local v = set_by(job_desc, name)
+    if v == nil then v = job_rec[name] end
+    job[name] = v
+  end
+  for _, name in ipairs(RULE_FIELDS) do
+    local v = set_by(job_desc, name)
+    if v == nil and rules_from_rec then v = job_rec[name] end
+    job[name] = v
+  end
+  return job
+end
+
+-- A GPU job in a managed partition.
+local function guarded(job)
+  return is_gpu_job(job) and any_in(partitions_of(job.partition, nil), SITE.managed_partitions)
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
@@ -245,23 +315,27 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
   if not any_in(now, SITE.managed_partitions) and not any_in(wanted, SITE.managed_partitions) then
     return slurm.SUCCESS
   end
-  -- 22.05 cannot pass a message to the user from here: the reason goes to slurmctld's log.
+  local prefix = "refused update of job " .. tostring(job_rec.job_id) .. ": "
   local field = daemon_field(job_desc, true)
   if field then
-    return refuse(slurm.ESLURM_ACCESS_DENIED, "refused update of job " .. tostring(job_rec.job_id)
-      .. ": " .. field .. " is set by the dlprio scheduler", false)
+    return refuse(slurm.ESLURM_ACCESS_DENIED, prefix .. field .. " is set by the dlprio scheduler", UPDATE_MESSAGES)
   end
   if #wanted > 0 and (any_in(wanted, SITE.queue_partitions) or any_in(now, SITE.queue_partitions)) then
-    return refuse(slurm.ESLURM_ACCESS_DENIED, "refused update of job " .. tostring(job_rec.job_id)
-      .. ": the dlprio scheduler moves jobs between its queue partitions", false)
+    return refuse(slurm.ESLURM_ACCESS_DENIED, prefix .. "the dlprio scheduler moves jobs between its queue partitions",
+      UPDATE_MESSAGES)
   end
-  if job_desc.requeue == 0 and is_gpu_job(job_rec)
-      and not is_exempt(job_rec.user_name or passwd_name(job_rec.user_id), job_rec.account) then
-    return refuse(slurm.ESLURM_ACCESS_DENIED, "refused update of job " .. tostring(job_rec.job_id)
-      .. ": requeue=0 (GPU jobs here must be requeueable)", false)
+  local before = after_update({}, job_rec, true)
+  local after = after_update(job_desc, job_rec, true)
+  if not guarded(after) then return slurm.SUCCESS end
+  local exempt_after = is_exempt(after.user_name, after.account)
+  local entering = not guarded(before) or (is_exempt(before.user_name, before.account) and not exempt_after)
+  local job = entering and after or after_update(job_desc, job_rec, false)
+  local requeue_unknown = entering and not exempt_after and job.requeue == nil
+  local rc, msg = guard_gpu_job(job, job_desc, requeue_unknown, REFUSAL.update)
+  if rc then return refuse(rc, prefix .. msg, UPDATE_MESSAGES) end
+  if requeue_unknown then
+    slurm.log_info("%srequeue of job %s set to 1: the update makes it a guarded GPU job", TAG, tostring(job_rec.job_id))
   end
-  local rc, msg = guard_comment(job_desc)
-  if rc then return refuse(rc, "refused update of job " .. tostring(job_rec.job_id) .. ": " .. msg, false) end
   return slurm.SUCCESS
 end
 

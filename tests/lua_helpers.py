@@ -5,6 +5,9 @@ Slurm 22.05's values (slurm.h: ``NO_VAL`` 0xfffffffe, ``NO_VAL16`` 0xfffe, ``INF
 0xffffffff) and whose ``log_user``/``log_info`` record their messages (formatted with
 ``string.format`` as slurm_lua.c does). Job descriptions are plain Lua tables holding only the
 fields a request sets: unset numbers are ``NO_VAL``/``NO_VAL16`` as in a real job_desc.
+``load(release="23.02")`` adds what 23.02 and later register beside 22.05's eight ESLURM_*
+names (every Slurm error code; the script reads one, ESLURM_INVALID_PARTITION_NAME, to know
+that slurm.log_user works in slurm_job_modify).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "slurm_plugin" / "job_submit.lua"
 NO_VAL, NO_VAL16, INFINITE = 0xFFFFFFFE, 0xFFFE, 0xFFFFFFFF
 CODES = {"SUCCESS": 0, "ERROR": -1, "FAILURE": -1, "ESLURM_ACCESS_DENIED": 2002,
          "ESLURM_INVALID_TIME_LIMIT": 2051, "ESLURM_MISSING_TIME_LIMIT": 2103}
+CODES_SINCE_23_02 = {"ESLURM_INVALID_PARTITION_NAME": 2000}
 
 
 @dataclass
@@ -52,9 +56,10 @@ class Plugin:
         return self.rt.globals().dl_job_submit_internals
 
 
-def load(site: dict[str, str] | None = None) -> Plugin:
-    """Execute the script; ``site`` replaces settings (``{"require_time_limit": "true"}``:
-    Lua source text of the value) by editing the SITE block as an admin would."""
+def load(site: dict[str, str] | None = None, release: str = "22.05") -> Plugin:
+    """Execute the script as slurmctld of ``release`` ("22.05" or "23.02": what later releases
+    share) would; ``site`` replaces settings (``{"require_time_limit": "true"}``: Lua source
+    text of the value) by editing the SITE block as an admin would."""
     text = SCRIPT.read_text()
     for key, value in (site or {}).items():
         lines = text.splitlines()
@@ -66,7 +71,8 @@ def load(site: dict[str, str] | None = None) -> Plugin:
     plugin = Plugin(rt)
     g = rt.globals()
     fmt = rt.eval("function(...) return string.format(...) end")
-    slurm = rt.table_from({**CODES, "NO_VAL": NO_VAL, "NO_VAL16": NO_VAL16, "INFINITE": INFINITE})
+    codes = CODES if release == "22.05" else {**CODES, **CODES_SINCE_23_02}
+    slurm = rt.table_from({**codes, "NO_VAL": NO_VAL, "NO_VAL16": NO_VAL16, "INFINITE": INFINITE})
     slurm.log_user = lambda *a: plugin.user_msgs.append(fmt(*a))
     slurm.log_info = lambda *a: plugin.log.append(fmt(*a))
     g.slurm = slurm

@@ -240,9 +240,33 @@ def test_sharing_flags_are_global_for_a_gres():
 def test_env_flags_are_inherited_by_the_line_below():
     """gres.conf(5), Flags: "Environment-related flags set on one GRES line will be inherited by the
     GRES line directly below it if no environment-related flags are specified on that line and if
-    it is of the same node, name, and type." """
+    it is of the same node, name, and type."
+    The inheriting line is reported with the line the flags come from, and the fix."""
+    env_rule = "gres.conf(5): env flags carry to the next gpu line of the same node that sets none"
     text = "Name=gpu Type=a100 File=/dev/nvidia0 Flags=nvidia_gpu_env\nName=gpu Type=a100 File=/dev/nvidia1\n"
+    assert _lines(text) == [(2, f"Flags: inherits nvidia_gpu_env from line 1 ({env_rule}, on this node): "
+                                "write Flags=nvidia_gpu_env on this line")]
+    # every line below the first inherits: each is reported, each naming line 1
+    text = ("Name=gpu File=/dev/nvidia0 Flags=amd_gpu_env,opencl_env\n" + "".join(
+        f"Name=gpu File=/dev/nvidia{i}\n" for i in (1, 2, 3)))
+    assert _lines(text) == [(n, f"Flags: inherits amd_gpu_env,opencl_env from line 1 ({env_rule}, on this node): "
+                                "write Flags=amd_gpu_env,opencl_env on this line") for n in (2, 3, 4)]
+    # per node: line 2 is n01's second gpu line, n02 has one line
+    text = "NodeName=n[01-02] Name=gpu File=/dev/nvidia0 Flags=nvidia_gpu_env\nNodeName=n01 Name=gpu File=/dev/nvidia1\n"
+    assert _lines(text) == [(2, f"Flags: inherits nvidia_gpu_env from line 1 ({env_rule}, on n01): "
+                                "write Flags=nvidia_gpu_env on this line")]
+    # written on every line: nothing inherited
+    text = "Name=gpu File=/dev/nvidia0 Flags=nvidia_gpu_env\nName=gpu File=/dev/nvidia1 Flags=nvidia_gpu_env\n"
     assert _lines(text) == []
+
+
+def test_sharing_flag_is_inherited_by_every_line_of_the_gres():
+    """gres.conf(5), Flags one_sharing: "If a gres has this flag configured it is global, so all other
+    nodes with that gres will have this flag implied." The line that takes it silently is reported."""
+    text = ("NodeName=n01 Name=mps Count=100 File=/dev/nvidia0 Flags=one_sharing\n"
+            "NodeName=n02 Name=mps Count=100 File=/dev/nvidia0\n")
+    assert _lines(text) == [(2, "Flags: inherits one_sharing from line 1 (gres.conf(5): one_sharing is global: "
+                                "every mps line of every node takes it): write Flags=one_sharing on this line")]
 
 
 def test_env_flags_must_be_the_same_for_a_node_and_name():
