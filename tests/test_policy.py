@@ -189,7 +189,7 @@ def test_no_preemption(case: str) -> None:
     if case == "not-preemptible":
         victim["preemptible"] = False
     if case == "being-preempted":
-        victim["being_preempted"] = True
+        victim["releasing"] = True
     waiter = dict(queue=0, queue_entry_time=0.0)
     if case == "same-queue":   # both in queue 2
         waiter = dict(queue=2, queue_entry_time=0.0, attained_gpu_s=7300.0)

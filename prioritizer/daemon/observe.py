@@ -379,5 +379,5 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
-            being_preempted=job_id in signalled, tier=tier))
+            releasing=job_id in signalled, tier=tier))
     return Snapshot(nodes=node_views, jobs=tuple(views))
