@@ -300,6 +300,10 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         if job.releasing:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
+            for node in placed[job.job_id]:
+                # a driver reads jobs and nodes apart: a node may show a completing job's
+                # GPUs free already and still list the job on it; never count them twice
+                soon.cap(node, snapshot.nodes[node].gpus_total)
 
     def eligible() -> Iterator[tuple[int, tuple[int, ...], float]]:
         # read lazily, as far as the victim search goes (a generator function: mypyc turns
