@@ -450,6 +450,14 @@ class Ledger:
             "SELECT job_id, MAX(restart_count) FROM intents WHERE outcome LIKE 'signal refused:%'"
             " OR outcome LIKE 'requeue refused:%' GROUP BY job_id")}
 
+    def completing_victims(self) -> dict[int, int]:
+        """{job id: restart count} of victims whose checkpoint signal Slurm refused because the
+        job was already completing (intent outcome ``ended before signal: ...``): during that
+        run of it, its GPUs are about to be freed (``JobView.releasing``)."""
+        return {r[0]: r[1] for r in self.conn.execute(
+            "SELECT job_id, MAX(restart_count) FROM intents"
+            " WHERE outcome LIKE 'ended before signal:%' GROUP BY job_id")}
+
     # ------------------------------------------------------------------ cycle write path (bulk)
     # One observe pass per cycle writes through these, inside ONE transaction, with the same
     # prepared statements for every job (executemany): no per-job query (issue 15).

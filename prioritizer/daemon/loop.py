@@ -226,7 +226,10 @@ class Daemon:
         rows = []
         for i, job_id in enumerate(ordered):
             st, view = decisions.states[job_id], views[job_id]
-            rows.append([str(i) if job_id in wanted else "-", str(job_id), view.phase.value,
+            unit = obs.units.get(job_id)
+            state = ("COMPLETING" if unit is not None and unit.state == "COMPLETING"
+                     else view.phase.value)   # the policy sees it RUNNING, releasing
+            rows.append([str(i) if job_id in wanted else "-", str(job_id), state,
                          f"Q{st.queue}", f"{view.attained_gpu_s:.0f}",
                          str(wanted.get(job_id, "-")), st.reason])
         tables.write(DECISION_HEADERS, rows, _DECISION_RIGHT, stream=self.out)
