@@ -7,7 +7,8 @@ calls ``prioritizer.policy.decide.decide`` with the wall clock, and applies only
 ``dlqueue`` and updates the metrics. :meth:`Daemon.run` repeats it; when Slurm does not answer
 it logs, backs off (interval doubling up to ``backoff_max_s``) and resumes with the ledger
 intact. ``dry_run`` changes nothing in Slurm (no update, signal or requeue) and prints the
-decisions; the ledger still records what was observed.
+decisions; the ledger it is given still records what was observed (``dlprio once --dry-run``
+gives it an in-memory copy: :class:`prioritizer.daemon.ledger.Ledger` ``scratch``).
 """
 
 from __future__ import annotations
