@@ -13,7 +13,9 @@ from the daemon config ``/etc/dlprio/dlprio.yaml`` (top level or its ``daemon:``
 that file exists; else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`.
 
 A snapshot whose ``cluster`` differs from this cluster's ClusterName (the ``slurm.conf`` of
-``SLURM_CONF``) belongs to another cluster on the host and is ignored with a note.
+``SLURM_CONF``) belongs to another cluster on the host and is ignored with a note. One older
+than :data:`STALE_AFTER_S` gets a note saying since when no daemon updated it; when none of the
+jobs shown is in it, it is not used (:func:`stale_note`).
 
 Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
 (an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
@@ -128,12 +130,22 @@ def load_snapshot(path: str, now: float, cluster: str | None = None
         note = (f"daemon snapshot {path} is for cluster {snap.cluster!r}, not {cluster!r}: "
                 "ignored (queue and attained service are not shown)")
         return None, note, note
-    age = now - snap.generated_at
-    if age > STALE_AFTER_S:
-        return snap, (f"daemon snapshot is {qv.format_duration(age)} old (cycle {snap.cycle}); "
-                      "the daemon may be down: QUEUE and ATTAINED are as of then, blank for "
-                      "jobs it has not seen"), ("stale", snap.cycle)
+    if now - snap.generated_at > STALE_AFTER_S:
+        return snap, stale_note(snap, now, used=True), ("stale", snap.cycle)
     return snap, "", None
+
+
+def stale_note(snap: PublicSnapshot, now: float, used: bool) -> str:
+    """The note on a snapshot older than :data:`STALE_AFTER_S`: what is known is when a
+    daemon cycle last wrote it. ``used``: some job shown is in it (its QUEUE and ATTAINED are
+    shown, from then); else the columns are left out, since none of the shown jobs has a
+    value there."""
+    since = (f"no dlprio daemon has updated its snapshot since "
+             f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(snap.generated_at))} "
+             f"({qv.format_duration(now - snap.generated_at)} ago, cycle {snap.cycle})")
+    if used:
+        return since + ": QUEUE and ATTAINED are from then, blank for jobs it had not seen"
+    return since + " and none of these jobs is in it: queue and attained service are not shown"
 
 
 def _split_ids(text: str) -> list[str]:
@@ -341,9 +353,15 @@ class _View:
         jobs = self.client.jobs(users=self.users, states=self.args.states,
                                 job_ids=self.job_ids, partitions=self.args.partition)
         snap, note, key = load_snapshot(self.path, now, self.cluster)
+        rows = qv.build_rows(jobs, snap, int(now))
+        if (snap is not None and key == ("stale", snap.cycle)
+                and all(r.queue is None for r in rows)):
+            # an old daemon's snapshot that knows none of these jobs (a daemon stopped after
+            # its jobs ended): nothing of it applies, so the view is the one without a daemon
+            note, key = stale_note(snap, now, used=False), ("stale, unused", snap.cycle)
+            snap, rows = None, qv.build_rows(jobs, None, int(now))
         notes = [n for n in (self.config_note, note) if n]
         self.notes_key = (self.config_note, key)
-        rows = qv.build_rows(jobs, snap, int(now))
         if self.keep_id is not None:
             plain = {int(s) for s in self.args.jobs if s.isdigit()}
             rows = [r for r in rows if self.keep_id(r.display_id) or _plain_match(r, plain)]

@@ -77,3 +77,54 @@ def unit(job_id: int, state: str = "RUNNING", *, start: float | None = 100.0, gp
 
 def observation(now: float, *units: Unit) -> Observation:
     return Observation(now, Snapshot((), ()), {u.job_id: u for u in units}, ())
+
+
+@dataclass
+class FakeSlurm(RecordingClient):
+    """A :class:`RecordingClient` that also answers what one daemon cycle reads: ``squeue``
+    (Job records the test sets between cycles), ``sinfo`` (Node records), no partition tiers,
+    an empty ``scontrol show config``. ``completing`` ids: ``scancel --signal`` fails for them
+    as Slurm's does for a job already completing (ESLURM_ALREADY_DONE)."""
+
+    squeue: list = field(default_factory=list)
+    sinfo: list = field(default_factory=list)
+    completing: set[int] = field(default_factory=set)
+
+    def jobs(self, job_ids: list[int] | None = None) -> list:
+        return [j for j in self.squeue if job_ids is None or j.unit_id in job_ids]
+
+    def nodes(self) -> list:
+        return list(self.sinfo)
+
+    def show_partitions(self) -> dict:
+        return {}
+
+    def show_config(self) -> dict:
+        return {}
+
+    def accounting_runs(self, job_id: int) -> list:
+        return []
+
+    def signal(self, job_id: int, sig: str, batch_only: bool = True) -> None:
+        if job_id in self.completing:
+            self.calls.append(("signal", job_id, sig))
+            raise SlurmRefused(["scancel"], f"scancel: error: Kill job error on job id "
+                               f"{job_id}: Job/step already completing or completed")
+        super().signal(job_id, sig, batch_only)
+
+
+def squeue_job(job_id: int, state: str, *, nodes: str = "", gpus: int = 8, start: int = 0,
+               end: int = 0, reason: str = "None", restart: int = 0) -> object:
+    """One squeue record of a batch job with a ``dl:v1`` marker (USR2, 60 s grace)."""
+    from slurm_plugin.records import job_from_json
+    return job_from_json({
+        "job_id": job_id, "job_state": state, "user_name": "alice", "partition": "gpu",
+        "tres_per_node": f"gres:gpu:{gpus}", "node_count": 1, "nodes": nodes,
+        "start_time": start, "end_time": end, "submit_time": 10, "requeue": True,
+        "state_reason": reason, "restart_cnt": restart, "comment": "dl:v1;signal=USR2;grace=60"})
+
+
+def sinfo_node(name: str, used: int, total: int = 8) -> object:
+    """One GPU node as sinfo shows it, ``used`` of its ``total`` GPUs allocated."""
+    from slurm_plugin.records import Node
+    return Node(name, "127.0.0.1", "mixed", (), ("gpu",), 16, 2, 8, 64000, total, used, "a100")

@@ -68,7 +68,7 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, PolicyConfig]:
             job_id, tuple(gpus), tuple(nodes), queue=draw(st.integers(0, 2)),
             attained=float(draw(st.integers(0, 20_000))),
             run_start=draw(st.sampled_from([0.0, NOW - 10])),
-            preemptible=draw(st.integers(0, 9)) > 0, being_preempted=draw(st.integers(0, 19)) == 0,
+            preemptible=draw(st.integers(0, 9)) > 0, releasing=draw(st.integers(0, 19)) == 0,
             duration_s=float(draw(st.integers(10_000, 40_000)))))
     for job_id in range(100, 100 + draw(st.integers(1, 40))):
         size = draw(st.integers(1, per_node))

@@ -9,7 +9,7 @@ import pytest
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.validation import ConfigError
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.model import JobPhase
+from prioritizer.policy.model import JobPhase, NodeView
 from prioritizer.policy.decide import POLICIES, decide, next_queue_change, promotion_time
 from policy_helpers import pending, running, snapshot
 
@@ -189,7 +189,7 @@ def test_no_preemption(case: str) -> None:
     if case == "not-preemptible":
         victim["preemptible"] = False
     if case == "being-preempted":
-        victim["being_preempted"] = True
+        victim["releasing"] = True
     waiter = dict(queue=0, queue_entry_time=0.0)
     if case == "same-queue":   # both in queue 2
         waiter = dict(queue=2, queue_entry_time=0.0, attained_gpu_s=7300.0)
@@ -208,6 +208,23 @@ def test_each_victim_serves_one_waiter() -> None:
             pending(2, (8,), submit=1.0), pending(3, (8,), submit=2.0)]
     d = decide(snapshot({"n0": 8}, jobs), LAS, 1000.0)
     assert [(p.waiter, p.victims) for p in d.preemptions] == [(2, (1,))]
+
+
+@pytest.mark.parametrize("policy", sorted(n for n, cls in POLICIES.items() if cls.preemptive))
+def test_gpus_a_node_shows_free_already_are_not_counted_again_as_releasing(policy: str) -> None:
+    """Jobs and nodes are read apart: n0 already shows the 8 GPUs of job 1, completing, as
+    free while job 1 still lists n0. The two 8-GPU waiters share those 8 GPUs, not 16: the
+    first starts on them, the second preempts job 2."""
+    long = dict(queue=2, attained=80000.0, duration_s=50000.0)   # 10,000 s on 8 GPUs
+    jobs = [running(1, (8,), ("n0",), releasing=True, **long),
+            running(2, (8,), ("n1",), **long),
+            pending(3, (8,), submit=1.0, duration_s=100.0),
+            pending(4, (8,), submit=2.0, duration_s=100.0)]
+    snap = dataclasses.replace(snapshot(TWO_NODES, jobs), nodes=(
+        NodeView("n0", 8, 8), NodeView("n1", 8, 0)))
+    d = decide(snap, PolicyConfig(policy=policy), 1000.0,
+               distribution=GittinsDistribution([100, 900, 20000]))
+    assert [(p.waiter, p.victims) for p in d.preemptions] == [(4, (2,))]
 
 
 def test_srtf_preempts_only_longer_remaining_time() -> None:

@@ -42,7 +42,7 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, PolicyConfig]:
         jobs.append(running(
             job_id, (gpus,), (node,), queue=queue, attained=attained,
             run_start=draw(st.sampled_from([0.0, 950.0, 990.0])),
-            preemptible=draw(st.booleans()), being_preempted=draw(st.booleans()),
+            preemptible=draw(st.booleans()), releasing=draw(st.booleans()),
             duration_s=attained / gpus + draw(st.integers(1, 5000))))
     for job_id in range(100, 100 + draw(st.integers(0, 6))):
         size = draw(st.sampled_from(sizes))
@@ -94,7 +94,7 @@ def test_victims_are_lower_priority_and_allowed(world: tuple[Snapshot, PolicyCon
         for v in p.victims:
             victim = jobs[v]
             assert victim.phase is JobPhase.RUNNING and v not in d.order
-            assert victim.preemptible and not victim.being_preempted
+            assert victim.preemptible and not victim.releasing
             assert NOW - victim.run_start >= config.min_run_s
             if config.policy == "srtf":
                 assert victim.duration_s - victim.attained_s > waiter.duration_s - waiter.attained_s
@@ -117,7 +117,7 @@ def test_freed_gpus_make_the_waiter_fit(world: tuple[Snapshot, PolicyConfig]) ->
     now_map = FreeMap([n.gpus_free for n in snap.nodes])
     soon: FreeMap | None = None
     for job in snap.jobs:
-        if job.being_preempted:
+        if job.releasing:
             soon = soon or now_map.copy()
             soon.add([index[n] for n in job.nodes], job.gpus_per_node)
     served: list[int] = []

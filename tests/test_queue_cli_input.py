@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from prioritizer.daemon import snapshot as public_snapshot
-from queue_helpers import make_job, snapshot
+from queue_helpers import make_job, pub, snapshot
 from slurm_plugin.records import filter_jobs
 from submit import queue_cli
 
@@ -244,5 +244,40 @@ def test_watch_into_a_pipe_does_not_print_a_stale_snapshots_age(client, capsys, 
     assert queue_cli.main(["--watch", "--iterations", "4", "--interval", "7",
                            "--snapshot", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.count("--- dlqueue") == 1 and out.count("old (cycle 7)") == 1
-    assert "1:00:00 old" in out
+    assert out.count("--- dlqueue") == 1 and out.count("(1:00:00 ago, cycle 7)") == 1
+
+
+STOPPED = ("no dlprio daemon has updated its snapshot since 2027-01-15 07:00:00 UTC "
+           "(1:00:00 ago, cycle 7)")
+
+
+def test_old_snapshot_of_none_of_the_jobs_shown_leaves_the_queue_columns_out(
+        client, capsys, tmp_path, monkeypatch) -> None:
+    """A daemon stopped after its jobs ended (the demo's): its snapshot holds nothing of what
+    is shown now, so dlqueue shows what it shows without a daemon and says why."""
+    monkeypatch.setattr(queue_cli.time, "time", lambda: 1_800_000_000.0)
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot(pub(42, 1, 900.0), generated_at=1_799_996_400))
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["JOBID", "USER", "NAME", "STATE", "GPUS", "NODES", "WAIT",
+                                "PREEMPTS", "REASON"]
+    assert lines[-1] == (STOPPED + " and none of these jobs is in it: queue and attained "
+                         "service are not shown")
+    assert queue_cli.main(["--json", "--snapshot", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert {row["queue"] for row in json.loads(out)} == {None}
+    assert err == "dlqueue: " + lines[-1] + "\n"
+
+
+def test_old_snapshot_holding_a_job_shown_keeps_its_queue_and_says_since_when(
+        client, capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(queue_cli.time, "time", lambda: 1_800_000_000.0)
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot(pub(800, 1, 900.0), generated_at=1_799_996_400))
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "QUEUE" in lines[0].split()
+    assert [line.split()[4] for line in lines[1:] if line.startswith("800 ")] == ["Q1"]
+    assert lines[-1] == (STOPPED + ": QUEUE and ATTAINED are from then, blank for jobs it had "
+                         "not seen")

@@ -341,11 +341,11 @@ def test_missing_snapshot_note() -> None:
     assert snap is None and "not found" in note
 
 
-def test_old_snapshot_says_the_daemon_may_be_down(tmp_path) -> None:
+def test_old_snapshot_says_since_when_no_daemon_updated_it(tmp_path) -> None:
     path = tmp_path / "s.json"
     public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 600))
     snap, note, _ = queue_cli.load_snapshot(str(path), NOW)
-    assert snap is not None and "10:00 old (cycle 7)" in note
+    assert snap is not None and "(10:00 ago, cycle 7): QUEUE and ATTAINED are from then" in note
     public_snapshot.write_snapshot(path, snapshot(generated_at=NOW - 20))
     assert queue_cli.load_snapshot(str(path), NOW)[1] == ""
 

@@ -34,8 +34,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from pathlib import Path
 
 from prioritizer.daemon import config as daemon_config
 
@@ -248,15 +249,25 @@ def _lease(cfg: DaemonConfig, client: SlurmClient, log: CycleAdapter,
 
 @_guard
 def cmd_once(args: argparse.Namespace) -> int:
-    """``dlprio once [--dry-run]``: one cycle."""
+    """``dlprio once [--dry-run]``: one cycle. A dry run writes nothing anywhere: no lock, no
+    lease job, and its cycle runs on an in-memory copy of the ledger (an empty one when there
+    is none), so the next real cycle and ``status``/``explain`` see the ledger as it was."""
     cfg, log, samples = _setup(args)
-    with LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+    with ExitStack() as stack:
+        if not args.dry_run:
+            stack.enter_context(LedgerLock(cfg.ledger_path))
+        existed = Path(cfg.ledger_path).exists()
+        ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
         client = SlurmClient(timeout_s=cfg.call_timeout_s)
         with _lease(cfg if not args.dry_run else replace(cfg, lease_name=""), client,
                     log) as lease:
             daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
                             distribution=samples)
             daemon.cycle()
+    if args.dry_run:
+        shown = visible(cfg.ledger_path)
+        print(f"dry run: nothing written; decided on a copy of the ledger {shown}" if existed
+              else f"dry run: nothing written; no ledger at {shown}, decided as a first cycle")
     return once_exit(daemon.pushed)
 
 

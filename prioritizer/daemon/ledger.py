@@ -190,11 +190,15 @@ def readonly_uri(path: str | os.PathLike[str]) -> str:
 class Ledger:
     """One open ledger file. Not thread-safe; one writer process (the lock holder)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False,
+                 scratch: bool = False) -> None:
         """Open (create when missing, mode 0600) the ledger at ``path``.
 
         A writable open upgrades an older ledger in place (:func:`migrate`; ``migrated`` lists
-        the versions applied); a read-only open reads any version up to ours.
+        the versions applied); a read-only open reads any version up to ours. ``scratch``: a
+        writable copy in memory of the ledger at ``path`` (read once, read-only), or an empty
+        ledger when there is none; nothing is ever written to ``path`` or its directory
+        (``dlprio once --dry-run``).
 
         Raises:
             LedgerVersionError: the ledger is newer than this dlprio (nothing is changed).
@@ -204,7 +208,27 @@ class Ledger:
         self._active: tuple[int, list[JobRow]] | None = None
         self._fields = _JOB_FIELDS   # the JobRow columns this ledger's jobs table has
         self.migrated: list[int] = []
-        if readonly:
+        if scratch:
+            self.conn = sqlite3.connect(":memory:", isolation_level=None)
+            try:
+                if self.path.exists():
+                    # no -wal beside it: nothing is writing it (a writer keeps one while it
+                    # has it open), so it is read as immutable: a read-only open of a WAL
+                    # database would create the -wal and -shm files
+                    wal = Path(f"{self.path}-wal").exists()
+                    disk = sqlite3.connect(readonly_uri(self.path) + ("" if wal else "&immutable=1"),
+                                           uri=True, timeout=10)
+                    try:
+                        check_version(self.path, schema_version(disk))
+                        disk.backup(self.conn)
+                    finally:
+                        disk.close()
+                self.migrated = migrate(self.conn, self.path)
+            except BaseException:
+                self.conn.close()
+                raise
+            self.conn.isolation_level = ""
+        elif readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
             self.conn = sqlite3.connect(readonly_uri(self.path), uri=True, timeout=10)
@@ -449,6 +473,14 @@ class Ledger:
         return {r[0]: r[1] for r in self.conn.execute(
             "SELECT job_id, MAX(restart_count) FROM intents WHERE outcome LIKE 'signal refused:%'"
             " OR outcome LIKE 'requeue refused:%' GROUP BY job_id")}
+
+    def completing_victims(self) -> dict[int, int]:
+        """{job id: restart count} of victims whose checkpoint signal Slurm refused because the
+        job was already completing (intent outcome ``ended before signal: ...``): during that
+        run of it, its GPUs are about to be freed (``JobView.releasing``)."""
+        return {r[0]: r[1] for r in self.conn.execute(
+            "SELECT job_id, MAX(restart_count) FROM intents"
+            " WHERE outcome LIKE 'ended before signal:%' GROUP BY job_id")}
 
     # ------------------------------------------------------------------ cycle write path (bulk)
     # One observe pass per cycle writes through these, inside ONE transaction, with the same

@@ -7,7 +7,8 @@ calls ``prioritizer.policy.decide.decide`` with the wall clock, and applies only
 ``dlqueue`` and updates the metrics. :meth:`Daemon.run` repeats it; when Slurm does not answer
 it logs, backs off (interval doubling up to ``backoff_max_s``) and resumes with the ledger
 intact. ``dry_run`` changes nothing in Slurm (no update, signal or requeue) and prints the
-decisions; the ledger still records what was observed.
+decisions; the ledger it is given still records what was observed (``dlprio once --dry-run``
+gives it an in-memory copy: :class:`prioritizer.daemon.ledger.Ledger` ``scratch``).
 """
 
 from __future__ import annotations
@@ -226,7 +227,10 @@ class Daemon:
         rows = []
         for i, job_id in enumerate(ordered):
             st, view = decisions.states[job_id], views[job_id]
-            rows.append([str(i) if job_id in wanted else "-", str(job_id), view.phase.value,
+            unit = obs.units.get(job_id)
+            state = ("COMPLETING" if unit is not None and unit.state == "COMPLETING"
+                     else view.phase.value)   # the policy sees it RUNNING, releasing
+            rows.append([str(i) if job_id in wanted else "-", str(job_id), state,
                          f"Q{st.queue}", f"{view.attained_gpu_s:.0f}",
                          str(wanted.get(job_id, "-")), st.reason])
         tables.write(DECISION_HEADERS, rows, _DECISION_RIGHT, stream=self.out)

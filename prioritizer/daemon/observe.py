@@ -329,12 +329,19 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
                    intents: list[Intent], cfg: DaemonConfig, now: float, *,
                    tiers: Mapping[str, int] | None = None) -> Snapshot:
     """The policy's input: usable nodes and the pending/running managed units.
-    ``tiers``: partition PriorityTier (:func:`partition_tiers`; None: all 0)."""
+    ``tiers``: partition PriorityTier (:func:`partition_tiers`; None: all 0).
+
+    A unit whose GPUs are about to be freed is given as RUNNING and ``releasing``
+    (:class:`prioritizer.policy.model.JobView`): its preemption is in flight (an open
+    intent: written, signalled, in grace, requeue being sent), Slurm shows it COMPLETING
+    (ending by itself, or requeued and not pending yet), or its checkpoint signal was refused
+    because it was already completing while squeue still showed it running. The policy
+    counts those GPUs as coming free for the waiters and picks no victim they cover."""
     tiers = tiers or {}
     all_runs = ledger.active_runs()
     rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
-    signalled = {i.job_id for i in intents if i.signal_at is not None}
     refused = ledger.refused_victims()
+    ending = ledger.completing_victims()
     in_intent = {i.job_id for i in intents}
     node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
@@ -345,6 +352,9 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     for job_id in sorted(units):
         unit = units[job_id]
         phase = unit.phase
+        completing = phase is None and unit.state == "COMPLETING"
+        if completing:
+            phase = JobPhase.RUNNING   # still holds its GPUs, frees them without a victim
         row = rows.get(job_id)
         if phase is None or row is None:
             continue
@@ -379,5 +389,6 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             eligible_time=_eligible(unit, now),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
-            being_preempted=job_id in signalled, tier=tier))
+            releasing=(completing or job_id in in_intent
+                       or ending.get(job_id) == unit.restart_count), tier=tier))
     return Snapshot(nodes=node_views, jobs=tuple(views))

@@ -22,7 +22,13 @@ Slurm may refuse the signal or the requeue (``--no-requeue`` job: "Requested ope
 presently disabled", an interactive allocation, a job gone): the intent finishes ``requeue
 refused: <Slurm's text>``, a ``preempt_refused`` event is logged, the preemption is *not*
 counted, and the job is never chosen as a victim again during this run of it
-(:meth:`prioritizer.daemon.ledger.Ledger.refused_victims`; item 5).
+(:meth:`prioritizer.daemon.ledger.Ledger.refused_victims`; item 5). A signal refused because
+the job is already completing ("Job/step already completing or completed") is no refusal:
+the job frees its GPUs by itself. The intent finishes ``ended before signal: <Slurm's
+text>``, not counted as a preemption, and until the job runs again the snapshot gives it as
+releasing its GPUs (:meth:`prioritizer.daemon.ledger.Ledger.completing_victims`), so the
+waiter gets no second victim for them (nor does it while Slurm shows the job COMPLETING,
+whatever scancel said: :func:`prioritizer.daemon.observe.build_snapshot`).
 
 A job that ended, or was requeued by someone else, before its requeue finishes the intent with
 no further act. A daemon killed anywhere resumes open intents on restart exactly once: a
@@ -50,6 +56,9 @@ from prioritizer.daemon.observe import Observation
 from slurm_plugin.client import JobUnknown, SlurmClient, SlurmError, SlurmRefused, SlurmUnreachable
 
 FAULT_ENV = "DLPRIO_FAULT_AFTER"
+#: Slurm's text (lower case) when ``scancel --signal`` finds the job completing or completed
+#: (ESLURM_ALREADY_DONE: "Job/step already completing or completed").
+ALREADY_COMPLETING = "already completing"
 FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
 
 
@@ -131,6 +140,9 @@ class Preemptor:
             self.ledger.mark_signal(i.id, None, None)
             raise
         except (JobUnknown, SlurmRefused) as exc:
+            if ALREADY_COMPLETING in exc.message.lower():   # it frees its GPUs by itself
+                self._finish(i, now, f"ended before signal: {exc.message}", uncount=True)
+                return
             self._refused(i, now, f"signal refused: {exc.message}")
             return
         event(self.log, "preempt_signal", i.job_id, signal=i.signal, deadline=now + i.grace_s)

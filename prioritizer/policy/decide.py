@@ -297,9 +297,13 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
             raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
     soon: FreeMap | None = None
     for job in running:
-        if job.being_preempted:
+        if job.releasing:
             soon = soon or free.copy()
             soon.add(placed[job.job_id], job.gpus_per_node)
+            for node in placed[job.job_id]:
+                # a driver reads jobs and nodes apart: a node may show a completing job's
+                # GPUs free already and still list the job on it; never count them twice
+                soon.cap(node, snapshot.nodes[node].gpus_total)
 
     def eligible() -> Iterator[tuple[int, tuple[int, ...], float]]:
         # read lazily, as far as the victim search goes (a generator function: mypyc turns
@@ -317,7 +321,7 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         return [(-policy.level(j, states[j.job_id]), -j.attained_gpu_s, j.job_id,
                  j.gpus_per_node, placed[j.job_id], j.tier)
                 for j in running
-                if may_be_victim(j.preemptible, j.being_preempted, j.run_start, now, min_run)
+                if may_be_victim(j.preemptible, j.releasing, j.run_start, now, min_run)
                 and len(placed[j.job_id]) == len(j.gpus_per_node)]
     return find_preemptions(policy, free, soon, waiters, candidates, now, tiers=tiers)
 
@@ -339,12 +343,12 @@ def needs_no_less(need: tuple[int, ...], other: tuple[int, ...]) -> bool:
     return len(need) >= len(other) and all(a >= b for a, b in zip(need, other))
 
 
-def may_be_victim(preemptible: bool, being_preempted: bool, run_start: float | None,
+def may_be_victim(preemptible: bool, releasing: bool, run_start: float | None,
                   now: float, min_run_s: float) -> bool:
     """Whether a job holding GPUs may be chosen as a victim at ``now``: preemptible, not
-    already being preempted, and past its first ``min_run_s`` seconds (the minimum run
+    releasing its GPUs already (``JobView.releasing``), and past its first ``min_run_s`` seconds (the minimum run
     that spares fresh starts; ``PolicyConfig.min_run_s``)."""
-    return preemptible and not being_preempted and now - (
+    return preemptible and not releasing and now - (
         run_start if run_start is not None else now) >= min_run_s
 
 
@@ -416,8 +420,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
 
     Args:
         free: free GPUs per node now; mutated.
-        soon: free GPUs once the jobs being preempted have released theirs, or None when
-            none is; mutated.
+        soon: free GPUs once the releasing jobs (``JobView.releasing``: being preempted or
+            completing) have freed theirs, or None when none is; mutated.
         waiters: ``(job_id, gpus_per_node, level)`` of the eligible pending jobs in start
             order. Levels never decrease along the order (every policy's sort key starts
             with its level), so the walk stops at the first waiter whose level is not below

@@ -116,7 +116,7 @@ class Tracked:
                 "queue_entry_time": self.entry, "run_start": None,
                 "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
                 "preemptible": self.preemptible, "duration_s": duration,
-                "eligible_time": self.eligible, "nodes": (), "being_preempted": False,
+                "eligible_time": self.eligible, "nodes": (), "releasing": False,
                 "tier": 0})
         else:
             _set(view, "__dict__", {
@@ -127,7 +127,7 @@ class Tracked:
                 "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
                 "preemptible": self.preemptible, "duration_s": duration,
                 "eligible_time": None, "nodes": self.names,
-                "being_preempted": self.phase == "grace", "tier": 0})
+                "releasing": self.phase == "grace", "tier": 0})
         return view
 
 
@@ -145,12 +145,12 @@ class _Holding:
     time (the ``JobView`` and ``QueueState`` fields they use), built without the cost of
     a frozen dataclass: one per job holding GPUs at each decision that looks for victims."""
 
-    __slots__ = ("job_id", "gpus_per_node", "preemptible", "being_preempted", "run_start",
+    __slots__ = ("job_id", "gpus_per_node", "preemptible", "releasing", "run_start",
                  "attained_gpu_s", "attained_s", "duration_s", "queue")
 
     def __init__(self, rec: Tracked, now: float) -> None:
         self.job_id, self.gpus_per_node, self.preemptible = rec.job_id, rec.shape, rec.preemptible
-        self.being_preempted, self.run_start = rec.phase == "grace", rec.run_start
+        self.releasing, self.run_start = rec.phase == "grace", rec.run_start
         self.attained_gpu_s, self.attained_s, self.duration_s = rec.service(now)
         self.queue = rec.queue if rec.queue is not None else 0
 

@@ -25,7 +25,7 @@ class JobPhase(str, Enum):
     """What the policy needs to know of a job's Slurm state."""
 
     PENDING = "PENDING"   # waiting to start (including requeued jobs waiting out BeginTime)
-    RUNNING = "RUNNING"   # holds its GPUs (also while a checkpoint signal's grace runs)
+    RUNNING = "RUNNING"   # holds its GPUs (also in a checkpoint's grace, and while completing)
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,11 @@ class JobView:
         nodes: names of the nodes a RUNNING job occupies, aligned with ``gpus_per_node``
             (``nodes[i]`` hosts ``gpus_per_node[i]``); empty for PENDING jobs. Preemption
             frees exactly these GPUs, so a running job without it is never a victim.
-        being_preempted: RUNNING job whose checkpoint signal was sent (grace running); its
-            GPUs are about to be freed, so it is never chosen as a victim again.
+        releasing: RUNNING job whose GPUs are about to be freed without anyone choosing a
+            victim: its preemption is in flight (intent written, checkpoint signal sent,
+            grace running, requeue sent) or it is ending on its own (Slurm shows it
+            COMPLETING). The policy counts its GPUs as coming free for the waiters (a waiter
+            they cover reserves them instead of preempting) and never chooses it as a victim.
         tier: the ``PriorityTier`` of the job's partition (slurm.conf(5); the highest of its
             partitions while pending). Slurm orders pending jobs by tier before priority, so
             the policy orders by tier first, preempts only jobs of the waiter's tier or lower,
@@ -91,7 +94,7 @@ class JobView:
     duration_s: float | None = None
     eligible_time: float | None = None
     nodes: tuple[str, ...] = ()
-    being_preempted: bool = False
+    releasing: bool = False
     tier: int = 0
 
     @property
