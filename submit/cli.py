@@ -53,15 +53,8 @@ SUBMIT_THREADS = 4
 still be writing the job when the first look comes)."""
 
 
-class _Parser(ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's usage errors are spec/option errors
-        self.print_usage(sys.stderr)
-        print(f"dlsubmit: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_SPEC)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = ArgumentParser(   # its usage errors: one line, exit 2 (EXIT_SPEC)
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
         "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 2 problem in "
