@@ -21,7 +21,8 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    are read from the ``--secrets`` file (mode re-checked) into the environment of the tasks.
 3. Starts one ``srun`` per role in the background, each in its own process group (``set -m``),
    with :data:`TASK_PROLOGUE` as ``bash -c`` text and the role's command as an argument. The
-   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX`` and the task's own
+   prologue sets ``RANK``/``LOCAL_RANK``/``LOCAL_WORLD_SIZE`` (ranks of the task's role on its
+   node)/``NODE_RANK``/``PAI_TASK_INDEX`` and the task's own
    ``PAI_CURRENT_*``/``PAI_CONTAINER_*`` variables; GPU tasks keep the node's
    ``CUDA_VISIBLE_DEVICES`` (``LOCAL_RANK`` picks; ``DL_TASK_GPUS`` lists the positions the task
    owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
@@ -63,7 +64,8 @@ own environment"). tests/test_dlsubmit_job_envs.py checks that every name :data:
 :data:`TASK_PROLOGUE` export is covered here or in :data:`RESERVED_ENV_NAMES`."""
 
 RESERVED_ENV_NAMES = {
-    **dict.fromkeys(("RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"),
+    **dict.fromkeys(("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR",
+                     "MASTER_PORT"),
                     "dlsubmit sets it in every task for the distributed-training rendezvous"),
     **dict.fromkeys(("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"),
                     "the GPU device contract sets it in every task (extras.gpuIsolation: task "
@@ -98,6 +100,11 @@ export PAI_CONTAINER_HOST_IP=$PAI_CURRENT_CONTAINER_IP
 export PAI_CONTAINER_HOST_PORT=$(( MASTER_PORT + 1 + $9 + dl_index * ${10} ))
 dl_var=PAI_TASK_ROLE_TASK_COUNT_$dl_ident
 export PAI_CURRENT_TASK_ROLE_TASK_COUNT=${!dl_var}
+# ranks of this role on this node: tasks go to nodes in blocks of argument 13 (block
+# distribution), so only the role's last node can hold fewer; an array element is alone
+dl_left=$(( PAI_CURRENT_TASK_ROLE_TASK_COUNT - dl_index / ${13} * ${13} ))
+export LOCAL_WORLD_SIZE=$(( dl_left < ${13} ? dl_left : ${13} ))
+[[ -n ${7:-} ]] && LOCAL_WORLD_SIZE=1
 dl_var=PAI_RESOURCE_$dl_ident
 IFS=, read -r PAI_CURRENT_TASK_ROLE_GPU_COUNT PAI_CURRENT_TASK_ROLE_CPU_COUNT \
   PAI_CURRENT_TASK_ROLE_MEM_MB PAI_CURRENT_TASK_ROLE_SHM_MB <<< "${!dl_var}"
@@ -136,10 +143,10 @@ for dl_name in ${DL_SECRET_LIST:-}; do
 done
 unset DL_SECRET_LIST
 dl_run=(/bin/bash)
-# the job's environment (v1 jobEnvs, NAME=VALUE from argument 13 on) reaches only the command's
+# the job's environment (v1 jobEnvs, NAME=VALUE from argument 14 on) reaches only the command's
 # shell: env(1) sets it after this prologue's work, so PATH, LD_PRELOAD, IFS or BASH_ENV there
 # change the user's command, never the machinery around it
-(( $# > 12 )) && dl_run=(/usr/bin/env "${@:13}" /bin/bash)
+(( $# > 13 )) && dl_run=(/usr/bin/env "${@:14}" /bin/bash)
 dl_sig=0
 trap 'dl_sig=1' "$DL_SIGNAL"
 for ((dl_try = 0; ; dl_try++)); do
@@ -315,7 +322,7 @@ dl_launch() {
   cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
   cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")
   cmd+=("${DL_ROLE_PORT0[r]}" "${DL_ROLE_PORTS_PER_TASK[r]}" "${DL_ROLE_TASK_RETRIES[r]}")
-  cmd+=("${DL_ROLE_PORTS[r]}" ${DL_JOB_ENV[@]+"${DL_JOB_ENV[@]}"})
+  cmd+=("${DL_ROLE_PORTS[r]}" "${DL_ROLE_TASKS_PER_NODE[r]}" ${DL_JOB_ENV[@]+"${DL_JOB_ENV[@]}"})
   exec "${cmd[@]}"
 }
 

@@ -235,3 +235,26 @@ def test_a_checkpoint_root_starting_with_dash_works(root: str, tmp_path: Path, f
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{tmp_path}/{root}/77\n" in proc.stdout
     assert (tmp_path / root / "77" / ".dlsubmit").is_dir()
+
+
+def test_local_world_size_counts_the_ranks_of_the_role_on_each_node(tmp_path: Path,
+                                                                    fake_bin: Path) -> None:
+    """LOCAL_WORLD_SIZE (torchrun's name) is the number of ranks of the task's role on its node:
+    w's 5 instances of 2 GPUs pack 3 per 8-GPU node (block distribution), so node 0 holds 3
+    ranks and the last node 2; the one-instance role m holds 1 on its own node."""
+    line = 'echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME idx=$PAI_TASK_INDEX local=$LOCAL_RANK lws=$LOCAL_WORLD_SIZE"'
+    spec = v2_spec(roles={"m": role(line), "w": role(line, instances=5, gpu=2)})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n5", "n1,n2"))
+    assert rc == 0, out
+    got = sorted((r["role"], r["idx"], r["local"], r["lws"]) for r in rows(out))
+    assert got == [("m", "0", "0", "1"), ("w", "0", "0", "3"), ("w", "1", "1", "3"),
+                   ("w", "2", "2", "3"), ("w", "3", "0", "2"), ("w", "4", "1", "2")]
+
+
+def test_local_world_size_of_an_array_element_is_one(tmp_path: Path, fake_bin: Path) -> None:
+    line = 'echo "ENV idx=$PAI_TASK_INDEX lws=$LOCAL_WORLD_SIZE"'
+    spec = v2_spec(roles={"w": role(line, instances=4)}, extras={"gangAllocation": False})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n3",),
+                         extra_env={"SLURM_ARRAY_JOB_ID": "70", "SLURM_ARRAY_TASK_ID": "2"})
+    assert rc == 0, out
+    assert rows(out) == [{"idx": "2", "lws": "1"}]
