@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
-from submit import environ, load, params, secrets
+from submit import environ, load, mounts, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
@@ -139,6 +139,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             job = load.load(path, overrides)
             # a named secrets file is checked even when the spec references no secret
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
+            mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
             out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
             name = visible(path)  # a file's own problems already start with its name

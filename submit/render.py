@@ -19,7 +19,7 @@ contract is declared with ``slurm_plugin.marker`` in ``--comment``.
 
 from __future__ import annotations
 
-from submit import packing, runtime
+from submit import mounts, packing, runtime
 from submit.model import Job, Role
 from submit.options import RenderOptions
 from submit.packing import Layout
@@ -167,7 +167,7 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
     if total_ports > MAX_PORTS:
         raise SpecError([f"taskRoles: {total_ports} ports requested in all; at most {MAX_PORTS}"])
     root = (bash_word(opts.checkpoint_root) if opts.checkpoint_root
-            else '"${SLURM_SUBMIT_DIR:-$PWD}/dl-checkpoints"')
+            else f'"${{SLURM_SUBMIT_DIR:-$PWD}}/{mounts.DEFAULT_ROOT}"')
     lines = [
         f"DL_JOB_NAME={bash_word(job.name)}",
         f"DL_SIGNAL={contract.signal}",

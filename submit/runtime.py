@@ -254,6 +254,21 @@ dl_read_secrets() {
   export DL_SECRET_LIST="${DL_SECRET_NAMES[*]}"
 }
 
+dl_check_mount() {
+  # the checkpoint dir is the one path in a mount list (dl_launch): ',' and ':' separate its
+  # entries and fields, and pyxis's list (enroot fstab) splits on whitespace (submit/mounts.py)
+  local img bad=',:' what="',' or ':'"
+  [[ $DL_CONTAINER == pyxis ]] && bad=',:[:space:]' what="',', ':' or whitespace"
+  [[ $DL_CONTAINER == none ]] && return 0
+  for img in "${DL_ROLE_IMAGE[@]}"; do
+    [[ -n $img && $DL_CHECKPOINT_DIR == *[$bad]* ]] &&
+      dl_fail "$DL_CONTAINER cannot mount the checkpoint dir $DL_CHECKPOINT_DIR: it holds" \
+        "$what, separators of its mount list; submit from a directory without them or give" \
+        "--checkpoint-root"
+  done
+  return 0
+}
+
 dl_pick_port() {
   # MASTER_PORT: the first port of a block of DL_PORT_BLOCK ports (MASTER_PORT, then every
   # task's ports) in the non-ephemeral range: from DL_PORT_FLOOR up to the start of this node's
@@ -298,6 +313,7 @@ dl_setup() {
   # no path handed to a command (or to the user's program) can start with '-'
   [[ $DL_CHECKPOINT_ROOT == /* ]] || DL_CHECKPOINT_ROOT=${SLURM_SUBMIT_DIR:-$PWD}/$DL_CHECKPOINT_ROOT
   export DL_CHECKPOINT_DIR=$DL_CHECKPOINT_ROOT/$DL_JOB_KEY
+  dl_check_mount
   DL_STATE_DIR=$DL_CHECKPOINT_DIR/.dlsubmit
   export DL_STATUS_DIR=$DL_STATE_DIR/attempt-$DL_RESTART_COUNT
   if ! mkdir -p -- "$DL_STATUS_DIR"; then dl_log "cannot create $DL_STATUS_DIR"; exit 1; fi
