@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
-from submit import environ, load, mounts, params, secrets
+from submit import advice, environ, load, mounts, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
@@ -413,7 +413,7 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
         return EXIT_SPEC
     many = len(rendered) > 1
     for path, job, _ in rendered:
-        for w in job.warnings:
+        for w in (*job.warnings, *advice.warnings(job, opts)):
             print(f"dlsubmit: warning: {visible(path) + ': ' if many else ''}{w}", file=sys.stderr)
     if not args.dry_run:
         stop.submitting = True
