@@ -20,10 +20,16 @@ def worker(instances: int, command: str = "python train.py", **kw: object) -> di
             "commands": [command], **kw}
 
 
+def v1(tasks: int, command: str = "true", **role_kw: object) -> dict:
+    return {"jobName": "j", "image": "img", "taskRoles": [
+        {"name": "w", "taskNumber": tasks, "cpuNumber": 1, "memoryMB": 10, "gpuNumber": 0,
+         "command": command, **role_kw}]}
+
+
 def dry_run(spec: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str],
             *flags: str) -> tuple[str, list[str]]:
-    """Run ``dlsubmit --dry-run``; check exit 0 and that stdout is the script rendered without
-    any warning machinery; return (the spec path, the stderr lines)."""
+    """Run ``dlsubmit --dry-run``; check exit 0 and that stdout is the script ``render_sbatch``
+    gives for the same spec; return (the spec path, the stderr lines)."""
     name = "job.json" if "jobName" in spec else "job.yaml"
     f = tmp_path / name
     f.write_text(json.dumps(spec) if name.endswith(".json") else yaml.safe_dump(spec))
@@ -35,24 +41,33 @@ def dry_run(spec: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     return str(f), err.splitlines()
 
 
-def test_min_succeeded_far_below_the_instances_is_warned(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = v2_spec(roles={"worker": worker(8, completion={"minSucceededInstances": 1})})
-    _, err = dry_run(spec, tmp_path, capsys)
-    assert err == ["dlsubmit: warning: taskRoles.worker.completion.minSucceededInstances: 1 of 8 "
-                   "instances: once 1 succeeded, the other 7 are stopped and the job reports "
-                   "success; set it to 8 or -1 (all) unless that is meant"]
+MIN_SUCCEEDED = ("{field}: {n} of {m} instances: once {n} succeeded, the other {rest} are stopped "
+                 "and the job reports success; set it to {m} or -1 (all) unless that is meant")
+USR1 = ("{field}: USR1 with an NCCL/torchrun command ({command}): NCCL may catch SIGUSR1 itself, "
+        "so the checkpoint signal may not reach the program; use USR2 (the default)")
 
 
-def test_min_succeeded_of_a_v1_role_names_the_v1_field(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = {"jobName": "j", "image": "img", "taskRoles": [
-        {"name": "w", "taskNumber": 5, "cpuNumber": 1, "memoryMB": 10, "gpuNumber": 0,
-         "command": "true", "minSucceededTaskCount": 2}]}
-    _, err = dry_run(spec, tmp_path, capsys)
-    assert err == ["dlsubmit: warning: taskRoles[0].minSucceededTaskCount: 2 of 5 instances: once "
-                   "2 succeeded, the other 3 are stopped and the job reports success; set it to 5 "
-                   "or -1 (all) unless that is meant"]
+@pytest.mark.parametrize(("spec", "flags", "line"), [
+    (v2_spec(roles={"worker": worker(8, completion={"minSucceededInstances": 1})}), [],
+     MIN_SUCCEEDED.format(field="taskRoles.worker.completion.minSucceededInstances", n=1, m=8,
+                          rest=7)),
+    (v1(5, minSucceededTaskCount=2), [],
+     MIN_SUCCEEDED.format(field="taskRoles[0].minSucceededTaskCount", n=2, m=5, rest=3)),
+    *[(v2_spec(roles={"m": worker(1), "w": worker(2, command)},
+               extras={"checkpoint": {"signal": "USR1"}}), [],
+       USR1.format(field="extras.checkpoint.signal", command="taskRoles.w.commands"))
+      for command in ("torchrun --nproc-per-node 4 train.py",
+                      "python -m torch.distributed.run train.py",
+                      "python -m torch.distributed.launch train.py",
+                      "export NCCL_DEBUG=INFO\npython train.py")],
+    (v1(2, "torchrun train.py"), ["--signal", "USR1"],
+     USR1.format(field="--signal (or the site's signal)", command="taskRoles[0].command")),
+], ids=["min-succeeded-v2", "min-succeeded-v1", "usr1-torchrun", "usr1-distributed-run",
+        "usr1-distributed-launch", "usr1-nccl-env", "usr1-flag"])
+def test_a_suspect_value_is_one_warning_naming_its_field(
+        spec: dict, flags: list[str], line: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert dry_run(spec, tmp_path, capsys, *flags)[1] == [f"dlsubmit: warning: {line}"]
 
 
 @pytest.mark.parametrize("spec", [
@@ -67,30 +82,6 @@ def test_min_succeeded_of_a_v1_role_names_the_v1_field(
 def test_what_is_meant_gets_no_warning(spec: dict, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     assert dry_run(spec, tmp_path, capsys)[1] == []
-
-
-@pytest.mark.parametrize("command", [
-    "torchrun --nproc-per-node 4 train.py", "python -m torch.distributed.run train.py",
-    "python -m torch.distributed.launch train.py", "export NCCL_DEBUG=INFO\npython train.py"])
-def test_usr1_in_the_spec_with_an_nccl_command_is_warned(
-        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = v2_spec(roles={"m": worker(1), "w": worker(2, command)},
-                   extras={"checkpoint": {"signal": "USR1"}})
-    _, err = dry_run(spec, tmp_path, capsys)
-    assert err == ["dlsubmit: warning: extras.checkpoint.signal: USR1 with an NCCL/torchrun "
-                   "command (taskRoles.w.commands): NCCL may catch SIGUSR1 itself, so the "
-                   "checkpoint signal may not reach the program; use USR2 (the default)"]
-
-
-def test_usr1_from_the_command_line_names_the_option(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    spec = {"jobName": "j", "image": "img", "taskRoles": [
-        {"name": "w", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 10, "gpuNumber": 0,
-         "command": "torchrun train.py"}]}
-    _, err = dry_run(spec, tmp_path, capsys, "--signal", "USR1")
-    assert err == ["dlsubmit: warning: --signal (or the site's signal): USR1 with an NCCL/torchrun "
-                   "command (taskRoles[0].command): NCCL may catch SIGUSR1 itself, so the "
-                   "checkpoint signal may not reach the program; use USR2 (the default)"]
 
 
 def test_both_warnings_come_one_line_each_and_a_submission_goes_ahead(
