@@ -31,6 +31,12 @@ to its option: --user=-x``, exit 2. An option that is the last word (``dlqueue -
 what ``-u''`` and ``-u $UNSET`` become in a shell) is one line too: ``PROG: -u/--user: expected a
 value, got the end of the command line; give a value or leave the option out``.
 
+Every other usage error argparse finds (an unknown option, a missing argument, a bad
+``choices`` or ``type`` value, and the ``parser.error`` calls of the commands themselves) is one
+line too, without the usage block: ``PROG: OPTION: reason``, e.g. ``dlsubmit:
+--container-runtime: invalid choice 'docker' (choose from none, pyxis, apptainer)``, exit 2
+(:meth:`ArgumentParser.error`); ``PROG --help`` shows the usage.
+
 This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
 share (pyproject's import contracts); it runs no Slurm command.
 """
@@ -41,6 +47,7 @@ import argparse
 import contextlib
 import functools
 import os
+import re
 import sys
 import unicodedata
 from collections.abc import Callable
@@ -106,6 +113,20 @@ def visible(text: object) -> str:
     return "".join(out)
 
 
+_CHOICE_RE = re.compile(r"invalid choice: (?P<value>.*) \(choose from (?P<choices>.*)\)$", re.S)
+
+
+def one_line_usage_error(message: str) -> str:
+    """argparse's error ``message`` in this project's form: ``OPTION: reason`` (argparse's
+    ``argument `` prefix dropped), the allowed choices listed without their quotes."""
+    message = message.removeprefix("argument ")
+    m = _CHOICE_RE.search(message)
+    if m:
+        choices = ", ".join(c.strip().strip("'") for c in m["choices"].split(","))
+        message = f"{message[:m.start()]}invalid choice {m['value']} (choose from {choices})"
+    return message
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` where ``--opt=--`` gives ``opt == "--"``, an empty
     option value is refused unless the option allows it, and an option followed by a word
@@ -125,6 +146,13 @@ class ArgumentParser(argparse.ArgumentParser):
         Raises SystemExit."""
         print(f"{self.prog.split()[0]}: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error as one line (:meth:`fail`), without the usage block:
+        ``argument -u/--user: x`` becomes ``-u/--user: x`` and argparse's ``invalid choice:
+        'docker' (choose from 'none', 'pyxis')`` becomes ``invalid choice 'docker' (choose from
+        none, pyxis)``. Raises SystemExit (status 2)."""
+        self.fail(visible(one_line_usage_error(message)))
 
     def _parse_known_args(self, arg_strings: list[str], *args: Any, **kwargs: Any) -> Any:
         self._words = list(arg_strings)   # what _match_argument's pattern is made of

@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
-from submit import environ, load, params, secrets
+from submit import advice, environ, load, mounts, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
@@ -53,15 +53,8 @@ SUBMIT_THREADS = 4
 still be writing the job when the first look comes)."""
 
 
-class _Parser(ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's usage errors are spec/option errors
-        self.print_usage(sys.stderr)
-        print(f"dlsubmit: error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_SPEC)
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(
+    p = ArgumentParser(   # its usage errors: one line, exit 2 (EXIT_SPEC)
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
         "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 2 problem in "
@@ -146,6 +139,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             job = load.load(path, overrides)
             # a named secrets file is checked even when the spec references no secret
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
+            mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
             out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
         except SpecError as exc:
             name = visible(path)  # a file's own problems already start with its name
@@ -419,7 +413,7 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
         return EXIT_SPEC
     many = len(rendered) > 1
     for path, job, _ in rendered:
-        for w in job.warnings:
+        for w in (*job.warnings, *advice.warnings(job, opts)):
             print(f"dlsubmit: warning: {visible(path) + ': ' if many else ''}{w}", file=sys.stderr)
     if not args.dry_run:
         stop.submitting = True

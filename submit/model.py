@@ -46,7 +46,8 @@ class Role:
         task_retries: times a failed instance's command is run again in place (same task, same
             rank, no requeue of the gang); OpenPAI v2 ``taskRetryCount``.
         path: the role's field path in the spec (``taskRoles.worker`` / ``taskRoles[1]``).
-        fields: spec field names for ``gpu``, ``cpu``, ``memory``, ``instances`` (for messages).
+        fields: spec field names for ``gpu``, ``cpu``, ``memory``, ``instances``,
+            ``min_succeeded``, ``command`` (for messages).
     """
 
     name: str
@@ -66,7 +67,7 @@ class Role:
     fields: tuple[tuple[str, str], ...] = ()
 
     def field_path(self, key: str) -> str:
-        """The spec path of ``key`` (``gpu``/``cpu``/``memory``/``instances``) in this role."""
+        """The spec path of ``key`` (a key of ``fields``) in this role."""
         return f"{self.path}.{dict(self.fields).get(key, key)}"
 
 

@@ -70,6 +70,10 @@ class RenderOptions:
             more elements is refused before submission.
         max_script_size: the cluster's ``SchedulerParameters=max_script_size`` in bytes
             (slurm.conf(5): default 4 MB); a larger batch script is refused before submission.
+        port_floor: lowest port a job's rendezvous block may use (``MASTER_PORT`` and the tasks'
+            ports, submit/runtime.py); blocks lie between it and the node's ephemeral range
+            (``net.ipv4.ip_local_port_range``, 32768 by default). Default 10000, above the
+            well-known and most registered service ports (IANA); 1025..65535.
     """
 
     partition: str | None = None
@@ -89,6 +93,7 @@ class RenderOptions:
     virtual_clusters: Any = None
     max_array_size: int = 1001
     max_script_size: int = 4 * 1024 * 1024
+    port_floor: int = 10000
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "virtual_clusters", _virtual_clusters(self.virtual_clusters, []))
@@ -116,6 +121,10 @@ NODE_SHAPE = {"gpus_per_node": 1024, "cores_per_node": 100_000, "mem_per_node_mi
 least 1; MaxArraySize may not exceed 4000001, slurm.conf(5))."""
 
 
+PORT_FLOOR_RANGE = (1025, 65535)
+"""Accepted ``port_floor`` values: above the privileged ports (below 1024 only root may bind)."""
+
+
 def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
     """Every problem of the option ``values`` (field name -> value; absent fields are not
     checked) as ``(field, line)`` pairs; each line starts with the field name (or its
@@ -136,6 +145,9 @@ def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
             marker.make(values["signal"])
         except (marker.MarkerError, AttributeError):
             bad("signal", "must be one of " + ", ".join(marker.ALLOWED_SIGNALS))
+    f = values.get("port_floor", PORT_FLOOR_RANGE[0])
+    if type(f) is not int or not PORT_FLOOR_RANGE[0] <= f <= PORT_FLOOR_RANGE[1]:
+        bad("port_floor", f"must be a whole number in {PORT_FLOOR_RANGE[0]}..{PORT_FLOOR_RANGE[1]}")
     g = values.get("grace_s", 60)
     if type(g) is not int or not 1 <= g <= marker.MAX_GRACE_S:
         bad("grace_s", f"must be whole seconds in 1..{marker.MAX_GRACE_S}")

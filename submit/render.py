@@ -19,7 +19,7 @@ contract is declared with ``slurm_plugin.marker`` in ``--comment``.
 
 from __future__ import annotations
 
-from submit import packing, runtime
+from submit import mounts, packing, runtime
 from submit.model import Job, Role
 from submit.options import RenderOptions
 from submit.packing import Layout
@@ -167,12 +167,14 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
     if total_ports > MAX_PORTS:
         raise SpecError([f"taskRoles: {total_ports} ports requested in all; at most {MAX_PORTS}"])
     root = (bash_word(opts.checkpoint_root) if opts.checkpoint_root
-            else '"${SLURM_SUBMIT_DIR:-$PWD}/dl-checkpoints"')
+            else f'"${{SLURM_SUBMIT_DIR:-$PWD}}/{mounts.DEFAULT_ROOT}"')
     lines = [
         f"DL_JOB_NAME={bash_word(job.name)}",
         f"DL_SIGNAL={contract.signal}",
         f"DL_GRACE_S={contract.grace_s}",
         f"DL_RETRY_BUDGET={job.retry_budget}",
+        f"DL_PORT_FLOOR={opts.port_floor}",
+        f"DL_PORT_BLOCK={1 + total_ports}",
         f"DL_GANG={int(job.gang)}",
         f"DL_HET={int(job.gang and len(roles) > 1)}",
         f"DL_CONTAINER={bash_word(opts.container_runtime)}",

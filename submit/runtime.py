@@ -6,10 +6,13 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
 "The preemption contract"):
 
 1. Prints the attempt marker ``[dlsubmit] attempt N start ...`` (N = ``SLURM_RESTART_COUNT``).
-2. Exports ``DL_RESTART_COUNT``, ``DL_CHECKPOINT_DIR`` (``<root>/<job id>``, the same across
-   requeues), ``MASTER_ADDR`` (``NodeAddr`` of the first node of role 0, from ``scontrol show
-   node``), ``MASTER_PORT`` (``20000 + (job id mod 1000) x 20``), ``WORLD_SIZE`` and the
-   OpenPAI variables (``PAI_TASK_ROLE_<role>_HOST_LIST``, ``PAI_HOST_IP_<role>_<i>``,
+2. Chooses the job's port block (``dl_pick_port``: from the site's port floor up to the node's
+   ephemeral range, the block the job id picks or the next one whose ports no socket of the node
+   holds, /proc/net/tcp, tcp6, udp, udp6; docs/dlsubmit.md "Ports"). Exports
+   ``DL_RESTART_COUNT``, ``DL_CHECKPOINT_DIR`` (``<root>/<job id>``, the same across requeues),
+   ``MASTER_ADDR`` (``NodeAddr`` of the first node of role 0, from ``scontrol show node``),
+   ``MASTER_PORT`` (the block's first port), ``WORLD_SIZE`` and the OpenPAI variables
+   (``PAI_TASK_ROLE_<role>_HOST_LIST``, ``PAI_HOST_IP_<role>_<i>``,
    ``PAI_PORT_LIST_<role>_<i>_<label>``, ...). Ports are numbered from ``MASTER_PORT + 1``:
    each task of each role gets a block of ``1 + declared ports``; the first is the task's own
    port (``PAI_CONTAINER_HOST_PORT``, the port in ``HOST_LIST``), the declared labels follow.
@@ -21,8 +24,10 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    are read from the ``--secrets`` file (mode re-checked) into the environment of the tasks.
 3. Starts one ``srun`` per role in the background, each in its own process group (``set -m``),
    with :data:`TASK_PROLOGUE` as ``bash -c`` text and the role's command as an argument. The
-   prologue sets ``RANK``/``LOCAL_RANK``/``NODE_RANK``/``PAI_TASK_INDEX`` and the task's own
-   ``PAI_CURRENT_*``/``PAI_CONTAINER_*`` variables; GPU tasks keep the node's
+   prologue sets ``RANK``/``LOCAL_RANK``/``LOCAL_WORLD_SIZE`` (ranks of the task's role on its
+   node)/``NODE_RANK``/``PAI_TASK_INDEX`` and the task's own
+   ``PAI_CURRENT_*``/``PAI_CONTAINER_*`` variables, and names on stderr any of the task's own
+   ports a socket of its node already holds (:data:`BUSY_PORTS`); GPU tasks keep the node's
    ``CUDA_VISIBLE_DEVICES`` (``LOCAL_RANK`` picks; ``DL_TASK_GPUS`` lists the positions the task
    owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
    It fills ``<% $secrets.NAME %>`` in the command text, runs the command (again, up to the
@@ -63,7 +68,8 @@ own environment"). tests/test_dlsubmit_job_envs.py checks that every name :data:
 :data:`TASK_PROLOGUE` export is covered here or in :data:`RESERVED_ENV_NAMES`."""
 
 RESERVED_ENV_NAMES = {
-    **dict.fromkeys(("RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"),
+    **dict.fromkeys(("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR",
+                     "MASTER_PORT"),
                     "dlsubmit sets it in every task for the distributed-training rendezvous"),
     **dict.fromkeys(("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"),
                     "the GPU device contract sets it in every task (extras.gpuIsolation: task "
@@ -83,8 +89,25 @@ def reserved_env(name: str) -> str | None:
                 None)
 
 
+BUSY_PORTS = r"""dl_busy_ports() {
+  # DL_BUSY[port]=1 for the local port of every TCP and UDP socket of this node's network
+  # namespace, IPv4 and IPv6, in any state (/proc/net, proc(5): needs no ss, lsof or python3)
+  local f sl addr rest
+  DL_BUSY=()
+  for f in /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6; do
+    [[ -r $f ]] || continue
+    { read -r sl; while read -r sl addr rest; do
+        [[ $addr =~ :([0-9A-Fa-f]{4})$ ]] && DL_BUSY[16#${BASH_REMATCH[1]}]=1
+      done; } < "$f"
+  done
+  return 0
+}
+"""
+"""Bash function shared by :data:`RUNTIME` (the master node's port choice) and
+:data:`TASK_PROLOGUE` (each task's check of its own ports)."""
+
 TASK_PROLOGUE = r"""set -u
-dl_r=$1
+""" + BUSY_PORTS + r"""dl_r=$1
 export PAI_CURRENT_TASK_ROLE_NAME=$2
 dl_ident=$3
 dl_index=${7:-${SLURM_PROCID:-0}}
@@ -98,6 +121,11 @@ export PAI_CONTAINER_HOST_IP=$PAI_CURRENT_CONTAINER_IP
 export PAI_CONTAINER_HOST_PORT=$(( MASTER_PORT + 1 + $9 + dl_index * ${10} ))
 dl_var=PAI_TASK_ROLE_TASK_COUNT_$dl_ident
 export PAI_CURRENT_TASK_ROLE_TASK_COUNT=${!dl_var}
+# ranks of this role on this node: tasks go to nodes in blocks of argument 13 (block
+# distribution), so only the role's last node can hold fewer; an array element is alone
+dl_left=$(( PAI_CURRENT_TASK_ROLE_TASK_COUNT - dl_index / ${13} * ${13} ))
+export LOCAL_WORLD_SIZE=$(( dl_left < ${13} ? dl_left : ${13} ))
+[[ -n ${7:-} ]] && LOCAL_WORLD_SIZE=1
 dl_var=PAI_RESOURCE_$dl_ident
 IFS=, read -r PAI_CURRENT_TASK_ROLE_GPU_COUNT PAI_CURRENT_TASK_ROLE_CPU_COUNT \
   PAI_CURRENT_TASK_ROLE_MEM_MB PAI_CURRENT_TASK_ROLE_SHM_MB <<< "${!dl_var}"
@@ -107,14 +135,24 @@ dl_var=PAI_MIN_FAILED_TASK_COUNT_$dl_ident
 export PAI_CURRENT_TASK_ROLE_MIN_FAILED_TASK_COUNT=${!dl_var}
 dl_var=PAI_MIN_SUCCEEDED_TASK_COUNT_$dl_ident
 export PAI_CURRENT_TASK_ROLE_MIN_SUCCEEDED_TASK_COUNT=${!dl_var}
-dl_plist=
+dl_plist= dl_own=$PAI_CONTAINER_HOST_PORT
 for dl_spec in ${12:-}; do
   dl_label=${dl_spec%%:*} dl_var=PAI_PORT_LIST_${dl_ident}_${dl_index}_${dl_spec%%:*}
   export "PAI_CONTAINER_HOST_${dl_label}_PORT_LIST=${!dl_var:-}"
   [[ $dl_label == ssh ]] && export PAI_CONTAINER_SSH_PORT=${!dl_var%%,*}
-  dl_plist+=";$dl_label:${!dl_var:-}"
+  dl_plist+=";$dl_label:${!dl_var:-}" dl_own+=",${!dl_var:-}"
 done
 export PAI_CONTAINER_HOST_PORT_LIST=${dl_plist#;}
+# the batch shell chose the job's ports free on the master node; on any node, say which of this
+# task's own ports something else already holds (the command still starts)
+dl_busy_ports
+dl_taken=
+IFS=, read -r -a dl_ports <<< "$dl_own"
+for dl_p in "${dl_ports[@]}"; do
+  [[ $dl_p =~ ^[0-9]+$ && -n ${DL_BUSY[dl_p]:-} ]] && dl_taken+=" $dl_p"
+done
+[[ -n $dl_taken ]] && printf '[dlsubmit] warning: %s %s: port(s)%s already in use on %s; a program that binds one will fail\n' \
+  "$2" "$dl_index" "$dl_taken" "${SLURMD_NODENAME:-$HOSTNAME}" >&2
 if (( $6 > 0 )); then
   export DL_NODE_GPUS=${CUDA_VISIBLE_DEVICES:-}
   IFS=, read -r -a dl_devs <<< "$DL_NODE_GPUS"
@@ -136,10 +174,10 @@ for dl_name in ${DL_SECRET_LIST:-}; do
 done
 unset DL_SECRET_LIST
 dl_run=(/bin/bash)
-# the job's environment (v1 jobEnvs, NAME=VALUE from argument 13 on) reaches only the command's
+# the job's environment (v1 jobEnvs, NAME=VALUE from argument 14 on) reaches only the command's
 # shell: env(1) sets it after this prologue's work, so PATH, LD_PRELOAD, IFS or BASH_ENV there
 # change the user's command, never the machinery around it
-(( $# > 12 )) && dl_run=(/usr/bin/env "${@:13}" /bin/bash)
+(( $# > 13 )) && dl_run=(/usr/bin/env "${@:14}" /bin/bash)
 dl_sig=0
 trap 'dl_sig=1' "$DL_SIGNAL"
 for ((dl_try = 0; ; dl_try++)); do
@@ -159,7 +197,7 @@ set -u
 set -m
 dl_log() { printf '[dlsubmit] %s\n' "$*"; }
 
-dl_int() { local v=0; [[ -r $1 ]] && read -r v < "$1"; [[ $v =~ ^[0-9]+$ ]] || v=0; printf '%s' "$v"; }
+""" + BUSY_PORTS + r"""dl_int() { local v=0; [[ -r $1 ]] && read -r v < "$1"; [[ $v =~ ^[0-9]+$ ]] || v=0; printf '%s' "$v"; }
 
 dl_expand_pai() {
   local v=$1
@@ -216,6 +254,52 @@ dl_read_secrets() {
   export DL_SECRET_LIST="${DL_SECRET_NAMES[*]}"
 }
 
+dl_check_mount() {
+  # the checkpoint dir is the one path in a mount list (dl_launch): ',' and ':' separate its
+  # entries and fields, and pyxis's list (enroot fstab) splits on whitespace (submit/mounts.py)
+  local img bad=',:' what="',' or ':'"
+  [[ $DL_CONTAINER == pyxis ]] && bad=',:[:space:]' what="',', ':' or whitespace"
+  [[ $DL_CONTAINER == none ]] && return 0
+  for img in "${DL_ROLE_IMAGE[@]}"; do
+    [[ -n $img && $DL_CHECKPOINT_DIR == *[$bad]* ]] &&
+      dl_fail "$DL_CONTAINER cannot mount the checkpoint dir $DL_CHECKPOINT_DIR: it holds" \
+        "$what, separators of its mount list; submit from a directory without them or give" \
+        "--checkpoint-root"
+  done
+  return 0
+}
+
+dl_pick_port() {
+  # MASTER_PORT: the first port of a block of DL_PORT_BLOCK ports (MASTER_PORT, then every
+  # task's ports) in the non-ephemeral range: from DL_PORT_FLOOR up to the start of this node's
+  # ip_local_port_range (or, when that range starts below the floor, above its end). The job id
+  # picks the block; a block holding a port in use on this node (the master node: the batch
+  # shell runs on the job's first node) gives way to the next one. srun passes MASTER_PORT to
+  # every task, so all ranks agree.
+  local f=/proc/sys/net/ipv4/ip_local_port_range lo=32768 hi=60999 low high n b try p first
+  if ! { [[ -r $f ]] && read -r lo hi < "$f" && [[ $lo =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]]; }; then
+    lo=32768 hi=60999
+    dl_log "ports: cannot read $f; taking Linux's default ephemeral range $lo-$hi"
+  fi
+  low=$DL_PORT_FLOOR high=$lo
+  (( lo > DL_PORT_FLOOR )) || low=$(( hi + 1 > DL_PORT_FLOOR ? hi + 1 : DL_PORT_FLOOR )) high=65536
+  n=$(( (high - low) / DL_PORT_BLOCK ))
+  (( n > 0 )) || dl_fail "ports: the job's $DL_PORT_BLOCK port(s) do not fit between the port" \
+    "floor $DL_PORT_FLOOR and the ephemeral range $lo-$hi (net.ipv4.ip_local_port_range)"
+  dl_busy_ports
+  first=$(( SLURM_JOB_ID % n ))
+  for ((try = 0; try < n; try++)); do
+    b=$(( low + (first + try) % n * DL_PORT_BLOCK ))
+    for ((p = b; p < b + DL_PORT_BLOCK; p++)); do [[ -n ${DL_BUSY[p]:-} ]] && continue 2; done
+    (( try )) && dl_log "ports: $try block(s) of $DL_PORT_BLOCK from port" \
+      "$(( low + first * DL_PORT_BLOCK )) hold ports in use on ${SLURMD_NODENAME:-$HOSTNAME};" \
+      "MASTER_PORT is $b"
+    MASTER_PORT=$b
+    return 0
+  done
+  dl_fail "ports: every block of $DL_PORT_BLOCK port(s) in $low-$(( high - 1 )) holds a port in use"
+}
+
 dl_setup() {
   local r i j k n id spec label port list ports total=0 nodes=0 text
   local -a addrs required=(MASTER_ADDR MASTER_PORT WORLD_SIZE DL_CHECKPOINT_DIR PAI_JOB_NAME PAI_USER_NAME)
@@ -229,6 +313,7 @@ dl_setup() {
   # no path handed to a command (or to the user's program) can start with '-'
   [[ $DL_CHECKPOINT_ROOT == /* ]] || DL_CHECKPOINT_ROOT=${SLURM_SUBMIT_DIR:-$PWD}/$DL_CHECKPOINT_ROOT
   export DL_CHECKPOINT_DIR=$DL_CHECKPOINT_ROOT/$DL_JOB_KEY
+  dl_check_mount
   DL_STATE_DIR=$DL_CHECKPOINT_DIR/.dlsubmit
   export DL_STATUS_DIR=$DL_STATE_DIR/attempt-$DL_RESTART_COUNT
   if ! mkdir -p -- "$DL_STATUS_DIR"; then dl_log "cannot create $DL_STATUS_DIR"; exit 1; fi
@@ -250,7 +335,8 @@ dl_setup() {
     total=$(( total + DL_ROLE_INSTANCES[r] )) nodes=$(( nodes + DL_ROLE_NODES[r] ))
   done
   export WORLD_SIZE=$total PAI_JOB_TASK_COUNT=$total
-  export MASTER_PORT=$(( 20000 + (${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID} % 1000) * 20 ))
+  dl_pick_port
+  export MASTER_PORT
   DL_ONLY_ROLE=-1 DL_ONLY_INDEX=
   if (( ! DL_GANG )); then
     i=${SLURM_ARRAY_TASK_ID:-0}
@@ -315,7 +401,7 @@ dl_launch() {
   cmd+=(/bin/bash -c "$DL_TASK_PROLOGUE" dl-task "$r" "${DL_ROLE_NAME[r]}" "${DL_ROLE_IDENT[r]}")
   cmd+=("${DL_RANK0[r]}" "${DL_NODE0[r]}" "${DL_ROLE_GPUS[r]}" "$idx" "${DL_ROLE_COMMAND[r]}")
   cmd+=("${DL_ROLE_PORT0[r]}" "${DL_ROLE_PORTS_PER_TASK[r]}" "${DL_ROLE_TASK_RETRIES[r]}")
-  cmd+=("${DL_ROLE_PORTS[r]}" ${DL_JOB_ENV[@]+"${DL_JOB_ENV[@]}"})
+  cmd+=("${DL_ROLE_PORTS[r]}" "${DL_ROLE_TASKS_PER_NODE[r]}" ${DL_JOB_ENV[@]+"${DL_JOB_ENV[@]}"})
   exec "${cmd[@]}"
 }
 

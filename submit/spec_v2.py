@@ -214,7 +214,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             shm_mib=_or(r.extraContainerOptions.shmMB, 64), task_retries=r.taskRetryCount,
             path=path,
             fields=(("gpu", "resourcePerInstance.gpu"), ("cpu", "resourcePerInstance.cpu"),
-                    ("memory", "resourcePerInstance.memoryMB"), ("instances", "instances")),
+                    ("memory", "resourcePerInstance.memoryMB"), ("instances", "instances"),
+                    ("min_succeeded", "completion.minSucceededInstances"), ("command", "commands")),
         ))
     if problems:
         raise SpecError(problems)

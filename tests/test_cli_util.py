@@ -11,6 +11,7 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -260,3 +261,51 @@ def test_the_joined_form_the_message_gives_is_accepted() -> None:
     assert p.parse_args(["--out=-x", "--flag"]).out == "-x"
     assert p.parse_args(["-o", "-5"]).out == "-5"     # a negative number stays a value
     assert dlqueue().parse_args(["--user=-x"]).user == ["-x"]
+
+
+# --- every argparse usage error is one line, without the usage block --------------------------
+
+def _main_of(command: str) -> "Callable[[list[str]], int]":
+    from prioritizer.cli import main as dlprio
+    from slurm_plugin.cluster_cli import main as dlcluster
+    from slurm_plugin.gres_cli import main as dlgres
+    from submit.cli import main as dlsubmit
+    from submit.queue_cli import main as dlqueue
+
+    return {"dlprio": dlprio, "dlsubmit": dlsubmit, "dlqueue": dlqueue, "dlgres": dlgres,
+            "dlcluster": dlcluster}[command]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["dlsubmit", "--container-runtime", "docker", str(HELLO)],
+     "dlsubmit: --container-runtime: invalid choice 'docker' (choose from none, pyxis, apptainer)"),
+    (["dlsubmit", "--dry-run"], "dlsubmit: the following arguments are required: JOB.yaml|JOB.json"),
+    (["dlsubmit", "--dry-run", "--bogus", str(HELLO)], "dlsubmit: unrecognized arguments: --bogus"),
+    (["dlsubmit", "--grace", "soon", str(HELLO)], "dlsubmit: --grace: invalid int value: 'soon'"),
+    (["dlqueue", "-u", "nosuchuser-0", "--snapshot", "/nonexistent"],
+     "dlqueue: -u/--user: unknown user 'nosuchuser-0' (not in the passwd database)"),
+    (["dlprio", "nosuch"], "dlprio: COMMAND: invalid choice 'nosuch' (choose from simulate, run, "
+     "once, explain, status, history, tune, compile)"),
+    (["dlprio", "simulate"], "dlprio: the following arguments are required: --trace"),
+    (["dlgres", "--sockets", "many"], "dlgres: --sockets: invalid int value: 'many'"),
+    (["dlcluster", "nosuch"], "dlcluster: command: invalid choice 'nosuch' (choose from up, down, status, ctl)"),
+], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
+def test_every_usage_error_is_one_line_with_exit_2(argv: list[str], line: str,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_CONF", "/nonexistent/slurm.conf")
+    try:
+        rc = _main_of(argv[0])(argv[1:])
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    assert (rc, out, err.count("\n")) == (2, "", 1), err
+    assert err == line + "\n"
+
+
+def test_one_line_usage_error_rewrites_argparse_wording() -> None:
+    from slurm_plugin.cli_util import one_line_usage_error
+
+    assert one_line_usage_error("argument --mode: invalid choice: 'x' (choose from 'a', 'b')") == (
+        "--mode: invalid choice 'x' (choose from a, b)")
+    assert one_line_usage_error("unrecognized arguments: -z") == "unrecognized arguments: -z"

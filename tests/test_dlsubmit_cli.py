@@ -124,7 +124,7 @@ def test_site_config_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 SITE_KEYS = ("account, checkpoint_root, container_runtime, cores_per_node, default_fs_uri, "
              "enforce_binding, gpu_type, gpus_per_node, grace_s, max_array_size, max_script_size, "
              "mem_per_node_mib, output, "
-             "partition, qos, signal, virtual_clusters")
+             "partition, port_floor, qos, signal, virtual_clusters")
 
 
 @pytest.mark.parametrize("via_env", [False, True])

@@ -70,7 +70,7 @@ def test_the_batch_shell_neither_exports_nor_sets_the_job_environment() -> None:
                    "PATH=/opt/conda/bin", "IFS=x", "BASH_ENV=/tmp/rc", "MYVAR=v"]
     # the runtime applies them in the task prologue, to the command's shell, after its own work
     prologue = runtime.TASK_PROLOGUE
-    assert prologue.index('dl_run=(/usr/bin/env "${@:13}" /bin/bash)') > prologue.index("dl_cmd=$8")
+    assert prologue.index('dl_run=(/usr/bin/env "${@:14}" /bin/bash)') > prologue.index("dl_cmd=$8")
     assert '"${dl_run[@]}" -c' in prologue
 
 
@@ -117,7 +117,7 @@ RESERVED = [("SLURM_JOB_ID", "Slurm sets SLURM_*"), ("SLURM_CONF", "Slurm sets S
             ("DL_TASK_RETRY", "dlsubmit's own namespace"),
             ("PAI_JOB_NAME", "OpenPAI runtime variables"), ("PAI_HOST_IP_main_0", "OpenPAI runtime variables"),
             *[(n, "distributed-training rendezvous")
-              for n in ("RANK", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")],
+              for n in ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")],
             ("CUDA_VISIBLE_DEVICES", "GPU device contract"), ("CUDA_DEVICE_ORDER", "GPU device contract"),
             ("GPU_DEVICE_ORDINAL", "gres/gpu plugin"), ("ROCR_VISIBLE_DEVICES", "gres/gpu plugin")]
 

@@ -199,7 +199,7 @@ def test_shape_options_beyond_a_real_node_are_usage_errors(capsys: pytest.Captur
     argv = ["--from-topo", str(COMPLETE), "--sockets", "2", "--cores-per-socket", "8", option, value]
     rc, out, err = _run(capsys, *argv)
     assert (rc, out) == (2, "")
-    assert err.splitlines()[-1] == f"dlgres: error: argument {option}: {value} is more than {limit}, the most a real node has"
+    assert err == f"dlgres: {option}: {value} is more than {limit}, the most a real node has\n"
 
 
 def test_shape_product_beyond_a_slurm_node_is_refused(capsys: pytest.CaptureFixture[str]):
@@ -213,7 +213,7 @@ def test_shape_product_beyond_a_slurm_node_is_refused(capsys: pytest.CaptureFixt
 
 def test_shape_option_with_a_huge_number_is_an_int_error(capsys: pytest.CaptureFixture[str]):
     rc, _, err = _run(capsys, "--sockets", "9" * 5000, "--cores-per-socket", "1")
-    assert rc == 2 and err.splitlines()[-1].startswith("dlgres: error: argument --sockets: invalid int value: '999")
+    assert rc == 2 and err.startswith("dlgres: --sockets: invalid int value: '999") and err.count("\n") == 1
 
 
 # --- 4. the capture matrix must be one nvidia-smi can print ------------------------------------

@@ -134,14 +134,29 @@ def test_environment_of_a_two_role_job(tmp_path: Path, fake_bin: Path) -> None:
     assert got == [("m", "0", "0", "0", "", "", "0"),
                    ("w", "1", "0", "1", node, "0,1,2,3", "0"), ("w", "2", "1", "1", node, "4,5,6,7", "1"),
                    ("w", "3", "0", "2", node, "0,1,2,3", "2")]
-    # job 77: MASTER_PORT = 20000 + 77 * 20 = 21540. Port blocks from 21541: m's task gets 1 port
-    # (21541); each w task gets 1 + 2 ("p": 2): task i owns 21542 + 3i, its "p" ports follow.
-    assert {r["master"] for r in rows(out)} == {"10.0.0.5:21540"}
+    # the job's block: MASTER_PORT, then 1 port for m's task and 1 + 2 ("p": 2) for each w
+    # task: 11 ports; job 77 takes block 77 from the port floor (with Linux's default range:
+    # 10000 + 77 x 11 = 10847). m's task owns M+1; w task i owns M+2+3i, its "p" ports follow.
+    m = block_start(77, 11)
+    assert {r["master"] for r in rows(out)} == {f"10.0.0.5:{m}"}
     assert {r["world"] for r in rows(out)} == {"4"}
-    assert {r["hosts"] for r in rows(out)} == {"10.0.0.1:21542,10.0.0.1:21545,10.0.0.2:21548"}
-    assert {r["ports"] for r in rows(out)} == {"21546,21547"}
-    assert sorted(r["own"] for r in rows(out)) == ["10.0.0.1:21542", "10.0.0.1:21545",
-                                                   "10.0.0.2:21548", "10.0.0.5:21541"]
+    assert {r["hosts"] for r in rows(out)} == {f"10.0.0.1:{m + 2},10.0.0.1:{m + 5},10.0.0.2:{m + 8}"}
+    assert {r["ports"] for r in rows(out)} == {f"{m + 6},{m + 7}"}
+    assert sorted(r["own"] for r in rows(out)) == [f"10.0.0.1:{m + 2}", f"10.0.0.1:{m + 5}",
+                                                   f"10.0.0.2:{m + 8}", f"10.0.0.5:{m + 1}"]
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """This machine's ``net.ipv4.ip_local_port_range`` (the runtime reads the same file)."""
+    lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    return int(lo), int(hi)
+
+
+def block_start(job_id: int, size: int, floor: int = 10000) -> int:
+    """The first port of job ``job_id``'s block of ``size`` ports when none is in use: blocks of
+    ``size`` from ``floor`` up to the ephemeral range, block ``job_id mod (blocks)``."""
+    lo, _ = ephemeral_range()
+    return floor + job_id % ((lo - floor) // size) * size
 
 
 def test_min_failed_stops_the_rest(tmp_path: Path, fake_bin: Path) -> None:
@@ -235,3 +250,26 @@ def test_a_checkpoint_root_starting_with_dash_works(root: str, tmp_path: Path, f
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{tmp_path}/{root}/77\n" in proc.stdout
     assert (tmp_path / root / "77" / ".dlsubmit").is_dir()
+
+
+def test_local_world_size_counts_the_ranks_of_the_role_on_each_node(tmp_path: Path,
+                                                                    fake_bin: Path) -> None:
+    """LOCAL_WORLD_SIZE (torchrun's name) is the number of ranks of the task's role on its node:
+    w's 5 instances of 2 GPUs pack 3 per 8-GPU node (block distribution), so node 0 holds 3
+    ranks and the last node 2; the one-instance role m holds 1 on its own node."""
+    line = 'echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME idx=$PAI_TASK_INDEX local=$LOCAL_RANK lws=$LOCAL_WORLD_SIZE"'
+    spec = v2_spec(roles={"m": role(line), "w": role(line, instances=5, gpu=2)})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n5", "n1,n2"))
+    assert rc == 0, out
+    got = sorted((r["role"], r["idx"], r["local"], r["lws"]) for r in rows(out))
+    assert got == [("m", "0", "0", "1"), ("w", "0", "0", "3"), ("w", "1", "1", "3"),
+                   ("w", "2", "2", "3"), ("w", "3", "0", "2"), ("w", "4", "1", "2")]
+
+
+def test_local_world_size_of_an_array_element_is_one(tmp_path: Path, fake_bin: Path) -> None:
+    line = 'echo "ENV idx=$PAI_TASK_INDEX lws=$LOCAL_WORLD_SIZE"'
+    spec = v2_spec(roles={"w": role(line, instances=4)}, extras={"gangAllocation": False})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n3",),
+                         extra_env={"SLURM_ARRAY_JOB_ID": "70", "SLURM_ARRAY_TASK_ID": "2"})
+    assert rc == 0, out
+    assert rows(out) == [{"idx": "2", "lws": "1"}]

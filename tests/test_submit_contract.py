@@ -24,7 +24,7 @@ from submit.errors import SpecError
 from submit.options import RenderOptions
 from submit.render import render_sbatch
 from submit_helpers import sbatch_directives, option, v2_spec
-from test_render_runtime import fake_bin, role, rows, run_script, script_env  # noqa: F401
+from test_render_runtime import block_start, fake_bin, role, rows, run_script, script_env  # noqa: F401
 
 # ---------------------------------------------------------------- 1, 2: device contract
 
@@ -224,8 +224,9 @@ def test_pai_port_list_format(tmp_path: Path, fake_bin: Path) -> None:
                                                               "ports": {"tcp": 2, "ssh": 1}})})
     rc, out = run_script(spec, tmp_path, fake_bin)
     assert rc == 0, out
-    # job 77: MASTER_PORT 21540; the task's own port 21541, then tcp 21542,21543, ssh 21544
-    assert rows(out) == [{"all": "tcp:21542,21543;ssh:21544", "tcp": "21542,21543"}]
+    # MASTER_PORT M (a block of 5), the task's own port M+1, then tcp M+2,M+3, ssh M+4
+    m = block_start(77, 5)
+    assert rows(out) == [{"all": f"tcp:{m + 2},{m + 3};ssh:{m + 4}", "tcp": f"{m + 2},{m + 3}"}]
 
 
 def test_renamed_role_used_by_its_original_name_is_warned() -> None:
