@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -68,6 +69,22 @@ def _require_live_cluster(request: pytest.FixtureRequest) -> None:
             "start one with `sudo .venv/bin/dlcluster up` or run `pytest -m 'not live'`",
             pytrace=False,
         )
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_slurm_output_in_the_checkout() -> Iterator[None]:
+    """A job submitted without ``--output`` writes ``slurm-N.out`` into the directory it was
+    submitted from, here the checkout: a module that leaves one there fails, naming it (its jobs
+    give ``--output``, or run from a temporary directory)."""
+    before = set(REPO.glob("slurm-*.out"))
+    yield
+    left = sorted(p.name for p in set(REPO.glob("slurm-*.out")) - before)
+    if left:
+        pytest.fail(f"left in the checkout: {', '.join(left)} (a job without --output)",
+                    pytrace=False)
 
 
 @pytest.fixture(autouse=True)
