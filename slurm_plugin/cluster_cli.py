@@ -2,11 +2,18 @@
 
 Commands::
 
-    dlcluster up [--nodes N] [--gpus-per-node G] [--gpu-type T] [--with-dbd] [--cred-expire S]
-                 [--name NAME] [--port-base PORT] [--no-install] [--force] [--clear]
+    dlcluster up [--nodes N] [--gpus-per-node G] [--gpu-type T] [--with-dbd | --without-dbd]
+                 [--cred-expire S] [--name NAME] [--port-base PORT] [--no-install] [--force]
+                 [--clear]
     dlcluster down [--name NAME] [--purge]
     dlcluster status [--name NAME] [--json]
     dlcluster ctl stop|start [--name NAME]
+
+``up`` on a running cluster keeps its shape (nodes, GPUs per node, GPU type, slurmdbd,
+cred_expire, as its slurm.conf records them) for every option not given, and says what it kept;
+an option that changes the shape is named with the old and the new value. A cluster that is not
+running starts with the defaults (4 nodes x 8 a100 GPUs, no slurmdbd, cred_expire 10 s) and the
+options given.
 
 Exit status: 0 done, 2 bad option, 1 anything else failed (the message says what; nothing is
 left half-started). Needs root and Debian 12.
@@ -15,8 +22,11 @@ left half-started). Needs root and Debian 12.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
 import sys
+from typing import Any
 
 from slurm_plugin import provision
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
@@ -24,9 +34,14 @@ from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError
 
 
+SHAPE = {"nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "gpu_type": "--gpu-type",
+         "with_dbd": "--with-dbd", "cred_expire_s": "--cred-expire"}
+"""The ClusterSpec fields ``up`` sets from options, and the option of each."""
+
+
 def _spec(args: argparse.Namespace) -> ClusterSpec:
-    kw = {"name": args.name}
-    for field in ("nodes", "gpus_per_node", "gpu_type", "cred_expire_s", "with_dbd"):
+    kw: dict[str, Any] = {"name": args.name}
+    for field in SHAPE:
         if getattr(args, field, None) is not None:
             kw[field] = getattr(args, field)
     kw["port_base"] = args.port_base if args.port_base is not None else (
@@ -38,7 +53,50 @@ def _spec(args: argparse.Namespace) -> ClusterSpec:
     spec = ClusterSpec(**kw)
     if args.command != "up":
         spec = _recorded(spec)
+    elif any(provision.running(spec).values()):
+        spec = _sticky(spec, {f for f in SHAPE if getattr(args, f) is not None})
     return spec
+
+
+def recorded_shape(text: str) -> dict[str, Any]:
+    """The :data:`SHAPE` fields a slurm.conf written by dlcluster records (those it names)."""
+    lines = text.splitlines()
+    nodes = [ln for ln in lines if ln.startswith("NodeName=")]
+    out: dict[str, Any] = {"with_dbd": "accounting_storage/slurmdbd" in text}
+    if nodes:
+        out["nodes"] = len(nodes)
+        gres = re.search(r"\bGres=gpu:(?:([^:\s]+):)?(\d+)\b", nodes[0])
+        if gres:
+            out["gpu_type"], out["gpus_per_node"] = gres.group(1) or "", int(gres.group(2))
+    cred = re.search(r"^AuthInfo=.*\bcred_expire=(\d+)", text, re.M)
+    if cred:
+        out["cred_expire_s"] = int(cred.group(1))
+    return out
+
+
+def _shown(field: str, value: Any) -> str:
+    """A shape field as the option that sets it (``--with-dbd`` / ``--without-dbd``)."""
+    if field == "with_dbd":
+        return "--with-dbd" if value else "--without-dbd"
+    return f"{SHAPE[field]} {value if value != '' else repr('')}"
+
+
+def _sticky(spec: ClusterSpec, given: set[str]) -> ClusterSpec:
+    """``spec`` of ``up`` on a running cluster: each :data:`SHAPE` field not in ``given`` from
+    its slurm.conf; prints what was kept and what the options change."""
+    try:
+        recorded = recorded_shape(spec.slurm_conf.read_text())
+    except OSError:
+        return spec
+    kept = {f: recorded[f] for f in SHAPE if f in recorded and f not in given}
+    changed = [f"{_shown(f, recorded[f])} -> {_shown(f, getattr(spec, f)).split()[-1]}"
+               for f in SHAPE if f in given and f in recorded and recorded[f] != getattr(spec, f)]
+    if kept:
+        print(f"dlcluster: cluster {spec.name!r} is running; kept from its slurm.conf: "
+              + " ".join(_shown(f, v) for f, v in kept.items()) + " (an option changes it)")
+    if changed:
+        print(f"dlcluster: cluster {spec.name!r} is running; changing " + ", ".join(changed))
+    return dataclasses.replace(spec, **kept)
 
 
 def _recorded(spec: ClusterSpec) -> ClusterSpec:
@@ -66,12 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", help="install Slurm if missing, write configs, start the daemons, wait until nodes are idle")
     common(up)
-    up.add_argument("--nodes", type=int, default=4, help="nodes node1..nodeN (default 4)")
-    up.add_argument("--gpus-per-node", type=int, default=8, help="fake GPUs per node (default 8)")
-    up.add_argument("--gpu-type", default="a100", help="GRES type (default a100; '' for untyped)")
-    up.add_argument("--with-dbd", action="store_true", help="also MariaDB + slurmdbd (sacct, QOS)")
-    up.add_argument("--cred-expire", dest="cred_expire_s", type=int, default=10,
-                    help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s (default 10; Slurm's 120)")
+    kept = "; a running cluster keeps its own"
+    up.add_argument("--nodes", type=int, help=f"nodes node1..nodeN (default 4{kept})")
+    up.add_argument("--gpus-per-node", type=int, help=f"fake GPUs per node (default 8{kept})")
+    up.add_argument("--gpu-type", help=f"GRES type (default a100, '' for untyped{kept})")
+    dbd = up.add_mutually_exclusive_group()
+    dbd.add_argument("--with-dbd", action="store_true", default=None,
+                     help=f"also MariaDB + slurmdbd (sacct, QOS) (default without{kept})")
+    dbd.add_argument("--without-dbd", dest="with_dbd", action="store_false", default=None,
+                     help="no slurmdbd: the cluster keeps no accounting")
+    up.add_argument("--cred-expire", dest="cred_expire_s", type=int,
+                    help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s "
+                    f"(default 10, Slurm's 120{kept})")
     up.add_argument("--no-install", action="store_true", help="do not run apt-get")
     up.add_argument("--force", action="store_true",
                     help="restart a running cluster with a changed configuration even if jobs are active")
