@@ -13,8 +13,9 @@ if [ "${ID:-}" != debian ] || [ "${VERSION_ID:-}" != 12 ]; then
 fi
 echo "setup.sh: [1/4] apt packages: python3 python3-venv python3-pip tmux passwd"
 scripts/apt-install.sh setup.sh python3 python3-venv python3-pip tmux passwd
-echo "setup.sh: [2/4] virtualenv: .venv"
-if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+echo "setup.sh: [2/4] virtualenv: .venv (with /usr/bin/python3, so every user can run it)"
+. scripts/venv.sh
+ensure_venv setup.sh .venv
 echo "setup.sh: [3/4] pip: the project (editable) and its Python dependencies from pyproject.toml into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 pip_log=$(PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e '.[test]' 2>&1) || { printf '%s\n' "$pip_log" >&2; echo "setup.sh: pip install -e '.[test]' failed (its output above)" >&2; exit 1; }

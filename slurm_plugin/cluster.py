@@ -14,8 +14,9 @@ writes to ``/etc/slurm`` so that plain ``sbatch``/``squeue`` need no ``SLURM_CON
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from slurm_plugin import gres, hostlist, rootfs
 
@@ -142,20 +143,34 @@ class ClusterSpec:
         return [str(self.dev_dir / f"nvidia{i}") for i in range(self.gpus_per_node)]
 
 
-def recorded(spec: ClusterSpec, slurm_conf: str) -> ClusterSpec:
-    """``spec`` with the shape that the text of its cluster's slurm.conf (as :func:`render_slurm_conf`
-    wrote it) records: nodes, slurmdbd, port and Slurm release (``down``, ``status``, ``env``
-    and ``ctl`` act on the cluster as it was brought up)."""
+def recorded_shape(slurm_conf: str) -> dict[str, Any]:
+    """The :class:`ClusterSpec` fields that the text of a slurm.conf written by
+    :func:`render_slurm_conf` records (only those it names): ``slurm``, ``nodes``,
+    ``gpus_per_node``, ``gpu_type``, ``with_dbd``, ``cred_expire_s``, ``port_base``."""
     lines = slurm_conf.splitlines()
-    nodes = sum(1 for line in lines if line.startswith("NodeName="))
-    port = next((int(line.split("=", 1)[1]) for line in lines
-                 if line.startswith("SlurmctldPort=") and line.split("=", 1)[1].isdigit()), spec.port_base)
-    release = next((line.split("=", 1)[1].strip() for line in lines
-                    if line.startswith("# dlcluster: slurm=")), spec.host_slurm)
-    return ClusterSpec(name=spec.name, nodes=max(nodes, 1), port_base=port,
-                       with_dbd="accounting_storage/slurmdbd" in slurm_conf,
-                       slurm=release if release in rootfs.RELEASE_SUITES else spec.host_slurm,
-                       host_slurm=spec.host_slurm)
+    nodes = [ln for ln in lines if ln.startswith("NodeName=")]
+    out: dict[str, Any] = {"with_dbd": "accounting_storage/slurmdbd" in slurm_conf}
+    if nodes:
+        out["nodes"] = len(nodes)
+        gres = re.search(r"\bGres=gpu:(?:([^:\s]+):)?(\d+)\b", nodes[0])
+        if gres:
+            out["gpu_type"], out["gpus_per_node"] = gres.group(1) or "", int(gres.group(2))
+    cred = re.search(r"^AuthInfo=.*\bcred_expire=(\d+)", slurm_conf, re.M)
+    if cred:
+        out["cred_expire_s"] = int(cred.group(1))
+    port = re.search(r"^SlurmctldPort=(\d+)$", slurm_conf, re.M)
+    if port:
+        out["port_base"] = int(port.group(1))
+    release = re.search(r"^# dlcluster: slurm=(\S+)$", slurm_conf, re.M)
+    if release and release.group(1) in rootfs.RELEASE_SUITES:
+        out["slurm"] = release.group(1)
+    return out
+
+
+def recorded(spec: ClusterSpec, slurm_conf: str) -> ClusterSpec:
+    """``spec`` with the shape its cluster's slurm.conf text records (:func:`recorded_shape`):
+    ``down``, ``status``, ``env`` and ``ctl`` act on the cluster as it was brought up."""
+    return replace(spec, **recorded_shape(slurm_conf))
 
 
 def render_slurm_conf(spec: ClusterSpec, host: str) -> str:

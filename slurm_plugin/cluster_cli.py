@@ -3,8 +3,8 @@
 Commands::
 
     dlcluster up [--slurm 22.05|24.11|26.05] [--nodes N] [--gpus-per-node G] [--gpu-type T]
-                 [--with-dbd] [--cred-expire S] [--name NAME] [--port-base PORT] [--no-install]
-                 [--force] [--clear]
+                 [--with-dbd | --without-dbd] [--cred-expire S] [--name NAME] [--port-base PORT]
+                 [--no-install] [--force] [--clear]
     dlcluster env [--name NAME]
     dlcluster down [--name NAME] [--purge]
     dlcluster status [--name NAME] [--json]
@@ -15,6 +15,12 @@ another one runs from a Debian root filesystem built once (slurm_plugin/rootfs.p
 ``env`` prints the shell lines that point Slurm's commands, and so every tool, at the cluster:
 ``eval "$(dlcluster env --name NAME)"``.
 
+``up`` on a running cluster keeps its shape (Slurm release, nodes, GPUs per node, GPU type,
+slurmdbd, cred_expire, as its slurm.conf records them) for every option not given, and says what it kept;
+an option that changes the shape is named with the old and the new value. A cluster that is not
+running starts with the defaults (4 nodes x 8 a100 GPUs, no slurmdbd, cred_expire 10 s) and the
+options given.
+
 Exit status: 0 done, 2 bad option, 1 anything else failed (the message says what; nothing is
 left half-started). Needs root and Debian 12 or 13.
 """
@@ -22,21 +28,28 @@ left half-started). Needs root and Debian 12 or 13.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
+from typing import Any
 
 from slurm_plugin import provision
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
 from slurm_plugin.rootfs import RELEASE_SUITES
-from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded
+
+
+SHAPE = {"slurm": "--slurm", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "gpu_type": "--gpu-type",
+         "with_dbd": "--with-dbd", "cred_expire_s": "--cred-expire"}
+"""The ClusterSpec fields ``up`` sets from options, and the option of each."""
 
 
 def _spec(args: argparse.Namespace) -> ClusterSpec:
     host = provision.host_release()
-    kw: dict = {"name": args.name, "host_slurm": host, "slurm": getattr(args, "slurm", None) or host}
-    for field in ("nodes", "gpus_per_node", "gpu_type", "cred_expire_s", "with_dbd"):
+    kw: dict[str, Any] = {"name": args.name, "host_slurm": host, "slurm": host}
+    for field in SHAPE:
         if getattr(args, field, None) is not None:
             kw[field] = getattr(args, field)
     kw["port_base"] = args.port_base if args.port_base is not None else (
@@ -48,7 +61,34 @@ def _spec(args: argparse.Namespace) -> ClusterSpec:
     spec = ClusterSpec(**kw)
     if args.command != "up":
         spec = _recorded(spec)
+    elif any(provision.running(spec).values()):
+        spec = _sticky(spec, {f for f in SHAPE if getattr(args, f, None) is not None})
     return spec
+
+
+def _shown(field: str, value: Any) -> str:
+    """A shape field as the option that sets it (``--with-dbd`` / ``--without-dbd``)."""
+    if field == "with_dbd":
+        return "--with-dbd" if value else "--without-dbd"
+    return f"{SHAPE[field]} {value if value != '' else repr('')}"
+
+
+def _sticky(spec: ClusterSpec, given: set[str]) -> ClusterSpec:
+    """``spec`` of ``up`` on a running cluster: each :data:`SHAPE` field not in ``given`` from
+    its slurm.conf; prints what was kept and what the options change."""
+    try:
+        shape = recorded_shape(spec.slurm_conf.read_text())
+    except OSError:
+        return spec
+    kept = {f: shape[f] for f in SHAPE if f in shape and f not in given}
+    changed = [f"{_shown(f, shape[f])} -> {_shown(f, getattr(spec, f)).split()[-1]}"
+               for f in SHAPE if f in given and f in shape and shape[f] != getattr(spec, f)]
+    if kept:
+        print(f"dlcluster: cluster {spec.name!r} is running; kept from its slurm.conf: "
+              + " ".join(_shown(f, v) for f, v in kept.items()) + " (an option changes it)")
+    if changed:
+        print(f"dlcluster: cluster {spec.name!r} is running; changing " + ", ".join(changed))
+    return dataclasses.replace(spec, **kept)
 
 
 def _recorded(spec: ClusterSpec) -> ClusterSpec:
@@ -78,15 +118,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", help="install Slurm if missing, write configs, start the daemons, wait until nodes are idle")
     common(up)
-    up.add_argument("--slurm", choices=list(RELEASE_SUITES), default=None,
-                    help="Slurm release (default: the host's own: 22.05 on Debian 12, 24.11 on Debian 13; "
-                         "another one runs from a Debian root filesystem built once)")
-    up.add_argument("--nodes", type=int, default=4, help="nodes node1..nodeN (default 4)")
-    up.add_argument("--gpus-per-node", type=int, default=8, help="fake GPUs per node (default 8)")
-    up.add_argument("--gpu-type", default="a100", help="GRES type (default a100; '' for untyped)")
-    up.add_argument("--with-dbd", action="store_true", help="also MariaDB + slurmdbd (sacct, QOS)")
-    up.add_argument("--cred-expire", dest="cred_expire_s", type=int, default=10,
-                    help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s (default 10; Slurm's 120)")
+    kept = "; a running cluster keeps its own"
+    up.add_argument("--slurm", choices=list(RELEASE_SUITES),
+                    help="Slurm release (default: the host's own, 22.05 on Debian 12, 24.11 on Debian 13; "
+                         f"another one runs from a Debian root filesystem built once{kept})")
+    up.add_argument("--nodes", type=int, help=f"nodes node1..nodeN (default 4{kept})")
+    up.add_argument("--gpus-per-node", type=int, help=f"fake GPUs per node (default 8{kept})")
+    up.add_argument("--gpu-type", help=f"GRES type (default a100, '' for untyped{kept})")
+    dbd = up.add_mutually_exclusive_group()
+    dbd.add_argument("--with-dbd", action="store_true", default=None,
+                     help=f"also MariaDB + slurmdbd (sacct, QOS) (default without{kept})")
+    dbd.add_argument("--without-dbd", dest="with_dbd", action="store_false", default=None,
+                     help="no slurmdbd: the cluster keeps no accounting")
+    up.add_argument("--cred-expire", dest="cred_expire_s", type=int,
+                    help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s "
+                    f"(default 10, Slurm's 120{kept})")
     up.add_argument("--no-install", action="store_true", help="do not run apt-get")
     up.add_argument("--force", action="store_true",
                     help="restart a running cluster with a changed configuration even if jobs are active")

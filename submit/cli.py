@@ -39,7 +39,7 @@ import time
 from typing import Any
 
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
-from submit import advice, environ, load, mounts, params, secrets
+from submit import advice, environ, load, mounts, node_shape, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
@@ -76,10 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--container-runtime", choices=RUNTIMES,
                    help="run each role's image with pyxis (srun --container-image), apptainer "
                    "(apptainer exec --nv) or not at all (default: none, or the site config)")
-    p.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node for packing (default 8)")
-    p.add_argument("--cores-per-node", type=int, metavar="N", help="cores per node for packing (default 16)")
+    p.add_argument("--gpus-per-node", type=int, metavar="N",
+                   help="GPUs per node for packing (default: the partition's largest node, else 8)")
+    p.add_argument("--cores-per-node", type=int, metavar="N",
+                   help="cores per node for packing (default: the partition's largest node, else 16)")
     p.add_argument("--mem-per-node", type=int, metavar="MiB",
-                   help="memory per node for packing, MiB (default 64000)")
+                   help="memory per node for packing, MiB (default: the partition's largest "
+                   "node, else 64000)")
+    p.add_argument("--cluster-shape", action="store_true",
+                   help="with --dry-run, pack for the partition's largest node as Slurm lists "
+                   "it (a submit always asks; --dry-run alone packs for the defaults)")
     p.add_argument("--gpu-type", metavar="TYPE", help="GRES type when the spec names none (e.g. a100)")
     p.add_argument("--signal", metavar="SIG", help="checkpoint signal (default USR2; spec extras.checkpoint wins)")
     p.add_argument("--grace", type=int, metavar="SECONDS",
@@ -111,6 +117,11 @@ _FLAG_TO_OPTION = {
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
     """Site file values, then command-line flags. Raises :class:`SpecError` with every bad
     value, each line naming where it came from (``FILE: key ...`` or ``--flag ...``)."""
+    return _options_and_given(args)[0]
+
+
+def _options_and_given(args: argparse.Namespace) -> tuple[RenderOptions, set[str]]:
+    """:func:`options_from_args` and the node-shape fields the site file or a flag set."""
     if os.environ.get("DLSUBMIT_CONFIG") == "" and args.site_config is None:
         # an empty option value already stopped the parse (slurm_plugin.cli_util.ArgumentParser)
         raise SpecError(["DLSUBMIT_CONFIG: empty; name a site config file or unset it"])
@@ -125,28 +136,43 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
     problems = [flag_of[field] + line[len(field):] for field, line in check_fields(flags)]
     if problems:
         raise SpecError(problems)
-    return RenderOptions(**values)
+    return RenderOptions(**values), node_shape.given_fields(values, flags)
+
+
+def _cluster_nodes() -> Any:
+    """``nodes(partition)`` for submit/node_shape.py, asking this cluster's Slurm."""
+    from slurm_plugin.client import SlurmClient
+
+    return node_shape.ask_slurm(SlurmClient())
 
 
 def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str, Any, str]]]:
     """The options, and (spec path, job, script) for every spec. Raises :class:`SpecError`
     with every problem of every spec (prefixed by the spec's name when there are several)."""
-    opts = options_from_args(args)
+    opts, given = _options_and_given(args)
     overrides = params.parse_overrides(args.param)
-    out, problems = [], []
+    ask = None if args.dry_run and not args.cluster_shape else _cluster_nodes()
+    out, problems, notes = [], [], []
     for path in args.spec:
         try:
             job = load.load(path, overrides)
             # a named secrets file is checked even when the spec references no secret
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
-            out.append((path, job, render_sbatch(job, opts, sfile if job.secrets else None)))
+            part = opts.partition or opts.virtual_cluster(job.virtual_cluster).partition
+            shape = node_shape.choose(opts, given, part, ask, any(r.gpus for r in job.roles))
+            # a submit to an unreachable Slurm fails and says so: no note about the shape then
+            if shape.note and shape.note not in notes and not (shape.unreachable and not args.dry_run):
+                notes.append(shape.note)
+            out.append((path, job, render_sbatch(job, shape.opts, sfile if job.secrets else None)))
         except SpecError as exc:
             name = visible(path)  # a file's own problems already start with its name
             problems += [f"{name}: {p}" if len(args.spec) > 1 and not p.startswith(name + ":")
                          else p for p in exc.problems]
     if problems:
         raise SpecError(problems)
+    for note in notes:
+        print(f"dlsubmit: note: {note}", file=sys.stderr)
     return opts, out
 
 

@@ -13,7 +13,9 @@ skipped, and the run ends with one line saying how many and where the corpus exi
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -67,6 +69,39 @@ def _require_live_cluster(request: pytest.FixtureRequest) -> None:
             "start one with `sudo .venv/bin/dlcluster up` or run `pytest -m 'not live'`",
             pytrace=False,
         )
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_slurm_output_in_the_checkout() -> Iterator[None]:
+    """A job submitted without ``--output`` writes ``slurm-N.out`` into the directory it was
+    submitted from, here the checkout: a module that leaves one there fails, naming it (its jobs
+    give ``--output``, or run from a temporary directory)."""
+    before = set(REPO.glob("slurm-*.out"))
+    yield
+    left = sorted(p.name for p in set(REPO.glob("slurm-*.out")) - before)
+    if left:
+        pytest.fail(f"left in the checkout: {', '.join(left)} (a job without --output)",
+                    pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_node_shapes_from_slurm(request: pytest.FixtureRequest,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside live tests, dlsubmit's question for the cluster's node shapes
+    (submit/node_shape.py) finds no Slurm, as on a machine without a cluster, so a pure test
+    that fakes ``sbatch`` packs for the same defaults whatever cluster runs beside it."""
+    cli = sys.modules.get("submit.cli")
+    if request.node.get_closest_marker("live") is not None or cli is None:
+        return
+    from slurm_plugin.client import SlurmUnreachable
+
+    def unreachable(partition: str | None) -> None:
+        raise SlurmUnreachable(["sinfo", "--json"], "no cluster in pure tests")
+
+    monkeypatch.setattr(cli, "_cluster_nodes", lambda: unreachable)
 
 
 @pytest.fixture(autouse=True)

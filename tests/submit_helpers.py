@@ -19,6 +19,10 @@ import corpus
 from hostile import HOSTILE as _SHARED_HOSTILE
 
 REPO = Path(__file__).resolve().parents[1]
+
+DEFAULT_SHAPE_NOTE = ("dlsubmit: note: packed for 8 GPUs, 16 cores, 64000 MiB per node (the "
+                      "defaults; --cluster-shape reads the partition's nodes from Slurm)\n")
+"""stderr of a ``--dry-run`` that packs for the default node shape (submit/node_shape.py)."""
 PAI_DIR = corpus.PAI_JOBS
 GOLDEN_DIR = REPO / "tests" / "golden"
 

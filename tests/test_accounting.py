@@ -125,7 +125,8 @@ def test_slurmdbd_down_is_unreachable(tmp_path: Path, monkeypatch: pytest.Monkey
 @pytest.mark.live
 def test_live_accounting_sees_a_finished_gpu_job() -> None:
     client = SlurmClient()
-    job_id = client.submit("#!/bin/sh\nsleep 1\n", ["--gres=gpu:2", "--job-name=acct-live"])
+    job_id = client.submit("#!/bin/sh\nsleep 1\n", ["--gres=gpu:2", "--job-name=acct-live",
+                                                    "--output=/dev/null"])
     found = wait_for(lambda: [j for j in fold_jobs(client.accounting("now-1hour"))
                               if j.job_id == job_id and j.finished], 90, "job in sacct")
     job = found[0]

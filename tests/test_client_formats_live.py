@@ -41,7 +41,10 @@ def client() -> Iterator[SlurmClient]:
 
 def sub(c: SlurmClient, body: str, *opts: str) -> int:
     script = "#!/bin/bash\n" + "".join(f"#SBATCH {o}\n" for o in opts if o.startswith("hetjob")) + body + "\n"
-    job_id = c.submit(script, [o for o in opts if not o.startswith("hetjob")])
+    args = [o for o in opts if not o.startswith("hetjob")]
+    if not any(o.startswith("--output=") for o in args):
+        args.append("--output=/dev/null")   # never slurm-N.out in pytest's directory
+    job_id = c.submit(script, args)
     c.submitted.append(job_id)  # type: ignore[attr-defined]
     return job_id
 

@@ -33,7 +33,9 @@ def client() -> Iterator[SlurmClient]:
 
 
 def submit(c: SlurmClient, script: str) -> int:
-    job_id = c.submit(script)
+    """Submit; a script that names no ``--output`` writes to /dev/null (never ``slurm-N.out``
+    in the directory pytest runs in, the checkout)."""
+    job_id = c.submit(script, [] if "--output=" in script else ["--output=/dev/null"])
     c.submitted.append(job_id)  # type: ignore[attr-defined]
     return job_id
 
@@ -116,7 +118,8 @@ def test_unknown_job_and_refusal_are_typed(client: SlurmClient) -> None:
     with pytest.raises(JobUnknown):
         client.requeue(99999999)
     with pytest.raises(SlurmRefused) as exc:
-        client.submit(script("--gres=gpu:9", "--job-name=t-refused", body="true"))
+        client.submit(script("--gres=gpu:9", "--job-name=t-refused", "--output=/dev/null",
+                             body="true"))
     assert "configuration" in exc.value.message.lower() or "requested node" in exc.value.message.lower()
 
 

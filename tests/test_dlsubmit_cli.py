@@ -18,7 +18,7 @@ import yaml
 from slurm_plugin.client import SlurmRefused, SlurmUnreachable
 from submit import cli
 from submit.quoting import slurm_name
-from submit_helpers import REPO, option, sbatch_directives, v2_spec
+from submit_helpers import DEFAULT_SHAPE_NOTE, REPO, option, sbatch_directives, v2_spec
 
 HELLO = str(REPO / "tests" / "fixtures" / "specs" / "v2-single-gpu.yaml")
 
@@ -31,7 +31,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 def test_dry_run_prints_the_script(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(["--dry-run", HELLO, "--partition", "gpu", "--gpu-type", "a100"], capsys)
-    assert (rc, err) == (0, "")
+    assert (rc, err) == (0, DEFAULT_SHAPE_NOTE)
     [args] = sbatch_directives(out)
     assert option(args, "partition") == ["gpu"] and option(args, "gres") == ["gpu:a100:1"]
 
@@ -193,7 +193,7 @@ def test_undeclared_parameter_advice_matches_param_behaviour(tmp_path: Path,
     spec["parameters"] = {"bs": 16}
     f.write_text(yaml.safe_dump(spec))
     rc, out, err = run(["--dry-run", str(f), "--param", "bs=32"], capsys)
-    assert (rc, err) == (0, "") and "echo 32" in out
+    assert (rc, err) == (0, DEFAULT_SHAPE_NOTE) and "echo 32" in out
 
 
 def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -218,7 +218,7 @@ def test_escaped_surrogate_pair_is_one_character(ext: str, tmp_path: Path, monke
     f = tmp_path / f"emoji.{ext}"
     f.write_text(text.replace('"NAME_HERE"' if ext == "json" else "NAME_HERE", ESCAPED_PAIR))
     rc, out, err = run(["--dry-run", str(f)], capsys)
-    assert (rc, err) == (0, "")
+    assert (rc, err) == (0, DEFAULT_SHAPE_NOTE)
     out.encode("utf-8")  # no surrogate left anywhere in the script
     [args] = sbatch_directives(out)
     assert option(args, "job-name") == [slurm_name("\u6a21\u578b-\U0001f680")]
@@ -256,7 +256,7 @@ def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
     other = tmp_path / "b\nc.yaml"
     other.write_text(Path(HELLO).read_text())
     rc, out, err = run(["--dry-run", HELLO, str(other)], capsys)
-    assert (rc, err) == (0, "")
+    assert (rc, err) == (0, DEFAULT_SHAPE_NOTE)  # said once for both
     rc, script, _ = run(["--dry-run", HELLO], capsys)
     size = len(script.encode())
     assert out == (f"#dlsubmit-spec 1/2 bytes={size} {HELLO}\n{script}"

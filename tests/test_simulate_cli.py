@@ -328,3 +328,31 @@ def test_cluster_spec_with_a_second_row_is_refused(tmp_path: Path,
     assert (rc, capsys.readouterr().err) == (
         2, f"dlprio: {spec}:3: a cluster spec has one row under the header (one cluster); "
         "remove the others\n")
+
+
+def test_plot_queue_axis_ends_with_the_last_wait_and_coinciding_lines_stay_visible(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # two 8-GPU nodes: jobs 0 and 1 (1 h) at 0, job 2 60 s later waits until 1 h; jobs 3
+    # (100 h) and 4 (50 h) arrive at 2 h and run side by side, job 4's end is decided at 52 h;
+    # fifo and fifo-fit give the same schedule
+    trace = tmp_path / "long.csv"
+    trace.write_text("u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
+                     "0,1,8,0,1,0,3600,0,Pass\n1,1,8,0,1,0,3600,0,Pass\n2,1,8,0,1,60,3600,0,Pass\n"
+                     "3,1,8,0,1,7140,360000,0,Pass\n4,1,8,0,1,0,180000,0,Pass\n")
+    figures: list = []
+    from matplotlib.figure import Figure
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    rc = main(["simulate", "--trace", str(trace), "--nodes", "2", "--gpus-per-node", "8",
+               "--compare", "fifo,fifo-fit", "--zero-cost", "--plot", str(tmp_path / "q.png")])
+    assert rc == 0, capsys.readouterr().err
+    cdf, queue = figures[0].axes
+    # the last arrival (2 h) with 5 % to spare, not the last decision (52 h) or job end (102 h)
+    assert queue.get_xlim() == pytest.approx((0.0, 2.1))
+    for ax in (cdf, queue):
+        fifo, fit = ax.get_lines()
+        assert [line.get_label() for line in (fifo, fit)] == ["fifo", "fifo-fit"]
+        assert list(fifo.get_xydata().ravel()) == list(fit.get_xydata().ravel())  # they coincide
+        assert (fifo.get_linestyle(), fit.get_linestyle()) == ("-", "--")
+        assert (fifo.get_marker(), fit.get_marker()) == ("o", "s")
+        # the second is thinner and drawn above the first, so both show
+        assert fit.get_zorder() > fifo.get_zorder() and fit.get_linewidth() < fifo.get_linewidth()

@@ -177,3 +177,43 @@ def test_tune_without_grid_is_one_line(capsys: pytest.CaptureFixture) -> None:
     assert main(["tune", "--trace", str(TRACE)]) == 2
     assert capsys.readouterr().err == ("dlprio: --grid: give a grid, e.g. "
                                        "'thresholds=1000/5000,3250/7200;knob=4,8'\n")
+
+
+def _tie_trace(tmp_path: Path, rows: list[tuple[int, int, int]]) -> str:
+    """A tiresias-format trace of (submit s, GPUs, duration s) rows."""
+    path = tmp_path / "tie.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\n"
+                    + "".join(f"j{i},{s},{d},{g}\n" for i, (s, g, d) in enumerate(rows)))
+    return str(path)
+
+
+def _best_line(out: str) -> str:
+    return next(ln for ln in out.splitlines() if ln.startswith("best: "))
+
+
+@pytest.mark.parametrize(("rows", "grid", "best"), [
+    # three 8-GPU jobs of 100 s at once on one 8-GPU node: they wait, but 800 GPU·s each stays
+    # below every first threshold of the grid (1000 and 3250 GPU·s)
+    ([(0, 8, 100), (0, 8, 100), (0, 8, 100)], "thresholds=1000/5000,3250/7200;knob=4,8",
+     "best: the current config: all 4 setting(s) and the current config gave the same avg JCT "
+     "200.0 s (p95 300.0 s, max wait 200.0 s): no job's attained service crosses a threshold: "
+     "the largest job ends at 800 GPU·s, below the lowest first threshold of any setting "
+     "(1000 GPU·s), so every job stays in the first queue"),
+    # two 2-GPU jobs on an 8-GPU node: nobody waits
+    ([(0, 2, 5000), (10, 2, 9000)], "knob=4,8",
+     "best: the current config: all 2 setting(s) and the current config gave the same avg JCT "
+     "7000.0 s (p95 9000.0 s, max wait 0.0 s): no job ever waited for GPUs (the cluster never "
+     "filled), so no setting changed an order"),
+], ids=["below-thresholds", "no-wait"])
+def test_tune_says_why_every_setting_tied(rows: list[tuple[int, int, int]], grid: str, best: str,
+                                          tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    rc = main(["tune", "--trace", _tie_trace(tmp_path, rows), "--nodes", "1", "--gpus-per-node",
+               "8", "--workers", "1", "--grid", grid])
+    assert rc == 0
+    assert _best_line(capsys.readouterr().out) == best
+
+
+def test_tune_names_a_winner_without_a_tie_reason() -> None:
+    from prioritizer.tune.rank import tie_reason
+    fig = {"avg_jct_s": 10.0, "p95_jct_s": 20.0, "max_wait_s": 5.0}
+    assert tie_reason([PolicyConfig()] * 2, [fig, {**fig, "avg_jct_s": 9.0}], []) is None

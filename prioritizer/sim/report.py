@@ -111,35 +111,61 @@ def _num(value: float) -> str:
 
 def queue_axis_hours(results: Sequence[SimResult]) -> tuple[float, float]:
     """The queue-length panel's x range in hours: from the first job of the replay (time 0;
-    with ``--since`` the trace is re-based so that the first kept job arrives at 0) to the last
-    decision sample of any policy."""
-    last = max((t for r in results for t, _, _ in r.queue_samples), default=0.0)
-    return 0.0, max(last / 3600, 1 / 60)
+    with ``--since`` the trace is re-based so that the first kept job arrives at 0) to the end of
+    the queue's activity, with 5 % to spare: the later of the last arrival and the last time a
+    policy's queue became empty. A long job that runs on alone afterwards (Philly's last ends
+    1,470 h in, its queues empty by 300 h) would only add a flat zero line."""
+    end = max((j.submit for r in results for j in r.jobs), default=0.0)
+    for r in results:
+        waited = [i for i, (_, pending, _) in enumerate(r.queue_samples) if pending]
+        if waited:
+            last = waited[-1]
+            after = r.queue_samples[last + 1:last + 2] or r.queue_samples[last:last + 1]
+            end = max(end, after[0][0])
+    return 0.0, max(end / 3600 * 1.05, 1 / 60)
+
+
+LINE_STYLES = (("-", "o", 3.2), ("--", "s", 2.4), ("-.", "^", 1.8), (":", "D", 1.4),
+               ((0, (5, 1, 1, 1, 1, 1)), "v", 1.1), ((0, (1, 3)), "x", 0.9))
+"""(line style, marker, width) of the 1st, 2nd, ... policy: each next one thinner and drawn
+above the ones before, so curves that coincide (two policies with the same schedule) all stay
+visible."""
+
+
+def line_style(index: int, points: int) -> dict[str, Any]:
+    """matplotlib keyword arguments for the ``index``-th policy's line of ``points`` points
+    (about 8 markers per line, whatever its length)."""
+    style, marker, width = LINE_STYLES[index % len(LINE_STYLES)]
+    return {"linestyle": style, "marker": marker, "linewidth": width, "markersize": 3 + width,
+            "markevery": max(points // 8, 1), "fillstyle": "none", "zorder": 2 + index}
 
 
 def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
     """PNG with the JCT CDF per policy (log x) and pending jobs over time per policy, the time
-    axis starting at the first job of the replay (:func:`queue_axis_hours`)."""
+    axis from the first job of the replay to the end of the queue's activity
+    (:func:`queue_axis_hours`); each policy has its own line style and marker
+    (:data:`LINE_STYLES`)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
     fig, (cdf, queue) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for result in results:
+    for i, result in enumerate(results):
         jcts = sorted(max(j.jct, 1.0) for j in result.jobs)
         n = len(jcts)
-        cdf.step(jcts, [(i + 1) / n for i in range(n)], where="post", label=result.policy)
+        cdf.step(jcts, [(k + 1) / n for k in range(n)], where="post", label=result.policy,
+                 **line_style(i, n))
         times = [t / 3600 for t, _, _ in result.queue_samples]
         queue.step(times, [p for _, p, _ in result.queue_samples], where="post",
-                   label=result.policy)
+                   label=result.policy, **line_style(i, len(times)))
     cdf.set_xscale("log")
     cdf.xaxis.set_minor_formatter(NullFormatter())
     cdf.set_xlabel("job completion time (s)")
     cdf.set_ylabel("fraction of jobs")
     cdf.set_title("JCT CDF")
     queue.set_xlim(*queue_axis_hours(results))
-    queue.set_xlabel("time since the first job of the replay (h)")
+    queue.set_xlabel("time since the first job of the replay (h), to the last wait")
     queue.set_ylabel("pending jobs")
     queue.set_title("queue length")
     for ax in (cdf, queue):

@@ -24,7 +24,8 @@ from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
-from prioritizer.tune.rank import RANKING_HEADERS, figure_cells, format_ranking, make_task, rank
+from prioritizer.tune.rank import (RANKING_HEADERS, figure_cells, format_ranking, make_task, rank,
+                                   tie_reason)
 from slurm_plugin.atomic import write_atomically
 from slurm_plugin.cli_util import visible
 from slurm_plugin.client import SlurmError
@@ -135,6 +136,13 @@ def run(args: argparse.Namespace) -> int:
     best_config = configs[labels.index(best.label)]
     snippet = yaml_snippet(best_config, list(grid))
     verdict = "the current config (no grid point beats it)" if best.current else best.label
+    tuned = [j for j in trace.jobs if split is None or j.submit < split]
+    why = tie_reason(configs, figures, tuned)
+    if why is not None:
+        f = figures[-1]
+        verdict = (f"the current config: all {len(combos)} setting(s) and the current config "
+                   f"gave the same avg JCT {f['avg_jct_s']:.1f} s (p95 {f['p95_jct_s']:.1f} s, "
+                   f"max wait {f['max_wait_s']:.1f} s): {why}")
     print(f"\nbest: {verdict}\n{snippet}", end="")
     if split is not None:
         _validate(args, cluster, split, best_config, current)

@@ -121,3 +121,30 @@ def format_ranking(ranked: Sequence[Ranked], *, styled: bool = False) -> str:
         f = r.figures
         rows.append((mark, *figure_cells(f), r.label + ("  *current" if r.current else "")))
     return tables.render(RANKING_HEADERS, rows, RANKING_HEADERS[:4], styled=styled).rstrip("\n")
+
+
+THRESHOLD_POLICIES = ("tiresias-las", "tiresias-gittins")
+"""Policies whose queues are cut by ``thresholds_gpu_s`` (attained GPU·s)."""
+
+
+def tie_reason(configs: Sequence[PolicyConfig], figures: Sequence[Mapping[str, float]],
+               jobs: Sequence[TraceJob]) -> str | None:
+    """Why every config gave the same avg JCT, p95 JCT and max wait, or ``None`` when they
+    did not all tie. The reason is computed from the replayed ``jobs``: no job ever waited
+    (the cluster never filled, so no order mattered); or, for the threshold policies, the
+    largest job's whole service (GPUs × duration, GPU·s) stays below every config's first
+    threshold, so every job stays in the first queue (where the promotion knob does nothing
+    either); otherwise no decision that the varied settings steer came up in this trace."""
+    keys = ("avg_jct_s", "p95_jct_s", "max_wait_s")
+    if len({tuple(f[k] for k in keys) for f in figures}) != 1:
+        return None
+    if figures[0]["max_wait_s"] == 0:
+        return "no job ever waited for GPUs (the cluster never filled), so no setting changed an order"
+    largest = max((j.num_gpus * j.duration for j in jobs), default=0.0)
+    if all(c.policy in THRESHOLD_POLICIES and c.thresholds_gpu_s for c in configs):
+        lowest = min(c.thresholds_gpu_s[0] for c in configs)
+        if largest < lowest:
+            return (f"no job's attained service crosses a threshold: the largest job ends at "
+                    f"{largest:g} GPU·s, below the lowest first threshold of any setting "
+                    f"({lowest:g} GPU·s), so every job stays in the first queue")
+    return "no decision that the varied settings steer came up in this trace"

@@ -1,0 +1,140 @@
+"""Which node shape ``dlsubmit`` packs a job for (submit/packing.py): GPUs, cores and MiB per node.
+
+Each of the three numbers comes from the first of: a command-line flag (``--gpus-per-node``,
+``--cores-per-node``, ``--mem-per-node``), the site config (``gpus_per_node``,
+``cores_per_node``, ``mem_per_node_mib``), the cluster, the defaults of
+:class:`submit.options.RenderOptions` (8 GPUs, 16 cores, 64000 MiB). The cluster is asked
+(``sinfo --json`` through ``SlurmClient.nodes``) on a submit, and on ``--dry-run`` only with
+``--cluster-shape``; its shape is that of the largest node in the job's partition (the
+``--partition``, else the virtual cluster's, else the partition marked ``Default=YES``; every
+node when there is none): the most GPUs, then cores (Slurm's ``CPUs``), then ``RealMemory``,
+taken from one real node, so a role that fits on some node of the partition is never refused
+and is packed on as few nodes as that node allows. In a partition of mixed shapes, a job that
+needs more nodes of that shape than the partition has waits in the queue; :func:`choose` says
+so in its note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from submit.errors import SpecError
+from submit.options import RenderOptions
+
+FIELDS = ("gpus_per_node", "cores_per_node", "mem_per_node_mib")
+"""The RenderOptions fields that make the node shape."""
+
+
+class NodeLike(Protocol):
+    """What is read of a node (``slurm_plugin.records.Node`` has these)."""
+
+    name: str
+    cpus: int
+    real_memory_mib: int
+    gpus_total: int
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A node shape: GPUs, cores (CPUs as Slurm counts them) and memory in MiB per node."""
+
+    gpus: int
+    cores: int
+    mem_mib: int
+
+    def text(self) -> str:
+        return f"{self.gpus} GPUs, {self.cores} cores, {self.mem_mib} MiB per node"
+
+
+DEFAULT = Shape(RenderOptions.gpus_per_node, RenderOptions.cores_per_node,
+                RenderOptions.mem_per_node_mib)
+
+
+def shape_of(opts: RenderOptions) -> Shape:
+    return Shape(opts.gpus_per_node, opts.cores_per_node, opts.mem_per_node_mib)
+
+
+def largest(nodes: Iterable[NodeLike]) -> tuple[Shape, int, int, int] | None:
+    """``(shape, nodes of that shape, nodes in all, distinct shapes)`` of the largest node
+    (most GPUs, then cores, then memory); ``None`` for no node."""
+    shapes = [Shape(n.gpus_total, n.cpus, n.real_memory_mib) for n in nodes]
+    if not shapes:
+        return None
+    best = max(shapes, key=lambda s: (s.gpus, s.cores, s.mem_mib))
+    return best, shapes.count(best), len(shapes), len(set(shapes))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The options to pack with and a line saying where their shape came from (``""`` when
+    nothing needs saying: every number given, or a uniform partition answered)."""
+
+    opts: RenderOptions
+    note: str
+    unreachable: bool = False
+
+
+def choose(opts: RenderOptions, given: set[str], partition: str | None,
+           nodes: Callable[[str | None], tuple[str, Sequence[NodeLike]]] | None,
+           needs_gpus: bool = True) -> Choice:
+    """The shape for one job. ``given``: the :data:`FIELDS` set by a flag or the site config
+    (kept as they are). ``nodes(partition)``: ``(partition name, its nodes)`` from Slurm, raising
+    ``slurm_plugin.client.SlurmError`` when Slurm does not answer; ``None`` when the cluster is
+    not to be asked (``--dry-run`` without ``--cluster-shape``). Raises :class:`SpecError` when
+    the partition has no node at all, or no GPU while the job asks for GPUs."""
+    if set(FIELDS) <= given:
+        return Choice(opts, "")
+    if nodes is None:
+        return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults; "
+                      "--cluster-shape reads the partition's nodes from Slurm)")
+    from slurm_plugin.client import SlurmError, SlurmUnreachable
+
+    try:
+        name, found = nodes(partition)
+    except SlurmError as exc:
+        return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
+                      f"tell its node shapes: {exc.message})",
+                      isinstance(exc, SlurmUnreachable))
+    where = f"partition {name}" if name else "the cluster"
+    top = largest(found)
+    if top is None:
+        raise SpecError([f"{where}: no node to pack the job on (sinfo lists none)"])
+    shape, count, total, kinds = top
+    if shape.gpus == 0 and needs_gpus and "gpus_per_node" not in given:
+        raise SpecError([f"{where}: no node has a GPU (largest node: {shape.text()}); "
+                         "name a GPU partition with --partition"])
+    values: dict[str, Any] = {"gpus_per_node": shape.gpus or opts.gpus_per_node,
+                              "cores_per_node": shape.cores, "mem_per_node_mib": shape.mem_mib}
+    picked = dataclasses.replace(opts, **{f: v for f, v in values.items() if f not in given})
+    note = ""
+    if kinds > 1:
+        note = (f"{where} has nodes of {kinds} shapes; packed for its largest "
+                f"({shape_of(picked).text()}, {count} of {total} nodes): a job needing more such "
+                "nodes than that waits")
+    return Choice(picked, note)
+
+
+def given_fields(site: dict[str, Any], flags: dict[str, Any]) -> set[str]:
+    """The shape fields set by the site config or a flag."""
+    return {f for f in FIELDS if f in site or f in flags}
+
+
+def ask_slurm(client: Any) -> Callable[[str | None], tuple[str, Sequence[NodeLike]]]:
+    """``nodes(partition)`` for :func:`choose` over a ``SlurmClient``: the named partition's
+    nodes, else the default partition's (``Default=YES``), else every node (name ``""``).
+    Remembers each answer, so several specs ask Slurm once per partition."""
+    seen: dict[str | None, tuple[str, Sequence[NodeLike]]] = {}
+
+    def nodes(partition: str | None) -> tuple[str, Sequence[NodeLike]]:
+        if partition not in seen:
+            name = partition
+            if name is None:
+                name = next((p for p, f in client.show_partitions().items()
+                             if f.get("Default") == "YES"), "")
+            seen[partition] = (name, client.nodes(partitions=[name] if name else None))
+        return seen[partition]
+
+    return nodes

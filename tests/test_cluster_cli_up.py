@@ -1,0 +1,62 @@
+"""``dlcluster up`` keeps a running cluster's shape (slurm.conf) for every option not given and
+says what it kept and what an option changes; in-process, stopping before provisioning."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin import cluster_cli, provision
+from slurm_plugin.cluster import ClusterSpec, render_slurm_conf
+
+WITH_DBD = ClusterSpec(nodes=2, gpus_per_node=4, gpu_type="h100", cred_expire_s=30, with_dbd=True)
+
+
+@pytest.fixture
+def up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[ClusterSpec]:
+    """provision.up captured; the cluster's slurm.conf in tmp_path (written by the tests)."""
+    seen: list[ClusterSpec] = []
+    monkeypatch.setattr(ClusterSpec, "slurm_conf", property(lambda self: tmp_path / "slurm.conf"))
+    monkeypatch.setattr(provision, "up", lambda spec, **kw: seen.append(spec) or "started")
+    return seen
+
+
+def running(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, spec: ClusterSpec | None) -> None:
+    """The cluster runs with ``spec``'s slurm.conf (``None``: nothing runs, no slurm.conf)."""
+    monkeypatch.setattr(provision, "running",
+                        lambda _spec: {"slurmctld": 101 if spec else None, "slurmd node1": None})
+    if spec is not None:
+        (tmp_path / "slurm.conf").write_text(render_slurm_conf(spec, "vm"))
+
+
+def test_up_without_options_keeps_a_running_clusters_accounting_and_shape(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, up: list[ClusterSpec],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    running(monkeypatch, tmp_path, WITH_DBD)
+    assert cluster_cli.main(["up"]) == 0
+    assert up == [ClusterSpec(nodes=2, gpus_per_node=4, gpu_type="h100", cred_expire_s=30,
+                              with_dbd=True)]
+    assert capsys.readouterr().out == (
+        "dlcluster: cluster 'dlcluster' is running; kept from its slurm.conf: --slurm 22.05 --nodes 2 "
+        "--gpus-per-node 4 --gpu-type h100 --with-dbd --cred-expire 30 (an option changes it)\n"
+        "started\n")
+    # once it is down, up starts from the defaults and the options given, silently
+    running(monkeypatch, tmp_path, None)
+    assert cluster_cli.main(["up", "--with-dbd"]) == 0
+    assert up[1:] == [ClusterSpec(with_dbd=True)] and capsys.readouterr().out == "started\n"
+
+
+def test_an_option_that_changes_the_shape_is_named_the_rest_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, up: list[ClusterSpec],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    running(monkeypatch, tmp_path, WITH_DBD)
+    assert cluster_cli.main(["up", "--without-dbd", "--nodes", "2", "--gpus-per-node", "8"]) == 0
+    assert up == [ClusterSpec(nodes=2, gpus_per_node=8, gpu_type="h100", cred_expire_s=30,
+                              with_dbd=False)]
+    assert capsys.readouterr().out == (
+        "dlcluster: cluster 'dlcluster' is running; kept from its slurm.conf: --slurm 22.05 --gpu-type h100 "
+        "--cred-expire 30 (an option changes it)\n"
+        "dlcluster: cluster 'dlcluster' is running; changing --gpus-per-node 4 -> 8, "
+        "--with-dbd -> --without-dbd\nstarted\n")
+
