@@ -1,11 +1,19 @@
 #!/bin/bash
-# Run the whole test suite (pure and live) on Debian 12 as root: sets up what is missing
+# Run the whole test suite (pure and live) on Debian 12 or 13 as root: sets up what is missing
 # (apt packages, .venv, the local Slurm cluster with slurmdbd), then runs pytest. The local
 # cluster starts empty (`dlcluster up --clear`): jobs left in it, e.g. restored from the saved
 # state of a run that was killed, are cancelled, since the live tests need the whole cluster.
+#
+# Slurm releases: every live test runs on the host's own release (22.05 on Debian 12, 24.11 on
+# Debian 13); then, for each other release in DLTEST_RELEASES (default: the other two of 22.05,
+# 24.11 and 26.05), a cluster of that release is brought up from its Debian root filesystem
+# (`dlcluster up --slurm R`, built once) and the live subset (tests marked `releases`) runs on
+# it, with the same pytest options. A run that selects tests (-m, -k, a test path) runs on the
+# host's release alone unless DLTEST_RELEASES names releases; DLTEST_RELEASES= runs none.
 # Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/test_records.py).
 # Tests marked `corpus` need the real-world corpus beside the checkout (tests/corpus.py names it; on the
 # project's CI machines); without it they are not collected and the run says how many.
+# Exit status: pytest's of the first run that failed, else 0.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh --with-dbd --clear
@@ -14,4 +22,51 @@ scripts/setup.sh --with-dbd --clear
 # builds the compiled policy with `dlprio compile`)
 echo "test.sh: test-only tools: vagrant, systemd-analyze, gcc with the Python headers"
 scripts/apt-install.sh test.sh vagrant systemd gcc libc6-dev python3-dev
-exec .venv/bin/python -m pytest "$@"
+
+host=$(.venv/bin/python -c 'from slurm_plugin import provision; print(provision.host_release())')
+if [ -z "${DLTEST_RELEASES+set}" ]; then
+  DLTEST_RELEASES=""
+  selects=0
+  for arg in "$@"; do
+    case "$arg" in -m|-m*|-k|-k*|tests/*|*.py|*::*) selects=1 ;; esac
+  done
+  if [ "$selects" = 0 ]; then
+    for release in 22.05 24.11 26.05; do
+      [ "$release" = "$host" ] || DLTEST_RELEASES="$DLTEST_RELEASES $release"
+    done
+  fi
+fi
+
+# pytest runs in the background so that a SIGTERM or SIGINT (CI's stop) reaches it at once and
+# lets it tear its tests down (tests/sigterm_teardown.py); this script then ends with the signal
+child=
+trap 'if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; wait "$child"; fi; exit 143' TERM
+trap 'if [ -n "$child" ]; then kill -INT "$child" 2>/dev/null; wait "$child"; fi; exit 130' INT
+run_pytest() {
+  .venv/bin/python -m pytest "$@" &
+  child=$!
+  local rc=0
+  wait "$child" || rc=$?
+  child=
+  return "$rc"
+}
+
+status=0
+echo "test.sh: every test on the host's Slurm $host (cluster 'dlcluster')"
+run_pytest "$@" || status=$?
+for release in $DLTEST_RELEASES; do
+  name="rel${release/./}"
+  case "$release" in 22.05) port=7200 ;; 24.11) port=7400 ;; 26.05) port=7600 ;;
+    *) echo "test.sh: DLTEST_RELEASES: $release is not one of 22.05, 24.11, 26.05" >&2; exit 2 ;; esac
+  echo "test.sh: the live subset (-m 'live and releases') on Slurm $release (cluster '$name')"
+  .venv/bin/dlcluster up --slurm "$release" --name "$name" --port-base "$port" --with-dbd --clear
+  saved_path=$PATH saved_conf=${SLURM_CONF-}
+  eval "$(.venv/bin/dlcluster env --name "$name")"
+  rc=0
+  run_pytest "$@" -m "live and releases" || rc=$?
+  export PATH=$saved_path SLURM_CONF=$saved_conf
+  [ -n "$saved_conf" ] || unset SLURM_CONF
+  .venv/bin/dlcluster down --name "$name" >/dev/null || true
+  if [ "$status" = 0 ]; then status=$rc; fi
+done
+exit "$status"

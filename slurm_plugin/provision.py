@@ -174,6 +174,9 @@ def desired_files(spec: ClusterSpec) -> dict[Path, tuple[str, int]]:
     if spec.rootfs_dir is not None and spec.bin_dir is not None:
         for command in rootfs.COMMANDS:
             files[spec.bin_dir / command] = (rootfs.wrapper_text(spec.rootfs_dir, command), 0o755)
+        for daemon in rootfs.DAEMONS:
+            files[spec.bin_dir / daemon] = (rootfs.daemon_wrapper_text(
+                spec.rootfs_dir, spec.conf_dir, SCRIPTS / "chroot.sh", daemon), 0o755)
     return files
 
 
@@ -317,6 +320,10 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
             _write_atomic(path, text, mode)
         if spec.with_dbd:
             _start_dbd(spec)
+        # slurmctld refuses to start when its saved ClusterName file ("s24" without slurmdbd,
+        # "s24|995" with the id slurmdbd gave) does not match the accounting it now has; the
+        # state directory is this cluster's alone, so the file may go (slurmctld(8) says so)
+        (spec.state_dir / "state" / "clustername").unlink(missing_ok=True)
         _start(spec, ["slurmctld", "-f", str(spec.slurm_conf)], "slurmctld")
         for node in spec.node_names:
             _start(spec, ["slurmd", "-f", str(spec.slurm_conf), "-N", node], f"slurmd {node}")

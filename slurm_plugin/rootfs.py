@@ -86,6 +86,21 @@ def wrapper_text(root: Path, command: str) -> str:
             f"exec {loader} --library-path {libs} --argv0 {shlex.quote(command)} {exe} \"$@\"\n")
 
 
+#: The daemons a root-only wrapper is written for (started in the root filesystem, as ``up``
+#: starts them: a throw-away slurmctld of a test, ``slurmd -C``).
+DAEMONS = ("slurmctld", "slurmd", "slurmdbd")
+
+
+def daemon_wrapper_text(root: Path, conf_dir: Path, chroot_script: Path, daemon: str) -> str:
+    """A ``/bin/sh`` script that runs ``daemon`` of the release in ``root`` as ``dlcluster up``
+    does: in a private mount namespace, chrooted by ``chroot_script`` with ``conf_dir`` bound
+    (root only: unshare(1) and chroot(2) need it)."""
+    args = " ".join(shlex.quote(str(a)) for a in (chroot_script, root, conf_dir))
+    return ("#!/bin/sh\n"
+            f"# {daemon} of the Slurm release in {root}, chrooted (written by dlcluster up)\n"
+            f"exec unshare -m bash {args} /usr/sbin/{daemon} \"$@\"\n")
+
+
 def mirror(sources: dict[str, str]) -> str:
     """The Debian archive URL the host's apt uses, from its source files ``{path: text}``
     (deb822 ``URIs:`` lines of ``*.sources`` or one-line ``deb URL SUITE ...`` entries), the

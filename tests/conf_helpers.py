@@ -63,7 +63,7 @@ def controller(stock_conf: Path, snippets: Sequence[Path], tmp: Path) -> Iterato
     Raises AssertionError with the log's tail when slurmctld exits early.
     """
     (tmp / "state").mkdir(parents=True, exist_ok=True)
-    for extra in ("gres.conf", "job_submit.lua"):
+    for extra in ("gres.conf", "job_submit.lua", "cgroup.conf"):
         if (stock_conf.parent / extra).exists():
             shutil.copy(stock_conf.parent / extra, tmp / extra)
     conf = tmp / "slurm.conf"

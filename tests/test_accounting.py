@@ -122,6 +122,7 @@ def test_slurmdbd_down_is_unreachable(tmp_path: Path, monkeypatch: pytest.Monkey
         client.accounting("now-1day")
 
 
+@pytest.mark.releases
 @pytest.mark.live
 def test_live_accounting_sees_a_finished_gpu_job() -> None:
     client = SlurmClient()

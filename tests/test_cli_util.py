@@ -57,7 +57,9 @@ def test_status_passes_through_when_stdout_is_open(capsys: pytest.CaptureFixture
 
 @pytest.mark.parametrize("argv", [
     ["dlprio", "simulate", "--trace", str(TIRESIAS / "60_job.csv"), "--cluster", str(TIRESIAS / "n2g4.csv")],
-    ["dlsubmit", "--dry-run", str(HELLO)],
+    # the node shape given, so that dry-run's note on the default shape is not printed
+    ["dlsubmit", "--dry-run", "--gpus-per-node", "8", "--cores-per-node", "16", "--mem-per-node", "64000",
+     str(HELLO)],
     ["dlgres", "--fake-nvml", str(NVML), "--sockets", "2", "--cores-per-socket", "56", "--threads-per-core", "2"],
     ["dlcluster", "status", "--name", "nosuch-closed-stdout-test"],
 ], ids=lambda a: a[0])
@@ -288,7 +290,7 @@ def _main_of(command: str) -> "Callable[[list[str]], int]":
      "once, explain, status, history, tune, compile)"),
     (["dlprio", "simulate"], "dlprio: the following arguments are required: --trace"),
     (["dlgres", "--sockets", "many"], "dlgres: --sockets: invalid int value: 'many'"),
-    (["dlcluster", "nosuch"], "dlcluster: command: invalid choice 'nosuch' (choose from up, down, status, ctl)"),
+    (["dlcluster", "nosuch"], "dlcluster: command: invalid choice 'nosuch' (choose from up, env, down, status, ctl)"),
 ], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
 def test_every_usage_error_is_one_line_with_exit_2(argv: list[str], line: str,
                                                    capsys: pytest.CaptureFixture[str],

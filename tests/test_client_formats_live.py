@@ -23,7 +23,7 @@ from hostile import HOSTILE
 from live_helpers import wait_for, wait_state
 from slurm_plugin.client import SlurmClient
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 PREFIX = "fmt-"
 ALLOWED = {"gpu_indices", "stdout_path"}

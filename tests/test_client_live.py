@@ -17,7 +17,7 @@ import pytest
 from live_helpers import cluster_name, wait_cluster_idle, wait_file, wait_for, wait_state
 from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused, SlurmUnreachable
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 
 @pytest.fixture

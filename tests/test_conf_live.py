@@ -54,6 +54,7 @@ def test_snippets_cover_what_the_daemon_needs():
     assert {"prioritytype", "preempttype", "jobsubmitplugins", "slurmctldparameters", "partitionname"} <= keys
 
 
+@pytest.mark.releases
 @pytest.mark.live
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_slurmctld_starts_with_the_snippets(mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -40,6 +40,7 @@ def _sacct_service(client: SlurmClient, job_id: int, gpus: int) -> float | None:
     return sum((r["time"]["end"] - r["time"]["start"]) * gpus for r in runs)
 
 
+@pytest.mark.releases
 def test_a_short_job_preempts_demoted_long_job_which_resumes(jobs: Jobs, tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "dlprio.yaml")
     daemon = DaemonProc(cfg).start()
@@ -121,6 +122,7 @@ def _order_scenario(jobs: Jobs, cfg: Path, extra: tuple[str, ...],
     return old, new, blocker
 
 
+@pytest.mark.releases
 def test_priority_mode_slurm_starts_jobs_in_policy_order(jobs: Jobs, tmp_path: Path) -> None:
     """The newer queue-0 job starts first when the blocker ends, although Slurm's own factors
     (age, id) favour the older job."""
@@ -156,6 +158,7 @@ def queue_partitions(jobs: Jobs) -> Iterator[None]:
         jobs.client.delete_partition(name)
 
 
+@pytest.mark.releases
 def test_partition_mode_moves_pending_jobs_and_slurm_follows(
         jobs: Jobs, tmp_path: Path, queue_partitions: None) -> None:
     cfg = write_config(tmp_path / "dlprio.yaml", policy={"preemption": False}, mode="partition",

@@ -22,7 +22,7 @@ from live_helpers import slurm_conf, wait_cluster_idle, wait_for
 
 from slurm_plugin.client import SlurmClient, SlurmRefused
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 USER = "dlluatest"
 PREFIX = "dllua-"

@@ -27,7 +27,7 @@ from queue_helpers import pub, snapshot
 from slurm_plugin.client import SlurmClient, SlurmError
 from submit.queue_view import visible
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 DLQUEUE = str(Path(sys.executable).parent / "dlqueue")
 NO_SNAPSHOT = "/nonexistent/dlqueue-test/snapshot.json"

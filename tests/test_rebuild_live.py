@@ -20,6 +20,7 @@ from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.client import SlurmClient
 
 
+@pytest.mark.releases
 @pytest.mark.live
 def test_lost_ledger_is_rebuilt_from_every_attempt(tmp_path: Path) -> None:
     client = SlurmClient()

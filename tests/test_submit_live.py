@@ -119,6 +119,7 @@ def test_pai_jobs_pass_sbatch_test_only(name: str, tmp_path: Path) -> None:
     assert "to start at" in _test_only(PAI_DIR / name, tmp_path)
 
 
+@pytest.mark.releases
 def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
     """The pyxis example rendered for runtime none: gpu:a100:N, enforce-binding, USR1@120."""
     example = Path(__file__).resolve().parents[1] / "examples" / "specs" / "pyxis-registry-image.yaml"
@@ -132,6 +133,7 @@ ENV_LINE = ('echo "ENV role=$PAI_CURRENT_TASK_ROLE_NAME rank=$RANK world=$WORLD_
             'gpus=$CUDA_VISIBLE_DEVICES nodegpus=${DL_NODE_GPUS:-} mine=${DL_TASK_GPUS:-}"')
 
 
+@pytest.mark.releases
 def test_two_roles_run_as_one_hetjob(submit: Submitter) -> None:
     job_id, log = submit(spec("het", {"chief": role(ENV_LINE), "worker": role(ENV_LINE, instances=2)}))
     assert submit.ended(job_id, 90).state == "COMPLETED"
@@ -164,6 +166,7 @@ def test_four_instances_of_two_gpus_share_one_node(submit: Submitter) -> None:
     assert sorted(int(p) for r in rows for p in r["mine"].split(",")) == list(range(8))
 
 
+@pytest.mark.releases
 def test_two_instances_of_eight_gpus_take_two_nodes(submit: Submitter) -> None:
     job_id, log = submit(spec("gang2x8", {"w": role(ENV_LINE, instances=2, gpu=8)}))
     assert submit.ended(job_id, 90).state == "COMPLETED"
@@ -183,6 +186,7 @@ step=$((step+1)); echo RUNNING
 while [ $step -lt 100000 ]; do step=$((step+1)); sleep 0.05; done'''
 
 
+@pytest.mark.releases
 def test_checkpoint_signal_requeue_resume(submit: Submitter) -> None:
     job_id, log = submit(spec("ckpt", {"main": role(CKPT_PROGRAM, gpu=1)},
                               extras={"checkpoint": {"grace": 30}}))
@@ -319,6 +323,7 @@ def test_preemptions_do_not_spend_the_retry_budget(submit: Submitter) -> None:
     assert "attempt 2 end: failed: 1 failed instance(s) of role main (minFailed 1); retry budget 1 spent" in text
 
 
+@pytest.mark.releases
 def test_every_rank_device_exists_with_real_srun(submit: Submitter) -> None:
     """Issue 13 item 1, with real srun: 4 instances x 1 GPU on one node. Slurm's gres/gpu plugin
     sets CUDA_VISIBLE_DEVICES per step; under dlsubmit's contract every task sees the node's GPUs

@@ -33,5 +33,14 @@ done
 for dir in /var/tmp /var/lib/dlcluster "$conf_dir" /run/munge /run/mysqld; do bind_dir "$dir"; done
 # MariaDB's client library of newer suites looks for the socket in /run/mariadbd (sid)
 if [ -d /run/mysqld ]; then mkdir -p "$root/run/mariadbd"; mount --bind /run/mysqld "$root/run/mariadbd"; fi
+# the host's Python interpreters that the root filesystem lacks (a checkout's .venv links to
+# /usr/bin/python3.N, scripts/venv.sh), with their standard library: jobs run the user's venv
+# (a host interpreter runs on a root filesystem whose C library is as new as the host's or newer)
+for exe in /usr/bin/python3.[0-9]*; do
+  case "$exe" in *-config|*m) continue ;; esac
+  [ -f "$exe" ] && [ ! -s "$root$exe" ] || continue   # empty: the mount point left by an earlier bind
+  bind_file "$exe"
+  bind_dir "/usr/lib/$(basename "$exe")"
+done
 for file in /etc/passwd /etc/group /etc/hosts /etc/hostname; do bind_file "$file"; done
 exec chroot "$root" "$@"
