@@ -1,8 +1,10 @@
 """Typed records of Slurm accounting, parsed from ``sacct --duplicates --json`` (slurmdbd).
 
 Pure parsing and folding (no commands run here; :meth:`slurm_plugin.client.SlurmClient.accounting`
-runs ``sacct``). Field names follow Slurm 22.05's sacct JSON (data_parser v0.0.38; recorded in
-``tests/data/sample-sacct*.json`` on a ``dlcluster --with-dbd``):
+runs ``sacct``). Each declared release's record is one msgspec Struct: :class:`SacctJob38`
+(22.05, openapi/dbv0.0.38; ``tests/data/sample-sacct*.json``) and :class:`SacctJob42`
+(24.11–26.05, data_parser/v0.0.42; ``tests/data/capture-*-sacct-v0.0.42.json``), both read into
+:class:`AccountingRecord` by one function:
 
 * With ``--duplicates`` sacct prints one record per *attempt*: a requeued job has a record in
   state ``REQUEUED`` for each earlier run and one for its last run (sacct(1), ``-D``). The
@@ -11,13 +13,16 @@ runs ``sacct``). Field names follow Slurm 22.05's sacct JSON (data_parser v0.0.3
 * Job-level records only: steps (``steps[]``) are never summed, so a step's time is never
   counted twice beside its job's.
 * GPUs: the allocated TRES ``gres/gpu`` (``tres.allocated``), the requested count
-  (``tres.requested``) where the attempt never ran (no start, nothing allocated).
+  (``tres.requested``) where the attempt never ran (no start, nothing allocated); typed GPU
+  entries (``gres/gpu:a100``) are summed only where no plain ``gres/gpu`` is written.
+* State: ``state.current``, the word sacct prints (v0.0.42's list by
+  :func:`slurm_plugin.slurm_shapes.state_word`).
 * Hetjob components are separate records with ``het.job_id`` = the leader's id and
   ``het.job_offset``; :func:`fold_jobs` folds them into one job (leader id, GPUs summed over
   components, the k-th records of every component forming attempt k).
 
-Times are epoch seconds (``None`` where Slurm has none), ``time.limit`` minutes in the JSON and
-seconds here.
+Times are epoch seconds (``None`` where Slurm has none: 0, ``null`` or ``NO_VAL``),
+``time.limit`` minutes in the JSON and seconds here.
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import msgspec
+
+from slurm_plugin.records import ShapeError
+from slurm_plugin.slurm_shapes import NoVal, Release, decode, epoch, number, state_word
 
 #: Final states that mean "stopped from outside, so its run time is a lower bound".
 TIMELIMIT_STATES = frozenset({"TIMEOUT", "DEADLINE"})
@@ -152,35 +162,145 @@ class AccountedJob:
         return sum(a.run_s for a in self.attempts)
 
 
-def _int(v: object) -> int | None:
-    """An int from Slurm's JSON, ``None`` for null/absent/negative."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return int(v) if v >= 0 else None
+class Tres(msgspec.Struct, frozen=True):
+    """One TRES of a sacct record (``tres.allocated``/``tres.requested``): ``type`` (``cpu``,
+    ``node``, ``gres``, ...), ``name`` (``gpu``, ``gpu:a100`` for a typed GPU; ``null`` on
+    22.05 and ``""`` later for an untyped TRES), ``count`` (``null`` on 22.05 and negative
+    later where the TRES has no count, e.g. ``energy``)."""
+
+    type: str
+    name: str | None
+    count: int | None
 
 
-def _epoch(v: object) -> int | None:
-    value = _int(v)
-    return value if value else None
+class _Allocation(msgspec.Struct, frozen=True):
+    allocated: list[Tres] = []
+    requested: list[Tres] = []
 
 
-def _tres_count(entries: object, kind: str, name: str | None) -> int | None:
+class _Comment38(msgspec.Struct, frozen=True):
+    job: str | None = None
+
+
+class _State38(msgspec.Struct, frozen=True):
+    current: str
+
+
+class _Time38(msgspec.Struct, frozen=True):
+    submission: int | None = None
+    eligible: int | None = None
+    start: int | None = None
+    end: int | None = None
+    limit: int | None = None
+
+
+class _Het38(msgspec.Struct, frozen=True):
+    job_id: int = 0
+    job_offset: int | None = None
+
+
+class _Array38(msgspec.Struct, frozen=True):
+    job_id: int = 0
+    task_id: int | None = None
+
+
+class SacctJob38(msgspec.Struct, frozen=True):
+    """One element of ``jobs`` in ``sacct --json`` on 22.05 (openapi/dbv0.0.38,
+    ``src/plugins/openapi/dbv0.0.38/jobs.c``), the fields read here. That release writes every
+    field (``null`` where unset); the defaults let a record be made from a few fields
+    (:func:`record_from_json`). Times: epoch s; ``time.limit``: minutes (``null`` = none)."""
+
+    job_id: int
+    state: _State38
+    name: str | None = ""
+    user: str | None = ""
+    account: str | None = ""
+    partition: str | None = ""
+    comment: _Comment38 = _Comment38()
+    time: _Time38 = _Time38()
+    tres: _Allocation = _Allocation()
+    het: _Het38 = _Het38()
+    array: _Array38 = _Array38()
+    allocation_nodes: int | None = None
+
+
+class _Comment42(msgspec.Struct, frozen=True):
+    administrator: str
+    job: str
+    system: str
+
+
+class _State42(msgspec.Struct, frozen=True):
+    current: list[str]
+    reason: str
+
+
+class _Time42(msgspec.Struct, frozen=True):
+    submission: int
+    eligible: int
+    start: int
+    end: int
+    limit: NoVal
+
+
+class _Het42(msgspec.Struct, frozen=True):
+    job_id: int
+    job_offset: NoVal
+
+
+class _Array42(msgspec.Struct, frozen=True):
+    job_id: int
+    task_id: NoVal
+
+
+class SacctJob42(msgspec.Struct, frozen=True):
+    """One element of ``jobs`` in ``sacct --json=v0.0.42`` (24.11–26.05;
+    ``src/plugins/data_parser/v0.0.42/parsers.c``, ``JOB``), the fields read here, every one
+    required. Unlike squeue's record, the times stay plain integers (``time.start`` of an
+    attempt that never ran is ``NO_VAL``, 4294967294, on 26.05); ``time.limit``,
+    ``het.job_offset`` and ``array.task_id`` are :class:`NoVal`; ``state.current`` is a list
+    (``["PENDING", "REQUEUED"]`` for a requeued attempt, sacct's ``REQUEUED``)."""
+
+    job_id: int
+    state: _State42
+    name: str
+    user: str
+    account: str
+    partition: str
+    comment: _Comment42
+    time: _Time42
+    tres: _Allocation
+    het: _Het42
+    array: _Array42
+    allocation_nodes: int
+
+
+class _Sacct38(msgspec.Struct):
+    jobs: list[SacctJob38]
+
+
+class _Sacct42(msgspec.Struct):
+    jobs: list[SacctJob42]
+
+
+_SACCT: dict[str, type[_Sacct38 | _Sacct42]] = {"v0.0.38": _Sacct38, "v0.0.42": _Sacct42}
+
+
+def _tres_count(entries: list[Tres], kind: str, name: str | None) -> int | None:
     """Count of one TRES (``type``/``name``) in a sacct TRES list; ``None`` if absent.
 
     Typed GPUs may appear as ``gres/gpu:a100`` beside the plain ``gres/gpu`` total; the plain
-    entry wins, else the typed ones are summed."""
-    if not isinstance(entries, list):
-        return None
+    entry wins, else the typed ones are summed. An untyped TRES (``node``) is matched by
+    ``name=None`` whether it is written ``null`` or ``""``."""
     plain, typed = None, 0
     found_typed = False
     for e in entries:
-        if not isinstance(e, dict) or e.get("type") != kind:
+        if e.type != kind:
             continue
-        count = _int(e.get("count")) or 0
-        ename = e.get("name")
-        if ename == name:
+        count = max(e.count or 0, 0)
+        if (e.name or None) == name:
             plain = (plain or 0) + count
-        elif name and isinstance(ename, str) and ename.startswith(name + ":"):
+        elif name and e.name and e.name.startswith(name + ":"):
             typed += count
             found_typed = True
     if plain is not None:
@@ -188,62 +308,47 @@ def _tres_count(entries: object, kind: str, name: str | None) -> int | None:
     return typed if found_typed else None
 
 
-def record_from_json(j: dict) -> AccountingRecord:
-    """Build an :class:`AccountingRecord` from one element of sacct's ``jobs`` list.
+def record_from_json(fields: dict[str, object]) -> AccountingRecord:
+    """An :class:`AccountingRecord` from a 22.05 sacct job record given as a dict, the fields
+    left out taking :class:`SacctJob38`'s defaults. Raises :class:`ShapeError` (a ValueError)
+    naming the field of another shape (a record without ``job_id``)."""
+    try:
+        return _record(msgspec.convert(fields, SacctJob38))
+    except msgspec.ValidationError as exc:
+        raise ShapeError(f"sacct --json: {exc}") from None
 
-    Raises:
-        ValueError: the element is not a mapping or has no integer ``job_id``.
-    """
-    if not isinstance(j, dict) or _int(j.get("job_id")) is None:
-        raise ValueError(f"sacct record without a job_id: {str(j)[:80]!r}")
-    t = j.get("time") if isinstance(j.get("time"), dict) else {}
-    tres = j.get("tres") if isinstance(j.get("tres"), dict) else {}
-    het = j.get("het") if isinstance(j.get("het"), dict) else {}
-    array = j.get("array") if isinstance(j.get("array"), dict) else {}
-    state = j.get("state")
-    state_text = str(state.get("current") if isinstance(state, dict) else state or "")
-    comment = j.get("comment")
-    comment_text = str((comment.get("job") if isinstance(comment, dict) else comment) or "")
-    start = _epoch(t.get("start"))
-    alloc_gpus = _tres_count(tres.get("allocated"), "gres", "gpu")
-    alloc_nodes = _tres_count(tres.get("allocated"), "node", None)
-    ran = start is not None and bool(tres.get("allocated"))
+
+def records_from_json(data: bytes | str, release: Release) -> list[AccountingRecord]:
+    """Every record of one ``sacct --duplicates <release.json_flag>`` answer, in sacct's order.
+    Raises :class:`ShapeError` for an answer of another parser, a field of another shape
+    (msgspec's path, ``$.jobs[0].state.current``) or a job state not known."""
+    return [_record(j) for j in decode(data, release, "sacct", _SACCT[release.parser]).jobs]
+
+
+def _record(j: SacctJob38 | SacctJob42) -> AccountingRecord:
+    """The :class:`AccountingRecord` of one declared sacct record (see the module doc)."""
+    state = state_word(j.state.current, f"sacct --json: job {j.job_id}")
+    t = j.time
+    start = epoch(t.start)
+    alloc, req = j.tres.allocated, j.tres.requested
+    ran = start is not None and bool(alloc)
     if ran:
-        gpus = alloc_gpus or 0
-        nodes = alloc_nodes or _int(j.get("allocation_nodes")) or 1
+        gpus = _tres_count(alloc, "gres", "gpu") or 0
+        nodes = _tres_count(alloc, "node", None) or number(j.allocation_nodes) or 1
     else:
-        gpus = _tres_count(tres.get("requested"), "gres", "gpu") or 0
-        nodes = _tres_count(tres.get("requested"), "node", None) or 1
-    limit = _int(t.get("limit"))
-    het_id = _int(het.get("job_id"))
-    array_id = _int(array.get("job_id"))
+        gpus = _tres_count(req, "gres", "gpu") or 0
+        nodes = _tres_count(req, "node", None) or 1
+    limit = number(t.limit)
+    array_id = j.array.job_id
     return AccountingRecord(
-        job_id=int(j["job_id"]),
-        het_job_id=het_id or None,
-        het_offset=_int(het.get("job_offset")) or 0,
-        array_job_id=array_id or None,
-        array_task_id=_int(array.get("task_id")) if array_id else None,
-        name=str(j.get("name") or ""),
-        user=str(j.get("user") or ""),
-        account=str(j.get("account") or ""),
-        partition=str(j.get("partition") or ""),
-        comment=comment_text,
-        state=state_text,
-        submit=_epoch(t.get("submission")),
-        eligible=_epoch(t.get("eligible")),
-        start=start,
-        end=_epoch(t.get("end")) if start is not None or state_text not in UNFINISHED_STATES
-        else None,
-        time_limit_s=limit * 60 if limit else None,
-        gpus=gpus,
-        nodes=nodes,
-        ran=ran,
-    )
-
-
-def records_from_json(data: dict) -> list[AccountingRecord]:
-    """Every record of one ``sacct --json`` document (its ``jobs`` list), in sacct's order."""
-    return [record_from_json(j) for j in (data.get("jobs") or [])]
+        job_id=j.job_id, het_job_id=j.het.job_id or None,
+        het_offset=number(j.het.job_offset) or 0, array_job_id=array_id or None,
+        array_task_id=number(j.array.task_id) if array_id else None,
+        name=j.name or "", user=j.user or "", account=j.account or "",
+        partition=j.partition or "", comment=j.comment.job or "", state=state,
+        submit=epoch(t.submission), eligible=epoch(t.eligible), start=start,
+        end=epoch(t.end) if start is not None or state not in UNFINISHED_STATES else None,
+        time_limit_s=limit * 60 if limit else None, gpus=gpus, nodes=nodes, ran=ran)
 
 
 def _attempt_key(r: AccountingRecord) -> tuple[int, int, int]:

@@ -25,13 +25,14 @@ The environment is passed through unchanged, so ``SLURM_CONF`` selects the clust
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from slurm_plugin import records, slurm_shapes
 from slurm_plugin.records import Job, Node, ShapeError
@@ -96,6 +97,13 @@ class SlurmShapeUnknown(SlurmError):
     the daemon writes nothing to its ledger and acts on nothing until it parses again."""
 
 
+class _Errors(msgspec.Struct):
+    """What every ``--json`` answer of every declared parser has: its ``errors`` list (entries
+    ``{"error": ..., "source": ...}`` and more; their text is what is read)."""
+
+    errors: list[Any] = []
+
+
 class AccountingDisabled(SlurmRefused):
     """The cluster keeps no accounting (``AccountingStorageType=accounting_storage/none``, no
     slurmdbd): ``sacct`` answers "Slurm accounting storage is disabled"."""
@@ -158,18 +166,22 @@ class SlurmClient:
             raise SlurmUnreachable(argv, proc.stderr)
         return proc.stdout
 
-    def _json(self, argv: Sequence[str]) -> dict:
+    def _json(self, argv: Sequence[str]) -> str:
+        """Run a ``--json`` command; return its answer, unparsed, once its ``errors`` list is
+        known to be empty (the caller decodes it with its release's declared shape). A non-empty
+        list raises the typed error of its text (:func:`_classify`); text that is no JSON raises
+        :class:`SlurmRefused`, JSON that is no object :class:`SlurmShapeUnknown`."""
         out = self._run(argv)
         try:
-            data = json.loads(out)
-        except json.JSONDecodeError as exc:
+            head = msgspec.json.decode(out, type=_Errors)
+        except msgspec.ValidationError as exc:
+            raise SlurmShapeUnknown(argv, f"{argv[0]} --json: {exc}") from exc
+        except msgspec.DecodeError as exc:
             raise SlurmRefused(argv, f"unparseable JSON from {argv[0]}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise SlurmShapeUnknown(argv, f"{argv[0]} --json: top level is not an object")
-        errors = data.get("errors") or []
-        if errors:
+        if head.errors:
             text = "; ".join(
-                f"{e.get('source', '')}: {e.get('error', e)}" if isinstance(e, dict) else str(e) for e in errors
+                f"{e.get('source', '')}: {e.get('error', e)}" if isinstance(e, dict) else str(e)
+                for e in head.errors
             )
             err = _classify(argv, text)
             # 22.05 reports a lost controller in JSON mode only as "Unspecified error" from
@@ -177,7 +189,7 @@ class SlurmClient:
             if isinstance(err, SlurmRefused) and not self.ping():
                 raise SlurmUnreachable(argv, f"{text} (slurmctld does not answer scontrol ping)")
             raise err
-        return data
+        return out
 
     # ----------------------------------------------------------------- reading
     def jobs(
@@ -206,9 +218,9 @@ class SlurmClient:
         if detail:
             release = self.slurm_release()
             argv = ["squeue", release.json_flag]
-            data = self._run(argv)
+            data = self._json(argv)
             try:
-                jobs = slurm_shapes.jobs_from_json(data.encode(), release)
+                jobs = slurm_shapes.jobs_from_json(data, release)
             except ShapeError as exc:
                 raise SlurmShapeUnknown(argv, str(exc)) from exc
         else:
@@ -347,13 +359,12 @@ class SlurmClient:
                 parts[fields["PartitionName"]] = fields
         return parts
 
-    def accounting_runs(self, job_id: int) -> list[dict]:
-        """Every attempt of a job from ``sacct --duplicates --json`` (needs slurmdbd).
-
-        Returns the raw sacct job records (one per run: ``time.start``/``time.end`` in epoch s).
-        """
-        data = self._json(["sacct", "--duplicates", "--json", "-j", str(job_id)])
-        return [j for j in data.get("jobs", []) if j.get("job_id") == job_id]
+    def accounting_runs(self, job_id: int) -> list[AccountingRecord]:
+        """Every attempt of one job (its own records, not its hetjob components') from
+        ``sacct --duplicates --json -j JOB_ID`` (needs slurmdbd), one
+        :class:`~slurm_plugin.accounting.AccountingRecord` per run in sacct's order (``start``
+        and ``end`` in epoch s). Raises as :meth:`accounting`."""
+        return [r for r in self._sacct(["-j", str(job_id)]) if r.job_id == job_id]
 
     def accounting(self, start: str, end: str = "now") -> list[AccountingRecord]:
         """Every attempt of every job in a window: ``sacct --duplicates --json --allusers
@@ -378,9 +389,11 @@ class SlurmClient:
         return self._sacct(["-j", ",".join(str(int(j)) for j in job_ids)])
 
     def _sacct(self, selection: list[str]) -> list[AccountingRecord]:
-        """``sacct --duplicates --json --allusers SELECTION``, parsed; a cluster without
-        slurmdbd raises :class:`AccountingDisabled`."""
-        argv = ["sacct", "--duplicates", "--json", "--allusers", *selection]
+        """``sacct --duplicates <json flag> --allusers SELECTION``, parsed with the release's
+        declared shape (:func:`slurm_plugin.accounting.records_from_json`); a cluster without
+        slurmdbd raises :class:`AccountingDisabled`, another shape :class:`SlurmShapeUnknown`."""
+        release = self.slurm_release()
+        argv = ["sacct", "--duplicates", release.json_flag, "--allusers", *selection]
         try:
             data = self._json(argv)
         except SlurmRefused as exc:
@@ -389,7 +402,10 @@ class SlurmClient:
             raise
         from slurm_plugin import accounting as sacct_records
 
-        return sacct_records.records_from_json(data)
+        try:
+            return sacct_records.records_from_json(data, release)
+        except ShapeError as exc:
+            raise SlurmShapeUnknown(argv, str(exc)) from exc
 
     # ----------------------------------------------------------------- changing
     def submit(self, script_text: str, extra_args: Sequence[str] = (),

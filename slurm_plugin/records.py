@@ -1,14 +1,13 @@
-"""Typed records of Slurm jobs and nodes, parsed from squeue's formatted output, ``squeue --json``
-and ``sinfo --json``.
+"""Typed records of Slurm jobs and nodes, parsed from squeue's and sinfo's formatted output.
 
 Pure parsing (no commands run here; :mod:`slurm_plugin.client` runs them). Jobs are read from
 ``squeue --Format`` (:data:`SQUEUE_FIELDS`, squeue(1) ``-O``), about 20× cheaper than
 ``squeue --json`` at 10,000 jobs; :func:`job_from_fields` parses one record of it strictly (an
 unknown state or a malformed number raises :class:`ShapeError`, never a half-read job).
-:func:`job_from_json` parses Slurm 22.05's JSON (data_parser v0.0.38), kept for the one field
-only JSON has (``gres_detail``: GPU indices). Times are epoch seconds (``None`` where Slurm
-reports 0/``N/A``/``NONE`` = not yet); ``time_limit_s`` is seconds (squeue reports minutes);
-memory is MiB.
+:func:`slurm_plugin.slurm_shapes.jobs_from_json` reads ``squeue --json`` into the same
+:class:`Job`, for the one field only JSON has (``gres_detail``: GPU indices). Times are epoch
+seconds (``None`` where Slurm reports 0/``N/A``/``NONE`` = not yet); ``time_limit_s`` is
+seconds (squeue reports minutes); memory is MiB.
 """
 
 from __future__ import annotations
@@ -106,7 +105,7 @@ ACTIVE_STATES = frozenset(
 
 @dataclass(frozen=True)
 class Node:
-    """One node as ``sinfo --json`` shows it.
+    """One node as sinfo shows it (:func:`node_from_fields`).
 
     Attributes:
         name: node name (``node1``); address: NodeAddr.
@@ -226,11 +225,10 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
     """Build a :class:`Job` from one record of the formatted read: a dict keyed by
     :data:`SQUEUE_FIELDS`' keys, or the list of values in that order (what the client passes).
 
-    Same values as :func:`job_from_json` on the same job (a live test compares the two reads),
-    except ``gpu_indices`` (JSON only: empty here), ``stdout_path`` (22.05's JSON leaves it
-    empty, squeue prints the expanded path) and ``end_time`` of a job not finished (a projection:
-    JSON computes one where squeue may print ``NONE``; the daemon reads ``end_time`` only of
-    finished jobs). Raises :class:`ShapeError` naming the field. Written for speed (10,000
+    Same values as :func:`slurm_plugin.slurm_shapes.jobs_from_json` on the same job (compared on
+    captures of each release), except ``gpu_indices`` (JSON only: empty here) and
+    ``stdout_path`` (the JSON holds the pattern, ``job-%j.out``, or nothing on 22.05; squeue
+    prints the expanded path). Raises :class:`ShapeError` naming the field. Written for speed (10,000
     records a cycle): integers that are plain digits are converted inline.
     """
     v = [rec[k] for k, _ in SQUEUE_FIELDS] if isinstance(rec, dict) else rec
@@ -243,22 +241,13 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
         raise ShapeError(f"squeue field job_id={t!r}: no job id")
     t = v[_AT["node_count"]]
     node_count = (int(t) if t.isdigit() else _num(t, "node_count", 1)) or 1
-    per_node = gpus_in_tres(_text(v[_AT["tres_per_node"]]))
-    total = per_node * node_count
-    if not total:
-        total = gpus_in_tres(_text(v[_AT["tres_per_job"]]))
-        if not total:
-            tasks = _num(v[_AT["tasks"]], "tasks", 1) or 1
-            total = gpus_in_tres(_text(v[_AT["tres_per_task"]])) * max(tasks, 1)
-        if not total:
-            per_socket = gpus_in_tres(_text(v[_AT["tres_per_socket"]]))
-            sockets = v[_AT["sockets"]].strip()
-            # --gpus-per-socket needs --sockets-per-node (sbatch(1)); "*" = not given: one
-            per_node = per_socket * (int(sockets) if sockets.isdigit() else 1)
-            total = per_node * node_count
-        if not total:
-            total = gpus_in_tres(_text(v[_AT["tres_alloc"]]))
-        per_node = -(-total // node_count) if total else 0
+    sockets = v[_AT["sockets"]].strip()
+    per_node, total = gpu_counts(
+        node_count, _text(v[_AT["tres_per_node"]]), _text(v[_AT["tres_per_job"]]),
+        _text(v[_AT["tres_per_task"]]), _num(v[_AT["tasks"]], "tasks", 1) or 1,
+        # --gpus-per-socket needs --sockets-per-node (sbatch(1)); "*" = not given: one
+        _text(v[_AT["tres_per_socket"]]), int(sockets) if sockets.isdigit() else 1,
+        _text(v[_AT["tres_alloc"]]))
     times = []
     for key in ("submit_time", "start_time", "end_time", "eligible_time"):
         t = v[_AT[key]]
@@ -307,14 +296,6 @@ def _job(**values: object) -> Job:
     return job
 
 
-def _epoch(v: object) -> int | None:
-    return int(v) if isinstance(v, (int, float)) and v > 0 else None
-
-
-def _int(v: object, default: int = 0) -> int:
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
-
-
 def gpus_in_tres(tres: str | None) -> int:
     """GPU count in a TRES string.
 
@@ -341,6 +322,22 @@ def gpus_in_tres(tres: str | None) -> int:
     return requested + (totals or typed)
 
 
+def gpu_counts(node_count: int, per_node: str, per_job: str, per_task: str, tasks: int,
+               per_socket: str, sockets: int, alloc: str) -> tuple[int, int]:
+    """``(GPUs per node, GPUs in all)`` of a job from its TRES texts (:func:`gpus_in_tres`),
+    the first that names GPUs: ``tres_per_node`` × ``node_count``, ``tres_per_job``,
+    ``tres_per_task`` × ``tasks``, ``tres_per_socket`` × ``sockets`` (per node) × ``node_count``,
+    then ``tres_alloc`` (a job whose GPUs come from a default, e.g. a partition's
+    ``DefGres``). The per-node count of a total is rounded up over ``node_count`` (≥ 1)."""
+    node_count = node_count or 1
+    gpus = gpus_in_tres(per_node)
+    if gpus:
+        return gpus, gpus * node_count
+    total = (gpus_in_tres(per_job) or gpus_in_tres(per_task) * max(tasks, 1)
+             or gpus_in_tres(per_socket) * sockets * node_count or gpus_in_tres(alloc))
+    return (-(-total // node_count) if total else 0), total
+
+
 def gpu_indices(detail: str) -> tuple[int, ...]:
     """Indices from one ``gres_detail`` entry, e.g. ``gpu:a100:4(IDX:0-2,5)`` → (0, 1, 2, 5)."""
     m = _IDX_RE.search(detail)
@@ -352,55 +349,6 @@ def gpu_indices(detail: str) -> tuple[int, ...]:
         if lo.isdigit():
             out.extend(range(int(lo), int(hi) + 1) if hi.isdigit() else [int(lo)])
     return tuple(out)
-
-
-def job_from_json(j: dict) -> Job:
-    """Build a :class:`Job` from one element of ``squeue --json``'s ``jobs`` list."""
-    node_count = _int(j.get("node_count"), 1) or 1
-    per_node = gpus_in_tres(j.get("tres_per_node"))
-    total = per_node * node_count
-    if not total:
-        total = gpus_in_tres(j.get("tres_per_job"))
-        if not total:
-            total = gpus_in_tres(j.get("tres_per_task")) * max(_int(j.get("tasks"), 1), 1)
-        if not total:
-            total = gpus_in_tres(j.get("tres_alloc_str")) or gpus_in_tres(j.get("tres_req_str"))
-        per_node = -(-total // node_count) if total else 0
-    limit = j.get("time_limit")
-    return Job(
-        job_id=_int(j.get("job_id")),
-        name=str(j.get("name") or ""),
-        user=str(j.get("user_name") or ""),
-        partition=str(j.get("partition") or ""),
-        state=str(j.get("job_state") or ""),
-        reason=str(j.get("state_reason") or ""),
-        gpus_per_node=per_node,
-        gpus=total,
-        gpu_indices=tuple(gpu_indices(d) for d in (j.get("gres_detail") or [])),
-        nodes=str(j.get("nodes") or ""),
-        node_list=tuple(hostlist.expand(str(j.get("nodes") or ""))),
-        node_count=node_count,
-        submit_time=_epoch(j.get("submit_time")),
-        start_time=_epoch(j.get("start_time")),
-        end_time=_epoch(j.get("end_time")),
-        eligible_time=_epoch(j.get("eligible_time")),
-        time_limit_s=_int(limit) * 60 if isinstance(limit, int) and 0 < limit < 2**31 - 2 else None,
-        restart_count=_int(j.get("restart_cnt")),
-        requeue=bool(j.get("requeue")),
-        het_job_id=_int(j.get("het_job_id")) or None,
-        het_job_offset=_int(j.get("het_job_offset")),
-        array_job_id=_int(j.get("array_job_id")) or None,
-        array_task_id=j.get("array_task_id") if isinstance(j.get("array_task_id"), int) else None,
-        comment=str(j.get("comment") or ""),
-        admin_comment=str(j.get("admin_comment") or ""),
-        priority=_int(j.get("priority")),
-        account=str(j.get("account") or ""),
-        qos=str(j.get("qos") or ""),
-        batch_host=str(j.get("batch_host") or ""),
-        stdout_path=str(j.get("standard_output") or ""),
-        array_task_string=str(j.get("array_task_string") or ""),
-        batch=bool(j.get("batch_flag", True)),
-    )
 
 
 #: The formatted read of nodes: (key, sinfo(1) ``-O`` type), one record per node and partition
@@ -459,33 +407,6 @@ def _node_with_gres(*, gres: str, gres_used: str, **fields: object) -> Node:
     parts = gres.split(",")[0].split("(")[0].split(":")
     gtype = parts[1] if len(parts) == 3 and parts[0] == "gpu" else ""
     return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype, **fields)  # type: ignore[arg-type]
-
-
-def node_from_json(n: dict) -> Node:
-    """Build a :class:`Node` from one element of ``sinfo --json``'s ``nodes`` list."""
-    gres = str(n.get("gres") or "")
-    used = str(n.get("gres_used") or "")
-    total = sum(int(m.group(1)) for g in gres.split(",") if (m := _GRES_COUNT_RE.match(g)))
-    in_use = sum(int(m.group(1)) for g in used.split(",") if (m := _GRES_COUNT_RE.match(g)))
-    gtype = ""
-    first = gres.split(",")[0]
-    parts = first.split("(")[0].split(":")
-    if len(parts) == 3 and parts[0] == "gpu":
-        gtype = parts[1]
-    return Node(
-        name=str(n.get("name") or ""),
-        address=str(n.get("address") or ""),
-        state=str(n.get("state") or ""),
-        state_flags=tuple(str(f) for f in (n.get("state_flags") or [])),
-        partitions=tuple(str(p) for p in (n.get("partitions") or [])),
-        cpus=_int(n.get("cpus")),
-        sockets=_int(n.get("sockets"), 1),
-        cores_per_socket=_int(n.get("cores"), 1),
-        real_memory_mib=_int(n.get("real_memory")),
-        gpus_total=total,
-        gpus_used=in_use,
-        gpu_type=gtype,
-    )
 
 
 def filter_jobs(

@@ -138,11 +138,9 @@ def _check(jobs: Jobs, cfg: Path, ids: list[tuple[int, Path, int]], report: Chao
             report.requeues += requeued
             runs = ledger.runs(job_id)
             acct = wait_for(lambda j=job_id: [r for r in jobs.client.accounting_runs(j)
-                                              if (r.get("time") or {}).get("end")] or None,
+                                              if r.end] or None,
                             60, f"sacct records of {job_id}")
-            ran = [r for r in acct if r["time"].get("start") and
-                   r["time"]["end"] > r["time"]["start"]]
-            truth = sum((r["time"]["end"] - r["time"]["start"]) * gpus for r in ran)
+            truth = sum(r.run_s * gpus for r in acct)
             mine = sum(r.gpu_seconds(r.end or r.last_seen) for r in runs)
             err = abs(mine - truth)
             report.max_error_gpu_s = max(report.max_error_gpu_s, err)

@@ -58,7 +58,7 @@ class RecordingClient:
     def jobs(self, job_ids: list[int] | None = None) -> list:
         """What squeue shows after a requeue: ``completed`` ids as COMPLETED (the requeue
         found them ended), nothing for the others (the caller then trusts the requeue)."""
-        from slurm_plugin.records import job_from_json
+        from slurm_plugin.slurm_shapes import job_from_json
         return [job_from_json({"job_id": j, "job_state": "COMPLETED", "restart_cnt": 0})
                 for j in (job_ids or []) if j in self.completed]
 

@@ -20,14 +20,17 @@ import pytest
 from live_helpers import wait_for
 
 from slurm_plugin.accounting import fold_jobs, record_from_json, records_from_json
-from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmUnreachable
+from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmShapeUnknown, SlurmUnreachable
+from slurm_plugin.records import ShapeError
+from slurm_plugin.slurm_shapes import RELEASES
 
 DATA = Path(__file__).parent / "data"
+V22 = RELEASES[(22, 5)]
 
 
 @pytest.fixture(scope="module")
 def recs() -> list:
-    return records_from_json(json.loads((DATA / "sample-sacct.json").read_text()))
+    return records_from_json((DATA / "sample-sacct.json").read_bytes(), V22)
 
 
 @pytest.fixture(scope="module")
@@ -77,33 +80,51 @@ def test_array_elements_are_jobs(jobs: dict) -> None:
 
 
 def test_never_ran_takes_requested_gpus() -> None:
-    data = json.loads((DATA / "sample-sacct-never-ran.json").read_text())
-    (job,) = fold_jobs(records_from_json(data))
+    data = (DATA / "sample-sacct-never-ran.json").read_bytes()
+    (job,) = fold_jobs(records_from_json(data, V22))
     assert job.job_id == 9 and job.gpus == 2            # ReqTRES gres/gpu=2, nothing allocated
     assert job.attempts[0].start is None and job.attempts[0].run_s == 0
     assert job.state == "CANCELLED"
 
 
 def test_typed_gpu_entries_are_summed_without_plain() -> None:
-    rec = record_from_json({"job_id": 3, "time": {"start": 10, "end": 20},
+    rec = record_from_json({"job_id": 3, "state": {"current": "COMPLETED"},
+                            "time": {"start": 10, "end": 20},
                             "tres": {"allocated": [
                                 {"type": "gres", "name": "gpu:a100", "count": 2},
                                 {"type": "gres", "name": "gpu:v100", "count": 1},
                                 {"type": "node", "name": None, "count": 1}]}})
-    assert rec.gpus == 3
+    assert (rec.gpus, rec.nodes, rec.run_s) == (3, 1, 10)
+    rec = record_from_json({"job_id": 3, "state": {"current": "COMPLETED"},
+                            "time": {"start": 10, "end": 20},
+                            "tres": {"allocated": [
+                                {"type": "gres", "name": "gpu", "count": 4},
+                                {"type": "gres", "name": "gpu:a100", "count": 4}]}})
+    assert rec.gpus == 4                                # the plain total, not 8
 
 
-def test_record_without_job_id_is_an_error() -> None:
-    with pytest.raises(ValueError, match="job_id"):
-        record_from_json({"name": "x"})
+def test_record_of_another_shape_is_an_error() -> None:
+    with pytest.raises(ShapeError, match="job_id"):
+        record_from_json({"name": "x", "state": {"current": "COMPLETED"}})
+    with pytest.raises(ShapeError, match="job 4: job state 'DONE'"):
+        record_from_json({"job_id": 4, "state": {"current": "DONE"}})
+    data = json.loads((DATA / "sample-sacct.json").read_text())
+    data["jobs"][1]["time"]["start"] = "1796077037"
+    with pytest.raises(ShapeError, match=r"\$\.jobs\[1\]\.time\.start"):
+        records_from_json(json.dumps(data), V22)
+    with pytest.raises(ShapeError, match=r"'openapi/dbv0\.0\.38' \(Slurm 22\.05\.8\), expected "
+                                         r"'data_parser/v0\.0\.42'"):
+        records_from_json((DATA / "sample-sacct.json").read_bytes(), RELEASES[(24, 11)])
 
 
-def _fake_sacct(tmp_path: Path, text: str, rc: int) -> SlurmClient:
-    """A stand-in ``sacct``: the live cluster has slurmdbd, so it cannot show the answer of a
-    cluster without accounting (text recorded from a dlcluster without --with-dbd)."""
-    script = tmp_path / "sacct"
-    script.write_text(f"#!/bin/sh\nprintf '%s' '{text}'\nexit {rc}\n")
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+def _fake_sacct(tmp_path: Path, text: str, rc: int, version: str = "slurm 22.05.8") -> SlurmClient:
+    """A stand-in ``sacct`` (and the ``squeue --version`` that tells the release): the live
+    cluster has slurmdbd, so it cannot show the answer of a cluster without accounting (text
+    recorded from a dlcluster without --with-dbd)."""
+    for name, out, code in (("sacct", text, rc), ("squeue", version, 0)):
+        script = tmp_path / name
+        script.write_text(f"#!/bin/sh\nprintf '%s' '{out}'\nexit {code}\n")
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return SlurmClient(bin_dir=str(tmp_path))
 
 
@@ -120,6 +141,18 @@ def test_slurmdbd_down_is_unreachable(tmp_path: Path, monkeypatch: pytest.Monkey
                          "failed to open persistent connection", 1)
     with pytest.raises(SlurmUnreachable):
         client.accounting("now-1day")
+
+
+def test_sacct_is_pinned_to_the_release_parser(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    sample = (DATA / "sample-sacct-never-ran.json").read_text()
+    client = _fake_sacct(tmp_path, sample, 0, "slurm-wlm 24.11.5")
+    with pytest.raises(SlurmShapeUnknown, match="expected 'data_parser/v0.0.42'"):
+        client.accounting_runs(9)
+    client = _fake_sacct(tmp_path, sample, 0)
+    (run,) = client.accounting_runs(9)
+    assert (run.job_id, run.state, run.start, run.gpus) == (9, "CANCELLED", None, 2)
 
 
 @pytest.mark.releases

@@ -35,9 +35,9 @@ def _sacct_service(client: SlurmClient, job_id: int, gpus: int) -> float | None:
     """GPU·s from ``sacct --duplicates`` (None when the cluster has no slurmdbd)."""
     if "slurmdbd" not in client.show_config().get("AccountingStorageType", ""):
         return None
-    runs = wait_for(lambda: [r for r in client.accounting_runs(job_id)
-                             if (r.get("time") or {}).get("end")], 30, "sacct records")
-    return sum((r["time"]["end"] - r["time"]["start"]) * gpus for r in runs)
+    runs = wait_for(lambda: [r for r in client.accounting_runs(job_id) if r.end], 30,
+                    "sacct records")
+    return sum(r.run_s * gpus for r in runs)
 
 
 @pytest.mark.releases

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.traces import read_trace
 from slurm_plugin.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
+from slurm_plugin.slurm_shapes import RELEASES
 
 DATA = Path(__file__).parent / "data"
 FIFO_FIT = PolicyConfig(policy="fifo-fit").zero_cost()
@@ -26,7 +26,7 @@ FIFO_FIT = PolicyConfig(policy="fifo-fit").zero_cost()
 
 @pytest.fixture(scope="module")
 def exported() -> tuple:
-    recs = records_from_json(json.loads((DATA / "sample-sacct.json").read_text()))
+    recs = records_from_json((DATA / "sample-sacct.json").read_bytes(), RELEASES[(22, 5)])
     rows, report = history_rows(fold_jobs(recs))
     return {r.job_id: r for r in rows}, report
 

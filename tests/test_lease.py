@@ -10,7 +10,7 @@ import pytest
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost, ledger_id
 from log_helpers import captured
 from prioritizer.daemon.log import CycleAdapter
-from slurm_plugin.records import job_from_json
+from slurm_plugin.slurm_shapes import job_from_json
 
 
 class FakeSlurm:

@@ -1,5 +1,5 @@
-"""Parsing of real Slurm 22.05 JSON (tests/data/sample-*.json, recorded on a dlcluster-like
-4-node cluster with slurmdbd; recorded as tests/data/sample-*.json) into typed records."""
+"""Parsing of real Slurm 22.05 ``squeue --json`` (tests/data/sample-squeue.json, recorded on a
+dlcluster-like 4-node cluster) and of formatted sinfo records into typed records."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from slurm_plugin import records
-from slurm_plugin.records import filter_jobs, gpu_indices, gpus_in_tres, job_from_json, node_from_json
+from slurm_plugin.records import SINFO_FIELDS, filter_jobs, gpu_indices, gpus_in_tres, node_from_fields
+from slurm_plugin.slurm_shapes import job_from_json
 
 DATA = Path(__file__).parent / "data"
 
@@ -47,11 +48,20 @@ def test_pending_job_has_requested_shape(squeue: dict) -> None:
     assert job.node_list == ()
 
 
+def _node(**kw: str) -> list[str]:
+    """One formatted sinfo record (values in SINFO_FIELDS order) of a 16-core, 8-GPU node."""
+    rec = {"name": "node1", "address": "node1", "state": "idle", "partition": "gpu*",
+           "cpus": "16", "sockets": "2", "cores": "8", "memory": "64000",
+           "gres": "gpu:a100:8(S:0-1)", "gres_used": "gpu:a100:0(IDX:N/A)"}
+    rec.update(kw)
+    return [rec[k] for k, _ in SINFO_FIELDS]
+
+
 def test_node_gpu_totals() -> None:
-    data = json.loads((DATA / "sample-sinfo.json").read_text())
-    node = node_from_json(data["nodes"][0])
-    assert (node.name, node.state, node.gpus_total, node.gpus_used, node.gpu_type) == ("node1", "idle", 8, 0, "a100")
-    assert (node.sockets, node.cores_per_socket, node.cpus) == (2, 8, 16)
+    node = node_from_fields(_node())
+    assert (node.name, node.state, node.gpus_total, node.gpus_used, node.gpu_type) == (
+        "node1", "idle", 8, 0, "a100")
+    assert (node.sockets, node.cores_per_socket, node.cpus, node.partitions) == (2, 8, 16, ("gpu",))
     assert node.gpus_free == 8
 
 
@@ -73,11 +83,10 @@ def test_gpu_indices(detail: str, expected: tuple[int, ...]) -> None:
 
 
 def test_node_down_has_no_free_gpus() -> None:
-    node = node_from_json({"name": "n", "state": "down", "gres": "gpu:8", "gres_used": "gpu:0", "state_flags": []})
+    node = node_from_fields(_node(state="down", gres="gpu:8", gres_used="gpu:0"))
     assert node.gpus_total == 8 and node.gpus_free == 0
-    drained = node_from_json({"name": "n", "state": "idle", "gres": "gpu:8", "gres_used": "gpu:0",
-                              "state_flags": ["DRAIN"]})
-    assert drained.gpus_free == 0
+    drained = node_from_fields(_node(state="idle+drain", gres="gpu:8", gres_used="gpu:0"))
+    assert drained.state_flags == ("DRAIN",) and drained.gpus_free == 0
 
 
 def test_filters_apply_in_client(squeue: dict) -> None:
@@ -86,6 +95,21 @@ def test_filters_apply_in_client(squeue: dict) -> None:
     assert [j.job_id for j in filter_jobs(jobs, job_ids=[13])] == [13]
     assert filter_jobs(jobs, users=["nobody"]) == []
     assert [j.job_id for j in filter_jobs(jobs, partitions=["low"])] == [13, 15]
+
+
+@pytest.mark.parametrize(("fields", "per_node", "total"), [
+    ({"tres_per_node": "gres:gpu:4", "node_count": 2}, 4, 8),
+    ({"tres_per_job": "gres/gpu:3", "node_count": 2}, 2, 3),
+    ({"tres_per_task": "gres/gpu=1", "tasks": 4}, 4, 4),
+    ({"tres_per_socket": "gres/gpu:1", "sockets_per_node": 2, "node_count": 2}, 2, 4),
+    ({"tres_per_socket": "gres/gpu:1"}, 1, 1),
+    ({"tres_alloc_str": "cpu=1,node=1,gres/gpu=2"}, 2, 2),
+    ({}, 0, 0)],
+    ids=["per-node", "per-job", "per-task", "per-socket", "per-socket-no-sockets", "alloc", "cpu"])
+def test_gpus_counted_as_the_formatted_read_counts_them(fields: dict, per_node: int,
+                                                        total: int) -> None:
+    job = job_from_json({"job_id": 5, "job_state": "RUNNING", **fields})
+    assert (job.gpus_per_node, job.gpus) == (per_node, total)
 
 
 def test_hetjob_component_unit_id() -> None:

@@ -1,11 +1,12 @@
-"""Other Slurm releases (issue 14, item 8): a shape the client does not know is refused, and the
-daemon then writes nothing to its ledger (a running job is never closed because a field failed
-to parse).
+"""What each declared release prints and how it is read: a shape the client does not know is
+refused, and the daemon then writes nothing to its ledger (a running job is never closed
+because a field failed to parse).
 
-A live cluster here runs only Slurm 22.05, so another release's answers are canned: the client's
-``_run`` is replaced by a function returning text shaped like what that release prints (the
-numbers-as-objects and state lists of the later data parsers). The 22.05 shapes themselves are
-checked live in tests/test_client_live.py and tests/test_client_formats_live.py.
+The client's ``_run`` is replaced by a function returning text shaped like what a release
+prints: formatted records, and the recorded ``squeue --json`` of 22.05 (openapi/v0.0.38,
+tests/data/sample-squeue.json) and 24.11 (data_parser/v0.0.42,
+tests/data/capture-24.11.5-squeue-v0.0.42.json). The captures of each release are read in
+tests/test_slurm_captures.py; the live shapes in tests/test_client_live.py.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from slurm_plugin import slurm_shapes
-from slurm_plugin.client import SlurmClient, SlurmShapeUnknown
-from slurm_plugin.records import SQUEUE_FIELDS, ShapeError, job_from_fields, time_limit_seconds
+from slurm_plugin.client import SlurmClient, SlurmRefused, SlurmShapeUnknown
+from slurm_plugin.records import (SINFO_FIELDS, SQUEUE_FIELDS, ShapeError, job_from_fields,
+                                  time_limit_seconds)
+from slurm_plugin.slurm_shapes import RELEASES, jobs_from_json, state_word
 
 DATA = Path(__file__).parent / "data"
 
@@ -40,10 +43,13 @@ class CannedClient(SlurmClient):
         return self.answer(argv)
 
 
+V22, V24 = RELEASES[(22, 5)], RELEASES[(24, 11)]
+
+
 def _formatted(argv: Sequence[str], records: list[dict[str, str]]) -> str:
-    """What squeue --Format prints for ``records``, with the separators ``argv`` asked for."""
+    """What squeue/sinfo --Format prints for ``records``, with the separators ``argv`` asked for."""
     fmt = argv[-1].split("=", 1)[1]
-    keys = [k for k, _ in SQUEUE_FIELDS]
+    keys = [k for k, _ in (SQUEUE_FIELDS if argv[0] == "squeue" else SINFO_FIELDS)]
     suffixes = [part.split(":0", 1)[1] for part in fmt.split(",")]
     return "".join("".join(rec[k] + s for k, s in zip(keys, suffixes)) + "\n" for rec in records)
 
@@ -59,13 +65,22 @@ def _record(**kw: str) -> dict[str, str]:
     return rec
 
 
-def _answer(version: str, records: list[dict[str, str]], sinfo: dict) -> Callable[[Sequence[str]], str]:
+def _node(**kw: str) -> dict[str, str]:
+    rec = {"name": "node1", "address": "node1", "state": "idle", "partition": "gpu*",
+           "cpus": "16", "sockets": "2", "cores": "8", "memory": "64000",
+           "gres": "gpu:a100:8(S:0-1)", "gres_used": "gpu:a100:0(IDX:N/A)"}
+    rec.update(kw)
+    return rec
+
+
+def _answer(version: str, records: list[dict[str, str]], nodes: list[dict[str, str]],
+            json_text: str = "") -> Callable[[Sequence[str]], str]:
     def answer(argv: Sequence[str]) -> str:
         if argv[:2] == ["squeue", "--version"]:
             return version + "\n"
-        if argv[0] == "squeue":
-            return _formatted(argv, records)
-        return json.dumps(sinfo)
+        if argv[0] == "squeue" and argv[1].startswith("--json"):
+            return json_text
+        return _formatted(argv, records if argv[0] == "squeue" else nodes)
     return answer
 
 
@@ -74,7 +89,7 @@ def test_formatted_record_parses_free_text_with_separators_literally() -> None:
     job = job_from_fields(rec)
     assert (job.job_id, job.state, job.gpus, job.start_time, job.end_time) == (10, "RUNNING", 8, 100, None)
     assert job.name == "a|b,c\nd\x1fe" and job.comment == "x;y" and job.array_job_id is None
-    answer = _answer("slurm-wlm 22.05.8", [rec, _record(job_id="11", name="plain")], {})
+    answer = _answer("slurm-wlm 22.05.8", [rec, _record(job_id="11", name="plain")], [])
     jobs = CannedClient(answer).jobs()
     assert [(j.job_id, j.name) for j in jobs] == [(10, "a|b,c\nd\x1fe"), (11, "plain")]
 
@@ -86,7 +101,7 @@ def test_formatted_record_parses_free_text_with_separators_literally() -> None:
 def test_a_field_that_does_not_parse_refuses_the_whole_read(field: str, value: str) -> None:
     with pytest.raises(ShapeError, match=field):
         job_from_fields(_record(**{field: value}))
-    answer = _answer("slurm 22.05.8", [_record(job_id="9"), _record(**{field: value})], {})
+    answer = _answer("slurm 22.05.8", [_record(job_id="9"), _record(**{field: value})], [])
     with pytest.raises(SlurmShapeUnknown, match=field):
         CannedClient(answer).jobs()
 
@@ -109,51 +124,113 @@ def test_unknown_release_is_refused_before_any_job_is_read() -> None:
         CannedClient(lambda argv: "squeue (unknown)\n").jobs()
 
 
-def _later_parser_sinfo() -> dict:
-    """sinfo --json as later data parsers print it: numbers as set/infinite/number objects,
-    the node state as a list, another plugin type in meta."""
-    sample = json.loads((DATA / "sample-sinfo.json").read_text())
-    sample["meta"]["plugin"] = {"type": "openapi/v0.0.40", "name": "Slurm OpenAPI v0.0.40"}
-    sample["meta"]["Slurm"]["release"] = "23.11.4"
-    for n in sample["nodes"]:
-        n["state"] = [n["state"].upper()]
-        n["cpus"] = {"set": True, "infinite": False, "number": n["cpus"]}
-    return sample
+def _read(name: str) -> bytes:
+    return (DATA / name).read_bytes()
 
 
-def test_sinfo_of_another_data_parser_is_refused_and_22_05_is_read() -> None:
-    good = json.loads((DATA / "sample-sinfo.json").read_text())
-    assert good["meta"]["plugin"]["type"] == "openapi/v0.0.38"
-    nodes = CannedClient(lambda argv: json.dumps(good)).nodes()
-    assert nodes and all(n.gpus_total > 0 for n in nodes)
-    with pytest.raises(SlurmShapeUnknown, match=r"openapi/v0\.0\.40.*23\.11\.4"):
-        CannedClient(lambda argv: json.dumps(_later_parser_sinfo())).nodes()
-    same_plugin_other_types = json.loads(json.dumps(good))
-    same_plugin_other_types["nodes"][0]["state"] = ["IDLE"]
-    with pytest.raises(SlurmShapeUnknown, match="state"):
-        CannedClient(lambda argv: json.dumps(same_plugin_other_types)).nodes()
+def test_json_of_another_data_parser_is_refused_naming_both() -> None:
+    squeue22, squeue24 = _read("sample-squeue.json"), _read("capture-24.11.5-squeue-v0.0.42.json")
+    assert [j.job_id for j in jobs_from_json(squeue22, V22)] == [13, 15]
+    with pytest.raises(ShapeError, match=r"'openapi/v0\.0\.38' \(Slurm 22\.05\.8\), "
+                                         r"expected 'data_parser/v0\.0\.42' for Slurm 24\.11"):
+        jobs_from_json(squeue22, V24)
+    with pytest.raises(ShapeError, match=r"'data_parser/v0\.0\.42' \(Slurm 24\.11\.5\), "
+                                         r"expected 'openapi/v0\.0\.38' for Slurm 22\.05"):
+        jobs_from_json(squeue24, V22)
+    client = CannedClient(_answer("slurm 24.11.5", [], [], squeue22.decode()))
+    with pytest.raises(SlurmShapeUnknown, match="openapi/v0.0.38"):
+        client.jobs(detail=True)
+    client = CannedClient(_answer("slurm 24.11.5", [], [], squeue24.decode()))
+    assert [j.job_id for j in client.jobs(detail=True, states={"PENDING"})] == [5]
 
 
-def test_squeue_json_job_state_list_is_refused() -> None:
-    sample = json.loads((DATA / "sample-squeue.json").read_text())
-    slurm_shapes.check_jobs(sample)          # the 22.05 capture parses
-    sample["jobs"][0]["job_state"] = ["RUNNING"]
-    with pytest.raises(ShapeError, match="job_state"):
-        slurm_shapes.check_jobs(sample)
+def _edited(name: str, job: int, **fields: object) -> bytes:
+    data = json.loads(_read(name))
+    data["jobs"][job].update(fields)
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize(("name", "release", "fields", "path"), [
+    ("sample-squeue.json", V22, {"job_state": ["RUNNING"]}, r"\$\.jobs\[0\]\.job_state"),
+    ("sample-squeue.json", V22, {"start_time": "1795949343"}, r"\$\.jobs\[0\]\.start_time"),
+    ("capture-24.11.5-squeue-v0.0.42.json", V24, {"job_state": "RUNNING"},
+     r"\$\.jobs\[1\]\.job_state"),
+    ("capture-24.11.5-squeue-v0.0.42.json", V24, {"time_limit": 10},
+     r"\$\.jobs\[1\]\.time_limit"),
+    ("capture-24.11.5-squeue-v0.0.42.json", V24, {"priority": {"set": True, "number": 5}},
+     r"infinite.*\$\.jobs\[1\]\.priority"),
+], ids=["22-state-list", "22-time-text", "24-state-word", "24-plain-number", "24-noval-part"])
+def test_a_json_field_of_another_shape_is_refused_with_its_path(
+        name: str, release: slurm_shapes.Release, fields: dict, path: str) -> None:
+    job = 0 if release is V22 else 1
+    with pytest.raises(ShapeError, match=path):
+        jobs_from_json(_edited(name, job, **fields), release)
+    del_field = json.loads(_read(name))
+    del del_field["jobs"][job][next(iter(fields))]
+    if release is V24:      # v0.0.42's fields are all required; 22.05's have its unset values
+        with pytest.raises(ShapeError, match="missing required field"):
+            jobs_from_json(json.dumps(del_field).encode(), release)
+
+
+@pytest.mark.parametrize(("words", "word"), [
+    (["RUNNING"], "RUNNING"), (["PENDING", "REQUEUED"], "REQUEUED"),
+    (["RUNNING", "COMPLETING"], "COMPLETING"), (["COMPLETED", "STAGE_OUT", "COMPLETING"], "COMPLETING"),
+    (["RUNNING", "CONFIGURING"], "CONFIGURING"), (["PENDING", "REQUEUE_HOLD"], "REQUEUE_HOLD"),
+    (["RUNNING", "REQUEUED", "RESIZING"], "RESIZING"), (["RUNNING", "SIGNALING"], "SIGNALING"),
+    (["FAILED", "LAUNCH_FAILED"], "FAILED"), (["PENDING", "POWER_UP_NODE"], "PENDING"),
+    ("TIMEOUT", "TIMEOUT")])
+def test_a_state_list_reads_as_the_word_squeue_prints(words: list[str] | str, word: str) -> None:
+    assert state_word(words, "job 1") == word
+
+
+@pytest.mark.parametrize("words", [["RUNNING", "EXPEDITING_X"], [], ["Running"], "RUNNING,X"])
+def test_an_unknown_state_word_is_refused_naming_the_job(words: list[str] | str) -> None:
+    with pytest.raises(ShapeError, match="job 7"):
+        state_word(words, "job 7")
+    data = _edited("capture-24.11.5-squeue-v0.0.42.json", 2,
+                   job_state=words if isinstance(words, list) else [words])
+    with pytest.raises(ShapeError, match=r"squeue --json: job 3: "):
+        jobs_from_json(data, V24)
+
+
+def test_numbers_unset_or_infinite() -> None:
+    noval = {"set": False, "infinite": False, "number": 0}
+    infinite = {"set": False, "infinite": True, "number": 0}
+    data = _edited("capture-24.11.5-squeue-v0.0.42.json", 3, priority=noval, time_limit=noval,
+                   node_count=noval, het_job_id=infinite, start_time=noval)
+    job = jobs_from_json(data, V24)[3]
+    assert (job.job_id, job.priority, job.time_limit_s, job.node_count, job.het_job_id,
+            job.start_time) == (4, 0, None, 1, None, None)
+    assert job.end_time == 1796281529                  # a limit of 10 min: squeue prints it
+    job = jobs_from_json(_edited("sample-squeue.json", 0, time_limit=None), V22)[0]
+    assert (job.time_limit_s, job.end_time) == (None, None)   # unlimited and running: NONE
+    job = jobs_from_json(_edited("sample-squeue.json", 0, time_limit=0xFFFF_FFFE), V22)[0]
+    assert (job.time_limit_s, job.end_time) == (None, 1795949943)   # NO_VAL: not set
+
+
+def test_errors_of_a_json_answer_are_slurms_refusal() -> None:
+    data = json.loads(_read("capture-24.11.5-squeue-v0.0.42.json"))
+    data["errors"] = [{"description": "", "error_number": 1, "error": "Access denied",
+                       "source": "slurm_load_jobs"}]
+    client = CannedClient(_answer("slurm 24.11.5", [], [], json.dumps(data)))
+    client.ping = lambda: True   # type: ignore[method-assign]
+    with pytest.raises(SlurmRefused, match="slurm_load_jobs: Access denied"):
+        client.jobs(detail=True)
+    for text, error in (("not json", SlurmRefused), ("[]", SlurmShapeUnknown)):
+        client = CannedClient(_answer("slurm 24.11.5", [], [], text))
+        with pytest.raises(error):
+            client.jobs(detail=True)
 
 
 def test_daemon_writes_nothing_and_closes_no_run_on_an_unknown_shape(tmp_path: Path) -> None:
-    sinfo = json.loads((DATA / "sample-sinfo.json").read_text())
     running = _record(job_id="10", start_time="100")
-    state = {"records": [running], "sinfo": sinfo}
+    state = {"records": [running], "nodes": [_node()]}
 
     def answer(argv: Sequence[str]) -> str:
         if argv[:2] == ["squeue", "--version"]:
             return "slurm 22.05.8\n"
-        if argv[0] == "squeue":
-            return _formatted(argv, state["records"])
-        if argv[:2] == ["sinfo", "--json"]:
-            return json.dumps(state["sinfo"])
+        if argv[0] in ("squeue", "sinfo"):
+            return _formatted(argv, state["records" if argv[0] == "squeue" else "nodes"])
         return ""
     cfg = DaemonConfig(ledger_path=str(tmp_path / "l.sqlite"), snapshot_path=str(tmp_path / "s.json"),
                        metrics_port=0)
@@ -164,8 +241,8 @@ def test_daemon_writes_nothing_and_closes_no_run_on_an_unknown_shape(tmp_path: P
         daemon.cycle()
         assert [(r.start, r.end) for r in ledger.runs(10)] == [(100, None)]
         before = ledger.conn.execute("SELECT * FROM jobs").fetchall(), ledger.all_runs()
-        for bad in ({"records": [_record(job_id="10", state="['RUNNING']")], "sinfo": sinfo},
-                    {"records": [running], "sinfo": _later_parser_sinfo()}):
+        for bad in ({"records": [_record(job_id="10", state="['RUNNING']")], "nodes": [_node()]},
+                    {"records": [running], "nodes": [_node(cpus="{'number': 16}")]}):
             state.update(bad)
             with pytest.raises(SlurmShapeUnknown):
                 daemon.cycle()
@@ -174,11 +251,11 @@ def test_daemon_writes_nothing_and_closes_no_run_on_an_unknown_shape(tmp_path: P
 
 
 def test_an_unchanged_record_reuses_its_job_and_a_changed_one_is_parsed_again() -> None:
-    """Issue 15: the formatted read parses only records that differ from the previous read
-    (same field values: the same frozen Job); a changed field gives a new Job with it."""
+    """The formatted read parses only records that differ from the previous read (same field
+    values: the same frozen Job); a changed field gives a new Job with it."""
     records = [_record(job_id="10"), _record(job_id="11", state="PENDING", start_time="0",
                                             nodes="", priority="7")]
-    client = CannedClient(_answer("slurm 22.05.8", records, {}))
+    client = CannedClient(_answer("slurm 22.05.8", records, []))
     first = client.jobs()
     second = client.jobs()
     assert [a is b for a, b in zip(first, second)] == [True, True]

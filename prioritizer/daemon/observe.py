@@ -309,9 +309,8 @@ def _sacct_end(client: SlurmClient, run: Run) -> float | None:
     except SlurmError:
         return None
     for rec in records:
-        t = rec.get("time") or {}
-        if t.get("start") == int(run.start) and (t.get("end") or 0) >= run.start:
-            return float(t["end"])
+        if rec.start == int(run.start) and rec.end is not None and rec.end >= run.start:
+            return float(rec.end)
     return None
 
 
