@@ -4,15 +4,18 @@ Everything that reads or changes Slurm (``sbatch``, ``squeue``, ``sinfo``, ``sco
 ``scancel``, ``sacct``) goes through :class:`SlurmClient` (docs/design.md, code rule 4). Commands run as
 argument lists, never through a shell, each with a timeout. Jobs are read with ONE formatted
 ``squeue --Format`` call (:data:`slurm_plugin.records.SQUEUE_FIELDS`; about 20× cheaper than
-``squeue --json`` at 10,000 jobs), nodes from ``sinfo --json``; both parsed into the typed
-records :class:`Job` and :class:`Node`. ``jobs(detail=True)`` reads ``squeue --json`` for the
-one field only JSON has (GPU indices). Filters are applied here, never by squeue (22.05 ignores
-``-u/-t/-j/-p`` in JSON mode), so every caller pays one read whatever it filters.
+``squeue --json`` at 10,000 jobs), nodes with ONE formatted ``sinfo --Node --Format`` call
+(:data:`slurm_plugin.records.SINFO_FIELDS`); both parsed into the typed records :class:`Job` and
+:class:`Node`. ``jobs(detail=True)`` reads ``squeue --json`` for the one field only JSON has
+(GPU indices). Filters are applied here, never by squeue (22.05 ignores ``-u/-t/-j/-p`` in JSON
+mode), so every caller pays one read whatever it filters.
 
-Slurm versions: :meth:`SlurmClient.slurm_version` asks ``squeue --version``; the JSON readers
-check the ``meta.plugin`` data-parser version of each answer against the shapes
-:mod:`slurm_plugin.slurm_shapes` knows, and raise :class:`SlurmShapeUnknown` (nothing
-half-parsed) for any other.
+Slurm releases: :meth:`SlurmClient.slurm_release` asks ``squeue --version`` once per client and
+looks the release up in :data:`slurm_plugin.slurm_shapes.RELEASES` (22.05, 24.11, 26.05 live;
+25.05 and 25.11 through the data parser they share); any other release is refused with one line
+before anything is read. JSON is asked for in the release's declared data parser
+(``--json=v0.0.42`` from 24.11 on) and decoded strictly into its declared shape: an answer of
+another shape raises :class:`SlurmShapeUnknown` (nothing half-parsed).
 
 Errors are typed so that callers can tell what to do:
 
@@ -217,7 +220,7 @@ class SlurmClient:
         """
         if detail:
             release = self.slurm_release()
-            argv = ["squeue", release.json_flag]
+            argv = ["squeue", release.json_flag, "--all", "--states=all"]
             data = self._json(argv)
             try:
                 jobs = slurm_shapes.jobs_from_json(data, release)
@@ -567,8 +570,15 @@ def _is_unreachable(text: str) -> bool:
     return any(p in low for p in _UNREACHABLE_PATTERNS)
 
 
+_MISMATCH_HINT = ("the Slurm commands on PATH are another release than the cluster's plugins "
+                  "(slurm.conf PluginDir): put the cluster's commands first on PATH; for a "
+                  "dlcluster cluster: eval \"$(dlcluster env --name NAME)\"")
+
+
 def _classify(argv: Sequence[str], message: str) -> SlurmError:
     low = message.lower()
+    if "incompatible slurm plugin" in low or "incompatible plugin version" in low:
+        return SlurmRefused(argv, f"{message.strip().splitlines()[0]}: {_MISMATCH_HINT}")
     if _is_unreachable(message):
         return SlurmUnreachable(argv, message)
     if any(p in low for p in _UNKNOWN_JOB_PATTERNS):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin.client import SlurmClient, SlurmUnreachable, conf_problem
+from slurm_plugin.client import SlurmClient, SlurmRefused, SlurmUnreachable, conf_problem
 
 
 def test_missing_slurm_conf_fails_at_once_with_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,3 +40,24 @@ def test_timeout_shows_the_commands_last_stderr_line(tmp_path: Path, monkeypatch
     with pytest.raises(SlurmUnreachable) as info:
         SlurmClient(timeout_s=1, bin_dir=str(tmp_path)).jobs()
     assert info.value.message == "no answer within 1 s (squeue: error: still retrying)"
+
+
+def test_commands_of_another_release_than_the_plugins_say_how_to_mend_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """22.05's squeue on PATH for a cluster whose PluginDir holds 24.11 (text of that case)."""
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    fake = tmp_path / "squeue"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --version) echo "slurm-wlm 22.05.8"; exit 0 ;; esac\n'
+        "echo 'squeue: plugin_load_from_file: Incompatible Slurm plugin /r/auth_munge.so version "
+        "(24.11.5)' >&2\n"
+        "echo 'squeue: error: cannot create auth context for auth/munge' >&2\n"
+        "exit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(SlurmRefused) as info:
+        SlurmClient(timeout_s=5, bin_dir=str(tmp_path)).jobs()
+    assert info.value.message.startswith(
+        "squeue: plugin_load_from_file: Incompatible Slurm plugin /r/auth_munge.so version (24.11.5): ")
+    assert 'eval "$(dlcluster env --name NAME)"' in info.value.message
+    assert "\n" not in info.value.message
