@@ -13,6 +13,7 @@ and the previous config files are put back.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -115,10 +116,20 @@ def check_platform() -> None:
 def ensure_rootfs(spec: ClusterSpec, log=print) -> None:
     """Build the cluster's root filesystem once (mmdebstrap(1) from the host's Debian archive,
     about a minute and 300 MB) unless a finished one is kept; nothing for the host's release.
-    A build that fails or is stopped leaves no root filesystem that looks finished."""
+    A build that fails or is stopped leaves no root filesystem that looks finished; an ``up``
+    that finds another one building the same root filesystem waits for it (a lock file beside
+    it) and uses what it built."""
     root = spec.rootfs_dir
     if root is None or rootfs.ready(root):
         return
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.with_name(root.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not rootfs.ready(root):
+            _build_rootfs(spec, root, log)
+
+
+def _build_rootfs(spec: ClusterSpec, root: Path, log) -> None:
     suite = rootfs.RELEASE_SUITES[spec.slurm]
     log(f"building a Debian {suite} root filesystem for Slurm {spec.slurm} in {root} (once)")
     partial = root.with_name(root.name + ".partial")

@@ -57,11 +57,20 @@ class RootfsError(RuntimeError):
 def host_release(os_release: str) -> str | None:
     """The Slurm release the host's Debian ships, from the text of ``/etc/os-release``
     (``ID=debian``, ``VERSION_ID="12"`` → ``"22.05"``); ``None`` on another system."""
-    info = {k: v.strip().strip('"') for k, _, v in
+    info = {k: _os_release_value(v) for k, _, v in
             (line.partition("=") for line in os_release.splitlines()) if k}
     if info.get("ID") != "debian":
         return None
     return HOST_RELEASES.get(info.get("VERSION_ID", ""))
+
+
+def _os_release_value(text: str) -> str:
+    """A value of os-release(5): shell syntax, bare or in double or single quotes."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return text.strip().strip("\"'")
+    return words[0] if len(words) == 1 else text.strip()
 
 
 def rootfs_dir(release: str) -> Path:
@@ -82,7 +91,7 @@ def wrapper_text(root: Path, command: str) -> str:
     libs = shlex.quote(":".join(str(root / d) for d in _LIBDIRS))
     exe = shlex.quote(str(root / "usr/bin" / command))
     return ("#!/bin/sh\n"
-            f"# {command} of the Slurm release in {root} (written by dlcluster up)\n"
+            f"# {command} of the Slurm release in {str(root)!r} (written by dlcluster up)\n"
             f"exec {loader} --library-path {libs} --argv0 {shlex.quote(command)} {exe} \"$@\"\n")
 
 
@@ -97,8 +106,8 @@ def daemon_wrapper_text(root: Path, conf_dir: Path, chroot_script: Path, daemon:
     (root only: unshare(1) and chroot(2) need it)."""
     args = " ".join(shlex.quote(str(a)) for a in (chroot_script, root, conf_dir))
     return ("#!/bin/sh\n"
-            f"# {daemon} of the Slurm release in {root}, chrooted (written by dlcluster up)\n"
-            f"exec unshare -m bash {args} /usr/sbin/{daemon} \"$@\"\n")
+            f"# {daemon} of the Slurm release in {str(root)!r}, chrooted (written by dlcluster up)\n"
+            f"exec unshare -m bash {args} {shlex.quote('/usr/sbin/' + daemon)} \"$@\"\n")
 
 
 def mirror(sources: dict[str, str]) -> str:

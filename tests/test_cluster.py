@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from slurm_plugin.cluster import ClusterSpec, SpecError, render_gres_conf, render_slurm_conf
+from slurm_plugin.cluster import (ClusterSpec, SpecError, recorded, recorded_shape, render_cgroup_conf,
+                                  render_gres_conf, render_slurm_conf)
 
 
 def conf_map(text: str) -> dict[str, str]:
@@ -62,8 +63,73 @@ def test_named_cluster_gets_its_own_paths_and_ports() -> None:
     [({"nodes": 0}, "--nodes"), ({"nodes": 65}, "--nodes"), ({"gpus_per_node": 0}, "--gpus-per-node"),
      ({"gpus_per_node": 3}, "--gpus-per-node"), ({"gpu_type": "a 100"}, "--gpu-type"),
      ({"name": "Bad/Name"}, "--name"), ({"name": "dev\n"}, "--name"),   # $ matched before a final newline
-     ({"cred_expire_s": 0}, "--cred-expire"), ({"port_base": 80}, "--port-base")],
+     ({"cred_expire_s": 0}, "--cred-expire"), ({"port_base": 80}, "--port-base"),
+     ({"slurm": "23.02"}, "--slurm '23.02': use one of 22.05, 24.11, 26.05"),
+     ({"slurm": "24.11.5"}, "--slurm")],
 )
 def test_bad_options_name_the_option(kwargs: dict, option: str) -> None:
     with pytest.raises(SpecError, match=re.escape(option)):
         ClusterSpec(**kwargs).validate()
+
+
+def test_host_release_runs_from_the_host_without_plugin_dir() -> None:
+    spec = ClusterSpec(slurm="22.05", host_slurm="22.05")
+    assert spec.rootfs_dir is None and spec.bin_dir is None and spec.release == (22, 5)
+    text = render_slurm_conf(spec, "host")
+    conf = conf_map(text)
+    assert "PluginDir" not in conf
+    assert conf["JobAcctGatherType"] == "jobacct_gather/none"
+    assert text.splitlines()[1] == "# dlcluster: slurm=22.05"
+    with_dbd = conf_map(render_slurm_conf(ClusterSpec(with_dbd=True), "host"))
+    assert with_dbd["JobAcctGatherType"] == "jobacct_gather/linux"
+
+
+def test_another_release_names_plugin_dir_under_its_root_filesystem() -> None:
+    spec = ClusterSpec(name="s24", port_base=7000, slurm="24.11", host_slurm="22.05")
+    assert spec.rootfs_dir.as_posix() == "/var/cache/dlcluster/rootfs/trixie"
+    assert spec.bin_dir.as_posix() == "/var/lib/dlcluster/s24/bin"
+    assert spec.release == (24, 11)
+    text = render_slurm_conf(spec, "host")
+    conf = conf_map(text)
+    assert conf["PluginDir"] == "/var/cache/dlcluster/rootfs/trixie/usr/lib/x86_64-linux-gnu/slurm-wlm"
+    assert "jobacct_gather/none" not in text and "JobAcctGatherType" not in conf
+    sid = conf_map(render_slurm_conf(ClusterSpec(slurm="26.05", host_slurm="22.05"), "host"))
+    assert sid["PluginDir"] == "/var/cache/dlcluster/rootfs/sid/usr/lib/x86_64-linux-gnu/slurm-wlm"
+    # on Debian 13 24.11 is the host's own: no root filesystem, no PluginDir
+    host24 = ClusterSpec(slurm="24.11", host_slurm="24.11")
+    assert host24.rootfs_dir is None
+    assert "PluginDir" not in conf_map(render_slurm_conf(host24, "host"))
+
+
+def test_cgroup_conf_disables_cgroups_from_24_11() -> None:
+    assert render_cgroup_conf(ClusterSpec(slurm="22.05")) is None
+    for release in ("24.11", "26.05"):
+        text = render_cgroup_conf(ClusterSpec(slurm=release, host_slurm="22.05"))
+        assert text is not None and conf_map(text) == {"CgroupPlugin": "disabled"}
+    assert conf_map(render_cgroup_conf(ClusterSpec(slurm="24.11", host_slurm="24.11")) or "") == {
+        "CgroupPlugin": "disabled"}
+
+
+@pytest.mark.parametrize("spec", [
+    ClusterSpec(),
+    ClusterSpec(name="s24", nodes=2, gpus_per_node=4, gpu_type="h100", cred_expire_s=30, port_base=7200,
+                with_dbd=True, slurm="24.11"),
+    ClusterSpec(name="s26", nodes=64, gpus_per_node=2, gpu_type="", cred_expire_s=3600, port_base=1024,
+                slurm="26.05"),
+    ClusterSpec(name="x", nodes=1, gpus_per_node=64, gpu_type="100", port_base=65335, slurm="22.05",
+                host_slurm="24.11"),
+], ids=["default", "24.11-dbd", "26.05-untyped", "22.05-numeric-type"])
+def test_recorded_reads_back_every_field_slurm_conf_records(spec: ClusterSpec) -> None:
+    text = render_slurm_conf(spec, "host")
+    assert set(recorded_shape(text)) == {"slurm", "nodes", "gpus_per_node", "gpu_type", "with_dbd",
+                                         "cred_expire_s", "port_base"}
+    # a spec of the same name with the defaults (what down/status/env start from) becomes spec
+    assert recorded(ClusterSpec(name=spec.name, host_slurm=spec.host_slurm), text) == spec
+
+
+def test_recorded_shape_of_a_slurm_conf_before_releases_were_recorded() -> None:
+    text = render_slurm_conf(ClusterSpec(nodes=2), "host").replace("# dlcluster: slurm=22.05\n", "")
+    assert recorded_shape(text) == {"nodes": 2, "gpus_per_node": 8, "gpu_type": "a100", "with_dbd": False,
+                                    "cred_expire_s": 10, "port_base": 6817}
+    assert recorded_shape(text.replace("NodeName=", "#NodeName=") + "# dlcluster: slurm=23.02\n") == {
+        "with_dbd": False, "cred_expire_s": 10, "port_base": 6817}

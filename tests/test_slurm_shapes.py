@@ -268,3 +268,31 @@ def test_an_unchanged_record_reuses_its_job_and_a_changed_one_is_parsed_again() 
     records[0]["state"] = "RUNNING,X"
     with pytest.raises(SlurmShapeUnknown, match="state"):
         client.jobs()
+
+
+@pytest.mark.parametrize("version,parser,flag,verified", [
+    ((22, 5, 8), "v0.0.38", "--json", "live"),
+    ((24, 11, 5), "v0.0.42", "--json=v0.0.42", "live"),
+    ((26, 5, 5), "v0.0.42", "--json=v0.0.42", "live"),
+    ((25, 5, 0), "v0.0.42", "--json=v0.0.42", "schema"),
+    ((25, 11, 3), "v0.0.42", "--json=v0.0.42", "schema"),
+])
+def test_releases_read_and_their_parser(version: tuple[int, int, int], parser: str, flag: str,
+                                        verified: str) -> None:
+    found = slurm_shapes.release(version)
+    assert (found.version, found.parser, found.json_flag, found.verified) == (version[:2], parser, flag, verified)
+
+
+@pytest.mark.parametrize("version,why", [
+    ((23, 2, 7), "its JSON is data parser v0.0.39 only"),
+    ((23, 11, 10), "its JSON is data parser v0.0.39/v0.0.40, neither declared here"),
+    ((24, 5, 1), "its JSON is data parser v0.0.40/v0.0.41, neither declared here"),
+    ((21, 8, 8), "its output shapes are not declared here"),
+])
+def test_other_releases_are_refused_in_one_line_naming_release_and_reason(
+        version: tuple[int, int, int], why: str) -> None:
+    with pytest.raises(ShapeError) as exc:
+        slurm_shapes.release(version)
+    name = f"{version[0]}.{version[1]:02d}.{version[2]}"
+    assert str(exc.value) == (f"Slurm {name} is not a release this version of tiresias-slurm reads ({why}; "
+                              "reads: 22.05, 24.11, 25.05, 25.11, 26.05); nothing was changed")

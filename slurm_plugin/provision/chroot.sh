@@ -12,7 +12,9 @@
 set -euo pipefail
 root=$1; conf_dir=$2; shift 2
 [ -f "$root/.dlcluster-rootfs" ] || { echo "chroot.sh: $root is not a finished root filesystem" >&2; exit 2; }
-[ "$(awk '$2 == "/" {print $4}' /proc/self/mountinfo | head -1)" != shared ] || mount --make-rprivate /
+# no mount below may reach the namespace this one was copied from, whatever propagation unshare(1)
+# was asked for: make every mount private (a no-op where they already are)
+mount --make-rprivate /
 bind_dir() {  # bind_dir PATH: the host's directory PATH at the same place inside ROOT
   [ -d "$1" ] && [ ! -L "$1" ] || return 0
   mkdir -p "$root$1"

@@ -1,0 +1,94 @@
+"""``dlcluster env`` prints shell lines that point Slurm's commands at a cluster, read back by a
+real shell; ``up --slurm`` takes only the declared releases. In-process, no cluster."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from slurm_plugin import cluster_cli, provision
+from slurm_plugin.cluster import ClusterSpec, render_slurm_conf
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Config and state of every cluster under a directory whose name holds a space, quotes and
+    ``$(...)``; the host is Debian 12 (22.05)."""
+    top = tmp_path / "it's a \"dir\" $(touch pwned)"
+    monkeypatch.setattr(ClusterSpec, "conf_dir", property(lambda self: top / "etc" / self.name))
+    monkeypatch.setattr(ClusterSpec, "state_dir", property(lambda self: top / "state" / self.name))
+    monkeypatch.setattr(provision, "host_release", lambda: "22.05")
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return top
+
+
+def _write_conf(spec: ClusterSpec) -> None:
+    spec.conf_dir.mkdir(parents=True)
+    spec.slurm_conf.write_text(render_slurm_conf(spec, "host"))
+
+
+def _read_back(lines: str, cwd: Path) -> list[str]:
+    """SLURM_CONF and PATH after ``eval``-ing ``lines`` in bash."""
+    out = subprocess.run(["/bin/bash", "-c", 'eval "$1" && printf "%s\\0" "$SLURM_CONF" "$PATH"', "_", lines],
+                         capture_output=True, check=True, cwd=cwd, timeout=30, env={"PATH": "/nowhere"})
+    return out.stdout.decode().split("\0")[:-1]
+
+
+def test_env_of_a_cluster_of_another_release_sets_slurm_conf_and_path(
+        paths: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write_conf(ClusterSpec(name="s24", port_base=7100, slurm="24.11"))
+    assert cluster_cli.main(["env", "--name", "s24"]) == 0
+    out = capsys.readouterr()
+    assert out.err == "" and out.out.count("\n") == 2
+    assert _read_back(out.out, tmp_path) == [
+        f"{paths}/etc/s24/slurm.conf", f"{paths}/state/s24/bin:/usr/local/bin:/usr/bin:/bin"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_env_of_the_hosts_release_sets_slurm_conf_alone(
+        paths: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write_conf(ClusterSpec(name="h22", port_base=7000))
+    assert cluster_cli.main(["env", "--name", "h22"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("export SLURM_CONF=") and out.count("\n") == 1
+    assert _read_back(out, tmp_path) == [f"{paths}/etc/h22/slurm.conf", "/nowhere"]
+
+
+def test_env_of_a_missing_cluster_is_one_line_exit_2(
+        paths: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cluster_cli.main(["env", "--name", "s9"]) == 2
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == (f"dlcluster: no cluster 's9' here ({paths}/etc/s9/slurm.conf is missing): "
+                       "start it with dlcluster up --name s9\n")
+
+
+@pytest.mark.parametrize("release", ["23.02", "24.05", "22.05.8", ""])
+def test_up_takes_only_the_declared_releases(
+        paths: Path, release: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cluster_cli.main(["up", "--slurm", release, "--no-install"])
+    assert exc.value.code == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1
+    assert out.err.startswith("dlcluster: ") and "--slurm" in out.err
+    if release:
+        assert out.err == (f"dlcluster: --slurm: invalid choice {release!r} "
+                           "(choose from 22.05, 24.11, 26.05)\n")
+
+
+def test_up_on_a_running_cluster_keeps_its_release(
+        paths: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _write_conf(ClusterSpec(name="s26", port_base=7200, slurm="26.05"))
+    seen: list[ClusterSpec] = []
+    monkeypatch.setattr(provision, "running", lambda _spec: {"slurmctld": 101})
+    monkeypatch.setattr(provision, "up", lambda spec, **kw: seen.append(spec) or "started")
+    assert cluster_cli.main(["up", "--name", "s26", "--port-base", "7200"]) == 0
+    assert [s.slurm for s in seen] == ["26.05"] and seen[0].host_slurm == "22.05"
+    assert capsys.readouterr().out.startswith(
+        "dlcluster: cluster 's26' is running; kept from its slurm.conf: --slurm 26.05 --nodes 4 ")
+    assert cluster_cli.main(["up", "--name", "s26", "--port-base", "7200", "--slurm", "24.11"]) == 0
+    assert seen[1].slurm == "24.11"
+    assert "changing --slurm 26.05 -> 24.11" in capsys.readouterr().out
