@@ -87,11 +87,14 @@ def test_binds_the_hosts_data_and_never_its_system(tmp_path: Path, root: Path, c
     expected += [["mount", "--bind", exe, r + exe] for exe in pythons]
     expected += [["mount", "--rbind", f"/usr/lib/{os.path.basename(exe)}", f"{r}/usr/lib/{os.path.basename(exe)}"]
                  for exe in pythons if _real_dir(f"/usr/lib/{os.path.basename(exe)}")]
-    expected += [["mount", "--bind", f, r + f] for f in ("/etc/passwd", "/etc/group", "/etc/hosts", "/etc/hostname")
-                 if os.path.isfile(f)]
+    # the host's /etc, read-only, where ROOT's account and host files link to
+    expected += [["mount", "--bind", "/etc", f"{r}/run/dlcluster-host-etc"],
+                 ["mount", "-o", "remount,ro,bind", f"{r}/run/dlcluster-host-etc"]]
     assert sorted(mounts[1:]) == sorted(expected)
-    sources = {m[2] for m in mounts[1:]}
-    assert not sources & {"/", "/usr", "/etc", "/var", "/bin", "/lib", "/sbin", "/run", "/usr/bin", "/usr/lib"}
+    for name in ("passwd", "group", "hosts", "hostname"):
+        assert os.readlink(root / "etc" / name) == f"/run/dlcluster-host-etc/{name}"
+    sources = {m[2] for m in mounts[1:] if m[1] != "-o"}
+    assert not sources & {"/", "/usr", "/var", "/bin", "/lib", "/sbin", "/run", "/usr/bin", "/usr/lib"}
     # the mount points, made inside the root filesystem (a python3.N as an empty file)
     assert (root / "proc").is_dir() and (root / "tmp").is_dir() and Path(f"{root}{conf}").is_dir()
     for exe in pythons:

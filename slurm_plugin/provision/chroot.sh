@@ -7,8 +7,11 @@
 # /dev; the host's data directories (every top-level directory that is not part of the
 # operating system: /home, /root, /tmp, /srv, a checkout's top directory, ...); /var/tmp;
 # /var/lib/dlcluster (state, logs, the commands' wrappers); CONF_DIR (slurm.conf); munge's and
-# MariaDB's sockets (/run/munge, /run/mysqld, also as /run/mariadbd); and /etc/passwd, /etc/group, /etc/hosts, so that
-# users and node names resolve as on the host.
+# MariaDB's sockets (/run/munge, /run/mysqld, also as /run/mariadbd). The host's /etc is bound
+# read-only at /run/dlcluster-host-etc and ROOT's /etc/passwd, group, hosts and hostname are
+# links into it, so users and node names resolve as on the host, also users added after the
+# daemons started (useradd replaces /etc/passwd by another file: a bind of the file itself would
+# keep showing the old one).
 set -euo pipefail
 root=$1; conf_dir=$2; shift 2
 [ -f "$root/.dlcluster-rootfs" ] || { echo "chroot.sh: $root is not a finished root filesystem" >&2; exit 2; }
@@ -44,5 +47,11 @@ for exe in /usr/bin/python3.[0-9]*; do
   bind_file "$exe"
   bind_dir "/usr/lib/$(basename "$exe")"
 done
-for file in /etc/passwd /etc/group /etc/hosts /etc/hostname; do bind_file "$file"; done
+mkdir -p "$root/run/dlcluster-host-etc"
+mount --bind /etc "$root/run/dlcluster-host-etc"
+mount -o remount,ro,bind "$root/run/dlcluster-host-etc"
+for name in passwd group hosts hostname; do
+  [ "$(readlink "$root/etc/$name" || true)" = "/run/dlcluster-host-etc/$name" ] ||
+    ln -sfn "/run/dlcluster-host-etc/$name" "$root/etc/$name"
+done
 exec chroot "$root" "$@"
