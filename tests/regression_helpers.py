@@ -1,4 +1,4 @@
-"""The replay matrix behind the simulator's regression fixtures (issue 11).
+"""The replay matrix behind the simulator's regression fixtures.
 
 ``tests/fixtures/regression/<case>.csv.gz`` holds the ``--jobs-csv`` output of each case as
 produced once by commit a99a6b1's code (``scripts/regression_fixtures.py make``); the

@@ -1,4 +1,4 @@
-"""Regression fixtures (issue 11): the per-job CSV (``--jobs-csv``) of ``dlprio simulate`` is
+"""Regression fixtures: the per-job CSV (``--jobs-csv``) of ``dlprio simulate`` is
 byte-identical to what commit a99a6b1's code produced, stored in tests/fixtures/regression/
 (generated once by ``scripts/regression_fixtures.py make``; see the README there).
 

@@ -95,7 +95,7 @@ class Observation:
 
 #: ``units_from_jobs``' memory between two cycles: unit id → (its Job records, the result:
 #: the Unit or None when not managed). Jobs are frozen; the client reuses the Job of a record
-#: that did not change, so an unchanged unit is found by identity (issue 15).
+#: that did not change, so an unchanged unit is found by identity.
 UnitCache = dict[int, tuple[tuple[Job, ...], "Unit | None"]]
 
 
@@ -226,7 +226,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     """Fold the units into the ledger (runs opened/closed, jobs upserted or ended).
 
     ``client`` is used only for ``sacct`` when a run's end is unknown (None: never). Call it
-    inside one :meth:`Ledger.transaction`. Cost at 10,000 jobs (issue 15): one read of the
+    inside one :meth:`Ledger.transaction`. Cost at 10,000 jobs: one read of the
     active rows and open runs, one ``IN`` read of the finished units' rows, then bulk writes
     (``executemany``) of what changed; an unchanged active job costs no statement of its own
     (its ``last_seen`` moves with :meth:`Ledger.touch_active`), a finished job already recorded

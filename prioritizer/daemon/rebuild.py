@@ -1,4 +1,4 @@
-"""Rebuild a lost or stale ledger's runs from Slurm accounting (issue 14, item 7).
+"""Rebuild a lost or stale ledger's runs from Slurm accounting.
 
 Hook in the observe step (:func:`prioritizer.daemon.observe.observe` calls
 :func:`rebuild_stale_runs` after folding squeue into the ledger). A unit is *stale* when Slurm

@@ -1,4 +1,4 @@
-"""``dlprio simulate``: replay a job trace under one or several policies (issue 4).
+"""``dlprio simulate``: replay a job trace under one or several policies.
 
 Argument parsing and output only; the replay is ``prioritizer.sim.engine``, the rules are
 ``prioritizer.policy.decide``. Bad input (malformed trace row, bad config key, no cluster size)
