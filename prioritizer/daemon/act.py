@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection, Mapping
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -320,5 +321,6 @@ def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: C
                 changes.append((job_id, old, st.queue, st.reason))
     for job_id, old, new, reason in changes:
         name = "promoted" if job_id in promoted else ("new" if old is None else "queue_changed")
-        event(log, name, job_id, **{"from": old, "to": new, "reason": reason})
+        fields: dict[str, Any] = {"from": old, "to": new, "reason": reason}
+        event(log, name, job_id, **fields)
     return changes

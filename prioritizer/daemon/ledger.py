@@ -227,7 +227,7 @@ class Ledger:
             except BaseException:
                 self.conn.close()
                 raise
-            self.conn.isolation_level = ""
+            self.conn.isolation_level = "DEFERRED"   # BEGIN DEFERRED, what "" means
         elif readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
@@ -259,7 +259,7 @@ class Ledger:
             except BaseException:
                 self.conn.close()
                 raise
-            self.conn.isolation_level = ""   # back to sqlite3's implicit transactions
+            self.conn.isolation_level = "DEFERRED"   # back to sqlite3's implicit transactions
             for side in ("-wal", "-shm"):
                 side_path = Path(str(self.path) + side)
                 if side_path.exists():

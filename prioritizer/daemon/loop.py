@@ -22,6 +22,7 @@ from typing import TextIO
 
 from prioritizer import tables
 from prioritizer.daemon import act
+from prioritizer.daemon.act import Encoding
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.policy.gittins import GittinsDistribution
@@ -175,7 +176,7 @@ class Daemon:
             self.ledger.set_meta("order_backlog", str(left))
             event(self.log, "order_backlog", left=left, budget=self.cfg.update_budget)
 
-    def encoding(self, now: float) -> act.Encoding | None:
+    def encoding(self, now: float) -> Encoding | None:
         """The priority encoding (mode priority), reading PriorityWeight* once per daemon."""
         if self.cfg.mode != "priority":
             return None

@@ -245,9 +245,9 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
         known = row is not None and seen == (row.user, row.account, row.partition, row.state,
                                              row.gpus, row.submit_time, row.restart_count)
         run = open_runs.get(unit.job_id)
-        if unit.phase is None and known and row.ended_at is not None and run is None:
+        if unit.phase is None and known and row is not None and row.ended_at is not None and run is None:
             continue                      # finished and already recorded as such
-        if not (known and row.ended_at is None):
+        if not (known and row is not None and row.ended_at is None):
             upserts.append((unit.job_id, *seen, now))
         if unit.phase is JobPhase.RUNNING and unit.start_time is not None:
             if run is not None and run.start != unit.start_time:

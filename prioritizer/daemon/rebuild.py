@@ -29,8 +29,11 @@ from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
 
 class _Unit(Protocol):
-    job_id: int
-    restart_count: int
+    @property
+    def job_id(self) -> int: ...
+
+    @property
+    def restart_count(self) -> int: ...
 
 
 def stale_units(ledger: Ledger, units: Mapping[int, _Unit]) -> list[int]:

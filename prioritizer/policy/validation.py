@@ -332,11 +332,14 @@ def _parts(tp: Any) -> tuple[Any, msgspec.Meta | None, list[Rule]]:
     return base, meta, [r for r in extra if isinstance(r, Rule)]
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _field_hints(cls: type) -> dict[str, Any]:
     """The declared field types of a config dataclass, in declaration order."""
     hints = typing.get_type_hints(cls, include_extras=True)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+#: cached per class (a class is hashable; typeshed's ``functools.cache`` asks for Hashable)
+_hints: Callable[[type], dict[str, Any]] = functools.cache(_field_hints)
 
 
 def _is_config(tp: Any) -> bool:
