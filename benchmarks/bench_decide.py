@@ -1,4 +1,4 @@
-"""Benchmark: one policy decision over 10,000 jobs on 1,000 nodes × 8 GPUs (issue 4, "Scale").
+"""Benchmark: one policy decision over 10,000 jobs on 1,000 nodes × 8 GPUs.
 
 Prints wall time (median of repeats), CPU time of the process (minimum of repeats: on a
 shared machine the figure least moved by other work) and peak traced memory per policy;

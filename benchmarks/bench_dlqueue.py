@@ -1,4 +1,4 @@
-"""dlqueue speed at a real site's queue size on a live cluster (issue 15: one refresh and
+"""dlqueue speed at a real site's queue size on a live cluster (one refresh and
 ``--json`` at 10,000 jobs within 1 s).
 
 With ``--fill N`` it first tops the cluster named by SLURM_CONF up to N active jobs: 32 one-GPU

@@ -1,4 +1,4 @@
-"""dlsubmit speed against plain sbatch on a live cluster (issue 15 targets).
+"""dlsubmit speed against plain sbatch on a live cluster (targets: docs/dlsubmit.md, "Speed").
 
 Prints, as the minimum of ``--repeat`` runs (the machine is shared; the minimum is the least
 disturbed figure):

@@ -1,4 +1,4 @@
-"""Benchmark (issue 11): wall time of whole ``dlprio simulate`` processes on the real traces.
+"""Benchmark: wall time of whole ``dlprio simulate`` processes on the real traces.
 
 Every policy on the Philly dense window (127 × 8) and ITP cluster04 (69 × 8), both
 placements, zero cost and with costs: the replays of the regression matrix

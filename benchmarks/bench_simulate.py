@@ -1,4 +1,4 @@
-"""Benchmark: simulator replays (issue 4, "Scale"); prints wall time and peak memory.
+"""Benchmark: simulator replays; prints wall time and peak memory.
 
 Cases: the Philly excerpt's dense window (submit >= 48 days, 14,237 jobs) on a cluster sized
 for load ≈ 0.9 and on the issue's 127 × 8; ITP cluster04 (15,802 jobs) on 69 × 8; a

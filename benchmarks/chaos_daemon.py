@@ -1,4 +1,4 @@
-"""The daemon under chaos, the long version (issue 14 item 12; prints figures, asserts nothing).
+"""The daemon under chaos, the long version (prints figures, asserts nothing).
 
 Seeded churn of mixed jobs while ``dlprio run`` is SIGKILLed at random moments and right after
 each preemption step, then per job: ledger vs ``sacct --duplicates``, runs counted once, every

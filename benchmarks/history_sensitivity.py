@@ -1,5 +1,5 @@
 """How much a few seconds of timing noise move the per-job figure of ``dlprio history check``,
-for the two workloads of the live test under ``dlprio run`` (issue 12, part 2). Prints figures.
+for the two workloads of the live test under ``dlprio run``. Prints figures.
 
     .venv/bin/python benchmarks/history_sensitivity.py
 

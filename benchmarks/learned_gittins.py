@@ -1,5 +1,5 @@
 """Gittins with a distribution learned from the first half of a trace, replayed on the second
-half, against the packaged YARN distribution and 2D-LAS (issue 12, part 4). Prints figures.
+half, against the packaged YARN distribution and 2D-LAS. Prints figures.
 
     .venv/bin/python benchmarks/learned_gittins.py
 

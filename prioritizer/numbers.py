@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from typing import overload
 
 from prioritizer.command import CliError
 
@@ -81,6 +82,10 @@ def arg_type(option: str, parse: Callable[..., int | float], *bounds: float,
     return convert
 
 
+@overload
+def cluster_size(option: str, value: str, high: int) -> int: ...
+@overload
+def cluster_size(option: str, value: None, high: int) -> None: ...
 def cluster_size(option: str, value: str | None, high: int) -> int | None:
     """``--nodes``/``--gpus-per-node`` (kept as text by argparse): None when absent, else a
     whole number <= ``high`` (0 or less is left to the caller's "must be > 0").

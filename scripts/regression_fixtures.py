@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make or check the simulator's regression fixtures (issue 11).
+"""Make or check the simulator's regression fixtures.
 
     regression_fixtures.py make  [--code DIR] [--jobs 2] [--only SUBSTR]
     regression_fixtures.py check [--jobs 2] [--only SUBSTR]

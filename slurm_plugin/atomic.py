@@ -66,7 +66,7 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, *,
     how = {"mode": "wb"} if binary else {"mode": "w", "encoding": "utf-8", "newline": newline}
     if is_special(path):   # stat(2) on the path as given: /dev/stdout's /proc magic link too
         with open(path, **how) as handle:
-            handle.write(data)
+            handle.write(data)  # type: ignore[arg-type]  # str in mode "w", bytes in "wb" (how)
         return
     target = Path(os.path.realpath(path))   # a symlink: its target is what gets replaced
     try:
@@ -76,7 +76,7 @@ def write_atomically(path: str | os.PathLike[str], data: str | bytes, *,
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, **how) as handle:
-            handle.write(data)
+            handle.write(data)  # type: ignore[arg-type]  # str in mode "w", bytes in "wb" (how)
             handle.flush()
             os.fchmod(handle.fileno(), keep)
         os.replace(tmp, target)

@@ -51,13 +51,16 @@ import re
 import sys
 import unicodedata
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 EXIT_CLOSED_STDOUT = 0
 EXIT_USAGE = 2
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
-Main = Callable[[list[str] | None], int]
+class Main(Protocol):
+    """A command's ``main(argv=None) -> int`` (argv None: ``sys.argv[1:]``)."""
+
+    def __call__(self, argv: list[str] | None = None) -> int: ...
 
 
 def quiet_on_closed_stdout(main: Main) -> Main:

@@ -558,7 +558,7 @@ def conf_problem(path: str | None) -> str | None:
 
 def _timeout_message(timeout_s: float, exc: subprocess.TimeoutExpired) -> str:
     """``no answer within N s``, followed by the last line the command wrote on stderr."""
-    err = exc.stderr or b""
+    err: str | bytes = exc.stderr or b""
     if isinstance(err, bytes):
         err = err.decode("utf-8", "replace")
     last = err.strip().splitlines()[-1] if err.strip() else ""

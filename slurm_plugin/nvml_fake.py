@@ -107,7 +107,7 @@ def check_record(record: dict[str, Any], where: str) -> None:
         for k, link in enumerate(links):
             if (not isinstance(link, list) or len(link) != 2 or link[0] not in FakeNvml._TYPES):
                 raise bad(f"nvlinks[{k}]", 'not ["gpu"|"switch", remote_bus_id]')
-            _bus_id(link[1], lambda why, k=k: bad(f"nvlinks[{k}]", why))
+            _bus_id(link[1], lambda why: bad(f"nvlinks[{k}]", why))
 
 
 def _bus_id(value: Any, bad: Callable[[str], ValueError]) -> str:

@@ -2,7 +2,7 @@
 
 Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job -> script, pure)
 -> ``slurm_plugin.client.SlurmClient.submit`` (the only door to Slurm, docs/design.md, code rule 4).
-``--dry-run`` prints the script and needs no Slurm at all. Exit status (issue 3):
+``--dry-run`` prints the script and needs no Slurm at all. Exit status:
 
 * 0: submitted (prints the job id) or rendered (``--dry-run``).
 * 2: a problem in the spec, the file or the options (one line per problem, naming the field

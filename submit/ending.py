@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import Callable
 
-Main = Callable[[list[str] | None], int]
+from slurm_plugin.cli_util import Main
 
 
 def without_final_gc(main: Main) -> Main:

@@ -297,7 +297,7 @@ class _Given(argparse.Action):
         namespace.given = {*getattr(namespace, "given", ()), self.dest}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="dlqueue", description="Slurm jobs in the order they will start, with the dlprio "
         "queue (QUEUE, Q0 = highest) and attained service (ATTAINED(GPU·s): GPUs x seconds "
@@ -339,6 +339,10 @@ class _View:
         if args.me:
             users.append(getpass.getuser())
         self.users = users or None
+        self.path: str
+        self.config_note: str
+        self.job_ids: list[int] | None
+        self.keep_id: Callable[[str], bool] | None
         self.path, self.config_note = ((args.snapshot, "") if args.snapshot
                                        else default_snapshot_path())
         self.job_ids, self.keep_id = (_job_filter(args.jobs) if args.jobs is not None

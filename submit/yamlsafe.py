@@ -64,7 +64,7 @@ class _Checks(DuplicateKeyCheck):
             raise _too_many_digits(value, f"line {node.start_mark.line + 1}: ") from None
 
     def get_single_node(self) -> yaml.Node | None:
-        node = super().get_single_node()
+        node = super().get_single_node()  # type: ignore[misc]  # a mixin: the loader it joins has it
         problem = None if node is None else size_problem(node)
         if problem:
             raise TooLarge(problem)
@@ -75,10 +75,10 @@ class _Loader(_Checks, yaml.SafeLoader):
     """Pure-Python safe loader with the checks (PyYAML's own messages and escapes)."""
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)  # type: ignore[type-var]  # PyYAML's stubs type the constructor as BaseConstructor's; _Loader is a SafeLoader
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)  # type: ignore[type-var]  # PyYAML's stubs type the constructor as BaseConstructor's; _Loader is a SafeLoader
 
-_CLoader: type | None = None
+_CLoader: Any = None   # libyaml's loader class with the checks, when PyYAML has libyaml
 if getattr(yaml, "CSafeLoader", None) is not None:
     class _CLoader(_Checks, yaml.CSafeLoader):  # type: ignore[no-redef]
         """libyaml's parser with the checks: about 10x faster on a valid document."""

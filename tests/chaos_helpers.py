@@ -1,4 +1,4 @@
-"""The daemon under chaos on a live cluster (issue 14 item 12): seeded churn of mixed jobs,
+"""The daemon under chaos on a live cluster: seeded churn of mixed jobs,
 ``dlprio run`` SIGKILLed at random moments *and* right after each preemption step (the
 test-only fault point), then every figure checked against Slurm's accounting.
 

@@ -1,7 +1,7 @@
-"""The replay matrix behind the simulator's regression fixtures (issue 11).
+"""The replay matrix behind the simulator's regression fixtures.
 
 ``tests/fixtures/regression/<case>.csv.gz`` holds the ``--jobs-csv`` output of each case as
-produced once by commit a99a6b1's code (``scripts/regression_fixtures.py make``); the
+produced once by the simulator that called ``decide()`` from scratch at every event (``scripts/regression_fixtures.py make``); the
 simulator must keep producing the very same bytes (``scripts/regression_fixtures.py check``
 for the whole matrix, ``tests/test_sim_regression.py`` for a fast subset).
 """

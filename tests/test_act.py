@@ -137,7 +137,7 @@ def test_held_jobs_get_no_update(tmp_path: Path) -> None:
 
 
 def test_refused_update_backs_off_per_job_instead_of_every_cycle(tmp_path: Path) -> None:
-    """Issue 14 item 9: job 2's update is refused; it is not re-sent until its backoff
+    """Job 2's update is refused; it is not re-sent until its backoff
     (interval, doubling) is over, while the other jobs' updates go on; an accepted update
     ends the backoff."""
     obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2)))
@@ -171,7 +171,7 @@ def test_once_exits_1_only_when_slurm_accepted_nothing(capsys: pytest.CaptureFix
     assert err.count("\n") == 1 and "job 2: Access/permission denied" in err
 
 
-# ---------------------------------------------------------------- update budget (issue 15)
+# ---------------------------------------------------------------- update budget
 def test_plan_sends_the_head_of_the_start_order_first_up_to_the_budget() -> None:
     wanted = {5: "site_factor:9", 3: "site_factor:8", 9: "site_factor:8", 1: "site_factor:7"}
     todo = act.plan(wanted, {}, budget=2)

@@ -1,4 +1,4 @@
-"""R1 as a test (issue 14 item 12): seeded churn of mixed jobs while ``dlprio run`` is
+"""R1 as a test: seeded churn of mixed jobs while ``dlprio run`` is
 SIGKILLed at random moments and right after each preemption step; then, per job, ledger vs
 ``sacct --duplicates`` within one interval × GPUs, no run counted twice, every intent
 finished, no attempt signalled twice (tests/chaos_helpers.py). A few minutes; the longer

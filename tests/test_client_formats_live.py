@@ -1,4 +1,4 @@
-"""The formatted squeue read and ``squeue --json`` find identical records (issue 15).
+"""The formatted squeue read and ``squeue --json`` find identical records.
 
 The daemon and dlqueue read jobs through one ``squeue --Format`` call (about 20× cheaper than
 ``squeue --json`` at 10,000 jobs). This live test puts every kind of job the product meets on

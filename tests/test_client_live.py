@@ -1,4 +1,4 @@
-"""The Slurm client against the live cluster (issue 2, item 4).
+"""The Slurm client against the live cluster.
 
 Each test submits real jobs to the cluster that SLURM_CONF names (4 nodes x 8 fake GPUs from
 `dlcluster up`), polls with timeouts and cancels its jobs at the end.

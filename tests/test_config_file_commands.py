@@ -1,5 +1,5 @@
 """``--config`` of ``dlprio simulate``, ``history check`` and ``tune`` is checked as ``dlprio
-run`` checks it (session 6 break trial): they read only its ``policy:`` section, so a misspelt
+run`` checks it: they read only its ``policy:`` section, so a misspelt
 daemon key, a bad daemon value or a wrong top-level section passed, and a file simulate accepted
 failed in ``dlprio run``. Now every daemon key is checked by the daemon's own rules, without
 Slurm, a ledger or the configured paths. Expected texts are written out here from the rules."""

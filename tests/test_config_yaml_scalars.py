@@ -1,4 +1,4 @@
-"""A name in dlprio.yaml that YAML 1.1 does not read as text (session 6 break trial):
+"""A name in dlprio.yaml that YAML 1.1 does not read as text:
 ``lease_name: no`` is the boolean false to PyYAML, ``lease_name: 123`` a number, an empty value
 null. Every text key, every item of a name list and every key taking one of a few names says
 what YAML made of the value and how to quote it, one line each, exit 2. Expected texts are

@@ -1,4 +1,4 @@
-"""``update_budget`` on the live cluster (issue 15): a backlog of new pending jobs is sent head of
+"""``update_budget`` on the live cluster: a backlog of new pending jobs is sent head of
 the start order first, a budget per cycle, and converges; Slurm's priorities then follow the
 policy's order.
 

@@ -184,7 +184,7 @@ def test_second_lock_holder_is_refused_with_the_pid(tmp_path: Path) -> None:
 
 
 def test_slurm_call_timeout_is_shorter_than_the_interval() -> None:
-    """Issue 14 item 10: auto timeout is half the interval, at most 10 s."""
+    """Auto timeout is half the interval, at most 10 s."""
     assert DaemonConfig(interval_s=30).call_timeout_s == 10
     assert DaemonConfig(interval_s=4).call_timeout_s == 2
     assert DaemonConfig(interval_s=30, slurm_timeout_s=25).call_timeout_s == 25

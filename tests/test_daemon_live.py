@@ -1,4 +1,5 @@
-"""``dlprio run`` on the live cluster (issue 5, "Done when" (a), (c), (d), (e), priority order).
+"""``dlprio run`` on the live cluster (the letters in the test names: (a) preemption and resume, (c) a slurmctld
+outage, (d)/(e) starvation promotion and ``explain``; and priority order).
 
 Fast settings: 5 s cycle, 5 s grace, thresholds of tens of GPU·s, ``cred_expire`` 10 s on the
 cluster. The truth for attained service is independent of the daemon: the start/end stamps

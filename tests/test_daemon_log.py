@@ -1,4 +1,4 @@
-"""The daemon's events through the standard logging module (issue 17): the JSON and text lines
+"""The daemon's events through the standard logging module: the JSON and text lines
 keep today's keys and values, a site's own handler receives the records, and ``dlprio
 run/once`` never add a second stderr handler."""
 

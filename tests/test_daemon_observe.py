@@ -1,5 +1,5 @@
 """observe's pure parts: hetjob components become one unit; what the policy is told about
-held, exempt and non-requeueable jobs (issue 5, "Each cycle" and "Preemption")."""
+held, exempt and non-requeueable jobs (docs/dlprio.md, "Preemption")."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_partitions_filter_and_malformed_marker() -> None:
 
 
 def test_unit_cache_reuses_units_of_the_same_job_records_and_rebuilds_changed_ones() -> None:
-    """Issue 15: with a cache, a unit whose Job records are the very objects of the last call
+    """With a cache, a unit whose Job records are the very objects of the last call
     is reused; a changed component, a new job or a CPU-only job give what a fresh call gives."""
     lead = job_from_json(_job(job_id=10, het_job_id=10, het_job_offset=0))
     comp = job_from_json(_job(job_id=11, het_job_id=10, het_job_offset=1, node_count=2,
@@ -86,7 +86,7 @@ def test_snapshot_marks_exempt_held_and_unrequeueable_jobs(tmp_path: Path) -> No
 
 
 def test_gpu_less_hetjob_component_needs_no_gpu_node() -> None:
-    """Issue 14 item 4: PAI's ps (0 GPUs) + worker (8 GPUs) is one 8-GPU node, not (0, 8)."""
+    """PAI's ps (0 GPUs) + worker (8 GPUs) is one 8-GPU node, not (0, 8)."""
     pending = [job_from_json(_job(job_id=20, het_job_id=20, het_job_offset=0, job_state="PENDING",
                                   tres_per_node=None, nodes="", start_time=0)),
                job_from_json(_job(job_id=21, het_job_id=20, het_job_offset=1, job_state="PENDING",
@@ -126,7 +126,7 @@ def test_gpu_less_component_lets_the_hetjob_start_on_a_free_node_without_preempt
 
 
 def test_interactive_allocation_is_never_a_victim(tmp_path: Path) -> None:
-    """Issue 14 item 5: ``salloc``/``srun`` jobs (``batch_flag`` false) cannot be requeued."""
+    """``salloc``/``srun`` jobs (``batch_flag`` false) cannot be requeued."""
     jobs = [job_from_json(_job(job_id=40, batch_flag=False)), job_from_json(_job(job_id=41))]
     units = units_from_jobs(jobs, DaemonConfig())
     assert units[40].requeue is False and units[41].requeue is True
@@ -138,7 +138,7 @@ def test_interactive_allocation_is_never_a_victim(tmp_path: Path) -> None:
 
 
 def test_tiers_from_scontrol_show_partition_reach_the_policy(tmp_path: Path) -> None:
-    """Issue 14 item 2: each unit carries its partition's PriorityTier (highest of a list)."""
+    """Each unit carries its partition's PriorityTier (highest of a list)."""
     from prioritizer.daemon.observe import partition_tiers
     tiers = partition_tiers({"gpu": {"PriorityTier": "1"}, "hi": {"PriorityTier": "10"},
                              "odd": {"PriorityTier": "x"}})

@@ -111,7 +111,7 @@ def test_a_config_path_that_is_not_a_file_is_exit_2_naming_the_key(
 @pytest.mark.parametrize("make", ["fifo", "device", "directory", "missing"])
 def test_config_files_that_are_not_regular_files_are_refused_at_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, make: str) -> None:
-    """A FIFO or /dev/zero as --config or --log-config used to block or read without end."""
+    """A FIFO or /dev/zero as --config or --log-config is refused at once, never read."""
     target = {"fifo": tmp_path / "fifo", "device": Path("/dev/zero"),
               "directory": tmp_path, "missing": tmp_path / "none.yaml"}[make]
     if make == "fifo":

@@ -1,4 +1,4 @@
-"""dlprio explain / status from a hand-built ledger (issue 5 (e) and `status --json` keys)."""
+"""dlprio explain / status from a hand-built ledger (why a job sits where it sits, and the `status --json` keys)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_status_json_keys_exactly(ledger: Ledger) -> None:
     assert table[1].split() == ["42", "alice", "PENDING", "Q1", "60.0", "1", "0", "1", "0"]
 
 
-# ---------------------------------------------------------------- issue 14 item 1
+# ---------------------------------------------------------------- a stopped daemon's ledger
 def _stopped_daemon_ledger(tmp_path: Path) -> Ledger:
     """The daemon saw a 2-GPU job running from t=1000 at its cycles up to t=1020, then was
     stopped (SIGTERM); the job ended afterwards, unseen. Another job ended long ago."""

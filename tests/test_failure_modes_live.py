@@ -1,11 +1,11 @@
-"""Failure modes where Slurm's own behaviour is the point (issue 14), on the live cluster.
+"""Failure modes where Slurm's own behaviour is the point, on the live cluster.
 
-* item 6: ``scontrol requeue`` of a job that completed just before runs it again; ``requeue
+* ``scontrol requeue`` of a job that completed just before runs it again; ``requeue
   incomplete`` (what the daemon sends) leaves it completed. The race is made deterministic:
   the daemon's observation says RUNNING (taken before the job ended), the requeue comes after.
-* item 5: a ``--no-requeue`` job: Slurm refuses the requeue; the daemon logs the reason, does
+* a ``--no-requeue`` job: Slurm refuses the requeue; the daemon logs the reason, does
   not count a preemption, and never picks the job again in that run.
-* item 3: the victim carries its lowered SiteFactor *before* the requeue: the moment it is
+* the victim carries its lowered SiteFactor *before* the requeue: the moment it is
   pending again, Slurm's priority for it is below the waiter's.
 """
 

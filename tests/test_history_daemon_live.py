@@ -1,4 +1,4 @@
-"""Live fidelity of the history replay under ``dlprio run`` (issue 12, part 2): 30 checkpointing
+"""Live fidelity of the history replay under ``dlprio run``: 30 checkpointing
 GPU jobs (1, 2, 4 or 8 GPUs, 15–75 one-second steps) in three bursts of ten, 10 s apart, run
 while the daemon orders and preempts them (2D-LAS, thresholds 210/100,000 GPU·s, 5 s cycle, 5 s
 grace); ``dlprio history export --ledger`` writes the history and ``history check --config

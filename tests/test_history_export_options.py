@@ -1,4 +1,4 @@
-"""`dlprio history export` option values (s3-break items 3, 4, 5, 8): the window forms we
+"""`dlprio history export` option values: the window forms we
 document, an empty window, empty option values, control characters in paths.
 
 SlurmClient is replaced by a recorder: these tests are about what reaches sacct (or that nothing

@@ -1,7 +1,7 @@
 """`dlprio history export/check --ledger`: a ledger that is valid SQLite with bad cells is exit
-2 naming the ledger, row and column (s3-break item 7); a directory, a missing file or a name
-with control characters is one clear line (item 8); the "in phase with the daemon cycles"
-line appears only when the replay has decision ticks to phase (item 6)."""
+2 naming the ledger, row and column; a directory, a missing file or a name
+with control characters is one clear line; the "in phase with the daemon cycles"
+line appears only when the replay has decision ticks to phase."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Live fidelity of the history replay (issue 12, part 2): a workload of 32 GPU jobs of mixed
+"""Live fidelity of the history replay: a workload of 32 GPU jobs of mixed
 sizes (1–8 GPUs) and lengths (sleeps of 6–30 s) runs under Slurm alone on the ``dlcluster``
 (needs ``--with-dbd``), ``dlprio history export`` writes it, and the replay under fit-first
 FIFO on the cluster's own node shape (``--cluster-from-slurm``) must give an average JCT within

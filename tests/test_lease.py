@@ -1,4 +1,4 @@
-"""The cluster lease's rules with a recording stand-in for slurmctld (issue 14 item 11). The
+"""The cluster lease's rules with a recording stand-in for slurmctld. The
 live test (tests/test_lease_live.py) shows them on a real cluster; this one covers the race a
 live run cannot time: two daemons submitting their lease jobs at the same moment."""
 

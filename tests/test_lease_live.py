@@ -1,4 +1,4 @@
-"""One acting daemon per cluster (issue 14 item 11), live: two daemons with two ledgers.
+"""One acting daemon per cluster, live: two daemons with two ledgers.
 
 The lease is a held job that slurmctld arbitrates (prioritizer/daemon/lease.py): a second
 daemon with another ledger is refused while the holder's heartbeat is fresh, takes over once

@@ -1,4 +1,4 @@
-"""``lease_name``, the Slurm job name of the cluster lease (session 6 break trial): one name that
+"""``lease_name``, the Slurm job name of the cluster lease: one name that
 reads the same to squeue on every daemon host and fits in the lease job's comment. Expected texts
 are written out here from the rule in prioritizer/daemon/config.py (LeaseName)."""
 

@@ -1,5 +1,5 @@
 """The ledger: file mode, attained service from runs, run bookkeeping across requeues and
-restarts of the daemon, and recovery of preemption intents (issue 5, "Ledger")."""
+restarts of the daemon, and recovery of preemption intents."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def test_unreachable_requeue_is_rolled_back_and_retried(ledger: Ledger) -> None:
 
 
 def test_active_rows_are_fresh_after_every_write_and_rollback(tmp_path) -> None:
-    """The remembered active rows (issue 15) never hide a write, committed or rolled back."""
+    """The remembered active rows never hide a write, committed or rolled back."""
     from prioritizer.daemon.ledger import Ledger as L
     with L(tmp_path / "c.sqlite") as led:
         kw = dict(user="u", account="a", partition="gpu", gpus=1, submit_time=1.0,
@@ -230,9 +230,9 @@ def test_active_rows_are_fresh_after_every_write_and_rollback(tmp_path) -> None:
         assert led.jobs(active_only=True) == [] and led.jobs()[0].state == "COMPLETED"
 
 
-# ---------------------------------------------------------------- issue 14, items 3, 5, 6
+# ---------------------------------------------------------------- victims: lowered first, refused, ended before requeue
 def test_victim_is_lowered_before_its_requeue_in_the_same_act(ledger: Ledger) -> None:
-    """Item 3: the lower value goes to Slurm before ``scontrol requeue``, not a cycle later."""
+    """The lower value goes to Slurm before ``scontrol requeue``, not a cycle later."""
     client = RecordingClient()
     p = _preemptor(ledger, client)
     _record(ledger, 100, unit(2, marker=False))
@@ -253,7 +253,7 @@ def test_partition_mode_victim_is_held_moved_then_released(ledger: Ledger) -> No
 
 
 def test_refused_requeue_is_an_event_not_a_preemption_and_not_retried(tmp_path: Path) -> None:
-    """Item 5: Slurm refuses (``--no-requeue``): logged with its reason, the counter goes
+    """Slurm refuses (``--no-requeue``): logged with its reason, the counter goes
     back down, and the job is not a victim again during this run."""
     from prioritizer.daemon.observe import build_snapshot
     with Ledger(tmp_path / "l.sqlite") as ledger, captured() as (log, stream):
@@ -278,7 +278,7 @@ def test_refused_requeue_is_an_event_not_a_preemption_and_not_retried(tmp_path: 
 
 
 def test_job_completed_just_before_the_requeue_is_not_counted_as_requeued(ledger: Ledger) -> None:
-    """Item 6: squeue showed it running; it completed before ``requeue incomplete``, which
+    """Squeue showed it running; it completed before ``requeue incomplete``, which
     then did nothing. The live proof is tests/test_preempt_live.py."""
     client = RecordingClient(completed={4})
     p = _preemptor(ledger, client)

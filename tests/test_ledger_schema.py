@@ -1,7 +1,7 @@
-"""The ledger's schema version (issue 17): ordered migrations from ``PRAGMA user_version``.
+"""The ledger's schema version: ordered migrations from ``PRAGMA user_version``.
 
-``tests/fixtures/ledger/main-a99a6b1.sqlite`` is a regression fixture: a ledger written by
-main a99a6b1's code (no schema version), made by the script beside it before versions existed.
+``tests/fixtures/ledger/main-a99a6b1.sqlite`` is a regression fixture: a ledger written
+before schema versions existed (``PRAGMA user_version`` 0), made by the script beside it.
 """
 
 from __future__ import annotations

@@ -232,7 +232,7 @@ def test_privileged_users_resolved_from_passwd(tmp_path):
     assert p.modify(p.desc(priority=5), REC, uid=990) == 0
 
 
-# --- counting GPUs in every form Slurm 22.05 passes (issue 13 item 19) -------------------------
+# --- counting GPUs in every form Slurm 22.05 passes -------------------------
 # The strings are what slurmctld 22.05 stores and hands to job_submit/lua for each sbatch option
 # (read back with `scontrol show job` on the live cluster: TresPerNode/TresPerJob/TresPerSocket/
 # TresPerTask); counts follow slurm.conf(5) Gres=: count 1 when left out, K/M/G/T/P = 1024^n.

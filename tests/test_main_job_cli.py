@@ -220,7 +220,7 @@ def test_plain_jobs_6_is_the_short_form_of_the_load_rule() -> None:
 
 def test_demo_readme_and_doc_give_the_same_times() -> None:
     """demo.sh's header, the README and docs/main_job.md name the same duration for the whole demo
-    and for --jobs 6 (issue 10: they once said 10 and 8 minutes)."""
+    and for --jobs 6."""
     import re
 
     demo = (REPO / "demo.sh").read_text()

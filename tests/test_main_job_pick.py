@@ -1,4 +1,4 @@
-"""The main job's workload rule (examples/pick.py, issue 16): the window of N consecutive jobs with
+"""The main job's workload rule (examples/pick.py): the window of N consecutive jobs with
 the highest offered load, judged on the scaled jobs and never on an outcome."""
 
 from __future__ import annotations

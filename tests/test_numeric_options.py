@@ -1,6 +1,6 @@
 """Every numeric option of dlprio simulate / history check / tune: a value that is not a plain
 finite number inside its bound (nan, inf, 1e308, 1_0, a 30-digit node count) is exit 2 with one
-line naming the option, before any replay (s3-break items 1 and 2)."""
+line naming the option, before any replay."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) of the policy's invariants (issue 4, docs/design.md):
+"""Property tests (hypothesis) of the policy's invariants (docs/design.md):
 strict queue precedence, victims only from strictly lower priority, victims' GPUs make the
 waiter fit, the promotion bound, no job both started and preempted, determinism; plus the
 placement search against brute force."""

@@ -1,4 +1,4 @@
-"""Partition PriorityTier in the policy (issue 14 item 2): Slurm orders pending jobs by the
+"""Partition PriorityTier in the policy: Slurm orders pending jobs by the
 tier of their partition before their priority (slurm.conf(5) PriorityTier; SLURM-NOTES
 "Scheduling order"), so the daemon must not free GPUs that a higher tier will take."""
 

@@ -1,4 +1,4 @@
-"""Preemption and operation on the live cluster (issue 5, "Done when" (b) and (f)).
+"""Preemption and operation on the live cluster ((b) and (f) name the tests).
 
 (b) the daemon SIGKILLs itself through the test-only fault point right after writing an intent
 (or right after the requeue call, before recording it); a restarted daemon finishes the intent

@@ -1,5 +1,5 @@
 """dlqueue's command line refuses what it cannot use (exit 2 naming the option or file) and
-selects what it prints: the s3-break tester's faults (numeric options, empty filters, JOBID
+selects what it prints (numeric options, empty filters, JOBID
 forms, snapshot files that are not files, another cluster's snapshot, a stale snapshot's age
 in --watch). Slurm is replaced by a filtering fake: these are argument and printing rules."""
 

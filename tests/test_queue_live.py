@@ -221,7 +221,7 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
 ])
 def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[str],
                                                                   tmp_path: Path) -> None:
-    """Issue 15: each refresh is ONE squeue read of every job (the filters apply in dlqueue;
+    """Each refresh is ONE squeue read of every job (the filters apply in dlqueue;
     22.05's squeue --json ignores -u/--me, and a cluster of users each watching must not load
     slurmctld). The only other call is one ``squeue --version`` per run (local: it never
     reaches slurmctld)."""

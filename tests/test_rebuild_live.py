@@ -1,4 +1,4 @@
-"""A lost ledger is rebuilt from ``sacct --duplicates`` (issue 14, item 7), live on a
+"""A lost ledger is rebuilt from ``sacct --duplicates``, live on a
 ``dlcluster --with-dbd``: a 2-GPU job runs, is requeued, runs again; a daemon starting with an
 empty ledger must count the first run (from sacct, every attempt) besides the current one,
 log how many jobs it rebuilt, ask sacct only once, and never count a run twice."""

@@ -1,5 +1,6 @@
-"""Regression fixtures (issue 11): the per-job CSV (``--jobs-csv``) of ``dlprio simulate`` is
-byte-identical to what commit a99a6b1's code produced, stored in tests/fixtures/regression/
+"""Regression fixtures: the per-job CSV (``--jobs-csv``) of ``dlprio simulate`` is
+byte-identical to what the simulator that called ``decide()`` from scratch at
+every event produced, stored in tests/fixtures/regression/
 (generated once by ``scripts/regression_fixtures.py make``; see the README there).
 
 By default this checks every ``60_job.csv`` case (6 policies × n2g4/n4g4 × both placements

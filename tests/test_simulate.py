@@ -30,7 +30,7 @@ def by_id(result: SimResult) -> dict[int, tuple[float, float, int, int]]:
     return {j.job_id: (j.start, j.end, j.preemptions, j.promotions) for j in result.jobs}
 
 
-# ---- the reference simulator's figures (issue 4), 60_job.csv, counting, zero cost --------
+# ---- the reference simulator's figures, 60_job.csv, counting, zero cost --------
 
 @pytest.mark.parametrize(("spec", "policy", "avg_jct"), [
     ("n2g4.csv", "fifo", 1556.5), ("n2g4.csv", "fifo-fit", 715.3), ("n2g4.csv", "srtf", 519.9),

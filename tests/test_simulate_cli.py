@@ -37,7 +37,7 @@ def test_table_with_ratios_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFi
     assert rc == 0
     assert lines[0].split()[-4:] == ["avg", "x", "p95", "x"]
     assert lines[1].split()[0] == "fifo" and lines[1].split()[-2:] == ["1.000", "1.000"]
-    # srtf / fifo = 519.9 / 1556.5 (reference figures of issue 4)
+    # srtf / fifo = 519.9 / 1556.5 (the reference simulator's figures, docs/simulator.md)
     assert lines[2].split()[-2] == f"{519.9 / 1556.5:.3f}"
     rows = list(csv.DictReader(jobs_csv.open()))
     assert len(rows) == 120 and rows[0]["policy"] == "fifo"

@@ -1,4 +1,4 @@
-"""dlsubmit's job environment and input checks (issue 13, items 1-14), each against its source.
+"""dlsubmit's job environment and input checks, each against its source.
 
 Runtime behaviour runs the generated script under real bash with the fake ``srun``/``scontrol``
 of tests/test_render_runtime.py (a fake only because these tests must run without a cluster;

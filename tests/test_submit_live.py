@@ -1,4 +1,4 @@
-"""dlsubmit against the live cluster (issue 3, "Done when"): real sbatch, srun, signals, requeue.
+"""dlsubmit against the live cluster: real sbatch, srun, signals, requeue.
 
 The cluster is the one SLURM_CONF names (``dlcluster up``: 4 nodes x 8 fake a100 GPUs, 2 sockets
 x 8 cores, 64000 MiB; Slurm sets CUDA_VISIBLE_DEVICES from gres; hetjobs start through backfill,
@@ -325,7 +325,7 @@ def test_preemptions_do_not_spend_the_retry_budget(submit: Submitter) -> None:
 
 @pytest.mark.releases
 def test_every_rank_device_exists_with_real_srun(submit: Submitter) -> None:
-    """Issue 13 item 1, with real srun: 4 instances x 1 GPU on one node. Slurm's gres/gpu plugin
+    """With real srun: 4 instances x 1 GPU on one node. Slurm's gres/gpu plugin
     sets CUDA_VISIBLE_DEVICES per step; under dlsubmit's contract every task sees the node's GPUs
     of the job and torch's ``set_device(LOCAL_RANK)`` (PyTorch torchrun docs) needs
     LOCAL_RANK < len(CUDA_VISIBLE_DEVICES)."""
@@ -339,7 +339,7 @@ def test_every_rank_device_exists_with_real_srun(submit: Submitter) -> None:
 
 
 def test_dlsubmit_from_inside_a_job_gets_a_clean_environment(submit: Submitter, tmp_path: Path) -> None:
-    """Issue 13 item 4: an outer 2-task GPU job runs dlsubmit; the inner job (1 task, 1 GPU)
+    """An outer 2-task GPU job runs dlsubmit; the inner job (1 task, 1 GPU)
     must see its own allocation, not the outer job's SLURM_NTASKS / CUDA_VISIBLE_DEVICES."""
     import sys
 
@@ -363,7 +363,7 @@ def test_dlsubmit_from_inside_a_job_gets_a_clean_environment(submit: Submitter, 
 
 
 def test_secret_reaches_the_task_and_not_slurms_copy_of_the_script(submit: Submitter, tmp_path: Path) -> None:
-    """Issue 13 item 7: the value is filled in at run time; ``scontrol write batch_script``
+    """The value is filled in at run time; ``scontrol write batch_script``
     (Slurm's stored copy) holds only the file's path."""
     sf = tmp_path / "secrets"
     sf.write_text("token=tok-4711\n")
@@ -382,7 +382,7 @@ def test_secret_reaches_the_task_and_not_slurms_copy_of_the_script(submit: Submi
 
 def test_several_specs_in_one_call_all_or_nothing(submit: Submitter, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 15: ``dlsubmit a b c`` validates every spec before submitting any (a bad one:
+    """``dlsubmit a b c`` validates every spec before submitting any (a bad one:
     nothing reaches Slurm, exit 2), then submits each once; ids print in spec order."""
     tag = os.urandom(4).hex()  # this run's jobs only (squeue still lists earlier runs' ended ones)
     names = [f"multi-{tag}-{i}" for i in range(5)]
@@ -407,7 +407,7 @@ def test_several_specs_in_one_call_all_or_nothing(submit: Submitter, tmp_path: P
 
 
 def test_one_sbatch_per_spec_and_no_other_slurm_command(submit: Submitter, tmp_path: Path) -> None:
-    """Issue 15: dlsubmit's Slurm cost per spec is one sbatch (no scontrol/sinfo/squeue
+    """dlsubmit's Slurm cost per spec is one sbatch (no scontrol/sinfo/squeue
     validation, no lookup unless sbatch timed out), counted through the real binaries."""
     path, log = logging_path(tmp_path)
     specs = []

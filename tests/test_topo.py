@@ -229,7 +229,7 @@ def test_parse_ranges_rejects(bad: str):
         parse_ranges(bad)
 
 
-# --- terminal escape codes (issue 13 item 17) ----------------------------------------------------
+# --- terminal escape codes ----------------------------------------------------
 # Our fixtures tests/fixtures/topo/ are written by hand in the form `nvidia-smi topo -m > file`
 # leaves from a terminal: the header underlined (ESC[4m ... ESC[0m, as our H200 capture has), and
 # in the second also bold row names closed the `tput sgr0` way (ESC(B ESC[m).
@@ -267,7 +267,7 @@ def test_our_h200_capture_with_escapes_is_read():
     assert t.gpu_count == 1 and t.gpus[0].cpu_affinity == tuple(range(16)) and t.gpus[0].numa == 0
 
 
-# --- a node shape the capture contradicts (issue 13 item 18) -----------------------------------
+# --- a node shape the capture contradicts -----------------------------------
 # 2gpu-192cpu-bold-rows.txt: GPU0 on CPUs 0-47,96-143 (NUMA 0), GPU1 on 48-95,144-191 (NUMA 1):
 # 192 CPUs, 2 sockets x 48 cores x 2 threads, second threads from CPU 96.
 

@@ -1,4 +1,4 @@
-"""Two keys of one mapping that a reader takes as one (session 6 break trial): ``1:`` and
+"""Two keys of one mapping that a reader takes as one: ``1:`` and
 ``"1":`` are the same parameter to ``dlprio tune``'s grid reader (it takes every key as text),
 and PyYAML itself merges ``1:`` with ``true:`` or ``1.0:`` (equal in Python), keeping the last
 value without a word. Each pair is refused naming both keys, what YAML read each as, and both

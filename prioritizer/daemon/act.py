@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection, Mapping
+from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -129,7 +130,7 @@ def victim_values(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
                   enc: Encoding | None, victims: list[int]) -> dict[int, str]:
     """The value each victim (a RUNNING job about to be requeued) gets *before* its requeue:
     the one :func:`targets` will give it once pending, from its own queue state (a victim's
-    queue is below its waiter's, so the waiter outranks it at once; issue 14 item 3)."""
+    queue is below its waiter's, so the waiter outranks it at once)."""
     out: dict[int, str] = {}
     for job_id in victims:
         state = decisions.states.get(job_id)
@@ -200,8 +201,8 @@ def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
     valid ids of a list anyway) so a single ended job costs nothing else. Records what was
     accepted (one transaction, in this thread: the ledger is not thread-safe); a refused job
     backs off (next try after ``backoff_s``, doubling per refusal in a row up to
-    ``backoff_max_s``; see :func:`without_backoff`) instead of being re-sent every cycle
-    (issue 14 item 9). Raises SlurmUnreachable after recording what went through."""
+    ``backoff_max_s``; see :func:`without_backoff`) instead of being re-sent every cycle.
+    Raises SlurmUnreachable after recording what went through."""
     pieces = [(value, ids[k:k + PIECE_IDS]) for value, ids in batches.items()
               for k in range(0, len(ids), PIECE_IDS)]
     if len(pieces) > 1 and workers > 1:
@@ -313,12 +314,13 @@ def record_states(decisions: Decisions, ledger: Ledger, obs: Observation, log: C
             if (before is not None and not st.changed and job_id not in promoted
                     and (before.queue, before.queue_entry_time, before.service_base_gpu_s)
                     == (st.queue, st.queue_entry_time, st.service_base_gpu_s)):
-                continue   # nothing to write (issue 15: no statement per unchanged job)
+                continue   # nothing to write (no statement per unchanged job)
             ledger.set_queue(job_id, st.queue, st.queue_entry_time, st.service_base_gpu_s,
                              st.reason if st.changed else None, now, job_id in promoted)
             if st.changed:
                 changes.append((job_id, old, st.queue, st.reason))
     for job_id, old, new, reason in changes:
         name = "promoted" if job_id in promoted else ("new" if old is None else "queue_changed")
-        event(log, name, job_id, **{"from": old, "to": new, "reason": reason})
+        fields: dict[str, Any] = {"from": old, "to": new, "reason": reason}
+        event(log, name, job_id, **fields)
     return changes

@@ -2,14 +2,14 @@
 
 The ledger is what the daemon last saw: both views say how old it is (the daemon's last read
 of Slurm) and count an open run only up to the last cycle that saw it running, never
-extrapolated to now: after the daemon stops, a job that ended is not shown gaining service
-(issue 14 item 1). ``explain`` says why a job sits where it sits: its queue, attained service
+extrapolated to now: after the daemon stops, a job that ended is not shown gaining service.
+``explain`` says why a job sits where it sits: its queue, attained service
 (GPU·s, summed over its runs), the thresholds of its queue and the next one, the
 promotion rule (Tiresias NSDI'19 section 4.2: back to queue 0 after waiting ``knob ×`` the
 last run), and the reason of the last change, in the same words the daemon logged
 (docs/design.md, code rule 11). ``status`` lists the active jobs (``--all``: every job the ledger
-still holds, finished ones until ``retention_days``) with the fixed keys of issue 5, plus
-``last_seen`` and the refused-update backoff of issue 14 item 9.
+still holds, finished ones until ``retention_days``) with fixed keys (docs/dlprio.md), plus
+``last_seen`` and the refused-update backoff.
 Both open the ledger read-only and never take the daemon's lock.
 """
 

@@ -1,5 +1,5 @@
 """``gittins_samples: history``: the daemon's Gittins distribution learned from the cluster's
-own finished jobs (issue 12, part 4), refreshed every ``gittins_refresh_s`` seconds.
+own finished jobs, refreshed every ``gittins_refresh_s`` seconds.
 
 Samples are the attained service (GPU·s over every run) of jobs that have *ended*: first the
 ledger's ended jobs (closed runs only), and when those are fewer than ``gittins_min_samples``,

@@ -1,4 +1,4 @@
-"""One acting daemon per *cluster*: a lease that slurmctld arbitrates (issue 14 item 11).
+"""One acting daemon per *cluster*: a lease that slurmctld arbitrates.
 
 The ledger lock (:mod:`prioritizer.daemon.lock`) stops two daemons on one ledger file; two
 daemons with different ledgers, or on two hosts, would still both act on the same jobs. The

@@ -24,7 +24,7 @@ from slurm_plugin.cli_util import visible
 
 #: Ordered migrations: ``(version, statements)``; a ledger at ``PRAGMA user_version`` v gets
 #: every migration above v, each in one transaction with its new version. Version 0 is the
-#: ledger of releases without a schema version (main before issue 17): migration 1 is that
+#: ledger of releases without a schema version (before schema versions): migration 1 is that
 #: schema with ``IF NOT EXISTS``, so it creates a new file and leaves such a ledger as it is.
 #: Append only; never edit a released migration.
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
@@ -47,14 +47,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     restart_count INTEGER NOT NULL DEFAULT 0, signal_at REAL, deadline REAL,
     requeue_at REAL, done_at REAL, outcome TEXT)""",
     )),
-    (2, (   # issue 14: per-job backoff of refused updates; retention scans by end time
+    (2, (   # per-job backoff of refused updates; retention scans by end time
         "ALTER TABLE jobs ADD COLUMN refusals INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE jobs ADD COLUMN retry_at REAL",
         "ALTER TABLE jobs ADD COLUMN refused TEXT",
         "CREATE INDEX IF NOT EXISTS jobs_ended_at ON jobs(ended_at)",
         "CREATE INDEX IF NOT EXISTS intents_job ON intents(job_id)",
     )),
-    (3, (   # issue 15: indexes on what each cycle looks up (active jobs, open runs, open intents)
+    (3, (   # indexes on what each cycle looks up (active jobs, open runs, open intents)
         "CREATE INDEX IF NOT EXISTS jobs_active ON jobs(job_id) WHERE ended_at IS NULL",
         "CREATE INDEX IF NOT EXISTS runs_open ON runs(job_id) WHERE end_time IS NULL",
         "CREATE INDEX IF NOT EXISTS intents_open ON intents(id) WHERE done_at IS NULL",
@@ -227,7 +227,7 @@ class Ledger:
             except BaseException:
                 self.conn.close()
                 raise
-            self.conn.isolation_level = ""
+            self.conn.isolation_level = "DEFERRED"   # BEGIN DEFERRED, what "" means
         elif readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
@@ -259,7 +259,7 @@ class Ledger:
             except BaseException:
                 self.conn.close()
                 raise
-            self.conn.isolation_level = ""   # back to sqlite3's implicit transactions
+            self.conn.isolation_level = "DEFERRED"   # back to sqlite3's implicit transactions
             for side in ("-wal", "-shm"):
                 side_path = Path(str(self.path) + side)
                 if side_path.exists():
@@ -484,7 +484,7 @@ class Ledger:
 
     # ------------------------------------------------------------------ cycle write path (bulk)
     # One observe pass per cycle writes through these, inside ONE transaction, with the same
-    # prepared statements for every job (executemany): no per-job query (issue 15).
+    # prepared statements for every job (executemany): no per-job query.
     def jobs_by_id(self, job_ids: Iterable[int]) -> dict[int, JobRow]:
         """Rows of these jobs (ended ones too), in chunks of 500 ids per query."""
         ids = list(job_ids)

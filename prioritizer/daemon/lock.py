@@ -1,7 +1,7 @@
 """One daemon per ledger: an ``fcntl`` lock on ``<ledger>.lock`` that names its holder.
 
 A second ``dlprio run`` (or ``once``) on the same ledger must refuse to act and say which
-process holds it (issue 5, "Robustness"). ``flock`` is released by the kernel when the holder
+process holds it. ``flock`` is released by the kernel when the holder
 dies, even by SIGKILL, so a crashed daemon never blocks its successor; the file keeps the
 holder's pid for the message.
 """

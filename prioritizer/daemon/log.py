@@ -49,7 +49,7 @@ class CycleAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
 
     @property
     def cycle(self) -> int:
-        return int(self.extra["cycle"])  # type: ignore[index]
+        return int(self.extra["cycle"])  # type: ignore[index, arg-type]  # extra is the {"cycle": int} set here
 
     @cycle.setter
     def cycle(self, value: int) -> None:

@@ -22,6 +22,7 @@ from typing import TextIO
 
 from prioritizer import tables
 from prioritizer.daemon import act
+from prioritizer.daemon.act import Encoding
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.policy.gittins import GittinsDistribution
@@ -82,7 +83,7 @@ class Daemon:
             (distribution or load_distribution(cfg.gittins_samples))
             if gittins and self.learner is None else None)
         self._encoding: act.Encoding | None = None
-        self._units: UnitCache = {}   # observe's units of the last cycle (issue 15)
+        self._units: UnitCache = {}   # observe's units of the last cycle
         self._slurm_config_read = False
         self.cluster: str | None = None   # Slurm's ClusterName (read_slurm_config)
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
@@ -99,7 +100,7 @@ class Daemon:
         obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
-        if self.learner is not None:   # gittins_samples: history (issue 12)
+        if self.learner is not None:   # gittins_samples: history
             self.distribution = self.learner.current(self.client, self.ledger, now, self.log)
         decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
         if self.dry_run:
@@ -175,7 +176,7 @@ class Daemon:
             self.ledger.set_meta("order_backlog", str(left))
             event(self.log, "order_backlog", left=left, budget=self.cfg.update_budget)
 
-    def encoding(self, now: float) -> act.Encoding | None:
+    def encoding(self, now: float) -> Encoding | None:
         """The priority encoding (mode priority), reading PriorityWeight* once per daemon."""
         if self.cfg.mode != "priority":
             return None
@@ -244,7 +245,7 @@ class Daemon:
         """Seconds to wait after the ``failures``-th failed cycle in a row that took
         ``elapsed`` s: tries *start* ``interval_s × 2^(failures-1)`` apart (at most
         ``backoff_max_s``), so the wait is that minus the time the failed call blocked. The
-        log's ``retry_in_s`` is this wait, the real one (issue 14 item 10)."""
+        log's ``retry_in_s`` is this wait, the real one."""
         gap = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
         return max(gap - elapsed, 0.0)
 

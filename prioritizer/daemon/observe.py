@@ -95,7 +95,7 @@ class Observation:
 
 #: ``units_from_jobs``' memory between two cycles: unit id → (its Job records, the result:
 #: the Unit or None when not managed). Jobs are frozen; the client reuses the Job of a record
-#: that did not change, so an unchanged unit is found by identity (issue 15).
+#: that did not change, so an unchanged unit is found by identity.
 UnitCache = dict[int, tuple[tuple[Job, ...], "Unit | None"]]
 
 
@@ -226,7 +226,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     """Fold the units into the ledger (runs opened/closed, jobs upserted or ended).
 
     ``client`` is used only for ``sacct`` when a run's end is unknown (None: never). Call it
-    inside one :meth:`Ledger.transaction`. Cost at 10,000 jobs (issue 15): one read of the
+    inside one :meth:`Ledger.transaction`. Cost at 10,000 jobs: one read of the
     active rows and open runs, one ``IN`` read of the finished units' rows, then bulk writes
     (``executemany``) of what changed; an unchanged active job costs no statement of its own
     (its ``last_seen`` moves with :meth:`Ledger.touch_active`), a finished job already recorded
@@ -245,9 +245,9 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
         known = row is not None and seen == (row.user, row.account, row.partition, row.state,
                                              row.gpus, row.submit_time, row.restart_count)
         run = open_runs.get(unit.job_id)
-        if unit.phase is None and known and row.ended_at is not None and run is None:
+        if unit.phase is None and known and row is not None and row.ended_at is not None and run is None:
             continue                      # finished and already recorded as such
-        if not (known and row.ended_at is None):
+        if not (known and row is not None and row.ended_at is None):
             upserts.append((unit.job_id, *seen, now))
         if unit.phase is JobPhase.RUNNING and unit.start_time is not None:
             if run is not None and run.start != unit.start_time:

@@ -12,17 +12,17 @@ steps, each written to the ledger *before* it is done (docs/design.md, code rule
 3. at the deadline (or at once without a marker): ``requeue_at`` written, the victim
    *lowered first* (its SiteFactor/priority set to its own, lower queue's value on the running
    job; in mode partition ``requeuehold`` → move to its queue's partition → ``release``), so it
-   can never come back ahead of the waiter (issue 14 item 3), then ``scontrol requeue
+   can never come back ahead of the waiter, then ``scontrol requeue
    incomplete`` (hetjobs through their leader id): Slurm requeues only a job that has not
    completed, so a job that ended just before the call is not run again (22.05 scontrol(1),
-   "requeue ... Incomplete"; item 6). Slurm answers rc 0 either way: the job is read once
+   "requeue ... Incomplete"). Slurm answers rc 0 either way: the job is read once
    after, and the intent finishes ``requeued`` or ``ended before requeue``.
 
 Slurm may refuse the signal or the requeue (``--no-requeue`` job: "Requested operation is
 presently disabled", an interactive allocation, a job gone): the intent finishes ``requeue
 refused: <Slurm's text>``, a ``preempt_refused`` event is logged, the preemption is *not*
 counted, and the job is never chosen as a victim again during this run of it
-(:meth:`prioritizer.daemon.ledger.Ledger.refused_victims`; item 5). A signal refused because
+(:meth:`prioritizer.daemon.ledger.Ledger.refused_victims`). A signal refused because
 the job is already completing ("Job/step already completing or completed") is no refusal:
 the job frees its GPUs by itself. The intent finishes ``ended before signal: <Slurm's
 text>``, not counted as a preemption, and until the job runs again the snapshot gives it as

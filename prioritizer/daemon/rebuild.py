@@ -1,4 +1,4 @@
-"""Rebuild a lost or stale ledger's runs from Slurm accounting (issue 14, item 7).
+"""Rebuild a lost or stale ledger's runs from Slurm accounting.
 
 Hook in the observe step (:func:`prioritizer.daemon.observe.observe` calls
 :func:`rebuild_stale_runs` after folding squeue into the ledger). A unit is *stale* when Slurm
@@ -29,8 +29,11 @@ from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
 
 
 class _Unit(Protocol):
-    job_id: int
-    restart_count: int
+    @property
+    def job_id(self) -> int: ...
+
+    @property
+    def restart_count(self) -> int: ...
 
 
 def stale_units(ledger: Ledger, units: Mapping[int, _Unit]) -> list[int]:

@@ -206,6 +206,8 @@ def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False
     %), then avg/p95 JCT real vs replay, then the target verdict. Tables are laid out by
     :mod:`prioritizer.tables` (``styled``: for a terminal; otherwise plain, never cropped)."""
     lines = []
+    head: tuple[str, ...]
+    rows: list[tuple[str, ...]]
     if per_job:
         head = ("job", "GPUs", "real JCT s", "replay JCT s", "diff")
         rows = [(str(j.job_id), str(j.num_gpu), f"{j.real_jct:.1f}", f"{j.replay_jct:.1f}",

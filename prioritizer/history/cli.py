@@ -19,7 +19,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 
 from prioritizer import numbers, tables
@@ -31,7 +31,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
 from prioritizer.history.window import WindowError, sacct_window
-from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import cluster_of, policy_section
 from slurm_plugin.accounting import fold_jobs
 from slurm_plugin.atomic import write_atomically
@@ -241,8 +241,9 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
         except ValueError as exc:
             raise CliError("\n".join(f"{config_path}: {line}"
                                      for line in str(exc).splitlines())) from None
-        return dataclasses.replace(cfg, policy=policy) if policy else cfg
-    return PolicyConfig(policy=policy or "fifo-fit").zero_cost()
+        name = cast(PolicyName, policy)   # checked against POLICY_NAMES above
+        return dataclasses.replace(cfg, policy=name) if policy else cfg
+    return PolicyConfig(policy=cast(PolicyName, policy or "fifo-fit")).zero_cost()
 
 
 def seconds_option(option: str, value: str) -> float:

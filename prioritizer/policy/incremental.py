@@ -241,7 +241,7 @@ class _VictimIndex:
         if p == n:
             return None
         limit = lst[p][0] + window
-        best = exact(jobs[lst[p][1]])
+        best: Candidate = exact(jobs[lst[p][1]])
         k = p + 1
         while k < n and lst[k][0] <= limit:
             job_id = lst[k][1]

@@ -14,11 +14,11 @@ naming the key path (dotted, list items as ``[i]``), the allowed range or the fi
 given. What a file holds is echoed bounded and escaped (:func:`shown`): a 200,000-character
 value, a 30,000-item list or a key with a newline still makes one short line; a key that is not
 a string, a whole number past any float and a lone surrogate (``"\\ud800"``) are each one
-worded line too (session 5 break trial). A text key (or a name list's item) whose unquoted
+worded line too. A text key (or a name list's item) whose unquoted
 value YAML 1.1 reads as a boolean, number or null (``lease_name: no``) says so and how to quote
-it; a key of a few names says what YAML made of such a value (session 6). msgspec rather than
+it; a key of a few names says what YAML made of such a value. msgspec rather than
 pydantic: it loads in a few milliseconds where pydantic took about 0.1 s of every ``dlprio``
-command and every replay (docs/simulator.md, issue 11). Pure: no I/O.
+command and every replay (docs/simulator.md, "Speed"). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -332,11 +332,14 @@ def _parts(tp: Any) -> tuple[Any, msgspec.Meta | None, list[Rule]]:
     return base, meta, [r for r in extra if isinstance(r, Rule)]
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _field_hints(cls: type) -> dict[str, Any]:
     """The declared field types of a config dataclass, in declaration order."""
     hints = typing.get_type_hints(cls, include_extras=True)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+#: cached per class (a class is hashable; typeshed's ``functools.cache`` asks for Hashable)
+_hints: Callable[[type], dict[str, Any]] = functools.cache(_field_hints)
 
 
 def _is_config(tp: Any) -> bool:

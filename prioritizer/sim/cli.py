@@ -1,4 +1,4 @@
-"""``dlprio simulate``: replay a job trace under one or several policies (issue 4).
+"""``dlprio simulate``: replay a job trace under one or several policies.
 
 Argument parsing and output only; the replay is ``prioritizer.sim.engine``, the rules are
 ``prioritizer.policy.decide``. Bad input (malformed trace row, bad config key, no cluster size)
@@ -14,13 +14,13 @@ import json
 import math
 import os
 import sys
-from typing import Any
+from typing import Any, cast
 
 
 from prioritizer import numbers
 from prioritizer.command import CliError, Command
 from prioritizer.outputs import check_output
-from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.validation import shown
 from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     distribution = None
     if "tiresias-gittins" in policies:
         distribution = _distribution(args)
-    configs = [dataclasses.replace(base, policy=name) for name in policies]
+    configs = [dataclasses.replace(base, policy=cast(PolicyName, name)) for name in policies]
     results = _replay_all(trace, cluster, configs, distribution)
     summaries = [summarize(r) for r in results]
     if trace.skipped_jobs:

@@ -245,7 +245,7 @@ class Simulator:
         if kind is Completion:
             if phase != "running" or job.run != event.run:
                 return False
-            self.gpu_s_held += (now - job.rec.run_start) * job.rec.gpus
+            self.gpu_s_held += (now - job.rec.run_start) * job.rec.gpus  # type: ignore[union-attr]  # rec is set from the job's arrival on
             self.sched.finish(job.trace.job_id, now)
             job.end = now
             self.active -= 1
@@ -271,7 +271,7 @@ class Simulator:
         jobs = self.jobs
         for job_id, _ in step.changed:
             job = jobs[job_id]
-            if job.rec.phase == "running":   # the next threshold is counted from here
+            if job.rec.phase == "running":  # type: ignore[union-attr]  # rec is set from the job's arrival on; the next threshold is counted from here
                 self.schedule_crossing(job, now)
         for job_id in step.promotions:
             jobs[job_id].promotions += 1
@@ -281,8 +281,8 @@ class Simulator:
                 for preemption in step.preemptions:
                     for victim in preemption.victims:
                         self.signal(jobs[victim], now)
-                requeued = sum(1 for p in step.preemptions for victim in p.victims
-                               if jobs[victim].rec.phase == "pending")  # zero-cost release
+                requeued = sum(1 for p in step.preemptions for victim in p.victims  # type: ignore[union-attr, misc]  # rec is set from the job's arrival on
+                               if jobs[victim].rec.phase == "pending")  # type: ignore[union-attr]  # rec is set from the job's arrival on; zero-cost release
             else:
                 self.schedule_tick(now)
         starts = self.sched.plan_starts(now)
@@ -301,14 +301,14 @@ class Simulator:
         job.run += 1
         if job.first_start is None:
             job.first_start = now
-        self.push(now + job.rec.work_left, Completion(job.trace.job_id, job.run))
+        self.push(now + job.rec.work_left, Completion(job.trace.job_id, job.run))  # type: ignore[union-attr, operator]  # rec is set from the job's arrival on
         self.schedule_crossing(job, now)
         if self.config.min_run_s > 0 and self.config.preemption:
             self.push(now + self.config.min_run_s, DecisionTick(False))
 
     def schedule_crossing(self, job: SimJob, now: float) -> None:
         due = self.sched.crossing_time(job.trace.job_id, now)
-        if due is not None and due < now + job.rec.work_left:
+        if due is not None and due < now + job.rec.work_left:  # type: ignore[union-attr, operator]  # rec is set from the job's arrival on
             self.push(due, ThresholdCrossing(job.trace.job_id, job.run))
 
     def next_tick(self, now: float) -> float:
@@ -341,7 +341,7 @@ class Simulator:
 
     def requeue(self, job: SimJob, now: float) -> None:
         """End of grace: the run closes, GPUs are freed, the job waits out the delay."""
-        self.gpu_s_held += (now - job.rec.run_start) * job.rec.gpus
+        self.gpu_s_held += (now - job.rec.run_start) * job.rec.gpus  # type: ignore[union-attr]  # rec is set from the job's arrival on
         delay = self.config.requeue_delay_s
         self.sched.requeue(job.trace.job_id, now, now + delay if delay > 0 else None)
         job.spell += 1

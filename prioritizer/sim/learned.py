@@ -1,4 +1,4 @@
-"""A Gittins duration distribution learned from a cluster's own finished jobs (issue 12, part 4).
+"""A Gittins duration distribution learned from a cluster's own finished jobs.
 
 ``dlprio simulate --durations-from TRACE`` takes the GPU·s of every job of ``TRACE`` (any
 format the trace readers know, e.g. a ``dlprio history export``; a trace row is a finished job,

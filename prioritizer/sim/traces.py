@@ -2,7 +2,7 @@
 
 Each reader turns one CSV into :class:`TraceJob` records (seconds, whole GPUs) sorted by
 submit time (stable: ties keep file order, as the Tiresias reference simulator sorts).
-Formats (issue 4, "Inputs"; data/README.md):
+Formats (data/README.md):
 
 * ``tiresias``: ``job_id,num_gpu,submit_time,...,duration`` (reference simulator's input).
 * ``philly``: ``u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status``

@@ -5,7 +5,7 @@
 jobs from this module, so the two runs see exactly the same arrivals, GPUs and durations.
 Traces are read by :func:`prioritizer.sim.traces.read_trace` (one CSV reader for the project).
 
-Mapping rules (issue 7), applied in this order:
+Mapping rules, applied in this order:
 
 1. **Window.** Keep the jobs submitted at or after ``start_s`` (trace seconds). The default,
    :data:`DEFAULT_START_S`, lies in the dense window of the Philly 15k excerpt (submit ≥ 48

@@ -1,7 +1,7 @@
 """Bad numeric and name inputs: a number argparse would accept as a float/int that the command
 cannot use (non-finite, 1e308, a 30-digit node count) and a job name Slurm would refuse
 (over 1024 characters) are exit 2 naming the option or field, never a traceback (exit 1) nor a
-half-submitted batch. Found by the session-3 break trial; each test failed on main 5f01319."""
+half-submitted batch."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Hostile configuration files and values, through the real commands (session 5 break trial of
-the msgspec configs): every problem is one bounded, escaped line naming the key path or file
+"""Hostile configuration files and values, through the real commands (the
+msgspec configs): every problem is one bounded, escaped line naming the key path or file
 and line, exit 2, before Slurm or a ledger is touched. Expected texts are written out here."""
 
 from __future__ import annotations

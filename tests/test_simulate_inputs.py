@@ -1,4 +1,4 @@
-"""Input that used to be accepted silently (exit 0) is refused with one line and exit 2:
+"""Inputs a command cannot use are refused with one line and exit 2:
 an empty --compare, a negative --since, --durations for a policy that does not use it or with
 the wrong columns, a trace with one job_id twice (simulate's reader and the history reader)."""
 

@@ -1,0 +1,26 @@
+"""mypy finds no error in the packages (settings: pyproject.toml, ``[tool.mypy]``), and none
+under ``--strict`` in the pure policy (``prioritizer/policy/``, which ``dlprio compile`` builds
+with mypyc). The output is shown on failure."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _mypy(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mypy", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=540)
+
+
+def test_packages_type_check() -> None:
+    done = _mypy()
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_policy_type_checks_strict() -> None:
+    done = _mypy("--strict", "-p", "prioritizer.policy")
+    assert done.returncode == 0, done.stdout + done.stderr
