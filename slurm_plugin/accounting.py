@@ -15,6 +15,12 @@ runs ``sacct``). Each declared release's record is one msgspec Struct: :class:`S
 * GPUs: the allocated TRES ``gres/gpu`` (``tres.allocated``), the requested count
   (``tres.requested``) where the attempt never ran (no start, nothing allocated); typed GPU
   entries (``gres/gpu:a100``) are summed only where no plain ``gres/gpu`` is written.
+  slurmdbd records a GRES only when ``AccountingStorageTRES`` lists it (slurm.conf(5),
+  https://slurm.schedmd.com/tres.html), in ``tres.requested`` as in ``tres.allocated``, and the
+  sacct record keeps no other count of a job's GPUs (no ``tres_per_node`` as squeue's). So a
+  record without any ``gres/gpu`` entry (``gpu_tres`` False) is a CPU-only job where GPUs are
+  tracked, and a job whose GPUs are *unknown* where they are not (:func:`tracks_gpus`,
+  :data:`GPU_TRES_FIX`).
 * State: ``state.current``, the word sacct prints (v0.0.42's list by
   :func:`slurm_plugin.slurm_shapes.state_word`).
 * Hetjob components are separate records with ``het.job_id`` = the leader's id and
@@ -28,7 +34,7 @@ Times are epoch seconds (``None`` where Slurm has none: 0, ``null`` or ``NO_VAL`
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import msgspec
@@ -59,6 +65,8 @@ class AccountingRecord:
         gpus: allocated GPUs (requested GPUs when the attempt never ran).
         nodes: allocated nodes (requested when it never ran).
         ran: whether the attempt started (has a start time and an allocation).
+        gpu_tres: whether the TRES list read names ``gres/gpu`` (False: no GPUs, or an
+            accounting that does not track them, :func:`tracks_gpus`).
     """
 
     job_id: int
@@ -80,6 +88,7 @@ class AccountingRecord:
     gpus: int
     nodes: int
     ran: bool
+    gpu_tres: bool = True
 
     @property
     def unit_id(self) -> int:
@@ -96,13 +105,15 @@ class AccountingRecord:
 
 @dataclass(frozen=True)
 class Attempt:
-    """One run of a job (hetjob components merged): epoch s, GPUs, and how it ended."""
+    """One run of a job (hetjob components merged): epoch s, GPUs, and how it ended;
+    ``gpu_tres``: some component's TRES names ``gres/gpu`` (see :class:`AccountingRecord`)."""
 
     start: int | None
     end: int | None
     gpus: int
     nodes: int
     state: str
+    gpu_tres: bool = True
 
     @property
     def run_s(self) -> float:
@@ -150,6 +161,12 @@ class AccountedJob:
     def finished(self) -> bool:
         """True when the last attempt has ended (no longer pending or running)."""
         return self.state not in UNFINISHED_STATES and self.end is not None
+
+    @property
+    def gpu_tres(self) -> bool:
+        """True when some attempt's TRES names ``gres/gpu`` (False: CPU-only, or GPUs not
+        tracked by accounting)."""
+        return any(a.gpu_tres for a in self.attempts)
 
     @property
     def attained_gpu_s(self) -> float:
@@ -286,6 +303,24 @@ class _Sacct42(msgspec.Struct):
 _SACCT: dict[str, type[_Sacct38 | _Sacct42]] = {"v0.0.38": _Sacct38, "v0.0.42": _Sacct42}
 
 
+#: What turns GPU accounting on (slurm.conf(5) ``AccountingStorageTRES``), one line.
+GPU_TRES_FIX = ("add gres/gpu to AccountingStorageTRES in slurm.conf "
+                "(AccountingStorageTRES=gres/gpu) and restart slurmctld; only jobs that start "
+                "after that are counted")
+
+
+def tracks_gpus(config: Mapping[str, str]) -> bool | None:
+    """Whether slurmdbd records jobs' GPUs, from ``scontrol show config``'s
+    ``AccountingStorageTRES`` (``cpu,mem,energy,node,billing,...,gres/gpu``): True when it lists
+    ``gres/gpu`` (or a typed ``gres/gpu:TYPE``, whose jobs alone are then counted), False when
+    it does not, None when the key is missing (an unknown answer)."""
+    raw = config.get("AccountingStorageTRES")
+    if raw is None:
+        return None
+    names = [t.strip().lower() for t in raw.split(",")]
+    return any(t == "gres/gpu" or t.startswith("gres/gpu:") for t in names)
+
+
 def _tres_count(entries: list[Tres], kind: str, name: str | None) -> int | None:
     """Count of one TRES (``type``/``name``) in a sacct TRES list; ``None`` if absent.
 
@@ -332,12 +367,10 @@ def _record(j: SacctJob38 | SacctJob42) -> AccountingRecord:
     start = epoch(t.start)
     alloc, req = j.tres.allocated, j.tres.requested
     ran = start is not None and bool(alloc)
-    if ran:
-        gpus = _tres_count(alloc, "gres", "gpu") or 0
-        nodes = _tres_count(alloc, "node", None) or number(j.allocation_nodes) or 1
-    else:
-        gpus = _tres_count(req, "gres", "gpu") or 0
-        nodes = _tres_count(req, "node", None) or 1
+    used = alloc if ran else req
+    listed = _tres_count(used, "gres", "gpu")
+    gpus = listed or 0
+    nodes = _tres_count(used, "node", None) or (number(j.allocation_nodes) if ran else None) or 1
     limit = number(t.limit)
     array_id = j.array.job_id
     return AccountingRecord(
@@ -348,7 +381,8 @@ def _record(j: SacctJob38 | SacctJob42) -> AccountingRecord:
         partition=j.partition or "", comment=j.comment.job or "", state=state,
         submit=epoch(t.submission), eligible=epoch(t.eligible), start=start,
         end=epoch(t.end) if start is not None or state not in UNFINISHED_STATES else None,
-        time_limit_s=limit * 60 if limit else None, gpus=gpus, nodes=nodes, ran=ran)
+        time_limit_s=limit * 60 if limit else None, gpus=gpus, nodes=nodes, ran=ran,
+        gpu_tres=listed is not None)
 
 
 def _attempt_key(r: AccountingRecord) -> tuple[int, int, int]:
@@ -381,7 +415,7 @@ def fold_jobs(records: Iterable[AccountingRecord]) -> list[AccountedJob]:
                 end=max(ends) if ends and len(ends) == len(parts) else None,
                 gpus=sum(p.gpus for p in parts),
                 nodes=sum(p.nodes for p in parts),
-                state=lead.state))
+                state=lead.state, gpu_tres=any(p.gpu_tres for p in parts)))
         first, last = leader[0], leader[-1]
         jobs.append(AccountedJob(
             job_id=unit_id, name=first.name, user=first.user, account=first.account,

@@ -33,7 +33,7 @@ from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write
 from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import cluster_of, policy_section
-from slurm_plugin.accounting import fold_jobs
+from slurm_plugin.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
 from slurm_plugin.atomic import write_atomically
 from slurm_plugin.cli_util import visible
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
@@ -109,11 +109,18 @@ def _export(args: argparse.Namespace) -> int:
         if NOTHING_FOUND not in str(exc):
             raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
         records = []   # sacct's answer for a window without jobs (sacctmgr/sacct 22.05)
-    rows, report = history_rows(fold_jobs(records), anonymise_names=args.anonymise,
+    jobs = fold_jobs(records)
+    tracked, known = gpu_sources(jobs, facts)
+    rows, report = history_rows(jobs, anonymise_names=args.anonymise,
                                 salt=args.salt, include_cpu_only=args.include_cpu_only,
-                                ledger=facts)
+                                ledger=facts, gpus_tracked=tracked, known_gpus=known)
     for line in report.lines():
         print(f"dlprio history export: {line}", file=sys.stderr)
+    untracked = report.untracked_line()
+    if untracked and not rows:
+        raise CliError(f"no finished job with a known GPU count: {untracked}")
+    if untracked:
+        print(f"dlprio history export: {untracked}", file=sys.stderr)
     if not rows:
         raise CliError(f"no finished GPU job between {args.since} ({start}) and {args.until} "
                        f"({end}), {report.left_out_count} left out; widen --since/--until")
@@ -132,6 +139,29 @@ def _export(args: argparse.Namespace) -> int:
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
+
+
+def gpu_sources(jobs: list[AccountedJob], facts: dict[int, LedgerFacts] | None,
+                ) -> tuple[bool | None, dict[int, int]]:
+    """Whether accounting tracks GPUs (``scontrol show config``; None when Slurm does not
+    answer) and the GPUs Slurm showed outside accounting, by job id: squeue's jobs still known
+    to slurmctld (``MinJobAge``; hetjob components summed) and the ledger's. Asked only when a
+    job that ran names no ``gres/gpu`` in sacct (else ``(True, {})``, no Slurm call)."""
+    if all(j.gpu_tres for j in jobs if any(a.start is not None for a in j.attempts)):
+        return True, {}
+    client = SlurmClient(timeout_s=30)
+    try:
+        tracked = tracks_gpus(client.show_config())
+    except SlurmError:
+        tracked = None
+    known: dict[int, int] = {}
+    try:
+        for job in client.jobs():
+            known[job.unit_id] = known.get(job.unit_id, 0) + job.gpus
+    except SlurmError:
+        pass
+    known.update({job_id: f.gpus for job_id, f in (facts or {}).items() if f.gpus > 0})
+    return tracked, known
 
 
 def ledger_facts(path: str) -> dict[int, LedgerFacts]:
@@ -153,7 +183,8 @@ def ledger_facts(path: str) -> dict[int, LedgerFacts]:
             spans = [i.requeue_at - i.signal_at for i in intents
                      if i.signal_at is not None and i.requeue_at is not None]
             out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
-                                          any(i.signal for i in intents))
+                                          any(i.signal for i in intents),
+                                          row.gpus if isinstance(row.gpus, int) else 0)
         return out
 
 
@@ -256,6 +287,21 @@ def seconds_option(option: str, value: str) -> float:
                        f"(a plain number) or auto, got {value!r}") from None
 
 
+def untracked_note(command: str) -> None:
+    """Print one note on stderr when this cluster's accounting does not track GPUs
+    (``scontrol show config``; nothing when Slurm does not answer): a history exported here
+    lacks the jobs whose GPU counts are unknown, so a replay of it misses their load."""
+    try:
+        conf = SlurmClient(timeout_s=10).show_config()
+    except SlurmError:
+        return
+    if tracks_gpus(conf) is False:
+        print(f"{command}: note: this cluster's Slurm accounting does not track GPUs (no "
+              "gres/gpu in AccountingStorageTRES): histories exported here leave out the jobs "
+              f"whose GPU counts are unknown, so replays miss their load; to count them, "
+              f"{GPU_TRES_FIX}", file=sys.stderr)
+
+
 def start_latency(value: str) -> float:
     """Seconds of ``--start-latency``: a number >= 0, or ``auto`` (from the cluster's
     SchedulerParameters; 0 with a note when Slurm does not answer). Raises CliError (exit 2)."""
@@ -279,6 +325,7 @@ def _check(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         raise CliError(str(exc)) from None
     latency = start_latency(args.start_latency)
+    untracked_note("dlprio history check")
     dispatch = (dispatch_latency_of(rows) if args.dispatch_latency == "auto"
                 else seconds_option("--dispatch-latency", args.dispatch_latency))
     cycle_at = cycle_time(args.ledger) if args.ledger else None

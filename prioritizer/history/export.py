@@ -16,17 +16,28 @@ Where the daemon ran (``--ledger``), its ledger adds per job the preemptions it 
 seconds between each checkpoint signal and the requeue (:class:`LedgerFacts`): that time was
 spent checkpointing, not progressing, so it is taken off the work of a checkpointing job
 (× its GPUs).
+
+GPUs where accounting does not track them (``gres/gpu`` missing from slurm.conf's
+``AccountingStorageTRES``, :func:`slurm_plugin.accounting.tracks_gpus`): sacct then names no
+``gres/gpu`` for any job, so a GPU job looks CPU-only. A job whose record names no GPUs takes
+the count Slurm showed while it was known to slurmctld (``known_gpus``: squeue for jobs within
+``MinJobAge``, the daemon's ledger for the jobs it observed); without one its GPUs are unknown
+and it is left out as ``unknown_gpus``, never exported as CPU-only or with a guessed count.
+Where the cluster's config could not be read, a job that Slurm showed with GPUs but whose
+record names none tells the same.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prioritizer.history.trace import HistoryRow
-from slurm_plugin.accounting import CANCELLED_STATES, TIMELIMIT_STATES, AccountedJob
+from slurm_plugin.accounting import (CANCELLED_STATES, GPU_TRES_FIX, TIMELIMIT_STATES,
+                                     AccountedJob)
 
 #: Why a job is left out of the export (counted, reported, never silent).
 REASONS = {
@@ -37,6 +48,7 @@ REASONS = {
     "zero_gpus": "asked for GPUs but holds none (CPU-only jobs are counted apart)",
     "cpu_only": "CPU-only job (left out of GPU replays; --include-cpu-only keeps them)",
     "zero_work": "ran for 0 seconds",
+    "unknown_gpus": "GPU count unknown: accounting does not track gres/gpu",
 }
 CHECKPOINT_MARKER = "dl:v1"
 
@@ -44,12 +56,14 @@ CHECKPOINT_MARKER = "dl:v1"
 @dataclass(frozen=True)
 class LedgerFacts:
     """What the daemon's ledger knows of one job: preemptions it made, the seconds from
-    checkpoint signal to requeue summed over them, and whether it checkpoints (the daemon
-    signalled it: only jobs that declare the contract get the signal)."""
+    checkpoint signal to requeue summed over them, whether it checkpoints (the daemon
+    signalled it: only jobs that declare the contract get the signal), and its GPUs as squeue
+    showed them (0: not known)."""
 
     preemptions: int
     checkpoint_s: float
     checkpoints: bool = False
+    gpus: int = 0
 
 
 @dataclass
@@ -58,6 +72,10 @@ class ExportReport:
 
     exported: int = 0
     left_out: dict[str, list[int]] = field(default_factory=dict)
+    #: accounting does not track GPUs (config, or a job Slurm showed with GPUs sacct lacks)
+    gpus_untracked: bool = False
+    #: exported jobs whose GPU count came from ``known_gpus`` (squeue, the ledger), not sacct
+    gpus_from_slurm: list[int] = field(default_factory=list)
 
     def leave_out(self, reason: str, job_id: int) -> None:
         self.left_out.setdefault(reason, []).append(job_id)
@@ -73,6 +91,17 @@ class ExportReport:
             shown = ", ".join(str(i) for i in ids[:limit]) + (" ..." if len(ids) > limit else "")
             out.append(f"left out {len(ids)} job(s): {reason} ({REASONS[reason]}): {shown}")
         return out
+
+    def untracked_line(self) -> str | None:
+        """Where accounting does not track GPUs, one line: what that cost and the fix
+        (:data:`~slurm_plugin.accounting.GPU_TRES_FIX`); None where it does."""
+        if not self.gpus_untracked:
+            return None
+        unknown = len(self.left_out.get("unknown_gpus", ()))
+        return (f"Slurm accounting does not track GPUs (no gres/gpu in AccountingStorageTRES): "
+                f"{unknown} job(s) with unknown GPU counts left out, "
+                f"{len(self.gpus_from_slurm)} with GPU counts from squeue or the dlprio "
+                f"ledger; to count them, {GPU_TRES_FIX}")
 
 
 def anonymise(name: str, salt: str = "") -> str:
@@ -108,6 +137,13 @@ def ended_by(job: AccountedJob) -> str:
     return "self"
 
 
+def _with_gpus(job: AccountedJob, gpus: int) -> AccountedJob:
+    """``job`` whose runs held ``gpus`` GPUs (a count Slurm showed, where sacct named none)."""
+    attempts = tuple(dataclasses.replace(a, gpus=gpus if a.start is not None else a.gpus)
+                     for a in job.attempts)
+    return dataclasses.replace(job, gpus=gpus, attempts=attempts)
+
+
 def _problem(job: AccountedJob, include_cpu_only: bool) -> str | None:
     if not job.finished:
         return "unfinished"
@@ -129,6 +165,8 @@ def _problem(job: AccountedJob, include_cpu_only: bool) -> str | None:
 def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False, salt: str = "",
                  include_cpu_only: bool = False,
                  ledger: Mapping[int, LedgerFacts] | None = None,
+                 gpus_tracked: bool | None = True,
+                 known_gpus: Mapping[int, int] | None = None,
                  ) -> tuple[list[HistoryRow], ExportReport]:
     """History rows of the finished jobs and the report of those left out.
 
@@ -137,14 +175,30 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
         anonymise_names: replace users and accounts by :func:`anonymise` pseudonyms.
         include_cpu_only: keep CPU-only jobs (``num_gpu`` 0, ``work_gpu_s`` = seconds run).
         ledger: the daemon's facts by job id (``--ledger``), if it ran.
+        gpus_tracked: :func:`slurm_plugin.accounting.tracks_gpus` of the cluster's config
+            (None: unknown).
+        known_gpus: GPUs by job id as Slurm showed them outside accounting (see the module
+            doc); used only for jobs whose records name no ``gres/gpu``.
     """
-    report = ExportReport()
+    known = {k: v for k, v in (known_gpus or {}).items() if v > 0}
+    jobs = sorted(jobs, key=lambda j: (j.submit or 0, j.job_id))
+    untracked = gpus_tracked is False or any(
+        not j.gpu_tres and j.job_id in known for j in jobs)
+    report = ExportReport(gpus_untracked=untracked)
     rows = []
-    for job in sorted(jobs, key=lambda j: (j.submit or 0, j.job_id)):
-        problem = _problem(job, include_cpu_only)
+    for job in jobs:
+        unknown = untracked and not job.gpu_tres
+        filled = unknown and job.job_id in known
+        if filled:
+            job, unknown = _with_gpus(job, known[job.job_id]), False
+        # CPU-only where GPUs are tracked; unknown where they are not (never a guessed count)
+        problem = _problem(job, include_cpu_only or unknown) or ("unknown_gpus" if unknown
+                                                                  else None)
         if problem:
             report.leave_out(problem, job.job_id)
             continue
+        if filled:
+            report.gpus_from_slurm.append(job.job_id)
         gpus = job.gpus
         facts = (ledger or {}).get(job.job_id)
         work = work_gpu_s(job, facts) if gpus else job.attempts[-1].run_s

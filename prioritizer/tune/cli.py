@@ -17,7 +17,7 @@ from typing import NoReturn
 from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.outputs import check_output
-from prioritizer.history.cli import policy_config
+from prioritizer.history.cli import policy_config, untracked_note
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from prioritizer.sim.engine import Cluster
@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         trace = read_trace(args.trace)
     except TraceError as exc:
         raise CliError(str(exc)) from None
+    if trace.format == "history":
+        untracked_note("dlprio tune")
     if not trace.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
     split = _split_point(args.validate_from, args.trace) if args.validate_from else None
