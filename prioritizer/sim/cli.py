@@ -205,11 +205,15 @@ def _baseline(args: argparse.Namespace, policies: list[str]) -> str | None:
             raise CliError("--window-jobs applies to a comparison: add --baseline POLICY or "
                            "--compare P1,P2")
         return None
-    baseline = (args.baseline if args.baseline is not None else DEFAULT_BASELINE).strip()
-    if baseline not in POLICY_NAMES:
-        raise CliError(f"--baseline: unknown policy {baseline!r}; valid: "
-                       f"{', '.join(POLICY_NAMES)}")
-    return baseline
+    return baseline_policy(args.baseline if args.baseline is not None else DEFAULT_BASELINE)
+
+
+def baseline_policy(name: str) -> str:
+    """``--baseline``'s policy name (``dlprio simulate`` and ``history check``). Raises
+    CliError (exit 2) for an unknown name, listing the valid ones."""
+    if name.strip() not in POLICY_NAMES:
+        raise CliError(f"--baseline: unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}")
+    return name.strip()
 
 
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:

@@ -98,10 +98,11 @@ def window_comparison(results: Sequence[SimResult], baseline: str,
 
 
 def format_windows_table(comparison: dict[str, dict[str, Any]], baseline: str,
-                         window_jobs: int, *, styled: bool = False) -> str:
+                         window_jobs: int, *, styled: bool = False, what: str = "") -> str:
     """The "against BASELINE" table: a title line, then one row per policy other than the
     baseline (in ``comparison``'s order) with its avg JCT ratio, worst window ratio, windows
-    over 1.03, hurt jobs (% of jobs) and number of windows; ending in a newline."""
+    over 1.03, hurt jobs (% of jobs) and number of windows; ending in a newline. ``what``
+    follows the baseline's name in the title."""
     head = ["policy", "avg x", "worst window x", f"windows > {WORSE_RATIO:g}", "hurt jobs %",
             "windows"]
     rows = [[name, f"{c['avg_jct_ratio']:.3f}", f"{c['worst_window_ratio']:.3f}",
@@ -109,7 +110,7 @@ def format_windows_table(comparison: dict[str, dict[str, Any]], baseline: str,
              str(len(c["windows"]))]
             for name, c in comparison.items() if name != baseline]
     from prioritizer import tables   # rich: imported only when a table is printed
-    title = (f"against {baseline}, per window of {window_jobs} jobs in submit order (a last "
+    title = (f"against {baseline}{what}, per window of {window_jobs} jobs in submit order (a last "
              f"one under {window_jobs / 2:g} jobs joins the one before); hurt: JCT > 2x and "
              "> 1 h more than under the baseline\n")
     return title + tables.render(head, rows, head[1:], styled=styled)
