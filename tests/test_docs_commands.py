@@ -87,6 +87,9 @@ def test_command_runs_as_written(argv: list[str], tmp_path: Path) -> None:
         assert proc.stdout.startswith("#!/bin/bash\n#SBATCH ")
         return
     policies = argv[argv.index("--compare") + 1].split(",") if "--compare" in argv else None
+    baseline = argv[argv.index("--baseline") + 1] if "--baseline" in argv else "fifo-fit"
+    if policies and len(policies) > 1 and baseline not in policies:
+        policies.append(baseline)   # replayed too, for the per-window comparison
     if "--json" in argv:
         rows = json.loads(proc.stdout)
         assert [r["policy"] for r in rows] == policies

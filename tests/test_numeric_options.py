@@ -31,9 +31,9 @@ def _base(command: str, trace: Path) -> list[str]:
 OPTIONS = ([("simulate", o) for o in ("--nodes", "--gpus-per-node", "--since", "--starve-knob",
                                       "--min-run", "--gittins-quantum", "--checkpoint-overhead",
                                       "--requeue-delay", "--decision-interval",
-                                      "--durations-min")]
+                                      "--durations-min", "--window-jobs")]
            + [("history", o) for o in ("--nodes", "--gpus-per-node", "--start-latency",
-                                       "--dispatch-latency")]
+                                       "--dispatch-latency", "--window-jobs")]
            + [("tune", o) for o in ("--nodes", "--gpus-per-node", "--max-p95-ratio",
                                     "--workers", "--validate-from")])
 

@@ -24,7 +24,13 @@ def test_json_compare_on_the_reference_inputs(capsys: pytest.CaptureFixture[str]
     assert [round(o["avg_jct_s"], 1) for o in out] == [1556.5, 715.3]
     assert set(out[0]) == {"policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s",
                            "p95_jct_s", "p99_jct_s", "makespan_s", "avg_queueing_delay_s",
-                           "preemptions", "promotions", "gpu_utilisation", "wall_s"}
+                           "preemptions", "promotions", "gpu_utilisation", "wall_s",
+                           "windows", "worst_window_ratio", "windows_over_1_03",
+                           "hurt_jobs_share", "avg_jct_ratio", "baseline"}
+    # against fifo-fit (the default baseline, in --compare): 60 jobs, one window
+    assert out[0]["baseline"] == "fifo-fit" and len(out[0]["windows"]) == 1
+    assert out[0]["avg_jct_ratio"] == out[0]["worst_window_ratio"] == pytest.approx(
+        out[0]["avg_jct_s"] / out[1]["avg_jct_s"])
     assert out[0]["jobs"] == 60 and out[0]["skipped_jobs"] == 0
 
 
@@ -40,7 +46,8 @@ def test_table_with_ratios_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFi
     # srtf / fifo = 519.9 / 1556.5 (the reference simulator's figures, docs/simulator.md)
     assert lines[2].split()[-2] == f"{519.9 / 1556.5:.3f}"
     rows = list(csv.DictReader(jobs_csv.open()))
-    assert len(rows) == 120 and rows[0]["policy"] == "fifo"
+    assert len(rows) == 180 and rows[0]["policy"] == "fifo"   # and fifo-fit, the baseline
+    assert rows[-1]["policy"] == "fifo-fit"
     assert list(rows[0])[1:] == ["job_id", "submit", "start", "end", "jct", "queueing_delay",
                                  "preemptions", "promotions"]
     assert rows[0]["job_id"] == "0" and rows[0]["end"] == "164"
@@ -304,7 +311,7 @@ def test_thresholds_with_a_2d_policy_among_others_are_taken(capsys: pytest.Captu
     rc = main(["simulate", "--trace", SIXTY, *N2G4, "--compare", "fifo,tiresias-las",
                "--thresholds", "100,200", "--json"])
     assert rc == 0 and [s["policy"] for s in json.loads(capsys.readouterr().out)] == [
-        "fifo", "tiresias-las"]
+        "fifo", "tiresias-las", "fifo-fit"]   # fifo-fit: the baseline of the comparison
 
 
 @pytest.mark.parametrize(("row", "message"), [
@@ -345,7 +352,13 @@ def test_plot_queue_axis_ends_with_the_last_wait_and_coinciding_lines_stay_visib
     rc = main(["simulate", "--trace", str(trace), "--nodes", "2", "--gpus-per-node", "8",
                "--compare", "fifo,fifo-fit", "--zero-cost", "--plot", str(tmp_path / "q.png")])
     assert rc == 0, capsys.readouterr().err
-    cdf, queue = figures[0].axes
+    cdf, queue, windows = figures[0].axes
+    # the per-window panel: fifo's one window (5 jobs) at its first submit, 0 h, ratio 1 to
+    # fifo-fit; the baseline is the line at 1.0
+    ratio, one = windows.get_lines()
+    assert ratio.get_label() == "fifo" and list(ratio.get_xydata().ravel()) == [0.0, 1.0]
+    assert one.get_label() == "fifo-fit (baseline)" and list(one.get_ydata()) == [1.0, 1.0]
+    assert windows.get_yscale() == "log"
     # the last arrival (2 h) with 5 % to spare, not the last decision (52 h) or job end (102 h)
     assert queue.get_xlim() == pytest.approx((0.0, 2.1))
     for ax in (cdf, queue):

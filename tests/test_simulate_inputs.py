@@ -31,7 +31,8 @@ def _err(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
      "--durations only applies to tiresias-gittins (running tiresias-las); drop --durations or add "
      "tiresias-gittins to --policy/--compare"),
     (["--compare", "fifo,las", "--durations-from", TRACE],
-     "--durations-from only applies to tiresias-gittins (running fifo, las); drop --durations-from "
+     "--durations-from only applies to tiresias-gittins (running fifo, las, fifo-fit); drop "
+     "--durations-from "
      "or add tiresias-gittins to --policy/--compare"),
     (["--policy", "tiresias-gittins", "--durations", "/nonexistent.csv"],
      "/nonexistent.csv: cannot read (No such file or directory)"),

@@ -11,8 +11,9 @@ dependency is not counted as queueing delay). Percentiles are nearest-rank, as i
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prioritizer import tables
 from prioritizer.history.trace import HistoryRow
@@ -21,19 +22,22 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.report import nearest_rank
 from prioritizer.sim.traces import Trace, TraceJob
+from prioritizer.sim.windows import compare_windows
 
-#: The issue's targets: avg JCT within 10 %, per-job JCT within 20 % for >= 80 % of jobs.
+#: The targets: avg JCT within 10 %, per-job JCT within 20 % for >= 80 % of jobs.
 AVG_TARGET, JOB_TARGET, SHARE_TARGET = 0.10, 0.20, 0.80
 
 
 @dataclass(frozen=True)
 class JobFidelity:
-    """One job: real and replayed JCT (seconds) and their relative difference."""
+    """One job: real and replayed JCT (seconds) and their relative difference; ``eligible_s``:
+    its eligible time in the replay's seconds (0 = the replay's start)."""
 
     job_id: str
     num_gpu: int
     real_jct: float
     replay_jct: float
+    eligible_s: float = 0.0
 
     @property
     def error(self) -> float:
@@ -175,10 +179,26 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
     result = simulate(trace, cluster, config, distribution, tick_on_time=True)
     real = {r.job_id: r for r in rows}
     jobs = tuple(JobFidelity(j.name, j.num_gpus, real[j.name].jct,
-                             j.jct + dispatch_s - start_latency_s)
+                             j.jct + dispatch_s - start_latency_s, j.submit - dispatch_s)
                  for j in sorted(result.jobs, key=lambda j: j.submit))
     return Fidelity(config.policy, jobs, trace.skipped_jobs + result.unfittable_jobs,
                     start_latency_s, dispatch_s, phased(cycle_at, config))
+
+
+def against_baseline(fid: Fidelity, base: Fidelity,
+                     window_jobs: int) -> dict[str, dict[str, Any]]:
+    """The real JCTs and ``fid``'s replay (left out when it is ``base`` itself: the same
+    policy) against ``base``, a replay of the same history under the baseline policy, window by
+    window of eligible order (:func:`prioritizer.sim.windows.compare_windows`); keys ``real``,
+    ``fid.policy``, ``base.policy``."""
+    def side(f: Fidelity, real: bool) -> dict[Hashable, tuple[float, float]]:
+        return {j.job_id: (j.eligible_s, j.real_jct if real else j.replay_jct) for j in f.jobs}
+
+    jobs = {"real": side(fid, True)}
+    if fid.policy != base.policy:
+        jobs[fid.policy] = side(fid, False)
+    jobs[base.policy] = side(base, False)
+    return compare_windows(jobs, base.policy, window_jobs)
 
 
 def start_latency_from(scheduler_parameters: str, scheduler_type: str = "sched/backfill") -> float:

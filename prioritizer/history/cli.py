@@ -25,14 +25,16 @@ from typing import Any, cast
 from prioritizer import numbers, tables
 from prioritizer.command import EXIT_FAILURE, CliError, Command
 from prioritizer.outputs import check_output
-from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity, phased,
-                                        start_latency_from)
+from prioritizer.history.check import (against_baseline, check, dispatch_latency_of,
+                                        format_fidelity, phased, start_latency_from)
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
 from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
-from prioritizer.sim.cli import cluster_of, policy_section
+from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
+                                 cluster_of, policy_section)
+from prioritizer.sim.report import format_windows_table
 from slurm_plugin.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
 from slurm_plugin.atomic import write_atomically
 from slurm_plugin.cli_util import visible
@@ -87,6 +89,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--ledger", metavar="LEDGER.sqlite",
                      help="the daemon's ledger: its cycle times set the phase of the replay's "
                      "decision ticks (with --config)")
+    chk.add_argument("--baseline", default=DEFAULT_BASELINE, metavar="POLICY",
+                     help="also replay under this policy and compare the real JCTs and the "
+                     f"replay with it per window (default {DEFAULT_BASELINE})")
+    chk.add_argument("--window-jobs", type=numbers.count("--window-jobs"),
+                     default=DEFAULT_WINDOW_JOBS, metavar="N",
+                     help=f"jobs per window of eligible order (default {DEFAULT_WINDOW_JOBS})")
     chk.add_argument("--summary-only", action="store_true", help="no per-job lines")
 
 
@@ -319,6 +327,7 @@ def start_latency(value: str) -> float:
 
 def _check(args: argparse.Namespace) -> int:
     config = policy_config(args.policy, args.config)
+    baseline = baseline_policy(args.baseline)
     cluster = cluster_of(args)
     try:
         rows = read_rows(args.trace)
@@ -334,12 +343,19 @@ def _check(args: argparse.Namespace) -> int:
               f"{config.policy} has no decision ticks (decision_interval_s "
               f"{config.decision_interval_s:g}), so the daemon's cycle times change nothing",
               file=sys.stderr)
+    replay = {"start_latency_s": latency, "dispatch_s": dispatch, "cycle_at": cycle_at}
     try:
-        fidelity = check(rows, cluster, config, start_latency_s=latency, dispatch_s=dispatch,
-                         cycle_at=cycle_at)
+        fidelity = check(rows, cluster, config, **replay)
+        base = fidelity if baseline == config.policy else check(
+            rows, cluster, dataclasses.replace(config, policy=baseline), **replay)
     except ValueError as exc:
         raise CliError(f"{args.trace}: {exc}") from None
     print(format_fidelity(fidelity, per_job=not args.summary_only, styled=tables.is_terminal()))
+    print()
+    sys.stdout.write(format_windows_table(
+        against_baseline(fidelity, base, args.window_jobs), baseline, args.window_jobs,
+        styled=tables.is_terminal(),
+        what=" replayed (real: the JCTs the cluster gave, under the policy that ran)"))
     return 0
 
 

@@ -3,13 +3,15 @@
 Argument parsing and output only; the replay is ``prioritizer.sim.engine``, the rules are
 ``prioritizer.policy.decide``. Bad input (malformed trace row, bad config key, no cluster size)
 exits 2 with one line naming the file and line or the option; an unknown policy name lists
-the valid ones.
+the valid ones. With several policies or ``--baseline``, each is also measured window by
+window against the baseline (``prioritizer.sim.windows``), which is replayed with the others.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -23,7 +25,8 @@ from prioritizer.outputs import check_output
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.validation import shown
-from prioritizer.sim.report import format_table, summarize, write_jobs_csv, write_plot
+from prioritizer.sim.report import (format_table, format_windows_table, summarize,
+                                    window_comparison, write_jobs_csv, write_plot)
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
@@ -32,6 +35,9 @@ from slurm_plugin.cli_util import visible
 #: the policies whose queues --thresholds (``thresholds_gpu_s``) sets; ``las`` queues by
 #: seconds (``thresholds_s``, set by --config)
 THRESHOLD_POLICIES = frozenset({"tiresias-las", "tiresias-gittins"})
+
+#: the baseline of a comparison (Slurm alone) and its jobs per window, unless given
+DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS = "fifo-fit", 200
 
 #: option name -> PolicyConfig field it overrides
 OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
@@ -59,6 +65,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--policy", default=None, metavar="NAME",
         help=f"one of: {', '.join(POLICY_NAMES)} (default: --config's, else tiresias-las)")
     add("--compare", metavar="P1,P2,...", help="run several policies; ratios to the first")
+    add("--baseline", metavar="POLICY",
+        help="compare each policy per window with this one, replayed too (default with "
+        f"--compare: {DEFAULT_BASELINE})")
+    add("--window-jobs", type=numbers.count("--window-jobs"), metavar="N",
+        help=f"jobs per window of submit order, for the baseline comparison (default "
+        f"{DEFAULT_WINDOW_JOBS})")
     add("--config", metavar="FILE.yaml", help="YAML file whose 'policy:' section sets the policy")
     add("--thresholds", metavar="T1,T2", help="queue thresholds, GPU·s (2D policies)")
     for option, fld in OVERRIDES.items():
@@ -91,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--since must be >= 0 (seconds of trace time), got {args.since:g}")
     base = _config(args)
     policies = _policies(args, base.policy)
+    baseline = _baseline(args, policies)
+    if baseline is not None and baseline not in policies:
+        policies.append(baseline)
     if "tiresias-gittins" not in policies:
         for option in ("durations", "durations_from"):
             if getattr(args, option, None):
@@ -118,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
     configs = [dataclasses.replace(base, policy=cast(PolicyName, name)) for name in policies]
     results = _replay_all(trace, cluster, configs, distribution)
     summaries = [summarize(r) for r in results]
+    window_jobs = args.window_jobs or DEFAULT_WINDOW_JOBS
+    comparison = window_comparison(results, baseline, window_jobs) if baseline else None
+    if comparison:
+        for summary in summaries:
+            summary.update(comparison[summary["policy"]], baseline=baseline)
     if trace.skipped_jobs:
         print(f"note: {trace.skipped_jobs} trace row(s) with zero GPUs or zero duration were "
               "skipped; counted in skipped_jobs", file=sys.stderr)
@@ -129,10 +149,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         from prioritizer import tables   # rich: only for the table (imports cost a sweep)
         sys.stdout.write(format_table(summaries, styled=tables.is_terminal()))
+        if comparison:
+            sys.stdout.write("\n" + format_windows_table(comparison, baseline, window_jobs,
+                                                          styled=tables.is_terminal()))
     if args.jobs_csv:
         _write(write_jobs_csv, results, args.jobs_csv)
     if args.plot:
-        _write(write_plot, results, args.plot)
+        _write(functools.partial(write_plot, comparison=comparison, baseline=baseline),
+               results, args.plot)
     return 0
 
 
@@ -171,6 +195,25 @@ def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(simulate, trace, cluster, c, distribution) for c in configs]
         return [f.result() for f in futures]
+
+
+def _baseline(args: argparse.Namespace, policies: list[str]) -> str | None:
+    """The baseline of the per-window comparison: --baseline, else :data:`DEFAULT_BASELINE`
+    when several policies run; None (no comparison) for one policy and no --baseline."""
+    if args.baseline is None and len(policies) < 2:
+        if args.window_jobs is not None:
+            raise CliError("--window-jobs applies to a comparison: add --baseline POLICY or "
+                           "--compare P1,P2")
+        return None
+    return baseline_policy(args.baseline if args.baseline is not None else DEFAULT_BASELINE)
+
+
+def baseline_policy(name: str) -> str:
+    """``--baseline``'s policy name (``dlprio simulate`` and ``history check``). Raises
+    CliError (exit 2) for an unknown name, listing the valid ones."""
+    if name.strip() not in POLICY_NAMES:
+        raise CliError(f"--baseline: unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}")
+    return name.strip()
 
 
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from prioritizer.sim.engine import SimResult
+from prioritizer.sim.windows import WORSE_RATIO, compare_windows, window_ratios
 from slurm_plugin.atomic import save_figure, write_atomically
 
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
@@ -87,6 +88,34 @@ def format_table(summaries: Sequence[dict[str, Any]], *, styled: bool = False) -
     return tables.render(head, rows, head[1:], styled=styled)
 
 
+def window_comparison(results: Sequence[SimResult], baseline: str,
+                      window_jobs: int) -> dict[str, dict[str, Any]]:
+    """:func:`prioritizer.sim.windows.compare_windows` of replays of the same trace: jobs
+    keyed by their trace row (``job_id``), in trace order."""
+    return compare_windows({r.policy: {j.job_id: (j.submit, j.jct)
+                                       for j in sorted(r.jobs, key=lambda j: j.job_id)}
+                            for r in results}, baseline, window_jobs)
+
+
+def format_windows_table(comparison: dict[str, dict[str, Any]], baseline: str,
+                         window_jobs: int, *, styled: bool = False, what: str = "") -> str:
+    """The "against BASELINE" table: a title line, then one row per policy other than the
+    baseline (in ``comparison``'s order) with its avg JCT ratio, worst window ratio, windows
+    over 1.03, hurt jobs (% of jobs) and number of windows; ending in a newline. ``what``
+    follows the baseline's name in the title."""
+    head = ["policy", "avg x", "worst window x", f"windows > {WORSE_RATIO:g}", "hurt jobs %",
+            "windows"]
+    rows = [[name, f"{c['avg_jct_ratio']:.3f}", f"{c['worst_window_ratio']:.3f}",
+             str(c["windows_over_1_03"]), f"{c['hurt_jobs_share'] * 100:.1f}",
+             str(len(c["windows"]))]
+            for name, c in comparison.items() if name != baseline]
+    from prioritizer import tables   # rich: imported only when a table is printed
+    title = (f"against {baseline}{what}, per window of {window_jobs} jobs in submit order (a last "
+             f"one under {window_jobs / 2:g} jobs joins the one before); hurt: JCT > 2x and "
+             "> 1 h more than under the baseline\n")
+    return title + tables.render(head, rows, head[1:], styled=styled)
+
+
 def _ratio(value: float, base: float) -> str:
     return f"{value / base:.3f}" if base else "-"
 
@@ -140,17 +169,23 @@ def line_style(index: int, points: int) -> dict[str, Any]:
             "markevery": max(points // 8, 1), "fillstyle": "none", "zorder": 2 + index}
 
 
-def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
+def write_plot(results: Sequence[SimResult], path: str | Path,
+               comparison: dict[str, dict[str, Any]] | None = None,
+               baseline: str | None = None) -> None:
     """PNG with the JCT CDF per policy (log x) and pending jobs over time per policy, the time
     axis from the first job of the replay to the end of the queue's activity
     (:func:`queue_axis_hours`); each policy has its own line style and marker
-    (:data:`LINE_STYLES`)."""
+    (:data:`LINE_STYLES`). With a ``comparison`` (:func:`window_comparison`) a third panel
+    gives each other policy's per-window avg JCT over ``baseline``'s (log y, a line at 1.0)
+    against the window's first submit time."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullFormatter
 
-    fig, (cdf, queue) = plt.subplots(1, 2, figsize=(12, 4.5))
+    panels = 3 if comparison else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.5))
+    cdf, queue = axes[0], axes[1]
     for i, result in enumerate(results):
         jcts = sorted(max(j.jct, 1.0) for j in result.jobs)
         n = len(jcts)
@@ -168,9 +203,31 @@ def write_plot(results: Sequence[SimResult], path: str | Path) -> None:
     queue.set_xlabel("time since the first job of the replay (h), to the last wait")
     queue.set_ylabel("pending jobs")
     queue.set_title("queue length")
-    for ax in (cdf, queue):
+    if comparison:
+        _window_panel(axes[2], results, comparison, baseline)
+    for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
     save_figure(fig, path, dpi=110)
     plt.close(fig)
+
+
+def _window_panel(ax: Any, results: Sequence[SimResult], comparison: dict[str, dict[str, Any]],
+                  baseline: str | None) -> None:
+    """Each policy's per-window ratio to the baseline, in the policies' line styles."""
+    for i, result in enumerate(results):
+        if result.policy == baseline or result.policy not in comparison:
+            continue
+        windows = comparison[result.policy]["windows"]
+        ax.plot([w["first_submit_s"] / 3600 for w in windows], window_ratios(windows),
+                label=result.policy, **line_style(i, len(windows)))
+    ax.axhline(1.0, color="black", linewidth=0.8, label=f"{baseline} (baseline)")
+    from matplotlib.ticker import FuncFormatter
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")   # 0.5, 2 rather than 10^0 forms
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+    ax.set_xlabel("window's first submit (h since the first job)")
+    ax.set_ylabel(f"window avg JCT / {baseline}'s")
+    ax.set_title("per-window JCT ratio")
