@@ -343,11 +343,12 @@ def _check(args: argparse.Namespace) -> int:
               f"{config.policy} has no decision ticks (decision_interval_s "
               f"{config.decision_interval_s:g}), so the daemon's cycle times change nothing",
               file=sys.stderr)
-    replay = {"start_latency_s": latency, "dispatch_s": dispatch, "cycle_at": cycle_at}
     try:
-        fidelity = check(rows, cluster, config, **replay)
+        fidelity = check(rows, cluster, config, start_latency_s=latency, dispatch_s=dispatch,
+                         cycle_at=cycle_at)
         base = fidelity if baseline == config.policy else check(
-            rows, cluster, dataclasses.replace(config, policy=baseline), **replay)
+            rows, cluster, dataclasses.replace(config, policy=baseline), start_latency_s=latency,
+            dispatch_s=dispatch, cycle_at=cycle_at)
     except ValueError as exc:
         raise CliError(f"{args.trace}: {exc}") from None
     print(format_fidelity(fidelity, per_job=not args.summary_only, styled=tables.is_terminal()))

@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         from prioritizer import tables   # rich: only for the table (imports cost a sweep)
         sys.stdout.write(format_table(summaries, styled=tables.is_terminal()))
-        if comparison:
+        if comparison and baseline is not None:
             sys.stdout.write("\n" + format_windows_table(comparison, baseline, window_jobs,
                                                           styled=tables.is_terminal()))
     if args.jobs_csv:
@@ -208,12 +208,12 @@ def _baseline(args: argparse.Namespace, policies: list[str]) -> str | None:
     return baseline_policy(args.baseline if args.baseline is not None else DEFAULT_BASELINE)
 
 
-def baseline_policy(name: str) -> str:
+def baseline_policy(name: str) -> PolicyName:
     """``--baseline``'s policy name (``dlprio simulate`` and ``history check``). Raises
     CliError (exit 2) for an unknown name, listing the valid ones."""
     if name.strip() not in POLICY_NAMES:
         raise CliError(f"--baseline: unknown policy {name!r}; valid: {', '.join(POLICY_NAMES)}")
-    return name.strip()
+    return cast(PolicyName, name.strip())
 
 
 def _policies(args: argparse.Namespace, configured: str) -> list[str]:
