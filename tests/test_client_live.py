@@ -137,3 +137,46 @@ def test_unreachable_while_slurmctld_is_stopped(client: SlurmClient) -> None:
         subprocess.run([*dlcluster, "ctl", "start", "--name", name], check=True, timeout=120)
     nodes = wait_for(lambda: client.nodes(), 60, "nodes after restart")
     assert len(nodes) >= 1 and all(n.gpus_total > 0 for n in nodes)
+
+
+#: Every way sbatch(1) asks for GPUs, with the GPUs per node and in all that each job (or each
+#: record: a hetjob component, an array element) holds, worked out from the request on 4 nodes
+#: of 2 sockets x 8 GPUs. A pending array is one record, its elements folded (``5_[0-1]``).
+GPU_REQUESTS = [
+    (("--gres=gpu",), [(1, 1)]),
+    (("--gres=gpu:2",), [(2, 2)]),
+    (("--gres=gpu:a100",), [(1, 1)]),
+    (("--gres=gpu:a100:3",), [(3, 3)]),
+    (("--gpus=3",), [(3, 3)]),
+    (("--gpus-per-node=2", "--nodes=2"), [(2, 4)]),
+    (("--gpus-per-task=1", "--ntasks=3", "--nodes=1"), [(3, 3)]),
+    (("--gpus-per-socket=1", "--sockets-per-node=2"), [(2, 2)]),
+    (("--gres=gpu:1", "--array=0-1"), {"pending": [(1, 1)], "running": [(1, 1), (1, 1)]}),
+    (("--gres=gpu:1", "hetjob", "--gres=gpu:2"), [(1, 1), (2, 2)]),
+]
+
+
+@pytest.mark.parametrize("when", ["pending", "running"])
+def test_every_way_of_asking_for_gpus_counts(client: SlurmClient, when: str) -> None:
+    """Pending (held by a begin time) and running, every request form reads as the GPUs it asks
+    for: a count left out is one GPU, per socket counts x sockets per node, per task x tasks."""
+    later = ["--begin=now+1hour"] if when == "pending" else []
+    submitted = []
+    for request, expected in GPU_REQUESTS:
+        first, *rest = request
+        lines = [first, *later]
+        for opt in rest:
+            lines.append(opt)
+            if opt == "hetjob":
+                lines += later
+        if isinstance(expected, dict):
+            expected = expected[when]
+        submitted.append((submit(client, script(*lines, body="sleep 300")), expected))
+    state = {"pending": {"PENDING"}, "running": {"RUNNING"}}[when]
+    for job_id, expected in submitted:
+        def records(job_id: int = job_id) -> list | None:
+            mine = sorted(client.jobs(job_ids=[job_id]), key=lambda j: j.job_id)
+            return mine if len(mine) == len(expected) and all(j.state in state for j in mine) else None
+        found = wait_for(records, 60, f"job {job_id} {when}")
+        assert [(j.gpus_per_node, j.gpus) for j in found] == expected, job_id
+    client.cancel([job_id for job_id, _ in submitted])

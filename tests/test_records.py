@@ -67,7 +67,14 @@ def test_node_gpu_totals() -> None:
 
 @pytest.mark.parametrize(
     "tres,expected",
-    [("gres:gpu:4", 4), ("gres:gpu:a100:2", 2), ("cpu=2,mem=1G,node=1,gres/gpu=8", 8), ("cpu=2,node=1", 0), ("", 0)],
+    [("gres:gpu:4", 4), ("gres:gpu:a100:2", 2), ("cpu=2,mem=1G,node=1,gres/gpu=8", 8), ("cpu=2,node=1", 0), ("", 0),
+     # the count left out asks for one GPU (sbatch --gres=gpu; 22.05 and 24.11 spellings)
+     ("gres:gpu", 1), ("gres/gpu", 1), ("gres/gpu:a100", 1),
+     # several types add up; a TRES total is not counted again beside its typed items
+     ("gres/gpu:a100:2,gres/gpu:v100:1", 3), ("cpu=1,gres/gpu=2,gres/gpu:a100=2", 2),
+     ("gres/gpu:a100=2", 2),
+     # other GRES whose names start alike are no GPUs
+     ("gres/gpumem:10G", 0), ("gres/gpu:a100:2,gres/shard:4", 2)],
 )
 def test_gpus_in_tres(tres: str, expected: int) -> None:
     assert gpus_in_tres(tres) == expected
