@@ -47,10 +47,14 @@ class Daemon:
     exe: str
 
 
-def daemons(spec: ClusterSpec) -> list[Daemon]:
-    """Every daemon the cluster runs (slurmdbd first, slurmctld, then the slurmd's)."""
+def daemons(spec: ClusterSpec, *, left: bool = False) -> list[Daemon]:
+    """Every daemon the cluster runs (slurmdbd first, slurmctld, then the slurmd's).
+
+    ``left``: also a slurmdbd that an earlier ``up --with-dbd`` left (its PID file is there)
+    when the cluster is now without one, so that a restart without accounting stops it."""
     run = spec.state_dir / "run"
-    out = [Daemon("slurmdbd", run / "slurmdbd.pid", "slurmdbd")] if spec.with_dbd else []
+    dbd = Daemon("slurmdbd", run / "slurmdbd.pid", "slurmdbd")
+    out = [dbd] if spec.with_dbd or (left and dbd.pidfile.exists()) else []
     out.append(Daemon("slurmctld", run / "slurmctld.pid", "slurmctld"))
     out += [Daemon(f"slurmd {n}", run / f"slurmd-{n}.pid", "slurmd") for n in spec.node_names]
     return out
@@ -292,6 +296,11 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
     spec.validate()
     check_platform()
     state = running(spec)
+    left = [d for d in daemons(spec, left=True) if d.label not in state and pid_of(d)]
+    if left:   # up without --with-dbd after up --with-dbd: accounting goes, and so its daemon
+        log(f"stopping the slurmdbd of cluster {spec.name!r}: it now runs without accounting "
+            "(sacct and history need --with-dbd)")
+        state.update({d.label: pid_of(d) for d in left})
     if all(state.values()) and _configs_match(spec) and _ready(spec, 5.0, resumed):
         return f"cluster {spec.name!r} already up: {spec.nodes} nodes, SLURM_CONF={spec.slurm_conf}"
     if any(state.values()):
@@ -449,7 +458,7 @@ def stop_daemons(spec: ClusterSpec, timeout_s: float = 20.0) -> list[str]:
 
     Returns the labels of the daemons that were stopped.
     """
-    live = [(d, pid) for d in daemons(spec) if (pid := pid_of(d))]
+    live = [(d, pid) for d in daemons(spec, left=True) if (pid := pid_of(d))]
     for _d, pid in live:
         try:
             os.kill(pid, 15)
@@ -461,7 +470,7 @@ def stop_daemons(spec: ClusterSpec, timeout_s: float = 20.0) -> list[str]:
             time.sleep(0.1)
         if Path(f"/proc/{pid}").exists():
             os.kill(pid, 9)
-    for d in daemons(spec):
+    for d in daemons(spec, left=True):
         d.pidfile.unlink(missing_ok=True)
     _kill_stepds(spec)
     return [d.label for d, _ in live]

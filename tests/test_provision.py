@@ -150,3 +150,17 @@ def test_two_ups_building_the_same_root_filesystem_build_it_once(cache: Path, tm
     assert errors == []
     assert (tmp_path / "runs").read_text() == f"{cache}/trixie.partial\n"
     assert rootfs.ready(cache / "trixie") and (cache / "trixie/usr/sbin/slurmd").is_file()
+
+
+def test_a_slurmdbd_left_by_an_earlier_up_is_a_daemon_to_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``up`` without --with-dbd after ``up --with-dbd``: the cluster's daemons no longer list
+    slurmdbd, but the one still running (its PID file is there) is stopped with the others."""
+    monkeypatch.setattr(ClusterSpec, "state_dir", property(lambda self: tmp_path))
+    spec = ClusterSpec(nodes=1, with_dbd=False)
+    assert [d.label for d in provision.daemons(spec, left=True)] == ["slurmctld", "slurmd node1"]
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "slurmdbd.pid").write_text("1\n")
+    assert [d.label for d in provision.daemons(spec)] == ["slurmctld", "slurmd node1"]
+    assert [d.label for d in provision.daemons(spec, left=True)] == [
+        "slurmdbd", "slurmctld", "slurmd node1"]
