@@ -2,8 +2,9 @@
 
 :func:`apply_snippets` does what docs/admins.md tells an admin: drop from slurm.conf the keys a
 snippet sets (and its PartitionName lines), then add one ``Include`` line per snippet. The
-controller gets its own port, state, log and pid files in a temporary directory and its node
-lines point at unused ports, so the cluster the config was copied from is not disturbed.
+controller gets its own port, state, log and pid files in a temporary directory, its own cluster
+name and no accounting, and its node lines point at unused ports, so the cluster the config was
+copied from is not disturbed.
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ def _free_port() -> int:
 
 def apply_snippets(stock: str, snippets: Sequence[Path], tmp: Path, port: int) -> str:
     """The stock slurm.conf text with the snippets' keys removed, private paths, Include lines."""
-    keys = snippet_keys(snippets) | {"slurmctldport", "statesavelocation", "slurmctldpidfile", "slurmctldlogfile"}
+    # its own accounting (none) and cluster name: a throw-away controller that registered with the
+    # live cluster's slurmdbd under its name would end that cluster's running jobs in accounting
+    keys = snippet_keys(snippets) | {"slurmctldport", "statesavelocation", "slurmctldpidfile", "slurmctldlogfile",
+                                     "clustername", "accountingstoragetype", "accountingstoragehost",
+                                     "accountingstorageport", "accountingstoragetres"}
     out = []
     for line in stock.splitlines():
         m = _KEY_RE.match(line)
@@ -51,7 +56,8 @@ def apply_snippets(stock: str, snippets: Sequence[Path], tmp: Path, port: int) -
             line = re.sub(r"\bPort=\d+", lambda _: f"Port={_free_port()}", line)
         out.append(line)
     out += [f"SlurmctldPort={port}", f"StateSaveLocation={tmp}/state", f"SlurmctldPidFile={tmp}/slurmctld.pid",
-            f"SlurmctldLogFile={tmp}/slurmctld.log"]
+            f"SlurmctldLogFile={tmp}/slurmctld.log", f"ClusterName=snippets{port}",
+            "AccountingStorageType=accounting_storage/none"]
     out += [f"Include {p}" for p in snippets]
     return "\n".join(out) + "\n"
 

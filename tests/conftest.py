@@ -74,6 +74,16 @@ def _require_live_cluster(request: pytest.FixtureRequest) -> None:
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def slurm_release() -> tuple[int, int]:
+    """``(major, minor)`` of the live cluster's Slurm (``squeue --version`` of the commands on
+    PATH): the one place a live test learns the release it runs on (./test.sh runs the live
+    subset on every release it brings up)."""
+    from slurm_plugin.client import SlurmClient
+
+    return SlurmClient(timeout_s=10).slurm_release().version
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _no_slurm_output_in_the_checkout() -> Iterator[None]:
     """A job submitted without ``--output`` writes ``slurm-N.out`` into the directory it was

@@ -59,7 +59,7 @@ def test_read_only_commands_and_dlsubmit_on_a_site_config(tmp_path: Path,
         client = SlurmClient(timeout_s=10)
         wait_for(client.ping, 60, "the site's slurmctld to answer")
         nodes = client.nodes()
-        assert {n.partitions for n in nodes} == {("batch", "train")}
+        assert {frozenset(n.partitions) for n in nodes} == {frozenset({"batch", "train"})}
         assert {n.gpu_type for n in nodes} == {"h100"}
 
         env = {"SLURM_CONF": str(conf)}
