@@ -1,4 +1,4 @@
-"""Check an existing gres.conf against every gres.conf(5) rule of Slurm 22.05 (``dlgres --check``).
+"""Check an existing gres.conf against every gres.conf(5) rule of Slurm 22.05, 24.11 or 26.05 (``dlgres --check``).
 
 Rules a line breaks on its own are read in :mod:`slurm_plugin.gres_conf`; this module adds the
 rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres_slurmconf`), the
@@ -13,7 +13,9 @@ itself, a single File per line; ``Cores``: logical core indices below sockets ×
 socket; ``CPUs=`` is not in 22.05's gres.conf(5) (sites that copied ``nvidia-smi topo -m``'s
 "CPU Affinity" into it give OS ids with hyper-thread siblings). GPUs of a node are numbered in
 the order their lines appear (the usual bus-id order). A line slurmd cannot use is reported
-once and takes no part in the checks across lines, so one bad line does not cascade.
+once and takes no part in the checks across lines, so one bad line does not cascade. The rules
+that differ by release (AutoDetect and Flags values, whole sockets in ``Cores``) and how the
+release is found are in :mod:`slurm_plugin.gres_release`; the default is 22.05.
 """
 
 from __future__ import annotations
@@ -23,12 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_plugin import hostlist
-from slurm_plugin.gres_conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, SHARED, GresLine,
-                                    TooLarge, parse_gres_conf)
+from slurm_plugin.gres_conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
+                                    GresLine, TooLarge, parse_gres_conf)
+from slurm_plugin.gres_release import WHOLE_SOCKET_CORES_SINCE, Release
 from slurm_plugin.gres_slurmconf import SlurmConf
 from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
-AUTODETECT_PLUGIN = {"nvml": "gpu_nvml.so", "rsmi": "gpu_rsmi.so", "oneapi": "gpu_oneapi.so"}
+AUTODETECT_PLUGIN = {"nvml": "gpu_nvml.so", "rsmi": "gpu_rsmi.so", "oneapi": "gpu_oneapi.so",
+                     "nvidia": "gpu_nvidia.so", "nrt": "gpu_nrt.so"}
+AUTODETECT_ENV = {"nvml": "nvidia_gpu_env", "nvidia": "nvidia_gpu_env", "rsmi": "amd_gpu_env",
+                  "oneapi": "intel_gpu_env"}
+"""gres.conf(5), Flags: without env flags, "AutoDetect=nvml or AutoDetect=nvidia will set
+nvidia_gpu_env, AutoDetect=rsmi will set amd_gpu_env, and AutoDetect=oneapi will set intel_gpu_env"."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,8 @@ def _node_findings(slots: list[_Slot]) -> list[Finding]:
     return out
 
 
-def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None) -> list[Finding]:
+def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None, whole: str | None) -> list[Finding]:
+    """``whole``: the release when it requires whole sockets in Cores, else None."""
     try:
         ids = parse_ranges(text, what="core" if key == "Cores" else "CPU")
     except CpuTopologyError as e:
@@ -105,11 +114,20 @@ def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None) -> l
         assert shape is not None
         return [Finding(line, f"Cores={text}: {over} beyond the node's {shape.cores} cores "
                               f"(0-{shape.cores - 1}); Cores= takes logical core indices, not OS CPU ids")]
+    if whole and shape is not None and key == "Cores":
+        per, given = shape.cores_per_socket, set(ids)
+        part = sorted(s for s in {i // per for i in ids} if not set(range(s * per, (s + 1) * per)) <= given)
+    else:
+        part = []
+    if part:
+        full = ",".join(f"{s * per}-{(s + 1) * per - 1}" for s in part)
+        return [Finding(line, f"Cores={text}: part of socket(s) {','.join(map(str, part))} (cores {full}): "
+                              f"Slurm {whole} wants all the cores of a socket given together")]
     return []
 
 
 def _line_findings(lineno: int, f: dict[str, str], devs: list[str], shape: CpuTopology | None,
-                   ) -> tuple[tuple[int, ...] | None, list[Finding]]:
+                   whole: str | None) -> tuple[tuple[int, ...] | None, list[Finding]]:
     """Checks of one GPU line on its own; returns its parsed Links (None if absent or bad)."""
     out: list[Finding] = []
     links = None
@@ -120,7 +138,7 @@ def _line_findings(lineno: int, f: dict[str, str], devs: list[str], shape: CpuTo
         out += bad
     for key, name in (("cores", "Cores"), ("cpus", "CPUs")):
         if key in f:
-            out += _check_cores(lineno, name, f[key], shape)
+            out += _check_cores(lineno, name, f[key], shape, whole)
     return links, out
 
 
@@ -159,21 +177,23 @@ def _universe(recs: list[GresLine], slurm: SlurmConf | None, rep: _Report) -> li
 
 
 def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] | None, rep: _Report,
-                cloud_nodes: set[str]) -> dict[str, str]:
+                cloud_nodes: set[str], release: Release) -> dict[str, str]:
     """Effective AutoDetect per node ("off" when unset); reports conflicts, missing plugins and
     AutoDetect on cloud nodes."""
     glob = "off"
     local: dict[str, tuple[str, int]] = {}
     for r in recs:
         val = r.fields.get("autodetect", "").lower()
-        if not val or val not in ("nvml", "rsmi", "oneapi", "off"):
+        if not val or val not in release.autodetect:
             continue
         if plugin_dirs is not None and val in AUTODETECT_PLUGIN:
             so = AUTODETECT_PLUGIN[val]
             if not any((Path(d) / so).is_file() for d in plugin_dirs):
                 val = "off"  # what slurmd then does
-                rep.add(r.line, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in {':'.join(plugin_dirs)}; Debian's "
-                                "22.05 is built without it): slurmd logs that the library was not found and "
+                why = ("Debian's 22.05 is built without it" if val in ("nvml", "rsmi") else
+                       f"every Slurm {release.name} build has it: is this the plugin directory?")
+                rep.add(r.line, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in {':'.join(plugin_dirs)}; "
+                                f"{why}): slurmd logs that the library was not found and "
                                 "detects nothing; give File= lines (dlgres writes them)")
         cloud = sorted(set(r.nodes if r.nodes is not None else cloud_nodes) & cloud_nodes)
         if val != "off" and cloud:
@@ -207,7 +227,13 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
             if name == "gpu" and r.type and r.files is None and auto == "off":
                 rep.add(r.line, f"Type={r.type} without File=: File is required for every typed gpu GRES "
                                 "(name the /dev/nvidiaN files)")
-            if auto == "nvml" and detected is not None and r.type:
+            if "multiplefiles" in r.fields and auto == "nvidia":
+                rep.add(r.line, f"MultipleFiles= (a MIG device) with AutoDetect=nvidia on {{nodes}}: it does not "
+                                "detect MIGs (gres.conf(5)); use AutoDetect=nvml, or off with File= lines", node)
+            if "env_uuid" in r.flags and auto == "off":
+                rep.add(r.line, "Flags=env_uuid without AutoDetect on {nodes}: it needs AutoDetect for the UUIDs "
+                                "(gres.conf(5)); set AutoDetect=nvml or nvidia, or drop the flag", node)
+            if auto in ("nvml", "nvidia") and detected is not None and r.type:
                 want = r.type.lower()
                 if not any(want in d.lower().replace(" ", "_") for d in detected):
                     rep.add(r.line, f"Type={r.type} is not part of any GPU name NVML reports "
@@ -275,7 +301,7 @@ def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: s
             rep.add(r.line, _inherited(",".join(sorted(prev[0])), prev[1],
                                        f"env flags carry to the next {name} line of the same node that sets "
                                        "none, on {nodes}"), node)
-        env = prev[0] if prev else (frozenset({"nvidia_gpu_env"}) if auto == "nvml" else DEFAULT_ENV)
+        env = prev[0] if prev else (frozenset({AUTODETECT_ENV[auto]}) if auto in AUTODETECT_ENV else DEFAULT_ENV)
         if first is None:
             first = (env, r.line)
         elif env != first[0]:
@@ -317,13 +343,14 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
                           f"the node INVALID ('gres/{name} count reported lower than configured')", node)
 
 
-def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report) -> dict[str, list[_Slot]]:
+def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
+                 whole: str | None) -> dict[str, list[_Slot]]:
     """Line-local Links/Cores checks of gpu lines; returns the device slots per node."""
     nodes: dict[str, list[_Slot]] = {}
     owners: dict[str, dict[str, int]] = {}   # node -> device file -> the line that gives it
     for r in lines:
         devs = r.files or []
-        links, bad = _line_findings(r.line, r.fields, devs, shape)
+        links, bad = _line_findings(r.line, r.fields, devs, shape, whole)
         for f in bad:
             rep.add(f.line, f.message)
         single = len(devs) == 1 and "links" in r.fields
@@ -345,7 +372,8 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report)
 
 
 def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
-               plugin_dirs: list[str] | None = None, detected: list[str] | None = None) -> list[Finding]:
+               plugin_dirs: list[str] | None = None, detected: list[str] | None = None,
+               release: Release = OLDEST) -> list[Finding]:
     """All findings for a gres.conf text, sorted by line (one per problem and line).
 
     Raises:
@@ -360,10 +388,11 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
         plugin_dirs: Slurm's plugin directories, to check that AutoDetect's library exists;
             None skips that rule.
         detected: GPU names NVML reports on the node (``NVIDIA A100-SXM4-40GB``), to check
-            ``Type=`` under AutoDetect=nvml; None skips that rule.
+            ``Type=`` under AutoDetect=nvml or nvidia; None skips that rule.
+        release: whose gres.conf(5) to apply (:func:`slurm_plugin.gres_release.resolve`).
     """
     rep = _Report()
-    recs = parse_gres_conf(text)
+    recs = parse_gres_conf(text, release)
     for r in recs:
         for msg in r.faults:
             rep.add(r.line, msg)
@@ -375,7 +404,7 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
                                 f"({','.join(sorted(slurm.gres_types)) or 'empty'}): slurmd ignores the line")
         good = [r for r in good if not r.name or r.name in slurm.gres_types]
     nodes = _universe(good, slurm, rep)
-    auto = _autodetect(good, nodes, plugin_dirs, rep, slurm.cloud if slurm else set())
+    auto = _autodetect(good, nodes, plugin_dirs, rep, slurm.cloud if slurm else set(), release)
     _sharing_rules(good, rep)
     gres_lines = [r for r in good if not r.is_autodetect_only]
     broken = [r for r in recs if not r.usable]
@@ -400,7 +429,8 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
             _slurm_rules(node, mine, slurm, rep, skip)
     _file_on_all_nodes(gres_lines, auto, rep)
     gpu = [r for r in gres_lines if r.name == "gpu"]
-    slots = _links_rules(gpu, shape, rep)
+    whole = release.name if release.has(WHOLE_SOCKET_CORES_SINCE) and not (slurm and slurm.socket_as) else None
+    slots = _links_rules(gpu, shape, rep, whole)
     bad_gpu = [r for r in broken if r.fields.get("name", "").lower() in ("gpu", "")]
     tainted = {n for r in bad_gpu for n in (r.nodes or slots)}  # numbering unknown after a bad line
     for host, node_slots in slots.items():

@@ -7,8 +7,10 @@ Three sources, one generator (:mod:`slurm_plugin.gres`):
 * ``dlgres --from-topo FILE --sockets S --cores-per-socket C [--threads-per-core T]`` — a
   captured ``nvidia-smi topo -m`` of a node with that slurm.conf shape.
 * ``dlgres --check gres.conf [--sockets S --cores-per-socket C [--threads-per-core T]]
-  [--slurm-conf FILE] [--plugin-dir DIR] [--fake-nvml FILE]`` — every gres.conf(5) rule of
-  Slurm 22.05 (:mod:`slurm_plugin.gres_check`), one line per finding, ``FILE:LINE: message``;
+  [--slurm-conf FILE] [--plugin-dir DIR] [--slurm-release R] [--fake-nvml FILE]`` — every
+  gres.conf(5) rule of Slurm 22.05, 24.11 or 26.05 (:mod:`slurm_plugin.gres_check`), one line
+  per finding, ``FILE:LINE: message``; the release is ``--slurm-release``, else read from the
+  plugin directory, else the newest with a note on stderr (:mod:`slurm_plugin.gres_release`);
   ``--slurm-conf`` adds GresTypes and each node's ``Gres=``; AutoDetect's library is looked for
   in ``--plugin-dir``, else slurm.conf's PluginDir, else Debian's ``/usr/lib/x86_64-linux-gnu/slurm-wlm``;
   with ``--fake-nvml`` (or NVML on this node) ``Type=`` is checked against the GPU names.
@@ -30,7 +32,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from slurm_plugin import gres, gres_check, gres_slurmconf, hostlist, nvml, topo, topo_cpu
+from slurm_plugin import gres, gres_check, gres_release, gres_slurmconf, hostlist, nvml, topo, topo_cpu
 from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
 from slurm_plugin.readfile import UnreadableFile, read_regular
 from slurm_plugin.nvml_fake import FakeNvml
@@ -58,7 +60,7 @@ def _count(limit: int) -> Callable[[str], int]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (Slurm 22.05 gres.conf(5)).")
+    p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (gres.conf(5) of Slurm 22.05, 24.11, 26.05).")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--from-topo", metavar="FILE", help="a captured 'nvidia-smi topo -m' of the node")
     src.add_argument("--check", metavar="GRES_CONF", help="check an existing gres.conf; exit 1 on findings")
@@ -66,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--slurm-conf", metavar="FILE", help="with --check: the cluster's slurm.conf (GresTypes, node Gres=)")
     p.add_argument("--plugin-dir", metavar="DIR", help="with --check: Slurm's plugin directory (default: slurm.conf "
                                                       "PluginDir, else Debian's)")
+    p.add_argument("--slurm-release", choices=gres_release.RELEASES,
+                   help="with --check: whose gres.conf(5) rules (default: read from the plugin directory)")
     p.add_argument("--node", help="NodeName= for the lines (default: none, for a node-local gres.conf)")
     p.add_argument("--type", dest="gpu_type", help="gres Type= (default: from the GPU name; none for --from-topo)")
     p.add_argument("--sockets", type=_count(topo_cpu.MAX_SOCKETS), help="node sockets (slurm.conf Sockets=)")
@@ -215,12 +219,16 @@ def _check(a: argparse.Namespace) -> int:
         dirs = [DEBIAN_PLUGIN_DIR]
     text = _read(a.check)
     names = _detected_names(a) if "autodetect" in text.lower() else None
+    release = gres_release.resolve(a.slurm_release, dirs)
+    if release.note:
+        print(f"dlgres: note: {release.note}", file=sys.stderr)
     try:
-        findings = gres_check.check_gres(text, _shape(a, required=False), slurm, dirs, names)
+        findings = gres_check.check_gres(text, _shape(a, required=False), slurm, dirs, names, release)
     except gres_check.TooLarge as e:
         raise InputError(f"{visible(a.check)}: {e}") from None
     if a.json:
-        print(json.dumps({"file": a.check, "findings": [{"line": f.line, "message": f.message} for f in findings]}, indent=1))
+        print(json.dumps({"file": a.check, "release": release.name, "release_from": release.source,
+                          "note": release.note, "findings": [{"line": f.line, "message": f.message} for f in findings]}, indent=1))
     else:
         for f in findings:
             print(f"{a.check}:{f.line}: {f.message}")
@@ -240,8 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         _validate(a)
         if a.check:
             return _check(a)
-        if a.slurm_conf or a.plugin_dir:
-            raise InputError("--slurm-conf and --plugin-dir go with --check")
+        if a.slurm_conf or a.plugin_dir or a.slurm_release:
+            raise InputError("--slurm-conf, --plugin-dir and --slurm-release go with --check")
         if a.from_topo and a.fake_nvml:
             raise InputError("--from-topo and --fake-nvml are two sources: give one")
         if a.from_topo:

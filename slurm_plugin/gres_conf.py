@@ -1,9 +1,10 @@
-"""Read gres.conf (Slurm 22.05 gres.conf(5)) into one record per line, with the line's own faults.
+"""Read gres.conf (gres.conf(5) of Slurm 22.05, 24.11 or 26.05) into one record per line, with the line's own faults.
 
 Each non-blank, non-comment line becomes a :class:`GresLine`: an ``AutoDetect`` line, a GRES line
 (``Name=``), or a line slurmd cannot use at all (``usable`` False: its fault is in ``faults``).
 Rules read here are those a line breaks on its own; rules across lines are in
-:mod:`slurm_plugin.gres_check`. Host lists and ``File=/dev/nvidia[0-3]`` ranges are expanded by
+:mod:`slurm_plugin.gres_check`; the values each release takes are in
+:mod:`slurm_plugin.gres_release`. Host lists and ``File=/dev/nvidia[0-3]`` ranges are expanded by
 python-hostlist (:mod:`slurm_plugin.hostlist`), so ``gpu[01-02]`` keeps its leading zeros.
 """
 
@@ -15,14 +16,15 @@ from dataclasses import dataclass, field
 from slurm_plugin import hostlist
 from slurm_plugin.cli_util import visible
 from slurm_plugin.gres import type_problem
+from slurm_plugin.gres_release import AUTODETECT_SINCE, ENV_FLAGS, FLAG_SINCE, Release
 
 KNOWN_KEYS = {
     "autodetect", "count", "cores", "cpus", "file", "flags", "links", "multiplefiles",
     "name", "nodename", "type",
 }
-AUTODETECT = {"nvml", "rsmi", "oneapi", "off"}
-ENV_FLAGS = {"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl_env", "no_gpu_env"}
-FLAGS = ENV_FLAGS | {"countonly", "one_sharing", "all_sharing"}
+AUTODETECT = set(AUTODETECT_SINCE)   # of any release; which release takes which: gres_release
+FLAGS = set(FLAG_SINCE)
+OLDEST = Release("22.05", "default")
 DEFAULT_ENV = frozenset({"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl_env"})
 SHARED = {"mps", "shard"}  # Count is per device for these (gres.conf(5), File)
 _COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
@@ -142,24 +144,38 @@ def _check_count(rec: GresLine) -> None:
         rec.count = len(rec.files)
 
 
-def _check_flags(rec: GresLine) -> None:
+def _check_flags(rec: GresLine, release: Release) -> None:
     if "flags" not in rec.fields:
         return
     vals = {v.strip().lower() for v in rec.fields["flags"].split(",") if v.strip()}
     unknown = sorted(vals - FLAGS)
     if unknown:
         rec.faults.append(f"Flags={rec.fields['flags']}: unknown flag {unknown[0]!r} (slurmd ignores it; "
-                          f"gres.conf(5) flags: CountOnly, {', '.join(sorted(FLAGS - {'countonly'}))})")
+                          f"gres.conf(5) flags: CountOnly, {', '.join(sorted(release.flags - {'countonly'}))})")
+    for flag in sorted(vals & FLAGS - release.flags):
+        rec.faults.append(f"Flags={rec.fields['flags']}: {flag} was added in Slurm {FLAG_SINCE[flag]}; "
+                          f"Slurm {release.name} does not know it (slurmd ignores it)")
     env = vals & ENV_FLAGS
     if "no_gpu_env" in env and len(env) > 1:
         rec.refuse(f"Flags={rec.fields['flags']}: no_gpu_env excludes every other *_env flag; keep one")
     if {"one_sharing", "all_sharing"} <= vals:
         rec.refuse(f"Flags={rec.fields['flags']}: one_sharing and all_sharing are not compatible; keep one")
-    rec.flags = vals & FLAGS
+    rec.flags = vals & release.flags
 
 
-def parse_line(lineno: int, raw: str) -> GresLine | None:
-    """One gres.conf line → a record (None for a blank or comment-only line)."""
+def _check_autodetect(rec: GresLine, release: Release) -> None:
+    value = rec.fields["autodetect"]
+    since = AUTODETECT_SINCE.get(value.lower())
+    known = ", ".join(release.autodetect)
+    if since is None:
+        rec.faults.append(f"AutoDetect={value}: unknown ({known} in Slurm {release.name}); slurmd ignores it")
+    elif not release.has(since):
+        rec.faults.append(f"AutoDetect={value}: added in Slurm {since}; Slurm {release.name} takes {known}: "
+                          "slurmd logs 'unknown autodetect flag' and ignores it; give File= lines (dlgres writes them)")
+
+
+def parse_line(lineno: int, raw: str, release: Release = OLDEST) -> GresLine | None:
+    """One gres.conf line → a record (None for a blank or comment-only line), by the rules of ``release``."""
     body = raw.split("#", 1)[0].strip()
     if not body:
         return None
@@ -180,9 +196,8 @@ def parse_line(lineno: int, raw: str) -> GresLine | None:
         rec.refuse(f"unknown key {unknown[0]!r} (gres.conf(5) keys: {', '.join(sorted(KNOWN_KEYS))})")
     if "nodename" in rec.fields:
         rec.nodes = _expand(rec, "nodename", "NodeName")
-    if "autodetect" in rec.fields and rec.fields["autodetect"].lower() not in AUTODETECT:
-        rec.faults.append(f"AutoDetect={rec.fields['autodetect']}: unknown (nvml, rsmi, oneapi or off); "
-                          "slurmd ignores it")
+    if "autodetect" in rec.fields:
+        _check_autodetect(rec, release)
     if "name" not in rec.fields and not rec.is_autodetect_only:
         rec.refuse("no Name=: slurmd ignores a GRES line without a name (e.g. Name=gpu)")
         return rec
@@ -192,7 +207,7 @@ def parse_line(lineno: int, raw: str) -> GresLine | None:
     _check_files(rec)
     if rec.usable:
         _check_count(rec)
-    _check_flags(rec)
+    _check_flags(rec, release)
     return rec
 
 
@@ -206,8 +221,8 @@ class TooLarge(ValueError):
     """The gres.conf names more (node, line) pairs than :data:`MAX_NODE_LINES`."""
 
 
-def parse_gres_conf(text: str) -> list[GresLine]:
-    """All records of a gres.conf text, in line order.
+def parse_gres_conf(text: str, release: Release = OLDEST) -> list[GresLine]:
+    """All records of a gres.conf text, in line order, by the rules of ``release``.
 
     Raises:
         TooLarge: the NodeName= lists of the lines add up to more than :data:`MAX_NODE_LINES`.
@@ -215,7 +230,7 @@ def parse_gres_conf(text: str) -> list[GresLine]:
     out = []
     names = 0
     for lineno, raw in enumerate(text.splitlines(), start=1):
-        rec = parse_line(lineno, raw)
+        rec = parse_line(lineno, raw, release)
         if rec is not None:
             names += len(rec.nodes or ())
             if names > MAX_NODE_LINES:

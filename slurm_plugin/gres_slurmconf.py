@@ -35,6 +35,8 @@ class SlurmConf:
         node_gres: node name → {(name, type or ""): count} from its ``Gres=``.
         cloud: nodes with ``State=CLOUD`` (slurm.conf(5): powered up on demand).
         cluster_name: ``ClusterName``, lower case as Slurm stores it (None: not set).
+        socket_as: ``numa_node_as_socket`` or ``l3cache_as_socket`` when ``SlurmdParameters``
+            has it (a "socket" of gres.conf ``Cores`` is then a NUMA node or an L3 cache).
     """
 
     gres_types: set[str] = field(default_factory=set)
@@ -42,6 +44,7 @@ class SlurmConf:
     node_gres: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict)
     cloud: set[str] = field(default_factory=set)
     cluster_name: str | None = None
+    socket_as: str | None = None
 
 
 def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
@@ -65,7 +68,7 @@ def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
 
 
 def parse_slurm_conf(text: str) -> SlurmConf:
-    """Read GresTypes, PluginDir, ClusterName and every node's Gres= from slurm.conf text.
+    """Read GresTypes, PluginDir, ClusterName, SlurmdParameters' socket choice and every node's Gres= from slurm.conf text.
 
     Raises:
         SlurmConfError: a malformed NodeName hostlist or Gres= value, or more than
@@ -87,6 +90,9 @@ def parse_slurm_conf(text: str) -> SlurmConf:
             conf.gres_types = {g.strip().lower() for g in kv["grestypes"].split(",") if g.strip()}
         if kv.get("clustername"):
             conf.cluster_name = kv["clustername"].lower()
+        for p in kv.get("slurmdparameters", "").lower().split(","):
+            if p in ("numa_node_as_socket", "l3cache_as_socket"):
+                conf.socket_as = p
         if "plugindir" in kv:
             conf.plugin_dirs = [d for d in kv["plugindir"].split(":") if d]
         if "nodename" not in kv:

@@ -173,7 +173,7 @@ def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest
         (["--from-topo", "/nonexistent/topo.txt", "--sockets", "1", "--cores-per-socket", "1"], "cannot read /nonexistent/topo.txt"),
         (["--check", "/nonexistent/gres.conf"], "cannot read /nonexistent/gres.conf"),
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
-        (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf and --plugin-dir go with --check"),
+        (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf, --plugin-dir and --slurm-release go with --check"),
         (["--from-topo", "t.txt", "--fake-nvml", "n.json"], "--from-topo and --fake-nvml are two sources"),
         (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "0"],
          "node shape 2x8x0: sockets, cores per socket and threads per core must be >= 1"),
