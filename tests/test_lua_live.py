@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pwd
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -122,6 +122,17 @@ def known_uid(uid: int) -> bool:
     return f"UserName={USER}({uid})" in p.stdout
 
 
+def _known_soon(probe: Callable[[], bool], what: str) -> None:
+    """Wait until slurmctld shows a sacctmgr change; Slurm 24.11 and 26.05 leave the uid of a user
+    record added while slurmctld runs unresolved (uid NO_VAL) until ``scontrol reconfigure``
+    makes it look the name up again (seen on 24.11.5 and 26.05.5; 22.05 resolves it at once)."""
+    try:
+        wait_for(probe, 10, what)
+    except AssertionError:
+        subprocess.run(["scontrol", "reconfigure"], capture_output=True, text=True, timeout=60)
+        wait_for(probe, 30, what + " (after scontrol reconfigure)")
+
+
 @contextmanager
 def _admin_level(level: str) -> Iterator[None]:
     """The test user at sacctmgr AdminLevel ``level`` (Operator/Admin: slurmctld then lets it set
@@ -148,12 +159,12 @@ def _admin_level(level: str) -> Iterator[None]:
         have = []
     mgr(*(["modify", "user", USER, "set"] if USER in have else ["add", "user", USER, "Account=research"]),
         f"AdminLevel={level}")
-    wait_for(lambda: known(level), 30, f"slurmctld to know {USER} as {level}")
+    _known_soon(lambda: known(level), f"slurmctld to know {USER} as {level}")
     try:
         yield
     finally:
         mgr("modify", "user", USER, "set", "AdminLevel=None")
-        wait_for(lambda: known("None"), 30, f"slurmctld to know {USER} as a plain user")
+        _known_soon(lambda: known("None"), f"slurmctld to know {USER} as a plain user")
 
 
 # Each refusal below is proved to be the plugin's: its own line in slurmctld's log names the job
