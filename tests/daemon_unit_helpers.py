@@ -116,7 +116,7 @@ class FakeSlurm(RecordingClient):
 def squeue_job(job_id: int, state: str, *, nodes: str = "", gpus: int = 8, start: int = 0,
                end: int = 0, reason: str = "None", restart: int = 0) -> object:
     """One squeue record of a batch job with a ``dl:v1`` marker (USR2, 60 s grace)."""
-    from slurm_plugin.records import job_from_json
+    from slurm_plugin.slurm_shapes import job_from_json
     return job_from_json({
         "job_id": job_id, "job_state": state, "user_name": "alice", "partition": "gpu",
         "tres_per_node": f"gres:gpu:{gpus}", "node_count": 1, "nodes": nodes,

@@ -64,7 +64,7 @@ def test_ledger_at_a_path_with_uri_characters_is_read(tmp_path: Path, name: str,
     out = capsys.readouterr().out
     assert out.startswith("job 6 (bob, gpu): PENDING") and "30 GPU·s over 1 run(s)" in out
     facts = history_cli.ledger_facts(str(ledger))
-    assert list(facts) == [6] and facts[6] == LedgerFacts(1, 7.0, True)
+    assert list(facts) == [6] and facts[6] == LedgerFacts(1, 7.0, True, gpus=2)
     assert history_cli.cycle_time(str(ledger)) == 100.0
     trace = tmp_path / "h.csv"
     trace.write_text(HISTORY)

@@ -33,7 +33,9 @@ def dry_run(spec: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     name = "job.json" if "jobName" in spec else "job.yaml"
     f = tmp_path / name
     f.write_text(json.dumps(spec) if name.endswith(".json") else yaml.safe_dump(spec))
-    rc = cli.main([str(f), "--dry-run", *flags])
+    # the node shape given, so that the dry run's note on the default shape is not printed
+    shape = ["--gpus-per-node", "8", "--cores-per-node", "16", "--mem-per-node", "64000"]
+    rc = cli.main([str(f), "--dry-run", *shape, *flags])
     out, err = capsys.readouterr()
     opts = RenderOptions(signal=flags[flags.index("--signal") + 1]) if "--signal" in flags \
         else RenderOptions()
