@@ -18,7 +18,7 @@ import pytest
 from daemon_helpers import DaemonProc, Jobs, dlprio, live_jobs, write_config
 from live_helpers import wait_for
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 NAME = "dlprio-lease-test"
 
 

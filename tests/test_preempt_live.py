@@ -130,6 +130,7 @@ def test_f_second_daemon_refused_and_metrics_endpoint(jobs: Jobs, tmp_path: Path
         assert series in body, series
 
 
+@pytest.mark.releases
 def test_hetjob_is_one_unit_preempted_whole_through_its_leader(jobs: Jobs, tmp_path: Path) -> None:
     from daemon_helpers import CKPT_SCRIPT
     cfg = write_config(tmp_path / "dlprio.yaml")
