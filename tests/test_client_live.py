@@ -180,3 +180,17 @@ def test_every_way_of_asking_for_gpus_counts(client: SlurmClient, when: str) -> 
         found = wait_for(records, 60, f"job {job_id} {when}")
         assert [(j.gpus_per_node, j.gpus) for j in found] == expected, job_id
     client.cancel([job_id for job_id, _ in submitted])
+
+
+def test_an_allocation_without_a_batch_script_reads_as_not_batch(client: SlurmClient) -> None:
+    """salloc's allocation (no batch script: ``scontrol requeue`` cannot restart it, so it is
+    never a victim) reads ``batch`` False, an sbatch job True (squeue -O BatchFlag)."""
+    name = f"alloc-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run(["salloc", "--no-shell", f"--job-name={name}", "--gres=gpu:1"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    alloc = wait_for(lambda: next((j for j in client.jobs() if j.name == name), None), 30,
+                     "the allocation in squeue")
+    client.submitted.append(alloc.job_id)  # type: ignore[attr-defined]
+    batch = submit(client, script("--gres=gpu:1", body="sleep 300"))
+    assert (alloc.batch, wait_state(client, batch, {"RUNNING", "PENDING"}, 30).batch) == (False, True)

@@ -254,3 +254,16 @@ def test_root_updates_still_work(root: SlurmClient, user: SlurmClient):
     assert _job(root, jid).admin_comment == "dlprio:q1"
     root.update([jid], "Comment", "dl:v1;signal=USR2;grace=5000")  # root is not capped
     assert _job(root, jid).comment == "dl:v1;signal=USR2;grace=5000"
+
+
+def test_gpus_given_by_an_update_make_a_no_requeue_job_requeueable(
+        root: SlurmClient, user: SlurmClient, slurm_release: tuple[int, int]):
+    """The guard judges the job as the update leaves it: a --no-requeue job without GPUs (not
+    guarded at submit) that an update gives GPUs becomes requeueable; TRES spelled as each
+    release takes it (``gres:gpu:1`` on 22.05, ``gres/gpu:1`` later)."""
+    job_id = _sbatch(user, "latergpu", "--no-requeue", *PENDING)
+    assert _job(root, job_id).requeue is False
+    tres = "gres:gpu:1" if slurm_release <= (22, 5) else "gres/gpu:1"
+    user.update([job_id], "TresPerNode", tres)
+    job = _job(root, job_id)
+    assert (job.gpus, job.requeue) == (1, True)
