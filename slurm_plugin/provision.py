@@ -414,6 +414,16 @@ def _ready(spec: ClusterSpec, timeout_s: float, resumed: list[str] | None = None
             time.sleep(0.2)
 
 
+def _dbd_answers(env: dict[str, str], timeout_s: float = 30.0) -> bool:
+    """Whether slurmdbd answers ``sacctmgr show cluster``; a sacctmgr that hangs past
+    ``timeout_s`` (a slurmdbd that accepted nothing yet) is no answer, not an exception."""
+    try:
+        return subprocess.run(["sacctmgr", "-i", "-n", "show", "cluster"], env=env, capture_output=True,
+                              timeout=timeout_s).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
 def _start_dbd(spec: ClusterSpec) -> None:
     Path("/run/mysqld").mkdir(exist_ok=True)
     shutil.chown("/run/mysqld", "mysql", "mysql")
@@ -441,7 +451,7 @@ def _start_dbd(spec: ClusterSpec) -> None:
         return subprocess.run(["sacctmgr", "-i", "-n", *args], env=env, capture_output=True, text=True, timeout=30)
 
     deadline = time.monotonic() + 30
-    while mgr("show", "cluster").returncode != 0:
+    while not _dbd_answers(env):
         if time.monotonic() > deadline:
             raise ProvisionError(f"slurmdbd does not answer; see {spec.state_dir}/log/slurmdbd.log")
         time.sleep(0.2)

@@ -44,6 +44,8 @@ PACKAGES = ("slurm-wlm", "slurm-client", "slurmdbd", "munge", "bash", "python3",
 #: The commands a wrapper is written for (the release's /usr/bin).
 COMMANDS = ("sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol",
             "sdiag", "sinfo", "sprio", "squeue", "sreport", "srun", "sshare", "sstat", "strigger")
+#: The dynamic loader's file in a (merged-/usr) root filesystem of every suite.
+LOADER = "usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 _LIBDIRS = ("usr/lib/x86_64-linux-gnu/slurm-wlm", "usr/lib/x86_64-linux-gnu",
             "lib/x86_64-linux-gnu")
 #: The file that marks a finished root filesystem (written last by :func:`ensure`).
@@ -85,9 +87,12 @@ def plugin_dir(root: Path) -> str:
 
 def wrapper_text(root: Path, command: str) -> str:
     """A ``/bin/sh`` script that runs ``command`` of the release in ``root`` on the host: the
-    release's loader (``lib64/ld-linux-x86-64.so.2``) with its libraries first (ld.so(8)
-    ``--library-path``, ``--argv0`` so that messages name the command)."""
-    loader = shlex.quote(str(root / "lib64/ld-linux-x86-64.so.2"))
+    release's loader with its libraries first (ld.so(8) ``--library-path``, ``--argv0`` so that
+    messages name the command). The loader is named by its file in ``usr/lib``: bookworm's
+    ``lib64/ld-linux-x86-64.so.2`` is an absolute link (to ``/lib/...``) that the host resolves
+    to its own loader, and a newer host's loader with bookworm's C library aborts ("stack
+    smashing detected")."""
+    loader = shlex.quote(str(root / LOADER))
     libs = shlex.quote(":".join(str(root / d) for d in _LIBDIRS))
     exe = shlex.quote(str(root / "usr/bin" / command))
     return ("#!/bin/sh\n"

@@ -3,6 +3,7 @@ says what it kept and what an option changes; in-process, stopping before provis
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,16 @@ def test_an_option_that_changes_the_shape_is_named_the_rest_kept(
         "dlcluster: cluster 'dlcluster' is running; changing --gpus-per-node 4 -> 8, "
         "--with-dbd -> --without-dbd\nstarted\n")
 
+
+
+def test_a_sacctmgr_that_hangs_is_no_answer_from_slurmdbd(tmp_path):
+    """dlcluster up waits for slurmdbd with sacctmgr; one that hangs past its limit counts as
+    no answer (the wait then ends with "slurmdbd does not answer"), not a TimeoutExpired."""
+    for name, body in (("hangs", "sleep 5"), ("answers", "exit 0"), ("refuses", "exit 1")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "sacctmgr").write_text(f"#!/bin/sh\n{body}\n")
+        (tmp_path / name / "sacctmgr").chmod(0o755)
+    env = lambda name: {**os.environ, "PATH": f"{tmp_path / name}:{os.environ['PATH']}"}  # noqa: E731
+    assert provision._dbd_answers(env("hangs"), timeout_s=0.3) is False
+    assert provision._dbd_answers(env("answers"), timeout_s=5) is True
+    assert provision._dbd_answers(env("refuses"), timeout_s=5) is False

@@ -76,3 +76,14 @@ def test_setup_sh_makes_the_venv_through_ensure_venv() -> None:
     lines = (REPO / "scripts" / "setup.sh").read_text().splitlines()
     assert ". scripts/venv.sh" in lines and "ensure_venv setup.sh .venv" in lines
     assert not [line for line in lines if "python3 -m venv" in line]
+
+
+def test_setup_sh_accepts_each_debian_release_the_cluster_supports() -> None:
+    """setup.sh's platform check names the same Debian releases, with the same Slurm, as
+    dlcluster's (rootfs.HOST_RELEASES): Debian 13 is not turned away before `dlcluster up`."""
+    import re
+
+    from slurm_plugin import rootfs
+    text = (REPO / "scripts" / "setup.sh").read_text()
+    accepted = dict(re.findall(r"^\s*debian/(\d+)\) host_slurm=([\d.]+) ;;$", text, re.M))
+    assert accepted == rootfs.HOST_RELEASES
