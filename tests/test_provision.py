@@ -63,7 +63,7 @@ def test_files_of_another_release_add_cgroup_conf_and_executable_wrappers() -> N
     assert wrappers == {f"/var/lib/dlcluster/s26/bin/{name}": 0o755 for name in names}
     r = "/var/cache/dlcluster/rootfs/sid"
     assert files["/var/lib/dlcluster/s26/bin/sinfo"][0].splitlines()[-1] == (
-        f"exec {r}/lib64/ld-linux-x86-64.so.2 --library-path "
+        f"exec {r}/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 --library-path "
         f"{r}/usr/lib/x86_64-linux-gnu/slurm-wlm:{r}/usr/lib/x86_64-linux-gnu:{r}/lib/x86_64-linux-gnu "
         f'--argv0 sinfo {r}/usr/bin/sinfo "$@"')
     assert files["/var/lib/dlcluster/s26/bin/slurmdbd"][0].splitlines()[-1] == (

@@ -125,7 +125,7 @@ ROOT_IDS = ["plain", "space", "quotes", "newline", "cmdsubst"]
 def fake_root(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     """A root filesystem whose dynamic loader prints its argv."""
     root = tmp_path / request.param / "trixie"
-    _executable(root / "lib64/ld-linux-x86-64.so.2", PRINT_ARGV)
+    _executable(root / rootfs.LOADER, PRINT_ARGV)
     return root
 
 
