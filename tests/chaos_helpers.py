@@ -140,7 +140,8 @@ def _check(jobs: Jobs, cfg: Path, ids: list[tuple[int, Path, int]], report: Chao
             acct = wait_for(lambda j=job_id: [r for r in jobs.client.accounting_runs(j)
                                               if r.end] or None,
                             60, f"sacct records of {job_id}")
-            truth = sum(r.run_s * gpus for r in acct)
+            ran = [r for r in acct if r.start is not None and r.end is not None and r.end > r.start]
+            truth = sum(r.run_s * gpus for r in ran)
             mine = sum(r.gpu_seconds(r.end or r.last_seen) for r in runs)
             err = abs(mine - truth)
             report.max_error_gpu_s = max(report.max_error_gpu_s, err)
