@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from daemon_helpers import (DaemonProc, Jobs, attempts, dlprio, ledger_rows, open_ledger,
                             live_jobs, stamp_service, write_config)
@@ -256,11 +257,12 @@ def test_once_dry_run_changes_nothing_then_once_applies(jobs: Jobs, tmp_path: Pa
                                                   "ATTAINED(GPU·s)", "TARGET", "REASON"]
     line = next(line for line in dry.stdout.splitlines() if f" {jid} " in line)
     assert line.split()[:4] == ["0", str(jid), "PENDING", "Q0"] and "site_factor:" in line
-    assert dry.stdout.rstrip().endswith("dry run: nothing sent to Slurm")
+    ledger_path = Path(yaml.safe_load(cfg.read_text())["ledger_path"])
+    assert dry.stdout.rstrip().splitlines()[-2:] == [
+        "dry run: nothing sent to Slurm",
+        f"dry run: nothing written; no ledger at {ledger_path}, decided as a first cycle"]
     assert jobs.client.job(jid).priority == before
-    with open_ledger(cfg) as ledger:        # observed and recorded, but nothing applied
-        row = ledger.job(jid)
-        assert row is not None and row.state == "PENDING" and row.applied is None
+    assert not ledger_path.exists() and not ledger_path.parent.joinpath("snapshot.json").exists()
     real = subprocess.run(dlprio("once", "--config", str(cfg), "--log-format", "json"),
                           capture_output=True, text=True, timeout=60)
     assert real.returncode == 0, real.stderr
