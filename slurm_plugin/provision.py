@@ -26,7 +26,7 @@ from pathlib import Path
 
 from slurm_plugin import cluster, rootfs
 from slurm_plugin.atomic import is_special, write_atomically
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.client import SlurmClient, SlurmError, SlurmRefused
 from slurm_plugin.cluster import ClusterSpec
 
 SCRIPTS = Path(__file__).with_name("provision")
@@ -389,21 +389,29 @@ def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
 def _ready(spec: ClusterSpec, timeout_s: float, resumed: list[str] | None = None) -> bool:
     """Wait until slurmctld answers and every node is up (idle, or busy with old jobs).
 
-    ``resumed``: also return the cluster's drained nodes to service (``State=RESUME``) the
-    first time some are seen, and list their names there. slurmctld restores a node's DRAIN state, with its reason, from
-    its saved state (slurmctld(8), ``-c``), and a drained node never becomes idle by itself
-    (DOWN nodes do: ``ReturnToService=2``)."""
+    ``resumed``: also return the cluster's drained nodes to service (``State=RESUME``) and list
+    there the names of those seen drained that are drained no more. slurmctld restores a node's
+    DRAIN state, with its reason, from its saved state (slurmctld(8), ``-c``), and a drained
+    node never becomes idle by itself (DOWN nodes do: ``ReturnToService=2``). The resume is
+    asked again at each read while a node shows DRAIN: slurmctld may refuse it for a node that
+    has not registered yet ("Invalid node state specified") or take it and still answer so."""
     client = SlurmClient(timeout_s=10)
     deadline = time.monotonic() + timeout_s
+    seen_drained: list[str] = []
     with _on_cluster(spec):
         while True:
             try:
                 nodes = [n for n in client.nodes() if n.name in spec.node_names]
-                if resumed is not None and not resumed:
+                if resumed is not None:
                     drained = [n.name for n in nodes if "DRAIN" in {f.upper() for f in n.state_flags}
                                or n.state.lower() in ("drained", "draining")]
-                    client.resume_nodes(drained)
-                    resumed.extend(drained)
+                    seen_drained += [name for name in drained if name not in seen_drained]
+                    resumed[:] = [name for name in seen_drained if name not in drained]
+                    if drained:
+                        try:
+                            client.resume_nodes(drained)
+                        except SlurmRefused:
+                            pass   # not registered yet: asked again at the next read
                 ok = {n.name for n in nodes if n.usable and n.state.lower() in ("idle", "mixed", "allocated")}
                 if set(spec.node_names) <= ok:
                     return True
