@@ -260,11 +260,19 @@ def test_hostile_strings_round_trip(submit: Submitter, tmp_path: Path) -> None:
 def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "job.json"
     f.write_text(json.dumps(spec("refused", {"main": role("true")})))
+    # a partition that does not exist is dlsubmit's own finding (exit 2): it packs against the
+    # partition's nodes before anything is submitted
     rc = main([str(f), "--partition", "no-such-partition"])
+    _, err = capsys.readouterr()
+    assert (rc, err) == (2, "dlsubmit: partition no-such-partition: no node to pack the job on "
+                            "(sinfo lists none)\n")
+    # a GPU type no node has is sbatch's refusal (exit 3), passed on with its message
+    f.write_text(json.dumps(spec("refused", {"main": role("true", gpu=1)})))
+    rc = main([str(f), "--gpu-type", "h999"])
     _, err = capsys.readouterr()
     assert rc == 3
     assert err.startswith("dlsubmit: Slurm refused the job: sbatch: error: ")
-    assert "invalid partition" in err.lower()
+    assert "requested node configuration is not available" in err.lower()
 
 
 def test_array_elements_map_to_role_instances(submit: Submitter) -> None:
@@ -407,8 +415,10 @@ def test_several_specs_in_one_call_all_or_nothing(submit: Submitter, tmp_path: P
 
 
 def test_one_sbatch_per_spec_and_no_other_slurm_command(submit: Submitter, tmp_path: Path) -> None:
-    """dlsubmit's Slurm cost per spec is one sbatch (no scontrol/sinfo/squeue
-    validation, no lookup unless sbatch timed out), counted through the real binaries."""
+    """dlsubmit's Slurm cost is one read of the node shapes per call (``scontrol show
+    partition``, ``sinfo``: the largest node of the partition, see docs/dlsubmit.md) and one
+    sbatch per spec (no squeue validation, no lookup unless sbatch timed out), counted through
+    the real binaries."""
     path, log = logging_path(tmp_path)
     specs = []
     for i in range(3):
@@ -420,5 +430,7 @@ def test_one_sbatch_per_spec_and_no_other_slurm_command(submit: Submitter, tmp_p
     assert proc.returncode == 0, proc.stderr
     submit.ids += [int(x) for x in proc.stdout.split()]
     calls = logged_calls(log)
-    assert len(submit.ids) == 3 and len(calls) == 3, calls
-    assert all(c.startswith("sbatch --parsable --comment=dl:v1;") for c in calls), calls
+    assert len(submit.ids) == 3 and len(calls) == 5, calls
+    assert calls[0] == "scontrol show partition --oneliner", calls
+    assert calls[1].startswith("sinfo --noheader --Node --all --Format="), calls
+    assert all(c.startswith("sbatch --parsable --comment=dl:v1;") for c in calls[2:]), calls
