@@ -119,7 +119,7 @@ def check_platform() -> None:
 
 def ensure_rootfs(spec: ClusterSpec, log=print) -> None:
     """Build the cluster's root filesystem once (mmdebstrap(1) from the host's Debian archive,
-    about a minute and 300 MB) unless a finished one is kept; nothing for the host's release.
+    25-30 s and about 220 MB here) unless a finished one is kept; nothing for the host's release.
     A build that fails or is stopped leaves no root filesystem that looks finished; an ``up``
     that finds another one building the same root filesystem waits for it (a lock file beside
     it) and uses what it built."""
