@@ -17,9 +17,6 @@ from slurm_plugin.gres_release import Release, resolve
 from slurm_plugin.gres_slurmconf import parse_slurm_conf
 from slurm_plugin.topo_cpu import CpuTopology
 
-BOOKWORM = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm")
-TRIXIE = Path("/var/cache/dlcluster/rootfs/trixie/usr/lib/x86_64-linux-gnu/slurm-wlm")
-SID = Path("/var/cache/dlcluster/rootfs/sid/usr/lib/x86_64-linux-gnu/slurm-wlm")
 SHAPE = CpuTopology.from_shape(2, 8)
 
 
@@ -135,13 +132,20 @@ def test_whole_sockets_follow_slurmd_parameters():
 
 # --- which release ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("plugins", "release"), [(BOOKWORM, "22.05"), (TRIXIE, "24.11"), (SID, "26.05")])
-def test_release_from_plugin_version(plugins: Path, release: str):
-    if not (plugins / "gres_gpu.so").is_file():
-        pytest.skip(f"no Slurm plugins in {plugins}")
+@pytest.mark.live
+@pytest.mark.releases
+def test_release_from_the_live_clusters_plugin_version(tmp_path: Path, slurm_release: tuple[int, int]):
+    """The release read from the plugin directory the live cluster's slurmctld reports is the
+    cluster's own (run on every release ./test.sh brings up), also from a copied plugin."""
+    from slurm_plugin.client import SlurmClient
+
+    plugins = Path(SlurmClient(timeout_s=10).show_config()["PluginDir"].split(":")[0])
+    name = f"{slurm_release[0]}.{slurm_release[1]:02d}"
     got = resolve(None, [str(plugins)])
-    assert (got.name, got.note) == (release, None)
-    assert got.source.startswith(f"plugin_version {release}.")
+    assert (got.name, got.note) == (name, None)
+    assert got.source.startswith(f"plugin_version {name}.")
+    shutil.copy(plugins / "gres_gpu.so", tmp_path / "gres_gpu.so")
+    assert gres_release.plugin_version(tmp_path / "gres_gpu.so")[:2] == slurm_release
 
 
 def test_release_from_gpu_nvidia_so_when_the_version_cannot_be_read(tmp_path: Path):
@@ -153,7 +157,7 @@ def test_release_from_gpu_nvidia_so_when_the_version_cannot_be_read(tmp_path: Pa
 
 
 def test_release_given_wins_and_nothing_found_means_newest_with_a_note(tmp_path: Path):
-    assert resolve("22.05", [str(SID)]) == Release("22.05", "--slurm-release")
+    assert resolve("22.05", [str(tmp_path)]) == Release("22.05", "--slurm-release")
     got = resolve(None, [str(tmp_path)])
     assert got.name == "26.05" and got.note is not None and "--slurm-release" in got.note
 
@@ -163,13 +167,6 @@ def test_a_version_between_releases_takes_the_older_rules(tmp_path: Path, monkey
     monkeypatch.setattr(gres_release, "plugin_version", lambda path: (23, 11, 4))
     got = resolve(None, [str(tmp_path)])
     assert got.name == "22.05" and got.note is not None and "23.11" in got.note
-
-
-def test_plugin_version_of_a_copied_plugin(tmp_path: Path):
-    if not (TRIXIE / "gres_gpu.so").is_file():
-        pytest.skip("no trixie plugins")
-    shutil.copy(TRIXIE / "gres_gpu.so", tmp_path / "gres_gpu.so")
-    assert gres_release.plugin_version(tmp_path / "gres_gpu.so")[:2] == (24, 11)
 
 
 def test_cli_judges_one_file_under_two_releases(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
