@@ -100,10 +100,6 @@ def release(version: tuple[int, int, int]) -> Release:
     return found
 
 
-def check_release(version: tuple[int, int, int]) -> None:
-    """Raise :class:`ShapeError` unless ``version`` is read (:func:`release`)."""
-    release(version)
-
 
 # ---------------------------------------------------------------- what every JSON answer has
 class NoVal(msgspec.Struct, frozen=True):
