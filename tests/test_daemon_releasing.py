@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job
+from slurm_plugin.client import SlurmRefused
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
@@ -118,3 +119,38 @@ def test_dry_run_lists_the_completing_job_and_no_preemption(tmp_path: Path) -> N
     assert [r[:3] for r in rows[1:4]] == [["0", "3", "PENDING"], ["-", "1", "COMPLETING"],
                                          ["-", "2", "RUNNING"]]
     assert rows[4:] == [["dry", "run:", "nothing", "sent", "to", "Slurm"]]
+
+
+@pytest.mark.parametrize("state_after, outcome, second", [
+    ("COMPLETING", "ended before signal: ", []),
+    ("RUNNING", "signal refused: ", [(3, (2,))]),
+])
+def test_refused_signal_is_judged_by_the_job_state_slurm_shows(
+        tmp_path: Path, state_after: str, outcome: str, second: list) -> None:
+    """``scancel --signal --batch`` answers "Invalid job id specified" once a completing job's
+    batch step is gone (seen on Slurm 22.05). The daemon reads the job: shown COMPLETING, it
+    frees its GPUs by itself (no second victim); still RUNNING, it is a real refusal and the
+    next cycle takes the other job for the waiter."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)])
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=100),
+                     squeue_job(2, "RUNNING", nodes="node2", start=1000),
+                     squeue_job(3, "PENDING", reason="Resources")]
+
+    def refuse(job_id: int, sig: str, batch_only: bool = True) -> None:
+        client.calls.append(("signal", job_id, sig))
+        client.squeue[0] = squeue_job(1, state_after, nodes="node1", start=100,
+                                      end=T0 + 5 if state_after == "COMPLETING" else 0)
+        raise SlurmRefused(["scancel"], f"scancel: error: Kill job error on job id {job_id}: "
+                           "Invalid job id specified")
+
+    client.signal = refuse  # type: ignore[method-assign]
+    clock = [float(T0)]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        daemon = _daemon(tmp_path, client, ledger, clock)
+        assert [(p.waiter, p.victims) for p in daemon.cycle().preemptions] == [(3, (1,))]
+        [intent] = ledger.intents(1)
+        assert intent.outcome is not None and intent.outcome.startswith(outcome)
+        assert intent.outcome.endswith("Invalid job id specified")
+        clock[0] = T0 + 30.0
+        assert [(p.waiter, p.victims) for p in daemon.cycle().preemptions] == second
+        assert ledger.job(1).preemptions == 0

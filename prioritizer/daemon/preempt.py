@@ -23,8 +23,10 @@ presently disabled", an interactive allocation, a job gone): the intent finishes
 refused: <Slurm's text>``, a ``preempt_refused`` event is logged, the preemption is *not*
 counted, and the job is never chosen as a victim again during this run of it
 (:meth:`prioritizer.daemon.ledger.Ledger.refused_victims`). A signal refused because
-the job is already completing ("Job/step already completing or completed") is no refusal:
-the job frees its GPUs by itself. The intent finishes ``ended before signal: <Slurm's
+the job is already completing is no refusal: the job frees its GPUs by itself. Slurm says so
+("Job/step already completing or completed") or, once the batch step is gone, answers
+"Invalid job id specified"; on any refused signal the job is read once, and a job Slurm shows
+COMPLETING, finished or gone counts as completing. The intent finishes ``ended before signal: <Slurm's
 text>``, not counted as a preemption, and until the job runs again the snapshot gives it as
 releasing its GPUs (:meth:`prioritizer.daemon.ledger.Ledger.completing_victims`), so the
 waiter gets no second victim for them (nor does it while Slurm shows the job COMPLETING,
@@ -140,7 +142,8 @@ class Preemptor:
             self.ledger.mark_signal(i.id, None, None)
             raise
         except (JobUnknown, SlurmRefused) as exc:
-            if ALREADY_COMPLETING in exc.message.lower():   # it frees its GPUs by itself
+            if ALREADY_COMPLETING in exc.message.lower() or self._ending(i):
+                # it frees its GPUs by itself
                 self._finish(i, now, f"ended before signal: {exc.message}", uncount=True)
                 return
             self._refused(i, now, f"signal refused: {exc.message}")
@@ -199,6 +202,20 @@ class Preemptor:
         with self.ledger.transaction():
             self.ledger.set_applied([job_id], f"{field}:{arg}")
         event(self.log, "victim_lowered", job_id, value=f"{field}:{arg}")
+
+    def _ending(self, i: Intent) -> bool:
+        """After a refused signal: True when Slurm shows the job (its leader) of the same
+        run COMPLETING or finished, or no longer knows it. ``scancel --signal --batch`` on a
+        job that is completing answers "already completing" or, once the batch step is gone,
+        "Invalid job id specified", by release and by moment: the job's state decides, not the
+        wording."""
+        try:
+            jobs = [j for j in self.client.jobs(job_ids=[i.job_id]) if j.unit_id == i.job_id]
+        except SlurmError:
+            return False    # unknown: refused, as Slurm said
+        lead = min(jobs, key=lambda j: j.het_job_offset, default=None)
+        return (lead is None or lead.restart_count > i.restart_count
+                or lead.state == "COMPLETING" or not lead.is_active)
 
     def _ended_before(self, i: Intent) -> bool:
         """After ``requeue incomplete``: True when Slurm shows the job finished with the
