@@ -3,9 +3,9 @@ slurm.conf(5)): sacct then names no ``gres/gpu`` in a job's TRES, requested or a
 
 The inputs are *derived* from the real captures (tests/data/sample-sacct.json, 22.05,
 v0.0.38; capture-24.11.5/26.05.5-sacct-v0.0.42.json): the same records with every ``gres``
-TRES entry removed, as slurmdbd stores them on such a cluster. No live cluster: a slurmctld
-without ``gres/gpu`` in ``AccountingStorageTRES`` needs its own slurmdbd, and the rules here are
-pure (the export's Slurm calls are replaced by a recorder, the daemon's by FakeSlurm).
+TRES entry removed, as slurmdbd stores them on such a cluster. The rules here are pure (the
+export's Slurm calls are replaced by a recorder, the daemon's by FakeSlurm);
+tests/test_gpu_untracked_live.py checks a real slurmdbd without ``gres/gpu`` on every release.
 """
 
 from __future__ import annotations
