@@ -20,7 +20,7 @@ from typing import Any, cast
 
 
 from prioritizer import numbers
-from prioritizer.command import CliError, Command
+from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
@@ -361,7 +361,7 @@ def _write(writer: Any, results: list[SimResult], path: str) -> None:
     try:
         writer(results, path)
     except OSError as exc:
-        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=1) from None
+        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=Exit.FAILED) from None
 
 
 COMMAND = Command("simulate", "replay a job trace under Tiresias and baseline policies",
