@@ -15,7 +15,7 @@ import sys
 
 from prioritizer.command import CliError, Command, Exit, clean_message
 from slurm_plugin.common.exits import epilog
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
 
 #: Every subcommand, in the order ``dlprio --help`` lists them: (name, module, attribute
 #: of its Command object in that module).

@@ -12,7 +12,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 from slurm_plugin.common.exits import CliError, Exit
 
 __all__ = ["CliError", "Command", "Exit", "clean_message"]
@@ -20,7 +20,7 @@ __all__ = ["CliError", "Command", "Exit", "clean_message"]
 
 def clean_message(message: str, words: list[str]) -> str:
     """A CliError message safe to print: each command-line word (or ``--opt=`` value) that
-    holds control characters is replaced by :func:`~slurm_plugin.cli_util.visible` of it
+    holds control characters is replaced by :func:`~slurm_plugin.common.cli.visible` of it
     wherever the message quotes it, then any control character left (one in a derived path)
     is escaped too; the message's own line breaks (one line per config problem) are kept."""
     parts = set(words) | {w.partition("=")[2] for w in words if w.startswith("--")}

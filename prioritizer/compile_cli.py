@@ -17,7 +17,7 @@ from pathlib import Path
 from prioritizer import compiled
 from prioritizer.command import CliError, Command, Exit
 from slurm_plugin.common.exits import signalled
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 
 EPILOG = f"""\
 Where: ${compiled.ENV_DIR} (an absolute path), else

@@ -57,7 +57,7 @@ from pathlib import Path
 from types import ModuleType
 
 from prioritizer.command import CliError, Exit
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 
 #: The policy modules compiled, in import order (``model``, ``config``, ``validation``,
 #: ``gittins`` and ``durations`` stay interpreted: the scheduler builds ``JobView`` objects

@@ -37,7 +37,7 @@ import sys
 from typing import Any
 
 from slurm_plugin import provision
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.client import SlurmClient, SlurmError, slurm_exit
 from slurm_plugin.common.exits import CliError, Exit, epilog
 from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)
         return Exit.BAD_INPUT
-    except BrokenPipeError:  # `dlcluster status | head`: quiet, see cli_util
+    except BrokenPipeError:  # `dlcluster status | head`: quiet, see slurm_plugin.common.cli
         raise
     except SlurmError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from slurm_plugin import gres, gres_check, gres_release, gres_slurmconf, hostlist, nvml, topo, topo_cpu
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
 from slurm_plugin.common.exits import Exit, epilog
-from slurm_plugin.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 from slurm_plugin.nvml_fake import FakeNvml
 
 
@@ -129,7 +129,7 @@ nodes well under 1 MiB; the bound only keeps a wrong path from filling memory.""
 
 def _read(path: str) -> str:
     """The text of the input file ``path``: a regular file of at most :data:`MAX_INPUT_BYTES`,
-    in UTF-8, read by :func:`slurm_plugin.readfile.read_regular` (a FIFO, ``/dev/zero`` or a
+    in UTF-8, read by :func:`slurm_plugin.common.readfile.read_regular` (a FIFO, ``/dev/zero`` or a
     directory is refused at once, never read). Raises InputError: one line naming the file."""
     try:
         raw, _ = read_regular(path, MAX_INPUT_BYTES)

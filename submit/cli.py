@@ -39,7 +39,7 @@ import sys
 import time
 from typing import Any
 
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
 from slurm_plugin.common.exits import Exit, epilog, signalled
 from submit import advice, environ, load, mounts, node_shape, params, secrets
 from submit.ending import without_final_gc
@@ -126,7 +126,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
 def _options_and_given(args: argparse.Namespace) -> tuple[RenderOptions, set[str]]:
     """:func:`options_from_args` and the node-shape fields the site file or a flag set."""
     if os.environ.get("DLSUBMIT_CONFIG") == "" and args.site_config is None:
-        # an empty option value already stopped the parse (slurm_plugin.cli_util.ArgumentParser)
+        # an empty option value already stopped the parse (slurm_plugin.common.cli.ArgumentParser)
         raise SpecError(["DLSUBMIT_CONFIG: empty; name a site config file or unset it"])
     site = args.site_config if args.site_config is not None else os.environ.get("DLSUBMIT_CONFIG")
     values: dict[str, Any] = dict(load_site(site))

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prioritizer import numbers
-from prioritizer.command import CliError
+from slurm_plugin.common.exits import CliError
 from prioritizer.paths import SYSTEM_CONFIG
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.common.exits import Exit, epilog
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import (ACTIVE_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID, array_task_in,
@@ -264,10 +264,10 @@ def _names(text: str) -> list[str]:
 
 def _shown(text: str) -> str:
     """``text`` as an error line echoes it: quoted, escaped and cut past 80 characters
-    (:func:`prioritizer.policy.validation.shown`, as ``dlprio explain`` echoes a JOBID), so a
+    (:func:`slurm_plugin.common.wording.shown`, as ``dlprio explain`` echoes a JOBID), so a
     5,000-digit id is one short line. Imported here, on the error path only: the validation
     module (with msgspec) would add about 30 ms to every dlqueue start."""
-    from prioritizer.policy.validation import shown
+    from slurm_plugin.common.wording import shown
     return shown(text)
 
 

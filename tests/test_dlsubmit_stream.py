@@ -235,7 +235,7 @@ def test_a_file_that_is_not_regular_is_refused_at_once(make: object, kind: str, 
 
 def test_a_spec_over_the_size_limit_is_refused(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from submit.readfile import MAX_SPEC_BYTES
+    from submit.files import MAX_SPEC_BYTES
 
     big = tmp_path / "big.yaml"
     big.write_bytes(b"# " + b"x" * MAX_SPEC_BYTES + b"\n")

@@ -290,7 +290,7 @@ def test_cli_refuses_node_and_type_that_would_break_gres_conf(capsys: pytest.Cap
                                                                 value: str):
     rc, out, err = _run(capsys, "--from-topo", COMPLETE, *_SHAPE, flag, value)
     assert (rc, out) == (2, "")
-    if value == "":   # every command's rule (slurm_plugin.cli_util.ArgumentParser)
+    if value == "":   # every command's rule (slurm_plugin.common.cli.ArgumentParser)
         assert err == f"dlgres: {flag}: empty value; give a value or leave the option out\n"
     else:
         assert err == (_NODE_MSG if flag == "--node" else _TYPE_MSG).format(value)

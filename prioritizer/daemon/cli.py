@@ -56,9 +56,9 @@ from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.samplesfile import load_distribution
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable, slurm_exit
-from slurm_plugin.readfile import not_regular
+from slurm_plugin.common.readfile import not_regular
 
 def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
     p.add_argument("--config", default=None,

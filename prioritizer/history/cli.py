@@ -36,8 +36,8 @@ from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline
                                  cluster_of, policy_section)
 from prioritizer.sim.report import format_windows_table
 from slurm_plugin.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
-from slurm_plugin.atomic import write_atomically
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.atomic import write_atomically
+from slurm_plugin.common.cli import visible
 from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
 
 #: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
@@ -256,7 +256,7 @@ def _ledger_value(path: str, where: str, column: str, value: object, *, integer:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    """Write the trace with :func:`slurm_plugin.atomic.write_atomically`: never a half-written
+    """Write the trace with :func:`slurm_plugin.common.atomic.write_atomically`: never a half-written
     trace, and a device or FIFO (``-o /dev/null``) is written in place, never renamed over."""
     try:
         write_atomically(path, text)

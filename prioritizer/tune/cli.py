@@ -26,8 +26,8 @@ from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import (RANKING_HEADERS, figure_cells, format_ranking, make_task, rank,
                                    tie_reason)
-from slurm_plugin.atomic import write_atomically
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.atomic import write_atomically
+from slurm_plugin.common.cli import visible
 from slurm_plugin.client import SlurmError, slurm_exit
 
 
