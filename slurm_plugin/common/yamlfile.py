@@ -342,7 +342,7 @@ class _Checks(DuplicateKeyCheck):
             raise _too_many_digits(value, f"line {node.start_mark.line + 1}: ") from None
 
     def get_single_node(self) -> yaml.Node | None:
-        node = super().get_single_node()  # type: ignore[misc]  # a mixin: the loader it joins has it
+        node: yaml.Node | None = super().get_single_node()  # type: ignore[misc]  # a mixin: the loader it joins has it
         problem = None if node is None else size_problem(node)
         if problem:
             raise TooLarge(problem)
