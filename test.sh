@@ -13,6 +13,9 @@
 # Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/test_records.py).
 # Tests marked `corpus` need the real-world corpus beside the checkout (tests/corpus.py names it; on the
 # project's CI machines); without it they are not collected and the run says how many.
+# Type checks run as tests in the same pytest run (tests/test_typing.py): mypy on the whole package
+# (pyproject's [tool.mypy]) and --strict on prioritizer/policy/; the import contracts likewise
+# (tests/test_import_contract.py runs lint-imports). `./test.sh tests/test_typing.py` runs mypy alone.
 # Exit status: pytest's of the first run that failed, else 0.
 set -euo pipefail
 cd "$(dirname "$0")"

@@ -3,8 +3,8 @@
 :data:`COMMANDS` lists where the :class:`~prioritizer.command.Command` objects of the daemon
 (``prioritizer.daemon.cli``) and the simulator (``prioritizer.sim.cli``) live; registering one
 is a single line. A subcommand named on the command line loads only its own module (a
-``dlprio simulate`` sweep does not pay for importing the daemon). Exit codes: 0 success, 1 a runtime failure the command reports, 2 bad input (usage,
-malformed file, unknown name); never a traceback for a domain error.
+``dlprio simulate`` sweep does not pay for importing the daemon). Exit codes:
+:class:`~slurm_plugin.common.exits.Exit` (README.md's table); never a traceback for a domain error.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import argparse
 import importlib
 import sys
 
-from prioritizer.command import EXIT_USAGE, CliError, Command, clean_message
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from prioritizer.command import CliError, Command, Exit, clean_message
+from slurm_plugin.common.exits import epilog
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
 
 #: Every subcommand, in the order ``dlprio --help`` lists them: (name, module, attribute
 #: of its Command object in that module).
@@ -44,7 +45,8 @@ def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict
     """The top-level parser with every registered subcommand, or with just ``only`` when
     that names one (the same parse of that subcommand's arguments, fewer imports)."""
     parser = ArgumentParser(
-        prog="dlprio", description="Tiresias-style priorities for Slurm GPU jobs.")
+        prog="dlprio", description="Tiresias-style priorities for Slurm GPU jobs.",
+        epilog=epilog(c for c in Exit if c is not Exit.NO_GPU_LIBRARY))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     commands: dict[str, Command] = {}
     named = any(name == only for name, _, _ in COMMANDS)
@@ -67,14 +69,14 @@ def main(argv: list[str] | None = None) -> int:
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:   # --help, or a usage error argparse already printed
-            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+            return exc.code if isinstance(exc.code, int) else Exit.BAD_INPUT
         # an option's type= raises CliError for a bad value (prioritizer.numbers)
         return commands[args.command].run(args)
     except CliError as exc:
         return _report(exc, words)
     except KeyboardInterrupt:
         print("dlprio: interrupted", file=sys.stderr)
-        return 130
+        return Exit.SIGINT
 
 
 def entry() -> int:

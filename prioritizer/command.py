@@ -1,8 +1,9 @@
 """What every ``dlprio`` subcommand is made of: :class:`Command` (name, help, argument setup,
-handler returning the exit status) and :class:`CliError` (a domain error shown as one line).
+handler returning the exit status); :class:`CliError` (a domain error shown as one line) is
+the one of every command.
 
-Exit codes: 0 success, 1 a runtime failure the command reports, 2 bad input (usage, malformed
-file, unknown name); never a traceback for a domain error.
+Exit codes: :class:`~slurm_plugin.common.exits.Exit` (README.md's table); never a traceback for
+a domain error.
 """
 
 from __future__ import annotations
@@ -11,28 +12,21 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable
 
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
+from slurm_plugin.common.exits import CliError, Exit
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+__all__ = ["CliError", "Command", "Exit", "clean_message"]
 
 
 def clean_message(message: str, words: list[str]) -> str:
     """A CliError message safe to print: each command-line word (or ``--opt=`` value) that
-    holds control characters is replaced by :func:`~slurm_plugin.cli_util.visible` of it
+    holds control characters is replaced by :func:`~slurm_plugin.common.cli.visible` of it
     wherever the message quotes it, then any control character left (one in a derived path)
     is escaped too; the message's own line breaks (one line per config problem) are kept."""
     parts = set(words) | {w.partition("=")[2] for w in words if w.startswith("--")}
     for word in sorted((w for w in parts if w and not w.isprintable()), key=len, reverse=True):
         message = message.replace(word, visible(word))
     return "".join(c if c.isprintable() or c == "\n" else visible(c) for c in message)
-
-
-class CliError(Exception):
-    """A domain error shown as one line ``dlprio: <message>`` with ``exit_code``."""
-
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 
 from prioritizer import compiled
-from prioritizer.command import EXIT_FAILURE, EXIT_OK, CliError, Command
-from slurm_plugin.cli_util import visible
+from prioritizer.command import CliError, Command, Exit
+from slurm_plugin.common.exits import signalled
+from slurm_plugin.common.cli import visible
 
 EPILOG = f"""\
 Where: ${compiled.ENV_DIR} (an absolute path), else
@@ -45,7 +46,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _stop(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)   # unwinds: the compile is stopped, its work removed
+    raise SystemExit(signalled(signum))   # unwinds: the compile is stopped, its work removed
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,18 +72,18 @@ def run(args: argparse.Namespace) -> int:
         removed = compiled.prune(root, keep=current)
         print(f"dlprio compile: removed {len(removed)} other build(s), log(s) and work "
               f"director(ies) from {visible(root)}")
-    return EXIT_OK
+    return Exit.OK
 
 
 def _status(root: Path, current: str) -> int:
     files, problem = compiled.inspect(root / current)
     if files is not None:
         print(f"dlprio compile: current build: {visible(root / current)}")
-        return EXIT_OK
+        return Exit.OK
     if problem:
         print(f"dlprio compile: the build in {visible(root / current)} is damaged ({problem}); "
               f"`dlprio compile` rebuilds it")
-        return EXIT_FAILURE
+        return Exit.FAILED
     try:
         others = sorted(p.name[:12] for p in (root.iterdir() if root.is_dir() else ())
                         if compiled.read_build(p) is not None)
@@ -91,7 +92,7 @@ def _status(root: Path, current: str) -> int:
     stale = f"; builds for other sources: {', '.join(others)}" if others else ""
     print(f"dlprio compile: no build for these sources (fingerprint {current[:12]}) in "
           f"{visible(root)}{stale}; `dlprio compile` builds it")
-    return EXIT_FAILURE
+    return Exit.FAILED
 
 
 COMMAND = Command("compile", "build the compiled policy that replays use (mypyc)",

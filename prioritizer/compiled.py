@@ -56,8 +56,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
-from prioritizer.command import EXIT_FAILURE, EXIT_USAGE, CliError
-from slurm_plugin.cli_util import visible
+from prioritizer.command import CliError, Exit
+from slurm_plugin.common.cli import visible
 
 #: The policy modules compiled, in import order (``model``, ``config``, ``validation``,
 #: ``gittins`` and ``durations`` stay interpreted: the scheduler builds ``JobView`` objects
@@ -117,7 +117,7 @@ def fingerprint(source: Path | None = None) -> str:
             data = path.read_bytes()
         except OSError as exc:
             raise CliError(f"cannot read the policy source {visible(path)} "
-                           f"({exc.strerror or exc})", EXIT_FAILURE) from None
+                           f"({exc.strerror or exc})", Exit.FAILED) from None
         digest.update(f"{path.name}\0{len(data)}\0".encode() + data)
     return digest.hexdigest()
 
@@ -301,7 +301,7 @@ def _needs() -> str:
 
 def _unwritable(root: Path, exc: OSError) -> CliError:
     return CliError(f"build directory {visible(root)}: {exc.strerror or exc}; set {ENV_DIR} to "
-                    f"a directory you can write", EXIT_USAGE)
+                    f"a directory you can write", Exit.BAD_INPUT)
 
 
 def _compile(work: Path, log_path: Path) -> int:
@@ -333,7 +333,7 @@ def _failed(root: Path, current: str, log_path: Path) -> CliError:
         hint = ("\nthe C compiler did not run: install gcc and the Python headers (Debian: "
                 "apt-get install gcc libc6-dev python3-dev), or name a compiler in CC")
     return CliError(f"mypyc could not compile the policy (full log: {visible(kept)}):\n"
-                    + "\n".join(tail) + hint, EXIT_FAILURE)
+                    + "\n".join(tail) + hint, Exit.FAILED)
 
 
 def _install(staging: Path, target: Path, work: Path) -> None:
@@ -385,7 +385,7 @@ def build(root: Path, force: bool = False) -> tuple[Path, bool, list[str]]:
             shutil.copy2(path, tree / path.name)
         if fingerprint(tree) != current:
             raise CliError(f"{visible(source)} changed while it was copied; run `dlprio "
-                           f"compile` again", EXIT_FAILURE)
+                           f"compile` again", Exit.FAILED)
         log_path = work / "build.log"
         started = time.monotonic()
         if _compile(work, log_path) != 0:
@@ -404,7 +404,7 @@ def build(root: Path, force: bool = False) -> tuple[Path, bool, list[str]]:
                 shutil.copy2(ext, staging / files[name])
         missing = [name for name in MODULES if name not in files]
         if missing:
-            raise CliError(f"mypyc built no extension for {', '.join(missing)}", EXIT_FAILURE)
+            raise CliError(f"mypyc built no extension for {', '.join(missing)}", Exit.FAILED)
         (staging / MANIFEST).write_text(json.dumps({
             "fingerprint": current, "files": files,
             "sha256": {file: _sha256(staging / file) for file in files.values()},

@@ -26,9 +26,9 @@ from typing import Annotated, Any, Literal, get_args
 from msgspec import Meta
 
 from prioritizer.numbers import MAX_SECONDS
-from prioritizer.yamlfile import YamlFileError, read_yaml
-from slurm_plugin.cli_util import visible
-from slurm_plugin.readfile import PATH_MAX
+from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
+from slurm_plugin.common.cli import visible
+from slurm_plugin.common.readfile import PATH_MAX
 from prioritizer.policy.config import PolicyConfig, Positive, Seconds
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.paths import SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SYSTEM_CONFIG
@@ -53,7 +53,7 @@ OneName = Annotated[NonEmpty, Rule(lambda v: not any(c == "," or c.isspace() for
 #: A list of non-empty partition or account names.
 Names = tuple[OneName, ...]
 #: What every file path of the config must be: no NUL byte (no system call takes one), and
-#: shorter than :data:`slurm_plugin.readfile.PATH_MAX` bytes, the final NUL counted (a longer
+#: shorter than :data:`slurm_plugin.common.readfile.PATH_MAX` bytes, the final NUL counted (a longer
 #: one can never be opened, and was echoed whole; a lone surrogate counted as its 3 bytes).
 PathRules = (Rule(lambda v: "\0" not in v, "a path cannot hold a NUL byte (\\x00)"),
              Rule(lambda v: len(v.encode("utf-8", "surrogatepass")) < PATH_MAX,

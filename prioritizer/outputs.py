@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from prioritizer.command import CliError
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 
 
 def check_output(option: str, path: str | None, inputs: Iterable[tuple[str, str | None]] = (),
@@ -25,7 +25,7 @@ def check_output(option: str, path: str | None, inputs: Iterable[tuple[str, str 
         inputs: ``(option, path)`` of the files the command reads; writing over one of them
             (the same file, by any name: :func:`os.path.samefile`) is refused.
         figure: the output is a matplotlib figure; its suffix must name a format matplotlib
-            writes (none: PNG, :func:`slurm_plugin.atomic.save_figure`).
+            writes (none: PNG, :func:`slurm_plugin.common.atomic.save_figure`).
 
     Raises:
         CliError: exit 2, one line naming the option, the path and the fix: the directory does

@@ -1,7 +1,7 @@
 """The Gittins samples CSV a user names: ``gittins_samples: FILE`` in dlprio.yaml and
 ``dlprio simulate --durations FILE``.
 
-Read like every file dlprio is given (:func:`prioritizer.yamlfile.read_text`: a regular file of
+Read like every file dlprio is given (:func:`slurm_plugin.common.yamlfile.read_text`: a regular file of
 at most :data:`MAX_SAMPLES_BYTES`, UTF-8; a FIFO is refused, never waited on, so
 ``gittins_samples: /some/fifo`` no longer hangs ``dlprio once`` after it locked the ledger) and
 parsed by :func:`prioritizer.policy.durations.parse_samples` (one column ``duration``, GPU·s).
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from prioritizer.policy import durations
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.yamlfile import read_text
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.yamlfile import read_text
+from slurm_plugin.common.cli import visible
 
 MAX_SAMPLES_BYTES = 64 * 1024 * 1024
 """Largest samples file read, bytes (64 MiB: a few million samples; the packaged one is 6 KB)."""

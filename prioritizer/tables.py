@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from rich.cells import cell_len
 
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 
 if TYPE_CHECKING:  # rich's console and table load when a rich table is made (dlqueue start-up)
     from rich.table import Table

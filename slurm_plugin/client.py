@@ -39,6 +39,7 @@ import msgspec
 
 from slurm_plugin import records, slurm_shapes
 from slurm_plugin.records import Job, Node, ShapeError
+from slurm_plugin.common.exits import Exit
 
 if TYPE_CHECKING:  # loaded by the sacct readers only (dlsubmit's one sbatch does not need it)
     from slurm_plugin.accounting import AccountingRecord
@@ -98,6 +99,13 @@ class SlurmShapeUnknown(SlurmError):
     """Slurm answered in a shape this version of tiresias-slurm does not parse (another Slurm
     release, or a field with an unexpected value). Nothing may be concluded from such a read:
     the daemon writes nothing to its ledger and acts on nothing until it parses again."""
+
+
+def slurm_exit(exc: SlurmError) -> Exit:
+    """The exit status of a command that ends on ``exc``: :attr:`Exit.SLURM_UNREACHABLE` when
+    Slurm did not answer (:class:`SlurmUnreachable`), else :attr:`Exit.SLURM_REFUSED` (Slurm
+    answered with an error, or in a shape that cannot be read)."""
+    return Exit.SLURM_UNREACHABLE if isinstance(exc, SlurmUnreachable) else Exit.SLURM_REFUSED
 
 
 class _Errors(msgspec.Struct):

@@ -21,8 +21,10 @@ an option that changes the shape is named with the old and the new value. A clus
 running starts with the defaults (4 nodes x 8 a100 GPUs, no slurmdbd, cred_expire 10 s) and the
 options given.
 
-Exit status: 0 done, 2 bad option, 1 anything else failed (the message says what; nothing is
-left half-started). Needs root and Debian 12 or 13.
+Exit status (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 done; 2 bad
+option; 5 no such cluster here (``env``); 3/4 Slurm did not answer / refused a request
+dlcluster needed; 1 anything else failed (the message says what; nothing is left half-started),
+and ``status`` of a cluster whose daemons are not all running. Needs root and Debian 12 or 13.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ import sys
 from typing import Any
 
 from slurm_plugin import provision
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.client import SlurmClient, SlurmError, slurm_exit
+from slurm_plugin.common.exits import CliError, Exit, epilog
 from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
 from slurm_plugin.rootfs import RELEASE_SUITES
 
@@ -107,7 +110,9 @@ def env_lines(spec: ClusterSpec) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="dlcluster", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="dlcluster", description=__doc__.split("\n\n")[0],
+                       epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE,
+                                      Exit.SLURM_REFUSED, Exit.NOT_FOUND]))
     sub = p.add_subparsers(dest="command", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
@@ -176,7 +181,7 @@ def _status(spec: ClusterSpec, as_json: bool) -> int:
         for n in nodes:
             print(f"  {n['name']:<8} {n['state']:<10} gpus {n['gpus_used']}/{n['gpus']} used")
     up = all(procs.values())
-    return 0 if up else 1
+    return Exit.OK if up else Exit.FAILED
 
 
 @quiet_on_closed_stdout
@@ -188,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             print(provision.up(spec, install=not args.no_install, force=args.force, clear=args.clear))
         elif args.command == "env":
             if not spec.slurm_conf.exists():
-                raise SpecError(f"no cluster {spec.name!r} here ({spec.slurm_conf} is missing): "
-                                f"start it with dlcluster up --name {spec.name}")
+                raise CliError(f"no cluster {spec.name!r} here ({spec.slurm_conf} is missing): "
+                               f"start it with dlcluster up --name {spec.name}", Exit.NOT_FOUND)
             sys.stdout.write(env_lines(spec))
         elif args.command == "down":
             print(provision.down(spec, purge=args.purge))
@@ -197,15 +202,21 @@ def main(argv: list[str] | None = None) -> int:
             return _status(spec, args.json)
         elif args.command == "ctl":
             print(provision.ctl(spec, args.action))
+    except CliError as exc:
+        print(f"dlcluster: {exc}", file=sys.stderr)
+        return exc.exit_code
     except SpecError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `dlcluster status | head`: quiet, see cli_util
+        return Exit.BAD_INPUT
+    except BrokenPipeError:  # `dlcluster status | head`: quiet, see slurm_plugin.common.cli
         raise
-    except (provision.ProvisionError, OSError, SlurmError) as exc:
+    except SlurmError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return slurm_exit(exc)
+    except (provision.ProvisionError, OSError) as exc:
+        print(f"dlcluster: {exc}", file=sys.stderr)
+        return Exit.FAILED
+    return Exit.OK
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 from slurm_plugin.names import SLURM_NAME_RE
 from slurm_plugin.nvml import NvmlGpu, link_matrix
 from slurm_plugin.topo import Topology, check_shape

@@ -16,9 +16,10 @@ Three sources, one generator (:mod:`slurm_plugin.gres`):
   with ``--fake-nvml`` (or NVML on this node) ``Type=`` is checked against the GPU names.
 
 Output is gres.conf text (comments start with ``#``) or, with ``--json``, one JSON object.
-Exit codes: 0 done; 1 ``--check`` found problems; 2 bad input (unreadable or malformed file,
-a capture that is cut off without ``--allow-partial``, a CPU the node shape lacks);
-3 NVML unavailable (no driver or no GPU on this machine).
+Exit codes (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 done; 1 ``--check``
+found problems; 2 bad input (unreadable or malformed file, a capture that is cut off without
+``--allow-partial``, a CPU the node shape lacks); 8 NVML unavailable (no driver or no GPU on
+this machine).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from collections.abc import Callable
 from typing import Any
 
 from slurm_plugin import gres, gres_check, gres_release, gres_slurmconf, hostlist, nvml, topo, topo_cpu
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
-from slurm_plugin.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.exits import Exit, epilog
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 from slurm_plugin.nvml_fake import FakeNvml
 
-EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_NVML = 0, 1, 2, 3
 
 
 class InputError(Exception):
@@ -60,7 +61,8 @@ def _count(limit: int) -> Callable[[str], int]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (gres.conf(5) of Slurm 22.05, 24.11, 26.05).")
+    p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (gres.conf(5) of Slurm 22.05, 24.11, 26.05).",
+                       epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.NO_GPU_LIBRARY]))
     src = p.add_mutually_exclusive_group()
     src.add_argument("--from-topo", metavar="FILE", help="a captured 'nvidia-smi topo -m' of the node")
     src.add_argument("--check", metavar="GRES_CONF", help="check an existing gres.conf; exit 1 on findings")
@@ -127,7 +129,7 @@ nodes well under 1 MiB; the bound only keeps a wrong path from filling memory.""
 
 def _read(path: str) -> str:
     """The text of the input file ``path``: a regular file of at most :data:`MAX_INPUT_BYTES`,
-    in UTF-8, read by :func:`slurm_plugin.readfile.read_regular` (a FIFO, ``/dev/zero`` or a
+    in UTF-8, read by :func:`slurm_plugin.common.readfile.read_regular` (a FIFO, ``/dev/zero`` or a
     directory is refused at once, never read). Raises InputError: one line naming the file."""
     try:
         raw, _ = read_regular(path, MAX_INPUT_BYTES)
@@ -152,7 +154,7 @@ def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], not
             "lines": lines,
         }
         print(json.dumps(obj, indent=1))
-        return EXIT_OK
+        return Exit.OK
     local = a.from_topo is None and a.fake_nvml is None
     host = a.node or (socket.gethostname().split(".")[0] if local else "NODE")
     print(f"# gres.conf for {host}: {len(devices)} of {total} GPU(s) from {source}; written by dlgres")
@@ -169,7 +171,7 @@ def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], not
     gres_word = f"gpu:{types[0]}:{total}" if len(types) == 1 else f"gpu:{total}"
     print(f"# slurm.conf: NodeName={host} Gres={gres_word} Sockets={cpu.sockets} "
           f"CoresPerSocket={cpu.cores_per_socket} ThreadsPerCore={cpu.threads_per_core}")
-    return EXIT_OK
+    return Exit.OK
 
 
 def _from_topo(a: argparse.Namespace) -> int:
@@ -234,7 +236,7 @@ def _check(a: argparse.Namespace) -> int:
             print(f"{a.check}:{f.line}: {f.message}")
         if not findings:
             print(f"{a.check}: no findings")
-    return EXIT_FINDINGS if findings else EXIT_OK
+    return Exit.FAILED if findings else Exit.OK
 
 
 @quiet_on_closed_stdout
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         a = _parser().parse_args(argv)
     except SystemExit as exc:   # --help, or a usage error already printed (one line for "")
-        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+        return exc.code if isinstance(exc.code, int) else Exit.BAD_INPUT
     try:
         _validate(a)
         if a.check:
@@ -259,10 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         raise
     except (InputError, gres_slurmconf.SlurmConfError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
         print(f"dlgres: {e}", file=sys.stderr)
-        return EXIT_INPUT
+        return Exit.BAD_INPUT
     except nvml.NvmlUnavailable as e:
         print(f"dlgres: {e} (on a machine without GPUs use --from-topo or --fake-nvml)", file=sys.stderr)
-        return EXIT_NVML
+        return Exit.NO_GPU_LIBRARY
 
 
 if __name__ == "__main__":  # pragma: no cover

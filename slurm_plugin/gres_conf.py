@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 from slurm_plugin.gres import type_problem
 from slurm_plugin.gres_release import AUTODETECT_SINCE, ENV_FLAGS, FLAG_SINCE, Release
 

@@ -35,7 +35,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 
 RELEASES = ("22.05", "24.11", "26.05")
 """The releases whose gres.conf(5) dlgres knows, oldest first."""

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from slurm_plugin.cli_util import visible
-from slurm_plugin.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.cli import visible
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 from slurm_plugin.topo_cpu import CpuTopologyError, parse_ranges
 
 
@@ -149,7 +149,7 @@ class FakeNvml:
     @classmethod
     def from_file(cls, path: str | Path) -> FakeNvml:
         """Load a record file (``{"devices": [...]}``, see tests/fixtures/nvml/): a regular file
-        of at most :data:`MAX_RECORD_BYTES` (:func:`slurm_plugin.readfile.read_regular`: a FIFO,
+        of at most :data:`MAX_RECORD_BYTES` (:func:`slurm_plugin.common.readfile.read_regular`: a FIFO,
         ``/dev/zero`` or a directory is refused, never read), each device checked by
         :func:`check_record`.
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_plugin import cluster, rootfs
-from slurm_plugin.atomic import is_special, write_atomically
+from slurm_plugin.common.atomic import is_special, write_atomically
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmRefused
 from slurm_plugin.cluster import ClusterSpec
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 
 _RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
@@ -88,7 +88,7 @@ def _short(text: str, width: int = 40) -> str:
 
 def _read_id(path: Path) -> int:
     """The number in a sysfs topology file (read as a regular file of at most 4 KiB, as sysfs
-    files are: :func:`slurm_plugin.readfile.read_regular`)."""
+    files are: :func:`slurm_plugin.common.readfile.read_regular`)."""
     try:
         raw, _ = read_regular(path, 4096)
         text = raw.decode("ascii").strip()

@@ -2,14 +2,15 @@
 
 Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job -> script, pure)
 -> ``slurm_plugin.client.SlurmClient.submit`` (the only door to Slurm, docs/design.md, code rule 4).
-``--dry-run`` prints the script and needs no Slurm at all. Exit status:
+``--dry-run`` prints the script and needs no Slurm at all. Exit status
+(:class:`~slurm_plugin.common.exits.Exit`, README.md's table):
 
 * 0: submitted (prints the job id) or rendered (``--dry-run``).
 * 2: a problem in the spec, the file or the options (one line per problem, naming the field
   path or ``file:line:column``); nothing is submitted.
-* 3: Slurm refused the job (``Slurm refused the job: ...``) or could not be reached (``Slurm
-  unreachable: ...``, e.g. slurmctld down or a missing ``SLURM_CONF`` file); Slurm's own
-  message is shown verbatim.
+* 3: Slurm could not be reached (``Slurm unreachable: ...``, e.g. slurmctld down or a missing
+  ``SLURM_CONF`` file); 4: Slurm refused the job (``Slurm refused the job: ...``); Slurm's own
+  message is shown verbatim. With several specs, the code of the first spec that got no job.
 * 130 / 143: interrupted by SIGINT / SIGTERM (see below).
 
 Several specs in one call (``dlsubmit a.yaml b.yaml``) are all validated and rendered first
@@ -20,7 +21,7 @@ if any has a problem nothing is submitted. They are then submitted concurrently 
 :data:`SUBMIT_THREADS` sbatch calls at once, taken in spec order). stdout has one record per
 spec, in spec order, each printed and flushed as soon as it and every spec before it are done:
 the job id or :data:`NO_JOB` (``--json``: ``{"spec", "job_id", "error", "script"}``); a spec
-Slurm refused is named on stderr (exit 3) while the others stay submitted. SIGINT/SIGTERM: no
+Slurm refused is named on stderr (exit 4) while the others stay submitted. SIGINT/SIGTERM: no
 further sbatch starts, the running ones finish, every record is printed, stderr names the specs
 not submitted, exit 130/143 (128 + the signal). ``sbatch`` runs with a clean environment
 (submit/environ.py; a warning says so when dlsubmit runs inside a job). Every submission carries
@@ -38,14 +39,14 @@ import sys
 import time
 from typing import Any
 
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.exits import Exit, epilog, signalled
 from submit import advice, environ, load, mounts, node_shape, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
 from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
 from submit.render import contract_comment, render_sbatch
 
-EXIT_OK, EXIT_SPEC, EXIT_SLURM = 0, 2, 3
 TOKEN_PREFIX = "dlsubmit-token="
 LOOKUP_TRIES, LOOKUP_WAIT_S = 3, 2.0
 SUBMIT_THREADS = 4
@@ -54,13 +55,15 @@ still be writing the job when the first look comes)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(   # its usage errors: one line, exit 2 (EXIT_SPEC)
+    p = ArgumentParser(   # its usage errors: one line, exit 2 (Exit.BAD_INPUT)
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
         "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 2 problem in "
-        "the spec, file or options, 3 Slurm refused the job or was unreachable, 130/143 "
+        "the spec, file or options, 3 Slurm unreachable, 4 Slurm refused the job, 130/143 "
         "interrupted (SIGINT/SIGTERM). stdout: one record per spec, in order (the job id, or - "
         "when it got no job).",
+        epilog=epilog([Exit.OK, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE, Exit.SLURM_REFUSED,
+                       Exit.SIGINT, Exit.SIGTERM]),
     )
     p.add_argument("spec", metavar="JOB.yaml|JOB.json", nargs="+",
                    help="job spec file(s); several are validated together, then submitted in order")
@@ -123,7 +126,7 @@ def options_from_args(args: argparse.Namespace) -> RenderOptions:
 def _options_and_given(args: argparse.Namespace) -> tuple[RenderOptions, set[str]]:
     """:func:`options_from_args` and the node-shape fields the site file or a flag set."""
     if os.environ.get("DLSUBMIT_CONFIG") == "" and args.site_config is None:
-        # an empty option value already stopped the parse (slurm_plugin.cli_util.ArgumentParser)
+        # an empty option value already stopped the parse (slurm_plugin.common.cli.ArgumentParser)
         raise SpecError(["DLSUBMIT_CONFIG: empty; name a site config file or unset it"])
     site = args.site_config if args.site_config is not None else os.environ.get("DLSUBMIT_CONFIG")
     values: dict[str, Any] = dict(load_site(site))
@@ -228,7 +231,7 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
             return _after_interrupt(token, exc.message)
         if isinstance(exc, SlurmUnreachable):
             return _after_unreachable(token, exc.message)
-        return None, f"Slurm refused the job: {exc.message}"
+        return None, f"{REFUSED}{exc.message}"
 
 
 def _after_interrupt(token: str, message: str) -> tuple[int | None, str]:
@@ -249,7 +252,7 @@ def _after_unreachable(token: str, message: str) -> tuple[int | None, str]:
     """sbatch could not reach Slurm: (job id, "") when the job was queued anyway, else
     (None, error line)."""
     if not _maybe_queued(message):
-        return None, f"Slurm unreachable: {message}"
+        return None, f"{UNREACHABLE}{message}"
     found = _lookup(token)
     if found:
         print(f"dlsubmit: warning: sbatch said '{message}', but job {found[0]} carries this "
@@ -257,10 +260,10 @@ def _after_unreachable(token: str, message: str) -> tuple[int | None, str]:
               file=sys.stderr)
         return found[0], ""
     if found is None:
-        return None, (f"Slurm unreachable: {message}; could not check whether the job was "
+        return None, (f"{UNREACHABLE}{message}; could not check whether the job was "
                       f"queued: before submitting again, look for {token} in "
                       "`squeue --me -o '%i %k'`")
-    return None, (f"Slurm unreachable: {message}; no job carries this submission's token "
+    return None, (f"{UNREACHABLE}{message}; no job carries this submission's token "
                   f"({token}), so nothing was queued")
 
 
@@ -300,8 +303,14 @@ because dlsubmit was interrupted); the reason is on stderr, naming the spec."""
 NOT_STARTED = "not submitted: dlsubmit was interrupted first"
 """The ``--json`` ``error`` of a spec whose sbatch never started because of SIGINT/SIGTERM."""
 
-EXIT_SIGNAL_BASE = 128
-"""Interrupted by signal N: exit 128 + N (130 for SIGINT, 143 for SIGTERM), the shell's rule."""
+UNREACHABLE, REFUSED = "Slurm unreachable: ", "Slurm refused the job: "
+"""How the error line of a spec that got no job starts; its exit status follows it
+(:func:`_error_exit`)."""
+
+
+def _error_exit(error: str) -> Exit:
+    """The exit status of a spec whose submission ended with the error line ``error``."""
+    return Exit.SLURM_UNREACHABLE if error.startswith(UNREACHABLE) else Exit.SLURM_REFUSED
 
 
 class _Interrupted(Exception):
@@ -387,7 +396,7 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
             return None, NOT_STARTED
         return _submit_one(r[1], r[2], opts, env, stop)
 
-    status = EXIT_OK
+    status = Exit.OK
     submitted: list[str] = []
     missed: list[str] = []
     # sbatch calls are independent: several at once (slurmctld serialises what must be); the
@@ -399,21 +408,21 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
             job_id, error = fut.result()
             if error and error != NOT_STARTED:  # those are listed once, in the summary
                 print(f"dlsubmit: {visible(path) + ': ' if many else ''}{error}", file=sys.stderr)
-                status = EXIT_SLURM
+                status = status or _error_exit(error)
             (submitted if job_id is not None else missed).append(path)
             print(_record(path, job_id, error, script, args), flush=True)
     if stop.signum:
         print(f"dlsubmit: interrupted by {_signal_name(stop.signum)}: {len(submitted)} of "
               f"{len(rendered)} spec(s) submitted (their ids are on stdout); not submitted: "
               + (", ".join(visible(p) for p in missed) or "none"), file=sys.stderr)
-        return EXIT_SIGNAL_BASE + stop.signum
+        return signalled(stop.signum)
     return status
 
 
 @quiet_on_closed_stdout
 @without_final_gc
 def main(argv: list[str] | None = None) -> int:
-    """Run dlsubmit; returns the exit status (0, 2, 3, 130 or 143, see the module doc)."""
+    """Run dlsubmit; returns the exit status (0, 2, 3, 4, 130 or 143, see the module doc)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
@@ -425,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     except _Interrupted as exc:
         print(f"dlsubmit: interrupted by {_signal_name(exc.signum)} before anything was "
               "submitted", file=sys.stderr)
-        return EXIT_SIGNAL_BASE + exc.signum
+        return signalled(exc.signum)
     finally:
         _restore_signals(old)
 
@@ -436,7 +445,7 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
     except SpecError as exc:
         for line in exc.problems:
             print(f"dlsubmit: {line}", file=sys.stderr)
-        return EXIT_SPEC
+        return Exit.BAD_INPUT
     many = len(rendered) > 1
     for path, job, _ in rendered:
         for w in (*job.warnings, *advice.warnings(job, opts)):
@@ -453,7 +462,7 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
             if many:
                 print(separator(path, i + 1, len(rendered), script))
             sys.stdout.write(script)
-    return EXIT_OK
+    return Exit.OK
 
 
 if __name__ == "__main__":

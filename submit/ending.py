@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import gc
 
-from slurm_plugin.cli_util import Main
+from slurm_plugin.common.cli import Main
 
 
 def without_final_gc(main: Main) -> Main:

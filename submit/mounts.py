@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os.path
 
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 from submit.errors import SpecError
 from submit.model import Job
 from submit.options import RenderOptions

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_plugin import marker
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 from slurm_plugin.names import SLURM_NAME_RE, SLURM_NAME_RULE  # one rule for every Slurm name
 from submit.errors import SpecError
 
@@ -213,9 +213,7 @@ def load_site(path: str | Path | None) -> dict[str, Any]:
     value (naming the key and the allowed values)."""
     if path is None:
         return {}
-    from submit.load import parse_text
-
-    from submit.readfile import MAX_SMALL_BYTES, read_limited
+    from submit.files import MAX_SMALL_BYTES, parse_text, read_limited
 
     raw, _ = read_limited(path, "site config ", MAX_SMALL_BYTES)
     try:

@@ -17,7 +17,7 @@ A snapshot whose ``cluster`` differs from this cluster's ClusterName (the ``slur
 than :data:`STALE_AFTER_S` gets a note saying since when no daemon updated it; when none of the
 jobs shown is in it, it is not used (:func:`stale_note`).
 
-Exit codes: 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
+Exit codes (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
 (an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
 ``--snapshot`` that is not a regular file or is over 256 MiB included);
 3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prioritizer import numbers
-from prioritizer.command import CliError
+from slurm_plugin.common.exits import CliError
 from prioritizer.paths import SYSTEM_CONFIG
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
-from slurm_plugin.cli_util import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.common.exits import Exit, epilog
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 from slurm_plugin.records import (ACTIVE_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID, array_task_in,
                                   decimal_at_most, parse_array_tasks)
@@ -55,7 +56,6 @@ if TYPE_CHECKING:  # rich's console loads for --watch only, yaml when the daemon
     from rich.console import Console, Group
 
 DAEMON_CONFIG = SYSTEM_CONFIG
-EXIT_USAGE, EXIT_UNREACHABLE, EXIT_REFUSED = 2, 3, 4
 STALE_AFTER_S = 300
 WATCH_INTERVAL_S = 5.0
 MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 86400.0   # ≥ 1 s: each refresh is one squeue call
@@ -264,10 +264,10 @@ def _names(text: str) -> list[str]:
 
 def _shown(text: str) -> str:
     """``text`` as an error line echoes it: quoted, escaped and cut past 80 characters
-    (:func:`prioritizer.policy.validation.shown`, as ``dlprio explain`` echoes a JOBID), so a
+    (:func:`slurm_plugin.common.wording.shown`, as ``dlprio explain`` echoes a JOBID), so a
     5,000-digit id is one short line. Imported here, on the error path only: the validation
     module (with msgspec) would add about 30 ms to every dlqueue start."""
-    from prioritizer.policy.validation import shown
+    from slurm_plugin.common.wording import shown
     return shown(text)
 
 
@@ -303,7 +303,7 @@ def build_parser() -> ArgumentParser:
         "queue (QUEUE, Q0 = highest) and attained service (ATTAINED(GPU·s): GPUs x seconds "
         "run, summed over all runs) when the daemon's snapshot is there. WAIT: time waited "
         "for the current or next run.",
-        epilog="exit codes: 0 ok, 2 bad arguments, 3 Slurm unreachable, 4 Slurm refused")
+        epilog=epilog([Exit.OK, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE, Exit.SLURM_REFUSED]))
     p.add_argument("-u", "--user", type=_names,
                    help="only these users (names or uids, comma-separated; unknown ones exit 2)")
     p.add_argument("--me", action="store_true", help="only the current user's jobs")
@@ -437,7 +437,7 @@ def _watch(view: _View, console: Console) -> int:
                     sys.stdout.flush()
             done += 1
             if limit is not None and done >= limit:
-                return 0
+                return Exit.OK
             time.sleep(view.args.interval)
 
 
@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(view)
     except KeyboardInterrupt:
-        return 0
+        return Exit.OK   # Ctrl-C ends a --watch: the normal way out
 
 
 def _run(view: _View) -> int:
@@ -485,10 +485,10 @@ def _run(view: _View) -> int:
         rows, snap, notes = view.fetch()
     except SlurmUnreachable as exc:
         print(f"dlqueue: Slurm unreachable: {qv.visible(exc.message)}", file=sys.stderr)
-        return EXIT_UNREACHABLE
+        return Exit.SLURM_UNREACHABLE
     except SlurmError as exc:
         print(f"dlqueue: Slurm refused: {qv.visible(exc.message)}", file=sys.stderr)
-        return EXIT_REFUSED
+        return Exit.SLURM_REFUSED
     if args.json:
         for n in notes:
             print(f"dlqueue: {qv.visible(n)}", file=sys.stderr)
@@ -497,11 +497,11 @@ def _run(view: _View) -> int:
         encode = json.JSONEncoder(ensure_ascii=False).encode
         items = [encode(r) for r in qv.json_rows(rows)]
         print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
-        return 0
+        return Exit.OK
     sys.stdout.write(qv.render_text(rows, show_service=snap is not None))
     for n in notes:
         print(qv.visible(n))
-    return 0
+    return Exit.OK
 
 
 if __name__ == "__main__":

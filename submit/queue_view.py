@@ -110,7 +110,7 @@ def parse_states(spec: str) -> frozenset[str] | None:
         elif item in words:
             out.add(item)
         else:
-            from prioritizer.policy.validation import shown   # the error path only
+            from slurm_plugin.common.wording import shown   # the error path only
             raise ValueError(f"unknown job state {shown(raw.strip())}; use codes such as "
                              f"{', '.join(sorted(STATE_CODES))} or 'all' (squeue(1))")
     if not out:

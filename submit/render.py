@@ -27,7 +27,7 @@ from submit.quoting import bash_word, sbatch_word, slurm_name
 from submit.errors import SpecError
 from submit.validation import _IDENT_RE   # the spec models' shell-name rule
 from slurm_plugin import marker
-from slurm_plugin.readfile import PATH_MAX
+from slurm_plugin.common.readfile import PATH_MAX
 
 MAX_PORTS = 25000
 

@@ -31,7 +31,7 @@ def check(path: str, needed: tuple[str, ...]) -> str:
     file owned by someone else, a malformed line (named by number, value never shown), or a
     needed name the file lacks. Values are read only to check the format; they are not kept."""
     p = Path(path).expanduser().absolute()
-    from submit.readfile import MAX_SMALL_BYTES, read_limited
+    from submit.files import MAX_SMALL_BYTES, read_limited
 
     raw, st = read_limited(p, "--secrets ", MAX_SMALL_BYTES)
     try:

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from prioritizer.policy.validation import not_text_message, read_as_not_text
+from slurm_plugin.common.wording import not_text_message, read_as_not_text
 from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 

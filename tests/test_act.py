@@ -162,11 +162,11 @@ def test_refused_update_backs_off_per_job_instead_of_every_cycle(tmp_path: Path)
     assert (ledger.job(2).refusals, ledger.job(2).retry_at) == (0, None)
 
 
-def test_once_exits_1_only_when_slurm_accepted_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+def test_once_exits_4_only_when_slurm_accepted_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     from prioritizer.daemon.cli import once_exit
     assert once_exit(act.PushResult([], [])) == 0                       # nothing to send
     assert once_exit(act.PushResult([1], [(2, "Access/permission denied")])) == 0
-    assert once_exit(act.PushResult([], [(2, "Access/permission denied")])) == 1
+    assert once_exit(act.PushResult([], [(2, "Access/permission denied")])) == 4   # SLURM_REFUSED
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "job 2: Access/permission denied" in err
 

@@ -1,4 +1,4 @@
-"""slurm_plugin.atomic.write_atomically and its callers: a device or FIFO target is written in
+"""slurm_plugin.common.atomic.write_atomically and its callers: a device or FIFO target is written in
 place, never renamed over (`dlprio history export -o /dev/null` as root replaced /dev/null by a
 regular file); a symlink's target is replaced; an existing file keeps its mode.
 
@@ -21,7 +21,7 @@ from prioritizer.history import cli as history_cli
 from prioritizer.history.trace import read_rows, write_rows
 from prioritizer.tune import task as tune_task
 from slurm_plugin import provision
-from slurm_plugin.atomic import write_atomically
+from slurm_plugin.common.atomic import write_atomically
 
 CSV = ("job_id,user,account,partition,submit_time,eligible_time,num_gpu,num_nodes,work_gpu_s,"
        "duration,end_time,jct,state,attempts,ended_by,preemptions\n"
@@ -157,7 +157,7 @@ def test_simulate_outputs_to_a_fifo_keep_the_fifo(tmp_path: Path) -> None:
 def test_a_device_is_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """/dev/null is seen as special (a read-only stat); writing to a target taken for a device
     keeps its inode (written in place), where a regular file gets a new one (renamed over)."""
-    from slurm_plugin import atomic
+    from slurm_plugin.common import atomic
 
     assert atomic.is_special("/dev/null") and not atomic.is_special(tmp_path)
     target = tmp_path / "dev"

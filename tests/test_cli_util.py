@@ -1,6 +1,6 @@
 """Every command exits quietly, status 0, when its reader closed stdout (``dlprio simulate | head``).
 
-The in-process test drives :func:`slurm_plugin.cli_util.quiet_on_closed_stdout` over a real pipe
+The in-process test drives :func:`slurm_plugin.common.cli.quiet_on_closed_stdout` over a real pipe
 whose read end is closed; the others run each installed command with its stdout pipe closed
 before it writes, so the write (or the final flush) meets EPIPE exactly as under ``| head -1``.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin.cli_util import EXIT_CLOSED_STDOUT, quiet_on_closed_stdout
+from slurm_plugin.common.cli import EXIT_CLOSED_STDOUT, quiet_on_closed_stdout
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -74,7 +74,7 @@ def test_every_command_is_quiet_on_a_closed_stdout(argv: list[str]) -> None:
 
 # --- one argument parser for every command: ``--opt=--`` is the string "--" (CPython gh-109475)
 
-from slurm_plugin.cli_util import ArgumentParser  # noqa: E402
+from slurm_plugin.common.cli import ArgumentParser  # noqa: E402
 
 
 def _parsers() -> list[tuple[str, "ArgumentParser"]]:
@@ -128,9 +128,9 @@ def test_dlgres_node_double_dash_is_a_clear_error() -> None:
     assert "--node '--' is not a Slurm node name" in proc.stderr and "Traceback" not in proc.stderr
 
 
-# --- one escaping of user text for printing (slurm_plugin.cli_util.visible)
+# --- one escaping of user text for printing (slurm_plugin.common.cli.visible)
 
-from slurm_plugin.cli_util import visible  # noqa: E402
+from slurm_plugin.common.cli import visible  # noqa: E402
 
 #: a backslash, a newline, an ANSI "clear screen", a bidi override and an undecodable byte
 HOSTILE_PATH = "/nonexistent/a\\b\n\x1b[2J\u202e\udcff.yaml"
@@ -306,7 +306,7 @@ def test_every_usage_error_is_one_line_with_exit_2(argv: list[str], line: str,
 
 
 def test_one_line_usage_error_rewrites_argparse_wording() -> None:
-    from slurm_plugin.cli_util import one_line_usage_error
+    from slurm_plugin.common.cli import one_line_usage_error
 
     assert one_line_usage_error("argument --mode: invalid choice: 'x' (choose from 'a', 'b')") == (
         "--mode: invalid choice 'x' (choose from a, b)")

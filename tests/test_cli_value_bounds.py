@@ -54,7 +54,7 @@ def test_simulate_huge_nodes_is_refused(tmp_path: Path, capsys: pytest.CaptureFi
 def test_dlsubmit_refuses_a_name_slurm_will_refuse(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture) -> None:
     """slurmctld refuses a job name over 1024 characters ('Pathname ... too long'); validation
-    passes it, so `dlsubmit ok.yaml long.yaml` submits ok.yaml and fails long.yaml (exit 3):
+    passes it, so `dlsubmit ok.yaml long.yaml` submits ok.yaml and fails long.yaml (exit 4, Slurm refused):
     several specs are then not all or nothing."""
     from submit.cli import main as dlsubmit
 

@@ -56,9 +56,9 @@ def test_env_of_the_hosts_release_sets_slurm_conf_alone(
     assert _read_back(out, tmp_path) == [f"{paths}/etc/h22/slurm.conf", "/nowhere"]
 
 
-def test_env_of_a_missing_cluster_is_one_line_exit_2(
+def test_env_of_a_missing_cluster_is_one_line_exit_5(
         paths: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert cluster_cli.main(["env", "--name", "s9"]) == 2
+    assert cluster_cli.main(["env", "--name", "s9"]) == 5   # Exit.NOT_FOUND
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err == (f"dlcluster: no cluster 's9' here ({paths}/etc/s9/slurm.conf is missing): "

@@ -243,7 +243,7 @@ def test_d_e_starving_job_promoted_and_explained(jobs: Jobs, tmp_path: Path) -> 
     assert float(service_line.split()[2]) >= 400
     unknown = subprocess.run(dlprio("explain", "999999", "--config", str(cfg)),
                              capture_output=True, text=True)
-    assert unknown.returncode == 3 and "999999" in unknown.stderr
+    assert unknown.returncode == 5 and "999999" in unknown.stderr
 
 
 def test_once_dry_run_changes_nothing_then_once_applies(jobs: Jobs, tmp_path: Path) -> None:

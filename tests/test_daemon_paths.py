@@ -1,6 +1,6 @@
 """The paths dlprio's daemon commands read (``--config``, ``--log-config`` and the config's
 ``ledger_path`` / ``snapshot_path``) are checked as every other path option is: a missing file,
-a directory, a FIFO or a device is one line naming it, exit 2 (a missing ledger: exit 3, "has
+a directory, a FIFO or a device is one line naming it, exit 2 (a missing ledger: exit 5, "has
 the daemon run?"), nothing hangs, and control characters in a path are escaped. A ledger whose
 path holds ``?``, ``#`` or ``%`` (which a SQLite URI would read as query, fragment and escape)
 is read by status, explain and history, and a read-only command creates no file."""
@@ -134,7 +134,7 @@ def test_control_characters_in_daemon_paths_are_escaped(tmp_path: Path,
     err = capsys.readouterr().err
     assert err == f"dlprio: config: {tmp_path}/a\\nb\\x1b[2J: cannot read (No such file or directory)\n"
     config = _config(tmp_path, ledger_path=str(bad / "l.sqlite"))
-    assert dlprio(["status", "--config", config]) == 3          # no ledger yet
+    assert dlprio(["status", "--config", config]) == 5          # no ledger yet (NOT_FOUND)
     err = capsys.readouterr().err
     assert err == f"dlprio: {tmp_path}/a\\nb\\x1b[2J/l.sqlite: no ledger (has the daemon run?)\n"
     bad.mkdir()

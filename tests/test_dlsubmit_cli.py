@@ -76,17 +76,18 @@ def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str])
     assert rc == 2 and out == "" and "Traceback" not in err and err
 
 
-@pytest.mark.parametrize(("error", "prefix"), [
-    (SlurmRefused(["sbatch"], "sbatch: error: Invalid partition name specified"), "Slurm refused the job"),
-    (SlurmUnreachable(["sbatch"], "Unable to contact slurm controller"), "Slurm unreachable"),
+@pytest.mark.parametrize(("error", "prefix", "code"), [
+    (SlurmRefused(["sbatch"], "sbatch: error: Invalid partition name specified"), "Slurm refused the job", 4),
+    (SlurmUnreachable(["sbatch"], "Unable to contact slurm controller"), "Slurm unreachable", 3),
 ])
-def test_slurm_refusal_exits_3_verbatim(error: Exception, prefix: str, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_slurm_refusal_exits_4_unreachable_3_verbatim(
+        error: Exception, prefix: str, code: int, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     def refuse(script: str, *a: object) -> int:
         raise error
     monkeypatch.setattr(cli, "_submit", refuse)
     rc, out, err = run([HELLO], capsys)
-    assert (rc, out) == (3, "-\n")  # one record per spec, always: "-" = no job
+    assert (rc, out) == (code, "-\n")  # one record per spec, always: "-" = no job
     assert err == f"dlsubmit: {prefix}: {error.message}\n"  # type: ignore[attr-defined]
 
 

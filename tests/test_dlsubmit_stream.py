@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_plugin.client import SlurmRefused
+from slurm_plugin.client import SlurmRefused, SlurmUnreachable
 from submit import cli
 from submit_helpers import v2_spec
 
@@ -117,7 +117,7 @@ def test_a_refused_spec_keeps_its_line(as_json: bool, tmp_path: Path,
     monkeypatch.setattr(cli, "_submit", submit)
     rc = cli.main(["--json", a, vc, b] if as_json else [a, vc, b])
     out, err = capsys.readouterr()
-    assert rc == 3
+    assert rc == 4   # Exit.SLURM_REFUSED
     assert err == (f"dlsubmit: {vc}: Slurm refused the job: sbatch: error: invalid partition "
                    "specified: nope\n")
     if not as_json:
@@ -129,7 +129,7 @@ def test_a_refused_spec_keeps_its_line(as_json: bool, tmp_path: Path,
     # a single refused spec still has its record
     rc = cli.main(["--json", vc])
     out, _ = capsys.readouterr()
-    assert rc == 3 and json.loads(out)["job_id"] is None and json.loads(out)["spec"] == vc
+    assert rc == 4 and json.loads(out)["job_id"] is None and json.loads(out)["spec"] == vc
 
 
 @pytest.mark.parametrize("name,ok", [("L" * 1024, True), ("L" * 1025, False),
@@ -235,7 +235,7 @@ def test_a_file_that_is_not_regular_is_refused_at_once(make: object, kind: str, 
 
 def test_a_spec_over_the_size_limit_is_refused(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from submit.readfile import MAX_SPEC_BYTES
+    from submit.files import MAX_SPEC_BYTES
 
     big = tmp_path / "big.yaml"
     big.write_bytes(b"# " + b"x" * MAX_SPEC_BYTES + b"\n")
@@ -345,3 +345,20 @@ def test_a_job_array_over_max_array_size_is_refused(instances: int, site: int | 
     else:
         assert rc == 2 and err.startswith(f"dlsubmit: extras.gangAllocation: false makes a job "
                                           f"array of {instances} elements")
+
+
+@pytest.mark.parametrize(("first", "code"), [("unreachable", 3), ("refused", 4)])
+def test_several_failed_specs_exit_with_the_first_ones_code(
+        first: str, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = specs(tmp_path, 2)
+    errors = {"unreachable": SlurmUnreachable(["sbatch"], "Unable to contact slurm controller"),
+              "refused": SlurmRefused(["sbatch"], "sbatch: error: invalid partition")}
+    second = "refused" if first == "unreachable" else "unreachable"
+
+    def submit(script: str, *_: object) -> int:
+        raise errors[first if job_name(script) == "s0" else second]
+
+    monkeypatch.setattr(cli, "_submit", submit)
+    assert cli.main([a, b]) == code
+    assert capsys.readouterr().out == "-\n-\n"

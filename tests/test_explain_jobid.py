@@ -61,6 +61,6 @@ def test_array_tasks_and_garbage_are_one_line_exit_2(tmp_path: Path, capsys: pyt
 
 def test_hetjob_component_is_looked_up_as_its_leader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = _config(tmp_path)
-    assert main(["explain", "40+1", "--config", cfg]) == 3      # exit 3: not in the (empty) ledger
+    assert main(["explain", "40+1", "--config", cfg]) == 5      # exit 5 (NOT_FOUND): not in the (empty) ledger
     err = capsys.readouterr().err
     assert err.startswith(f"dlprio: job 40: not in the ledger {tmp_path / 'ledger.sqlite'}")

@@ -218,14 +218,14 @@ def test_cli_on_the_real_truncated_dgx_a100_capture(capsys: pytest.CaptureFixtur
     ]
 
 
-def test_cli_without_nvml_says_so_exit_3(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+def test_cli_without_nvml_says_so_exit_8(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
     class NoDriver(FakeNvml):
         def nvmlInit(self) -> None:  # noqa: N802 - pynvml's name
             raise FakeNvmlError(9, "Driver Not Loaded")
 
     monkeypatch.setattr(nvml, "load_pynvml", lambda: NoDriver({"devices": []}))
     rc, out, err = _run(capsys, "--sockets", "1", "--cores-per-socket", "2")
-    assert rc == 3 and out == ""
+    assert rc == 8 and out == ""   # Exit.NO_GPU_LIBRARY
     assert err == "dlgres: NVML: Driver Not Loaded (on a machine without GPUs use --from-topo or --fake-nvml)\n"
 
 
@@ -233,7 +233,7 @@ def test_nvml_with_no_gpu_is_unavailable(capsys: pytest.CaptureFixture[str], tmp
     empty = tmp_path / "none.json"
     empty.write_text('{"devices": []}')
     rc, _, err = _run(capsys, "--fake-nvml", str(empty), "--sockets", "1", "--cores-per-socket", "2")
-    assert rc == 3 and "NVML sees no GPU on this node" in err
+    assert rc == 8 and "NVML sees no GPU on this node" in err
 
 
 @pytest.mark.parametrize(("text", "why"), [
@@ -290,7 +290,7 @@ def test_cli_refuses_node_and_type_that_would_break_gres_conf(capsys: pytest.Cap
                                                                 value: str):
     rc, out, err = _run(capsys, "--from-topo", COMPLETE, *_SHAPE, flag, value)
     assert (rc, out) == (2, "")
-    if value == "":   # every command's rule (slurm_plugin.cli_util.ArgumentParser)
+    if value == "":   # every command's rule (slurm_plugin.common.cli.ArgumentParser)
         assert err == f"dlgres: {flag}: empty value; give a value or leave the option out\n"
     else:
         assert err == (_NODE_MSG if flag == "--node" else _TYPE_MSG).format(value)

@@ -14,7 +14,7 @@ import pytest
 from prioritizer.cli import main as dlprio
 from prioritizer.history import cli as history_cli
 from prioritizer.history.window import resolve, sacct_window
-from slurm_plugin.client import SlurmRefused
+from slurm_plugin.client import SlurmRefused, SlurmUnreachable
 
 
 class Recorder:
@@ -68,9 +68,15 @@ def test_empty_window_is_exit_2_widen(capsys: pytest.CaptureFixture[str]) -> Non
     assert "widen --since/--until" in err and "sacct failed" not in err
 
 
-def test_other_sacct_failure_stays_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+def test_other_sacct_failure_is_exit_4_refused(capsys: pytest.CaptureFixture[str]) -> None:
     Recorder.reply = SlurmRefused(["sacct"], "sacct: error: something else")
-    assert dlprio(["history", "export"]) == 1
+    assert dlprio(["history", "export"]) == 4   # Exit.SLURM_REFUSED
+    assert "sacct failed" in capsys.readouterr().err
+
+
+def test_sacct_unreachable_is_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    Recorder.reply = SlurmUnreachable(["sacct"], "sacct: error: slurm_persist_conn_open: failed")
+    assert dlprio(["history", "export"]) == 3   # Exit.SLURM_UNREACHABLE
     assert "sacct failed" in capsys.readouterr().err
 
 

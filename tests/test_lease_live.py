@@ -55,7 +55,7 @@ def test_two_daemons_two_ledgers_one_acts(jobs: Jobs, tmp_path: Path) -> None:
         # another ledger, same cluster: refused while A's heartbeat is fresh
         refused = subprocess.run(dlprio("run", "--config", str(b_cfg)), capture_output=True,
                                  text=True, timeout=60)
-        assert refused.returncode == 4, refused.stderr
+        assert refused.returncode == 6, refused.stderr   # Exit.HELD
         assert a.proc is not None and f":{a.proc.pid} (lease job {held.job_id}" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
         # A dies without releasing; B is refused until the heartbeat is older than the TTL
@@ -67,12 +67,12 @@ def test_two_daemons_two_ledgers_one_acts(jobs: Jobs, tmp_path: Path) -> None:
             once = subprocess.run(dlprio("once", "--config", str(b_cfg)), capture_output=True,
                                   text=True, timeout=60)
             tries.append((time.time() - killed, once.returncode))
-            if once.returncode != 4:
+            if once.returncode != 6:   # Exit.HELD
                 break
             assert time.time() - killed < 60, tries
             time.sleep(1)
         assert once.returncode == 0 and "lease_taken_over" in once.stderr, once.stderr
-        assert tries[0][1] == 4                  # refused right after the kill
+        assert tries[0][1] == 6                  # refused right after the kill
         # taken over only once the heartbeat (renewed at most every 2 cycles) is > TTL old
         assert tries[-1][0] >= 8 - 2 * 2, tries
         b.start()
@@ -80,11 +80,11 @@ def test_two_daemons_two_ledgers_one_acts(jobs: Jobs, tmp_path: Path) -> None:
         assert "lease_taken_over" not in b.text()   # `once` released it cleanly
         (now_held,) = _lease_jobs(jobs)
         assert now_held.job_id > held.job_id and f"{b.proc.pid}" in now_held.comment  # type: ignore[union-attr]
-        # fencing: B's lease job is taken away; B stops at its next cycle, exit 4
+        # fencing: B's lease job is taken away; B stops at its next cycle, exit 6
         jobs.client.cancel([now_held.job_id])
         b.wait_log("lease_lost", 30)
         wait_for(lambda: not b.alive(), 30, "daemon B to exit after losing the lease")
-        assert b.proc is not None and b.proc.returncode == 4
+        assert b.proc is not None and b.proc.returncode == 6
     finally:
         a.stop()
         b.stop()

@@ -10,7 +10,8 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.validation import ConfigError
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobPhase, NodeView
-from prioritizer.policy.decide import POLICIES, decide, next_queue_change, promotion_time
+from prioritizer.policy.decide import (POLICIES, decide, next_queue_change, promotable, promotion_time,
+                                       starved)
 from policy_helpers import pending, running, snapshot
 
 LAS = PolicyConfig(policy="tiresias-las")
@@ -139,6 +140,25 @@ def test_event_time_helpers() -> None:
     assert next_queue_change(job, dataclasses.replace(LAS, policy="fifo"), 0.0) is None
     waiting = pending(2, (1,), queue=1, attained_gpu_s=4000, last_run_s=50, last_run_end=70)
     assert promotion_time(waiting, LAS) == 70 + 8 * 50
+
+
+@pytest.mark.parametrize(("changes", "promotes", "knob", "expected"), [
+    ({}, True, 8, True),
+    ({"queue": 0}, True, 8, False),                 # already in the top queue
+    ({"last_run_s": 0}, True, 8, False),            # never ran: no run time to scale
+    ({"last_run_end": None}, True, 8, False),
+    ({}, False, 8, False),                          # a policy without promotion (fifo, srtf)
+    ({}, True, 0, False),                           # the knob off
+], ids=["queue1", "queue0", "no-run", "no-end", "not-promoting", "knob-off"])
+def test_promotable(changes: dict[str, object], promotes: bool, knob: float, expected: bool) -> None:
+    kw: dict[str, object] = {"queue": 1, "last_run_s": 50, "last_run_end": 70, **changes}
+    assert promotable(pending(2, (1,), **kw), promotes, knob) is expected
+
+
+def test_starved_once_waited_knob_times_the_last_run() -> None:
+    job = pending(2, (1,), queue=1, last_run_s=50, last_run_end=70)
+    assert not starved(job, 8, 469.0)               # waited 399 s < 8 x 50 s
+    assert starved(job, 8, 470.0) and starved(job, 2, 170.0)
 
 
 # ---- preemption ------------------------------------------------------------------------------

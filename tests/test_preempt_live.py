@@ -112,7 +112,7 @@ def test_f_second_daemon_refused_and_metrics_endpoint(jobs: Jobs, tmp_path: Path
         again = subprocess.run(dlprio("run", "--config", str(cfg)), capture_output=True,
                                text=True, timeout=30)
         assert daemon.proc is not None
-        assert again.returncode == 4
+        assert again.returncode == 6   # Exit.HELD
         assert f"held by process {daemon.proc.pid}" in again.stderr
         assert len(again.stderr.strip().splitlines()) == 1
         body = wait_for(lambda: (b := _scrape(port)) and 'state="RUNNING"} 1.0' in b and b, 30,

@@ -266,11 +266,11 @@ def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.
     _, err = capsys.readouterr()
     assert (rc, err) == (2, "dlsubmit: partition no-such-partition: no node to pack the job on "
                             "(sinfo lists none)\n")
-    # a GPU type no node has is sbatch's refusal (exit 3), passed on with its message
+    # a GPU type no node has is sbatch's refusal (exit 4), passed on with its message
     f.write_text(json.dumps(spec("refused", {"main": role("true", gpu=1)})))
     rc = main([str(f), "--gpu-type", "h999"])
     _, err = capsys.readouterr()
-    assert rc == 3
+    assert rc == 4
     assert err.startswith("dlsubmit: Slurm refused the job: sbatch: error: ")
     assert "requested node configuration is not available" in err.lower()
 

@@ -24,6 +24,7 @@ import yaml
 
 from prioritizer.cli import main
 from prioritizer.daemon import cli as daemon_cli
+from slurm_plugin.common.exits import Exit
 
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "conf" / "dlprio.service"
@@ -81,8 +82,8 @@ def test_systemd_analyze_verify_catches_a_wrong_binary_and_a_bad_key(tmp_path: P
 
 def test_restart_prevented_only_for_config_and_lock_errors() -> None:
     prevented = {int(s) for s in unit_service()["RestartPreventExitStatus"].split()}
-    assert prevented == {daemon_cli.EXIT_CONFIG, daemon_cli.EXIT_LOCKED}
-    assert daemon_cli.EXIT_STORAGE not in prevented and unit_service()["Restart"] == "on-failure"
+    assert prevented == {2, 6} == {Exit.BAD_INPUT, Exit.HELD}
+    assert Exit.STORAGE not in prevented and unit_service()["Restart"] == "on-failure"
 
 
 @pytest.mark.parametrize("error", [
@@ -91,7 +92,7 @@ def test_restart_prevented_only_for_config_and_lock_errors() -> None:
     sqlite3.OperationalError("database or disk is full"),
     sqlite3.OperationalError("attempt to write a readonly database"),
 ], ids=["ENOSPC", "EROFS", "sqlite-full", "sqlite-readonly"])
-def test_storage_error_in_run_exits_5_which_systemd_restarts(
+def test_storage_error_in_run_exits_7_which_systemd_restarts(
         error: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     class FailingDaemon:
@@ -107,5 +108,5 @@ def test_storage_error_in_run_exits_5_which_systemd_restarts(
                                    "snapshot_path": str(tmp_path / "snapshot.json")}))
     rc = main(["run", "--config", str(cfg)])
     err = capsys.readouterr().err
-    assert rc == daemon_cli.EXIT_STORAGE == 5
+    assert rc == Exit.STORAGE == 7
     assert err.splitlines()[-1] == f"dlprio: ledger: {error}"  # after the log's "started" line

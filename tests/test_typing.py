@@ -1,6 +1,7 @@
 """mypy finds no error in the packages (settings: pyproject.toml, ``[tool.mypy]``), and none
 under ``--strict`` in the pure policy (``prioritizer/policy/``, which ``dlprio compile`` builds
-with mypyc). The output is shown on failure."""
+with mypyc) nor in the shared helpers it and every command import (``slurm_plugin/common/``).
+./test.sh runs these with the rest of the suite. The output is shown on failure."""
 
 from __future__ import annotations
 
@@ -23,4 +24,9 @@ def test_packages_type_check() -> None:
 
 def test_policy_type_checks_strict() -> None:
     done = _mypy("--strict", "-p", "prioritizer.policy")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_shared_helpers_type_check_strict() -> None:
+    done = _mypy("--strict", "-p", "slurm_plugin.common")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -1,5 +1,5 @@
 """Every YAML file dlprio reads reports a syntax error as one line ``FILE:LINE:COL: YAML syntax
-error: <problem>`` (prioritizer.yamlfile), exit 2. Expected texts are PyYAML's problem for the
+error: <problem>`` (slurm_plugin.common.yamlfile), exit 2. Expected texts are PyYAML's problem for the
 input, at the position written out by hand (line 2, column 4: the second ``:`` of ``b: c: d``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prioritizer.cli import main
-from prioritizer.yamlfile import YamlFileError, read_yaml
+from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
 
 TRACE = str(Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv")
 CONF = str(Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml")
@@ -56,7 +56,7 @@ _BOMB = "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}" if i else "1"] * 10) 
     "policy: &p {thresholds_gpu_s: [1, {x: *p}]}\n",
 ], ids=["bomb", "cycle", "indirect-cycle"])
 def test_alias_bomb_or_cycle_in_a_dlprio_file_is_refused(tmp_path: Path, capsys, text: str) -> None:
-    """dlprio's files are counted like dlsubmit's specs (prioritizer.yamlfile.expanded_size):
+    """dlprio's files are counted like dlsubmit's specs (slurm_plugin.common.yamlfile.expanded_size):
     a bomb was walked element by element (20 s CPU for 10^7), a cycle reached the checks."""
     f = tmp_path / "cfg.yaml"
     f.write_text(text)
@@ -85,7 +85,7 @@ def test_yaml_1_2_floats_are_numbers(tmp_path) -> None:
     """PyYAML (YAML 1.1) read 1e3 / 1.0e3 / 1e-9 as strings; the shared reader follows YAML
     1.2's float rule, so `thresholds_gpu_s: [1e3]` is a number, quoted "1e3" stays a string."""
     from prioritizer.policy.config import PolicyConfig
-    from prioritizer.yamlfile import read_yaml
+    from slurm_plugin.common.yamlfile import read_yaml
 
     path = tmp_path / "dlprio.yaml"
     path.write_text('policy:\n  thresholds_gpu_s: [1e3, 1.0e4]\n'

@@ -13,7 +13,7 @@ import pytest
 from prioritizer.cli import main
 from prioritizer.daemon import config as daemon_config
 from prioritizer.policy.validation import ConfigError
-from prioritizer.yamlfile import load
+from slurm_plugin.common.yamlfile import load
 
 TRACE = str(Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv")
 

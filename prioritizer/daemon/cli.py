@@ -4,18 +4,21 @@
 :data:`RUN`, :data:`ONCE`, :data:`EXPLAIN`, :data:`STATUS` are registered in ``dlprio``'s
 command registry (prioritizer/cli.py; docs/design.md, code rule 12); each handler returns an exit status and turns domain errors into one line on stderr:
 
-* 0: done;
-* 1: Slurm failed (``once``: unreachable, or refused every update it tried; ``run`` never
-  exits for that);
-* 2: bad configuration or usage (the message names the file and key), or a ledger written by
-  a newer dlprio (the message names the fix);
-* 3: ``explain``: the job is not in the ledger; ``explain``/``status``: no ledger yet;
-* 4: another dlprio holds the ledger lock (the message names its pid) or the cluster lease
-  (the message names its host:pid and lease job); ``run`` also exits 4 when it loses the
-  lease to another daemon.
-* 5: the ledger's storage failed (disk full, read-only file system, I/O error, a damaged
-  database): not a configuration error, so the systemd unit (conf/dlprio.service) restarts the
-  daemon, whose ``RestartPreventExitStatus`` holds only 2 and 4.
+exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
+
+* ``OK`` (0): done;
+* ``SLURM_UNREACHABLE`` (3) / ``SLURM_REFUSED`` (4): ``once`` could not ask Slurm, or Slurm
+  refused every update it tried (``run`` never exits for that);
+* ``BAD_INPUT`` (2): bad configuration or usage (the message names the file and key), or a
+  ledger written by a newer dlprio (the message names the fix);
+* ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger; ``explain``/``status``: no
+  ledger yet;
+* ``HELD`` (6): another dlprio holds the ledger lock (the message names its pid) or the
+  cluster lease (the message names its host:pid and lease job); ``run`` also exits 6 when it
+  loses the lease to another daemon;
+* ``STORAGE`` (7): the ledger's storage failed (disk full, read-only file system, I/O error, a
+  damaged database): not a configuration error, so the systemd unit (conf/dlprio.service)
+  restarts the daemon, whose ``RestartPreventExitStatus`` holds only 2 and 6.
 
 Every subcommand takes ``--config FILE`` (default ``/etc/dlprio/dlprio.yaml``, else the
 packaged ``conf/dlprio.yaml``); ``run``/``once`` also take ``--log-format text|json``
@@ -42,7 +45,7 @@ from prioritizer.daemon import config as daemon_config
 
 from prioritizer import tables
 from prioritizer.daemon import act, explain
-from prioritizer.command import CliError, Command, clean_message
+from prioritizer.command import CliError, Command, Exit, clean_message
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
@@ -53,12 +56,9 @@ from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.samplesfile import load_distribution
-from slurm_plugin.cli_util import visible
-from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.readfile import not_regular
-
-EXIT_OK, EXIT_SLURM, EXIT_CONFIG, EXIT_UNKNOWN, EXIT_LOCKED, EXIT_STORAGE = 0, 1, 2, 3, 4, 5
-
+from slurm_plugin.common.cli import visible
+from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable, slurm_exit
+from slurm_plugin.common.readfile import not_regular
 
 def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
     p.add_argument("--config", default=None,
@@ -99,26 +99,26 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
         try:
             return fn(args)
         except ConfigError as exc:
-            return _fail(str(exc), EXIT_CONFIG, "config: ")
+            return _fail(str(exc), Exit.BAD_INPUT, "config: ")
         except (LockHeld, LeaseHeld, LeaseLost) as exc:
-            return _fail(str(exc), EXIT_LOCKED)
+            return _fail(str(exc), Exit.HELD)
         except explain.UnknownJob as exc:
-            return _fail(str(exc), EXIT_UNKNOWN)
+            return _fail(str(exc), Exit.NOT_FOUND)
         except FileNotFoundError as exc:
-            return _fail(str(exc), EXIT_UNKNOWN)
+            return _fail(str(exc), Exit.NOT_FOUND)
         except SlurmError as exc:
-            return _fail(f"slurm: {exc}", EXIT_SLURM)
+            return _fail(f"slurm: {exc}", slurm_exit(exc))
         except LedgerVersionError as exc:   # a newer dlprio's ledger: the operator's call
-            return _fail(f"ledger: {exc}", EXIT_CONFIG)
+            return _fail(f"ledger: {exc}", Exit.BAD_INPUT)
         except (OSError, sqlite3.Error) as exc:
-            return _fail(f"ledger: {exc}", EXIT_STORAGE)
+            return _fail(f"ledger: {exc}", Exit.STORAGE)
         except ValueError as exc:     # e.g. an unreadable Gittins samples file
-            return _fail(str(exc), EXIT_CONFIG)
+            return _fail(str(exc), Exit.BAD_INPUT)
     wrapped.__doc__ = fn.__doc__
     return wrapped
 
 
-def _fail(message: str, code: int, kind: str = "") -> int:
+def _fail(message: str, code: Exit, kind: str = "") -> int:
     """Print ``message`` as ``dlprio: <kind><line>`` lines (a config error has one line per
     problem), each with control characters escaped as every command does
     (:func:`~prioritizer.command.clean_message`); return ``code``."""
@@ -189,7 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         client = SlurmClient(timeout_s=cfg.call_timeout_s)
         with _lease(cfg, client, log, stop) as lease:
             if stop.is_set():
-                return EXIT_OK
+                return Exit.OK
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
@@ -197,9 +197,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                        distribution=samples).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
-                return _fail(str(exc), EXIT_LOCKED)
+                return _fail(str(exc), Exit.HELD)
         event(log, "stopped")
-    return EXIT_OK
+    return Exit.OK
 
 
 @contextmanager
@@ -272,13 +272,13 @@ def cmd_once(args: argparse.Namespace) -> int:
 
 
 def once_exit(pushed: act.PushResult) -> int:
-    """``dlprio once``'s status after its cycle: :data:`EXIT_SLURM` (and one line) when it
+    """``dlprio once``'s status after its cycle: ``Exit.SLURM_REFUSED`` (and one line) when it
     tried updates and Slurm accepted none (e.g. the daemon's user is not an operator)."""
     if pushed.refused and not pushed.accepted:
         job_id, text = pushed.refused[0]
         return _fail(f"slurm refused every update this cycle ({len(pushed.refused)} job(s); job "
-                     f"{job_id}: {text}); is the daemon's user a Slurm operator?", EXIT_SLURM)
-    return EXIT_OK
+                     f"{job_id}: {text}); is the daemon's user a Slurm operator?", Exit.SLURM_REFUSED)
+    return Exit.OK
 
 
 @_guard
@@ -287,11 +287,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
     try:
         job_id = explain.ledger_job_id(args.job_id)
     except ValueError as exc:
-        raise CliError(str(exc), exit_code=EXIT_CONFIG) from None
+        raise CliError(str(exc), exit_code=Exit.BAD_INPUT) from None
     cfg = _load(args, "ledger_path")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         sys.stdout.write(explain.explain(job_id, ledger, cfg, time.time()))
-    return EXIT_OK
+    return Exit.OK
 
 
 @_guard
@@ -308,7 +308,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(rows) + "\n")
     else:
         sys.stdout.write(fresh + "\n" + explain.status_table(rows, styled=tables.is_terminal()))
-    return EXIT_OK
+    return Exit.OK
 
 
 RUN = Command("run", "the daemon: observe, decide, act every interval", _configure_run, cmd_run)

@@ -22,7 +22,7 @@ import time
 from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger, Run
-from prioritizer.policy.validation import MAX_SHOWN, shown
+from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",

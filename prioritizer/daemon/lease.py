@@ -13,7 +13,7 @@ the lowest id holds the lease**. Its ``--comment`` carries the holder and a hear
   cancelled (its holder is gone); so is one written for *this* ledger on this host, since we
   hold the ledger's ``flock`` and its writer is therefore dead (a restart after SIGKILL takes
   over at once). A fresh lease job of another daemon refuses the start (:class:`LeaseHeld`,
-  exit 4 naming the holder). Otherwise submit ours, read again, and keep it only if it has
+  exit 6 (Exit.HELD) naming the holder). Otherwise submit ours, read again, and keep it only if it has
   the lowest id (two daemons starting together: the later one cancels its own and refuses).
 * fencing (every cycle, on the squeue read the cycle makes anyway): ours must still be the
   lowest active lease job, else :class:`LeaseLost` ends the daemon before it acts; the

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 
 #: Ordered migrations: ``(version, statements)``; a ledger at ``PRAGMA user_version`` v gets
 #: every migration above v, each in one transaction with its new version. Version 0 is the

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 
-from prioritizer.yamlfile import YamlFileError, read_yaml
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
+from slurm_plugin.common.cli import visible
 from prioritizer.daemon.config import ConfigError
 
 LOGGER = "dlprio"

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prioritizer.paths import SNAPSHOT
-from slurm_plugin.atomic import write_atomically
+from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.gres_slurmconf import parse_slurm_conf
 
 VERSION = 1
@@ -104,7 +104,7 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
     if cluster:
         data["cluster"] = cluster
     # the C encoder (json.dump streams through Python); a new file is 0644, an existing one
-    # keeps its mode; a device or FIFO is written in place (slurm_plugin.atomic)
+    # keeps its mode; a device or FIFO is written in place (slurm_plugin.common.atomic)
     write_atomically(target, json.dumps(data), mode=0o644)
 
 

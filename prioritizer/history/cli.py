@@ -23,7 +23,7 @@ from typing import Any, cast
 
 
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.history.check import (against_baseline, check, dispatch_latency_of,
                                         format_fidelity, phased, start_latency_from)
@@ -36,9 +36,9 @@ from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline
                                  cluster_of, policy_section)
 from prioritizer.sim.report import format_windows_table
 from slurm_plugin.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
-from slurm_plugin.atomic import write_atomically
-from slurm_plugin.cli_util import visible
-from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
+from slurm_plugin.common.atomic import write_atomically
+from slurm_plugin.common.cli import visible
+from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
 
 #: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
 NOTHING_FOUND = "Nothing found with query"
@@ -112,10 +112,10 @@ def _export(args: argparse.Namespace) -> int:
     try:
         records = SlurmClient(timeout_s=120).accounting(start, end)
     except AccountingDisabled as exc:
-        raise CliError(NO_DBD.format(msg=exc.message)) from None
+        raise CliError(NO_DBD.format(msg=exc.message), Exit.SLURM_REFUSED) from None
     except SlurmError as exc:
         if NOTHING_FOUND not in str(exc):
-            raise CliError(f"sacct failed: {exc}", exit_code=EXIT_FAILURE) from None
+            raise CliError(f"sacct failed: {exc}", slurm_exit(exc)) from None
         records = []   # sacct's answer for a window without jobs (sacctmgr/sacct 22.05)
     jobs = fold_jobs(records)
     tracked, known = gpu_sources(jobs, facts)
@@ -256,12 +256,12 @@ def _ledger_value(path: str, where: str, column: str, value: object, *, integer:
 
 
 def _write_atomically(path: str, text: str) -> None:
-    """Write the trace with :func:`slurm_plugin.atomic.write_atomically`: never a half-written
+    """Write the trace with :func:`slurm_plugin.common.atomic.write_atomically`: never a half-written
     trace, and a device or FIFO (``-o /dev/null``) is written in place, never renamed over."""
     try:
         write_atomically(path, text)
     except OSError as exc:
-        raise CliError(f"{visible(path)}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+        raise CliError(f"{visible(path)}: cannot write ({exc.strerror})", exit_code=Exit.FAILED) from None
 
 
 def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:

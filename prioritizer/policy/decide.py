@@ -143,6 +143,23 @@ POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (TiresiasLas, TiresiasGittins, Las, Fifo, FifoFit, Srtf)}
 
 
+def promotable(job: JobView, promotes: bool, starve_knob: float) -> bool:
+    """Whether starvation promotion (Tiresias section 3.2.3, PROMOTEKNOB) can apply to ``job``:
+    the policy promotes (``promotes``), the knob is on (``starve_knob`` > 0), the job sits
+    below queue 0 and has run before (its last run ended and lasted more than 0 s). Only a
+    PENDING job is promoted (the callers check the phase), once :func:`starved`."""
+    return (promotes and starve_knob > 0 and job.queue is not None and job.queue > 0
+            and job.last_run_end is not None and job.last_run_s > 0)
+
+
+def starved(job: JobView, starve_knob: float, now: float) -> bool:
+    """Whether a :func:`promotable` job has waited ``starve_knob ×`` its last run time (s)
+    since that run ended, at ``now`` (s): it goes back to queue 0. Due at
+    :func:`promotion_time`."""
+    assert job.last_run_end is not None   # promotable
+    return now - job.last_run_end >= starve_knob * job.last_run_s
+
+
 def queue_state(policy: Policy, job: JobView, now: float,
                 reuse: QueueState | None = None) -> QueueState:
     """Queue level of ``job`` at ``now``: demotion by thresholds, promotion by starvation.
@@ -154,13 +171,12 @@ def queue_state(policy: Policy, job: JobView, now: float,
     entry = job.queue_entry_time if job.queue_entry_time is not None else job.submit_time
     if job.queue is None:
         return QueueState(job.job_id, level, entry, job.service_base_gpu_s, True, "new")
-    if (policy.promotes and cfg.starve_knob > 0 and job.phase is PENDING and job.queue > 0
-            and job.last_run_end is not None and job.last_run_s > 0):
-        waited = now - job.last_run_end
-        if waited >= cfg.starve_knob * job.last_run_s:
-            return QueueState(job.job_id, 0, now, job.attained_gpu_s, True,
-                              f"{PROMOTED}: waited {waited:.0f} s >= {cfg.starve_knob:g} x "
-                              f"{job.last_run_s:.0f} s")
+    if (job.phase is PENDING and promotable(job, policy.promotes, cfg.starve_knob)
+            and starved(job, cfg.starve_knob, now)):
+        waited = now - job.last_run_end  # type: ignore[operator]  # promotable: it ended
+        return QueueState(job.job_id, 0, now, job.attained_gpu_s, True,
+                          f"{PROMOTED}: waited {waited:.0f} s >= {cfg.starve_knob:g} x "
+                          f"{job.last_run_s:.0f} s")
     if level > job.queue:
         return QueueState(job.job_id, level, now, job.service_base_gpu_s, True,
                           f"demoted: {policy.service(job):.0f} >= "
@@ -206,9 +222,7 @@ def _watch(policy: Policy, job: JobView, state: QueueState) -> bool | None:
         return False
     if state.changed:
         return None
-    cfg = policy.config
-    return (policy.promotes and cfg.starve_knob > 0 and job.phase is PENDING and job.queue > 0
-            and job.last_run_end is not None and job.last_run_s > 0)
+    return job.phase is PENDING and promotable(job, policy.promotes, policy.config.starve_knob)
 
 
 def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
@@ -247,8 +261,7 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
     for job in snapshot.jobs:
         job_id = job.job_id
         hit = old.get(job_id)
-        if hit is not None and hit[0] is job and not (
-                hit[3] and now - job.last_run_end >= knob * job.last_run_s):
+        if hit is not None and hit[0] is job and not (hit[3] and starved(job, knob, now)):
             entries[job_id] = hit
             state, key = hit[1], hit[2]
         else:
@@ -1054,9 +1067,10 @@ def next_queue_change(job: JobView, config: PolicyConfig, now: float,
 
 
 def promotion_time(job: JobView, config: PolicyConfig) -> float | None:
-    """When a PENDING job in queue > 0 becomes due for starvation promotion, or None."""
-    if not POLICIES[config.policy].promotes or config.starve_knob <= 0:
+    """When a PENDING job in queue > 0 becomes due for starvation promotion (s: the end of its
+    last run + ``starve_knob ×`` that run's length), or None when it is not
+    :func:`promotable`."""
+    if not promotable(job, POLICIES[config.policy].promotes, config.starve_knob):
         return None
-    if job.queue in (None, 0) or job.last_run_end is None or job.last_run_s <= 0:
-        return None
+    assert job.last_run_end is not None   # promotable
     return job.last_run_end + config.starve_knob * job.last_run_s

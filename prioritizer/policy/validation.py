@@ -24,7 +24,6 @@ command and every replay (docs/simulator.md, "Speed"). Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import math
 import re
@@ -34,14 +33,18 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from slurm_plugin.common.wording import (MAX_SHOWN, close_name, not_text_message, read_as_not_text,
+                                         shown, yaml_reading)
+
+__all__ = ["EXPECTED", "MAX_SHOWN", "ConfigError", "Problem", "Rule", "check", "close_name",
+           "lines", "not_text_message", "read_as_not_text", "replace", "shown", "unknown_key",
+           "validate", "yaml_reading"]
+
 T = TypeVar("T")
 
 #: What a value of each declared base type must be, when it is not one.
 EXPECTED = {float: "expected a number", int: "expected a whole number", bool: "expected true or false",
             str: "expected a string"}
-
-#: The longest echo of a value (``repr``, characters) before :func:`shown` cuts it.
-MAX_SHOWN = 80
 
 #: A key shown as written in a key path (as it always was): printable, at most 80 characters,
 #: no path syntax (``.``, ``[``, ``]``, ``:``), quote or edge space; any other key is shown as
@@ -126,30 +129,6 @@ def replace(obj: T, prefix: str = "", **changes: Any) -> T:
         raise ConfigError(_prefixed(exc, prefix)) from None
 
 
-def shown(value: Any) -> str:
-    """``value`` as a message echoes it, ``(got VALUE)``: its ``repr`` (a string quoted, its
-    control and invisible characters escaped: ``'a\\nb'``, ``'\\x1b[31m'``), cut past
-    :data:`MAX_SHOWN` characters to its start and what was cut: ``'xxx… (200,000
-    characters)``, ``[5.0, 5.0,… (30,000 items)``. A whole number past 60 digits is ``a whole
-    number of N digits`` (Python refuses to write one past 4,300 digits: ``repr`` raises)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 199:
-        digits = f"{len(str(abs(value)))}" if value.bit_length() < 14_000 else "over 4,000"
-        return f"a {'negative ' if value < 0 else ''}whole number of {digits} digits"
-    try:
-        text = repr(value)
-    except ValueError:   # a container holding such a number
-        return f"a {type(value).__name__} holding a whole number of over 4,000 digits"
-    if len(text) <= MAX_SHOWN:
-        return text
-    if isinstance(value, str | bytes):
-        size = f"{len(value):,} characters"
-    elif isinstance(value, list | tuple | dict | set):
-        size = f"{len(value):,} item{'' if len(value) == 1 else 's'}"
-    else:
-        size = f"{len(text):,} characters"
-    return f"{text[:MAX_SHOWN - 20]}… ({size})"
-
-
 def lines(problems: Iterable[Problem]) -> list[str]:
     """``KEY.PATH: message`` for each problem."""
     return [f"{_path(path)}: {msg}" for path, msg in problems]
@@ -189,14 +168,6 @@ def unknown_key(key: Any, names: Iterable[str]) -> Problem:
         return ((word,), f"unknown key ({kind}, not a name){_did_you_mean(names, '')}")
     name = key if key.isprintable() and _PLAIN_KEY.match(key) else shown(key)
     return ((name,), f"unknown key{_did_you_mean(names, key)}")
-
-
-def close_name(key: str, names: Iterable[str]) -> str | None:
-    """The name of ``names`` closest to ``key`` (``difflib.get_close_matches``), or None when
-    none is close; a key far longer than any name is close to none (and difflib's cost grows
-    with it)."""
-    close = difflib.get_close_matches(key, list(names), n=1) if len(key) <= MAX_SHOWN else []
-    return close[0] if close else None
 
 
 def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
@@ -245,57 +216,6 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
             return value, [((), f"{_bound_message(meta)} (got {shown(value)})")]
     return converted, [((), f"{r.message} (got {shown(value)})") for r in rules
                        if not r.test(converted)]
-
-
-#: What YAML 1.1 (PyYAML) makes of an unquoted scalar that is not text: ``no``/``off``/
-#: ``false`` and ``yes``/``on``/``true`` (lower, Title or UPPER case) are booleans,
-#: ``123``/``0x1f``/``1_000``/``1.5`` numbers, an empty value/``~``/``null`` null (the YAML 1.1
-#: type repository, tag:yaml.org,2002:bool/int/float/null, as PyYAML's resolver implements it).
-_YAML_TYPES = (bool, int, float, type(None))
-
-
-def read_as_not_text(value: Any) -> bool:
-    """Whether ``value`` is what YAML made of an unquoted scalar that is not a string."""
-    return type(value) in _YAML_TYPES
-
-
-def yaml_reading(value: Any) -> str:
-    """What an unquoted scalar became, for an echo: ``False, YAML's reading of an unquoted
-    no/off/false``, ``None, ... an empty value, ~ or null``, ``7, a number to YAML``."""
-    if isinstance(value, bool):
-        return f"{value}, YAML's reading of an unquoted {'yes/on/true' if value else 'no/off/false'}"
-    if value is None:
-        return "None, YAML's reading of an empty value, ~ or null"
-    return f"{shown(value)}, a number to YAML"
-
-
-def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = "YAML") -> str:
-    """The fix for a name YAML did not read as text (``lease_name: no`` is the boolean false,
-    ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
-    ``NAME: [`` for an item of the list ``NAME``; null is told to be written, or left out
-    where the key is ``optional`` (it has a default). With ``syntax="JSON"`` (a v1 JSON job
-    spec) the value is named as JSON wrote it: ``123``, ``true``, ``null``."""
-    if value is None:
-        kind, written = "null", "null"
-    elif isinstance(value, bool):
-        written = str(value).lower()
-        kind = f"the boolean {written}"
-    else:   # a number; repr of 5,000 digits raises
-        short = isinstance(value, float) or value.bit_length() < 64
-        kind, written = "a number", repr(value) if short else "123"
-    if syntax == "JSON":
-        leave = ", or leave the key out for its default" if optional and value is None else ""
-        return (f"expected a string, but the JSON value is {kind}; write the text in quotes, "
-                f"e.g. \"{written}\"{leave} (got {shown(value)})")
-    if value is None:
-        return ("expected a string, but YAML read the value as null (an empty value, ~ or "
-                "null); write the text in quotes" +
-                (", or leave the key out for its default" if optional else "") + " (got None)")
-    text = ("yes" if value else "no") if isinstance(value, bool) else written
-    example = (f"{key}\"{text}\"]" if key.endswith("[") else f"{key}: \"{text}\"" if key
-               else f"\"{text}\"")
-    return (f"expected a string, but YAML read the value as {kind}; quote it as written, "
-            f"e.g. {example} (got {shown(value)})")
 
 
 def _lone_surrogate(text: str) -> bool:

@@ -20,17 +20,17 @@ from typing import Any, cast
 
 
 from prioritizer import numbers
-from prioritizer.command import CliError, Command
+from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
-from prioritizer.policy.validation import shown
+from slurm_plugin.common.wording import shown
 from prioritizer.sim.report import (format_table, format_windows_table, summarize,
                                     window_comparison, write_jobs_csv, write_plot)
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
-from slurm_plugin.cli_util import visible
+from slurm_plugin.common.cli import visible
 
 #: the policies whose queues --thresholds (``thresholds_gpu_s``) sets; ``las`` queues by
 #: seconds (``thresholds_s``, set by --config)
@@ -273,14 +273,14 @@ def policy_section(path: str) -> dict[str, Any]:
     refusal of ``policy: srtf`` (an oracle, for these commands only).
 
     Raises:
-        CliError: unreadable file or bad YAML (:func:`prioritizer.yamlfile.read_yaml`), a top
+        CliError: unreadable file or bad YAML (:func:`slurm_plugin.common.yamlfile.read_yaml`), a top
             level or ``policy:`` that is not a mapping of keys, named as the daemon names it:
             ``FILE: policy: expected a mapping of keys (got [])``, or one line per problem of
             the daemon's keys, ``FILE: KEY: allowed range or fix (got VALUE)`` (exit 2).
     """
     from prioritizer.config_file import from_mapping
     from prioritizer.policy.validation import ConfigError
-    from prioritizer.yamlfile import YamlFileError, read_yaml
+    from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
     try:
         data = read_yaml(path)
     except YamlFileError as exc:
@@ -361,7 +361,7 @@ def _write(writer: Any, results: list[SimResult], path: str) -> None:
     try:
         writer(results, path)
     except OSError as exc:
-        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=1) from None
+        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=Exit.FAILED) from None
 
 
 COMMAND = Command("simulate", "replay a job trace under Tiresias and baseline policies",

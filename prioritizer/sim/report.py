@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from prioritizer.sim.engine import SimResult
 from prioritizer.sim.windows import WORSE_RATIO, compare_windows, window_ratios
-from slurm_plugin.atomic import save_figure, write_atomically
+from slurm_plugin.common.atomic import save_figure, write_atomically
 
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
                 "p99_jct_s", "makespan_s", "avg_queueing_delay_s", "preemptions", "promotions",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prioritizer.numbers import FLOAT_TEXT, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS
-from slurm_plugin.readfile import kind_of
+from slurm_plugin.common.readfile import kind_of
 
 #: the largest values a trace row may hold: a job's GPUs (the largest cluster the simulator
 #: takes), its duration in seconds (as ``dlprio``'s options, about 31 years) and its submit
@@ -216,7 +216,7 @@ def _csv_rows(path: str | Path) -> list[list[str]]:
     it, is dropped). Raises TraceError naming the file when it cannot be read or is not a
     regular file: a FIFO would block and a device such as ``/dev/zero`` never ends, so the
     file is opened without blocking and checked on the open descriptor
-    (:mod:`slurm_plugin.readfile`'s rule; a trace has no size limit: months of history are
+    (:mod:`slurm_plugin.common.readfile`'s rule; a trace has no size limit: months of history are
     large, and a regular file ends)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

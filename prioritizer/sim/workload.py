@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prioritizer.sim.traces import TraceJob, read_trace
-from slurm_plugin.atomic import write_atomically
+from slurm_plugin.common.atomic import write_atomically
 
 DENSE_WINDOW_S = 48 * 86400          # Philly 15k excerpt: dense arrivals from day 48 on
 DEFAULT_START_S = 4_172_631.0        # submit time of u_id 1660 (898th job of the dense window)

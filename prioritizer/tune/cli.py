@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from prioritizer import numbers, tables
-from prioritizer.command import EXIT_FAILURE, CliError, Command
+from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.history.cli import policy_config, untracked_note
 from prioritizer.policy.config import PolicyConfig
@@ -26,9 +26,9 @@ from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import (RANKING_HEADERS, figure_cells, format_ranking, make_task, rank,
                                    tie_reason)
-from slurm_plugin.atomic import write_atomically
-from slurm_plugin.cli_util import visible
-from slurm_plugin.client import SlurmError
+from slurm_plugin.common.atomic import write_atomically
+from slurm_plugin.common.cli import visible
+from slurm_plugin.client import SlurmError, slurm_exit
 
 
 GRID_HINT = "--grid: give a grid, e.g. 'thresholds=1000/5000,3250/7200;knob=4,8'"
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     best = next((r for r in ranked if r.allowed), None)
     if best is None:
         raise CliError("no configuration meets --max-p95-ratio; relax it or widen the grid",
-                       exit_code=EXIT_FAILURE)
+                       exit_code=Exit.FAILED)
     best_config = configs[labels.index(best.label)]
     snippet = yaml_snippet(best_config, list(grid))
     verdict = "the current config (no grid point beats it)" if best.current else best.label
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_plot(grid, [s for s, _ in combos], figures[:-1], args.plot)
         except OSError as exc:
-            raise CliError(f"{args.plot}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+            raise CliError(f"{args.plot}: cannot write ({exc.strerror})", exit_code=Exit.FAILED) from None
     return 0
 
 
@@ -188,16 +188,16 @@ def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, float]]:
             raise CliError("--workers must be >= 1")
         return run_local(tasks, args.workers, progress=sys.stderr.isatty())
     except ExecutorError as exc:
-        raise CliError(str(exc), exit_code=EXIT_FAILURE) from None
+        raise CliError(str(exc), exit_code=Exit.FAILED) from None
     except SlurmError as exc:
-        raise CliError(f"--executor slurm: {exc}", exit_code=EXIT_FAILURE) from None
+        raise CliError(f"--executor slurm: {exc}", slurm_exit(exc)) from None
 
 
 def _write(path: str, text: str) -> None:
     try:
         write_atomically(path, text)
     except OSError as exc:
-        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=EXIT_FAILURE) from None
+        raise CliError(f"{path}: cannot write ({exc.strerror})", exit_code=Exit.FAILED) from None
 
 
 COMMAND = Command("tune", "rank a grid of policy settings by replaying a trace", configure, run)

@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.progress import Progress
 
 from prioritizer.tune.rank import Task, run_task
-from slurm_plugin.atomic import write_atomically
+from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.client import SlurmClient
 
 

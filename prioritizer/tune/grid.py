@@ -11,7 +11,7 @@ Parameters (:data:`PARAMETERS`) map to :class:`prioritizer.policy.config.PolicyC
 there are fewer, extended geometrically (each new threshold = last × last/previous; × 2 from a
 single threshold), so every combination is a valid K-queue config. Values out of range
 (``queues`` outside 1..8, a non-increasing threshold list, a negative knob) are errors naming
-the parameter and value (echoed bounded and escaped, :func:`prioritizer.policy.validation.shown`).
+the parameter and value (echoed bounded and escaped, :func:`slurm_plugin.common.wording.shown`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from prioritizer import numbers
-from prioritizer.yamlfile import YamlFileError, key_text, read_yaml
+from slurm_plugin.common.yamlfile import YamlFileError, key_text, read_yaml
 from prioritizer.policy import validation
-from prioritizer.policy.validation import MAX_SHOWN, shown
+from slurm_plugin.common.wording import MAX_SHOWN, shown
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 
 #: grid name -> PolicyConfig field ("queues" is special: see the module doc)
@@ -55,7 +55,7 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
 
 def load_grid(path: str) -> dict[str, list[Any]]:
     """A YAML grid file (mapping of parameter -> list of values). Two keys of one text
-    (``1:`` and ``"1":``) are refused by the reader (:class:`prioritizer.yamlfile.DuplicateKeyCheck`),
+    (``1:`` and ``"1":``) are refused by the reader (:class:`slurm_plugin.common.yamlfile.DuplicateKeyCheck`),
     never merged into one parameter."""
     try:
         data = read_yaml(path)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prioritizer.tune.grid import label
-from slurm_plugin.atomic import save_figure
+from slurm_plugin.common.atomic import save_figure
 
 
 def _text(v: Any) -> str:

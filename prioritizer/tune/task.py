@@ -21,7 +21,7 @@ if __name__ == "__main__":   # an array task: the compiled policy, when built, b
         sys.exit(exc.exit_code)
 
 from prioritizer.tune.rank import Task, run_task  # noqa: E402  (after activate)
-from slurm_plugin.atomic import write_atomically  # noqa: E402
+from slurm_plugin.common.atomic import write_atomically  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -37,8 +37,7 @@ line too, without the usage block: ``PROG: OPTION: reason``, e.g. ``dlsubmit:
 --container-runtime: invalid choice 'docker' (choose from none, pyxis, apptainer)``, exit 2
 (:meth:`ArgumentParser.error`); ``PROG --help`` shows the usage.
 
-This module lives in ``slurm_plugin`` because that is the lowest import layer the three packages
-share (pyproject's import contracts); it runs no Slurm command.
+Part of :mod:`slurm_plugin.common` (where it sits and why: its package doc).
 """
 
 from __future__ import annotations

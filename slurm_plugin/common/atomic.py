@@ -15,8 +15,7 @@ file. What the target is decides how:
   over; a rename would replace ``/dev/null`` by a regular file for every process on the machine
   (seen as root: ``dlprio history export -o /dev/null``).
 
-This module lives in ``slurm_plugin`` because that is the lowest import layer the packages
-share (pyproject's import contracts); it runs no Slurm command.
+Part of :mod:`slurm_plugin.common` (where it sits and why: its package doc).
 """
 
 from __future__ import annotations

@@ -8,8 +8,7 @@ a regular file is not affected), checked with ``fstat`` on the open descriptor (
 be swapped in between the check and the read), refused unless it is a regular file, and read up
 to a limit: one byte more than the limit is read, so a larger file is refused, never truncated.
 
-This module lives in ``slurm_plugin`` because that is the lowest import layer the packages
-share (pyproject's import contracts); it runs no Slurm command.
+Part of :mod:`slurm_plugin.common` (where it sits and why: its package doc).
 """
 
 from __future__ import annotations

@@ -1,16 +1,30 @@
-"""The one reader of dlprio's YAML files (daemon config, ``--config``, tune's grid file,
-``--log-config``): a syntax error becomes one line ``FILE:LINE:COL: YAML syntax error: <problem>``
-(line and column 1-based, from PyYAML's problem mark, else its context mark). A key written
-twice in one mapping is refused, one line ``FILE:LINE: key 'k' appears twice in the same mapping
-(lines A and B); keep one`` per repeat: YAML 1.2 (section 3.2.1.3) requires each key of a mapping
-to be unique, and PyYAML silently keeps the last value, so ``interval_s: 30`` written again
-further down as ``interval_s: 10`` would change the cycle without a word.
-Two keys that differ only in what YAML read them as (``1:`` and ``"1":``) are refused alike.
-:func:`syntax_message` and :class:`DuplicateKeyCheck` are also how dlsubmit reads a job spec
-(submit/load.py, submit/yamlsafe.py)."""
+"""The one reader of YAML and JSON that users hand us: dlprio's files (daemon config,
+``--config``, tune's grid file, ``--log-config``: :func:`read_yaml`, :func:`load`) and dlsubmit's
+job specs and site config (:func:`load_yaml`, :func:`load_json`, read by :mod:`submit.files`).
+
+* **Syntax errors** become one line ``FILE:LINE:COL: YAML syntax error: <problem>`` (line and
+  column 1-based, from PyYAML's problem mark, else its context mark; :func:`syntax_message`).
+* **Duplicate keys.** YAML 1.2 (section 3.2.1.3, "each of the keys is unique") and RFC 8259
+  section 4 ("The names within an object SHOULD be unique") leave a repeated key an error or
+  undefined; PyYAML and ``json`` silently keep the last one, so ``interval_s: 30`` written again
+  further down as ``interval_s: 10`` would change the cycle without a word. Here every repeat
+  is reported together, one line ``FILE:LINE: key 'k' appears twice in the same mapping (lines
+  A and B); keep one`` each (:class:`DuplicateKeyCheck`); two keys that differ only in what YAML
+  read them as (``1:`` and ``"1":``) are refused alike.
+* **Alias bombs** ("billion laughs"): YAML anchors and aliases let a 1 KB file describe a tree of
+  10^9 nodes, which every later walk of the data pays for. The nodes of the *expanded* document
+  are counted on the composed graph (memoised, linear in the file) and more than
+  :data:`MAX_YAML_NODES` are refused before anything is constructed (:class:`TooLarge`).
+* **Floats.** dlprio's files are read with YAML 1.2's floats (:class:`Loader`: ``1e3`` is a
+  number); job specs with PyYAML's own YAML 1.1 reading, libyaml first for speed
+  (:func:`load_yaml`), as OpenPAI's tools read them.
+
+Part of :mod:`slurm_plugin.common` (where it sits and why: its package doc).
+"""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -18,9 +32,9 @@ from typing import Any
 
 import yaml
 
-from prioritizer.policy.validation import shown
-from slurm_plugin.cli_util import visible
-from slurm_plugin.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.wording import shown
+from slurm_plugin.common.cli import visible
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 
 MAX_YAML_BYTES = 8 * 1024 * 1024
 """Largest YAML file read, bytes (8 MiB; a daemon config or a tune grid is a few KiB)."""
@@ -31,13 +45,19 @@ MAX_YAML_NODES = 100_000
 "billion laughs" file of 1 KB describes 10^9 nodes, which every later walk of the data pays for."""
 
 
+__all__ = ["DuplicateKey", "DuplicateKeyCheck", "DuplicateKeys", "Loader", "MAX_YAML_BYTES",
+           "MAX_YAML_NODES", "TooLarge", "YamlFileError", "duplicate_lines", "expanded_size",
+           "key_text", "load", "load_json", "load_yaml", "read_text", "read_yaml", "size_problem",
+           "syntax_message"]
+
+
 class YamlFileError(ValueError):
     """The file cannot be read or is not YAML; the message is one line naming the file."""
 
 
 class DuplicateKey(ValueError):
     """A mapping/object holds the same key twice. ``lines`` are 1-based (empty when unknown);
-    the key is quoted, escaped and cut as every echo (:func:`prioritizer.policy.validation.shown`).
+    the key is quoted, escaped and cut as every echo (:func:`slurm_plugin.common.wording.shown`).
     ``first``, when given, is the earlier key, read as another type (``1`` and ``"1"``, the
     same text; ``1`` and ``true``, equal in Python): the message names both, each with what
     YAML read it as."""
@@ -153,12 +173,15 @@ class Loader(DuplicateKeyCheck, yaml.SafeLoader):
         node = super().get_single_node()
         problem = None if node is None else size_problem(node)
         if problem:
-            raise _TooLarge(problem)
+            raise TooLarge(problem)
         return node
 
 
-class _TooLarge(ValueError):
-    """Raised by :class:`Loader` for a document past :data:`MAX_YAML_NODES`."""
+class TooLarge(ValueError):
+    """The expanded YAML document has more than :data:`MAX_YAML_NODES` nodes (an alias bomb, or
+    a text that large), or a YAML/JSON integer has more digits than Python converts
+    (:func:`sys.get_int_max_str_digits`, 4300 by default: CPython's guard against quadratic-time
+    conversion, CVE-2020-10735)."""
 
 
 def expanded_size(root: yaml.Node) -> int:
@@ -243,7 +266,7 @@ def syntax_message(name: str, exc: yaml.YAMLError) -> str:
 
 def read_text(path: str | Path, limit: int) -> str:
     """The UTF-8 text of the regular file ``path`` of at most ``limit`` bytes, read by
-    :func:`slurm_plugin.readfile.read_regular` (a FIFO or ``/dev/zero`` is refused, never
+    :func:`slurm_plugin.common.readfile.read_regular` (a FIFO or ``/dev/zero`` is refused, never
     waited on or read without end): how dlprio reads every file a user names (this module's
     YAML, the ``gittins_samples`` CSV of :mod:`prioritizer.samplesfile`).
 
@@ -280,7 +303,7 @@ def read_yaml(path: str | Path) -> Any:
     text = read_text(path, MAX_YAML_BYTES)
     try:
         return load(text)
-    except _TooLarge as exc:
+    except TooLarge as exc:
         raise YamlFileError(f"{name}: {exc}") from None
     except DuplicateKeys as exc:
         raise YamlFileError("\n".join(duplicate_lines(name, exc))) from None
@@ -291,3 +314,101 @@ def read_yaml(path: str | Path) -> Any:
     except ValueError:   # int() of more digits than Python converts (CVE-2020-10735 guard)
         raise YamlFileError(f"{name}: a number of more than {sys.get_int_max_str_digits():,} "
                             "digits, more than this reader converts") from None
+
+
+# ---- job specs (dlsubmit): PyYAML's YAML 1.1 reading, libyaml first; JSON with the same checks
+
+def _too_many_digits(text: str, where: str = "") -> TooLarge:
+    return TooLarge(f"{where}a number of {len(text.lstrip('+-')):,} digits: more than the "
+                    f"{sys.get_int_max_str_digits():,} this reader converts (no field takes one)")
+
+
+def _json_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise _too_many_digits(text) from None
+
+
+class _Checks(DuplicateKeyCheck):
+    """Refuses duplicate keys (:class:`DuplicateKeyCheck`), too-long integers and documents that
+    expand past :data:`MAX_YAML_NODES` (mixed into a loader): the job specs' checks."""
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        try:
+            return super().construct_yaml_int(node)  # type: ignore[misc, no-any-return]
+        except ValueError:
+            value = str(node.value).replace("_", "")
+            raise _too_many_digits(value, f"line {node.start_mark.line + 1}: ") from None
+
+    def get_single_node(self) -> yaml.Node | None:
+        node: yaml.Node | None = super().get_single_node()  # type: ignore[misc]  # a mixin: the loader it joins has it
+        problem = None if node is None else size_problem(node)
+        if problem:
+            raise TooLarge(problem)
+        return node
+
+
+class _SpecLoader(_Checks, yaml.SafeLoader):
+    """Pure-Python safe loader with the checks (PyYAML's own messages and escapes)."""
+
+
+_SpecLoader.add_constructor("tag:yaml.org,2002:map", _SpecLoader.construct_yaml_map)  # type: ignore[type-var]  # PyYAML's stubs type the constructor as BaseConstructor's; _SpecLoader is a SafeLoader
+_SpecLoader.add_constructor("tag:yaml.org,2002:int", _SpecLoader.construct_yaml_int)  # type: ignore[type-var]  # PyYAML's stubs type the constructor as BaseConstructor's; _SpecLoader is a SafeLoader
+
+_CLoader: Any = None   # libyaml's loader class with the checks, when PyYAML has libyaml
+if getattr(yaml, "CSafeLoader", None) is not None:
+    class _CLoader(_Checks, yaml.CSafeLoader):  # type: ignore[no-redef]
+        """libyaml's parser with the checks: about 10x faster on a valid document."""
+
+    _CLoader.add_constructor("tag:yaml.org,2002:map", _CLoader.construct_yaml_map)
+    _CLoader.add_constructor("tag:yaml.org,2002:int", _CLoader.construct_yaml_int)
+
+
+def load_yaml(text: str) -> Any:
+    """How a job spec is read: ``yaml.safe_load`` that raises :class:`DuplicateKeys` (every repeated key) or
+    :class:`TooLarge` (and PyYAML's
+    own errors for syntax).
+
+    libyaml parses first when available; on any YAML error the pure-Python parser reads the
+    text again, so messages and escapes (JSON-style surrogate pairs, which libyaml refuses) are
+    PyYAML's in every case."""
+    loaders = [_CLoader, _SpecLoader] if _CLoader is not None else [_SpecLoader]
+    for i, cls in enumerate(loaders):
+        loader = cls(text)
+        try:
+            return loader.get_single_data()
+        except yaml.YAMLError:
+            if i + 1 == len(loaders):
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("unreachable")
+
+
+def _json_pairs(text: str, dups: list[DuplicateKey]) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                dups.append(DuplicateKey(k, _json_key_lines(text, k)))
+            out[k] = v
+        return out
+    return hook
+
+
+def _json_key_lines(text: str, key: str) -> tuple[int, ...]:
+    """Lines (1-based) where ``"key":`` is written; ``json`` does not report positions of keys,
+    so every place the key is written is listed."""
+    pat = re.compile(re.escape(json.dumps(key)) + r"\s*:")
+    return tuple(text.count("\n", 0, m.start()) + 1 for m in pat.finditer(text))
+
+
+def load_json(text: str) -> Any:
+    """``json.loads`` that raises :class:`DuplicateKeys` listing every repeated object key, or
+    :class:`TooLarge` for an integer of more digits than Python converts."""
+    dups: list[DuplicateKey] = []
+    data = json.loads(text, object_pairs_hook=_json_pairs(text, dups), parse_int=_json_int)
+    if dups:
+        raise DuplicateKeys(dups)
+    return data
