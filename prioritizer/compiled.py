@@ -329,7 +329,10 @@ def _failed(root: Path, current: str, log_path: Path) -> CliError:
     text = log_path.read_text(encoding="utf-8", errors="replace")
     tail = [visible(line) for line in text.splitlines()[-15:]]
     hint = ""
-    if re.search(r"error: command '[^']*' failed", text):
+    # setuptools' words for a compiler that could not run: "error: command 'X' failed"
+    # (older) or "error: Command '['X', ...]' returned non-zero exit status N." (newer)
+    if re.search(r"error: command '[^']*' failed|error: Command '\[.*\]' returned non-zero",
+                 text, re.I):
         hint = ("\nthe C compiler did not run: install gcc and the Python headers (Debian: "
                 "apt-get install gcc libc6-dev python3-dev), or name a compiler in CC")
     return CliError(f"mypyc could not compile the policy (full log: {visible(kept)}):\n"
