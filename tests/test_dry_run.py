@@ -49,7 +49,7 @@ def test_dry_run_without_a_ledger_creates_none(tmp_path: Path, slurm: FakeSlurm,
     assert rows == [["0", "2", "PENDING", "Q0"], ["-", "1", "RUNNING", "Q2"]]
     assert out.splitlines()[-1] == (f"dry run: nothing written; no ledger at {ledger}, decided "
                                     "as a first cycle")
-    assert dlprio(["status", "--config", config]) == 3     # still no ledger
+    assert dlprio(["status", "--config", config]) == 5     # still no ledger (NOT_FOUND)
     assert slurm.calls == []                                # and nothing sent to Slurm
 
 
