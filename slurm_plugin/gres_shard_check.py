@@ -56,7 +56,7 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
                             "lines: slurmd stops ('failed to merge SHARED and SHARING configuration'); name "
                             "one of the GPU files", node)
             return
-    _even(node, shards, gpu_files, len([f for r in gpus for f in (r.files or [None])]), rep)
+    _even(node, shards, gpu_files, sum(len(r.files) if r.files else r.count for r in gpus), rep)
 
 
 def _even(node: str, shards: list[GresLine], gpu_files: list[str], gpu_count: int, rep: Report) -> None:
