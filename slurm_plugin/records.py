@@ -52,6 +52,8 @@ class Job:
         batch: a batch job (``batch_flag``); False for ``salloc``/``srun`` allocations, which
             ``scontrol requeue`` cannot restart.
         stdout_path: the job's ``--output`` path as Slurm holds it.
+        shards_per_node: GPU shards asked per node (``tres_per_node`` ``gres/shard:2``, a share
+            of one GPU, slurm_plugin/shard.py); 0 for jobs without shards.
     """
 
     job_id: int
@@ -86,6 +88,7 @@ class Job:
     stdout_path: str = ""
     array_task_string: str = ""
     batch: bool = True
+    shards_per_node: int = 0
 
     @property
     def is_active(self) -> bool:
@@ -288,6 +291,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
         qos=_text(v[_AT["qos"]]), batch_host=_text(v[_AT["batch_host"]]),
         stdout_path=_text(v[_AT["stdout"]]), array_task_string=array_string,
         batch=bool(_num(v[_AT["batch"]], "batch")),
+        shards_per_node=shards_in_gres(_text(v[_AT["tres_per_node"]])),
     )
 
 

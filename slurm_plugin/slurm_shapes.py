@@ -36,6 +36,7 @@ from typing import TypeVar
 import msgspec
 
 from slurm_plugin import hostlist
+from slurm_plugin.shard import shards_in_gres
 from slurm_plugin.records import ACTIVE_STATES, KNOWN_STATES, Job, ShapeError, gpu_counts, gpu_indices
 
 
@@ -370,4 +371,5 @@ def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
         comment=j.comment or "", admin_comment=j.admin_comment or "",
         priority=number(j.priority) or 0, account=j.account or "", qos=j.qos or "",
         batch_host=j.batch_host or "", stdout_path=j.standard_output or "",
-        array_task_string=array_string, batch=j.batch_flag)
+        array_task_string=array_string, batch=j.batch_flag,
+        shards_per_node=shards_in_gres(j.tres_per_node))
