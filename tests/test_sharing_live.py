@@ -1,0 +1,104 @@
+"""GPU sharing on the live cluster (needs GPU shards: ``dlcluster up --shards 4``): two 0.5-GPU
+jobs share one GPU (the same device in ``CUDA_VISIBLE_DEVICES`` and in Slurm's
+``gres_detail``), a whole-GPU waiter preempts both through the checkpoint contract (USR2, grace,
+requeue) once they are in a lower queue, and an opportunistic job is requeued the moment a
+production job needs its GPU, though both are in queue 0 and it ran for seconds only.
+
+Every GPU but one is held by a job that cannot be requeued (``--no-requeue``: never a victim),
+so the jobs of the test all want that one GPU."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon_helpers import CKPT_SCRIPT, DaemonProc, Jobs, ledger_rows, live_jobs, write_config
+from live_helpers import wait_file, wait_for, wait_state
+from slurm_plugin import shard
+
+pytestmark = pytest.mark.live
+
+SCRIPT = "#!/bin/bash\necho \"cvd=$CUDA_VISIBLE_DEVICES\"\n" + CKPT_SCRIPT.split("\n", 1)[1]
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> Iterator[Jobs]:
+    with live_jobs(tmp_path) as j:
+        yield j
+
+
+def _submit(jobs: Jobs, name: str, gres: str, comment: str | None = "dl:v1;signal=USR2;grace=5",
+            extra: tuple[str, ...] = ()) -> tuple[int, Path]:
+    log = jobs.workdir / f"{name}.log"
+    args = [f"--job-name=shr-{name}", f"--output={log}", "--open-mode=append", f"--gres={gres}",
+            "--ntasks=1", f"--export=ALL,CK_DIR={jobs.workdir},STEPS=300", *extra]
+    args += ["--requeue", f"--comment={comment}"] if comment else ["--no-requeue"]
+    job_id = jobs.client.submit(SCRIPT, args)
+    jobs.ids.append(job_id)
+    return job_id, log
+
+
+def _one_gpu_left(jobs: Jobs) -> tuple[str, int]:
+    """Hold every GPU but one with jobs that are never victims; returns (node, shards per GPU)."""
+    nodes = [n for n in jobs.client.nodes() if n.gpus_total and n.usable]
+    per_gpu = shard.shards_per_gpu(nodes[0].gpus_total, nodes[0].shards_total)
+    assert per_gpu >= 2, ("this test needs GPU shards (2 or more per GPU) on the cluster: "
+                          "dlcluster up --shards 4")
+    held = []
+    for i, n in enumerate(nodes):
+        keep = 1 if i == 0 else 0
+        if n.gpus_total - keep:
+            held.append(_submit(jobs, f"hold-{n.name}", f"gpu:{n.gpus_total - keep}", None,
+                                (f"--nodelist={n.name}",))[0])
+    for h in held:
+        wait_state(jobs.client, h, {"RUNNING"}, 30)
+    return nodes[0].name, per_gpu
+
+
+def test_shard_jobs_share_a_gpu_and_are_preempted_together_and_opportunistic_jobs_yield(
+        jobs: Jobs, tmp_path: Path) -> None:
+    node, per_gpu = _one_gpu_left(jobs)
+    half = f"shard:{per_gpu // 2}"
+    (s1, log1), (s2, log2) = _submit(jobs, "s1", half), _submit(jobs, "s2", half)
+    for log in (log1, log2):
+        wait_file(log, r"^start ", 30)   # USR2 traps set before the daemon may signal them
+    cfg = write_config(tmp_path / "dlprio.yaml", policy={"thresholds_gpu_s": [4, 100000]})
+    daemon = DaemonProc(cfg).start()
+    try:
+        for s in (s1, s2):
+            wait_state(jobs.client, s, {"RUNNING"}, 30)
+        detail = {j.job_id: j.gpu_indices for j in jobs.client.jobs(job_ids=[s1, s2], detail=True)}
+        assert detail[s1] == detail[s2] and len(detail[s1][0]) == 1     # the same one GPU
+        cvd = [re.search(r"^cvd=.*$", wait_file(p, r"^cvd=", 20), re.M).group(0) for p in (log1, log2)]
+        assert cvd[0] == cvd[1] == f"cvd={detail[s1][0][0]}"   # fake GPUs: index = device
+        # 0.5 GPU each: 4 GPU·s after 8 s: both in queue 1; the whole-GPU waiter is in queue 0
+        wait_for(lambda: all(ledger_rows(cfg).get(s, {}).get("queue") == 1 for s in (s1, s2)), 40,
+                 "both shard jobs in queue 1")
+        waiter, _ = _submit(jobs, "whole", "gpu:1")
+        wait_state(jobs.client, waiter, {"RUNNING"}, 45)
+        for s, log in ((s1, log1), (s2, log2)):
+            assert jobs.client.job(s).restart_count == 1
+            assert "checkpoint" in log.read_text()   # USR2 reached the batch script before the requeue
+    finally:
+        daemon.stop()
+    jobs.client.cancel([s1, s2, waiter])
+    wait_for(lambda: not any(j.is_active for j in jobs.client.jobs(job_ids=[s1, s2, waiter])), 30,
+             "the first jobs to end")
+    # an opportunistic job on the free GPU; a production job arrives: both in queue 0, the
+    # opportunistic job started seconds ago (min_run 600 s would keep a production one)
+    (tmp_path / "phase2").mkdir()
+    cfg2 = write_config(tmp_path / "phase2" / "dlprio.yaml",
+                        policy={"thresholds_gpu_s": [100000, 200000], "min_run_s": 600})
+    opp, opp_log = _submit(jobs, "opp", "gpu:1", "dl:v1;signal=USR2;grace=5;class=opportunistic")
+    wait_state(jobs.client, opp, {"RUNNING"}, 30)
+    wait_file(opp_log, r"^start ", 20)   # its USR2 trap is set
+    daemon = DaemonProc(cfg2).start()
+    try:
+        prod, _ = _submit(jobs, "prod", "gpu:1")
+        wait_state(jobs.client, prod, {"RUNNING"}, 40)
+        assert jobs.client.job(opp).restart_count == 1 and "checkpoint" in opp_log.read_text()
+    finally:
+        daemon.stop()
