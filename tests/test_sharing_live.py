@@ -2,14 +2,19 @@
 jobs share one GPU (the same device in ``CUDA_VISIBLE_DEVICES`` and in Slurm's
 ``gres_detail``), a whole-GPU waiter preempts both through the checkpoint contract (USR2, grace,
 requeue) once they are in a lower queue, and an opportunistic job is requeued the moment a
-production job needs its GPU, though both are in queue 0 and it ran for seconds only.
+production job needs its GPU, though both are in queue 0 and it ran for seconds only. And
+``dlsubmit`` reads the shards per GPU from the nodes: examples/specs/half-gpu.yaml runs on half
+of one GPU, which it sees in ``CUDA_VISIBLE_DEVICES``.
 
 Every GPU but one is held by a job that cannot be requeued (``--no-requeue``: never a victim),
 so the jobs of the test all want that one GPU."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +25,7 @@ from live_helpers import wait_file, wait_for, wait_state
 from slurm_plugin import shard
 
 pytestmark = pytest.mark.live
+ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = "#!/bin/bash\necho \"cvd=$CUDA_VISIBLE_DEVICES\"\n" + CKPT_SCRIPT.split("\n", 1)[1]
 
@@ -102,3 +108,22 @@ def test_shard_jobs_share_a_gpu_and_are_preempted_together_and_opportunistic_job
         assert jobs.client.job(opp).restart_count == 1 and "checkpoint" in opp_log.read_text()
     finally:
         daemon.stop()
+
+
+def test_dlsubmit_reads_the_shards_per_gpu_and_the_half_gpu_job_sees_one_device(
+        jobs: Jobs, tmp_path: Path) -> None:
+    nodes = [n for n in jobs.client.nodes() if n.gpus_total and n.usable]
+    per_gpu = shard.shards_per_gpu(nodes[0].gpus_total, nodes[0].shards_total)
+    assert per_gpu >= 2 and per_gpu % 2 == 0, "this test needs an even shard count per GPU: dlcluster up --shards 4"
+    proc = subprocess.run(
+        [sys.executable, "-m", "submit.cli", "examples/specs/half-gpu.yaml", "--json",
+         "--output", str(tmp_path / "half-%j.out"), "--checkpoint-root", str(tmp_path / "ckpt")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    job_id = json.loads(proc.stdout)["job_id"]
+    jobs.ids.append(job_id)
+    job = wait_state(jobs.client, job_id, {"RUNNING"}, 30)
+    assert job.shards_per_node == per_gpu // 2 and job.gpus == 0          # 0.5 GPU as shards
+    text = wait_file(tmp_path / f"half-{job_id}.out", r"CUDA_VISIBLE_DEVICES=\d", 30)
+    (detail,) = [j.gpu_indices for j in jobs.client.jobs(job_ids=[job_id], detail=True)]
+    assert f"CUDA_VISIBLE_DEVICES={detail[0][0]}\n" in text and len(detail[0]) == 1
