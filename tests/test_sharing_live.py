@@ -7,12 +7,17 @@ production job needs its GPU, though both are in queue 0 and it ran for seconds 
 of one GPU, which it sees in ``CUDA_VISIBLE_DEVICES``.
 
 Every GPU but one is held by a job that cannot be requeued (``--no-requeue``: never a victim),
-so the jobs of the test all want that one GPU."""
+so the jobs of the test all want that one GPU. The tests use the cluster ``SLURM_CONF`` points at
+when its GPUs have shards; else they bring up their own small one (``dlcluster up --name
+shards --port-base 7800 --nodes 1 --gpus-per-node 2 --shards 4``, about 15 s) and take it down
+after."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +28,7 @@ import pytest
 from daemon_helpers import CKPT_SCRIPT, DaemonProc, Jobs, ledger_rows, live_jobs, write_config
 from live_helpers import wait_file, wait_for, wait_state
 from slurm_plugin import shard
+from slurm_plugin.client import SlurmClient, SlurmError
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +36,44 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "#!/bin/bash\necho \"cvd=$CUDA_VISIBLE_DEVICES\"\n" + CKPT_SCRIPT.split("\n", 1)[1]
 
 
+_NAME, _, _PORT = os.environ.get("DLTEST_SHARD_CLUSTER", "shards:7800").partition(":")
+SHARD_CLUSTER = ["--name", _NAME, "--port-base", _PORT]
+"""The cluster brought up when the current one has no shards (``DLTEST_SHARD_CLUSTER=NAME:PORT``
+names another)."""
+
+
+def _has_shards() -> bool:
+    try:
+        return any(n.shards_total for n in SlurmClient(timeout_s=20).nodes())
+    except SlurmError:   # no cluster answers there: bring one up
+        return False
+
+
+@pytest.fixture(scope="module")
+def shard_cluster() -> Iterator[None]:
+    """The current cluster if it has GPU shards, else a 1-node one of 2 GPUs x 4 shards."""
+    if _has_shards():
+        yield
+        return
+    cli = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
+    up = subprocess.run([*cli, "up", *SHARD_CLUSTER, "--nodes", "1", "--gpus-per-node", "2",
+                         "--shards", "4", "--clear"], capture_output=True, text=True, timeout=240)
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        env = subprocess.run([*cli, "env", *SHARD_CLUSTER], capture_output=True, text=True,
+                             timeout=60, check=True).stdout
+        with pytest.MonkeyPatch.context() as mp:
+            for line in env.splitlines():
+                key, _, value = line.removeprefix("export ").partition("=")
+                mp.setenv(key, shlex.split(value)[0] if value else "")
+            assert _has_shards()
+            yield
+    finally:
+        subprocess.run([*cli, "down", *SHARD_CLUSTER], capture_output=True, timeout=120)
+
+
 @pytest.fixture
-def jobs(tmp_path: Path) -> Iterator[Jobs]:
+def jobs(shard_cluster: None, tmp_path: Path) -> Iterator[Jobs]:
     with live_jobs(tmp_path) as j:
         yield j
 
