@@ -5,6 +5,9 @@ queue 1 up to 7200, queue 2 above), min_run 60 s, now = 10,000 s."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import decide
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Preemption, Snapshot
@@ -100,3 +103,62 @@ def test_opportunistic_victims_come_before_production_ones() -> None:
 def test_no_sharing_is_decide_itself() -> None:
     snap = Snapshot((NodeView("n1", 2, 0),), (running(1, 5000, gpus=2), pending(2), pending(3)))
     assert decide_shared(snap, CFG, NOW, {}) == decide(snap, CFG, NOW)
+
+
+def test_only_the_opportunistic_victims_the_waiter_needs_are_taken() -> None:
+    # waiter 4 needs 2 GPUs on one node. n1: opportunistic job 1 (most served, taken first)
+    # and production job 5 (queue 0, no victim); n2: 1 GPU free and opportunistic job 2; n3:
+    # opportunistic job 3. Taking job 1 frees 1 GPU of n1: no fit; adding job 2 frees n2
+    # whole: fit. Job 1 is then not needed: the victim set is job 2 alone.
+    snap = Snapshot((NodeView("n1", 2, 0), NodeView("n2", 2, 1), NodeView("n3", 1, 0)),
+                    (running(1, 900, node="n1"), running(5, 100, node="n1"), running(2, 500, node="n2"),
+                     running(3, 100, node="n3"), pending(4, gpus=2)))
+    shares = {j: Share(opportunistic=True) for j in (1, 2, 3)}
+    assert decide_shared(snap, CFG, NOW, shares).preemptions == (Preemption(4, (2,)),)
+
+
+@st.composite
+def _shared_snapshots(draw: st.DrawFn) -> tuple[Snapshot, dict[int, Share]]:
+    """1-3 nodes of 1-4 GPUs, each filled by whole-GPU jobs, and pending jobs; any job may be
+    opportunistic, a 1-GPU pending job a 0.5 shard job."""
+    nodes, jobs, shares = [], [], {}
+    next_id = iter(range(1, 100))
+    for n in range(draw(st.integers(1, 3))):
+        total = draw(st.integers(1, 4))
+        used = 0
+        while used < total and draw(st.booleans()):
+            gpus = draw(st.integers(1, total - used))
+            job_id = next(next_id)
+            jobs.append(running(job_id, draw(st.sampled_from([10, 5000, 9000])), node=f"n{n}", gpus=gpus,
+                                start=draw(st.sampled_from([NOW - 30, 5_000.0]))))
+            used += gpus
+            if draw(st.booleans()):
+                shares[job_id] = Share(opportunistic=True)
+        nodes.append(NodeView(f"n{n}", total, total - used))
+    for _ in range(draw(st.integers(1, 3))):
+        job_id = next(next_id)
+        jobs.append(pending(job_id, gpus=draw(st.integers(1, 2)), attained=draw(st.sampled_from([0, 5000]))))
+        kind = draw(st.sampled_from(["production", "opportunistic", "shard"]))
+        if kind != "production":
+            shares[job_id] = Share(0.5 if kind == "shard" else 0.0, opportunistic=kind == "opportunistic")
+    return Snapshot(tuple(nodes), tuple(jobs)), shares
+
+
+@settings(max_examples=300, deadline=None)
+@given(_shared_snapshots())
+def test_opportunistic_and_shard_invariants(case: tuple[Snapshot, dict[int, Share]]) -> None:
+    snap, shares = case
+    d = decide_shared(snap, CFG, NOW, shares)
+    phase = {j.job_id: j.phase for j in snap.jobs}
+    opp = {j for j, s in shares.items() if s.opportunistic}
+    assert set(d.states) == set(phase)                     # every real job, no proxy
+    assert set(d.order) == {j for j, p in phase.items() if p is P}
+    order = list(d.order)
+    for a in order:                                        # production before opportunistic
+        for b in order[order.index(a) + 1:]:
+            assert not (a in opp and b not in opp)
+    for p in d.preemptions:
+        assert all(phase[v] is R for v in p.victims)
+        assert not (shares.get(p.waiter, Share()).share > 0)   # shard waiters preempt nothing
+        if p.waiter in opp:                                # opportunistic never preempts production
+            assert set(p.victims) <= opp

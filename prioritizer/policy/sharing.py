@@ -179,7 +179,9 @@ def _opportunistic_first(folded: Snapshot, order: tuple[int, ...], shares: Mappi
                 break
         if spot is None:
             continue
-        victims = [v for v in victims if _needed(v, victims, views, index, free, job.gpus_per_node)]
+        for v in list(victims):   # drop, one at a time, those the waiter fits without
+            if not _needed(v, victims, views, index, free, job.gpus_per_node):
+                victims.remove(v)
         taken.update(victims)
         out.append(Preemption(job_id, tuple(victims)))
         for v in victims:
