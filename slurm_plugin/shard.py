@@ -38,6 +38,21 @@ def shards_in_gres(text: str | None) -> int:
     return sum(int(m.group(1)) for m in _SHARD_ITEM_RE.finditer(text.replace(" ", "")))
 
 
+_PER_GPU_RE = re.compile(r"^shard(?::[^:(]+)?:\d+\(((?:\d+/\d+,?)+)\)$")
+
+
+def shard_gpus(detail: str) -> tuple[int, ...]:
+    """Indices of the GPUs a job's shards come from, in one ``gres_detail`` entry of
+    ``squeue --json`` of the per-GPU form that 24.11 writes (seen live): ``shard:2(2/4,0/4)``
+    is shards used / shards of each GPU of the node, in index order, and gives (0,). 22.05
+    writes ``shard:2(IDX:0)``, read by :func:`slurm_plugin.records.gpu_indices` (here: ())."""
+    m = _PER_GPU_RE.match(detail.strip())
+    if not m:
+        return ()
+    used = [int(part.split("/")[0]) for part in m.group(1).rstrip(",").split(",")]
+    return tuple(i for i, n in enumerate(used) if n > 0)
+
+
 def shards_per_gpu(gpus: int, shards: int) -> int:
     """Shards per GPU of a node with ``gpus`` GPUs and ``shards`` shards (0: no sharding)."""
     return shards // gpus if gpus > 0 and shards > 0 else 0

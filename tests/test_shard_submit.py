@@ -135,3 +135,16 @@ def test_job_submit_lua_reads_the_class(comment: str, rc: int, kept: str | None)
     else:
         assert p.user_msgs == ["refused: malformed checkpoint marker: class 'spot': must be one "
                                "of production, opportunistic"]
+
+
+@pytest.mark.parametrize(("detail", "gpus"), [
+    ("shard:2(2/4,0/4)", (0,)),          # 24.11: 2 of GPU 0's 4 shards
+    ("shard:a100:1(0/4,1/4)", (1,)),
+    ("shard:4(2/4,2/4)", (0, 1)),        # shards from two GPUs
+    ("shard:2(IDX:0)", ()),              # 22.05's form: records.gpu_indices reads it
+    ("gpu:a100:2(IDX:0-1)", ()), ("", ()),
+])
+def test_the_gpu_of_a_shard_job_is_read_from_the_per_gpu_detail(detail: str, gpus: tuple[int, ...]) -> None:
+    assert shard.shard_gpus(detail) == gpus
+    if detail == "shard:2(IDX:0)":
+        assert records.gpu_indices(detail) == (0,)
