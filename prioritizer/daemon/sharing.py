@@ -8,7 +8,7 @@ from the node's Gres (``gpu:a100:2,shard:a100:8`` is 4; :func:`slurm_plugin.shar
 the GPU of a running shard job from ``squeue --json``'s ``gres_detail`` (``shard:2(IDX:0)``),
 read only while some shard job runs (the formatted read has no GPU indices); the class from the
 checkpoint marker (``class=opportunistic``, slurm_plugin/marker.py). With no shard job and no
-opportunistic job the daemon's input is what it was without this module.
+opportunistic job none of this changes the daemon's input.
 """
 
 from __future__ import annotations
