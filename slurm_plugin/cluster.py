@@ -37,6 +37,8 @@ class ClusterSpec:
         nodes: number of nodes ``node1..nodeN`` (1..64).
         gpus_per_node: fake GPUs per node (1..64, even so they split over 2 sockets).
         gpu_type: GRES type (``a100``); "" for untyped GPUs.
+        shards_per_gpu: GPU shards per GPU (Slurm's gres/shard; 0 = none): every GPU also
+            serves that many shards, one GPU serving either shard jobs or one whole-GPU job.
         sockets, cores_per_socket: advertised node shape (config_overrides; default 2 × 8).
         real_memory_mib: advertised RealMemory in MiB (default 64000).
         cred_expire_s: ``AuthInfo=cred_expire`` seconds: a requeued job waits this + 1 s before
@@ -53,6 +55,7 @@ class ClusterSpec:
     nodes: int = 4
     gpus_per_node: int = 8
     gpu_type: str = "a100"
+    shards_per_gpu: int = 0
     sockets: int = 2
     cores_per_socket: int = 8
     real_memory_mib: int = 64000
@@ -76,6 +79,8 @@ class ClusterSpec:
             )
         if self.gpu_type and not re.match(r"^[A-Za-z0-9_.-]{1,32}$", self.gpu_type):
             raise SpecError(f"--gpu-type {self.gpu_type!r}: use letters, digits, '_', '.', '-'")
+        if not 0 <= self.shards_per_gpu <= 64:
+            raise SpecError(f"--shards {self.shards_per_gpu}: must be 0..64 shards per GPU (0: none)")
         if not 1 <= self.cred_expire_s <= 3600:
             raise SpecError(f"--cred-expire {self.cred_expire_s}: must be 1..3600 seconds")
         if not 1024 <= self.port_base <= 65535 - 200:
@@ -146,7 +151,8 @@ class ClusterSpec:
 def recorded_shape(slurm_conf: str) -> dict[str, Any]:
     """The :class:`ClusterSpec` fields that the text of a slurm.conf written by
     :func:`render_slurm_conf` records (only those it names): ``slurm``, ``nodes``,
-    ``gpus_per_node``, ``gpu_type``, ``with_dbd``, ``cred_expire_s``, ``port_base``."""
+    ``gpus_per_node``, ``gpu_type``, ``shards_per_gpu``, ``with_dbd``, ``cred_expire_s``,
+    ``port_base``."""
     lines = slurm_conf.splitlines()
     nodes = [ln for ln in lines if ln.startswith("NodeName=")]
     out: dict[str, Any] = {"with_dbd": "accounting_storage/slurmdbd" in slurm_conf}
@@ -155,6 +161,8 @@ def recorded_shape(slurm_conf: str) -> dict[str, Any]:
         gres = re.search(r"\bGres=gpu:(?:([^:\s]+):)?(\d+)\b", nodes[0])
         if gres:
             out["gpu_type"], out["gpus_per_node"] = gres.group(1) or "", int(gres.group(2))
+            shards = re.search(r"\bGres=\S*\bshard:(\d+)\b", nodes[0])
+            out["shards_per_gpu"] = int(shards.group(1)) // out["gpus_per_node"] if shards else 0
     cred = re.search(r"^AuthInfo=.*\bcred_expire=(\d+)", slurm_conf, re.M)
     if cred:
         out["cred_expire_s"] = int(cred.group(1))
@@ -177,12 +185,15 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
     """slurm.conf text for ``spec`` (slurm.conf(5) of 22.05); ``host`` is this machine's hostname."""
     sd = spec.state_dir
     gres_node = f"gpu:{spec.gpu_type}:{spec.gpus_per_node}" if spec.gpu_type else f"gpu:{spec.gpus_per_node}"
+    if spec.shards_per_gpu:
+        gres_node += f",shard:{spec.shards_per_gpu * spec.gpus_per_node}"
     if spec.with_dbd:
         acct = (
             "AccountingStorageType=accounting_storage/slurmdbd\n"
             "AccountingStorageHost=localhost\n"
             f"AccountingStoragePort={spec.dbd_port}\n"
-            "AccountingStorageTRES=gres/gpu\n"
+            + ("AccountingStorageTRES=gres/gpu,gres/shard\n" if spec.shards_per_gpu
+               else "AccountingStorageTRES=gres/gpu\n") +
             "JobAcctGatherType=jobacct_gather/linux\n"
             "# Age and fairshare factors need slurmdbd\n"
             "PriorityWeightAge=1000\n"
@@ -227,7 +238,7 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         f"DefMemPerCPU={def_mem}",
-        "GresTypes=gpu",
+        "GresTypes=gpu,shard" if spec.shards_per_gpu else "GresTypes=gpu",
         "SchedulerType=sched/backfill",
         "# hetjobs start only through backfill: keep its interval short",
         "SchedulerParameters=bf_interval=5",
@@ -275,6 +286,7 @@ def render_gres_conf(spec: ClusterSpec) -> str:
         spec.sockets,
         spec.cores_per_socket,
     )
+    lines += gres.shard_lines(hostlist.collect(spec.node_names), spec.gpu_devices, spec.shards_per_gpu)
     return "# Written by `dlcluster up`: fake GPUs (character devices, major 195)\n" + "\n".join(lines) + "\n"
 
 

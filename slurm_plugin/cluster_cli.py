@@ -2,7 +2,7 @@
 
 Commands::
 
-    dlcluster up [--slurm 22.05|24.11|26.05] [--nodes N] [--gpus-per-node G] [--gpu-type T]
+    dlcluster up [--slurm 22.05|24.11|26.05] [--nodes N] [--gpus-per-node G] [--gpu-type T] [--shards N]
                  [--with-dbd | --without-dbd] [--cred-expire S] [--name NAME] [--port-base PORT]
                  [--no-install] [--force] [--clear]
     dlcluster env [--name NAME]
@@ -15,7 +15,7 @@ another one runs from a Debian root filesystem built once (slurm_plugin/rootfs.p
 ``env`` prints the shell lines that point Slurm's commands, and so every tool, at the cluster:
 ``eval "$(dlcluster env --name NAME)"``.
 
-``up`` on a running cluster keeps its shape (Slurm release, nodes, GPUs per node, GPU type,
+``up`` on a running cluster keeps its shape (Slurm release, nodes, GPUs per node, GPU type, shards,
 slurmdbd, cred_expire, as its slurm.conf records them) for every option not given, and says what it kept;
 an option that changes the shape is named with the old and the new value. A cluster that is not
 running starts with the defaults (4 nodes x 8 a100 GPUs, no slurmdbd, cred_expire 10 s) and the
@@ -45,7 +45,7 @@ from slurm_plugin.rootfs import RELEASE_SUITES
 
 
 SHAPE = {"slurm": "--slurm", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "gpu_type": "--gpu-type",
-         "with_dbd": "--with-dbd", "cred_expire_s": "--cred-expire"}
+         "shards_per_gpu": "--shards", "with_dbd": "--with-dbd", "cred_expire_s": "--cred-expire"}
 """The ClusterSpec fields ``up`` sets from options, and the option of each."""
 
 
@@ -130,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--nodes", type=int, help=f"nodes node1..nodeN (default 4{kept})")
     up.add_argument("--gpus-per-node", type=int, help=f"fake GPUs per node (default 8{kept})")
     up.add_argument("--gpu-type", help=f"GRES type (default a100, '' for untyped{kept})")
+    up.add_argument("--shards", dest="shards_per_gpu", type=int, metavar="N",
+                    help=f"GPU shards per GPU (gres/shard) for fractional-GPU jobs (default 0: none{kept})")
     dbd = up.add_mutually_exclusive_group()
     dbd.add_argument("--with-dbd", action="store_true", default=None,
                      help=f"also MariaDB + slurmdbd (sacct, QOS) (default without{kept})")

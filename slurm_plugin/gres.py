@@ -191,3 +191,21 @@ def fake_gres_lines(
         links = tuple(-1 if j == i else (4 if j // per_socket == sock else 1) for j in range(n))
         devices.append(GpuDevice(file=path, type=gpu_type, cores=cores, links=links))
     return gres_lines(node_names, devices)
+
+
+MAX_SHARDS_PER_GPU = 1024
+"""Most shards dlgres and dlcluster give one GPU (a GRES count per device is bounded by Slurm
+only by its 64-bit counter; 1024 is far beyond any useful share of one GPU)."""
+
+
+def shard_lines(node_names: str | None, files: Sequence[str], per_gpu: int) -> list[str]:
+    """``Name=shard Count=N File=F`` lines, one per GPU device file, to write after that node's
+    GPU lines (gres.conf(5); Slurm's gres/shard: a shard line with ``File=`` must name a device
+    of one of the node's ``Name=gpu`` lines, or slurmd does not start: "failed to merge SHARED
+    and SHARING configuration"). Every GPU gets the same ``per_gpu`` shards, so a fraction of
+    one GPU is the same count of shards on every GPU (slurm_plugin/shard.py). ``per_gpu`` 0:
+    no lines. Raises ValueError for a count outside 0..:data:`MAX_SHARDS_PER_GPU`."""
+    if not 0 <= per_gpu <= MAX_SHARDS_PER_GPU:
+        raise ValueError(f"shards per GPU {per_gpu}: must be 0..{MAX_SHARDS_PER_GPU}")
+    head = f"NodeName={node_names} " if node_names else ""
+    return [f"{head}Name=shard Count={per_gpu} File={f}" for f in files] if per_gpu else []

@@ -15,7 +15,8 @@ socket; ``CPUs=`` is not in 22.05's gres.conf(5) (sites that copied ``nvidia-smi
 the order their lines appear (the usual bus-id order). A line slurmd cannot use is reported
 once and takes no part in the checks across lines, so one bad line does not cascade. The rules
 that differ by release (AutoDetect and Flags values, whole sockets in ``Cores``) and how the
-release is found are in :mod:`slurm_plugin.gres_release`; the default is 22.05.
+release is found are in :mod:`slurm_plugin.gres_release`; the default is 22.05. GPU shard rules
+(gres/shard) are in :mod:`slurm_plugin.gres_shard_check`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import hostlist
+from slurm_plugin import gres_shard_check, hostlist
 from slurm_plugin.gres_conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
                                     GresLine, TooLarge, parse_gres_conf)
 from slurm_plugin.gres_release import WHOLE_SOCKET_CORES_SINCE, Release
@@ -425,6 +426,7 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
         mine = per_node.get(node, [])
         if mine:
             _node_rules(node, mine, auto[node], detected, rep)
+            gres_shard_check.node_rules(node, mine, auto[node], rep)
         if slurm is not None:
             _slurm_rules(node, mine, slurm, rep, skip)
     _file_on_all_nodes(gres_lines, auto, rep)

@@ -6,6 +6,9 @@ Three sources, one generator (:mod:`slurm_plugin.gres`):
   ``--fake-nvml FILE`` answers from a recorded NVML (tests/fixtures/nvml) instead.
 * ``dlgres --from-topo FILE --sockets S --cores-per-socket C [--threads-per-core T]`` — a
   captured ``nvidia-smi topo -m`` of a node with that slurm.conf shape.
+* ``--shards N`` (with either source) adds ``Name=shard Count=N File=...`` after the GPU
+  lines, N shards per GPU (Slurm's gres/shard, for jobs that ask a fraction of one GPU), and the
+  slurm.conf hint gets ``GresTypes=gpu,shard`` and ``shard:<N x GPUs>`` in the node's ``Gres=``.
 * ``dlgres --check gres.conf [--sockets S --cores-per-socket C [--threads-per-core T]]
   [--slurm-conf FILE] [--plugin-dir DIR] [--slurm-release R] [--fake-nvml FILE]`` — every
   gres.conf(5) rule of Slurm 22.05, 24.11 or 26.05 (:mod:`slurm_plugin.gres_check`), one line
@@ -60,6 +63,17 @@ def _count(limit: int) -> Callable[[str], int]:
     return parse
 
 
+def _shards(text: str) -> int:
+    """argparse ``type`` of ``--shards``: 0..:data:`slurm_plugin.gres.MAX_SHARDS_PER_GPU`."""
+    if not re.fullmatch(r"\s*\d{1,12}\s*", text) or int(text) > gres.MAX_SHARDS_PER_GPU:
+        raise argparse.ArgumentTypeError(f"{text!r}: shards per GPU must be a whole number in "
+                                         f"0..{gres.MAX_SHARDS_PER_GPU}")
+    return int(text)
+
+
+_shards.__name__ = "shards"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (gres.conf(5) of Slurm 22.05, 24.11, 26.05).",
                        epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.NO_GPU_LIBRARY]))
@@ -72,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
                                                       "PluginDir, else Debian's)")
     p.add_argument("--slurm-release", choices=gres_release.RELEASES,
                    help="with --check: whose gres.conf(5) rules (default: read from the plugin directory)")
+    p.add_argument("--shards", type=_shards, default=0, metavar="N",
+                   help="also write N GPU shards per GPU (Name=shard lines; default 0: none)")
     p.add_argument("--node", help="NodeName= for the lines (default: none, for a node-local gres.conf)")
     p.add_argument("--type", dest="gpu_type", help="gres Type= (default: from the GPU name; none for --from-topo)")
     p.add_argument("--sockets", type=_count(topo_cpu.MAX_SOCKETS), help="node sockets (slurm.conf Sockets=)")
@@ -145,13 +161,14 @@ def _read(path: str) -> str:
 def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], notes: list[str],
           partial: bool, cpu: topo_cpu.CpuTopology, total: int) -> int:
     lines = gres.gres_lines(a.node, devices, check_links=not partial)
+    lines += gres.shard_lines(a.node, [d.file for d in devices], a.shards)
     if a.json:
         obj: dict[str, Any] = {
             "source": source, "node": a.node, "partial": partial, "notes": notes,
             "gpus": [{"file": d.file, "type": d.type, "cores": list(d.cores),
                       "links": list(d.links) if d.links is not None else None, "bus_id": d.bus_id}
                      for d in devices],
-            "lines": lines,
+            "shards_per_gpu": a.shards, "lines": lines,
         }
         print(json.dumps(obj, indent=1))
         return Exit.OK
@@ -169,6 +186,9 @@ def _emit(a: argparse.Namespace, source: str, devices: list[gres.GpuDevice], not
     print("\n".join(lines))
     types = sorted({d.type for d in devices if d.type})
     gres_word = f"gpu:{types[0]}:{total}" if len(types) == 1 else f"gpu:{total}"
+    if a.shards:
+        gres_word += f",shard:{a.shards * len(devices)}"
+        print("# slurm.conf: GresTypes=gpu,shard")
     print(f"# slurm.conf: NodeName={host} Gres={gres_word} Sockets={cpu.sockets} "
           f"CoresPerSocket={cpu.cores_per_socket} ThreadsPerCore={cpu.threads_per_core}")
     return Exit.OK

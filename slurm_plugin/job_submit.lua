@@ -7,8 +7,8 @@ dlprio manages fit for preemption and keeps dlprio's own levers out of users' ha
 
   1. requeue on: an unset requeue becomes 1; --no-requeue is refused unless the user or the
      account is exempt (dlprio preempts by `scontrol requeue`).
-  2. the checkpoint marker in --comment, `dl:v1;signal=<SIG>;grace=<seconds>[ free text]`
-     (grammar: slurm_plugin/marker.py; keep both in step): a malformed marker is refused, a
+  2. the checkpoint marker in --comment,
+     `dl:v1;signal=<SIG>;grace=<seconds>[;class=production|opportunistic][ free text]` (grammar: slurm_plugin/marker.py; keep both in step): a malformed marker is refused, a
      grace above the site maximum is lowered to it. A job without a marker is left alone: this
      script never adds a signal (an untrapped USR2 would kill the job; job_submit/lua of 22.05
      cannot see or set --signal anyway).
@@ -70,6 +70,7 @@ local SITE = {
 local MARKER_PREFIX = "dl:v1;"
 local MARKER_SIGNALS = { USR1 = true, USR2 = true, TERM = true, INT = true, HUP = true, URG = true }
 local MARKER_MAX_GRACE = 86400
+local MARKER_CLASSES = { production = true, opportunistic = true }
 local TAG = "dl job_submit: "
 
 -- passwd_file as two maps: name -> uid and uid -> name (empty when unreadable).
@@ -103,13 +104,21 @@ local function passwd_name(uid)
   return name_of[uid]
 end
 
--- Parse the marker. Returns nil (no marker), or a table {signal, grace, head, rest}, or
+-- Parse the marker. Returns nil (no marker), or a table {signal, grace, class, rest}, or
 -- false and a message (malformed). Mirrors marker.parse(): the prefix makes it a marker.
 local function parse_marker(comment)
   if comment == nil or comment:sub(1, #MARKER_PREFIX) ~= MARKER_PREFIX then return nil end
   local sig, grace, rest = comment:match("^dl:v1;signal=([A-Z0-9]+);grace=([0-9]+)(.*)$")
-  if not sig or not (rest == "" or rest == "\n" or rest:sub(1, 1) == " ") then
-    return false, string.format("comment %q: expected 'dl:v1;signal=<SIG>;grace=<seconds>'", comment)
+  local class, after = "production", rest
+  if rest ~= nil and rest:sub(1, 7) == ";class=" then
+    class, after = rest:match("^;class=([a-z]*)(.*)$")
+  end
+  if not sig or not (after == "" or after == "\n" or after:sub(1, 1) == " ") then
+    return false, string.format(
+      "comment %q: expected 'dl:v1;signal=<SIG>;grace=<seconds>[;class=opportunistic]'", comment)
+  end
+  if not MARKER_CLASSES[class] then
+    return false, string.format("class '%s': must be one of production, opportunistic", class)
   end
   local name = sig
   if name:sub(1, 3) == "SIG" then name = name:sub(4) end
@@ -120,7 +129,7 @@ local function parse_marker(comment)
   if g < 1 or g > MARKER_MAX_GRACE then
     return false, string.format("grace %s: must be whole seconds in 1..%d", grace, MARKER_MAX_GRACE)
   end
-  return { signal = sig, grace = g, rest = rest }
+  return { signal = sig, grace = g, class = class, rest = rest }
 end
 
 -- The comment with grace lowered to the site maximum (nil when nothing to change).
@@ -142,37 +151,44 @@ local function parse_count(text)
   return tonumber(n) * COUNT_SUFFIX[suffix:lower()]
 end
 
--- GPUs one item asks for: 0 when it names another GRES (or gpu:0).
-local function item_gpus(item)
+-- Units of GRES `name` (gpu, shard) one item asks for: 0 when it names another GRES (or gpu:0).
+local function item_count(item, name)
   local rest = item:gsub("%(.*%)$", "")
   rest = rest:match("^gres[:/](.*)$") or rest
   local spec, value = rest:match("^([^=]+)=(.*)$")
   if spec then
-    if spec:match("^([^:]+)") ~= "gpu" then return 0 end
+    if spec:match("^([^:]+)") ~= name then return 0 end
     return parse_count(value) or 1
   end
   local fields = {}
   for f in rest:gmatch("[^:]+") do fields[#fields + 1] = f end
-  if fields[1] ~= "gpu" then return 0 end
+  if fields[1] ~= name then return 0 end
   if #fields == 1 then return 1 end
   return parse_count(fields[#fields]) or 1  -- "gpu:a100": a type, count 1
 end
 
--- Total GPUs named in any of the given tres_per_* strings (nil and "" count 0).
-local function gpu_count(...)
+-- Total units of GRES `name` in any of the given tres_per_* strings (nil and "" count 0).
+local function gres_count(name, ...)
   local total = 0
   for i = 1, select("#", ...) do
     local tres = select(i, ...)
     if type(tres) == "string" then
-      for item in tres:gmatch("[^,]+") do total = total + item_gpus(item) end
+      for item in tres:gmatch("[^,]+") do total = total + item_count(item, name) end
     end
   end
   return total
 end
 
+-- Total GPUs named in any of the given tres_per_* strings (nil and "" count 0).
+local function gpu_count(...)
+  return gres_count("gpu", ...)
+end
+
+-- A job on GPUs: whole GPUs or GPU shards (gres/shard, a share of one GPU; preempted alike).
 -- job_desc.gres and job_rec.gres read tres_per_node (header): counted once either way.
 local function is_gpu_job(j)
   return gpu_count(j.tres_per_node, j.tres_per_job, j.tres_per_task, j.tres_per_socket, j.gres) > 0
+    or gres_count("shard", j.tres_per_node, j.tres_per_job, j.tres_per_task, j.tres_per_socket, j.gres) > 0
 end
 
 -- The partitions a job goes to: its own list, else the default partition from part_list.

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from slurm_plugin import hostlist
+from slurm_plugin.shard import shards_in_gres
 
 _GPU_TRES_RE = re.compile(r"(?:^|,)gres[:/]gpu(?::([^:,=]+))?(?:([:=])(\d+))?(?=,|$)")
 _IDX_RE = re.compile(r"IDX:([^)]*)\)")
@@ -51,6 +52,8 @@ class Job:
         batch: a batch job (``batch_flag``); False for ``salloc``/``srun`` allocations, which
             ``scontrol requeue`` cannot restart.
         stdout_path: the job's ``--output`` path as Slurm holds it.
+        shards_per_node: GPU shards asked per node (``tres_per_node`` ``gres/shard:2``, a share
+            of one GPU, slurm_plugin/shard.py); 0 for jobs without shards.
     """
 
     job_id: int
@@ -85,6 +88,7 @@ class Job:
     stdout_path: str = ""
     array_task_string: str = ""
     batch: bool = True
+    shards_per_node: int = 0
 
     @property
     def is_active(self) -> bool:
@@ -115,6 +119,7 @@ class Node:
         cpus, sockets, cores_per_socket: CPU shape; real_memory_mib: RealMemory in MiB.
         gpus_total: GPUs configured (from ``gres``); gpus_used: GPUs allocated (``gres_used``).
         gpu_type: GRES type name or "".
+        shards_total: GPU shards configured (``shard:N`` in ``gres``, slurm_plugin/shard.py).
     """
 
     name: str
@@ -129,6 +134,7 @@ class Node:
     gpus_total: int
     gpus_used: int
     gpu_type: str
+    shards_total: int = 0
 
     @property
     def gpus_free(self) -> int:
@@ -285,6 +291,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
         qos=_text(v[_AT["qos"]]), batch_host=_text(v[_AT["batch_host"]]),
         stdout_path=_text(v[_AT["stdout"]]), array_task_string=array_string,
         batch=bool(_num(v[_AT["batch"]], "batch")),
+        shards_per_node=shards_in_gres(_text(v[_AT["tres_per_node"]])),
     )
 
 
@@ -406,7 +413,8 @@ def _node_with_gres(*, gres: str, gres_used: str, **fields: object) -> Node:
     in_use = sum(int(m.group(1)) for g in gres_used.split(",") if (m := _GRES_COUNT_RE.match(g)))
     parts = gres.split(",")[0].split("(")[0].split(":")
     gtype = parts[1] if len(parts) == 3 and parts[0] == "gpu" else ""
-    return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype, **fields)  # type: ignore[arg-type]
+    return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype,
+                shards_total=shards_in_gres(gres), **fields)  # type: ignore[arg-type]
 
 
 def filter_jobs(

@@ -36,6 +36,7 @@ from typing import TypeVar
 import msgspec
 
 from slurm_plugin import hostlist
+from slurm_plugin.shard import shard_gpus, shards_in_gres
 from slurm_plugin.records import ACTIVE_STATES, KNOWN_STATES, Job, ShapeError, gpu_counts, gpu_indices
 
 
@@ -337,7 +338,8 @@ def job_from_json(fields: dict[str, object]) -> Job:
 def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
     """The :class:`Job` of one declared job record: the same values as the formatted read's
     :func:`slurm_plugin.records.job_from_fields` of the same job, plus ``gpu_indices`` (one
-    tuple per allocated node from ``gres_detail``, ``gpu:a100:2(IDX:0-1)``) and
+    tuple per allocated node from ``gres_detail``, ``gpu:a100:2(IDX:0-1)``; a shard job's GPU
+    from ``shard:2(IDX:0)`` or ``shard:2(2/4,0/4)``, :func:`slurm_plugin.shard.shard_gpus`) and
     ``stdout_path`` as the JSON holds it. ``end_time`` is ``None`` while a job of no time limit
     is active: squeue prints ``NONE`` for an end still ahead of such a job
     (``_print_job_time_end()`` in ``src/squeue/print.c``) where the JSON holds a projection."""
@@ -359,7 +361,7 @@ def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
     return Job(
         job_id=j.job_id, name=j.name or "", user=j.user_name or "", partition=j.partition or "",
         state=state, reason=j.state_reason or "None", gpus_per_node=per_node, gpus=total,
-        gpu_indices=tuple(gpu_indices(d) for d in j.gres_detail), nodes=nodes,
+        gpu_indices=tuple(gpu_indices(d) or shard_gpus(d) for d in j.gres_detail), nodes=nodes,
         node_list=tuple(hostlist.expand(nodes)) if nodes else (), node_count=node_count,
         submit_time=epoch(j.submit_time), start_time=epoch(j.start_time), end_time=end,
         eligible_time=epoch(j.eligible_time), time_limit_s=limit * 60 if limit else None,
@@ -370,4 +372,5 @@ def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
         comment=j.comment or "", admin_comment=j.admin_comment or "",
         priority=number(j.priority) or 0, account=j.account or "", qos=j.qos or "",
         batch_host=j.batch_host or "", stdout_path=j.standard_output or "",
-        array_task_string=array_string, batch=j.batch_flag)
+        array_task_string=array_string, batch=j.batch_flag,
+        shards_per_node=shards_in_gres(j.tres_per_node))

@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mem-per-node", type=int, metavar="MiB",
                    help="memory per node for packing, MiB (default: the partition's largest "
                    "node, else 64000)")
+    p.add_argument("--shards-per-gpu", type=int, metavar="N",
+                   help="GPU shards per GPU for a fractional gpu (default: the site config, "
+                   "else the partition's nodes)")
     p.add_argument("--cluster-shape", action="store_true",
                    help="with --dry-run, pack for the partition's largest node as Slurm lists "
                    "it (a submit always asks; --dry-run alone packs for the defaults)")
@@ -111,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
 _FLAG_TO_OPTION = {
     "partition": "partition", "container_runtime": "container_runtime",
     "gpus_per_node": "gpus_per_node", "cores_per_node": "cores_per_node",
-    "mem_per_node": "mem_per_node_mib", "gpu_type": "gpu_type", "signal": "signal",
+    "mem_per_node": "mem_per_node_mib", "shards_per_gpu": "shards_per_gpu", "gpu_type": "gpu_type", "signal": "signal",
     "grace": "grace_s", "enforce_binding": "enforce_binding",
     "checkpoint_root": "checkpoint_root", "output": "output", "account": "account", "qos": "qos",
 }
@@ -163,7 +166,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
             part = opts.partition or opts.virtual_cluster(job.virtual_cluster).partition
-            shape = node_shape.choose(opts, given, part, ask, any(r.gpus for r in job.roles))
+            shape = node_shape.choose(opts, given, part, ask, any(r.gpus or r.gpu_share for r in job.roles))
             # a submit to an unreachable Slurm fails and says so: no note about the shape then
             if shape.note and shape.note not in notes and not (shape.unreachable and not args.dry_run):
                 notes.append(shape.note)

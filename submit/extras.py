@@ -5,7 +5,9 @@ OpenPAI leaves ``extras`` open for plugins (``com.microsoft.pai.runtimeplugin``,
 ``gangAllocation`` (OpenPAI protocol v2 schema), and dlsubmit's own ``placement``, ``gpuType``,
 ``enforceBinding``, ``gpuIsolation`` (``node``: every task sees its node's GPUs of the job and
 ``LOCAL_RANK`` picks, the default; ``task``: each task sees only its own GPUs) and ``checkpoint``
-(signal and grace of the checkpoint contract, same grammar as slurm_plugin/marker.py).
+(signal and grace of the checkpoint contract, same grammar as slurm_plugin/marker.py) and
+``opportunistic`` (``true``: the job only uses GPUs production jobs leave free and is preempted
+first; its marker carries ``class=opportunistic``).
 """
 
 from __future__ import annotations
@@ -54,3 +56,4 @@ class Extras(OpenStruct, kw_only=True):
     enforceBinding: Bool | None = None  # type: ignore[valid-type]
     gpuIsolation: Literal["node", "task"] = "node"
     checkpoint: Checkpoint | None = None
+    opportunistic: Bool = False  # type: ignore[valid-type]

@@ -36,7 +36,9 @@ class Role:
         instances: Slurm tasks of the role (>= 1).
         cpus: CPUs per instance (``--cpus-per-task``).
         memory_mib: memory per instance, MiB.
-        gpus: GPUs per instance (0 = CPU-only role, no GRES).
+        gpus: whole GPUs per instance (0 = CPU-only role or a fractional one, no ``gres/gpu``).
+        gpu_share: a fraction of one GPU per instance (0 < share < 1, asked as GPU shards,
+            slurm_plugin/shard.py); 0.0 for whole-GPU and CPU-only roles.
         command: the bash text every instance runs (templates already rendered).
         image: container image URI or ``None``.
         ports: named port requests per instance.
@@ -64,6 +66,7 @@ class Role:
     shm_mib: int = 64
     task_retries: int = 0
     path: str = "taskRoles"
+    gpu_share: float = 0.0
     fields: tuple[tuple[str, str], ...] = ()
 
     def field_path(self, key: str) -> str:
@@ -96,6 +99,9 @@ class Job:
             from the ``--secrets`` file, never from the script).
         warnings: notes for the user (unsupported fields that were ignored, renamed roles).
         version: ``"v1"`` or ``"v2"``.
+        opportunistic: ``extras.opportunistic``: the job runs only on GPUs production jobs leave
+            free and is the first to be preempted (its checkpoint marker carries
+            ``class=opportunistic``, slurm_plugin/marker.py).
     """
 
     name: str
@@ -116,9 +122,16 @@ class Job:
     secrets: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=())
     version: str = "v2"
+    opportunistic: bool = False
 
 
 _NON_IDENT = re.compile(r"[^A-Za-z0-9_]")
+
+
+def split_gpus(value: int | float) -> tuple[int, float]:
+    """``(whole GPUs, share of one GPU)`` of a spec's validated GPU count: ``2`` -> (2, 0.0),
+    ``0.5`` -> (0, 0.5)."""
+    return (value, 0.0) if isinstance(value, int) else (0, float(value))
 
 
 def role_ident(name: str) -> str:

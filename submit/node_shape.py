@@ -11,7 +11,9 @@ node when there is none): the most GPUs, then cores (Slurm's ``CPUs``), then ``R
 taken from one real node, so a role that fits on some node of the partition is never refused
 and is packed on as few nodes as that node allows. In a partition of mixed shapes, a job that
 needs more nodes of that shape than the partition has waits in the queue; :func:`choose` says
-so in its note.
+so in its note. Shards per GPU (for a fractional ``gpu``) come from the site config or
+``--shards-per-gpu``, else from the same nodes' Gres (``gpu:4,shard:16`` is 4 per GPU; the
+largest ratio among them: a job asking a step only some nodes give waits for those).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from slurm_plugin import shard
 from submit.errors import SpecError
 from submit.options import RenderOptions
 
@@ -35,6 +38,7 @@ class NodeLike(Protocol):
     cpus: int
     real_memory_mib: int
     gpus_total: int
+    shards_total: int
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
                          "name a GPU partition with --partition"])
     values: dict[str, Any] = {"gpus_per_node": shape.gpus or opts.gpus_per_node,
                               "cores_per_node": shape.cores, "mem_per_node_mib": shape.mem_mib}
+    if not opts.shards_per_gpu:
+        per_gpu = [shard.shards_per_gpu(n.gpus_total, n.shards_total) for n in found]
+        values["shards_per_gpu"] = max(per_gpu, default=0)
     picked = dataclasses.replace(opts, **{f: v for f, v in values.items() if f not in given})
     note = ""
     if kinds > 1:

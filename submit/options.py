@@ -70,6 +70,10 @@ class RenderOptions:
             more elements is refused before submission.
         max_script_size: the cluster's ``SchedulerParameters=max_script_size`` in bytes
             (slurm.conf(5): default 4 MB); a larger batch script is refused before submission.
+        shards_per_gpu: GPU shards per GPU on the site's nodes (gres.conf ``Name=shard``,
+            slurm_plugin/shard.py); a fractional ``gpu`` asks for that fraction of them. 0 =
+            read from the partition's nodes at submit (``sinfo`` Gres), no sharding when they
+            have none; 1..1024 when set.
         port_floor: lowest port a job's rendezvous block may use (``MASTER_PORT`` and the tasks'
             ports, submit/runtime.py); blocks lie between it and the node's ephemeral range
             (``net.ipv4.ip_local_port_range``, 32768 by default). Default 10000, above the
@@ -94,6 +98,7 @@ class RenderOptions:
     max_array_size: int = 1001
     max_script_size: int = 4 * 1024 * 1024
     port_floor: int = 10000
+    shards_per_gpu: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "virtual_clusters", _virtual_clusters(self.virtual_clusters, []))
@@ -145,6 +150,9 @@ def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
             marker.make(values["signal"])
         except (marker.MarkerError, AttributeError):
             bad("signal", "must be one of " + ", ".join(marker.ALLOWED_SIGNALS))
+    s = values.get("shards_per_gpu", 0)
+    if type(s) is not int or not 0 <= s <= 1024:
+        bad("shards_per_gpu", "must be a whole number in 0..1024 (0: read from the nodes)")
     f = values.get("port_floor", PORT_FLOOR_RANGE[0])
     if type(f) is not int or not PORT_FLOOR_RANGE[0] <= f <= PORT_FLOOR_RANGE[1]:
         bad("port_floor", f"must be a whole number in {PORT_FLOOR_RANGE[0]}..{PORT_FLOOR_RANGE[1]}")

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
+from slurm_plugin import marker
 from slurm_plugin.records import Job
 
 if TYPE_CHECKING:  # rich's table loads only for --watch (build_queue_table): dlqueue start-up
@@ -54,7 +55,7 @@ STATE_CODES = {
     "ST": "STOPPED", "S": "SUSPENDED", "TO": "TIMEOUT",
 }
 JSON_KEYS = ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
-             "wait_s", "preemptions", "reason")
+             "wait_s", "preemptions", "reason", "shards", "job_class")
 _DIGITS = re.compile(r"\d+")
 _STATE_STYLE = {"RUNNING": "green", "PENDING": "yellow", "COMPLETING": "cyan"}
 
@@ -76,6 +77,10 @@ class QueueRow:
         wait_s: seconds, see :func:`wait_seconds`.
         preemptions: the daemon's preemption count, or Slurm's ``restart_cnt`` without it.
         reason: see :func:`reason_text`.
+        shards: GPU shards per node of a shard job (a share of one GPU, shown ``shard:K`` under
+            GPUS), 0 otherwise.
+        job_class: ``production`` or ``opportunistic`` (the checkpoint marker's class; an
+            opportunistic job's REASON starts with ``opportunistic;``).
     """
 
     job_id: int
@@ -91,6 +96,16 @@ class QueueRow:
     wait_s: int
     preemptions: int
     reason: str
+    shards: int = 0
+    job_class: str = "production"
+
+
+def _job_class(comment: str) -> str:
+    try:
+        contract = marker.parse(comment)
+    except marker.MarkerError:
+        return "production"
+    return contract.job_class if contract is not None else "production"
 
 
 def parse_states(spec: str) -> frozenset[str] | None:
@@ -239,7 +254,8 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
             nodes=len(j.node_list) or j.node_count, node_names=j.nodes,
             wait_s=wait_seconds(j, now),
             preemptions=pub.preemptions if pub else j.restart_count,
-            reason=reason_text(j, pub, now)))
+            reason=reason_text(j, pub, now), shards=j.shards_per_node,
+            job_class=_job_class(j.comment)))
     return rows
 
 
@@ -309,8 +325,10 @@ def cell_texts(row: QueueRow, show_service: bool) -> list[str]:
     cells = [visible(row.display_id), visible(row.user), visible(row.name), visible(row.state)]
     if show_service:
         cells += [queue_name(row.queue), service_text(row.attained_gpu_s)]
-    return cells + [str(row.gpus), visible(row.node_names) or str(row.nodes),
-                    format_duration(row.wait_s), str(row.preemptions), visible(row.reason)]
+    gpus = f"shard:{row.shards}" if row.shards and not row.gpus else str(row.gpus)
+    reason = f"{row.job_class}; {row.reason}" if row.job_class != "production" else row.reason
+    return cells + [gpus, visible(row.node_names) or str(row.nodes),
+                    format_duration(row.wait_s), str(row.preemptions), visible(reason)]
 
 
 def _cells(row: QueueRow, show_service: bool) -> list[Text]:

@@ -7,7 +7,9 @@ job (``#SBATCH hetjob`` between components); ``extras.gangAllocation: false`` be
 with one element per instance. Per role: ``--nodes``/``--ntasks``/``--ntasks-per-node`` from
 submit/packing.py, ``--cpus-per-task``, ``--mem-per-cpu=<N>M`` (memoryMB is per instance; never
 ``--mem``; the unit suffix is always written, so nothing rests on sbatch(1)'s default unit),
-``--gres=gpu[:type]:N`` per node. The OpenPAI
+``--gres=gpu[:type]:N`` per node, or ``--gres=shard:K`` for a fraction of one GPU (K = the
+fraction × the site's shards per GPU, slurm_plugin/shard.py; the task sees the one GPU its
+shards come from, ``DL_ROLE_GPUS`` 1). The OpenPAI
 ``virtualCluster`` becomes ``--partition``/``--account``/``--qos`` through the site config.
 Every value lands quoted for its layer, site and command-line values included: bash arrays are
 single-quoted word by word, ``#SBATCH`` values go through :func:`sbatch_word`. The job's
@@ -26,7 +28,7 @@ from submit.packing import Layout
 from submit.quoting import bash_word, sbatch_word, slurm_name
 from submit.errors import SpecError
 from submit.validation import _IDENT_RE   # the spec models' shell-name rule
-from slurm_plugin import marker
+from slurm_plugin import marker, shard
 from slurm_plugin.common.readfile import PATH_MAX
 
 MAX_PORTS = 25000
@@ -72,16 +74,39 @@ def _image(role: Role, opts: RenderOptions) -> str:
 
 
 def _gres(job: Job, role: Role, count: int, opts: RenderOptions) -> str:
+    if role.gpu_share:
+        return f"shard:{_shards(role, opts)}"
     if role.gpus == 0:
         return "none"
     gtype = job.gpu_type or opts.gpu_type
     return f"gpu:{gtype}:{count}" if gtype else f"gpu:{count}"
 
 
+def _shards(role: Role, opts: RenderOptions) -> int:
+    """GPU shards one instance of a fractional role asks for (slurm_plugin/shard.py).
+
+    A fraction of a GPU is one process's share of one device: such a role has one instance per
+    job (``gangAllocation: false`` makes one array element per instance), and its shards come
+    from one GPU. Raises :class:`SpecError` naming the field."""
+    try:
+        return shard.shard_count(role.gpu_share, opts.shards_per_gpu)
+    except shard.ShardError as exc:
+        raise SpecError([f"{role.field_path('gpu')}: {exc}"]) from None
+
+
+def _check_shares(job: Job) -> None:
+    for r in job.roles:
+        if r.gpu_share and r.instances > 1 and job.gang:
+            raise SpecError([f"{r.field_path('instances')}: a role with a fraction of a GPU "
+                             f"({r.gpu_share:g}) runs one instance; ask for whole GPUs, or set "
+                             "extras.gangAllocation: false to run each instance on its own"])
+
+
 def _check_array(job: Job) -> None:
     first = job.roles[0]
     for r in job.roles[1:]:
-        if (r.cpus, r.memory_mib, r.gpus) != (first.cpus, first.memory_mib, first.gpus):
+        if ((r.cpus, r.memory_mib, r.gpus, r.gpu_share)
+                != (first.cpus, first.memory_mib, first.gpus, first.gpu_share)):
             raise SpecError([
                 f"extras.gangAllocation: false runs every instance as one element of a job "
                 f"array, so all roles need the same resources; {r.path} differs from "
@@ -89,6 +114,7 @@ def _check_array(job: Job) -> None:
 
 
 def _layouts(job: Job, opts: RenderOptions) -> list[Layout]:
+    _check_shares(job)
     if not job.gang:
         _check_array(job)
         return [Layout(1, 1, packing.mem_per_cpu(r)) for r in job.roles]
@@ -101,22 +127,30 @@ def _resource_lines(job: Job, role: Role, lay: Layout, opts: RenderOptions,
     lines = [f"--nodes={lay.nodes}", f"--ntasks={ntasks}",
              f"--ntasks-per-node={lay.tasks_per_node}", f"--cpus-per-task={role.cpus}",
              f"--mem-per-cpu={lay.mem_per_cpu_mib}M"]
-    if role.gpus:
+    if role.gpu_share:
+        lines.append(f"--gres={_gres(job, role, 1, opts)}")
+    elif role.gpus:
         lines.append(f"--gres={_gres(job, role, lay.gres_per_node(role), opts)}")
         if binding:
             lines.append("--gres-flags=enforce-binding")
     return lines
 
 
+def job_contract(job: Job, opts: RenderOptions) -> marker.CheckpointContract:
+    """The job's checkpoint contract and class (slurm_plugin/marker.py)."""
+    return marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s,
+                       "opportunistic" if job.opportunistic else "production")
+
+
 def contract_comment(job: Job, opts: RenderOptions) -> str:
     """The job's ``--comment``: the checkpoint marker (slurm_plugin/marker.py)."""
-    return marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s).to_comment()
+    return job_contract(job, opts).to_comment()
 
 
 def directives(job: Job, layouts: list[Layout], opts: RenderOptions) -> list[str]:
     """The ``#SBATCH`` block, in fixed order: identity, contract, array, then per component
     the resources (``hetjob`` line between components)."""
-    contract = marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s)
+    contract = job_contract(job, opts)
     binding = opts.enforce_binding if job.enforce_binding is None else job.enforce_binding
     name = f"--job-name={sbatch_word(slurm_name(job.name))}"
     vc = opts.virtual_cluster(job.virtual_cluster)
@@ -158,7 +192,7 @@ def _ports(role: Role) -> tuple[str, int]:
 def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
                   secrets_file: str | None = None) -> list[str]:
     """The job's values as bash assignments (user strings single-quoted)."""
-    contract = marker.make(job.signal or opts.signal, job.grace_s or opts.grace_s)
+    contract = job_contract(job, opts)
     roles = job.roles
     port0, total_ports = [], 0
     for r in roles:
@@ -190,7 +224,7 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
         _array("DL_ROLE_TASKS_PER_NODE", [str(lay.tasks_per_node) for lay in layouts]),
         _array("DL_ROLE_CPUS", [str(r.cpus) for r in roles]),
         _array("DL_ROLE_MEM_PER_CPU", [f"{lay.mem_per_cpu_mib}M" for lay in layouts]),
-        _array("DL_ROLE_GPUS", [str(r.gpus) for r in roles]),
+        _array("DL_ROLE_GPUS", [str(r.gpus or int(bool(r.gpu_share))) for r in roles]),
         _array("DL_ROLE_GRES", [_gres(job, r, lay.gres_per_node(r), opts)
                                 for r, lay in zip(roles, layouts)]),
         _array("DL_ROLE_MIN_SUCCEEDED", [str(r.min_succeeded) for r in roles]),
@@ -199,7 +233,8 @@ def job_variables(job: Job, layouts: list[Layout], opts: RenderOptions,
         _array("DL_ROLE_PORTS", [_ports(r)[0] for r in roles]),
         _array("DL_ROLE_PORT0", [str(p) for p in port0]),
         _array("DL_ROLE_PORTS_PER_TASK", [str(_ports(r)[1]) for r in roles]),
-        _array("DL_ROLE_RESOURCE", [f"{r.gpus},{r.cpus},{r.memory_mib},{r.shm_mib}" for r in roles]),
+        _array("DL_ROLE_RESOURCE", [f"{r.gpus or r.gpu_share:g},{r.cpus},{r.memory_mib},{r.shm_mib}"
+                                    for r in roles]),
         _array("DL_ROLE_IMAGE", [_image(r, opts) for r in roles]),
         "DL_ROLE_COMMAND=(",
         *[f"{bash_word(r.command)}" for r in roles],

@@ -18,7 +18,7 @@ import msgspec
 
 from submit import model
 from submit.extras import _GRES_TYPE_RE, Extras
-from submit.validation import (_IDENT_RE, EnvName, Ident, Int, NonEmpty, NotEmpty, Scalar, SpecError,
+from submit.validation import (_IDENT_RE, EnvName, GpuCount, Ident, Int, NonEmpty, NotEmpty, Scalar, SpecError,
                                Struct, Text, validate)
 
 
@@ -39,7 +39,7 @@ class TaskRoleV1(Struct, kw_only=True):
     cpuNumber: Int(1, 4096)  # type: ignore[valid-type]
     memoryMB: Int(1, 1 << 30)  # type: ignore[valid-type]
     shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
-    gpuNumber: Int(0, 1024)  # type: ignore[valid-type]
+    gpuNumber: GpuCount  # type: ignore[valid-type]
     portList: list[PortV1] = msgspec.field(default_factory=list)
     command: Text  # type: ignore[valid-type]
     minFailedTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
@@ -94,7 +94,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     for i, r in enumerate(spec.taskRoles):
         roles.append(model.Role(
             name=r.name, ident=model.role_ident(r.name), instances=r.taskNumber,
-            cpus=r.cpuNumber, memory_mib=r.memoryMB, gpus=r.gpuNumber, command=r.command,
+            cpus=r.cpuNumber, memory_mib=r.memoryMB, gpus=model.split_gpus(r.gpuNumber)[0],
+            gpu_share=model.split_gpus(r.gpuNumber)[1], command=r.command,
             image=spec.image,
             ports=tuple(model.Port(p.label, p.portNumber) for p in r.portList),
             min_succeeded=r.minSucceededTaskCount if r.minSucceededTaskCount is not None else -1,
@@ -119,4 +120,5 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         signal=ckpt.signal if ckpt else None, grace_s=ckpt.grace if ckpt else None,
         enforce_binding=ex.enforceBinding, virtual_cluster=spec.virtualCluster,
         gpu_isolation=ex.gpuIsolation, warnings=tuple(warnings), version="v1",
+        opportunistic=ex.opportunistic,
     )

@@ -20,7 +20,7 @@ import msgspec
 
 from submit import model, params
 from submit.extras import Extras
-from submit.validation import (Ident, Int, NonEmpty, NotEmpty, OpenStruct, SpecError, Struct, Text, field_path,
+from submit.validation import (GpuCount, Ident, Int, NonEmpty, NotEmpty, OpenStruct, SpecError, Struct, Text, field_path,
                                marker, validate)
 
 
@@ -59,7 +59,7 @@ class Resources(Struct, kw_only=True):
 
     cpu: Int(1, 4096) = 1  # type: ignore[valid-type]
     memoryMB: Int(1, 1 << 30) = 1024  # type: ignore[valid-type]
-    gpu: Int(0, 1024) = 0  # type: ignore[valid-type]
+    gpu: GpuCount = 0  # type: ignore[valid-type]
     ports: dict[Ident, Int(0, 100)] = msgspec.field(default_factory=dict)  # type: ignore[valid-type]
 
 
@@ -206,7 +206,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         res = r.resourcePerInstance
         roles.append(model.Role(
             name=rname, ident=model.role_ident(rname), instances=r.instances, cpus=res.cpu,
-            memory_mib=res.memoryMB, gpus=res.gpu, command=command,
+            memory_mib=res.memoryMB, gpus=model.split_gpus(res.gpu)[0],
+            gpu_share=model.split_gpus(res.gpu)[1], command=command,
             image=image if isinstance(image, str) else None,
             ports=tuple(model.Port(k, v) for k, v in res.ports.items()),
             min_succeeded=_or(r.completion.minSucceededInstances, -1),
@@ -232,7 +233,7 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         signal=ckpt.signal if ckpt else None, grace_s=ckpt.grace if ckpt else None,
         enforce_binding=ex.enforceBinding, virtual_cluster=spec.defaults.virtualCluster,
         gpu_isolation=ex.gpuIsolation, secrets=tuple(all_secrets),
-        warnings=tuple(warnings), version="v2",
+        warnings=tuple(warnings), version="v2", opportunistic=ex.opportunistic,
     )
 
 

@@ -32,7 +32,7 @@ from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 
 __all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
-           "Int", "Text", "NonEmpty", "Ident", "EnvName", "Scalar", "Bool", "NotEmpty"]
+           "Int", "GpuCount", "Text", "NonEmpty", "Ident", "EnvName", "Scalar", "Bool", "NotEmpty"]
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")   # \Z: "$" also matches before a final newline
 
@@ -95,6 +95,22 @@ def Int(lo: int, hi: int = 2**31 - 1, also: tuple[int, ...] = ()) -> Any:
         return v
 
     return marker(f"Int_{lo}_{hi}", int, check)
+
+
+GPU_COUNT_RULE = "must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)"
+
+
+def _gpu_count(v: Any) -> int | float:
+    if type(v) is int and 0 <= v <= 1024:
+        return v
+    if type(v) is float and 0 < v < 1:
+        return v
+    raise ValueError(GPU_COUNT_RULE)
+
+
+GpuCount = marker("GpuCount", (int, float), _gpu_count)
+"""GPUs per instance: a whole number 0..1024, or a fraction of one GPU (0 < gpu < 1) that
+dlsubmit asks of Slurm as GPU shards (slurm_plugin/shard.py)."""
 
 
 def _text(v: Any) -> str:

@@ -113,7 +113,7 @@ def test_cgroup_conf_disables_cgroups_from_24_11() -> None:
 @pytest.mark.parametrize("spec", [
     ClusterSpec(),
     ClusterSpec(name="s24", nodes=2, gpus_per_node=4, gpu_type="h100", cred_expire_s=30, port_base=7200,
-                with_dbd=True, slurm="24.11"),
+                with_dbd=True, slurm="24.11", shards_per_gpu=4),
     ClusterSpec(name="s26", nodes=64, gpus_per_node=2, gpu_type="", cred_expire_s=3600, port_base=1024,
                 slurm="26.05"),
     ClusterSpec(name="x", nodes=1, gpus_per_node=64, gpu_type="100", port_base=65335, slurm="22.05",
@@ -122,7 +122,7 @@ def test_cgroup_conf_disables_cgroups_from_24_11() -> None:
 def test_recorded_reads_back_every_field_slurm_conf_records(spec: ClusterSpec) -> None:
     text = render_slurm_conf(spec, "host")
     assert set(recorded_shape(text)) == {"slurm", "nodes", "gpus_per_node", "gpu_type", "with_dbd",
-                                         "cred_expire_s", "port_base"}
+                                         "cred_expire_s", "port_base", "shards_per_gpu"}
     # a spec of the same name with the defaults (what down/status/env start from) becomes spec
     assert recorded(ClusterSpec(name=spec.name, host_slurm=spec.host_slurm), text) == spec
 
@@ -130,6 +130,25 @@ def test_recorded_reads_back_every_field_slurm_conf_records(spec: ClusterSpec) -
 def test_recorded_shape_of_a_slurm_conf_before_releases_were_recorded() -> None:
     text = render_slurm_conf(ClusterSpec(nodes=2), "host").replace("# dlcluster: slurm=22.05\n", "")
     assert recorded_shape(text) == {"nodes": 2, "gpus_per_node": 8, "gpu_type": "a100", "with_dbd": False,
-                                    "cred_expire_s": 10, "port_base": 6817}
+                                    "cred_expire_s": 10, "port_base": 6817, "shards_per_gpu": 0}
     assert recorded_shape(text.replace("NodeName=", "#NodeName=") + "# dlcluster: slurm=23.02\n") == {
         "with_dbd": False, "cred_expire_s": 10, "port_base": 6817}
+
+
+def test_shards_configure_gres_types_node_gres_accounting_and_a_shard_line_per_gpu() -> None:
+    spec = ClusterSpec(name="sh", nodes=2, gpus_per_node=2, shards_per_gpu=4, port_base=8600, with_dbd=True)
+    conf = render_slurm_conf(spec, "host")
+    assert "GresTypes=gpu,shard\n" in conf and "AccountingStorageTRES=gres/gpu,gres/shard\n" in conf
+    assert conf.count(" Gres=gpu:a100:2,shard:8 ") == 2          # 2 GPUs x 4 shards per node
+    dev = spec.dev_dir
+    assert render_gres_conf(spec).splitlines()[-2:] == [
+        f"NodeName=node[1-2] Name=shard Count=4 File={dev}/nvidia0",
+        f"NodeName=node[1-2] Name=shard Count=4 File={dev}/nvidia1"]
+    assert recorded_shape(conf)["shards_per_gpu"] == 4
+    plain = render_slurm_conf(ClusterSpec(), "host")
+    assert "GresTypes=gpu\n" in plain and "shard" not in plain and "shard" not in render_gres_conf(ClusterSpec())
+
+
+def test_shards_out_of_range_are_named() -> None:
+    with pytest.raises(SpecError, match=r"^--shards 65: must be 0..64 shards per GPU \(0: none\)$"):
+        ClusterSpec(shards_per_gpu=65).validate()

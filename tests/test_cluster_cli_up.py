@@ -40,7 +40,7 @@ def test_up_without_options_keeps_a_running_clusters_accounting_and_shape(
                               with_dbd=True)]
     assert capsys.readouterr().out == (
         "dlcluster: cluster 'dlcluster' is running; kept from its slurm.conf: --slurm 22.05 --nodes 2 "
-        "--gpus-per-node 4 --gpu-type h100 --with-dbd --cred-expire 30 (an option changes it)\n"
+        "--gpus-per-node 4 --gpu-type h100 --shards 0 --with-dbd --cred-expire 30 (an option changes it)\n"
         "started\n")
     # once it is down, up starts from the defaults and the options given, silently
     running(monkeypatch, tmp_path, None)
@@ -57,9 +57,20 @@ def test_an_option_that_changes_the_shape_is_named_the_rest_kept(
                               with_dbd=False)]
     assert capsys.readouterr().out == (
         "dlcluster: cluster 'dlcluster' is running; kept from its slurm.conf: --slurm 22.05 --gpu-type h100 "
-        "--cred-expire 30 (an option changes it)\n"
+        "--shards 0 --cred-expire 30 (an option changes it)\n"
         "dlcluster: cluster 'dlcluster' is running; changing --gpus-per-node 4 -> 8, "
         "--with-dbd -> --without-dbd\nstarted\n")
+
+
+def test_shards_are_sticky_like_the_rest_of_the_shape(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, up: list[ClusterSpec],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    running(monkeypatch, tmp_path, ClusterSpec(nodes=2, gpus_per_node=2, shards_per_gpu=4))
+    assert cluster_cli.main(["up"]) == 0
+    assert up[-1].shards_per_gpu == 4 and "--shards 4" in capsys.readouterr().out
+    assert cluster_cli.main(["up", "--shards", "2"]) == 0
+    assert up[-1].shards_per_gpu == 2
+    assert "changing --shards 4 -> 2\n" in capsys.readouterr().out
 
 
 

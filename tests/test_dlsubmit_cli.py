@@ -51,7 +51,7 @@ def test_spec_problems_exit_2_one_line_each(tmp_path: Path, capsys: pytest.Captu
     assert (rc, out) == (2, "")
     assert err.splitlines() == [
         "dlsubmit: taskRoles.main.resourcePerInstance.cpu: must be an integer in 1..4096",
-        "dlsubmit: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024"]
+        "dlsubmit: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)"]
 
 
 def test_nothing_submitted_on_spec_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -125,7 +125,7 @@ def test_site_config_then_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 SITE_KEYS = ("account, checkpoint_root, container_runtime, cores_per_node, default_fs_uri, "
              "enforce_binding, gpu_type, gpus_per_node, grace_s, max_array_size, max_script_size, "
              "mem_per_node_mib, output, "
-             "partition, port_floor, qos, signal, virtual_clusters")
+             "partition, port_floor, qos, shards_per_gpu, signal, virtual_clusters")
 
 
 @pytest.mark.parametrize("via_env", [False, True])
@@ -296,7 +296,7 @@ def test_one_bad_spec_among_several_submits_none(tmp_path: Path, monkeypatch: py
         paths[-1].write_text(yaml.safe_dump(spec))
     rc, out, err = run([str(p) for p in paths], capsys)
     assert (rc, out, calls) == (2, "", [])
-    assert err == f"dlsubmit: {paths[1]}: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024\n"
+    assert err == f"dlsubmit: {paths[1]}: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)\n"
     rc, out, _ = run([str(paths[0]), str(paths[2])], capsys)
     assert (rc, out) == (0, "7\n7\n") and len(calls) == 2
     # specs are submitted concurrently (submit/cli.py, _submit_all): the calls' order is free

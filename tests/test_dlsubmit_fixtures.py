@@ -45,7 +45,7 @@ TABLE = {
     "bad-template-not-yaml.yml": (2, ["bad-template-not-yaml.yml:2:8: YAML syntax error"], []),
     "bad-json-trailing-comma.json": (2, ["bad-json-trailing-comma.json:5:1: JSON syntax error"], []),
     "bad-fields.yaml": (2, ["dlsubmit: taskRoles.main.instances: must be an integer in 1..100000",
-                            "dlsubmit: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024",
+                            "dlsubmit: taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)",
                             "dlsubmit: taskRoles.main.commands: must not be empty"], []),
 }
 

@@ -17,8 +17,20 @@ CONTAINER = {"pyxis-registry-image.yaml": ("pyxis", "nvcr.io#nvidia/pytorch:23.1
              "container-apptainer.yaml": ("apptainer", "docker://pytorch/pytorch:2.3.1-cuda12.1-cudnn8-runtime")}
 
 
+SHARDED = ["half-gpu.yaml"]
+
+
 def test_every_spec_is_listed() -> None:
-    assert {p.name for p in SPECS.glob("*.yaml")} == set(RUNNABLE) | set(CONTAINER)
+    assert {p.name for p in SPECS.glob("*.yaml")} == set(RUNNABLE) | set(CONTAINER) | set(SHARDED)
+
+
+def test_half_gpu_spec_asks_for_half_the_shards_of_one_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    # 0.5 GPU x 4 shards per GPU = 2 shards; opportunistic goes into the marker
+    assert main(["--dry-run", "--shards-per-gpu", "4", str(SPECS / "half-gpu.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --gres=shard:2\n" in out
+    assert "#SBATCH --comment=dl:v1;signal=USR2;grace=30;class=opportunistic\n" in out
+    assert (ROOT / "examples" / "trainer.py").is_file()
 
 
 @pytest.mark.parametrize("name", RUNNABLE)

@@ -45,6 +45,22 @@ def test_explain_shows_queue_service_thresholds_and_reason(ledger: Ledger) -> No
     ]
 
 
+def test_explain_a_shard_job_shows_its_share_and_runs_at_it(tmp_path: Path) -> None:
+    # 0.5 GPU for 120 s: 60 GPU·s
+    with Ledger(tmp_path / "s.sqlite") as led:
+        with led.transaction():
+            led.upsert_job(7, user="bob", account="a", partition="gpu", state="PENDING", gpus=0.5,
+                           submit_time=0, restart_count=0, now=0)
+            led.start_run(7, 0, 0.5, now=0)
+            led.close_run(7, 0, 120, "slurm")
+        text = explain.explain(7, led, DaemonConfig(), now=200).splitlines()
+    assert text[3:5] == [
+        "share: 0.5 of one GPU (GPU shards): its attained service counts 0.5 GPU·s per second; "
+        "a whole-GPU job may preempt it together with every shard job of its GPU",
+        "attained service: 60 GPU·s over 1 run(s)"]
+    assert text[-1] == "  run 1970-01-01 00:00:00 UTC -> 1970-01-01 00:02:00 UTC: 120 s x 0.5 GPUs"
+
+
 def test_explain_unknown_job(ledger: Ledger) -> None:
     with pytest.raises(explain.UnknownJob, match="job 5: not in the ledger"):
         explain.explain(5, ledger, DaemonConfig(), now=0)

@@ -30,7 +30,7 @@ def _lua_verdict(p, comment: str):
     if got is None:
         return None
     sig = got.signal[3:] if got.signal.startswith("SIG") else got.signal
-    return (sig, int(got.grace))
+    return (sig, int(got.grace), got["class"])
 
 
 def _py_verdict(comment: str):
@@ -38,14 +38,16 @@ def _py_verdict(comment: str):
         c = marker.parse(comment)
     except marker.MarkerError:
         return "error"
-    return None if c is None else (c.signal, c.grace_s)
+    return None if c is None else (c.signal, c.grace_s, c.job_class)
 
 
 _P = load()
 _pieces = st.sampled_from(["dl:v1;", "dl:v1", "dl:v2;", "DL:v1;", "x dl:v1;", ""])
 _sig = st.sampled_from(["USR1", "USR2", "SIGUSR2", "TERM", "INT", "HUP", "URG", "KILL", "usr2", "", "9"])
 _grace = st.one_of(st.integers(min_value=-5, max_value=90000).map(str), st.sampled_from(["", "060", "1e3", "99999999999"]))
-_tail = st.sampled_from(["", " note", "\n", ";x", "x", "  two", " dl:v1;"])
+_tail = st.sampled_from(["", " note", "\n", ";x", "x", "  two", " dl:v1;", ";class=opportunistic",
+                         ";class=production", ";class=opportunistic note", ";class=bogus",
+                         ";class=", ";class=opportunisticx", ";class=production\n"])
 
 
 @given(_pieces, _sig, _grace, _tail)
@@ -89,7 +91,7 @@ def test_malformed_marker_is_refused_with_the_grammar_in_the_message():
     assert rc == CODES["ERROR"]
     assert p.user_msgs == [
         "refused: malformed checkpoint marker: comment \"dl:v1;signal=USR2;grace=soon\": "
-        "expected 'dl:v1;signal=<SIG>;grace=<seconds>'"
+        "expected 'dl:v1;signal=<SIG>;grace=<seconds>[;class=opportunistic]'"
     ]
     p = _fresh()
     assert p.submit(p.desc(tres_per_node=GPU, comment="dl:v1;signal=KILL;grace=5")) == CODES["ERROR"]

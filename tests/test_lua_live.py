@@ -79,7 +79,7 @@ def test_malformed_marker_is_refused(root: SlurmClient, user: SlurmClient):
     with pytest.raises(SlurmRefused) as e:
         _sbatch(user, "badmark", "--gres=gpu:1", "--comment=dl:v1;signal=USR2;grace=soon", *PENDING)
     assert "malformed checkpoint marker" in e.value.message
-    assert "expected 'dl:v1;signal=<SIG>;grace=<seconds>'" in e.value.message
+    assert "expected 'dl:v1;signal=<SIG>;grace=<seconds>[;class=opportunistic]'" in e.value.message
 
 
 def test_defaults_show_in_squeue_json(root: SlurmClient, user: SlurmClient):

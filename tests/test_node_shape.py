@@ -22,6 +22,7 @@ class FakeNode:
     gpus_total: int
     cpus: int
     real_memory_mib: int
+    shards_total: int = 0
 
 
 NODES = [FakeNode("a1", ("gpu",), 4, 32, 128000), FakeNode("a2", ("gpu",), 4, 32, 128000),

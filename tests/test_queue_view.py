@@ -222,10 +222,11 @@ def test_json_rows_keys_and_values() -> None:
     rows = qv.json_rows(qv.build_rows(JOBS, SNAP, NOW))
     assert all(list(r) == list(qv.JSON_KEYS) for r in rows)
     assert qv.JSON_KEYS == ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus",
-                            "nodes", "wait_s", "preemptions", "reason")
+                            "nodes", "wait_s", "preemptions", "reason", "shards", "job_class")
     assert rows[0] == {"job_id": 101, "user": "alice", "name": "train-a", "state": "RUNNING",
                        "queue": 1, "attained_gpu_s": 14_400, "gpus": 8, "nodes": 1,
-                       "wait_s": 600, "preemptions": 2, "reason": ""}
+                       "wait_s": 600, "preemptions": 2, "reason": "", "shards": 0,
+                       "job_class": "production"}
     assert rows[3]["queue"] is None and rows[3]["attained_gpu_s"] is None
     no_daemon = qv.json_rows(qv.build_rows(JOBS, None, NOW))
     assert all(r["queue"] is None and r["attained_gpu_s"] is None for r in no_daemon)
@@ -421,3 +422,18 @@ def test_docs_example_is_what_dlqueue_prints_for_the_same_jobs() -> None:
     example = doc.split("```console\n$ dlqueue\n", 1)[1].split("```", 1)[0]
     assert example.splitlines() == render(qv.build_rows(JOBS, SNAP, NOW))
     assert example.splitlines()[0].split()[5] == "ATTAINED(GPU·s)"
+
+
+def test_shard_and_opportunistic_jobs_show_their_share_and_class() -> None:
+    jobs = [make_job(201, name="half", state="RUNNING", reason="None", gpus=0, gpus_per_node=0,
+                     shards_per_node=2, nodes="node1", node_list=("node1",), submit_time=9000,
+                     start_time=9600),
+            make_job(202, name="spare", gpus=1, gpus_per_node=1, submit_time=9900,
+                     comment="dl:v1;signal=USR2;grace=60;class=opportunistic")]
+    rows = qv.build_rows(jobs, None, NOW)
+    assert [(r.shards, r.job_class) for r in rows] == [(2, "production"), (0, "opportunistic")]
+    assert render(rows, show_service=False) == [
+        "JOBID  USER   NAME   STATE       GPUS  NODES   WAIT  PREEMPTS  REASON",
+        "201    alice  half   RUNNING  shard:2  node1  10:00         0",
+        "202    alice  spare  PENDING        1  1       1:40         0  opportunistic; Priority",
+    ]

@@ -94,6 +94,13 @@ def test_formatted_record_parses_free_text_with_separators_literally() -> None:
     assert [(j.job_id, j.name) for j in jobs] == [(10, "a|b,c\nd\x1fe"), (11, "plain")]
 
 
+@pytest.mark.parametrize("tres", ["gres:shard:2", "gres/shard:2", "gres/shard:a100:2"])
+def test_a_shard_jobs_shards_per_node_in_every_releases_formatted_read(tres: str) -> None:
+    # 22.05 writes gres:shard:2, 24.11 and 26.05 gres/shard:2 (seen live): 2 shards, no GPU
+    job = job_from_fields(_record(tres_per_node=tres))
+    assert (job.shards_per_node, job.gpus, job.gpus_per_node) == (2, 0, 0)
+
+
 @pytest.mark.parametrize("field,value", [
     ("state", "RUNNING,COMPLETING"), ("state", ""), ("state", "['RUNNING']"),
     ("start_time", "2026-11-30T10:00:00"), ("restart_count", "{'number': 1}"),

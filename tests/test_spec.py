@@ -39,7 +39,7 @@ def with_resources(**changes: object) -> dict:
     return spec
 
 
-GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024"
+GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)"
 
 
 @pytest.mark.parametrize(("doc", "expected"), [
@@ -91,7 +91,7 @@ def test_v2_every_problem_of_every_role_with_its_key() -> None:
     doc = v2_spec(roles={"ps.server": bad, "worker": {"commands": ["x", None]}}, zzz=1)
     assert problems(doc) == [
         'taskRoles["ps.server"].instances: must be an integer in 1..100000',
-        'taskRoles["ps.server"].resourcePerInstance.gpu: must be an integer in 0..1024',
+        'taskRoles["ps.server"].resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)',
         'taskRoles["ps.server"].resourcePerInstance.ports.bad-name (key): must be a shell variable '
         'name ([A-Za-z_][A-Za-z0-9_]*)',
         'taskRoles["ps.server"].resourcePerInstance.ports.ok: must be an integer in 0..100',
@@ -167,7 +167,7 @@ def test_v2_role_names_colliding_as_identifiers() -> None:
                    "'a-b'; rename one of them")
 
 
-V1_GPU = "taskRoles[0].gpuNumber: must be an integer in 0..1024"
+V1_GPU = "taskRoles[0].gpuNumber: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)"
 
 
 def v1_with(**changes: object) -> dict:

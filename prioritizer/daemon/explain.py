@@ -145,6 +145,10 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
                      f"queue range [{lo:g}, {hi}) {unit}")
         if row.queue_entry_time is not None:
             lines.append(f"in queue since: {_ts(row.queue_entry_time)}")
+    if 0 < row.gpus < 1:
+        lines.append(f"share: {row.gpus:g} of one GPU (GPU shards): its attained service counts "
+                     f"{row.gpus:g} GPU·s per second; a whole-GPU job may preempt it together with "
+                     "every shard job of its GPU")
     lines.append(f"attained service: {service:.0f} GPU·s over {len(runs)} run(s)"
                  + (f"; counted since last promotion: {counted:.0f}" if row.service_base_gpu_s else ""))
     level = bisect.bisect_right(thresholds, counted if not las1d else counted / max(row.gpus, 1))
@@ -160,7 +164,7 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
     for r in runs:
         end = _ts(r.end) if r.end is not None else f"running when last seen {_ts(r.last_seen)}"
         seen = r.end if r.end is not None else r.last_seen
-        lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(seen):.0f} s x {r.gpus} GPUs")
+        lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(seen):.0f} s x {r.gpus:g} GPUs")
     for i in ledger.intents(job_id):
         lines.append(f"  preemption for job {i.waiter}: signal {i.signal or 'none'}, "
                      f"{i.outcome or 'in progress'}")

@@ -105,12 +105,13 @@ def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
 
 @dataclass(frozen=True)
 class Run:
-    """One run of a job: ``start``/``end`` epoch s (``end`` None while open), ``gpus`` GPUs."""
+    """One run of a job: ``start``/``end`` epoch s (``end`` None while open), ``gpus`` GPUs (a shard
+    job: its share of one GPU, e.g. 0.5)."""
 
     job_id: int
     start: float
     end: float | None
-    gpus: int
+    gpus: float
     last_seen: float
     end_source: str | None
 
@@ -134,7 +135,7 @@ class JobRow:
     account: str
     partition: str
     state: str
-    gpus: int
+    gpus: float
     submit_time: float | None
     restart_count: int
     queue: int | None
@@ -314,7 +315,7 @@ class Ledger:
 
     # ------------------------------------------------------------------ jobs
     def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
-                   gpus: int, submit_time: float | None, restart_count: int, now: float) -> None:
+                   gpus: float, submit_time: float | None, restart_count: int, now: float) -> None:
         """Record what Slurm shows of a job now (no commit; call inside :meth:`transaction`)."""
         self.conn.execute(
             _UPSERT_JOB,
@@ -406,7 +407,7 @@ class Ledger:
         return {r["job_id"]: _run(r) for r in
                 self.conn.execute("SELECT * FROM runs WHERE end_time IS NULL")}
 
-    def start_run(self, job_id: int, start: float, gpus: int, now: float) -> None:
+    def start_run(self, job_id: int, start: float, gpus: float, now: float) -> None:
         """Open a run at Slurm's ``start`` (idempotent: same start = same run)."""
         self.conn.execute(_START_RUN, (job_id, start, gpus, now))
 
@@ -507,7 +508,7 @@ class Ledger:
         after ending the jobs it did not see)."""
         self.conn.execute("UPDATE jobs SET last_seen=? WHERE ended_at IS NULL", (now,))
 
-    def start_runs(self, runs: Iterable[tuple[int, float, int, float]]) -> None:
+    def start_runs(self, runs: Iterable[tuple[int, float, float, float]]) -> None:
         """:meth:`start_run` for many ``(job_id, start, gpus, now)`` (no commit)."""
         self.conn.executemany(_START_RUN, runs)
 

@@ -33,7 +33,7 @@ from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
 from prioritizer.daemon.observe import Observation, UnitCache, observe
-from prioritizer.policy.decide import decide
+from prioritizer.policy.sharing import decide_shared
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
@@ -102,7 +102,8 @@ class Daemon:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         if self.learner is not None:   # gittins_samples: history
             self.distribution = self.learner.current(self.client, self.ledger, now, self.log)
-        decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
+        decisions = decide_shared(obs.snapshot, self.cfg.policy, now, obs.shares,
+                                  distribution=self.distribution)
         if self.dry_run:
             self.print_decisions(decisions, obs)
         else:

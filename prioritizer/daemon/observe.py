@@ -17,13 +17,15 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Intent, Ledger, Run
+from prioritizer.daemon import sharing
 from prioritizer.daemon.rebuild import rebuild_stale_runs
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
+from prioritizer.policy.sharing import Share
 from slurm_plugin.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
 from slurm_plugin.records import Job, Node
@@ -45,7 +47,9 @@ class Unit:
     (components concatenated; GPU-less components add none), aligned with ``nodes`` while
     running. ``requeue``: every component may be requeued and is a batch job (``scontrol
     requeue`` restarts neither a ``--no-requeue`` job nor a ``salloc``/``srun`` allocation). ``contract`` is the checkpoint marker of the leader's comment
-    (None: no marker, or a malformed one).
+    (None: no marker, or a malformed one). A shard job (``--gres=shard:K``, no whole GPU) is a
+    unit of one GPU per node for placement, ``shards`` K per node, and ``share`` its fraction
+    of one GPU once the nodes' shards per GPU are known (prioritizer/daemon/sharing.py).
     """
 
     job_id: int
@@ -64,10 +68,14 @@ class Unit:
     requeue: bool
     contract: CheckpointContract | None
     priority: int
+    shards: int = 0
+    share: float = 0.0
 
     @property
-    def gpus(self) -> int:
-        return sum(self.gpus_per_node)
+    def gpus(self) -> float:
+        """GPUs its attained service counts per second: the share of one GPU of a shard unit
+        (prioritizer/daemon/sharing.py), else its GPUs."""
+        return self.share if self.share else sum(self.gpus_per_node)
 
     @functools.cached_property
     def phase(self) -> JobPhase | None:
@@ -84,13 +92,15 @@ class Unit:
 class Observation:
     """What one cycle saw: ``now`` (epoch s), the policy's snapshot, managed units by id,
     and the nodes Slurm reported; ``lease_jobs``: the jobs named ``cfg.lease_name`` (the
-    cluster lease's fencing reads them, :mod:`prioritizer.daemon.lease`)."""
+    cluster lease's fencing reads them, :mod:`prioritizer.daemon.lease`); ``shares``: the
+    shard and opportunistic units (:mod:`prioritizer.daemon.sharing`)."""
 
     now: float
     snapshot: Snapshot
     units: dict[int, Unit]
     nodes: tuple[Node, ...]
     lease_jobs: tuple[Job, ...] = ()
+    shares: Mapping[int, Share] = field(default_factory=dict)
 
 
 #: ``units_from_jobs``' memory between two cycles: unit id → (its Job records, the result:
@@ -138,6 +148,10 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
     if managed and not managed & set(lead.partition.split(",")):
         return None
     per_node, nodes = _gpu_nodes(parts)
+    shards = lead.shards_per_node if len(parts) == 1 and not sum(per_node) else 0
+    if shards:
+        per_node = (1,) * max(lead.node_count, 1)
+        nodes = lead.node_list if len(lead.node_list) == len(per_node) else ()
     if not sum(per_node):
         return None
     contract = _contract(lead.comment)
@@ -148,7 +162,7 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
         eligible_time=lead.eligible_time, restart_count=lead.restart_count,
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
-        priority=lead.priority)
+        priority=lead.priority, shards=shards)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -196,6 +210,8 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
     nodes = tuple(client.nodes())
     tiers = partition_tiers(client.show_partitions())
     units = units_from_jobs(jobs, cfg, cache)
+    units = sharing.with_shares(units, nodes)
+    detail = client.jobs(detail=True) if sharing.needs_detail(units) else ()
     intents = ledger.open_intents()
     with ledger.transaction():
         record_units(client, ledger, units, now)
@@ -203,7 +219,7 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
         ledger.note_observed(now)
     lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
-                       units, nodes, lease)
+                       units, nodes, lease, sharing.shares(units, detail))
 
 
 def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:
@@ -237,7 +253,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     finished = [u.job_id for u in units.values() if u.phase is None and u.job_id not in active]
     rows = {**ledger.jobs_by_id(finished), **active}
     upserts: list[tuple] = []
-    starts: list[tuple[int, float, int, float]] = []
+    starts: list[tuple[int, float, float, float]] = []
     for unit in units.values():
         row = rows.get(unit.job_id)
         seen = (unit.user, unit.account, unit.partition, unit.state, unit.gpus,

@@ -44,7 +44,7 @@ class _Unit(Protocol):
     def restart_count(self) -> int: ...
 
     @property
-    def gpus(self) -> int: ...
+    def gpus(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def stale_units(ledger: Ledger, units: Mapping[int, _Unit]) -> list[int]:
     return sorted(out)
 
 
-def _ledger_gpus(ledger: Ledger, unit: _Unit) -> int:
+def _ledger_gpus(ledger: Ledger, unit: _Unit) -> float:
     """GPUs of ``unit`` as squeue showed them: a run's the ledger recorded, else its job row's,
     else the unit's now (0: known nowhere)."""
     for run in ledger.runs(unit.job_id):
@@ -126,7 +126,7 @@ def rebuild_stale_runs(client: SlurmClient | None, ledger: Ledger, units: Mappin
             if (attempt.start is None or attempt.end is None
                     or attempt.state in UNFINISHED_STATES or float(attempt.start) in known):
                 continue
-            gpus = attempt.gpus
+            gpus: float = attempt.gpus
             if not attempt.gpu_tres:          # accounting does not track GPUs
                 if ledger_gpus <= 0:
                     unknown += 1
