@@ -15,18 +15,38 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.sharing import Share
+from slurm_plugin.marker import CheckpointContract
 from slurm_plugin.records import Job, Node
 from slurm_plugin.shard import share_of, shards_per_gpu
 
-if TYPE_CHECKING:
-    from prioritizer.daemon.observe import Unit
 
 
-def with_shares(units: Mapping[int, Unit], nodes: Iterable[Node]) -> dict[int, Unit]:
+class Unit(Protocol):
+    """What the sharing rules read of a unit (:class:`prioritizer.daemon.observe.Unit`, a
+    dataclass): a protocol, so observe imports this module and not the other way round."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def shards(self) -> int: ...
+    @property
+    def share(self) -> float: ...
+    @property
+    def nodes(self) -> tuple[str, ...]: ...
+    @property
+    def contract(self) -> CheckpointContract | None: ...
+    @property
+    def phase(self) -> JobPhase | None: ...
+
+
+U = TypeVar("U", bound=Unit)
+
+
+def with_shares(units: Mapping[int, U], nodes: Iterable[Node]) -> dict[int, U]:
     """``units`` with each shard unit's ``share`` set: its shards / the shards per GPU of the node
     it runs on (pending: the most shards per GPU of any node, the smallest share it can get).
     A unit whose shards per GPU are unknown keeps share 0 and counts as one GPU."""
