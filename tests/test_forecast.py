@@ -4,6 +4,7 @@ by hand: one node, known remaining run times, the policy's costs applied step by
 from __future__ import annotations
 
 import random
+from math import inf
 
 import pytest
 
@@ -45,8 +46,19 @@ def test_fifo_one_node_known_durations_gives_exact_starts():
     assert got["B"].finish == (1500.0, 1500.0, 1500.0)
     assert got["C"].start == (1500.0, 1500.0, 1500.0)
     assert got["C"].finish == (1550.0, 1550.0, 1550.0)
-    assert got["C"].ahead == ("B",) and got["B"].ahead == ()
+    assert got["C"].ahead == 1 and got["C"].first_ahead == ("B",)
+    assert got["B"].ahead == 0 and got["B"].first_ahead == ()
     assert all(j.preempt_chance == 0.0 for j in got.values())
+
+
+def test_horizon_marks_what_lies_beyond_it():
+    # as the fifo world above: B would start at 1300 and end at 1500
+    world = World(1000.0, NODE, (running("A", attained_s=100, run_start=900.0, left=300),
+                                 pending("B", submit=10.0, left=200)))
+    got = forecast(world, PolicyConfig(policy="fifo"), DIST, horizon_s=400.0).by_id()
+    assert got["B"].start == (1300.0,) * 3 and got["B"].finish == (inf,) * 3
+    got = forecast(world, PolicyConfig(policy="fifo"), DIST, horizon_s=100.0).by_id()
+    assert got["B"].start == (inf,) * 3 and got["A"].finish == (inf,) * 3
 
 
 def test_known_durations_need_one_replay():
@@ -139,6 +151,9 @@ def test_quantiles_interpolate_between_ranks():
     values = [float(v) for v in range(1, 12)]          # 1..11: ranks 0..10
     assert band(values) == (2.0, 6.0, 10.0)
     assert quantile([0.0, 10.0], 0.1) == pytest.approx(1.0)
+    # beyond the horizon: the points above the last finite rank are beyond it too
+    assert band([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, inf, inf]) == (2.0, 6.0, inf)
+    assert quantile([5.0, inf], 0.0) == 5.0
 
 
 def test_bad_inputs_are_named():

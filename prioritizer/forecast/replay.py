@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from math import inf
 
 from prioritizer.forecast.world import World
 from prioritizer.policy.config import PolicyConfig
@@ -32,8 +33,9 @@ from prioritizer.sim.traces import TraceJob
 @dataclass(frozen=True)
 class Outcome:
     """One job in one draw: ``start`` (the first start at or after ``now``; a job holding GPUs
-    keeps its run start), ``end`` (s) and whether it was preempted before it ended. ``None``
-    start/end: the job fits on no node of the world."""
+    keeps its run start), ``end`` (s) and whether it was preempted before it ended (within
+    the horizon). ``inf``: not within the horizon. ``None`` start/end: the job fits on no node
+    of the world."""
 
     start: float | None
     end: float | None
@@ -69,12 +71,15 @@ class ForwardReplay(Simulator):
         self.fits = [True] * len(world.jobs)
         now = world.now
         sched = self.sched
+        fits: dict[tuple[int, ...], bool] = {}
         for i, (job, left) in enumerate(zip(world.jobs, remaining)):
             pairs = sorted(zip(job.gpus_per_node, job.nodes), reverse=True) \
                 if job.phase != "pending" else None
             shape = tuple(g for g, _ in pairs) if pairs else \
                 tuple(sorted(job.gpus_per_node, reverse=True))
-            if pairs is None and not can_ever_fit(shape, totals):
+            if pairs is None and shape not in fits:
+                fits[shape] = can_ever_fit(shape, totals)
+            if pairs is None and not fits[shape]:
                 self.fits[i] = False
                 self.unfittable += 1
                 continue
@@ -111,15 +116,19 @@ class ForwardReplay(Simulator):
         self.push(now, DecisionTick(False))
         self.order: tuple[int, ...] = ()
 
-    def outcomes(self) -> tuple[list[Outcome], tuple[str, ...]]:
-        """Run the replay to the last completion: per job of the world its :class:`Outcome`,
-        and the ids of the pending jobs in the policy's start order at ``now`` (after the
-        starts made at ``now``)."""
+    def outcomes(self, horizon_s: float | None = None
+                 ) -> tuple[list[Outcome], tuple[str, ...]]:
+        """Run the replay to the last completion, or to ``world.now + horizon_s``: per job of
+        the world its :class:`Outcome`, and the ids of the pending jobs in the policy's start
+        order at ``now`` (after the starts made at ``now``)."""
         heap = self.heap
         first = True
+        stop = self.world.now + horizon_s if horizon_s is not None else float("inf")
         with fewer_collections():
             while heap:
                 now = heap[0][0]
+                if now > stop:
+                    break
                 changed, tick = False, False
                 while heap and heap[0][0] == now:
                     event = heapq.heappop(heap)[3]
@@ -139,6 +148,8 @@ class ForwardReplay(Simulator):
             if sim is None:
                 out.append(Outcome(None, None, False))
             else:
-                out.append(Outcome(sim.first_start, sim.end, sim.preemptions > 0))
+                start = sim.first_start if sim.first_start is not None else inf
+                out.append(Outcome(start, sim.end if sim.end is not None else inf,
+                                   sim.preemptions > 0))
         ids = self.world.jobs
         return out, tuple(ids[i].job_id for i in self.order)

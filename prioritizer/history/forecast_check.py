@@ -197,7 +197,7 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
             actual = next((s for s in starts.get(job, ()) if s > t), None)
             if got.start is None or actual is None:
                 continue
-            naive = (len(got.ahead) + 1) * mean_s / max(running, 1)
+            naive = (got.ahead + 1) * mean_s / max(running, 1)
             out.append(JobCheck(job, t, actual - t, got.start[0] - t, got.start[1] - t,
                                 got.start[2] - t, naive))
     return out
