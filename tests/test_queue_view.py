@@ -222,10 +222,10 @@ def test_json_rows_keys_and_values() -> None:
     rows = qv.json_rows(qv.build_rows(JOBS, SNAP, NOW))
     assert all(list(r) == list(qv.JSON_KEYS) for r in rows)
     assert qv.JSON_KEYS == ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus",
-                            "nodes", "wait_s", "preemptions", "reason")
+                            "nodes", "wait_s", "preemptions", "reason", "forecast")
     assert rows[0] == {"job_id": 101, "user": "alice", "name": "train-a", "state": "RUNNING",
                        "queue": 1, "attained_gpu_s": 14_400, "gpus": 8, "nodes": 1,
-                       "wait_s": 600, "preemptions": 2, "reason": ""}
+                       "wait_s": 600, "preemptions": 2, "reason": "", "forecast": None}
     assert rows[3]["queue"] is None and rows[3]["attained_gpu_s"] is None
     no_daemon = qv.json_rows(qv.build_rows(JOBS, None, NOW))
     assert all(r["queue"] is None and r["attained_gpu_s"] is None for r in no_daemon)

@@ -7,7 +7,8 @@ extrapolated to now: after the daemon stops, a job that ended is not shown gaini
 (GPU·s, summed over its runs), the thresholds of its queue and the next one, the
 promotion rule (Tiresias NSDI'19 section 4.2: back to queue 0 after waiting ``knob ×`` the
 last run), and the reason of the last change, in the same words the daemon logged
-(docs/design.md, code rule 11). ``status`` lists the active jobs (``--all``: every job the ledger
+(docs/design.md, code rule 11); then the start-time forecast the daemon's snapshot holds
+(:func:`forecast_lines`). ``status`` lists the active jobs (``--all``: every job the ledger
 still holds, finished ones until ``retention_days``) with fixed keys (docs/dlprio.md), plus
 ``last_seen`` and the refused-update backoff.
 Both open the ledger read-only and never take the daemon's lock.
@@ -21,7 +22,9 @@ import time
 
 from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.forecast_text import detail_lines
 from prioritizer.daemon.ledger import Ledger, Run
+from prioritizer.daemon.snapshot import SnapshotError, read_snapshot
 from prioritizer.policy.validation import MAX_SHOWN, shown
 from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
 
@@ -170,6 +173,22 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
         retry = f"; next try at {_ts(row.retry_at)}" if row.retry_at else ""
         lines.append(f"Slurm refused {row.refusals} update(s) in a row: {row.refused}{retry}")
     return "\n".join(lines) + "\n"
+
+
+def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float) -> list[str]:
+    """The start-time forecast of an active job from the daemon's snapshot
+    (:func:`prioritizer.daemon.forecast_text.detail_lines`; nothing for a job that ended or
+    that the ledger lacks; one line when the snapshot is missing or unreadable)."""
+    row = ledger.job(job_id)
+    if row is None or row.ended_at is not None:
+        return []
+    try:
+        snap = read_snapshot(snapshot_path)
+    except (SnapshotError, OSError) as exc:
+        return [f"forecast: none (snapshot {snapshot_path} unreadable: {exc})"]
+    if snap is None:
+        return [f"forecast: none (no snapshot at {snapshot_path}: is the daemon running?)"]
+    return detail_lines(snap.forecast, job_id, now, running=row.state == "RUNNING")
 
 
 def _ts(t: float) -> str:
