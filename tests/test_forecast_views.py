@@ -89,3 +89,21 @@ def test_dlqueue_rows_carry_the_start_column_and_json():
     assert got[1]["forecast"] == {"made_at": NOW - 60, "start": FORECAST["jobs"]["102"]["start"],
                                   "finish": FORECAST["jobs"]["102"]["finish"],
                                   "preempt_chance": 0.1, "ahead": 3, "horizon_s": 86400.0}
+
+
+def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
+    from prioritizer.daemon.snapshot import SnapshotError, read_snapshot, write_snapshot
+    import json
+
+    import pytest
+
+    path = tmp_path / "snapshot.json"
+    write_snapshot(path, dataclasses.replace(snapshot(pub(102, 0, 0, rank=0)),
+                                             forecast=FORECAST, cluster="c"))
+    assert read_snapshot(path).forecast == json.loads(json.dumps(FORECAST))
+    data = json.loads(path.read_text())
+    data["forecast"]["jobs"]["102"]["start"] = [1, 2]
+    path.write_text(json.dumps(data))
+    with pytest.raises(SnapshotError, match=r"forecast\.jobs\.102\.start: expected "
+                                            r"\[p10, p50, p90\] or null"):
+        read_snapshot(path)

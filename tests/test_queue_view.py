@@ -417,7 +417,20 @@ def test_docs_example_is_what_dlqueue_prints_for_the_same_jobs() -> None:
     its runs: 14,400 GPU·s): the header and units there must be the real ones."""
     from pathlib import Path
 
+    import dataclasses
+
     doc = (Path(__file__).resolve().parents[1] / "docs" / "dlqueue.md").read_text(encoding="utf-8")
     example = doc.split("```console\n$ dlqueue\n", 1)[1].split("```", 1)[0]
-    assert example.splitlines() == render(qv.build_rows(JOBS, SNAP, NOW))
+    # with a forecast made 30 s ago: 103 starts in 25 min, 102 in 3 h (medians)
+    forecast = {"made_at": NOW - 30, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 900.0,
+                "jobs": {"103": {"start": [NOW + 600, NOW + 1500, NOW + 3600],
+                                 "finish": [NOW + 700, NOW + 2000, NOW + 9000],
+                                 "preempt_chance": 0.0, "ahead": 0, "first_ahead": []},
+                         "102": {"start": [NOW + 3600, NOW + 3 * 3600, NOW + 6 * 3600],
+                                 "finish": [NOW + 4000, NOW + 4 * 3600, None],
+                                 "preempt_chance": 0.0, "ahead": 1, "first_ahead": [103]}}}
+    rows = qv.build_rows(JOBS, dataclasses.replace(SNAP, forecast=forecast), NOW)
+    text = qv.render_text(rows, show_service=True, show_start=True)
+    assert text == qv.render_table(qv.build_queue_table(rows, 110, show_start=True), 110)
+    assert example.splitlines() == text.splitlines()
     assert example.splitlines()[0].split()[5] == "ATTAINED(GPU·s)"

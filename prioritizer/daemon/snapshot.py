@@ -152,12 +152,31 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
 
 
 def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The snapshot's ``forecast`` object, checked for the fields readers use."""
+    """The snapshot's ``forecast`` object, every field the views read checked (a bad one:
+    :class:`SnapshotError` naming it)."""
     if value is None:
         return None
-    if (not isinstance(value, dict) or not isinstance(value.get("jobs"), dict)
-            or not isinstance(value.get("made_at"), (int, float))
-            or not isinstance(value.get("stale_after_s"), (int, float))):
-        raise SnapshotError(f"{path}: malformed snapshot (forecast without made_at, "
-                            "stale_after_s or jobs)")
+    if not isinstance(value, dict) or not isinstance(value.get("jobs"), dict):
+        raise SnapshotError(f"{path}: malformed snapshot (forecast: expected an object with jobs)")
+    for key in ("made_at", "stale_after_s", "horizon_s", "draws"):
+        if not _number(value.get(key)):
+            raise SnapshotError(f"{path}: malformed snapshot (forecast.{key}: expected a number)")
+    for job_id, entry in value["jobs"].items():
+        where = f"forecast.jobs.{job_id}"
+        if not isinstance(entry, dict):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}: expected an object)")
+        for key in ("start", "finish"):
+            band = entry.get(key)
+            if band is not None and not (isinstance(band, list) and len(band) == 3 and all(
+                    v is None or _number(v) for v in band)):
+                raise SnapshotError(f"{path}: malformed snapshot ({where}.{key}: expected "
+                                    "[p10, p50, p90] or null)")
+        if not _number(entry.get("preempt_chance")) or not isinstance(entry.get("ahead"), int) \
+                or not isinstance(entry.get("first_ahead"), list):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}: expected preempt_chance, "
+                                "ahead and first_ahead)")
     return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
