@@ -107,3 +107,23 @@ def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
     with pytest.raises(SnapshotError, match=r"forecast\.jobs\.102\.start: expected "
                                             r"\[p10, p50, p90\] or null"):
         read_snapshot(path)
+
+
+def test_explain_adds_the_forecast_of_an_active_job(tmp_path):
+    from prioritizer.daemon import explain
+    from prioritizer.daemon.ledger import Ledger
+    from prioritizer.daemon.snapshot import write_snapshot
+
+    led = Ledger(tmp_path / "l.sqlite")
+    with led.transaction():
+        led.upsert_job(102, user="alice", account="a", partition="gpu", state="PENDING",
+                       gpus=2, submit_time=0, restart_count=0, now=0)
+    path = tmp_path / "snapshot.json"
+    assert explain.forecast_lines(102, led, str(path), NOW) == [
+        f"forecast: none (no snapshot at {path}: is the daemon running?)"]
+    write_snapshot(path, dataclasses.replace(snapshot(pub(102, 0, 0, rank=0)),
+                                             forecast=FORECAST, cluster="c"))
+    got = explain.forecast_lines(102, led, str(path), NOW)
+    assert got == ft.detail_lines(FORECAST, 102, NOW, running=False)
+    assert got[1] == "  start: ~10m to ~4h (median ~25m)"
+    assert explain.forecast_lines(7, led, str(path), NOW) == []   # not in the ledger
