@@ -5,6 +5,7 @@ the ``-j`` lines, and a stale forecast never shown as current."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from prioritizer.daemon import forecast_text as ft
 from submit import queue_view as qv
@@ -127,3 +128,7 @@ def test_explain_adds_the_forecast_of_an_active_job(tmp_path):
     assert got == ft.detail_lines(FORECAST, 102, NOW, running=False)
     assert got[1] == "  start: ~10m to ~4h (median ~25m)"
     assert explain.forecast_lines(7, led, str(path), NOW) == []   # not in the ledger
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)   # never opened: it would block
+    assert explain.forecast_lines(102, led, str(fifo), NOW) == [
+        f"forecast: none (snapshot {fifo} is not a regular file)"]

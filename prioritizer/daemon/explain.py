@@ -17,7 +17,9 @@ Both open the ledger read-only and never take the daemon's lock.
 from __future__ import annotations
 
 import bisect
+import os
 import re
+import stat
 import time
 
 from prioritizer import tables
@@ -26,6 +28,7 @@ from prioritizer.daemon.forecast_text import detail_lines
 from prioritizer.daemon.ledger import Ledger, Run
 from prioritizer.daemon.snapshot import SnapshotError, read_snapshot
 from prioritizer.policy.validation import MAX_SHOWN, shown
+from slurm_plugin.cli_util import visible
 from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
@@ -182,12 +185,21 @@ def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float) 
     row = ledger.job(job_id)
     if row is None or row.ended_at is not None:
         return []
+    shown_path = visible(snapshot_path)
+    try:   # a FIFO or device would block or never end: only a regular file is read
+        mode = os.stat(snapshot_path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return [f"forecast: none (snapshot {shown_path} unreadable: {exc.strerror})"]
+    if mode is not None and not stat.S_ISREG(mode):
+        return [f"forecast: none (snapshot {shown_path} is not a regular file)"]
     try:
         snap = read_snapshot(snapshot_path)
     except (SnapshotError, OSError) as exc:
-        return [f"forecast: none (snapshot {snapshot_path} unreadable: {exc})"]
+        return [f"forecast: none (snapshot {shown_path} unreadable: {visible(str(exc))})"]
     if snap is None:
-        return [f"forecast: none (no snapshot at {snapshot_path}: is the daemon running?)"]
+        return [f"forecast: none (no snapshot at {shown_path}: is the daemon running?)"]
     return detail_lines(snap.forecast, job_id, now, running=row.state == "RUNNING")
 
 
