@@ -76,3 +76,14 @@ def test_a_forecast_is_made_in_the_child_and_published():
     assert got["jobs"]["2"]["start"] == [NOW] * 3
     assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
     assert got["jobs"]["2"]["ahead"] == 0 and got["jobs"]["2"]["preempt_chance"] == 0.0
+
+
+def test_a_running_job_without_node_names_is_left_out():
+    obs = _observation()
+    lost = JobView(3, JobPhase.RUNNING, (2,), 0.0, attained_gpu_s=10.0, attained_s=5.0,
+                   run_start=NOW - 5)                      # Slurm named no node
+    obs = Observation(NOW, Snapshot(obs.snapshot.nodes, (*obs.snapshot.jobs, lost)),
+                      obs.units, ())
+    world = world_of(obs, _decisions(), PolicyConfig())
+    assert [j.job_id for j in world.jobs] == ["1", "2"]
+    assert world.nodes == (("n0", 1), ("n1", 6))

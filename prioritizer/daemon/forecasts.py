@@ -52,7 +52,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
     (GPUs of jobs the daemon does not manage stay theirs). A job releasing its GPUs by a
     preemption is in ``grace`` until ``checkpoint_overhead_s`` from now; one ending on its own
     (COMPLETING) has no run time left. ``units`` (the daemon's cache of squeue records)
-    gives each job's time limit."""
+    gives each job's time limit. A running job whose nodes Slurm did not name is left out
+    (its GPUs are not free, so they stay taken)."""
     now = obs.now
     held: dict[str, int] = {}
     jobs = []
@@ -62,6 +63,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
         records = (units or {}).get(view.job_id)
         limit = records[0][0].time_limit_s if records and records[0] else None
         running = view.phase is JobPhase.RUNNING
+        if running and (view.run_start is None or len(view.nodes) != len(view.gpus_per_node)):
+            continue   # where it runs is not known: its GPUs count as taken, it is left out
         ending = running and unit is not None and unit.state == "COMPLETING"
         phase = "grace" if running and view.releasing and not ending else (
             "running" if running else "pending")

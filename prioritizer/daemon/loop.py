@@ -126,13 +126,16 @@ class Daemon:
         one when due; the work is a child process's, never this cycle's."""
         if not (self.forecasting and self.forecaster.enabled):
             return
-        if self.forecast_learner is not None:
-            distribution = self.forecast_learner.current(self.client, self.ledger, obs.now,
-                                                         self.log)
-        else:
-            distribution = self.distribution or load_distribution(self.cfg.gittins_samples)
-        self.forecaster.tick(self.log.cycle, obs, decisions, self.cfg.policy, distribution,
-                             self._units)
+        try:
+            if self.forecast_learner is not None:
+                distribution = self.forecast_learner.current(self.client, self.ledger,
+                                                             obs.now, self.log)
+            else:
+                distribution = self.distribution or load_distribution(self.cfg.gittins_samples)
+            self.forecaster.tick(self.log.cycle, obs, decisions, self.cfg.policy,
+                                 distribution, self._units)
+        except (ValueError, OSError, SlurmError) as exc:   # a forecast never stops a cycle
+            event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
