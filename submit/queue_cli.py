@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import getpass
 import json
 import os
@@ -358,6 +359,9 @@ class _View:
         jobs = self.client.jobs(users=self.users, states=self.args.states,
                                 job_ids=self.job_ids, partitions=self.args.partition)
         snap, note, key = load_snapshot(self.path, now, self.cluster)
+        if snap is not None and snap.forecast is not None and key == ("stale", snap.cycle):
+            # the daemon stopped updating: its forecast is not current, whatever its age
+            snap = dataclasses.replace(snap, forecast=forecast_text.expired(snap.forecast))
         rows = qv.build_rows(jobs, snap, int(now))
         if (snap is not None and key == ("stale", snap.cycle)
                 and all(r.queue is None for r in rows)):

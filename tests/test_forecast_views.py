@@ -122,12 +122,16 @@ def test_explain_adds_the_forecast_of_an_active_job(tmp_path):
     path = tmp_path / "snapshot.json"
     assert explain.forecast_lines(102, led, str(path), NOW) == [
         f"forecast: none (no snapshot at {path}: is the daemon running?)"]
-    write_snapshot(path, dataclasses.replace(snapshot(pub(102, 0, 0, rank=0)),
+    write_snapshot(path, dataclasses.replace(snapshot(pub(102, 0, 0, rank=0),
+                                                      generated_at=NOW - 10),
                                              forecast=FORECAST, cluster="c"))
     got = explain.forecast_lines(102, led, str(path), NOW)
     assert got == ft.detail_lines(FORECAST, 102, NOW, running=False)
     assert got[1] == "  start: ~10m to ~4h (median ~25m)"
     assert explain.forecast_lines(7, led, str(path), NOW) == []   # not in the ledger
+    # the snapshot is 91 s old with 30 s cycles (stale past 3 intervals): the daemon stopped
+    assert explain.forecast_lines(102, led, str(path), NOW + 81)[0].startswith(
+        "forecast: STALE (made at 03:45:40 UTC")
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)   # never opened: it would block
     assert explain.forecast_lines(102, led, str(fifo), NOW) == [

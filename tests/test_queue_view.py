@@ -6,6 +6,7 @@ spaces between columns, numbers right-aligned, trailing spaces stripped.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -434,3 +435,27 @@ def test_docs_example_is_what_dlqueue_prints_for_the_same_jobs() -> None:
     assert text == qv.render_table(qv.build_queue_table(rows, 110, show_start=True), 110)
     assert example.splitlines() == text.splitlines()
     assert example.splitlines()[0].split()[5] == "ATTAINED(GPU·s)"
+
+
+def test_cli_a_stopped_daemons_forecast_is_blank_and_said_stale(fake, tmp_path, capsys,
+                                                                monkeypatch) -> None:
+    """The snapshot is 400 s old (past STALE_AFTER_S = 300: the daemon stopped); its
+    forecast, made 410 s ago and stale only after 900 s by its own measure, is not shown."""
+    now = 1_000_000.0
+    monkeypatch.setattr(queue_cli.time, "time", lambda: now)
+    forecast = {"made_at": now - 410, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 900.0,
+                "jobs": {"102": {"start": [now + 60, now + 1500, now + 3600],
+                                 "finish": [now + 100, now + 2000, now + 9000],
+                                 "preempt_chance": 0.0, "ahead": 1, "first_ahead": [103]}}}
+    path = tmp_path / "snap.json"
+    snap = snapshot(*SNAP.jobs, generated_at=now - 400)
+    public_snapshot.write_snapshot(path, dataclasses.replace(snap, forecast=forecast))
+    fake(JOBS)
+    assert queue_cli.main(["--snapshot", str(path), "-j", "102"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = out[0].split()
+    assert "START" in heads and out[1].split()[heads.index("START")] == "0"   # blank: PREEMPTS next
+    assert any("the start-time forecast was made at" in line and "START is blank" in line
+               for line in out)
+    assert "  forecast: STALE (made at 13:39:50 UTC, 7m ago; the daemon is stopped or late): " \
+           "not shown" in out

@@ -292,7 +292,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         now = time.time()
         sys.stdout.write(explain.explain(job_id, ledger, cfg, now))
-        for line in explain.forecast_lines(job_id, ledger, cfg.snapshot_path, now):
+        for line in explain.forecast_lines(job_id, ledger, cfg.snapshot_path, now,
+                                           cfg.interval_s):
             print(line)
     return EXIT_OK
 

@@ -21,10 +21,12 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.forecast_text import detail_lines
+from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
 from prioritizer.daemon.snapshot import SnapshotError, read_snapshot
 from prioritizer.policy.validation import MAX_SHOWN, shown
@@ -178,10 +180,13 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float) -> list[str]:
+def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float,
+                   interval_s: float = 30.0) -> list[str]:
     """The start-time forecast of an active job from the daemon's snapshot
     (:func:`prioritizer.daemon.forecast_text.detail_lines`; nothing for a job that ended or
-    that the ledger lacks; one line when the snapshot is missing or unreadable)."""
+    that the ledger lacks; one line when the snapshot is missing or unreadable). A snapshot
+    older than :data:`STALE_INTERVALS` × ``interval_s`` (the daemon stopped) makes the
+    forecast stale whatever its own age."""
     row = ledger.job(job_id)
     if row is None or row.ended_at is not None:
         return []
@@ -200,7 +205,10 @@ def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float) 
         return [f"forecast: none (snapshot {shown_path} unreadable: {visible(str(exc))})"]
     if snap is None:
         return [f"forecast: none (no snapshot at {shown_path}: is the daemon running?)"]
-    return detail_lines(snap.forecast, job_id, now, running=row.state == "RUNNING")
+    made: Mapping[str, Any] | None = snap.forecast
+    if now - snap.generated_at > STALE_INTERVALS * interval_s:
+        made = expired(made)   # the daemon stopped updating the snapshot
+    return detail_lines(made, job_id, now, running=row.state == "RUNNING")
 
 
 def _ts(t: float) -> str:

@@ -4,7 +4,8 @@
 ``>24h`` beyond the horizon; ``now`` when due), its ``--json`` field (:func:`json_field`) and
 the lines of ``dlqueue -j ID`` and ``dlprio explain ID`` (:func:`detail_lines`: p10-p90 of
 start and finish, the jobs ahead, the chance of a preemption). A forecast older than its
-``stale_after_s`` is never shown as current: the views say it is stale instead. Snapshot
+``stale_after_s``, or in a snapshot the daemon no longer updates (:func:`expired`), is never
+shown as current: the views say it is stale instead. Snapshot
 format: :mod:`prioritizer.daemon.forecasts`.
 """
 
@@ -20,6 +21,12 @@ Forecast = Mapping[str, Any]
 def is_fresh(forecast: Forecast | None, now: float) -> bool:
     """Whether ``forecast`` exists and is at most ``stale_after_s`` old at ``now``."""
     return forecast is not None and now - forecast["made_at"] <= forecast["stale_after_s"]
+
+
+def expired(forecast: Forecast | None) -> dict[str, Any] | None:
+    """``forecast`` marked stale whatever its age: what the views use when the snapshot
+    itself is old (the daemon stopped), so that no forecast of a stopped daemon looks current."""
+    return None if forecast is None else {**forecast, "stale_after_s": -1.0}
 
 
 def entry(forecast: Forecast | None, job_id: int) -> Mapping[str, Any] | None:
