@@ -101,6 +101,33 @@ LeaseName = Annotated[str, Rule(lambda v: set(v) <= LEASE_NAME_CHARS,
 
 
 @dataclass(frozen=True)
+class ForecastConfig:
+    """The ``forecast:`` section: start-time forecasts the daemon writes into the snapshot
+    (:mod:`prioritizer.daemon.forecasts`), made in a child process, never in a cycle.
+
+    Attributes:
+        every_cycles: start a forecast every this many cycles (0 = no forecasts); one still
+            running when the next is due is left to finish (the next starts after it).
+        cpu_budget_s: CPU seconds one forecast may use: its draws stop once they are spent
+            (at least one draw is made).
+        draws: the most draws (seeded duration draws, one replay each) of one forecast.
+        horizon_s: how far ahead a forecast replays (s); a start beyond it is shown as
+            ``>`` the horizon.
+    """
+
+    every_cycles: Annotated[int, Meta(ge=0, le=1_000_000)] = 10
+    cpu_budget_s: WaitPositive = 2.0
+    draws: Annotated[int, Meta(ge=1, le=1000)] = 20
+    horizon_s: WaitPositive = 86400.0
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    def rules(self) -> list[tuple[str, str]]:
+        return []
+
+
+@dataclass(frozen=True)
 class DaemonConfig:
     """Everything ``dlprio run`` needs besides Slurm itself (see conf/dlprio.yaml).
 
@@ -121,6 +148,7 @@ class DaemonConfig:
         max_grace_s: cap on a job's declared grace (seconds between signal and requeue).
         interval_s: seconds between cycles.
         backoff_max_s: longest wait after Slurm failures (doubling from ``interval_s``).
+        forecast: the ``forecast:`` section (:class:`ForecastConfig`).
         ledger_path: the private sqlite ledger (mode 0600).
         snapshot_path: the world-readable snapshot for dlqueue.
         metrics_port: Prometheus endpoint port (0 = no endpoint).
@@ -168,6 +196,7 @@ class DaemonConfig:
     retention_days: Seconds = 21.0
     lease_name: LeaseName = "dlprio-lease"
     lease_ttl_s: Annotated[float, AtMostMaxSeconds] = 0.0
+    forecast: ForecastConfig = field(default_factory=ForecastConfig)
 
     def __post_init__(self) -> None:
         check(self)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import getpass
 import json
 import os
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING
 from prioritizer import numbers
 from slurm_plugin.common.exits import CliError
 from prioritizer.paths import SYSTEM_CONFIG
+from prioritizer.daemon import forecast_text
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
@@ -357,6 +359,9 @@ class _View:
         jobs = self.client.jobs(users=self.users, states=self.args.states,
                                 job_ids=self.job_ids, partitions=self.args.partition)
         snap, note, key = load_snapshot(self.path, now, self.cluster)
+        if snap is not None and snap.forecast is not None and key == ("stale", snap.cycle):
+            # the daemon stopped updating: its forecast is not current, whatever its age
+            snap = dataclasses.replace(snap, forecast=forecast_text.expired(snap.forecast))
         rows = qv.build_rows(jobs, snap, int(now))
         if (snap is not None and key == ("stale", snap.cycle)
                 and all(r.queue is None for r in rows)):
@@ -364,8 +369,15 @@ class _View:
             # its jobs ended): nothing of it applies, so the view is the one without a daemon
             note, key = stale_note(snap, now, used=False), ("stale, unused", snap.cycle)
             snap, rows = None, qv.build_rows(jobs, None, int(now))
-        notes = [n for n in (self.config_note, note) if n]
-        self.notes_key = (self.config_note, key)
+        stale = (snap is not None and snap.forecast is not None
+                 and not forecast_text.is_fresh(snap.forecast, now))
+        late = ""
+        if stale and snap is not None and snap.forecast is not None:
+            made = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(snap.forecast["made_at"]))
+            late = (f"the start-time forecast was made at {made}, too long ago (the daemon "
+                    "is stopped or late): START is blank")
+        notes = [n for n in (self.config_note, note, late) if n]
+        self.notes_key = (self.config_note, key, stale)
         if self.keep_id is not None:
             plain = {int(s) for s in self.args.jobs if s.isdigit()}
             rows = [r for r in rows if self.keep_id(r.display_id) or _plain_match(r, plain)]
@@ -393,7 +405,8 @@ def _screen(view: _View, width: int, height: int) -> Group:
                           "(retrying)", style="red"))
     room = max(height - 3 - len(notes), 1)
     shown = rows[:room]
-    table = qv.build_queue_table(shown, width, show_service=snap is not None, fit=True)
+    table = qv.build_queue_table(shown, width, show_service=snap is not None, fit=True,
+                                 show_start=_show_start(snap))
     title = Text(f"dlqueue {stamp}: {len(rows)} jobs, every {view.args.interval:g} s")
     more = ([Text(f"... {len(rows) - len(shown)} more (dlqueue without --watch lists all)",
                   style="dim")] if len(shown) < len(rows) else [])
@@ -422,7 +435,8 @@ def _watch(view: _View, console: Console) -> int:
                 try:
                     rows, snap, notes = view.fetch()
                     key: object = view.notes_key
-                    before, text = qv.changes(before, rows, show_service=snap is not None)
+                    before, text = qv.changes(before, rows, show_service=snap is not None,
+                                              show_start=_show_start(snap))
                     last_error = None
                 except SlurmError as exc:
                     text, notes, key = "", last_notes, last_key
@@ -498,10 +512,39 @@ def _run(view: _View) -> int:
         items = [encode(r) for r in qv.json_rows(rows)]
         print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
         return Exit.OK
-    sys.stdout.write(qv.render_text(rows, show_service=snap is not None))
+    sys.stdout.write(qv.render_text(rows, show_service=snap is not None,
+                                    show_start=_show_start(snap)))
     for n in notes:
         print(qv.visible(n))
+    if args.jobs is not None and snap is not None:   # without one, the note says why
+        _forecast_details(rows, snap)
     return Exit.OK
+
+
+def _show_start(snap: PublicSnapshot | None) -> bool:
+    """The START column: with a forecast in the snapshot (stale: blank cells and a note)."""
+    return snap is not None and snap.forecast is not None
+
+
+def _forecast_details(rows: list[qv.QueueRow], snap: PublicSnapshot) -> None:
+    """``-j``: each waiting or running job's forecast lines (p10-p90 of start and finish, the
+    jobs ahead, the chance of a preemption), or why there is none."""
+    now = time.time()
+    for row in rows:
+        waiting = row.state in qv.WAITING_STATES
+        if not waiting and row.state not in qv.STARTED_STATES:
+            continue
+        print(f"job {qv.visible(row.display_id)}:")
+        lines = forecast_text.detail_lines(snap.forecast, _unit_of(row), now,
+                                           running=not waiting)
+        for line in lines:
+            print(f"  {line}")
+
+
+def _unit_of(row: qv.QueueRow) -> int:
+    """The schedulable unit of a row (a hetjob component's leader, from ``12+1``)."""
+    head = row.display_id.split("+", 1)[0]
+    return int(head) if "+" in row.display_id and head.isdigit() else row.job_id
 
 
 if __name__ == "__main__":

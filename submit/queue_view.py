@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from prioritizer.daemon import forecast_text
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin import marker
@@ -55,7 +56,7 @@ STATE_CODES = {
     "ST": "STOPPED", "S": "SUSPENDED", "TO": "TIMEOUT",
 }
 JSON_KEYS = ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
-             "wait_s", "preemptions", "reason", "shards", "job_class")
+             "wait_s", "preemptions", "reason", "shards", "job_class", "forecast")
 _DIGITS = re.compile(r"\d+")
 _STATE_STYLE = {"RUNNING": "green", "PENDING": "yellow", "COMPLETING": "cyan"}
 
@@ -81,6 +82,8 @@ class QueueRow:
             GPUS), 0 otherwise.
         job_class: ``production`` or ``opportunistic`` (the checkpoint marker's class; an
             opportunistic job's REASON starts with ``opportunistic;``).
+        start: the START cell (:func:`prioritizer.daemon.forecast_text.start_cell`).
+        forecast: the ``--json`` forecast (:func:`prioritizer.daemon.forecast_text.json_field`).
     """
 
     job_id: int
@@ -98,6 +101,8 @@ class QueueRow:
     reason: str
     shards: int = 0
     job_class: str = "production"
+    start: str = ""
+    forecast: dict[str, object] | None = None
 
 
 def _job_class(comment: str) -> str:
@@ -245,8 +250,13 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
     order = sorted(range(len(jobs)), key=lambda i: (*unit_keys[units[i]], jobs[i].het_job_offset,
                                                      jobs[i].job_id))
     rows = []
+    made = snapshot.forecast if snapshot is not None else None
     for i in order:
         j, pub = jobs[i], pubs[i]
+        start, field = "", None
+        if made is not None:
+            start = forecast_text.start_cell(made, j.unit_id, now, j.state in WAITING_STATES)
+            field = forecast_text.json_field(made, j.unit_id, now)
         rows.append(QueueRow(
             job_id=j.job_id, display_id=_display_id(j), user=j.user, name=j.name,
             state=j.state, queue=pub.queue if pub else None,
@@ -255,7 +265,7 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
             wait_s=wait_seconds(j, now),
             preemptions=pub.preemptions if pub else j.restart_count,
             reason=reason_text(j, pub, now), shards=j.shards_per_node,
-            job_class=_job_class(j.comment)))
+            job_class=_job_class(j.comment), start=start, forecast=field))
     return rows
 
 
@@ -268,7 +278,8 @@ def change_key(row: QueueRow) -> tuple[object, ...]:
 
 
 def changes(before: dict[str, tuple[object, ...]] | None, rows: Sequence[QueueRow], *,
-            show_service: bool) -> tuple[dict[str, tuple[object, ...]], str]:
+            show_service: bool, show_start: bool = False
+            ) -> tuple[dict[str, tuple[object, ...]], str]:
     """One ``--watch`` refresh for a file or pipe: (the new state, the text to print).
 
     The first refresh (``before`` None) prints the whole table; later ones only the rows that
@@ -277,10 +288,10 @@ def changes(before: dict[str, tuple[object, ...]] | None, rows: Sequence[QueueRo
     """
     now = {r.display_id: change_key(r) for r in rows}
     if before is None:
-        return now, render_text(rows, show_service=show_service)
+        return now, render_text(rows, show_service=show_service, show_start=show_start)
     moved = [r for r in rows if before.get(r.display_id) != now[r.display_id]]
     gone = [k for k in before if k not in now]
-    text = render_text(moved, show_service=show_service) if moved else ""
+    text = render_text(moved, show_service=show_service, show_start=show_start) if moved else ""
     if gone:
         text += "gone: " + ", ".join(visible(k) for k in gone) + "\n"
     return now, text
@@ -288,7 +299,8 @@ def changes(before: dict[str, tuple[object, ...]] | None, rows: Sequence[QueueRo
 
 def json_rows(rows: Sequence[QueueRow]) -> list[dict[str, object]]:
     """Rows as dicts with exactly :data:`JSON_KEYS` (raw text, seconds, GPU·s; ``nodes`` is a
-    count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon)."""
+    count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon; ``forecast`` is
+    :func:`prioritizer.daemon.forecast_text.json_field`, ``None`` without a fresh one)."""
     out = []
     for r in rows:
         raw = vars(r)   # flat dataclass of plain values: no deep copy needed (asdict is slow)
@@ -308,53 +320,62 @@ def service_text(gpu_s: float | None) -> str:
 
 #: The attained-service column, unit in the header (the same unit as REASON and dlprio status).
 ATTAINED_HEAD = "ATTAINED(GPU·s)"
-_RIGHT = {ATTAINED_HEAD, "GPUS", "WAIT", "PREEMPTS"}
+_RIGHT = {ATTAINED_HEAD, "GPUS", "WAIT", "START", "PREEMPTS"}
 _FREE = {"USER", "NAME", "NODES", "REASON"}
 
 
-def headers(show_service: bool) -> list[str]:
-    """Column headers; QUEUE and ATTAINED(GPU·s) only with a daemon snapshot."""
+def headers(show_service: bool, show_start: bool = False) -> list[str]:
+    """Column headers; QUEUE and ATTAINED(GPU·s) only with a daemon snapshot, START only
+    with a forecast in it."""
     heads = ["JOBID", "USER", "NAME", "STATE"]
     if show_service:
         heads += ["QUEUE", ATTAINED_HEAD]
-    return heads + ["GPUS", "NODES", "WAIT", "PREEMPTS", "REASON"]
+    heads += ["GPUS", "NODES", "WAIT"]
+    if show_start:
+        heads.append("START")
+    return heads + ["PREEMPTS", "REASON"]
 
 
-def cell_texts(row: QueueRow, show_service: bool) -> list[str]:
+def cell_texts(row: QueueRow, show_service: bool, show_start: bool = False) -> list[str]:
     """The cells of one row as shown (user text through :func:`visible`)."""
     cells = [visible(row.display_id), visible(row.user), visible(row.name), visible(row.state)]
     if show_service:
         cells += [queue_name(row.queue), service_text(row.attained_gpu_s)]
     gpus = f"shard:{row.shards}" if row.shards and not row.gpus else str(row.gpus)
     reason = f"{row.job_class}; {row.reason}" if row.job_class != "production" else row.reason
-    return cells + [gpus, visible(row.node_names) or str(row.nodes),
-                    format_duration(row.wait_s), str(row.preemptions), visible(reason)]
+    cells += [gpus, visible(row.node_names) or str(row.nodes), format_duration(row.wait_s)]
+    if show_start:
+        cells.append(row.start)
+    return cells + [str(row.preemptions), visible(reason)]
 
 
-def _cells(row: QueueRow, show_service: bool) -> list[Text]:
+def _cells(row: QueueRow, show_service: bool, show_start: bool = False) -> list[Text]:
     from rich.text import Text
 
-    texts = cell_texts(row, show_service)
+    texts = cell_texts(row, show_service, show_start)
     state_at = 3
     return [Text(t, style=_STATE_STYLE.get(row.state, "") if i == state_at else "")
             for i, t in enumerate(texts)]
 
 
-def render_text(rows: Sequence[QueueRow], *, show_service: bool = True) -> str:
+def render_text(rows: Sequence[QueueRow], *, show_service: bool = True,
+                show_start: bool = False) -> str:
     """The table as plain text (what ``dlqueue`` prints): :func:`prioritizer.tables.plain_text`,
     the layout of :func:`build_queue_table` printed by :func:`render_table` (a test compares
     them), fast enough for 10,000 rows."""
-    return plain_text(headers(show_service), (cell_texts(r, show_service) for r in rows), _RIGHT)
+    return plain_text(headers(show_service, show_start),
+                      (cell_texts(r, show_service, show_start) for r in rows), _RIGHT)
 
 
 def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: bool = True,
-                      fit: bool = False) -> Table:
+                      fit: bool = False, show_start: bool = False) -> Table:
     """The queue as a borderless squeue-like table.
 
     Args:
         rows: from :func:`build_rows`.
         width: the console width (cells) it will be printed at.
         show_service: include QUEUE and ATTAINED(GPU·s) columns (only with a snapshot).
+        show_start: include the START column (only with a forecast in the snapshot).
         fit: for ``--watch``: when the natural width exceeds ``width``, the free-text columns
             (USER, NAME, NODES, REASON) wrap onto extra lines in their column (at spaces,
             long words folded) instead of running past the screen. Without ``fit`` nothing
@@ -363,12 +384,14 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
         A :class:`rich.table.Table`; every cell is a :class:`Text` passed through
         :func:`visible`, so no user string is read as markup.
     """
-    table = _table(rows, show_service, fold=False)
+    table = _table(rows, show_service, fold=False, show_start=show_start)
     if fit and natural_width(table) > width:
-        table = _table(rows, show_service, fold=True)
+        table = _table(rows, show_service, fold=True, show_start=show_start)
     return table
 
 
-def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool) -> Table:
-    return rich_table(headers(show_service), (_cells(r, show_service) for r in rows), _RIGHT,
+def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool,
+           show_start: bool = False) -> Table:
+    return rich_table(headers(show_service, show_start),
+                      (_cells(r, show_service, show_start) for r in rows), _RIGHT,
                       _FREE if fold else ())

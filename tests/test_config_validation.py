@@ -321,7 +321,8 @@ def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) ->
               "metrics_port": 0, "metrics_addr": "::1", "log_format": "json",
               "slurm_timeout_s": 5, "gittins_samples": "history", "gittins_min_samples": 10,
               "gittins_refresh_s": 60, "retention_days": 3, "lease_name": "x", "lease_ttl_s": 0}
-    assert set(values) == {k.name for k in dataclasses.fields(DaemonConfig)} - {"policy"}
+    assert set(values) == {k.name for k in dataclasses.fields(DaemonConfig)} - {"policy",
+                                                                                "forecast"}
     f = tmp_path / "c.yaml"
     f.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
     assert policy_config(None, str(f)) == PolicyConfig()

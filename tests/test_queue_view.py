@@ -6,6 +6,7 @@ spaces between columns, numbers right-aligned, trailing spaces stripped.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -222,11 +223,11 @@ def test_json_rows_keys_and_values() -> None:
     rows = qv.json_rows(qv.build_rows(JOBS, SNAP, NOW))
     assert all(list(r) == list(qv.JSON_KEYS) for r in rows)
     assert qv.JSON_KEYS == ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus",
-                            "nodes", "wait_s", "preemptions", "reason", "shards", "job_class")
+                            "nodes", "wait_s", "preemptions", "reason", "shards", "job_class", "forecast")
     assert rows[0] == {"job_id": 101, "user": "alice", "name": "train-a", "state": "RUNNING",
                        "queue": 1, "attained_gpu_s": 14_400, "gpus": 8, "nodes": 1,
                        "wait_s": 600, "preemptions": 2, "reason": "", "shards": 0,
-                       "job_class": "production"}
+                       "job_class": "production", "forecast": None}
     assert rows[3]["queue"] is None and rows[3]["attained_gpu_s"] is None
     no_daemon = qv.json_rows(qv.build_rows(JOBS, None, NOW))
     assert all(r["queue"] is None and r["attained_gpu_s"] is None for r in no_daemon)
@@ -418,9 +419,22 @@ def test_docs_example_is_what_dlqueue_prints_for_the_same_jobs() -> None:
     its runs: 14,400 GPU·s): the header and units there must be the real ones."""
     from pathlib import Path
 
+    import dataclasses
+
     doc = (Path(__file__).resolve().parents[1] / "docs" / "dlqueue.md").read_text(encoding="utf-8")
     example = doc.split("```console\n$ dlqueue\n", 1)[1].split("```", 1)[0]
-    assert example.splitlines() == render(qv.build_rows(JOBS, SNAP, NOW))
+    # with a forecast made 30 s ago: 103 starts in 25 min, 102 in 3 h (medians)
+    forecast = {"made_at": NOW - 30, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 900.0,
+                "jobs": {"103": {"start": [NOW + 600, NOW + 1500, NOW + 3600],
+                                 "finish": [NOW + 700, NOW + 2000, NOW + 9000],
+                                 "preempt_chance": 0.0, "ahead": 0, "first_ahead": []},
+                         "102": {"start": [NOW + 3600, NOW + 3 * 3600, NOW + 6 * 3600],
+                                 "finish": [NOW + 4000, NOW + 4 * 3600, None],
+                                 "preempt_chance": 0.0, "ahead": 1, "first_ahead": [103]}}}
+    rows = qv.build_rows(JOBS, dataclasses.replace(SNAP, forecast=forecast), NOW)
+    text = qv.render_text(rows, show_service=True, show_start=True)
+    assert text == qv.render_table(qv.build_queue_table(rows, 110, show_start=True), 110)
+    assert example.splitlines() == text.splitlines()
     assert example.splitlines()[0].split()[5] == "ATTAINED(GPU·s)"
 
 
@@ -437,3 +451,27 @@ def test_shard_and_opportunistic_jobs_show_their_share_and_class() -> None:
         "201    alice  half   RUNNING  shard:2  node1  10:00         0",
         "202    alice  spare  PENDING        1  1       1:40         0  opportunistic; Priority",
     ]
+
+
+def test_cli_a_stopped_daemons_forecast_is_blank_and_said_stale(fake, tmp_path, capsys,
+                                                                monkeypatch) -> None:
+    """The snapshot is 400 s old (past STALE_AFTER_S = 300: the daemon stopped); its
+    forecast, made 410 s ago and stale only after 900 s by its own measure, is not shown."""
+    now = 1_000_000.0
+    monkeypatch.setattr(queue_cli.time, "time", lambda: now)
+    forecast = {"made_at": now - 410, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 900.0,
+                "jobs": {"102": {"start": [now + 60, now + 1500, now + 3600],
+                                 "finish": [now + 100, now + 2000, now + 9000],
+                                 "preempt_chance": 0.0, "ahead": 1, "first_ahead": [103]}}}
+    path = tmp_path / "snap.json"
+    snap = snapshot(*SNAP.jobs, generated_at=now - 400)
+    public_snapshot.write_snapshot(path, dataclasses.replace(snap, forecast=forecast))
+    fake(JOBS)
+    assert queue_cli.main(["--snapshot", str(path), "-j", "102"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    heads = out[0].split()
+    assert "START" in heads and out[1].split()[heads.index("START")] == "0"   # blank: PREEMPTS next
+    assert any("the start-time forecast was made at" in line and "START is blank" in line
+               for line in out)
+    assert "  forecast: STALE (made at 13:39:50 UTC, 7m ago; the daemon is stopped or late): " \
+           "not shown" in out

@@ -290,7 +290,11 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise CliError(str(exc), exit_code=Exit.BAD_INPUT) from None
     cfg = _load(args, "ledger_path")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
-        sys.stdout.write(explain.explain(job_id, ledger, cfg, time.time()))
+        now = time.time()
+        sys.stdout.write(explain.explain(job_id, ledger, cfg, now))
+        for line in explain.forecast_lines(job_id, ledger, cfg.snapshot_path, now,
+                                           cfg.interval_s):
+            print(line)
     return Exit.OK
 
 

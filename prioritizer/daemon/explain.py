@@ -7,7 +7,8 @@ extrapolated to now: after the daemon stops, a job that ended is not shown gaini
 (GPU·s, summed over its runs), the thresholds of its queue and the next one, the
 promotion rule (Tiresias NSDI'19 section 4.2: back to queue 0 after waiting ``knob ×`` the
 last run), and the reason of the last change, in the same words the daemon logged
-(docs/design.md, code rule 11). ``status`` lists the active jobs (``--all``: every job the ledger
+(docs/design.md, code rule 11); then the start-time forecast the daemon's snapshot holds
+(:func:`forecast_lines`). ``status`` lists the active jobs (``--all``: every job the ledger
 still holds, finished ones until ``retention_days``) with fixed keys (docs/dlprio.md), plus
 ``last_seen`` and the refused-update backoff.
 Both open the ledger read-only and never take the daemon's lock.
@@ -16,12 +17,19 @@ Both open the ledger read-only and never take the daemon's lock.
 from __future__ import annotations
 
 import bisect
+import os
 import re
+import stat
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from prioritizer import tables
 from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
+from prioritizer.daemon.snapshot import SnapshotError, read_snapshot
+from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
 
@@ -174,6 +182,37 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
         retry = f"; next try at {_ts(row.retry_at)}" if row.retry_at else ""
         lines.append(f"Slurm refused {row.refusals} update(s) in a row: {row.refused}{retry}")
     return "\n".join(lines) + "\n"
+
+
+def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float,
+                   interval_s: float = 30.0) -> list[str]:
+    """The start-time forecast of an active job from the daemon's snapshot
+    (:func:`prioritizer.daemon.forecast_text.detail_lines`; nothing for a job that ended or
+    that the ledger lacks; one line when the snapshot is missing or unreadable). A snapshot
+    older than :data:`STALE_INTERVALS` × ``interval_s`` (the daemon stopped) makes the
+    forecast stale whatever its own age."""
+    row = ledger.job(job_id)
+    if row is None or row.ended_at is not None:
+        return []
+    shown_path = visible(snapshot_path)
+    try:   # a FIFO or device would block or never end: only a regular file is read
+        mode = os.stat(snapshot_path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        return [f"forecast: none (snapshot {shown_path} unreadable: {exc.strerror})"]
+    if mode is not None and not stat.S_ISREG(mode):
+        return [f"forecast: none (snapshot {shown_path} is not a regular file)"]
+    try:
+        snap = read_snapshot(snapshot_path)
+    except (SnapshotError, OSError) as exc:
+        return [f"forecast: none (snapshot {shown_path} unreadable: {visible(str(exc))})"]
+    if snap is None:
+        return [f"forecast: none (no snapshot at {shown_path}: is the daemon running?)"]
+    made: Mapping[str, Any] | None = snap.forecast
+    if now - snap.generated_at > STALE_INTERVALS * interval_s:
+        made = expired(made)   # the daemon stopped updating the snapshot
+    return detail_lines(made, job_id, now, running=row.state == "RUNNING")
 
 
 def _ts(t: float) -> str:

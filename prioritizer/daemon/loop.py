@@ -25,6 +25,7 @@ from prioritizer.daemon import act
 from prioritizer.daemon.act import Encoding
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
+from prioritizer.daemon.forecasts import Forecaster
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.daemon.learned_gittins import HISTORY, HistoryDistribution
 from prioritizer.samplesfile import load_distribution
@@ -88,6 +89,13 @@ class Daemon:
         self.cluster: str | None = None   # Slurm's ClusterName (read_slurm_config)
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
         self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
+        self.forecaster = Forecaster(cfg.forecast, cfg.interval_s, log)
+        #: forecasts are made while :meth:`run` loops (``dlprio once`` makes none)
+        self.forecasting = False
+        #: the forecasts' duration distribution when the policy learns none
+        self.forecast_learner = (HistoryDistribution(cfg.gittins_min_samples,
+                                                     cfg.gittins_refresh_s)
+                                 if self.forecaster.enabled and not gittins else None)
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -107,11 +115,28 @@ class Daemon:
         if self.dry_run:
             self.print_decisions(decisions, obs)
         else:
+            self.forecast(decisions, obs)
             self.act(decisions, obs)
             self.prune(now)
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
+
+    def forecast(self, decisions: Decisions, obs: Observation) -> None:
+        """Start-time forecasts (:mod:`prioritizer.daemon.forecasts`): take a ready one, start
+        one when due; the work is a child process's, never this cycle's."""
+        if not (self.forecasting and self.forecaster.enabled):
+            return
+        try:
+            if self.forecast_learner is not None:
+                distribution = self.forecast_learner.current(self.client, self.ledger,
+                                                             obs.now, self.log)
+            else:
+                distribution = self.distribution or load_distribution(self.cfg.gittins_samples)
+            self.forecaster.tick(self.log.cycle, obs, decisions, self.cfg.policy,
+                                 distribution, self._units)
+        except (ValueError, OSError, SlurmError) as exc:   # a forecast never stops a cycle
+            event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
@@ -214,7 +239,7 @@ class Daemon:
         try:
             write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
-                tuple(jobs), cluster=self.cluster))
+                tuple(jobs), cluster=self.cluster, forecast=self.forecaster.latest))
         except OSError as exc:   # dlqueue loses its columns; scheduling goes on
             event(self.log, "snapshot_failed", level=logging.ERROR, path=self.cfg.snapshot_path,
                   error=str(exc))
@@ -253,6 +278,7 @@ class Daemon:
     def run(self, stop: threading.Event) -> None:
         """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away."""
         failures = 0
+        self.forecasting = True
         while not stop.is_set():
             started = time.monotonic()
             try:
@@ -276,3 +302,4 @@ class Daemon:
                 event(self.log, "decide_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s
             stop.wait(max(delay, 0.0))
+        self.forecaster.close()

@@ -20,6 +20,9 @@ a configless client; else read from the ``slurm.conf`` of ``SLURM_CONF`` or
 ``/etc/slurm/slurm.conf``); absent in files of older daemons. Readers on a host with several clusters use it to ignore the
 snapshot of another cluster.
 
+``forecast`` (optional): start-time forecasts, in the format of
+:mod:`prioritizer.daemon.forecasts`; absent until the daemon has made one.
+
 ``rank`` is the job's place in the daemon's target start order (0 = starts first; ``null`` for
 running jobs).
 """
@@ -31,6 +34,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prioritizer.paths import SNAPSHOT
 from slurm_plugin.common.atomic import write_atomically
@@ -79,6 +83,8 @@ class PublicSnapshot:
     thresholds_gpu_s: tuple[float, ...]
     jobs: tuple[PublicJob, ...]
     cluster: str | None = None   # Slurm's ClusterName; None in files of older daemons
+    #: start-time forecasts (:mod:`prioritizer.daemon.forecasts`); None until one is ready
+    forecast: dict[str, Any] | None = None
 
     def by_id(self) -> dict[int, PublicJob]:
         return {j.job_id: j for j in self.jobs}
@@ -103,6 +109,8 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
     cluster = snap.cluster or local_cluster_name()
     if cluster:
         data["cluster"] = cluster
+    if snap.forecast is not None:
+        data["forecast"] = snap.forecast
     # the C encoder (json.dump streams through Python); a new file is 0644, an existing one
     # keeps its mode; a device or FIFO is written in place (slurm_plugin.common.atomic)
     write_atomically(target, json.dumps(data), mode=0o644)
@@ -135,8 +143,40 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
             thresholds_gpu_s=tuple(float(t) for t in data.get("thresholds_gpu_s", [])),
             jobs=jobs,
             cluster=str(data["cluster"]) if data.get("cluster") is not None else None,
+            forecast=_forecast(data.get("forecast"), path),
         )
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         if isinstance(exc, SnapshotError):
             raise
         raise SnapshotError(f"{path}: malformed snapshot ({exc})") from exc
+
+
+def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The snapshot's ``forecast`` object, every field the views read checked (a bad one:
+    :class:`SnapshotError` naming it)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not isinstance(value.get("jobs"), dict):
+        raise SnapshotError(f"{path}: malformed snapshot (forecast: expected an object with jobs)")
+    for key in ("made_at", "stale_after_s", "horizon_s", "draws"):
+        if not _number(value.get(key)):
+            raise SnapshotError(f"{path}: malformed snapshot (forecast.{key}: expected a number)")
+    for job_id, entry in value["jobs"].items():
+        where = f"forecast.jobs.{job_id}"
+        if not isinstance(entry, dict):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}: expected an object)")
+        for key in ("start", "finish"):
+            band = entry.get(key)
+            if band is not None and not (isinstance(band, list) and len(band) == 3 and all(
+                    v is None or _number(v) for v in band)):
+                raise SnapshotError(f"{path}: malformed snapshot ({where}.{key}: expected "
+                                    "[p10, p50, p90] or null)")
+        if not _number(entry.get("preempt_chance")) or not isinstance(entry.get("ahead"), int) \
+                or not isinstance(entry.get("first_ahead"), list):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}: expected preempt_chance, "
+                                "ahead and first_ahead)")
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

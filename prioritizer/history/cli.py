@@ -15,6 +15,7 @@ import math
 import os
 import dataclasses
 import io
+import json
 import sqlite3
 import sys
 import time
@@ -29,6 +30,11 @@ from prioritizer.history.check import (against_baseline, check, dispatch_latency
                                         format_fidelity, phased, start_latency_from)
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
+from prioritizer.history.forecast_check import (DEFAULT_MOMENTS, check_forecasts)
+from prioritizer.history.forecast_check import format_report as format_forecast_report
+from prioritizer.history.forecast_check import report as forecast_report
+from prioritizer.forecast.forecast import DEFAULT_DRAWS
+from prioritizer.sim.traces import FORMATS, TraceError, read_trace
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
 from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
@@ -96,6 +102,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      default=DEFAULT_WINDOW_JOBS, metavar="N",
                      help=f"jobs per window of eligible order (default {DEFAULT_WINDOW_JOBS})")
     chk.add_argument("--summary-only", action="store_true", help="no per-job lines")
+    chk.add_argument("--forecasts", action="store_true",
+                     help="check start-time forecasts instead: at moments of the replay, "
+                     "forecast every waiting job as the daemon does and compare with the "
+                     "start the replay gave (any trace dlprio simulate reads)")
+    chk.add_argument("--format", choices=sorted(FORMATS),
+                     help="with --forecasts: the trace format (default: from the header)")
+    chk.add_argument("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
+                     help="with --forecasts: keep jobs submitted at or after SECONDS (trace "
+                     "time); re-base to 0")
+    chk.add_argument("--moments", type=numbers.count("--moments", 100_000),
+                     default=DEFAULT_MOMENTS, metavar="N",
+                     help=f"with --forecasts: moments to forecast at (default {DEFAULT_MOMENTS})")
+    chk.add_argument("--draws", type=numbers.count("--draws", 10_000), default=DEFAULT_DRAWS,
+                     metavar="N", help="with --forecasts: duration draws per forecast "
+                     f"(default {DEFAULT_DRAWS})")
+    chk.add_argument("--json", action="store_true",
+                     help="with --forecasts: print the figures as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -326,6 +349,12 @@ def start_latency(value: str) -> float:
 
 
 def _check(args: argparse.Namespace) -> int:
+    if args.forecasts:
+        return _check_forecasts(args)
+    used = [flag for flag, given in (("--format", args.format), ("--since", args.since),
+                                     ("--json", args.json)) if given]
+    if used:
+        raise CliError(f"{', '.join(used)} only apply with --forecasts")
     config = policy_config(args.policy, args.config)
     baseline = baseline_policy(args.baseline)
     cluster = cluster_of(args)
@@ -357,6 +386,29 @@ def _check(args: argparse.Namespace) -> int:
         against_baseline(fidelity, base, args.window_jobs), baseline, args.window_jobs,
         styled=tables.is_terminal(),
         what=" replayed (real: the JCTs the cluster gave, under the policy that ran)"))
+    return 0
+
+
+def _check_forecasts(args: argparse.Namespace) -> int:
+    """``check --forecasts``: forecast quality on a replay of the trace
+    (:mod:`prioritizer.history.forecast_check`)."""
+    config = policy_config(args.policy, args.config)
+    cluster = cluster_of(args)
+    try:
+        trace = read_trace(args.trace, args.format, args.since)
+    except TraceError as exc:
+        raise CliError(str(exc)) from None
+    if not trace.jobs:
+        raise CliError(f"{args.trace}: no jobs to replay (after --since and skipping)")
+    try:
+        checks = check_forecasts(trace, cluster, config, args.moments, args.draws)
+    except ValueError as exc:
+        raise CliError(f"{args.trace}: {exc}") from None
+    data = forecast_report(checks, args.moments, args.draws)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_forecast_report(data, styled=tables.is_terminal()))
     return 0
 
 

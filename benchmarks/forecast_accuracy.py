@@ -1,0 +1,91 @@
+"""Start-time forecast quality on the shipped traces (prints figures, asserts nothing).
+
+For Philly's dense window (127 × 8) and ITP cluster04 (69 × 8), real nodes, the default costs
+(15 s checkpoint, 121 s requeue, 30 s ticks, 60 s min run), each policy of ``--policies``:
+``dlprio history check --forecasts``'s figures (:mod:`prioritizer.history.forecast_check`:
+jobs that waited at least 10 min from the moment, median ``|p50 - actual| / wait``, share of
+actual starts inside p10-p90, the naive "position × mean run time" error) and, with ``--plot``,
+the calibration plot: per trace the share of actual starts at or before the forecast's p10,
+p50 and p90 (ideal: 0.1, 0.5, 0.9), and forecast p50 against the actual wait.
+
+    .venv/bin/python benchmarks/forecast_accuracy.py [--moments 100] [--draws 20] \\
+        [--policies tiresias-las] [--plot docs/forecast-calibration.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from prioritizer.history.forecast_check import JobCheck, check_forecasts, report
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.engine import Cluster
+from prioritizer.sim.traces import read_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+TRACES = {  # name: (path, --since, nodes)
+    "Philly dense (127 × 8)": (ROOT / "data/traces/philly-15k/philly_data_training.csv",
+                               4147200.0, 127),
+    "ITP cluster04 (69 × 8)": (ROOT / "data/traces/itp-2021/cluster04.csv", None, 69),
+}
+
+
+def plot(results: dict[str, list[JobCheck]], path: str) -> None:
+    """The calibration plot (see module doc) of the checks that waited at least 10 min."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, len(results), figsize=(5.5 * len(results), 9.5), squeeze=False)
+    for col, (name, checks) in enumerate(results.items()):
+        kept = [c for c in checks if c.actual >= 600]
+        ax = axes[0][col]
+        levels = (0.1, 0.5, 0.9)
+        if kept:
+            seen = [sum(c.actual <= getattr(c, f"p{int(q * 100)}") for c in kept) / len(kept)
+                    for q in levels]
+            ax.plot(levels, seen, "o-", label="forecast (no arrivals)")
+        ax.plot((0, 1), (0, 1), "k--", label="calibrated")
+        ax.set(title=f"{name}: {len(kept)} forecasts", xlabel="forecast quantile",
+               ylabel="share of actual starts at or before it", xlim=(0, 1), ylim=(0, 1))
+        ax.legend(loc="upper left")
+        ax = axes[1][col]
+        hours = [c.actual / 3600 for c in kept]
+        ax.loglog(hours, [max(c.p50, 1) / 3600 for c in kept], ".", alpha=0.4,
+                  label="forecast p50")
+        ax.loglog(hours, [max(c.naive, 1) / 3600 for c in kept], "x", alpha=0.3,
+                  label="naive: position × mean run time")
+        if hours:
+            ax.plot((min(hours), max(hours)), (min(hours), max(hours)), "k--", label="exact")
+        ax.set(xlabel="actual wait from the moment (h)", ylabel="predicted wait (h)")
+        ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--moments", type=int, default=100)
+    parser.add_argument("--draws", type=int, default=20)
+    parser.add_argument("--policies", default="tiresias-las")
+    parser.add_argument("--plot", metavar="OUT.png")
+    args = parser.parse_args()
+    results = {}
+    for policy in args.policies.split(","):
+        for name, (path, since, nodes) in TRACES.items():
+            trace = read_trace(path, since=since)
+            started = time.process_time()
+            checks = check_forecasts(trace, Cluster(nodes, 8), PolicyConfig(policy=policy),
+                                     args.moments, args.draws)
+            cpu = time.process_time() - started
+            data = report(checks, args.moments, args.draws)["forecasts"]
+            print(f"{name}, {policy}: {json.dumps(data)} ({cpu:.1f} s CPU)", flush=True)
+            results[f"{name}, {policy}"] = checks
+    if args.plot:
+        plot(results, args.plot)
+        print(f"plot: {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

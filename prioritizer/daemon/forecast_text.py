@@ -1,0 +1,120 @@
+"""How the views show a start-time forecast of the snapshot (pure: ``now`` is an argument).
+
+``dlqueue``'s START column (:func:`start_cell`: the p50 start as ``~25m``, ``~3h``, ``~2d``;
+``>24h`` beyond the horizon; ``now`` when due), its ``--json`` field (:func:`json_field`) and
+the lines of ``dlqueue -j ID`` and ``dlprio explain ID`` (:func:`detail_lines`: p10-p90 of
+start and finish, the jobs ahead, the chance of a preemption). A forecast older than its
+``stale_after_s``, or in a snapshot the daemon no longer updates (:func:`expired`), is never
+shown as current: the views say it is stale instead. Snapshot
+format: :mod:`prioritizer.daemon.forecasts`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+Forecast = Mapping[str, Any]
+
+
+def is_fresh(forecast: Forecast | None, now: float) -> bool:
+    """Whether ``forecast`` exists and is at most ``stale_after_s`` old at ``now``."""
+    return forecast is not None and now - forecast["made_at"] <= forecast["stale_after_s"]
+
+
+def expired(forecast: Forecast | None) -> dict[str, Any] | None:
+    """``forecast`` marked stale whatever its age: what the views use when the snapshot
+    itself is old (the daemon stopped), so that no forecast of a stopped daemon looks current."""
+    return None if forecast is None else {**forecast, "stale_after_s": -1.0}
+
+
+def entry(forecast: Forecast | None, job_id: int) -> Mapping[str, Any] | None:
+    """The forecast of ``job_id`` (None: not in it)."""
+    if forecast is None:
+        return None
+    found = forecast["jobs"].get(str(job_id))
+    return found if isinstance(found, Mapping) else None
+
+
+def span(seconds: float) -> str:
+    """A duration as the views write it: ``25m`` under 90 minutes, ``3h`` under 48 hours,
+    else ``2d`` (rounded; at least ``1m``)."""
+    if seconds < 90 * 60:
+        return f"{max(round(seconds / 60), 1)}m"
+    if seconds < 48 * 3600:
+        return f"{round(seconds / 3600)}h"
+    return f"{round(seconds / 86400)}d"
+
+
+def when(at: float | None, now: float, horizon_s: float) -> str:
+    """One forecast time relative to ``now``: ``now`` when due (within a minute), ``~25m``,
+    ``>24h`` beyond the horizon (None)."""
+    if at is None:
+        return f">{span(horizon_s)}"
+    if at - now < 60:
+        return "now"
+    return f"~{span(at - now)}"
+
+
+def start_cell(forecast: Forecast | None, job_id: int, now: float, waiting: bool) -> str:
+    """The START cell of a waiting job: its p50 start; "" for a running job, without a fresh
+    forecast, or for a job the forecast does not hold; ``never`` when it fits on no node."""
+    if not waiting or not is_fresh(forecast, now):
+        return ""
+    assert forecast is not None   # is_fresh
+    found = entry(forecast, job_id)
+    if found is None:
+        return ""
+    if found["start"] is None:
+        return "never"
+    return when(found["start"][1], now, forecast["horizon_s"])
+
+
+def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, Any] | None:
+    """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` and ``finish``
+    (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon; ``null`` lists: fits on no
+    node), ``preempt_chance``, ``ahead``, ``horizon_s``; None without a fresh forecast."""
+    found = entry(forecast, job_id) if is_fresh(forecast, now) else None
+    if found is None or forecast is None:
+        return None
+    return {"made_at": forecast["made_at"], "start": found["start"], "finish": found["finish"],
+            "preempt_chance": found["preempt_chance"], "ahead": found["ahead"],
+            "horizon_s": forecast["horizon_s"]}
+
+
+def _band(values: list[float | None] | None, now: float, horizon_s: float) -> str:
+    if values is None:
+        return "never (fits on no node)"
+    low, mid, high = (when(v, now, horizon_s) for v in values)
+    return f"{low} to {high} (median {mid})"
+
+
+def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bool,
+                 daemon_known: bool = True) -> list[str]:
+    """The forecast lines of one job for ``dlqueue -j`` and ``dlprio explain``."""
+    if forecast is None:
+        why = ("the daemon has not made one yet" if daemon_known
+               else "no daemon snapshot")
+        return [f"forecast: none ({why})"]
+    made = time.strftime("%H:%M:%S UTC", time.gmtime(forecast["made_at"]))
+    age = span(max(now - forecast["made_at"], 0))
+    if not is_fresh(forecast, now):
+        return [f"forecast: STALE (made at {made}, {age} ago; the daemon is stopped or "
+                "late): not shown"]
+    found = entry(forecast, job_id)
+    if found is None:
+        return [f"forecast: none for this job yet (the last one, made at {made}, predates it)"]
+    horizon = forecast["horizon_s"]
+    lines = [f"forecast: made at {made} ({age} ago) from {forecast['draws']} duration draws; "
+             "no job submitted later is counted"]
+    if not running:
+        lines.append(f"  start: {_band(found['start'], now, horizon)}")
+    lines.append(f"  finish: {_band(found['finish'], now, horizon)}")
+    if not running:
+        first = ", ".join(str(j) for j in found["first_ahead"])
+        more = f" ({first}{', ...' if found['ahead'] > len(found['first_ahead']) else ''})" \
+            if first else ""
+        lines.append(f"  jobs ahead in the start order: {found['ahead']}{more}")
+    lines.append(f"  preempted before it ends: {found['preempt_chance'] * 100:.0f} % of draws")
+    return lines

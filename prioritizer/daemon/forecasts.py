@@ -1,0 +1,193 @@
+"""Start-time forecasts in the daemon: made every ``forecast.every_cycles`` cycles in a child
+process, never in a cycle, and published in the snapshot (``dlqueue``'s START column,
+``dlqueue -j``, ``dlprio explain``).
+
+A cycle that is due builds the :class:`prioritizer.forecast.world.World` from what it observed
+(:func:`world_of`: the policy's snapshot with the queue states just decided, time limits from
+squeue's records) and hands it to a one-process pool (``spawn``: the child shares no lock or
+thread with the daemon). The child (:func:`run_forecast`) makes seeded draws until
+``forecast.draws`` are made or ``forecast.cpu_budget_s`` CPU seconds are spent (one draw at
+least) and returns the forecast. The next cycles only look whether it is ready; one still
+running when the next is due is left to finish. Remaining run times are drawn from the learned
+distribution (the Gittins policy's when it learns one, else one learned the same way:
+:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). No arrival is invented.
+
+Snapshot field ``forecast`` (absent until the first forecast is ready)::
+
+    {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
+     "cpu_s": float,
+     "jobs": {"<job id>": {"start": [p10, p50, p90], "finish": [p10, p50, p90],
+                           "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
+
+Times are epoch seconds; ``null`` in ``start``/``finish`` is beyond the horizon; ``"start":
+null`` alone: the job fits on no node. A reader calls the forecast stale once ``made_at`` is
+more than ``stale_after_s`` old (three refresh periods).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+import time
+from collections.abc import Mapping
+from multiprocessing.pool import AsyncResult, Pool
+from typing import Any
+
+from prioritizer.config_file import ForecastConfig
+from prioritizer.daemon.log import event
+from prioritizer.daemon.observe import Observation, UnitCache
+from prioritizer.forecast.forecast import Forecast, draw, needed_draws, summarize
+from prioritizer.forecast.replay import Outcome
+from prioritizer.forecast.world import ForecastJob, World
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import Decisions, JobPhase
+
+
+def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
+             units: UnitCache | None = None) -> World:
+    """The forecast's world at ``obs.now``: every managed job with the queue state
+    ``decisions`` gave it. A node offers the GPUs free on it plus those the managed jobs hold
+    (GPUs of jobs the daemon does not manage stay theirs). A job releasing its GPUs by a
+    preemption is in ``grace`` until ``checkpoint_overhead_s`` from now; one ending on its own
+    (COMPLETING) has no run time left. ``units`` (the daemon's cache of squeue records)
+    gives each job's time limit. A running job whose nodes Slurm did not name is left out
+    (its GPUs are not free, so they stay taken)."""
+    now = obs.now
+    held: dict[str, int] = {}
+    jobs = []
+    for view in obs.snapshot.jobs:
+        st = decisions.states.get(view.job_id)
+        unit = obs.units.get(view.job_id)
+        records = (units or {}).get(view.job_id)
+        limit = records[0][0].time_limit_s if records and records[0] else None
+        running = view.phase is JobPhase.RUNNING
+        if running and (view.run_start is None or len(view.nodes) != len(view.gpus_per_node)):
+            continue   # where it runs is not known: its GPUs count as taken, it is left out
+        ending = running and unit is not None and unit.state == "COMPLETING"
+        phase = "grace" if running and view.releasing and not ending else (
+            "running" if running else "pending")
+        for node, g in zip(view.nodes, view.gpus_per_node):
+            held[node] = held.get(node, 0) + g
+        jobs.append(ForecastJob(
+            str(view.job_id), phase, view.gpus_per_node, view.submit_time,
+            attained_gpu_s=view.attained_gpu_s, attained_s=view.attained_s,
+            run_start=view.run_start if running else None,
+            nodes=view.nodes if running else (),
+            queue=st.queue if st else view.queue,
+            queue_entry_time=st.queue_entry_time if st else view.queue_entry_time,
+            service_base_gpu_s=st.service_base_gpu_s if st else view.service_base_gpu_s,
+            last_run_s=view.last_run_s, last_run_end=view.last_run_end,
+            eligible=None if running else view.eligible_time,
+            time_limit_s=float(limit) if limit else None,
+            remaining_s=0.0 if ending else None, preemptible=view.preemptible,
+            grace_end=now + config.checkpoint_overhead_s if phase == "grace" else None))
+    nodes = tuple((n.name, n.gpus_free + held.get(n.name, 0)) for n in obs.snapshot.nodes)
+    return World(now, nodes, tuple(j for j in jobs if on_known_nodes(j, nodes)))
+
+
+def on_known_nodes(job: ForecastJob, nodes: tuple[tuple[str, int], ...]) -> bool:
+    """Whether a job holding GPUs holds them on nodes the world knows (a node Slurm no longer
+    reports, e.g. one just removed, leaves its jobs out of the forecast)."""
+    names = {name for name, _ in nodes}
+    return all(n in names for n in job.nodes)
+
+
+def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
+                 draws: int, cpu_budget_s: float, horizon_s: float,
+                 seed: int = 0) -> tuple[Forecast, float]:
+    """The child's work: draws until ``draws`` are made or ``cpu_budget_s`` of this process's
+    CPU time is spent (one at least); the forecast and the CPU seconds it took."""
+    started = time.process_time()
+    distribution = GittinsDistribution(samples)
+    per_draw: list[list[Outcome]] = []
+    order: tuple[str, ...] = ()
+    for number in range(needed_draws(world, draws)):
+        outcomes, drawn_order = draw(world, config, distribution, seed, number, horizon_s)
+        per_draw.append(outcomes)
+        if number == 0:
+            order = drawn_order
+        if time.process_time() - started >= cpu_budget_s:
+            break
+    return summarize(world, per_draw, order), time.process_time() - started
+
+
+def _when(value: float) -> float | None:
+    return None if math.isinf(value) else round(value, 1)
+
+
+def public(made: Forecast, horizon_s: float, stale_after_s: float,
+           cpu_s: float) -> dict[str, Any]:
+    """The snapshot's ``forecast`` object of ``made`` (see module doc)."""
+    jobs: dict[str, Any] = {}
+    for job in made.jobs:
+        if job.start is None or job.finish is None:
+            jobs[job.job_id] = {"start": None, "finish": None, "preempt_chance": 0.0,
+                                "ahead": 0, "first_ahead": []}
+            continue
+        jobs[job.job_id] = {"start": [_when(v) for v in job.start],
+                            "finish": [_when(v) for v in job.finish],
+                            "preempt_chance": round(job.preempt_chance, 3),
+                            "ahead": job.ahead,
+                            "first_ahead": [int(j) for j in job.first_ahead]}
+    return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
+            "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "jobs": jobs}
+
+
+class Forecaster:
+    """Starts forecasts in a child process and keeps the last one ready (module doc)."""
+
+    def __init__(self, cfg: ForecastConfig, interval_s: float, log: Any) -> None:
+        self.cfg, self.log = cfg, log
+        self.stale_after_s = 3 * cfg.every_cycles * interval_s + cfg.cpu_budget_s
+        self.pool: Pool | None = None
+        self.running: AsyncResult[tuple[Forecast, float]] | None = None
+        self.latest: dict[str, Any] | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.cfg.every_cycles > 0
+
+    def collect(self) -> None:
+        """Take the forecast in flight when it is ready (a failure is logged, never raised)."""
+        if self.running is None or not self.running.ready():
+            return
+        try:
+            made, cpu_s = self.running.get(0)
+        except Exception as exc:   # the child's error: logged, the next one is tried
+            event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
+        else:
+            self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s)
+            event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
+                  cpu_s=round(cpu_s, 2))
+        self.running = None
+
+    def tick(self, cycle: int, obs: Observation, decisions: Decisions, config: PolicyConfig,
+             distribution: GittinsDistribution, units: UnitCache | None = None) -> None:
+        """Once per cycle: collect a ready forecast; start one when due and none runs."""
+        if not self.enabled:
+            return
+        self.collect()
+        if self.running is not None or cycle % self.cfg.every_cycles:
+            return
+        world = world_of(obs, decisions, config, units)
+        if self.pool is None:
+            self.pool = multiprocessing.get_context("spawn").Pool(1)
+        self.running = self.pool.apply_async(run_forecast, (
+            world, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
+            self.cfg.horizon_s, cycle))
+
+    def close(self) -> None:
+        """Stop the child (a forecast in flight is dropped)."""
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+        self.running = None
+
+
+def band_of(entry: Mapping[str, Any], key: str) -> tuple[float | None, ...] | None:
+    """``start`` or ``finish`` of a snapshot forecast entry as a tuple (None: fits nowhere)."""
+    values = entry.get(key)
+    return None if values is None else tuple(values)

@@ -1,0 +1,153 @@
+"""Per-job start and finish forecasts from several seeded draws (pure; no clock, no I/O).
+
+:func:`forecast` replays the :class:`~prioritizer.forecast.world.World` forward ``draws``
+times (:class:`~prioritizer.forecast.replay.ForwardReplay`), each time with remaining run
+times drawn by :func:`prioritizer.forecast.draws.remaining_s` from an RNG seeded with
+``seed`` and the draw's number (the same inputs give the same forecast), and reports per job
+the 10th, 50th and 90th percentiles of its start and finish time (linear interpolation
+between the sorted draws) and the share of draws in which it was preempted before it ended.
+When every job's remaining time is known, one replay is the answer (all draws agree).
+No arrival is invented (``prioritizer.forecast.replay``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from math import inf
+
+from prioritizer.forecast.draws import needs_draw, remaining_s
+from prioritizer.forecast.replay import ForwardReplay, Outcome
+from prioritizer.forecast.world import World
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+
+#: draws of a forecast unless the caller says otherwise
+DEFAULT_DRAWS = 20
+#: ids of the jobs ahead kept per job (the first in the start order; all are counted)
+AHEAD_SHOWN = 5
+
+Band = tuple[float, float, float]
+
+
+@dataclass(frozen=True)
+class JobForecast:
+    """One job's forecast (seconds, the world's clock).
+
+    Attributes:
+        job_id: as in the world.
+        start: (p10, p50, p90) of its first start at or after ``now``; a job already holding
+            GPUs has its run start three times. ``inf``: beyond the horizon. None: it fits on
+            no node of the world.
+        finish: (p10, p50, p90) of its end; None as ``start``.
+        preempt_chance: share of draws (0-1) in which it is preempted before it ends.
+        ahead: how many pending jobs are before it in the policy's start order at ``now``
+            (0 for a job holding GPUs).
+        first_ahead: the ids of the first :data:`AHEAD_SHOWN` of those, in start order.
+    """
+
+    job_id: str
+    start: Band | None
+    finish: Band | None
+    preempt_chance: float
+    ahead: int
+    first_ahead: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A forecast made at ``now`` from ``draws`` replays; ``jobs`` in the world's order."""
+
+    now: float
+    draws: int
+    jobs: tuple[JobForecast, ...]
+
+    def by_id(self) -> dict[str, JobForecast]:
+        return {j.job_id: j for j in self.jobs}
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """The ``q`` quantile (0-1) of ascending ``sorted_values`` (non-empty), interpolated
+    linearly between the closest ranks (numpy's default ``linear`` method); a value beyond
+    the horizon (``inf``) makes every point above the rank below it ``inf``."""
+    pos = q * (len(sorted_values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    low, high, frac = sorted_values[lo], sorted_values[hi], pos - lo
+    if frac == 0 or low == high:
+        return low
+    if high == inf:
+        return inf   # beyond the horizon: so is any point between
+    return low + (high - low) * frac
+
+
+def band(values: list[float]) -> Band:
+    """(p10, p50, p90) of ``values`` (non-empty)."""
+    ordered = sorted(values)
+    return quantile(ordered, 0.1), quantile(ordered, 0.5), quantile(ordered, 0.9)
+
+
+def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution, seed: int,
+         number: int, horizon_s: float | None = None) -> tuple[list[Outcome], tuple[str, ...]]:
+    """Draw ``number`` of a forecast: remaining run times from
+    ``random.Random(seed * 1_000_003 + number)``, then one replay (:class:`ForwardReplay`);
+    its outcomes and the start order at ``now``."""
+    rng = random.Random(seed * 1_000_003 + number)
+    left = [remaining_s(j, distribution.samples, world.now, rng) for j in world.jobs]
+    return ForwardReplay(world, config, left, distribution).outcomes(horizon_s)
+
+
+def needed_draws(world: World, draws: int) -> int:
+    """``draws``, or 1 when every remaining run time is known (every draw is the same)."""
+    return draws if any(needs_draw(j) for j in world.jobs) else 1
+
+
+def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...]
+              ) -> Forecast:
+    """The :class:`Forecast` of the draws' outcomes (at least one draw) and the first draw's
+    start order."""
+    place = {job_id: k for k, job_id in enumerate(order)}
+    out = []
+    for i, job in enumerate(world.jobs):
+        seen = [d[i] for d in per_draw]
+        if seen[0].start is None:
+            out.append(JobForecast(job.job_id, None, None, 0.0, 0, ()))
+            continue
+        starts = [o.start if o.start is not None else inf for o in seen]
+        ends = [o.end if o.end is not None else inf for o in seen]
+        chance = sum(o.preempted for o in seen) / len(seen)
+        ahead = place.get(job.job_id, 0)
+        out.append(JobForecast(job.job_id, band(starts), band(ends), chance, ahead,
+                               order[:min(ahead, AHEAD_SHOWN)]))
+    return Forecast(world.now, len(per_draw), tuple(out))
+
+
+def forecast(world: World, config: PolicyConfig, distribution: GittinsDistribution,
+             draws: int = DEFAULT_DRAWS, seed: int = 0,
+             horizon_s: float | None = None) -> Forecast:
+    """Forecast every job of ``world`` under ``config`` (see module doc).
+
+    Args:
+        world: the live state.
+        config: the policy and costs in force.
+        distribution: the learned duration distribution (its samples are drawn from; also the
+            Gittins policy's ranking).
+        draws: replays to run (>= 1).
+        seed: RNG seed; draw ``d`` uses ``random.Random(seed * 1_000_003 + d)``.
+        horizon_s: replay only this far past ``now`` (s; None: to the last completion); a
+            start or finish beyond it is ``inf`` (a band's point is ``inf`` when enough
+            draws put it there).
+
+    Raises:
+        ValueError: ``draws`` < 1, or as the scheduler (``srtf`` needs every duration).
+    """
+    if draws < 1:
+        raise ValueError(f"draws: must be >= 1 (got {draws})")
+    per_draw: list[list[Outcome]] = []
+    order: tuple[str, ...] = ()
+    for d in range(needed_draws(world, draws)):
+        outcomes, drawn_order = draw(world, config, distribution, seed, d, horizon_s)
+        per_draw.append(outcomes)
+        if d == 0:
+            order = drawn_order
+    return summarize(world, per_draw, order)

@@ -1,0 +1,155 @@
+"""One forward replay of a :class:`~prioritizer.forecast.world.World` with known remaining
+run times: the simulator's event loop (``prioritizer.sim.engine.Simulator``) seeded with the
+live state instead of a trace's arrivals.
+
+Seeding at ``world.now``: every job is filed with the scheduler (``policy.incremental``) with
+its service so far and its recorded queue state; a running job is started on its own nodes at
+its own run start (its attained service, thrash guard and victim order are those of the
+cluster), its completion falls at ``now`` + its remaining run time; a ``grace`` job is
+started and signalled (its GPUs come free at ``grace_end``, then it is requeued); a pending
+job with a BeginTime becomes startable then. From there the policy and the start model decide
+exactly as in ``dlprio simulate``, with the same costs (checkpoint overhead, requeue delay,
+preemptions on the daemon's ticks, ``tick_on_time``). No arrival is invented: the forecast is
+"if no other job were submitted", so a job's start is a lower bound in a queue that keeps
+growing ahead of it (new jobs of a higher priority queue jump ahead under LAS).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from math import inf
+
+from prioritizer.forecast.world import World
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.incremental import Scheduler
+from prioritizer.policy.placement import can_ever_fit
+from prioritizer.sim.engine import (Completion, DecisionTick, GraceEnd, RequeueReady, SimJob,
+                                    Simulator, fewer_collections)
+from prioritizer.sim.traces import TraceJob
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One job in one draw: ``start`` (the first start at or after ``now``; a job holding GPUs
+    keeps its run start), ``end`` (s) and whether it was preempted before it ended (within
+    the horizon). ``inf``: not within the horizon. ``None`` start/end: the job fits on no node
+    of the world."""
+
+    start: float | None
+    end: float | None
+    preempted: bool
+
+
+class ForwardReplay(Simulator):
+    """The simulator seeded from ``world`` with ``remaining[i]`` s of run time left for
+    ``world.jobs[i]`` (see module doc). :meth:`outcomes` runs it."""
+
+    def __init__(self, world: World, config: PolicyConfig, remaining: list[float],
+                 distribution: GittinsDistribution | None = None) -> None:
+        # Simulator's state, without a trace (its __init__ files a trace's arrivals)
+        self.config, self.tick_on_time = config, True
+        names = [name for name, _ in world.nodes]
+        at = {name: i for i, name in enumerate(names)}
+        held = [0] * len(names)
+        for job in world.jobs:
+            for node, g in zip(job.nodes, job.gpus_per_node):
+                held[at[node]] += g
+        totals = [max(total, h) for (_, total), h in zip(world.nodes, held)]
+        self.sched = Scheduler(config, totals, names, distribution)
+        self.jobs: dict[int, SimJob] = {}
+        self.unfittable = 0
+        self.active = 0
+        self.heap = []
+        self.seq = 0
+        self.tick_at = None
+        self.samples = []
+        self.gpu_s_held = 0.0
+        self.released = []
+        self.world = world
+        self.fits = [True] * len(world.jobs)
+        now = world.now
+        sched = self.sched
+        fits: dict[tuple[int, ...], bool] = {}
+        for i, (job, left) in enumerate(zip(world.jobs, remaining)):
+            pairs = sorted(zip(job.gpus_per_node, job.nodes), reverse=True) \
+                if job.phase != "pending" else None
+            shape = tuple(g for g, _ in pairs) if pairs else \
+                tuple(sorted(job.gpus_per_node, reverse=True))
+            if pairs is None and shape not in fits:
+                fits[shape] = can_ever_fit(shape, totals)
+            if pairs is None and not fits[shape]:
+                self.fits[i] = False
+                self.unfittable += 1
+                continue
+            ran = now - job.run_start if job.run_start is not None else 0.0
+            sim = self.jobs[i] = SimJob(TraceJob(i, job.job_id, 0, job.submit, job.gpus, left),
+                                        shape)
+            sim.spell = 1
+            rec = sim.rec = sched.add(i, shape, job.submit, left + ran, job.preemptible)
+            rec.closed_gpu_s = max(job.attained_gpu_s - ran * job.gpus, 0.0)
+            rec.closed_s = max(job.attained_s - ran, 0.0)
+            rec.queue, rec.entry = job.queue, job.queue_entry_time
+            rec.base = job.service_base_gpu_s
+            rec.last_run_s, rec.last_run_end = job.last_run_s, job.last_run_end
+            self.active += 1
+            if pairs is None:
+                if job.eligible is not None and job.eligible > now:
+                    rec.eligible = job.eligible
+                    self.push(job.eligible, RequeueReady(i))
+                continue
+            assert job.run_start is not None   # World checks it for running and grace jobs
+            sched.start(i, tuple(at[n] for _, n in pairs), job.run_start)
+            sim.run = 1
+            sim.first_start = job.run_start
+            if job.phase == "running":
+                self.push(now + left, Completion(i, 1))
+                self.schedule_crossing(sim, now)
+                guard = job.run_start + config.min_run_s
+                if config.preemption and config.min_run_s > 0 and guard > now:
+                    self.push(guard, DecisionTick(False))
+            else:
+                sched.signal(i, now)
+                sim.preemptions = 1
+                self.push(max(job.grace_end or now, now), GraceEnd(i, 1))
+        self.push(now, DecisionTick(False))
+        self.order: tuple[int, ...] = ()
+
+    def outcomes(self, horizon_s: float | None = None
+                 ) -> tuple[list[Outcome], tuple[str, ...]]:
+        """Run the replay to the last completion, or to ``world.now + horizon_s``: per job of
+        the world its :class:`Outcome`, and the ids of the pending jobs in the policy's start
+        order at ``now`` (after the starts made at ``now``)."""
+        heap = self.heap
+        first = True
+        stop = self.world.now + horizon_s if horizon_s is not None else float("inf")
+        with fewer_collections():
+            while heap:
+                now = heap[0][0]
+                if now > stop:
+                    break
+                changed, tick = False, False
+                while heap and heap[0][0] == now:
+                    event = heapq.heappop(heap)[3]
+                    if type(event) is DecisionTick:
+                        tick = tick or event.preempt
+                        changed = True
+                    else:
+                        changed = self.apply(event, now) or changed
+                if changed and self.active:
+                    self.decide(now, tick)
+                if first:
+                    first = False
+                    self.order = self.sched.start_order(now)
+        out = []
+        for i, job in enumerate(self.world.jobs):
+            sim = self.jobs.get(i)
+            if sim is None:
+                out.append(Outcome(None, None, False))
+            else:
+                start = sim.first_start if sim.first_start is not None else inf
+                out.append(Outcome(start, sim.end if sim.end is not None else inf,
+                                   sim.preemptions > 0))
+        ids = self.world.jobs
+        return out, tuple(ids[i].job_id for i in self.order)

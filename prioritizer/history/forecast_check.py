@@ -1,0 +1,248 @@
+"""``dlprio history check --forecasts``: how good the start-time forecasts are on a history.
+
+The history (any trace ``dlprio simulate`` reads, a ``dlprio history export`` included) is
+replayed once under the policy (``prioritizer.sim.engine``), with its arrivals: that replay
+gives each job's actual starts. At ``moments`` evenly spaced times (the k-th at
+``first + (k + 0.5) / moments`` of the span from the first to the last arrival) the replay's
+live state is taken as the daemon sees it (running jobs with their attained service and
+nodes, pending jobs with their queue state, BeginTimes) and every pending job (new, or
+requeued after a preemption) is forecast as the daemon forecasts (:func:`prioritizer.forecast.forecast.forecast`,
+remaining run times unknown and drawn). The duration distribution is learned, as the daemon
+learns it, from the jobs that ended before the moment (GPU·s = GPUs × run time; below
+:data:`prioritizer.sim.learned.MIN_SAMPLES` jobs the packaged distribution).
+
+Per forecast job: the wait still ahead ``actual start - moment`` (s; its next start in the
+replay) and the forecast's
+p10/p50/p90 of it; the relative error ``|p50 - actual| / actual`` (waits from the moment);
+whether ``p10 <= actual <= p90`` (coverage of the 80 % band). Beside it the naive estimate
+"position × mean duration": ``(jobs ahead + 1) × mean run time / running jobs`` (the queue
+drains one job per ``mean run time / running jobs`` seconds; mean run time of the jobs ended
+before the moment). Summaries count jobs whose actual wait from the moment is at least
+:data:`MIN_WAIT_S`, and split them by wait length (:data:`WAIT_BUCKETS`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from prioritizer import tables
+from prioritizer.forecast.forecast import DEFAULT_DRAWS, forecast
+from prioritizer.forecast.world import ForecastJob, World
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.sim.engine import (Arrival, Cluster, DecisionTick, GraceEnd, SimJob, Simulator,
+                                    fewer_collections)
+from prioritizer.sim.learned import MIN_SAMPLES
+from prioritizer.sim.traces import Trace
+
+#: the shortest wait (s, from the forecast moment) a job needs to enter the summaries
+MIN_WAIT_S = 600.0
+#: the wait-length groups of the report: (label, from s, to s)
+WAIT_BUCKETS = (("10-30 min", 600.0, 1800.0), ("30 min-2 h", 1800.0, 7200.0),
+                ("2-8 h", 7200.0, 28800.0), (">8 h", 28800.0, float("inf")))
+DEFAULT_MOMENTS = 12
+
+
+@dataclass(frozen=True)
+class JobCheck:
+    """One forecast against the replay: waits in seconds from ``moment``."""
+
+    job: str
+    moment: float
+    actual: float
+    p10: float
+    p50: float
+    p90: float
+    naive: float
+
+    @property
+    def error(self) -> float:
+        return abs(self.p50 - self.actual) / self.actual if self.actual > 0 else 0.0
+
+    @property
+    def naive_error(self) -> float:
+        return abs(self.naive - self.actual) / self.actual if self.actual > 0 else 0.0
+
+    @property
+    def covered(self) -> bool:
+        return self.p10 <= self.actual <= self.p90
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The replay's state at one moment: the world, the samples learned so far, the mean run
+    time of the ended jobs (s; None when none ended) and the waiting jobs' ids."""
+
+    world: World
+    samples: tuple[float, ...]
+    mean_run_s: float | None
+    waiting: tuple[str, ...]
+
+
+class Observed(Simulator):
+    """The simulator, stopping at each of ``moments`` (sorted times) to take a
+    :class:`Snapshot` before the events of later times."""
+
+    def __init__(self, trace: Trace, cluster: Cluster, config: PolicyConfig,
+                 moments: Sequence[float], distribution: GittinsDistribution | None = None
+                 ) -> None:
+        super().__init__(trace, cluster, config, distribution, tick_on_time=True)
+        self.moments = list(moments)
+        self.snapshots: list[Snapshot] = []
+        #: per job id, the start time of each of its runs in order
+        self.starts: dict[int, list[float]] = {}
+
+    def start(self, job: SimJob, now: float) -> None:
+        self.starts.setdefault(job.trace.job_id, []).append(now)
+        super().start(job, now)
+
+    def observe(self) -> None:
+        """Run the replay to its end, taking the snapshots on the way."""
+        for job in self.jobs.values():
+            self.push(job.trace.submit, Arrival(job.trace.job_id))
+        heap = self.heap
+        pending_moments = list(reversed(self.moments))
+        with fewer_collections():
+            while heap:
+                now = heap[0][0]
+                while pending_moments and pending_moments[-1] < now:
+                    self.snapshots.append(self.snapshot_at(pending_moments.pop()))
+                changed, tick = False, False
+                while heap and heap[0][0] == now:
+                    event = heapq.heappop(heap)[3]
+                    if type(event) is DecisionTick:
+                        tick = tick or event.preempt
+                        changed = True
+                    else:
+                        changed = self.apply(event, now) or changed
+                if changed and self.active:
+                    self.decide(now, tick)
+
+    def snapshot_at(self, t: float) -> Snapshot:
+        grace_end = {event.job_id: when for when, _, _, event in self.heap
+                     if type(event) is GraceEnd}
+        names = ["pool"] if self.cluster.placement == "count" else [
+            f"n{i}" for i in range(self.cluster.nodes)]
+        nodes = tuple(zip(names, self.cluster.node_totals()))
+        jobs, waiting = [], []
+        ended: list[float] = []
+        run_s: list[float] = []
+        for sim in self.jobs.values():
+            if sim.end is not None:
+                if sim.end <= t:
+                    ended.append(sim.trace.num_gpus * sim.trace.duration)
+                    run_s.append(sim.trace.duration)
+                continue
+            rec = sim.rec
+            if rec is None:
+                continue
+            gpu_s, ran_s, _ = rec.service(t)
+            holding = rec.phase != "pending"
+            jobs.append(ForecastJob(
+                str(sim.trace.job_id), rec.phase, sim.shape, sim.trace.submit,
+                attained_gpu_s=gpu_s, attained_s=ran_s,
+                run_start=rec.run_start if holding else None,
+                nodes=rec.names if holding else (), queue=rec.queue,
+                queue_entry_time=rec.entry, service_base_gpu_s=rec.base,
+                last_run_s=rec.last_run_s, last_run_end=rec.last_run_end,
+                eligible=rec.eligible if not holding else None,
+                preemptible=rec.preemptible, grace_end=grace_end.get(sim.trace.job_id)))
+            if not holding:
+                waiting.append(str(sim.trace.job_id))
+        return Snapshot(World(t, nodes, tuple(jobs)), tuple(ended),
+                        statistics.fmean(run_s) if run_s else None, tuple(waiting))
+
+
+def moments_of(trace: Trace, count: int) -> list[float]:
+    """``count`` moments evenly spaced over the arrivals (see module doc)."""
+    first, last = trace.jobs[0].submit, trace.jobs[-1].submit
+    return [first + (k + 0.5) / count * (last - first) for k in range(count)]
+
+
+def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
+                    moments: int = DEFAULT_MOMENTS, draws: int = DEFAULT_DRAWS,
+                    seed: int = 0) -> list[JobCheck]:
+    """Every forecast of a waiting job at each moment, against the replay (module doc).
+
+    Raises:
+        ValueError: an empty trace, ``moments`` or ``draws`` < 1.
+    """
+    if not trace.jobs:
+        raise ValueError("the trace has no job to replay")
+    if moments < 1:
+        raise ValueError(f"moments: must be >= 1 (got {moments})")
+    packaged = load_distribution()
+    observed = Observed(trace, cluster, config, moments_of(trace, moments),
+                        packaged if config.policy == "tiresias-gittins" else None)
+    observed.observe()
+    starts = {str(i): runs for i, runs in observed.starts.items()}
+    out = []
+    for snap in observed.snapshots:
+        if not snap.waiting:
+            continue
+        samples = snap.samples
+        dist = GittinsDistribution(samples) if len(samples) >= MIN_SAMPLES else packaged
+        made = forecast(snap.world, config, dist, draws, seed).by_id()
+        running = sum(1 for j in snap.world.jobs if j.phase != "pending")
+        mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(
+            dist.samples)
+        t = snap.world.now
+        for job in snap.waiting:
+            got = made[job]
+            actual = next((s for s in starts.get(job, ()) if s > t), None)
+            if got.start is None or actual is None:
+                continue
+            naive = (got.ahead + 1) * mean_s / max(running, 1)
+            out.append(JobCheck(job, t, actual - t, got.start[0] - t, got.start[1] - t,
+                                got.start[2] - t, naive))
+    return out
+
+
+def summary(checks: Sequence[JobCheck], low: float = MIN_WAIT_S,
+            high: float = float("inf")) -> dict[str, Any]:
+    """``jobs``, ``median_rel_error``, ``coverage_p10_p90`` and ``naive_median_rel_error`` of
+    the checks whose actual wait is in ``[low, high)`` (None figures when there are none)."""
+    kept = [c for c in checks if low <= c.actual < high]
+    if not kept:
+        return {"jobs": 0, "median_rel_error": None, "coverage_p10_p90": None,
+                "naive_median_rel_error": None}
+    return {"jobs": len(kept),
+            "median_rel_error": statistics.median(c.error for c in kept),
+            "coverage_p10_p90": sum(c.covered for c in kept) / len(kept),
+            "naive_median_rel_error": statistics.median(c.naive_error for c in kept)}
+
+
+def report(checks: Sequence[JobCheck], moments: int, draws: int) -> dict[str, Any]:
+    """The ``--json`` object: ``forecasts`` = the summary of jobs that waited at least
+    :data:`MIN_WAIT_S`, with ``moments``, ``draws``, ``forecast_jobs`` (every forecast made)
+    and ``by_wait`` (one summary per :data:`WAIT_BUCKETS` group, with its ``wait``)."""
+    head = summary(checks)
+    head.update(moments=moments, draws=draws, forecast_jobs=len(checks),
+                by_wait=[{"wait": label, **summary(checks, lo, hi)}
+                         for label, lo, hi in WAIT_BUCKETS])
+    return {"forecasts": head}
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x * 100:.0f} %"
+
+
+def format_report(data: dict[str, Any], *, styled: bool = False) -> str:
+    """The text report: one line per wait group and one for all, then a note line."""
+    f = data["forecasts"]
+    head = ("wait from the moment", "jobs", "median |p50-actual|/wait", "in p10-p90",
+            "naive median error")
+    rows = [(b["wait"], str(b["jobs"]), _pct(b["median_rel_error"]),
+             _pct(b["coverage_p10_p90"]), _pct(b["naive_median_rel_error"]))
+            for b in f["by_wait"]]
+    rows.append((">= 10 min", str(f["jobs"]), _pct(f["median_rel_error"]),
+                 _pct(f["coverage_p10_p90"]), _pct(f["naive_median_rel_error"])))
+    text = tables.render(head, rows, head[1:], styled=styled).rstrip("\n")
+    return (f"{text}\n{f['forecast_jobs']} forecasts of waiting jobs at {f['moments']} moment(s), "
+            f"{f['draws']} draws each; no arrival after a moment is invented, so a forecast is "
+            "the start if nothing else were submitted")

@@ -1,0 +1,89 @@
+"""The daemon's start-time forecasts (``prioritizer.daemon.forecasts``): the world a cycle
+hands over, and a forecast made in the child process and published, on a world whose answer
+is worked out by hand."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+
+from daemon_unit_helpers import unit
+from prioritizer.config_file import ForecastConfig
+from prioritizer.daemon.forecasts import Forecaster, world_of
+from prioritizer.daemon.observe import Observation
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import Decisions, JobPhase, JobView, NodeView, QueueState, Snapshot
+from slurm_plugin.slurm_shapes import job_from_json
+
+NOW = 10_000.0
+
+
+def _observation():
+    """n0: 1 GPU held by job 1 (running since NOW - 40, 40 GPU·s); n1: 8 GPUs, 6 free (2 held
+    by a job the daemon does not manage); job 2 waits for 1 GPU."""
+    a = JobView(1, JobPhase.RUNNING, (1,), 0.0, attained_gpu_s=40.0, attained_s=40.0,
+                run_start=NOW - 40, nodes=("n0",))
+    b = JobView(2, JobPhase.PENDING, (1,), NOW - 100)
+    nodes = (NodeView("n0", 1, 0), NodeView("n1", 8, 6))
+    units = {1: unit(1, gpus=1), 2: unit(2, "PENDING", start=None, gpus=1)}
+    return Observation(NOW, Snapshot(nodes, (a, b)), units, ())
+
+
+def _decisions():
+    return Decisions(order=(2,), states={
+        1: QueueState(1, 0, NOW - 40, 0.0, False, "new"),
+        2: QueueState(2, 0, NOW - 100, 0.0, True, "new")})
+
+
+def test_world_of_a_cycle():
+    record = job_from_json({"job_id": 2, "job_state": "PENDING",
+                            "time_limit": 30})
+    world = world_of(_observation(), _decisions(), PolicyConfig(), {2: ((record,), None)})
+    assert world.now == NOW
+    assert world.nodes == (("n0", 1), ("n1", 6))   # n1: the 6 free GPUs only
+    a, b = world.jobs
+    assert (a.job_id, a.phase, a.run_start, a.nodes, a.queue) == ("1", "running", NOW - 40,
+                                                                   ("n0",), 0)
+    assert (b.job_id, b.phase, b.queue_entry_time, b.time_limit_s) == ("2", "pending",
+                                                                       NOW - 100, 1800.0)
+
+
+def test_a_forecast_is_made_in_the_child_and_published():
+    # every past job took 100 GPU·s: job 1 (40 of them done, 1 GPU) ends at NOW + 60; job 2
+    # finds 6 free GPUs on n1, starts at once and ends at NOW + 100
+    forecaster = Forecaster(ForecastConfig(every_cycles=2, cpu_budget_s=5.0, draws=3),
+                            30.0, logging.getLogger("test-forecasts"))
+    dist = GittinsDistribution([100.0])
+    try:
+        forecaster.tick(3, _observation(), _decisions(), PolicyConfig(policy="fifo"), dist)
+        assert forecaster.running is None          # cycle 3: not due
+        forecaster.tick(4, _observation(), _decisions(), PolicyConfig(policy="fifo"), dist)
+        deadline = time.monotonic() + 60
+        while not forecaster.running.ready():
+            assert time.monotonic() < deadline, "no forecast within 60 s"
+            time.sleep(0.1)
+        forecaster.collect()
+    finally:
+        forecaster.close()
+    got = forecaster.latest
+    assert got["made_at"] == NOW and got["draws"] == 3   # far within the CPU budget
+    assert got["stale_after_s"] == pytest.approx(3 * 2 * 30.0 + 5.0)
+    assert got["jobs"]["1"]["start"] == [NOW - 40] * 3
+    assert got["jobs"]["1"]["finish"] == [NOW + 60] * 3
+    assert got["jobs"]["2"]["start"] == [NOW] * 3
+    assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
+    assert got["jobs"]["2"]["ahead"] == 0 and got["jobs"]["2"]["preempt_chance"] == 0.0
+
+
+def test_a_running_job_without_node_names_is_left_out():
+    obs = _observation()
+    lost = JobView(3, JobPhase.RUNNING, (2,), 0.0, attained_gpu_s=10.0, attained_s=5.0,
+                   run_start=NOW - 5)                      # Slurm named no node
+    obs = Observation(NOW, Snapshot(obs.snapshot.nodes, (*obs.snapshot.jobs, lost)),
+                      obs.units, ())
+    world = world_of(obs, _decisions(), PolicyConfig())
+    assert [j.job_id for j in world.jobs] == ["1", "2"]
+    assert world.nodes == (("n0", 1), ("n1", 6))

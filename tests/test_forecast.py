@@ -1,0 +1,166 @@
+"""Start-time forecasts (``prioritizer.forecast``) on small worlds whose answer is worked out
+by hand: one node, known remaining run times, the policy's costs applied step by step."""
+
+from __future__ import annotations
+
+import random
+from math import inf
+
+import pytest
+
+from prioritizer.forecast.draws import remaining_s
+from prioritizer.forecast.forecast import band, forecast, quantile
+from prioritizer.forecast.world import ForecastJob, World
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
+
+DIST = GittinsDistribution([100.0, 200.0, 400.0])
+NODE = (("n0", 4),)
+
+
+def running(job_id, gpus=4, *, attained_s, run_start, left=None, limit=None):
+    return ForecastJob(job_id, "running", (gpus,), 0.0, attained_gpu_s=attained_s * gpus,
+                       attained_s=attained_s, run_start=run_start, nodes=("n0",),
+                       remaining_s=left, time_limit_s=limit)
+
+
+def pending(job_id, gpus=4, *, submit, left=None, eligible=None, attained_s=0.0):
+    return ForecastJob(job_id, "pending", (gpus,), submit, attained_gpu_s=attained_s * gpus,
+                       attained_s=attained_s, remaining_s=left, eligible=eligible)
+
+
+def by_id(world, config, **kw):
+    return forecast(world, config, DIST, **kw).by_id()
+
+
+def test_fifo_one_node_known_durations_gives_exact_starts():
+    # A holds all 4 GPUs until 1000 + 300; B (4 GPUs) then runs 200 s; C (2 GPUs) comes
+    # after B in strict FIFO order and runs 50 s once B ends
+    world = World(1000.0, NODE, (running("A", attained_s=100, run_start=900.0, left=300),
+                                 pending("B", submit=10.0, left=200),
+                                 pending("C", 2, submit=20.0, left=50)))
+    got = by_id(world, PolicyConfig(policy="fifo"))
+    assert got["A"].start == (900.0, 900.0, 900.0)
+    assert got["A"].finish == (1300.0, 1300.0, 1300.0)
+    assert got["B"].start == (1300.0, 1300.0, 1300.0)
+    assert got["B"].finish == (1500.0, 1500.0, 1500.0)
+    assert got["C"].start == (1500.0, 1500.0, 1500.0)
+    assert got["C"].finish == (1550.0, 1550.0, 1550.0)
+    assert got["C"].ahead == 1 and got["C"].first_ahead == ("B",)
+    assert got["B"].ahead == 0 and got["B"].first_ahead == ()
+    assert all(j.preempt_chance == 0.0 for j in got.values())
+
+
+def test_horizon_marks_what_lies_beyond_it():
+    # as the fifo world above: B would start at 1300 and end at 1500
+    world = World(1000.0, NODE, (running("A", attained_s=100, run_start=900.0, left=300),
+                                 pending("B", submit=10.0, left=200)))
+    got = forecast(world, PolicyConfig(policy="fifo"), DIST, horizon_s=400.0).by_id()
+    assert got["B"].start == (1300.0,) * 3 and got["B"].finish == (inf,) * 3
+    got = forecast(world, PolicyConfig(policy="fifo"), DIST, horizon_s=100.0).by_id()
+    assert got["B"].start == (inf,) * 3 and got["A"].finish == (inf,) * 3
+
+
+def test_known_durations_need_one_replay():
+    world = World(0.0, NODE, (pending("B", submit=0.0, left=10),))
+    assert forecast(world, PolicyConfig(), DIST, draws=7).draws == 1
+
+
+def test_las_preemption_without_costs():
+    # A has run 4000 s (above las's first threshold 3250 s: queue 1); B is new (queue 0) and
+    # takes the node at once: A is requeued with 500 s left and ends at 1000 + 100 + 500
+    world = World(1000.0, NODE, (running("A", attained_s=4000, run_start=0.0, left=500),
+                                 pending("B", submit=990.0, left=100)))
+    got = by_id(world, PolicyConfig(policy="las").zero_cost())
+    assert got["B"].start == (1000.0,) * 3 and got["B"].finish == (1100.0,) * 3
+    assert got["A"].finish == (1600.0,) * 3
+    assert got["A"].preempt_chance == 1.0 and got["B"].preempt_chance == 0.0
+
+
+def test_las_preemption_with_the_default_costs():
+    # preemption on the next 30 s tick (1020); A's checkpoint holds the GPUs 15 s (B starts
+    # at 1035, ends 1135); A has 500 - 20 = 480 s left and may restart after the 121 s
+    # requeue delay: 1035 + 121 = 1156, ends 1156 + 480 = 1636
+    world = World(1000.0, NODE, (running("A", attained_s=4000, run_start=0.0, left=500),
+                                 pending("B", submit=990.0, left=100)))
+    got = by_id(world, PolicyConfig(policy="las"))
+    assert got["B"].start == (1035.0,) * 3 and got["B"].finish == (1135.0,) * 3
+    assert got["A"].finish == (1636.0,) * 3
+
+
+def test_grace_job_frees_its_gpus_at_grace_end_and_waits_out_the_requeue_delay():
+    a = ForecastJob("A", "grace", (4,), 0.0, attained_gpu_s=16000, attained_s=4000,
+                    run_start=0.0, nodes=("n0",), remaining_s=300, grace_end=1010.0)
+    world = World(1000.0, NODE, (a, pending("B", submit=990.0, left=100)))
+    got = by_id(world, PolicyConfig(policy="las"))
+    assert got["B"].start == (1010.0,) * 3 and got["B"].finish == (1110.0,) * 3
+    assert got["A"].finish == (1010.0 + 121 + 300,) * 3   # restarts at its BeginTime
+    assert got["A"].preempt_chance == 1.0
+
+
+def test_begin_time_delays_a_start_on_a_free_node():
+    world = World(1000.0, NODE, (pending("B", submit=0.0, left=60, eligible=1050.0),))
+    got = by_id(world, PolicyConfig())
+    assert got["B"].start == (1050.0,) * 3 and got["B"].finish == (1110.0,) * 3
+
+
+def test_a_job_larger_than_every_node_has_no_forecast():
+    world = World(0.0, NODE, (pending("B", 8, submit=0.0, left=60),
+                              pending("C", 2, submit=0.0, left=60)))
+    got = by_id(world, PolicyConfig())
+    assert got["B"].start is None and got["B"].finish is None
+    assert got["C"].start == (0.0,) * 3
+
+
+def test_remaining_is_drawn_above_the_attained_service():
+    # samples 100, 200, 400 GPU·s; a 1-GPU job at 150 GPU·s has 50 or 250 s left
+    job = ForecastJob("J", "pending", (1,), 0.0, attained_gpu_s=150.0, attained_s=150.0)
+    rng = random.Random(1)
+    seen = {remaining_s(job, DIST.samples, 0.0, rng) for _ in range(200)}
+    assert seen == {50.0, 250.0}
+    two = ForecastJob("J", "pending", (2,), 0.0, attained_gpu_s=150.0, attained_s=75.0)
+    assert {remaining_s(two, DIST.samples, 0.0, rng) for _ in range(200)} == {25.0, 125.0}
+
+
+def test_outlived_job_gets_its_attained_service_again():
+    job = ForecastJob("J", "pending", (2,), 0.0, attained_gpu_s=1000.0, attained_s=500.0)
+    assert remaining_s(job, DIST.samples, 0.0, random.Random(0)) == 500.0
+
+
+def test_time_limit_bounds_the_current_run():
+    # ran 100 s of a 120 s limit: at most 20 s left whatever is drawn (50 or 250 s)
+    job = ForecastJob("J", "running", (1,), 0.0, attained_gpu_s=150.0, attained_s=150.0,
+                      run_start=0.0, nodes=("n0",), time_limit_s=120.0)
+    assert remaining_s(job, DIST.samples, 100.0, random.Random(0)) == 20.0
+
+
+def test_unknown_durations_give_ordered_bands_and_a_repeatable_forecast():
+    world = World(0.0, NODE, (running("A", attained_s=20, run_start=0.0),
+                              pending("B", submit=0.0), pending("C", 2, submit=1.0)))
+    first = forecast(world, PolicyConfig(), DIST, draws=10, seed=3)
+    assert first == forecast(world, PolicyConfig(), DIST, draws=10, seed=3)
+    for job in first.jobs:
+        assert job.start is not None and job.finish is not None
+        assert job.start[0] <= job.start[1] <= job.start[2]
+        assert job.finish[0] <= job.finish[1] <= job.finish[2]
+        assert job.finish[0] >= job.start[0]
+    assert first.by_id()["A"].start == (0.0, 0.0, 0.0)
+
+
+def test_quantiles_interpolate_between_ranks():
+    values = [float(v) for v in range(1, 12)]          # 1..11: ranks 0..10
+    assert band(values) == (2.0, 6.0, 10.0)
+    assert quantile([0.0, 10.0], 0.1) == pytest.approx(1.0)
+    # beyond the horizon: the points above the last finite rank are beyond it too
+    assert band([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, inf, inf]) == (2.0, 6.0, inf)
+    assert quantile([5.0, inf], 0.0) == 5.0
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="job X: a running job needs run_start"):
+        ForecastJob("X", "running", (1,), 0.0)
+    with pytest.raises(ValueError, match="job X: holds unknown node"):
+        World(0.0, NODE, (ForecastJob("X", "running", (1,), 0.0, run_start=0.0,
+                                      nodes=("n9",)),))
+    with pytest.raises(ValueError, match="draws: must be >= 1"):
+        forecast(World(0.0, NODE, ()), PolicyConfig(), DIST, draws=0)

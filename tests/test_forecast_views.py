@@ -1,0 +1,138 @@
+"""How dlqueue and dlprio explain show the snapshot's start-time forecast
+(``prioritizer.daemon.forecast_text``, ``submit.queue_view``): START cells, ``--json``,
+the ``-j`` lines, and a stale forecast never shown as current."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from prioritizer.daemon import forecast_text as ft
+from submit import queue_view as qv
+from queue_helpers import make_job, pub, snapshot
+
+NOW = 100_000.0
+#: made 60 s ago, stale after 900 s; job 102 waits (3 jobs ahead), 101 runs, 105 fits nowhere,
+#: 106 starts beyond the 24 h horizon in the median draw
+FORECAST = {
+    "made_at": NOW - 60, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 900.0,
+    "cpu_s": 0.4,
+    "jobs": {
+        "101": {"start": [NOW - 600] * 3, "finish": [NOW + 1200, NOW + 3600, NOW + 7200],
+                "preempt_chance": 0.25, "ahead": 0, "first_ahead": []},
+        "102": {"start": [NOW + 600, NOW + 1500, NOW + 4 * 3600],
+                "finish": [NOW + 3600, NOW + 5 * 3600, None],
+                "preempt_chance": 0.1, "ahead": 3, "first_ahead": [107, 108, 109]},
+        "105": {"start": None, "finish": None, "preempt_chance": 0.0, "ahead": 0,
+                "first_ahead": []},
+        "106": {"start": [NOW + 3600, None, None], "finish": [None] * 3,
+                "preempt_chance": 0.0, "ahead": 40, "first_ahead": [1, 2, 3, 4, 5]},
+    }}
+
+
+def test_spans_as_the_column_writes_them():
+    assert [ft.span(s) for s in (10, 25 * 60, 89 * 60, 3 * 3600, 47 * 3600, 3 * 86400)] == \
+        ["1m", "25m", "89m", "3h", "47h", "3d"]
+    assert ft.when(None, NOW, 6 * 3600) == ">6h"
+    assert ft.when(NOW + 30, NOW, 86400) == "now"
+
+
+def test_start_cells_of_waiting_jobs_only():
+    assert ft.start_cell(FORECAST, 102, NOW, waiting=True) == "~25m"
+    assert ft.start_cell(FORECAST, 101, NOW, waiting=False) == ""
+    assert ft.start_cell(FORECAST, 105, NOW, waiting=True) == "never"
+    assert ft.start_cell(FORECAST, 106, NOW, waiting=True) == ">24h"
+    assert ft.start_cell(FORECAST, 999, NOW, waiting=True) == ""      # newer than the forecast
+
+
+def test_a_stale_forecast_is_not_shown():
+    later = NOW - 60 + 901
+    assert not ft.is_fresh(FORECAST, later)
+    assert ft.start_cell(FORECAST, 102, later, waiting=True) == ""
+    assert ft.json_field(FORECAST, 102, later) is None
+    lines = ft.detail_lines(FORECAST, 102, later, running=False)
+    assert lines == ["forecast: STALE (made at 03:45:40 UTC, 15m ago; the daemon is stopped "
+                     "or late): not shown"]
+    assert ft.detail_lines(None, 102, NOW, running=False, daemon_known=False) == [
+        "forecast: none (no daemon snapshot)"]
+
+
+def test_detail_lines_of_a_waiting_and_a_running_job():
+    assert ft.detail_lines(FORECAST, 102, NOW, running=False) == [
+        "forecast: made at 03:45:40 UTC (1m ago) from 20 duration draws; no job submitted "
+        "later is counted",
+        "  start: ~10m to ~4h (median ~25m)",
+        "  finish: ~60m to >24h (median ~5h)",
+        "  jobs ahead in the start order: 3 (107, 108, 109)",
+        "  preempted before it ends: 10 % of draws"]
+    assert ft.detail_lines(FORECAST, 101, NOW, running=True)[1:] == [
+        "  finish: ~20m to ~2h (median ~60m)",
+        "  preempted before it ends: 25 % of draws"]
+    assert ft.detail_lines(FORECAST, 106, NOW, running=False)[3] == \
+        "  jobs ahead in the start order: 40 (1, 2, 3, 4, 5, ...)"
+
+
+def test_dlqueue_rows_carry_the_start_column_and_json():
+    jobs = [make_job(101, state="RUNNING", reason="None", nodes="n1", node_list=("n1",),
+                     submit_time=int(NOW) - 900, start_time=int(NOW) - 600),
+            make_job(102, submit_time=int(NOW) - 300)]
+    snap = dataclasses.replace(snapshot(pub(101, 0, 100, state="RUNNING"),
+                                        pub(102, 0, 0, rank=0), generated_at=NOW - 10),
+                               forecast=FORECAST)
+    rows = qv.build_rows(jobs, snap, int(NOW))
+    text = qv.render_text(rows, show_service=True, show_start=True).splitlines()
+    assert text[0].split() == ["JOBID", "USER", "NAME", "STATE", "QUEUE", "ATTAINED(GPU·s)",
+                               "GPUS", "NODES", "WAIT", "START", "PREEMPTS", "REASON"]
+    assert text[2].split()[:10] == ["102", "alice", "job102", "PENDING", "Q0", "0", "2", "1",
+                                    "5:00", "~25m"]
+    got = qv.json_rows(rows)
+    assert got[0]["forecast"]["finish"] == [NOW + 1200, NOW + 3600, NOW + 7200]
+    assert got[1]["forecast"] == {"made_at": NOW - 60, "start": FORECAST["jobs"]["102"]["start"],
+                                  "finish": FORECAST["jobs"]["102"]["finish"],
+                                  "preempt_chance": 0.1, "ahead": 3, "horizon_s": 86400.0}
+
+
+def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
+    from prioritizer.daemon.snapshot import SnapshotError, read_snapshot, write_snapshot
+    import json
+
+    import pytest
+
+    path = tmp_path / "snapshot.json"
+    write_snapshot(path, dataclasses.replace(snapshot(pub(102, 0, 0, rank=0)),
+                                             forecast=FORECAST, cluster="c"))
+    assert read_snapshot(path).forecast == json.loads(json.dumps(FORECAST))
+    data = json.loads(path.read_text())
+    data["forecast"]["jobs"]["102"]["start"] = [1, 2]
+    path.write_text(json.dumps(data))
+    with pytest.raises(SnapshotError, match=r"forecast\.jobs\.102\.start: expected "
+                                            r"\[p10, p50, p90\] or null"):
+        read_snapshot(path)
+
+
+def test_explain_adds_the_forecast_of_an_active_job(tmp_path):
+    from prioritizer.daemon import explain
+    from prioritizer.daemon.ledger import Ledger
+    from prioritizer.daemon.snapshot import write_snapshot
+
+    led = Ledger(tmp_path / "l.sqlite")
+    with led.transaction():
+        led.upsert_job(102, user="alice", account="a", partition="gpu", state="PENDING",
+                       gpus=2, submit_time=0, restart_count=0, now=0)
+    path = tmp_path / "snapshot.json"
+    assert explain.forecast_lines(102, led, str(path), NOW) == [
+        f"forecast: none (no snapshot at {path}: is the daemon running?)"]
+    write_snapshot(path, dataclasses.replace(snapshot(pub(102, 0, 0, rank=0),
+                                                      generated_at=NOW - 10),
+                                             forecast=FORECAST, cluster="c"))
+    got = explain.forecast_lines(102, led, str(path), NOW)
+    assert got == ft.detail_lines(FORECAST, 102, NOW, running=False)
+    assert got[1] == "  start: ~10m to ~4h (median ~25m)"
+    assert explain.forecast_lines(7, led, str(path), NOW) == []   # not in the ledger
+    # the snapshot is 91 s old with 30 s cycles (stale past 3 intervals): the daemon stopped
+    assert explain.forecast_lines(102, led, str(path), NOW + 81)[0].startswith(
+        "forecast: STALE (made at 03:45:40 UTC")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)   # never opened: it would block
+    assert explain.forecast_lines(102, led, str(fifo), NOW) == [
+        f"forecast: none (snapshot {fifo} is not a regular file)"]
