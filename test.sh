@@ -23,15 +23,8 @@ scripts/setup.sh --with-dbd --clear
 echo "test.sh: test-only tools: vagrant, systemd-analyze, gcc with the Python headers"
 scripts/apt-install.sh test.sh vagrant systemd gcc libc6-dev python3-dev
 
-# the .[torch] extra (tests/test_ddp_live.py runs examples/ddp_train.py); without a GPU the CPU
-# build from PyTorch's CPU index (a local version, 2.13.0+cpu, which pip prefers to PyPI's CUDA build)
-if ! .venv/bin/python -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
-  echo "test.sh: pip: the .[torch] extra (torch 2.13.0; the CPU build where there is no GPU)"
-  index=()
-  command -v nvidia-smi >/dev/null || index=(--extra-index-url https://download.pytorch.org/whl/cpu)
-  pip_log=$(.venv/bin/python -m pip install -q "${index[@]}" -e '.[torch]' 2>&1) ||
-    { printf '%s\n' "$pip_log" >&2; echo "test.sh: pip install -e '.[torch]' failed (its output above)" >&2; exit 1; }
-fi
+# the .[torch] extra: tests/test_ddp_example.py and tests/test_ddp_live.py run examples/ddp_train.py
+scripts/install-torch.sh test.sh
 
 host=$(.venv/bin/python -c 'from slurm_plugin import provision; print(provision.host_release())')
 if [ -z "${DLTEST_RELEASES+set}" ]; then

@@ -1,12 +1,13 @@
 """A real PyTorch DDP job (examples/ddp_train.py, examples/specs/ddp-torch-2x2.yaml) on a
 ``dlcluster up --netns`` cluster, where every node has its own address.
 
-The module brings up its own cluster (``ddpnet``, port base 13600, subnet 10.53.32.0/24, 4 nodes)
-beside the suite's and takes it down. The preemption is the daemon's act done by hand
+The module brings up its own cluster (``ddpnet``, port base 13600, subnet 10.53.32.0/24, 6 nodes)
+beside the suite's and takes it down. Both runs of the first test use the example spec with
+fewer and shorter steps (``--steps 24 --step-s 0.25``), the same for both. The preemption is the daemon's act done by hand
 (prioritizer/daemon/preempt.py): ``scancel --signal=USR2 --batch``, then, once the checkpoint is
 written (inside the grace time), ``scontrol requeue``. The first attempt's nodes are drained
-before the requeue, so the second attempt runs on the other two nodes, with another
-``MASTER_ADDR``.
+before the requeue, so the second attempt runs on two other nodes (the reference run holds
+two more), with another ``MASTER_ADDR``.
 """
 
 from __future__ import annotations
@@ -35,10 +36,10 @@ SPEC = ROOT / "examples" / "specs" / "ddp-torch-2x2.yaml"
 CLUSTER = ClusterSpec(name="ddpnet", port_base=13600, netns=True)
 CLI = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
-STEPS = 40   # the spec's --steps
+STEPS = 24   # the test's --steps
 STEP = re.compile(r"^\[ddp\] step (\d+) loss (\S+)$", re.M)
 START = re.compile(r"^\[ddp\] start rank=(\d+) world=4 addr=(\S+) master=([^:\s]+):\d+ attempt=(\d+)", re.M)
-DONE = re.compile(r"^\[ddp\] done steps=40 sha256=([0-9a-f]{64})$", re.M)
+DONE = re.compile(rf"^\[ddp\] done steps={STEPS} sha256=([0-9a-f]{{64}})$", re.M)
 
 
 def dlcluster(*args: str) -> subprocess.CompletedProcess[str]:
@@ -47,9 +48,9 @@ def dlcluster(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def netns_cluster() -> Iterator[SlurmClient]:
-    """The module's own 4-node --netns cluster; SLURM_CONF points at it for the module."""
+    """The module's own 6-node --netns cluster; SLURM_CONF points at it for the module."""
     dlcluster("down", "--purge")
-    up = dlcluster("up", "--port-base", str(CLUSTER.port_base), "--nodes", "4", "--netns",
+    up = dlcluster("up", "--port-base", str(CLUSTER.port_base), "--nodes", "6", "--netns",
                    "--cred-expire", "5", "--no-install", "--clear")
     assert up.returncode == 0, up.stderr
     saved = os.environ.get("SLURM_CONF")
@@ -76,6 +77,16 @@ def submit(tmp_path: Path, spec: Path, tag: str) -> tuple[int, Path]:
     return job_id, tmp_path / f"{tag}-{job_id}.out"
 
 
+def spec_with(tmp_path: Path, name: str, commands: list[str]) -> Path:
+    """The example spec with ``commands`` (each may use ``{train}``, the spec's own command)."""
+    spec = yaml.safe_load(SPEC.read_text())
+    train = spec["taskRoles"]["worker"]["commands"][0]
+    spec["taskRoles"]["worker"]["commands"] = [c.format(train=train) for c in commands]
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
 def job(client: SlurmClient, job_id: int) -> Job:
     return next(j for j in client.jobs(job_ids=[job_id]) if j.job_id == job_id)
 
@@ -100,10 +111,11 @@ def text_of(path: Path) -> str:
 def test_preempted_ddp_job_moves_nodes_and_ends_bitwise_as_an_uninterrupted_run(
         netns_cluster: SlurmClient, tmp_path: Path) -> None:
     client = netns_cluster
-    victim, victim_log = submit(tmp_path, SPEC, "victim")
+    spec = spec_with(tmp_path, "short.yaml", [f"{{train}} --steps {STEPS} --step-s 0.25"])
+    victim, victim_log = submit(tmp_path, spec, "victim")
     first = wait_for(lambda: job(client, victim).state == "RUNNING" and node_names(client, victim), 60,
                      "the victim to run")
-    reference, reference_log = submit(tmp_path, SPEC, "reference")
+    reference, reference_log = submit(tmp_path, spec, "reference")
     try:
         wait_for(lambda: "[ddp] step 5 loss" in text_of(victim_log), 90, "the victim's step 5")
         client.signal(victim, "USR2")
@@ -116,7 +128,7 @@ def test_preempted_ddp_job_moves_nodes_and_ends_bitwise_as_an_uninterrupted_run(
         second = node_names(client, victim)
     finally:
         client.cancel([j for j in (victim, reference) if not ended(client, j)])
-        subprocess.run(["scontrol", "update", "NodeName=node[1-4]", "State=RESUME"], capture_output=True, timeout=20)
+        subprocess.run(["scontrol", "update", "NodeName=node[1-6]", "State=RESUME"], capture_output=True, timeout=20)
 
     log, ref = victim_log.read_text(), reference_log.read_text()
     assert job(client, victim).state == job(client, reference).state == "COMPLETED", log[-3000:]
@@ -147,16 +159,12 @@ def test_a_rank_that_dies_fails_the_whole_gang_at_once(netns_cluster: SlurmClien
     for it (the gloo timeout is 120 s): the batch script's completion policy (one failed
     instance fails the job) stops them, and the job ends FAILED without waiting for that timeout."""
     client = netns_cluster
-    spec = yaml.safe_load(SPEC.read_text())
-    train = spec["taskRoles"]["worker"]["commands"][0].replace("--steps 40", "--steps 400")
     out_file = f"{tmp_path}/dies-$SLURM_JOB_ID.out"
-    spec["taskRoles"]["worker"]["commands"] = [
-        f"{train} & pid=$!",
+    path = spec_with(tmp_path, "dies.yaml", [
+        "{train} --steps 400 & pid=$!",
         f"if [ \"$RANK\" = 3 ]; then until grep -q '^\\[ddp\\] step 3 loss' \"{out_file}\"; do sleep 0.2; done; "
         "kill -9 $pid; fi",
-        "wait $pid"]
-    path = tmp_path / "dies.yaml"
-    path.write_text(yaml.safe_dump(spec))
+        "wait $pid"])
     job_id, out = submit(tmp_path, path, "dies")
     try:
         done = wait_for(lambda: ended(client, job_id), 100, "the gang to fail", interval_s=1)
