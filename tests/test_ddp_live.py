@@ -25,6 +25,7 @@ import torch
 import yaml
 
 from live_helpers import wait_for
+from slurm_plugin import netns
 from slurm_plugin.client import SlurmClient
 from slurm_plugin.cluster import ClusterSpec
 from slurm_plugin.records import Job
@@ -64,6 +65,10 @@ def netns_cluster() -> Iterator[SlurmClient]:
             os.environ["SLURM_CONF"] = saved
         down = dlcluster("down", "--purge")
         assert down.returncode == 0, down.stderr
+        # down removed the cluster's namespaces and every link with its alias
+        assert netns.namespaces(CLUSTER) == []
+        links = json.loads(subprocess.run(["ip", "-j", "link", "show"], capture_output=True, text=True).stdout)
+        assert [x["ifname"] for x in links if x.get("ifalias") == CLUSTER.link_alias] == []
 
 
 def submit(tmp_path: Path, spec: Path, tag: str) -> tuple[int, Path]:
