@@ -40,6 +40,7 @@ ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEM
 STEPS = 24   # the test's --steps
 STEP = re.compile(r"^\[ddp\] step (\d+) loss (\S+)$", re.M)
 START = re.compile(r"^\[ddp\] start rank=(\d+) world=4 addr=(\S+) master=([^:\s]+):\d+ attempt=(\d+)", re.M)
+HOSTS = re.compile(r"^\[hosts\] attempt=(\d+) rank=(\d+) ip=(\S+) list=(\S+)$", re.M)
 DONE = re.compile(rf"^\[ddp\] done steps={STEPS} sha256=([0-9a-f]{{64}})$", re.M)
 
 
@@ -116,7 +117,9 @@ def text_of(path: Path) -> str:
 def test_preempted_ddp_job_moves_nodes_and_ends_bitwise_as_an_uninterrupted_run(
         netns_cluster: SlurmClient, tmp_path: Path) -> None:
     client = netns_cluster
-    spec = spec_with(tmp_path, "short.yaml", [f"{{train}} --steps {STEPS} --step-s 0.25"])
+    spec = spec_with(tmp_path, "short.yaml", [
+        'echo "[hosts] attempt=$DL_RESTART_COUNT rank=$RANK ip=$PAI_CURRENT_CONTAINER_IP list=$PAI_TASK_ROLE_worker_HOST_LIST"',
+        f"{{train}} --steps {STEPS} --step-s 0.25"])
     victim, victim_log = submit(tmp_path, spec, "victim")
     first = wait_for(lambda: job(client, victim).state == "RUNNING" and node_names(client, victim), 60,
                      "the victim to run")
@@ -145,6 +148,14 @@ def test_preempted_ddp_job_moves_nodes_and_ends_bitwise_as_an_uninterrupted_run(
     for attempt, nodes in ((0, first), (1, second)):
         assert {starts[attempt, r][1] for r in range(4)} == {addr(nodes[0])}
         assert sorted(starts[attempt, r][0] for r in range(4)) == sorted(addr(n) for n in nodes for _ in (0, 1))
+    # dlsubmit's rendezvous: every rank's address and its own port (MASTER_PORT + 1 + rank) per attempt
+    masters = dict(re.findall(r"^\[dlsubmit\] attempt (\d+) start: .*, master [^:\s]+:(\d+),", log, re.M))
+    hosts = {(int(a), int(r)): (ip, hl) for a, r, ip, hl in HOSTS.findall(log)}
+    for attempt, nodes in ((0, first), (1, second)):
+        port = int(masters[str(attempt)])
+        expected = [f"{addr(nodes[r // 2])}:{port + 1 + r}" for r in range(4)]
+        assert {r: hosts[attempt, r] for r in range(4)} == {
+            r: (addr(nodes[r // 2]), ",".join(expected)) for r in range(4)}
     checkpointed = int(re.search(r"^\[ddp\] checkpoint step=(\d+)$", log, re.M)[1])
     assert f"[ddp] resume step={checkpointed}" in log
     # each step once across attempts, with the reference's loss to the last bit (repr of the float)
