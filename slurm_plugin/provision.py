@@ -321,7 +321,7 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
         )
     if install:
         _script("install.sh", *(["--with-dbd"] if spec.with_dbd else []),
-                *(["--no-slurm"] if spec.rootfs_dir else []))
+                *(["--no-slurm"] if spec.rootfs_dir else []), *(["--netns"] if spec.netns else []))
     ensure_rootfs(spec, log)
     for sub in ("state", "log", "run"):
         (spec.state_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -564,7 +564,7 @@ def down(spec: ClusterSpec, *, purge: bool = False, log=print) -> str:
                 log(f"could not cancel jobs: {exc}")
     stopped = stop_daemons(spec)
     try:
-        links = netns.teardown(spec)
+        links = netns.teardown(spec) if spec.netns or netns.namespaces(spec) else []
     except (netns.NetnsError, OSError, ValueError) as exc:
         log(f"could not remove the network namespaces: {exc}")
         links = []
