@@ -9,8 +9,8 @@ is preempted as ``dlprio`` does it (``scancel --signal=USR2 --batch``, then ``sc
 once its checkpoint is written), and its first nodes are drained so the second attempt runs on
 other nodes, with another ``MASTER_ADDR``. At the end it prints where each attempt ran, the
 steps and losses side by side, and whether the final weights are equal bit for bit; then it
-resumes the nodes and takes the cluster down (``--purge``: it is the demo's alone). About 2-3 minutes. Exit status 0 when the runs
-match, 1 otherwise. Needs root and torch (``.venv/bin/pip install -e '.[torch]'``).
+resumes the nodes and takes the cluster down (``--purge``: it is the demo's alone). About 2-3
+minutes. Exit status 0 when the runs match, 1 otherwise. Needs root and torch (``.venv/bin/pip install -e '.[torch]'``).
 """
 
 from __future__ import annotations
