@@ -10,14 +10,22 @@
 # and the exact `dlprio explain` / `dlprio status` commands to look further. About 10 minutes
 # after installation. Arguments go to main_job.py, e.g. `./demo.sh --jobs 6` (about 3 minutes);
 # see docs/main_job.md.
+#
+# `./demo.sh --ddp`: instead, a real PyTorch DDP job (examples/ddp_demo.py) on its own cluster
+# whose nodes have their own addresses (`dlcluster up --netns`), preempted once and moved to other
+# nodes, printed beside a run never interrupted: the same loss at every step and the same final
+# weights, bit for bit. Installs torch 2.13.0 (the .[torch] extra) when missing. About 3 minutes.
 set -euo pipefail
 cd "$(dirname "$0")"
-# -h/--help only prints main_job.py's options: no setup (which may restart the cluster) once
-# the .venv exists.
+# -h/--help only prints the demo's options (main_job.py's, ddp_demo.py's with --ddp): no setup
+# (which may restart the cluster) once the .venv exists.
+main=examples/main_job.py
+if [ "${1:-}" = --ddp ]; then shift; main=examples/ddp_demo.py; fi
 for arg in "$@"; do
   case "$arg" in
-    -h|--help) if [ -x .venv/bin/python ]; then exec .venv/bin/python examples/main_job.py --help; fi ;;
+    -h|--help) if [ -x .venv/bin/python ]; then exec .venv/bin/python "$main" --help; fi ;;
   esac
 done
 scripts/setup.sh
-exec .venv/bin/python examples/main_job.py "$@"
+if [ "$main" = examples/ddp_demo.py ]; then scripts/install-torch.sh demo.sh; fi
+exec .venv/bin/python "$main" "$@"

@@ -13,6 +13,7 @@ writes to ``/etc/slurm`` so that plain ``sbatch``/``squeue`` need no ``SLURM_CON
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,6 +50,8 @@ class ClusterSpec:
         slurm: the Slurm release (``22.05``, ``24.11``, ``26.05``: :data:`rootfs.RELEASE_SUITES`).
         host_slurm: the release the host's Debian ships (``""``: none); another ``slurm`` runs
             from a root filesystem (:mod:`slurm_plugin.rootfs`).
+        netns: each slurmd in its own network namespace with its own address on a bridge
+            (:attr:`subnet`, :mod:`slurm_plugin.netns`); otherwise every node listens on 127.0.0.1.
     """
 
     name: str = DEFAULT_NAME
@@ -64,6 +67,7 @@ class ClusterSpec:
     with_dbd: bool = False
     slurm: str = "22.05"
     host_slurm: str = "22.05"
+    netns: bool = False
 
     def validate(self) -> None:
         """Raise :class:`SpecError` naming the first bad option."""
@@ -87,6 +91,9 @@ class ClusterSpec:
             raise SpecError(f"--port-base {self.port_base}: must be 1024..65335")
         if self.slurm not in rootfs.RELEASE_SUITES:
             raise SpecError(f"--slurm {self.slurm!r}: use one of {', '.join(rootfs.RELEASE_SUITES)}")
+        if self.netns and self.rootfs_dir is not None:
+            raise SpecError(f"--netns runs on the host's own Slurm {self.host_slurm} only; "
+                            f"drop --netns or --slurm {self.slurm}")
 
     # ------------------------------------------------------------ the release
     @property
@@ -139,6 +146,44 @@ class ClusterSpec:
         ports = [self.port_base] + [self.node_port(i) for i in range(1, self.nodes + 1)]
         return ports + ([self.dbd_port] if self.with_dbd else [])
 
+    # ------------------------------------------------------------ network namespaces
+    @property
+    def subnet(self) -> ipaddress.IPv4Network:
+        """The cluster's private /24 under ``--netns``: ``10.H.L.0/24`` with ``port_base = 256 H + L``
+        (8400 → ``10.32.208.0/24``), so clusters with distinct port bases never share one."""
+        return ipaddress.IPv4Network((10 << 24 | self.port_base << 8, 24))
+
+    @property
+    def host_addr(self) -> str:
+        """Where the nodes reach slurmctld: the bridge's address (``.1``) under ``--netns``, else 127.0.0.1."""
+        return str(self.subnet.network_address + 1) if self.netns else "127.0.0.1"
+
+    def node_addr(self, i: int) -> str:
+        """``NodeAddr`` of node ``i`` (1-based): ``.100+i`` of :attr:`subnet` under ``--netns``
+        (like its port, ``port_base + 100 + i``), else 127.0.0.1."""
+        return str(self.subnet.network_address + 100 + i) if self.netns else "127.0.0.1"
+
+    def netns_name(self, node: str) -> str:
+        """The network namespace of ``node`` (``ip netns``): ``dlc-NAME-NODE``."""
+        return f"dlc-{self.name}-{node}"
+
+    @property
+    def bridge(self) -> str:
+        """The bridge on the host side: ``dlPORTbr`` (a link name holds at most 15 bytes, a
+        cluster name up to 16, so links are named by the cluster's unique port base and carry
+        the cluster name in their alias, :attr:`link_alias`)."""
+        return f"dl{self.port_base}br"
+
+    def veth(self, i: int) -> str:
+        """Host-side end of node ``i``'s veth pair (the other end is ``eth0`` in its namespace)."""
+        return f"dl{self.port_base}v{i}"
+
+    @property
+    def link_alias(self) -> str:
+        """The alias (``ip link ... alias``) of every link ``up --netns`` makes: ``down`` deletes
+        links by it, so only this cluster's."""
+        return f"dlcluster:{self.name}"
+
     @property
     def dev_dir(self) -> Path:
         return self.state_dir / "dev"
@@ -152,7 +197,7 @@ def recorded_shape(slurm_conf: str) -> dict[str, Any]:
     """The :class:`ClusterSpec` fields that the text of a slurm.conf written by
     :func:`render_slurm_conf` records (only those it names): ``slurm``, ``nodes``,
     ``gpus_per_node``, ``gpu_type``, ``shards_per_gpu``, ``with_dbd``, ``cred_expire_s``,
-    ``port_base``."""
+    ``port_base``, ``netns``."""
     lines = slurm_conf.splitlines()
     nodes = [ln for ln in lines if ln.startswith("NodeName=")]
     out: dict[str, Any] = {"with_dbd": "accounting_storage/slurmdbd" in slurm_conf}
@@ -169,6 +214,7 @@ def recorded_shape(slurm_conf: str) -> dict[str, Any]:
     port = re.search(r"^SlurmctldPort=(\d+)$", slurm_conf, re.M)
     if port:
         out["port_base"] = int(port.group(1))
+    out["netns"] = re.search(r"^# dlcluster: netns=\S+$", slurm_conf, re.M) is not None
     release = re.search(r"^# dlcluster: slurm=(\S+)$", slurm_conf, re.M)
     if release and release.group(1) in rootfs.RELEASE_SUITES:
         out["slurm"] = release.group(1)
@@ -213,8 +259,9 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
     lines = [
         f"# Written by `dlcluster up` for cluster {spec.name!r}; regenerated on every up.",
         f"# dlcluster: slurm={spec.slurm}",
+        *([f"# dlcluster: netns={spec.subnet}"] if spec.netns else []),
         f"ClusterName={spec.name}",
-        f"SlurmctldHost={host}(127.0.0.1)",
+        f"SlurmctldHost={host}({spec.host_addr})",
         f"SlurmctldPort={spec.port_base}",
         "SlurmUser=root",
         "SlurmdUser=root",
@@ -269,7 +316,7 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
                   f"PluginDir={rootfs.plugin_dir(spec.rootfs_dir)}"]
     for i, node in enumerate(spec.node_names, start=1):
         lines.append(
-            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={spec.node_port(i)} "
+            f"NodeName={node} NodeHostname={host} NodeAddr={spec.node_addr(i)} Port={spec.node_port(i)} "
             f"Sockets={spec.sockets} CoresPerSocket={spec.cores_per_socket} ThreadsPerCore=1 "
             f"RealMemory={spec.real_memory_mib} Gres={gres_node} State=UNKNOWN"
         )

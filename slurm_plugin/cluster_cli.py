@@ -4,7 +4,7 @@ Commands::
 
     dlcluster up [--slurm 22.05|24.11|26.05] [--nodes N] [--gpus-per-node G] [--gpu-type T] [--shards N]
                  [--with-dbd | --without-dbd] [--cred-expire S] [--name NAME] [--port-base PORT]
-                 [--no-install] [--force] [--clear]
+                 [--netns | --no-netns] [--no-install] [--force] [--clear]
     dlcluster env [--name NAME]
     dlcluster down [--name NAME] [--purge]
     dlcluster status [--name NAME] [--json]
@@ -15,8 +15,14 @@ another one runs from a Debian root filesystem built once (slurm_plugin/rootfs.p
 ``env`` prints the shell lines that point Slurm's commands, and so every tool, at the cluster:
 ``eval "$(dlcluster env --name NAME)"``.
 
+``--netns``: each slurmd runs in its own network namespace ``dlc-NAME-nodeI`` with its own
+address ``10.H.L.(100+I)`` on a bridge ``dlPORTbr`` (``10.H.L.1``, slurmctld's side), where
+``PORT = 256 H + L`` is the port base (8400: ``10.32.208.0/24``); so ``NodeAddr`` differs per node.
+``down`` removes those namespaces and the links with the alias ``dlcluster:NAME`` (slurm_plugin/netns.py).
+Only the host's own release runs so (``--slurm`` another one with ``--netns`` is refused).
+
 ``up`` on a running cluster keeps its shape (Slurm release, nodes, GPUs per node, GPU type, shards,
-slurmdbd, cred_expire, as its slurm.conf records them) for every option not given, and says what it kept;
+slurmdbd, cred_expire, --netns, as its slurm.conf records them) for every option not given, and says what it kept;
 an option that changes the shape is named with the old and the new value. A cluster that is not
 running starts with the defaults (4 nodes x 8 a100 GPUs, no slurmdbd, cred_expire 10 s) and the
 options given.
@@ -45,7 +51,8 @@ from slurm_plugin.rootfs import RELEASE_SUITES
 
 
 SHAPE = {"slurm": "--slurm", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "gpu_type": "--gpu-type",
-         "shards_per_gpu": "--shards", "with_dbd": "--with-dbd", "cred_expire_s": "--cred-expire"}
+         "shards_per_gpu": "--shards", "with_dbd": "--with-dbd", "cred_expire_s": "--cred-expire",
+         "netns": "--netns"}
 """The ClusterSpec fields ``up`` sets from options, and the option of each."""
 
 
@@ -73,6 +80,8 @@ def _shown(field: str, value: Any) -> str:
     """A shape field as the option that sets it (``--with-dbd`` / ``--without-dbd``)."""
     if field == "with_dbd":
         return "--with-dbd" if value else "--without-dbd"
+    if field == "netns":
+        return "--netns" if value else "--no-netns"
     return f"{SHAPE[field]} {value if value != '' else repr('')}"
 
 
@@ -137,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"also MariaDB + slurmdbd (sacct, QOS) (default without{kept})")
     dbd.add_argument("--without-dbd", dest="with_dbd", action="store_false", default=None,
                      help="no slurmdbd: the cluster keeps no accounting")
+    net = up.add_mutually_exclusive_group()
+    net.add_argument("--netns", action="store_true", default=None,
+                     help="each slurmd in its own network namespace with its own address on a bridge "
+                          f"(10.H.L.0/24 from the port base: 256*H+L; host's release only) (default off{kept})")
+    net.add_argument("--no-netns", dest="netns", action="store_false", default=None,
+                     help="every node on 127.0.0.1")
     up.add_argument("--cred-expire", dest="cred_expire_s", type=int,
                     help="AuthInfo=cred_expire seconds; requeued jobs wait this + 1 s "
                     f"(default 10, Slurm's 120{kept})")

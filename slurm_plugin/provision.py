@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import cluster, rootfs
+from slurm_plugin import cluster, netns, rootfs
 from slurm_plugin.common.atomic import is_special, write_atomically
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmRefused
 from slurm_plugin.cluster import ClusterSpec
@@ -321,7 +321,7 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
         )
     if install:
         _script("install.sh", *(["--with-dbd"] if spec.with_dbd else []),
-                *(["--no-slurm"] if spec.rootfs_dir else []))
+                *(["--no-slurm"] if spec.rootfs_dir else []), *(["--netns"] if spec.netns else []))
     ensure_rootfs(spec, log)
     for sub in ("state", "log", "run"):
         (spec.state_dir / sub).mkdir(parents=True, exist_ok=True)
@@ -336,6 +336,7 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
         spec.bin_dir.mkdir(parents=True, exist_ok=True)
     backups = {p: (p.read_text() if p.exists() else None) for p in desired_files(spec)}
     try:
+        _network(spec)
         for path, (text, mode) in desired_files(spec).items():
             _write_atomic(path, text, mode)
         if spec.with_dbd:
@@ -346,13 +347,15 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
         (spec.state_dir / "state" / "clustername").unlink(missing_ok=True)
         _start(spec, ["slurmctld", "-f", str(spec.slurm_conf)], "slurmctld")
         for node in spec.node_names:
-            _start(spec, ["slurmd", "-f", str(spec.slurm_conf), "-N", node], f"slurmd {node}")
+            _start(spec, ["slurmd", "-f", str(spec.slurm_conf), "-N", node], f"slurmd {node}", node=node)
         if not _ready(spec, timeout_s, resumed):
             raise ProvisionError(
                 f"nodes not idle after {timeout_s:g} s; see {spec.state_dir}/log/slurmctld.log"
             )
     except BaseException:
         stop_daemons(spec)
+        if spec.netns:
+            netns.teardown(spec)
         for path, old in backups.items():
             if old is None:
                 path.unlink(missing_ok=True)
@@ -362,19 +365,32 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
     return f"cluster {spec.name!r} up: {spec.nodes} nodes x {spec.gpus_per_node} GPUs, SLURM_CONF={spec.slurm_conf}"
 
 
-def _daemon_argv(spec: ClusterSpec, argv: list[str]) -> list[str]:
+def _network(spec: ClusterSpec) -> None:
+    """``--netns``: the nodes' namespaces, veth pairs and bridge (:func:`netns.setup`); without
+    it, those an earlier ``up --netns`` of this cluster left are removed."""
+    try:
+        if spec.netns:
+            netns.setup(spec)
+        elif netns.namespaces(spec):
+            netns.teardown(spec)
+    except netns.NetnsError as exc:
+        raise ProvisionError(str(exc)) from exc
+
+
+def _daemon_argv(spec: ClusterSpec, argv: list[str], node: str | None = None) -> list[str]:
     """The command that starts daemon ``argv`` (``["slurmd", "-N", "node1"]``): the host's
     ``/usr/sbin`` one, or the root filesystem's, chrooted in a private mount namespace by
-    ``provision/chroot.sh`` (:mod:`slurm_plugin.rootfs`)."""
+    ``provision/chroot.sh`` (:mod:`slurm_plugin.rootfs`); a slurmd of a ``--netns`` cluster
+    (``node``) in its node's network namespace (:func:`netns.exec_prefix`)."""
     exe = [f"/usr/sbin/{argv[0]}", *argv[1:]]
     if spec.rootfs_dir is None:
-        return exe
+        return (netns.exec_prefix(spec, node) if node else []) + exe
     return ["unshare", "-m", "bash", str(SCRIPTS / "chroot.sh"), str(spec.rootfs_dir),
             str(spec.conf_dir), *exe]
 
 
-def _start(spec: ClusterSpec, argv: list[str], label: str) -> None:
-    proc = subprocess.run(_daemon_argv(spec, argv), env=_env(spec), capture_output=True,
+def _start(spec: ClusterSpec, argv: list[str], label: str, node: str | None = None) -> None:
+    proc = subprocess.run(_daemon_argv(spec, argv, node), env=_env(spec), capture_output=True,
                           text=True, timeout=60)
     if proc.returncode != 0:
         raise ProvisionError(f"{label} did not start: {(proc.stderr or proc.stdout).strip()}")
@@ -547,6 +563,13 @@ def down(spec: ClusterSpec, *, purge: bool = False, log=print) -> str:
             except SlurmError as exc:
                 log(f"could not cancel jobs: {exc}")
     stopped = stop_daemons(spec)
+    try:
+        links = netns.teardown(spec) if spec.netns or netns.namespaces(spec) else []
+    except (netns.NetnsError, OSError, ValueError) as exc:
+        log(f"could not remove the network namespaces: {exc}")
+        links = []
+    if links:
+        stopped.append(f"network namespaces and links {' '.join(links)}")
     others = other_clusters_up(spec)
     if not others:
         for flag, pidfile, exe in (

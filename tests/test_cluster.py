@@ -118,11 +118,12 @@ def test_cgroup_conf_disables_cgroups_from_24_11() -> None:
                 slurm="26.05"),
     ClusterSpec(name="x", nodes=1, gpus_per_node=64, gpu_type="100", port_base=65335, slurm="22.05",
                 host_slurm="24.11"),
-], ids=["default", "24.11-dbd", "26.05-untyped", "22.05-numeric-type"])
+    ClusterSpec(name="net", nodes=3, port_base=8400, netns=True),
+], ids=["default", "24.11-dbd", "26.05-untyped", "22.05-numeric-type", "netns"])
 def test_recorded_reads_back_every_field_slurm_conf_records(spec: ClusterSpec) -> None:
     text = render_slurm_conf(spec, "host")
     assert set(recorded_shape(text)) == {"slurm", "nodes", "gpus_per_node", "gpu_type", "with_dbd",
-                                         "cred_expire_s", "port_base", "shards_per_gpu"}
+                                         "cred_expire_s", "port_base", "shards_per_gpu", "netns"}
     # a spec of the same name with the defaults (what down/status/env start from) becomes spec
     assert recorded(ClusterSpec(name=spec.name, host_slurm=spec.host_slurm), text) == spec
 
@@ -130,9 +131,10 @@ def test_recorded_reads_back_every_field_slurm_conf_records(spec: ClusterSpec) -
 def test_recorded_shape_of_a_slurm_conf_before_releases_were_recorded() -> None:
     text = render_slurm_conf(ClusterSpec(nodes=2), "host").replace("# dlcluster: slurm=22.05\n", "")
     assert recorded_shape(text) == {"nodes": 2, "gpus_per_node": 8, "gpu_type": "a100", "with_dbd": False,
-                                    "cred_expire_s": 10, "port_base": 6817, "shards_per_gpu": 0}
+                                    "cred_expire_s": 10, "port_base": 6817, "shards_per_gpu": 0,
+                                    "netns": False}
     assert recorded_shape(text.replace("NodeName=", "#NodeName=") + "# dlcluster: slurm=23.02\n") == {
-        "with_dbd": False, "cred_expire_s": 10, "port_base": 6817}
+        "with_dbd": False, "cred_expire_s": 10, "port_base": 6817, "netns": False}
 
 
 def test_shards_configure_gres_types_node_gres_accounting_and_a_shard_line_per_gpu() -> None:
@@ -152,3 +154,30 @@ def test_shards_configure_gres_types_node_gres_accounting_and_a_shard_line_per_g
 def test_shards_out_of_range_are_named() -> None:
     with pytest.raises(SpecError, match=r"^--shards 65: must be 0..64 shards per GPU \(0: none\)$"):
         ClusterSpec(shards_per_gpu=65).validate()
+
+
+def test_netns_gives_every_node_its_own_address_in_the_port_bases_subnet() -> None:
+    # 8400 = 32 * 256 + 208: the subnet 10.32.208.0/24; the bridge .1, node i .100+i
+    spec = ClusterSpec(name="net", nodes=3, port_base=8400, netns=True)
+    assert str(spec.subnet) == "10.32.208.0/24"
+    text = render_slurm_conf(spec, "host")
+    assert conf_map(text)["SlurmctldHost"] == "host(10.32.208.1)"
+    assert "# dlcluster: netns=10.32.208.0/24" in text.splitlines()
+    nodes = [dict(kv.split("=", 1) for kv in line.split()) for line in text.splitlines() if line.startswith("NodeName=")]
+    assert [(n["NodeName"], n["NodeAddr"], n["Port"]) for n in nodes] == [
+        ("node1", "10.32.208.101", "8501"), ("node2", "10.32.208.102", "8502"), ("node3", "10.32.208.103", "8503")]
+    assert [spec.netns_name(n) for n in spec.node_names] == ["dlc-net-node1", "dlc-net-node2", "dlc-net-node3"]
+    assert (spec.bridge, spec.veth(3), spec.link_alias) == ("dl8400br", "dl8400v3", "dlcluster:net")
+    # the highest port base and node: 65335 = 255 * 256 + 55, 64 nodes; link names within 15 bytes
+    top = ClusterSpec(name="abcdefghijklmnop", nodes=64, port_base=65335, netns=True)
+    assert (str(top.subnet), top.node_addr(64)) == ("10.255.55.0/24", "10.255.55.164")
+    assert max(len(top.bridge), len(top.veth(64))) <= 15
+    # without --netns every node stays on loopback
+    plain = render_slurm_conf(ClusterSpec(nodes=2), "host")
+    assert conf_map(plain)["SlurmctldHost"] == "host(127.0.0.1)"
+    assert plain.count("NodeAddr=127.0.0.1 ") == 2 and "netns" not in plain
+
+
+def test_netns_with_another_release_is_refused_in_one_line() -> None:
+    with pytest.raises(SpecError, match=r"^--netns runs on the host's own Slurm 22.05 only; drop --netns or --slurm 24.11$"):
+        ClusterSpec(name="s24", port_base=7400, slurm="24.11", host_slurm="22.05", netns=True).validate()

@@ -40,7 +40,7 @@ def test_up_without_options_keeps_a_running_clusters_accounting_and_shape(
                               with_dbd=True)]
     assert capsys.readouterr().out == (
         "dlcluster: cluster 'dlcluster' is running; kept from its slurm.conf: --slurm 22.05 --nodes 2 "
-        "--gpus-per-node 4 --gpu-type h100 --shards 0 --with-dbd --cred-expire 30 (an option changes it)\n"
+        "--gpus-per-node 4 --gpu-type h100 --shards 0 --with-dbd --cred-expire 30 --no-netns (an option changes it)\n"
         "started\n")
     # once it is down, up starts from the defaults and the options given, silently
     running(monkeypatch, tmp_path, None)
@@ -57,7 +57,7 @@ def test_an_option_that_changes_the_shape_is_named_the_rest_kept(
                               with_dbd=False)]
     assert capsys.readouterr().out == (
         "dlcluster: cluster 'dlcluster' is running; kept from its slurm.conf: --slurm 22.05 --gpu-type h100 "
-        "--shards 0 --cred-expire 30 (an option changes it)\n"
+        "--shards 0 --cred-expire 30 --no-netns (an option changes it)\n"
         "dlcluster: cluster 'dlcluster' is running; changing --gpus-per-node 4 -> 8, "
         "--with-dbd -> --without-dbd\nstarted\n")
 
@@ -71,6 +71,23 @@ def test_shards_are_sticky_like_the_rest_of_the_shape(
     assert cluster_cli.main(["up", "--shards", "2"]) == 0
     assert up[-1].shards_per_gpu == 2
     assert "changing --shards 4 -> 2\n" in capsys.readouterr().out
+
+
+def test_netns_is_kept_by_a_plain_up_and_named_when_an_option_drops_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, up: list[ClusterSpec],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    net = ClusterSpec(name="net", port_base=8400, nodes=2, netns=True)
+    running(monkeypatch, tmp_path, net)
+    assert cluster_cli.main(["up", "--name", "net", "--port-base", "8400"]) == 0
+    assert up == [net]
+    assert capsys.readouterr().out == (
+        "dlcluster: cluster 'net' is running; kept from its slurm.conf: --slurm 22.05 --nodes 2 "
+        "--gpus-per-node 8 --gpu-type a100 --shards 0 --without-dbd --cred-expire 10 --netns (an option changes it)\n"
+        "started\n")
+    assert cluster_cli.main(["up", "--name", "net", "--port-base", "8400", "--no-netns"]) == 0
+    assert up[1:] == [ClusterSpec(name="net", port_base=8400, nodes=2)]
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "dlcluster: cluster 'net' is running; changing --netns -> --no-netns", "started"]
 
 
 

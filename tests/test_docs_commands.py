@@ -30,14 +30,16 @@ FENCE = re.compile(r"^\s*```")
 
 def fenced_commands(path: Path) -> list[tuple[int, list[str]]]:
     """(line, argv) of each dlprio simulate / dlsubmit --dry-run command in the file's fenced
-    blocks; the line is where the command starts (1-based)."""
+    blocks (those of shell or no language; a ```python or ```yaml block holds no command); the
+    line is where the command starts (1-based)."""
     found: list[tuple[int, list[str]]] = []
-    inside, pending, start = False, "", 0
+    inside, shell, pending, start = False, True, "", 0
     for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if FENCE.match(line):
             inside, pending = not inside, ""
+            shell = line.strip().removeprefix("```") in ("", "bash", "sh", "shell", "console")
             continue
-        if not inside:
+        if not inside or not shell:
             continue
         if not pending:
             start = no

@@ -21,7 +21,7 @@ SHARDED = ["half-gpu.yaml"]
 
 
 def test_every_spec_is_listed() -> None:
-    assert {p.name for p in SPECS.glob("*.yaml")} == set(RUNNABLE) | set(CONTAINER) | set(SHARDED)
+    assert {p.name for p in SPECS.glob("*.yaml")} == set(RUNNABLE) | set(CONTAINER) | set(SHARDED) | {"ddp-torch-2x2.yaml"}
 
 
 def test_half_gpu_spec_asks_for_half_the_shards_of_one_gpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -31,6 +31,18 @@ def test_half_gpu_spec_asks_for_half_the_shards_of_one_gpu(capsys: pytest.Captur
     assert "#SBATCH --gres=shard:2\n" in out
     assert "#SBATCH --comment=dl:v1;signal=USR2;grace=30;class=opportunistic\n" in out
     assert (ROOT / "examples" / "trainer.py").is_file()
+
+
+def test_the_torch_ddp_spec_renders_two_nodes_of_two_ranks(capsys: pytest.CaptureFixture[str]) -> None:
+    """4 instances of 4 GPUs on nodes of 8 (the default shape): 2 nodes x 2 ranks, one srun task
+    each (tests/test_ddp_live.py runs it)."""
+    assert main(["--dry-run", str(SPECS / "ddp-torch-2x2.yaml")]) == 0
+    out = capsys.readouterr().out
+    for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks=4", "#SBATCH --ntasks-per-node=2", "#SBATCH --gres=gpu:8",
+                 "#SBATCH --signal=B:USR2@20"):
+        assert line in out.splitlines(), line
+    assert ".venv/bin/python examples/ddp_train.py --steps 40 --step-s 0.5" in out
+    assert (ROOT / "examples" / "ddp_train.py").is_file()
 
 
 @pytest.mark.parametrize("name", RUNNABLE)

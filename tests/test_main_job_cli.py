@@ -160,6 +160,15 @@ def test_demo_help_skips_setup_when_the_venv_exists(flag: str, tmp_path: Path) -
     assert not (root / "setup-ran").exists()
 
 
+def test_demo_ddp_help_prints_the_ddp_demos_options_without_setup(tmp_path: Path) -> None:
+    root = _demo_copy(tmp_path, with_venv=True)
+    proc = subprocess.run(["bash", str(root / "demo.sh"), "--ddp", "--help"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: ddp_demo.py") and "--keep" in proc.stdout
+    assert not (root / "setup-ran").exists()
+
+
 def test_demo_runs_setup_first_otherwise(tmp_path: Path) -> None:
     for with_venv, argv in ((False, ["--help"]), (True, ["--jobs", "6"])):
         root = _demo_copy(tmp_path / str(with_venv), with_venv=with_venv)

@@ -3,14 +3,16 @@
 # (idempotent). Used by `dlcluster up` and by vagrant/Vagrantfile, so the local cluster and the
 # VMs are provisioned the same way. --no-slurm: munge (and MariaDB) and mmdebstrap only, for a
 # cluster whose Slurm release runs from a root filesystem (slurm_plugin/rootfs.py).
-# Usage: install.sh [--with-dbd] [--role all|controller|compute] [--no-slurm]
+# --netns: also iproute2 (ip netns, veth, bridge) and util-linux (nsenter) for `dlcluster up --netns`.
+# Usage: install.sh [--with-dbd] [--role all|controller|compute] [--no-slurm] [--netns]
 set -euo pipefail
-with_dbd=0; role=all; slurm=1
+with_dbd=0; role=all; slurm=1; netns=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --with-dbd) with_dbd=1 ;;
     --role) role=$2; shift ;;
     --no-slurm) slurm=0 ;;
+    --netns) netns=1 ;;
     *) echo "install.sh: unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -32,6 +34,7 @@ if [ "$with_dbd" = 1 ]; then
   pkgs="$pkgs mariadb-server"
   if [ "$slurm" = 1 ]; then pkgs="$pkgs slurmdbd"; fi
 fi
+if [ "$netns" = 1 ]; then pkgs="$pkgs iproute2 util-linux"; fi
 missing=""
 for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 [ -z "$missing" ] && exit 0
