@@ -41,7 +41,7 @@ from pathlib import Path
 from prioritizer.daemon import config as daemon_config
 
 from prioritizer import tables
-from prioritizer.daemon import act, explain
+from prioritizer.daemon import act, auto_tune, explain
 from prioritizer.command import CliError, Command, clean_message
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
@@ -297,12 +297,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 @_guard
 def cmd_status(args: argparse.Namespace) -> int:
     """``dlprio status [--json] [--all]``: active jobs (all with ``--all``), after a line saying
-    how old the ledger is (on stderr with ``--json``)."""
+    how old the ledger is, and one on ``auto_tune`` while it is on (on stderr with ``--json``)."""
     cfg = _load(args, "ledger_path")
     now = time.time()
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         rows = explain.status_rows(ledger, now, active_only=not args.all)
         fresh = explain.freshness(ledger, now, cfg.interval_s)
+        if (tuned := auto_tune.status_line(cfg, ledger)) is not None:
+            fresh += "\n" + tuned
     if args.json:
         print(fresh, file=sys.stderr)
         sys.stdout.write(json.dumps(rows) + "\n")

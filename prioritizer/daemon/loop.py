@@ -13,6 +13,7 @@ gives it an in-memory copy: :class:`prioritizer.daemon.ledger.Ledger` ``scratch`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
@@ -22,6 +23,7 @@ from typing import TextIO
 
 from prioritizer import tables
 from prioritizer.daemon import act
+from prioritizer.daemon.auto_tune import AutoTuner, in_force
 from prioritizer.daemon.act import Encoding
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
@@ -31,6 +33,7 @@ from prioritizer.samplesfile import load_distribution
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
+from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.model import Decisions
 from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.decide import decide
@@ -72,10 +75,16 @@ class Daemon:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
         self.lease = lease
         self.metrics = metrics or Metrics()
+        policy, adopted = in_force(cfg, ledger)   # auto_tune's adopted settings, if any
+        if adopted is not None:
+            self.cfg = dataclasses.replace(cfg, policy=policy)
+            event(log, "auto_tune_in_force", settings=adopted["label"], since=adopted["at"])
+        self.tuner = (AutoTuner(cfg, ledger, log, self.metrics, cfg.call_timeout_s)
+                      if cfg.auto_tune.enabled and not dry_run else None)
         self.clock = clock
         self.dry_run = dry_run
         self.out = out or sys.stdout
-        self.preemptor = Preemptor(client, ledger, cfg, log)
+        self.preemptor = Preemptor(client, ledger, self.cfg, log)
         gittins = cfg.policy.policy == "tiresias-gittins"
         self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
                         if gittins and cfg.gittins_samples == HISTORY else None)
@@ -108,9 +117,18 @@ class Daemon:
         else:
             self.act(decisions, obs)
             self.prune(now)
+        if self.tuner is not None:   # never waits: starts or collects the replay child
+            adopted = self.tuner.poll(now, self.cfg.policy)
+            if adopted is not None:
+                self.adopt(adopted)
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
+
+    def adopt(self, policy: PolicyConfig) -> None:
+        """Decide with ``policy`` from the next cycle on (an ``auto_tune`` switch)."""
+        self.cfg = dataclasses.replace(self.cfg, policy=policy)
+        self.preemptor.cfg = self.cfg
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
@@ -250,7 +268,15 @@ class Daemon:
         return max(gap - elapsed, 0.0)
 
     def run(self, stop: threading.Event) -> None:
-        """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away."""
+        """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away.
+        A running ``auto_tune`` replay is stopped on the way out."""
+        try:
+            self._loop(stop)
+        finally:
+            if self.tuner is not None:
+                self.tuner.close()
+
+    def _loop(self, stop: threading.Event) -> None:
         failures = 0
         while not stop.is_set():
             started = time.monotonic()
