@@ -38,13 +38,16 @@ The scaled jobs are written for ``dlprio simulate`` in the Tiresias CSV format
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prioritizer.sim.traces import TraceJob, read_trace
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.traces import Trace, TraceJob, read_trace
 from slurm_plugin.atomic import write_atomically
 
 DENSE_WINDOW_S = 48 * 86400          # Philly 15k excerpt: dense arrivals from day 48 on
@@ -182,3 +185,93 @@ def write_tiresias_csv(jobs: Sequence[ScaledJob], path: str | Path) -> None:
     for job in jobs:
         writer.writerow([job.index, job.gpus, f"{job.submit_s:g}", f"{job.duration_s:g}"])
     write_atomically(path, handle.getvalue(), newline="")
+
+
+# ---------------------------------------------------------------- one time factor for all
+#: The sample's 90th-percentile duration maps to ``spread_p90_s(n)`` seconds; no scaled job is
+#: shorter than :data:`SPREAD_FLOOR_S` (the trainer's 1 s steps and Slurm's start latency) or
+#: longer than :data:`SPREAD_CAP_FACTOR` × that p90 (a job of days would hold the live run).
+SPREAD_FLOOR_S = 2.0
+SPREAD_CAP_FACTOR = 2.0
+SPREAD_P90_S = (20.0, 90.0)
+
+
+def spread_p90_s(n: int) -> float:
+    """Seconds the 90th-percentile duration of an ``n``-job sample maps to:
+    ``min(90, max(20, 10·n − 40))``; 6 -> 20, 8 -> 40, 12 or more -> 80..90."""
+    return min(SPREAD_P90_S[1], max(SPREAD_P90_S[0], 10.0 * n - 40.0))
+
+
+def time_factor(jobs: Sequence[TraceJob], p90_s: float) -> float:
+    """The factor ``k >= 1`` every duration and arrival gap of ``jobs`` is divided by: their
+    nearest-rank 90th-percentile duration over ``p90_s`` (1 when that is already shorter)."""
+    durations = sorted(j.duration for j in jobs)
+    rank = max(1, math.ceil(0.9 * len(durations)))
+    return max(1.0, durations[rank - 1] / p90_s)
+
+
+def scale_by(jobs: Sequence[TraceJob], k: float, floor_s: float = SPREAD_FLOOR_S,
+             cap_s: float | None = None) -> list[ScaledJob]:
+    """Jobs in arrival order with one time factor ``k``: submit ``(s − s₀)/k`` (0.1 s),
+    duration ``d/k`` rounded to whole seconds and kept within ``[floor_s, cap_s]``, GPUs capped
+    at :data:`MAX_GPUS`. Ratios of durations and gaps survive except at the floor and the
+    cap: a 3,000:1 spread stays 3,000:1 up to them."""
+    out = []
+    first = jobs[0].submit if jobs else 0.0
+    for i, job in enumerate(jobs):
+        gap = job.submit - jobs[i - 1].submit if i else 0.0
+        dur = max(floor_s, float(round(job.duration / k)))
+        if cap_s is not None:
+            dur = min(dur, cap_s)
+        out.append(ScaledJob(i, job.name, min(job.num_gpus, MAX_GPUS),
+                             round((job.submit - first) / k, 1), dur, job.num_gpus, gap,
+                             job.duration))
+    return out
+
+
+def scale_spread(jobs: Sequence[TraceJob], n: int | None = None) -> tuple[list[ScaledJob], float]:
+    """:func:`scale_by` with :func:`time_factor` for :func:`spread_p90_s` of ``n`` (default:
+    ``len(jobs)``) and the cap :data:`SPREAD_CAP_FACTOR` × that; returns (jobs, k)."""
+    p90 = spread_p90_s(n if n is not None else len(jobs))
+    k = time_factor(jobs, p90)
+    return scale_by(jobs, k, cap_s=SPREAD_CAP_FACTOR * p90), k
+
+
+def unscaled_policy(policy: PolicyConfig, k: float) -> PolicyConfig:
+    """The settings that mean on the trace's own time what ``policy`` means on jobs scaled by
+    ``k``: thresholds (GPU·s and s), ``min_run_s`` and the modeled costs (checkpoint overhead,
+    requeue delay, decision interval) times ``k``; the knob (a ratio) and Gittins quantum
+    (GPU·s, also × ``k``) alike."""
+    return dataclasses.replace(
+        policy, thresholds_gpu_s=tuple(t * k for t in policy.thresholds_gpu_s),
+        thresholds_s=tuple(t * k for t in policy.thresholds_s), min_run_s=policy.min_run_s * k,
+        gittins_quantum_gpu_s=policy.gittins_quantum_gpu_s * k,
+        checkpoint_overhead_s=policy.checkpoint_overhead_s * k,
+        requeue_delay_s=policy.requeue_delay_s * k,
+        decision_interval_s=policy.decision_interval_s * k)
+
+
+def predicted_ratios(window: Sequence[TraceJob], scaled: Sequence[ScaledJob], k: float,
+                     policy: PolicyConfig, nodes: int, gpus_per_node: int) -> tuple[float, float]:
+    """The map's check: ``policy``'s avg JCT over ``fifo-fit``'s, predicted by
+    ``prioritizer.sim.engine.simulate`` on ``nodes`` × ``gpus_per_node`` GPUs for the trace's
+    own ``window`` (GPUs capped as the scaled jobs', :func:`unscaled_policy` of ``k``) and for
+    the ``scaled`` jobs under ``policy``: (unscaled ratio, scaled ratio). A map that keeps the
+    trace's spread gives two close ratios."""
+    from prioritizer.policy.durations import load_distribution
+    from prioritizer.sim.engine import Cluster, simulate
+    cluster = Cluster(nodes, gpus_per_node)
+    first = window[0].submit
+    own = Trace("window", "tiresias", tuple(
+        TraceJob(i, j.name, j.line, j.submit - first, min(j.num_gpus, MAX_GPUS), j.duration)
+        for i, j in enumerate(window)), 0)
+    mapped = Trace("scaled", "tiresias", tuple(
+        TraceJob(j.index, j.name, 0, j.submit_s, j.gpus, j.duration_s) for j in scaled), 0)
+    dist = load_distribution() if policy.policy == "tiresias-gittins" else None
+
+    def ratio(trace: Trace, config: PolicyConfig) -> float:
+        def avg(c: PolicyConfig) -> float:
+            return statistics.fmean(j.jct for j in simulate(trace, cluster, c, dist).jobs)
+        return avg(config) / avg(dataclasses.replace(config, policy="fifo-fit"))
+
+    return ratio(own, unscaled_policy(policy, k)), ratio(mapped, policy)
