@@ -1,18 +1,23 @@
-"""Which jobs the main job replays: a rule on offered load that never looks at the outcome.
+"""Which jobs the main job replays: rules on load or position that never look at the outcome.
 
-The main job runs one workload twice on the live cluster (Slurm alone, then under ``dlprio
-run``). The workload is the window of ``n`` consecutive jobs of the Philly dense window (submit
->= 48 days of the 15k excerpt, ``data/traces/philly-15k``) with the **highest offered load** on
-the cluster: the GPU·seconds its jobs demand per second of their submit span, divided by the
-cluster's GPUs (dimensionless; 1.0 = the arrivals alone would keep every GPU busy). Load is
-measured on the *scaled* jobs (:func:`prioritizer.sim.workload.scale`: GPUs capped at 8,
-durations log-mapped onto ``[20, D]`` s, gaps onto ``[0, 15]`` s), i.e. on what the live cluster
-is actually given. A window whose jobs all arrive at once has no span and is skipped; ties go to
-the earliest window. Nothing here reads a schedule, a JCT or a simulation: the rule picks
-contention, not winners (docs/main_job.md).
+The main job runs two workloads, each twice on the live cluster (Slurm alone, then under
+``dlprio run``). The **burst** (:func:`load`) is the window of ``n`` consecutive jobs of the
+Philly dense window (submit >= 48 days of the 15k excerpt, ``data/traces/philly-15k``) with the
+**highest offered load** on the cluster: the GPU·seconds its jobs demand per second of their
+submit span, divided by the cluster's GPUs (dimensionless; 1.0 = the arrivals alone would keep
+every GPU busy). Load is measured on the *scaled* jobs
+(:func:`prioritizer.sim.workload.scale_spread`: GPUs capped at 8, durations and gaps divided by
+one time factor per window, durations kept within a floor and a cap), i.e. on what the live
+cluster is actually given. A window whose jobs all arrive within 0.1 s once scaled has no span
+and is skipped; ties go to the earliest window. Nothing here reads a schedule, a JCT or a
+simulation: the rule picks contention, not winners (docs/main_job.md).
 
-``D`` follows the sample size (:func:`duration_range`) so that both live runs fit the demo's time
-budget: ``D = min(120, max(40, 10·n − 20))`` s (40 s for 6 jobs, 100 s for 12).
+The **mixed** workload (:func:`mixed`) is picked by position alone: the ``n`` jobs submitted
+from :data:`MIXED_START_S` on (day 50 of the excerpt, two days into the dense window), whatever
+they are, so it keeps the trace's own mix of sizes and lengths.
+
+Each :class:`Pick` also carries the jobs before its window: the history ``examples/tuned.py``
+tunes the dlprio run's settings on.
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 on the first cycle, and adopts the grid point only when the replay of the history clears both
 bars. The history is fed as a history CSV (``auto_tune.history: PATH``), made for each case:
 
-* *switch*: one 16-GPU job of 3,000 s (the whole 2 × 8-GPU cluster; the child reads the
-  shape from sinfo) submitted at 0, then twenty 1-GPU jobs of 60 s at 10..29 s. Under the
-  default thresholds 3,250/7,200 GPU·s the big job reaches queue 1 only after 3,250 / 16 =
-  203 s, so the short jobs wait behind it for over 200 s; under 100/200 it leaves queue 0 after
-  7 s and is preempted at the first decision past ``min_run_s`` (60 s): every short job
-  finishes sooner, and the p95 JCT (a short job's) falls with the average.
+* *switch*: one job of 3,000 s on every GPU of the cluster (G GPUs; the test and the replay
+  child read the shape from sinfo) submitted at 0, then twenty 1-GPU jobs of 60 s at 10..29 s.
+  Under the default thresholds 3,250/7,200 GPU·s the big job reaches queue 1 only after
+  3,250 / G s (203 s on 2 × 8 GPUs, 102 s on 4 × 8), the short jobs waiting behind it; under
+  100/200 it leaves queue 0 after 100 / G s and is preempted at the first decision past
+  ``min_run_s`` (60 s): every short job finishes sooner, and the p95 JCT (a short job's) falls
+  with the average.
 * *flat*: twenty-one 1-GPU jobs of 60 s, 100 s apart: no job ever waits, every setting
   replays to the same JCTs: no gain, no switch.
 
@@ -28,6 +29,7 @@ from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.history.trace import HistoryRow, write_rows
+from prioritizer.sim.slurm_cluster import shape_from_slurm
 from slurm_plugin.client import SlurmClient
 
 pytestmark = pytest.mark.live
@@ -52,7 +54,8 @@ def _run_until_replayed(tmp_path: Path, history: Path) -> tuple[Daemon, Ledger, 
                       "period_s": 3600, "budget_s": 60, "min_gain": 0.05, "max_p95_rise": 0}})
     ledger = Ledger(cfg.ledger_path)
     metrics = Metrics()
-    daemon = Daemon(cfg, SlurmClient(timeout_s=20), ledger, CycleAdapter(), metrics)
+    daemon = Daemon(cfg, SlurmClient(timeout_s=20), ledger, CycleAdapter(), metrics,
+                    auto_tune=True)
     deadline = time.monotonic() + 60
     try:
         while ledger.meta(auto_tune.META_LAST) is None:
@@ -67,7 +70,9 @@ def _run_until_replayed(tmp_path: Path, history: Path) -> tuple[Daemon, Ledger, 
 
 def test_a_replay_that_clears_both_bars_switches(tmp_path: Path) -> None:
     history = tmp_path / "switch.csv"
-    _history(history, [(0, 16, 3000)] + [(10 + i, 1, 60) for i in range(20)], time.time())
+    nodes, gpus = shape_from_slurm()
+    _history(history, [(0, nodes * gpus, 3000)] + [(10 + i, 1, 60) for i in range(20)],
+             time.time())
     daemon, ledger, metrics = _run_until_replayed(tmp_path, history)
     with ledger:
         assert daemon.cfg.policy.thresholds_gpu_s == (100.0, 200.0)

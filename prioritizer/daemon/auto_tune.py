@@ -1,6 +1,6 @@
 """``auto_tune:``: the daemon re-tunes its policy settings on its own finished jobs, safely.
 
-Every ``auto_tune.period_s`` the daemon starts one replay in a child process
+Every ``auto_tune.period_s`` ``dlprio run`` starts one replay in a child process
 (:mod:`prioritizer.daemon.auto_tune_replay`, ``nice`` 10): the jobs that ended in the last
 ``history_days`` days (from the ledger, Slurm accounting or a history CSV) replayed by
 ``prioritizer.sim.engine.simulate`` on the cluster's shape under the settings in force and under

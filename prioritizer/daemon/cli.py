@@ -194,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
                 Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                       distribution=samples).run(stop)
+                       distribution=samples, auto_tune=True).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
                 return _fail(str(exc), EXIT_LOCKED)

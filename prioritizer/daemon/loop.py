@@ -62,6 +62,8 @@ class Daemon:
         distribution: ``tiresias-gittins``'s samples when already read (the commands read
             ``gittins_samples`` with the config, before the ledger is opened:
             :func:`prioritizer.daemon.cli.gittins_samples`); None: read here.
+        auto_tune: run ``auto_tune``'s replays when the config enables it (``dlprio run``;
+            ``dlprio once`` decides with the settings in force and starts no replay).
 
     Raises:
         ValueError: ``gittins_samples`` names a file that cannot be read or parsed.
@@ -71,7 +73,8 @@ class Daemon:
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
                  dry_run: bool = False, out: TextIO | None = None,
                  lease: ClusterLease | None = None,
-                 distribution: GittinsDistribution | None = None) -> None:
+                 distribution: GittinsDistribution | None = None,
+                 auto_tune: bool = False) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
         self.lease = lease
         self.metrics = metrics or Metrics()
@@ -80,7 +83,7 @@ class Daemon:
             self.cfg = dataclasses.replace(cfg, policy=policy)
             event(log, "auto_tune_in_force", settings=adopted["label"], since=adopted["at"])
         self.tuner = (AutoTuner(cfg, ledger, log, self.metrics, cfg.call_timeout_s)
-                      if cfg.auto_tune.enabled and not dry_run else None)
+                      if auto_tune and cfg.auto_tune.enabled and not dry_run else None)
         self.clock = clock
         self.dry_run = dry_run
         self.out = out or sys.stdout
