@@ -130,3 +130,20 @@ def test_the_ledger_history_is_each_ended_jobs_closed_runs(tmp_path: Path) -> No
     rows = ledger_rows(str(tmp_path / "l"), since=1100.0, until=2000.0)
     assert [(r.job_id, r.num_gpu, r.work_gpu_s, r.duration, r.eligible_time, r.jct, r.attempts)
             for r in rows] == [("1", 2, 300.0, 150.0, 1000.0, 400.0, 2)]
+
+
+def test_explain_places_a_job_with_the_adopted_thresholds_and_says_why(tmp_path: Path) -> None:
+    from prioritizer.daemon import explain
+    cfg = from_mapping({"ledger_path": str(tmp_path / "l"), "auto_tune": {"enabled": True}})
+    with Ledger(cfg.ledger_path) as ledger:
+        with ledger.transaction():
+            ledger.upsert_job(42, user="alice", account="a", partition="gpu", state="PENDING",
+                              gpus=4, submit_time=0, restart_count=0, now=0)
+            ledger.start_run(42, 0, 4, now=0)
+            ledger.close_run(42, 0, 40, "requeue")      # 4 GPUs x 40 s = 160 GPU·s
+        _adopt(ledger, cfg.policy, {"thresholds": [100, 200]})
+        lines = explain.explain(42, ledger, cfg, now=100).splitlines()
+    # 160 GPU·s: queue 1 under the adopted 100/200 (queue 0 under the config's 3,250/7,200)
+    assert "thresholds: 100, 200 GPU·s (service alone places it in queue 1)" in lines
+    assert lines[2].startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 8, min_run 60 s "
+                               "from tuned 1970-01-01 00:00:00 UTC: thresholds=100/200 (made here)")
