@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from prioritizer.daemon.auto_tune_replay import ledger_rows
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
+from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.config import PolicyConfig
 
 CURRENT = {"avg_jct_s": 100.0, "p95_jct_s": 200.0}
@@ -147,3 +151,45 @@ def test_explain_places_a_job_with_the_adopted_thresholds_and_says_why(tmp_path:
     assert "thresholds: 100, 200 GPU·s (service alone places it in queue 1)" in lines
     assert lines[2].startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 8, min_run 60 s "
                                "from tuned 1970-01-01 00:00:00 UTC: thresholds=100/200 (made here)")
+
+
+def _tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str],
+           **section: object) -> tuple[auto_tune.AutoTuner, Ledger, Metrics]:
+    """An AutoTuner whose child runs ``argv`` instead of the replay."""
+    real = subprocess.Popen
+    monkeypatch.setattr(auto_tune.subprocess, "Popen", lambda _argv, **kw: real(argv, **kw))
+    cfg = from_mapping({"ledger_path": str(tmp_path / "l"),
+                        "auto_tune": {"enabled": True, **section}})
+    ledger, metrics = Ledger(cfg.ledger_path), Metrics()
+    return auto_tune.AutoTuner(cfg, ledger, CycleAdapter(), metrics, 5.0), ledger, metrics
+
+
+def test_a_replay_past_its_budget_is_stopped_and_the_settings_stay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, ["sleep", "600"], budget_s=0.001)
+    with ledger:
+        assert tuner.poll(1e6, tuner.cfg.policy) is None      # due (none yet): starts the child
+        child, workdir = tuner.child, tuner.workdir
+        assert child is not None and workdir is not None and child.poll() is None
+        time.sleep(0.01)                                           # past the 1 ms budget
+        assert tuner.poll(1e6 + 1, tuner.cfg.policy) is None
+        assert child.returncode == -signal.SIGKILL and tuner.child is None
+        assert not workdir.exists()
+        assert json.loads(ledger.meta(auto_tune.META_LAST) or "")["outcome"] == "timeout"
+        assert metrics.registry.get_sample_value("dlprio_auto_tune_replays_total",
+                                                 {"outcome": "timeout"}) == 1
+        assert tuner.poll(1e6 + 2, tuner.cfg.policy) is None      # next one only after period_s
+        assert tuner.child is None
+
+
+def test_a_child_without_a_result_is_a_failed_replay(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, ["false"])
+    with ledger:
+        tuner.poll(1e6, tuner.cfg.policy)
+        assert tuner.child is not None
+        tuner.child.wait()
+        assert tuner.poll(1e6 + 1, tuner.cfg.policy) is None
+        last = json.loads(ledger.meta(auto_tune.META_LAST) or "")
+        assert (last["outcome"], last["reason"]) == ("failed", "replay exited 1 without a result")
+        assert metrics.registry.get_sample_value("dlprio_auto_tune_switches_total") == 0
