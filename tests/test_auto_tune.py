@@ -193,3 +193,20 @@ def test_a_child_without_a_result_is_a_failed_replay(tmp_path: Path,
         last = json.loads(ledger.meta(auto_tune.META_LAST) or "")
         assert (last["outcome"], last["reason"]) == ("failed", "replay exited 1 without a result")
         assert metrics.registry.get_sample_value("dlprio_auto_tune_switches_total") == 0
+
+
+def test_dlprio_status_prints_the_auto_tune_line_only_while_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from prioritizer.cli import main
+    ledger_path = tmp_path / "l"
+    on = tmp_path / "on.yaml"
+    on.write_text(f"ledger_path: {ledger_path}\nauto_tune: {{enabled: true}}\n")
+    off = tmp_path / "off.yaml"
+    off.write_text(f"ledger_path: {ledger_path}\n")
+    with Ledger(ledger_path) as ledger:
+        _adopt(ledger, PolicyConfig(), {"thresholds": [100, 200]})
+    assert main(["status", "--config", str(on)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 8")
+    assert main(["status", "--config", str(off)]) == 0
+    assert not any(ln.startswith("auto_tune") for ln in capsys.readouterr().out.splitlines())
