@@ -210,3 +210,26 @@ def test_dlprio_status_prints_the_auto_tune_line_only_while_on(
     assert out[1].startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 8")
     assert main(["status", "--config", str(off)]) == 0
     assert not any(ln.startswith("auto_tune") for ln in capsys.readouterr().out.splitlines())
+
+
+def test_the_sacct_history_is_what_history_export_keeps_in_the_window(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from prioritizer.daemon import auto_tune_replay
+    from slurm_plugin.accounting import AccountingRecord
+
+    def record(job_id: int, state: str, start: int, end: int | None) -> AccountingRecord:
+        return AccountingRecord(job_id, None, 0, None, None, "train", "u", "a", "gpu", "",
+                                state, 1000, 1000, start, end, 3600, 2, 1, True)
+    asked = []
+
+    def accounting(self: object, start: str, end: str = "now") -> list[AccountingRecord]:
+        asked.append((start, end))
+        return [record(1, "COMPLETED", 1010, 1110),    # 2 GPUs x 100 s, ended in the window
+                record(2, "COMPLETED", 1010, 1050),    # ended before it
+                record(3, "RUNNING", 1010, None)]      # not finished
+    monkeypatch.setattr(auto_tune_replay.SlurmClient, "accounting", accounting)
+    rows = auto_tune_replay.gather({"history": "sacct", "since": 1100.0, "until": 2000.0,
+                                    "slurm_timeout_s": 5.0, "ledger_path": ""})
+    assert [(r.job_id, r.num_gpu, r.work_gpu_s, r.duration, r.end_time) for r in rows] == [
+        ("1", 2, 200.0, 100.0, 1110.0)]
+    assert len(asked) == 1
