@@ -233,3 +233,15 @@ def test_the_sacct_history_is_what_history_export_keeps_in_the_window(
     assert [(r.job_id, r.num_gpu, r.work_gpu_s, r.duration, r.end_time) for r in rows] == [
         ("1", 2, 200.0, 100.0, 1110.0)]
     assert len(asked) == 1
+
+
+def test_a_replay_that_cannot_start_is_a_failed_replay_and_the_cycle_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, [str(tmp_path / "no-such-program")])
+    with ledger:
+        assert tuner.poll(1e6, tuner.cfg.policy) is None
+        last = json.loads(ledger.meta(auto_tune.META_LAST) or "")
+        assert last["outcome"] == "failed" and last["reason"].startswith("replay not started: ")
+        assert tuner.child is None and tuner.workdir is None
+        ledger.set_meta(auto_tune.META_SETTINGS, "not json")
+        assert in_force(tuner.cfg, ledger) == (tuner.cfg.policy, None)

@@ -126,8 +126,11 @@ def in_force(cfg: DaemonConfig, ledger: Ledger) -> tuple[PolicyConfig, dict[str,
     raw = ledger.meta(META_SETTINGS)
     if not cfg.auto_tune.enabled or not raw:
         return cfg.policy, None
-    record = json.loads(raw)
-    if record.get("base") != _policy_key(cfg.policy):
+    try:
+        record = json.loads(raw)
+    except ValueError:   # not what this module wrote: the config's settings
+        return cfg.policy, None
+    if not isinstance(record, dict) or record.get("base") != _policy_key(cfg.policy):
         return cfg.policy, None
     try:
         return apply_setting(cfg.policy, record["setting"]), record
@@ -192,7 +195,12 @@ class AutoTuner:
             adopted = self._collect(now)
         started = float(self.ledger.meta(META_STARTED) or 0)
         if now - started >= self.cfg.auto_tune.period_s:
-            self._start(now, adopted or policy)
+            try:
+                self._start(now, adopted or policy)
+            except OSError as exc:   # no temporary directory, no process: this period's replay
+                self.child = None
+                self._cleanup()
+                self._record(now, "failed", f"replay not started: {exc}", logging.ERROR)
         return adopted
 
     def close(self) -> None:
