@@ -1,13 +1,15 @@
 #!/bin/bash
 # The main job in one command, on Debian 12 as root: installs what is missing (apt packages, the
 # .venv with the project, Slurm 22.05 and munge) and starts the local cluster (4 nodes x 8 fake
-# GPUs) through scripts/setup.sh, then runs examples/main_job.py: the 12 consecutive jobs of the
-# Philly dense window with the highest offered load (data/traces/philly-15k, in the repository),
-# scaled to 20-100 s, each submitted with dlsubmit as a PAI v2 spec running examples/trainer.py,
+# GPUs) through scripts/setup.sh, then runs examples/main_job.py on two workloads of the Philly
+# trace (data/traces/philly-15k, in the repository): the 12 consecutive jobs of the dense window
+# with the highest offered load, and the 40 jobs from a fixed offset (day 50); each scaled by one
+# time factor that keeps the trace's spread, its dlprio settings from `dlprio tune` on the 200
+# jobs before it, each job submitted with dlsubmit as a PAI v2 spec running examples/trainer.py,
 # twice back to back: 1/2 under Slurm alone (its own multifactor priority, no daemon), 2/2 under
-# `dlprio run`. At the end: per-job JCT of both runs side by side, both runs beside
-# `dlprio simulate`'s prediction for each, out/main-job/jobs.csv and out/main-job/main_job.png,
-# and the exact `dlprio explain` / `dlprio status` commands to look further. About 10 minutes
+# `dlprio run`. At the end of each: per-job JCT of both runs side by side, both runs beside
+# `dlprio simulate`'s prediction for each, jobs.csv and main_job.png under out/main-job, and the
+# exact `dlprio explain` / `dlprio status` commands to look further. About 20 minutes
 # after installation. Arguments go to main_job.py, e.g. `./demo.sh --jobs 6` (about 3 minutes);
 # see docs/main_job.md.
 #

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""The main job: one real Philly workload on the live cluster, under Slurm alone and under dlprio.
+"""The main job: two real Philly workloads on the live cluster, under Slurm alone and under dlprio.
 
-Steps (issues 7 and 16; docs/main_job.md): pick and scale ``--jobs`` jobs from the trace (the
-window of the Philly dense window with the highest offered load, :mod:`pick`; scaling by
-:mod:`prioritizer.sim.workload`); then two live runs back to back, each from an idle cluster
-and with the same specs, submit times and scaled durations: **1/2 Slurm alone** (its stock
-multifactor priority and backfill, no daemon) and **2/2 under** ``dlprio run`` with the demo
-config (``examples/dlprio-demo.yaml``; ledger in ``--out``/dlprio, public snapshot where
-``dlqueue`` looks on the default cluster: :func:`snapshot_path`). Each job is submitted through
+Steps (docs/main_job.md): two workloads from the trace, each scaled by one time factor that
+keeps its spread of durations and gaps (:func:`prioritizer.sim.workload.scale_spread`): the
+**burst**, the window of ``--jobs`` jobs of the Philly dense window with the highest offered load
+(:func:`pick.load`), and the **mixed** workload, the jobs submitted from a fixed offset
+(:func:`pick.mixed`), whatever they are. For each: the map's check (``dlprio/fifo-fit``
+predicted for the trace's own window and for the scaled jobs), the dlprio settings from
+``dlprio tune`` on the history before the window, scaled the same way (:mod:`tuned`), then two
+live runs back to back, each from an idle cluster and with the same specs, submit times and
+scaled durations: **1/2 Slurm alone** (its stock multifactor priority and backfill, no daemon)
+and **2/2 under** ``dlprio run`` with the tuned config (the demo config ``--config`` with the
+tuned policy keys; ledger in ``--out``/dlprio, public snapshot where ``dlqueue`` looks on the
+default cluster: :func:`snapshot_path`). The burst writes into ``--out``, the mixed workload
+into ``--out``/mixed. Each job is submitted through
 ``dlsubmit`` at its scaled arrival time as a PAI v2 spec running ``examples/trainer.py``;
 ``dlqueue --watch`` runs meanwhile (on a terminal; into ``dlqueue.log`` otherwise). At the end:
 per-job JCT of both runs side by side, one table with both runs and ``dlprio simulate``'s
@@ -41,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pick  # noqa: E402
 import report  # noqa: E402
 import replay  # noqa: E402
+import tuned  # noqa: E402
 from prioritizer.daemon import config as daemon_config  # noqa: E402
 from prioritizer.sim import workload  # noqa: E402
 from prioritizer.sim.traces import TraceError  # noqa: E402
@@ -50,6 +57,7 @@ from submit import queue_cli  # noqa: E402
 HERE = Path(__file__).resolve().parent
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SLURM, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 MARKER = "main_job.json"
+MIXED_DIR = "mixed"   # the mixed workload's output, below --out
 DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
 
@@ -60,19 +68,17 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="main_job.py", description=__doc__.split("\n\n")[0])
     add = p.add_argument
-    add("--jobs", type=int, default=pick.DEFAULT_JOBS,
-        help=f"jobs to replay (default {pick.DEFAULT_JOBS}); each live run replays them all")
+    add("--jobs", type=int, default=None,
+        help=f"jobs of each workload (default {pick.DEFAULT_JOBS} in the burst, "
+             f"{pick.MIXED_JOBS} in the mixed one); each live run replays them all")
+    add("--workloads", default="burst,mixed",
+        help="which workloads, comma-separated: burst, mixed (default both)")
     add("--trace", default=str(pick.DEFAULT_TRACE),
         help="trace CSV (default: the Philly excerpt in data/traces/philly-15k)")
     add("--format", choices=("philly", "tiresias", "itp"), help="trace format (default: from the header)")
     add("--start-at", type=float, default=None, metavar="SECONDS",
-        help="replay the first --jobs jobs from this trace second instead of the window with the "
-             "highest offered load in the Philly dense window (the default)")
-    add("--max-duration", type=float, default=None, metavar="S",
-        help="longest scaled job, s (durations map onto [20, S]; default min(120, max(40, "
-             "10 x jobs - 20)): 100 for 12 jobs, 40 for 6)")
-    add("--max-gap", type=float, default=workload.GAP_RANGE_S[1], metavar="S",
-        help="longest scaled arrival gap, s (default 15)")
+        help="burst: replay the first --jobs jobs from this trace second instead of the window "
+             "with the highest offered load in the Philly dense window (the default)")
     add("--out", default="out/main-job", help="output directory (default out/main-job)")
     add("--config", default=str(HERE / "dlprio-demo.yaml"), help="dlprio config to run with")
     add("--grace", type=int, default=5, help="checkpoint grace in each spec, s (default 5)")
@@ -130,7 +136,9 @@ def check_not_running(path: Path) -> None:
     """
     if not path.is_dir():
         return
-    for where in [path] + [path / key for key, _, _ in RUNS]:
+    places = [path] + [path / key for key, _, _ in RUNS]
+    for where in places + [p / MIXED_DIR for p in places[:1]] + [path / MIXED_DIR / key
+                                                                 for key, _, _ in RUNS]:
         for name, program in PID_FILES.items():
             if (pid := _runs(where / name, program)) is not None:
                 raise UsageError(f"--out {path}: another main job is running there ({program}, "
@@ -217,41 +225,62 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def load_jobs(args: argparse.Namespace) -> tuple[list[workload.ScaledJob], pick.Pick | None]:
-    """The scaled workload of ``args``, and the :class:`pick.Pick` that chose it (None with
-    ``--start-at``). Reads only the trace: no Slurm.
+@dataclass(frozen=True)
+class Workload:
+    """One workload of the main job: its key (``burst``, ``mixed``), how it was chosen (one
+    line), and the :class:`pick.Pick` (scaled jobs, time factor, the trace's window and the jobs
+    before it)."""
 
-    Default: the window of ``--jobs`` consecutive jobs of the Philly dense window with the highest
-    offered load (:mod:`pick`; the ranking does not depend on the cluster's size); with
-    ``--start-at``: the first ``--jobs`` jobs from that trace second
-    (:func:`prioritizer.sim.workload.load`). ``--max-duration`` defaults to
-    :func:`pick.duration_range` of ``--jobs``.
+    key: str
+    chosen: str
+    found: pick.Pick
+
+    @property
+    def jobs(self) -> list[workload.ScaledJob]:
+        return self.found.jobs
+
+
+WORKLOADS = ("burst", "mixed")
+
+
+def load_jobs(args: argparse.Namespace) -> list[Workload]:
+    """The workloads of ``args`` (``--workloads``), scaled. Reads only the trace: no Slurm.
+
+    The burst: the window of ``--jobs`` consecutive jobs of the Philly dense window with the
+    highest offered load (:func:`pick.load`), or with ``--start-at`` the first ``--jobs`` jobs
+    from that trace second; the mixed workload: the ``--jobs`` jobs from
+    :data:`pick.MIXED_START_S` on (:func:`pick.mixed`). Both scaled by
+    :func:`prioritizer.sim.workload.scale_spread`.
 
     Raises:
-        UsageError: ``--jobs`` < 1, ``--max-duration`` < 20, ``--max-gap`` < 0 or ``--grace`` < 1.
+        UsageError: ``--jobs`` < 1, ``--grace`` < 1, an unknown workload.
         TraceError, WorkloadError: the trace cannot give the sample.
     """
-    lo, hi = pick.duration_range(args.jobs)
-    hi = hi if args.max_duration is None else args.max_duration
-    if hi < lo or args.max_gap < 0 or args.grace < 1 or args.jobs < 1:
-        raise UsageError("--jobs must be >= 1, --max-duration >= 20, --max-gap >= 0, --grace >= 1")
-    if args.start_at is not None:
-        return workload.load(args.trace, args.jobs, args.start_at, args.format, (lo, hi),
-                             (0.0, args.max_gap)), None
-    found = pick.load(args.trace, args.jobs, pick.CLUSTER_GPUS, args.format, durations_s=(lo, hi),
-                      gaps_s=(0.0, args.max_gap))
-    return found.jobs, found
-
-
-def describe(args: argparse.Namespace, jobs: list[workload.ScaledJob], found: pick.Pick | None,
-             gpus_total: int) -> str:
-    """How the workload was chosen, in one line (the offered load on ``gpus_total`` GPUs)."""
-    if found is None:
-        return f"the first {report.plural(len(jobs), 'job')} from trace second {args.start_at:.0f}"
-    load = pick.offered_load(jobs, gpus_total)
-    return (f"the {len(jobs)} consecutive jobs of the dense window with the highest offered load "
-            f"(on {gpus_total} GPUs: {load:.1f}), from u_id {found.first_name} (job "
-            f"{found.first + 1} of the window)")
+    keys = [k.strip() for k in args.workloads.split(",") if k.strip()]
+    if not keys or any(k not in WORKLOADS for k in keys) or len(set(keys)) != len(keys):
+        raise UsageError(f"--workloads {args.workloads!r}: a comma-separated list of "
+                         f"{', '.join(WORKLOADS)}")
+    if args.grace < 1 or (args.jobs is not None and args.jobs < 1):
+        raise UsageError("--jobs must be >= 1, --grace >= 1")
+    out = []
+    if "burst" in keys:
+        n = args.jobs or pick.DEFAULT_JOBS
+        if args.start_at is not None:
+            found = pick.mixed(args.trace, n, args.format, args.start_at)
+            chosen = f"the first {report.plural(n, 'job')} from trace second {args.start_at:.0f}"
+        else:
+            found = pick.load(args.trace, n, pick.CLUSTER_GPUS, args.format)
+            chosen = (f"the {n} consecutive jobs of the dense window with the highest offered "
+                      f"load (on {pick.CLUSTER_GPUS} GPUs: {found.load:.1f}), from u_id "
+                      f"{found.first_name} (job {found.first + 1} of the trace)")
+        out.append(Workload("burst", chosen, found))
+    if "mixed" in keys:
+        n = args.jobs or pick.MIXED_JOBS
+        found = pick.mixed(args.trace, n, args.format)
+        out.append(Workload("mixed", f"the {n} jobs submitted from day "
+                            f"{pick.MIXED_START_S / 86400:g} of the trace on, from u_id "
+                            f"{found.first_name} (a fixed offset: the trace's own mix)", found))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -259,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
     if not Path(conf).is_file():
         raise UsageError(f"no cluster config {conf}; start the cluster with `dlcluster up` "
                          "(`--name NAME --port-base PORT` for --cluster-name NAME)")
-    jobs, found = load_jobs(args)
+    loads = load_jobs(args)
     config = Path(args.config)
     try:
         daemon_config.load(config)             # the daemon's own checks, before --out is touched
@@ -268,15 +297,58 @@ def run(args: argparse.Namespace) -> int:
     client = SlurmClient(timeout_s=30)
     check_not_running(Path(args.out))
     nodes, gpus = cluster_shape(client)
-    chosen = describe(args, jobs, found, nodes * gpus)
     check_not_running(Path(args.out))          # again: Slurm may have taken a while
     out = prepare_out(Path(args.out))
     pid_file = out / "main_job.pid"
     pid_file.write_text(f"{os.getpid()}\n")
     try:
-        return _run_in(args, out, jobs, chosen, config, client, nodes, gpus)
+        verdicts = []
+        for load in loads:
+            where = out if load.key == "burst" else out / MIXED_DIR
+            where.mkdir(exist_ok=True)
+            status = _workload(args, where, load, config, client, nodes, gpus)
+            verdicts.append(f"{load.key}: {(where / 'verdict.txt').read_text().strip()}"
+                            if (where / "verdict.txt").exists() else f"{load.key}: failed")
+            if status != EXIT_OK:
+                return status
+        if len(loads) > 1:
+            print("\nboth workloads:\n" + "\n".join(f"  {v}" for v in verdicts), flush=True)
+        return EXIT_OK
     finally:
         pid_file.unlink(missing_ok=True)
+
+
+def _workload(args: argparse.Namespace, out: Path, load: Workload, base: Path,
+              client: SlurmClient, nodes: int, gpus: int) -> int:
+    """One workload into ``out``: the map's check, ``dlprio tune`` on its history, both live
+    runs and the report; the exit status."""
+    say = Say(out, quiet=False)
+    found, n = load.found, len(load.jobs)
+    p90 = workload.spread_p90_s(n)
+    say(f"\n=== {load.key} workload: {load.chosen}")
+    say(f"  scaled by one time factor k = {found.k:.2f} (durations and gaps / k; the 90th-"
+        f"percentile job -> {p90:g} s, none under {workload.SPREAD_FLOOR_S:g} s or over "
+        f"{workload.SPREAD_CAP_FACTOR * p90:g} s)")
+    say(f"  settings: `dlprio tune` on the {min(len(found.before), tuned.HISTORY_JOBS)} jobs "
+        f"before the window, scaled the same way:")
+    try:
+        config = tuned.tune(found.before, found.k, workload.SPREAD_CAP_FACTOR * p90, base, nodes,
+                            gpus, out, replay.BIN / "dlprio", say)
+    except tuned.TuneError as exc:
+        say(f"main job: {exc}")
+        return EXIT_FAILED
+    policy = daemon_config.load(config).policy
+    unscaled, scaled = workload.predicted_ratios(found.window, load.jobs, found.k, policy,
+                                                 nodes, gpus)
+    say(f"  map check, predicted avg JCT {policy.policy}/fifo-fit on {nodes} x {gpus} GPUs: "
+        f"trace's own times {unscaled:.3f}, scaled {scaled:.3f} "
+        f"({100 * (scaled / unscaled - 1):+.1f} %)")
+    (out / "workload.json").write_text(json.dumps({
+        "workload": load.key, "chosen": load.chosen, "k": found.k,
+        "thresholds_gpu_s": list(policy.thresholds_gpu_s), "starve_knob": policy.starve_knob,
+        "predicted_ratio": {"unscaled": unscaled, "scaled": scaled}}, indent=2))
+    return _run_in(args, out, load.jobs, load.chosen, config, client, nodes, gpus,
+                   "" if load.key == "burst" else f"{load.key} ")
 
 
 @dataclass
@@ -298,8 +370,9 @@ RUNS = (("slurm", "Slurm alone", False), ("dlprio", "dlprio", True))
 
 
 def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob], chosen: str,
-            config: Path, client: SlurmClient, nodes: int, gpus: int) -> int:
-    """Both live runs in the prepared output directory ``out``, then the report; the exit status."""
+            config: Path, client: SlurmClient, nodes: int, gpus: int, prefix: str = "") -> int:
+    """Both live runs in the prepared output directory ``out``, then the report; the exit status.
+    Progress tags start with ``prefix`` (``mixed ``)."""
     say = Say(out, quiet=False)
     workload.write_tiresias_csv(jobs, out / "scaled-trace.csv")
     demand = sum(j.gpus * j.duration_s for j in jobs)
@@ -314,7 +387,7 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
         live = LiveRun(key, label, out / key)
         live.out.mkdir()
         runs.append(live)
-        status = _live_run(args, live, f"{number}/{len(RUNS)} {label}", jobs,
+        status = _live_run(args, live, f"{prefix}{number}/{len(RUNS)} {label}", jobs,
                            config if with_daemon else None, client, say)
         if status != EXIT_OK:
             return status
@@ -430,6 +503,7 @@ def finish(out: Path, runs: Sequence[LiveRun], config: Path, nodes: int, gpus: i
     preempted = [o for o in dl.outcomes if o.preemptions]
     resumed = [o for o in dl.outcomes if o.restarts and o.resumes_ok]
     say(f"\n{report.verdict(reports)}")
+    (out / "verdict.txt").write_text(report.verdict(reports) + "\n")
     say(f"under dlprio {report.checkpoint_summary(len(preempted), len(resumed))}")
     (out / MARKER).write_text(json.dumps({
         "simulated": sims,

@@ -33,7 +33,7 @@ from prioritizer.policy.config import PolicyConfig, Positive, Seconds
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.paths import SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SYSTEM_CONFIG
 
-__all__ = ["ConfigError", "DaemonConfig", "PACKAGED_PATH", "SYSTEM_PATH", "default_path",
+__all__ = ["AutoTuneConfig", "ConfigError", "DaemonConfig", "PACKAGED_PATH", "SYSTEM_PATH", "default_path",
            "from_mapping", "load"]
 
 SYSTEM_PATH = Path(SYSTEM_CONFIG)
@@ -98,6 +98,70 @@ LeaseName = Annotated[str, Rule(lambda v: set(v) <= LEASE_NAME_CHARS,
                       Rule(lambda v: len(v) <= LEASE_NAME_MAX,
                            f"at most {LEASE_NAME_MAX} characters (Slurm refuses a job comment "
                            "past 1024, and the lease's comment holds the name)")]
+
+
+#: The parameters ``auto_tune.grid`` may vary: those that keep the number of queues and the
+#: policy (the order's encoding and ``queue_partitions`` are built for them).
+AUTO_TUNE_PARAMETERS = ("thresholds", "knob", "min_run", "quantum")
+#: A fraction: 0 <= x <= 1.
+Fraction = Annotated[float, Meta(ge=0, le=1)]
+
+
+@dataclass(frozen=True)
+class AutoTuneConfig:
+    """``auto_tune:``: the daemon re-tunes its policy settings on its own finished jobs
+    (:mod:`prioritizer.daemon.auto_tune`).
+
+    Attributes:
+        enabled: off (false) by default; then the ``policy:`` section alone is in force.
+        period_s: seconds between two replays of the history (the first on the first cycle).
+        history_days: days of finished jobs replayed (jobs that ended in the last N days).
+        history: where they come from: ``ledger`` (the daemon's own ledger), ``sacct``
+            (Slurm accounting, as ``dlprio history export`` reads it), or the path of a
+            history CSV (``dlprio history export``'s format) that an operator keeps current.
+        grid: the settings tried, in ``dlprio tune --grid`` spelling
+            (:data:`AUTO_TUNE_PARAMETERS` only).
+        min_gain: the least fraction of avg JCT the replay must save against the settings in
+            force to switch (0.05: the new settings' avg JCT is at most 95 % of it).
+        max_p95_rise: the largest fraction the p95 JCT may rise against the settings in force
+            (0: not at all).
+        min_jobs: fewest finished GPU jobs a replay needs; fewer: nothing is replayed.
+        budget_s: seconds a replay may take; past them its process is stopped and the
+            settings in force stay.
+    """
+
+    enabled: bool = False
+    period_s: WaitPositive = 86400.0
+    history_days: Annotated[Positive, Rule(lambda v: v <= 3650, "must be <= 3650 (ten years)")] = 14.0
+    history: FilePath = "ledger"
+    grid: NonEmpty = "thresholds=1000/5000,3250/7200,10000/30000;knob=4,8,16"
+    min_gain: Fraction = 0.05
+    max_p95_rise: Fraction = 0.0
+    min_jobs: Annotated[int, Meta(ge=1, le=10_000_000)] = 50
+    budget_s: WaitPositive = 600.0
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    def rules(self) -> list[tuple[str, str]]:
+        """The grid parses (``dlprio tune --grid`` rules) and varies only
+        :data:`AUTO_TUNE_PARAMETERS`."""
+        from prioritizer.tune.grid import GridError, parse_grid
+        try:
+            grid = parse_grid(self.grid)
+        except GridError as exc:
+            return [("grid", str(exc).removeprefix("--grid: "))]
+        other = [name for name in grid if name not in AUTO_TUNE_PARAMETERS]
+        if other:
+            return [("grid", f"{', '.join(other)} cannot be tuned by the daemon (it keeps the "
+                     f"policy and its number of queues); tunable: "
+                     f"{', '.join(AUTO_TUNE_PARAMETERS)} (got {shown(self.grid)})")]
+        return []
+
+    def parsed_grid(self) -> dict[str, list[Any]]:
+        """The grid as ``{parameter: [values]}`` (checked at construction)."""
+        from prioritizer.tune.grid import parse_grid
+        return parse_grid(self.grid)
 
 
 @dataclass(frozen=True)
@@ -166,6 +230,7 @@ class DaemonConfig:
             :mod:`prioritizer.daemon.lease`); "" = no cluster lease (ledger lock only).
         lease_ttl_s: seconds without a heartbeat before another daemon may take the lease
             over; 0 = auto (:attr:`lease_ttl`).
+        auto_tune: the daemon's own re-tuning (:class:`AutoTuneConfig`; off by default).
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
@@ -197,6 +262,7 @@ class DaemonConfig:
     lease_name: LeaseName = "dlprio-lease"
     lease_ttl_s: Annotated[float, AtMostMaxSeconds] = 0.0
     forecast: ForecastConfig = field(default_factory=ForecastConfig)
+    auto_tune: AutoTuneConfig = field(default_factory=AutoTuneConfig)
 
     def __post_init__(self) -> None:
         check(self)
@@ -219,10 +285,28 @@ class DaemonConfig:
             problems.append(("slurm_timeout_s", f"must be < interval_s ({self.interval_s:g} s) so "
                              f"that a hung Slurm call cannot stretch a cycle, or 0 (auto) "
                              f"(got {self.slurm_timeout_s:g})"))
+        problems += self.auto_tune_rules()
         if self.backoff_max_s < self.interval_s:
             problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
                              f"(got {self.backoff_max_s:g})"))
         return problems
+
+    def auto_tune_rules(self) -> list[tuple[str, str]]:
+        """An enabled ``auto_tune`` needs a threshold policy (``tiresias-las`` or
+        ``tiresias-gittins``: the grid's thresholds are in GPU·s) and grid thresholds with as
+        many values as ``policy.thresholds_gpu_s`` (the number of queues stays)."""
+        if not self.auto_tune.enabled:
+            return []
+        if self.policy.policy not in ("tiresias-las", "tiresias-gittins"):
+            return [("auto_tune.enabled", f"needs policy tiresias-las or tiresias-gittins "
+                     f"(got policy {self.policy.policy})")]
+        want = len(self.policy.thresholds_gpu_s)
+        bad = [t for t in self.auto_tune.parsed_grid().get("thresholds", []) if len(t) != want]
+        if bad:
+            written = "/".join(f"{x:g}" for x in bad[0])
+            return [("auto_tune.grid", f"every thresholds value needs {want} number(s), as "
+                     f"policy.thresholds_gpu_s (the number of queues stays) (got {written})")]
+        return []
 
     @property
     def call_timeout_s(self) -> float:

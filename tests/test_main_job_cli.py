@@ -156,7 +156,7 @@ def test_demo_help_skips_setup_when_the_venv_exists(flag: str, tmp_path: Path) -
     proc = subprocess.run(["bash", str(root / "demo.sh"), "--jobs", "6", flag],
                           capture_output=True, text=True, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("usage: main_job.py") and "--max-duration" in proc.stdout
+    assert proc.stdout.startswith("usage: main_job.py") and "--workloads" in proc.stdout
     assert not (root / "setup-ran").exists()
 
 
@@ -211,20 +211,34 @@ def test_queue_view_pid_file_is_in_out_not_beside_the_snapshot(tmp_path: Path,
     assert seen["argv"][-2:] == ["--snapshot", "/var/lib/dlprio/snapshot.json"]
 
 
-def test_plain_jobs_6_is_the_short_form_of_the_load_rule() -> None:
+def test_plain_jobs_6_is_the_short_form_of_both_workloads() -> None:
     parse = main_job.build_parser().parse_args
-    args = parse(["--jobs", "6"])
-    short, found = main_job.load_jobs(args)
-    assert short == main_job.load_jobs(parse(["--jobs", "6", "--max-duration", "40"]))[0]
-    assert min(j.duration_s for j in short) == 20 and max(j.duration_s for j in short) == 40
-    assert found is not None and f"from u_id {short[0].name} " in main_job.describe(args, short, found, 32)
-    full, _ = main_job.load_jobs(parse([]))
-    assert len(full) == 12 and max(j.duration_s for j in full) == 100
-    # --start-at keeps the old rule: the first N jobs from that trace second
-    args = parse(["--jobs", "6", "--start-at", "4172631"])
-    first, found = main_job.load_jobs(args)
-    assert [j.name for j in first] == ["1660", "1661", "1662", "1665", "1664", "1663"]
-    assert found is None and "from trace second 4172631" in main_job.describe(args, first, None, 32)
+    burst, mixed = main_job.load_jobs(parse(["--jobs", "6"]))
+    assert (burst.key, mixed.key) == ("burst", "mixed")
+    assert len(burst.jobs) == len(mixed.jobs) == 6
+    assert f"from u_id {burst.jobs[0].name} " in burst.chosen
+    # one time factor: 6 jobs put the 90th-percentile (here the longest) job at 20 s, and every
+    # job above the 2 s floor keeps its trace duration / k (rounded to whole seconds)
+    for load in (burst, mixed):
+        assert max(j.duration_s for j in load.jobs) == 20
+        for j in load.jobs:
+            if j.duration_s > 2:
+                assert abs(j.duration_s - j.trace_duration_s / load.found.k) <= 0.5
+    # the mixed workload: the first 6 jobs from day 50 of the trace, whatever they are
+    assert mixed.found.window[0].submit >= 50 * 86400 > mixed.found.before[-1].submit
+    full = main_job.load_jobs(parse([]))
+    assert [len(w.jobs) for w in full] == [12, 40]
+    # --start-at keeps the old rule for the burst: the first N jobs from that trace second
+    first, = main_job.load_jobs(parse(["--jobs", "6", "--start-at", "4172631",
+                                       "--workloads", "burst"]))
+    assert [j.name for j in first.jobs] == ["1660", "1661", "1662", "1665", "1664", "1663"]
+    assert "from trace second 4172631" in first.chosen
+
+
+def test_an_unknown_workload_is_a_usage_error() -> None:
+    args = main_job.build_parser().parse_args(["--workloads", "burst,other"])
+    with pytest.raises(main_job.UsageError, match="--workloads 'burst,other'"):
+        main_job.load_jobs(args)
 
 
 def test_demo_readme_and_doc_give_the_same_times() -> None:

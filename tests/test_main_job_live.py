@@ -1,13 +1,15 @@
-"""Live smoke test of the main job (issues 7, 16): the short form on the cluster SLURM_CONF names.
+"""Live smoke test of the main job: the short form on the cluster SLURM_CONF names.
 
-Runs ``examples/main_job.py --jobs 6`` (about 3 minutes: the six jobs of the Philly dense window
-with the highest offered load, five 8-GPU jobs at once and one 15 s later, durations 20-40 s),
-twice live: Slurm alone, then under ``dlprio run``. Checks, from the jobs' own logs and from
+Runs ``examples/main_job.py --jobs 6`` (about 3 minutes: six jobs of each workload, the burst of
+the Philly dense window with the highest offered load and the jobs from day 50, the
+90th-percentile job at 20 s), each twice live: Slurm alone, then under ``dlprio run`` with the
+settings ``dlprio tune`` picked. Checks, for the burst, from the jobs' own logs and from
 Slurm rather than from the report's numbers, that every job of both runs completed, that no job
 of the Slurm-alone run was signalled or restarted, that under dlprio at least one job got the
 checkpoint signal, was requeued and resumed from its checkpoint; that the report printed both
 runs and their predictions and wrote its CSV and PNG; and that the closing commands run as
-printed (``dlprio explain`` of the most-preempted job, ``dlprio status``).
+printed (``dlprio explain`` of the most-preempted job, ``dlprio status``); for the mixed workload,
+that both runs completed every job and that both workloads were tuned and reported.
 """
 
 from __future__ import annotations
@@ -143,6 +145,19 @@ def test_short_main_job_runs_both_ways_and_its_commands_work(tmp_path: Path) -> 
     for run, count in (("slurm", 0), ("dlprio", sum(n for _, n, _ in preempted))):
         assert {j["state"] for j in summary["runs"][run]["jobs"]} == {"COMPLETED"}
         assert summary["runs"][run]["summary"]["preemptions"] == count
+
+    # The mixed workload ran too, both ways, every job completed; both workloads' settings came
+    # from dlprio tune (a tuned config beside each) and the last lines give both verdicts.
+    mixed = json.loads((out / "mixed" / "main_job.json").read_text())
+    for run in ("slurm", "dlprio"):
+        assert [j["state"] for j in mixed["runs"][run]["jobs"]] == ["COMPLETED"] * 6
+    for where in (out, out / "mixed"):
+        assert "thresholds_gpu_s" in (where / "dlprio-tuned.yaml").read_text()
+        assert json.loads((where / "workload.json").read_text())["k"] >= 1
+    assert any(ln.startswith("[mixed 2/2 dlprio] done") for ln in lines)
+    assert sum(ln.startswith("  map check, predicted avg JCT") for ln in lines) == 2
+    tail_lines = lines[lines.index("both workloads:") + 1:]
+    assert [ln.split(":")[0].strip() for ln in tail_lines[:2]] == ["burst", "mixed"]
 
     # The closing lines: every command and path works exactly as printed, from where it ran.
     tail = lines[lines.index("look further:") + 1:]

@@ -18,12 +18,6 @@ def _job(i: int, submit: float, gpus: int, duration: float) -> TraceJob:
     return TraceJob(i, str(100 + i), i + 2, submit, gpus, duration)
 
 
-def test_duration_range_by_hand() -> None:
-    # D = min(120, max(40, 10 n - 20))
-    assert [pick.duration_range(n)[1] for n in (1, 6, 7, 12, 14, 30)] == [40, 40, 50, 100, 120, 120]
-    assert pick.duration_range(12)[0] == 20
-
-
 def test_offered_load_by_hand() -> None:
     jobs = [workload.ScaledJob(0, "a", 8, 0.0, 60.0, 8, 0, 1), workload.ScaledJob(1, "b", 1, 10.0, 20.0, 1, 5, 1),
             workload.ScaledJob(2, "c", 4, 15.0, 30.0, 4, 5, 1)]
@@ -34,27 +28,30 @@ def test_offered_load_by_hand() -> None:
 
 
 def test_pick_takes_the_densest_window_and_skips_spanless_ones() -> None:
-    # Scaled: durations map onto [20, 40] over each window, gaps onto [0, 15].
+    # Scaled per window by k = (longest of two) / 20 s, durations at least 2 s.
     trace = [_job(0, 0, 1, 100), _job(1, 1000, 1, 100), _job(2, 1010, 8, 1000),
              _job(3, 1010, 8, 1000), _job(4, 1010, 8, 10), _job(5, 5000, 1, 100)]
-    found = pick.pick(trace, 2, 32, (20.0, 40.0))
-    # windows of two: (0,1) equal durations -> both 28.3 s, 1 GPU each: 56.6; (1,2) 1*20+8*40 = 340;
-    # (2,3) and (3,4) arrive together (no span); (4,5): 8*20+1*40 = 200. So (1,2) wins.
-    assert (found.first, found.first_name) == (1, "101")
-    assert found.load == pytest.approx(340 / (15 * 32))
+    found = pick.pick(trace, 2, 32)
+    # windows of two: (0,1) k=5: 20+20 GPU·s over 1000/5 = 200 s: 40/6400;
+    # (1,2) k=50: 1*2 + 8*20 = 162 GPU·s over 10/50 = 0.2 s: 162/6.4;
+    # (2,3) and (3,4) arrive together (no span); (4,5) k=5: 8*2 + 1*20 = 36 over 798 s.
+    assert (found.first, found.first_name, found.k) == (1, "101", 50.0)
+    assert found.load == pytest.approx(162 / (0.2 * 32))
     assert [j.name for j in found.jobs] == ["101", "102"]
+    assert [j.duration_s for j in found.jobs] == [2.0, 20.0]
+    assert [j.name for j in found.before] == ["100"]
 
 
 def test_pick_breaks_ties_by_the_earliest_window() -> None:
     trace = [_job(i, 10.0 * i, 8, 100) for i in range(6)]
-    assert pick.pick(trace, 3, 32, (20.0, 40.0)).first == 0
+    assert pick.pick(trace, 3, 32).first == 0
 
 
 def test_pick_refuses_what_it_cannot_give() -> None:
     with pytest.raises(workload.WorkloadError, match="only 2 jobs"):
-        pick.pick([_job(0, 0, 1, 10), _job(1, 5, 1, 10)], 3, 32, (20.0, 40.0))
+        pick.pick([_job(0, 0, 1, 10), _job(1, 5, 1, 10)], 3, 32)
     with pytest.raises(workload.WorkloadError, match="arrives at once"):
-        pick.pick([_job(i, 7.0, 1, 10) for i in range(4)], 2, 32, (20.0, 40.0))
+        pick.pick([_job(i, 7.0, 1, 10) for i in range(4)], 2, 32)
 
 
 @settings(max_examples=40, deadline=None)
@@ -68,12 +65,14 @@ def test_no_window_has_more_load_than_the_pick(rows: list[tuple[float, int, floa
     if len(trace) < n:
         return
     try:
-        found = pick.pick(trace, n, 32, (20.0, 40.0))
+        found = pick.pick(trace, n, 32)
     except workload.WorkloadError:
-        assert all(trace[i].submit == trace[i + n - 1].submit for i in range(len(trace) - n + 1))
+        for i in range(len(trace) - n + 1):     # every window arrives at once once scaled
+            scaled, _ = workload.scale_spread(trace[i:i + n])
+            assert scaled[-1].submit_s == scaled[0].submit_s
         return
     for i in range(len(trace) - n + 1):
-        scaled = workload.scale(trace[i:i + n], (20.0, 40.0))
+        scaled, _ = workload.scale_spread(trace[i:i + n])
         span = scaled[-1].submit_s - scaled[0].submit_s
         if span > 0:
             load = sum(j.gpus * j.duration_s for j in scaled) / span / 32
@@ -85,9 +84,12 @@ def test_no_window_has_more_load_than_the_pick(rows: list[tuple[float, int, floa
 def test_default_workload_comes_from_the_repository_trace() -> None:
     assert pick.DEFAULT_TRACE == REPO / "data" / "traces" / "philly-15k" / "philly_data_training.csv"
     found = pick.load(pick.DEFAULT_TRACE, 12, 32)
-    window = read_trace(pick.DEFAULT_TRACE, since=workload.DENSE_WINDOW_S).jobs
-    rows = window[found.first:found.first + 12]
+    trace = read_trace(pick.DEFAULT_TRACE).jobs
+    rows = trace[found.first:found.first + 12]
+    assert rows[0].submit >= workload.DENSE_WINDOW_S                      # in the dense window
     assert [j.name for j in found.jobs] == [r.name for r in rows]          # consecutive rows
     assert [j.gpus for j in found.jobs] == [min(r.num_gpus, 8) for r in rows]
-    assert min(j.duration_s for j in found.jobs) == 20 and max(j.duration_s for j in found.jobs) == 100
+    # 12 jobs: the 11th shortest (nearest-rank p90) maps to 80 s, none over the cap of 160 s
+    durations = sorted(j.duration_s for j in found.jobs)
+    assert durations[10] == 80 and durations[-1] <= 160
     assert found.load > 1.0                  # more work than 32 GPUs can do while jobs arrive

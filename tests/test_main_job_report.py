@@ -204,8 +204,8 @@ def test_unknown_cluster_exits_2(capsys: pytest.CaptureFixture[str], monkeypatch
 @pytest.mark.parametrize(("argv", "needle"), [
     (["--jobs", "20000"], "only 14237 jobs"),
     (["--trace", "/nonexistent.csv"], "/nonexistent.csv"),
-    (["--max-duration", "10"], "--max-duration"),
-], ids=["too-many-jobs", "missing-trace", "short-max"])
+    (["--workloads", "burst,nope"], "--workloads"),
+], ids=["too-many-jobs", "missing-trace", "unknown-workload"])
 def test_bad_inputs_exit_2_before_touching_slurm(argv: list[str], needle: str, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,7 +44,7 @@ from pathlib import Path
 from prioritizer.daemon import config as daemon_config
 
 from prioritizer import tables
-from prioritizer.daemon import act, explain
+from prioritizer.daemon import act, auto_tune, explain
 from prioritizer.command import CliError, Command, Exit, clean_message
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
@@ -194,7 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
                 Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                       distribution=samples).run(stop)
+                       distribution=samples, auto_tune=True).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
                 return _fail(str(exc), Exit.HELD)
@@ -301,12 +301,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
 @_guard
 def cmd_status(args: argparse.Namespace) -> int:
     """``dlprio status [--json] [--all]``: active jobs (all with ``--all``), after a line saying
-    how old the ledger is (on stderr with ``--json``)."""
+    how old the ledger is, and one on ``auto_tune`` while it is on (on stderr with ``--json``)."""
     cfg = _load(args, "ledger_path")
     now = time.time()
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         rows = explain.status_rows(ledger, now, active_only=not args.all)
         fresh = explain.freshness(ledger, now, cfg.interval_s)
+        if (tuned := auto_tune.status_line(cfg, ledger)) is not None:
+            fresh += "\n" + tuned
     if args.json:
         print(fresh, file=sys.stderr)
         sys.stdout.write(json.dumps(rows) + "\n")

@@ -10,7 +10,8 @@ last run), and the reason of the last change, in the same words the daemon logge
 (docs/design.md, code rule 11); then the start-time forecast the daemon's snapshot holds
 (:func:`forecast_lines`). ``status`` lists the active jobs (``--all``: every job the ledger
 still holds, finished ones until ``retention_days``) with fixed keys (docs/dlprio.md), plus
-``last_seen`` and the refused-update backoff.
+``last_seen`` and the refused-update backoff. While ``auto_tune`` is on, both say which
+settings are in force and why (:func:`prioritizer.daemon.auto_tune.status_line`).
 Both open the ledger read-only and never take the daemon's lock.
 """
 
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prioritizer import tables
+from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
@@ -138,12 +140,14 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
     runs = ledger.runs(job_id)
     service, _ = seen_service(runs)
     counted = service - row.service_base_gpu_s
-    pol = cfg.policy
+    pol, _ = in_force(cfg, ledger)   # auto_tune's adopted settings, when in force
     las1d = pol.policy == "las"
     thresholds = pol.thresholds_s if las1d else pol.thresholds_gpu_s
     unit = "s of run time" if las1d else "GPU·s"
     lines = [f"job {job_id} ({row.user}, {row.partition}): {row.state}",
              freshness(ledger, now, cfg.interval_s)]
+    if (tuned := status_line(cfg, ledger)) is not None:
+        lines.append(tuned)
     if row.queue is None:
         lines.append("queue: not decided yet")
     else:

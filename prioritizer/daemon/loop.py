@@ -13,6 +13,7 @@ gives it an in-memory copy: :class:`prioritizer.daemon.ledger.Ledger` ``scratch`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import threading
@@ -22,6 +23,7 @@ from typing import TextIO
 
 from prioritizer import tables
 from prioritizer.daemon import act
+from prioritizer.daemon.auto_tune import AutoTuner, in_force
 from prioritizer.daemon.act import Encoding
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
@@ -32,6 +34,7 @@ from prioritizer.samplesfile import load_distribution
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
+from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.model import Decisions
 from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.sharing import decide_shared
@@ -60,6 +63,8 @@ class Daemon:
         distribution: ``tiresias-gittins``'s samples when already read (the commands read
             ``gittins_samples`` with the config, before the ledger is opened:
             :func:`prioritizer.daemon.cli.gittins_samples`); None: read here.
+        auto_tune: run ``auto_tune``'s replays when the config enables it (``dlprio run``;
+            ``dlprio once`` decides with the settings in force and starts no replay).
 
     Raises:
         ValueError: ``gittins_samples`` names a file that cannot be read or parsed.
@@ -69,14 +74,21 @@ class Daemon:
                  metrics: Metrics | None = None, clock: Callable[[], float] = time.time,
                  dry_run: bool = False, out: TextIO | None = None,
                  lease: ClusterLease | None = None,
-                 distribution: GittinsDistribution | None = None) -> None:
+                 distribution: GittinsDistribution | None = None,
+                 auto_tune: bool = False) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
         self.lease = lease
         self.metrics = metrics or Metrics()
+        policy, adopted = in_force(cfg, ledger)   # auto_tune's adopted settings, if any
+        if adopted is not None:
+            self.cfg = dataclasses.replace(cfg, policy=policy)
+            event(log, "auto_tune_in_force", settings=adopted["label"], since=adopted["at"])
+        self.tuner = (AutoTuner(cfg, ledger, log, self.metrics, cfg.call_timeout_s)
+                      if auto_tune and cfg.auto_tune.enabled and not dry_run else None)
         self.clock = clock
         self.dry_run = dry_run
         self.out = out or sys.stdout
-        self.preemptor = Preemptor(client, ledger, cfg, log)
+        self.preemptor = Preemptor(client, ledger, self.cfg, log)
         gittins = cfg.policy.policy == "tiresias-gittins"
         self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
                         if gittins and cfg.gittins_samples == HISTORY else None)
@@ -118,6 +130,10 @@ class Daemon:
             self.forecast(decisions, obs)
             self.act(decisions, obs)
             self.prune(now)
+        if self.tuner is not None:   # never waits: starts or collects the replay child
+            adopted = self.tuner.poll(now, self.cfg.policy)
+            if adopted is not None:
+                self.adopt(adopted)
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
@@ -137,6 +153,11 @@ class Daemon:
                                  distribution, self._units)
         except (ValueError, OSError, SlurmError) as exc:   # a forecast never stops a cycle
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
+
+    def adopt(self, policy: PolicyConfig) -> None:
+        """Decide with ``policy`` from the next cycle on (an ``auto_tune`` switch)."""
+        self.cfg = dataclasses.replace(self.cfg, policy=policy)
+        self.preemptor.cfg = self.cfg
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
@@ -276,7 +297,15 @@ class Daemon:
         return max(gap - elapsed, 0.0)
 
     def run(self, stop: threading.Event) -> None:
-        """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away."""
+        """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away.
+        A running ``auto_tune`` replay is stopped on the way out."""
+        try:
+            self._loop(stop)
+        finally:
+            if self.tuner is not None:
+                self.tuner.close()
+
+    def _loop(self, stop: threading.Event) -> None:
         failures = 0
         self.forecasting = True
         while not stop.is_set():

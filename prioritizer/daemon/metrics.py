@@ -11,7 +11,10 @@ Series (names are part of the operator interface, docs/dlprio.md):
 * ``dlprio_last_cycle_timestamp_seconds``: epoch of the last successful cycle;
 * ``dlprio_update_backoff_jobs``: jobs whose refused update waits out its backoff (gauge);
 * ``dlprio_order_backlog_jobs``: pending jobs whose new value waits for a later cycle
-  (``update_budget`` was spent; gauge).
+  (``update_budget`` was spent; gauge);
+* ``dlprio_auto_tune_replays_total{outcome}``: ``auto_tune`` replays by outcome (``switched``,
+  ``kept``, ``skipped``, ``failed``, ``timeout``);
+* ``dlprio_auto_tune_switches_total``: settings adopted by ``auto_tune`` (counter).
 
 One registry per daemon (not the global one), so tests can run several in one process.
 """
@@ -67,6 +70,12 @@ class Metrics:
         self.order_backlog = Gauge("dlprio_order_backlog_jobs",
                                    "Pending jobs whose new value waits for a later cycle",
                                    registry=r)
+        self.auto_tune_replays = Counter("dlprio_auto_tune_replays",
+                                         "auto_tune replays by outcome", ["outcome"], registry=r)
+        for outcome in ("switched", "kept", "skipped", "failed", "timeout"):
+            self.auto_tune_replays.labels(outcome=outcome)
+        self.auto_tune_switches = Counter("dlprio_auto_tune_switches",
+                                          "Policy settings adopted by auto_tune", registry=r)
         self._service = _ServiceHistogram()
         r.register(self._service)  # type: ignore[arg-type]
 

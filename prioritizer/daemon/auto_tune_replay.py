@@ -1,0 +1,124 @@
+"""The child process of ``auto_tune`` (:mod:`prioritizer.daemon.auto_tune`): ``python -m
+prioritizer.daemon.auto_tune_replay WORKDIR``.
+
+Reads ``WORKDIR/request.json`` (written by :class:`~prioritizer.daemon.auto_tune.AutoTuner`),
+gathers the finished GPU jobs that ended in ``[since, until]`` (epoch s) from the source the
+request names, writes them as a history trace (``WORKDIR/history.csv``,
+:mod:`prioritizer.history.trace`), replays it on the cluster's shape (``sinfo``) under the
+settings in force and every grid point (:func:`prioritizer.tune.rank.run_task`, one after the
+other, at ``nice`` 10), and writes ``WORKDIR/result.json`` atomically:
+
+* ``{"jobs", "nodes", "gpus_per_node", "current": FIGURES, "candidates": [{"setting",
+  "figures"}]}``, FIGURES as ``run_task`` returns them (``avg_jct_s``, ``p95_jct_s``, ...);
+* ``{"skipped": WHY}`` when fewer than ``min_jobs`` jobs ended in the window;
+* ``{"error": WHY}`` when the history or the cluster could not be read.
+
+Sources: ``ledger`` (the daemon's ledger, read-only: submit time, GPUs, closed runs),
+``sacct`` (Slurm accounting over the window, as ``dlprio history export`` reads it), or the
+path of a history CSV.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.engine import Cluster
+from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
+from prioritizer.tune.grid import combinations, parse_grid
+from prioritizer.tune.rank import make_task, run_task
+from slurm_plugin.common.atomic import write_atomically
+from slurm_plugin.client import SlurmClient, SlurmError
+
+
+def ledger_rows(path: str, since: float, until: float) -> list[HistoryRow]:
+    """History rows of the ledger's jobs that ended in ``[since, until]`` with closed runs:
+    eligible = submit time, work = GPU·s of the closed runs, duration = work / GPUs."""
+    out = []
+    with Ledger(path, readonly=True) as ledger:
+        runs = ledger.all_runs()
+        for job in ledger.jobs():
+            if job.ended_at is None or not since <= job.ended_at <= until or not job.gpus:
+                continue
+            closed = [r for r in runs.get(job.job_id, ()) if r.end is not None]
+            work = sum(r.gpu_seconds(r.end or 0.0) for r in closed)
+            if work <= 0 or job.submit_time is None:
+                continue
+            # a shard job (a share of one GPU) replays as one GPU: it holds one for others
+            out.append(HistoryRow(str(job.job_id), job.user, job.account, job.partition,
+                                  job.submit_time, job.submit_time, math.ceil(job.gpus), 1, work,
+                                  work / job.gpus, job.ended_at, job.ended_at - job.submit_time,
+                                  job.state, len(closed), "self", job.preemptions))
+    return out
+
+
+def sacct_rows(since: float, until: float, timeout_s: float) -> list[HistoryRow]:
+    """History rows of Slurm accounting's finished jobs that ended in ``[since, until]``."""
+    from prioritizer.history.export import history_rows
+    from slurm_plugin.accounting import fold_jobs
+    import time
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    records = SlurmClient(timeout_s=timeout_s).accounting(
+        time.strftime(fmt, time.localtime(since)), time.strftime(fmt, time.localtime(until)))
+    rows, _ = history_rows(fold_jobs(records))
+    return [r for r in rows if since <= r.end_time <= until]
+
+
+def gather(request: dict[str, Any]) -> list[HistoryRow]:
+    """The request's history rows (see the module doc). Raises HistoryError, SlurmError."""
+    since, until = request["since"], request["until"]
+    if request["history"] == "ledger":
+        return ledger_rows(request["ledger_path"], since, until)
+    if request["history"] == "sacct":
+        return sacct_rows(since, until, max(request["slurm_timeout_s"], 30.0))
+    return [r for r in read_rows(request["history"]) if since <= r.end_time <= until]
+
+
+def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    """The result of one request (see the module doc)."""
+    try:
+        rows = [r for r in gather(request) if r.num_gpu > 0 and r.duration > 0]
+    except (HistoryError, SlurmError, OSError) as exc:
+        return {"error": f"history {request['history']}: {exc}"}
+    if len(rows) < request["min_jobs"]:
+        return {"skipped": f"{len(rows)} finished GPU job(s) in the window, fewer than "
+                           f"min_jobs {request['min_jobs']}"}
+    trace = workdir / "history.csv"
+    with open(trace, "w", newline="") as handle:
+        write_rows(sorted(rows, key=lambda r: (r.eligible_time, r.job_id)), handle)
+    try:
+        nodes, gpus = shape_from_slurm(SlurmClient(timeout_s=max(request["slurm_timeout_s"], 30.0)))
+    except ClusterShapeError as exc:
+        return {"error": str(exc)}
+    cluster = Cluster(nodes, gpus)
+    c = dict(request["policy"])
+    for key in ("thresholds_gpu_s", "thresholds_s"):
+        c[key] = tuple(c[key])
+    current = PolicyConfig(**c)
+    combos = combinations(parse_grid(request["grid"]), current)
+    figures = [run_task(make_task(str(trace), "history", (None, None), cluster, config))
+               for config in [current] + [cfg for _, cfg in combos]]
+    return {"jobs": len(rows), "nodes": nodes, "gpus_per_node": gpus, "current": figures[0],
+            "candidates": [{"setting": {k: list(v) if isinstance(v, tuple) else v
+                                        for k, v in setting.items()}, "figures": f}
+                           for (setting, _), f in zip(combos, figures[1:])]}
+
+
+def main(argv: list[str]) -> int:
+    workdir = Path(argv[0])
+    os.nice(10)
+    request = json.loads((workdir / "request.json").read_text())
+    result = replay(request, workdir)
+    write_atomically(workdir / "result.json", json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

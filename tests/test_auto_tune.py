@@ -1,0 +1,247 @@
+"""``auto_tune``: the switching decision with hand-worked figures, the ``auto_tune:`` section's
+validation, which settings are in force (adopted vs the config's own), and the history the
+replay child reads from the ledger."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from prioritizer.config_file import ConfigError, DaemonConfig, from_mapping, load
+from prioritizer.daemon import auto_tune
+from prioritizer.daemon.auto_tune import choose, in_force, status_line
+from prioritizer.daemon.auto_tune_replay import ledger_rows
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import CycleAdapter
+from prioritizer.daemon.loop import Daemon
+from prioritizer.daemon.metrics import Metrics
+from prioritizer.policy.config import PolicyConfig
+
+CURRENT = {"avg_jct_s": 100.0, "p95_jct_s": 200.0}
+#: A saves 10 % of avg JCT but its p95 rises 5 % (210 = 200 × 1.05); B saves 6 %, same p95.
+A = {"avg_jct_s": 90.0, "p95_jct_s": 210.0}
+B = {"avg_jct_s": 94.0, "p95_jct_s": 200.0}
+
+
+def test_the_best_point_within_the_p95_bar_is_adopted_when_it_saves_enough() -> None:
+    # max_p95_rise 0.02: the p95 limit is 204 s, A (210) is out; B saves 1 - 94/100 = 6 % >= 5 %
+    v = choose(CURRENT, [A, B], min_gain=0.05, max_p95_rise=0.02)
+    assert (v.switch, v.index) == (True, 1)
+    assert v.gain == pytest.approx(0.06) and v.p95_rise == pytest.approx(0.0)
+
+
+def test_a_wider_p95_bar_lets_the_faster_point_in() -> None:
+    # max_p95_rise 0.05: the limit is 210 s, A is allowed and saves 10 %, its p95 rises 5 %
+    v = choose(CURRENT, [A, B], min_gain=0.05, max_p95_rise=0.05)
+    assert (v.switch, v.index) == (True, 0)
+    assert v.gain == pytest.approx(0.10) and v.p95_rise == pytest.approx(0.05)
+
+
+def test_a_gain_below_the_bar_keeps_the_settings() -> None:
+    # B is the best allowed point and saves 6 % < 7 %
+    v = choose(CURRENT, [A, B], min_gain=0.07, max_p95_rise=0.02)
+    assert (v.switch, v.index) == (False, 1)
+    assert "below min_gain 0.07" in v.reason
+
+
+def test_no_point_within_the_p95_bar_keeps_the_settings() -> None:
+    v = choose(CURRENT, [A], min_gain=0.0, max_p95_rise=0.0)
+    assert (v.switch, v.index) == (False, None)
+    assert "above 200.0 s" in v.reason
+
+
+def test_a_tie_is_no_gain_even_with_min_gain_zero() -> None:
+    v = choose(CURRENT, [dict(CURRENT)], min_gain=0.0, max_p95_rise=0.0)
+    assert (v.switch, v.gain) == (False, 0.0)
+
+
+@pytest.mark.parametrize(("section", "line"), [
+    ({"min_gain": 1.5}, "auto_tune.min_gain: must be >= 0 and <= 1 (got 1.5)"),
+    ({"max_p95_rise": -0.1}, "auto_tune.max_p95_rise: must be >= 0 and <= 1 (got -0.1)"),
+    ({"period_s": 0}, "auto_tune.period_s: must be > 0 (got 0)"),
+    ({"grid": "queues=2,3"}, "auto_tune.grid: queues cannot be tuned by the daemon"),
+    ({"grid": "knob=-1"}, "auto_tune.grid: knob='-1' out of range: must be >= 0"),
+    ({"enabled": True, "grid": "thresholds=100"},
+     "auto_tune.grid: every thresholds value needs 2 number(s)"),
+    ({"histroy": "sacct"}, "auto_tune.histroy: unknown key; did you mean 'history'?"),
+])
+def test_a_bad_auto_tune_section_is_one_line_naming_the_field(section: dict, line: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        from_mapping({"auto_tune": section})
+    assert len(str(err.value).splitlines()) == 1 and str(err.value).startswith(line)
+
+
+def test_auto_tune_needs_a_threshold_policy(tmp_path: Path) -> None:
+    path = tmp_path / "dlprio.yaml"
+    path.write_text("policy: {policy: fifo}\nauto_tune: {enabled: true}\n")
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert str(err.value) == (f"{path}: auto_tune.enabled: needs policy tiresias-las or "
+                              "tiresias-gittins (got policy fifo)")
+
+
+def _adopt(ledger: Ledger, base: PolicyConfig, setting: dict) -> None:
+    ledger.set_meta(auto_tune.META_SETTINGS, json.dumps({
+        "setting": setting, "label": "thresholds=100/200", "at": 0.0, "reason": "made here",
+        "base": json.dumps(dataclasses.asdict(base), sort_keys=True)}))
+    ledger.set_meta(auto_tune.META_SWITCHES, "1")
+
+
+def test_adopted_settings_are_in_force_only_while_enabled_and_the_section_unchanged(
+        tmp_path: Path) -> None:
+    on = DaemonConfig(ledger_path=str(tmp_path / "l"), snapshot_path=str(tmp_path / "s"),
+                      auto_tune=from_mapping({"auto_tune": {"enabled": True}}).auto_tune)
+    with Ledger(on.ledger_path) as ledger:
+        _adopt(ledger, on.policy, {"thresholds": [100, 200], "knob": 4})
+        policy, record = in_force(on, ledger)
+        assert (policy.thresholds_gpu_s, policy.starve_knob) == ((100.0, 200.0), 4.0)
+        assert record is not None and record["label"] == "thresholds=100/200"
+        assert Daemon(on, None, ledger, CycleAdapter()).cfg.policy == policy  # type: ignore[arg-type]
+        line = status_line(on, ledger)
+        assert line.startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 4, min_run 60 s "
+                               "from tuned 1970-01-01 00:00:00 UTC: thresholds=100/200")
+        assert "1 switch(es)" in line
+        off = dataclasses.replace(on, auto_tune=dataclasses.replace(on.auto_tune, enabled=False))
+        assert in_force(off, ledger) == (off.policy, None)
+        assert status_line(off, ledger) is None   # status and explain print no line
+        edited = dataclasses.replace(on, policy=dataclasses.replace(on.policy, min_run_s=30.0))
+        assert in_force(edited, ledger) == (edited.policy, None)   # the operator's edit wins
+
+
+def test_the_ledger_history_is_each_ended_jobs_closed_runs(tmp_path: Path) -> None:
+    with Ledger(tmp_path / "l") as ledger:
+        with ledger.transaction():
+            for job_id in (1, 2, 3):
+                ledger.upsert_job(job_id, user="u", account="a", partition="gpu",
+                                  state="RUNNING", gpus=2, submit_time=1000.0, restart_count=0,
+                                  now=1000.0)
+            # job 1: two runs of 100 s and 50 s on 2 GPUs = 300 GPU·s, 150 s; ended at 1400
+            ledger.start_run(1, 1010.0, 2, 1010.0)
+            ledger.close_run(1, 1010.0, 1110.0, "slurm")
+            ledger.start_run(1, 1300.0, 2, 1300.0)
+            ledger.close_run(1, 1300.0, 1350.0, "slurm")
+            ledger.mark_ended(1, "COMPLETED", 1400.0)
+            ledger.start_run(2, 1010.0, 2, 1010.0)   # still running: not history
+            ledger.start_run(3, 1010.0, 2, 1010.0)   # ended before the window
+            ledger.close_run(3, 1010.0, 1020.0, "slurm")
+            ledger.mark_ended(3, "COMPLETED", 1020.0)
+    rows = ledger_rows(str(tmp_path / "l"), since=1100.0, until=2000.0)
+    assert [(r.job_id, r.num_gpu, r.work_gpu_s, r.duration, r.eligible_time, r.jct, r.attempts)
+            for r in rows] == [("1", 2, 300.0, 150.0, 1000.0, 400.0, 2)]
+
+
+def test_explain_places_a_job_with_the_adopted_thresholds_and_says_why(tmp_path: Path) -> None:
+    from prioritizer.daemon import explain
+    cfg = from_mapping({"ledger_path": str(tmp_path / "l"), "auto_tune": {"enabled": True}})
+    with Ledger(cfg.ledger_path) as ledger:
+        with ledger.transaction():
+            ledger.upsert_job(42, user="alice", account="a", partition="gpu", state="PENDING",
+                              gpus=4, submit_time=0, restart_count=0, now=0)
+            ledger.start_run(42, 0, 4, now=0)
+            ledger.close_run(42, 0, 40, "requeue")      # 4 GPUs x 40 s = 160 GPU·s
+        _adopt(ledger, cfg.policy, {"thresholds": [100, 200]})
+        lines = explain.explain(42, ledger, cfg, now=100).splitlines()
+    # 160 GPU·s: queue 1 under the adopted 100/200 (queue 0 under the config's 3,250/7,200)
+    assert "thresholds: 100, 200 GPU·s (service alone places it in queue 1)" in lines
+    assert lines[2].startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 8, min_run 60 s "
+                               "from tuned 1970-01-01 00:00:00 UTC: thresholds=100/200 (made here)")
+
+
+def _tuner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str],
+           **section: object) -> tuple[auto_tune.AutoTuner, Ledger, Metrics]:
+    """An AutoTuner whose child runs ``argv`` instead of the replay."""
+    real = subprocess.Popen
+    monkeypatch.setattr(auto_tune.subprocess, "Popen", lambda _argv, **kw: real(argv, **kw))
+    cfg = from_mapping({"ledger_path": str(tmp_path / "l"),
+                        "auto_tune": {"enabled": True, **section}})
+    ledger, metrics = Ledger(cfg.ledger_path), Metrics()
+    return auto_tune.AutoTuner(cfg, ledger, CycleAdapter(), metrics, 5.0), ledger, metrics
+
+
+def test_a_replay_past_its_budget_is_stopped_and_the_settings_stay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, ["sleep", "600"], budget_s=0.001)
+    with ledger:
+        assert tuner.poll(1e6, tuner.cfg.policy) is None      # due (none yet): starts the child
+        child, workdir = tuner.child, tuner.workdir
+        assert child is not None and workdir is not None and child.poll() is None
+        time.sleep(0.01)                                           # past the 1 ms budget
+        assert tuner.poll(1e6 + 1, tuner.cfg.policy) is None
+        assert child.returncode == -signal.SIGKILL and tuner.child is None
+        assert not workdir.exists()
+        assert json.loads(ledger.meta(auto_tune.META_LAST) or "")["outcome"] == "timeout"
+        assert metrics.registry.get_sample_value("dlprio_auto_tune_replays_total",
+                                                 {"outcome": "timeout"}) == 1
+        assert tuner.poll(1e6 + 2, tuner.cfg.policy) is None      # next one only after period_s
+        assert tuner.child is None
+
+
+def test_a_child_without_a_result_is_a_failed_replay(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, ["false"])
+    with ledger:
+        tuner.poll(1e6, tuner.cfg.policy)
+        assert tuner.child is not None
+        tuner.child.wait()
+        assert tuner.poll(1e6 + 1, tuner.cfg.policy) is None
+        last = json.loads(ledger.meta(auto_tune.META_LAST) or "")
+        assert (last["outcome"], last["reason"]) == ("failed", "replay exited 1 without a result")
+        assert metrics.registry.get_sample_value("dlprio_auto_tune_switches_total") == 0
+
+
+def test_dlprio_status_prints_the_auto_tune_line_only_while_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from prioritizer.cli import main
+    ledger_path = tmp_path / "l"
+    on = tmp_path / "on.yaml"
+    on.write_text(f"ledger_path: {ledger_path}\nauto_tune: {{enabled: true}}\n")
+    off = tmp_path / "off.yaml"
+    off.write_text(f"ledger_path: {ledger_path}\n")
+    with Ledger(ledger_path) as ledger:
+        _adopt(ledger, PolicyConfig(), {"thresholds": [100, 200]})
+    assert main(["status", "--config", str(on)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("auto_tune: on; thresholds 100/200 GPU·s, knob 8")
+    assert main(["status", "--config", str(off)]) == 0
+    assert not any(ln.startswith("auto_tune") for ln in capsys.readouterr().out.splitlines())
+
+
+def test_the_sacct_history_is_what_history_export_keeps_in_the_window(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from prioritizer.daemon import auto_tune_replay
+    from slurm_plugin.accounting import AccountingRecord
+
+    def record(job_id: int, state: str, start: int, end: int | None) -> AccountingRecord:
+        return AccountingRecord(job_id, None, 0, None, None, "train", "u", "a", "gpu", "",
+                                state, 1000, 1000, start, end, 3600, 2, 1, True)
+    asked = []
+
+    def accounting(self: object, start: str, end: str = "now") -> list[AccountingRecord]:
+        asked.append((start, end))
+        return [record(1, "COMPLETED", 1010, 1110),    # 2 GPUs x 100 s, ended in the window
+                record(2, "COMPLETED", 1010, 1050),    # ended before it
+                record(3, "RUNNING", 1010, None)]      # not finished
+    monkeypatch.setattr(auto_tune_replay.SlurmClient, "accounting", accounting)
+    rows = auto_tune_replay.gather({"history": "sacct", "since": 1100.0, "until": 2000.0,
+                                    "slurm_timeout_s": 5.0, "ledger_path": ""})
+    assert [(r.job_id, r.num_gpu, r.work_gpu_s, r.duration, r.end_time) for r in rows] == [
+        ("1", 2, 200.0, 100.0, 1110.0)]
+    assert len(asked) == 1
+
+
+def test_a_replay_that_cannot_start_is_a_failed_replay_and_the_cycle_goes_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, [str(tmp_path / "no-such-program")])
+    with ledger:
+        assert tuner.poll(1e6, tuner.cfg.policy) is None
+        last = json.loads(ledger.meta(auto_tune.META_LAST) or "")
+        assert last["outcome"] == "failed" and last["reason"].startswith("replay not started: ")
+        assert tuner.child is None and tuner.workdir is None
+        ledger.set_meta(auto_tune.META_SETTINGS, "not json")
+        assert in_force(tuner.cfg, ledger) == (tuner.cfg.policy, None)
