@@ -295,20 +295,35 @@ class Holdings:
         return Holdings({k: list(v) for k, v in self.tenants.items()}, dict(self.users))
 
 
-#: Reasons (``TenantOrder.reasons``; ``dlprio explain`` words).
+#: The rules of ``TenantOrder.why`` (``dlprio explain`` words them: ``TenantOrder.reason``).
 GUARANTEE, SHARE, MAX_GPUS, USER_LIMIT = "guarantee", "fair share", "max_gpus", "user limit"
 
 
 @dataclass(frozen=True)
 class TenantOrder:
     """The order across tenants: ``order`` (job ids, first starts first), ``held`` (ids held
-    back by ``max_gpus`` or the user limit, in Tiresias order), and per id its ``reasons``
-    (:data:`GUARANTEE`, :data:`SHARE`, :data:`MAX_GPUS` or :data:`USER_LIMIT`, with a few
-    words on the numbers)."""
+    back by ``max_gpus`` or the user limit, in Tiresias order), and per id the rule that
+    placed it, ``why`` (:meth:`reason` words it): ``(GUARANTEE or SHARE, tenant, GPUs the
+    tenant held at its turn, guarantee, weighted share)`` or ``(MAX_GPUS, tenant, held, job
+    GPUs, max_gpus)`` or ``(USER_LIMIT, user, held by the user, job GPUs, user limit)``."""
 
     order: tuple[int, ...]
     held: tuple[int, ...]
-    reasons: dict[int, str]
+    why: dict[int, tuple[str, str, float, int, float]]
+
+    def reason(self, job_id: int) -> str:
+        """The rule that placed ``job_id``, in words (``dlprio explain``)."""
+        kind, who, have, n, x = self.why[job_id]
+        if kind == GUARANTEE:
+            return f"{GUARANTEE}: {who} at {have:g} of {n} guaranteed GPUs"
+        if kind == SHARE:
+            return (f"{SHARE}: {who} has the smallest weighted share {x:.3f} "
+                    f"(at {have:g} of {n} guaranteed GPUs)")
+        if kind == MAX_GPUS:
+            return (f"{MAX_GPUS}: {who} holds {have:g} GPUs; {n} more would pass its "
+                    f"max_gpus {x:g}")
+        return (f"{USER_LIMIT}: user {who} holds {have:g} GPUs; {n} more would pass the "
+                f"user limit {x:g}")
 
 
 def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holdings,
@@ -326,66 +341,66 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
     """
     held_now = holdings.copy()
     queues: dict[str, list[Waiting]] = {}
-    for job in waiting:
-        queues.setdefault(job.tenant, []).append(job)
+    for one in waiting:
+        queues.setdefault(one.tenant, []).append(one)
     heads = {name: 0 for name in queues}
-    rank = {job.job_id: i for i, job in enumerate(waiting)}
+    rank = {one.job_id: i for i, one in enumerate(waiting)}
     order: list[int] = []
     held: list[int] = []
-    reasons: dict[int, str] = {}
+    why: dict[int, tuple[str, str, float, int, float]] = {}
     half = tenancy.fair_share_half_life_s
-    while heads:
-        best: tuple[Any, ...] | None = None
-        for name in list(heads):
-            queue, spec = queues[name], tenancy.by_name.get(name)
-            job: Waiting | None = None
-            while heads[name] < len(queue):
-                job = queue[heads[name]]
-                why = _capped(job, spec, held_now)
-                if why is None:
-                    break
-                held.append(job.job_id)
-                reasons[job.job_id] = why
-                heads[name] += 1
-                job = None
-            if job is None:
-                del heads[name]
-                continue
-            g = spec.guaranteed_gpus if spec is not None else 0
-            have = held_now.gpus(name)
-            if g > 0 and have + job.gpus <= g:
-                key: tuple[Any, ...] = (0, have / g, rank[job.job_id])
-            else:
-                row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
-                key = (1, fair_share(row, None if usage is None else usage.get(name),
-                                     totals, g, half), rank[job.job_id])
-            if best is None or key < best[0]:
-                best = (key, job, g, have)
-        if best is None:
-            break
-        key, job, g, have = best
+    #: per tenant with a job left: (key, its next job, guarantee, GPUs held); a key only
+    #: changes when its own tenant's holdings do (keys of the others are kept)
+    keys: dict[str, tuple[tuple[int, float, int], Waiting, int, float]] = {}
+
+    def refresh(name: str) -> None:
+        queue, spec = queues[name], tenancy.by_name.get(name)
+        while heads[name] < len(queue):
+            job = queue[heads[name]]
+            capped = _capped(job, spec, held_now)
+            if capped is None:
+                break
+            held.append(job.job_id)
+            why[job.job_id] = capped
+            heads[name] += 1
+        else:
+            keys.pop(name, None)
+            return
+        g = spec.guaranteed_gpus if spec is not None else 0
+        have = held_now.gpus(name)
+        if g > 0 and have + job.gpus <= g:
+            keys[name] = ((0, have / g, rank[job.job_id]), job, g, have)
+        else:
+            row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
+            share = fair_share(row, None if usage is None else usage.get(name), totals, g, half)
+            keys[name] = ((1, share, rank[job.job_id]), job, g, have)
+
+    for name in queues:
+        refresh(name)
+    while keys:
+        name = min(keys, key=lambda n: keys[n][0])
+        key, job, g, have = keys[name]
         order.append(job.job_id)
-        reasons[job.job_id] = (f"{GUARANTEE}: {job.tenant} at {have:g} of {g} guaranteed GPUs"
-                               if key[0] == 0 else
-                               f"{SHARE}: {job.tenant} has the smallest weighted share "
-                               f"{key[1]:.3f} (at {have:g} of {g} guaranteed GPUs)")
-        held_now.add(job.tenant, job.user, job.gpus, job.cpus, job.mem_mib)
-        heads[job.tenant] += 1
+        why[job.job_id] = (GUARANTEE if key[0] == 0 else SHARE, name, have, g, key[1])
+        held_now.add(name, job.user, job.gpus, job.cpus, job.mem_mib)
+        heads[name] += 1
+        refresh(name)
     held.sort(key=rank.__getitem__)
-    return TenantOrder(tuple(order), tuple(held), reasons)
+    return TenantOrder(tuple(order), tuple(held), why)
 
 
-def _capped(job: Waiting, spec: VirtualCluster | None, holdings: Holdings) -> str | None:
-    """Why ``job`` may not start now (max_gpus or user limit), or None."""
+def _capped(job: Waiting, spec: VirtualCluster | None, holdings: Holdings
+            ) -> tuple[str, str, float, int, float] | None:
+    """Why ``job`` may not start now (max_gpus or user limit) as ``TenantOrder.why`` holds
+    it, or None."""
     if spec is None:
         return None
     have = holdings.gpus(job.tenant)
     if spec.max_gpus is not None and have + job.gpus > spec.max_gpus:
-        return (f"{MAX_GPUS}: {job.tenant} holds {have:g} GPUs; {job.gpus} more would pass "
-                f"its max_gpus {spec.max_gpus}")
+        return (MAX_GPUS, job.tenant, have, job.gpus, spec.max_gpus)
     cap = spec.user_cap()
-    mine = holdings.users.get((job.tenant, job.user), 0.0)
-    if cap is not None and mine + job.gpus > cap:
-        return (f"{USER_LIMIT}: user {job.user} holds {mine:g} GPUs of {job.tenant}; "
-                f"{job.gpus} more would pass its user limit {cap}")
+    if cap is not None:
+        mine = holdings.users.get((job.tenant, job.user), 0.0)
+        if mine + job.gpus > cap:
+            return (USER_LIMIT, job.user, mine, job.gpus, cap)
     return None
