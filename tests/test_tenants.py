@@ -235,3 +235,15 @@ def test_parse_refuses_bad_values() -> None:
         "virtual_clusters.a.guaranteed_gpus: must be a whole number >= 0, got -1",
         "virtual_clusters.a.user_limit_factor: must be a number > 0, got 0",
         "fair_share_half_life_s: must be seconds >= 0, got -5"]
+
+
+def test_dlsubmit_reads_the_same_section() -> None:
+    """dlsubmit places a job by account/partition/qos and accepts the tenant keys beside."""
+    from submit.options import RenderOptions, VirtualCluster as Placement
+    section = {"nlp": {"account": "nlp", "qos": "big", "guaranteed_gpus": 8, "max_gpus": 16,
+                       "user_limit_factor": 1.5, "users": ["ann"]}}
+    assert RenderOptions(virtual_clusters=section).virtual_cluster("nlp") == Placement(
+        account="nlp", qos="big")
+    assert parse_tenancy(section).tenants == (VirtualCluster(
+        "nlp", account="nlp", qos="big", users=("ann",), guaranteed_gpus=8, max_gpus=16,
+        user_limit_factor=1.5),)
