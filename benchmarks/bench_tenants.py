@@ -66,6 +66,29 @@ def tenancy_for(trace: Trace, half_life: float) -> Tenancy:
                          for i, (g, n) in enumerate(zip(users, nodes))), half_life)
 
 
+def split_below(result: object, tenancy: Tenancy) -> dict[str, tuple[float, float]]:
+    """Per tenant, of its time with demand >= guarantee: the share below 95 % of it while
+    some other tenant held more than its own guarantee, and while none did."""
+    samples = result.tenant_samples  # type: ignore[attr-defined]
+    out = {}
+    for t in tenancy.tenants:
+        g, want, both, lone = t.guaranteed_gpus, 0.0, 0.0, 0.0
+        for cur, nxt in zip(samples, samples[1:]):
+            dt = nxt.time - cur.time
+            if cur.demand.get(t.name, 0) < g:
+                continue
+            want += dt
+            if cur.held.get(t.name, 0) < 0.95 * g:
+                lent = any(cur.held.get(o.name, 0) > o.guaranteed_gpus
+                           for o in tenancy.tenants if o.name != t.name)
+                if lent:
+                    both += dt
+                else:
+                    lone += dt
+        out[t.name] = (both / want if want else 0.0, lone / want if want else 0.0)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half-life", type=float, default=0.0)
@@ -108,6 +131,11 @@ def main() -> int:
         worst = max(worst, row["avg_jct_s"] / base - 1)
         print(f"  {row['name']}: avg JCT {row['avg_jct_s']:,.0f} s vs pure 2D-LAS {base:,.0f} s "
               f"({row['avg_jct_s'] / base - 1:+.1%})")
+    print("hours below 95 % of the guarantee while demand >= guarantee, split by whether "
+          "another tenant held more than its guarantee then (reclaimable) or not "
+          "(every GPU beyond the guarantees idle or in fragments):")
+    for name, (both, lone) in split_below(shared, tenancy).items():
+        print(f"  {name}: {both:.2%} while another borrowed, {lone:.2%} while none did")
     rhos = [r["rho"] for r in figures["tenants"] if r["rho"] is not None]
     below = [r["hours_below_guarantee_share"] for r in figures["tenants"]
              if r["hours_below_guarantee_share"] is not None]

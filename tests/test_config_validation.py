@@ -320,7 +320,9 @@ def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) ->
               "interval_s": 10, "backoff_max_s": 60, "ledger_path": "/x/l", "snapshot_path": "/x/s",
               "metrics_port": 0, "metrics_addr": "::1", "log_format": "json",
               "slurm_timeout_s": 5, "gittins_samples": "history", "gittins_min_samples": 10,
-              "gittins_refresh_s": 60, "retention_days": 3, "lease_name": "x", "lease_ttl_s": 0}
+              "gittins_refresh_s": 60, "retention_days": 3, "lease_name": "x", "lease_ttl_s": 0,
+              "virtual_clusters": "{nlp: {account: nlp, guaranteed_gpus: 8}}",
+              "fair_share_half_life_s": 3600}
     assert set(values) == {k.name for k in dataclasses.fields(DaemonConfig)} - {"policy"}
     f = tmp_path / "c.yaml"
     f.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
