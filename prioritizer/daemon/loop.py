@@ -32,6 +32,10 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
+from prioritizer.policy.tenant_decide import TenantDecisions, decide_tenants
+from prioritizer.daemon import tenants_view
+from prioritizer.daemon.tenants_view import check_tenants
+from prioritizer.policy.validation import ConfigError
 from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.decide import decide
 from prioritizer.daemon.preempt import Preemptor
@@ -88,6 +92,10 @@ class Daemon:
         self.cluster: str | None = None   # Slurm's ClusterName (read_slurm_config)
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
         self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
+        self.tenancy = cfg.tenancy
+        self.tenants_checked = False
+        #: the last cycle's tenant decision (None without virtual_clusters)
+        self.tenant_decisions: TenantDecisions | None = None
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -102,7 +110,11 @@ class Daemon:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         if self.learner is not None:   # gittins_samples: history
             self.distribution = self.learner.current(self.client, self.ledger, now, self.log)
-        decisions = decide(obs.snapshot, self.cfg.policy, now, distribution=self.distribution)
+        if self.tenancy is None:
+            decisions = decide(obs.snapshot, self.cfg.policy, now,
+                               distribution=self.distribution)
+        else:
+            decisions = self.decide_tenants(obs, now)
         if self.dry_run:
             self.print_decisions(decisions, obs)
         else:
@@ -111,6 +123,31 @@ class Daemon:
         self.metrics.cycle_duration.observe(time.monotonic() - started)
         self.metrics.last_cycle.set(now)
         return decisions
+
+    def decide_tenants(self, obs: Observation, now: float) -> Decisions:
+        """The decision with tenants (``policy.tenant_decide``): the virtual clusters are
+        checked against the cluster at the first cycle (its GPUs, slurmdbd's accounts), the
+        decayed usage is kept in the ledger (meta ``tenant_usage``)."""
+        assert self.tenancy is not None
+        if not self.tenants_checked:
+            check_tenants(self.tenancy, obs, self.client)
+            self.tenants_checked = True
+        usage = tenants_view.advance_usage(self.ledger, self.tenancy, obs, now)
+        found = decide_tenants(obs.snapshot, self.cfg.policy, now, self.tenancy,
+                               tenants_view.owners(self.tenancy, obs), usage=usage,
+                               distribution=self.distribution)
+        self.tenant_decisions = found
+        self.metrics_tenants(obs, found)
+        return found.decisions
+
+    def metrics_tenants(self, obs: Observation, found: TenantDecisions) -> None:
+        """Per tenant: GPUs guaranteed, held, borrowed, waiting (``dlprio_tenant_*``)."""
+        assert self.tenancy is not None
+        for row in tenants_view.rows(self.tenancy, obs, found):
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="guaranteed").set(row.guaranteed)
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="used").set(row.used)
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="borrowed").set(row.borrowed)
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="waiting").set(row.waiting)
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
@@ -271,6 +308,8 @@ class Daemon:
                 self.metrics.slurm_errors.labels(kind="refused").inc()
                 event(self.log, "slurm_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s
+            except ConfigError:   # virtual_clusters refused against the cluster (first cycle)
+                raise
             except ValueError as exc:   # decide() refused its input: keep the loop, say why
                 event(self.log, "decide_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s

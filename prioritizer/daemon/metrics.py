@@ -67,6 +67,10 @@ class Metrics:
         self.order_backlog = Gauge("dlprio_order_backlog_jobs",
                                    "Pending jobs whose new value waits for a later cycle",
                                    registry=r)
+        self.tenant_gpus = Gauge("dlprio_tenant_gpus",
+                                 "GPUs per tenant (virtual cluster): guaranteed, used, "
+                                 "borrowed (used beyond the guarantee), waiting (pending demand)",
+                                 ["tenant", "kind"], registry=r)
         self._service = _ServiceHistogram()
         r.register(self._service)  # type: ignore[arg-type]
 

@@ -1,0 +1,84 @@
+"""The daemon with ``virtual_clusters``: one cycle against a recording Slurm, the answers
+worked out by hand (the rules themselves: tests/test_tenants.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job
+from prioritizer.daemon.config import ConfigError, DaemonConfig
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import CycleAdapter
+from prioritizer.daemon.loop import Daemon
+
+T0 = 10_000.0
+TENANTS = {"nlp": {"account": "nlp", "guaranteed_gpus": 8},
+           "vision": {"account": "vision", "guaranteed_gpus": 8}}
+
+
+def _daemon(tmp_path: Path, client: FakeSlurm, ledger: Ledger, **cfg: object) -> Daemon:
+    config = DaemonConfig(ledger_path=str(tmp_path / "l.sqlite"),
+                          snapshot_path=str(tmp_path / "snapshot.json"),
+                          virtual_clusters=TENANTS, **cfg)  # type: ignore[arg-type]
+    return Daemon(config, client, ledger, CycleAdapter(), clock=lambda: T0)  # type: ignore[arg-type]
+
+
+def _gauge(daemon: Daemon, tenant: str, kind: str) -> float | None:
+    return daemon.metrics.registry.get_sample_value(
+        "dlprio_tenant_gpus", {"tenant": tenant, "kind": kind})
+
+
+def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
+    """2 nodes x 8 GPUs. vision holds both: job 1 on node1 since 9000 (8,000 GPU·s, queue 2),
+    job 2 on node2 since 100 (79,200 GPU·s). nlp's job 3 (8 GPUs) is within nlp's guarantee
+    (0 + 8 <= 8) and vision borrows 8: reclaim. Both nodes would be free without vision's
+    job there: node1 first, so job 1 is the victim (pure Tiresias takes job 2, the one with
+    most service). Metrics: vision guaranteed 8, used 16, borrowed 8; nlp waiting 8."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9000, account="vision"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        daemon = _daemon(tmp_path, client, ledger)
+        out = daemon.cycle()
+        assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (1,))]
+        assert [c[1] for c in client.calls if c[0] == "signal"] == [1]
+        assert daemon.tenant_decisions is not None
+        assert daemon.tenant_decisions.preempt_reasons[3] == (
+            "reclaim: nlp at 0 of 8 guaranteed GPUs takes back from vision at 16 of 8")
+        assert [(_gauge(daemon, "vision", k)) for k in ("guaranteed", "used", "borrowed",
+                                                         "waiting")] == [8, 16, 8, 0]
+        assert _gauge(daemon, "nlp", "waiting") == 8
+
+
+def test_a_tenant_at_its_guarantee_is_no_victim(tmp_path: Path) -> None:
+    """nlp holds node1 (job 1 since 9990: 80 GPU·s, queue 0), vision node2 (job 2 since 100:
+    queue 2). nlp's job 3 (8 GPUs, queue 0): pure Tiresias preempts job 2; with tenants nlp
+    would be at 16 of 8 (no reclaim), vision is at its guarantee, and nlp's own job is in
+    job 3's queue: no preemption."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9990, account="nlp"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        assert _daemon(tmp_path, client, ledger).cycle().preemptions == ()
+        assert [c for c in client.calls if c[0] in ("signal", "requeue")] == []
+
+
+def test_checked_against_the_cluster_at_the_first_cycle(tmp_path: Path) -> None:
+    """Guarantees of 16 GPUs on an 8-GPU cluster, an account slurmdbd does not know: one
+    line each, before anything is sent to Slurm."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 0)], known_accounts={"nlp"})
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with pytest.raises(ConfigError) as err:
+            _daemon(tmp_path, client, ledger).cycle()
+    assert str(err.value).splitlines() == [
+        "virtual_clusters: guaranteed_gpus sum to 16, above the cluster's 8 GPUs; lower them "
+        "so that every guarantee can be met at once",
+        "virtual_clusters.vision.account: 'vision' is not an account slurmdbd knows; add it "
+        "(sacctmgr add account vision) or fix the name"]
+    assert client.calls == []
