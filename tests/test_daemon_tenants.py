@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job
+from prioritizer.daemon import explain
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
@@ -52,6 +53,17 @@ def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
         assert [(_gauge(daemon, "vision", k)) for k in ("guaranteed", "used", "borrowed",
                                                          "waiting")] == [8, 16, 8, 0]
         assert _gauge(daemon, "nlp", "waiting") == 8
+        text = explain.explain(3, ledger, daemon.cfg, T0)
+        assert ("tenants (last cycle): reclaim: nlp at 0 of 8 guaranteed GPUs takes back from "
+                "vision at 16 of 8") in text.splitlines()
+        assert ("tenants (last cycle): its GPUs go to job 3 (reclaim: nlp at 0 of 8 guaranteed "
+                "GPUs takes back from vision at 16 of 8)") in explain.explain(
+                    1, ledger, daemon.cfg, T0).splitlines()
+        # vision: 16 of 16 GPUs is a dominant share of 1, weighted by 16 / 8: 2.000
+        assert [line.split() for line in explain.tenant_table(ledger).splitlines()] == [
+            ["TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE"],
+            ["nlp", "8", "0", "0", "8", "0.000"],
+            ["vision", "8", "16", "8", "0", "2.000"]]
 
 
 def test_a_tenant_at_its_guarantee_is_no_victim(tmp_path: Path) -> None:

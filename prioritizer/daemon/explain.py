@@ -20,6 +20,7 @@ import re
 import time
 
 from prioritizer import tables
+from prioritizer.daemon import tenants_view
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger, Run
 from prioritizer.policy.validation import MAX_SHOWN, shown
@@ -79,6 +80,16 @@ def status_rows(ledger: Ledger, now: float, *, active_only: bool = False) -> lis
 STATUS_HEADERS = ("JOBID", "USER", "STATE", "QUEUE", "ATTAINED(GPU·s)", "PREEMPT", "PROMOTE",
                   "RESTART", "REFUSED")
 _STATUS_RIGHT = frozenset(STATUS_HEADERS) - {"USER", "STATE"}
+
+
+def tenant_table(ledger: Ledger, *, styled: bool = False) -> str:
+    """Per tenant as the last cycle saw it (``virtual_clusters``; "" without): GPUs
+    guaranteed, used, borrowed beyond the guarantee, waiting, and the weighted fair share."""
+    table = tenants_view.recorded_rows(ledger)
+    if not table:
+        return ""
+    return tables.render(tenants_view.TENANT_HEADERS, tenants_view.tenant_cells(table),
+                         frozenset(tenants_view.TENANT_HEADERS) - {"TENANT"}, styled=styled)
 
 
 def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
@@ -155,6 +166,9 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
                      "run")
     when = f" at {_ts(row.reason_time)}" if row.reason_time else ""
     lines.append(f"last change{when}: {row.reason or 'none'}")
+    tenant_rule = tenants_view.recorded_reason(ledger, job_id)
+    if tenant_rule is not None:
+        lines.append(f"tenants (last cycle): {tenant_rule}")
     lines.append(f"promotions: {row.promotions}, preemptions: {row.preemptions}, "
                  f"restarts: {row.restart_count}")
     for r in runs:

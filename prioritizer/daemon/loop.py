@@ -141,9 +141,13 @@ class Daemon:
         return found.decisions
 
     def metrics_tenants(self, obs: Observation, found: TenantDecisions) -> None:
-        """Per tenant: GPUs guaranteed, held, borrowed, waiting (``dlprio_tenant_*``)."""
+        """Per tenant: GPUs guaranteed, held, borrowed, waiting (``dlprio_tenant_gpus``),
+        kept in the ledger for ``dlprio status`` and ``explain`` too."""
         assert self.tenancy is not None
-        for row in tenants_view.rows(self.tenancy, obs, found):
+        table = tenants_view.rows(self.tenancy, obs, found)
+        if not self.dry_run:
+            tenants_view.record(self.ledger, table, found)
+        for row in table:
             self.metrics.tenant_gpus.labels(tenant=row.name, kind="guaranteed").set(row.guaranteed)
             self.metrics.tenant_gpus.labels(tenant=row.name, kind="used").set(row.used)
             self.metrics.tenant_gpus.labels(tenant=row.name, kind="borrowed").set(row.borrowed)

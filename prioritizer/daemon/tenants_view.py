@@ -9,6 +9,7 @@ partition), never from anything else the user sets. Units: GPUs; usage in GPU·s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -18,10 +19,13 @@ from prioritizer.daemon.observe import Observation
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.tenant_decide import Owner, TenantDecisions, holdings_of
 from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, check_tenancy, decay,
-                                        fair_share)
+                                        fair_share, reason_text)
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
+#: the ledger meta keys of the last cycle's tenant rows (``dlprio status``) and, per job, the
+#: rule that placed or preempted it (``dlprio explain``)
+ROWS_KEY, WHY_KEY = "tenant_rows", "tenant_why"
 #: the ledger meta key of the decayed usage: ``{"at": epoch s, "usage": {tenant: [GPU·s,
 #: CPU·s, MiB·s]}}``
 USAGE_KEY = "tenant_usage"
@@ -104,3 +108,44 @@ def rows(tenancy: Tenancy, obs: Observation, found: TenantDecisions | None = Non
         share = fair_share((u, 0.0, 0.0), None, (total, 0.0, 0.0), g, 0.0) if total else 0.0
         out.append(TenantRow(name, g, u, max(u - g, 0), waiting.get(name, 0), share))
     return out
+
+
+def record(ledger: Ledger, table: list[TenantRow], found: TenantDecisions) -> None:
+    """Keep the last cycle's rows and rules in the ledger for ``dlprio status``/``explain``:
+    per pending job its ``TenantOrder.why`` entry; per waiter that preempts its rule; per
+    victim the waiter it makes room for."""
+    ledger.set_meta(ROWS_KEY, json.dumps([dataclasses.astuple(r) for r in table]))
+    why: dict[str, Any] = {str(k): list(v) for k, v in found.tenant_order.why.items()}
+    for waiter, text in found.preempt_reasons.items():
+        why[str(waiter)] = ["preempts", text]
+    for p in found.decisions.preemptions:
+        for victim in p.victims:
+            why[str(victim)] = ["victim", f"its GPUs go to job {p.waiter} "
+                                f"({found.preempt_reasons.get(p.waiter, '')})"]
+    ledger.set_meta(WHY_KEY, json.dumps(why, separators=(",", ":")))
+
+
+def recorded_rows(ledger: Ledger) -> list[TenantRow]:
+    """The rows the last cycle kept (empty: no tenants)."""
+    raw = ledger.meta(ROWS_KEY)
+    return [TenantRow(*r) for r in json.loads(raw)] if raw else []
+
+
+def recorded_reason(ledger: Ledger, job_id: int) -> str | None:
+    """The tenant rule the last cycle applied to ``job_id``, in words (None: none kept)."""
+    raw = ledger.meta(WHY_KEY)
+    why = json.loads(raw).get(str(job_id)) if raw else None
+    if why is None:
+        return None
+    if why[0] in ("preempts", "victim"):
+        return str(why[1])
+    return reason_text(why)
+
+
+TENANT_HEADERS = ("TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE")
+
+
+def tenant_cells(table: list[TenantRow]) -> list[list[str]]:
+    """:data:`TENANT_HEADERS` cells of ``table`` (GPUs; the weighted share to 3 places)."""
+    return [[r.name, str(r.guaranteed), str(r.used), str(r.borrowed), str(r.waiting),
+             f"{r.fair_share:.3f}"] for r in table]

@@ -313,17 +313,21 @@ class TenantOrder:
 
     def reason(self, job_id: int) -> str:
         """The rule that placed ``job_id``, in words (``dlprio explain``)."""
-        kind, who, have, n, x = self.why[job_id]
-        if kind == GUARANTEE:
-            return f"{GUARANTEE}: {who} at {have:g} of {n} guaranteed GPUs"
-        if kind == SHARE:
-            return (f"{SHARE}: {who} has the smallest weighted share {x:.3f} "
-                    f"(at {have:g} of {n} guaranteed GPUs)")
-        if kind == MAX_GPUS:
-            return (f"{MAX_GPUS}: {who} holds {have:g} GPUs; {n} more would pass its "
-                    f"max_gpus {x:g}")
-        return (f"{USER_LIMIT}: user {who} holds {have:g} GPUs; {n} more would pass the "
-                f"user limit {x:g}")
+        return reason_text(self.why[job_id])
+
+
+def reason_text(why: Sequence[Any]) -> str:
+    """A ``TenantOrder.why`` entry in words."""
+    kind, who, have, n, x = why
+    if kind == GUARANTEE:
+        return f"{GUARANTEE}: {who} at {have:g} of {n} guaranteed GPUs"
+    if kind == SHARE:
+        return (f"{SHARE}: {who} has the smallest weighted share {x:.3f} "
+                f"(at {have:g} of {n} guaranteed GPUs)")
+    if kind == MAX_GPUS:
+        return f"{MAX_GPUS}: {who} holds {have:g} GPUs; {n} more would pass its max_gpus {x:g}"
+    return (f"{USER_LIMIT}: user {who} holds {have:g} GPUs; {n} more would pass the "
+            f"user limit {x:g}")
 
 
 def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holdings,
