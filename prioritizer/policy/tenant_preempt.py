@@ -16,8 +16,9 @@ does not fit:
 
 No job is a victim of another tenant's job above the guarantees: there the start order (DRF)
 decides who gets the GPUs that come free. Victims are those ``decide.may_be_victim`` admits;
-of the victims taken in order until the job fits, only those on the nodes it will use are
-kept, and each but the last is dropped again, newest first, when the job fits without it.
+inside a tenant, of the victims taken in order until the job fits, only those on the nodes it
+will use are kept, and each but the last is dropped again, newest first, when the job fits
+without it.
 Signal, grace and requeue are the driver's, as for any preemption.
 """
 
@@ -123,11 +124,13 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
         own = inside and top.get(w.tenant, w.level) > w.level
         if not borrowers and not own:
             continue
-        cands = _by_node([h for t in borrowers for h in mine[t] if h.job_id not in taken],
-                         soon) if borrowers else []
-        if own:
-            cands += [h for h in mine[w.tenant] if h.level > w.level]
-        victims = _choose(need, cands, taken, soon, used, tenancy, w.tenant)
+        victims = None
+        if borrowers:
+            victims = _reclaim(need, [h for t in borrowers for h in mine[t]
+                                      if h.job_id not in taken], soon, used, tenancy)
+        if victims is None and own:
+            victims = _choose(need, [h for h in mine[w.tenant] if h.level > w.level], taken,
+                              soon, used, tenancy, w.tenant)
         if victims is None:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue
@@ -153,17 +156,38 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
     return result, reasons
 
 
-def _by_node(cands: list[Holder], soon: FreeMap) -> list[Holder]:
-    """Reclaim candidates node by node, so that what is taken back frees whole nodes' worth:
-    nodes by the GPUs they would have free once every candidate on them is gone (most
-    first, lowest index among equals), on each node its candidates in victim order."""
-    room: dict[int, int] = {}
+def _reclaim(need: tuple[int, ...], cands: list[Holder], soon: FreeMap,
+             used: Mapping[str, int], tenancy: Tenancy) -> list[Holder] | None:
+    """Victims that take lent GPUs back for ``need``: its nodes are chosen first, as
+    ``FreeMap.place`` would place it if every candidate on a node were gone (best fit: the
+    nodes needing the fewest victims), then on each chosen node candidates in victim order
+    until its entry fits, a tenant's only while it still holds more than its guarantee.
+    None: no such set. ``soon`` is left unchanged."""
+    room = list(soon.free)
+    on: dict[int, list[tuple[Holder, int]]] = {}
     for h in cands:
         for node, g in zip(h.nodes, h.gpus_per_node):
-            room[node] = room.get(node, soon.free[node]) + g
-    rank = {node: i for i, node in enumerate(sorted(room, key=lambda n: (-room[n], n)))}
-    return sorted(cands, key=lambda h: (min(rank[n] for n in h.nodes), -h.level,
-                                        -h.attained_gpu_s, h.job_id))
+            room[node] += g
+            on.setdefault(node, []).append((h, g))
+    hosts = FreeMap(room).place(need)
+    if hosts is None:
+        return None
+    left = dict(used)
+    extra: dict[int, int] = {}
+    chosen: list[Holder] = []
+    for entry, node in sorted(zip(need, hosts), key=lambda e: -e[0]):
+        for h, _ in on.get(node, ()):
+            if soon.free[node] + extra.get(node, 0) >= max(entry, 1):
+                break
+            if h in chosen or left.get(h.tenant, 0) <= tenancy.guarantee(h.tenant):
+                continue
+            chosen.append(h)
+            left[h.tenant] -= h.gpus
+            for n, g in zip(h.nodes, h.gpus_per_node):
+                extra[n] = extra.get(n, 0) + g
+        if soon.free[node] + extra.get(node, 0) < max(entry, 1):
+            return None
+    return chosen if soon.place_with(extra, need) is not None else None
 
 
 def _choose(need: tuple[int, ...], cands: list[Holder], taken: set[int], soon: FreeMap,
