@@ -25,6 +25,7 @@ Signal, grace and requeue are the driver's, as for any preemption.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import takewhile
 from dataclasses import dataclass
 
 from prioritizer.policy.model import Preemption
@@ -129,8 +130,8 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
             victims = _reclaim(need, [h for t in borrowers for h in mine[t]
                                       if h.job_id not in taken], soon, used, tenancy)
         if victims is None and own:
-            victims = _choose(need, [h for h in mine[w.tenant] if h.level > w.level], taken,
-                              soon, used, tenancy, w.tenant)
+            victims = _choose(need, takewhile(lambda h: h.level > w.level, mine[w.tenant]),
+                              taken, soon)
         if victims is None:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue
@@ -190,32 +191,41 @@ def _reclaim(need: tuple[int, ...], cands: list[Holder], soon: FreeMap,
     return chosen if soon.place_with(extra, need) is not None else None
 
 
-def _choose(need: tuple[int, ...], cands: list[Holder], taken: set[int], soon: FreeMap,
-            used: Mapping[str, int], tenancy: Tenancy, tenant: str) -> list[Holder] | None:
-    """Victims for one waiter of ``tenant``: ``cands`` in order, another tenant's only while
-    that tenant still holds more than its guarantee, until ``need`` fits; then only those on
-    the nodes it uses, each but the last dropped again, newest first, if it fits without.
-    ``soon`` is left unchanged."""
+def _choose(need: tuple[int, ...], cands: Iterable[Holder], taken: set[int], soon: FreeMap
+            ) -> list[Holder] | None:
+    """Victims inside one tenant (``cands``: its jobs of a higher level, in victim order):
+    taken in order until ``need`` fits; then only those on the nodes it uses, each but the
+    last dropped again, newest first, if it fits without. ``soon`` is left unchanged."""
     extra: dict[int, int] = {}
-    left = dict(used)
     chosen: list[Holder] = []
     nodes = None
+    free = soon.free
+    low = max(min(need), 1)
     for h in cands:
         if h.job_id in taken:
             continue
-        if h.tenant != tenant and left.get(h.tenant, 0) <= tenancy.guarantee(h.tenant):
-            continue
-        left[h.tenant] -= h.gpus
         chosen.append(h)
+        reached = False
         for node, g in zip(h.nodes, h.gpus_per_node):
             extra[node] = extra.get(node, 0) + g
-        nodes = soon.place_with(extra, need)
-        if nodes is not None:
-            break
+            reached = reached or free[node] + extra[node] >= low
+        if reached:   # a node that may host an entry came within reach: try to place
+            nodes = soon.place_with(extra, need)
+            if nodes is not None:
+                break
     if nodes is None:
         return None
     hosts = set(nodes)
     keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
+    if len(need) == 1:   # one node: drop by arithmetic
+        node = nodes[0]
+        share = [dict(zip(h.nodes, h.gpus_per_node))[node] for h in keep]
+        have = free[node] + sum(share)
+        for i in range(len(keep) - 2, -1, -1):
+            if have - share[i] >= max(need[0], 1):
+                have -= share[i]
+                del keep[i]
+        return keep
     for i in range(len(keep) - 2, -1, -1):
         trial: dict[int, int] = {}
         for h in keep[:i] + keep[i + 1:]:
