@@ -499,6 +499,8 @@ def _run(view: _View) -> int:
         print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
         return 0
     sys.stdout.write(qv.render_text(rows, show_service=snap is not None))
+    if snap is not None and snap.tenants:
+        sys.stdout.write("\n" + qv.render_tenants(snap.tenants))
     for n in notes:
         print(qv.visible(n))
     return 0

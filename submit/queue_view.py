@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin.records import Job
 
@@ -354,3 +354,15 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
 def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool) -> Table:
     return rich_table(headers(show_service), (_cells(r, show_service) for r in rows), _RIGHT,
                       _FREE if fold else ())
+
+
+TENANT_HEADERS = ("TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE")
+
+
+def render_tenants(tenants: Sequence[PublicTenant]) -> str:
+    """The daemon's per-tenant GPUs (``virtual_clusters``) as plain text: guaranteed, used,
+    borrowed beyond the guarantee, waiting, and the weighted fair share."""
+    from prioritizer import tables
+    cells = [[visible(t.name), str(t.guaranteed), str(t.used), str(t.borrowed), str(t.waiting),
+              f"{t.fair_share:.3f}"] for t in tenants]
+    return tables.render(TENANT_HEADERS, cells, frozenset(TENANT_HEADERS) - {"TENANT"})

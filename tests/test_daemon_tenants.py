@@ -94,3 +94,23 @@ def test_checked_against_the_cluster_at_the_first_cycle(tmp_path: Path) -> None:
         "virtual_clusters.vision.account: 'vision' is not an account slurmdbd knows; add it "
         "(sacctmgr add account vision) or fix the name"]
     assert client.calls == []
+
+
+def test_dlqueue_shows_the_tenants_of_the_snapshot(tmp_path: Path) -> None:
+    """The public snapshot carries the per-tenant GPUs (the reclaim case above), dlqueue
+    prints them under its table."""
+    from prioritizer.daemon.snapshot import read_snapshot
+    from submit.queue_view import render_tenants
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9000, account="vision"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        _daemon(tmp_path, client, ledger).cycle()
+    snap = read_snapshot(tmp_path / "snapshot.json")
+    assert snap is not None
+    assert [line.split() for line in render_tenants(snap.tenants).splitlines()] == [
+        ["TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE"],
+        ["nlp", "8", "0", "0", "8", "0.000"],
+        ["vision", "8", "16", "8", "0", "2.000"]]

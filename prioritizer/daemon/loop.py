@@ -39,7 +39,7 @@ from prioritizer.policy.validation import ConfigError
 from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.decide import decide
 from prioritizer.daemon.preempt import Preemptor
-from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
 #: ``--dry-run`` decisions table: RANK is the start order ("-": running, not ranked), QUEUE as
@@ -251,10 +251,15 @@ class Daemon:
                                   row.reason))
         self.metrics.set_queues(((j.queue, "PENDING" if j.rank is not None else "RUNNING",
                                   j.attained_gpu_s) for j in jobs), self.cfg.queues)
+        tenants: tuple[PublicTenant, ...] = ()
+        if self.tenancy is not None:
+            tenants = tuple(PublicTenant(r.name, r.guaranteed, r.used, r.borrowed, r.waiting,
+                                         round(r.fair_share, 3))
+                            for r in tenants_view.rows(self.tenancy, obs))
         try:
             write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
-                tuple(jobs), cluster=self.cluster))
+                tuple(jobs), cluster=self.cluster, tenants=tenants))
         except OSError as exc:   # dlqueue loses its columns; scheduling goes on
             event(self.log, "snapshot_failed", level=logging.ERROR, path=self.cfg.snapshot_path,
                   error=str(exc))
