@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import POLICIES, decide, may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.model import Decisions, JobPhase, Snapshot
+from prioritizer.policy.model import Decisions, JobPhase, Preemption, Snapshot
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
 from prioritizer.policy.tenants import (SHARED, Holdings, Resources, Tenancy, TenantOrder,
                                         Waiting, tenant_order)
@@ -79,7 +79,7 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         waiting.append(Waiting(job_id, o.tenant, o.user, jobs[job_id].num_gpus, o.cpus,
                                o.mem_mib))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
-    preemptions: list = []
+    preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
     rules = POLICIES[config.policy](config, distribution)
     if config.preemption and merged.order:
