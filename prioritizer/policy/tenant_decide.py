@@ -3,8 +3,9 @@
 The reference path of the tenant rules (:mod:`prioritizer.policy.tenants`,
 :mod:`prioritizer.policy.tenant_preempt`), used by the daemon: ``decide`` gives the queue
 states and the Tiresias order (its own preemptions off), :func:`tenant_order` merges the
-tenants' jobs into one start order, :func:`tenant_preemptions` picks the victims. Jobs held
-back by ``max_gpus`` or a user limit come last in the order (on a cluster Slurm's QOS
+tenants' jobs that may start now into one start order, :func:`tenant_preemptions` picks the
+victims. Jobs waiting out a requeue's BeginTime follow in Tiresias order, and jobs held
+back by ``max_gpus`` or a user limit come last (on a cluster Slurm's QOS
 ``GrpTRES`` is the hard cap; docs/admins.md). Partition ``PriorityTier`` is not looked at
 across tenants. Pure, as ``decide``.
 """
@@ -74,7 +75,12 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         totals = (float(sum(n.gpus_total for n in snapshot.nodes)), 0.0, 0.0)
     jobs = {job.job_id: job for job in snapshot.jobs}
     waiting = []
+    later: list[int] = []   # waiting out a requeue's BeginTime: after the others
     for job_id in inner.order:
+        eligible = jobs[job_id].eligible_time
+        if eligible is not None and eligible > now:
+            later.append(job_id)
+            continue
         o = owners.get(job_id, Owner())
         waiting.append(Waiting(job_id, o.tenant, o.user, jobs[job_id].num_gpus, o.cpus,
                                o.mem_mib))
@@ -101,13 +107,11 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                   job.releasing))
         walkers = [Walker(job_id, owners.get(job_id, Owner()).tenant,
                           jobs[job_id].gpus_per_node,
-                          rules.level(jobs[job_id], inner.states[job_id]),
-                          jobs[job_id].eligible_time is None
-                          or jobs[job_id].eligible_time <= now)   # type: ignore[operator]
+                          rules.level(jobs[job_id], inner.states[job_id]))
                    for job_id in merged.order]
         preemptions, reasons = tenant_preemptions(
             walkers, holders, [n.gpus_free for n in snapshot.nodes], tenancy,
             inside=rules.preemptive)
-    decisions = dataclasses.replace(inner, order=merged.order + merged.held,
+    decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
                                     preemptions=tuple(preemptions))
     return TenantDecisions(decisions, merged, reasons)

@@ -196,6 +196,9 @@ def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,
         if t.max_gpus is not None and t.guaranteed_gpus > t.max_gpus:
             out.append(f"{at}: guaranteed_gpus {t.guaranteed_gpus} above max_gpus {t.max_gpus}; "
                        "raise max_gpus or lower the guarantee")
+        if t.user_limit_factor is not None and t.guaranteed_gpus == 0:
+            out.append(f"{at}: user_limit_factor needs guaranteed_gpus > 0 (a user may hold "
+                       "factor x guaranteed_gpus GPUs: none here)")
         if (t.account, t.partition, t.qos) == (None, None, None) and not t.users:
             out.append(f"{at}: names no account, partition, qos or users; no job would belong to it")
         if known is not None and t.account is not None and t.account not in known:

@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {trace.skipped_jobs} trace row(s) with zero GPUs or zero duration were "
               "skipped; counted in skipped_jobs", file=sys.stderr)
     if results[0].unfittable_jobs:
-        print(f"note: {results[0].unfittable_jobs} job(s) can never fit on this cluster; "
+        beyond = " (or pass their virtual cluster's max_gpus or user limit)" if tenancy else ""
+        print(f"note: {results[0].unfittable_jobs} job(s) can never fit on this cluster{beyond}; "
               "counted in skipped_jobs", file=sys.stderr)
     if args.json:
         print(json.dumps(summaries, indent=2))

@@ -204,7 +204,7 @@ class Simulator:
                 shape = cluster.shape(job.num_gpus)
                 known = fits[job.num_gpus] = (shape, can_ever_fit(shape, totals))
             shape = known[0]
-            if known[1]:
+            if known[1] and (tenancy is None or within_caps(tenancy, job, self.tenant_of)):
                 self.jobs[job.job_id] = SimJob(job, shape)
             else:
                 self.unfittable += 1
@@ -373,6 +373,17 @@ class Simulator:
                          self.unfittable, self.gpu_s_held, self.cluster.total_gpus, wall_s,
                          self.samples, self.tenant_of,
                          getattr(self.sched, "samples", []))
+
+
+def within_caps(tenancy: Tenancy, job: TraceJob, tenant_of: dict[int, str]) -> bool:
+    """Whether ``job`` may ever start under its tenant's ``max_gpus`` and user limit (a job
+    above either waits for ever: counted with the jobs that can never fit)."""
+    spec = tenancy.by_name.get(tenant_of.get(job.job_id, SHARED))
+    if spec is None:
+        return True
+    cap = spec.user_cap()
+    return ((spec.max_gpus is None or job.num_gpus <= spec.max_gpus)
+            and (cap is None or job.num_gpus <= cap))
 
 
 def trace_tenant(tenancy: Tenancy, job: TraceJob) -> str:
