@@ -114,3 +114,27 @@ def test_dlqueue_shows_the_tenants_of_the_snapshot(tmp_path: Path) -> None:
         ["TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE"],
         ["nlp", "8", "0", "0", "8", "0.000"],
         ["vision", "8", "16", "8", "0", "2.000"]]
+
+
+def test_decayed_usage_is_kept_in_the_ledger(tmp_path: Path) -> None:
+    """Half-life 3600 s. At T0 nothing is stored: usage 0, written with T0. One half-life
+    later, vision having held 16 GPUs all along: 16 x 3600 / 0.693147 x (1 - 1/2) =
+    16 x 5193.70 / 2 = 41,549.6 GPU·s
+    (nlp, holding nothing, stays at 0)."""
+    from prioritizer.daemon import tenants_view
+    from prioritizer.daemon.observe import Observation
+    from prioritizer.policy.model import NodeView, Snapshot
+    from prioritizer.policy.tenants import parse_tenancy
+    from daemon_unit_helpers import unit
+    from policy_helpers import running
+    tenancy = parse_tenancy(TENANTS, 3600)
+    jobs = (running(1, (8,), ("node1",), queue=0, attained=0.0),
+            running(2, (8,), ("node2",), queue=0, attained=0.0))
+    obs = Observation(T0, Snapshot((NodeView("node1", 8, 0), NodeView("node2", 8, 0)), jobs),
+                      {1: unit(1, account="vision"), 2: unit(2, account="vision")}, ())
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        assert tenants_view.advance_usage(ledger, tenancy, obs, T0) == {
+            "vision": (0.0, 0.0, 0.0)}
+        later = tenants_view.advance_usage(ledger, tenancy, obs, T0 + 3600)
+    assert later is not None
+    assert later["vision"][0] == pytest.approx(41_549.6, abs=0.1)

@@ -232,8 +232,10 @@ def test_config_problems_one_line_each() -> None:
         "name is equal); give them distinct accounts, partitions or QOS",
         "virtual_clusters.empty: names no account, partition, qos or users; no job would "
         "belong to it"]
-    ten = parse_tenancy({"cv": {"account": "vision", "guaranteed_gpus": 8}})
+    ten = parse_tenancy({"cv": {"account": "vision", "user_limit_factor": 2}})
     assert check_tenancy(ten, 32, known_accounts=["nlp"]) == [
+        "virtual_clusters.cv: user_limit_factor needs guaranteed_gpus > 0 (a user may hold "
+        "factor x guaranteed_gpus GPUs: none here)",
         "virtual_clusters.cv.account: 'vision' is not an account slurmdbd knows; add it "
         "(sacctmgr add account vision) or fix the name"]
 
