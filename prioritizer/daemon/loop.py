@@ -33,6 +33,7 @@ from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.model import Decisions
 from prioritizer.policy.tenant_decide import TenantDecisions, decide_tenants
+from prioritizer.policy.tenants import Resources
 from prioritizer.daemon import tenants_view
 from prioritizer.daemon.tenants_view import check_tenants
 from prioritizer.policy.validation import ConfigError
@@ -96,6 +97,7 @@ class Daemon:
         self.tenants_checked = False
         #: the last cycle's tenant decision (None without virtual_clusters)
         self.tenant_decisions: TenantDecisions | None = None
+        self.tenant_usage: dict[str, Resources] | None = None   # decayed, with a half-life
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -136,7 +138,7 @@ class Daemon:
         found = decide_tenants(obs.snapshot, self.cfg.policy, now, self.tenancy,
                                tenants_view.owners(self.tenancy, obs), usage=usage,
                                distribution=self.distribution)
-        self.tenant_decisions = found
+        self.tenant_decisions, self.tenant_usage = found, usage
         self.metrics_tenants(obs, found)
         return found.decisions
 
@@ -144,7 +146,7 @@ class Daemon:
         """Per tenant: GPUs guaranteed, held, borrowed, waiting (``dlprio_tenant_gpus``),
         kept in the ledger for ``dlprio status`` and ``explain`` too."""
         assert self.tenancy is not None
-        table = tenants_view.rows(self.tenancy, obs, found)
+        table = tenants_view.rows(self.tenancy, obs, self.tenant_usage)
         if not self.dry_run:
             tenants_view.record(self.ledger, table, found)
         for row in table:
@@ -255,7 +257,7 @@ class Daemon:
         if self.tenancy is not None:
             tenants = tuple(PublicTenant(r.name, r.guaranteed, r.used, r.borrowed, r.waiting,
                                          round(r.fair_share, 3))
-                            for r in tenants_view.rows(self.tenancy, obs))
+                            for r in tenants_view.rows(self.tenancy, obs, self.tenant_usage))
         try:
             write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,

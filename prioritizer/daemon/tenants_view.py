@@ -86,10 +86,11 @@ class TenantRow:
     fair_share: float
 
 
-def rows(tenancy: Tenancy, obs: Observation, found: TenantDecisions | None = None
-         ) -> list[TenantRow]:
+def rows(tenancy: Tenancy, obs: Observation,
+         usage: dict[str, Resources] | None = None) -> list[TenantRow]:
     """The per-tenant rows of one observation, in config order, then :data:`SHARED` if any
-    job of no tenant is managed."""
+    job of no tenant is managed; ``usage``: the decayed usage the decision used (with a
+    half-life), counted in the fair share as there."""
     own = owners(tenancy, obs)
     used: dict[str, int] = {}
     waiting: dict[str, int] = {}
@@ -105,7 +106,8 @@ def rows(tenancy: Tenancy, obs: Observation, found: TenantDecisions | None = Non
     for name in names:
         g = tenancy.guarantee(name)
         u = used.get(name, 0)
-        share = fair_share((u, 0.0, 0.0), None, (total, 0.0, 0.0), g, 0.0) if total else 0.0
+        share = fair_share((u, 0.0, 0.0), None if usage is None else usage.get(name),
+                           (total, 0.0, 0.0), g, tenancy.fair_share_half_life_s) if total else 0.0
         out.append(TenantRow(name, g, u, max(u - g, 0), waiting.get(name, 0), share))
     return out
 
