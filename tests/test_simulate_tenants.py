@@ -81,3 +81,17 @@ def test_bad_tenants_file_is_one_line_each(files: tuple[str, str], tmp_path: Pat
         "cluster's 4 GPUs; lower them so that every guarantee can be met at once",
         f"dlprio: {bad}: virtual_clusters.B.users: user '1' is in 'A' too; a user belongs to one "
         "virtual cluster"]
+
+
+def test_tenants_plot(files: tuple[str, str], tmp_path: Path,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--tenants-plot writes a PNG; without --tenants it is refused, naming what it needs."""
+    trace, tenants = files
+    out = tmp_path / "tenants.png"
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--zero-cost", "--tenants", tenants, "--tenants-plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants-plot", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == "dlprio: --tenants-plot needs --tenants FILE.yaml"
