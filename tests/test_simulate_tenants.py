@@ -46,7 +46,7 @@ def test_reclaim_in_a_replay(files: tuple[str, str], capsys: pytest.CaptureFixtu
     assert out["avg_jct_s"] == 1100.0 and out["preemptions"] == 2
     a, b = out["tenants"]
     assert (a["name"], a["guaranteed_gpus"], a["avg_jct_s"], a["rho"]) == ("A", 2, 500.0, 1.0)
-    assert (b["name"], b["avg_jct_s"]) == ("B", 1250.0)
+    assert (b["name"], b["avg_jct_s"], a["preemptions"], b["preemptions"]) == ("B", 1250.0, 0, 2)
     assert b["rho"] == pytest.approx(0.83333, abs=1e-5)
     assert out["jain_index"] == pytest.approx(0.99180, abs=1e-5)
     assert a["gpu_share"] == pytest.approx(0.16667, abs=1e-5)

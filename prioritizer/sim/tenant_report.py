@@ -3,7 +3,8 @@
 For each tenant (virtual cluster) of a :class:`~prioritizer.sim.engine.SimResult` replayed
 with tenants:
 
-* ``avg_jct_s``: the mean JCT of its jobs (s);
+* ``avg_jct_s``: the mean JCT of its jobs (s); ``preemptions``: how often its jobs were
+  preempted (reclaimed or inside the tenant);
 * ``gpu_share``: the GPUs it held, averaged over the replay, over the cluster's GPUs, beside
   ``guarantee_share`` (its ``guaranteed_gpus`` over the cluster's);
 * ``hours_below_guarantee_share``: of the time in which the GPUs its jobs ask (held plus
@@ -95,6 +96,7 @@ def tenant_figures(result: SimResult, tenancy: Tenancy,
         rows.append({
             "name": name, "guaranteed_gpus": g, "jobs": len(jobs),
             "avg_jct_s": sum(j.jct for j in jobs) / len(jobs) if jobs else None,
+            "preemptions": sum(j.preemptions for j in jobs),
             "gpu_share": held_s / span / total if span > 0 else 0.0,
             "guarantee_share": g / total,
             "hours_below_guarantee_share": below_s / wanted_s if wanted_s > 0 else None,
@@ -110,11 +112,12 @@ def format_tenant_table(policy: str, figures: Mapping[str, Any]) -> str:
         return "-" if v is None else format(v, fmt)
 
     lines = [f"tenants under {policy}: Jain's index of rho {num(figures['jain_index'], '.3f')}",
-             f"{'tenant':<16} {'guar.':>6} {'jobs':>6} {'avg JCT s':>11} {'GPU share':>9} "
-             f"{'guar. share':>11} {'below 95%':>9} {'rho':>6}"]
+             f"{'tenant':<16} {'guar.':>6} {'jobs':>6} {'avg JCT s':>11} {'preempt':>7} "
+             f"{'GPU share':>9} {'guar. share':>11} {'below 95%':>9} {'rho':>6}"]
     for r in figures["tenants"]:
         lines.append(f"{r['name'][:16]:<16} {r['guaranteed_gpus']:>6} {r['jobs']:>6} "
-                     f"{num(r['avg_jct_s'], ',.0f'):>11} {r['gpu_share']:>9.3f} "
+                     f"{num(r['avg_jct_s'], ',.0f'):>11} {r['preemptions']:>7} "
+                     f"{r['gpu_share']:>9.3f} "
                      f"{r['guarantee_share']:>11.3f} "
                      f"{num(r['hours_below_guarantee_share'], '.2%'):>9} "
                      f"{num(r['rho'], '.3f'):>6}")
