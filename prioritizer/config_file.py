@@ -30,6 +30,7 @@ from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.readfile import PATH_MAX
 from prioritizer.policy.config import PolicyConfig, Positive, Seconds
+from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.paths import SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SYSTEM_CONFIG
 
@@ -231,6 +232,11 @@ class DaemonConfig:
         lease_ttl_s: seconds without a heartbeat before another daemon may take the lease
             over; 0 = auto (:attr:`lease_ttl`).
         auto_tune: the daemon's own re-tuning (:class:`AutoTuneConfig`; off by default).
+        virtual_clusters: the tenants of a shared cluster (the section dlsubmit reads, with
+            ``guaranteed_gpus``, ``max_gpus``, ``user_limit_factor``;
+            :mod:`prioritizer.policy.tenants`); None: no tenants, Tiresias over all jobs.
+        fair_share_half_life_s: half-life of the tenants' decayed usage (0: only what they
+            hold now counts).
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
@@ -263,9 +269,18 @@ class DaemonConfig:
     lease_ttl_s: Annotated[float, AtMostMaxSeconds] = 0.0
     forecast: ForecastConfig = field(default_factory=ForecastConfig)
     auto_tune: AutoTuneConfig = field(default_factory=AutoTuneConfig)
+    virtual_clusters: dict[str, Any] | None = None
+    fair_share_half_life_s: Seconds = 0.0
 
     def __post_init__(self) -> None:
         check(self)
+
+    @property
+    def tenancy(self) -> Tenancy | None:
+        """The tenants (None: no ``virtual_clusters``); valid once constructed."""
+        if self.virtual_clusters is None:
+            return None
+        return parse_tenancy(self.virtual_clusters, self.fair_share_half_life_s)
 
     def rules(self) -> list[tuple[str, str]]:
         """Every rule that ties two keys, as ``(key, message)`` pairs; all broken ones are
@@ -286,6 +301,8 @@ class DaemonConfig:
                              f"that a hung Slurm call cannot stretch a cycle, or 0 (auto) "
                              f"(got {self.slurm_timeout_s:g})"))
         problems += self.auto_tune_rules()
+        if self.virtual_clusters is not None:
+            problems += _tenant_rules(self)
         if self.backoff_max_s < self.interval_s:
             problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
                              f"(got {self.backoff_max_s:g})"))
@@ -330,6 +347,24 @@ class DaemonConfig:
 def default_path() -> Path:
     """``/etc/dlprio/dlprio.yaml`` when it exists, else the packaged ``conf/dlprio.yaml``."""
     return SYSTEM_PATH if SYSTEM_PATH.exists() else PACKAGED_PATH
+
+
+def _tenant_rules(cfg: DaemonConfig) -> list[tuple[str, str]]:
+    """The ``virtual_clusters`` problems that need no Slurm (the daemon checks the cluster's
+    GPUs and slurmdbd's accounts at its first cycle): the daemon orders tenants' jobs by
+    SiteFactor/priority only, and reads no QOS from squeue."""
+    try:
+        tenancy = parse_tenancy(cfg.virtual_clusters, cfg.fair_share_half_life_s)
+    except ConfigError as exc:
+        lines = str(exc).splitlines()
+    else:
+        lines = check_tenancy(tenancy)
+        lines += [f"virtual_clusters.{t.name}.qos: dlprio tells tenants apart by account and "
+                  "partition; name one of those instead" for t in tenancy.tenants if t.qos]
+        if cfg.mode != "priority":
+            lines.append("virtual_clusters: tenants need mode: priority (one value per job "
+                         "carries the order across tenants)")
+    return [tuple(line.split(": ", 1)) for line in lines]  # type: ignore[misc]
 
 
 def load(path: str | Path | None = None) -> DaemonConfig:

@@ -360,6 +360,13 @@ class SlurmClient:
                 conf[key.strip()] = value.strip()
         return conf
 
+    def accounts(self) -> set[str]:
+        """The account names slurmdbd knows (``sacctmgr --noheader --parsable2 list account
+        format=account``); raises as any command (no slurmdbd: SlurmError)."""
+        out = self._run(["sacctmgr", "--noheader", "--parsable2", "list", "account",
+                         "format=account"])
+        return {line.strip() for line in out.splitlines() if line.strip()}
+
     def show_partitions(self) -> dict[str, dict[str, str]]:
         """``scontrol show partition --oneliner`` as ``{name: {Key: value}}`` (``PriorityTier``,
         ``Nodes``, ``PreemptMode``, ...). Values are Slurm's text; none contains a space."""

@@ -42,6 +42,9 @@ class VirtualCluster:
 
 
 _VC_KEYS = ("partition", "account", "qos")
+#: keys of a ``virtual_clusters`` entry that dlprio reads (tenants: guarantees and limits,
+#: ``prioritizer.policy.tenants``) and that placing a job does not need: accepted, not used
+_TENANT_KEYS = ("guaranteed_gpus", "max_gpus", "user_limit_factor", "users")
 
 DEFAULT_VC = "default"
 """The virtual cluster every OpenPAI install has; without a site entry it means Slurm's defaults."""
@@ -200,9 +203,11 @@ def _virtual_clusters(raw: Any, problems: list[str]) -> dict[str, VirtualCluster
         if not isinstance(entry, dict):
             problems.append(f"{where}: must be a mapping with keys partition, account, qos")
             continue
-        unknown = [k for k in entry if k not in _VC_KEYS]
+        unknown = [k for k in entry if k not in _VC_KEYS + _TENANT_KEYS]
         for k in unknown:
-            problems.append(f"{where}.{k}: unknown key; {_did_you_mean(k, _VC_KEYS)}")
+            problems.append(f"{where}.{k}: unknown key; "
+                            f"{_did_you_mean(k, _VC_KEYS + _TENANT_KEYS)}")
+        entry = {k: v for k, v in entry.items() if k in _VC_KEYS}
         bad = [k for k, v in entry.items()
                if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v))]
         for k in bad:

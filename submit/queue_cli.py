@@ -514,6 +514,8 @@ def _run(view: _View) -> int:
         return Exit.OK
     sys.stdout.write(qv.render_text(rows, show_service=snap is not None,
                                     show_start=_show_start(snap)))
+    if snap is not None and snap.tenants:
+        sys.stdout.write("\n" + qv.render_tenants(snap.tenants))
     for n in notes:
         print(qv.visible(n))
     if args.jobs is not None and snap is not None:   # without one, the note says why

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from prioritizer.daemon import forecast_text
-from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin import marker
 from slurm_plugin.records import Job
@@ -395,3 +395,15 @@ def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool,
     return rich_table(headers(show_service, show_start),
                       (_cells(r, show_service, show_start) for r in rows), _RIGHT,
                       _FREE if fold else ())
+
+
+TENANT_HEADERS = ("TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE")
+
+
+def render_tenants(tenants: Sequence[PublicTenant]) -> str:
+    """The daemon's per-tenant GPUs (``virtual_clusters``) as plain text: guaranteed, used,
+    borrowed beyond the guarantee, waiting, and the weighted fair share."""
+    from prioritizer import tables
+    cells = [[visible(t.name), str(t.guaranteed), str(t.used), str(t.borrowed), str(t.waiting),
+              f"{t.fair_share:.3f}"] for t in tenants]
+    return tables.render(TENANT_HEADERS, cells, frozenset(TENANT_HEADERS) - {"TENANT"})

@@ -89,9 +89,15 @@ class FakeSlurm(RecordingClient):
     squeue: list = field(default_factory=list)
     sinfo: list = field(default_factory=list)
     completing: set[int] = field(default_factory=set)
+    known_accounts: set[str] | None = None   # sacctmgr's answer (None: no slurmdbd)
 
     def jobs(self, job_ids: list[int] | None = None) -> list:
         return [j for j in self.squeue if job_ids is None or j.unit_id in job_ids]
+
+    def accounts(self) -> set[str]:
+        if self.known_accounts is None:
+            raise SlurmRefused(["sacctmgr"], "sacctmgr: error: Problem talking to the database")
+        return set(self.known_accounts)
 
     def nodes(self) -> list:
         return list(self.sinfo)
@@ -114,11 +120,13 @@ class FakeSlurm(RecordingClient):
 
 
 def squeue_job(job_id: int, state: str, *, nodes: str = "", gpus: int = 8, start: int = 0,
-               end: int = 0, reason: str = "None", restart: int = 0) -> object:
+               end: int = 0, reason: str = "None", restart: int = 0,
+               account: str = "") -> object:
     """One squeue record of a batch job with a ``dl:v1`` marker (USR2, 60 s grace)."""
     from slurm_plugin.slurm_shapes import job_from_json
     return job_from_json({
         "job_id": job_id, "job_state": state, "user_name": "alice", "partition": "gpu",
+        **({"account": account} if account else {}),
         "tres_per_node": f"gres:gpu:{gpus}", "node_count": 1, "nodes": nodes,
         "start_time": start, "end_time": end, "submit_time": 10, "requeue": True,
         "state_reason": reason, "restart_cnt": restart, "comment": "dl:v1;signal=USR2;grace=60"})

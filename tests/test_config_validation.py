@@ -321,7 +321,9 @@ def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) ->
               "metrics_port": 0, "metrics_addr": "::1", "log_format": "json",
               "slurm_timeout_s": 5, "gittins_samples": "history", "gittins_min_samples": 10,
               "gittins_refresh_s": 60, "retention_days": 3, "lease_name": "x", "lease_ttl_s": 0,
-              "auto_tune": "{enabled: true, min_gain: 0.1}"}
+              "auto_tune": "{enabled: true, min_gain: 0.1}",
+              "virtual_clusters": "{nlp: {account: nlp, guaranteed_gpus: 8}}",
+              "fair_share_half_life_s": 3600}
     assert set(values) == {k.name for k in dataclasses.fields(DaemonConfig)} - {"policy",
                                                                                 "forecast"}
     f = tmp_path / "c.yaml"

@@ -107,13 +107,16 @@ def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
     out: dict[int, str] = {}
     memo: dict[tuple[int, float], str] = {}   # many jobs share (queue, entry): 10,000 a cycle
     states, units = decisions.states, obs.units
-    for job_id in decisions.order:
+    ranked = cfg.virtual_clusters is not None and enc is not None
+    for rank, job_id in enumerate(decisions.order):
         state = states.get(job_id)
         unit = units.get(job_id)
         if (state is None or unit is None or unit.phase is not JobPhase.PENDING
                 or unit.reason in HELD_REASONS):   # Slurm refuses updates of held jobs
             continue
-        key = (state.queue, state.queue_entry_time)
+        # with tenants the order crosses queues (policy.tenants): one point per rank in
+        # the top band carries it
+        key = (0, enc.ref + rank) if ranked else (state.queue, state.queue_entry_time)  # type: ignore[union-attr]
         value = memo.get(key)
         if value is None:
             if cfg.mode == "partition":
@@ -130,7 +133,8 @@ def victim_values(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
                   enc: Encoding | None, victims: list[int]) -> dict[int, str]:
     """The value each victim (a RUNNING job about to be requeued) gets *before* its requeue:
     the one :func:`targets` will give it once pending, from its own queue state (a victim's
-    queue is below its waiter's, so the waiter outranks it at once)."""
+    queue is below its waiter's, so the waiter outranks it at once); with tenants the
+    lowest value of the last queue (:func:`targets` ranks it at the next cycle)."""
     out: dict[int, str] = {}
     for job_id in victims:
         state = decisions.states.get(job_id)
@@ -138,6 +142,10 @@ def victim_values(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
             continue
         if cfg.mode == "partition":
             out[job_id] = f"partition:{cfg.queue_partitions[min(state.queue, len(cfg.queue_partitions) - 1)]}"
+        elif enc is not None and cfg.virtual_clusters is not None:
+            # tenants: a reclaim's victim may sit in queue 0 beside its waiter; the lowest
+            # band keeps it behind every job of the order until the next cycle ranks it
+            out[job_id] = f"{cfg.priority_field}:{enc.value(enc.queues - 1, obs.now)}"
         elif enc is not None:
             out[job_id] = f"{cfg.priority_field}:{enc.value(state.queue, state.queue_entry_time)}"
     return out

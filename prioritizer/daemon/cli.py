@@ -307,13 +307,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         rows = explain.status_rows(ledger, now, active_only=not args.all)
         fresh = explain.freshness(ledger, now, cfg.interval_s)
+        tenants = explain.tenant_table(ledger, styled=tables.is_terminal())
         if (tuned := auto_tune.status_line(cfg, ledger)) is not None:
             fresh += "\n" + tuned
     if args.json:
         print(fresh, file=sys.stderr)
         sys.stdout.write(json.dumps(rows) + "\n")
     else:
-        sys.stdout.write(fresh + "\n" + explain.status_table(rows, styled=tables.is_terminal()))
+        sys.stdout.write(fresh + "\n" + explain.status_table(rows, styled=tables.is_terminal())
+                         + ("\n" + tenants if tenants else ""))
     return Exit.OK
 
 

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prioritizer import tables
+from prioritizer.daemon import tenants_view
 from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
@@ -89,6 +90,16 @@ def status_rows(ledger: Ledger, now: float, *, active_only: bool = False) -> lis
 STATUS_HEADERS = ("JOBID", "USER", "STATE", "QUEUE", "ATTAINED(GPU·s)", "PREEMPT", "PROMOTE",
                   "RESTART", "REFUSED")
 _STATUS_RIGHT = frozenset(STATUS_HEADERS) - {"USER", "STATE"}
+
+
+def tenant_table(ledger: Ledger, *, styled: bool = False) -> str:
+    """Per tenant as the last cycle saw it (``virtual_clusters``; "" without): GPUs
+    guaranteed, used, borrowed beyond the guarantee, waiting, and the weighted fair share."""
+    table = tenants_view.recorded_rows(ledger)
+    if not table:
+        return ""
+    return tables.render(tenants_view.TENANT_HEADERS, tenants_view.tenant_cells(table),
+                         frozenset(tenants_view.TENANT_HEADERS) - {"TENANT"}, styled=styled)
 
 
 def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
@@ -171,6 +182,9 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
                      "run")
     when = f" at {_ts(row.reason_time)}" if row.reason_time else ""
     lines.append(f"last change{when}: {row.reason or 'none'}")
+    tenant_rule = tenants_view.recorded_reason(ledger, job_id)
+    if tenant_rule is not None:
+        lines.append(f"tenants (last cycle): {tenant_rule}")
     lines.append(f"promotions: {row.promotions}, preemptions: {row.preemptions}, "
                  f"restarts: {row.restart_count}")
     for r in runs:

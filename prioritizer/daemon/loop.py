@@ -36,10 +36,15 @@ from prioritizer.daemon.lease import ClusterLease
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.model import Decisions
+from prioritizer.policy.tenant_decide import TenantDecisions, decide_tenants
+from prioritizer.policy.tenants import Resources
+from prioritizer.daemon import tenants_view
+from prioritizer.daemon.tenants_view import check_tenants
+from prioritizer.policy.validation import ConfigError
 from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.sharing import decide_shared
 from prioritizer.daemon.preempt import Preemptor
-from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, write_snapshot
+from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant, write_snapshot
 from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
 
 #: ``--dry-run`` decisions table: RANK is the start order ("-": running, not ranked), QUEUE as
@@ -108,6 +113,11 @@ class Daemon:
         self.forecast_learner = (HistoryDistribution(cfg.gittins_min_samples,
                                                      cfg.gittins_refresh_s)
                                  if self.forecaster.enabled and not gittins else None)
+        self.tenancy = cfg.tenancy
+        self.tenants_checked = False
+        #: the last cycle's tenant decision (None without virtual_clusters)
+        self.tenant_decisions: TenantDecisions | None = None
+        self.tenant_usage: dict[str, Resources] | None = None   # decayed, with a half-life
 
     # ------------------------------------------------------------------ one cycle
     def cycle(self) -> Decisions:
@@ -122,8 +132,11 @@ class Daemon:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
         if self.learner is not None:   # gittins_samples: history
             self.distribution = self.learner.current(self.client, self.ledger, now, self.log)
-        decisions = decide_shared(obs.snapshot, self.cfg.policy, now, obs.shares,
-                                  distribution=self.distribution)
+        if self.tenancy is None:
+            decisions = decide_shared(obs.snapshot, self.cfg.policy, now, obs.shares,
+                                      distribution=self.distribution)
+        else:
+            decisions = self.decide_tenants(obs, now)
         if self.dry_run:
             self.print_decisions(decisions, obs)
         else:
@@ -158,6 +171,35 @@ class Daemon:
         """Decide with ``policy`` from the next cycle on (an ``auto_tune`` switch)."""
         self.cfg = dataclasses.replace(self.cfg, policy=policy)
         self.preemptor.cfg = self.cfg
+
+    def decide_tenants(self, obs: Observation, now: float) -> Decisions:
+        """The decision with tenants (``policy.tenant_decide``): the virtual clusters are
+        checked against the cluster at the first cycle (its GPUs, slurmdbd's accounts), the
+        decayed usage is kept in the ledger (meta ``tenant_usage``)."""
+        assert self.tenancy is not None
+        if not self.tenants_checked:
+            check_tenants(self.tenancy, obs, self.client)
+            self.tenants_checked = True
+        usage = tenants_view.advance_usage(self.ledger, self.tenancy, obs, now)
+        found = decide_tenants(obs.snapshot, self.cfg.policy, now, self.tenancy,
+                               tenants_view.owners(self.tenancy, obs), usage=usage,
+                               distribution=self.distribution)
+        self.tenant_decisions, self.tenant_usage = found, usage
+        self.metrics_tenants(obs, found)
+        return found.decisions
+
+    def metrics_tenants(self, obs: Observation, found: TenantDecisions) -> None:
+        """Per tenant: GPUs guaranteed, held, borrowed, waiting (``dlprio_tenant_gpus``),
+        kept in the ledger for ``dlprio status`` and ``explain`` too."""
+        assert self.tenancy is not None
+        table = tenants_view.rows(self.tenancy, obs, self.tenant_usage)
+        if not self.dry_run:
+            tenants_view.record(self.ledger, table, found)
+        for row in table:
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="guaranteed").set(row.guaranteed)
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="used").set(row.used)
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="borrowed").set(row.borrowed)
+            self.metrics.tenant_gpus.labels(tenant=row.name, kind="waiting").set(row.waiting)
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).
@@ -257,10 +299,16 @@ class Daemon:
                                   row.reason))
         self.metrics.set_queues(((j.queue, "PENDING" if j.rank is not None else "RUNNING",
                                   j.attained_gpu_s) for j in jobs), self.cfg.queues)
+        tenants: tuple[PublicTenant, ...] = ()
+        if self.tenancy is not None:
+            tenants = tuple(PublicTenant(r.name, r.guaranteed, r.used, r.borrowed, r.waiting,
+                                         round(r.fair_share, 3))
+                            for r in tenants_view.rows(self.tenancy, obs, self.tenant_usage))
         try:
             write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
-                tuple(jobs), cluster=self.cluster, forecast=self.forecaster.latest))
+                tuple(jobs), cluster=self.cluster, forecast=self.forecaster.latest,
+                tenants=tenants))
         except OSError as exc:   # dlqueue loses its columns; scheduling goes on
             event(self.log, "snapshot_failed", level=logging.ERROR, path=self.cfg.snapshot_path,
                   error=str(exc))
@@ -327,6 +375,8 @@ class Daemon:
                 self.metrics.slurm_errors.labels(kind="refused").inc()
                 event(self.log, "slurm_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s
+            except ConfigError:   # virtual_clusters refused against the cluster (first cycle)
+                raise
             except ValueError as exc:   # decide() refused its input: keep the loop, say why
                 event(self.log, "decide_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s

@@ -76,6 +76,10 @@ class Metrics:
             self.auto_tune_replays.labels(outcome=outcome)
         self.auto_tune_switches = Counter("dlprio_auto_tune_switches",
                                           "Policy settings adopted by auto_tune", registry=r)
+        self.tenant_gpus = Gauge("dlprio_tenant_gpus",
+                                 "GPUs per tenant (virtual cluster): guaranteed, used, "
+                                 "borrowed (used beyond the guarantee), waiting (pending demand)",
+                                 ["tenant", "kind"], registry=r)
         self._service = _ServiceHistogram()
         r.register(self._service)  # type: ignore[arg-type]
 

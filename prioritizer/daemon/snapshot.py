@@ -14,6 +14,8 @@ Format (version 1)::
                "preemptions": int, "promotions": int, "restart_count": int,
                "rank": int | null, "reason": str}]}
 
+``tenants`` (optional, with ``virtual_clusters``): ``[{"name": str, "guaranteed": int, "used":
+int, "borrowed": int, "waiting": int, "fair_share": float}]``, GPUs per tenant.
 ``cluster`` (optional, added later in version 1): Slurm's ``ClusterName`` of the cluster the
 daemon schedules, as ``scontrol show config`` gives it (so right for any slurm.conf location or
 a configless client; else read from the ``slurm.conf`` of ``SLURM_CONF`` or
@@ -74,6 +76,20 @@ class PublicJob:
 
 
 @dataclass(frozen=True)
+class PublicTenant:
+    """One tenant (``virtual_clusters``) as the last cycle saw it, in GPUs: ``guaranteed``,
+    ``used`` by its running jobs, ``borrowed`` (used beyond the guarantee), ``waiting``
+    (asked by its pending jobs), and its weighted ``fair_share`` (smaller: served first)."""
+
+    name: str
+    guaranteed: int
+    used: int
+    borrowed: int
+    waiting: int
+    fair_share: float
+
+
+@dataclass(frozen=True)
 class PublicSnapshot:
     """The whole file."""
 
@@ -85,6 +101,7 @@ class PublicSnapshot:
     cluster: str | None = None   # Slurm's ClusterName; None in files of older daemons
     #: start-time forecasts (:mod:`prioritizer.daemon.forecasts`); None until one is ready
     forecast: dict[str, Any] | None = None
+    tenants: tuple[PublicTenant, ...] = ()   # with virtual_clusters only
 
     def by_id(self) -> dict[int, PublicJob]:
         return {j.job_id: j for j in self.jobs}
@@ -111,6 +128,8 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
         data["cluster"] = cluster
     if snap.forecast is not None:
         data["forecast"] = snap.forecast
+    if snap.tenants:
+        data["tenants"] = [vars(t) for t in snap.tenants]
     # the C encoder (json.dump streams through Python); a new file is 0644, an existing one
     # keeps its mode; a device or FIFO is written in place (slurm_plugin.common.atomic)
     write_atomically(target, json.dumps(data), mode=0o644)
@@ -144,6 +163,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
             jobs=jobs,
             cluster=str(data["cluster"]) if data.get("cluster") is not None else None,
             forecast=_forecast(data.get("forecast"), path),
+            tenants=tuple(PublicTenant(**t) for t in data.get("tenants", [])),
         )
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         if isinstance(exc, SnapshotError):

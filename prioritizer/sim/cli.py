@@ -24,6 +24,7 @@ from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.tenants import Tenancy
 from slurm_plugin.common.wording import shown
 from prioritizer.sim.report import (format_table, format_windows_table, summarize,
                                     window_comparison, write_jobs_csv, write_plot)
@@ -88,6 +89,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
     add("--plot", metavar="OUT.png", help="write the JCT CDF and queue-length plot")
+    add("--tenants", metavar="FILE.yaml",
+        help="virtual clusters (a 'virtual_clusters:' section with users: lists, as in "
+        "dlprio.yaml): replay under the tenant rules and report per tenant")
+    add("--tenants-plot", metavar="OUT.png",
+        help="with --tenants: write the GPUs held per tenant over time (first policy)")
 
 
 def _since(value: str) -> float:
@@ -130,9 +136,21 @@ def run(args: argparse.Namespace) -> int:
     distribution = None
     if "tiresias-gittins" in policies:
         distribution = _distribution(args)
+    tenancy = _tenancy(args, cluster) if args.tenants else None
+    if args.tenants_plot and tenancy is None:
+        raise CliError("--tenants-plot needs --tenants FILE.yaml")
+    if args.tenants_plot:
+        check_output("--tenants-plot", args.tenants_plot, inputs, figure=True)
     configs = [dataclasses.replace(base, policy=cast(PolicyName, name)) for name in policies]
-    results = _replay_all(trace, cluster, configs, distribution)
+    results = _replay_all(trace, cluster, configs, distribution, tenancy)
     summaries = [summarize(r) for r in results]
+    tenant_tables = []
+    if tenancy is not None:
+        from prioritizer.sim.tenant_report import format_tenant_table
+        for summary, result, config in zip(summaries, results, configs):
+            figures = _tenant_figures(trace, cluster, config, distribution, tenancy, result)
+            summary.update(figures)
+            tenant_tables.append(format_tenant_table(config.policy, figures))
     window_jobs = args.window_jobs or DEFAULT_WINDOW_JOBS
     comparison = window_comparison(results, baseline, window_jobs) if baseline else None
     if comparison:
@@ -142,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {trace.skipped_jobs} trace row(s) with zero GPUs or zero duration were "
               "skipped; counted in skipped_jobs", file=sys.stderr)
     if results[0].unfittable_jobs:
-        print(f"note: {results[0].unfittable_jobs} job(s) can never fit on this cluster; "
+        beyond = " (or pass their virtual cluster's max_gpus or user limit)" if tenancy else ""
+        print(f"note: {results[0].unfittable_jobs} job(s) can never fit on this cluster{beyond}; "
               "counted in skipped_jobs", file=sys.stderr)
     if args.json:
         print(json.dumps(summaries, indent=2))
@@ -152,6 +171,12 @@ def run(args: argparse.Namespace) -> int:
         if comparison and baseline is not None:
             sys.stdout.write("\n" + format_windows_table(comparison, baseline, window_jobs,
                                                           styled=tables.is_terminal()))
+        for table in tenant_tables:
+            sys.stdout.write("\n" + table)
+    if args.tenants_plot and tenancy is not None:
+        from prioritizer.sim.tenant_report import write_tenant_plot
+        _write(lambda rs, path: write_tenant_plot(rs[0], tenancy, path), results,
+               args.tenants_plot)
     if args.jobs_csv:
         _write(write_jobs_csv, results, args.jobs_csv)
     if args.plot:
@@ -185,16 +210,55 @@ def _distribution(args: argparse.Namespace) -> Any:
 
 
 def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
-                distribution: Any) -> list[SimResult]:
+                distribution: Any, tenancy: Tenancy | None = None) -> list[SimResult]:
     """One replay per config, in parallel processes (one per core, at most one per
     policy) when there are several; results in ``configs`` order."""
     workers = min(len(configs), os.cpu_count() or 1)
     if workers <= 1:
-        return [simulate(trace, cluster, c, distribution) for c in configs]
+        return [simulate(trace, cluster, c, distribution, tenancy=tenancy) for c in configs]
     from concurrent.futures import ProcessPoolExecutor
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(simulate, trace, cluster, c, distribution) for c in configs]
+        futures = [pool.submit(simulate, trace, cluster, c, distribution, tenancy=tenancy)
+                   for c in configs]
         return [f.result() for f in futures]
+
+
+def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
+    """``--tenants FILE.yaml``: its ``virtual_clusters`` and ``fair_share_half_life_s``,
+    checked against the cluster (CliError, one line per problem, exit 2)."""
+    from prioritizer.policy.tenants import check_tenancy, parse_tenancy
+    from prioritizer.policy.validation import ConfigError
+    from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
+    path = visible(args.tenants)
+    try:
+        data = read_yaml(args.tenants)
+    except YamlFileError as exc:
+        raise CliError(str(exc)) from None
+    if not isinstance(data, dict) or "virtual_clusters" not in data:
+        raise CliError(f"{path}: expected a mapping with a 'virtual_clusters:' section")
+    try:
+        tenancy = parse_tenancy(data["virtual_clusters"], data.get("fair_share_half_life_s", 0.0))
+    except ConfigError as exc:
+        raise CliError("\n".join(f"{path}: {line}" for line in str(exc).splitlines())) from None
+    problems = check_tenancy(tenancy, cluster.total_gpus)
+    if problems:
+        raise CliError("\n".join(f"{path}: {line}" for line in problems))
+    return tenancy
+
+
+def _tenant_figures(trace: Trace, cluster: Cluster, config: PolicyConfig, distribution: Any,
+                    tenancy: Tenancy, result: SimResult) -> dict[str, Any]:
+    """The per-tenant figures of ``result``, each tenant's jobs replayed alone on its
+    guaranteed GPUs under ``config`` for ρ (``prioritizer.sim.tenant_report``)."""
+    from prioritizer.sim.tenant_report import alone_cluster, tenant_figures, tenant_trace
+    alone = {}
+    for tenant in tenancy.tenants:
+        small = alone_cluster(tenant.guaranteed_gpus, cluster.gpus_per_node)
+        mine = tenant_trace(trace, result.tenant_of, tenant.name)
+        if small is not None and mine.jobs:
+            small = Cluster(small.nodes, small.gpus_per_node, cluster.placement)
+            alone[tenant.name] = simulate(mine, small, config, distribution)
+    return tenant_figures(result, tenancy, alone)
 
 
 def _baseline(args: argparse.Namespace, policies: list[str]) -> str | None:

@@ -27,6 +27,7 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.incremental import Scheduler, Tracked
 from prioritizer.policy.placement import can_ever_fit, consolidated_shape
+from prioritizer.policy.tenants import SHARED, Tenancy
 from prioritizer.sim.traces import Trace, TraceJob
 
 
@@ -170,6 +171,9 @@ class SimResult:
     total_gpus: int
     wall_s: float
     queue_samples: list[tuple[float, int, int]] = field(default_factory=list)
+    #: with ``--tenants``: per job id its tenant, and the per-tenant GPUs at each decision
+    tenant_of: dict[int, str] = field(default_factory=dict)
+    tenant_samples: list[Any] = field(default_factory=list)
 
 
 class Simulator:
@@ -177,13 +181,20 @@ class Simulator:
 
     def __init__(self, trace: Trace, cluster: Cluster, config: PolicyConfig,
                  distribution: GittinsDistribution | None = None,
-                 tick_on_time: bool = False) -> None:
+                 tick_on_time: bool = False, tenancy: Tenancy | None = None) -> None:
         self.trace, self.cluster, self.config = trace, cluster, config
         self.tick_on_time = tick_on_time
         totals = cluster.node_totals()
         names = ["pool"] if cluster.placement == "count" else [
             f"n{i}" for i in range(cluster.nodes)]
-        self.sched = Scheduler(config, totals, names, distribution)
+        self.tenant_of: dict[int, str] = {}
+        if tenancy is None:
+            self.sched = Scheduler(config, totals, names, distribution)
+        else:   # the tenant rules (prioritizer.sim.tenant_sched)
+            from prioritizer.sim.tenant_sched import TenantScheduler
+            owners = {job.job_id: (trace_tenant(tenancy, job), job.user) for job in trace.jobs}
+            self.tenant_of = {job_id: owner[0] for job_id, owner in owners.items()}
+            self.sched = TenantScheduler(config, totals, names, distribution, tenancy, owners)
         self.jobs: dict[int, SimJob] = {}
         self.unfittable = 0
         fits: dict[int, tuple[tuple[int, ...], bool]] = {}   # per GPU count (pure)
@@ -193,7 +204,7 @@ class Simulator:
                 shape = cluster.shape(job.num_gpus)
                 known = fits[job.num_gpus] = (shape, can_ever_fit(shape, totals))
             shape = known[0]
-            if known[1]:
+            if known[1] and (tenancy is None or within_caps(tenancy, job, self.tenant_of)):
                 self.jobs[job.job_id] = SimJob(job, shape)
             else:
                 self.unfittable += 1
@@ -360,16 +371,38 @@ class Simulator:
                                  jct - job.rec.closed_s, job.preemptions, job.promotions))
         return SimResult(self.config.policy, tuple(out), self.trace.skipped_jobs,
                          self.unfittable, self.gpu_s_held, self.cluster.total_gpus, wall_s,
-                         self.samples)
+                         self.samples, self.tenant_of,
+                         getattr(self.sched, "samples", []))
+
+
+def within_caps(tenancy: Tenancy, job: TraceJob, tenant_of: dict[int, str]) -> bool:
+    """Whether ``job`` may ever start under its tenant's ``max_gpus`` and user limit (a job
+    above either waits for ever: counted with the jobs that can never fit)."""
+    spec = tenancy.by_name.get(tenant_of.get(job.job_id, SHARED))
+    if spec is None:
+        return True
+    cap = spec.user_cap()
+    return ((spec.max_gpus is None or job.num_gpus <= spec.max_gpus)
+            and (cap is None or job.num_gpus <= cap))
+
+
+def trace_tenant(tenancy: Tenancy, job: TraceJob) -> str:
+    """A trace job's tenant: the virtual cluster whose ``users:`` list names its user, else
+    the one its account and partition match (history traces), else ``SHARED``."""
+    name = tenancy.tenant_of_user(job.user)
+    if name == SHARED and (job.account or job.partition):
+        name = tenancy.tenant_of(job.account or None, job.partition or None, None)
+    return name
 
 
 def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,
              distribution: GittinsDistribution | None = None,
-             tick_on_time: bool = False) -> SimResult:
+             tick_on_time: bool = False, tenancy: Tenancy | None = None) -> SimResult:
     """Replay ``trace`` on ``cluster`` under ``config``; see :class:`Simulator`.
 
-    ``tick_on_time``: a preemption wanted at a moment that is itself a tick time (a multiple
+    ``tenancy``: the tenants of a shared cluster (``--tenants``): the tenant rules decide
+    (``prioritizer.sim.tenant_sched``). ``tick_on_time``: a preemption wanted at a moment that is itself a tick time (a multiple
     of ``decision_interval_s``, e.g. a threshold crossing exactly on it) is made on that tick,
     as the daemon's cycle at that moment makes it; by default the next tick makes it (the
     published replays and their regression fixtures). ``dlprio history check`` sets it."""
-    return Simulator(trace, cluster, config, distribution, tick_on_time).run()
+    return Simulator(trace, cluster, config, distribution, tick_on_time, tenancy).run()

@@ -52,7 +52,9 @@ class TraceError(ValueError):
 @dataclass(frozen=True)
 class TraceJob:
     """One job of a trace: ``job_id`` is its 0-based position after sorting by submit time,
-    ``name`` the id the file gives, ``line`` its line in the file (1 = header)."""
+    ``name`` the id the file gives, ``line`` its line in the file (1 = header); ``user``,
+    ``account``, ``partition`` as the file gives them (``""`` where it has no such column):
+    what ``--tenants`` reads a job's tenant from."""
 
     job_id: int
     name: str
@@ -60,6 +62,9 @@ class TraceJob:
     submit: float
     num_gpus: int
     duration: float
+    user: str = ""
+    account: str = ""
+    partition: str = ""
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,8 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     id_at, gpu_at, dur_at = header.index(id_col), header.index(gpu_col), header.index(dur_col)
     submit_at = header.index(submit_col or "interval")
     width = len(header)
+    who = [header.index(c) if c in header else -1 for c in ("user", "account", "partition")]
+    owners: dict[int, tuple[str, str, str]] = {}   # line -> (user, account, partition)
     kept: list[tuple[float, str, int, int, float]] = []   # (submit, name, line, GPUs, s)
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
     clock = 0.0
@@ -156,12 +163,16 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
             skipped.append(submit)
             continue
         kept.append((submit, job_id, line, int(gpus), duration))
+        if who != [-1, -1, -1]:
+            owners[line] = tuple(row[i].strip() if i >= 0 else "" for i in who)  # type: ignore[assignment]
     kept.sort(key=lambda k: k[0])   # stable: ties keep file order
     if since is not None:
         kept = [k for k in kept if k[0] >= since]
         skipped = [s for s in skipped if s >= since]
     base = kept[0][0] if kept else 0.0
-    jobs = tuple(TraceJob(i, job_id, line, submit - base, gpus, duration)
+    none = ("", "", "")
+    jobs = tuple(TraceJob(i, job_id, line, submit - base, gpus, duration,
+                          *owners.get(line, none))
                  for i, (submit, job_id, line, gpus, duration) in enumerate(kept))
     return Trace(name, fmt, jobs, len(skipped))
 

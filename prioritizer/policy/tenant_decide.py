@@ -1,0 +1,117 @@
+"""``decide`` on a shared cluster: Tiresias inside each tenant, the tenant rules across them.
+
+The reference path of the tenant rules (:mod:`prioritizer.policy.tenants`,
+:mod:`prioritizer.policy.tenant_preempt`), used by the daemon: ``decide`` gives the queue
+states and the Tiresias order (its own preemptions off), :func:`tenant_order` merges the
+tenants' jobs that may start now into one start order, :func:`tenant_preemptions` picks the
+victims. Jobs waiting out a requeue's BeginTime follow in Tiresias order, and jobs held
+back by ``max_gpus`` or a user limit come last (on a cluster Slurm's QOS
+``GrpTRES`` is the hard cap; docs/admins.md). Partition ``PriorityTier`` is not looked at
+across tenants. Pure, as ``decide``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.decide import POLICIES, decide, may_be_victim
+from prioritizer.policy.gittins import GittinsDistribution
+from prioritizer.policy.model import Decisions, JobPhase, Preemption, Snapshot
+from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
+from prioritizer.policy.tenants import (SHARED, Holdings, Resources, Tenancy, TenantOrder,
+                                        Waiting, tenant_order)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """What the tenant rules know of a job beyond its ``JobView``: its tenant, its user and
+    the CPUs and MiB of memory it holds or asks (0: not counted in the dominant share)."""
+
+    tenant: str = SHARED
+    user: str = ""
+    cpus: float = 0.0
+    mem_mib: float = 0.0
+
+
+@dataclass(frozen=True)
+class TenantDecisions:
+    """``decisions`` (order with held-back jobs last, preemptions by the tenant rules),
+    ``tenant_order`` (the merge, with a reason per pending job) and ``preempt_reasons``
+    (the rule per waiter that preempts)."""
+
+    decisions: Decisions
+    tenant_order: TenantOrder
+    preempt_reasons: dict[int, str]
+
+
+def holdings_of(snapshot: Snapshot, owners: Mapping[int, Owner]) -> Holdings:
+    """What each tenant holds: its RUNNING jobs not releasing their GPUs."""
+    out = Holdings()
+    for job in snapshot.jobs:
+        if job.phase is JobPhase.RUNNING and not job.releasing:
+            o = owners.get(job.job_id, Owner())
+            out.add(o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib)
+    return out
+
+
+def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy: Tenancy,
+                   owners: Mapping[int, Owner], *, totals: Resources | None = None,
+                   usage: Mapping[str, Sequence[float]] | None = None,
+                   distribution: GittinsDistribution | None = None) -> TenantDecisions:
+    """One decision on a shared cluster (module doc).
+
+    Args:
+        owners: per job id its :class:`Owner` (a job not in it: :data:`SHARED`).
+        totals: the cluster's GPUs, CPUs, MiB (default: the snapshot's GPUs, no CPU or
+            memory counted).
+        usage: decayed usage per tenant (resource-seconds) when the tenancy has a half-life.
+    """
+    inner = decide(snapshot, dataclasses.replace(config, preemption=False), now,
+                   distribution=distribution)
+    if totals is None:
+        totals = (float(sum(n.gpus_total for n in snapshot.nodes)), 0.0, 0.0)
+    jobs = {job.job_id: job for job in snapshot.jobs}
+    waiting = []
+    later: list[int] = []   # waiting out a requeue's BeginTime: after the others
+    for job_id in inner.order:
+        eligible = jobs[job_id].eligible_time
+        if eligible is not None and eligible > now:
+            later.append(job_id)
+            continue
+        o = owners.get(job_id, Owner())
+        waiting.append(Waiting(job_id, o.tenant, o.user, jobs[job_id].num_gpus, o.cpus,
+                               o.mem_mib))
+    merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
+    preemptions: list[Preemption] = []
+    reasons: dict[int, str] = {}
+    rules = POLICIES[config.policy](config, distribution)
+    if config.preemption and merged.order:
+        index = {node.name: i for i, node in enumerate(snapshot.nodes)}
+        holders = []
+        for job in snapshot.jobs:
+            if job.phase is not JobPhase.RUNNING:
+                continue
+            try:
+                placed = tuple(index[name] for name in job.nodes)
+            except KeyError as exc:
+                raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
+            holders.append(Holder(job.job_id, owners.get(job.job_id, Owner()).tenant,
+                                  job.gpus_per_node, placed,
+                                  rules.level(job, inner.states[job.job_id]),
+                                  job.attained_gpu_s,
+                                  may_be_victim(job.preemptible, job.releasing, job.run_start,
+                                                now, config.min_run_s),
+                                  job.releasing))
+        walkers = [Walker(job_id, owners.get(job_id, Owner()).tenant,
+                          jobs[job_id].gpus_per_node,
+                          rules.level(jobs[job_id], inner.states[job_id]))
+                   for job_id in merged.order]
+        preemptions, reasons = tenant_preemptions(
+            walkers, holders, [n.gpus_free for n in snapshot.nodes], tenancy,
+            inside=rules.preemptive)
+    decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
+                                    preemptions=tuple(preemptions))
+    return TenantDecisions(decisions, merged, reasons)

@@ -1,0 +1,236 @@
+"""Preemption between and inside tenants: reclaim of lent GPUs, Tiresias inside a tenant.
+
+The victim walk of a shared cluster (:mod:`prioritizer.policy.tenants` has the config and the
+start order), pure and shared by ``decide_tenants`` (daemon, reference path) and the
+simulator's tenant scheduler. The start order is walked as Slurm would start it
+(``placement``'s start model: a job that fits starts or reserves its nodes); for a job that
+does not fit:
+
+* **reclaim**: if its tenant stays within its guarantee once it runs (``held + gpus <=
+  guaranteed_gpus``), victims are taken from tenants that hold more than their guarantee
+  (borrowers), the one borrowing most first, inside each in Tiresias victim order (lowest
+  queue, then most attained GPU·s); a tenant is never a victim once it is at or below its
+  guarantee (checked before each victim is taken). Kueue calls this reclaim within a cohort.
+* **Tiresias inside the tenant**: then (or alone, for a job above its tenant's guarantee)
+  running jobs of its own tenant in a lower queue, as ``decide``'s rule.
+
+No job is a victim of another tenant's job above the guarantees: there the start order (DRF)
+decides who gets the GPUs that come free. Victims are those ``decide.may_be_victim`` admits;
+inside a tenant, of the victims taken in order until the job fits, only those on the nodes it
+will use are kept, and each but the last is dropped again, newest first, when the job fits
+without it.
+Signal, grace and requeue are the driver's, as for any preemption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import takewhile
+from dataclasses import dataclass
+
+from prioritizer.policy.model import Preemption
+from prioritizer.policy.placement import FreeMap
+from prioritizer.policy.tenants import Tenancy
+
+RECLAIM, INSIDE = "reclaim", "tiresias inside tenant"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A job holding GPUs, as the victim walk sees it.
+
+    Attributes:
+        job_id, tenant: the job and its tenant.
+        gpus_per_node, nodes: its shape and the node indices hosting each entry.
+        level: its preemption level (Tiresias: its queue; a waiter preempts only higher).
+        attained_gpu_s: GPU·s attained (more: taken first within a level).
+        victim: whether it may be a victim now (``decide.may_be_victim``); a job being
+            released already counts as not held by its tenant.
+        releasing: its GPUs are already coming free (preemption or completion in flight).
+    """
+
+    job_id: int
+    tenant: str
+    gpus_per_node: tuple[int, ...]
+    nodes: tuple[int, ...]
+    level: float
+    attained_gpu_s: float
+    victim: bool = True
+    releasing: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return sum(self.gpus_per_node)
+
+
+@dataclass(frozen=True)
+class Walker:
+    """A pending job in start order: id, tenant, shape, level, eligible now."""
+
+    job_id: int
+    tenant: str
+    gpus_per_node: tuple[int, ...]
+    level: float
+    eligible: bool = True
+
+
+def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free: Sequence[int],
+                       tenancy: Tenancy, inside: bool = True
+                       ) -> tuple[list[Preemption], dict[int, str]]:
+    """The preemptions of one decision (module doc) and, per waiter that preempts, the rule
+    and the tenants involved (``reclaim: nlp at 0 of 16 guaranteed GPUs takes back from
+    vision at 24 of 16``).
+
+    Args:
+        order: the pending jobs in start order (``tenant_order``'s, held-back jobs left out).
+        holders: every job holding GPUs.
+        free: free GPUs per node index now.
+        inside: whether a job may preempt its own tenant's jobs (the policy is preemptive).
+    """
+    soon = FreeMap(free)
+    used: dict[str, int] = {}
+    mine: dict[str, list[Holder]] = {}
+    for h in holders:
+        if h.releasing:
+            soon.add(h.nodes, h.gpus_per_node)
+            continue
+        used[h.tenant] = used.get(h.tenant, 0) + h.gpus
+        if h.victim and len(h.nodes) == len(h.gpus_per_node):
+            mine.setdefault(h.tenant, []).append(h)
+    for lst in mine.values():
+        lst.sort(key=lambda h: (-h.level, -h.attained_gpu_s, h.job_id))
+    top = {name: lst[0].level for name, lst in mine.items()}
+    taken: set[int] = set()
+    result: list[Preemption] = []
+    reasons: dict[int, str] = {}
+    failed: dict[tuple[str, bool], int] = {}   # smallest need that found no victims
+    for w in order:
+        if not w.eligible:
+            continue
+        need = w.gpus_per_node
+        nodes = soon.place(need)
+        gpus = sum(need)
+        if nodes is not None:
+            soon.add(nodes, [-g for g in need])
+            used[w.tenant] = used.get(w.tenant, 0) + gpus
+            continue
+        g = tenancy.guarantee(w.tenant)
+        within = g > 0 and used.get(w.tenant, 0) + gpus <= g
+        if failed.get((w.tenant, within), gpus + 1) <= gpus:
+            continue
+        borrowers = sorted((t for t in mine if t != w.tenant
+                            and used.get(t, 0) > tenancy.guarantee(t)),
+                           key=lambda t: (tenancy.guarantee(t) - used.get(t, 0), t)) \
+            if within else []
+        own = inside and top.get(w.tenant, w.level) > w.level
+        if not borrowers and not own:
+            continue
+        victims = None
+        if borrowers:
+            victims = _reclaim(need, [h for t in borrowers for h in mine[t]
+                                      if h.job_id not in taken], soon, used, tenancy)
+        if victims is None and own:
+            victims = _choose(need, takewhile(lambda h: h.level > w.level, mine[w.tenant]),
+                              taken, soon)
+        if victims is None:
+            failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
+            continue
+        before = {t: used.get(t, 0) for t in {v.tenant for v in victims}}
+        for v in victims:
+            taken.add(v.job_id)
+            used[v.tenant] -= v.gpus
+            soon.add(v.nodes, v.gpus_per_node)
+        nodes = soon.place(need)
+        assert nodes is not None   # _choose checked it
+        soon.add(nodes, [-x for x in need])
+        have = used.get(w.tenant, 0)
+        used[w.tenant] = have + gpus
+        others = [t for t in sorted(before) if t != w.tenant]
+        if others:
+            reasons[w.job_id] = (f"{RECLAIM}: {w.tenant} at {have} of {g} guaranteed GPUs takes "
+                                 "back from " + ", ".join(
+                                     f"{t} at {before[t]} of {tenancy.guarantee(t)}"
+                                     for t in others))
+        else:
+            reasons[w.job_id] = f"{INSIDE}: {w.tenant}'s own jobs in a lower queue"
+        result.append(Preemption(w.job_id, tuple(v.job_id for v in victims)))
+    return result, reasons
+
+
+def _reclaim(need: tuple[int, ...], cands: list[Holder], soon: FreeMap,
+             used: Mapping[str, int], tenancy: Tenancy) -> list[Holder] | None:
+    """Victims that take lent GPUs back for ``need``: its nodes are chosen first, as
+    ``FreeMap.place`` would place it if every candidate on a node were gone (best fit: the
+    nodes needing the fewest victims), then on each chosen node candidates in victim order
+    until its entry fits, a tenant's only while it still holds more than its guarantee.
+    None: no such set. ``soon`` is left unchanged."""
+    room = list(soon.free)
+    on: dict[int, list[tuple[Holder, int]]] = {}
+    for h in cands:
+        for node, g in zip(h.nodes, h.gpus_per_node):
+            room[node] += g
+            on.setdefault(node, []).append((h, g))
+    hosts = FreeMap(room).place(need)
+    if hosts is None:
+        return None
+    left = dict(used)
+    extra: dict[int, int] = {}
+    chosen: list[Holder] = []
+    for entry, node in sorted(zip(need, hosts), key=lambda e: -e[0]):
+        for h, _ in on.get(node, ()):
+            if soon.free[node] + extra.get(node, 0) >= max(entry, 1):
+                break
+            if h in chosen or left.get(h.tenant, 0) <= tenancy.guarantee(h.tenant):
+                continue
+            chosen.append(h)
+            left[h.tenant] -= h.gpus
+            for n, g in zip(h.nodes, h.gpus_per_node):
+                extra[n] = extra.get(n, 0) + g
+        if soon.free[node] + extra.get(node, 0) < max(entry, 1):
+            return None
+    return chosen if soon.place_with(extra, need) is not None else None
+
+
+def _choose(need: tuple[int, ...], cands: Iterable[Holder], taken: set[int], soon: FreeMap
+            ) -> list[Holder] | None:
+    """Victims inside one tenant (``cands``: its jobs of a higher level, in victim order):
+    taken in order until ``need`` fits; then only those on the nodes it uses, each but the
+    last dropped again, newest first, if it fits without. ``soon`` is left unchanged."""
+    extra: dict[int, int] = {}
+    chosen: list[Holder] = []
+    nodes = None
+    free = soon.free
+    low = max(min(need), 1)
+    for h in cands:
+        if h.job_id in taken:
+            continue
+        chosen.append(h)
+        reached = False
+        for node, g in zip(h.nodes, h.gpus_per_node):
+            extra[node] = extra.get(node, 0) + g
+            reached = reached or free[node] + extra[node] >= low
+        if reached:   # a node that may host an entry came within reach: try to place
+            nodes = soon.place_with(extra, need)
+            if nodes is not None:
+                break
+    if nodes is None:
+        return None
+    hosts = set(nodes)
+    keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
+    if len(need) == 1:   # one node: drop by arithmetic
+        node = nodes[0]
+        share = [dict(zip(h.nodes, h.gpus_per_node))[node] for h in keep]
+        have = free[node] + sum(share)
+        for i in range(len(keep) - 2, -1, -1):
+            if have - share[i] >= max(need[0], 1):
+                have -= share[i]
+                del keep[i]
+        return keep
+    for i in range(len(keep) - 2, -1, -1):
+        trial: dict[int, int] = {}
+        for h in keep[:i] + keep[i + 1:]:
+            for node, g in zip(h.nodes, h.gpus_per_node):
+                trial[node] = trial.get(node, 0) + g
+        if soon.place_with(trial, need) is not None:
+            del keep[i]
+    return keep

@@ -1,0 +1,413 @@
+"""Tenants (virtual clusters) of a shared cluster: the config and the order across tenants.
+
+A site divides its GPUs between virtual clusters (OpenPAI's word; a *tenant*): each names the
+Slurm ``account``, ``partition`` and/or ``qos`` its jobs carry (the keys ``dlsubmit`` renders
+from the same ``virtual_clusters:`` section), a ``guaranteed_gpus`` it always gets back, an
+optional ``max_gpus`` it never passes and an optional ``user_limit_factor`` (YARN capacity
+scheduler: one user of the tenant holds at most ``factor x guaranteed_gpus``). GPUs nobody
+guarantees are shared by all. A job belongs to the one tenant whose every named key matches
+what squeue reports for it; a job no tenant matches belongs to :data:`SHARED` (guarantee 0).
+Traces name users instead (``users:``, simulator only).
+
+The rules here (pure, used by the daemon and the simulator alike; the victim walk is in
+:mod:`prioritizer.policy.tenant_preempt`):
+
+* **guarantee first**: the next job is one whose tenant stays within its guarantee once it
+  starts (``held + gpus <= guaranteed_gpus``), from the tenant furthest below its guarantee
+  (smallest ``held / guaranteed``);
+* **weighted DRF above the guarantees**: otherwise the next job comes from the tenant with the
+  smallest dominant share (Ghodsi et al., NSDI'11: the largest of its GPU, CPU and memory
+  shares of the cluster) divided by its weight ``max(guaranteed_gpus, 1) / cluster GPUs``; with
+  ``fair_share_half_life_s`` the past counts as well, decayed as Slurm's fairshare decays usage
+  (``PriorityDecayHalfLife``): the share is the tenant's decayed usage over the cluster's
+  decayed capacity (``capacity x half-life / ln 2``) plus what it holds now;
+* **inside a tenant**, its jobs keep the Tiresias order ``decide`` gave them;
+* **caps**: a job that would take its tenant past ``max_gpus`` or its user past the user limit
+  is held back (out of the order), whatever its rank.
+
+Units: GPUs, CPUs, MiB of memory; usage in resource-seconds; times in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prioritizer.policy.validation import ConfigError
+
+#: The tenant of jobs no virtual cluster matches: guarantee 0, no cap.
+SHARED = "(shared)"
+
+#: Keys of one ``virtual_clusters`` entry: dlsubmit's placement keys, then the tenant's.
+MATCH_KEYS = ("account", "partition", "qos")
+TENANT_KEYS = ("guaranteed_gpus", "max_gpus", "user_limit_factor", "users")
+_NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
+
+
+@dataclass(frozen=True)
+class VirtualCluster:
+    """One tenant.
+
+    Attributes:
+        name: the virtual cluster's name (the ``virtual_clusters`` key).
+        account, partition, qos: Slurm names its jobs carry (None: any); a job belongs to it
+            when every one given matches.
+        users: trace user names (simulator only: traces carry no account).
+        guaranteed_gpus: GPUs it gets back whenever it has jobs waiting that fit in them.
+        max_gpus: GPUs it never passes (None: the cluster's).
+        user_limit_factor: one user holds at most ``ceil(factor x guaranteed_gpus)`` GPUs
+            (None: no user limit).
+    """
+
+    name: str
+    account: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    users: tuple[str, ...] = ()
+    guaranteed_gpus: int = 0
+    max_gpus: int | None = None
+    user_limit_factor: float | None = None
+
+    def matches(self, account: str | None, partition: str | None, qos: str | None) -> bool:
+        """Whether a job with these Slurm fields belongs here (keys not given match all)."""
+        return ((self.account is None or self.account == account)
+                and (self.partition is None or self.partition == partition)
+                and (self.qos is None or self.qos == qos)
+                and (self.account, self.partition, self.qos) != (None, None, None))
+
+    def user_cap(self) -> int | None:
+        """GPUs one user of the tenant may hold, or None."""
+        if self.user_limit_factor is None:
+            return None
+        cap = math.ceil(self.user_limit_factor * self.guaranteed_gpus)
+        return cap if self.max_gpus is None else min(cap, self.max_gpus)
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """Every tenant of a cluster and the fair-share memory (``fair_share_half_life_s``, 0:
+    only what tenants hold now counts)."""
+
+    tenants: tuple[VirtualCluster, ...]
+    fair_share_half_life_s: float = 0.0
+    by_name: dict[str, VirtualCluster] = field(init=False, compare=False, repr=False)
+    by_user: dict[str, str] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_name", {t.name: t for t in self.tenants})
+        object.__setattr__(self, "by_user", {u: t.name for t in self.tenants for u in t.users})
+
+    def tenant_of(self, account: str | None, partition: str | None, qos: str | None) -> str:
+        """The tenant of a job from what squeue reports (:data:`SHARED` if none matches;
+        :func:`check_tenancy` refuses configs where two could)."""
+        for tenant in self.tenants:
+            if tenant.matches(account, partition, qos):
+                return tenant.name
+        return SHARED
+
+    def tenant_of_user(self, user: str) -> str:
+        """The tenant of a trace user (:data:`SHARED` if no ``users:`` list names it)."""
+        return self.by_user.get(user, SHARED)
+
+    def guarantee(self, name: str) -> int:
+        tenant = self.by_name.get(name)
+        return tenant.guaranteed_gpus if tenant is not None else 0
+
+    def names(self) -> list[str]:
+        """Tenant names in config order, then :data:`SHARED`."""
+        return [t.name for t in self.tenants] + [SHARED]
+
+
+def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_clusters") -> Tenancy:
+    """Read the ``virtual_clusters`` mapping (and ``fair_share_half_life_s``) of a YAML file.
+
+    Raises:
+        ConfigError: one line per problem naming ``virtual_clusters.NAME.KEY`` and the fix.
+    """
+    problems: list[str] = []
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a mapping of name -> {{account, partition, qos, "
+                          "guaranteed_gpus, max_gpus, user_limit_factor, users}")
+    tenants = []
+    for name, entry in raw.items():
+        at = f"{where}.{name}"
+        if not isinstance(name, str) or not name or not name.isprintable() or name == SHARED:
+            problems.append(f"{where} {name!r}: a name must be a non-empty printable string")
+            continue
+        if not isinstance(entry, Mapping):
+            problems.append(f"{at}: must be a mapping with keys {', '.join(MATCH_KEYS + TENANT_KEYS)}")
+            continue
+        for key in entry:
+            if key not in MATCH_KEYS + TENANT_KEYS:
+                problems.append(f"{at}.{key}: unknown key; allowed: "
+                                f"{', '.join(MATCH_KEYS + TENANT_KEYS)}")
+        values: dict[str, Any] = {"name": name}
+        for key in MATCH_KEYS:
+            v = entry.get(key)
+            if v is not None and (not isinstance(v, str) or not _NAME.match(v)):
+                problems.append(f"{at}.{key}: must be a Slurm name ([A-Za-z0-9_.-]+), got {v!r}")
+            values[key] = v
+        users = entry.get("users", [])
+        if not isinstance(users, list) or not all(isinstance(u, (str, int)) and not isinstance(u, bool)
+                                                  for u in users):
+            problems.append(f"{at}.users: must be a list of user names")
+            users = []
+        values["users"] = tuple(str(u) for u in users)
+        for key in ("guaranteed_gpus", "max_gpus"):
+            v = entry.get(key, 0 if key == "guaranteed_gpus" else None)
+            if v is not None and (type(v) is not int or v < 0):
+                problems.append(f"{at}.{key}: must be a whole number >= 0, got {v!r}")
+                v = 0
+            values[key] = v
+        f = entry.get("user_limit_factor")
+        if f is not None and (type(f) not in (int, float) or not 0 < f < math.inf):
+            problems.append(f"{at}.user_limit_factor: must be a number > 0, got {f!r}")
+            f = None
+        values["user_limit_factor"] = None if f is None else float(f)
+        tenants.append(VirtualCluster(**values))
+    if type(half_life_s) not in (int, float) or not 0 <= half_life_s < math.inf:
+        problems.append(f"fair_share_half_life_s: must be seconds >= 0, got {half_life_s!r}")
+        half_life_s = 0.0
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Tenancy(tuple(tenants), float(half_life_s))
+
+
+def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,
+                  known_accounts: Iterable[str] | None = None,
+                  where: str = "virtual_clusters") -> list[str]:
+    """Problems of a tenancy against a cluster, one line each (empty: fine): guarantees
+    above ``cluster_gpus`` (summed or alone), a guarantee above its own ``max_gpus``, a
+    tenant naming no account, partition, QOS or user, two tenants one job could belong to,
+    a user in two ``users:`` lists, an account slurmdbd does not know (``known_accounts``:
+    ``sacctmgr``'s list, None: not checked)."""
+    out = []
+    total = sum(t.guaranteed_gpus for t in tenancy.tenants)
+    if cluster_gpus is not None and total > cluster_gpus:
+        out.append(f"{where}: guaranteed_gpus sum to {total}, above the cluster's {cluster_gpus} "
+                   "GPUs; lower them so that every guarantee can be met at once")
+    known = None if known_accounts is None else set(known_accounts)
+    seen_users: dict[str, str] = {}
+    for i, t in enumerate(tenancy.tenants):
+        at = f"{where}.{t.name}"
+        if t.max_gpus is not None and t.guaranteed_gpus > t.max_gpus:
+            out.append(f"{at}: guaranteed_gpus {t.guaranteed_gpus} above max_gpus {t.max_gpus}; "
+                       "raise max_gpus or lower the guarantee")
+        if t.user_limit_factor is not None and t.guaranteed_gpus == 0:
+            out.append(f"{at}: user_limit_factor needs guaranteed_gpus > 0 (a user may hold "
+                       "factor x guaranteed_gpus GPUs: none here)")
+        if (t.account, t.partition, t.qos) == (None, None, None) and not t.users:
+            out.append(f"{at}: names no account, partition, qos or users; no job would belong to it")
+        if known is not None and t.account is not None and t.account not in known:
+            out.append(f"{at}.account: {t.account!r} is not an account slurmdbd knows; "
+                       f"add it (sacctmgr add account {t.account}) or fix the name")
+        for u in t.users:
+            if u in seen_users:
+                out.append(f"{at}.users: user {u!r} is in {seen_users[u]!r} too; "
+                           "a user belongs to one virtual cluster")
+            seen_users.setdefault(u, t.name)
+        for other in tenancy.tenants[:i]:
+            if _overlap(t, other):
+                out.append(f"{at}: a job could belong to both {other.name!r} and {t.name!r} "
+                           "(every key both name is equal); give them distinct accounts, "
+                           "partitions or QOS")
+    return out
+
+
+def _overlap(a: VirtualCluster, b: VirtualCluster) -> bool:
+    if (a.account, a.partition, a.qos) == (None, None, None) or \
+            (b.account, b.partition, b.qos) == (None, None, None):
+        return False
+    return all(x is None or y is None or x == y
+               for x, y in ((a.account, b.account), (a.partition, b.partition), (a.qos, b.qos)))
+
+
+# -- shares --------------------------------------------------------------------------------
+
+#: GPUs, CPUs, MiB of memory: what a job holds, a tenant holds, a cluster has.
+Resources = tuple[float, float, float]
+
+
+def dominant_share(held: Sequence[float], totals: Sequence[float]) -> float:
+    """The largest of ``held[r] / totals[r]`` over resources with a total above 0 (DRF)."""
+    return max((h / t for h, t in zip(held, totals) if t > 0), default=0.0)
+
+
+def decay(usage: Sequence[float], held: Sequence[float], elapsed_s: float,
+          half_life_s: float) -> Resources:
+    """Decayed usage (resource-seconds) ``elapsed_s`` later, ``held`` held all that time:
+    ``u x 2^(-t/h) + held x h/ln2 x (1 - 2^(-t/h))`` (the exact integral of usage decayed
+    with half-life ``h``, as Slurm's ``PriorityDecayHalfLife``)."""
+    keep = 0.5 ** (elapsed_s / half_life_s)
+    gain = half_life_s / math.log(2) * (1.0 - keep)
+    return (usage[0] * keep + held[0] * gain, usage[1] * keep + held[1] * gain,
+            usage[2] * keep + held[2] * gain)
+
+
+def fair_share(held: Sequence[float], usage: Sequence[float] | None, totals: Sequence[float],
+               guaranteed_gpus: int, half_life_s: float) -> float:
+    """A tenant's weighted share (smaller: next in line above the guarantees): its dominant
+    share of what it holds now, plus with a half-life its dominant share of its decayed usage
+    over the cluster's decayed capacity (``totals x h/ln2``), divided by its weight
+    ``max(guaranteed_gpus, 1) / totals[0]``."""
+    share = dominant_share(held, totals)
+    if half_life_s > 0 and usage is not None:
+        span = half_life_s / math.log(2)
+        share += dominant_share(usage, [t * span for t in totals])
+    return share * totals[0] / max(guaranteed_gpus, 1)
+
+
+# -- the order across tenants --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Waiting:
+    """A pending job as the tenant rules see it: its tenant, user and what it asks
+    (``gpus``, ``cpus``, ``mem_mib``: totals over its nodes)."""
+
+    job_id: int
+    tenant: str
+    user: str
+    gpus: int
+    cpus: float = 0.0
+    mem_mib: float = 0.0
+
+
+@dataclass
+class Holdings:
+    """What each tenant (and each ``(tenant, user)``) holds: GPUs, CPUs, MiB."""
+
+    tenants: dict[str, list[float]] = field(default_factory=dict)
+    users: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def add(self, tenant: str, user: str, gpus: float, cpus: float = 0.0,
+            mem_mib: float = 0.0, sign: int = 1) -> None:
+        row = self.tenants.setdefault(tenant, [0.0, 0.0, 0.0])
+        row[0] += sign * gpus
+        row[1] += sign * cpus
+        row[2] += sign * mem_mib
+        self.users[tenant, user] = self.users.get((tenant, user), 0.0) + sign * gpus
+
+    def gpus(self, tenant: str) -> float:
+        row = self.tenants.get(tenant)
+        return row[0] if row is not None else 0.0
+
+    def copy(self) -> Holdings:
+        return Holdings({k: list(v) for k, v in self.tenants.items()}, dict(self.users))
+
+
+#: The rules of ``TenantOrder.why`` (``dlprio explain`` words them: ``TenantOrder.reason``).
+GUARANTEE, SHARE, MAX_GPUS, USER_LIMIT = "guarantee", "fair share", "max_gpus", "user limit"
+
+
+@dataclass(frozen=True)
+class TenantOrder:
+    """The order across tenants: ``order`` (job ids, first starts first), ``held`` (ids held
+    back by ``max_gpus`` or the user limit, in Tiresias order), and per id the rule that
+    placed it, ``why`` (:meth:`reason` words it): ``(GUARANTEE or SHARE, tenant, GPUs the
+    tenant held at its turn, guarantee, weighted share)`` or ``(MAX_GPUS, tenant, held, job
+    GPUs, max_gpus)`` or ``(USER_LIMIT, user, held by the user, job GPUs, user limit)``."""
+
+    order: tuple[int, ...]
+    held: tuple[int, ...]
+    why: dict[int, tuple[str, str, float, int, float]]
+
+    def reason(self, job_id: int) -> str:
+        """The rule that placed ``job_id``, in words (``dlprio explain``)."""
+        return reason_text(self.why[job_id])
+
+
+def reason_text(why: Sequence[Any]) -> str:
+    """A ``TenantOrder.why`` entry in words."""
+    kind, who, have, n, x = why
+    if kind == GUARANTEE:
+        return f"{GUARANTEE}: {who} at {have:g} of {n} guaranteed GPUs"
+    if kind == SHARE:
+        return (f"{SHARE}: {who} has the smallest weighted share {x:.3f} "
+                f"(at {have:g} of {n} guaranteed GPUs)")
+    if kind == MAX_GPUS:
+        return f"{MAX_GPUS}: {who} holds {have:g} GPUs; {n} more would pass its max_gpus {x:g}"
+    return (f"{USER_LIMIT}: user {who} holds {have:g} GPUs; {n} more would pass the "
+            f"user limit {x:g}")
+
+
+def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holdings,
+                 totals: Resources, usage: Mapping[str, Sequence[float]] | None = None
+                 ) -> TenantOrder:
+    """Merge the tenants' pending jobs (``waiting``, in the Tiresias order ``decide`` gave)
+    into one start order (module doc), each job assumed to start in its turn.
+
+    Args:
+        holdings: what the running jobs hold now (not changed).
+        totals: the cluster's GPUs, CPUs, MiB.
+        usage: decayed usage per tenant (resource-seconds, :func:`decay`), with a half-life.
+
+    O(jobs x tenants).
+    """
+    held_now = holdings.copy()
+    queues: dict[str, list[Waiting]] = {}
+    for one in waiting:
+        queues.setdefault(one.tenant, []).append(one)
+    heads = {name: 0 for name in queues}
+    rank = {one.job_id: i for i, one in enumerate(waiting)}
+    order: list[int] = []
+    held: list[int] = []
+    why: dict[int, tuple[str, str, float, int, float]] = {}
+    half = tenancy.fair_share_half_life_s
+    #: per tenant with a job left: (key, its next job, guarantee, GPUs held); a key only
+    #: changes when its own tenant's holdings do (keys of the others are kept)
+    keys: dict[str, tuple[tuple[int, float, int], Waiting, int, float]] = {}
+
+    def refresh(name: str) -> None:
+        queue, spec = queues[name], tenancy.by_name.get(name)
+        while heads[name] < len(queue):
+            job = queue[heads[name]]
+            capped = _capped(job, spec, held_now)
+            if capped is None:
+                break
+            held.append(job.job_id)
+            why[job.job_id] = capped
+            heads[name] += 1
+        else:
+            keys.pop(name, None)
+            return
+        g = spec.guaranteed_gpus if spec is not None else 0
+        have = held_now.gpus(name)
+        if g > 0 and have + job.gpus <= g:
+            keys[name] = ((0, have / g, rank[job.job_id]), job, g, have)
+        else:
+            row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
+            share = fair_share(row, None if usage is None else usage.get(name), totals, g, half)
+            keys[name] = ((1, share, rank[job.job_id]), job, g, have)
+
+    for name in queues:
+        refresh(name)
+    while keys:
+        name = min(keys, key=lambda n: keys[n][0])
+        key, job, g, have = keys[name]
+        order.append(job.job_id)
+        why[job.job_id] = (GUARANTEE if key[0] == 0 else SHARE, name, have, g, key[1])
+        held_now.add(name, job.user, job.gpus, job.cpus, job.mem_mib)
+        heads[name] += 1
+        refresh(name)
+    held.sort(key=rank.__getitem__)
+    return TenantOrder(tuple(order), tuple(held), why)
+
+
+def _capped(job: Waiting, spec: VirtualCluster | None, holdings: Holdings
+            ) -> tuple[str, str, float, int, float] | None:
+    """Why ``job`` may not start now (max_gpus or user limit) as ``TenantOrder.why`` holds
+    it, or None."""
+    if spec is None:
+        return None
+    have = holdings.gpus(job.tenant)
+    if spec.max_gpus is not None and have + job.gpus > spec.max_gpus:
+        return (MAX_GPUS, job.tenant, have, job.gpus, spec.max_gpus)
+    cap = spec.user_cap()
+    if cap is not None:
+        mine = holdings.users.get((job.tenant, job.user), 0.0)
+        if mine + job.gpus > cap:
+            return (USER_LIMIT, job.user, mine, job.gpus, cap)
+    return None

@@ -1,0 +1,97 @@
+"""``dlprio simulate --tenants``: a replay whose per-tenant figures are worked out by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prioritizer.cli import main
+
+HEADER = "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
+#: user 2 (tenant B) submits four 1-GPU jobs of 1000 s at 0; user 1 (tenant A) one 2-GPU
+#: job of 500 s at 100
+ROWS = ("0,2,1,0,1,0,1000,0,Pass\n1,2,1,0,1,0,1000,0,Pass\n2,2,1,0,1,0,1000,0,Pass\n"
+        "3,2,1,0,1,0,1000,0,Pass\n4,1,2,0,1,100,500,0,Pass\n")
+TENANTS = """virtual_clusters:
+  A: {users: ["1"], guaranteed_gpus: 2}
+  B: {users: ["2"], guaranteed_gpus: 2}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[str, str]:
+    trace, tenants = tmp_path / "t.csv", tmp_path / "ten.yaml"
+    trace.write_text(HEADER + ROWS)
+    tenants.write_text(TENANTS)
+    return str(trace), str(tenants)
+
+
+def test_reclaim_in_a_replay(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """1 node x 4 GPUs, zero cost. B's four jobs take all 4 GPUs at 0 (B borrows 2). At 100
+    A's job is within A's guarantee (0 + 2 <= 2): B's jobs 0 and 1 (equal queue and service:
+    lowest ids first; after job 0 B is at 3 > 2, still borrowing) are requeued and A runs
+    100-600 (JCT 500). Jobs 2 and 3 end at 1000; 0 and 1 (100 s done) restart at 600 and end
+    at 1500: B's JCTs 1500, 1500, 1000, 1000, mean 1250. (Pure 2D-LAS: A waits until 1000.)
+    Alone on 2 GPUs: A's JCT 500 (rho 1); B's jobs run 0-1000 and 1000-2000, mean 1500
+    (rho 1250/1500 = 0.8333). Jain's index of (1, 0.8333): 1.8333^2 / (2 x 1.6944) =
+    0.99180. GPU shares over 1500 s x 4 GPUs: A 2 x 500 / 6000 = 0.1667; B (4 x 100 + 2 x 500
+    + 4 x 400 + 2 x 500) / 6000 = 0.6667. A asks its guarantee 100-600 (0.1389 h) and has it
+    all that time."""
+    trace, tenants = files
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--zero-cost", "--tenants", tenants, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert out["avg_jct_s"] == 1100.0 and out["preemptions"] == 2
+    a, b = out["tenants"]
+    assert (a["name"], a["guaranteed_gpus"], a["avg_jct_s"], a["rho"]) == ("A", 2, 500.0, 1.0)
+    assert (b["name"], b["avg_jct_s"], a["preemptions"], b["preemptions"]) == ("B", 1250.0, 0, 2)
+    assert b["rho"] == pytest.approx(0.83333, abs=1e-5)
+    assert out["jain_index"] == pytest.approx(0.99180, abs=1e-5)
+    assert a["gpu_share"] == pytest.approx(0.16667, abs=1e-5)
+    assert b["gpu_share"] == pytest.approx(0.66667, abs=1e-5)
+    assert a["hours_below_guarantee_share"] == 0.0
+    assert a["demand_at_guarantee_h"] == pytest.approx(500 / 3600)
+
+
+def test_without_tenants_the_2_gpu_job_waits(files: tuple[str, str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The same replay without --tenants: nobody preempts (every job in queue 0); A's job
+    starts at 1000 and ends at 1500 (JCT 1400), B's end at 1000: mean (4000 + 1400) / 5."""
+    trace, _ = files
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--zero-cost", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert (out["avg_jct_s"], out["preemptions"]) == (1080.0, 0)
+    assert "tenants" not in out
+
+
+def test_bad_tenants_file_is_one_line_each(files: tuple[str, str], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    trace, _ = files
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("virtual_clusters:\n  A: {users: ['1'], guaranteed_gpus: 4}\n"
+                   "  B: {users: ['1'], guaranteed_gpus: 2}\n")
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"dlprio: {bad}: virtual_clusters: guaranteed_gpus sum to 6, above the "
+        "cluster's 4 GPUs; lower them so that every guarantee can be met at once",
+        f"dlprio: {bad}: virtual_clusters.B.users: user '1' is in 'A' too; a user belongs to one "
+        "virtual cluster"]
+
+
+def test_tenants_plot(files: tuple[str, str], tmp_path: Path,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    """--tenants-plot writes a PNG; without --tenants it is refused, naming what it needs."""
+    trace, tenants = files
+    out = tmp_path / "tenants.png"
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--zero-cost", "--tenants", tenants, "--tenants-plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants-plot", str(out)]) == 2
+    assert capsys.readouterr().err.strip() == "dlprio: --tenants-plot needs --tenants FILE.yaml"
