@@ -29,7 +29,7 @@ scripts/apt-install.sh test.sh vagrant systemd gcc libc6-dev python3-dev
 # the .[torch] extra: tests/test_ddp_example.py and tests/test_ddp_live.py run examples/ddp_train.py
 scripts/install-torch.sh test.sh
 
-host=$(.venv/bin/python -c 'from slurm_plugin import provision; print(provision.host_release())')
+host=$(.venv/bin/python -c 'from slurm_plugin.localcluster import provision; print(provision.host_release())')
 if [ -z "${DLTEST_RELEASES+set}" ]; then
   DLTEST_RELEASES=""
   selects=0

@@ -42,7 +42,7 @@ from prioritizer.daemon.log import configure
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.observe import observe
 from prioritizer.policy.decide import decide
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 SCRIPT = "#!/bin/bash\nsleep 7200\n"
 PREFIX = "bench-"

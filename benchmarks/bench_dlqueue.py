@@ -30,8 +30,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from slurm_plugin import records
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm import records
+from slurm_plugin.slurm.client import SlurmClient
 
 REPO = Path(__file__).resolve().parents[1]
 DLQUEUE = str(Path(sys.executable).with_name("dlqueue"))

@@ -42,7 +42,7 @@ def run(*argv: str, check: bool = True) -> str:
 
 
 def dlcluster(*args: str) -> str:
-    return run(sys.executable, "-m", "slurm_plugin.cluster_cli", *args, "--name", NAME)
+    return run(sys.executable, "-m", "slurm_plugin.localcluster.cli", *args, "--name", NAME)
 
 
 def squeue(job_id: int) -> tuple[str, str]:

@@ -51,7 +51,7 @@ import tuned  # noqa: E402
 from prioritizer.daemon import config as daemon_config  # noqa: E402
 from prioritizer.sim import workload  # noqa: E402
 from prioritizer.sim.traces import TraceError  # noqa: E402
-from slurm_plugin.client import SlurmClient, SlurmError  # noqa: E402
+from slurm_plugin.slurm.client import SlurmClient, SlurmError  # noqa: E402
 from submit import queue_cli  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -4,7 +4,7 @@
 (:class:`prioritizer.sim.workload.ScaledJob`) into a PAI v2 spec whose command runs
 ``examples/trainer.py``, submit it with ``dlsubmit`` at its scaled arrival time, run ``dlprio
 run`` and ``dlqueue --watch`` beside it, and wait until Slurm has finished every job. Slurm is
-read only through :class:`slurm_plugin.client.SlurmClient` (the one module that runs Slurm
+read only through :class:`slurm_plugin.slurm.client.SlurmClient` (the one module that runs Slurm
 commands); the project's commands (``dlsubmit``, ``dlprio``, ``dlqueue``) run as child
 processes, exactly as a user runs them. Times are epoch seconds (``time.time``) for records
 and ``time.monotonic`` for waiting.
@@ -26,8 +26,8 @@ from pathlib import Path
 import yaml
 
 from prioritizer.sim.workload import ScaledJob
-from slurm_plugin.client import SlurmClient, SlurmError
-from slurm_plugin.records import ACTIVE_STATES
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.records import ACTIVE_STATES
 from trainer import parse_log
 
 BIN = Path(sys.executable).parent            # the virtualenv's bin/: dlsubmit, dlprio, dlqueue

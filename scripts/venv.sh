@@ -44,6 +44,6 @@ ensure_venv() {
   fi
   # the versioned interpreter (/usr/bin/python3.11), not the python3 link: a cluster whose Slurm
   # runs from a root filesystem (dlcluster --slurm) binds the host's python3.N into it for the
-  # jobs, while its own python3 is another version (slurm_plugin/provision/chroot.sh)
+  # jobs, while its own python3 is another version (slurm_plugin/localcluster/provision/chroot.sh)
   if [ ! -x "$venv/bin/python" ]; then "$(readlink -f "$SYSTEM_PYTHON")" -m venv "$@" "$venv"; fi
 }

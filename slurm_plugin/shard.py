@@ -45,7 +45,7 @@ def shard_gpus(detail: str) -> tuple[int, ...]:
     """Indices of the GPUs a job's shards come from, in one ``gres_detail`` entry of
     ``squeue --json`` of the per-GPU form that 24.11 writes (seen live): ``shard:2(2/4,0/4)``
     is shards used / shards of each GPU of the node, in index order, and gives (0,). 22.05
-    writes ``shard:2(IDX:0)``, read by :func:`slurm_plugin.records.gpu_indices` (here: ())."""
+    writes ``shard:2(IDX:0)``, read by :func:`slurm_plugin.slurm.records.gpu_indices` (here: ())."""
     m = _PER_GPU_RE.match(detail.strip())
     if not m:
         return ()

@@ -1,7 +1,7 @@
 """``dlsubmit``: an OpenPAI job spec (v1 JSON / v2 YAML) to one gang sbatch script, submitted.
 
 Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job -> script, pure)
--> ``slurm_plugin.client.SlurmClient.submit`` (the only door to Slurm, docs/design.md, code rule 4).
+-> ``slurm_plugin.slurm.client.SlurmClient.submit`` (the only door to Slurm, docs/design.md, code rule 4).
 ``--dry-run`` prints the script and needs no Slurm at all. Exit status
 (:class:`~slurm_plugin.common.exits.Exit`, README.md's table):
 
@@ -147,7 +147,7 @@ def _options_and_given(args: argparse.Namespace) -> tuple[RenderOptions, set[str
 
 def _cluster_nodes() -> Any:
     """``nodes(partition)`` for submit/node_shape.py, asking this cluster's Slurm."""
-    from slurm_plugin.client import SlurmClient
+    from slurm_plugin.slurm.client import SlurmClient
 
     return node_shape.ask_slurm(SlurmClient())
 
@@ -183,13 +183,13 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
 
 
 def _submit(script: str, extra_args: list[str], env: dict[str, str]) -> int:
-    from slurm_plugin.client import SlurmClient
+    from slurm_plugin.slurm.client import SlurmClient
 
     return SlurmClient().submit(script, extra_args, env=env)
 
 
 def _find(token: str) -> list[int]:
-    from slurm_plugin.client import SlurmClient
+    from slurm_plugin.slurm.client import SlurmClient
 
     return SlurmClient().find_by_comment(token)
 
@@ -203,7 +203,7 @@ def _maybe_queued(message: str) -> bool:
 
 def _lookup(token: str) -> list[int] | None:
     """Job ids carrying ``token`` (``None`` when Slurm could not be asked)."""
-    from slurm_plugin.client import SlurmError
+    from slurm_plugin.slurm.client import SlurmError
 
     found: list[int] | None = None
     for attempt in range(LOOKUP_TRIES):
@@ -223,7 +223,7 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
     """Submit once; returns (job id, "") or (None, error line). Never submits twice. When
     dlsubmit was interrupted (``stop.signum``) while sbatch ran (Ctrl-C reaches sbatch too), a
     failed sbatch is looked up by its token once, so a job queued anyway is still reported."""
-    from slurm_plugin.client import SlurmError, SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmError, SlurmUnreachable
 
     token = TOKEN_PREFIX + os.urandom(16).hex()  # 128 random bits (uuid4's, without its import)
     comment = f"{contract_comment(job, opts)} {token}"
@@ -239,7 +239,7 @@ def _submit_one(job: Any, script: str, opts: RenderOptions,
 
 def _after_interrupt(token: str, message: str) -> tuple[int | None, str]:
     """sbatch failed after a SIGINT/SIGTERM: was the job queued anyway? (one token look-up)"""
-    from slurm_plugin.client import SlurmError
+    from slurm_plugin.slurm.client import SlurmError
 
     try:
         found = _find(token)

@@ -32,7 +32,7 @@ FIELDS = ("gpus_per_node", "cores_per_node", "mem_per_node_mib")
 
 
 class NodeLike(Protocol):
-    """What is read of a node (``slurm_plugin.records.Node`` has these)."""
+    """What is read of a node (``slurm_plugin.slurm.records.Node`` has these)."""
 
     name: str
     cpus: int
@@ -86,7 +86,7 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
            needs_gpus: bool = True) -> Choice:
     """The shape for one job. ``given``: the :data:`FIELDS` set by a flag or the site config
     (kept as they are). ``nodes(partition)``: ``(partition name, its nodes)`` from Slurm, raising
-    ``slurm_plugin.client.SlurmError`` when Slurm does not answer; ``None`` when the cluster is
+    ``slurm_plugin.slurm.client.SlurmError`` when Slurm does not answer; ``None`` when the cluster is
     not to be asked (``--dry-run`` without ``--cluster-shape``). Raises :class:`SpecError` when
     the partition has no node at all, or no GPU while the job asks for GPUs."""
     if set(FIELDS) <= given:
@@ -94,7 +94,7 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
     if nodes is None:
         return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults; "
                       "--cluster-shape reads the partition's nodes from Slurm)")
-    from slurm_plugin.client import SlurmError, SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmError, SlurmUnreachable
 
     try:
         name, found = nodes(partition)

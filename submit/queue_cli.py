@@ -1,6 +1,6 @@
 """``dlqueue``: the thin shell around :mod:`submit.queue_view` (squeue-style view of GPU jobs).
 
-It reads Slurm only through :meth:`slurm_plugin.client.SlurmClient.jobs` (``squeue --json``)
+It reads Slurm only through :meth:`slurm_plugin.slurm.client.SlurmClient.jobs` (``squeue --json``)
 and the daemon's public snapshot through :func:`prioritizer.daemon.snapshot.read_snapshot`
 (never the private ledger), builds rows and a table with the pure functions of
 :mod:`submit.queue_view`, and prints them once (plain text measured in display cells, fast at
@@ -48,8 +48,8 @@ from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.common.exits import Exit, epilog
-from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.records import (ACTIVE_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID, array_task_in,
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.slurm.records import (ACTIVE_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID, array_task_in,
                                   decimal_at_most, parse_array_tasks)
 from submit import queue_view as qv
 from submit.ending import without_final_gc

@@ -2,7 +2,7 @@
 
 Place in the pipeline (docs/design.md, code rule 13, "snapshot → pure table builder → thin live
 shell"): :mod:`submit.queue_cli`
-reads the jobs with one squeue call through :meth:`slurm_plugin.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
+reads the jobs with one squeue call through :meth:`slurm_plugin.slurm.client.SlurmClient.jobs` and the daemon's world-readable snapshot through
 :func:`prioritizer.daemon.snapshot.read_snapshot` (never the private ledger), then calls
 :func:`build_rows`, :func:`render_text` (or :func:`build_queue_table` for ``--watch``),
 :func:`changes` and :func:`json_rows` here.
@@ -36,7 +36,7 @@ from prioritizer.daemon import forecast_text
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin import marker
-from slurm_plugin.records import Job
+from slurm_plugin.slurm.records import Job
 
 if TYPE_CHECKING:  # rich's table loads only for --watch (build_queue_table): dlqueue start-up
     from rich.table import Table

@@ -60,7 +60,7 @@ def _require_live_cluster(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("live") is None:
         return
     if _live_ok is None:
-        from slurm_plugin.client import SlurmClient
+        from slurm_plugin.slurm.client import SlurmClient
 
         _live_ok = SlurmClient(timeout_s=10).ping()
     if not _live_ok:
@@ -79,7 +79,7 @@ def slurm_release() -> tuple[int, int]:
     """``(major, minor)`` of the live cluster's Slurm (``squeue --version`` of the commands on
     PATH): the one place a live test learns the release it runs on (./test.sh runs the live
     subset on every release it brings up)."""
-    from slurm_plugin.client import SlurmClient
+    from slurm_plugin.slurm.client import SlurmClient
 
     return SlurmClient(timeout_s=10).slurm_release().version
 
@@ -106,7 +106,7 @@ def _no_node_shapes_from_slurm(request: pytest.FixtureRequest,
     cli = sys.modules.get("submit.cli")
     if request.node.get_closest_marker("live") is not None or cli is None:
         return
-    from slurm_plugin.client import SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmUnreachable
 
     def unreachable(partition: str | None) -> None:
         raise SlurmUnreachable(["sinfo", "--json"], "no cluster in pure tests")

@@ -23,7 +23,7 @@ import yaml
 
 from live_helpers import wait_cluster_idle, wait_for
 from prioritizer.daemon.ledger import Ledger
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from prioritizer.policy.model import Snapshot
 from prioritizer.daemon.observe import Observation, Unit
-from slurm_plugin.client import JobUnknown, SlurmRefused, SlurmUnreachable
+from slurm_plugin.slurm.client import JobUnknown, SlurmRefused, SlurmUnreachable
 
 
 @dataclass
@@ -58,7 +58,7 @@ class RecordingClient:
     def jobs(self, job_ids: list[int] | None = None) -> list:
         """What squeue shows after a requeue: ``completed`` ids as COMPLETED (the requeue
         found them ended), nothing for the others (the caller then trusts the requeue)."""
-        from slurm_plugin.slurm_shapes import job_from_json
+        from slurm_plugin.slurm.shapes import job_from_json
         return [job_from_json({"job_id": j, "job_state": "COMPLETED", "restart_cnt": 0})
                 for j in (job_ids or []) if j in self.completed]
 
@@ -123,7 +123,7 @@ def squeue_job(job_id: int, state: str, *, nodes: str = "", gpus: int = 8, start
                end: int = 0, reason: str = "None", restart: int = 0,
                account: str = "") -> object:
     """One squeue record of a batch job with a ``dl:v1`` marker (USR2, 60 s grace)."""
-    from slurm_plugin.slurm_shapes import job_from_json
+    from slurm_plugin.slurm.shapes import job_from_json
     return job_from_json({
         "job_id": job_id, "job_state": state, "user_name": "alice", "partition": "gpu",
         **({"account": account} if account else {}),
@@ -134,5 +134,5 @@ def squeue_job(job_id: int, state: str, *, nodes: str = "", gpus: int = 8, start
 
 def sinfo_node(name: str, used: int, total: int = 8) -> object:
     """One GPU node as sinfo shows it, ``used`` of its ``total`` GPUs allocated."""
-    from slurm_plugin.records import Node
+    from slurm_plugin.slurm.records import Node
     return Node(name, "127.0.0.1", "mixed", (), ("gpu",), 16, 2, 8, 64000, total, used, "a100")

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from slurm_plugin.client import SlurmClient, SlurmError
-from slurm_plugin.records import Job
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.records import Job
 
 T = TypeVar("T")
 

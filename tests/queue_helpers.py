@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot
-from slurm_plugin.records import Job
+from slurm_plugin.slurm.records import Job
 
 
 def make_job(job_id: int, **kw: Any) -> Job:

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 from live_helpers import wait_for
 
-from slurm_plugin.accounting import fold_jobs, record_from_json, records_from_json
-from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmShapeUnknown, SlurmUnreachable
-from slurm_plugin.records import ShapeError
-from slurm_plugin.slurm_shapes import RELEASES
+from slurm_plugin.slurm.accounting import fold_jobs, record_from_json, records_from_json
+from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmShapeUnknown, SlurmUnreachable
+from slurm_plugin.slurm.records import ShapeError
+from slurm_plugin.slurm.shapes import RELEASES
 
 DATA = Path(__file__).parent / "data"
 V22 = RELEASES[(22, 5)]

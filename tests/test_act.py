@@ -242,13 +242,13 @@ def test_push_records_what_went_through_before_raising_unreachable(tmp_path: Pat
     class HalfDown(RecordingClient):
         def set_site_factor(self, ids: list[int], value: int) -> None:
             if value == 6:
-                from slurm_plugin.client import SlurmUnreachable
+                from slurm_plugin.slurm.client import SlurmUnreachable
                 raise SlurmUnreachable(["scontrol"], "Unable to contact slurm controller")
             super().set_site_factor(ids, value)
 
     obs = observation(200, *(unit(j, "PENDING", start=None) for j in (1, 2, 3)))
     ledger = _ledger_with(tmp_path, obs)
-    from slurm_plugin.client import SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmUnreachable
     with pytest.raises(SlurmUnreachable):
         act.push(HalfDown(), ledger, {"site_factor:5": [1, 2], "site_factor:6": [3]},  # type: ignore[arg-type]
                  CycleAdapter())

@@ -20,7 +20,7 @@ from prioritizer.daemon.snapshot import PublicSnapshot, write_snapshot
 from prioritizer.history import cli as history_cli
 from prioritizer.history.trace import read_rows, write_rows
 from prioritizer.tune import task as tune_task
-from slurm_plugin import provision
+from slurm_plugin.localcluster import provision
 from slurm_plugin.common.atomic import write_atomically
 
 CSV = ("job_id,user,account,partition,submit_time,eligible_time,num_gpu,num_nodes,work_gpu_s,"

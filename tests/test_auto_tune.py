@@ -215,7 +215,7 @@ def test_dlprio_status_prints_the_auto_tune_line_only_while_on(
 def test_the_sacct_history_is_what_history_export_keeps_in_the_window(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from prioritizer.daemon import auto_tune_replay
-    from slurm_plugin.accounting import AccountingRecord
+    from slurm_plugin.slurm.accounting import AccountingRecord
 
     def record(job_id: int, state: str, start: int, end: int | None) -> AccountingRecord:
         return AccountingRecord(job_id, None, 0, None, None, "train", "u", "a", "gpu", "",

@@ -30,7 +30,7 @@ from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.history.trace import HistoryRow, write_rows
 from prioritizer.sim.slurm_cluster import shape_from_slurm
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = pytest.mark.live
 

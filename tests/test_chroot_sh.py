@@ -1,4 +1,4 @@
-"""slurm_plugin/provision/chroot.sh at the shell level: ``mount`` and ``chroot`` are stub scripts
+"""slurm_plugin/localcluster/provision/chroot.sh at the shell level: ``mount`` and ``chroot`` are stub scripts
 first on PATH that log their arguments, ROOT is a fake root filesystem in tmp_path. Nothing is
 mounted; the host's own top-level directories, /run/munge, /run/mysqld, python3.N and account
 files decide which binds the script asks for, as they do on a real host."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hostile import HOSTILE, HOSTILE_IDS
-from slurm_plugin import provision
+from slurm_plugin.localcluster import provision
 
 SCRIPT = provision.SCRIPTS / "chroot.sh"
 #: stands in for mount/chroot/unshare: one record per call, the name then each argument

@@ -81,8 +81,8 @@ def _parsers() -> list[tuple[str, "ArgumentParser"]]:
     import argparse
 
     from prioritizer.cli import build_parser as dlprio
-    from slurm_plugin.cluster_cli import build_parser as dlcluster
-    from slurm_plugin.gres_cli import _parser as dlgres
+    from slurm_plugin.localcluster.cli import build_parser as dlcluster
+    from slurm_plugin.gres.cli import _parser as dlgres
     from submit.cli import build_parser as dlsubmit
     from submit.queue_cli import build_parser as dlqueue
 
@@ -269,8 +269,8 @@ def test_the_joined_form_the_message_gives_is_accepted() -> None:
 
 def _main_of(command: str) -> "Callable[[list[str]], int]":
     from prioritizer.cli import main as dlprio
-    from slurm_plugin.cluster_cli import main as dlcluster
-    from slurm_plugin.gres_cli import main as dlgres
+    from slurm_plugin.localcluster.cli import main as dlcluster
+    from slurm_plugin.gres.cli import main as dlgres
     from submit.cli import main as dlsubmit
     from submit.queue_cli import main as dlqueue
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin.client import SlurmClient, SlurmRefused, SlurmUnreachable, conf_problem
+from slurm_plugin.slurm.client import SlurmClient, SlurmRefused, SlurmUnreachable, conf_problem
 
 
 def test_missing_slurm_conf_fails_at_once_with_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from hostile import HOSTILE
 from live_helpers import wait_for, wait_state
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 

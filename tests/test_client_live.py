@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from live_helpers import cluster_name, wait_cluster_idle, wait_file, wait_for, wait_state
-from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused, SlurmUnreachable
+from slurm_plugin.slurm.client import JobUnknown, SlurmClient, SlurmRefused, SlurmUnreachable
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 
@@ -125,7 +125,7 @@ def test_unknown_job_and_refusal_are_typed(client: SlurmClient) -> None:
 
 def test_unreachable_while_slurmctld_is_stopped(client: SlurmClient) -> None:
     name = cluster_name()
-    dlcluster = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
+    dlcluster = [sys.executable, "-m", "slurm_plugin.localcluster.cli"]
     subprocess.run([*dlcluster, "ctl", "stop", "--name", name], check=True, timeout=60)
     try:
         quick = SlurmClient(timeout_s=15)

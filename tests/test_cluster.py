@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from slurm_plugin.cluster import (ClusterSpec, SpecError, recorded, recorded_shape, render_cgroup_conf,
+from slurm_plugin.localcluster.cluster import (ClusterSpec, SpecError, recorded, recorded_shape, render_cgroup_conf,
                                   render_gres_conf, render_slurm_conf)
 
 

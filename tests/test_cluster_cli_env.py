@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import cluster_cli, provision
-from slurm_plugin.cluster import ClusterSpec, render_slurm_conf
+from slurm_plugin.localcluster import cli as cluster_cli
+from slurm_plugin.localcluster import provision
+from slurm_plugin.localcluster.cluster import ClusterSpec, render_slurm_conf
 
 
 @pytest.fixture

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import cluster_cli, provision
-from slurm_plugin.cluster import ClusterSpec, render_slurm_conf
+from slurm_plugin.localcluster import cli as cluster_cli
+from slurm_plugin.localcluster import provision
+from slurm_plugin.localcluster.cluster import ClusterSpec, render_slurm_conf
 
 WITH_DBD = ClusterSpec(nodes=2, gpus_per_node=4, gpu_type="h100", cred_expire_s=30, with_dbd=True)
 

@@ -16,7 +16,7 @@ import pytest
 from conf_helpers import SNIPPETS, controller, snippet_keys
 from live_helpers import slurm_conf, wait_for
 
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 from slurm_plugin.hostlist import expand
 
 COMMON = [SNIPPETS / "10-priority.conf", SNIPPETS / "20-preemption.conf", SNIPPETS / "30-job-submit.conf"]

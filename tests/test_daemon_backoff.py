@@ -15,7 +15,7 @@ from prioritizer.daemon.ledger import Ledger
 from log_helpers import captured
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
-from slurm_plugin.client import SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmUnreachable
 
 
 class BlockingClient:

@@ -23,7 +23,7 @@ from prioritizer.daemon.explain import freshness
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import configure
 from prioritizer.daemon.loop import Daemon
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = pytest.mark.live
 BUDGET = 5

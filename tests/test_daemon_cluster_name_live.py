@@ -17,7 +17,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = pytest.mark.live
 

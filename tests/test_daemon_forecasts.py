@@ -16,7 +16,7 @@ from prioritizer.daemon.observe import Observation
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, JobView, NodeView, QueueState, Snapshot
-from slurm_plugin.slurm_shapes import job_from_json
+from slurm_plugin.slurm.shapes import job_from_json
 
 NOW = 10_000.0
 

@@ -21,7 +21,7 @@ import yaml
 from daemon_helpers import (DaemonProc, Jobs, attempts, dlprio, ledger_rows, open_ledger,
                             live_jobs, stamp_service, write_config)
 from live_helpers import cluster_name, wait_for, wait_state
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = pytest.mark.live
 INTERVAL = 5

@@ -11,8 +11,8 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import JobPhase
 from prioritizer.daemon.observe import build_snapshot, record_units, units_from_jobs
-from slurm_plugin.records import Node
-from slurm_plugin.slurm_shapes import job_from_json
+from slurm_plugin.slurm.records import Node
+from slurm_plugin.slurm.shapes import job_from_json
 
 
 def _job(**kw: object) -> dict:

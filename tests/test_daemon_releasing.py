@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job
-from slurm_plugin.client import SlurmRefused
+from slurm_plugin.slurm.client import SlurmRefused
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter

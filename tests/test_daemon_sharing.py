@@ -11,8 +11,8 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.observe import build_snapshot, record_units, units_from_jobs
 from prioritizer.policy.sharing import Share
-from slurm_plugin.records import Node
-from slurm_plugin.slurm_shapes import job_from_json
+from slurm_plugin.slurm.records import Node
+from slurm_plugin.slurm.shapes import job_from_json
 
 NODE = Node("node1", "127.0.0.1", "mixed", (), ("gpu",), 16, 2, 8, 64000, 2, 0, "a100", shards_total=8)
 

@@ -25,17 +25,17 @@ import torch
 import yaml
 
 from live_helpers import wait_for
-from slurm_plugin import netns
-from slurm_plugin.client import SlurmClient
-from slurm_plugin.cluster import ClusterSpec
-from slurm_plugin.records import Job
+from slurm_plugin.localcluster import netns
+from slurm_plugin.slurm.client import SlurmClient
+from slurm_plugin.localcluster.cluster import ClusterSpec
+from slurm_plugin.slurm.records import Job
 
 pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "examples" / "specs" / "ddp-torch-2x2.yaml"
 CLUSTER = ClusterSpec(name="ddpnet", port_base=13600, netns=True)
-CLI = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
+CLI = [sys.executable, "-m", "slurm_plugin.localcluster.cli"]
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 STEPS = 24   # the test's --steps
 STEP = re.compile(r"^\[ddp\] step (\d+) loss (\S+)$", re.M)

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from live_helpers import wait_for, wait_state
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = pytest.mark.live
 
 NAME, PORT = "citest", 13000
-CLI = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
+CLI = [sys.executable, "-m", "slurm_plugin.localcluster.cli"]
 
 
 def dlcluster(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_plugin.client import SlurmRefused, SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmRefused, SlurmUnreachable
 from submit import cli
 from submit.quoting import slurm_name
 from submit_helpers import DEFAULT_SHAPE_NOTE, REPO, option, sbatch_directives, v2_spec

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from live_helpers import wait_cluster_idle
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 from submit_helpers import REPO, v2_spec
 
 pytestmark = pytest.mark.live

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_plugin.client import SlurmRefused, SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmRefused, SlurmUnreachable
 from submit import cli
 from submit_helpers import v2_spec
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from live_helpers import wait_cluster_idle, wait_for
-from slurm_plugin.client import SlurmClient
-from slurm_plugin.records import Job
+from slurm_plugin.slurm.client import SlurmClient
+from slurm_plugin.slurm.records import Job
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parents[1]

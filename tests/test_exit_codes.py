@@ -66,8 +66,8 @@ def test_every_code_has_a_help_phrase() -> None:
 @pytest.mark.parametrize(("module", "codes"), [
     ("submit.cli", "0 ok, 2 bad input, 3 Slurm unreachable, 4 Slurm refused, 130 SIGINT, 143 SIGTERM"),
     ("submit.queue_cli", "0 ok, 2 bad input, 3 Slurm unreachable, 4 Slurm refused"),
-    ("slurm_plugin.gres_cli", "0 ok, 1 failed, 2 bad input, 8 no NVML"),
-    ("slurm_plugin.cluster_cli", "0 ok, 1 failed, 2 bad input, 3 Slurm unreachable, 4 Slurm refused, 5 not found"),
+    ("slurm_plugin.gres.cli", "0 ok, 1 failed, 2 bad input, 8 no NVML"),
+    ("slurm_plugin.localcluster.cli", "0 ok, 1 failed, 2 bad input, 3 Slurm unreachable, 4 Slurm refused, 5 not found"),
 ])
 def test_help_names_the_codes_the_command_gives(module: str, codes: str) -> None:
     parser = __import__(module, fromlist=["x"])

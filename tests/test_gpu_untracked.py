@@ -23,9 +23,9 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.rebuild import rebuild_stale_runs
 from prioritizer.history import cli as history_cli
 from prioritizer.history.export import history_rows
-from slurm_plugin.accounting import GPU_TRES_FIX, fold_jobs, records_from_json, tracks_gpus
-from slurm_plugin.slurm_shapes import job_from_json
-from slurm_plugin.slurm_shapes import RELEASES
+from slurm_plugin.slurm.accounting import GPU_TRES_FIX, fold_jobs, records_from_json, tracks_gpus
+from slurm_plugin.slurm.shapes import job_from_json
+from slurm_plugin.slurm.shapes import RELEASES
 
 DATA = Path(__file__).parent / "data"
 CAPTURES = {"22.05-v0.0.38": ("sample-sacct.json", (22, 5)),

@@ -19,8 +19,8 @@ import pytest
 from live_helpers import wait_for, wait_state
 from prioritizer.cli import main as dlprio
 from prioritizer.history.trace import read_rows
-from slurm_plugin.accounting import GPU_TRES_FIX, tracks_gpus
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.accounting import GPU_TRES_FIX, tracks_gpus
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 

@@ -1,6 +1,6 @@
 """gres.conf generation: from a recorded fake NVML, from topo captures, and for dlcluster.
 
-The NVML path runs only against :class:`slurm_plugin.nvml_fake.FakeNvml` records
+The NVML path runs only against :class:`slurm_plugin.gres.nvml_fake.FakeNvml` records
 (tests/fixtures/nvml, built from real captures); no GPU exists here. Expected lines are
 written out by hand: HGX H100 2x56x2 (GPU0-3 on CPUs 0-55,112-167), DGX A100 2x64x2 (GPU0/1 on
 48-63,176-191; GPU2/3 on 16-31,144-159); for ``--from-topo``, our captures in tests/fixtures/topo
@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import corpus
-from slurm_plugin import gres, nvml
-from slurm_plugin.gres_cli import main
-from slurm_plugin.nvml_fake import FakeNvml, FakeNvmlError
-from slurm_plugin.topo_cpu import CpuTopology
+from slurm_plugin.gres import generate as gres
+from slurm_plugin.gres import nvml
+from slurm_plugin.gres.cli import main
+from slurm_plugin.gres.nvml_fake import FakeNvml, FakeNvmlError
+from slurm_plugin.gres.topo_cpu import CpuTopology
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "nvml"
 TOPO = Path(__file__).resolve().parent / "fixtures" / "topo"

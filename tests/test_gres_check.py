@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import corpus
-from slurm_plugin.gres import fake_gres_lines
-from slurm_plugin.gres_check import Finding, check_gres
-from slurm_plugin.gres_cli import main
-from slurm_plugin.topo_cpu import CpuTopology
+from slurm_plugin.gres.generate import fake_gres_lines
+from slurm_plugin.gres.check import Finding, check_gres
+from slurm_plugin.gres.cli import main
+from slurm_plugin.gres.topo_cpu import CpuTopology
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "gres"
 GOOD = FIX / "good-lab4.conf"

@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import gres_cli, gres_conf, hostlist, topo_cpu
-from slurm_plugin.gres_check import check_gres
-from slurm_plugin.gres_cli import main
-from slurm_plugin.nvml_fake import FakeNvml
-from slurm_plugin.topo import TopoError, parse_topo
-from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, parse_ranges
+from slurm_plugin import hostlist
+from slurm_plugin.gres import cli as gres_cli
+from slurm_plugin.gres import conf as gres_conf
+from slurm_plugin.gres import topo_cpu
+from slurm_plugin.gres.check import check_gres
+from slurm_plugin.gres.cli import main
+from slurm_plugin.gres.nvml_fake import FakeNvml
+from slurm_plugin.gres.topo import TopoError, parse_topo
+from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, parse_ranges
 
 TOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
 COMPLETE = TOPO / "4gpu-nvlink-pairs-tabs-complete.txt"
@@ -316,7 +319,7 @@ def test_fake_nvml_second_device_and_duplicates_are_named(capsys: pytest.Capture
 
 
 def test_fake_nvml_is_documented_as_a_test_stand_in():
-    doc = " ".join((__import__("slurm_plugin.nvml_fake").nvml_fake.__doc__ or "").split())
+    doc = " ".join((__import__("slurm_plugin.gres.nvml_fake").gres.nvml_fake.__doc__ or "").split())
     assert "a test stand-in for a GPU's NVML" in doc
     assert FakeNvml.from_file(Path(__file__).resolve().parent / "fixtures" / "nvml" / "hgx-h100.json").devices
 

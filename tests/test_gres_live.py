@@ -1,4 +1,4 @@
-"""The live cluster's gres.conf (written by dlcluster through slurm_plugin.gres) passes
+"""The live cluster's gres.conf (written by dlcluster through slurm_plugin.gres.generate) passes
 ``dlgres --check`` for the node shape slurmd reports, and slurmd took every GPU line."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from live_helpers import slurm_conf
 
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 from slurm_plugin import hostlist
-from slurm_plugin.gres_check import check_gres
-from slurm_plugin.topo_cpu import CpuTopology
+from slurm_plugin.gres.check import check_gres
+from slurm_plugin.gres.topo_cpu import CpuTopology
 
 pytestmark = pytest.mark.live
 
@@ -90,7 +90,7 @@ def test_slurmd_refuses_what_check_reports(devdir, text: str, fatal: str | None)
 
 
 def test_slurmd_without_nvml_ignores_autodetect(devdir):
-    from slurm_plugin.gres_cli import DEBIAN_PLUGIN_DIR
+    from slurm_plugin.gres.cli import DEBIAN_PLUGIN_DIR
 
     text = "AutoDetect=nvml\nNodeName=node1 Name=gpu Type=a100 File=DEV/nvidia[0-1]\n"
     rc, out = _slurmd_g(devdir, text)
@@ -100,7 +100,7 @@ def test_slurmd_without_nvml_ignores_autodetect(devdir):
 
 
 def test_slurmd_ignores_a_name_missing_from_grestypes(devdir):
-    from slurm_plugin.gres_slurmconf import parse_slurm_conf
+    from slurm_plugin.gres.slurmconf import parse_slurm_conf
 
     text = "NodeName=node1 Name=mps Count=100\nNodeName=node1 Name=gpu Type=a100 File=DEV/nvidia[0-1]\n"
     rc, out = _slurmd_g(devdir, text)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import gres_release
-from slurm_plugin.gres_check import check_gres
-from slurm_plugin.gres_cli import main
-from slurm_plugin.gres_release import Release, resolve
-from slurm_plugin.gres_slurmconf import parse_slurm_conf
-from slurm_plugin.topo_cpu import CpuTopology
+from slurm_plugin.gres import release as gres_release
+from slurm_plugin.gres.check import check_gres
+from slurm_plugin.gres.cli import main
+from slurm_plugin.gres.release import Release, resolve
+from slurm_plugin.gres.slurmconf import parse_slurm_conf
+from slurm_plugin.gres.topo_cpu import CpuTopology
 
 SHAPE = CpuTopology.from_shape(2, 8)
 
@@ -137,7 +137,7 @@ def test_whole_sockets_follow_slurmd_parameters():
 def test_release_from_the_live_clusters_plugin_version(tmp_path: Path, slurm_release: tuple[int, int]):
     """The release read from the plugin directory the live cluster's slurmctld reports is the
     cluster's own (run on every release ./test.sh brings up), also from a copied plugin."""
-    from slurm_plugin.client import SlurmClient
+    from slurm_plugin.slurm.client import SlurmClient
 
     plugins = Path(SlurmClient(timeout_s=10).show_config()["PluginDir"].split(":")[0])
     name = f"{slurm_release[0]}.{slurm_release[1]:02d}"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin.gres_check import check_gres
-from slurm_plugin.gres_cli import main
-from slurm_plugin.gres_slurmconf import SlurmConfError, parse_node_gres, parse_slurm_conf
+from slurm_plugin.gres.check import check_gres
+from slurm_plugin.gres.cli import main
+from slurm_plugin.gres.slurmconf import SlurmConfError, parse_node_gres, parse_slurm_conf
 
 SLURM = parse_slurm_conf(
     "GresTypes=gpu,mps\n"

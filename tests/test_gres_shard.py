@@ -1,5 +1,5 @@
 """GPU shards in gres.conf: ``dlgres --shards N`` writes ``Name=shard`` lines next to the GPU
-lines, and ``dlgres --check`` applies the shard rules (slurm_plugin/gres_shard_check.py) on
+lines, and ``dlgres --check`` applies the shard rules (slurm_plugin/gres/shard_check.py) on
 every release the product supports."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin.gres import shard_lines
-from slurm_plugin.gres_check import Finding, check_gres
-from slurm_plugin.gres_cli import main
-from slurm_plugin.gres_release import RELEASES, Release
+from slurm_plugin.gres.generate import shard_lines
+from slurm_plugin.gres.check import Finding, check_gres
+from slurm_plugin.gres.cli import main
+from slurm_plugin.gres.release import RELEASES, Release
 
 TOPO_1GPU = Path(__file__).parent / "fixtures" / "topo" / "1gpu-underlined-header.txt"
 

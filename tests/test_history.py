@@ -17,8 +17,8 @@ from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_ro
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.traces import read_trace
-from slurm_plugin.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
-from slurm_plugin.slurm_shapes import RELEASES
+from slurm_plugin.slurm.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
+from slurm_plugin.slurm.shapes import RELEASES
 
 DATA = Path(__file__).parent / "data"
 FIFO_FIT = PolicyConfig(policy="fifo-fit").zero_cost()

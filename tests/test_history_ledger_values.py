@@ -13,7 +13,7 @@ import pytest
 from prioritizer.cli import main as dlprio
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history import cli as history_cli
-from slurm_plugin.accounting import AccountingRecord
+from slurm_plugin.slurm.accounting import AccountingRecord
 
 HISTORY = ("job_id,user,account,partition,submit_time,eligible_time,num_gpu,num_nodes,work_gpu_s,"
            "duration,end_time,jct,state,attempts,ended_by,preemptions\n"

@@ -19,8 +19,8 @@ from prioritizer.cli import main
 from prioritizer.history.check import check, dispatch_latency_of, format_fidelity
 from prioritizer.history.cli import cluster_of, policy_config, start_latency
 from prioritizer.history.trace import read_rows
-from slurm_plugin.accounting import fold_jobs
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.accounting import fold_jobs
+from slurm_plugin.slurm.client import SlurmClient
 
 # Single-node sizes: every job then has the same multifactor job-size factor, so Slurm alone
 # starts them in submit order (fit-first). 2-node jobs get a larger job-size priority on

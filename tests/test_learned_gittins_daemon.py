@@ -16,7 +16,7 @@ from log_helpers import captured
 from prioritizer.daemon.loop import Daemon
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_samples
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 
 def _job(ledger: Ledger, job_id: int, runs: list[tuple[float, float | None]], ended: bool) -> None:
@@ -64,7 +64,7 @@ def test_daemon_learns_gittins_from_sacct(tmp_path: Path) -> None:
     client = SlurmClient()
     job_id = client.submit("#!/bin/sh\nsleep 1\n", ["--gres=gpu:1", "--output=/dev/null"])
     from live_helpers import wait_for
-    from slurm_plugin.accounting import fold_jobs
+    from slurm_plugin.slurm.accounting import fold_jobs
     wait_for(lambda: any(j.job_id == job_id and j.finished
                          for j in fold_jobs(client.accounting("now-1hour"))), 60, "sacct")
     cfg = dataclasses.replace(DaemonConfig(policy=PolicyConfig(policy="tiresias-gittins")),

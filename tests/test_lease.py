@@ -10,7 +10,7 @@ import pytest
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost, ledger_id
 from log_helpers import captured
 from prioritizer.daemon.log import CycleAdapter
-from slurm_plugin.slurm_shapes import job_from_json
+from slurm_plugin.slurm.shapes import job_from_json
 
 
 class FakeSlurm:
@@ -96,7 +96,7 @@ def test_run_waits_for_slurmctld_before_taking_the_lease() -> None:
     import threading
     from prioritizer.daemon.cli import _lease
     from prioritizer.daemon.config import DaemonConfig
-    from slurm_plugin.client import SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmUnreachable
 
     class Flaky(FakeSlurm):
         down = 2

@@ -191,7 +191,7 @@ def test_restarted_daemon_finishes_open_intent_exactly_once(tmp_path: Path, cras
 
 
 def test_unreachable_requeue_is_rolled_back_and_retried(ledger: Ledger) -> None:
-    from slurm_plugin.client import SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmUnreachable
     client = RecordingClient(unreachable=True)
     p = _preemptor(ledger, client)
     victim = unit(6, marker=False)

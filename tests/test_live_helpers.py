@@ -10,7 +10,7 @@ import pytest
 import live_helpers
 from live_helpers import wait_cluster_idle
 from queue_helpers import make_job
-from slurm_plugin.client import SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmUnreachable
 
 
 class Cluster:

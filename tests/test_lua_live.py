@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from live_helpers import slurm_conf, wait_cluster_idle, wait_for
 
-from slurm_plugin.client import SlurmClient, SlurmRefused
+from slurm_plugin.slurm.client import SlurmClient, SlurmRefused
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from main_job_helpers import EXAMPLES, REPO, load_example
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 trainer = load_example("trainer")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from slurm_plugin.gres import type_problem
+from slurm_plugin.gres.generate import type_problem
 from slurm_plugin.names import SLURM_NAME_RE
 from submit.options import SLURM_NAME_RE as DLSUBMIT_RULE
 

@@ -1,4 +1,4 @@
-"""slurm_plugin/netns.py with ``ip`` replaced by a recorder: what ``up --netns`` asks of iproute2,
+"""slurm_plugin/localcluster/netns.py with ``ip`` replaced by a recorder: what ``up --netns`` asks of iproute2,
 what it refuses, and that ``down`` deletes only the cluster's own namespaces and links (the live
 run is tests/test_ddp_live.py)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import netns
-from slurm_plugin.cluster import ClusterSpec
+from slurm_plugin.localcluster import netns
+from slurm_plugin.localcluster.cluster import ClusterSpec
 
 SPEC = ClusterSpec(name="net", nodes=2, port_base=8400, netns=True)
 

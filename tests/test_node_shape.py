@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from slurm_plugin.client import SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmUnreachable
 from submit import cli, node_shape
 from submit_helpers import DEFAULT_SHAPE_NOTE, option, res, sbatch_directives, v2_spec
 

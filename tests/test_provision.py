@@ -1,4 +1,4 @@
-"""dlcluster's provisioning for a Slurm release (slurm_plugin/provision.py), pure: the
+"""dlcluster's provisioning for a Slurm release (slurm_plugin/localcluster/provision.py), pure: the
 environment that points commands at a cluster, the files ``up`` writes, the daemons' command
 lines, and the root filesystem built once (mmdebstrap replaced by a small script)."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import provision, rootfs
-from slurm_plugin.cluster import ClusterSpec
+from slurm_plugin.localcluster import provision
+from slurm_plugin.localcluster import rootfs
+from slurm_plugin.localcluster.cluster import ClusterSpec
 
 HOST = ClusterSpec(name="h22", port_base=7000)
 S24 = ClusterSpec(name="s24", port_base=7100, slurm="24.11", host_slurm="22.05")

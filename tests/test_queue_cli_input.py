@@ -13,7 +13,7 @@ import pytest
 
 from prioritizer.daemon import snapshot as public_snapshot
 from queue_helpers import make_job, pub, snapshot
-from slurm_plugin.records import filter_jobs
+from slurm_plugin.slurm.records import filter_jobs
 from submit import queue_cli
 
 

@@ -24,7 +24,7 @@ import pytest
 from live_helpers import logged_calls, logging_path, wait_cluster_idle, wait_for, wait_state
 from prioritizer.daemon.snapshot import write_snapshot
 from queue_helpers import pub, snapshot
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
 from submit.queue_view import visible
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from prioritizer.daemon import snapshot as public_snapshot
-from slurm_plugin.client import SlurmRefused, SlurmUnreachable
-from slurm_plugin.records import filter_jobs
+from slurm_plugin.slurm.client import SlurmRefused, SlurmUnreachable
+from slurm_plugin.slurm.records import filter_jobs
 from submit import queue_cli
 from submit import queue_view as qv
 from hostile import HOSTILE, HOSTILE_IDS

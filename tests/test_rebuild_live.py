@@ -16,8 +16,8 @@ from log_helpers import captured
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.observe import observe
-from slurm_plugin.accounting import fold_jobs
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.accounting import fold_jobs
+from slurm_plugin.slurm.client import SlurmClient
 
 
 @pytest.mark.releases

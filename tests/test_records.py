@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin import records
-from slurm_plugin.records import SINFO_FIELDS, filter_jobs, gpu_indices, gpus_in_tres, node_from_fields
-from slurm_plugin.slurm_shapes import job_from_json
+from slurm_plugin.slurm import records
+from slurm_plugin.slurm.records import SINFO_FIELDS, filter_jobs, gpu_indices, gpus_in_tres, node_from_fields
+from slurm_plugin.slurm.shapes import job_from_json
 
 DATA = Path(__file__).parent / "data"
 
@@ -138,6 +138,6 @@ def test_hetjob_component_unit_id() -> None:
     ("x-y,4", [4], [0])])
 def test_array_task_in_the_folded_pending_elements(text: str, inside: list[int],
                                                    outside: list[int]) -> None:
-    from slurm_plugin.records import array_task_in
+    from slurm_plugin.slurm.records import array_task_in
 
     assert [t for t in inside + outside if array_task_in(text, t)] == inside

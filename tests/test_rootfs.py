@@ -1,4 +1,4 @@
-"""The root filesystem of another Slurm release (slurm_plugin/rootfs.py), pure: os-release and
+"""The root filesystem of another Slurm release (slurm_plugin/localcluster/rootfs.py), pure: os-release and
 apt source texts, the mmdebstrap command, and the wrapper scripts run against a fake root whose
 loader and unshare(1) print their argv."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hostile import HOSTILE, HOSTILE_IDS
-from slurm_plugin import rootfs
+from slurm_plugin.localcluster import rootfs
 
 DEBIAN_12 = '''PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"
 NAME="Debian GNU/Linux"

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from slurm_plugin import rootfs
+from slurm_plugin.localcluster import rootfs
 
 HOST_LIB = Path("/usr/lib/x86_64-linux-gnu")
 

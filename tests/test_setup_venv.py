@@ -83,7 +83,7 @@ def test_setup_sh_accepts_each_debian_release_the_cluster_supports() -> None:
     dlcluster's (rootfs.HOST_RELEASES): Debian 13 is not turned away before `dlcluster up`."""
     import re
 
-    from slurm_plugin import rootfs
+    from slurm_plugin.localcluster import rootfs
     text = (REPO / "scripts" / "setup.sh").read_text()
     accepted = dict(re.findall(r"^\s*debian/(\d+)\) host_slurm=([\d.]+) ;;$", text, re.M))
     assert accepted == rootfs.HOST_RELEASES

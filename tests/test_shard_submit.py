@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from lua_helpers import CODES, load as load_lua
-from slurm_plugin import marker, records, shard
+from slurm_plugin import marker, shard
+from slurm_plugin.slurm import records
 from submit import spec_v1, spec_v2
 from submit.options import RenderOptions
 from submit.render import render_sbatch

@@ -28,7 +28,7 @@ import pytest
 from daemon_helpers import CKPT_SCRIPT, DaemonProc, Jobs, ledger_rows, live_jobs, write_config
 from live_helpers import wait_file, wait_for, wait_state
 from slurm_plugin import shard
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
 pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +55,7 @@ def shard_cluster() -> Iterator[None]:
     if _has_shards():
         yield
         return
-    cli = [sys.executable, "-m", "slurm_plugin.cluster_cli"]
+    cli = [sys.executable, "-m", "slurm_plugin.localcluster.cli"]
     up = subprocess.run([*cli, "up", *SHARD_CLUSTER, "--nodes", "1", "--gpus-per-node", "2",
                          "--shards", "4", "--clear"], capture_output=True, text=True, timeout=240)
     try:

@@ -20,7 +20,7 @@ import pytest
 from conf_helpers import controller
 from live_helpers import slurm_conf, wait_for
 
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 

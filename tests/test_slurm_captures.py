@@ -22,7 +22,7 @@ hetjob ``--gres=gpu:1`` + ``--gres=gpu:2``             7 (8)      40 (41)
 On 24.11.5 the array ran ``sleep 1`` and had ended before squeue was read; on 26.05.5 every
 job ran ``sleep 120``, squeue was read a few seconds after submission (``-squeue-v0.0.42``) and
 one second after ``scontrol requeue 43`` (``-requeued``), each with the formatted read of
-:data:`slurm_plugin.records.SQUEUE_FIELDS` taken right after it
+:data:`slurm_plugin.slurm.records.SQUEUE_FIELDS` taken right after it
 (``capture-26.05.5-squeue-formatted*.txt``, fields ending in ``\\x1fFS\\x1f`` and records in
 ``\\x1eRS\\x1e``; it also shows jobs of others that had ended, which squeue's JSON leaves out),
 and sacct (``-j`` of the ids above) after ``scancel`` of every job. The expected GPU counts are
@@ -36,9 +36,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_plugin.accounting import fold_jobs, records_from_json
-from slurm_plugin.records import Job, job_from_fields
-from slurm_plugin.slurm_shapes import RELEASES, Release, jobs_from_json
+from slurm_plugin.slurm.accounting import fold_jobs, records_from_json
+from slurm_plugin.slurm.records import Job, job_from_fields
+from slurm_plugin.slurm.shapes import RELEASES, Release, jobs_from_json
 
 DATA = Path(__file__).parent / "data"
 V24, V26 = RELEASES[(24, 11)], RELEASES[(26, 5)]

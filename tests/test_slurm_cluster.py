@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_nodes
-from slurm_plugin.records import Node
+from slurm_plugin.slurm.records import Node
 
 
 def _node(name: str, gpus: int, partitions: tuple[str, ...] = ("gpu",)) -> Node:

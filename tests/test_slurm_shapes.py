@@ -21,11 +21,11 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
-from slurm_plugin import slurm_shapes
-from slurm_plugin.client import SlurmClient, SlurmRefused, SlurmShapeUnknown
-from slurm_plugin.records import (SINFO_FIELDS, SQUEUE_FIELDS, ShapeError, job_from_fields,
+from slurm_plugin.slurm import shapes as slurm_shapes
+from slurm_plugin.slurm.client import SlurmClient, SlurmRefused, SlurmShapeUnknown
+from slurm_plugin.slurm.records import (SINFO_FIELDS, SQUEUE_FIELDS, ShapeError, job_from_fields,
                                   time_limit_seconds)
-from slurm_plugin.slurm_shapes import RELEASES, jobs_from_json, state_word
+from slurm_plugin.slurm.shapes import RELEASES, jobs_from_json, state_word
 
 DATA = Path(__file__).parent / "data"
 

@@ -160,7 +160,7 @@ def test_timed_out_submission_that_was_queued_is_reported_once(
 
 def test_timed_out_submission_not_queued_says_so(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from slurm_plugin.client import SlurmUnreachable
+    from slurm_plugin.slurm.client import SlurmUnreachable
 
     def timeout(*a: object) -> int:
         raise SlurmUnreachable(["sbatch"], "Socket timed out on send/recv operation")

@@ -24,8 +24,8 @@ import pytest
 
 import corpus
 from live_helpers import logged_calls, logging_path, wait_cluster_idle, wait_file, wait_for
-from slurm_plugin.client import SlurmClient
-from slurm_plugin.records import Job
+from slurm_plugin.slurm.client import SlurmClient
+from slurm_plugin.slurm.records import Job
 from submit import load
 from submit.cli import main
 from submit.options import RenderOptions

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import corpus
-from slurm_plugin.topo import TopoError, check_shape, parse_topo, strip_escapes
-from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
+from slurm_plugin.gres.topo import TopoError, check_shape, parse_topo, strip_escapes
+from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "topo"
 COMPLETE = FIX / "4gpu-nvlink-pairs-tabs-complete.txt"

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from slurm_plugin import provision
+from slurm_plugin.localcluster import provision
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,7 @@ def test_vms_run_the_scripts_dlcluster_runs() -> None:
 
 
 def test_vm_slurm_conf_keeps_the_local_clusters_scheduling_settings() -> None:
-    from slurm_plugin.cluster import ClusterSpec, render_slurm_conf
+    from slurm_plugin.localcluster.cluster import ClusterSpec, render_slurm_conf
 
     local = dict(line.split("=", 1) for line in render_slurm_conf(ClusterSpec(), "h").splitlines()
                  if "=" in line and not line.startswith(("#", "NodeName", "PartitionName")))

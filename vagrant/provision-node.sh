@@ -4,7 +4,7 @@
 set -euo pipefail
 role=$1; ncompute=$2; gpus=$3; net=$4
 src=/srv/tiresias-slurm
-prov=$src/slurm_plugin/provision
+prov=$src/slurm_plugin/localcluster/provision
 shared=$src/vagrant/.shared          # munge key handed from the controller to the nodes
 mkdir -p "$shared" /etc/slurm
 

@@ -38,7 +38,7 @@ from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import Decisions, JobPhase
 from prioritizer.daemon.observe import HELD_REASONS, Observation
-from slurm_plugin.client import SlurmClient, SlurmRefused, SlurmUnreachable, JobUnknown
+from slurm_plugin.slurm.client import SlurmClient, SlurmRefused, SlurmUnreachable, JobUnknown
 
 WEIGHT_KEYS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
                "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityWeightQOS")

@@ -35,7 +35,7 @@ from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.tune.grid import combinations, parse_grid
 from prioritizer.tune.rank import make_task, run_task
 from slurm_plugin.common.atomic import write_atomically
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
 
 def ledger_rows(path: str, since: float, until: float) -> list[HistoryRow]:
@@ -62,7 +62,7 @@ def ledger_rows(path: str, since: float, until: float) -> list[HistoryRow]:
 def sacct_rows(since: float, until: float, timeout_s: float) -> list[HistoryRow]:
     """History rows of Slurm accounting's finished jobs that ended in ``[since, until]``."""
     from prioritizer.history.export import history_rows
-    from slurm_plugin.accounting import fold_jobs
+    from slurm_plugin.slurm.accounting import fold_jobs
     import time
     fmt = "%Y-%m-%dT%H:%M:%S"
     records = SlurmClient(timeout_s=timeout_s).accounting(

@@ -57,7 +57,7 @@ from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.samplesfile import load_distribution
 from slurm_plugin.common.cli import visible
-from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable, slurm_exit
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable, slurm_exit
 from slurm_plugin.common.readfile import not_regular
 
 def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:

@@ -34,7 +34,7 @@ from prioritizer.daemon.ledger import Ledger, Run
 from prioritizer.daemon.snapshot import SnapshotError, read_snapshot
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
-from slurm_plugin.records import MAX_JOB_ID, decimal_at_most
+from slurm_plugin.slurm.records import MAX_JOB_ID, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count", "last_seen", "update_refusals")

@@ -18,8 +18,8 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import event
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
-from slurm_plugin.accounting import fold_jobs
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.accounting import fold_jobs
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
 HISTORY = "history"
 SACCT_WINDOW = "now-30days"

@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from prioritizer.daemon.log import CycleAdapter, event
-from slurm_plugin.client import JobUnknown, SlurmClient, SlurmRefused
-from slurm_plugin.records import Job
+from slurm_plugin.slurm.client import JobUnknown, SlurmClient, SlurmRefused
+from slurm_plugin.slurm.records import Job
 
 SCRIPT = "#!/bin/sh\n# dlprio cluster lease: held, never runs (docs/dlprio.md)\nexit 0\n"
 

@@ -45,7 +45,7 @@ from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.sharing import decide_shared
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant, write_snapshot
-from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
 
 #: ``--dry-run`` decisions table: RANK is the start order ("-": running, not ranked), QUEUE as
 #: in dlqueue and dlprio status, attained service in GPU·s, TARGET the value sent to Slurm.

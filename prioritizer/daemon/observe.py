@@ -1,7 +1,7 @@
 """Observe: one read of Slurm per cycle, folded into the ledger and into the policy's Snapshot.
 
 First step of the daemon cycle (docs/design.md, code rule 2: ``observe → decide → act``). It reads jobs with one formatted
-squeue call and nodes with ``sinfo --json`` through :class:`slurm_plugin.client.SlurmClient`,
+squeue call and nodes with ``sinfo --json`` through :class:`slurm_plugin.slurm.client.SlurmClient`,
 groups heterogeneous-job components into one unit keyed by the leader's id (docs/design.md,
 "Ledger and daemon"), keeps the managed units (GPU jobs in the configured partitions), and updates the
 ledger: a running unit has an open run starting at Slurm's own ``start_time``; a run ends at
@@ -26,9 +26,9 @@ from prioritizer.daemon import sharing
 from prioritizer.daemon.rebuild import rebuild_stale_runs
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.sharing import Share
-from slurm_plugin.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
-from slurm_plugin.records import Job, Node
+from slurm_plugin.slurm.records import Job, Node
 
 PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED"})
 RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "SUSPENDED"})

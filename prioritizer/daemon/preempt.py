@@ -55,7 +55,7 @@ from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Intent, Ledger
 from prioritizer.policy.model import JobPhase, Preemption
 from prioritizer.daemon.observe import Observation
-from slurm_plugin.client import JobUnknown, SlurmClient, SlurmError, SlurmRefused, SlurmUnreachable
+from slurm_plugin.slurm.client import JobUnknown, SlurmClient, SlurmError, SlurmRefused, SlurmUnreachable
 
 FAULT_ENV = "DLPRIO_FAULT_AFTER"
 #: Slurm's text (lower case) when ``scancel --signal`` finds the job completing or completed

@@ -16,7 +16,7 @@ GPUs where accounting does not track them (``gres/gpu`` missing from slurm.conf'
 the run takes the GPUs the ledger recorded from squeue while the job was alive (its other
 runs, else its row; the observe step has just written the job's current squeue count). A run
 whose GPUs are known nowhere is not added (never a 0-GPU run); either case logs
-``ledger_rebuild_gpus_untracked`` with the fix (:data:`slurm_plugin.accounting.GPU_TRES_FIX`).
+``ledger_rebuild_gpus_untracked`` with the fix (:data:`slurm_plugin.slurm.accounting.GPU_TRES_FIX`).
 
 Each (job, restart count) is asked about once (ledger meta key ``sacct_rebuild:JOBID``), so a
 job sacct does not know yet costs one call, not one per cycle. Without slurmdbd nothing is
@@ -32,8 +32,8 @@ from typing import Any, Protocol
 
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import event
-from slurm_plugin.accounting import GPU_TRES_FIX, UNFINISHED_STATES, fold_jobs
-from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError
+from slurm_plugin.slurm.accounting import GPU_TRES_FIX, UNFINISHED_STATES, fold_jobs
+from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmError
 
 
 class _Unit(Protocol):

@@ -3,7 +3,7 @@ come from, and each job's class (production or opportunistic), for
 :func:`prioritizer.policy.sharing.decide_shared` and the ledger's attained service.
 
 Sources: a job's shards per node from ``tres_per_node`` (``gres:shard:2`` on 22.05,
-``gres/shard:2`` from 23.02; :attr:`slurm_plugin.records.Job.shards_per_node`); shards per GPU
+``gres/shard:2`` from 23.02; :attr:`slurm_plugin.slurm.records.Job.shards_per_node`); shards per GPU
 from the node's Gres (``gpu:a100:2,shard:a100:8`` is 4; :func:`slurm_plugin.shard.shards_per_gpu`);
 the GPU of a running shard job from ``squeue --json``'s ``gres_detail`` (``shard:2(IDX:0)``),
 read only while some shard job runs (the formatted read has no GPU indices); the class from the
@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.sharing import Share
 from slurm_plugin.marker import CheckpointContract
-from slurm_plugin.records import Job, Node
+from slurm_plugin.slurm.records import Job, Node
 from slurm_plugin.shard import share_of, shards_per_gpu
 
 

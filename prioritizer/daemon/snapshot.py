@@ -40,7 +40,7 @@ from typing import Any
 
 from prioritizer.paths import SNAPSHOT
 from slurm_plugin.common.atomic import write_atomically
-from slurm_plugin.gres_slurmconf import parse_slurm_conf
+from slurm_plugin.gres.slurmconf import parse_slurm_conf
 
 VERSION = 1
 DEFAULT_PATH = SNAPSHOT
@@ -51,7 +51,7 @@ def local_cluster_name(env: Mapping[str, str] | None = None) -> str | None:
     """``ClusterName`` from the ``slurm.conf`` that ``SLURM_CONF`` names (else
     :data:`DEFAULT_SLURM_CONF`), lower-cased as Slurm stores it; ``None`` when the file is
     unreadable, malformed or has none. Reads the file only (no Slurm command), with the
-    project's one slurm.conf reader (:func:`slurm_plugin.gres_slurmconf.parse_slurm_conf`)."""
+    project's one slurm.conf reader (:func:`slurm_plugin.gres.slurmconf.parse_slurm_conf`)."""
     path = (os.environ if env is None else env).get("SLURM_CONF") or DEFAULT_SLURM_CONF
     try:
         return parse_slurm_conf(Path(path).read_text(errors="replace")).cluster_name

@@ -21,7 +21,7 @@ from prioritizer.policy.tenant_decide import Owner, TenantDecisions, holdings_of
 from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, check_tenancy, decay,
                                         fair_share, reason_text)
 from prioritizer.policy.validation import ConfigError
-from slurm_plugin.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
 
 #: the ledger meta keys of the last cycle's tenant rows (``dlprio status``) and, per job, the
 #: rule that placed or preempted it (``dlprio explain``)

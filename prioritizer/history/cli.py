@@ -41,10 +41,10 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  cluster_of, policy_section)
 from prioritizer.sim.report import format_windows_table
-from slurm_plugin.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
+from slurm_plugin.slurm.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
-from slurm_plugin.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
+from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
 
 #: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
 NOTHING_FOUND = "Nothing found with query"

@@ -1,6 +1,6 @@
 """From Slurm accounting to history rows: what ``dlprio history export`` keeps and why.
 
-Pure (no Slurm, no clock): takes the jobs :func:`slurm_plugin.accounting.fold_jobs` built from
+Pure (no Slurm, no clock): takes the jobs :func:`slurm_plugin.slurm.accounting.fold_jobs` built from
 ``sacct --duplicates --json`` and returns :class:`~prioritizer.history.trace.HistoryRow` records
 plus an :class:`ExportReport` that counts every job left out, by reason (:data:`REASONS`), so
 nothing is dropped silently.
@@ -18,7 +18,7 @@ spent checkpointing, not progressing, so it is taken off the work of a checkpoin
 (× its GPUs).
 
 GPUs where accounting does not track them (``gres/gpu`` missing from slurm.conf's
-``AccountingStorageTRES``, :func:`slurm_plugin.accounting.tracks_gpus`): sacct then names no
+``AccountingStorageTRES``, :func:`slurm_plugin.slurm.accounting.tracks_gpus`): sacct then names no
 ``gres/gpu`` for any job, so a GPU job looks CPU-only. A job whose record names no GPUs takes
 the count Slurm showed while it was known to slurmctld (``known_gpus``: squeue for jobs within
 ``MinJobAge``, the daemon's ledger for the jobs it observed); without one its GPUs are unknown
@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prioritizer.history.trace import HistoryRow
-from slurm_plugin.accounting import (CANCELLED_STATES, GPU_TRES_FIX, TIMELIMIT_STATES,
+from slurm_plugin.slurm.accounting import (CANCELLED_STATES, GPU_TRES_FIX, TIMELIMIT_STATES,
                                      AccountedJob)
 
 #: Why a job is left out of the export (counted, reported, never silent).
@@ -94,7 +94,7 @@ class ExportReport:
 
     def untracked_line(self) -> str | None:
         """Where accounting does not track GPUs, one line: what that cost and the fix
-        (:data:`~slurm_plugin.accounting.GPU_TRES_FIX`); None where it does."""
+        (:data:`~slurm_plugin.slurm.accounting.GPU_TRES_FIX`); None where it does."""
         if not self.gpus_untracked:
             return None
         unknown = len(self.left_out.get("unknown_gpus", ()))
@@ -175,7 +175,7 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
         anonymise_names: replace users and accounts by :func:`anonymise` pseudonyms.
         include_cpu_only: keep CPU-only jobs (``num_gpu`` 0, ``work_gpu_s`` = seconds run).
         ledger: the daemon's facts by job id (``--ledger``), if it ran.
-        gpus_tracked: :func:`slurm_plugin.accounting.tracks_gpus` of the cluster's config
+        gpus_tracked: :func:`slurm_plugin.slurm.accounting.tracks_gpus` of the cluster's config
             (None: unknown).
         known_gpus: GPUs by job id as Slurm showed them outside accounting (see the module
             doc); used only for jobs whose records name no ``gres/gpu``.

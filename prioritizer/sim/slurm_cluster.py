@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from slurm_plugin.client import SlurmClient, SlurmError
-from slurm_plugin.records import Node
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
+from slurm_plugin.slurm.records import Node
 
 
 class ClusterShapeError(ValueError):

@@ -28,7 +28,7 @@ from prioritizer.tune.rank import (RANKING_HEADERS, figure_cells, format_ranking
                                    tie_reason)
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
-from slurm_plugin.client import SlurmError, slurm_exit
+from slurm_plugin.slurm.client import SlurmError, slurm_exit
 
 
 GRID_HINT = "--grid: give a grid, e.g. 'thresholds=1000/5000,3250/7200;knob=4,8'"

@@ -26,7 +26,7 @@ from rich.progress import Progress
 
 from prioritizer.tune.rank import Task, run_task
 from slurm_plugin.common.atomic import write_atomically
-from slurm_plugin.client import SlurmClient
+from slurm_plugin.slurm.client import SlurmClient
 
 
 class ExecutorError(RuntimeError):

@@ -2,7 +2,7 @@
 # Install the host's Slurm (Debian 12: 22.05, Debian 13: 24.11) and munge when missing
 # (idempotent). Used by `dlcluster up` and by vagrant/Vagrantfile, so the local cluster and the
 # VMs are provisioned the same way. --no-slurm: munge (and MariaDB) and mmdebstrap only, for a
-# cluster whose Slurm release runs from a root filesystem (slurm_plugin/rootfs.py).
+# cluster whose Slurm release runs from a root filesystem (slurm_plugin/localcluster/rootfs.py).
 # --netns: also iproute2 (ip netns, veth, bridge) and util-linux (nsenter) for `dlcluster up --netns`.
 # Usage: install.sh [--with-dbd] [--role all|controller|compute] [--no-slurm] [--netns]
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Run COMMAND chrooted into ROOT, a Debian root filesystem holding another Slurm release
-# (slurm_plugin/rootfs.py says how such a cluster runs). Meant to be started as
+# (slurm_plugin/localcluster/rootfs.py says how such a cluster runs). Meant to be started as
 # `unshare -m chroot.sh ROOT CONF_DIR COMMAND...`: every mount below is made in that private
 # mount namespace and ends with the last process in it (a daemon and the jobs it starts);
 # nothing is mounted in the host's namespace. Bound to the same paths inside ROOT: /proc, /sys,

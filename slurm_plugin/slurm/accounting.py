@@ -1,6 +1,6 @@
 """Typed records of Slurm accounting, parsed from ``sacct --duplicates --json`` (slurmdbd).
 
-Pure parsing and folding (no commands run here; :meth:`slurm_plugin.client.SlurmClient.accounting`
+Pure parsing and folding (no commands run here; :meth:`slurm_plugin.slurm.client.SlurmClient.accounting`
 runs ``sacct``). Each declared release's record is one msgspec Struct: :class:`SacctJob38`
 (22.05, openapi/dbv0.0.38; ``tests/data/sample-sacct*.json``) and :class:`SacctJob42`
 (24.11–26.05, data_parser/v0.0.42; ``tests/data/capture-*-sacct-v0.0.42.json``), both read into
@@ -22,7 +22,7 @@ runs ``sacct``). Each declared release's record is one msgspec Struct: :class:`S
   tracked, and a job whose GPUs are *unknown* where they are not (:func:`tracks_gpus`,
   :data:`GPU_TRES_FIX`).
 * State: ``state.current``, the word sacct prints (v0.0.42's list by
-  :func:`slurm_plugin.slurm_shapes.state_word`).
+  :func:`slurm_plugin.slurm.shapes.state_word`).
 * Hetjob components are separate records with ``het.job_id`` = the leader's id and
   ``het.job_offset``; :func:`fold_jobs` folds them into one job (leader id, GPUs summed over
   components, the k-th records of every component forming attempt k).
@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import msgspec
 
-from slurm_plugin.records import ShapeError
-from slurm_plugin.slurm_shapes import NoVal, Release, decode, epoch, number, state_word
+from slurm_plugin.slurm.records import ShapeError
+from slurm_plugin.slurm.shapes import NoVal, Release, decode, epoch, number, state_word
 
 #: Final states that mean "stopped from outside, so its run time is a lower bound".
 TIMELIMIT_STATES = frozenset({"TIMEOUT", "DEADLINE"})

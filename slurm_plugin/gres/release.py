@@ -2,7 +2,7 @@
 
 dlgres knows the gres.conf(5) of the three releases the product supports: 22.05 (Debian
 bookworm), 24.11 (trixie) and 26.05 (sid). What differs between their man pages and touches a
-check (:mod:`slurm_plugin.gres_conf`, :mod:`slurm_plugin.gres_check`):
+check (:mod:`slurm_plugin.gres.conf`, :mod:`slurm_plugin.gres.check`):
 
 * AutoDetect: 22.05 takes nvml, rsmi, oneapi, off (its list omits oneapi, but its env-flags
   paragraph names ``AutoDetect=oneapi``, and slurmd 22.05 accepts it); 24.11 adds ``nrt``

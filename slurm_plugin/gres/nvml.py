@@ -7,7 +7,7 @@ to a peer GPU's bus id, and links to NVSwitches (HGX/DGX A100 and H100: every GP
 every other through the switches; ``nvidia-smi topo -m`` then shows ``NV12``/``NV18``).
 
 The NVML module is an argument: real ``pynvml`` by default, or
-:class:`slurm_plugin.nvml_fake.FakeNvml`. No GPU exists on the project's build and CI
+:class:`slurm_plugin.gres.nvml_fake.FakeNvml`. No GPU exists on the project's build and CI
 machines, so this path is tested only against that recorded fake, built from the real
 ``nvidia-smi topo -m`` captures from public issues (tests/fixtures/nvml); it has not
 been run against a real driver here.

@@ -1,6 +1,6 @@
 """``dlgres``: print gres.conf lines for a GPU node, or check an existing gres.conf.
 
-Three sources, one generator (:mod:`slurm_plugin.gres`):
+Three sources, one generator (:mod:`slurm_plugin.gres.generate`):
 
 * ``dlgres`` — this node, from NVML (pynvml) and ``/sys`` CPU topology;
   ``--fake-nvml FILE`` answers from a recorded NVML (tests/fixtures/nvml) instead.
@@ -11,9 +11,9 @@ Three sources, one generator (:mod:`slurm_plugin.gres`):
   slurm.conf hint gets ``GresTypes=gpu,shard`` and ``shard:<N x GPUs>`` in the node's ``Gres=``.
 * ``dlgres --check gres.conf [--sockets S --cores-per-socket C [--threads-per-core T]]
   [--slurm-conf FILE] [--plugin-dir DIR] [--slurm-release R] [--fake-nvml FILE]`` — every
-  gres.conf(5) rule of Slurm 22.05, 24.11 or 26.05 (:mod:`slurm_plugin.gres_check`), one line
+  gres.conf(5) rule of Slurm 22.05, 24.11 or 26.05 (:mod:`slurm_plugin.gres.check`), one line
   per finding, ``FILE:LINE: message``; the release is ``--slurm-release``, else read from the
-  plugin directory, else the newest with a note on stderr (:mod:`slurm_plugin.gres_release`);
+  plugin directory, else the newest with a note on stderr (:mod:`slurm_plugin.gres.release`);
   ``--slurm-conf`` adds GresTypes and each node's ``Gres=``; AutoDetect's library is looked for
   in ``--plugin-dir``, else slurm.conf's PluginDir, else Debian's ``/usr/lib/x86_64-linux-gnu/slurm-wlm``;
   with ``--fake-nvml`` (or NVML on this node) ``Type=`` is checked against the GPU names.
@@ -36,11 +36,18 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from slurm_plugin import gres, gres_check, gres_release, gres_slurmconf, hostlist, nvml, topo, topo_cpu
+from slurm_plugin import hostlist
+from slurm_plugin.gres import generate as gres
+from slurm_plugin.gres import check as gres_check
+from slurm_plugin.gres import release as gres_release
+from slurm_plugin.gres import slurmconf as gres_slurmconf
+from slurm_plugin.gres import nvml
+from slurm_plugin.gres import topo
+from slurm_plugin.gres import topo_cpu
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
 from slurm_plugin.common.exits import Exit, epilog
 from slurm_plugin.common.readfile import UnreadableFile, read_regular
-from slurm_plugin.nvml_fake import FakeNvml
+from slurm_plugin.gres.nvml_fake import FakeNvml
 
 
 
@@ -50,8 +57,8 @@ class InputError(Exception):
 
 def _count(limit: int) -> Callable[[str], int]:
     """argparse ``type`` of a node shape option: an integer of at most ``limit`` (the limits and
-    their sources are in :mod:`slurm_plugin.topo_cpu`; values below 1 are refused by
-    :meth:`~slurm_plugin.topo_cpu.CpuTopology.from_shape`, naming the whole shape)."""
+    their sources are in :mod:`slurm_plugin.gres.topo_cpu`; values below 1 are refused by
+    :meth:`~slurm_plugin.gres.topo_cpu.CpuTopology.from_shape`, naming the whole shape)."""
     def parse(text: str) -> int:
         if not re.fullmatch(r"\s*[+-]?\d{1,12}\s*", text):
             raise argparse.ArgumentTypeError(f"invalid int value: {text!r}")
@@ -64,7 +71,7 @@ def _count(limit: int) -> Callable[[str], int]:
 
 
 def _shards(text: str) -> int:
-    """argparse ``type`` of ``--shards``: 0..:data:`slurm_plugin.gres.MAX_SHARDS_PER_GPU`."""
+    """argparse ``type`` of ``--shards``: 0..:data:`slurm_plugin.gres.generate.MAX_SHARDS_PER_GPU`."""
     if not re.fullmatch(r"\s*\d{1,12}\s*", text) or int(text) > gres.MAX_SHARDS_PER_GPU:
         raise argparse.ArgumentTypeError(f"{text!r}: shards per GPU must be a whole number in "
                                          f"0..{gres.MAX_SHARDS_PER_GPU}")

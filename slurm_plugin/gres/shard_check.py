@@ -1,5 +1,5 @@
 """GPU shard rules of one node's gres.conf lines (``dlgres --check``, called by
-:func:`slurm_plugin.gres_check.check_gres` for every node).
+:func:`slurm_plugin.gres.check.check_gres` for every node).
 
 Slurm's gres/shard (22.05 on; gres.conf(5) and the "Sharding" section of Slurm's gres
 documentation read the same in 22.05, 24.11 and 26.05) splits each GPU into shards:
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from slurm_plugin.gres_conf import GresLine
+from slurm_plugin.gres.conf import GresLine
 
 
 class Report(Protocol):

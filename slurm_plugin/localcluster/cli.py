@@ -11,14 +11,14 @@ Commands::
     dlcluster ctl stop|start [--name NAME]
 
 ``--slurm``: the release (default: the host's own, 22.05 on Debian 12, 24.11 on Debian 13);
-another one runs from a Debian root filesystem built once (slurm_plugin/rootfs.py).
+another one runs from a Debian root filesystem built once (slurm_plugin/localcluster/rootfs.py).
 ``env`` prints the shell lines that point Slurm's commands, and so every tool, at the cluster:
 ``eval "$(dlcluster env --name NAME)"``.
 
 ``--netns``: each slurmd runs in its own network namespace ``dlc-NAME-nodeI`` with its own
 address ``10.H.L.(100+I)`` on a bridge ``dlPORTbr`` (``10.H.L.1``, slurmctld's side), where
 ``PORT = 256 H + L`` is the port base (8400: ``10.32.208.0/24``); so ``NodeAddr`` differs per node.
-``down`` removes those namespaces and the links with the alias ``dlcluster:NAME`` (slurm_plugin/netns.py).
+``down`` removes those namespaces and the links with the alias ``dlcluster:NAME`` (slurm_plugin/localcluster/netns.py).
 Only the host's own release runs so (``--slurm`` another one with ``--netns`` is refused).
 
 ``up`` on a running cluster keeps its shape (Slurm release, nodes, GPUs per node, GPU type, shards,
@@ -42,12 +42,12 @@ import shlex
 import sys
 from typing import Any
 
-from slurm_plugin import provision
+from slurm_plugin.localcluster import provision
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
-from slurm_plugin.client import SlurmClient, SlurmError, slurm_exit
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, slurm_exit
 from slurm_plugin.common.exits import CliError, Exit, epilog
-from slurm_plugin.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
-from slurm_plugin.rootfs import RELEASE_SUITES
+from slurm_plugin.localcluster.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
+from slurm_plugin.localcluster.rootfs import RELEASE_SUITES
 
 
 SHAPE = {"slurm": "--slurm", "nodes": "--nodes", "gpus_per_node": "--gpus-per-node", "gpu_type": "--gpu-type",

@@ -1,10 +1,10 @@
 """Typed records of Slurm jobs and nodes, parsed from squeue's and sinfo's formatted output.
 
-Pure parsing (no commands run here; :mod:`slurm_plugin.client` runs them). Jobs are read from
+Pure parsing (no commands run here; :mod:`slurm_plugin.slurm.client` runs them). Jobs are read from
 ``squeue --Format`` (:data:`SQUEUE_FIELDS`, squeue(1) ``-O``), about 20× cheaper than
 ``squeue --json`` at 10,000 jobs; :func:`job_from_fields` parses one record of it strictly (an
 unknown state or a malformed number raises :class:`ShapeError`, never a half-read job).
-:func:`slurm_plugin.slurm_shapes.jobs_from_json` reads ``squeue --json`` into the same
+:func:`slurm_plugin.slurm.shapes.jobs_from_json` reads ``squeue --json`` into the same
 :class:`Job`, for the one field only JSON has (``gres_detail``: GPU indices). Times are epoch
 seconds (``None`` where Slurm reports 0/``N/A``/``NONE`` = not yet); ``time_limit_s`` is
 seconds (squeue reports minutes); memory is MiB.
@@ -160,7 +160,7 @@ class ShapeError(ValueError):
 
 #: The formatted read of jobs: (key, squeue(1) ``-O`` type) in output order. Free text (names,
 #: comments, paths) may contain anything, so the client separates fields with a per-call random
-#: token (see :meth:`slurm_plugin.client.SlurmClient.jobs`); times print as epoch seconds with
+#: token (see :meth:`slurm_plugin.slurm.client.SlurmClient.jobs`); times print as epoch seconds with
 #: ``SLURM_TIME_FORMAT=%s`` (squeue(1) ENVIRONMENT VARIABLES).
 SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("job_id", "JobID"), ("array_job_id", "ArrayJobID"), ("array_task", "ArrayTaskID"),
@@ -231,7 +231,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
     """Build a :class:`Job` from one record of the formatted read: a dict keyed by
     :data:`SQUEUE_FIELDS`' keys, or the list of values in that order (what the client passes).
 
-    Same values as :func:`slurm_plugin.slurm_shapes.jobs_from_json` on the same job (compared on
+    Same values as :func:`slurm_plugin.slurm.shapes.jobs_from_json` on the same job (compared on
     captures of each release), except ``gpu_indices`` (JSON only: empty here) and
     ``stdout_path`` (the JSON holds the pattern, ``job-%j.out``, or nothing on 22.05; squeue
     prints the expanded path). Raises :class:`ShapeError` naming the field. Written for speed (10,000

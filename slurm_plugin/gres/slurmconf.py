@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
-from slurm_plugin.gres_conf import MAX_NODE_LINES, MAX_NODES, parse_count
+from slurm_plugin.gres.conf import MAX_NODE_LINES, MAX_NODES, parse_count
 
 
 _AROUND_EQUALS = re.compile(r"\s*=\s*")
@@ -72,7 +72,7 @@ def parse_slurm_conf(text: str) -> SlurmConf:
 
     Raises:
         SlurmConfError: a malformed NodeName hostlist or Gres= value, or more than
-            :data:`~slurm_plugin.gres_conf.MAX_NODES` nodes (line given).
+            :data:`~slurm_plugin.gres.conf.MAX_NODES` nodes (line given).
     """
     conf = SlurmConf()
     default_gres: dict[tuple[str, str], int] = {}

@@ -1,7 +1,7 @@
 """Check an existing gres.conf against every gres.conf(5) rule of Slurm 22.05, 24.11 or 26.05 (``dlgres --check``).
 
-Rules a line breaks on its own are read in :mod:`slurm_plugin.gres_conf`; this module adds the
-rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres_slurmconf`), the
+Rules a line breaks on its own are read in :mod:`slurm_plugin.gres.conf`; this module adds the
+rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres.slurmconf`), the
 rules between the two files. What slurmd 22.05 does with each fault was tried with
 ``slurmd -G`` (see docs/admins.md): duplicate records without File, File on some records of a
 name but not others, Count that differs from the number of files, File with MultipleFiles,
@@ -15,8 +15,8 @@ socket; ``CPUs=`` is not in 22.05's gres.conf(5) (sites that copied ``nvidia-smi
 the order their lines appear (the usual bus-id order). A line slurmd cannot use is reported
 once and takes no part in the checks across lines, so one bad line does not cascade. The rules
 that differ by release (AutoDetect and Flags values, whole sockets in ``Cores``) and how the
-release is found are in :mod:`slurm_plugin.gres_release`; the default is 22.05. GPU shard rules
-(gres/shard) are in :mod:`slurm_plugin.gres_shard_check`.
+release is found are in :mod:`slurm_plugin.gres.release`; the default is 22.05. GPU shard rules
+(gres/shard) are in :mod:`slurm_plugin.gres.shard_check`.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import gres_shard_check, hostlist
-from slurm_plugin.gres_conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
+from slurm_plugin import hostlist
+from slurm_plugin.gres import shard_check as gres_shard_check
+from slurm_plugin.gres.conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
                                     GresLine, TooLarge, parse_gres_conf)
-from slurm_plugin.gres_release import WHOLE_SOCKET_CORES_SINCE, Release
-from slurm_plugin.gres_slurmconf import SlurmConf
-from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
+from slurm_plugin.gres.release import WHOLE_SOCKET_CORES_SINCE, Release
+from slurm_plugin.gres.slurmconf import SlurmConf
+from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
 AUTODETECT_PLUGIN = {"nvml": "gpu_nvml.so", "rsmi": "gpu_rsmi.so", "oneapi": "gpu_oneapi.so",
                      "nvidia": "gpu_nvidia.so", "nrt": "gpu_nrt.so"}
@@ -379,7 +380,7 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
 
     Raises:
         TooLarge: more (node, line) pairs than :data:`MAX_NODE_LINES`
-            (:data:`slurm_plugin.gres_conf.MAX_NODE_LINES`).
+            (:data:`slurm_plugin.gres.conf.MAX_NODE_LINES`).
 
     Args:
         text: the file's content.
@@ -390,7 +391,7 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
             None skips that rule.
         detected: GPU names NVML reports on the node (``NVIDIA A100-SXM4-40GB``), to check
             ``Type=`` under AutoDetect=nvml or nvidia; None skips that rule.
-        release: whose gres.conf(5) to apply (:func:`slurm_plugin.gres_release.resolve`).
+        release: whose gres.conf(5) to apply (:func:`slurm_plugin.gres.release.resolve`).
     """
     rep = _Report()
     recs = parse_gres_conf(text, release)

@@ -3,15 +3,15 @@
 Everything that reads or changes Slurm (``sbatch``, ``squeue``, ``sinfo``, ``scontrol``,
 ``scancel``, ``sacct``) goes through :class:`SlurmClient` (docs/design.md, code rule 4). Commands run as
 argument lists, never through a shell, each with a timeout. Jobs are read with ONE formatted
-``squeue --Format`` call (:data:`slurm_plugin.records.SQUEUE_FIELDS`; about 20× cheaper than
+``squeue --Format`` call (:data:`slurm_plugin.slurm.records.SQUEUE_FIELDS`; about 20× cheaper than
 ``squeue --json`` at 10,000 jobs), nodes with ONE formatted ``sinfo --Node --Format`` call
-(:data:`slurm_plugin.records.SINFO_FIELDS`); both parsed into the typed records :class:`Job` and
+(:data:`slurm_plugin.slurm.records.SINFO_FIELDS`); both parsed into the typed records :class:`Job` and
 :class:`Node`. ``jobs(detail=True)`` reads ``squeue --json`` for the one field only JSON has
 (GPU indices). Filters are applied here, never by squeue (22.05 ignores ``-u/-t/-j/-p`` in JSON
 mode), so every caller pays one read whatever it filters.
 
 Slurm releases: :meth:`SlurmClient.slurm_release` asks ``squeue --version`` once per client and
-looks the release up in :data:`slurm_plugin.slurm_shapes.RELEASES` (22.05, 24.11, 26.05 live;
+looks the release up in :data:`slurm_plugin.slurm.shapes.RELEASES` (22.05, 24.11, 26.05 live;
 25.05 and 25.11 through the data parser they share); any other release is refused with one line
 before anything is read. JSON is asked for in the release's declared data parser
 (``--json=v0.0.42`` from 24.11 on) and decoded strictly into its declared shape: an answer of
@@ -37,12 +37,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from slurm_plugin import records, slurm_shapes
-from slurm_plugin.records import Job, Node, ShapeError
+from slurm_plugin.slurm import records
+from slurm_plugin.slurm import shapes as slurm_shapes
+from slurm_plugin.slurm.records import Job, Node, ShapeError
 from slurm_plugin.common.exits import Exit
 
 if TYPE_CHECKING:  # loaded by the sacct readers only (dlsubmit's one sbatch does not need it)
-    from slurm_plugin.accounting import AccountingRecord
+    from slurm_plugin.slurm.accounting import AccountingRecord
 
 __all__ = [
     "Job",
@@ -380,7 +381,7 @@ class SlurmClient:
     def accounting_runs(self, job_id: int) -> list[AccountingRecord]:
         """Every attempt of one job (its own records, not its hetjob components') from
         ``sacct --duplicates --json -j JOB_ID`` (needs slurmdbd), one
-        :class:`~slurm_plugin.accounting.AccountingRecord` per run in sacct's order (``start``
+        :class:`~slurm_plugin.slurm.accounting.AccountingRecord` per run in sacct's order (``start``
         and ``end`` in epoch s). Raises as :meth:`accounting`."""
         return [r for r in self._sacct(["-j", str(job_id)]) if r.job_id == job_id]
 
@@ -391,8 +392,8 @@ class SlurmClient:
         Args:
             start, end: times in a form sacct(1) takes (``2026-11-01T00:00:00``, ``now-7days``).
         Returns:
-            One :class:`~slurm_plugin.accounting.AccountingRecord` per attempt (per hetjob
-            component); fold them with :func:`slurm_plugin.accounting.fold_jobs`.
+            One :class:`~slurm_plugin.slurm.accounting.AccountingRecord` per attempt (per hetjob
+            component); fold them with :func:`slurm_plugin.slurm.accounting.fold_jobs`.
         Raises:
             AccountingDisabled: the cluster has no slurmdbd; SlurmUnreachable: slurmdbd down.
         """
@@ -408,7 +409,7 @@ class SlurmClient:
 
     def _sacct(self, selection: list[str]) -> list[AccountingRecord]:
         """``sacct --duplicates <json flag> --allusers SELECTION``, parsed with the release's
-        declared shape (:func:`slurm_plugin.accounting.records_from_json`); a cluster without
+        declared shape (:func:`slurm_plugin.slurm.accounting.records_from_json`); a cluster without
         slurmdbd raises :class:`AccountingDisabled`, another shape :class:`SlurmShapeUnknown`."""
         release = self.slurm_release()
         argv = ["sacct", "--duplicates", release.json_flag, "--allusers", *selection]
@@ -418,7 +419,7 @@ class SlurmClient:
             if "accounting storage is disabled" in exc.message.lower():
                 raise AccountingDisabled(argv, exc.message) from None
             raise
-        from slurm_plugin import accounting as sacct_records
+        from slurm_plugin.slurm import accounting as sacct_records
 
         try:
             return sacct_records.records_from_json(data, release)

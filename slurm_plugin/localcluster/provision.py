@@ -1,8 +1,8 @@
 """Provisioning of the local cluster: packages, munge, config files, the Slurm daemons.
 
-This is ``dlcluster``'s imperative shell around :mod:`slurm_plugin.cluster` (which renders the
+This is ``dlcluster``'s imperative shell around :mod:`slurm_plugin.localcluster.cluster` (which renders the
 configs). Packages, munge and fake GPUs are set up by the shell scripts in
-``slurm_plugin/provision/`` that ``vagrant/Vagrantfile`` runs too, so the local cluster and the
+``slurm_plugin/localcluster/provision/`` that ``vagrant/Vagrantfile`` runs too, so the local cluster and the
 VMs share one recipe. Daemons are started directly (no systemd here) and stopped only by the PID
 files this cluster's config names, after checking that the PID still is that daemon.
 
@@ -24,13 +24,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_plugin import cluster, netns, rootfs
+from slurm_plugin.localcluster import cluster
+from slurm_plugin.localcluster import netns
+from slurm_plugin.localcluster import rootfs
 from slurm_plugin.common.atomic import is_special, write_atomically
-from slurm_plugin.client import SlurmClient, SlurmError, SlurmRefused
-from slurm_plugin.cluster import ClusterSpec
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmRefused
+from slurm_plugin.localcluster.cluster import ClusterSpec
 
 SCRIPTS = Path(__file__).with_name("provision")
-LUA = Path(__file__).with_name("job_submit.lua")
+LUA = Path(__file__).parents[1] / "job_submit.lua"
 _ROOT = Path("/var/lib/dlcluster")
 
 
@@ -380,7 +382,7 @@ def _network(spec: ClusterSpec) -> None:
 def _daemon_argv(spec: ClusterSpec, argv: list[str], node: str | None = None) -> list[str]:
     """The command that starts daemon ``argv`` (``["slurmd", "-N", "node1"]``): the host's
     ``/usr/sbin`` one, or the root filesystem's, chrooted in a private mount namespace by
-    ``provision/chroot.sh`` (:mod:`slurm_plugin.rootfs`); a slurmd of a ``--netns`` cluster
+    ``provision/chroot.sh`` (:mod:`slurm_plugin.localcluster.rootfs`); a slurmd of a ``--netns`` cluster
     (``node``) in its node's network namespace (:func:`netns.exec_prefix`)."""
     exe = [f"/usr/sbin/{argv[0]}", *argv[1:]]
     if spec.rootfs_dir is None:

@@ -3,17 +3,17 @@
 Pure (no commands run here). The product reads Slurm three ways:
 
 * **Formatted reads** of jobs and nodes (squeue(1) / sinfo(1) ``--Format``,
-  :data:`slurm_plugin.records.SQUEUE_FIELDS` and :data:`~slurm_plugin.records.SINFO_FIELDS`).
+  :data:`slurm_plugin.slurm.records.SQUEUE_FIELDS` and :data:`~slurm_plugin.slurm.records.SINFO_FIELDS`).
   Their field names and texts are the same on 22.05, 24.11 and 26.05 (checked live on each by
   ``tests/live/test_client_live.py``), apart from TRES texts (``gres:gpu:2`` on 22.05,
-  ``gres/gpu:2`` later), which :func:`slurm_plugin.records.gpus_in_tres` reads both ways.
+  ``gres/gpu:2`` later), which :func:`slurm_plugin.slurm.records.gpus_in_tres` reads both ways.
 * **JSON** of jobs in detail (``squeue --json``, :func:`jobs_from_json`, for the GPU indices)
-  and of accounting (``sacct --json``, :mod:`slurm_plugin.accounting`). Its shape is the data
+  and of accounting (``sacct --json``, :mod:`slurm_plugin.slurm.accounting`). Its shape is the data
   parser's: 22.05 prints ``openapi/v0.0.38`` (plain numbers, ``null`` for unset ones, a state
   as one word); from 23.02 on the commands take a data parser version (``--json=v0.0.42``),
   which prints numbers as :class:`NoVal` objects and a state as a list of its base state and
   flags. Each declared parser is one set of msgspec Structs (here for squeue, in
-  :mod:`slurm_plugin.accounting` for sacct); a release is read with the one it can be pinned
+  :mod:`slurm_plugin.slurm.accounting` for sacct); a release is read with the one it can be pinned
   to, and the answer's ``meta`` must name that parser (:func:`check_meta`).
 * **Text** of ``scontrol show`` (``--oneliner`` key=value pairs, the same on every release).
 
@@ -23,7 +23,7 @@ v0.0.38 22.05–23.11, v0.0.40 23.11–25.05, v0.0.41 24.05–25.11, v0.0.42 24.
 23.02, 23.11 and 24.05 cannot be pinned to a declared parser and are refused with one line
 naming the release, before anything is read. A field that silently parsed as 0 or "" would
 make a running job look ended: every read is strict and raises
-:class:`slurm_plugin.records.ShapeError` (the client's ``SlurmShapeUnknown``) on any other shape.
+:class:`slurm_plugin.slurm.records.ShapeError` (the client's ``SlurmShapeUnknown``) on any other shape.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import msgspec
 
 from slurm_plugin import hostlist
 from slurm_plugin.shard import shard_gpus, shards_in_gres
-from slurm_plugin.records import ACTIVE_STATES, KNOWN_STATES, Job, ShapeError, gpu_counts, gpu_indices
+from slurm_plugin.slurm.records import ACTIVE_STATES, KNOWN_STATES, Job, ShapeError, gpu_counts, gpu_indices
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def state_word(state: str | list[str], what: str) -> str:
     v0.0.38's word as it is, v0.0.42's list (base state first, then flags: ``["PENDING",
     "REQUEUED"]`` → ``REQUEUED``) by :data:`STATE_FLAG_ORDER`. Raises :class:`ShapeError`
     naming ``what`` (``job 12``) and the word for any word not in
-    :data:`slurm_plugin.records.KNOWN_STATES`, or an empty list."""
+    :data:`slurm_plugin.slurm.records.KNOWN_STATES`, or an empty list."""
     words = [state] if isinstance(state, str) else state
     for word in words:
         if word not in KNOWN_STATES:
@@ -337,7 +337,7 @@ def job_from_json(fields: dict[str, object]) -> Job:
 
 def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
     """The :class:`Job` of one declared job record: the same values as the formatted read's
-    :func:`slurm_plugin.records.job_from_fields` of the same job, plus ``gpu_indices`` (one
+    :func:`slurm_plugin.slurm.records.job_from_fields` of the same job, plus ``gpu_indices`` (one
     tuple per allocated node from ``gres_detail``, ``gpu:a100:2(IDX:0-1)``; a shard job's GPU
     from ``shard:2(IDX:0)`` or ``shard:2(2/4,0/4)``, :func:`slurm_plugin.shard.shard_gpus`) and
     ``stdout_path`` as the JSON holds it. ``end_time`` is ``None`` while a job of no time limit

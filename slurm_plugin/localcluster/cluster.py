@@ -4,7 +4,7 @@
 (Debian's slurmd is built with ``--enable-multiple-slurmd``), each node with fake GPU character
 devices (docs/design.md, "The local cluster"). This module turns a
 :class:`ClusterSpec` into slurm.conf, gres.conf and slurmdbd.conf text;
-:mod:`slurm_plugin.provision` writes them and starts the daemons.
+:mod:`slurm_plugin.localcluster.provision` writes them and starts the daemons.
 
 Several clusters can run side by side (one per developer or test run): each has a name, its
 own config directory, state directory and ports. The default cluster (name ``dlcluster``)
@@ -19,7 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from slurm_plugin import gres, hostlist, rootfs
+from slurm_plugin import hostlist
+from slurm_plugin.gres import generate as gres
+from slurm_plugin.localcluster import rootfs
 
 DEFAULT_NAME = "dlcluster"
 _NAME_RE = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
@@ -49,9 +51,9 @@ class ClusterSpec:
         with_dbd: also run MariaDB + slurmdbd (sacct, QOS, fairshare).
         slurm: the Slurm release (``22.05``, ``24.11``, ``26.05``: :data:`rootfs.RELEASE_SUITES`).
         host_slurm: the release the host's Debian ships (``""``: none); another ``slurm`` runs
-            from a root filesystem (:mod:`slurm_plugin.rootfs`).
+            from a root filesystem (:mod:`slurm_plugin.localcluster.rootfs`).
         netns: each slurmd in its own network namespace with its own address on a bridge
-            (:attr:`subnet`, :mod:`slurm_plugin.netns`); otherwise every node listens on 127.0.0.1.
+            (:attr:`subnet`, :mod:`slurm_plugin.localcluster.netns`); otherwise every node listens on 127.0.0.1.
     """
 
     name: str = DEFAULT_NAME
@@ -312,7 +314,7 @@ def render_slurm_conf(spec: ClusterSpec, host: str) -> str:
     ]
     if spec.rootfs_dir:
         lines += ["# the release's plugins: the same path for the commands on the host and for the",
-                  "# daemons in the root filesystem (slurm_plugin/rootfs.py)",
+                  "# daemons in the root filesystem (slurm_plugin/localcluster/rootfs.py)",
                   f"PluginDir={rootfs.plugin_dir(spec.rootfs_dir)}"]
     for i, node in enumerate(spec.node_names, start=1):
         lines.append(

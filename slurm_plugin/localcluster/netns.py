@@ -27,7 +27,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from slurm_plugin.cluster import ClusterSpec
+from slurm_plugin.localcluster.cluster import ClusterSpec
 
 NETNS_DIR = Path("/run/netns")
 

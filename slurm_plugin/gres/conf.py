@@ -3,8 +3,8 @@
 Each non-blank, non-comment line becomes a :class:`GresLine`: an ``AutoDetect`` line, a GRES line
 (``Name=``), or a line slurmd cannot use at all (``usable`` False: its fault is in ``faults``).
 Rules read here are those a line breaks on its own; rules across lines are in
-:mod:`slurm_plugin.gres_check`; the values each release takes are in
-:mod:`slurm_plugin.gres_release`. Host lists and ``File=/dev/nvidia[0-3]`` ranges are expanded by
+:mod:`slurm_plugin.gres.check`; the values each release takes are in
+:mod:`slurm_plugin.gres.release`. Host lists and ``File=/dev/nvidia[0-3]`` ranges are expanded by
 python-hostlist (:mod:`slurm_plugin.hostlist`), so ``gpu[01-02]`` keeps its leading zeros.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
 from slurm_plugin.common.cli import visible
-from slurm_plugin.gres import type_problem
-from slurm_plugin.gres_release import AUTODETECT_SINCE, ENV_FLAGS, FLAG_SINCE, Release
+from slurm_plugin.gres.generate import type_problem
+from slurm_plugin.gres.release import AUTODETECT_SINCE, ENV_FLAGS, FLAG_SINCE, Release
 
 KNOWN_KEYS = {
     "autodetect", "count", "cores", "cpus", "file", "flags", "links", "multiplefiles",

@@ -32,7 +32,7 @@ from typing import Any
 
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.readfile import UnreadableFile, read_regular
-from slurm_plugin.topo_cpu import CpuTopologyError, parse_ranges
+from slurm_plugin.gres.topo_cpu import CpuTopologyError, parse_ranges
 
 
 MAX_RECORD_BYTES = 1024 * 1024
@@ -57,7 +57,7 @@ def check_record(record: dict[str, Any], where: str) -> None:
     Each device is a mapping with ``name`` (a non-empty string of printable characters, at most
     :data:`MAX_NAME`), ``bus_id`` (a PCI bus id, unique in the record), ``minor`` (an integer
     0 .. :data:`MAX_MINOR`, unique), ``cpu_affinity`` (a CPU list such as ``"0-55,112-167"``,
-    ids below :data:`slurm_plugin.topo_cpu.MAX_CPUS`) and optional ``nvlinks`` (at most
+    ids below :data:`slurm_plugin.gres.topo_cpu.MAX_CPUS`) and optional ``nvlinks`` (at most
     :attr:`FakeNvml.NVML_NVLINK_MAX_LINKS` pairs ``["gpu"|"switch", bus_id]``); no other key.
 
     Raises:

@@ -1,13 +1,13 @@
 """gres.conf lines for GPUs (Slurm gres.conf(5)): one line per GPU with ``Cores=`` and ``Links=``.
 
 The one generator of gres.conf text in tiresias-slurm. Its inputs come from NVML
-(:mod:`slurm_plugin.nvml`), from a ``nvidia-smi topo -m`` capture (:mod:`slurm_plugin.topo`)
+(:mod:`slurm_plugin.gres.nvml`), from a ``nvidia-smi topo -m`` capture (:mod:`slurm_plugin.gres.topo`)
 or, for ``dlcluster``'s fake GPUs, from a node shape (:func:`fake_gres_lines`); all three end in
 :func:`gres_lines`, so what live slurmd accepts for the fake cluster is what ``dlgres`` prints
 for a real node. Rules (gres.conf(5), Slurm 22.05): GPUs are numbered by sorted PCI bus id, and
 ``Links`` lists, in that numbering, the connections to each GPU with ``-1`` for the GPU itself;
 a line with ``Links`` holds a single ``File``; ``Cores`` are logical core indices (socket 0's
-cores first), not OS CPU ids (:mod:`slurm_plugin.topo_cpu`); the minor number in
+cores first), not OS CPU ids (:mod:`slurm_plugin.gres.topo_cpu`); the minor number in
 ``/dev/nvidiaN`` need not equal the GPU's number.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from slurm_plugin.common.cli import visible
 from slurm_plugin.names import SLURM_NAME_RE
-from slurm_plugin.nvml import NvmlGpu, link_matrix
-from slurm_plugin.topo import Topology, check_shape
-from slurm_plugin.topo_cpu import CpuTopology, format_ranges
+from slurm_plugin.gres.nvml import NvmlGpu, link_matrix
+from slurm_plugin.gres.topo import Topology, check_shape
+from slurm_plugin.gres.topo_cpu import CpuTopology, format_ranges
 
 _BRANDS = {"nvidia", "geforce", "tesla", "quadro"}
 
@@ -111,7 +111,7 @@ def devices_from_nvml(gpus: Sequence[NvmlGpu], cpu: CpuTopology, type_override: 
     the same rule as ``--type`` (:func:`type_problem`).
 
     Raises:
-        slurm_plugin.topo_cpu.CpuTopologyError: an affinity CPU the node does not have.
+        slurm_plugin.gres.topo_cpu.CpuTopologyError: an affinity CPU the node does not have.
         ValueError: a Type derived from a GPU name that is not a gres Type (the GPU, its
             name and the fix, ``--type``, are named).
     """
@@ -144,8 +144,8 @@ def devices_from_topo(topo: Topology, cpu: CpuTopology, type_name: str | None) -
     one entry per GPU column, also for GPUs whose row is missing from a partial capture.
 
     Raises:
-        slurm_plugin.topo_cpu.CpuTopologyError: an affinity CPU the node does not have, or a
-            shape the capture contradicts (:func:`slurm_plugin.topo.check_shape`).
+        slurm_plugin.gres.topo_cpu.CpuTopologyError: an affinity CPU the node does not have, or a
+            shape the capture contradicts (:func:`slurm_plugin.gres.topo.check_shape`).
     """
     check_shape(topo, cpu)
     return [

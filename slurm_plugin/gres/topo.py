@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from slurm_plugin.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
+from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
 _GPU_RE = re.compile(r"^GPU(\d+)$")
 _NV_RE = re.compile(r"^NV(\d+)$")
@@ -248,7 +248,7 @@ def check_shape(topo: Topology, cpu: CpuTopology) -> None:
     row with one ``NUMA Affinity`` node must stay inside one socket.
 
     Raises:
-        slurm_plugin.topo_cpu.CpuTopologyError: the first contradiction, naming the GPU row,
+        slurm_plugin.gres.topo_cpu.CpuTopologyError: the first contradiction, naming the GPU row,
             the CPUs and what the capture shows instead.
     """
     threads: dict[int, set[int]] = {}
