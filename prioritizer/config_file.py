@@ -147,7 +147,7 @@ class AutoTuneConfig:
     def rules(self) -> list[tuple[str, str]]:
         """The grid parses (``dlprio tune --grid`` rules) and varies only
         :data:`AUTO_TUNE_PARAMETERS`."""
-        from prioritizer.tune.grid import GridError, parse_grid
+        from prioritizer.grid import GridError, parse_grid
         try:
             grid = parse_grid(self.grid)
         except GridError as exc:
@@ -161,7 +161,7 @@ class AutoTuneConfig:
 
     def parsed_grid(self) -> dict[str, list[Any]]:
         """The grid as ``{parameter: [values]}`` (checked at construction)."""
-        from prioritizer.tune.grid import parse_grid
+        from prioritizer.grid import parse_grid
         return parse_grid(self.grid)
 
 

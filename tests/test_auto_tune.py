@@ -16,7 +16,7 @@ import pytest
 from prioritizer.config_file import ConfigError, DaemonConfig, from_mapping, load
 from prioritizer.daemon import auto_tune
 from prioritizer.daemon.auto_tune import choose, in_force, status_line
-from prioritizer.daemon.auto_tune_replay import ledger_rows
+from prioritizer.tune.daemon_replay import ledger_rows
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
@@ -214,7 +214,7 @@ def test_dlprio_status_prints_the_auto_tune_line_only_while_on(
 
 def test_the_sacct_history_is_what_history_export_keeps_in_the_window(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from prioritizer.daemon import auto_tune_replay
+    from prioritizer.tune import daemon_replay as auto_tune_replay
     from slurm_plugin.slurm.accounting import AccountingRecord
 
     def record(job_id: int, state: str, start: int, end: int | None) -> AccountingRecord:

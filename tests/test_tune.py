@@ -10,7 +10,7 @@ import yaml
 
 from prioritizer.cli import main
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.tune.grid import (GridError, combinations, extend_thresholds, load_grid,
+from prioritizer.grid import (GridError, combinations, extend_thresholds, load_grid,
                                    parse_grid)
 from prioritizer.tune.rank import rank
 

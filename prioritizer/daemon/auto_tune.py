@@ -1,7 +1,7 @@
 """``auto_tune:``: the daemon re-tunes its policy settings on its own finished jobs, safely.
 
 Every ``auto_tune.period_s`` ``dlprio run`` starts one replay in a child process
-(:mod:`prioritizer.daemon.auto_tune_replay`, ``nice`` 10): the jobs that ended in the last
+(:mod:`prioritizer.tune.daemon_replay`, ``nice`` 10): the jobs that ended in the last
 ``history_days`` days (from the ledger, Slurm accounting or a history CSV) replayed by
 ``prioritizer.sim.engine.simulate`` on the cluster's shape under the settings in force and under
 every point of ``auto_tune.grid`` (the machinery of ``dlprio tune --grid``,
@@ -46,7 +46,7 @@ from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy import validation
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.tune.grid import PARAMETERS, label
+from prioritizer.grid import PARAMETERS, label
 
 META_SETTINGS = "auto_tune_settings"   # JSON: the adopted setting, its base, figures, time
 META_LAST = "auto_tune_last"           # JSON: the last replay's outcome
@@ -220,7 +220,7 @@ class AutoTuner:
         self.ledger.set_meta(META_STARTED, repr(now))
         with open(self.workdir / "replay.err", "wb") as err:
             self.child = subprocess.Popen(
-                [sys.executable, "-m", "prioritizer.daemon.auto_tune_replay", str(self.workdir)],
+                [sys.executable, "-m", "prioritizer.tune.daemon_replay", str(self.workdir)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                 start_new_session=True, env=os.environ.copy())
         self.started, self.base = time.monotonic(), policy

@@ -23,7 +23,7 @@ from prioritizer.sim.cli import cluster_of
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import TraceError, read_trace
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
-from prioritizer.tune.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
+from prioritizer.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import (RANKING_HEADERS, figure_cells, format_ranking, make_task, rank,
                                    tie_reason)
 from slurm_plugin.common.atomic import write_atomically

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prioritizer.tune.grid import label
+from prioritizer.grid import label
 from slurm_plugin.common.atomic import save_figure
 
 

@@ -1,5 +1,5 @@
 """The child process of ``auto_tune`` (:mod:`prioritizer.daemon.auto_tune`): ``python -m
-prioritizer.daemon.auto_tune_replay WORKDIR``.
+prioritizer.tune.daemon_replay WORKDIR``.
 
 Reads ``WORKDIR/request.json`` (written by :class:`~prioritizer.daemon.auto_tune.AutoTuner`),
 gathers the finished GPU jobs that ended in ``[since, until]`` (epoch s) from the source the
@@ -32,7 +32,7 @@ from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
-from prioritizer.tune.grid import combinations, parse_grid
+from prioritizer.grid import combinations, parse_grid
 from prioritizer.tune.rank import make_task, run_task
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
