@@ -120,3 +120,27 @@ def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
                "--grid", "knob=4", *extra])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every 0.005 day (432 s): points 432 and 864 s; each point's replays (one Slurm job
+    array with --executor slurm) get ``point-K`` under --workdir and only the jobs before it."""
+    trace, config = _files(tmp_path)
+    calls = []
+
+    def fake(args, tasks):
+        calls.append((args.workdir, {t.hi for t in tasks}, len(tasks)))
+        return [{"jobs": 1.0, "avg_jct_s": 1.0, "p95_jct_s": 1.0, "max_wait_s": 0.0}] * len(tasks)
+
+    monkeypatch.setattr(tune_cli, "_execute", fake)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--config", str(config), "--grid", "knob=2,4", "--walk-forward", "0.005",
+               "--workdir", str(tmp_path / "w"), "--json"])
+    assert rc == 0
+    assert calls == [(str(tmp_path / "w" / "point-1"), {432.0}, 3),
+                     (str(tmp_path / "w" / "point-2"), {864.0}, 3)]
+    periods = json.loads(capsys.readouterr().out)[2]["periods"]
+    # all tie at 1.0 s: the ranking breaks ties by p95, then label, and "(" sorts before "k"
+    assert [(p["history_jobs"], p["settings"]) for p in periods] == [
+        (0, "(current config)"), (2, "(current config)"), (2, "(current config)")]

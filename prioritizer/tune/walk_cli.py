@@ -2,7 +2,8 @@
 :mod:`prioritizer.tune.walk`'s).
 
 Each re-tune point ranks the grid on the jobs submitted before it (through the same executors
-as ``dlprio tune``: a process pool, or one Slurm job array per point); the whole trace is then
+as ``dlprio tune``: a process pool, or one Slurm job array per point, in ``point-K`` under
+the work directory); the whole trace is then
 replayed here once per distinct chosen setting, once under the current settings held fixed and
 once under the baseline policy (``--baseline``, default ``fifo-fit``), and the walk-forward
 result is measured window by window against the baseline as ``dlprio simulate`` measures a
@@ -16,8 +17,10 @@ import dataclasses
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from prioritizer import tables
@@ -62,10 +65,13 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     current = configs[-1]
     chosen, chosen_labels = [current], [CURRENT]
     history = []
-    for point in points:
+    workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
+    for k, point in enumerate(points, 1):
         tasks = [make_task(args.trace, None, (args.since, start + point), cluster, c)
                  for c in configs]
-        ranked = rank(labels, execute(args, tasks), len(configs) - 1, args.max_p95_ratio)
+        # --executor slurm: one job array per point, each in its own work directory
+        at = argparse.Namespace(**{**vars(args), "workdir": str(workdir / f"point-{k}")})
+        ranked = rank(labels, execute(at, tasks), len(configs) - 1, args.max_p95_ratio)
         best = next((r for r in ranked if r.allowed), None)
         label = best.label if best is not None else CURRENT
         chosen.append(configs[list(labels).index(label)])
