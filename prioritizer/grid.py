@@ -6,6 +6,8 @@ Two spellings, the same grid:
   parameters, ``,`` between values, ``/`` between the thresholds of one value.
 * a YAML file: ``{thresholds: [[1000, 5000], [3250, 7200]], knob: [4, 8, 16], queues: [2, 3]}``.
 
+``promoted_preempts`` takes ``yes``/``no`` (``true``/``false``; YAML booleans).
+
 Parameters (:data:`PARAMETERS`) map to :class:`prioritizer.policy.config.PolicyConfig` fields.
 ``queues=K`` sets the number of queues: the combination's thresholds are cut to K-1 or, when
 there are fewer, extended geometrically (each new threshold = last × last/previous; × 2 from a
@@ -30,7 +32,10 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 
 #: grid name -> PolicyConfig field ("queues" is special: see the module doc)
 PARAMETERS = {"thresholds": "thresholds_gpu_s", "knob": "starve_knob", "queues": "",
-              "policy": "policy", "min_run": "min_run_s", "quantum": "gittins_quantum_gpu_s"}
+              "policy": "policy", "min_run": "min_run_s", "quantum": "gittins_quantum_gpu_s",
+              "promoted_preempts": "promoted_preempts"}
+#: the spellings of a yes/no grid value (``promoted_preempts=yes,no``; YAML's booleans too)
+BOOLEANS = {"yes": True, "true": True, "no": False, "false": False}
 MAX_QUEUES = 8
 
 
@@ -117,6 +122,11 @@ def check_grid(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]
                     raise GridError(f"{where}: queues={shown(v)} out of range: a whole number "
                                     f"1..{MAX_QUEUES}")
                 norm.append(int(k))
+            elif name == "promoted_preempts":
+                flag = v if isinstance(v, bool) else BOOLEANS.get(str(v).strip().lower())
+                if flag is None:
+                    raise GridError(f"{where}: {name}={shown(v)}; give yes or no")
+                norm.append(flag)
             elif name == "policy":
                 if validation.read_as_not_text(v):   # policy: [no] is the boolean false
                     raise GridError(f"{where}: policy={validation.yaml_reading(v)}; a policy "
@@ -169,6 +179,8 @@ def combinations(grid: Mapping[str, list[Any]], base: PolicyConfig) -> list[tupl
 def label(setting: Mapping[str, Any]) -> str:
     """``thresholds=3250/7200 knob=8`` for tables."""
     def text(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
         if isinstance(v, tuple):
             return "/".join(f"{x:g}" for x in v)
         return f"{v:g}" if isinstance(v, float) else str(v)

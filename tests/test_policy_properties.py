@@ -62,7 +62,8 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, PolicyConfig]:
     policy = draw(st.sampled_from(["tiresias-las", "tiresias-gittins", "las", "srtf",
                                    "fifo", "fifo-fit"]))
     config = PolicyConfig(policy=policy, min_run_s=draw(st.sampled_from([0.0, 30.0])),
-                          starve_knob=draw(st.sampled_from([0.0, 2.0, 8.0])))
+                          starve_knob=draw(st.sampled_from([0.0, 2.0, 8.0])),
+                          promoted_preempts=draw(st.booleans()))
     return snapshot(totals, jobs), config
 
 

@@ -41,7 +41,8 @@ def setups(draw: st.DrawFn):
                           thresholds_s=(100.0, 400.0),
                           starve_knob=draw(st.sampled_from([0.0, 1.0, 2.0])),
                           min_run_s=draw(st.sampled_from([0.0, 30.0])),
-                          gittins_quantum_gpu_s=300.0)
+                          gittins_quantum_gpu_s=300.0,
+                          promoted_preempts=draw(st.booleans()))
     if draw(st.booleans()):
         totals = [draw(st.sampled_from([4, 8, 16]))]          # GPU counting: one pool
         names = ["pool"]

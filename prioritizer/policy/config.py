@@ -67,6 +67,12 @@ class PolicyConfig:
         decision_interval_s: the daemon's cycle; preemptions happen only on multiples of it.
             Simulator cost; 0 means "at every event".
         preemption: False turns preemption off for every policy.
+        promoted_preempts: True (default, the paper's rule) lets a job that starvation
+            promotion lifted above the queue of its whole attained service preempt others.
+            False: such a job goes first to free GPUs but preempts no one, since by its
+            whole attained service it is no shorter than the last-queue jobs it would
+            evict, so each such preemption swaps long jobs at a checkpoint and requeue's
+            cost (docs/simulator.md, "Who pays"). A tuning grid parameter.
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
@@ -84,6 +90,7 @@ class PolicyConfig:
     requeue_delay_s: Seconds = 121.0
     decision_interval_s: Seconds = 30.0
     preemption: bool = True
+    promoted_preempts: bool = True
 
     def __post_init__(self) -> None:
         check(self)

@@ -52,6 +52,16 @@ class Policy:
         """Service counted for queueing (since the last promotion); unit per subclass."""
         return job.attained_gpu_s - job.service_base_gpu_s
 
+    def whole_service(self, job: JobView) -> float:
+        """All the service the job has attained since submission (promotion resets none of
+        it); unit as :meth:`service`."""
+        return job.attained_gpu_s
+
+    def lifted(self, job: JobView, state: QueueState) -> bool:
+        """Whether ``state`` puts the job in a higher queue than its whole attained service
+        would: a starvation promotion lifted it (``PolicyConfig.promoted_preempts``)."""
+        return state.queue < bisect_right(self.thresholds, self.whole_service(job))
+
     def rate(self, job: JobView) -> float:
         """Service gained per second of running (GPUs for 2D service)."""
         return float(job.num_gpus)
@@ -104,6 +114,9 @@ class Las(TiresiasLas):
 
     def service(self, job: JobView) -> float:
         return (job.attained_gpu_s - job.service_base_gpu_s) / max(job.num_gpus, 1)
+
+    def whole_service(self, job: JobView) -> float:
+        return job.attained_gpu_s / max(job.num_gpus, 1)
 
     def rate(self, job: JobView) -> float:
         return 1.0
@@ -329,6 +342,10 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
     tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
     min_run = policy.config.min_run_s
+    lifted = None
+    if policy.promotes and not policy.config.promoted_preempts:
+        lifted = {job.job_id for _, job in pending
+                  if policy.lifted(job, states[job.job_id])}.__contains__
 
     def candidates(_floor: float) -> list[Candidate]:
         return [(-policy.level(j, states[j.job_id]), -j.attained_gpu_s, j.job_id,
@@ -336,7 +353,8 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
                 for j in running
                 if may_be_victim(j.preemptible, j.releasing, j.run_start, now, min_run)
                 and len(placed[j.job_id]) == len(j.gpus_per_node)]
-    return find_preemptions(policy, free, soon, waiters, candidates, now, tiers=tiers)
+    return find_preemptions(policy, free, soon, waiters, candidates, now, tiers=tiers,
+                            lifted=lifted)
 
 
 #: A victim candidate: ``(-level, -attained GPU·s, job id, gpus_per_node, node indices,
@@ -425,7 +443,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      may_fit: Callable[[float, tuple[int, ...], int, FreeMap], bool] | None = None,
                      due: Callable[[float, tuple[int, ...], FreeMap], bool] | None = None,
                      one_node: OneNode | None = None,
-                     failed_one: list[int] | None = None
+                     failed_one: list[int] | None = None,
+                     lifted: Callable[[int], bool] | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -480,6 +499,10 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
             ``[]``: none yet). A one-node waiter needing at least that many GPUs ends at
             the ``failed`` shortcut (below) as soon as it is blocked, so a caller's
             ``waiters`` may leave out such a waiter that fits nowhere in ``soon``.
+        lifted: optional ``lifted(job_id)``, True for a waiter that preempts no one: it
+            starts on free GPUs (or reserves GPUs being freed) in its turn, but no victim
+            is chosen for it (:meth:`Policy.lifted`, ``PolicyConfig.promoted_preempts``).
+            Nothing is recorded for such a waiter, so later ones are searched as before.
 
     Returns:
         the preemptions in waiter order.
@@ -522,6 +545,8 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
         return False
 
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
+        if lifted is not None and lifted(job_id):
+            return False   # a promoted job takes free GPUs only
         if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
             return False   # the shortcut below, taken first: most blocked waiters end here
         mine, room = walked

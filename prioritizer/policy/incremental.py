@@ -65,7 +65,7 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "where", "epoch", "state", "crossing")
+                 "level", "lifted", "where", "epoch", "state", "crossing")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
                  work_left: float | None, preemptible: bool) -> None:
@@ -82,6 +82,7 @@ class Tracked:
         self.names: tuple[str, ...] = ()
         self.entry_key: tuple[Any, int] | None = None   # (sort key, id) while indexed
         self.level = 0.0                                  # preemption level while pending
+        self.lifted = False                               # Policy.lifted while pending
         self.where = ""                                   # "order" | "waiting" | ""
         self.epoch = 0                                    # invalidates stale heap entries
         self.state: QueueState | None = None              # last state (reused while equal)
@@ -446,6 +447,8 @@ class Scheduler:
         #: ``promotion_time`` for every job of one that does not promote: both skipped)
         self.crossings = bool(self.policy.thresholds)
         self.promoting = self.policy.promotes and config.starve_knob > 0
+        #: promoted jobs preempt no one (``PolicyConfig.promoted_preempts`` False)
+        self.lifting = self.policy.promotes and not config.promoted_preempts
         self.timed = self.crossings or self.promoting
         #: GPUs of preemptible running (not checkpointing) jobs per queue: the bound
         #: ``above`` of find_preemptions when levels are queues
@@ -836,6 +839,7 @@ class Scheduler:
         self._unindex(rec)
         rec.entry_key = (self.policy.key(view, state), rec.job_id)
         rec.level = self.policy.level(view, state)
+        rec.lifted = self.lifting and self.policy.lifted(view, state)
         if rec.eligible is None or rec.eligible <= now:
             self._insert(rec)
         else:
@@ -935,7 +939,9 @@ class Scheduler:
                                 above=above, may_fit=may_fit,
                                 due=None if victims else self.due_proof(now, fitted),
                                 one_node=self.one_node_victims(now, exact),
-                                failed_one=failed_one)
+                                failed_one=failed_one,
+                                lifted=(lambda job_id: jobs[job_id].lifted)
+                                if self.lifting else None)
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own

@@ -65,6 +65,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
     add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
     add("--plot", metavar="OUT.png", help="avg JCT over the grid (heat map or lines)")
+    add("--walk-forward", type=numbers.arg_type("--walk-forward", numbers.parse_float, 0.0,
+                                                 1e5, low_open=True), metavar="DAYS",
+        help="re-tune every DAYS on the jobs before each point only; judge the settings on "
+        "the jobs after it, per window against --baseline and against the current config")
+    add("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
+        help="--walk-forward: only jobs submitted at or after SECONDS of trace time")
+    add("--baseline", metavar="POLICY", help="--walk-forward: the policy each window is "
+        "compared with (default fifo-fit)")
+    add("--window-jobs", type=numbers.count("--window-jobs"), metavar="N",
+        help="--walk-forward: jobs per window of submit order (default 200)")
+    add("--json", action="store_true", help="--walk-forward: print the runs as JSON")
 
 
 def _split_point(value: str, trace_path: str) -> float:
@@ -108,6 +119,17 @@ def run(args: argparse.Namespace) -> int:
     except GridError as exc:
         raise CliError(str(exc)) from None
     cluster = cluster_of(args)
+    walk_only = [f"--{name.replace('_', '-')}" for name in ("since", "baseline", "window_jobs", "json")
+                 if getattr(args, name, None) not in (None, False)]
+    if args.walk_forward is not None:
+        if args.validate_from or args.output or args.plot:
+            raise CliError("--walk-forward judges the settings itself: drop --validate-from, "
+                           "--output and --plot")
+        from prioritizer.tune.walk_cli import CURRENT, run_walk
+        return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
+                        [c for _, c in combos] + [current], list(grid), _execute)
+    if walk_only:
+        raise CliError(f"{', '.join(walk_only)} only apply to --walk-forward DAYS")
     try:
         trace = read_trace(args.trace)
     except TraceError as exc:

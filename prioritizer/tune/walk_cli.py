@@ -1,0 +1,138 @@
+"""``dlprio tune --walk-forward DAYS``: the run and its output (the rules are
+:mod:`prioritizer.tune.walk`'s).
+
+Each re-tune point ranks the grid on the jobs submitted before it (through the same executors
+as ``dlprio tune``: a process pool, or one Slurm job array per point, in ``point-K`` under
+the work directory); the whole trace is then
+replayed here once per distinct chosen setting, once under the current settings held fixed and
+once under the baseline policy (``--baseline``, default ``fifo-fit``), and the walk-forward
+result is measured window by window against the baseline as ``dlprio simulate`` measures a
+policy (``prioritizer.sim.windows``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from prioritizer import tables
+from prioritizer.command import CliError
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.durations import load_distribution
+from prioritizer.sim.cli import DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy
+from prioritizer.sim.engine import Cluster, JobResult, SimResult, simulate
+from prioritizer.sim.report import format_table, format_windows_table, summarize, window_comparison
+from prioritizer.sim.traces import Trace, TraceError, read_trace
+from prioritizer.grid import yaml_snippet
+from prioritizer.tune.rank import Task, make_task, rank, window
+from prioritizer.tune.walk import DAY_S, retune_points, settings_per_window, stitch
+from slurm_plugin.common.cli import visible
+
+WALK, FIXED = "walk-forward", "fixed"
+CURRENT = "(current config)"
+
+Execute = Callable[[argparse.Namespace, list[Task]], list[dict[str, float]]]
+
+
+def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
+             configs: Sequence[PolicyConfig], grid_keys: list[str], execute: Execute) -> int:
+    """The walk-forward run; ``configs[-1]`` is the current config (labelled :data:`CURRENT`)."""
+    period_s = args.walk_forward * DAY_S
+    baseline = baseline_policy(args.baseline or DEFAULT_BASELINE)
+    window_jobs = args.window_jobs or DEFAULT_WINDOW_JOBS
+    try:
+        original = read_trace(args.trace)
+    except TraceError as exc:
+        raise CliError(str(exc)) from None
+    full = window(original, args.since, None)
+    if not full.jobs:
+        raise CliError(f"{args.trace}: no GPU job to replay at or after --since "
+                       f"{args.since or 0:g}")
+    start = min(j.submit for j in original.jobs if args.since is None or j.submit >= args.since)
+    points = retune_points([j.submit for j in full.jobs], period_s)
+    if not points:
+        raise CliError(f"--walk-forward {args.walk_forward:g}: the trace spans "
+                       f"{full.jobs[-1].submit / DAY_S:.2f} day(s) of submissions, so no "
+                       "re-tune point falls inside it; give fewer days")
+    current = configs[-1]
+    chosen, chosen_labels = [current], [CURRENT]
+    history = []
+    workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
+    for k, point in enumerate(points, 1):
+        tasks = [make_task(args.trace, None, (args.since, start + point), cluster, c)
+                 for c in configs]
+        # --executor slurm: one job array per point, each in its own work directory
+        at = argparse.Namespace(**{**vars(args), "workdir": str(workdir / f"point-{k}")})
+        ranked = rank(labels, execute(at, tasks), len(configs) - 1, args.max_p95_ratio)
+        best = next((r for r in ranked if r.allowed), None)
+        label = best.label if best is not None else CURRENT
+        chosen.append(configs[list(labels).index(label)])
+        chosen_labels.append(label)
+        history.append(sum(1 for j in full.jobs if j.submit < point))
+    distinct = list(dict.fromkeys([*chosen, current,
+                                   dataclasses.replace(current, policy=baseline)]))
+    replays = dict(zip(distinct, _replay_all(full, cluster, distinct)))
+    per_period = [{j.job_id: j for j in replays[c].jobs} for c in chosen]
+    stitched = stitch(per_period, {j.job_id: j.submit for j in full.jobs}, points)
+    walked = _as_result(WALK, [stitched[k] for k in sorted(stitched)], replays[current])
+    fixed = dataclasses.replace(replays[current], policy=FIXED)
+    base = replays[dataclasses.replace(current, policy=baseline)]
+    results = [base, fixed, walked]
+    comparison = window_comparison(results, baseline, window_jobs)
+    periods = [{"from_s": 0.0 if i == 0 else points[i - 1], "history_jobs": 0 if i == 0 else
+                history[i - 1], "settings": chosen_labels[i],
+                "policy": _section(chosen[i], grid_keys)} for i in range(len(chosen))]
+    summaries = []
+    for r in results:
+        s = summarize(r) | comparison[r.policy] | {"baseline": baseline}
+        if r.policy == WALK:
+            in_force = settings_per_window(s["windows"], points, chosen_labels)
+            s["windows"] = [w | {"settings": lbl} for w, lbl in zip(s["windows"], in_force)]
+            s["periods"] = periods
+        summaries.append(s)
+    if args.json:
+        print(json.dumps(summaries, indent=2))
+        return 0
+    styled = tables.is_terminal()
+    print(f"dlprio tune --walk-forward {args.walk_forward:g}: {len(labels) - 1} configuration(s) "
+          f"re-tuned at {len(points)} point(s) on {visible(args.trace)} ({len(full.jobs)} jobs), "
+          f"{cluster.nodes} × {cluster.gpus_per_node} GPUs; {FIXED}: the current config")
+    head = ("from day", "history jobs", "settings in force")
+    rows = [(f"{p['from_s'] / DAY_S:g}", str(p["history_jobs"]), p["settings"]) for p in periods]
+    sys.stdout.write(tables.render(head, rows, head[:2], styled=styled) + "\n")
+    sys.stdout.write(format_table(summaries, styled=styled) + "\n")
+    sys.stdout.write(format_windows_table(comparison, baseline, window_jobs, styled=styled))
+    return 0
+
+
+def _section(config: PolicyConfig, keys: list[str]) -> Any:
+    """The ``policy:`` section the setting stands for (tuned keys and the policy)."""
+    import yaml
+    return yaml.safe_load(yaml_snippet(config, keys))["policy"]
+
+
+def _as_result(name: str, jobs: list[JobResult], like: SimResult) -> SimResult:
+    """A SimResult for stitched jobs; GPU·s held counted as each job's GPUs × its time
+    holding them (JCT minus time without GPUs)."""
+    held = sum(j.num_gpus * (j.jct - j.queueing_delay) for j in jobs)
+    return SimResult(name, tuple(jobs), like.skipped_jobs, like.unfittable_jobs, held,
+                     like.total_gpus, 0.0)
+
+
+def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig]) -> list[SimResult]:
+    """One replay of ``trace`` per config, in a process pool (one per core)."""
+    dist = load_distribution() if any(c.policy == "tiresias-gittins" for c in configs) else None
+    workers = min(len(configs), os.cpu_count() or 1)
+    if workers <= 1:
+        return [simulate(trace, cluster, c, dist) for c in configs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return [f.result() for f in [pool.submit(simulate, trace, cluster, c, dist)
+                                     for c in configs]]

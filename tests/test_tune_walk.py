@@ -1,0 +1,146 @@
+"""``dlprio tune --walk-forward``: re-tune points, periods and stitching worked out by hand, the
+tuner's replays limited to the history before each point, the JSON of a small trace computed
+by hand, and the bad-input paths (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import prioritizer.tune.cli as tune_cli
+from prioritizer.cli import main
+from prioritizer.sim.traces import read_trace
+from prioritizer.tune.rank import window
+from prioritizer.tune.walk import (DAY_S, period_of, retune_points, settings_per_window,
+                                   stitch)
+
+
+@pytest.mark.parametrize(("submits", "period", "points"), [
+    ([0.0, 10.0, 1.5 * DAY_S, 2 * DAY_S], DAY_S, [DAY_S, 2 * DAY_S]),   # last on a point
+    ([0.0, 1.5 * DAY_S], DAY_S, [DAY_S]),
+    ([0.0, 1.5 * DAY_S], 2 * DAY_S, []),                               # none inside
+    ([0.0, 100.0, 250.0], 100.0, [100.0, 200.0]),
+])
+def test_retune_points(submits: list[float], period: float, points: list[float]) -> None:
+    assert retune_points(submits, period) == points
+
+
+def test_retune_points_refuses_a_period_that_is_not_positive() -> None:
+    with pytest.raises(ValueError, match="must be > 0"):
+        retune_points([0.0], 0.0)
+
+
+def test_period_of_and_stitch() -> None:
+    points = [100.0, 200.0]
+    # a job submitted exactly at a point belongs to the period it opens
+    assert [period_of(t, points) for t in (0.0, 99.9, 100.0, 199.0, 200.0, 900.0)] == \
+        [0, 0, 1, 1, 2, 2]
+    replays = [{1: "a1", 2: "a2", 3: "a3"}, {1: "b1", 2: "b2", 3: "b3"},
+               {1: "c1", 2: "c2", 3: "c3"}]
+    assert stitch(replays, {1: 5.0, 2: 100.0, 3: 250.0}, points) == {1: "a1", 2: "b2", 3: "c3"}
+    with pytest.raises(ValueError, match="2 re-tune point"):
+        stitch(replays[:2], {1: 5.0}, points)
+    windows = [{"first_submit_s": 0.0}, {"first_submit_s": 150.0}, {"first_submit_s": 200.0}]
+    assert settings_per_window(windows, points, ["cur", "x", "y"]) == ["cur", "x", "y"]
+
+
+# Four 1-GPU jobs on one GPU, no modeled cost. Walk-forward every 0.01 day (864 s): the one
+# re-tune point is 864 s (the last submission is 910 s). History before it: j0 and j1 only.
+TRACE = ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+         "j0,1,0,1,m,1000,0\n"
+         "j1,1,10,1,m,100,0\n"
+         "j2,1,900,1,m,1000,0\n"
+         "j3,1,910,1,m,100,0\n")
+CONFIG = ("policy:\n  policy: fifo-fit\n  checkpoint_overhead_s: 0\n  requeue_delay_s: 0\n"
+          "  decision_interval_s: 0\n  min_run_s: 0\n")
+
+
+def _files(tmp_path: Path) -> tuple[Path, Path]:
+    trace, config = tmp_path / "t.csv", tmp_path / "dlprio.yaml"
+    trace.write_text(TRACE)
+    config.write_text(CONFIG)
+    return trace, config
+
+
+def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    trace, config = _files(tmp_path)
+    seen = []
+    real = tune_cli._execute
+
+    def recording(args, tasks):   # the tuner's replays, as the executors get them
+        seen.extend(tasks)
+        return real(args, tasks)
+
+    monkeypatch.setattr(tune_cli, "_execute", recording)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--config", str(config), "--grid", "policy=fifo-fit,srtf",
+               "--walk-forward", "0.01", "--window-jobs", "2", "--workers", "1", "--json"])
+    assert rc == 0
+    runs = {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
+    # the tuner replayed the jobs submitted before 864 s only: two grid points + current
+    assert len(seen) == 3 and {(t.lo, t.hi) for t in seen} == {(None, 864.0)}
+    for task in seen:
+        assert [j.name for j in window(read_trace(task.trace), task.lo, task.hi).jobs] == \
+            ["j0", "j1"]
+    # on that history: fifo-fit JCTs 1000, 1090 (avg 1045); srtf runs j1 first at 10 s
+    # (100 s) and j0 ends at 1100 s (avg 600): srtf is in force from 864 s on
+    periods = runs["walk-forward"]["periods"]
+    assert [(p["from_s"], p["history_jobs"], p["settings"]) for p in periods] == \
+        [(0.0, 0, "(current config)"), (864.0, 2, "policy=srtf")]
+    # fifo-fit on the whole trace: 0-1000, 1000-1100, 1100-2100, 2100-2200 ->
+    # JCTs 1000, 1090, 1200, 1290. srtf: j1 10-110, j0 110-910 (190 s left), j3 preempts it
+    # 910-1010, j0 1010-1200, j2 1200-2200 -> j2 1300, j3 100. Stitched: j0, j1 from
+    # fifo-fit (period 0), j2, j3 from srtf: 1000, 1090, 1300, 100.
+    walk = runs["walk-forward"]
+    assert walk["avg_jct_s"] == pytest.approx((1000 + 1090 + 1300 + 100) / 4)
+    assert walk["avg_jct_ratio"] == pytest.approx(872.5 / 1145)
+    assert [(w["first_submit_s"], w["jobs"], w["baseline_avg_jct_s"], w["avg_jct_s"],
+             w["settings"]) for w in walk["windows"]] == [
+        (0.0, 2, 1045.0, 1045.0, "(current config)"), (900.0, 2, 1245.0, 700.0, "policy=srtf")]
+    assert walk["worst_window_ratio"] == 1.0 and walk["hurt_jobs_share"] == 0.0
+    assert walk["baseline"] == "fifo-fit"
+    fixed = runs["fixed"]      # the current config (fifo-fit) held fixed: the baseline's JCTs
+    assert fixed["avg_jct_s"] == 1145.0 and fixed["avg_jct_ratio"] == 1.0
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--walk-forward", "1"], "no re-tune point falls inside it"),
+    (["--walk-forward", "0"], "--walk-forward: "),
+    (["--walk-forward", "0.01", "--validate-from", "100"], "drop --validate-from"),
+    (["--json"], "--json only apply to --walk-forward DAYS"),
+    (["--walk-forward", "0.01", "--baseline", "nope"], "--baseline: unknown policy 'nope'"),
+])
+def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                extra: list[str], message: str) -> None:
+    trace, _ = _files(tmp_path)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--grid", "knob=4", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every 0.005 day (432 s): points 432 and 864 s; each point's replays (one Slurm job
+    array with --executor slurm) get ``point-K`` under --workdir and only the jobs before it."""
+    trace, config = _files(tmp_path)
+    calls = []
+
+    def fake(args, tasks):
+        calls.append((args.workdir, {t.hi for t in tasks}, len(tasks)))
+        return [{"jobs": 1.0, "avg_jct_s": 1.0, "p95_jct_s": 1.0, "max_wait_s": 0.0}] * len(tasks)
+
+    monkeypatch.setattr(tune_cli, "_execute", fake)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--config", str(config), "--grid", "knob=2,4", "--walk-forward", "0.005",
+               "--workdir", str(tmp_path / "w"), "--json"])
+    assert rc == 0
+    assert calls == [(str(tmp_path / "w" / "point-1"), {432.0}, 3),
+                     (str(tmp_path / "w" / "point-2"), {864.0}, 3)]
+    periods = json.loads(capsys.readouterr().out)[2]["periods"]
+    # all tie at 1.0 s: the ranking breaks ties by p95, then label, and "(" sorts before "k"
+    assert [(p["history_jobs"], p["settings"]) for p in periods] == [
+        (0, "(current config)"), (2, "(current config)"), (2, "(current config)")]
