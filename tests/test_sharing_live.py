@@ -9,8 +9,8 @@ of one GPU, which it sees in ``CUDA_VISIBLE_DEVICES``.
 Every GPU but one is held by a job that cannot be requeued (``--no-requeue``: never a victim),
 so the jobs of the test all want that one GPU. The tests use the cluster ``SLURM_CONF`` points at
 when its GPUs have shards; else they bring up their own small one (``dlcluster up --name
-shards --port-base 7800 --nodes 1 --gpus-per-node 2 --shards 4``, about 15 s) and take it down
-after."""
+shardsRRRR --port-base 7800 --slurm R --nodes 1 --gpus-per-node 2 --shards 4``, of the current
+cluster's release R, about 15 s) and take it down after."""
 
 from __future__ import annotations
 
@@ -30,16 +30,20 @@ from live_helpers import wait_file, wait_for, wait_state
 from slurm_plugin import shard
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = "#!/bin/bash\necho \"cvd=$CUDA_VISIBLE_DEVICES\"\n" + CKPT_SCRIPT.split("\n", 1)[1]
 
 
 _NAME, _, _PORT = os.environ.get("DLTEST_SHARD_CLUSTER", "shards:7800").partition(":")
-SHARD_CLUSTER = ["--name", _NAME, "--port-base", _PORT]
-"""The cluster brought up when the current one has no shards (``DLTEST_SHARD_CLUSTER=NAME:PORT``
-names another)."""
+
+
+def shard_cluster_args(release: tuple[int, int]) -> list[str]:
+    """The cluster brought up when the current one has no shards, of the current cluster's
+    release, one name per release (``DLTEST_SHARD_CLUSTER=NAME:PORT`` names another)."""
+    return ["--name", "%s%d%02d" % (_NAME, *release), "--port-base", _PORT,
+            "--slurm", "%d.%02d" % release]
 
 
 def _has_shards() -> bool:
@@ -50,17 +54,20 @@ def _has_shards() -> bool:
 
 
 @pytest.fixture(scope="module")
-def shard_cluster() -> Iterator[None]:
-    """The current cluster if it has GPU shards, else a 1-node one of 2 GPUs x 4 shards."""
+def shard_cluster(slurm_release: tuple[int, int]) -> Iterator[None]:
+    """The current cluster if it has GPU shards, else a 1-node one of 2 GPUs x 4 shards of the
+    same Slurm release."""
     if _has_shards():
         yield
         return
     cli = [sys.executable, "-m", "slurm_plugin.localcluster.cli"]
-    up = subprocess.run([*cli, "up", *SHARD_CLUSTER, "--nodes", "1", "--gpus-per-node", "2",
+    args = shard_cluster_args(slurm_release)
+    names = args[:4]
+    up = subprocess.run([*cli, "up", *args, "--nodes", "1", "--gpus-per-node", "2",
                          "--shards", "4", "--clear"], capture_output=True, text=True, timeout=240)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
-        env = subprocess.run([*cli, "env", *SHARD_CLUSTER], capture_output=True, text=True,
+        env = subprocess.run([*cli, "env", *names], capture_output=True, text=True,
                              timeout=60, check=True).stdout
         with pytest.MonkeyPatch.context() as mp:
             for line in env.splitlines():
@@ -69,7 +76,7 @@ def shard_cluster() -> Iterator[None]:
             assert _has_shards()
             yield
     finally:
-        subprocess.run([*cli, "down", *SHARD_CLUSTER], capture_output=True, timeout=120)
+        subprocess.run([*cli, "down", *names], capture_output=True, timeout=120)
 
 
 @pytest.fixture
