@@ -428,12 +428,12 @@ def simulate_shared(trace: Trace, cluster: Cluster, config: PolicyConfig,
             shapes[job.job_id] = shape
     replay, wall_s = replay_shared(trace, len(totals), totals[0], config, distribution, shapes)
     out = []
-    for job in replay.jobs.values():
-        if job.end is None or job.first_start is None:
-            raise RuntimeError(f"job {job.trace.name} never finished (simulator bug)")
-        jct = job.end - job.trace.submit
-        out.append(JobResult(job.trace.job_id, job.trace.name, job.trace.num_gpus,
-                             job.trace.submit, job.first_start, job.end, jct,
-                             jct - job.held_s, job.preemptions, job.promotions))
+    for done in replay.jobs.values():
+        if done.end is None or done.first_start is None:
+            raise RuntimeError(f"job {done.trace.name} never finished (simulator bug)")
+        jct = done.end - done.trace.submit
+        out.append(JobResult(done.trace.job_id, done.trace.name, done.trace.num_gpus,
+                             done.trace.submit, done.first_start, done.end, jct,
+                             jct - done.held_s, done.preemptions, done.promotions))
     return SimResult(config.policy, tuple(out), trace.skipped_jobs, len(trace.jobs) - len(shapes),
                      replay.gpu_s_held, cluster.total_gpus, wall_s, replay.samples)

@@ -98,6 +98,8 @@ class SharedReplay:
         self.seq = 0
         self.tick_at: float | None = None
         self.gpu_s_held = 0.0
+        #: (job id, start, end, GPUs counted) of every closed run (``sharing.service_gpus``)
+        self.spells: list[tuple[int, float, float, float]] = []
         self.samples: list[tuple[float, int, int]] = []
 
     # -- events ----------------------------------------------------------------------------
@@ -106,8 +108,8 @@ class SharedReplay:
         heapq.heappush(self.heap, (when, kind, self.seq, job_id, run))
 
     def run(self) -> None:
-        for job in self.jobs.values():
-            self.push(job.trace.submit, _ARRIVAL, job.trace.job_id)
+        for known in self.jobs.values():
+            self.push(known.trace.submit, _ARRIVAL, known.trace.job_id)
         active = 0
         while self.heap:
             now = self.heap[0][0]
@@ -146,6 +148,7 @@ class SharedReplay:
         job.held_s += now - job.run_start
         job.last_run_s, job.last_run_end = ran, now
         self.gpu_s_held += (now - job.run_start) * job.rate
+        self.spells.append((job.trace.job_id, job.run_start, now, job.rate))
         for node, gpu in job.gpus:
             if self.whole[node][gpu] == job.trace.job_id:
                 self.whole[node][gpu] = None
