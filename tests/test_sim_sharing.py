@@ -52,6 +52,24 @@ def test_opportunistic_job_is_preempted_when_production_arrives() -> None:
     assert r.gpu_s_held == 35 + 70 + 200 + 50
 
 
+def test_whole_gpu_waiter_preempts_both_shard_jobs_of_a_gpu() -> None:
+    # tiresias-las, one threshold at 45 GPU·s, ticks every 30 s, no costs. a, b (0.5 GPU,
+    # 400 s) share GPU 0 from 0 and attain 0.5 GPU·s/s: queue 1 from t=90. c (1 GPU, 1000 s)
+    # takes GPU 1 at 80 and is still in queue 0 at 120 (40 GPU·s). d (1 GPU, 50 s) arrives
+    # at 100 in queue 0; on the tick at 120 its victim set is GPU 0's shard jobs, a and b
+    # together. d runs 120..170 (JCT 70); a and b ran 120 s, restart when d frees GPU 0
+    # (170) and end at 170 + 280 = 450. Held GPU·s: 2 * 0.5 * 400 + 1000 + 50 = 1450.
+    cfg = PolicyConfig(policy="tiresias-las", thresholds_gpu_s=(45.0,), min_run_s=0,
+                       checkpoint_overhead_s=0, requeue_delay_s=0, decision_interval_s=30)
+    r = simulate(_trace(TraceJob(0, "a", 2, 0, 1, 400, share=0.5),
+                        TraceJob(1, "b", 3, 0, 1, 400, share=0.5),
+                        TraceJob(2, "c", 4, 80, 1, 1000),
+                        TraceJob(3, "d", 5, 100, 1, 50)), ONE_NODE, cfg)
+    assert {j.name: (j.start, j.end, j.preemptions) for j in r.jobs} == {
+        "a": (0, 450, 1), "b": (0, 450, 1), "c": (80, 1080, 0), "d": (120, 170, 0)}
+    assert r.gpu_s_held == 1450.0
+
+
 def test_trace_reads_fractions_and_the_opportunistic_column(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,num_gpu,submit_time,duration,opportunistic\n"
