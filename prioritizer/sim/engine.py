@@ -405,4 +405,35 @@ def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,
     of ``decision_interval_s``, e.g. a threshold crossing exactly on it) is made on that tick,
     as the daemon's cycle at that moment makes it; by default the next tick makes it (the
     published replays and their regression fixtures). ``dlprio history check`` sets it."""
+    from prioritizer.sim.shared import is_shared
+    if is_shared(trace):
+        if tenancy is not None:
+            raise ValueError("--tenants: a trace with shard or opportunistic jobs replays "
+                             "without tenants (drop --tenants or the sharing columns)")
+        return simulate_shared(trace, cluster, config, distribution)
     return Simulator(trace, cluster, config, distribution, tick_on_time, tenancy).run()
+
+
+def simulate_shared(trace: Trace, cluster: Cluster, config: PolicyConfig,
+                    distribution: GittinsDistribution | None = None) -> SimResult:
+    """Replay a trace with shard or opportunistic jobs (``prioritizer.sim.shared``: the
+    reference rules of ``decide_shared`` at every event, slower than :class:`Simulator`).
+    ``gpu_s_held`` counts a shard job's share of a GPU (0.5-GPU job, 100 s: 50 GPU·s)."""
+    from prioritizer.sim.shared import replay_shared
+    totals = cluster.node_totals()
+    shapes: dict[int, tuple[int, ...]] = {}
+    for job in trace.jobs:
+        shape = (1,) if job.share > 0 else cluster.shape(job.num_gpus)
+        if can_ever_fit(shape, totals):
+            shapes[job.job_id] = shape
+    replay, wall_s = replay_shared(trace, len(totals), totals[0], config, distribution, shapes)
+    out = []
+    for done in replay.jobs.values():
+        if done.end is None or done.first_start is None:
+            raise RuntimeError(f"job {done.trace.name} never finished (simulator bug)")
+        jct = done.end - done.trace.submit
+        out.append(JobResult(done.trace.job_id, done.trace.name, done.trace.num_gpus,
+                             done.trace.submit, done.first_start, done.end, jct,
+                             jct - done.held_s, done.preemptions, done.promotions))
+    return SimResult(config.policy, tuple(out), trace.skipped_jobs, len(trace.jobs) - len(shapes),
+                     replay.gpu_s_held, cluster.total_gpus, wall_s, replay.samples)

@@ -12,6 +12,10 @@ Formats (data/README.md):
 * ``history``: a cluster's own jobs as ``dlprio history export`` writes them
   (``prioritizer.history.trace``); arrival = ``eligible_time``, duration = ``duration``.
 
+GPU sharing (``prioritizer.sim.shared``): a GPU count below 1 (``0.5``) is a shard job's
+share of one GPU; an optional ``opportunistic`` column (``1``/``true``, else ``0``/``false``
+or empty) marks opportunistic jobs. ``prioritizer.sim.mix`` derives such a trace from Philly.
+
 Rows with zero GPUs (CPU-only jobs) or zero duration are skipped and counted. A malformed
 row raises :class:`TraceError` naming ``file:line``. After ``since`` filtering the trace is
 re-based so that the first kept job arrives at 0.
@@ -65,6 +69,11 @@ class TraceJob:
     user: str = ""
     account: str = ""
     partition: str = ""
+    #: fraction of one GPU of a shard job (0 < share < 1, ``num_gpus`` = 1), 0.0 for whole GPUs
+    share: float = 0.0
+    #: an opportunistic job (``prioritizer.policy.sharing``): runs only on GPUs production
+    #: leaves free
+    opportunistic: bool = False
 
 
 @dataclass(frozen=True)
@@ -126,6 +135,8 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     width = len(header)
     who = [header.index(c) if c in header else -1 for c in ("user", "account", "partition")]
     owners: dict[int, tuple[str, str, str]] = {}   # line -> (user, account, partition)
+    opp_at = header.index("opportunistic") if "opportunistic" in header else -1
+    sharing: dict[int, tuple[float, bool]] = {}    # line -> (share, opportunistic)
     kept: list[tuple[float, str, int, int, float]] = []   # (submit, name, line, GPUs, s)
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
     clock = 0.0
@@ -157,14 +168,18 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
         else:
             clock = clock + value if line > 2 else 0.0
             submit = clock
-        if gpus != int(gpus):
-            raise TraceError(f"{name}:{line}: {gpu_col} must be a whole number, got {gpus}")
+        if gpus != int(gpus) and gpus > 1:
+            raise TraceError(f"{name}:{line}: {gpu_col} must be a whole number or a fraction "
+                             f"of one GPU below 1 (a shard job), got {gpus}")
         if gpus == 0 or duration == 0:
             skipped.append(submit)
             continue
-        kept.append((submit, job_id, line, int(gpus), duration))
+        kept.append((submit, job_id, line, max(int(gpus), 1), duration))
         if who != [-1, -1, -1]:
             owners[line] = tuple(row[i].strip() if i >= 0 else "" for i in who)  # type: ignore[assignment]
+        if gpus < 1 or opp_at >= 0:
+            sharing[line] = (gpus if gpus < 1 else 0.0,
+                             _flag(row[opp_at], name, line) if opp_at >= 0 else False)
     kept.sort(key=lambda k: k[0])   # stable: ties keep file order
     if since is not None:
         kept = [k for k in kept if k[0] >= since]
@@ -172,9 +187,20 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     base = kept[0][0] if kept else 0.0
     none = ("", "", "")
     jobs = tuple(TraceJob(i, job_id, line, submit - base, gpus, duration,
-                          *owners.get(line, none))
+                          *owners.get(line, none), *sharing.get(line, (0.0, False)))
                  for i, (submit, job_id, line, gpus, duration) in enumerate(kept))
     return Trace(name, fmt, jobs, len(skipped))
+
+
+def _flag(text: str, name: str, line: int) -> bool:
+    """An ``opportunistic`` cell: ``1``/``true``/``yes`` or ``0``/``false``/``no``/empty."""
+    word = text.strip().lower()
+    if word in ("1", "true", "yes"):
+        return True
+    if word in ("", "0", "false", "no"):
+        return False
+    raise TraceError(f"{name}:{line}: opportunistic must be 1/true/yes or 0/false/no/empty, "
+                     f"got {text!r}")
 
 
 def _number(text: str, column: str, name: str, line: int, high: float = math.inf) -> float:
