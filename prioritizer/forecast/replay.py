@@ -16,7 +16,6 @@ growing ahead of it (new jobs of a higher priority queue jump ahead under LAS).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from math import inf
 
@@ -126,19 +125,9 @@ class ForwardReplay(Simulator):
         stop = self.world.now + horizon_s if horizon_s is not None else float("inf")
         with fewer_collections():
             while heap:
-                now = heap[0][0]
-                if now > stop:
+                if heap[0][0] > stop:
                     break
-                changed, tick = False, False
-                while heap and heap[0][0] == now:
-                    event = heapq.heappop(heap)[3]
-                    if type(event) is DecisionTick:
-                        tick = tick or event.preempt
-                        changed = True
-                    else:
-                        changed = self.apply(event, now) or changed
-                if changed and self.active:
-                    self.decide(now, tick)
+                now = self.step()
                 if first:
                     first = False
                     self.order = self.sched.start_order(now)

@@ -23,7 +23,6 @@ before the moment). Summaries count jobs whose actual wait from the moment is at
 
 from __future__ import annotations
 
-import heapq
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.sim.engine import (Arrival, Cluster, DecisionTick, GraceEnd, SimJob, Simulator,
+from prioritizer.sim.engine import (Arrival, Cluster, GraceEnd, SimJob, Simulator,
                                     fewer_collections)
 from prioritizer.sim.learned import MIN_SAMPLES
 from prioritizer.sim.traces import Trace
@@ -112,16 +111,7 @@ class Observed(Simulator):
                 now = heap[0][0]
                 while pending_moments and pending_moments[-1] < now:
                     self.snapshots.append(self.snapshot_at(pending_moments.pop()))
-                changed, tick = False, False
-                while heap and heap[0][0] == now:
-                    event = heapq.heappop(heap)[3]
-                    if type(event) is DecisionTick:
-                        tick = tick or event.preempt
-                        changed = True
-                    else:
-                        changed = self.apply(event, now) or changed
-                if changed and self.active:
-                    self.decide(now, tick)
+                self.step()
 
     def snapshot_at(self, t: float) -> Snapshot:
         grace_end = {event.job_id: when for when, _, _, event in self.heap

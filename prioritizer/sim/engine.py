@@ -229,18 +229,26 @@ class Simulator:
         heap = self.heap
         with fewer_collections():
             while heap:
-                now = heap[0][0]
-                changed, tick = False, False
-                while heap and heap[0][0] == now:
-                    event = heapq.heappop(heap)[3]
-                    if type(event) is DecisionTick:
-                        tick = tick or event.preempt
-                        changed = True
-                    else:
-                        changed = self.apply(event, now) or changed
-                if changed and self.active:
-                    self.decide(now, tick)
+                self.step()
         return self.result(time.perf_counter() - started)
+
+    def step(self) -> float:
+        """One step of the event loop: every event at the earliest time on the heap is applied,
+        then the policy decides once if anything changed (with preemption on a decision tick).
+        Returns that time (seconds). The heap must not be empty."""
+        heap = self.heap
+        now = heap[0][0]
+        changed, tick = False, False
+        while heap and heap[0][0] == now:
+            event = heapq.heappop(heap)[3]
+            if type(event) is DecisionTick:
+                tick = tick or event.preempt
+                changed = True
+            else:
+                changed = self.apply(event, now) or changed
+        if changed and self.active:
+            self.decide(now, tick)
+        return now
 
     def apply(self, event: Any, now: float) -> bool:
         """Apply one event to the state; False if it is stale (nothing changed)."""
