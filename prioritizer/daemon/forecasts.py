@@ -37,8 +37,7 @@ from typing import Any
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.log import event
 from prioritizer.daemon.observe import Observation, UnitCache
-from prioritizer.forecast.forecast import Forecast, draw, needed_draws, summarize
-from prioritizer.forecast.replay import Outcome
+from prioritizer.forecast.forecast import Forecast, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
@@ -100,17 +99,9 @@ def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
     """The child's work: draws until ``draws`` are made or ``cpu_budget_s`` of this process's
     CPU time is spent (one at least); the forecast and the CPU seconds it took."""
     started = time.process_time()
-    distribution = GittinsDistribution(samples)
-    per_draw: list[list[Outcome]] = []
-    order: tuple[str, ...] = ()
-    for number in range(needed_draws(world, draws)):
-        outcomes, drawn_order = draw(world, config, distribution, seed, number, horizon_s)
-        per_draw.append(outcomes)
-        if number == 0:
-            order = drawn_order
-        if time.process_time() - started >= cpu_budget_s:
-            break
-    return summarize(world, per_draw, order), time.process_time() - started
+    made = forecast(world, config, GittinsDistribution(samples), draws, seed, horizon_s,
+                    enough=lambda: time.process_time() - started >= cpu_budget_s)
+    return made, time.process_time() - started
 
 
 def _when(value: float) -> float | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from prioritizer.daemon.ledger import Ledger
@@ -21,6 +20,7 @@ from prioritizer.policy.tenant_decide import Owner, TenantDecisions, holdings_of
 from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, check_tenancy, decay,
                                         fair_share, reason_text)
 from prioritizer.policy.validation import ConfigError
+from prioritizer.daemon.snapshot import PublicTenant
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
 
 #: the ledger meta keys of the last cycle's tenant rows (``dlprio status``) and, per job, the
@@ -71,19 +71,8 @@ def advance_usage(ledger: Ledger, tenancy: Tenancy, obs: Observation,
     return usage
 
 
-@dataclass(frozen=True)
-class TenantRow:
-    """One tenant as ``dlprio status``/``dlqueue`` show it: GPUs ``guaranteed``, ``used``
-    (held by its running jobs), ``borrowed`` (used beyond the guarantee), ``waiting`` (asked
-    by its pending jobs) and its weighted ``fair_share`` (smaller: served first above the
-    guarantees)."""
-
-    name: str
-    guaranteed: int
-    used: int
-    borrowed: int
-    waiting: int
-    fair_share: float
+#: One tenant as ``dlprio status`` and ``dlqueue`` show it: the snapshot's record of it.
+TenantRow = PublicTenant
 
 
 def rows(tenancy: Tenancy, obs: Observation,

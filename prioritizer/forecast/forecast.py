@@ -13,6 +13,7 @@ No arrival is invented (``prioritizer.forecast.replay``).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import inf
 
@@ -124,7 +125,8 @@ def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...
 
 def forecast(world: World, config: PolicyConfig, distribution: GittinsDistribution,
              draws: int = DEFAULT_DRAWS, seed: int = 0,
-             horizon_s: float | None = None) -> Forecast:
+             horizon_s: float | None = None,
+             enough: Callable[[], bool] | None = None) -> Forecast:
     """Forecast every job of ``world`` under ``config`` (see module doc).
 
     Args:
@@ -137,6 +139,8 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
         horizon_s: replay only this far past ``now`` (s; None: to the last completion); a
             start or finish beyond it is ``inf`` (a band's point is ``inf`` when enough
             draws put it there).
+        enough: asked after each draw; True stops the draws there (one at least: a caller's
+            CPU budget, :func:`prioritizer.daemon.forecasts.run_forecast`).
 
     Raises:
         ValueError: ``draws`` < 1, or as the scheduler (``srtf`` needs every duration).
@@ -150,4 +154,6 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
         per_draw.append(outcomes)
         if d == 0:
             order = drawn_order
+        if enough is not None and enough():
+            break
     return summarize(world, per_draw, order)
