@@ -125,12 +125,14 @@ def test_preempted_ddp_job_moves_nodes_and_ends_bitwise_as_an_uninterrupted_run(
     # 3 s cycles; the spec's grace (20 s) capped at 5 s (the checkpoint takes a step): the
     # requeue comes well before the reference, which started after the victim, ends
     cfg = write_config(tmp_path / "dlprio.yaml", interval_s=3, slurm_timeout_s=0)
-    daemon = DaemonProc(cfg).start()
-    waiter = None
-    victim, victim_log = submit(tmp_path, spec, "victim")
+    daemon = DaemonProc(cfg)
+    victim = reference = waiter = None
     try:
-        first = wait_for(lambda: job(client, victim).state == "RUNNING" and node_names(client, victim), 60,
-                         "the victim to run")
+        daemon.start()
+        victim, victim_log = submit(tmp_path, spec, "victim")
+        wait_for(lambda: job(client, victim).state == "RUNNING" and bool(node_names(client, victim)), 60,
+                 "the victim to run")
+        first = node_names(client, victim)
         reference, reference_log = submit(tmp_path, spec, "reference")
         wait_for(lambda: job(client, reference).state == "RUNNING", 60, "the reference to run")
         # 16 GPUs pass queue 0's 40 GPU·s in 2.5 s; the victim, started first, has the most service
