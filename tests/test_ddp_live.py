@@ -1,13 +1,14 @@
 """A real PyTorch DDP job (examples/ddp_train.py, examples/specs/ddp-torch-2x2.yaml) on a
 ``dlcluster up --netns`` cluster, where every node has its own address.
 
-The module brings up its own cluster (``ddpnet``, port base 13600, subnet 10.53.32.0/24, 6 nodes)
-beside the suite's and takes it down. Both runs of the first test use the example spec with
-fewer and shorter steps (``--steps 24 --step-s 0.25``), the same for both. The preemption is the daemon's act done by hand
-(prioritizer/daemon/preempt.py): ``scancel --signal=USR2 --batch``, then, once the checkpoint is
-written (inside the grace time), ``scontrol requeue``. The first attempt's nodes are drained
-before the requeue, so the second attempt runs on two other nodes (the reference run holds
-two more), with another ``MASTER_ADDR``.
+The module brings up its own cluster (``ddpnet``, port base 13600, subnet 10.53.32.0/24, 4 nodes
+of 8 GPUs) beside the suite's and takes it down. Both runs of the first test use the example spec
+with fewer and shorter steps (``--steps 24 --step-s 0.75``), the same for both. The preemption is
+the daemon's (``dlprio run``, the fast config of tests/daemon_helpers.py, 3 s cycles): the victim and the
+reference fill the cluster, the victim falls to queue 1, and a waiter of 2 whole nodes arrives;
+the daemon signals the victim, waits its grace time and requeues it. The waiter then holds the
+victim's first nodes, so the second attempt starts on the reference's two nodes once the
+reference ends, with another ``MASTER_ADDR``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pytest
 import torch
 import yaml
 
+from daemon_helpers import DaemonProc, ledger_rows, open_ledger, write_config
 from live_helpers import wait_for
 from slurm_plugin.localcluster import netns
 from slurm_plugin.slurm.client import SlurmClient
@@ -50,9 +52,9 @@ def dlcluster(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def netns_cluster() -> Iterator[SlurmClient]:
-    """The module's own 6-node --netns cluster; SLURM_CONF points at it for the module."""
+    """The module's own 4-node --netns cluster; SLURM_CONF points at it for the module."""
     dlcluster("down", "--purge")
-    up = dlcluster("up", "--port-base", str(CLUSTER.port_base), "--nodes", "6", "--netns",
+    up = dlcluster("up", "--port-base", str(CLUSTER.port_base), "--nodes", "4", "--netns",
                    "--cred-expire", "5", "--no-install", "--clear")
     assert up.returncode == 0, up.stderr
     saved = os.environ.get("SLURM_CONF")
@@ -119,24 +121,47 @@ def test_preempted_ddp_job_moves_nodes_and_ends_bitwise_as_an_uninterrupted_run(
     client = netns_cluster
     spec = spec_with(tmp_path, "short.yaml", [
         'echo "[hosts] attempt=$DL_RESTART_COUNT rank=$RANK ip=$PAI_CURRENT_CONTAINER_IP list=$PAI_TASK_ROLE_worker_HOST_LIST"',
-        f"{{train}} --steps {STEPS} --step-s 0.25"])
-    victim, victim_log = submit(tmp_path, spec, "victim")
-    first = wait_for(lambda: job(client, victim).state == "RUNNING" and node_names(client, victim), 60,
-                     "the victim to run")
-    reference, reference_log = submit(tmp_path, spec, "reference")
+        f"{{train}} --steps {STEPS} --step-s 0.75"])
+    # 3 s cycles; the spec's grace (20 s) capped at 5 s (the checkpoint takes a step): the
+    # requeue comes well before the reference, which started after the victim, ends
+    cfg = write_config(tmp_path / "dlprio.yaml", interval_s=3, slurm_timeout_s=0)
+    daemon = DaemonProc(cfg)
+    victim = reference = waiter = None
     try:
-        wait_for(lambda: "[ddp] step 5 loss" in text_of(victim_log), 90, "the victim's step 5")
-        client.signal(victim, "USR2")
-        wait_for(lambda: "[ddp] checkpoint step=" in text_of(victim_log), 30, "the victim's checkpoint")
-        subprocess.run(["scontrol", "update", f"NodeName={','.join(first)}", "State=DRAIN",
-                        "Reason=ddp test: the requeued attempt runs elsewhere"], check=True, timeout=20)
-        client.requeue(victim, incomplete=True)
+        daemon.start()
+        victim, victim_log = submit(tmp_path, spec, "victim")
+        wait_for(lambda: job(client, victim).state == "RUNNING" and bool(node_names(client, victim)), 60,
+                 "the victim to run")
+        first = node_names(client, victim)
+        reference, reference_log = submit(tmp_path, spec, "reference")
+        wait_for(lambda: job(client, reference).state == "RUNNING", 60, "the reference to run")
+        # 16 GPUs pass queue 0's 40 GPU·s in 2.5 s; the victim, started first, has the most service
+        wait_for(lambda: ledger_rows(cfg).get(victim, {}).get("queue") == 1
+                 and "[ddp] step 2 loss" in text_of(victim_log), 60, "the victim in queue 1, at step 2")
+        waiter = client.submit("#!/bin/bash\nsleep 300\n", [
+            "--job-name=ddp-waiter", f"--output={tmp_path}/waiter.out", "--nodes=2", "--gres=gpu:8",
+            "--ntasks-per-node=1"])
+        wait_for(lambda: "[ddp] checkpoint step=" in text_of(victim_log), 60, "the victim's checkpoint")
+        wait_for(lambda: job(client, victim).restart_count == 1, 30, "the daemon's requeue")
+        wait_for(lambda: job(client, waiter).state == "RUNNING", 60, "the waiter to run")
+        waiter_nodes = node_names(client, waiter)
+        wait_for(lambda: job(client, victim).state == "RUNNING", 120, "the second attempt to run")
+        second = node_names(client, victim)
+        client.cancel([waiter])
         for job_id in (reference, victim):
             wait_for(lambda: ended(client, job_id), 120, f"job {job_id} to end", interval_s=1)
-        second = node_names(client, victim)
     finally:
-        client.cancel([j for j in (victim, reference) if not ended(client, j)])
-        subprocess.run(["scontrol", "update", "NodeName=node[1-6]", "State=RESUME"], capture_output=True, timeout=20)
+        client.cancel([j for j in (victim, reference, waiter) if j is not None and not ended(client, j)])
+        assert daemon.stop() == 0, daemon.text()[-3000:]
+
+    # the daemon preempted the victim once, for the waiter, after the grace time
+    with open_ledger(cfg) as ledger:
+        (intent,) = ledger.intents(victim)
+        assert ledger.intents(reference) == []
+    assert (intent.waiter, intent.signal, intent.grace_s, intent.outcome) == (waiter, "USR2", 5, "requeued")
+    assert intent.requeue_at is not None and intent.deadline is not None
+    assert intent.requeue_at >= intent.deadline
+    assert sorted(waiter_nodes) == sorted(first)
 
     log, ref = victim_log.read_text(), reference_log.read_text()
     assert job(client, victim).state == job(client, reference).state == "COMPLETED", log[-3000:]
