@@ -9,7 +9,8 @@ the calibration plot: per trace the share of actual starts at or before the fore
 p50 and p90 (ideal: 0.1, 0.5, 0.9), and forecast p50 against the actual wait.
 
     .venv/bin/python benchmarks/forecast_accuracy.py [--moments 100] [--draws 20] \\
-        [--policies tiresias-las] [--plot docs/forecast-calibration.png]
+        [--policies tiresias-las] [--arrivals none|history] [--arrival-window-s 21600] \\
+        [--plot docs/forecast-calibration.png]
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import json
 import time
 from pathlib import Path
 
-from prioritizer.history.forecast_check import JobCheck, check_forecasts, report
+from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
+from prioritizer.history.forecast_check import ARRIVALS, JobCheck, check_forecasts, report
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import read_trace
@@ -70,14 +72,22 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--policies", default="tiresias-las")
     parser.add_argument("--plot", metavar="OUT.png")
+    parser.add_argument("--arrivals", default="none", choices=ARRIVALS,
+                        help="future arrivals drawn in each draw (default none)")
+    parser.add_argument("--arrival-window-s", type=float, default=DEFAULT_WINDOW_S)
+    parser.add_argument("--traces", default=",".join(TRACES),
+                        help="comma-separated trace names (default: both)")
     args = parser.parse_args()
     results = {}
     for policy in args.policies.split(","):
         for name, (path, since, nodes) in TRACES.items():
+            if name not in args.traces.split(","):
+                continue
             trace = read_trace(path, since=since)
             started = time.process_time()
             checks = check_forecasts(trace, Cluster(nodes, 8), PolicyConfig(policy=policy),
-                                     args.moments, args.draws)
+                                     args.moments, args.draws, arrivals=args.arrivals,
+                                     arrival_window_s=args.arrival_window_s)
             cpu = time.process_time() - started
             data = report(checks, args.moments, args.draws)["forecasts"]
             print(f"{name}, {policy}: {json.dumps(data)} ({cpu:.1f} s CPU)", flush=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prioritizer import tables
+from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S, recent
 from prioritizer.forecast.forecast import DEFAULT_DRAWS, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -46,6 +47,8 @@ MIN_WAIT_S = 600.0
 WAIT_BUCKETS = (("10-30 min", 600.0, 1800.0), ("30 min-2 h", 1800.0, 7200.0),
                 ("2-8 h", 7200.0, 28800.0), (">8 h", 28800.0, float("inf")))
 DEFAULT_MOMENTS = 12
+#: the values of ``--arrivals`` (and the daemon's ``forecast.arrivals``)
+ARRIVALS = ("none", "history")
 
 
 @dataclass(frozen=True)
@@ -166,8 +169,12 @@ def moments_of(trace: Trace, count: int) -> list[float]:
 
 def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                     moments: int = DEFAULT_MOMENTS, draws: int = DEFAULT_DRAWS,
-                    seed: int = 0) -> list[JobCheck]:
+                    seed: int = 0, arrivals: str = "none",
+                    arrival_window_s: float = DEFAULT_WINDOW_S) -> list[JobCheck]:
     """Every forecast of a waiting job at each moment, against the replay (module doc).
+    ``arrivals``: ``none`` (no arrival drawn) or ``history`` (arrivals drawn from the trace's
+    jobs submitted in the ``arrival_window_s`` seconds before the moment:
+    :mod:`prioritizer.forecast.arrivals`).
 
     Raises:
         ValueError: an empty trace, ``moments`` or ``draws`` < 1.
@@ -176,6 +183,8 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
         raise ValueError("the trace has no job to replay")
     if moments < 1:
         raise ValueError(f"moments: must be >= 1 (got {moments})")
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"arrivals: {arrivals!r}; valid: {', '.join(ARRIVALS)}")
     packaged = load_distribution()
     observed = Observed(trace, cluster, config, moments_of(trace, moments),
                         packaged if config.policy == "tiresias-gittins" else None)
@@ -187,11 +196,14 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
             continue
         samples = snap.samples
         dist = GittinsDistribution(samples) if len(samples) >= MIN_SAMPLES else packaged
-        made = forecast(snap.world, config, dist, draws, seed).by_id()
+        t = snap.world.now
+        model = recent(((j.submit, observed.jobs[j.job_id].shape) for j in trace.jobs
+                        if j.job_id in observed.jobs), t, arrival_window_s) \
+            if arrivals == "history" else None
+        made = forecast(snap.world, config, dist, draws, seed, arrivals=model).by_id()
         running = sum(1 for j in snap.world.jobs if j.phase != "pending")
         mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(
             dist.samples)
-        t = snap.world.now
         for job in snap.waiting:
             got = made[job]
             actual = next((s for s in starts.get(job, ()) if s > t), None)
