@@ -89,7 +89,7 @@ def main() -> None:
                                      args.moments, args.draws, arrivals=args.arrivals,
                                      arrival_window_s=args.arrival_window_s)
             cpu = time.process_time() - started
-            data = report(checks, args.moments, args.draws)["forecasts"]
+            data = report(checks, args.moments, args.draws, args.arrivals)["forecasts"]
             print(f"{name}, {policy}: {json.dumps(data)} ({cpu:.1f} s CPU)", flush=True)
             results[f"{name}, {policy}"] = checks
     if args.plot:

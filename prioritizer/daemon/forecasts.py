@@ -10,7 +10,11 @@ thread with the daemon). The child (:func:`run_forecast`) makes seeded draws unt
 least) and returns the forecast. The next cycles only look whether it is ready; one still
 running when the next is due is left to finish. Remaining run times are drawn from the learned
 distribution (the Gittins policy's when it learns one, else one learned the same way:
-:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). No arrival is invented.
+:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). With ``forecast.arrivals:
+none`` no arrival is invented; with ``history`` each draw draws later submissions
+(:mod:`prioritizer.forecast.arrivals`) at the rate and of the sizes of the managed jobs
+submitted in the last ``forecast.arrival_window_s`` (jobs of that window that already ended are
+not among them, so the rate is a lower bound).
 
 Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
@@ -37,6 +41,7 @@ from typing import Any
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.log import event
 from prioritizer.daemon.observe import Observation, UnitCache
+from prioritizer.forecast.arrivals import ArrivalModel, recent
 from prioritizer.forecast.forecast import Forecast, draw, needed_draws, summarize
 from prioritizer.forecast.replay import Outcome
 from prioritizer.forecast.world import ForecastJob, World
@@ -96,15 +101,18 @@ def on_known_nodes(job: ForecastJob, nodes: tuple[tuple[str, int], ...]) -> bool
 
 def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
                  draws: int, cpu_budget_s: float, horizon_s: float,
-                 seed: int = 0) -> tuple[Forecast, float]:
+                 seed: int = 0, arrivals: ArrivalModel | None = None
+                 ) -> tuple[Forecast, float]:
     """The child's work: draws until ``draws`` are made or ``cpu_budget_s`` of this process's
-    CPU time is spent (one at least); the forecast and the CPU seconds it took."""
+    CPU time is spent (one at least); the forecast and the CPU seconds it took. ``arrivals``:
+    the recent arrivals later ones are drawn from (None: none drawn)."""
     started = time.process_time()
     distribution = GittinsDistribution(samples)
     per_draw: list[list[Outcome]] = []
     order: tuple[str, ...] = ()
-    for number in range(needed_draws(world, draws)):
-        outcomes, drawn_order = draw(world, config, distribution, seed, number, horizon_s)
+    for number in range(needed_draws(world, draws, arrivals)):
+        outcomes, drawn_order = draw(world, config, distribution, seed, number, horizon_s,
+                                     arrivals)
         per_draw.append(outcomes)
         if number == 0:
             order = drawn_order
@@ -172,11 +180,13 @@ class Forecaster:
         if self.running is not None or cycle % self.cfg.every_cycles:
             return
         world = world_of(obs, decisions, config, units)
+        arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
+                          self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
         if self.pool is None:
             self.pool = multiprocessing.get_context("spawn").Pool(1)
         self.running = self.pool.apply_async(run_forecast, (
             world, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
-            self.cfg.horizon_s, cycle))
+            self.cfg.horizon_s, cycle, arrivals))
 
     def close(self) -> None:
         """Stop the child (a forecast in flight is dropped)."""

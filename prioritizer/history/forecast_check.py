@@ -49,6 +49,8 @@ WAIT_BUCKETS = (("10-30 min", 600.0, 1800.0), ("30 min-2 h", 1800.0, 7200.0),
 DEFAULT_MOMENTS = 12
 #: the values of ``--arrivals`` (and the daemon's ``forecast.arrivals``)
 ARRIVALS = ("none", "history")
+#: ``--arrivals`` unless given (the daemon's ``forecast.arrivals`` default is the same)
+DEFAULT_ARRIVALS = "none"
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ def moments_of(trace: Trace, count: int) -> list[float]:
 
 def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                     moments: int = DEFAULT_MOMENTS, draws: int = DEFAULT_DRAWS,
-                    seed: int = 0, arrivals: str = "none",
+                    seed: int = 0, arrivals: str = DEFAULT_ARRIVALS,
                     arrival_window_s: float = DEFAULT_WINDOW_S) -> list[JobCheck]:
     """Every forecast of a waiting job at each moment, against the replay (module doc).
     ``arrivals``: ``none`` (no arrival drawn) or ``history`` (arrivals drawn from the trace's
@@ -229,12 +231,14 @@ def summary(checks: Sequence[JobCheck], low: float = MIN_WAIT_S,
             "naive_median_rel_error": statistics.median(c.naive_error for c in kept)}
 
 
-def report(checks: Sequence[JobCheck], moments: int, draws: int) -> dict[str, Any]:
+def report(checks: Sequence[JobCheck], moments: int, draws: int,
+           arrivals: str = DEFAULT_ARRIVALS) -> dict[str, Any]:
     """The ``--json`` object: ``forecasts`` = the summary of jobs that waited at least
-    :data:`MIN_WAIT_S`, with ``moments``, ``draws``, ``forecast_jobs`` (every forecast made)
-    and ``by_wait`` (one summary per :data:`WAIT_BUCKETS` group, with its ``wait``)."""
+    :data:`MIN_WAIT_S`, with ``moments``, ``draws``, ``arrivals``, ``forecast_jobs`` (every
+    forecast made) and ``by_wait`` (one summary per :data:`WAIT_BUCKETS` group, with its
+    ``wait``)."""
     head = summary(checks)
-    head.update(moments=moments, draws=draws, forecast_jobs=len(checks),
+    head.update(moments=moments, draws=draws, arrivals=arrivals, forecast_jobs=len(checks),
                 by_wait=[{"wait": label, **summary(checks, lo, hi)}
                          for label, lo, hi in WAIT_BUCKETS])
     return {"forecasts": head}
@@ -255,6 +259,9 @@ def format_report(data: dict[str, Any], *, styled: bool = False) -> str:
     rows.append((">= 10 min", str(f["jobs"]), _pct(f["median_rel_error"]),
                  _pct(f["coverage_p10_p90"]), _pct(f["naive_median_rel_error"])))
     text = tables.render(head, rows, head[1:], styled=styled).rstrip("\n")
+    note = ("later arrivals drawn from the history's recent ones"
+            if f.get("arrivals") == "history" else
+            "no arrival after a moment is invented, so a forecast is the start if nothing else "
+            "were submitted")
     return (f"{text}\n{f['forecast_jobs']} forecasts of waiting jobs at {f['moments']} moment(s), "
-            f"{f['draws']} draws each; no arrival after a moment is invented, so a forecast is "
-            "the start if nothing else were submitted")
+            f"{f['draws']} draws each; {note}")
