@@ -125,3 +125,16 @@ def test_drawn_arrivals_reach_the_child_and_come_after_the_waiting_jobs_under_fi
     assert got["jobs"]["1"]["finish"] == [NOW + 60] * 3
     assert got["jobs"]["2"]["start"] == [NOW] * 3
     assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
+
+
+def test_the_detail_line_says_whether_later_submissions_are_drawn():
+    from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.daemon.forecasts import public
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    made = Forecast(NOW, 3, (JobForecast("2", (NOW + 60,) * 3, (NOW + 160,) * 3, 0.0, 0, ()),))
+    for arrivals, said in (("none", "no job submitted later is counted"),
+                           ("history", "later submissions drawn from the recent ones")):
+        snap = public(made, 86400.0, 600.0, 0.1, arrivals)
+        assert snap["arrivals"] == arrivals
+        first = detail_lines(snap, 2, NOW, False)[0]
+        assert first.endswith(f"from 3 duration draws; {said}")

@@ -19,7 +19,7 @@ not among them, so the rate is a lower bound).
 Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
     {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
-     "cpu_s": float,
+     "cpu_s": float, "arrivals": "none" | "history",
      "jobs": {"<job id>": {"start": [p10, p50, p90], "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
 
@@ -126,7 +126,7 @@ def _when(value: float) -> float | None:
 
 
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
-           cpu_s: float) -> dict[str, Any]:
+           cpu_s: float, arrivals: str = "none") -> dict[str, Any]:
     """The snapshot's ``forecast`` object of ``made`` (see module doc)."""
     jobs: dict[str, Any] = {}
     for job in made.jobs:
@@ -140,7 +140,8 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
     return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
-            "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "jobs": jobs}
+            "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
+            "jobs": jobs}
 
 
 class Forecaster:
@@ -166,7 +167,8 @@ class Forecaster:
         except Exception as exc:   # the child's error: logged, the next one is tried
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
         else:
-            self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s)
+            self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
+                                 self.cfg.arrivals)
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
         self.running = None
