@@ -10,6 +10,9 @@ requeued after a preemption) is forecast as the daemon forecasts (:func:`priorit
 remaining run times unknown and drawn). The duration distribution is learned, as the daemon
 learns it, from the jobs that ended before the moment (GPU·s = GPUs × run time; below
 :data:`prioritizer.sim.learned.MIN_SAMPLES` jobs the packaged distribution).
+With ``arrivals="history"`` each draw also draws later submissions
+(:mod:`prioritizer.forecast.arrivals`) from the trace's jobs submitted in the window before the
+moment, as the daemon's ``forecast.arrivals: history`` does.
 
 Per forecast job: the wait still ahead ``actual start - moment`` (s; its next start in the
 replay) and the forecast's
