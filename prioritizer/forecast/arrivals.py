@@ -25,8 +25,8 @@ Drawn = tuple[float, tuple[int, ...], float]
 
 @dataclass(frozen=True)
 class ArrivalModel:
-    """Recent arrivals: ``count`` jobs submitted in the ``window_s`` seconds before the moment,
-    with their ``shapes`` (GPUs per node, one entry per job)."""
+    """Recent arrivals: the ``shapes`` (GPUs per node, one entry per job) of the jobs submitted
+    in the ``window_s`` seconds before the moment."""
 
     window_s: float
     shapes: tuple[tuple[int, ...], ...]
