@@ -7,9 +7,13 @@ jobs that waited at least 10 min from the moment, median ``|p50 - actual| / wait
 actual starts inside p10-p90, the naive "position × mean run time" error) and, with ``--plot``,
 the calibration plot: per trace the share of actual starts at or before the forecast's p10,
 p50 and p90 (ideal: 0.1, 0.5, 0.9), and forecast p50 against the actual wait.
+``--arrivals history`` draws later submissions in each draw as the daemon's
+``forecast.arrivals: history`` does (:mod:`prioritizer.forecast.arrivals`); ``--traces``
+picks the traces by name (comma-separated).
 
     .venv/bin/python benchmarks/forecast_accuracy.py [--moments 100] [--draws 20] \\
-        [--policies tiresias-las] [--plot docs/forecast-calibration.png]
+        [--policies tiresias-las] [--arrivals none|history] [--arrival-window-s 21600] \\
+        [--traces "ITP cluster04 (69 × 8)"] [--plot docs/forecast-calibration.png]
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import json
 import time
 from pathlib import Path
 
-from prioritizer.history.forecast_check import JobCheck, check_forecasts, report
+from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
+from prioritizer.history.forecast_check import ARRIVALS, JobCheck, check_forecasts, report
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import read_trace
@@ -32,7 +37,7 @@ TRACES = {  # name: (path, --since, nodes)
 }
 
 
-def plot(results: dict[str, list[JobCheck]], path: str) -> None:
+def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
     """The calibration plot (see module doc) of the checks that waited at least 10 min."""
     import matplotlib
     matplotlib.use("Agg")
@@ -45,7 +50,7 @@ def plot(results: dict[str, list[JobCheck]], path: str) -> None:
         if kept:
             seen = [sum(c.actual <= getattr(c, f"p{int(q * 100)}") for c in kept) / len(kept)
                     for q in levels]
-            ax.plot(levels, seen, "o-", label="forecast (no arrivals)")
+            ax.plot(levels, seen, "o-", label=f"forecast (arrivals: {arrivals})")
         ax.plot((0, 1), (0, 1), "k--", label="calibrated")
         ax.set(title=f"{name}: {len(kept)} forecasts", xlabel="forecast quantile",
                ylabel="share of actual starts at or before it", xlim=(0, 1), ylim=(0, 1))
@@ -70,20 +75,28 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--policies", default="tiresias-las")
     parser.add_argument("--plot", metavar="OUT.png")
+    parser.add_argument("--arrivals", default="none", choices=ARRIVALS,
+                        help="future arrivals drawn in each draw (default none)")
+    parser.add_argument("--arrival-window-s", type=float, default=DEFAULT_WINDOW_S)
+    parser.add_argument("--traces", default=",".join(TRACES),
+                        help="comma-separated trace names (default: both)")
     args = parser.parse_args()
     results = {}
     for policy in args.policies.split(","):
         for name, (path, since, nodes) in TRACES.items():
+            if name not in args.traces.split(","):
+                continue
             trace = read_trace(path, since=since)
             started = time.process_time()
             checks = check_forecasts(trace, Cluster(nodes, 8), PolicyConfig(policy=policy),
-                                     args.moments, args.draws)
+                                     args.moments, args.draws, arrivals=args.arrivals,
+                                     arrival_window_s=args.arrival_window_s)
             cpu = time.process_time() - started
-            data = report(checks, args.moments, args.draws)["forecasts"]
+            data = report(checks, args.moments, args.draws, args.arrivals)["forecasts"]
             print(f"{name}, {policy}: {json.dumps(data)} ({cpu:.1f} s CPU)", flush=True)
             results[f"{name}, {policy}"] = checks
     if args.plot:
-        plot(results, args.plot)
+        plot(results, args.plot, args.arrivals)
         print(f"plot: {args.plot}")
 
 

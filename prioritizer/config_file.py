@@ -42,6 +42,7 @@ PACKAGED_PATH = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
 Mode = Literal["priority", "partition"]
 PriorityField = Literal["site_factor", "priority"]
 LogFormat = Literal["text", "json"]
+ForecastArrivals = Literal["none", "history"]
 MODES, PRIORITY_FIELDS, LOG_FORMATS = get_args(Mode), get_args(PriorityField), get_args(LogFormat)
 #: A non-empty string.
 NonEmpty = Annotated[str, Meta(min_length=1)]
@@ -178,12 +179,19 @@ class ForecastConfig:
         draws: the most draws (seeded duration draws, one replay each) of one forecast.
         horizon_s: how far ahead a forecast replays (s); a start beyond it is shown as
             ``>`` the horizon.
+        arrivals: ``none`` (no job submitted later is counted) or ``history`` (each draw
+            draws later submissions at the rate and of the sizes of the jobs submitted in the
+            last ``arrival_window_s``: :mod:`prioritizer.forecast.arrivals`).
+        arrival_window_s: the history window of ``arrivals: history`` (s); drawn arrivals
+            come as far ahead as it looks back.
     """
 
     every_cycles: Annotated[int, Meta(ge=0, le=1_000_000)] = 10
     cpu_budget_s: WaitPositive = 2.0
     draws: Annotated[int, Meta(ge=1, le=1000)] = 20
     horizon_s: WaitPositive = 86400.0
+    arrivals: ForecastArrivals = "none"
+    arrival_window_s: WaitPositive = 21600.0
 
     def __post_init__(self) -> None:
         check(self)

@@ -87,3 +87,54 @@ def test_a_running_job_without_node_names_is_left_out():
     world = world_of(obs, _decisions(), PolicyConfig())
     assert [j.job_id for j in world.jobs] == ["1", "2"]
     assert world.nodes == (("n0", 1), ("n1", 6))
+
+
+def test_forecast_arrivals_are_validated_in_the_config_file(tmp_path):
+    from prioritizer.config_file import load
+    from prioritizer.policy.validation import ConfigError
+    good = tmp_path / "good.yaml"
+    good.write_text("forecast:\n  arrivals: history\n  arrival_window_s: 3600\n")
+    cfg = load(good).forecast
+    assert (cfg.arrivals, cfg.arrival_window_s) == ("history", 3600.0)
+    assert ForecastConfig().arrivals == "none"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("forecast:\n  arrivals: poisson\n")
+    with pytest.raises(ConfigError, match="arrivals: must be 'none' or 'history'"):
+        load(bad)
+
+
+def test_drawn_arrivals_reach_the_child_and_come_after_the_waiting_jobs_under_fifo():
+    # forecast.arrivals: history; in the last 6 h only job 2 was submitted (job 1 at 0): one
+    # job per 6 h drawn; under fifo a drawn arrival waits behind jobs 1 and 2, whose times
+    # are those of the forecast without arrivals (above)
+    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3,
+                                           arrivals="history"),
+                            30.0, logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([100.0]))
+        deadline = time.monotonic() + 60
+        while not forecaster.running.ready():
+            assert time.monotonic() < deadline, "no forecast within 60 s"
+            time.sleep(0.1)
+        forecaster.collect()
+    finally:
+        forecaster.close()
+    got = forecaster.latest
+    assert got["draws"] == 3
+    assert got["jobs"]["1"]["finish"] == [NOW + 60] * 3
+    assert got["jobs"]["2"]["start"] == [NOW] * 3
+    assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
+
+
+def test_the_detail_line_says_whether_later_submissions_are_drawn():
+    from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.daemon.forecasts import public
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    made = Forecast(NOW, 3, (JobForecast("2", (NOW + 60,) * 3, (NOW + 160,) * 3, 0.0, 0, ()),))
+    for arrivals, said in (("none", "no job submitted later is counted"),
+                           ("history", "later submissions drawn from the recent ones")):
+        snap = public(made, 86400.0, 600.0, 0.1, arrivals)
+        assert snap["arrivals"] == arrivals
+        first = detail_lines(snap, 2, NOW, False)[0]
+        assert first.endswith(f"from 3 duration draws; {said}")

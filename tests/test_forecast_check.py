@@ -49,3 +49,22 @@ def test_text_report_and_option_errors(tmp_path, capsys):
     assert "--json only apply with --forecasts" in capsys.readouterr().err
     assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
                  "--gpus-per-node", "1", "--draws", "0"]) == 2
+
+
+def test_drawn_arrivals_queue_behind_waiting_jobs_under_fifo(tmp_path, capsys):
+    # --arrivals history: the 120 jobs submitted in the 6 h before the moment (0..119 s)
+    # give the rate; under fifo every drawn arrival comes after the jobs already waiting,
+    # so jobs 101..119 start as without arrivals: still exact
+    trace = tmp_path / "fifo.csv"
+    _fifo_trace(trace)
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", "--policy", "fifo", "--moments", "1", "--draws", "5",
+                 "--arrivals", "history", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["forecasts"]
+    assert got["arrivals"] == "history" and got["draws"] == 5
+    assert got["jobs"] == 14 and got["median_rel_error"] == 0.0
+    assert got["coverage_p10_p90"] == 1.0
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", "--arrivals", "history",
+                 "--arrival-window-s", "0"]) == 2
+    assert "--arrival-window-s" in capsys.readouterr().err

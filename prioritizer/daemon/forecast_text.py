@@ -106,8 +106,10 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
     if found is None:
         return [f"forecast: none for this job yet (the last one, made at {made}, predates it)"]
     horizon = forecast["horizon_s"]
+    later = ("later submissions drawn from the recent ones"
+             if forecast.get("arrivals") == "history" else "no job submitted later is counted")
     lines = [f"forecast: made at {made} ({age} ago) from {forecast['draws']} duration draws; "
-             "no job submitted later is counted"]
+             f"{later}"]
     if not running:
         lines.append(f"  start: {_band(found['start'], now, horizon)}")
     lines.append(f"  finish: {_band(found['finish'], now, horizon)}")

@@ -10,12 +10,16 @@ thread with the daemon). The child (:func:`run_forecast`) makes seeded draws unt
 least) and returns the forecast. The next cycles only look whether it is ready; one still
 running when the next is due is left to finish. Remaining run times are drawn from the learned
 distribution (the Gittins policy's when it learns one, else one learned the same way:
-:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). No arrival is invented.
+:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). With ``forecast.arrivals:
+none`` no arrival is invented; with ``history`` each draw draws later submissions
+(:mod:`prioritizer.forecast.arrivals`) at the rate and of the sizes of the managed jobs
+submitted in the last ``forecast.arrival_window_s`` (jobs of that window that already ended are
+not among them, so the rate is a lower bound).
 
 Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
     {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
-     "cpu_s": float,
+     "cpu_s": float, "arrivals": "none" | "history",
      "jobs": {"<job id>": {"start": [p10, p50, p90], "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
 
@@ -37,6 +41,7 @@ from typing import Any
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.log import event
 from prioritizer.daemon.observe import Observation, UnitCache
+from prioritizer.forecast.arrivals import ArrivalModel, recent
 from prioritizer.forecast.forecast import Forecast, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -95,12 +100,14 @@ def on_known_nodes(job: ForecastJob, nodes: tuple[tuple[str, int], ...]) -> bool
 
 def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
                  draws: int, cpu_budget_s: float, horizon_s: float,
-                 seed: int = 0) -> tuple[Forecast, float]:
+                 seed: int = 0, arrivals: ArrivalModel | None = None
+                 ) -> tuple[Forecast, float]:
     """The child's work: draws until ``draws`` are made or ``cpu_budget_s`` of this process's
-    CPU time is spent (one at least); the forecast and the CPU seconds it took."""
+    CPU time is spent (one at least); the forecast and the CPU seconds it took. ``arrivals``:
+    the recent arrivals later ones are drawn from (None: none drawn)."""
     started = time.process_time()
     made = forecast(world, config, GittinsDistribution(samples), draws, seed, horizon_s,
-                    enough=lambda: time.process_time() - started >= cpu_budget_s)
+                    arrivals, enough=lambda: time.process_time() - started >= cpu_budget_s)
     return made, time.process_time() - started
 
 
@@ -109,7 +116,7 @@ def _when(value: float) -> float | None:
 
 
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
-           cpu_s: float) -> dict[str, Any]:
+           cpu_s: float, arrivals: str = "none") -> dict[str, Any]:
     """The snapshot's ``forecast`` object of ``made`` (see module doc)."""
     jobs: dict[str, Any] = {}
     for job in made.jobs:
@@ -123,7 +130,8 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
     return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
-            "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "jobs": jobs}
+            "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
+            "jobs": jobs}
 
 
 class Forecaster:
@@ -149,7 +157,8 @@ class Forecaster:
         except Exception as exc:   # the child's error: logged, the next one is tried
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
         else:
-            self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s)
+            self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
+                                 self.cfg.arrivals)
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
         self.running = None
@@ -163,11 +172,13 @@ class Forecaster:
         if self.running is not None or cycle % self.cfg.every_cycles:
             return
         world = world_of(obs, decisions, config, units)
+        arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
+                          self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
         if self.pool is None:
             self.pool = multiprocessing.get_context("spawn").Pool(1)
         self.running = self.pool.apply_async(run_forecast, (
             world, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
-            self.cfg.horizon_s, cycle))
+            self.cfg.horizon_s, cycle, arrivals))
 
     def close(self) -> None:
         """Stop the child (a forecast in flight is dropped)."""

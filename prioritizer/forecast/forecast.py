@@ -6,8 +6,11 @@ times drawn by :func:`prioritizer.forecast.draws.remaining_s` from an RNG seeded
 ``seed`` and the draw's number (the same inputs give the same forecast), and reports per job
 the 10th, 50th and 90th percentiles of its start and finish time (linear interpolation
 between the sorted draws) and the share of draws in which it was preempted before it ended.
-When every job's remaining time is known, one replay is the answer (all draws agree).
-No arrival is invented (``prioritizer.forecast.replay``).
+When every job's remaining time is known and no arrival is drawn, one replay is the answer
+(all draws agree). Without an ``arrivals`` model no arrival is invented
+(``prioritizer.forecast.replay``); with one (:class:`prioritizer.forecast.arrivals.ArrivalModel`)
+each draw also draws the jobs submitted after ``now``, from the same RNG after the remaining
+run times, so the band spans both unknowns.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from math import inf
 
+from prioritizer.forecast.arrivals import ArrivalModel
 from prioritizer.forecast.draws import needs_draw, remaining_s
 from prioritizer.forecast.replay import ForwardReplay, Outcome
 from prioritizer.forecast.world import World
@@ -89,18 +93,23 @@ def band(values: list[float]) -> Band:
 
 
 def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution, seed: int,
-         number: int, horizon_s: float | None = None) -> tuple[list[Outcome], tuple[str, ...]]:
+         number: int, horizon_s: float | None = None, arrivals: ArrivalModel | None = None
+         ) -> tuple[list[Outcome], tuple[str, ...]]:
     """Draw ``number`` of a forecast: remaining run times from
-    ``random.Random(seed * 1_000_003 + number)``, then one replay (:class:`ForwardReplay`);
-    its outcomes and the start order at ``now``."""
+    ``random.Random(seed * 1_000_003 + number)``, then (with ``arrivals``) the arrivals
+    from the same RNG, then one replay (:class:`ForwardReplay`); its outcomes and the start
+    order at ``now``."""
     rng = random.Random(seed * 1_000_003 + number)
     left = [remaining_s(j, distribution.samples, world.now, rng) for j in world.jobs]
-    return ForwardReplay(world, config, left, distribution).outcomes(horizon_s)
+    stream = arrivals.stream(world.now, distribution.samples, rng) if arrivals else None
+    return ForwardReplay(world, config, left, distribution, stream).outcomes(horizon_s)
 
 
-def needed_draws(world: World, draws: int) -> int:
-    """``draws``, or 1 when every remaining run time is known (every draw is the same)."""
-    return draws if any(needs_draw(j) for j in world.jobs) else 1
+def needed_draws(world: World, draws: int, arrivals: ArrivalModel | None = None) -> int:
+    """``draws``, or 1 when every remaining run time is known and no arrival is drawn (every
+    draw is the same)."""
+    drawn = arrivals is not None and bool(arrivals.shapes)
+    return draws if drawn or any(needs_draw(j) for j in world.jobs) else 1
 
 
 def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...]
@@ -125,7 +134,7 @@ def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...
 
 def forecast(world: World, config: PolicyConfig, distribution: GittinsDistribution,
              draws: int = DEFAULT_DRAWS, seed: int = 0,
-             horizon_s: float | None = None,
+             horizon_s: float | None = None, arrivals: ArrivalModel | None = None,
              enough: Callable[[], bool] | None = None) -> Forecast:
     """Forecast every job of ``world`` under ``config`` (see module doc).
 
@@ -139,6 +148,7 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
         horizon_s: replay only this far past ``now`` (s; None: to the last completion); a
             start or finish beyond it is ``inf`` (a band's point is ``inf`` when enough
             draws put it there).
+        arrivals: the recent arrivals future ones are drawn from (None: none drawn).
         enough: asked after each draw; True stops the draws there (one at least: a caller's
             CPU budget, :func:`prioritizer.daemon.forecasts.run_forecast`).
 
@@ -149,8 +159,8 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
         raise ValueError(f"draws: must be >= 1 (got {draws})")
     per_draw: list[list[Outcome]] = []
     order: tuple[str, ...] = ()
-    for d in range(needed_draws(world, draws)):
-        outcomes, drawn_order = draw(world, config, distribution, seed, d, horizon_s)
+    for d in range(needed_draws(world, draws, arrivals)):
+        outcomes, drawn_order = draw(world, config, distribution, seed, d, horizon_s, arrivals)
         per_draw.append(outcomes)
         if d == 0:
             order = drawn_order

@@ -9,22 +9,27 @@ cluster), its completion falls at ``now`` + its remaining run time; a ``grace`` 
 started and signalled (its GPUs come free at ``grace_end``, then it is requeued); a pending
 job with a BeginTime becomes startable then. From there the policy and the start model decide
 exactly as in ``dlprio simulate``, with the same costs (checkpoint overhead, requeue delay,
-preemptions on the daemon's ticks, ``tick_on_time``). No arrival is invented: the forecast is
-"if no other job were submitted", so a job's start is a lower bound in a queue that keeps
-growing ahead of it (new jobs of a higher priority queue jump ahead under LAS).
+preemptions on the daemon's ticks, ``tick_on_time``). Without ``arrivals`` no arrival is
+invented: the forecast is "if no other job were submitted", so a job's start is a lower bound
+in a queue that keeps growing ahead of it (new jobs of a higher priority queue jump ahead under
+LAS). With ``arrivals`` (:mod:`prioritizer.forecast.arrivals`) the drawn jobs arrive as in a
+trace, and the replay stops once every job of the world has ended.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from math import inf
+from typing import Any
 
+from prioritizer.forecast.arrivals import Drawn
 from prioritizer.forecast.world import World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.incremental import Scheduler
 from prioritizer.policy.placement import can_ever_fit
-from prioritizer.sim.engine import (Completion, DecisionTick, GraceEnd, RequeueReady, SimJob,
+from prioritizer.sim.engine import (Arrival, Completion, DecisionTick, GraceEnd, RequeueReady, SimJob,
                                     Simulator, fewer_collections)
 from prioritizer.sim.traces import TraceJob
 
@@ -43,10 +48,12 @@ class Outcome:
 
 class ForwardReplay(Simulator):
     """The simulator seeded from ``world`` with ``remaining[i]`` s of run time left for
-    ``world.jobs[i]`` (see module doc). :meth:`outcomes` runs it."""
+    ``world.jobs[i]`` (see module doc), and the jobs of ``arrivals`` (time order) arriving
+    as they come. :meth:`outcomes` runs it."""
 
     def __init__(self, world: World, config: PolicyConfig, remaining: list[float],
-                 distribution: GittinsDistribution | None = None) -> None:
+                 distribution: GittinsDistribution | None = None,
+                 arrivals: Iterator[Drawn] | None = None) -> None:
         # Simulator's state, without a trace (its __init__ files a trace's arrivals)
         self.config, self.tick_on_time = config, True
         names = [name for name, _ in world.nodes]
@@ -114,6 +121,37 @@ class ForwardReplay(Simulator):
                 self.push(max(job.grace_end or now, now), GraceEnd(i, 1))
         self.push(now, DecisionTick(False))
         self.order: tuple[int, ...] = ()
+        self.totals = totals
+        self.world_left = len(self.jobs)   # jobs of the world not ended yet
+        self.arrivals = arrivals
+        self.next_arrival()
+
+    def next_arrival(self) -> None:
+        """File the next drawn arrival that fits on some node (none when the stream ends)."""
+        if self.arrivals is None:
+            return
+        for when, shape, run_s in self.arrivals:
+            ordered = tuple(sorted(shape, reverse=True))
+            if not can_ever_fit(ordered, self.totals):
+                continue
+            k = len(self.world.jobs) + self.seq   # unique: seq grows with every push
+            while k in self.jobs:
+                k += 1
+            self.jobs[k] = SimJob(TraceJob(k, f"arrival-{k}", 0, when, sum(shape), run_s),
+                                  ordered)
+            self.push(when, Arrival(k))
+            return
+
+    def apply(self, event: Any, now: float) -> bool:
+        """The simulator's :meth:`Simulator.apply`, counting the world's completions and
+        filing the next drawn arrival when one arrives."""
+        changed = super().apply(event, now)
+        kind = type(event)
+        if kind is Arrival:
+            self.next_arrival()
+        elif kind is Completion and changed and event.job_id < len(self.world.jobs):
+            self.world_left -= 1
+        return changed
 
     def outcomes(self, horizon_s: float | None = None
                  ) -> tuple[list[Outcome], tuple[str, ...]]:
@@ -131,6 +169,8 @@ class ForwardReplay(Simulator):
                 if first:
                     first = False
                     self.order = self.sched.start_order(now)
+                if self.arrivals is not None and self.world_left == 0:
+                    break   # only drawn arrivals are left
         out = []
         for i, job in enumerate(self.world.jobs):
             sim = self.jobs.get(i)
@@ -141,4 +181,4 @@ class ForwardReplay(Simulator):
                 out.append(Outcome(start, sim.end if sim.end is not None else inf,
                                    sim.preemptions > 0))
         ids = self.world.jobs
-        return out, tuple(ids[i].job_id for i in self.order)
+        return out, tuple(ids[i].job_id for i in self.order if i < len(ids))

@@ -30,7 +30,9 @@ from prioritizer.history.check import (against_baseline, check, dispatch_latency
                                         format_fidelity, phased, start_latency_from)
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
-from prioritizer.history.forecast_check import (DEFAULT_MOMENTS, check_forecasts)
+from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
+from prioritizer.history.forecast_check import (ARRIVALS, DEFAULT_ARRIVALS, DEFAULT_MOMENTS,
+                                                check_forecasts)
 from prioritizer.history.forecast_check import format_report as format_forecast_report
 from prioritizer.history.forecast_check import report as forecast_report
 from prioritizer.forecast.forecast import DEFAULT_DRAWS
@@ -117,6 +119,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--draws", type=numbers.count("--draws", 10_000), default=DEFAULT_DRAWS,
                      metavar="N", help="with --forecasts: duration draws per forecast "
                      f"(default {DEFAULT_DRAWS})")
+    chk.add_argument("--arrivals", choices=ARRIVALS, default=DEFAULT_ARRIVALS,
+                     help="with --forecasts: none = no later submission is counted; history = "
+                     "each draw draws later submissions at the rate and of the sizes of the "
+                     "jobs submitted in the last --arrival-window-s (the daemon's "
+                     f"forecast.arrivals; default {DEFAULT_ARRIVALS})")
+    chk.add_argument("--arrival-window-s", type=numbers.arg_type(
+                         "--arrival-window-s", numbers.parse_float, 0.0, numbers.MAX_SECONDS,
+                         low_open=True),
+                     default=DEFAULT_WINDOW_S, metavar="SECONDS",
+                     help="with --forecasts --arrivals history: the history window "
+                     f"(default {DEFAULT_WINDOW_S:.0f})")
     chk.add_argument("--json", action="store_true",
                      help="with --forecasts: print the figures as JSON")
 
@@ -401,10 +414,11 @@ def _check_forecasts(args: argparse.Namespace) -> int:
     if not trace.jobs:
         raise CliError(f"{args.trace}: no jobs to replay (after --since and skipping)")
     try:
-        checks = check_forecasts(trace, cluster, config, args.moments, args.draws)
+        checks = check_forecasts(trace, cluster, config, args.moments, args.draws,
+                                 arrivals=args.arrivals, arrival_window_s=args.arrival_window_s)
     except ValueError as exc:
         raise CliError(f"{args.trace}: {exc}") from None
-    data = forecast_report(checks, args.moments, args.draws)
+    data = forecast_report(checks, args.moments, args.draws, args.arrivals)
     if args.json:
         print(json.dumps(data, indent=2))
     else:

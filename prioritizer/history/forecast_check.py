@@ -10,6 +10,9 @@ requeued after a preemption) is forecast as the daemon forecasts (:func:`priorit
 remaining run times unknown and drawn). The duration distribution is learned, as the daemon
 learns it, from the jobs that ended before the moment (GPU·s = GPUs × run time; below
 :data:`prioritizer.sim.learned.MIN_SAMPLES` jobs the packaged distribution).
+With ``arrivals="history"`` each draw also draws later submissions
+(:mod:`prioritizer.forecast.arrivals`) from the trace's jobs submitted in the window before the
+moment, as the daemon's ``forecast.arrivals: history`` does.
 
 Per forecast job: the wait still ahead ``actual start - moment`` (s; its next start in the
 replay) and the forecast's
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prioritizer import tables
+from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S, recent
 from prioritizer.forecast.forecast import DEFAULT_DRAWS, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -45,6 +49,10 @@ MIN_WAIT_S = 600.0
 WAIT_BUCKETS = (("10-30 min", 600.0, 1800.0), ("30 min-2 h", 1800.0, 7200.0),
                 ("2-8 h", 7200.0, 28800.0), (">8 h", 28800.0, float("inf")))
 DEFAULT_MOMENTS = 12
+#: the values of ``--arrivals`` (and the daemon's ``forecast.arrivals``)
+ARRIVALS = ("none", "history")
+#: ``--arrivals`` unless given (the daemon's ``forecast.arrivals`` default is the same)
+DEFAULT_ARRIVALS = "none"
 
 
 @dataclass(frozen=True)
@@ -156,8 +164,12 @@ def moments_of(trace: Trace, count: int) -> list[float]:
 
 def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                     moments: int = DEFAULT_MOMENTS, draws: int = DEFAULT_DRAWS,
-                    seed: int = 0) -> list[JobCheck]:
+                    seed: int = 0, arrivals: str = DEFAULT_ARRIVALS,
+                    arrival_window_s: float = DEFAULT_WINDOW_S) -> list[JobCheck]:
     """Every forecast of a waiting job at each moment, against the replay (module doc).
+    ``arrivals``: ``none`` (no arrival drawn) or ``history`` (arrivals drawn from the trace's
+    jobs submitted in the ``arrival_window_s`` seconds before the moment:
+    :mod:`prioritizer.forecast.arrivals`).
 
     Raises:
         ValueError: an empty trace, ``moments`` or ``draws`` < 1.
@@ -166,6 +178,8 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
         raise ValueError("the trace has no job to replay")
     if moments < 1:
         raise ValueError(f"moments: must be >= 1 (got {moments})")
+    if arrivals not in ARRIVALS:
+        raise ValueError(f"arrivals: {arrivals!r}; valid: {', '.join(ARRIVALS)}")
     packaged = load_distribution()
     observed = Observed(trace, cluster, config, moments_of(trace, moments),
                         packaged if config.policy == "tiresias-gittins" else None)
@@ -177,11 +191,14 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
             continue
         samples = snap.samples
         dist = GittinsDistribution(samples) if len(samples) >= MIN_SAMPLES else packaged
-        made = forecast(snap.world, config, dist, draws, seed).by_id()
+        t = snap.world.now
+        model = recent(((j.submit, observed.jobs[j.job_id].shape) for j in trace.jobs
+                        if j.job_id in observed.jobs), t, arrival_window_s) \
+            if arrivals == "history" else None
+        made = forecast(snap.world, config, dist, draws, seed, arrivals=model).by_id()
         running = sum(1 for j in snap.world.jobs if j.phase != "pending")
         mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(
             dist.samples)
-        t = snap.world.now
         for job in snap.waiting:
             got = made[job]
             actual = next((s for s in starts.get(job, ()) if s > t), None)
@@ -207,12 +224,14 @@ def summary(checks: Sequence[JobCheck], low: float = MIN_WAIT_S,
             "naive_median_rel_error": statistics.median(c.naive_error for c in kept)}
 
 
-def report(checks: Sequence[JobCheck], moments: int, draws: int) -> dict[str, Any]:
+def report(checks: Sequence[JobCheck], moments: int, draws: int,
+           arrivals: str = DEFAULT_ARRIVALS) -> dict[str, Any]:
     """The ``--json`` object: ``forecasts`` = the summary of jobs that waited at least
-    :data:`MIN_WAIT_S`, with ``moments``, ``draws``, ``forecast_jobs`` (every forecast made)
-    and ``by_wait`` (one summary per :data:`WAIT_BUCKETS` group, with its ``wait``)."""
+    :data:`MIN_WAIT_S`, with ``moments``, ``draws``, ``arrivals``, ``forecast_jobs`` (every
+    forecast made) and ``by_wait`` (one summary per :data:`WAIT_BUCKETS` group, with its
+    ``wait``)."""
     head = summary(checks)
-    head.update(moments=moments, draws=draws, forecast_jobs=len(checks),
+    head.update(moments=moments, draws=draws, arrivals=arrivals, forecast_jobs=len(checks),
                 by_wait=[{"wait": label, **summary(checks, lo, hi)}
                          for label, lo, hi in WAIT_BUCKETS])
     return {"forecasts": head}
@@ -233,6 +252,9 @@ def format_report(data: dict[str, Any], *, styled: bool = False) -> str:
     rows.append((">= 10 min", str(f["jobs"]), _pct(f["median_rel_error"]),
                  _pct(f["coverage_p10_p90"]), _pct(f["naive_median_rel_error"])))
     text = tables.render(head, rows, head[1:], styled=styled).rstrip("\n")
+    note = ("later arrivals drawn from the history's recent ones"
+            if f.get("arrivals") == "history" else
+            "no arrival after a moment is invented, so a forecast is the start if nothing else "
+            "were submitted")
     return (f"{text}\n{f['forecast_jobs']} forecasts of waiting jobs at {f['moments']} moment(s), "
-            f"{f['draws']} draws each; no arrival after a moment is invented, so a forecast is "
-            "the start if nothing else were submitted")
+            f"{f['draws']} draws each; {note}")
