@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import takewhile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import FreeMap
@@ -57,11 +57,10 @@ class Holder:
     attained_gpu_s: float
     victim: bool = True
     releasing: bool = False
-    #: GPUs in all (the sum of ``gpus_per_node``, kept: the walk reads it often)
-    gpus: int = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "gpus", sum(self.gpus_per_node))
+    @property
+    def gpus(self) -> int:
+        return sum(self.gpus_per_node)
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,6 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
         used[h.tenant] = used.get(h.tenant, 0) + h.gpus
         if h.victim and len(h.nodes) == len(h.gpus_per_node):
             mine.add(h)
-    top = mine.top
     taken = mine.taken
     result: list[Preemption] = []
     reasons: dict[int, str] = {}
@@ -121,7 +119,7 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
                             and used.get(t, 0) > tenancy.guarantee(t)),
                            key=lambda t: (tenancy.guarantee(t) - used.get(t, 0), t)) \
             if within else []
-        own = inside and top.get(w.tenant, w.level) > w.level
+        own = inside and w.tenant in mine and mine.top(w.tenant) > w.level
         if not borrowers and not own:
             continue
         victims = None
@@ -158,21 +156,25 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
 class _Victims(dict[str, list[Holder]]):
     """Per tenant its jobs that may be victims, and an index the walk keeps beside them: the
     victim order (highest level, then most attained GPU·s, then job id) made the first time
-    the walk asks for it (``ranked``), ``top`` (per tenant its highest level), ``taken``
+    the walk asks for it (``ranked``), ``top`` (the tenant's highest level), ``taken``
     (job ids chosen as victims so far) and, per tenant, the GPUs its jobs not taken hold on
     each node (``room``) and its jobs on each node in victim order (``on``)."""
 
     def __init__(self, nodes: int) -> None:
         super().__init__()
         self.nodes = nodes
-        self.top: dict[str, float] = {}
+        self._top: dict[str, float] = {}
         self.taken: set[int] = set()
         self._rooms: dict[str, list[int]] = {}
         self._on: dict[str, dict[int, list[Holder]]] = {}
 
     def add(self, h: Holder) -> None:
         self.setdefault(h.tenant, []).append(h)
-        self.top[h.tenant] = max(self.top.get(h.tenant, h.level), h.level)
+
+    def top(self, tenant: str) -> float:
+        if tenant not in self._top:
+            self._top[tenant] = max(h.level for h in self[tenant])
+        return self._top[tenant]
 
     def ranked(self, tenant: str) -> list[Holder]:
         if tenant not in self._on:
