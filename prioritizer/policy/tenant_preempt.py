@@ -25,7 +25,7 @@ Signal, grace and requeue are the driver's, as for any preemption.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import takewhile
+from itertools import islice, takewhile
 from dataclasses import dataclass
 
 from prioritizer.policy.model import Preemption
@@ -127,7 +127,7 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
             victims = _reclaim(need, borrowers, mine, soon, used, tenancy)
         if victims is None and own:
             victims = _choose(need, takewhile(lambda h: h.level > w.level,
-                                              mine.ranked(w.tenant)), taken, soon)
+                                              mine.untaken(w.tenant)), taken, soon)
         if victims is None:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue
@@ -156,7 +156,8 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
 class _Victims(dict[str, list[Holder]]):
     """Per tenant its jobs that may be victims, and an index the walk keeps beside them: the
     victim order (highest level, then most attained GPU·s, then job id) made the first time
-    the walk asks for it (``ranked``), ``top`` (the tenant's highest level), ``taken``
+    the walk asks for it (``ranked``; ``untaken``: from the first job not taken),
+    ``top`` (the tenant's highest level), ``taken``
     (job ids chosen as victims so far) and, per tenant, the GPUs its jobs not taken hold on
     each node (``room``) and its jobs on each node in victim order (``on``)."""
 
@@ -167,6 +168,7 @@ class _Victims(dict[str, list[Holder]]):
         self.taken: set[int] = set()
         self._rooms: dict[str, list[int]] = {}
         self._on: dict[str, dict[int, list[Holder]]] = {}
+        self._first: dict[str, int] = {}
 
     def add(self, h: Holder) -> None:
         self.setdefault(h.tenant, []).append(h)
@@ -185,6 +187,15 @@ class _Victims(dict[str, list[Holder]]):
                     on.setdefault(node, []).append(h)
             self._on[tenant] = on
         return self[tenant]
+
+    def untaken(self, tenant: str) -> Iterator[Holder]:
+        """The tenant's jobs in victim order from its first not taken."""
+        lst = self.ranked(tenant)
+        i = self._first.get(tenant, 0)
+        while i < len(lst) and lst[i].job_id in self.taken:
+            i += 1
+        self._first[tenant] = i
+        return islice(lst, i, None)
 
     def room(self, tenant: str) -> list[int]:
         """GPUs per node index of the tenant's jobs not taken."""
