@@ -24,8 +24,8 @@ Signal, grace and requeue are the driver's, as for any preemption.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from itertools import takewhile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice, takewhile
 from dataclasses import dataclass
 
 from prioritizer.policy.model import Preemption
@@ -89,18 +89,15 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
     """
     soon = FreeMap(free)
     used: dict[str, int] = {}
-    mine: dict[str, list[Holder]] = {}
+    mine = _Victims(len(free))
     for h in holders:
         if h.releasing:
             soon.add(h.nodes, h.gpus_per_node)
             continue
         used[h.tenant] = used.get(h.tenant, 0) + h.gpus
         if h.victim and len(h.nodes) == len(h.gpus_per_node):
-            mine.setdefault(h.tenant, []).append(h)
-    for lst in mine.values():
-        lst.sort(key=lambda h: (-h.level, -h.attained_gpu_s, h.job_id))
-    top = {name: lst[0].level for name, lst in mine.items()}
-    taken: set[int] = set()
+            mine.add(h)
+    taken = mine.taken
     result: list[Preemption] = []
     reasons: dict[int, str] = {}
     failed: dict[tuple[str, bool], int] = {}   # smallest need that found no victims
@@ -122,22 +119,21 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
                             and used.get(t, 0) > tenancy.guarantee(t)),
                            key=lambda t: (tenancy.guarantee(t) - used.get(t, 0), t)) \
             if within else []
-        own = inside and top.get(w.tenant, w.level) > w.level
+        own = inside and w.tenant in mine and mine.top(w.tenant) > w.level
         if not borrowers and not own:
             continue
         victims = None
         if borrowers:
-            victims = _reclaim(need, [h for t in borrowers for h in mine[t]
-                                      if h.job_id not in taken], soon, used, tenancy)
+            victims = _reclaim(need, borrowers, mine, soon, used, tenancy)
         if victims is None and own:
-            victims = _choose(need, takewhile(lambda h: h.level > w.level, mine[w.tenant]),
-                              taken, soon)
+            victims = _choose(need, takewhile(lambda h: h.level > w.level,
+                                              mine.untaken(w.tenant)), taken, soon)
         if victims is None:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue
         before = {t: used.get(t, 0) for t in {v.tenant for v in victims}}
         for v in victims:
-            taken.add(v.job_id)
+            mine.take(v)
             used[v.tenant] -= v.gpus
             soon.add(v.nodes, v.gpus_per_node)
         nodes = soon.place(need)
@@ -157,19 +153,86 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
     return result, reasons
 
 
-def _reclaim(need: tuple[int, ...], cands: list[Holder], soon: FreeMap,
+class _Victims(dict[str, list[Holder]]):
+    """Per tenant its jobs that may be victims, and an index the walk keeps beside them: the
+    victim order (highest level, then most attained GPU·s, then job id) made the first time
+    the walk asks for it (``ranked``; ``untaken``: from the first job not taken),
+    ``top`` (the tenant's highest level), ``taken``
+    (job ids chosen as victims so far) and, per tenant, the GPUs its jobs not taken hold on
+    each node (``room``) and its jobs on each node in victim order (``on``)."""
+
+    def __init__(self, nodes: int) -> None:
+        super().__init__()
+        self.nodes = nodes
+        self._top: dict[str, float] = {}
+        self.taken: set[int] = set()
+        self._rooms: dict[str, list[int]] = {}
+        self._on: dict[str, dict[int, list[Holder]]] = {}
+        self._first: dict[str, int] = {}
+
+    def add(self, h: Holder) -> None:
+        self.setdefault(h.tenant, []).append(h)
+
+    def top(self, tenant: str) -> float:
+        if tenant not in self._top:
+            self._top[tenant] = max(h.level for h in self[tenant])
+        return self._top[tenant]
+
+    def ranked(self, tenant: str) -> list[Holder]:
+        if tenant not in self._on:
+            self[tenant].sort(key=lambda h: (-h.level, -h.attained_gpu_s, h.job_id))
+            on: dict[int, list[Holder]] = {}
+            for h in self[tenant]:
+                for node in h.nodes:
+                    on.setdefault(node, []).append(h)
+            self._on[tenant] = on
+        return self[tenant]
+
+    def untaken(self, tenant: str) -> Iterator[Holder]:
+        """The tenant's jobs in victim order from its first not taken."""
+        lst = self.ranked(tenant)
+        i = self._first.get(tenant, 0)
+        while i < len(lst) and lst[i].job_id in self.taken:
+            i += 1
+        self._first[tenant] = i
+        return islice(lst, i, None)
+
+    def room(self, tenant: str) -> list[int]:
+        """GPUs per node index of the tenant's jobs not taken."""
+        if tenant not in self._rooms:
+            room = [0] * self.nodes
+            for h in self[tenant]:
+                if h.job_id not in self.taken:
+                    for node, g in zip(h.nodes, h.gpus_per_node):
+                        room[node] += g
+            self._rooms[tenant] = room
+        return self._rooms[tenant]
+
+    def on(self, node: int, tenants: Iterable[str]) -> Iterator[Holder]:
+        """The jobs not taken on ``node``: each tenant's in victim order, tenant by tenant."""
+        for t in tenants:
+            self.ranked(t)
+            for h in self._on[t].get(node, ()):
+                if h.job_id not in self.taken:
+                    yield h
+
+    def take(self, h: Holder) -> None:
+        self.taken.add(h.job_id)
+        room = self._rooms.get(h.tenant)
+        if room is not None:
+            for node, g in zip(h.nodes, h.gpus_per_node):
+                room[node] -= g
+
+
+def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, soon: FreeMap,
              used: Mapping[str, int], tenancy: Tenancy) -> list[Holder] | None:
-    """Victims that take lent GPUs back for ``need``: its nodes are chosen first, as
-    ``FreeMap.place`` would place it if every candidate on a node were gone (best fit: the
-    nodes needing the fewest victims), then on each chosen node candidates in victim order
-    until its entry fits, a tenant's only while it still holds more than its guarantee.
-    None: no such set. ``soon`` is left unchanged."""
-    room = list(soon.free)
-    on: dict[int, list[tuple[Holder, int]]] = {}
-    for h in cands:
-        for node, g in zip(h.nodes, h.gpus_per_node):
-            room[node] += g
-            on.setdefault(node, []).append((h, g))
+    """Victims that take lent GPUs back for ``need`` from the ``borrowers`` (most borrowing
+    first; candidates: their jobs not taken, tenant by tenant in victim order): its nodes
+    are chosen first, as ``FreeMap.place`` would place it if every candidate on a node were
+    gone (best fit: the nodes needing the fewest victims), then on each chosen node
+    candidates in victim order until its entry fits, a tenant's only while it still holds
+    more than its guarantee. None: no such set. ``soon`` is left unchanged."""
+    room = [sum(gpus) for gpus in zip(soon.free, *(mine.room(t) for t in borrowers))]
     hosts = FreeMap(room).place(need)
     if hosts is None:
         return None
@@ -177,7 +240,7 @@ def _reclaim(need: tuple[int, ...], cands: list[Holder], soon: FreeMap,
     extra: dict[int, int] = {}
     chosen: list[Holder] = []
     for entry, node in sorted(zip(need, hosts), key=lambda e: -e[0]):
-        for h, _ in on.get(node, ()):
+        for h in mine.on(node, borrowers):
             if soon.free[node] + extra.get(node, 0) >= max(entry, 1):
                 break
             if h in chosen or left.get(h.tenant, 0) <= tenancy.guarantee(h.tenant):
