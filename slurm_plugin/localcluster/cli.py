@@ -1,4 +1,5 @@
-"""``dlcluster``: a real local Slurm cluster (22.05, 24.11 or 26.05) with fake GPUs, for development, tests and demos.
+"""``dlcluster``: a real local Slurm cluster (22.05, 24.11 or 26.05) with fake GPUs, for
+development, tests and demos.
 
 Commands::
 
