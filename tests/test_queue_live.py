@@ -99,7 +99,8 @@ def test_json_and_table_behind_a_blocker(jobs: Jobs) -> None:
     assert by_id[blocker] | {"wait_s": 0} == {
         "job_id": blocker, "user": slurm[blocker].user, "name": f"dlq-block-{tag}",
         "state": "RUNNING", "queue": None, "attained_gpu_s": None, "gpus": 32, "nodes": 4,
-        "wait_s": 0, "preemptions": 0, "reason": ""}
+        "wait_s": 0, "preemptions": 0, "reason": "", "shards": 0, "job_class": "production",
+        "forecast": None}
     assert by_id[waiting]["state"] == "PENDING" and by_id[waiting]["gpus"] == 2
     assert by_id[waiting]["reason"] in ("Resources", "Priority")
     # wait of a pending job = now - submit_time, as Slurm reports it (a few seconds of slack)
@@ -184,7 +185,9 @@ def test_snapshot_gives_queue_attained_and_rank_order(jobs: Jobs, tmp_path: Path
     # ATTAINED in GPU·s, as in the snapshot, REASON and dlprio status
     assert [ln.split()[3:6] for ln in lines[1:4]] == [
         ["RUNNING", "Q2", "36000"], ["PENDING", "Q0", "900"], ["PENDING", "Q1", "5400"]]
-    assert len(lines) == 4  # no "snapshot not found" note
+    # no "snapshot not found" note; -j adds each job's forecast, none in this snapshot
+    assert lines[4:] == [line for job in (blocker, second, first) for line in (
+        f"job {job}:", "  forecast: none (the daemon has not made one yet)")]
 
 
 def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
