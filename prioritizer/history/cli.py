@@ -36,12 +36,12 @@ from prioritizer.history.forecast_check import (ARRIVALS, DEFAULT_ARRIVALS, DEFA
 from prioritizer.history.forecast_check import format_report as format_forecast_report
 from prioritizer.history.forecast_check import report as forecast_report
 from prioritizer.forecast.forecast import DEFAULT_DRAWS
-from prioritizer.sim.traces import FORMATS, TraceError, read_trace
+from prioritizer.sim.traces import FORMATS
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
 from prioritizer.history.window import WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
-                                 cluster_of, policy_section)
+                                 cluster_of, policy_section, trace_of)
 from prioritizer.sim.report import format_windows_table
 from slurm_plugin.slurm.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
 from slurm_plugin.common.atomic import write_atomically
@@ -407,12 +407,7 @@ def _check_forecasts(args: argparse.Namespace) -> int:
     (:mod:`prioritizer.history.forecast_check`)."""
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
-    try:
-        trace = read_trace(args.trace, args.format, args.since)
-    except TraceError as exc:
-        raise CliError(str(exc)) from None
-    if not trace.jobs:
-        raise CliError(f"{args.trace}: no jobs to replay (after --since and skipping)")
+    trace = trace_of(args, "replay")
     try:
         checks = check_forecasts(trace, cluster, config, args.moments, args.draws,
                                  arrivals=args.arrivals, arrival_window_s=args.arrival_window_s)

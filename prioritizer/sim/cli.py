@@ -127,12 +127,7 @@ def run(args: argparse.Namespace) -> int:
               ("--durations", args.durations), ("--durations-from", args.durations_from)]
     check_output("--jobs-csv", args.jobs_csv, inputs)   # before the replay, not after it
     check_output("--plot", args.plot, [*inputs, ("--jobs-csv", args.jobs_csv)], figure=True)
-    try:
-        trace = read_trace(args.trace, args.format, args.since)
-    except TraceError as exc:
-        raise CliError(str(exc)) from None
-    if not trace.jobs:
-        raise CliError(f"{args.trace}: no jobs to simulate (after --since and skipping)")
+    trace = trace_of(args, "simulate")
     distribution = None
     if "tiresias-gittins" in policies:
         distribution = _distribution(args)
@@ -383,6 +378,18 @@ def _source(line: str, args: argparse.Namespace) -> str:
     if key in flags:
         return f"{flags[key]}{path.removeprefix('policy.' + key)}:{rest}"
     return f"{args.config}: {line}" if args.config else line
+
+
+def trace_of(args: argparse.Namespace, doing: str) -> Trace:
+    """The trace of ``--trace``/``--format``/``--since``; a bad or empty one is a CliError
+    naming it (``doing``: what the command would do with its jobs, e.g. ``simulate``)."""
+    try:
+        trace = read_trace(args.trace, args.format, args.since)
+    except TraceError as exc:
+        raise CliError(str(exc)) from None
+    if not trace.jobs:
+        raise CliError(f"{args.trace}: no jobs to {doing} (after --since and skipping)")
+    return trace
 
 
 def cluster_of(args: argparse.Namespace) -> Cluster:
