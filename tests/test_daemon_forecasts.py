@@ -38,6 +38,15 @@ def _decisions():
         2: QueueState(2, 0, NOW - 100, 0.0, True, "new")})
 
 
+def _collect(forecaster) -> None:
+    """Wait (at most 60 s) for the child's forecast and take it in."""
+    deadline = time.monotonic() + 60
+    while not forecaster.running.ready():
+        assert time.monotonic() < deadline, "no forecast within 60 s"
+        time.sleep(0.1)
+    forecaster.collect()
+
+
 def test_world_of_a_cycle():
     record = job_from_json({"job_id": 2, "job_state": "PENDING",
                             "time_limit": 30})
@@ -61,11 +70,7 @@ def test_a_forecast_is_made_in_the_child_and_published():
         forecaster.tick(3, _observation(), _decisions(), PolicyConfig(policy="fifo"), dist)
         assert forecaster.running is None          # cycle 3: not due
         forecaster.tick(4, _observation(), _decisions(), PolicyConfig(policy="fifo"), dist)
-        deadline = time.monotonic() + 60
-        while not forecaster.running.ready():
-            assert time.monotonic() < deadline, "no forecast within 60 s"
-            time.sleep(0.1)
-        forecaster.collect()
+        _collect(forecaster)
     finally:
         forecaster.close()
     got = forecaster.latest
@@ -113,11 +118,7 @@ def test_drawn_arrivals_reach_the_child_and_come_after_the_waiting_jobs_under_fi
     try:
         forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
                         GittinsDistribution([100.0]))
-        deadline = time.monotonic() + 60
-        while not forecaster.running.ready():
-            assert time.monotonic() < deadline, "no forecast within 60 s"
-            time.sleep(0.1)
-        forecaster.collect()
+        _collect(forecaster)
     finally:
         forecaster.close()
     got = forecaster.latest
