@@ -4,9 +4,11 @@ For Philly's dense window (127 × 8) and ITP cluster04 (69 × 8), real nodes, th
 (15 s checkpoint, 121 s requeue, 30 s ticks, 60 s min run), each policy of ``--policies``:
 ``dlprio history check --forecasts``'s figures (:mod:`prioritizer.history.forecast_check`:
 jobs that waited at least 10 min from the moment, median ``|p50 - actual| / wait``, share of
-actual starts inside p10-p90, the naive "position × mean run time" error) and, with ``--plot``,
+actual starts inside p10-p90, before p10 and after p90, each for the walk-forward calibrated
+band and the draws' raw one, the naive "position × mean run time" error) and, with ``--plot``,
 the calibration plot: per trace the share of actual starts at or before the forecast's p10,
-p50 and p90 (ideal: 0.1, 0.5, 0.9), and forecast p50 against the actual wait.
+p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the calibrated p50 against the
+actual wait.
 ``--arrivals history`` draws later submissions in each draw as the daemon's
 ``forecast.arrivals: history`` does (:mod:`prioritizer.forecast.arrivals`); ``--traces``
 picks the traces by name (comma-separated).
@@ -47,18 +49,20 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
         kept = [c for c in checks if c.actual >= 600]
         ax = axes[0][col]
         levels = (0.1, 0.5, 0.9)
-        if kept:
-            seen = [sum(c.actual <= getattr(c, f"p{int(q * 100)}") for c in kept) / len(kept)
-                    for q in levels]
-            ax.plot(levels, seen, "o-", label=f"forecast (arrivals: {arrivals})")
-        ax.plot((0, 1), (0, 1), "k--", label="calibrated")
+        for prefix, label in (("raw_", "draws' raw band"), ("", "calibrated band")):
+            if not kept:
+                break
+            seen = [sum(c.actual <= getattr(c, f"{prefix}p{int(q * 100)}") for c in kept)
+                    / len(kept) for q in levels]
+            ax.plot(levels, seen, "o-", label=f"{label} (arrivals: {arrivals})")
+        ax.plot((0, 1), (0, 1), "k--", label="ideal")
         ax.set(title=f"{name}: {len(kept)} forecasts", xlabel="forecast quantile",
                ylabel="share of actual starts at or before it", xlim=(0, 1), ylim=(0, 1))
         ax.legend(loc="upper left")
         ax = axes[1][col]
         hours = [c.actual / 3600 for c in kept]
         ax.loglog(hours, [max(c.p50, 1) / 3600 for c in kept], ".", alpha=0.4,
-                  label="forecast p50")
+                  label="forecast p50 (calibrated)")
         ax.loglog(hours, [max(c.naive, 1) / 3600 for c in kept], "x", alpha=0.3,
                   label="naive: position × mean run time")
         if hours:

@@ -14,9 +14,14 @@ With ``arrivals="history"`` each draw also draws later submissions
 (:mod:`prioritizer.forecast.arrivals`) from the trace's jobs submitted in the window before the
 moment, as the daemon's ``forecast.arrivals: history`` does.
 
+Each forecast's start band is calibrated walk-forward
+(:mod:`prioritizer.forecast.calibrate`): with the residuals of the forecasts made at earlier
+moments whose job had started by this moment (never a later outcome), once at least
+:data:`prioritizer.forecast.calibrate.MIN_KNOWN` are known; before that the draws' raw band
+stands. The report gives both, the calibrated figures as the answer.
+
 Per forecast job: the wait still ahead ``actual start - moment`` (s; its next start in the
-replay) and the forecast's
-p10/p50/p90 of it; the relative error ``|p50 - actual| / actual`` (waits from the moment);
+replay) and the forecast's (calibrated) p10/p50/p90 of it, beside the raw ones; the relative error ``|p50 - actual| / actual`` (waits from the moment);
 whether ``p10 <= actual <= p90`` (coverage of the 80 % band). Beside it the naive estimate
 "position × mean duration": ``(jobs ahead + 1) × mean run time / running jobs`` (the queue
 drains one job per ``mean run time / running jobs`` seconds; mean run time of the jobs ended
@@ -33,6 +38,7 @@ from typing import Any
 
 from prioritizer import tables
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S, recent
+from prioritizer.forecast.calibrate import MIN_KNOWN, Past, calibration
 from prioritizer.forecast.forecast import DEFAULT_DRAWS, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -57,7 +63,9 @@ DEFAULT_ARRIVALS = "none"
 
 @dataclass(frozen=True)
 class JobCheck:
-    """One forecast against the replay: waits in seconds from ``moment``."""
+    """One forecast against the replay: waits in seconds from ``moment``; ``p10``-``p90`` the
+    calibrated band (the raw one when ``calibrated`` is 0), ``raw_p10``-``raw_p90`` the
+    draws' own; ``calibrated``: residuals the band rests on."""
 
     job: str
     moment: float
@@ -66,6 +74,10 @@ class JobCheck:
     p50: float
     p90: float
     naive: float
+    raw_p10: float = 0.0
+    raw_p50: float = 0.0
+    raw_p90: float = 0.0
+    calibrated: int = 0
 
     @property
     def error(self) -> float:
@@ -78,6 +90,14 @@ class JobCheck:
     @property
     def covered(self) -> bool:
         return self.p10 <= self.actual <= self.p90
+
+    @property
+    def raw_error(self) -> float:
+        return abs(self.raw_p50 - self.actual) / self.actual if self.actual > 0 else 0.0
+
+    @property
+    def raw_covered(self) -> bool:
+        return self.raw_p10 <= self.actual <= self.raw_p90
 
 
 @dataclass(frozen=True)
@@ -185,7 +205,8 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                         packaged if config.policy == "tiresias-gittins" else None)
     observed.observe()
     starts = {str(i): runs for i, runs in observed.starts.items()}
-    out = []
+    out: list[JobCheck] = []
+    past: list[Past] = []   # every earlier forecast with its outcome; calibration() filters
     for snap in observed.snapshots:
         if not snap.waiting:
             continue
@@ -196,6 +217,7 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                         if j.job_id in observed.jobs), t, arrival_window_s) \
             if arrivals == "history" else None
         made = forecast(snap.world, config, dist, draws, seed, arrivals=model).by_id()
+        known = calibration(past, t)
         running = sum(1 for j in snap.world.jobs if j.phase != "pending")
         mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(
             dist.samples)
@@ -205,22 +227,40 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
             if got.start is None or actual is None:
                 continue
             naive = (got.ahead + 1) * mean_s / max(running, 1)
-            out.append(JobCheck(job, t, actual - t, got.start[0] - t, got.start[1] - t,
-                                got.start[2] - t, naive))
+            (low, mid, high), used = known.start_band(t, got.start)
+            out.append(JobCheck(job, t, actual - t, low - t, mid - t, high - t, naive,
+                                got.start[0] - t, got.start[1] - t, got.start[2] - t, used))
+            if got.start[1] != float("inf"):
+                past.append(Past(job, t, got.start[1], actual))
     return out
+
+
+#: the figures of :func:`summary` besides ``jobs``
+FIGURES = ("median_rel_error", "coverage_p10_p90", "before_p10", "after_p90",
+           "raw_median_rel_error", "raw_coverage_p10_p90", "raw_before_p10", "raw_after_p90",
+           "naive_median_rel_error")
 
 
 def summary(checks: Sequence[JobCheck], low: float = MIN_WAIT_S,
             high: float = float("inf")) -> dict[str, Any]:
-    """``jobs``, ``median_rel_error``, ``coverage_p10_p90`` and ``naive_median_rel_error`` of
-    the checks whose actual wait is in ``[low, high)`` (None figures when there are none)."""
+    """The figures of the checks whose actual wait is in ``[low, high)``: ``jobs``,
+    ``calibrated`` (those whose band was calibrated), ``median_rel_error``,
+    ``coverage_p10_p90`` (share inside p10-p90), ``before_p10`` and ``after_p90`` (shares
+    outside it), each also ``raw_`` (the draws' own band), and ``naive_median_rel_error``
+    (None figures when there are none)."""
     kept = [c for c in checks if low <= c.actual < high]
     if not kept:
-        return {"jobs": 0, "median_rel_error": None, "coverage_p10_p90": None,
-                "naive_median_rel_error": None}
-    return {"jobs": len(kept),
+        return {"jobs": 0, "calibrated": 0, **{name: None for name in FIGURES}}
+    n = len(kept)
+    return {"jobs": n, "calibrated": sum(c.calibrated > 0 for c in kept),
             "median_rel_error": statistics.median(c.error for c in kept),
-            "coverage_p10_p90": sum(c.covered for c in kept) / len(kept),
+            "coverage_p10_p90": sum(c.covered for c in kept) / n,
+            "before_p10": sum(c.actual < c.p10 for c in kept) / n,
+            "after_p90": sum(c.actual > c.p90 for c in kept) / n,
+            "raw_median_rel_error": statistics.median(c.raw_error for c in kept),
+            "raw_coverage_p10_p90": sum(c.raw_covered for c in kept) / n,
+            "raw_before_p10": sum(c.actual < c.raw_p10 for c in kept) / n,
+            "raw_after_p90": sum(c.actual > c.raw_p90 for c in kept) / n,
             "naive_median_rel_error": statistics.median(c.naive_error for c in kept)}
 
 
@@ -242,19 +282,25 @@ def _pct(x: float | None) -> str:
 
 
 def format_report(data: dict[str, Any], *, styled: bool = False) -> str:
-    """The text report: one line per wait group and one for all, then a note line."""
+    """The text report: one line per wait group and one for all (calibrated figures, then the
+    draws' raw ones), then note lines."""
     f = data["forecasts"]
     head = ("wait from the moment", "jobs", "median |p50-actual|/wait", "in p10-p90",
-            "naive median error")
+            "raw median error", "raw in p10-p90", "naive median error")
     rows = [(b["wait"], str(b["jobs"]), _pct(b["median_rel_error"]),
-             _pct(b["coverage_p10_p90"]), _pct(b["naive_median_rel_error"]))
+             _pct(b["coverage_p10_p90"]), _pct(b["raw_median_rel_error"]),
+             _pct(b["raw_coverage_p10_p90"]), _pct(b["naive_median_rel_error"]))
             for b in f["by_wait"]]
     rows.append((">= 10 min", str(f["jobs"]), _pct(f["median_rel_error"]),
-                 _pct(f["coverage_p10_p90"]), _pct(f["naive_median_rel_error"])))
+                 _pct(f["coverage_p10_p90"]), _pct(f["raw_median_rel_error"]),
+                 _pct(f["raw_coverage_p10_p90"]), _pct(f["naive_median_rel_error"])))
     text = tables.render(head, rows, head[1:], styled=styled).rstrip("\n")
     note = ("later arrivals drawn from the history's recent ones"
             if f.get("arrivals") == "history" else
             "no arrival after a moment is invented, so a forecast is the start if nothing else "
             "were submitted")
+    calibrated = (f"{f['calibrated']} of the {f['jobs']} jobs >= 10 min have a band calibrated on "
+                  f"earlier moments' outcomes (at least {MIN_KNOWN} known); the others, the raw "
+                  "band of the draws")
     return (f"{text}\n{f['forecast_jobs']} forecasts of waiting jobs at {f['moments']} moment(s), "
-            f"{f['draws']} draws each; {note}")
+            f"{f['draws']} draws each; {note}\n{calibrated}")
