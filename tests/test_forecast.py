@@ -1,13 +1,15 @@
 """Start-time forecasts (``prioritizer.forecast``) on small worlds whose answer is worked out
-by hand: one node, known remaining run times, the policy's costs applied step by step."""
+by hand: one node, known remaining run times, the policy's costs applied step by step; and
+the calibration of start bands on a handful of past outcomes worked out by hand."""
 
 from __future__ import annotations
 
 import random
-from math import inf
+from math import inf, log
 
 import pytest
 
+from prioritizer.forecast.calibrate import Past, calibration, note_starts, remember
 from prioritizer.forecast.draws import remaining_s
 from prioritizer.forecast.forecast import band, forecast, quantile
 from prioritizer.forecast.world import ForecastJob, World
@@ -164,3 +166,67 @@ def test_bad_inputs_are_named():
                                       nodes=("n9",)),))
     with pytest.raises(ValueError, match="draws: must be >= 1"):
         forecast(World(0.0, NODE, ()), PolicyConfig(), DIST, draws=0)
+
+
+# ---------------------------------------------------------------- calibration (calibrate.py)
+#: five past forecasts of median wait 240 s (group < 10 min), made at 1000..5000 s; actual
+#: waits 90, 240, 240, 540, 1140 s, so (actual + 60) / (240 + 60) = 0.5, 1, 1, 2, 4 and the
+#: residuals are ln 0.5, 0, 0, ln 2, ln 4; they started at 1090, 2240, 3240, 4540, 6140 s
+FIVE = [Past(str(k), 1000.0 * k, 1000.0 * k + 240, 1000.0 * k + wait)
+        for k, wait in zip(range(1, 6), (90, 240, 240, 540, 1140))]
+
+
+def test_calibrated_band_of_five_worked_residuals():
+    # sorted residuals -ln2, 0, 0, ln2, 2 ln2; q10 at rank 0.4: -0.6 ln2; q50 at rank 2: 0;
+    # q90 at rank 3.6: ln2 + 0.6 ln2 = 1.6 ln2. A raw median wait of 240 s: (240 + 60) = 300,
+    # p10 = 300 · 2^-0.6 - 60 = 137.93 s, p50 = 240 s, p90 = 300 · 2^1.6 - 60 = 849.43 s
+    cal = calibration(FIVE, 10_000.0, min_known=5)
+    assert cal.pooled == pytest.approx((-log(2), 0.0, 0.0, log(2), 2 * log(2)))
+    got, used = cal.start_band(10_000.0, (10_100.0, 10_240.0, 10_500.0))
+    assert used == 5
+    assert got == pytest.approx((10_137.93, 10_240.0, 10_849.43), abs=0.01)
+    # a median wait of 2 h is another group, empty: the pooled residuals calibrate it;
+    # (7200 + 60) · 2^1.6 - 60 = 21,948.2 s
+    got, used = cal.start_band(0.0, (0.0, 7200.0, 9000.0))
+    assert used == 5 and got[1] == pytest.approx(7200.0) and got[2] == pytest.approx(21_948.2, abs=0.1)
+
+
+def test_a_group_with_enough_residuals_calibrates_its_own_forecasts():
+    # five more of median wait 2 h (group 1-6 h), each exact: residual 0, so that group's
+    # band is the median itself; the 240 s forecasts keep their own five
+    exact = [Past(f"x{k}", 100.0 * k, 100.0 * k + 7200, 100.0 * k + 7200) for k in range(5)]
+    cal = calibration(FIVE + exact, 10_000.0, min_known=5)
+    assert cal.start_band(10_000.0, (10_000.0, 17_200.0, 20_000.0)) == (
+        (17_200.0, 17_200.0, 17_200.0), 5)
+    got, used = cal.start_band(10_000.0, (10_100.0, 10_240.0, 10_500.0))
+    assert used == 5 and got[2] == pytest.approx(10_849.43, abs=0.01)
+
+
+def test_too_few_outcomes_or_a_median_beyond_the_horizon_keep_the_raw_band():
+    raw = (10_100.0, 10_240.0, 10_500.0)
+    assert calibration(FIVE[:4], 10_000.0, min_known=5).start_band(10_000.0, raw) == (raw, 0)
+    beyond = (10_100.0, inf, inf)
+    assert calibration(FIVE, 10_000.0, min_known=5).start_band(10_000.0, beyond) == (beyond, 0)
+
+
+def test_a_forecast_never_uses_an_outcome_known_only_after_its_moment():
+    # at 5000 s: job 5's forecast is made at 5000 (not before) and starts at 6140 (after):
+    # only jobs 1-4 count; at 4500 s job 4 (started at 4540) is not known yet either
+    assert calibration(FIVE, 5000.0, min_known=1).pooled == pytest.approx(
+        (-log(2), 0.0, 0.0, log(2)))
+    assert calibration(FIVE, 4500.0, min_known=1).pooled == pytest.approx((-log(2), 0.0, 0.0))
+    waiting = Past("w", 0.0, 100.0)                        # its job has not started
+    assert calibration([waiting], 10_000.0, min_known=1).pooled == ()
+
+
+def test_starts_are_noted_and_forecasts_are_remembered_once_per_gap():
+    past = [Past("a", 100.0, 400.0), Past("b", 100.0, 400.0), Past("c", 100.0, 400.0)]
+    # a started at 350 (after its forecast); b is gone without a start (cancelled); c waits
+    got = note_starts(past, {"a": 350.0, "z": 50.0}, ["a", "c"])
+    assert got == [Past("a", 100.0, 400.0, 350.0), Past("c", 100.0, 400.0)]
+    # c's waiting forecast is 800 s old at 900 s: less than the 900 s gap, not remembered
+    # again; d is new; at 1000 s c's is 900 s old: remembered
+    got = remember(got, 900.0, {"c": 1500.0, "d": 2000.0})
+    assert got == [Past("a", 100.0, 400.0, 350.0), Past("c", 100.0, 400.0),
+                   Past("d", 900.0, 2000.0)]
+    assert remember(got, 1000.0, {"c": 1500.0})[-1] == Past("c", 1000.0, 1500.0)

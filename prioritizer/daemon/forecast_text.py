@@ -15,6 +15,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from prioritizer.forecast.calibrate import MIN_KNOWN
+
 Forecast = Mapping[str, Any]
 
 
@@ -90,6 +92,19 @@ def _band(values: list[float | None] | None, now: float, horizon_s: float) -> st
     return f"{low} to {high} (median {mid})"
 
 
+def calibration_note(found: Mapping[str, Any], forecast: Forecast) -> str:
+    """Whether a waiting job's start band is calibrated on past outcomes, or the draws' raw
+    band (and why)."""
+    used = found.get("calibrated", 0)
+    if used:
+        return f"band calibrated on {used} earlier forecasts whose jobs have started"
+    known = forecast.get("known_outcomes", 0)
+    if known >= MIN_KNOWN:
+        return "raw band of the draws: its median is beyond the horizon"
+    return (f"raw band of the draws (too narrow as a rule): {known} earlier forecasts' "
+            f"outcomes known, {MIN_KNOWN} needed to calibrate it")
+
+
 def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bool,
                  daemon_known: bool = True) -> list[str]:
     """The forecast lines of one job for ``dlqueue -j`` and ``dlprio explain``."""
@@ -112,6 +127,8 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
              f"{later}"]
     if not running:
         lines.append(f"  start: {_band(found['start'], now, horizon)}")
+        if found["start"] is not None and "calibrated" in found:
+            lines.append(f"    {calibration_note(found, forecast)}")
     lines.append(f"  finish: {_band(found['finish'], now, horizon)}")
     if not running:
         first = ", ".join(str(j) for j in found["first_ahead"])

@@ -16,12 +16,26 @@ none`` no arrival is invented; with ``history`` each draw draws later submission
 submitted in the last ``forecast.arrival_window_s`` (jobs of that window that already ended are
 not among them, so the rate is a lower bound).
 
+A waiting job's start band is calibrated (:mod:`prioritizer.forecast.calibrate`) with the
+outcomes of the daemon's own earlier forecasts: the forecaster remembers the raw median start of
+each waiting job (one per job per :data:`~prioritizer.forecast.calibrate.RECORD_GAP_S` at most)
+and, as cycles see the job run, its actual start; the known outcomes (the
+:data:`~prioritizer.forecast.calibrate.MAX_KNOWN` latest) are kept in the ledger's ``meta``
+table under :data:`META_KEY`, so a restart keeps them (forecasts still waiting are not kept).
+Until :data:`~prioritizer.forecast.calibrate.MIN_KNOWN` outcomes are known the draws' raw band
+is published (``calibrated`` 0).
+
 Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
     {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
-     "cpu_s": float, "arrivals": "none" | "history",
-     "jobs": {"<job id>": {"start": [p10, p50, p90], "finish": [p10, p50, p90],
+     "cpu_s": float, "arrivals": "none" | "history", "known_outcomes": int,
+     "jobs": {"<job id>": {"start": [p10, p50, p90], "raw_start": [p10, p50, p90],
+                           "calibrated": int, "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
+
+``start`` is the calibrated band, ``raw_start`` the draws' own, ``calibrated`` the count of
+past outcomes the band rests on (0: ``start`` is the raw band); ``known_outcomes``: outcomes
+known when the forecast was made.
 
 Times are epoch seconds; ``null`` in ``start``/``finish`` is beyond the horizon; ``"start":
 null`` alone: the job fits on no node. A reader calls the forecast stale once ``made_at`` is
@@ -30,18 +44,21 @@ more than ``stale_after_s`` old (three refresh periods).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import multiprocessing
 import time
 from collections.abc import Mapping
 from multiprocessing.pool import AsyncResult, Pool
-from typing import Any
+from typing import Any, Protocol
 
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.log import event
 from prioritizer.daemon.observe import Observation, UnitCache
 from prioritizer.forecast.arrivals import ArrivalModel, recent
+from prioritizer.forecast.calibrate import (MAX_KNOWN, Calibration, Past, calibration,
+                                            note_starts, remember)
 from prioritizer.forecast.forecast import Forecast, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -115,34 +132,91 @@ def _when(value: float) -> float | None:
     return None if math.isinf(value) else round(value, 1)
 
 
+#: the ledger ``meta`` key of the known forecast outcomes (JSON list of
+#: ``[job id, made_at, raw p50 start, actual start]``, epoch s)
+META_KEY = "forecast_outcomes"
+
+
+class MetaStore(Protocol):
+    """Where the known outcomes are kept (the ledger: :class:`prioritizer.daemon.ledger.Ledger`)."""
+
+    def meta(self, key: str, default: str | None = None) -> str | None: ...
+
+    def set_meta(self, key: str, value: str) -> None: ...
+
+
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
-           cpu_s: float, arrivals: str = "none") -> dict[str, Any]:
-    """The snapshot's ``forecast`` object of ``made`` (see module doc)."""
+           cpu_s: float, arrivals: str = "none", calibrated: Calibration | None = None,
+           waiting: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The snapshot's ``forecast`` object of ``made`` (see module doc): the start bands of the
+    ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands)."""
     jobs: dict[str, Any] = {}
     for job in made.jobs:
         if job.start is None or job.finish is None:
-            jobs[job.job_id] = {"start": None, "finish": None, "preempt_chance": 0.0,
-                                "ahead": 0, "first_ahead": []}
+            jobs[job.job_id] = {"start": None, "raw_start": None, "calibrated": 0,
+                                "finish": None, "preempt_chance": 0.0, "ahead": 0,
+                                "first_ahead": []}
             continue
-        jobs[job.job_id] = {"start": [_when(v) for v in job.start],
+        start, used = job.start, 0
+        if calibrated is not None and job.job_id in waiting:
+            start, used = calibrated.start_band(made.now, job.start)
+        jobs[job.job_id] = {"start": [_when(v) for v in start],
+                            "raw_start": [_when(v) for v in job.start],
+                            "calibrated": used,
                             "finish": [_when(v) for v in job.finish],
                             "preempt_chance": round(job.preempt_chance, 3),
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
+    known = len(calibrated.pooled) if calibrated is not None else 0
     return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
             "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
-            "jobs": jobs}
+            "known_outcomes": known, "jobs": jobs}
+
+
+def load_known(store: MetaStore | None) -> list[Past]:
+    """The known outcomes kept in ``store`` (none when absent or unreadable: calibration then
+    starts over, the raw bands stand meanwhile)."""
+    raw = store.meta(META_KEY) if store is not None else None
+    if not raw:
+        return []
+    try:
+        return [Past(str(j), float(m), float(p), float(s)) for j, m, p, s in json.loads(raw)]
+    except (ValueError, TypeError):
+        return []
+
+
+def dump_known(past: list[Past]) -> str:
+    """The ``meta`` value of the known outcomes of ``past`` (:data:`META_KEY`)."""
+    return json.dumps([[p.job_id, p.made_at, p.p50, p.start] for p in past
+                       if p.start is not None][-MAX_KNOWN:])
 
 
 class Forecaster:
     """Starts forecasts in a child process and keeps the last one ready (module doc)."""
 
-    def __init__(self, cfg: ForecastConfig, interval_s: float, log: Any) -> None:
+    def __init__(self, cfg: ForecastConfig, interval_s: float, log: Any,
+                 store: MetaStore | None = None) -> None:
         self.cfg, self.log = cfg, log
         self.stale_after_s = 3 * cfg.every_cycles * interval_s + cfg.cpu_budget_s
         self.pool: Pool | None = None
         self.running: AsyncResult[tuple[Forecast, float]] | None = None
         self.latest: dict[str, Any] | None = None
+        #: where the known outcomes are kept across restarts (None: in memory only)
+        self.store = store
+        #: past forecasts of waiting jobs, with their actual start once seen
+        self.past: list[Past] = load_known(store)
+        #: the waiting jobs of the forecast in flight
+        self.waiting: frozenset[str] = frozenset()
+
+    def learn(self, obs: Observation) -> None:
+        """Note the starts this cycle sees of remembered forecasts; keep the known outcomes
+        in the store when that changed them."""
+        starts = {str(v.job_id): v.run_start for v in obs.snapshot.jobs
+                  if v.phase is JobPhase.RUNNING and v.run_start is not None}
+        known = sum(p.start is not None for p in self.past)
+        self.past = note_starts(self.past, starts, (str(v.job_id) for v in obs.snapshot.jobs))
+        if self.store is not None and sum(p.start is not None for p in self.past) != known:
+            self.store.set_meta(META_KEY, dump_known(self.past))
 
     @property
     def enabled(self) -> bool:
@@ -158,7 +232,11 @@ class Forecaster:
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
         else:
             self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
-                                 self.cfg.arrivals)
+                                 self.cfg.arrivals, calibration(self.past, made.now),
+                                 self.waiting)
+            self.past = remember(self.past, made.now, {
+                j.job_id: j.start[1] for j in made.jobs
+                if j.job_id in self.waiting and j.start is not None})
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
         self.running = None
@@ -168,10 +246,12 @@ class Forecaster:
         """Once per cycle: collect a ready forecast; start one when due and none runs."""
         if not self.enabled:
             return
+        self.learn(obs)
         self.collect()
         if self.running is not None or cycle % self.cfg.every_cycles:
             return
         world = world_of(obs, decisions, config, units)
+        self.waiting = frozenset(j.job_id for j in world.jobs if j.phase == "pending")
         arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
                           self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
         if self.pool is None:

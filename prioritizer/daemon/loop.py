@@ -106,7 +106,8 @@ class Daemon:
         self.cluster: str | None = None   # Slurm's ClusterName (read_slurm_config)
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
         self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
-        self.forecaster = Forecaster(cfg.forecast, cfg.interval_s, log)
+        self.forecaster = Forecaster(cfg.forecast, cfg.interval_s, log,
+                                     None if dry_run else self.ledger)
         #: forecasts are made while :meth:`run` loops (``dlprio once`` makes none)
         self.forecasting = False
         #: the forecasts' duration distribution when the policy learns none

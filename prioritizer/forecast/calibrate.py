@@ -147,3 +147,31 @@ def note_starts(past: Iterable[Past], starts: Mapping[str, float], present: Iter
         elif p.job_id in here:
             out.append(p)
     return out
+
+
+#: the least time (s) between two remembered forecasts of one job (a daemon forecasting every
+#: few minutes would otherwise let its longest waits outweigh every other job)
+RECORD_GAP_S = 900.0
+#: waiting (not yet started) forecasts remembered at most; the oldest go first
+MAX_WAITING = 20000
+
+
+def remember(past: Iterable[Past], now: float, p50s: Mapping[str, float],
+             gap_s: float = RECORD_GAP_S, max_known: int = MAX_KNOWN,
+             max_waiting: int = MAX_WAITING) -> list[Past]:
+    """``past`` with the raw median starts ``p50s`` (job id → s; finite) of the waiting jobs
+    of a forecast made at ``now`` added, except for a job with a waiting forecast less than
+    ``gap_s`` old; then the ``max_known`` latest known outcomes and the ``max_waiting`` latest
+    waiting forecasts, in that order."""
+    kept = list(past)
+    latest: dict[str, float] = {}
+    for p in kept:
+        if p.start is None:
+            latest[p.job_id] = max(latest.get(p.job_id, -math.inf), p.made_at)
+    for job_id, p50 in p50s.items():
+        if math.isfinite(p50) and now - latest.get(job_id, -math.inf) >= gap_s:
+            kept.append(Past(job_id, now, p50))
+    known = sorted((p for p in kept if p.start is not None),
+                   key=lambda p: p.start if p.start is not None else 0.0)[-max_known:]
+    waiting = sorted((p for p in kept if p.start is None), key=lambda p: p.made_at)
+    return known + waiting[-max_waiting:]
