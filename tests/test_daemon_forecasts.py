@@ -139,3 +139,84 @@ def test_the_detail_line_says_whether_later_submissions_are_drawn():
         assert snap["arrivals"] == arrivals
         first = detail_lines(snap, 2, NOW, False)[0]
         assert first.endswith(f"from 3 duration draws; {said}")
+
+
+class _Ready:
+    """A forecast already made (what the child's AsyncResult gives), so that
+    :meth:`Forecaster.collect` runs without a child."""
+
+    def __init__(self, made):
+        self.made = made
+
+    def ready(self):
+        return True
+
+    def get(self, timeout=None):
+        return self.made, 0.1
+
+
+class _Meta(dict):
+    """The ledger's meta table, in memory."""
+
+    def meta(self, key, default=None):
+        return self.get(key, default)
+
+    def set_meta(self, key, value):
+        self[key] = value
+
+
+def test_published_start_bands_are_calibrated_on_earlier_forecasts_outcomes():
+    from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.forecast.calibrate import Past
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    # 30 earlier forecasts, each "starts now" (median wait 0), made before NOW - 1000; ten
+    # started 0 s, ten 60 s and ten 180 s after their forecast: (wait + 60) / 60 = 1, 2, 4,
+    # residuals 10 × 0, 10 × ln 2, 10 × ln 4. q10 (rank 2.9) = 0, q50 (rank 14.5) = ln 2,
+    # q90 (rank 26.1) = ln 4: a raw median wait of 0 gives the band
+    # (60 · 1 - 60, 60 · 2 - 60, 60 · 4 - 60) = (0, 60, 180) s from the moment
+    store = _Meta()
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), store)
+    forecaster.past = [Past(f"{k}", NOW - 2000 + k, NOW - 2000 + k,
+                            NOW - 2000 + k + (0, 60, 180)[k % 3]) for k in range(30)]
+    forecaster.waiting = frozenset({"2"})
+    made = Forecast(NOW, 3, (JobForecast("1", (NOW - 40,) * 3, (NOW + 60,) * 3, 0.0, 0, ()),
+                             JobForecast("2", (NOW,) * 3, (NOW + 100,) * 3, 0.0, 0, ())))
+    forecaster.running = _Ready(made)
+    forecaster.collect()
+    got = forecaster.latest
+    assert got["known_outcomes"] == 30
+    assert got["jobs"]["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert got["jobs"]["2"]["raw_start"] == [NOW] * 3 and got["jobs"]["2"]["calibrated"] == 30
+    assert got["jobs"]["1"]["start"] == [NOW - 40] * 3     # a running job's run start as is
+    assert got["jobs"]["1"]["calibrated"] == 0
+    assert "band calibrated on 30 earlier forecasts" in detail_lines(got, 2, NOW, False)[2]
+    # job 2's raw median start is remembered; it starts at NOW + 90: the outcome is noted
+    # and kept in the store, which a restarted forecaster reads back
+    assert forecaster.past[-1] == Past("2", NOW, NOW)
+    obs = _observation()
+    started = JobView(2, JobPhase.RUNNING, (1,), NOW - 100, run_start=NOW + 90, nodes=("n1",))
+    forecaster.learn(Observation(NOW + 120, Snapshot(obs.snapshot.nodes,
+                                                     (obs.snapshot.jobs[0], started)),
+                                 obs.units, ()))
+    assert forecaster.past[-1] == Past("2", NOW, NOW, NOW + 90)
+    again = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                       logging.getLogger("test-forecasts"), store)
+    assert len(again.past) == 31 and again.past[-1] == Past("2", NOW, NOW, NOW + 90)
+
+
+def test_before_enough_outcomes_the_raw_band_is_published_and_said_so():
+    from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"))
+    forecaster.waiting = frozenset({"2"})
+    forecaster.running = _Ready(Forecast(NOW, 3, (
+        JobForecast("2", (NOW + 60, NOW + 120, NOW + 300), (NOW + 400,) * 3, 0.0, 0, ()),)))
+    forecaster.collect()
+    got = forecaster.latest
+    assert got["jobs"]["2"]["start"] == [NOW + 60, NOW + 120, NOW + 300]
+    assert got["jobs"]["2"]["calibrated"] == 0 and got["known_outcomes"] == 0
+    assert detail_lines(got, 2, NOW, False)[2].strip() == (
+        "raw band of the draws (too narrow as a rule): 0 earlier forecasts' outcomes known, "
+        "30 needed to calibrate it")

@@ -31,6 +31,10 @@ def test_exact_forecasts_on_a_fifo_queue(tmp_path, capsys):
     assert got["jobs"] == 14 and got["forecast_jobs"] == 19
     assert got["median_rel_error"] == 0.0
     assert got["coverage_p10_p90"] == 1.0
+    # one moment: no earlier forecast has an outcome, so every band is the draws' raw one
+    assert got["calibrated"] == 0
+    assert (got["raw_median_rel_error"], got["raw_coverage_p10_p90"]) == (0.0, 1.0)
+    assert (got["before_p10"], got["after_p90"]) == (0.0, 0.0)
     # naive: (jobs ahead + 1) × 100 s mean run time / 1 running job: exact here too
     assert got["naive_median_rel_error"] == 0.0
     buckets = {b["wait"]: b["jobs"] for b in got["by_wait"]}
@@ -44,6 +48,7 @@ def test_text_report_and_option_errors(tmp_path, capsys):
                  "--gpus-per-node", "1", "--policy", "fifo", "--moments", "1"]) == 0
     out = capsys.readouterr().out
     assert ">= 10 min" in out and "19 forecasts of waiting jobs at 1 moment(s)" in out
+    assert "0 of the 14 jobs >= 10 min have a band calibrated" in out
     assert main(["history", "check", "--trace", str(trace), "--nodes", "1",
                  "--gpus-per-node", "1", "--json"]) == 2
     assert "--json only apply with --forecasts" in capsys.readouterr().err
