@@ -89,7 +89,8 @@ def test_dlqueue_rows_carry_the_start_column_and_json():
     assert got[0]["forecast"]["finish"] == [NOW + 1200, NOW + 3600, NOW + 7200]
     assert got[1]["forecast"] == {"made_at": NOW - 60, "start": FORECAST["jobs"]["102"]["start"],
                                   "finish": FORECAST["jobs"]["102"]["finish"],
-                                  "preempt_chance": 0.1, "ahead": 3, "horizon_s": 86400.0}
+                                  "calibrated": 0, "preempt_chance": 0.1, "ahead": 3,
+                                  "horizon_s": 86400.0}
 
 
 def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
@@ -108,6 +109,26 @@ def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
     with pytest.raises(SnapshotError, match=r"forecast\.jobs\.102\.start: expected "
                                             r"\[p10, p50, p90\] or null"):
         read_snapshot(path)
+    data["forecast"]["jobs"]["102"]["start"] = [1, 2, 3]
+    data["forecast"]["jobs"]["102"]["calibrated"] = "40"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SnapshotError, match=r"forecast\.jobs\.102\.calibrated: expected a count"):
+        read_snapshot(path)
+
+
+def test_the_detail_lines_say_whether_the_start_band_is_calibrated():
+    # job 102's band rests on 40 past outcomes; with 12 known and none used, the raw band
+    calibrated = {**FORECAST, "known_outcomes": 40,
+                  "jobs": {"102": {**FORECAST["jobs"]["102"], "calibrated": 40}}}
+    assert ft.detail_lines(calibrated, 102, NOW, running=False)[1:3] == [
+        "  start: ~10m to ~4h (median ~25m)",
+        "    band calibrated on 40 earlier forecasts whose jobs have started"]
+    raw = {**FORECAST, "known_outcomes": 12,
+           "jobs": {"102": {**FORECAST["jobs"]["102"], "calibrated": 0}}}
+    assert ft.detail_lines(raw, 102, NOW, running=False)[2] == (
+        "    raw band of the draws (too narrow as a rule): 12 earlier forecasts' outcomes "
+        "known, 30 needed to calibrate it")
+    assert ft.json_field(calibrated, 102, NOW)["calibrated"] == 40
 
 
 def test_explain_adds_the_forecast_of_an_active_job(tmp_path):

@@ -74,13 +74,15 @@ def start_cell(forecast: Forecast | None, job_id: int, now: float, waiting: bool
 
 
 def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, Any] | None:
-    """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` and ``finish``
-    (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon; ``null`` lists: fits on no
-    node), ``preempt_chance``, ``ahead``, ``horizon_s``; None without a fresh forecast."""
+    """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` (calibrated) and
+    ``finish`` (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon; ``null`` lists: fits
+    on no node), ``calibrated`` (past outcomes the start band rests on; 0: the draws' raw
+    band), ``preempt_chance``, ``ahead``, ``horizon_s``; None without a fresh forecast."""
     found = entry(forecast, job_id) if is_fresh(forecast, now) else None
     if found is None or forecast is None:
         return None
     return {"made_at": forecast["made_at"], "start": found["start"], "finish": found["finish"],
+            "calibrated": found.get("calibrated", 0),
             "preempt_chance": found["preempt_chance"], "ahead": found["ahead"],
             "horizon_s": forecast["horizon_s"]}
 

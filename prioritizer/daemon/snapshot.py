@@ -181,11 +181,17 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
     for key in ("made_at", "stale_after_s", "horizon_s", "draws"):
         if not _number(value.get(key)):
             raise SnapshotError(f"{path}: malformed snapshot (forecast.{key}: expected a number)")
+    if "known_outcomes" in value and not _count(value["known_outcomes"]):
+        raise SnapshotError(f"{path}: malformed snapshot (forecast.known_outcomes: expected "
+                            "a count)")
     for job_id, entry in value["jobs"].items():
         where = f"forecast.jobs.{job_id}"
         if not isinstance(entry, dict):
             raise SnapshotError(f"{path}: malformed snapshot ({where}: expected an object)")
-        for key in ("start", "finish"):
+        if "calibrated" in entry and not _count(entry["calibrated"]):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.calibrated: expected a "
+                                "count)")
+        for key in ("start", "raw_start", "finish"):
             band = entry.get(key)
             if band is not None and not (isinstance(band, list) and len(band) == 3 and all(
                     v is None or _number(v) for v in band)):
@@ -200,3 +206,7 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
