@@ -73,3 +73,31 @@ def test_drawn_arrivals_queue_behind_waiting_jobs_under_fifo(tmp_path, capsys):
                  "--gpus-per-node", "1", "--arrivals", "history",
                  "--arrival-window-s", "0"]) == 2
     assert "--arrival-window-s" in capsys.readouterr().err
+
+
+def test_bands_are_calibrated_only_with_earlier_moments_outcomes(tmp_path, capsys, monkeypatch):
+    """Two bursts of the fifo queue above: jobs 0..119 at 0..119 s and 200..319 at
+    20,000..20,119 s, one job at 40,000 s. Two moments, 10,000 and 30,000 s: at each, 19 jobs
+    wait (101..119, 301..319), forecast exactly; 14 of each wait at least 10 minutes. At the
+    first moment no outcome is known (raw bands); at the second the 19 of the first, all
+    started by 11,900 s, are known, each of residual ln((w + 60) / (w + 60)) = 0: with at
+    least 5 needed, the 14 bands are calibrated to the exact start."""
+    import functools
+
+    from prioritizer.forecast.calibrate import calibration
+    from prioritizer.history import forecast_check
+
+    monkeypatch.setattr(forecast_check, "calibration",
+                        functools.partial(calibration, min_known=5))
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},1,{i},100" for i in range(120)]
+    rows += [f"{200 + i},1,{20000 + i},100" for i in range(120)]
+    rows.append("400,1,40000,100")
+    trace = tmp_path / "bursts.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", "--policy", "fifo", "--moments", "2", "--draws", "3",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["forecasts"]
+    assert (got["forecast_jobs"], got["jobs"], got["calibrated"]) == (38, 28, 14)
+    assert got["coverage_p10_p90"] == 1.0 and got["median_rel_error"] == 0.0
