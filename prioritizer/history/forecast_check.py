@@ -74,10 +74,10 @@ class JobCheck:
     p50: float
     p90: float
     naive: float
-    raw_p10: float = 0.0
-    raw_p50: float = 0.0
-    raw_p90: float = 0.0
-    calibrated: int = 0
+    raw_p10: float
+    raw_p50: float
+    raw_p90: float
+    calibrated: int
 
     @property
     def error(self) -> float:
