@@ -106,8 +106,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--summary-only", action="store_true", help="no per-job lines")
     chk.add_argument("--forecasts", action="store_true",
                      help="check start-time forecasts instead: at moments of the replay, "
-                     "forecast every waiting job as the daemon does and compare with the "
-                     "start the replay gave (any trace dlprio simulate reads)")
+                     "forecast every waiting job as the daemon does (start bands calibrated "
+                     "on earlier moments' outcomes) and compare with the start the replay "
+                     "gave (any trace dlprio simulate reads)")
     chk.add_argument("--format", choices=sorted(FORMATS),
                      help="with --forecasts: the trace format (default: from the header)")
     chk.add_argument("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
