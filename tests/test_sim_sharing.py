@@ -10,6 +10,7 @@ import pytest
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.mix import production_alone, sharing_mix
+from prioritizer.sim.report import summarize
 from prioritizer.sim.traces import Trace, TraceError, TraceJob, read_trace
 
 ONE_NODE = Cluster(1, 2)
@@ -68,6 +69,31 @@ def test_whole_gpu_waiter_preempts_both_shard_jobs_of_a_gpu() -> None:
     assert {j.name: (j.start, j.end, j.preemptions) for j in r.jobs} == {
         "a": (0, 450, 1), "b": (0, 450, 1), "c": (80, 1080, 0), "d": (120, 170, 0)}
     assert r.gpu_s_held == 1450.0
+
+
+def test_summary_gives_production_and_opportunistic_jobs_apart() -> None:
+    # One node of 1 GPU; checkpoint 5 s, requeue delay 20 s, ticks every 30 s.
+    # o (opportunistic, 0.5 GPU, 100 s) starts at 0. p (production, 1 GPU, 50 s) arrives at
+    # 20; on the tick at 30 o is the victim, holds its shards to 35; p runs 35..85 (JCT 65).
+    # o ran 30 s, may restart at 55, gets the GPU at 85 and ends at 155 (JCT 155).
+    # s (production, 0.5 GPU, 10 s) arrives at 200 and runs 200..210 (JCT 10).
+    # Production: p and s, avg (65 + 10) / 2 = 37.5; all jobs: (65 + 155 + 10) / 3.
+    # Held GPU·s: o 0.5 * 35 + 0.5 * 70, p 50, s 0.5 * 10 = 107.5 over 1 GPU x 210 s.
+    # Arrival window [0, 200]: everything but s's run, 102.5 GPU·s over 1 GPU x 200 s.
+    cfg = PolicyConfig(policy="las", min_run_s=0, checkpoint_overhead_s=5,
+                       requeue_delay_s=20, decision_interval_s=30)
+    r = simulate(_trace(TraceJob(0, "o", 2, 0, 1, 100, share=0.5, opportunistic=True),
+                        TraceJob(1, "p", 3, 20, 1, 50),
+                        TraceJob(2, "s", 4, 200, 1, 10, share=0.5)), Cluster(1, 1), cfg)
+    summary = summarize(r)
+    assert {k: summary[k] for k in ("production_jobs", "production_avg_jct_s",
+                                    "opportunistic_jobs", "opportunistic_avg_jct_s",
+                                    "opportunistic_preemptions")} == {
+        "production_jobs": 2, "production_avg_jct_s": 37.5, "opportunistic_jobs": 1,
+        "opportunistic_avg_jct_s": 155.0, "opportunistic_preemptions": 1}
+    assert summary["avg_jct_s"] == pytest.approx(230 / 3)
+    assert summary["gpu_utilisation"] == pytest.approx(107.5 / 210)
+    assert summary["gpu_utilisation_arrival_window"] == pytest.approx(102.5 / 200)
 
 
 def test_trace_reads_fractions_and_the_opportunistic_column(tmp_path: Path) -> None:
