@@ -9,7 +9,7 @@ import pytest
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
-from prioritizer.sim.mix import production_alone, sharing_mix
+from prioritizer.sim.mix import opportunistic_mix, production_alone, sharing_mix, whole_gpus
 from prioritizer.sim.report import summarize
 from prioritizer.sim.traces import Trace, TraceError, TraceJob, read_trace
 
@@ -122,3 +122,36 @@ def test_mix_rule_counts_one_gpu_jobs_only() -> None:
     alone = production_alone(mix)
     assert [(j.job_id, j.name, j.share) for j in alone.jobs] == [
         (0, "0", 0.0), (1, "1", 0.0), (2, "2", 0.0), (3, "4", 0.0), (4, "5", 0.0)]
+
+
+def test_extra_opportunistic_mix_lays_later_windows_over_the_production_one() -> None:
+    # Production: the first 2 jobs (ids "0" at 0, "1" at 100): window [0, 100], S = 100.
+    # Later 1-GPU jobs, moved by k*S, offered load = 0.5 * duration cut at S / (1 GPU * 100 s):
+    # "2" at 120 -> 20, 0.5 * 40 / 100 = 0.20; "3" has 4 GPUs, skipped;
+    # "4" at 190 -> 90, 0.5 * min(500, 10) / 100 = 0.05   (window 1: 0.25)
+    # "5" at 230 -> 30, 0.5 * 60 / 100 = 0.30; "6" at 260 -> 60, 0.5 * 40 / 100 = 0.20
+    # (windows 1-2: 0.75); "7" at 310 is in window 3.
+    jobs = [(0, 1, 100), (100, 2, 50), (120, 1, 40), (150, 4, 10), (190, 1, 500),
+            (230, 1, 60), (260, 1, 100), (310, 1, 10)]
+    trace = _trace(*(TraceJob(i, str(i), i + 2, float(t), g, float(d))
+                     for i, (t, g, d) in enumerate(jobs)))
+
+    # load 0.4: window 1 brings 0.25 < 0.4, windows 1-2 bring 0.75: candidates 2, 4, 5, 6,
+    # p = 0.4 / 0.75 = 0.533: floor(n p) steps up at n = 2 and n = 4 -> "4" (at 90), "6" (at 60)
+    mix = opportunistic_mix(trace, 2, total_gpus=1, load=0.4)
+    assert [(j.job_id, j.name, j.submit, j.share, j.opportunistic) for j in mix.jobs] == [
+        (0, "0", 0.0, 0.0, False), (1, "6", 60.0, 0.5, True), (2, "4", 90.0, 0.5, True),
+        (3, "1", 100.0, 0.0, False)]
+    assert [j.duration for j in mix.jobs] == [100.0, 100.0, 500.0, 50.0]
+    assert [(j.share, j.opportunistic) for j in whole_gpus(mix).jobs] == [
+        (0.0, False), (0.0, True), (0.0, True), (0.0, False)]
+    assert [(j.job_id, j.name) for j in production_alone(mix).jobs] == [(0, "0"), (1, "1")]
+
+    # load 0.2: window 1 (0.25) is enough; p = 0.8 keeps the 2nd candidate, "4"
+    mix = opportunistic_mix(trace, 2, total_gpus=1, load=0.2)
+    assert [(j.name, j.submit, j.opportunistic) for j in mix.jobs] == [
+        ("0", 0.0, False), ("4", 90.0, True), ("1", 100.0, False)]
+
+    with pytest.raises(ValueError, match="all arrive at once"):
+        opportunistic_mix(_trace(*(TraceJob(i, str(i), i + 2, 0.0, 1, 10.0) for i in range(3))),
+                          2, total_gpus=1, load=0.2)
