@@ -1,22 +1,34 @@
-"""Benchmark: GPU sharing on the Philly-derived mix; prints production JCT and GPU utilisation.
+"""Benchmark: GPU sharing on a Philly-derived mix; prints production JCT and GPU utilisation.
 
-Workload: the first ``--jobs`` jobs of the Philly 15k excerpt's dense window (submit >= 48
-days), made into a sharing mix by ``prioritizer.sim.mix.sharing_mix`` (every
-``--shard-every``-th 1-GPU job asks 0.5 GPU, every ``--opportunistic-every``-th is
-opportunistic). Two replays on ``--nodes`` × 8 GPUs (by default sized for ``--load`` of the
-production jobs), real nodes, the default costs
-(``PolicyConfig``: 60 s thrash guard, 15 s checkpoint, 121 s requeue delay, 30 s ticks):
+Workload: the Philly 15k excerpt's dense window (submit >= 48 days), made into a mix by one
+of the rules of ``prioritizer.sim.mix``:
+
+* ``--mix extra`` (default): the first ``--jobs`` jobs (default 900) are the production
+  stream, unchanged; opportunistic 0.5-GPU jobs from the 1-GPU jobs of the later windows of
+  the same length offer ``--opportunistic-load`` (default 0.3 = 1 - the production load: the
+  capacity production leaves idle on average) beside it (``mix.opportunistic_mix``);
+* ``--mix split``: the first ``--jobs`` jobs (default 2000), every ``--shard-every``-th 1-GPU
+  job asks 0.5 GPU, every ``--opportunistic-every``-th is opportunistic
+  (``mix.sharing_mix``).
+
+Replays on ``--nodes`` × 8 GPUs (by default sized for ``--load`` of the production jobs), real
+nodes, the default costs (``PolicyConfig``: 60 s thrash guard, 15 s checkpoint, 121 s requeue
+delay, 30 s ticks):
 
 * **no sharing**: the production jobs alone, each shard job on a whole GPU
-  (``mix.production_alone``);
+  (``mix.production_alone``): without gres/shard and the opportunistic class the extra work
+  would compete with production, so it is not run;
+* **opp. whole GPUs** (``extra`` only): the mix with each opportunistic job on a whole GPU
+  (``mix.whole_gpus``), what the opportunistic class gives without the shards;
 * **sharing**: the whole mix (shard jobs packed two to a GPU, opportunistic jobs on GPUs
   production leaves free).
 
 Production JCT: the average over production jobs (paired by trace id). GPU utilisation: GPU·s
-used inside the arrival window [0, S] (S = the last submit; a 0.5-GPU job uses half a GPU, also
-where it holds a whole one) over GPUs × S. Nothing is asserted.
+used inside the production arrival window [0, S] (S = the last production submit; a 0.5-GPU
+job uses half a GPU, also where it holds a whole one) over GPUs × S. Nothing is asserted.
 
-Run: ``.venv/bin/python benchmarks/bench_sharing.py [--jobs 2000] [--load 0.7] [--shard-every 2] [--opportunistic-every 4]``
+Run: ``.venv/bin/python benchmarks/bench_sharing.py [--mix extra|split] [--jobs N] [--load 0.7]
+[--opportunistic-load 0.3] [--shard-every 2] [--opportunistic-every 4]``
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ from pathlib import Path
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, JobResult
 from prioritizer.sim.shared import replay_shared
-from prioritizer.sim.mix import production_alone, sharing_mix
+from prioritizer.sim.mix import opportunistic_mix, production_alone, sharing_mix, whole_gpus
 from prioritizer.sim.traces import Trace, read_trace
 
 def nodes_for_load(trace: Trace, load: float) -> int:
@@ -62,39 +74,57 @@ def used_gpu_s(trace: Trace, cluster: Cluster, cfg: PolicyConfig, uses: dict[str
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=2000)
+    ap.add_argument("--mix", choices=("extra", "split"), default="extra")
+    ap.add_argument("--jobs", type=int, default=0,
+                    help="production jobs (extra; 0: 900) or mix jobs (split; 0: 2000)")
     ap.add_argument("--nodes", type=int, default=0, help="0: sized for --load")
     ap.add_argument("--load", type=float, default=0.7,
                     help="production GPU·s over (GPUs x arrival span) when --nodes is 0")
+    ap.add_argument("--opportunistic-load", type=float, default=0.3,
+                    help="extra: opportunistic GPU·s offered over (GPUs x arrival span)")
     ap.add_argument("--policy", default="tiresias-las")
     ap.add_argument("--shard-every", type=int, default=2)
     ap.add_argument("--opportunistic-every", type=int, default=4)
     a = ap.parse_args()
     full = read_trace(PHILLY, since=48 * 86400)
-    base = Trace(full.path, full.format, full.jobs[:a.jobs], 0)
-    mix = sharing_mix(base, a.shard_every, a.opportunistic_every)
-    alone = production_alone(mix)
-    cluster = Cluster(a.nodes or nodes_for_load(alone, a.load), 8)
+    runs: list[tuple[str, Trace]]
+    if a.mix == "extra":
+        n = a.jobs or 900
+        first = Trace(full.path, full.format, full.jobs[:n], 0)
+        cluster = Cluster(a.nodes or nodes_for_load(first, a.load), 8)
+        mix = opportunistic_mix(full, n, cluster.total_gpus, a.opportunistic_load)
+        alone = production_alone(mix)
+        runs = [("no sharing", alone), ("opp. whole GPUs", whole_gpus(mix)), ("sharing", mix)]
+    else:
+        base = Trace(full.path, full.format, full.jobs[:a.jobs or 2000], 0)
+        mix = sharing_mix(base, a.shard_every, a.opportunistic_every)
+        alone = production_alone(mix)
+        cluster = Cluster(a.nodes or nodes_for_load(alone, a.load), 8)
+        runs = [("no sharing", alone), ("sharing", mix)]
     cfg = PolicyConfig(policy=a.policy)
     uses = {j.name: j.share or float(j.num_gpus) for j in mix.jobs}
-    until = mix.jobs[-1].submit
+    until = max(j.submit for j in mix.jobs)
     production = {j.name for j in alone.jobs}
-    print(f"workload: {len(mix.jobs)} Philly jobs (submit >= 48 d), "
+    opp_used = sum(uses[j.name] * min(j.duration, until - j.submit)
+                   for j in mix.jobs if j.opportunistic)
+    print(f"workload ({a.mix}): {len(mix.jobs)} Philly jobs (submit >= 48 d), "
           f"{sum(1 for j in mix.jobs if j.share)} at 0.5 GPU, "
           f"{sum(1 for j in mix.jobs if j.opportunistic)} opportunistic "
-          f"({sum(uses[j.name] * j.duration for j in mix.jobs if j.opportunistic) / sum(uses[j.name] * j.duration for j in mix.jobs):.1%} of GPU·s); "
+          f"(offered load {opp_used / (cluster.total_gpus * until):.3f} in the window); "
           f"{cluster.nodes} x 8 GPUs, {a.policy}, default costs; window [0, {until:.0f} s]")
-    print(f"{'replay':<12}{'prod avg JCT s':>16}{'GPU util':>10}{'preempted':>11}{'wall s':>8}")
+    print(f"{'replay':<16}{'prod avg JCT s':>16}{'GPU util':>10}{'preempted':>11}{'wall s':>8}")
     rows = {}
-    for name, t in (("no sharing", alone), ("sharing", mix)):
+    for name, t in runs:
         jobs, used, preempted, wall = used_gpu_s(t, cluster, cfg, uses, until)
         jct = statistics.fmean(j.jct for j in jobs if j.name in production)
         util = used / (cluster.total_gpus * until)
         rows[name] = (jct, util)
-        print(f"{name:<12}{jct:>16.0f}{util:>10.1%}{preempted:>11}{wall:>8.1f}")
-    (j0, u0), (j1, u1) = rows["no sharing"], rows["sharing"]
-    print(f"sharing against no sharing: production avg JCT {j1 / j0 - 1:+.2%}, "
-          f"GPU utilisation {u1 / u0 - 1:+.1%}")
+        print(f"{name:<16}{jct:>16.0f}{util:>10.1%}{preempted:>11}{wall:>8.1f}")
+    j0, u0 = rows["no sharing"]
+    for name, (j1, u1) in rows.items():
+        if name != "no sharing":
+            print(f"{name} against no sharing: production avg JCT {j1 / j0 - 1:+.2%}, "
+                  f"GPU utilisation {u1 / u0 - 1:+.1%}")
 
 if __name__ == "__main__":
     main()

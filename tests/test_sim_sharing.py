@@ -9,7 +9,8 @@ import pytest
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
-from prioritizer.sim.mix import production_alone, sharing_mix
+from prioritizer.sim.mix import opportunistic_mix, production_alone, sharing_mix, whole_gpus
+from prioritizer.sim.report import summarize
 from prioritizer.sim.traces import Trace, TraceError, TraceJob, read_trace
 
 ONE_NODE = Cluster(1, 2)
@@ -70,6 +71,31 @@ def test_whole_gpu_waiter_preempts_both_shard_jobs_of_a_gpu() -> None:
     assert r.gpu_s_held == 1450.0
 
 
+def test_summary_gives_production_and_opportunistic_jobs_apart() -> None:
+    # One node of 1 GPU; checkpoint 5 s, requeue delay 20 s, ticks every 30 s.
+    # o (opportunistic, 0.5 GPU, 100 s) starts at 0. p (production, 1 GPU, 50 s) arrives at
+    # 20; on the tick at 30 o is the victim, holds its shards to 35; p runs 35..85 (JCT 65).
+    # o ran 30 s, may restart at 55, gets the GPU at 85 and ends at 155 (JCT 155).
+    # s (production, 0.5 GPU, 10 s) arrives at 200 and runs 200..210 (JCT 10).
+    # Production: p and s, avg (65 + 10) / 2 = 37.5; all jobs: (65 + 155 + 10) / 3.
+    # Held GPU·s: o 0.5 * 35 + 0.5 * 70, p 50, s 0.5 * 10 = 107.5 over 1 GPU x 210 s.
+    # Arrival window [0, 200]: everything but s's run, 102.5 GPU·s over 1 GPU x 200 s.
+    cfg = PolicyConfig(policy="las", min_run_s=0, checkpoint_overhead_s=5,
+                       requeue_delay_s=20, decision_interval_s=30)
+    r = simulate(_trace(TraceJob(0, "o", 2, 0, 1, 100, share=0.5, opportunistic=True),
+                        TraceJob(1, "p", 3, 20, 1, 50),
+                        TraceJob(2, "s", 4, 200, 1, 10, share=0.5)), Cluster(1, 1), cfg)
+    summary = summarize(r)
+    assert {k: summary[k] for k in ("production_jobs", "production_avg_jct_s",
+                                    "opportunistic_jobs", "opportunistic_avg_jct_s",
+                                    "opportunistic_preemptions")} == {
+        "production_jobs": 2, "production_avg_jct_s": 37.5, "opportunistic_jobs": 1,
+        "opportunistic_avg_jct_s": 155.0, "opportunistic_preemptions": 1}
+    assert summary["avg_jct_s"] == pytest.approx(230 / 3)
+    assert summary["gpu_utilisation"] == pytest.approx(107.5 / 210)
+    assert summary["gpu_utilisation_arrival_window"] == pytest.approx(102.5 / 200)
+
+
 def test_trace_reads_fractions_and_the_opportunistic_column(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_text("job_id,num_gpu,submit_time,duration,opportunistic\n"
@@ -96,3 +122,36 @@ def test_mix_rule_counts_one_gpu_jobs_only() -> None:
     alone = production_alone(mix)
     assert [(j.job_id, j.name, j.share) for j in alone.jobs] == [
         (0, "0", 0.0), (1, "1", 0.0), (2, "2", 0.0), (3, "4", 0.0), (4, "5", 0.0)]
+
+
+def test_extra_opportunistic_mix_lays_later_windows_over_the_production_one() -> None:
+    # Production: the first 2 jobs (ids "0" at 0, "1" at 100): window [0, 100], S = 100.
+    # Later 1-GPU jobs, moved by k*S, offered load = 0.5 * duration cut at S / (1 GPU * 100 s):
+    # "2" at 120 -> 20, 0.5 * 40 / 100 = 0.20; "3" has 4 GPUs, skipped;
+    # "4" at 190 -> 90, 0.5 * min(500, 10) / 100 = 0.05   (window 1: 0.25)
+    # "5" at 230 -> 30, 0.5 * 60 / 100 = 0.30; "6" at 260 -> 60, 0.5 * 40 / 100 = 0.20
+    # (windows 1-2: 0.75); "7" at 310 is in window 3.
+    jobs = [(0, 1, 100), (100, 2, 50), (120, 1, 40), (150, 4, 10), (190, 1, 500),
+            (230, 1, 60), (260, 1, 100), (310, 1, 10)]
+    trace = _trace(*(TraceJob(i, str(i), i + 2, float(t), g, float(d))
+                     for i, (t, g, d) in enumerate(jobs)))
+
+    # load 0.4: window 1 brings 0.25 < 0.4, windows 1-2 bring 0.75: candidates 2, 4, 5, 6,
+    # p = 0.4 / 0.75 = 0.533: floor(n p) steps up at n = 2 and n = 4 -> "4" (at 90), "6" (at 60)
+    mix = opportunistic_mix(trace, 2, total_gpus=1, load=0.4)
+    assert [(j.job_id, j.name, j.submit, j.share, j.opportunistic) for j in mix.jobs] == [
+        (0, "0", 0.0, 0.0, False), (1, "6", 60.0, 0.5, True), (2, "4", 90.0, 0.5, True),
+        (3, "1", 100.0, 0.0, False)]
+    assert [j.duration for j in mix.jobs] == [100.0, 100.0, 500.0, 50.0]
+    assert [(j.share, j.opportunistic) for j in whole_gpus(mix).jobs] == [
+        (0.0, False), (0.0, True), (0.0, True), (0.0, False)]
+    assert [(j.job_id, j.name) for j in production_alone(mix).jobs] == [(0, "0"), (1, "1")]
+
+    # load 0.2: window 1 (0.25) is enough; p = 0.8 keeps the 2nd candidate, "4"
+    mix = opportunistic_mix(trace, 2, total_gpus=1, load=0.2)
+    assert [(j.name, j.submit, j.opportunistic) for j in mix.jobs] == [
+        ("0", 0.0, False), ("4", 90.0, True), ("1", 100.0, False)]
+
+    with pytest.raises(ValueError, match="all arrive at once"):
+        opportunistic_mix(_trace(*(TraceJob(i, str(i), i + 2, 0.0, 1, 10.0) for i in range(3))),
+                          2, total_gpus=1, load=0.2)

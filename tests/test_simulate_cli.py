@@ -34,6 +34,32 @@ def test_json_compare_on_the_reference_inputs(capsys: pytest.CaptureFixture[str]
     assert out[0]["jobs"] == 60 and out[0]["skipped_jobs"] == 0
 
 
+def test_sharing_trace_reports_production_and_opportunistic_jobs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # One GPU, the default costs (15 s checkpoint, 121 s requeue delay, 30 s ticks).
+    # o (opportunistic, 0.5 GPU, 100 s) runs from 0; p (1 GPU, 50 s) arrives at 20. On the
+    # tick at 30 o is preempted (an opportunistic job has no thrash guard), holds its GPU to
+    # 45; p runs 45..95 (JCT 75). o may restart at 45 + 121 = 166 and runs its last 70 s:
+    # ends 236. Arrival window [0, 20]: o held half the GPU, utilisation 0.5.
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration,opportunistic\n"
+                     "o,0.5,0,100,1\np,1,20,50,0\n")
+    cluster = ["--nodes", "1", "--gpus-per-node", "1", "--policy", "las"]
+    assert main(["simulate", "--trace", str(trace), *cluster, "--json"]) == 0
+    (out,) = json.loads(capsys.readouterr().out)
+    assert {k: out[k] for k in ("avg_jct_s", "production_jobs", "production_avg_jct_s",
+                                "opportunistic_jobs", "opportunistic_avg_jct_s",
+                                "opportunistic_preemptions",
+                                "gpu_utilisation_arrival_window")} == {
+        "avg_jct_s": 155.5, "production_jobs": 1, "production_avg_jct_s": 75.0,
+        "opportunistic_jobs": 1, "opportunistic_avg_jct_s": 236.0,
+        "opportunistic_preemptions": 1, "gpu_utilisation_arrival_window": 0.5}
+    assert main(["simulate", "--trace", str(trace), *cluster]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU sharing:"))
+    assert lines[at + 2].split() == ["las", "1", "75.0", "155.5", "1", "236.0", "1", "0.500"]
+
+
 def test_table_with_ratios_csv_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     jobs_csv, plot = tmp_path / "jobs.csv", tmp_path / "jct.png"
     rc = main(["simulate", "--trace", SIXTY, "--nodes", "2", "--gpus-per-node", "4",

@@ -26,8 +26,8 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.tenants import Tenancy
 from slurm_plugin.common.wording import shown
-from prioritizer.sim.report import (format_table, format_windows_table, summarize,
-                                    window_comparison, write_jobs_csv, write_plot)
+from prioritizer.sim.report import (format_sharing_table, format_table, format_windows_table,
+                                    summarize, window_comparison, write_jobs_csv, write_plot)
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
@@ -166,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
         if comparison and baseline is not None:
             sys.stdout.write("\n" + format_windows_table(comparison, baseline, window_jobs,
                                                           styled=tables.is_terminal()))
+        if summaries and "production_jobs" in summaries[0]:
+            sys.stdout.write("\n" + format_sharing_table(summaries, styled=tables.is_terminal()))
         for table in tenant_tables:
             sys.stdout.write("\n" + table)
     if args.tenants_plot and tenancy is not None:

@@ -21,7 +21,7 @@ import heapq
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
@@ -29,6 +29,9 @@ from prioritizer.policy.incremental import Scheduler, Tracked
 from prioritizer.policy.placement import can_ever_fit, consolidated_shape
 from prioritizer.policy.tenants import SHARED, Tenancy
 from prioritizer.sim.traces import Trace, TraceJob
+
+if TYPE_CHECKING:
+    from prioritizer.sim.shared import SharingFigures
 
 
 #: ``gc.set_threshold`` values while a replay's event loop runs (Python's defaults: 700, 10, 10).
@@ -174,6 +177,9 @@ class SimResult:
     #: with ``--tenants``: per job id its tenant, and the per-tenant GPUs at each decision
     tenant_of: dict[int, str] = field(default_factory=dict)
     tenant_samples: list[Any] = field(default_factory=list)
+    #: a replay with shard or opportunistic jobs: which jobs are opportunistic and the GPU·s
+    #: held in the arrival window (``prioritizer.sim.shared``); None for any other replay
+    sharing: SharingFigures | None = None
 
 
 class Simulator:
@@ -444,4 +450,5 @@ def simulate_shared(trace: Trace, cluster: Cluster, config: PolicyConfig,
                              done.trace.submit, done.first_start, done.end, jct,
                              jct - done.held_s, done.preemptions, done.promotions))
     return SimResult(config.policy, tuple(out), trace.skipped_jobs, len(trace.jobs) - len(shapes),
-                     replay.gpu_s_held, cluster.total_gpus, wall_s, replay.samples)
+                     replay.gpu_s_held, cluster.total_gpus, wall_s, replay.samples,
+                     sharing=replay.figures())

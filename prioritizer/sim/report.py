@@ -3,7 +3,8 @@
 Pure functions from :class:`prioritizer.sim.engine.SimResult` to numbers and text, plus two
 writers (jobs CSV, PNG plot with matplotlib's Agg backend). Percentiles are nearest-rank
 (the p-th percentile of n sorted values is the value at rank ceil(p/100 × n)). Units: seconds,
-GPU utilisation as a fraction of ``total GPUs × makespan``.
+GPU utilisation as a fraction of ``total GPUs × makespan``; a replay with GPU sharing adds
+:data:`SHARING_KEYS` (:func:`sharing_summary`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from slurm_plugin.common.atomic import save_figure, write_atomically
 SUMMARY_KEYS = ("policy", "jobs", "skipped_jobs", "avg_jct_s", "median_jct_s", "p95_jct_s",
                 "p99_jct_s", "makespan_s", "avg_queueing_delay_s", "preemptions", "promotions",
                 "gpu_utilisation", "wall_s")
+SHARING_KEYS = ("production_jobs", "production_avg_jct_s", "opportunistic_jobs",
+                "opportunistic_avg_jct_s", "opportunistic_preemptions",
+                "gpu_utilisation_arrival_window")
 JOB_COLUMNS = ("job_id", "submit", "start", "end", "jct", "queueing_delay", "preemptions",
                "promotions")
 
@@ -39,7 +43,9 @@ def summarize(result: SimResult) -> dict[str, Any]:
     """The summary object of one replay, keys exactly :data:`SUMMARY_KEYS`.
 
     ``skipped_jobs`` counts rows the reader skipped (zero GPUs or duration) plus jobs that
-    can never fit on the cluster (``result.unfittable_jobs``).
+    can never fit on the cluster (``result.unfittable_jobs``). A replay with shard or
+    opportunistic jobs (``result.sharing``) also has the keys :data:`SHARING_KEYS`
+    (:func:`sharing_summary`).
     """
     jcts = [j.jct for j in result.jobs]
     makespan = max((j.end for j in result.jobs), default=0.0) - min(
@@ -60,6 +66,32 @@ def summarize(result: SimResult) -> dict[str, Any]:
         "promotions": sum(j.promotions for j in result.jobs),
         "gpu_utilisation": result.gpu_s_held / capacity if capacity else 0.0,
         "wall_s": result.wall_s,
+    } | (sharing_summary(result) if result.sharing is not None else {})
+
+
+def sharing_summary(result: SimResult) -> dict[str, Any]:
+    """The :data:`SHARING_KEYS` of a replay with GPU sharing (``result.sharing`` set).
+
+    Production jobs are all jobs but the opportunistic ones (shard jobs included); an average
+    over no job is 0. ``gpu_utilisation_arrival_window``: GPU·s held between the first and the
+    last submit over total GPUs × that span (0 when all jobs arrive at once); a shard job counts
+    its share. Unlike ``gpu_utilisation`` (over the makespan) it leaves out the tail after the
+    last arrival, where the cluster drains and sharing has nothing left to fill.
+    """
+    figures = result.sharing
+    assert figures is not None
+    opportunistic = [j for j in result.jobs if j.job_id in figures.opportunistic]
+    production = [j for j in result.jobs if j.job_id not in figures.opportunistic]
+    capacity = result.total_gpus * figures.window_s
+    return {
+        "production_jobs": len(production),
+        "production_avg_jct_s": statistics.fmean(j.jct for j in production)
+        if production else 0.0,
+        "opportunistic_jobs": len(opportunistic),
+        "opportunistic_avg_jct_s": statistics.fmean(j.jct for j in opportunistic)
+        if opportunistic else 0.0,
+        "opportunistic_preemptions": sum(j.preemptions for j in opportunistic),
+        "gpu_utilisation_arrival_window": figures.window_gpu_s / capacity if capacity else 0.0,
     }
 
 
@@ -86,6 +118,23 @@ def format_table(summaries: Sequence[dict[str, Any]], *, styled: bool = False) -
         rows.append(row)
     from prioritizer import tables   # rich: imported only when a table is printed
     return tables.render(head, rows, head[1:], styled=styled)
+
+
+def format_sharing_table(summaries: Sequence[dict[str, Any]], *, styled: bool = False) -> str:
+    """The GPU-sharing table (summaries with :data:`SHARING_KEYS`): a title line, then one row
+    per policy with production and all jobs' avg JCT, the opportunistic jobs' figures and GPU
+    utilisation over the arrival window; ending in a newline."""
+    head = ["policy", "prod jobs", "prod avg JCT s", "all avg JCT s", "opp jobs",
+            "opp avg JCT s", "opp preempt", "GPU util arrivals"]
+    rows = [[s["policy"], str(s["production_jobs"]), f"{s['production_avg_jct_s']:.1f}",
+             f"{s['avg_jct_s']:.1f}", str(s["opportunistic_jobs"]),
+             f"{s['opportunistic_avg_jct_s']:.1f}", str(s["opportunistic_preemptions"]),
+             f"{s['gpu_utilisation_arrival_window']:.3f}"] for s in summaries]
+    from prioritizer import tables   # rich: imported only when a table is printed
+    title = ("GPU sharing: production jobs (all but opportunistic) and opportunistic jobs; "
+             "GPU util arrivals = GPU·s held from the first to the last submit over GPUs x that "
+             "span\n")
+    return title + tables.render(head, rows, head[1:], styled=styled)
 
 
 def window_comparison(results: Sequence[SimResult], baseline: str,

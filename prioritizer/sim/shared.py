@@ -43,6 +43,20 @@ _COMPLETION, _GRACE_END, _ARRIVAL, _READY, _TICK = range(5)
 _EPS = 1e-9
 
 
+@dataclass(frozen=True)
+class SharingFigures:
+    """What a summary of a sharing replay needs beyond the per-job results.
+
+    ``opportunistic``: ids of the opportunistic jobs replayed. ``window_s``: the arrival
+    window's length, last submit − first submit of the replayed jobs (s). ``window_gpu_s``:
+    GPU·s held inside that window, a shard job counting its share
+    (``sharing.service_gpus``; checkpoint grace included, as ``gpu_s_held``)."""
+
+    opportunistic: frozenset[int]
+    window_s: float
+    window_gpu_s: float
+
+
 def is_shared(trace: Trace) -> bool:
     """Whether ``trace`` has a shard job or an opportunistic job (then ``simulate`` replays it
     with :func:`replay_shared`)."""
@@ -101,6 +115,15 @@ class SharedReplay:
         #: (job id, start, end, GPUs counted) of every closed run (``sharing.service_gpus``)
         self.spells: list[tuple[int, float, float, float]] = []
         self.samples: list[tuple[float, int, int]] = []
+
+    def figures(self) -> SharingFigures:
+        """:class:`SharingFigures` of the finished replay (its closed runs, ``spells``)."""
+        submits = [j.trace.submit for j in self.jobs.values()]
+        first, last = (min(submits), max(submits)) if submits else (0.0, 0.0)
+        held = sum(rate * max(0.0, min(end, last) - max(start, first))
+                   for _, start, end, rate in self.spells)
+        return SharingFigures(frozenset(i for i, j in self.jobs.items() if j.trace.opportunistic),
+                              last - first, held)
 
     # -- events ----------------------------------------------------------------------------
     def push(self, when: float, kind: int, job_id: int = -1, run: int = 0) -> None:
