@@ -68,6 +68,16 @@ def all_cases() -> list[Case]:
     return small + big
 
 
+#: The fast subset the default tests replay (test_sim_regression.py; test_compiled.py with the
+#: compiled policy): every 60_job.csv case and three ITP cluster04 cases that exercise
+#: preemption, promotion, checkpoint grace and requeue delays.
+DEFAULT = [c for c in all_cases() if c.trace.startswith("60job")] + [
+    Case("itp-69x8", "count", "zero", "tiresias-las"),
+    Case("itp-69x8", "consolidate", "costs", "srtf"),
+    Case("itp-69x8", "count", "zero", "tiresias-gittins"),
+]
+
+
 def write_fixture(path: Path, data: bytes) -> None:
     """Gzip ``data`` into ``path`` reproducibly (no timestamp, no file name in the header)."""
     with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,

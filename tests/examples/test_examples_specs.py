@@ -10,7 +10,7 @@ import pytest
 
 from submit.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "examples" / "specs"
 RUNNABLE = ["single-gpu.yaml", "ddp-2x2gpu.yaml", "hetjob-chief-workers.yaml"]
 CONTAINER = {"pyxis-registry-image.yaml": ("pyxis", "nvcr.io#nvidia/pytorch:23.10-py3"),

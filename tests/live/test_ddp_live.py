@@ -34,7 +34,7 @@ from slurm_plugin.slurm.records import Job
 
 pytestmark = pytest.mark.live
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "specs" / "ddp-torch-2x2.yaml"
 CLUSTER = ClusterSpec(name="ddpnet", port_base=13600, netns=True)
 CLI = [sys.executable, "-m", "slurm_plugin.localcluster.cli"]

@@ -23,7 +23,7 @@ from slurm_plugin.slurm.client import SlurmClient
 from slurm_plugin.slurm.records import Job
 
 pytestmark = pytest.mark.live
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DLSUBMIT = Path(sys.executable).parent / "dlsubmit"
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.live, pytest.mark.releases]
 USER = "dlluatest"
 PREFIX = "dllua-"
 SCRIPT = "#!/bin/bash\ntrue\n"
-PACKAGED = Path(__file__).resolve().parents[1] / "slurm_plugin" / "job_submit.lua"
+PACKAGED = Path(__file__).resolve().parents[2] / "slurm_plugin" / "job_submit.lua"
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from slurm_plugin import shard
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = "#!/bin/bash\necho \"cvd=$CUDA_VISIBLE_DEVICES\"\n" + CKPT_SCRIPT.split("\n", 1)[1]
 

@@ -24,7 +24,7 @@ from slurm_plugin.slurm.client import SlurmClient
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

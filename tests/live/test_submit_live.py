@@ -93,7 +93,7 @@ def fields(text: str, tag: str) -> list[dict[str, str]]:
             for line in text.splitlines() if line.startswith(tag + " ")]
 
 
-FIXTURE_SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
+FIXTURE_SPECS = Path(__file__).resolve().parents[1] / "fixtures" / "specs"
 
 
 def _test_only(path: Path, tmp_path: Path) -> str:
@@ -122,7 +122,7 @@ def test_pai_jobs_pass_sbatch_test_only(name: str, tmp_path: Path) -> None:
 @pytest.mark.releases
 def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
     """The pyxis example rendered for runtime none: gpu:a100:N, enforce-binding, USR1@120."""
-    example = Path(__file__).resolve().parents[1] / "examples" / "specs" / "pyxis-registry-image.yaml"
+    example = Path(__file__).resolve().parents[2] / "examples" / "specs" / "pyxis-registry-image.yaml"
     script = render_sbatch(load.load(example), RenderOptions())
     assert "#SBATCH --gres-flags=enforce-binding" in script
     assert "to start at" in SlurmClient(timeout_s=30).test_only(script)

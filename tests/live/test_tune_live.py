@@ -11,7 +11,7 @@ from live_helpers import wait_cluster_idle
 from prioritizer.cli import main
 from slurm_plugin.slurm.client import SlurmClient
 
-TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv"
+TRACE = Path(__file__).resolve().parents[2] / "data" / "traces" / "tiresias" / "60_job.csv"
 GRID = "thresholds=1000/5000,3250/7200,10000/40000;knob=4,8,16;queues=2,3"
 
 

@@ -28,8 +28,7 @@ import pytest
 
 from prioritizer import compiled
 from prioritizer.command import CliError
-from regression_helpers import ROOT, Case, read_fixture
-from test_sim_regression import DEFAULT
+from regression_helpers import DEFAULT, ROOT, Case, read_fixture
 
 SMALL = Case("60job-n2g4", "count", "costs", "srtf")
 

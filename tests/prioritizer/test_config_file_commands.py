@@ -18,7 +18,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.policy.validation import ConfigError
 from prioritizer.sim.cli import policy_section
 
-TRACE = str(Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv")
+TRACE = str(Path(__file__).resolve().parents[2] / "data" / "traces" / "tiresias" / "60_job.csv")
 DAEMON_KEYS = ", ".join(sorted(f.name for f in dataclasses.fields(DaemonConfig)))
 COMMANDS = {
     "simulate": ["simulate", "--trace", TRACE, "--nodes", "1", "--gpus-per-node", "8", "--json",

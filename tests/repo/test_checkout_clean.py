@@ -11,7 +11,7 @@ from pathlib import Path
 
 from test_docs_commands import DOCS, fenced_commands
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUTPUT_FLAGS = ("--plot", "--jobs-csv", "--output", "-o")
 
 
@@ -56,6 +56,6 @@ def _submits_without_output(path: Path) -> list[str]:
 
 
 def test_every_job_the_tests_submit_names_its_output() -> None:
-    found = [hit for path in sorted((ROOT / "tests").glob("*.py"))
+    found = [hit for path in sorted((ROOT / "tests").rglob("*.py"))
              for hit in _submits_without_output(path)]
     assert found == []

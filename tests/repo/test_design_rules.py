@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-DESIGN = Path(__file__).resolve().parents[1] / "docs" / "design.md"
+DESIGN = Path(__file__).resolve().parents[2] / "docs" / "design.md"
 LOCATION = re.compile(r"`([a-z_][a-z0-9_.]*):([A-Za-z_][A-Za-z0-9_.]*)`")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from setuptools import find_packages
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_package_directory_is_packaged() -> None:

@@ -16,7 +16,7 @@ from prioritizer.daemon import cli as daemon_cli
 
 from live_helpers import wait_for
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 # a test holding a child process, with a fixture; the teardown hangs when OUT/slow exists
 PROBE = '''

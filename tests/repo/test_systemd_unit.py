@@ -26,7 +26,7 @@ from prioritizer.cli import main
 from prioritizer.daemon import cli as daemon_cli
 from slurm_plugin.common.exits import Exit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "conf" / "dlprio.service"
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from slurm_plugin.localcluster import provision
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_vagrant_validate_accepts_the_vagrantfile() -> None:

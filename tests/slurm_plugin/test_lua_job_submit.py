@@ -219,7 +219,7 @@ def test_lua_grace_cap_matches_the_daemons_default():
     import yaml
     from pathlib import Path
 
-    conf = yaml.safe_load((Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml").read_text())
+    conf = yaml.safe_load((Path(__file__).resolve().parents[2] / "conf" / "dlprio.yaml").read_text())
     assert _P.internals.SITE.max_grace_s == conf["max_grace_s"]
 
 

@@ -16,7 +16,7 @@ import pytest
 from submit.cli import main
 from submit_helpers import CONTRACT, bash_syntax_ok, res, sbatch_directives
 
-SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
+SPECS = Path(__file__).resolve().parents[1] / "fixtures" / "specs"
 # file -> (exit status, [resource args per component] or stderr lines, texts that must appear)
 TABLE = {
     # 1 x (2 cpu, 6000 MiB, 1 gpu); commands joined with newlines, the folded one on one line

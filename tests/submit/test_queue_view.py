@@ -421,7 +421,7 @@ def test_docs_example_is_what_dlqueue_prints_for_the_same_jobs() -> None:
 
     import dataclasses
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "dlqueue.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "dlqueue.md").read_text(encoding="utf-8")
     example = doc.split("```console\n$ dlqueue\n", 1)[1].split("```", 1)[0]
     # with a forecast made 30 s ago: 103 starts in 25 min, 102 in 3 h (medians)
     forecast = {"made_at": NOW - 30, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 900.0,

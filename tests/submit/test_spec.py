@@ -389,7 +389,7 @@ def test_dlsubmit_names_a_text_field_yaml_read_otherwise(
     """``name: no`` in a job file is YAML's boolean false: dlsubmit says so and how to fix it
     (quote it), exits 2 and submits nothing (a dry run here prints no script)."""
     from submit.cli import main as dlsubmit
-    spec = Path(__file__).parent / "fixtures" / "specs" / "v2-single-gpu.yaml"
+    spec = Path(__file__).parents[1] / "fixtures" / "specs" / "v2-single-gpu.yaml"
     text = spec.read_text()
     bad = tmp_path / "job.yaml"
     assert "\nname: single-gpu\n" in text

@@ -13,7 +13,7 @@ from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.policy.config import PolicyConfig
 
-PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
+PACKAGED = Path(__file__).resolve().parents[3] / "conf" / "dlprio.yaml"
 
 
 def test_packaged_config_is_the_documented_defaults() -> None:

@@ -20,7 +20,7 @@ from prioritizer.daemon import cli as daemon_cli
 from prioritizer.daemon import log as daemon_log
 from prioritizer.daemon.log import LOGGER, CycleAdapter, JsonFormatter, configure, event
 
-PACKAGED = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
+PACKAGED = Path(__file__).resolve().parents[3] / "conf" / "dlprio.yaml"
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +194,7 @@ def test_the_documented_syslog_example_routes_events(tmp_path: Path) -> None:
 
     import yaml
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "dlprio.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "dlprio.md").read_text()
     block = re.search(r"```yaml\n(version: 1\n.*?)```", doc, re.S)
     assert block is not None
     spec = yaml.safe_load(block.group(1))

@@ -14,7 +14,7 @@ import pytest
 
 from prioritizer.daemon.ledger import SCHEMA_VERSION, Ledger, LedgerVersionError
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ledger" / "main-a99a6b1.sqlite"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "ledger" / "main-a99a6b1.sqlite"
 TABLES = ("meta", "jobs", "runs", "intents")
 
 

@@ -27,7 +27,7 @@ from slurm_plugin.slurm.accounting import GPU_TRES_FIX, fold_jobs, records_from_
 from slurm_plugin.slurm.shapes import job_from_json
 from slurm_plugin.slurm.shapes import RELEASES
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 CAPTURES = {"22.05-v0.0.38": ("sample-sacct.json", (22, 5)),
             "24.11.5-v0.0.42": ("capture-24.11.5-sacct-v0.0.42.json", (24, 11)),
             "26.05.5-v0.0.42": ("capture-26.05.5-sacct-v0.0.42.json", (26, 5))}

@@ -20,7 +20,7 @@ from prioritizer.sim.traces import read_trace
 from slurm_plugin.slurm.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
 from slurm_plugin.slurm.shapes import RELEASES
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 FIFO_FIT = PolicyConfig(policy="fifo-fit").zero_cost()
 
 

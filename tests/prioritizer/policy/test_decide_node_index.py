@@ -99,7 +99,7 @@ def test_index_chooses_the_walks_victims(world: tuple[Snapshot, PolicyConfig]) -
 def test_index_is_used_and_agrees_on_a_storm() -> None:
     """A small storm (benchmarks/bench_decide.py's shape: a full cluster, thousands of
     starving waiters): dozens of waiters preempt, through the index, as through the walks."""
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_decide.py"
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_decide.py"
     spec = importlib.util.spec_from_file_location("bench_decide", path)
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

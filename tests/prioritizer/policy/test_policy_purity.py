@@ -10,7 +10,7 @@ import pytest
 FORBIDDEN = {"subprocess", "sqlite3", "time", "datetime", "os", "socket", "slurm_plugin"}
 #: The one module of another package the policy may import (the wording of a bad value).
 ALLOWED = {"slurm_plugin.common.wording"}
-ROOT = Path(__file__).resolve().parent.parent / "prioritizer" / "policy"
+ROOT = Path(__file__).resolve().parents[3] / "prioritizer" / "policy"
 #: Every module of the policy package (prioritizer/policy/).
 PURE = sorted(p.name for p in ROOT.glob("*.py"))
 WORDING = ROOT.parents[1] / "slurm_plugin" / "common" / "wording.py"

@@ -15,13 +15,7 @@ from pathlib import Path
 import pytest
 
 from prioritizer.cli import main
-from regression_helpers import Case, all_cases, read_fixture
-
-DEFAULT = [c for c in all_cases() if c.trace.startswith("60job")] + [
-    Case("itp-69x8", "count", "zero", "tiresias-las"),
-    Case("itp-69x8", "consolidate", "costs", "srtf"),
-    Case("itp-69x8", "count", "zero", "tiresias-gittins"),
-]
+from regression_helpers import DEFAULT, Case, read_fixture
 
 
 @pytest.mark.parametrize("case", DEFAULT, ids=[c.name for c in DEFAULT])

@@ -15,7 +15,7 @@ from prioritizer.sim.report import nearest_rank, summarize
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.traces import Trace, TraceJob, read_cluster_spec, read_trace
 
-TIRESIAS = Path(__file__).resolve().parent.parent / "data" / "traces" / "tiresias"
+TIRESIAS = Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias"
 ZERO = PolicyConfig().zero_cost()
 DIST = load_distribution()
 

@@ -10,7 +10,7 @@ import pytest
 
 from prioritizer.cli import main
 
-TIRESIAS = Path(__file__).resolve().parent.parent / "data" / "traces" / "tiresias"
+TIRESIAS = Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias"
 SIXTY = str(TIRESIAS / "60_job.csv")
 N2G4 = ["--cluster", str(TIRESIAS / "n2g4.csv")]
 

@@ -12,7 +12,7 @@ import pytest
 from prioritizer.cli import main
 from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
 
-TRACE = str(Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv")
+TRACE = str(Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias" / "60_job.csv")
 CLUSTER = ["--nodes", "2", "--gpus-per-node", "4"]
 
 

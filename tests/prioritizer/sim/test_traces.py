@@ -8,7 +8,7 @@ import pytest
 
 from prioritizer.sim.traces import TraceError, read_cluster_spec, read_trace
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "traces"
+DATA = Path(__file__).resolve().parents[3] / "data" / "traces"
 PHILLY_HEADER = "u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
 
 

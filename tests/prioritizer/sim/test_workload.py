@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from prioritizer.sim import workload
 from prioritizer.sim.traces import TraceJob, read_trace
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "examples" / "data" / "philly-sample.csv"
 FULL = REPO / "data" / "traces" / "philly-15k" / "philly_data_training.csv"     # in the repository
 

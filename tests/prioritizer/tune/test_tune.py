@@ -14,7 +14,7 @@ from prioritizer.grid import (GridError, combinations, extend_thresholds, load_g
                                    parse_grid)
 from prioritizer.tune.rank import rank
 
-TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv"
+TRACE = Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias" / "60_job.csv"
 
 
 def test_parse_grid_spelling_of_the_issue() -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from slurm_plugin.common.cli import EXIT_CLOSED_STDOUT, quiet_on_closed_stdout
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 TIRESIAS = ROOT / "data" / "traces" / "tiresias"
 HELLO = ROOT / "tests" / "fixtures" / "specs" / "v2-single-gpu.yaml"

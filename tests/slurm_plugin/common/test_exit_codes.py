@@ -12,7 +12,7 @@ import pytest
 
 from slurm_plugin.common.exits import SHORT, CliError, Exit, epilog, signalled
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 ROW = re.compile(r"^\| (\d+) \| `([A-Z_]+)` \| (.+?) \| (.+?) \|$")
 
 

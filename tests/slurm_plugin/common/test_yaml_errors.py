@@ -11,8 +11,8 @@ import pytest
 from prioritizer.cli import main
 from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
 
-TRACE = str(Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv")
-CONF = str(Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml")
+TRACE = str(Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias" / "60_job.csv")
+CONF = str(Path(__file__).resolve().parents[3] / "conf" / "dlprio.yaml")
 BAD = "policy: {}\nb: c: d\n"
 PROBLEM = "2:5: YAML syntax error: mapping values are not allowed here"
 

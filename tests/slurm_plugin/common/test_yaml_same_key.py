@@ -15,7 +15,7 @@ from prioritizer.daemon import config as daemon_config
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.common.yamlfile import load
 
-TRACE = str(Path(__file__).resolve().parents[1] / "data" / "traces" / "tiresias" / "60_job.csv")
+TRACE = str(Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias" / "60_job.csv")
 
 
 @pytest.mark.parametrize("text, line", [

@@ -23,8 +23,8 @@ from slurm_plugin.gres.cli import main
 from slurm_plugin.gres.nvml_fake import FakeNvml, FakeNvmlError
 from slurm_plugin.gres.topo_cpu import CpuTopology
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "nvml"
-TOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "nvml"
+TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 COMPLETE = str(TOPO / "4gpu-nvlink-pairs-tabs-complete.txt")
 CUT = str(TOPO / "8gpu-nvswitch-spaces-cut-off.txt")
 
@@ -250,7 +250,7 @@ def test_fake_nvml_bad_file_is_named(text: str, why: str, capsys: pytest.Capture
     assert err == f"dlgres: {bad}: not a recorded NVML JSON file ({why})\n"
 
 
-FIXTOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+FIXTOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 
 
 def test_cli_from_topo_reads_a_capture_with_escape_codes(capsys: pytest.CaptureFixture[str]):

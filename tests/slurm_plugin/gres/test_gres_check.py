@@ -16,7 +16,7 @@ from slurm_plugin.gres.check import Finding, check_gres
 from slurm_plugin.gres.cli import main
 from slurm_plugin.gres.topo_cpu import CpuTopology
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "gres"
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "gres"
 GOOD = FIX / "good-lab4.conf"
 BAD = FIX / "bad-lab4.conf"
 LAB4 = ["--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "2"]

@@ -24,7 +24,7 @@ from slurm_plugin.gres.nvml_fake import FakeNvml
 from slurm_plugin.gres.topo import TopoError, parse_topo
 from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, parse_ranges
 
-TOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+TOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 COMPLETE = TOPO / "4gpu-nvlink-pairs-tabs-complete.txt"
 SHAPE = ["--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "2"]
 BIG_CPU = ("CPU 99999999999 in '0-99999999999' is above 65532, the highest CPU id of a Slurm node "
@@ -321,7 +321,7 @@ def test_fake_nvml_second_device_and_duplicates_are_named(capsys: pytest.Capture
 def test_fake_nvml_is_documented_as_a_test_stand_in():
     doc = " ".join((__import__("slurm_plugin.gres.nvml_fake").gres.nvml_fake.__doc__ or "").split())
     assert "a test stand-in for a GPU's NVML" in doc
-    assert FakeNvml.from_file(Path(__file__).resolve().parent / "fixtures" / "nvml" / "hgx-h100.json").devices
+    assert FakeNvml.from_file(Path(__file__).resolve().parents[2] / "fixtures" / "nvml" / "hgx-h100.json").devices
 
 
 # --- 6. a Type derived from a GPU name passes the --type rule, and --check applies it -------------

@@ -365,7 +365,7 @@ def test_cli_reads_slurm_conf_and_plugin_dir(tmp_path: Path, capsys: pytest.Capt
 def test_cli_checks_type_against_recorded_nvml_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """gres.conf(5), Type: "the Type specified should match or be a substring of the value that is
     detected" — the names come from --fake-nvml (an HGX H100 record: "NVIDIA H100 80GB HBM3")."""
-    nvml = Path(__file__).resolve().parent / "fixtures" / "nvml" / "hgx-h100.json"
+    nvml = Path(__file__).resolve().parents[2] / "fixtures" / "nvml" / "hgx-h100.json"
     gres = tmp_path / "gres.conf"
     gres.write_text("AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia0\n")
     plugins = tmp_path / "plugins"

@@ -13,7 +13,7 @@ from slurm_plugin.gres.check import Finding, check_gres
 from slurm_plugin.gres.cli import main
 from slurm_plugin.gres.release import RELEASES, Release
 
-TOPO_1GPU = Path(__file__).parent / "fixtures" / "topo" / "1gpu-underlined-header.txt"
+TOPO_1GPU = Path(__file__).parents[2] / "fixtures" / "topo" / "1gpu-underlined-header.txt"
 
 
 def test_dlgres_writes_a_shard_line_per_gpu_and_the_slurm_conf_hint(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,7 @@ import corpus
 from slurm_plugin.gres.topo import TopoError, check_shape, parse_topo, strip_escapes
 from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "topo"
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 COMPLETE = FIX / "4gpu-nvlink-pairs-tabs-complete.txt"
 CUT = FIX / "8gpu-nvswitch-spaces-cut-off.txt"
 OLD = FIX / "2gpu-pcie-no-numa-column.txt"
@@ -233,7 +233,7 @@ def test_parse_ranges_rejects(bad: str):
 # Our fixtures tests/fixtures/topo/ are written by hand in the form `nvidia-smi topo -m > file`
 # leaves from a terminal: the header underlined (ESC[4m ... ESC[0m, as our H200 capture has), and
 # in the second also bold row names closed the `tput sgr0` way (ESC(B ESC[m).
-FIXTOPO = Path(__file__).resolve().parent / "fixtures" / "topo"
+FIXTOPO = Path(__file__).resolve().parents[2] / "fixtures" / "topo"
 
 
 @pytest.mark.parametrize("raw, clean", [

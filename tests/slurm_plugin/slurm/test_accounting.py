@@ -24,7 +24,7 @@ from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmShap
 from slurm_plugin.slurm.records import ShapeError
 from slurm_plugin.slurm.shapes import RELEASES
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 V22 = RELEASES[(22, 5)]
 
 

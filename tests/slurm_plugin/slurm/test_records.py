@@ -12,7 +12,7 @@ from slurm_plugin.slurm import records
 from slurm_plugin.slurm.records import SINFO_FIELDS, filter_jobs, gpu_indices, gpus_in_tres, node_from_fields
 from slurm_plugin.slurm.shapes import job_from_json
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 
 
 @pytest.fixture(scope="module")

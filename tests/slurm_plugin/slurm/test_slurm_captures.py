@@ -40,7 +40,7 @@ from slurm_plugin.slurm.accounting import fold_jobs, records_from_json
 from slurm_plugin.slurm.records import Job, job_from_fields
 from slurm_plugin.slurm.shapes import RELEASES, Release, jobs_from_json
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 V24, V26 = RELEASES[(24, 11)], RELEASES[(26, 5)]
 
 

@@ -27,7 +27,7 @@ from slurm_plugin.slurm.records import (SINFO_FIELDS, SQUEUE_FIELDS, ShapeError,
                                   time_limit_seconds)
 from slurm_plugin.slurm.shapes import RELEASES, jobs_from_json, state_word
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[2] / "data"
 
 
 class CannedClient(SlurmClient):
