@@ -4,7 +4,7 @@ For each dlprio mode the snippets are included into a copy of the live cluster's
 (tests/conf_helpers.py) and a throw-away slurmctld is started on it; ``scontrol show config``
 and ``scontrol show partition`` must show what the snippets say (values as Slurm 22.05 prints
 them: ``PriorityMaxAge=7-0`` → ``7-00:00:00``, ``PriorityCalcPeriod=1`` → ``00:01:00``).
-Also checked without Slurm: every setting in a snippet carries a comment saying why.
+Checked without Slurm: tests/repo/test_conf_snippets.py.
 """
 
 from __future__ import annotations
@@ -13,17 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
-from conf_helpers import SNIPPETS, controller, snippet_keys
+from conf_helpers import COMMON, MODES, controller
 from live_helpers import slurm_conf, wait_for
 
 from slurm_plugin.slurm.client import SlurmClient
 from slurm_plugin.hostlist import expand
 
-COMMON = [SNIPPETS / "10-priority.conf", SNIPPETS / "20-preemption.conf", SNIPPETS / "30-job-submit.conf"]
-MODES = {
-    "priority": SNIPPETS / "40-partitions-priority-mode.conf",
-    "partition": SNIPPETS / "40-partitions-partition-mode.conf",
-}
 EXPECTED = {
     "PriorityType": "priority/multifactor",
     "PriorityWeightAge": "1000",
@@ -39,19 +34,6 @@ EXPECTED = {
     "JobRequeue": "1",
     "JobSubmitPlugins": "lua",
 }
-
-
-def test_every_snippet_setting_is_commented():
-    for path in [*COMMON, *MODES.values()]:
-        lines = path.read_text().splitlines()
-        for i, line in enumerate(lines):
-            if line.strip() and not line.lstrip().startswith("#"):
-                assert i > 0 and lines[i - 1].lstrip().startswith("#"), f"{path.name}:{i + 1} has no comment above it"
-
-
-def test_snippets_cover_what_the_daemon_needs():
-    keys = snippet_keys([*COMMON, *MODES.values()])
-    assert {"prioritytype", "preempttype", "jobsubmitplugins", "slurmctldparameters", "partitionname"} <= keys
 
 
 @pytest.mark.releases

@@ -5,7 +5,6 @@ Docstrings quote the man pages of the three releases (Debian bookworm, trixie, s
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -131,22 +130,6 @@ def test_whole_sockets_follow_slurmd_parameters():
 
 
 # --- which release ------------------------------------------------------------------------------
-
-@pytest.mark.live
-@pytest.mark.releases
-def test_release_from_the_live_clusters_plugin_version(tmp_path: Path, slurm_release: tuple[int, int]):
-    """The release read from the plugin directory the live cluster's slurmctld reports is the
-    cluster's own (run on every release ./test.sh brings up), also from a copied plugin."""
-    from slurm_plugin.slurm.client import SlurmClient
-
-    plugins = Path(SlurmClient(timeout_s=10).show_config()["PluginDir"].split(":")[0])
-    name = f"{slurm_release[0]}.{slurm_release[1]:02d}"
-    got = resolve(None, [str(plugins)])
-    assert (got.name, got.note) == (name, None)
-    assert got.source.startswith(f"plugin_version {name}.")
-    shutil.copy(plugins / "gres_gpu.so", tmp_path / "gres_gpu.so")
-    assert gres_release.plugin_version(tmp_path / "gres_gpu.so")[:2] == slurm_release
-
 
 def test_release_from_gpu_nvidia_so_when_the_version_cannot_be_read(tmp_path: Path):
     (tmp_path / "gres_gpu.so").write_bytes(b"not an ELF file")

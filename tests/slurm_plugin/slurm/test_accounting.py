@@ -17,7 +17,6 @@ import stat
 from pathlib import Path
 
 import pytest
-from live_helpers import wait_for
 
 from slurm_plugin.slurm.accounting import fold_jobs, record_from_json, records_from_json
 from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmShapeUnknown, SlurmUnreachable
@@ -154,16 +153,3 @@ def test_sacct_is_pinned_to_the_release_parser(tmp_path: Path,
     (run,) = client.accounting_runs(9)
     assert (run.job_id, run.state, run.start, run.gpus) == (9, "CANCELLED", None, 2)
 
-
-@pytest.mark.releases
-@pytest.mark.live
-def test_live_accounting_sees_a_finished_gpu_job() -> None:
-    client = SlurmClient()
-    job_id = client.submit("#!/bin/sh\nsleep 1\n", ["--gres=gpu:2", "--job-name=acct-live",
-                                                    "--output=/dev/null"])
-    found = wait_for(lambda: [j for j in fold_jobs(client.accounting("now-1hour"))
-                              if j.job_id == job_id and j.finished], 90, "job in sacct")
-    job = found[0]
-    assert job.gpus == 2 and job.name == "acct-live"
-    assert job.state == "COMPLETED" and len(job.attempts) == 1
-    assert 1 <= job.attempts[0].run_s <= 5
