@@ -3,7 +3,7 @@
 ``tests/fixtures/regression/<case>.csv.gz`` holds the ``--jobs-csv`` output of each case as
 produced once by the simulator that called ``decide()`` from scratch at every event (``scripts/regression_fixtures.py make``); the
 simulator must keep producing the very same bytes (``scripts/regression_fixtures.py check``
-for the whole matrix, ``tests/test_sim_regression.py`` for a fast subset).
+for the whole matrix, ``tests/prioritizer/sim/test_sim_regression.py`` for a fast subset).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """examples/ddp_train.py without Slurm: its data sharding, checkpoint and resume in a one-rank
 gloo group, and docs/dlsubmit.md showing its checkpoint code as it is (the live run across
-namespaced nodes is tests/test_ddp_live.py)."""
+namespaced nodes is tests/live/test_ddp_live.py)."""
 
 from __future__ import annotations
 

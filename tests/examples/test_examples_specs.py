@@ -1,6 +1,6 @@
 """examples/specs/: every spec renders, the runnable ones name files that exist in the checkout,
 and each container example is marked as one and renders for its runtime (a dry run is all
-this machine can do with them; tests/test_examples_live.py runs the others)."""
+this machine can do with them; tests/live/test_examples_live.py runs the others)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def test_half_gpu_spec_asks_for_half_the_shards_of_one_gpu(capsys: pytest.Captur
 
 def test_the_torch_ddp_spec_renders_two_nodes_of_two_ranks(capsys: pytest.CaptureFixture[str]) -> None:
     """4 instances of 4 GPUs on nodes of 8 (the default shape): 2 nodes x 2 ranks, one srun task
-    each (tests/test_ddp_live.py runs it)."""
+    each (tests/live/test_ddp_live.py runs it)."""
     assert main(["--dry-run", str(SPECS / "ddp-torch-2x2.yaml")]) == 0
     out = capsys.readouterr().out
     for line in ("#SBATCH --nodes=2", "#SBATCH --ntasks=4", "#SBATCH --ntasks-per-node=2", "#SBATCH --gres=gpu:8",

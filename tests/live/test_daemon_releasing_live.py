@@ -4,7 +4,7 @@ modes"). The race is made certain, not waited for: the daemon's first cycle deci
 ``squeue`` read taken while every job ran, and the victim is cancelled between that read and
 the signal, so real ``scancel --signal`` meets a job Slurm already shows COMPLETING (its batch
 shell ignores SIGTERM, so it stays COMPLETING for the cluster's KillWait, 5 s).
-tests/test_daemon_releasing.py checks the same rules against a fake Slurm."""
+tests/prioritizer/daemon/test_daemon_releasing.py checks the same rules against a fake Slurm."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ examples/specs/README.md tells users (the jobs run ``.venv/bin/python examples/t
 relative to the submission directory); only ``--output`` and ``--checkpoint-root`` point into
 the test's temporary directory so the checkout stays clean. The container examples cannot run
 here (no pyxis or apptainer on dlcluster); their dry runs are checked in the pure suite
-(tests/test_examples_specs.py).
+(tests/examples/test_examples_specs.py).
 """
 
 from __future__ import annotations

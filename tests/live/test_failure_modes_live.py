@@ -146,7 +146,7 @@ def test_item4_parameter_server_needs_no_gpu_node(jobs: Jobs, tmp_path: Path) ->
     one is free: Slurm starts it without a second free GPU node, the daemon records it as one
     8-GPU unit and preempts no one. Slurm's backfill starts it within a cycle here, so the
     daemon seldom sees it pending: the check that the old (0, 8) shape preempted is the unit
-    test tests/test_daemon_observe.py::test_gpu_less_component_lets_the_hetjob_start_on_a_free_node_without_preemption."""
+    test tests/prioritizer/daemon/test_daemon_observe.py::test_gpu_less_component_lets_the_hetjob_start_on_a_free_node_without_preemption."""
     from daemon_helpers import DaemonProc, ledger_rows, write_config
     from live_helpers import wait_for
     cfg = write_config(tmp_path / "dlprio.yaml")

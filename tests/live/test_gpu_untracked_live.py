@@ -3,7 +3,7 @@ one-node cluster of the live cluster's release is brought up with slurmdbd and r
 without ``AccountingStorageTRES=gres/gpu`` (slurm.conf(5): GPUs are then not stored). sacct
 then names no GPUs for a 2-GPU job, ``scontrol show config`` says accounting does not track
 them, and ``dlprio history export`` takes the job's GPU count from squeue (slurmctld still
-knows the job) and says what is missing and how to turn it on. tests/test_gpu_untracked.py
+knows the job) and says what is missing and how to turn it on. tests/prioritizer/history/test_gpu_untracked.py
 checks the same rules on captures with the GPU TRES removed."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ subprocess, as users start it: the entry point activates before the policy is im
 
 With a build (``slow``: mypyc compiles the policy once, about a minute; needs mypy, gcc and
 the Python headers, which ``./test.sh`` installs): the regression fixtures of
-``tests/test_sim_regression.py`` are byte-identical from the compiled policy, the build is
+``tests/prioritizer/sim/test_sim_regression.py`` are byte-identical from the compiled policy, the build is
 really what runs, an edited source is never served a stale build, and the daemon's commands
 never load it.
 """

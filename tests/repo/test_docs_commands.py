@@ -8,7 +8,7 @@ relative paths resolve exactly as from the repository root while outputs (``--pl
 land outside the checkout. Commands on a whole trace (Philly, ITP) take minutes each and are
 marked ``slow``: ``./test.sh`` and CI run them; ``-m "not slow"`` leaves them out of a quick pass.
 A command on a trace the reader makes first (``dlprio history export`` writes ``history.csv``,
-docs/history.md) is not collected: tests/test_history_live.py runs that walk-through.
+docs/history.md) is not collected: tests/live/test_history_live.py runs that walk-through.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 VMs cannot boot here (no hypervisor); `vagrant validate` from Debian's vagrant package checks the
 file, and the provisioning scripts it runs are the ones `dlcluster up` runs (tested live in
-tests/test_dlcluster_live.py and by every live test's cluster).
+tests/live/test_dlcluster_live.py and by every live test's cluster).
 """
 
 from __future__ import annotations

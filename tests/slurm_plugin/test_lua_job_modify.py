@@ -3,7 +3,7 @@
 Each field comes from job_desc when the update sets it, else from job_rec (the job as it is).
 Slurm's job_rec has no requeue field (it reads nil), so a job that becomes guarded with its
 requeue unknown gets requeue=1 written into the update. Runs the script in Lua 5.1 (lupa,
-tests/lua_helpers.py); the submit-time rules are in tests/test_lua_job_submit.py.
+tests/lua_helpers.py); the submit-time rules are in tests/slurm_plugin/test_lua_job_submit.py.
 """
 
 from __future__ import annotations

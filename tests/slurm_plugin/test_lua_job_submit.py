@@ -2,7 +2,7 @@
 
 The marker grammar is checked against slurm_plugin/marker.py itself (hypothesis): the Lua and
 Python readers must agree on every comment. The live behaviour in slurmctld is in
-tests/test_lua_live.py.
+tests/live/test_lua_live.py.
 """
 
 from __future__ import annotations

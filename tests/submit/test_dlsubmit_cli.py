@@ -1,6 +1,6 @@
 """The ``dlsubmit`` command in-process: options, output forms and exit statuses 0/2/3.
 
-Submission itself is exercised on the live cluster (tests/test_submit_live.py); here the Slurm
+Submission itself is exercised on the live cluster (tests/live/test_submit_live.py); here the Slurm
 door is replaced where a refusal must be provoked without a cluster.
 """
 

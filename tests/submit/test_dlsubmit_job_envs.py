@@ -7,7 +7,7 @@ found``, and ``SLURM_JOB_ID``, ``DL_SIGNAL``, ``DL_ROLE_COMMAND`` replaced the s
 plain array ``DL_JOB_ENV`` and each task applies them with ``env`` to its command's shell alone
 (submit/runtime.py); names Slurm or the runtime set for the tasks are refused at submit time
 (``submit.runtime.reserved_env``). The scripts run under real bash with the fake ``srun`` and
-``scontrol`` of tests/test_render_runtime.py; no cluster is needed.
+``scontrol`` of tests/submit/test_render_runtime.py; no cluster is needed.
 """
 
 from __future__ import annotations

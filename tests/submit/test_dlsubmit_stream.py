@@ -4,7 +4,7 @@ submitted ids and unsubmitted specs reported, no traceback).
 
 The Slurm door (``cli._submit``) is replaced: the point is what dlsubmit does around sbatch
 (ordering, a refusal among good specs, a signal in the middle), which a live cluster cannot
-provoke on cue. Live submission is in tests/test_submit_live.py.
+provoke on cue. Live submission is in tests/live/test_submit_live.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The files in tests/golden/ were read line by line by a person when written; this
 compares and never writes them. A mismatch prints a unified diff. To accept an intended change,
 regenerate the file by hand (``dlsubmit --dry-run ... > tests/golden/NAME.sbatch``), read the
 diff, and commit it. The scripts of runtime ``none`` also pass ``sbatch --test-only`` on the live
-cluster (tests/test_submit_live.py). pyxis and apptainer cannot be installed on this machine:
+cluster (tests/live/test_submit_live.py). pyxis and apptainer cannot be installed on this machine:
 their output is pinned here and checked with ``bash -n`` only. Four inputs are real specs of the
 corpus (tests/corpus.py): those cases are ``corpus`` tests.
 """

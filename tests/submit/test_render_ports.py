@@ -1,5 +1,5 @@
 """The job's port block (submit/runtime.py ``dl_pick_port``, docs/dlsubmit.md "Ports") run by
-real bash against the fake ``srun``/``scontrol`` of tests/test_render_runtime.py.
+real bash against the fake ``srun``/``scontrol`` of tests/submit/test_render_runtime.py.
 
 The block is read from this machine's real ``/proc``: its ephemeral range
 (``net.ipv4.ip_local_port_range``) and the sockets in ``/proc/net/tcp*``; a port is made busy

@@ -5,7 +5,7 @@ locally (each in its own process group, which gets the signals srun forwards, as
 proctrack signals a task's whole process tree) with the variables Slurm would set (``SLURM_PROCID``, ``SLURM_LOCALID``, ``SLURM_NODEID``,
 ``CUDA_VISIBLE_DEVICES`` = all GPUs of the step on the node) and ``scontrol`` answers
 ``show hostnames``/``show node`` and records ``requeue`` (then ends the batch shell, as Slurm's
-requeue does). The same behaviours are checked with real Slurm in tests/test_submit_live.py.
+requeue does). The same behaviours are checked with real Slurm in tests/live/test_submit_live.py.
 """
 
 from __future__ import annotations

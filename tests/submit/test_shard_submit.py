@@ -1,7 +1,7 @@
 """Fractional GPUs and opportunistic jobs at submission: a spec's ``gpu: 0.5`` becomes
 ``--gres=shard:K`` (slurm_plugin/shard.py), ``extras.opportunistic`` a ``class=opportunistic``
 checkpoint marker (slurm_plugin/marker.py), and job_submit.lua reads that marker as Python does
-(tests/test_lua_job_submit.py checks the grammar exhaustively)."""
+(tests/slurm_plugin/test_lua_job_submit.py checks the grammar exhaustively)."""
 
 from __future__ import annotations
 

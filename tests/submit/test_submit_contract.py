@@ -1,8 +1,8 @@
 """dlsubmit's job environment and input checks, each against its source.
 
 Runtime behaviour runs the generated script under real bash with the fake ``srun``/``scontrol``
-of tests/test_render_runtime.py (a fake only because these tests must run without a cluster;
-tests/test_submit_live.py checks the device contract and submission from inside a job with real
+of tests/submit/test_render_runtime.py (a fake only because these tests must run without a cluster;
+tests/live/test_submit_live.py checks the device contract and submission from inside a job with real
 srun). Expected values come from the cited document or are worked out by hand in comments.
 """
 

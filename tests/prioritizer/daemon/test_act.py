@@ -1,7 +1,7 @@
 """act: the priority encoding (strict queue precedence), diffing and batching.
 
 The batching tests use a recording fake client (tests/daemon_unit_helpers.py): they are unit
-tests of the diff logic only; tests/test_daemon_live.py shows Slurm starting jobs in order."""
+tests of the diff logic only; tests/live/test_daemon_live.py shows Slurm starting jobs in order."""
 
 from __future__ import annotations
 

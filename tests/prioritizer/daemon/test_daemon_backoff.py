@@ -1,7 +1,7 @@
 """The daemon's wait after Slurm failures is the one it logs: tries start
 ``interval × 2^(n-1)`` apart however long the failed call blocked, and the log's
 ``retry_in_s`` is the real sleep. A stand-in client blocks then fails, as squeue does while
-slurmctld is away (the live outage test is tests/test_daemon_live.py)."""
+slurmctld is away (the live outage test is tests/live/test_daemon_live.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``ClusterName`` through the client), so a daemon run without ``SLURM_CONF`` on a cluster whose
 slurm.conf is not at the default path (or a configless client) still stamps it; the slurm.conf
 file is only the fallback when Slurm gives no name. The live form is in
-tests/test_daemon_cluster_name_live.py."""
+tests/live/test_daemon_cluster_name_live.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The daemon with ``virtual_clusters``: one cycle against a recording Slurm, the answers
-worked out by hand (the rules themselves: tests/test_tenants.py)."""
+worked out by hand (the rules themselves: tests/prioritizer/policy/test_tenants.py)."""
 
 from __future__ import annotations
 

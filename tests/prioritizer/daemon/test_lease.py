@@ -1,5 +1,5 @@
 """The cluster lease's rules with a recording stand-in for slurmctld. The
-live test (tests/test_lease_live.py) shows them on a real cluster; this one covers the race a
+live test (tests/live/test_lease_live.py) shows them on a real cluster; this one covers the race a
 live run cannot time: two daemons submitting their lease jobs at the same moment."""
 
 from __future__ import annotations

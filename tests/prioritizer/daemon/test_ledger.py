@@ -279,7 +279,7 @@ def test_refused_requeue_is_an_event_not_a_preemption_and_not_retried(tmp_path: 
 
 def test_job_completed_just_before_the_requeue_is_not_counted_as_requeued(ledger: Ledger) -> None:
     """Squeue showed it running; it completed before ``requeue incomplete``, which
-    then did nothing. The live proof is tests/test_preempt_live.py."""
+    then did nothing. The live proof is tests/live/test_preempt_live.py."""
     client = RecordingClient(completed={4})
     p = _preemptor(ledger, client)
     _record(ledger, 100, unit(4, marker=False))

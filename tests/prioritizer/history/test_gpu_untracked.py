@@ -5,7 +5,7 @@ The inputs are *derived* from the real captures (tests/data/sample-sacct.json, 2
 v0.0.38; capture-24.11.5/26.05.5-sacct-v0.0.42.json): the same records with every ``gres``
 TRES entry removed, as slurmdbd stores them on such a cluster. The rules here are pure (the
 export's Slurm calls are replaced by a recorder, the daemon's by FakeSlurm);
-tests/test_gpu_untracked_live.py checks a real slurmdbd without ``gres/gpu`` on every release.
+tests/live/test_gpu_untracked_live.py checks a real slurmdbd without ``gres/gpu`` on every release.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``dlprio history``: export rules, the trace format, the replay check and its failure paths
-(pure; the recorded sacct JSON of tests/test_accounting.py is the input)."""
+(pure; the recorded sacct JSON of tests/slurm_plugin/slurm/test_accounting.py is the input)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ document, an empty window, empty option values, control characters in paths.
 
 SlurmClient is replaced by a recorder: these tests are about what reaches sacct (or that nothing
 does), and an empty-window reply is sacct 22.05's text, seen on a live dlcluster with slurmdbd
-(tests/test_history_live.py runs the real thing)."""
+(tests/live/test_history_live.py runs the real thing)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ exactly as counting by hand does: for the j-th largest entry ``v`` of a need, at
 nodes whose GPUs free plus those of the jobs there of a key above the waiter's that may be
 victims (past ``min_run_s``) reach ``v`` (exactly when no victims were taken in the
 decision, an upper bound otherwise). (A bound that answers False where a victim set
-exists would drop a preemption; tests/test_policy_scheduler.py checks whole decisions.)"""
+exists would drop a preemption; tests/prioritizer/policy/test_policy_scheduler.py checks whole decisions.)"""
 
 from __future__ import annotations
 

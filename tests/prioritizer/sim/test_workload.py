@@ -24,7 +24,7 @@ def job(i: int, submit: float, gpus: int, duration: float) -> TraceJob:
 
 
 # ------------------------------------------------------------------ the map
-# (hand-worked cases of one time factor: tests/test_main_job_spread.py)
+# (hand-worked cases of one time factor: tests/examples/test_main_job_spread.py)
 
 
 @given(st.lists(st.tuples(st.floats(0, 1e6), st.integers(1, 64), st.floats(1, 1e7)),

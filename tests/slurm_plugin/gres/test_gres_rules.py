@@ -1,6 +1,6 @@
 """``dlgres --check``: one test per gres.conf(5) rule of Slurm 22.05 (and the slurm.conf(5) rules
 that tie it to GresTypes and a node's ``Gres=``). Each docstring quotes the man page; what slurmd
-22.05 does with the fault was tried with ``slurmd -G`` (tests/test_gres_live.py repeats a few).
+22.05 does with the fault was tried with ``slurmd -G`` (tests/live/test_gres_live.py repeats a few).
 Expected messages are written here from the rule, not copied from the checker's output."""
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def test_env_flags_must_be_the_same_for_a_node_and_name():
     _only(text, 2, "env flags opencl_env differ from line 1's nvidia_gpu_env")
 
 
-# --- Links and Cores (see also tests/test_gres_check.py) ------------------------------------
+# --- Links and Cores (see also tests/slurm_plugin/gres/test_gres_check.py) ------------------------
 
 def test_links_line_holds_a_single_file():
     """gres.conf(5), Links: "If specified, then this line can only contain a single GRES device

@@ -1,6 +1,6 @@
 """slurm_plugin/localcluster/netns.py with ``ip`` replaced by a recorder: what ``up --netns`` asks of iproute2,
 what it refuses, and that ``down`` deletes only the cluster's own namespaces and links (the live
-run is tests/test_ddp_live.py)."""
+run is tests/live/test_ddp_live.py)."""
 
 from __future__ import annotations
 

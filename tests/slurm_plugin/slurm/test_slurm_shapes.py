@@ -6,7 +6,7 @@ The client's ``_run`` is replaced by a function returning text shaped like what 
 prints: formatted records, and the recorded ``squeue --json`` of 22.05 (openapi/v0.0.38,
 tests/data/sample-squeue.json) and 24.11 (data_parser/v0.0.42,
 tests/data/capture-24.11.5-squeue-v0.0.42.json). The captures of each release are read in
-tests/test_slurm_captures.py; the live shapes in tests/test_client_live.py.
+tests/slurm_plugin/slurm/test_slurm_captures.py; the live shapes in tests/live/test_client_live.py.
 """
 
 from __future__ import annotations
