@@ -10,23 +10,23 @@
 # (`dlcluster up --slurm R`, built once) and the live subset (tests marked `releases`) runs on
 # it, with the same pytest options. A run that selects tests (-m, -k, a test path) runs on the
 # host's release alone unless DLTEST_RELEASES names releases; DLTEST_RELEASES= runs none.
-# Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/test_records.py).
+# Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/slurm_plugin/slurm/test_records.py).
 # Tests marked `corpus` need the real-world corpus beside the checkout (tests/corpus.py names it; on the
 # project's CI machines); without it they are not collected and the run says how many.
-# Type checks run as tests in the same pytest run (tests/test_typing.py): mypy on the whole package
+# Type checks run as tests in the same pytest run (tests/repo/test_typing.py): mypy on the whole package
 # (pyproject's [tool.mypy]) and --strict on prioritizer/policy/; the import contracts likewise
-# (tests/test_import_contract.py runs lint-imports). `./test.sh tests/test_typing.py` runs mypy alone.
+# (tests/repo/test_import_contract.py runs lint-imports). `./test.sh tests/repo/test_typing.py` runs mypy alone.
 # Exit status: pytest's of the first run that failed, else 0.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/setup.sh --with-dbd --clear
 # test-only tools: vagrant (`vagrant validate` of vagrant/Vagrantfile), systemd (its
-# systemd-analyze checks conf/dlprio.service), gcc and the Python headers (tests/test_compiled.py
+# systemd-analyze checks conf/dlprio.service), gcc and the Python headers (tests/prioritizer/test_compiled.py
 # builds the compiled policy with `dlprio compile`)
 echo "test.sh: test-only tools: vagrant, systemd-analyze, gcc with the Python headers"
 scripts/apt-install.sh test.sh vagrant systemd gcc libc6-dev python3-dev
 
-# the .[torch] extra: tests/test_ddp_example.py and tests/test_ddp_live.py run examples/ddp_train.py
+# the .[torch] extra: tests/examples/test_ddp_example.py and tests/live/test_ddp_live.py run examples/ddp_train.py
 scripts/install-torch.sh test.sh
 
 host=$(.venv/bin/python -c 'from slurm_plugin.localcluster import provision; print(provision.host_release())')

@@ -3,7 +3,7 @@
 Seeded churn of mixed jobs while ``dlprio run`` is SIGKILLed at random moments and right after
 each preemption step, then per job: ledger vs ``sacct --duplicates``, runs counted once, every
 intent finished, no attempt signalled twice (tests/chaos_helpers.py; the short version is
-tests/test_chaos_live.py). Needs a cluster with slurmdbd, all its GPUs free.
+tests/live/test_chaos_live.py). Needs a cluster with slurmdbd, all its GPUs free.
 
     SLURM_CONF=/etc/slurm-NAME/slurm.conf .venv/bin/python benchmarks/chaos_daemon.py [SEED] [JOBS] [CHURN_S]
 """

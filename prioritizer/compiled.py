@@ -4,7 +4,7 @@ replay commands only (``dlprio simulate``, ``tune``, ``history``), never by the 
 Why: a replay spends its time in the policy's event loop (docs/simulator.md, "Speed");
 compiling the unchanged policy modules (:data:`MODULES`) with mypyc (part of mypy) takes
 13-25 % of the instructions off a replay (docs/simulator.md, "Speed"), with the per-job
-CSV byte-identical (``tests/test_compiled.py`` checks the regression fixtures against it).
+CSV byte-identical (``tests/prioritizer/test_compiled.py`` checks the regression fixtures against it).
 
 How it stays safe:
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Install the .[torch] extra (torch 2.13.0, pinned in pyproject.toml) into .venv unless that
-# torch is there: examples/ddp_train.py, tests/test_ddp_live.py, ./demo.sh --ddp. Without a GPU
+# torch is there: examples/ddp_train.py, tests/live/test_ddp_live.py, ./demo.sh --ddp. Without a GPU
 # (no nvidia-smi) PyTorch's CPU index is added when it answers: its build is a local version,
 # 2.13.0+cpu, which pip prefers to PyPI's multi-GB CUDA build of 2.13.0.
 # Usage: scripts/install-torch.sh [CALLER]   (CALLER names the script in its messages)

@@ -14,7 +14,7 @@ dlprio manages fit for preemption and keeps dlprio's own levers out of users' ha
      cannot see or set --signal anyway).
   3. SiteFactor, priority and admin_comment belong to dlprio (it runs as root and sets them with
      `scontrol update`): users may not set them. nice stays the user's. A hold (priority 0) and
-     a release are still allowed. Who refuses what in 22.05 (tests/test_lua_live.py): this script
+     a release are still allowed. Who refuses what in 22.05 (tests/live/test_lua_live.py): this script
      refuses --priority at submit (slurmctld silently drops a plain user's, keeps an Operator's)
      and Priority, AdminComment (which slurmctld allows Admins) on update; slurmctld refuses a
      plain user's SiteFactor and AdminComment updates before this script runs, and hands an
@@ -355,7 +355,7 @@ function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
   return slurm.SUCCESS
 end
 
--- Exposed for the unit tests (tests/test_lua_job_submit.py); Slurm ignores it.
+-- Exposed for the unit tests (tests/slurm_plugin/test_lua_job_submit.py); Slurm ignores it.
 dl_job_submit_internals = {
   parse_marker = parse_marker, capped_comment = capped_comment, is_gpu_job = is_gpu_job, gpu_count = gpu_count,
   SITE = SITE, PRIVILEGED = PRIVILEGED,

@@ -64,7 +64,7 @@ RESERVED_ENV_PREFIXES = {
     "PAI_": "dlsubmit sets the OpenPAI runtime variables PAI_* in every task",
 }
 """Name prefixes a job's environment may not use, with the reason (docs/dlsubmit.md, "The job's
-own environment"). tests/test_dlsubmit_job_envs.py checks that every name :data:`RUNTIME` and
+own environment"). tests/submit/test_dlsubmit_job_envs.py checks that every name :data:`RUNTIME` and
 :data:`TASK_PROLOGUE` export is covered here or in :data:`RESERVED_ENV_NAMES`."""
 
 RESERVED_ENV_NAMES = {

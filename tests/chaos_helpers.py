@@ -2,7 +2,7 @@
 ``dlprio run`` SIGKILLed at random moments *and* right after each preemption step (the
 test-only fault point), then every figure checked against Slurm's accounting.
 
-Used by tests/test_chaos_live.py (a few minutes) and benchmarks/chaos_daemon.py (longer,
+Used by tests/live/test_chaos_live.py (a few minutes) and benchmarks/chaos_daemon.py (longer,
 prints the figures). Needs slurmdbd (``sacct --duplicates`` is the truth for attained
 service). The independent truths:
 

@@ -19,6 +19,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SNIPPETS = REPO / "conf" / "slurm.conf.d"
+COMMON = [SNIPPETS / "10-priority.conf", SNIPPETS / "20-preemption.conf", SNIPPETS / "30-job-submit.conf"]
+"""The snippets every dlprio mode includes."""
+MODES = {
+    "priority": SNIPPETS / "40-partitions-priority-mode.conf",
+    "partition": SNIPPETS / "40-partitions-partition-mode.conf",
+}
+"""The partition snippet of each dlprio mode."""
 _KEY_RE = re.compile(r"^\s*([A-Za-z]+)\s*=")
 
 

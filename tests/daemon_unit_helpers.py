@@ -1,6 +1,6 @@
 """Recording stand-ins for unit tests of the daemon's pure-ish logic (diffing, batching, the
 preemption state machine). They record the calls the code would make; the live tests in
-tests/test_daemon_live.py and tests/test_preempt_live.py check the same acts against Slurm."""
+tests/live/test_daemon_live.py and tests/live/test_preempt_live.py check the same acts against Slurm."""
 
 from __future__ import annotations
 

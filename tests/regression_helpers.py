@@ -3,7 +3,7 @@
 ``tests/fixtures/regression/<case>.csv.gz`` holds the ``--jobs-csv`` output of each case as
 produced once by the simulator that called ``decide()`` from scratch at every event (``scripts/regression_fixtures.py make``); the
 simulator must keep producing the very same bytes (``scripts/regression_fixtures.py check``
-for the whole matrix, ``tests/test_sim_regression.py`` for a fast subset).
+for the whole matrix, ``tests/prioritizer/sim/test_sim_regression.py`` for a fast subset).
 """
 
 from __future__ import annotations
@@ -66,6 +66,16 @@ def all_cases() -> list[Case]:
                [("count", "zero"), ("consolidate", "costs"), ("count", "costs"),
                 ("consolidate", "zero")], POLICIES, ("itp-69x8", "philly-127x8"))]
     return small + big
+
+
+#: The fast subset the default tests replay (test_sim_regression.py; test_compiled.py with the
+#: compiled policy): every 60_job.csv case and three ITP cluster04 cases that exercise
+#: preemption, promotion, checkpoint grace and requeue delays.
+DEFAULT = [c for c in all_cases() if c.trace.startswith("60job")] + [
+    Case("itp-69x8", "count", "zero", "tiresias-las"),
+    Case("itp-69x8", "consolidate", "costs", "srtf"),
+    Case("itp-69x8", "count", "zero", "tiresias-gittins"),
+]
 
 
 def write_fixture(path: Path, data: bytes) -> None:

@@ -251,7 +251,7 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
         distribution: GPU·s samples for ``tiresias-gittins`` (required there).
         previous: an earlier result of ``decide``; its ``memo`` lets jobs whose ``JobView``
             is the very same object skip recomputing their queue state and sort key. The
-            result is the same with or without it (tests/test_policy_incremental.py).
+            result is the same with or without it (tests/prioritizer/policy/test_policy_incremental.py).
 
     Returns:
         Decisions: pending ids in start order, every job's queue state, preemptions

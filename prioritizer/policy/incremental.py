@@ -22,7 +22,7 @@ and ``placement.plan_starts``; it has no rule of its own. What it keeps:
   (``policy.one_node``) and the last "no preemption due" is kept across decisions that
   cannot change it (``policy.quiet``).
 
-tests/test_policy_scheduler.py drives a :class:`Scheduler` and ``decide`` with the same
+tests/prioritizer/policy/test_policy_scheduler.py drives a :class:`Scheduler` and ``decide`` with the same
 random event sequences and checks identical decisions at every step. Units: seconds,
 GPU·seconds. No clock, no I/O.
 """

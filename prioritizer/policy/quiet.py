@@ -31,8 +31,8 @@ A victim search succeeds only if that rule holds. Until the next decision:
   otherwise the search decides.
 
 Any other change (a checkpoint signal, a start made outside ``plan_starts``, a decision
-that did not search) drops the proof. The property tests (tests/test_policy_quiet.py,
-tests/test_policy_scheduler.py) compare every decision, made with a kept proof or by a
+that did not search) drops the proof. The property tests (tests/prioritizer/policy/test_policy_quiet.py,
+tests/prioritizer/policy/test_policy_scheduler.py) compare every decision, made with a kept proof or by a
 search, with ``decide``. Units: seconds, GPUs. No clock, no I/O.
 """
 

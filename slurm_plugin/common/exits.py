@@ -1,6 +1,6 @@
 """The exit codes of all five commands (dlprio, dlsubmit, dlqueue, dlgres, dlcluster), one
 meaning each, and :class:`CliError`, the one error a command turns into a one-line message and
-its code. README.md's "Exit codes" table lists the same codes (tests/test_exit_codes.py checks
+its code. README.md's "Exit codes" table lists the same codes (tests/slurm_plugin/common/test_exit_codes.py checks
 both ways).
 
 Shell conventions kept: 0 success, 1 a failure the command itself reports, 2 a usage error

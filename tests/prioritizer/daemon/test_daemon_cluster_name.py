@@ -1,0 +1,56 @@
+"""The daemon's snapshot names its cluster as Slurm itself does (``scontrol show config``
+``ClusterName`` through the client), so a daemon run without ``SLURM_CONF`` on a cluster whose
+slurm.conf is not at the default path (or a configless client) still stamps it; the slurm.conf
+file is only the fallback when Slurm gives no name. The live form is in
+tests/live/test_daemon_cluster_name_live.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from daemon_unit_helpers import observation
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import CycleAdapter
+from prioritizer.daemon.loop import Daemon
+from prioritizer.policy.model import Decisions
+
+
+class ConfigClient:
+    """A client that answers ``scontrol show config`` only; counts the calls."""
+
+    def __init__(self, conf: dict[str, str]) -> None:
+        self.conf, self.calls = conf, 0
+
+    def show_config(self) -> dict[str, str]:
+        self.calls += 1
+        return dict(self.conf)
+
+
+@pytest.mark.parametrize(("conf", "file", "stamped"), [
+    ({"ClusterName": "Beta", "PreemptType": "preempt/none"}, None, "beta"),
+    ({"ClusterName": "beta"}, "ClusterName=alpha\n", "beta"),    # Slurm's answer wins
+    ({"ClusterName": "(null)"}, "ClusterName=alpha\n", "alpha"),  # no name: the file's
+    ({}, None, None)])
+def test_snapshot_carries_slurms_cluster_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              conf: dict[str, str], file: str | None,
+                                              stamped: str | None) -> None:
+    if file is None:   # no SLURM_CONF and nothing at the default path's place
+        monkeypatch.delenv("SLURM_CONF", raising=False)
+        monkeypatch.setattr("prioritizer.daemon.snapshot.DEFAULT_SLURM_CONF",
+                            str(tmp_path / "absent.conf"))
+    else:
+        (tmp_path / "slurm.conf").write_text(file)
+        monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+    cfg = DaemonConfig(ledger_path=str(tmp_path / "l"), snapshot_path=str(tmp_path / "s.json"))
+    client = ConfigClient(conf)
+    with Ledger(cfg.ledger_path) as ledger:
+        d = Daemon(cfg, client, ledger, CycleAdapter())  # type: ignore[arg-type]
+        d.read_slurm_config()
+        d.publish(Decisions((), {}, (), ()), observation(1000.0))
+        d.publish(Decisions((), {}, (), ()), observation(1001.0))
+    written = json.loads((tmp_path / "s.json").read_text())
+    assert written.get("cluster") == stamped and written["generated_at"] == 1001.0

@@ -1,0 +1,139 @@
+"""The daemon with ``virtual_clusters``: one cycle against a recording Slurm, the answers
+worked out by hand (the rules themselves: tests/prioritizer/policy/test_tenants.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job
+from prioritizer.daemon import explain
+from prioritizer.daemon.config import ConfigError, DaemonConfig
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import CycleAdapter
+from prioritizer.daemon.loop import Daemon
+
+T0 = 10_000.0
+TENANTS = {"nlp": {"account": "nlp", "guaranteed_gpus": 8},
+           "vision": {"account": "vision", "guaranteed_gpus": 8}}
+
+
+def _daemon(tmp_path: Path, client: FakeSlurm, ledger: Ledger, **cfg: object) -> Daemon:
+    config = DaemonConfig(ledger_path=str(tmp_path / "l.sqlite"),
+                          snapshot_path=str(tmp_path / "snapshot.json"),
+                          virtual_clusters=TENANTS, **cfg)  # type: ignore[arg-type]
+    return Daemon(config, client, ledger, CycleAdapter(), clock=lambda: T0)  # type: ignore[arg-type]
+
+
+def _gauge(daemon: Daemon, tenant: str, kind: str) -> float | None:
+    return daemon.metrics.registry.get_sample_value(
+        "dlprio_tenant_gpus", {"tenant": tenant, "kind": kind})
+
+
+def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
+    """2 nodes x 8 GPUs. vision holds both: job 1 on node1 since 9000 (8,000 GPU·s, queue 2),
+    job 2 on node2 since 100 (79,200 GPU·s). nlp's job 3 (8 GPUs) is within nlp's guarantee
+    (0 + 8 <= 8) and vision borrows 8: reclaim. Both nodes would be free without vision's
+    job there: node1 first, so job 1 is the victim (pure Tiresias takes job 2, the one with
+    most service). Metrics: vision guaranteed 8, used 16, borrowed 8; nlp waiting 8."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9000, account="vision"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        daemon = _daemon(tmp_path, client, ledger)
+        out = daemon.cycle()
+        assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (1,))]
+        assert [c[1] for c in client.calls if c[0] == "signal"] == [1]
+        assert daemon.tenant_decisions is not None
+        assert daemon.tenant_decisions.preempt_reasons[3] == (
+            "reclaim: nlp at 0 of 8 guaranteed GPUs takes back from vision at 16 of 8")
+        assert [(_gauge(daemon, "vision", k)) for k in ("guaranteed", "used", "borrowed",
+                                                         "waiting")] == [8, 16, 8, 0]
+        assert _gauge(daemon, "nlp", "waiting") == 8
+        text = explain.explain(3, ledger, daemon.cfg, T0)
+        assert ("tenants (last cycle): reclaim: nlp at 0 of 8 guaranteed GPUs takes back from "
+                "vision at 16 of 8") in text.splitlines()
+        assert ("tenants (last cycle): its GPUs go to job 3 (reclaim: nlp at 0 of 8 guaranteed "
+                "GPUs takes back from vision at 16 of 8)") in explain.explain(
+                    1, ledger, daemon.cfg, T0).splitlines()
+        # vision: 16 of 16 GPUs is a dominant share of 1, weighted by 16 / 8: 2.000
+        assert [line.split() for line in explain.tenant_table(ledger).splitlines()] == [
+            ["TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE"],
+            ["nlp", "8", "0", "0", "8", "0.000"],
+            ["vision", "8", "16", "8", "0", "2.000"]]
+
+
+def test_a_tenant_at_its_guarantee_is_no_victim(tmp_path: Path) -> None:
+    """nlp holds node1 (job 1 since 9990: 80 GPU·s, queue 0), vision node2 (job 2 since 100:
+    queue 2). nlp's job 3 (8 GPUs, queue 0): pure Tiresias preempts job 2; with tenants nlp
+    would be at 16 of 8 (no reclaim), vision is at its guarantee, and nlp's own job is in
+    job 3's queue: no preemption."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9990, account="nlp"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        assert _daemon(tmp_path, client, ledger).cycle().preemptions == ()
+        assert [c for c in client.calls if c[0] in ("signal", "requeue")] == []
+
+
+def test_checked_against_the_cluster_at_the_first_cycle(tmp_path: Path) -> None:
+    """Guarantees of 16 GPUs on an 8-GPU cluster, an account slurmdbd does not know: one
+    line each, before anything is sent to Slurm."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 0)], known_accounts={"nlp"})
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with pytest.raises(ConfigError) as err:
+            _daemon(tmp_path, client, ledger).cycle()
+    assert str(err.value).splitlines() == [
+        "virtual_clusters: guaranteed_gpus sum to 16, above the cluster's 8 GPUs; lower them "
+        "so that every guarantee can be met at once",
+        "virtual_clusters.vision.account: 'vision' is not an account slurmdbd knows; add it "
+        "(sacctmgr add account vision) or fix the name"]
+    assert client.calls == []
+
+
+def test_dlqueue_shows_the_tenants_of_the_snapshot(tmp_path: Path) -> None:
+    """The public snapshot carries the per-tenant GPUs (the reclaim case above), dlqueue
+    prints them under its table."""
+    from prioritizer.daemon.snapshot import read_snapshot
+    from submit.queue_view import render_tenants
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9000, account="vision"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        _daemon(tmp_path, client, ledger).cycle()
+    snap = read_snapshot(tmp_path / "snapshot.json")
+    assert snap is not None
+    assert [line.split() for line in render_tenants(snap.tenants).splitlines()] == [
+        ["TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE"],
+        ["nlp", "8", "0", "0", "8", "0.000"],
+        ["vision", "8", "16", "8", "0", "2.000"]]
+
+
+def test_decayed_usage_is_kept_in_the_ledger(tmp_path: Path) -> None:
+    """Half-life 3600 s. At T0 nothing is stored: usage 0, written with T0. One half-life
+    later, vision having held 16 GPUs all along: 16 x 3600 / 0.693147 x (1 - 1/2) =
+    16 x 5193.70 / 2 = 41,549.6 GPU·s (nlp, which never held a GPU, has no entry)."""
+    from prioritizer.daemon import tenants_view
+    from prioritizer.daemon.observe import Observation
+    from prioritizer.policy.model import NodeView, Snapshot
+    from prioritizer.policy.tenants import parse_tenancy
+    from daemon_unit_helpers import unit
+    from policy_helpers import running
+    tenancy = parse_tenancy(TENANTS, 3600)
+    jobs = (running(1, (8,), ("node1",), queue=0, attained=0.0),
+            running(2, (8,), ("node2",), queue=0, attained=0.0))
+    obs = Observation(T0, Snapshot((NodeView("node1", 8, 0), NodeView("node2", 8, 0)), jobs),
+                      {1: unit(1, account="vision"), 2: unit(2, account="vision")}, ())
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        assert tenants_view.advance_usage(ledger, tenancy, obs, T0) == {
+            "vision": (0.0, 0.0, 0.0)}
+        later = tenants_view.advance_usage(ledger, tenancy, obs, T0 + 3600)
+    assert later is not None
+    assert later["vision"][0] == pytest.approx(41_549.6, abs=0.1) and "nlp" not in later

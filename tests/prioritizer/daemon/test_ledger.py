@@ -1,0 +1,290 @@
+"""The ledger: file mode, attained service from runs, run bookkeeping across requeues and
+restarts of the daemon, and recovery of preemption intents."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from daemon_unit_helpers import RecordingClient, observation, unit
+from prioritizer.daemon.config import DaemonConfig
+from log_helpers import captured
+from prioritizer.daemon.log import CycleAdapter
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.policy.model import Preemption
+from prioritizer.daemon.observe import record_units
+from prioritizer.daemon.preempt import Preemptor
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    return Ledger(tmp_path / "sub" / "ledger.sqlite")
+
+
+def _record(ledger: Ledger, now: float, *units) -> None:
+    with ledger.transaction():
+        record_units(None, ledger, {u.job_id: u for u in units}, now)
+
+
+def test_ledger_files_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    old = os.umask(0o022)
+    try:
+        with Ledger(path) as ledger:
+            ledger.set_meta("k", "v")
+            for suffix in ("", "-wal", "-shm"):
+                assert stat.S_IMODE(os.stat(f"{path}{suffix}").st_mode) == 0o600, suffix
+    finally:
+        os.umask(old)
+
+
+def test_service_sums_closed_runs_and_open_run_from_slurm_start(ledger: Ledger) -> None:
+    with ledger.transaction():
+        ledger.upsert_job(1, user="u", account="a", partition="p", state="RUNNING", gpus=4,
+                          submit_time=0, restart_count=0, now=100)
+        ledger.start_run(1, 100, 4, now=100)
+        ledger.close_run(1, 100, 160, "slurm")
+        ledger.start_run(1, 300, 4, now=300)
+    # (160-100) x 4 + (350-300) x 4 = 240 + 200 GPU·s; 60 + 50 s
+    assert ledger.service(1, 350) == (440.0, 110.0)
+
+
+def test_open_run_counts_from_slurm_start_time_not_from_cycles(ledger: Ledger) -> None:
+    # the daemon first sees the job at t=500, but Slurm says it started at 400 (daemon was down)
+    _record(ledger, 500, unit(7, start=400, gpus=2))
+    assert ledger.service(7, 510) == (220.0, 110.0)
+
+
+def test_requeue_by_anyone_keeps_service_and_opens_a_new_run(ledger: Ledger) -> None:
+    _record(ledger, 110, unit(3, start=100, gpus=8))
+    _record(ledger, 130, unit(3, start=100, gpus=8))          # last seen running at 130
+    _record(ledger, 140, unit(3, "PENDING", start=151, restart=1))  # user requeued it
+    assert [(r.start, r.end, r.end_source) for r in ledger.runs(3)] == [(100, 130, "last_seen")]
+    _record(ledger, 160, unit(3, start=155, gpus=8, restart=1))
+    _record(ledger, 170, unit(3, "COMPLETED", start=155, end=168, restart=1))
+    # (130-100) x 8 + (168-155) x 8
+    assert ledger.service(3, 1000)[0] == 30 * 8 + 13 * 8
+    row = ledger.job(3)
+    assert row is not None and row.state == "COMPLETED" and row.ended_at == 170
+
+
+def test_job_that_ran_between_two_cycles_gets_its_run(ledger: Ledger) -> None:
+    _record(ledger, 100, unit(8, "PENDING", start=None, gpus=8))
+    _record(ledger, 105, unit(8, "COMPLETED", start=101, end=104, gpus=8))
+    _record(ledger, 110, unit(8, "COMPLETED", start=101, end=104, gpus=8))   # not twice
+    assert [(r.start, r.end) for r in ledger.runs(8)] == [(101, 104)]
+    assert ledger.service(8, 200) == (24.0, 3.0)
+
+
+def test_restart_seen_only_as_new_start_closes_old_run_at_last_seen(ledger: Ledger) -> None:
+    _record(ledger, 110, unit(4, start=100, gpus=1))
+    _record(ledger, 200, unit(4, start=180, gpus=1, restart=1))  # requeued and restarted unseen
+    assert [(r.start, r.end) for r in ledger.runs(4)] == [(100, 110), (180, None)]
+
+
+def test_run_requeued_by_daemon_ends_at_its_requeue_time(ledger: Ledger) -> None:
+    _record(ledger, 110, unit(5, start=100, gpus=2))
+    iid = ledger.add_intent(5, 9, None, 0, 0, now=120)
+    ledger.mark_requeue(iid, 121)
+    _record(ledger, 130, unit(5, "PENDING", start=None, restart=1))
+    assert [(r.start, r.end, r.end_source) for r in ledger.runs(5)] == [(100, 121, "requeue")]
+    assert ledger.job(5).preemptions == 1  # type: ignore[union-attr]
+
+
+def test_job_gone_from_squeue_is_closed_and_marked(ledger: Ledger) -> None:
+    _record(ledger, 110, unit(6, start=100, gpus=2))
+    _record(ledger, 200)
+    assert [(r.start, r.end) for r in ledger.runs(6)] == [(100, 110)]
+    assert ledger.job(6).state == "GONE"  # type: ignore[union-attr]
+    assert ledger.jobs(active_only=True) == []
+
+
+def test_cycle_counter_persists(tmp_path: Path) -> None:
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as a:
+        assert [a.next_cycle(), a.next_cycle()] == [1, 2]
+    with Ledger(path) as b:
+        assert b.next_cycle() == 3
+
+
+def test_readonly_open_of_missing_ledger_says_so(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no ledger"):
+        Ledger(tmp_path / "none.sqlite", readonly=True)
+
+
+# ---------------------------------------------------------------- intents and recovery
+def _preemptor(ledger: Ledger, client: RecordingClient) -> Preemptor:
+    cfg = DaemonConfig(max_grace_s=20)
+    return Preemptor(client, ledger, cfg, CycleAdapter())  # type: ignore[arg-type]
+
+
+def test_marked_job_signal_then_requeue_at_capped_deadline(ledger: Ledger) -> None:
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    victim = unit(1, restart=0)                     # declares USR2 with 30 s grace
+    assert p.start((Preemption(9, (1,)),), observation(100, victim)) == [1]
+    p.progress(observation(100, victim))
+    assert client.calls == [("signal", 1, "USR2")]
+    p.progress(observation(119, victim))            # grace capped at max_grace_s = 20
+    assert client.calls == [("signal", 1, "USR2")]
+    assert p.progress(observation(120, victim)) == [1]
+    assert client.calls == [("signal", 1, "USR2"), ("requeue", 1)]
+    p.progress(observation(125, unit(1, "PENDING", start=None, restart=1)))
+    assert len(client.calls) == 2 and ledger.open_intents() == []
+    assert [i.outcome for i in ledger.intents(1)] == ["requeued"]
+
+
+def test_job_without_marker_is_requeued_at_once_without_signal(ledger: Ledger) -> None:
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    victim = unit(2, marker=False)
+    p.start((Preemption(9, (2,)),), observation(100, victim))
+    p.progress(observation(100, victim))
+    assert client.calls == [("requeue", 2)]
+
+
+def test_job_ending_in_grace_is_not_requeued(ledger: Ledger) -> None:
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    p.start((Preemption(9, (3,)),), observation(100, unit(3)))
+    p.progress(observation(100, unit(3)))
+    p.progress(observation(110, unit(3, "COMPLETED", end=108)))
+    assert client.calls == [("signal", 3, "USR2")]
+    assert [i.outcome for i in ledger.intents(3)] == ["ended in grace"]
+
+
+def test_second_preemption_of_same_victim_while_open_is_ignored(ledger: Ledger) -> None:
+    p = _preemptor(ledger, RecordingClient())
+    obs = observation(100, unit(4))
+    p.start((Preemption(8, (4,)),), obs)
+    assert p.start((Preemption(9, (4,)),), obs) == []
+    assert len(ledger.intents(4)) == 1
+
+
+@pytest.mark.parametrize("crash_after", ["intent", "signal", "requeue-mark", "requeue"])
+def test_restarted_daemon_finishes_open_intent_exactly_once(tmp_path: Path, crash_after: str) -> None:
+    """Replay the ledger a daemon killed after each step leaves, then recover with a new one."""
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as first:
+        iid = first.add_intent(5, 9, "USR2", 10, restart_count=0, now=100)
+        if crash_after != "intent":
+            first.mark_signal(iid, 100, 110)        # the signal went out
+        if crash_after in ("requeue-mark", "requeue"):
+            first.mark_requeue(iid, 110)
+    requeued_in_slurm = crash_after == "requeue"
+    seen = (unit(5, "PENDING", start=None, restart=1) if requeued_in_slurm else unit(5, restart=0))
+    client = RecordingClient()
+    with Ledger(path) as second:
+        p = _preemptor(second, client)
+        for now in (111, 116, 121, 126):
+            p.progress(observation(now, seen))
+            if client.calls and client.calls[-1][0] == "requeue":
+                seen = unit(5, "PENDING", start=None, restart=1)
+        expected = {"intent": [("signal", 5, "USR2"), ("requeue", 5)],
+                    "signal": [("requeue", 5)], "requeue-mark": [("requeue", 5)],
+                    "requeue": []}[crash_after]
+        assert client.calls == expected
+        assert [i.outcome for i in second.intents(5)] == ["requeued"]
+
+
+def test_unreachable_requeue_is_rolled_back_and_retried(ledger: Ledger) -> None:
+    from slurm_plugin.slurm.client import SlurmUnreachable
+    client = RecordingClient(unreachable=True)
+    p = _preemptor(ledger, client)
+    victim = unit(6, marker=False)
+    p.start((Preemption(9, (6,)),), observation(100, victim))
+    with pytest.raises(SlurmUnreachable):
+        p.progress(observation(100, victim))
+    assert ledger.open_intents()[0].requeue_at is None
+    client.unreachable = False
+    p.progress(observation(105, victim))
+    assert [c[0] for c in client.calls] == ["requeue", "requeue"]
+    assert [i.outcome for i in ledger.intents(6)] == ["requeued"]
+
+
+def test_active_rows_are_fresh_after_every_write_and_rollback(tmp_path) -> None:
+    """The remembered active rows never hide a write, committed or rolled back."""
+    from prioritizer.daemon.ledger import Ledger as L
+    with L(tmp_path / "c.sqlite") as led:
+        kw = dict(user="u", account="a", partition="gpu", gpus=1, submit_time=1.0,
+                  restart_count=0, now=5.0)
+        with led.transaction():
+            led.upsert_job(1, state="PENDING", **kw)
+        assert [r.state for r in led.jobs(active_only=True)] == ["PENDING"]
+        with led.transaction():
+            led.upsert_job(1, state="RUNNING", **kw)
+        assert [r.state for r in led.jobs(active_only=True)] == ["RUNNING"]
+        try:
+            with led.transaction():
+                led.mark_ended(1, "COMPLETED", 9.0)
+                assert led.jobs(active_only=True) == []
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        assert [r.state for r in led.jobs(active_only=True)] == ["RUNNING"]
+        with led.transaction():
+            led.mark_ended(1, "COMPLETED", 9.0)
+        assert led.jobs(active_only=True) == [] and led.jobs()[0].state == "COMPLETED"
+
+
+# ---------------------------------------------------------------- victims: lowered first, refused, ended before requeue
+def test_victim_is_lowered_before_its_requeue_in_the_same_act(ledger: Ledger) -> None:
+    """The lower value goes to Slurm before ``scontrol requeue``, not a cycle later."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    _record(ledger, 100, unit(2, marker=False))
+    p.start((Preemption(9, (2,)),), observation(100, unit(2, marker=False)))
+    p.progress(observation(100, unit(2, marker=False)), {2: "site_factor:17"})
+    assert client.calls == [("site_factor", [2], 17), ("requeue", 2)]
+    assert client.requeue_flags == [(True, False)]          # requeue incomplete, no hold
+    assert ledger.job(2).applied == "site_factor:17"        # next cycle sends nothing again
+
+
+def test_partition_mode_victim_is_held_moved_then_released(ledger: Ledger) -> None:
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    p.start((Preemption(9, (2,)),), observation(100, unit(2, marker=False)))
+    p.progress(observation(100, unit(2, marker=False)), {2: "partition:q1"})
+    assert client.calls == [("requeue", 2), ("partition", [2], "q1"), ("release", [2])]
+    assert client.requeue_flags == [(True, True)]           # requeuehold incomplete
+
+
+def test_refused_requeue_is_an_event_not_a_preemption_and_not_retried(tmp_path: Path) -> None:
+    """Slurm refuses (``--no-requeue``): logged with its reason, the counter goes
+    back down, and the job is not a victim again during this run."""
+    from prioritizer.daemon.observe import build_snapshot
+    with Ledger(tmp_path / "l.sqlite") as ledger, captured() as (log, stream):
+        client = RecordingClient(refuse={3})
+        p = Preemptor(client, ledger, DaemonConfig(), log)  # type: ignore[arg-type]
+        victim = unit(3, marker=False)
+        _record(ledger, 100, victim)
+        p.start((Preemption(9, (3,)),), observation(100, victim))
+        assert ledger.job(3).preemptions == 1
+        assert p.progress(observation(100, victim)) == []
+        assert ledger.job(3).preemptions == 0
+        assert [i.outcome for i in ledger.intents(3)] == [
+            "requeue refused: Job is no longer pending execution"]
+        assert "preempt_refused" in stream.getvalue()
+        snap = build_snapshot(ledger, {3: victim}, [], [], DaemonConfig(), now=101)
+        assert [v.preemptible for v in snap.jobs] == [False]
+        # a later run of the job (restarted by someone else) may be a victim again
+        later = unit(3, marker=False, restart=1)
+        _record(ledger, 200, later)
+        snap = build_snapshot(ledger, {3: later}, [], [], DaemonConfig(), now=201)
+        assert [v.preemptible for v in snap.jobs] == [True]
+
+
+def test_job_completed_just_before_the_requeue_is_not_counted_as_requeued(ledger: Ledger) -> None:
+    """Squeue showed it running; it completed before ``requeue incomplete``, which
+    then did nothing. The live proof is tests/live/test_preempt_live.py."""
+    client = RecordingClient(completed={4})
+    p = _preemptor(ledger, client)
+    _record(ledger, 100, unit(4, marker=False))
+    p.start((Preemption(9, (4,)),), observation(100, unit(4, marker=False)))
+    assert p.progress(observation(100, unit(4, marker=False))) == []
+    assert client.requeue_flags == [(True, False)]
+    assert [i.outcome for i in ledger.intents(4)] == ["ended before requeue"]
+    assert ledger.job(4).preemptions == 0

@@ -1,0 +1,279 @@
+"""``dlprio history``: export rules, the trace format, the replay check and its failure paths
+(pure; the recorded sacct JSON of tests/slurm_plugin/slurm/test_accounting.py is the input)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+from pathlib import Path
+
+import pytest
+
+from prioritizer.cli import main
+from prioritizer.history.check import (check, dispatch_latency_of, start_latency_from,
+                                       tick_base, trace_of)
+from prioritizer.history.export import anonymise, history_rows, work_gpu_s
+from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_rows, write_rows
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.sim.engine import Cluster, simulate
+from prioritizer.sim.traces import read_trace
+from slurm_plugin.slurm.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
+from slurm_plugin.slurm.shapes import RELEASES
+
+DATA = Path(__file__).parents[2] / "data"
+FIFO_FIT = PolicyConfig(policy="fifo-fit").zero_cost()
+
+
+@pytest.fixture(scope="module")
+def exported() -> tuple:
+    recs = records_from_json((DATA / "sample-sacct.json").read_bytes(), RELEASES[(22, 5)])
+    rows, report = history_rows(fold_jobs(recs))
+    return {r.job_id: r for r in rows}, report
+
+
+def test_cpu_only_left_out_and_reported(exported: tuple) -> None:
+    rows, report = exported
+    assert "2" not in rows
+    assert report.left_out == {"cpu_only": [2]}
+    assert report.lines()[0].startswith("left out 1 job(s): cpu_only")
+    assert report.exported == len(rows) == 8    # jobs 1, 3, 4, 6, 7, 8, 10, 11
+
+
+def test_row_values(exported: tuple) -> None:
+    rows, _ = exported
+    r3 = rows["3"]
+    assert (r3.num_gpu, r3.num_nodes, r3.work_gpu_s, r3.duration) == (16, 2, 48, 3)
+    assert rows["4"].num_gpu == 4                       # hetjob: 0 + 4 GPUs
+    assert rows["7"].ended_by == "timelimit" and rows["7"].duration == 78
+    assert rows["10"].ended_by == "cancelled"
+    # job 6: plain sbatch (no checkpoint marker) requeued once: the first 2 s were lost
+    assert rows["6"].attempts == 2 and rows["6"].work_gpu_s == 20
+    assert rows["6"].jct == 1796077095 - 1796077037
+
+
+def _job(comment: str, attempts: list[tuple[int, int, int, str]], state: str = "COMPLETED",
+         gpus: int = 2) -> AccountedJob:
+    return AccountedJob(1, "n", "u", "a", "p", comment, 100, 100, None, gpus, 1, state,
+                        tuple(Attempt(s, e, g, 1, st) for s, e, g, st in attempts))
+
+
+def test_checkpointing_job_keeps_work_of_every_run() -> None:
+    runs = [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")]
+    assert work_gpu_s(_job("dl:v1;signal=USR2;grace=60", runs)) == 160
+    assert work_gpu_s(_job("", runs)) == 60
+
+
+@pytest.mark.parametrize(("job", "reason"), [
+    (_job("", [(100, None, 2, "RUNNING")], state="RUNNING"), "unfinished"),
+    (_job("", [(None, 120, 2, "CANCELLED")], state="CANCELLED"), "never_ran"),
+    (_job("", [(130, 120, 2, "COMPLETED")]), "end_before_start"),
+    (_job("", [(100, 100, 2, "COMPLETED")]), "zero_work"),
+    (_job("", [(100, 110, 0, "COMPLETED")], gpus=0), "cpu_only"),
+], ids=["unfinished", "never-ran", "end-before-start", "zero-work", "cpu-only"])
+def test_bad_or_partial_records_are_counted(job: AccountedJob, reason: str) -> None:
+    rows, report = history_rows([job])
+    assert rows == [] and report.left_out == {reason: [1]}
+
+
+def test_anonymise_is_stable_and_hides_names() -> None:
+    assert anonymise("alice") == anonymise("alice") != anonymise("bob")
+    assert "alice" not in anonymise("alice") and anonymise("alice", "s") != anonymise("alice")
+    rows, _ = history_rows([_job("", [(100, 110, 2, "COMPLETED")])], anonymise_names=True)
+    assert rows[0].user == anonymise("u") and rows[0].account == anonymise("a")
+
+
+def _row(job_id: str, eligible: float, gpus: int, duration: float, jct: float) -> HistoryRow:
+    return HistoryRow(job_id, "u", "a", "p", eligible, eligible, gpus, 1, gpus * duration,
+                      duration, eligible + jct, jct, "COMPLETED", 1, "self")
+
+
+def test_round_trip_and_simulate_reads_it_by_header(tmp_path: Path) -> None:
+    rows = [_row("7", 1000, 8, 30, 30), _row("9", 1005, 4, 10.5, 12)]
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows(rows, handle)
+    assert path.read_text().splitlines()[0] == ",".join(COLUMNS)
+    assert read_rows(str(path)) == rows
+    trace = read_trace(path)
+    assert trace.format == "history"
+    assert [(j.name, j.submit, j.num_gpus, j.duration) for j in trace.jobs] == [
+        ("7", 0.0, 8, 30.0), ("9", 5.0, 4, 10.5)]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("1,u,a,p,10,10,x,1,10,10,20,10,COMPLETED,1,self,0", "num_gpu is not a number"),
+    ("1,u,a,p,10,10,2,1,-4,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be"),
+    ("1,u,a,p,10,10,2,1,4,2,20,10,COMPLETED,1,maybe,0", "ended_by must be one of"),
+    ("1,u,a", "3 columns"),
+    ("1,u,a,p,10,10,2,1,1_000,10,20,10,COMPLETED,1,self,0",
+     "work_gpu_s is not a plain decimal number: '1_000'"),
+    ("1,u,a,p,10,10,\uff12,1,4,10,20,10,COMPLETED,1,self,0",
+     "num_gpu is not a plain decimal number"),
+    ("1,u,a,p,10,10,2,1,-inf,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be a finite"),
+])
+def test_malformed_history_names_line_and_column(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "h.csv"
+    path.write_text(",".join(COLUMNS) + "\n" + line + "\n")
+    with pytest.raises(HistoryError, match=f"h.csv:2: .*{message}"):
+        read_rows(str(path))
+
+
+def test_check_on_hand_computed_fifo() -> None:
+    # one 8-GPU node: job a (8 GPUs, 10 s) then b (8 GPUs, 10 s) arriving together;
+    # b waits for a: replay JCTs 10 and 20; with a 2 s start latency b starts at 12 → 22.
+    rows = [_row("a", 0, 8, 10, 10), _row("b", 0, 8, 10, 22)]
+    fid = check(rows, Cluster(1, 8), FIFO_FIT)
+    assert [(j.job_id, j.replay_jct) for j in fid.jobs] == [("a", 10), ("b", 20)]
+    late = check(rows, Cluster(1, 8), FIFO_FIT, start_latency_s=2)
+    assert [j.replay_jct for j in late.jobs] == [10, 22]
+    assert late.avg_error == 0 and late.share_within == 1 and late.meets_targets
+    assert fid.avg(True) == 16 and fid.avg(False) == 15
+    assert fid.jobs[1].error == pytest.approx(-2 / 22)
+
+
+def test_dispatch_latency_is_the_shortest_start_of_a_job_that_ran_once() -> None:
+    rows = [_row("a", 0, 2, 10, 11), _row("b", 0, 2, 10, 14),
+            dataclasses.replace(_row("c", 0, 2, 10, 10), attempts=2)]   # c: requeued, ignored
+    assert dispatch_latency_of(rows) == 1
+    assert dispatch_latency_of(rows[2:]) == 0                             # none ran once
+    assert dispatch_latency_of([_row("d", 0, 2, 10, 9)]) == 0             # never negative
+
+
+def test_check_with_dispatch_latency() -> None:
+    # one 8-GPU node, a and b (8 GPUs, 10 s each) eligible at 0, 1 s dispatch: a starts at 1,
+    # ends at 11; b starts when a ends, at 11, and ends at 21: JCTs from eligible 11 and 21.
+    rows = [_row("a", 0, 8, 10, 11), _row("b", 0, 8, 10, 21)]
+    fid = check(rows, Cluster(1, 8), FIFO_FIT, dispatch_s=1)
+    assert [(j.job_id, j.replay_jct) for j in fid.jobs] == [("a", 11), ("b", 21)]
+    assert fid.dispatch_s == 1 and fid.share_within == 1
+    with pytest.raises(ValueError, match="latencies"):
+        check(rows, Cluster(1, 8), FIFO_FIT, dispatch_s=-1)
+
+
+def test_tick_base_puts_replay_ticks_on_the_daemon_cycles() -> None:
+    assert tick_base(100, 104, 5) == 99          # cycles at ..., 99, 104, ...
+    assert tick_base(100, 90, 5) == 100          # a cycle at the first arrival itself
+    assert tick_base(100, 101.5, 5) == 96.5
+    assert tick_base(100, None, 5) == tick_base(100, 104, 0) == 100
+    with pytest.raises(ValueError, match="after the first eligible"):
+        trace_of([_row("a", 100, 2, 10, 10)], base=101)
+
+
+def test_check_in_the_daemon_cycle_phase() -> None:
+    # One 8-GPU node, 2D-LAS with a 40 GPU·s first threshold, 5 s cycles, free preemption.
+    # a (8 GPUs, 20 s) eligible at epoch 100, b (8 GPUs, 5 s) at 101. a crosses 40 GPU·s
+    # 5 s after its start, at 105, and is preempted on the first cycle at or after that; b
+    # then runs 5 s, and a resumes when b ends.
+    # Cycles at ..., 100, 105, 110 (no ledger: in phase with the first arrival): 105 is a
+    # cycle, so b runs 105-110 (JCT 9); a resumes at 110 with 15 s left (JCT 25).
+    # Cycles at ..., 99, 104, 109 (the daemon's, cycle_at=104): b runs 109-114 (JCT 13);
+    # a has 11 s left, resumes at 114, ends at 125 (JCT 25).
+    # The simulator's default (published replays) acts on the tick after 105: b 110-115 (14).
+    las = PolicyConfig.from_mapping({"policy": "tiresias-las", "thresholds_gpu_s": [40, 1000],
+                                     "starve_knob": 0, "min_run_s": 0,
+                                     "checkpoint_overhead_s": 0, "requeue_delay_s": 0,
+                                     "decision_interval_s": 5})
+    rows = [_row("a", 100, 8, 20, 25), _row("b", 101, 8, 5, 13)]
+    assert [j.replay_jct for j in check(rows, Cluster(1, 8), las).jobs] == [25, 9]
+    phased = check(rows, Cluster(1, 8), las, cycle_at=104)
+    assert [j.replay_jct for j in phased.jobs] == [25, 13] and phased.cycle_phased
+    default = simulate(trace_of(rows), Cluster(1, 8), las)
+    assert sorted((j.name, j.jct) for j in default.jobs) == [("a", 25), ("b", 14)]
+
+
+def test_trace_of_skips_zero_gpu_rows() -> None:
+    trace = trace_of([_row("a", 5, 0, 10, 10), _row("b", 7, 2, 3, 3)])
+    assert trace.skipped_jobs == 1 and trace.jobs[0].submit == 0
+
+
+@pytest.mark.parametrize(("params", "kind", "expected"), [
+    ("bf_interval=5", "sched/backfill", 2.5),
+    ("defer,bf_interval=60,bf_window=10", "sched/backfill", 30.0),
+    ("", "sched/backfill", 15.0),                # slurm.conf(5): bf_interval default 30
+    ("bf_interval=5", "sched/builtin", 0.0),
+])
+def test_start_latency_from_scheduler_parameters(params: str, kind: str, expected: float) -> None:
+    assert start_latency_from(params, kind) == expected
+
+
+def test_check_cli_failure_paths(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows([_row("a", 0, 0, 10, 10)], handle)
+    base = ["history", "check", "--trace", str(path), "--nodes", "1", "--gpus-per-node", "8",
+            "--start-latency", "0"]
+    assert main(base) == 2
+    assert "no GPU job" in capsys.readouterr().err
+    assert main(base[:-1] + ["soon"]) == 2
+    assert "--start-latency" in capsys.readouterr().err
+    assert main(base + ["--dispatch-latency", "-1"]) == 2
+    assert "--dispatch-latency: expected seconds >= 0" in capsys.readouterr().err
+    assert main(base + ["--ledger", str(tmp_path / "missing.sqlite")]) == 2
+    assert "--ledger" in capsys.readouterr().err
+    assert main(["history", "check", "--trace", str(path)]) == 2
+    assert "--cluster-from-slurm" in capsys.readouterr().err
+    assert main(base + ["--policy", "nope"]) == 2
+    assert "unknown policy" in capsys.readouterr().err
+    (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+    assert main(["history", "check", "--trace", str(tmp_path / "x.csv"), "--nodes", "1",
+                 "--gpus-per-node", "8", "--start-latency", "0"]) == 2
+    assert "not a history trace" in capsys.readouterr().err
+
+
+def test_write_rows_counts() -> None:
+    buf = io.StringIO()
+    assert write_rows([_row("a", 0, 1, 1, 1)], buf) == 1
+    assert buf.getvalue().count("\n") == 2
+
+
+def test_ledger_facts_take_checkpoint_time_off_work() -> None:
+    from prioritizer.history.export import LedgerFacts
+    job = _job("dl:v1;signal=USR2;grace=60", [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")])
+    rows, _ = history_rows([job], ledger={1: LedgerFacts(1, 5.0)})
+    assert rows[0].preemptions == 1 and rows[0].work_gpu_s == 160 - 5 * 2
+    rows, _ = history_rows([job])
+    assert rows[0].preemptions == 0 and rows[0].work_gpu_s == 160
+    # no marker in accounting (comments need AccountingStoreFlags=job_comment), but the daemon
+    # signalled the job for a checkpoint: its first run is kept
+    plain = _job("", [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")])
+    rows, _ = history_rows([plain], ledger={1: LedgerFacts(1, 5.0, checkpoints=True)})
+    assert rows[0].work_gpu_s == 160 - 5 * 2
+    rows, _ = history_rows([plain], ledger={1: LedgerFacts(1, 0.0, checkpoints=False)})
+    assert rows[0].work_gpu_s == 60
+
+
+def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
+    from prioritizer.daemon.ledger import Ledger
+    from prioritizer.history.cli import cycle_time, ledger_facts
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        with ledger.transaction():
+            ledger.upsert_job(6, user="u", account="a", partition="gpu", state="RUNNING", gpus=1,
+                              submit_time=0, restart_count=0, now=0)
+        intent = ledger.add_intent(6, None, "USR2", 10, 0, 100)
+        ledger.mark_signal(intent, 100, 110)
+        ledger.mark_requeue(intent, 107)
+    facts = ledger_facts(str(path))
+    assert facts[6].preemptions == 1 and facts[6].checkpoint_s == 7 and facts[6].checkpoints
+    assert cycle_time(str(path)) == 100                  # the cycle that created the intent
+    with Ledger(tmp_path / "empty.sqlite") as ledger, ledger.transaction():
+        ledger.note_observed(42.5)
+    assert cycle_time(str(tmp_path / "empty.sqlite")) == 42.5   # no intent: last cycle
+    with pytest.raises(Exception, match="--ledger"):
+        ledger_facts(str(tmp_path / "missing.sqlite"))
+
+
+def test_history_check_policy_errors_name_the_file_and_each_key(tmp_path: Path) -> None:
+    from prioritizer.command import CliError
+    from prioritizer.history.cli import policy_config
+    conf = tmp_path / "dlprio.yaml"
+    conf.write_text("policy:\n  starve_knob: -1\n  thresholds_gpu_s: [10, 5]\n")
+    with pytest.raises(CliError) as err:
+        policy_config(None, str(conf))
+    assert str(err.value).splitlines() == [f"{conf}: policy.starve_knob: must be >= 0 (got -1)"]
+    conf.write_text("policy:\n  thresholds_gpu_s: [10, 5]\n")
+    with pytest.raises(CliError) as err:
+        policy_config(None, str(conf))
+    assert str(err.value) == (f"{conf}: policy.thresholds_gpu_s: thresholds must increase "
+                              "strictly (got [10.0, 5.0])")
+    assert err.value.exit_code == 2

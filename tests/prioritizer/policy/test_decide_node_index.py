@@ -1,0 +1,129 @@
+"""The per-node victim index (``decide._NodeIndex``, used once a decision has made
+``decide._INDEX_AFTER`` victim searches) chooses exactly the victims the candidate walks
+choose: every decision is computed twice, with the index from the first search and with
+walks only, and compared whole (order, states, promotions, preemptions with their victims
+in order). Worlds hold running gang jobs across nodes (some with a GPU-less component),
+non-preemptible jobs and jobs being preempted, so that searches fail, tie and fall back."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import prioritizer.policy.decide as decide_module
+from policy_helpers import pending, running, snapshot
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
+from prioritizer.policy.decide import decide
+from prioritizer.policy.model import Decisions, Snapshot
+from test_policy_properties import DIST
+
+NOW = 100_000.0
+
+
+@contextmanager
+def index_after(searches: int) -> Iterator[None]:
+    saved = decide_module._INDEX_AFTER
+    decide_module._INDEX_AFTER = searches
+    try:
+        yield
+    finally:
+        decide_module._INDEX_AFTER = saved
+
+
+def both(snap: Snapshot, config: PolicyConfig) -> tuple[Decisions, Decisions]:
+    with index_after(0):
+        indexed = decide(snap, config, NOW, distribution=DIST)
+    with index_after(10**9):
+        walked = decide(snap, config, NOW, distribution=DIST)
+    return indexed, walked
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[Snapshot, PolicyConfig]:
+    per_node = draw(st.sampled_from([2, 4, 8]))
+    count = draw(st.integers(1, 12))
+    totals = {f"n{i}": per_node for i in range(count)}
+    free = dict(totals)
+    jobs = []
+    for job_id in range(draw(st.integers(0, 40))):
+        names = [n for n, f in free.items() if f > 0]
+        if not names:
+            break
+        width = draw(st.integers(1, min(3, len(names))))
+        nodes = draw(st.permutations(names))[:width]
+        gpus = []
+        for node in nodes:
+            g = draw(st.integers(0 if width > 1 else 1, free[node]))
+            free[node] -= g
+            gpus.append(g)
+        if not any(gpus):
+            gpus[0] = 1   # every entry was 0: give the first node one (it had one free)
+            free[nodes[0]] -= 1
+        jobs.append(running(
+            job_id, tuple(gpus), tuple(nodes), queue=draw(st.integers(0, 2)),
+            attained=float(draw(st.integers(0, 20_000))),
+            run_start=draw(st.sampled_from([0.0, NOW - 10])),
+            preemptible=draw(st.integers(0, 9)) > 0, releasing=draw(st.integers(0, 19)) == 0,
+            duration_s=float(draw(st.integers(10_000, 40_000)))))
+    for job_id in range(100, 100 + draw(st.integers(1, 40))):
+        size = draw(st.integers(1, per_node))
+        shape = draw(st.sampled_from([(size,), (per_node, size), (size, size, 1), (size, 0)]))
+        queue = draw(st.sampled_from([None, 0, 1, 2]))
+        ran = float(draw(st.sampled_from([10, 100, 1000]))) if queue else 0.0
+        jobs.append(pending(
+            job_id, shape, submit=float(draw(st.integers(0, 900))), queue=queue,
+            queue_entry_time=float(draw(st.integers(0, 900))),
+            attained_gpu_s=ran * sum(shape), attained_s=ran, last_run_s=ran,
+            last_run_end=NOW - float(draw(st.integers(0, 20_000))) if ran else None,
+            duration_s=ran + float(draw(st.integers(1, 30_000)))))
+    policy = draw(st.sampled_from([p for p in POLICY_NAMES if p not in ("fifo", "fifo-fit")]))
+    config = PolicyConfig(policy=policy, min_run_s=draw(st.sampled_from([0.0, 60.0])),
+                          thresholds_gpu_s=(3_000.0, 12_000.0), thresholds_s=(1_000.0, 4_000.0))
+    return snapshot(totals, jobs), config
+
+
+@settings(max_examples=400, deadline=None)
+@given(worlds())
+def test_index_chooses_the_walks_victims(world: tuple[Snapshot, PolicyConfig]) -> None:
+    snap, config = world
+    indexed, walked = both(snap, config)
+    assert indexed == walked
+    assert indexed.preemptions == walked.preemptions   # (Decisions' == covers them; explicit)
+
+
+def test_index_is_used_and_agrees_on_a_storm() -> None:
+    """A small storm (benchmarks/bench_decide.py's shape: a full cluster, thousands of
+    starving waiters): dozens of waiters preempt, through the index, as through the walks."""
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_decide.py"
+    spec = importlib.util.spec_from_file_location("bench_decide", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    snap = bench.make_snapshot(1_500, 150)
+    calls = []
+    real = decide_module._NodeIndex.search
+
+    def spy(self, *args):
+        result = real(self, *args)
+        calls.append(result)
+        return result
+
+    for policy in ("tiresias-las", "las", "srtf"):
+        config = PolicyConfig(policy=policy)
+        decide_module._NodeIndex.search = spy
+        try:
+            with index_after(0):
+                indexed = decide(snap, config, bench.NOW, distribution=DIST)
+        finally:
+            decide_module._NodeIndex.search = real
+        with index_after(10**9):
+            walked = decide(snap, config, bench.NOW, distribution=DIST)
+        assert len(walked.preemptions) > 20
+        assert indexed.preemptions == walked.preemptions
+        assert indexed == walked
+    assert sum(1 for c in calls if c) > 60   # searches that found victims through the index
+    assert not any(c is decide_module._FAR for c in calls)

@@ -1,0 +1,430 @@
+"""Spec validation and conversion (submit/spec_v1.py, spec_v2.py, load.py, params.py).
+
+Every error names the field path as written in the spec; expected messages are written out
+here, field by field, from the rules in the OpenPAI schemas (microsoft/pai and microsoft/openpai-protocol).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from submit import load, model, params
+from submit.validation import SpecError
+from submit_helpers import v2_spec
+
+V1 = {"jobName": "j", "image": "img",
+      "taskRoles": [{"name": "w", "taskNumber": 2, "cpuNumber": 1, "memoryMB": 100,
+                     "gpuNumber": 1, "command": "echo hi"}]}
+
+
+def problems(doc: object, overrides: dict[str, str] | None = None) -> list[str]:
+    with pytest.raises(SpecError) as info:
+        load.to_job(doc, overrides)
+    return info.value.problems
+
+
+def with_role(**changes: object) -> dict:
+    spec = v2_spec()
+    spec["taskRoles"]["main"].update(changes)
+    return spec
+
+
+def with_resources(**changes: object) -> dict:
+    spec = v2_spec()
+    spec["taskRoles"]["main"]["resourcePerInstance"].update(changes)
+    return spec
+
+
+GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)"
+
+
+@pytest.mark.parametrize(("doc", "expected"), [
+    (with_resources(gpu=-1), [GPU_MSG]),
+    (with_resources(gpu="2"), [GPU_MSG]),
+    (with_resources(gpu=True), [GPU_MSG]),
+    (with_resources(gpu=1.0), [GPU_MSG]),
+    (with_resources(gpu=10**30), [GPU_MSG]),
+    (with_resources(cpu=0, memoryMB=-5), [
+        "taskRoles.main.resourcePerInstance.cpu: must be an integer in 1..4096",
+        "taskRoles.main.resourcePerInstance.memoryMB: must be an integer in 1..1073741824"]),
+    (with_role(commands=None), ["taskRoles.main.commands: must be a list"]),
+    (with_role(commands=[]), ["taskRoles.main.commands: must not be empty"]),
+    (with_role(commands=["ok", 5]), ['taskRoles.main.commands[1]: expected a string, but YAML read '
+                                       'the value as a number; quote it as written, e.g. "5" (got 5)']),
+    (with_role(instances=0), ["taskRoles.main.instances: must be an integer in 1..100000"]),
+    (with_role(completion={"minFailedInstances": 0}),
+     ["taskRoles.main.completion.minFailedInstances: must be -1 or an integer in 1..100000"]),
+    (with_role(dockerImage="nope"), ["taskRoles.main.dockerImage: no dockerimage prerequisite named 'nope'"]),
+    (v2_spec(protocolVersion=3), ["protocolVersion: must be 2"]),
+    (v2_spec(taskRoles={}), ["taskRoles: must not be empty"]),
+    (v2_spec(extras={"gangAllocation": "no"}), ["extras.gangAllocation: must be true or false"]),
+    (v2_spec(extras={"placement": "pack"}), ["extras.placement: must be one of 'consolidate' or 'spread'"]),
+    (v2_spec(extras={"checkpoint": {"signal": "KILL"}}),
+     ["extras.checkpoint.signal: must be one of USR1, USR2, TERM, INT, HUP, URG"]),
+    (v2_spec(extras={"checkpoint": {"grace": 0}}), ["extras.checkpoint.grace: must be an integer in 1..86400"]),
+    (v2_spec(extras={"gpuType": "a100 x"}), ["extras.gpuType: must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100"]),
+    (v2_spec(name=""), ["name: must not be empty"]),
+    (v2_spec(name="a\x00b"), ["name: must not contain a NUL character"]),
+    (v2_spec(defaults={"deployment": "prod"}),
+     ["defaults.deployment: no deployment named 'prod' (deployments: none defined)"]),
+    ([1, 2], ["(top level): must be a mapping (a v2 YAML job or a v1 JSON job)"]),
+], ids=lambda x: None)
+def test_v2_errors_name_the_field(doc: object, expected: list[str]) -> None:
+    assert problems(doc) == expected
+
+
+def test_v2_unknown_field_lists_allowed() -> None:
+    [msg] = problems(with_role(instancez=2))
+    assert msg.startswith("taskRoles.main.instancez: unknown field (allowed: instances, completion, ")
+    assert "resourcePerInstance" in msg and msg.endswith("commands)")
+
+
+def test_v2_every_problem_of_every_role_with_its_key() -> None:
+    """msgspec stops at a document's first problem; the walk after it reports every one, with
+    the real role names (msgspec itself writes a mapping's key as ``[...]``)."""
+    bad = {"instances": 0, "resourcePerInstance": {"gpu": True, "ports": {"bad-name": 1, "ok": 101}},
+           "commands": [], "typo": 1}
+    doc = v2_spec(roles={"ps.server": bad, "worker": {"commands": ["x", None]}}, zzz=1)
+    assert problems(doc) == [
+        'taskRoles["ps.server"].instances: must be an integer in 1..100000',
+        'taskRoles["ps.server"].resourcePerInstance.gpu: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)',
+        'taskRoles["ps.server"].resourcePerInstance.ports.bad-name (key): must be a shell variable '
+        'name ([A-Za-z_][A-Za-z0-9_]*)',
+        'taskRoles["ps.server"].resourcePerInstance.ports.ok: must be an integer in 0..100',
+        'taskRoles["ps.server"].commands: must not be empty',
+        'taskRoles["ps.server"].typo: unknown field (allowed: instances, completion, taskRetryCount, '
+        'prerequisites, dockerImage, data, output, script, extraContainerOptions, resourcePerInstance, '
+        'commands)',
+        "taskRoles.worker.resourcePerInstance: required field is missing",
+        "taskRoles.worker.commands[1]: expected a string, but YAML read the value as null (an "
+        "empty value, ~ or null); write the text in quotes (got None)",
+        "zzz: unknown field (allowed: protocolVersion, name, type, version, contributor, description, "
+        "prerequisites, parameters, secrets, jobRetryCount, taskRoles, deployments, defaults, extras)"]
+
+
+@pytest.mark.parametrize(("prereq", "expected"), [
+    ({"uri": ["a", 5]}, 'prerequisites[0].uri[1]: expected a string, but YAML read the value as '
+                        'a number; quote it as written, e.g. "5" (got 5)'),
+    ({"uri": 5}, "prerequisites[0].uri: must be a string or a list of strings"),
+    ({"uri": "a\x00b"}, "prerequisites[0].uri: must not contain a NUL character"),
+    ({"type": "image"}, "prerequisites[0].type: must be one of 'dockerimage', 'script', 'output' or 'data'"),
+], ids=["list-item", "int", "nul", "type"])
+def test_v2_prerequisite_uri_and_type(prereq: dict, expected: str) -> None:
+    assert problems(v2_spec(prerequisites=[{"name": "d", "type": "data", **prereq}])) == [expected]
+
+
+def test_v2_prerequisite_uri_list_names_every_bad_item() -> None:
+    """A list ``uri`` is checked item by item: each bad item is one line at its own index."""
+    doc = v2_spec(prerequisites=[{"name": "d", "type": "data", "uri": [1, "/x", True, "a\x00b"]},
+                                 {"name": "e", "type": "data", "uri": ["/y", [2]]}])
+    assert problems(doc) == ['prerequisites[0].uri[0]: expected a string, but YAML read the value '
+                             'as a number; quote it as written, e.g. "1" (got 1)',
+                             'prerequisites[0].uri[2]: expected a string, but YAML read the value '
+                             'as the boolean true; quote it as written, e.g. "yes" (got True)',
+                             "prerequisites[0].uri[3]: must not contain a NUL character",
+                             "prerequisites[1].uri[1]: must be a string"]
+
+
+@pytest.mark.parametrize("value", [[1], ["a"], [[1]]], ids=["int", "str", "list"])
+def test_a_list_where_a_mapping_belongs_is_one_line_for_the_field(value: list) -> None:
+    """Each mapping field given a list: one line naming the field (a ``dict[...]`` field type
+    is not a field type with list items, although it has an ``items`` attribute)."""
+    for key in ("parameters", "secrets", "taskRoles", "extras"):
+        assert problems(v2_spec(**{key: value})) == [f"{key}: must be a mapping"]
+    assert problems(with_resources(ports=value)) == [
+        "taskRoles.main.resourcePerInstance.ports: must be a mapping"]
+    assert problems({**V1, "jobEnvs": value}) == ["jobEnvs: must be a mapping"]
+
+
+def test_v2_prerequisite_keys_beyond_the_declared_reach_templates() -> None:
+    spec = with_role(data="d", commands=["echo <% $data.uri[1] %> <% $data.mount %>"])
+    spec["prerequisites"] = [{"name": "d", "type": "data", "uri": ["a", "b"], "mount": "/m"}]
+    assert load.to_job(spec).roles[0].command == "echo b /m"
+
+
+def test_v2_extras_keys_left_for_plugins_and_non_text_keys() -> None:
+    job = load.to_job(v2_spec(extras={"hivedScheduler": {"x": [1]}, "placement": "spread"}))
+    assert job.placement == "spread"
+    assert problems(v2_spec(extras={1: 2})) == ['extras[1] (key): expected a string, but YAML read the value as a number; quote it as '
+        'written, e.g. "1" (got 1)']
+
+
+def test_v2_protocol_version_forms() -> None:
+    for version in (2, "2", 2.0):
+        assert load.to_job(v2_spec(protocolVersion=version)).version == "v2"
+    for version in ("2.0", None, [2]):
+        assert problems(v2_spec(protocolVersion=version)) == ["protocolVersion: must be 2"]
+
+
+def test_v2_role_names_colliding_as_identifiers() -> None:
+    role = v2_spec()["taskRoles"]["main"]
+    [msg] = problems(v2_spec(roles={"a-b": role, "a_b": copy.deepcopy(role)}))
+    assert msg == ("taskRoles.a_b: role name 'a_b' becomes 'a_b' in environment names, like role "
+                   "'a-b'; rename one of them")
+
+
+V1_GPU = "taskRoles[0].gpuNumber: must be an integer in 0..1024 or a fraction of one GPU (0 < gpu < 1, e.g. 0.5)"
+
+
+def v1_with(**changes: object) -> dict:
+    spec = copy.deepcopy(V1)
+    for key, value in changes.items():
+        if key.startswith("role_"):
+            spec["taskRoles"][0][key[5:]] = value
+        else:
+            spec[key] = value
+    return spec
+
+
+@pytest.mark.parametrize(("doc", "expected"), [
+    (v1_with(role_gpuNumber=-1), [V1_GPU]),
+    (v1_with(role_gpuNumber="1"), [V1_GPU]),
+    (v1_with(retryCount=-3), ["retryCount: must be an integer in -2..1000"]),
+    (v1_with(jobEnvs={"bad-key": 1}),
+     ["jobEnvs.bad-key (key): must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*)"]),
+    (v1_with(jobEnvs={"k": [1]}), ["jobEnvs.k: must be a string"]),
+    (v1_with(role_portList=[{"label": "a b"}]),
+     ["taskRoles[0].portList[0].label: must be a shell variable name ([A-Za-z_][A-Za-z0-9_]*)"]),
+    (v1_with(taskRoles=[]), ["taskRoles: must not be empty"]),
+    (v1_with(gpuType="a;b"), ["gpuType: must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100"]),
+    ({"jobName": "x", "taskRoles": [{}]}, [
+        "image: required field is missing",
+        "taskRoles[0].name: required field is missing",
+        "taskRoles[0].taskNumber: required field is missing",
+        "taskRoles[0].cpuNumber: required field is missing",
+        "taskRoles[0].memoryMB: required field is missing",
+        "taskRoles[0].gpuNumber: required field is missing",
+        "taskRoles[0].command: required field is missing"]),
+    ({"name": "x"}, ["protocolVersion: required field is missing (v2 YAML needs 'protocolVersion: 2'; "
+                     "a v1 JSON job needs jobName and a taskRoles list)"]),
+], ids=lambda x: None)
+def test_v1_errors_name_the_field(doc: object, expected: list[str]) -> None:
+    assert problems(doc) == expected
+
+
+def test_v1_defaults_and_retry_unlimited() -> None:
+    job = load.to_job(v1_with(retryCount=-2, jobEnvs={"batch_size": 32, "flag": True}), {"flag": "x"})
+    [role] = job.roles
+    assert (job.retry_budget, role.min_failed, role.min_succeeded, role.shm_mib) == (-1, 1, -1, 64)
+    assert job.envs == (("batch_size", "32"), ("flag", "x"))
+    assert role.field_path("gpu") == "taskRoles[0].gpuNumber"
+
+
+def test_v1_param_override_must_be_identifier() -> None:
+    assert problems(V1, {"a-b": "1"}) == ["--param a-b: v1 jobEnvs names must be shell variable names"]
+
+
+def test_json_comments_are_blanked_outside_strings() -> None:
+    text = '{\n  // a comment "with quotes"\n  "jobName": "a//b", /* block\n comment */ "x": "/*y*/"\n}'
+    stripped = load.strip_json_comments(text)
+    assert json.loads(stripped) == {"jobName": "a//b", "x": "/*y*/"}
+    assert stripped.count("\n") == text.count("\n")
+    assert stripped.index('"jobName"') == text.index('"jobName"')
+
+
+def test_json_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text('{\n  "jobName": "x",\n  "image" "y"\n}')
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    # line 3 is `  "image" "y"`: the second string starts at column 11
+    assert info.value.problems == [f"{f}:3:11: JSON syntax error: Expecting ':' delimiter"]
+
+
+def test_yaml_syntax_error_has_line_and_column(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("protocolVersion: 2\nname: a\n  b: c\n")
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    # the stray mapping value `b: c` indented under a scalar: its ':' is line 3, column 4
+    [msg] = info.value.problems
+    assert msg.startswith(f"{f}:3:4: YAML syntax error: mapping values are not allowed here")
+
+
+def test_unreadable_and_non_utf8_files(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="cannot read"):
+        load.load(tmp_path / "missing.yaml")
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes(b"name: x\nbad: \xff\n")
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == [f"{f}:2: not UTF-8 text (byte 13)"]
+
+
+def test_format_detection_by_content(tmp_path: Path) -> None:
+    f = tmp_path / "spec.txt"
+    f.write_text("// v1 with a comment\n" + json.dumps(V1))
+    assert load.load(f).version == "v1"
+
+
+def test_params_render_scopes_and_leave_unknown() -> None:
+    text = ("<% $parameters.n %> <%$parameters.b%> <% $data.uri[0] %> <% $other.x %> "
+            "<%$secrets.token%> ${SHELL_VAR} $PAI_X")
+    out, secrets = params.render(text, {"parameters": {"n": 64, "b": False},
+                                        "data": {"uri": ["http://d"]}, "secrets": {"token": "S"}})
+    # a secret is never filled in at submit time: its reference is written in the one
+    # spelling the run time replaces
+    assert out == ("64 false http://d <% $other.x %> <% $secrets.token %> ${SHELL_VAR} $PAI_X")
+    assert secrets == ["token"]
+
+
+def test_params_reference_to_nothing_is_an_error_naming_it() -> None:
+    with pytest.raises(SpecError) as info:
+        params.render("a <% $parameters.nope %> b <% $data.uri[5] %>",
+                      {"parameters": {"n": 1, "b": 2}, "data": {"uri": ["x"]}}, "taskRoles.w.commands")
+    assert info.value.problems == [
+        "taskRoles.w.commands: <% $parameters.nope %> names nothing: $parameters has b, n "
+        "(declare it under parameters:; --param NAME=VALUE only overrides a declared one)",
+        "taskRoles.w.commands: <% $data.uri[5] %> names nothing: $data has uri"]
+
+
+def test_undeclared_param_override_is_an_error_listing_the_known_ones() -> None:
+    spec = with_role(commands=["echo <% $parameters.bs %>"])
+    spec["parameters"] = {"bs": 32, "lr": 0.1}
+    with pytest.raises(SpecError) as info:
+        load.to_job(spec, {"x": "1"})
+    assert info.value.problems == ["--param x: the spec declares no parameter 'x' (parameters: bs, lr)"]
+    with pytest.raises(SpecError) as info:
+        load.to_job(v1_with(jobEnvs={"A": 1}), {"B": "2"})
+    assert info.value.problems == ["--param B: the spec declares no jobEnvs entry 'B' (jobEnvs: A)"]
+
+
+def test_param_overrides_replace_parameters() -> None:
+    spec = with_role(commands=["  train --bs <% $parameters.bs %>  ", "\techo <% $parameters.new %>\n"])
+    spec["parameters"] = {"bs": 32, "new": ""}
+    job = load.to_job(spec, params.parse_overrides(["bs=128", "new=a=b"]))
+    assert job.roles[0].command == "train --bs 128\necho a=b"
+
+
+def test_param_override_syntax() -> None:
+    with pytest.raises(SpecError) as info:
+        params.parse_overrides(["novalue", "ok=1", "=x"])
+    assert info.value.problems == [
+        "--param 'novalue': expected NAME=VALUE with NAME like batch_size",
+        "--param '=x': expected NAME=VALUE with NAME like batch_size"]
+
+
+def test_deployment_pre_and_post_commands_wrap_role_commands() -> None:
+    spec = with_role(commands=["main"])
+    spec["deployments"] = [{"name": "d", "taskRoles": {"main": {"preCommands": [" pre "],
+                                                                "postCommands": ["post"]}}}]
+    spec["defaults"] = {"deployment": "d"}
+    assert load.to_job(spec).roles[0].command == "pre\nmain\npost"
+
+
+@pytest.mark.parametrize(("name", "ident"), [
+    ("worker", "worker"), ("ps-server", "ps_server"), ("2nd", "_2nd"), ("wörker", "w_rker"),
+    ("a b.c", "a_b_c"), ("$(x)", "__x_"),
+])
+def test_role_ident_rule(name: str, ident: str) -> None:
+    assert model.role_ident(name) == ident
+
+
+def _deep(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(("version", "key"), [
+    ("v2", "description"), ("v2", "parameters"), ("v2", "unknownKey"), ("v1", "jobEnvs"),
+    ("v1", "retryCount"), ("v1", "extras"),
+])
+def test_deeply_nested_document_is_one_problem_not_a_traceback(version: str, key: str,
+                                                               tmp_path: Path) -> None:
+    """600 nested lists (JSON reads them; walking them in Python passed the recursion limit):
+    one line, wherever they sit, read or ignored."""
+    doc = copy.deepcopy(V1) if version == "v1" else v2_spec()
+    doc[key] = {"A": _deep(600)} if key in ("parameters", "jobEnvs", "extras") else _deep(600)
+    f = tmp_path / "deep.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == ["(top level): nested too deeply"]
+
+
+@pytest.mark.parametrize(("name", "text", "where"), [
+    ("s.json", '{"jobName": "j", "retryCount": 1%s}', ""),
+    ("s.yaml", "protocolVersion: 2\nname: n\njobRetryCount: 1%s\n", "line 3: "),
+    ("k.yaml", "protocolVersion: 2\nname: n\nparameters:\n  ? 1%s\n  : x\n", "line 4: "),
+], ids=["json", "yaml", "yaml-key"])
+def test_integer_past_pythons_digit_limit_is_one_problem(name: str, text: str, where: str,
+                                                         tmp_path: Path) -> None:
+    """Python refuses to convert an integer of more than 4300 digits (ValueError): one line
+    naming the file, not a traceback."""
+    f = tmp_path / name
+    f.write_text(text % ("0" * 4400))
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == [f"{f}: {where}a number of 4,401 digits: more than the 4,300 "
+                                   "this reader converts (no field takes one)"]
+
+
+def test_every_one_of_many_problems_is_one_line_in_order() -> None:
+    """20,000 bad items: 20,000 lines, in document order, none lost or repeated. (Removing
+    repeats went through a list, quadratic: 2.0 s CPU for this spec, 0.25 s now, measured with
+    `time dlsubmit --dry-run`; a test cannot assert that without timing.)"""
+    doc = copy.deepcopy(V1)
+    doc["taskRoles"] = [1] * 20_000
+    assert problems(doc) == [f"taskRoles[{i}]: must be a mapping" for i in range(20_000)]
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("no", 'expected a string, but YAML read the value as the boolean false; quote it as '
+           'written, e.g. "no" (got False)'),
+    ("on", 'expected a string, but YAML read the value as the boolean true; quote it as '
+           'written, e.g. "yes" (got True)'),
+    ("0755", 'expected a string, but YAML read the value as a number; quote it as written, '
+             'e.g. "493" (got 493)'),
+    ("~", "expected a string, but YAML read the value as null (an empty value, ~ or null); "
+          "write the text in quotes (got None)"),
+])
+def test_dlsubmit_names_a_text_field_yaml_read_otherwise(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], written: str, message: str) -> None:
+    """``name: no`` in a job file is YAML's boolean false: dlsubmit says so and how to fix it
+    (quote it), exits 2 and submits nothing (a dry run here prints no script)."""
+    from submit.cli import main as dlsubmit
+    spec = Path(__file__).parents[1] / "fixtures" / "specs" / "v2-single-gpu.yaml"
+    text = spec.read_text()
+    bad = tmp_path / "job.yaml"
+    assert "\nname: single-gpu\n" in text
+    bad.write_text(text.replace("\nname: single-gpu\n", f"\nname: {written}\n", 1))
+    assert dlsubmit(["--dry-run", str(bad)]) == 2
+    assert capsys.readouterr() == ("", f"dlsubmit: name: {message}\n")
+
+
+@pytest.mark.parametrize(("written", "expected"), [
+    ("123", 'the JSON value is a number; write the text in quotes, e.g. "123" (got 123)'),
+    ("1.5", 'the JSON value is a number; write the text in quotes, e.g. "1.5" (got 1.5)'),
+    ("true", 'the JSON value is the boolean true; write the text in quotes, e.g. "true" '
+             '(got True)'),
+    ("false", 'the JSON value is the boolean false; write the text in quotes, e.g. "false" '
+              '(got False)'),
+    ("null", 'the JSON value is null; write the text in quotes, e.g. "null" (got None)'),
+], ids=["int", "float", "true", "false", "null"])
+def test_v1_json_value_that_is_not_text_is_named_as_json_wrote_it(
+        tmp_path: Path, written: str, expected: str) -> None:
+    """A v1 JSON spec is parsed as JSON, so its message names no YAML reading; a v2 YAML spec
+    loaded afterwards in the same process still gets YAML's wording (per-file syntax)."""
+    text = json.dumps(V1).replace('"echo hi"', written)
+    for name in ("job.json", "job-without-suffix"):   # JSON by suffix, then by content
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(SpecError) as info:
+            load.load(path)
+        assert info.value.problems == [f"taskRoles[0].command: expected a string, but {expected}"]
+    yaml_spec = tmp_path / "job.yaml"
+    yaml_spec.write_text("protocolVersion: 2\nname: j\ntype: job\nprerequisites:\n"
+                         "  - {name: img, type: dockerimage, uri: img}\n"
+                         "taskRoles:\n  main:\n    dockerImage: img\n    commands: [" + written
+                         + "]\n    resourcePerInstance: {cpu: 1, memoryMB: 100, gpu: 1}\n")
+    with pytest.raises(SpecError) as info:
+        load.load(yaml_spec)
+    assert len(info.value.problems) == 1
+    assert info.value.problems[0].startswith(
+        "taskRoles.main.commands[0]: expected a string, but YAML read the value as ")
