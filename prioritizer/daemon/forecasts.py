@@ -175,14 +175,30 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
 
 def load_known(store: MetaStore | None) -> list[Past]:
     """The known outcomes kept in ``store`` (none when absent or unreadable: calibration then
-    starts over, the raw bands stand meanwhile)."""
+    starts over, the raw bands stand meanwhile). An entry that is not ``[job id, made_at,
+    p50, start]`` with finite times and ``start >= made_at`` (a hand-edited or damaged
+    ledger) is left out, the others are kept."""
     raw = store.meta(META_KEY) if store is not None else None
     if not raw:
         return []
     try:
-        return [Past(str(j), float(m), float(p), float(s)) for j, m, p, s in json.loads(raw)]
-    except (ValueError, TypeError):
+        rows = json.loads(raw)
+    except (ValueError, RecursionError):
         return []
+    return [past for past in map(_known, rows if isinstance(rows, list) else [])
+            if past is not None]
+
+
+def _known(row: Any) -> Past | None:
+    """One kept outcome of :data:`META_KEY` (None: malformed)."""
+    if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], (str, int))
+            and not isinstance(row[0], bool)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) for v in row[1:])):
+        return None
+    job_id, made_at, p50, start = row
+    return Past(str(job_id), float(made_at), float(p50), float(start)) \
+        if start >= made_at else None
 
 
 def dump_known(past: list[Past]) -> str:
@@ -226,8 +242,9 @@ class Forecaster:
         """Take the forecast in flight when it is ready (a failure is logged, never raised)."""
         if self.running is None or not self.running.ready():
             return
+        finished, self.running = self.running, None   # taken even when what follows fails
         try:
-            made, cpu_s = self.running.get(0)
+            made, cpu_s = finished.get(0)
         except Exception as exc:   # the child's error: logged, the next one is tried
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
         else:
@@ -239,7 +256,6 @@ class Forecaster:
                 if j.job_id in self.waiting and j.start is not None})
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
-        self.running = None
 
     def tick(self, cycle: int, obs: Observation, decisions: Decisions, config: PolicyConfig,
              distribution: GittinsDistribution, units: UnitCache | None = None) -> None:

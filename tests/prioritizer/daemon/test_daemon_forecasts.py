@@ -4,6 +4,7 @@ is worked out by hand."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -220,3 +221,39 @@ def test_before_enough_outcomes_the_raw_band_is_published_and_said_so():
     assert detail_lines(got, 2, NOW, False)[2].strip() == (
         "raw band of the draws (too narrow as a rule): 0 earlier forecasts' outcomes known, "
         "30 needed to calibrate it")
+
+
+@pytest.mark.parametrize("bad", [
+    '["x", 0, Infinity, 500]', '["x", 0, NaN, 500]', '["x", NaN, 0, 500]',
+    '["x", 0, 0, Infinity]', '["x", 900, 0, 500]', '["x", 0, 0]', '[null, 0, 0, 500]',
+    '["x", 0, "0", 500]', '["x", 0, true, 500]', '"x"', '7'],
+    ids=["p50-inf", "p50-nan", "made-nan", "start-inf", "start-before-made", "short",
+         "null-id", "string-time", "bool-time", "string-row", "number-row"])
+def test_a_damaged_outcome_in_the_ledger_is_left_out_and_forecasts_go_on(bad):
+    from prioritizer.daemon.forecasts import META_KEY
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    # the 30 good outcomes of the calibration test above (residuals 10 × 0, 10 × ln 2,
+    # 10 × ln 4: a raw median wait of 0 gives the band (0, 60, 180) s from the moment) and
+    # one damaged entry, which must neither count nor stop the forecast being published
+    good = [[f"{k}", NOW - 2000 + k, NOW - 2000 + k, NOW - 2000 + k + (0, 60, 180)[k % 3]]
+            for k in range(30)]
+    text = json.dumps(good)
+    store = _Meta({META_KEY: text[:-1] + ", " + bad + "]"})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), store)
+    assert len(forecaster.past) == 30
+    forecaster.waiting = frozenset({"2"})
+    forecaster.running = _Ready(Forecast(NOW, 3, (JobForecast("2", (NOW,) * 3,
+                                                              (NOW + 100,) * 3, 0.0, 0, ()),)))
+    forecaster.collect()
+    assert forecaster.running is None
+    assert forecaster.latest["jobs"]["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert forecaster.latest["known_outcomes"] == 30
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "{}", "[[[[", "[" * 100_000])
+def test_an_unreadable_outcomes_value_starts_calibration_over(raw):
+    from prioritizer.daemon.forecasts import META_KEY
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), _Meta({META_KEY: raw}))
+    assert forecaster.past == []
