@@ -34,8 +34,9 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
 
 ``start`` is the calibrated band, ``raw_start`` the draws' own, ``calibrated`` the count of
-past outcomes the band rests on (0: ``start`` is the raw band); ``known_outcomes``: outcomes
-known when the forecast was made.
+past outcomes the band rests on (0: ``start`` is the raw band); ``finish`` the draws' finish
+band, each quantile moved by as much as the start's calibration moved it; ``known_outcomes``:
+outcomes known when the forecast was made.
 
 Times are epoch seconds; ``null`` in ``start``/``finish`` is beyond the horizon; ``"start":
 null`` alone: the job fits on no node. A reader calls the forecast stale once ``made_at`` is
@@ -160,10 +161,14 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
         start, used = job.start, 0
         if calibrated is not None and job.job_id in waiting:
             start, used = calibrated.start_band(made.now, job.start)
+        # the finish moves with the start, each quantile by as much (the run time is the
+        # draws'): a start calibrated later never shows after the finish
+        finish = [f + (s - r) if math.isfinite(s) and math.isfinite(r) else f
+                  for f, s, r in zip(job.finish, start, job.start)]
         jobs[job.job_id] = {"start": [_when(v) for v in start],
                             "raw_start": [_when(v) for v in job.start],
                             "calibrated": used,
-                            "finish": [_when(v) for v in job.finish],
+                            "finish": [_when(v) for v in finish],
                             "preempt_chance": round(job.preempt_chance, 3),
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}

@@ -257,3 +257,27 @@ def test_an_unreadable_outcomes_value_starts_calibration_over(raw):
     forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
                             logging.getLogger("test-forecasts"), _Meta({META_KEY: raw}))
     assert forecaster.past == []
+
+
+def test_the_finish_band_moves_with_the_calibrated_start():
+    from prioritizer.forecast.calibrate import Past
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    # the 30 outcomes of the calibration test: a raw median wait of 0 gives the start band
+    # (0, 60, 180) s from the moment. Job 2 runs 100 s in every draw: raw finish NOW + 100;
+    # calibrated, its p50 and p90 starts move by 60 and 180 s, so do the finishes. Job 3's
+    # raw p90 start is beyond the horizon: its p90 finish stays beyond it (null)
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"))
+    forecaster.past = [Past(f"{k}", NOW - 2000 + k, NOW - 2000 + k,
+                            NOW - 2000 + k + (0, 60, 180)[k % 3]) for k in range(30)]
+    forecaster.waiting = frozenset({"2", "3"})
+    inf = float("inf")
+    forecaster.running = _Ready(Forecast(NOW, 3, (
+        JobForecast("2", (NOW,) * 3, (NOW + 100,) * 3, 0.0, 0, ()),
+        JobForecast("3", (NOW, NOW, inf), (NOW + 100, NOW + 100, inf), 0.0, 0, ()))))
+    forecaster.collect()
+    jobs = forecaster.latest["jobs"]
+    assert jobs["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert jobs["2"]["finish"] == [NOW + 100, NOW + 160, NOW + 280]
+    assert jobs["3"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert jobs["3"]["finish"] == [NOW + 100, NOW + 160, None]
