@@ -71,7 +71,9 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
              units: UnitCache | None = None) -> World:
     """The forecast's world at ``obs.now``: every managed job with the queue state
     ``decisions`` gave it. A node offers the GPUs free on it plus those the managed jobs hold
-    (GPUs of jobs the daemon does not manage stay theirs). A job releasing its GPUs by a
+    (GPUs of jobs the daemon does not manage stay theirs), at most its GPUs: shard units
+    count one GPU each, and Slurm counts a GPU holding shards as free, so two units sharing a
+    GPU would otherwise add a GPU the node does not have. A job releasing its GPUs by a
     preemption is in ``grace`` until ``checkpoint_overhead_s`` from now; one ending on its own
     (COMPLETING) has no run time left. ``units`` (the daemon's cache of squeue records)
     gives each job's time limit. A running job whose nodes Slurm did not name is left out
@@ -105,7 +107,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
             time_limit_s=float(limit) if limit else None,
             remaining_s=0.0 if ending else None, preemptible=view.preemptible,
             grace_end=now + config.checkpoint_overhead_s if phase == "grace" else None))
-    nodes = tuple((n.name, n.gpus_free + held.get(n.name, 0)) for n in obs.snapshot.nodes)
+    nodes = tuple((n.name, min(n.gpus_free + held.get(n.name, 0), n.gpus_total))
+                  for n in obs.snapshot.nodes)
     return World(now, nodes, tuple(j for j in jobs if on_known_nodes(j, nodes)))
 
 

@@ -281,3 +281,13 @@ def test_the_finish_band_moves_with_the_calibrated_start():
     assert jobs["2"]["finish"] == [NOW + 100, NOW + 160, NOW + 280]
     assert jobs["3"]["start"] == [NOW, NOW + 60, NOW + 180]
     assert jobs["3"]["finish"] == [NOW + 100, NOW + 160, None]
+
+
+def test_a_node_offers_no_more_gpus_than_it_has_when_shard_units_share_one():
+    # n0 has 2 GPUs; jobs 1 and 2 are shard units (one GPU each for placement) on the same
+    # GPU, which Slurm's GresUsed does not count: 2 free. Free + held would be 4 GPUs
+    a = JobView(1, JobPhase.RUNNING, (1,), 0.0, run_start=NOW - 40, nodes=("n0",))
+    b = JobView(2, JobPhase.RUNNING, (1,), 0.0, run_start=NOW - 40, nodes=("n0",))
+    obs = Observation(NOW, Snapshot((NodeView("n0", 2, 2),), (a, b)), {}, ())
+    world = world_of(obs, Decisions(order=(), states={}), PolicyConfig())
+    assert world.nodes == (("n0", 2),)
