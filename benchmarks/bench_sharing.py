@@ -36,9 +36,13 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from prioritizer.policy.config import PolicyConfig
+from prioritizer import numbers
+from prioritizer.command import CliError
+from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.sim.engine import Cluster, JobResult
 from prioritizer.sim.shared import replay_shared
 from prioritizer.sim.mix import opportunistic_mix, production_alone, sharing_mix, whole_gpus
@@ -46,8 +50,11 @@ from prioritizer.sim.traces import Trace, read_trace
 
 def nodes_for_load(trace: Trace, load: float) -> int:
     """Nodes of 8 GPUs for offered load ``load`` over the arrival span [0, S]: GPU·s asked
-    inside it (a job's duration cut at S) over ``load`` × S × 8."""
-    span = trace.jobs[-1].submit
+    inside it (a job's duration cut at S) over ``load`` × S × 8. Raises ValueError when the
+    jobs all arrive at once (no span to size for)."""
+    span = trace.jobs[-1].submit if trace.jobs else 0.0
+    if span <= 0:
+        raise ValueError("the production jobs all arrive at once: no arrival window")
     demand = sum(j.num_gpus * min(j.duration, span - j.submit) for j in trace.jobs)
     return max(1, math.ceil(demand / (load * span) / 8))
 
@@ -72,35 +79,69 @@ def used_gpu_s(trace: Trace, cluster: Cluster, cfg: PolicyConfig, uses: dict[str
     return jobs, used, sum(j.preemptions for j in jobs), wall
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options (module doc). A bad number raises :class:`CliError` naming the option."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mix", choices=("extra", "split"), default="extra")
-    ap.add_argument("--jobs", type=int, default=0,
+    ap.add_argument("--jobs", type=numbers.arg_type("--jobs", numbers.parse_int, 0,
+                                                    numbers.MAX_COUNT), default=0,
                     help="production jobs (extra; 0: 900) or mix jobs (split; 0: 2000)")
-    ap.add_argument("--nodes", type=int, default=0, help="0: sized for --load")
-    ap.add_argument("--load", type=float, default=0.7,
+    ap.add_argument("--nodes", type=numbers.arg_type("--nodes", numbers.parse_int, 0,
+                                                     numbers.MAX_NODES), default=0,
+                    help="0: sized for --load")
+    ap.add_argument("--load", type=numbers.ratio("--load"), default=0.7,
                     help="production GPU·s over (GPUs x arrival span) when --nodes is 0")
-    ap.add_argument("--opportunistic-load", type=float, default=0.3,
-                    help="extra: opportunistic GPU·s offered over (GPUs x arrival span)")
-    ap.add_argument("--policy", default="tiresias-las")
-    ap.add_argument("--shard-every", type=int, default=2)
-    ap.add_argument("--opportunistic-every", type=int, default=4)
-    a = ap.parse_args()
-    full = read_trace(PHILLY, since=48 * 86400)
-    runs: list[tuple[str, Trace]]
+    ap.add_argument("--opportunistic-load", type=numbers.ratio("--opportunistic-load"),
+                    default=0.3,
+                    help="extra: opportunistic GPU·s offered over (GPUs x arrival span), > 0")
+    ap.add_argument("--policy", choices=POLICY_NAMES, default="tiresias-las")
+    ap.add_argument("--shard-every", type=numbers.count("--shard-every"), default=2)
+    ap.add_argument("--opportunistic-every", type=numbers.count("--opportunistic-every"),
+                    default=4)
+    return ap.parse_args(argv)
+
+
+def workloads(a: argparse.Namespace, full: Trace, n: int
+              ) -> tuple[list[tuple[str, Trace]], Trace, Trace, Cluster]:
+    """The replays of ``--mix`` on the first ``n`` jobs of ``full`` (module doc), the mix, its
+    production jobs alone and the cluster. Raises CliError naming the option when the first
+    ``n`` jobs give no production arrival window or no production job."""
     if a.mix == "extra":
-        n = a.jobs or 900
         first = Trace(full.path, full.format, full.jobs[:n], 0)
+        if first.jobs[-1].submit <= 0:
+            raise CliError(f"--jobs: the first {n} jobs all arrive at once (no arrival "
+                           "window); take more")
         cluster = Cluster(a.nodes or nodes_for_load(first, a.load), 8)
         mix = opportunistic_mix(full, n, cluster.total_gpus, a.opportunistic_load)
         alone = production_alone(mix)
-        runs = [("no sharing", alone), ("opp. whole GPUs", whole_gpus(mix)), ("sharing", mix)]
-    else:
-        base = Trace(full.path, full.format, full.jobs[:a.jobs or 2000], 0)
-        mix = sharing_mix(base, a.shard_every, a.opportunistic_every)
-        alone = production_alone(mix)
-        cluster = Cluster(a.nodes or nodes_for_load(alone, a.load), 8)
-        runs = [("no sharing", alone), ("sharing", mix)]
+        return ([("no sharing", alone), ("opp. whole GPUs", whole_gpus(mix)), ("sharing", mix)],
+                mix, alone, cluster)
+    base = Trace(full.path, full.format, full.jobs[:n], 0)
+    mix = sharing_mix(base, a.shard_every, a.opportunistic_every)
+    alone = production_alone(mix)
+    if not alone.jobs:
+        raise CliError(f"--opportunistic-every: {a.opportunistic_every} leaves the first {n} "
+                       "jobs no production job; take a larger one or more --jobs")
+    if alone.jobs[-1].submit <= 0:
+        raise CliError(f"--jobs: the production jobs of the first {n} all arrive at once (no "
+                       "arrival window); take more")
+    cluster = Cluster(a.nodes or nodes_for_load(alone, a.load), 8)
+    return [("no sharing", alone), ("sharing", mix)], mix, alone, cluster
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the replays and print the table; 2 (one line on stderr) on a bad option."""
+    try:
+        a = parse_args(argv)
+        full = read_trace(PHILLY, since=48 * 86400)
+        n = a.jobs or (900 if a.mix == "extra" else 2000)
+        if n >= len(full.jobs):
+            raise CliError(f"--jobs: expected fewer than the {len(full.jobs):,} jobs of the "
+                           f"trace's dense window, got {n}")
+        runs, mix, alone, cluster = workloads(a, full, n)
+    except CliError as exc:
+        print(f"bench_sharing: {exc}", file=sys.stderr)
+        return 2
     cfg = PolicyConfig(policy=a.policy)
     uses = {j.name: j.share or float(j.num_gpus) for j in mix.jobs}
     until = max(j.submit for j in mix.jobs)
@@ -125,6 +166,8 @@ def main() -> None:
         if name != "no sharing":
             print(f"{name} against no sharing: production avg JCT {j1 / j0 - 1:+.2%}, "
                   f"GPU utilisation {u1 / u0 - 1:+.1%}")
+    return 0
+
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -29,10 +29,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 import yaml
+
+from prioritizer import numbers
+from prioritizer.command import CliError
+from prioritizer.policy.config import POLICY_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,21 +76,45 @@ def wait_for(check, timeout_s: float, what: str):
     raise SystemExit(f"no {what} within {timeout_s:.0f} s")
 
 
-def main() -> int:
+def run_range(value: str) -> tuple[float, float]:
+    """``--run-s LOW,HIGH``: two numbers, 0 <= LOW <= HIGH (s). Raises CliError."""
+    try:
+        low, high = (numbers.parse_float(x, 0.0, numbers.MAX_SECONDS) for x in value.split(","))
+    except ValueError:
+        raise CliError(f"--run-s: expected LOW,HIGH seconds with 0 <= LOW <= HIGH, got "
+                       f"{value!r}") from None
+    if low > high:
+        raise CliError(f"--run-s: expected LOW,HIGH seconds with 0 <= LOW <= HIGH, got {value!r}")
+    return low, high
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The options (module doc). A bad value raises :class:`CliError` naming the option."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=8)
-    parser.add_argument("--gpus", type=int, default=1)
-    parser.add_argument("--run-s", default="15,45", help="run time range LOW,HIGH (s)")
-    parser.add_argument("--time-min", type=int, default=1, help="sbatch --time (minutes)")
-    parser.add_argument("--policy", default="fifo")
+    parser.add_argument("--jobs", type=numbers.count("--jobs", 10_000), default=8)
+    parser.add_argument("--gpus", type=numbers.count("--gpus", numbers.MAX_GPUS_PER_NODE),
+                        default=1)
+    parser.add_argument("--run-s", type=run_range, default=(15.0, 45.0),
+                        help="run time range LOW,HIGH (s)")
+    parser.add_argument("--time-min", type=numbers.count("--time-min"), default=1,
+                        help="sbatch --time (minutes)")
+    parser.add_argument("--policy", choices=POLICY_NAMES, default="fifo")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout-s", type=float, default=240)
-    args = parser.parse_args()
+    parser.add_argument("--timeout-s", type=numbers.ratio("--timeout-s"), default=240)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+    except CliError as exc:
+        print(f"forecast_vs_squeue_start: {exc}", file=sys.stderr)
+        return 2
     if not os.environ.get("SLURM_CONF"):
         print("SLURM_CONF: not set; point it at a dlcluster (dlcluster env --name NAME)",
               file=sys.stderr)
         return 2
-    low, high = (float(x) for x in args.run_s.split(","))
+    low, high = args.run_s
     rng = random.Random(args.seed)
     tmp = Path(tempfile.mkdtemp(prefix="fc-vs-squeue-"))
     snapshot = tmp / "snapshot.json"
@@ -107,6 +136,9 @@ def main() -> int:
         submitted = time.time()
 
         def fresh() -> dict | None:
+            if daemon.poll() is not None:
+                raise SystemExit(f"dlprio run exited {daemon.returncode} (its log: "
+                                 f"{tmp / 'daemon.log'})")
             data = json.loads(snapshot.read_text()) if snapshot.exists() else {}
             made = data.get("forecast")
             return made if made and made["made_at"] > submitted + 1 else None

@@ -96,13 +96,16 @@ def _band(values: list[float | None] | None, now: float, horizon_s: float) -> st
 
 def calibration_note(found: Mapping[str, Any], forecast: Forecast) -> str:
     """Whether a waiting job's start band is calibrated on past outcomes, or the draws' raw
-    band (and why)."""
+    band (and why: too few outcomes known, a median beyond the horizon, or the job was not
+    waiting when the forecast was made, e.g. running since preempted)."""
     used = found.get("calibrated", 0)
     if used:
         return f"band calibrated on {used} earlier forecasts whose jobs have started"
     known = forecast.get("known_outcomes", 0)
     if known >= MIN_KNOWN:
-        return "raw band of the draws: its median is beyond the horizon"
+        if found["start"][1] is None:
+            return "raw band of the draws: its median is beyond the horizon"
+        return "raw band of the draws: the job was not waiting when the forecast was made"
     return (f"raw band of the draws (too narrow as a rule): {known} earlier forecasts' "
             f"outcomes known, {MIN_KNOWN} needed to calibrate it")
 

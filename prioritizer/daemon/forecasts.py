@@ -34,8 +34,9 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
 
 ``start`` is the calibrated band, ``raw_start`` the draws' own, ``calibrated`` the count of
-past outcomes the band rests on (0: ``start`` is the raw band); ``known_outcomes``: outcomes
-known when the forecast was made.
+past outcomes the band rests on (0: ``start`` is the raw band); ``finish`` the draws' finish
+band, each quantile moved by as much as the start's calibration moved it; ``known_outcomes``:
+outcomes known when the forecast was made.
 
 Times are epoch seconds; ``null`` in ``start``/``finish`` is beyond the horizon; ``"start":
 null`` alone: the job fits on no node. A reader calls the forecast stale once ``made_at`` is
@@ -70,7 +71,9 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
              units: UnitCache | None = None) -> World:
     """The forecast's world at ``obs.now``: every managed job with the queue state
     ``decisions`` gave it. A node offers the GPUs free on it plus those the managed jobs hold
-    (GPUs of jobs the daemon does not manage stay theirs). A job releasing its GPUs by a
+    (GPUs of jobs the daemon does not manage stay theirs), at most its GPUs: shard units
+    count one GPU each, and Slurm counts a GPU holding shards as free, so two units sharing a
+    GPU would otherwise add a GPU the node does not have. A job releasing its GPUs by a
     preemption is in ``grace`` until ``checkpoint_overhead_s`` from now; one ending on its own
     (COMPLETING) has no run time left. ``units`` (the daemon's cache of squeue records)
     gives each job's time limit. A running job whose nodes Slurm did not name is left out
@@ -104,7 +107,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
             time_limit_s=float(limit) if limit else None,
             remaining_s=0.0 if ending else None, preemptible=view.preemptible,
             grace_end=now + config.checkpoint_overhead_s if phase == "grace" else None))
-    nodes = tuple((n.name, n.gpus_free + held.get(n.name, 0)) for n in obs.snapshot.nodes)
+    nodes = tuple((n.name, min(n.gpus_free + held.get(n.name, 0), n.gpus_total))
+                  for n in obs.snapshot.nodes)
     return World(now, nodes, tuple(j for j in jobs if on_known_nodes(j, nodes)))
 
 
@@ -160,10 +164,14 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
         start, used = job.start, 0
         if calibrated is not None and job.job_id in waiting:
             start, used = calibrated.start_band(made.now, job.start)
+        # the finish moves with the start, each quantile by as much (the run time is the
+        # draws'): a start calibrated later never shows after the finish
+        finish = [f + (s - r) if math.isfinite(s) and math.isfinite(r) else f
+                  for f, s, r in zip(job.finish, start, job.start)]
         jobs[job.job_id] = {"start": [_when(v) for v in start],
                             "raw_start": [_when(v) for v in job.start],
                             "calibrated": used,
-                            "finish": [_when(v) for v in job.finish],
+                            "finish": [_when(v) for v in finish],
                             "preempt_chance": round(job.preempt_chance, 3),
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
@@ -175,14 +183,30 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
 
 def load_known(store: MetaStore | None) -> list[Past]:
     """The known outcomes kept in ``store`` (none when absent or unreadable: calibration then
-    starts over, the raw bands stand meanwhile)."""
+    starts over, the raw bands stand meanwhile). An entry that is not ``[job id, made_at,
+    p50, start]`` with finite times and ``start >= made_at`` (a hand-edited or damaged
+    ledger) is left out, the others are kept."""
     raw = store.meta(META_KEY) if store is not None else None
     if not raw:
         return []
     try:
-        return [Past(str(j), float(m), float(p), float(s)) for j, m, p, s in json.loads(raw)]
-    except (ValueError, TypeError):
+        rows = json.loads(raw)
+    except (ValueError, RecursionError):
         return []
+    return [past for past in map(_known, rows if isinstance(rows, list) else [])
+            if past is not None]
+
+
+def _known(row: Any) -> Past | None:
+    """One kept outcome of :data:`META_KEY` (None: malformed)."""
+    if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], (str, int))
+            and not isinstance(row[0], bool)
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) for v in row[1:])):
+        return None
+    job_id, made_at, p50, start = row
+    return Past(str(job_id), float(made_at), float(p50), float(start)) \
+        if start >= made_at else None
 
 
 def dump_known(past: list[Past]) -> str:
@@ -226,8 +250,9 @@ class Forecaster:
         """Take the forecast in flight when it is ready (a failure is logged, never raised)."""
         if self.running is None or not self.running.ready():
             return
+        finished, self.running = self.running, None   # taken even when what follows fails
         try:
-            made, cpu_s = self.running.get(0)
+            made, cpu_s = finished.get(0)
         except Exception as exc:   # the child's error: logged, the next one is tried
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
         else:
@@ -239,7 +264,6 @@ class Forecaster:
                 if j.job_id in self.waiting and j.start is not None})
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
-        self.running = None
 
     def tick(self, cycle: int, obs: Observation, decisions: Decisions, config: PolicyConfig,
              distribution: GittinsDistribution, units: UnitCache | None = None) -> None:

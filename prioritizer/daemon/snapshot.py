@@ -32,6 +32,7 @@ running jobs).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -155,6 +156,9 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
         if data.get("version") != VERSION:
             raise SnapshotError(f"{path}: unsupported snapshot version {data.get('version')!r}")
         jobs = tuple(PublicJob(**j) for j in data["jobs"])
+        if not _epoch(data["generated_at"]):
+            raise SnapshotError(f"{path}: malformed snapshot (generated_at: expected epoch "
+                                "seconds)")
         return PublicSnapshot(
             generated_at=float(data["generated_at"]),
             cycle=int(data["cycle"]),
@@ -178,7 +182,10 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
         return None
     if not isinstance(value, dict) or not isinstance(value.get("jobs"), dict):
         raise SnapshotError(f"{path}: malformed snapshot (forecast: expected an object with jobs)")
-    for key in ("made_at", "stale_after_s", "horizon_s", "draws"):
+    if not _epoch(value.get("made_at")):
+        raise SnapshotError(f"{path}: malformed snapshot (forecast.made_at: expected epoch "
+                            "seconds)")
+    for key in ("stale_after_s", "horizon_s", "draws"):
         if not _number(value.get(key)):
             raise SnapshotError(f"{path}: malformed snapshot (forecast.{key}: expected a number)")
     if "known_outcomes" in value and not _count(value["known_outcomes"]):
@@ -194,9 +201,9 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
         for key in ("start", "raw_start", "finish"):
             band = entry.get(key)
             if band is not None and not (isinstance(band, list) and len(band) == 3 and all(
-                    v is None or _number(v) for v in band)):
+                    v is None or _epoch(v) for v in band)):
                 raise SnapshotError(f"{path}: malformed snapshot ({where}.{key}: expected "
-                                    "[p10, p50, p90] or null)")
+                                    "[p10, p50, p90] or null, in epoch seconds)")
         if not _number(entry.get("preempt_chance")) or not isinstance(entry.get("ahead"), int) \
                 or not isinstance(entry.get("first_ahead"), list):
             raise SnapshotError(f"{path}: malformed snapshot ({where}: expected preempt_chance, "
@@ -205,7 +212,18 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite JSON number (``json`` reads ``NaN`` and ``Infinity`` as floats)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+#: the last second of year 9999 UTC: the latest time the views can write as a date
+MAX_EPOCH_S = 253402300799
+
+
+def _epoch(value: Any) -> bool:
+    """A time the views can write: epoch seconds from 0 to :data:`MAX_EPOCH_S`."""
+    return _number(value) and 0 <= value <= MAX_EPOCH_S
 
 
 def _count(value: Any) -> bool:

@@ -162,8 +162,11 @@ def remember(past: Iterable[Past], now: float, p50s: Mapping[str, float],
     """``past`` with the raw median starts ``p50s`` (job id → s; finite) of the waiting jobs
     of a forecast made at ``now`` added, except for a job with a waiting forecast less than
     ``gap_s`` old; then the ``max_known`` latest known outcomes and the ``max_waiting`` latest
-    waiting forecasts, in that order."""
-    kept = list(past)
+    waiting forecasts, in that order. A forecast made after ``now``, or a start more than
+    ``gap_s`` after it, is dropped: the clock went back since (left in, it would hold a slot
+    of the latest outcomes, or block its job's next forecast, until the clock catches up)."""
+    kept = [p for p in past
+            if p.made_at <= now and (p.start is None or p.start <= now + gap_s)]
     latest: dict[str, float] = {}
     for p in kept:
         if p.start is None:

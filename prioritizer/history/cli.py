@@ -409,6 +409,10 @@ def _check_forecasts(args: argparse.Namespace) -> int:
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     trace = trace_of(args, "replay")
+    shared = sum(1 for j in trace.jobs if j.share > 0 or j.opportunistic)
+    if shared:
+        raise CliError(f"{args.trace}: {shared} shard or opportunistic jobs: the forecast "
+                       "replays whole-GPU production jobs only; check a trace without them")
     try:
         checks = check_forecasts(trace, cluster, config, args.moments, args.draws,
                                  arrivals=args.arrivals, arrival_window_s=args.arrival_window_s)

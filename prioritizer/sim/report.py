@@ -73,7 +73,7 @@ def sharing_summary(result: SimResult) -> dict[str, Any]:
     """The :data:`SHARING_KEYS` of a replay with GPU sharing (``result.sharing`` set).
 
     Production jobs are all jobs but the opportunistic ones (shard jobs included); an average
-    over no job is 0. ``gpu_utilisation_arrival_window``: GPU·s held between the first and the
+    over no job is None (``null``; the table shows ``-``). ``gpu_utilisation_arrival_window``: GPU·s held between the first and the
     last submit over total GPUs × that span (0 when all jobs arrive at once); a shard job counts
     its share. Unlike ``gpu_utilisation`` (over the makespan) it leaves out the tail after the
     last arrival, where the cluster drains and sharing has nothing left to fill.
@@ -86,10 +86,10 @@ def sharing_summary(result: SimResult) -> dict[str, Any]:
     return {
         "production_jobs": len(production),
         "production_avg_jct_s": statistics.fmean(j.jct for j in production)
-        if production else 0.0,
+        if production else None,
         "opportunistic_jobs": len(opportunistic),
         "opportunistic_avg_jct_s": statistics.fmean(j.jct for j in opportunistic)
-        if opportunistic else 0.0,
+        if opportunistic else None,
         "opportunistic_preemptions": sum(j.preemptions for j in opportunistic),
         "gpu_utilisation_arrival_window": figures.window_gpu_s / capacity if capacity else 0.0,
     }
@@ -126,15 +126,20 @@ def format_sharing_table(summaries: Sequence[dict[str, Any]], *, styled: bool = 
     utilisation over the arrival window; ending in a newline."""
     head = ["policy", "prod jobs", "prod avg JCT s", "all avg JCT s", "opp jobs",
             "opp avg JCT s", "opp preempt", "GPU util arrivals"]
-    rows = [[s["policy"], str(s["production_jobs"]), f"{s['production_avg_jct_s']:.1f}",
+    rows = [[s["policy"], str(s["production_jobs"]), _seconds(s["production_avg_jct_s"]),
              f"{s['avg_jct_s']:.1f}", str(s["opportunistic_jobs"]),
-             f"{s['opportunistic_avg_jct_s']:.1f}", str(s["opportunistic_preemptions"]),
+             _seconds(s["opportunistic_avg_jct_s"]), str(s["opportunistic_preemptions"]),
              f"{s['gpu_utilisation_arrival_window']:.3f}"] for s in summaries]
     from prioritizer import tables   # rich: imported only when a table is printed
     title = ("GPU sharing: production jobs (all but opportunistic) and opportunistic jobs; "
              "GPU util arrivals = GPU·s held from the first to the last submit over GPUs x that "
              "span\n")
     return title + tables.render(head, rows, head[1:], styled=styled)
+
+
+def _seconds(value: float | None) -> str:
+    """An average JCT cell: ``-`` over no job."""
+    return "-" if value is None else f"{value:.1f}"
 
 
 def window_comparison(results: Sequence[SimResult], baseline: str,

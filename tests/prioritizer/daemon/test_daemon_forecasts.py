@@ -4,6 +4,7 @@ is worked out by hand."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -220,3 +221,73 @@ def test_before_enough_outcomes_the_raw_band_is_published_and_said_so():
     assert detail_lines(got, 2, NOW, False)[2].strip() == (
         "raw band of the draws (too narrow as a rule): 0 earlier forecasts' outcomes known, "
         "30 needed to calibrate it")
+
+
+@pytest.mark.parametrize("bad", [
+    '["x", 0, Infinity, 500]', '["x", 0, NaN, 500]', '["x", NaN, 0, 500]',
+    '["x", 0, 0, Infinity]', '["x", 900, 0, 500]', '["x", 0, 0]', '[null, 0, 0, 500]',
+    '["x", 0, "0", 500]', '["x", 0, true, 500]', '"x"', '7'],
+    ids=["p50-inf", "p50-nan", "made-nan", "start-inf", "start-before-made", "short",
+         "null-id", "string-time", "bool-time", "string-row", "number-row"])
+def test_a_damaged_outcome_in_the_ledger_is_left_out_and_forecasts_go_on(bad):
+    from prioritizer.daemon.forecasts import META_KEY
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    # the 30 good outcomes of the calibration test above (residuals 10 × 0, 10 × ln 2,
+    # 10 × ln 4: a raw median wait of 0 gives the band (0, 60, 180) s from the moment) and
+    # one damaged entry, which must neither count nor stop the forecast being published
+    good = [[f"{k}", NOW - 2000 + k, NOW - 2000 + k, NOW - 2000 + k + (0, 60, 180)[k % 3]]
+            for k in range(30)]
+    text = json.dumps(good)
+    store = _Meta({META_KEY: text[:-1] + ", " + bad + "]"})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), store)
+    assert len(forecaster.past) == 30
+    forecaster.waiting = frozenset({"2"})
+    forecaster.running = _Ready(Forecast(NOW, 3, (JobForecast("2", (NOW,) * 3,
+                                                              (NOW + 100,) * 3, 0.0, 0, ()),)))
+    forecaster.collect()
+    assert forecaster.running is None
+    assert forecaster.latest["jobs"]["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert forecaster.latest["known_outcomes"] == 30
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "{}", "[[[[", "[" * 100_000])
+def test_an_unreadable_outcomes_value_starts_calibration_over(raw):
+    from prioritizer.daemon.forecasts import META_KEY
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), _Meta({META_KEY: raw}))
+    assert forecaster.past == []
+
+
+def test_the_finish_band_moves_with_the_calibrated_start():
+    from prioritizer.forecast.calibrate import Past
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    # the 30 outcomes of the calibration test: a raw median wait of 0 gives the start band
+    # (0, 60, 180) s from the moment. Job 2 runs 100 s in every draw: raw finish NOW + 100;
+    # calibrated, its p50 and p90 starts move by 60 and 180 s, so do the finishes. Job 3's
+    # raw p90 start is beyond the horizon: its p90 finish stays beyond it (null)
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"))
+    forecaster.past = [Past(f"{k}", NOW - 2000 + k, NOW - 2000 + k,
+                            NOW - 2000 + k + (0, 60, 180)[k % 3]) for k in range(30)]
+    forecaster.waiting = frozenset({"2", "3"})
+    inf = float("inf")
+    forecaster.running = _Ready(Forecast(NOW, 3, (
+        JobForecast("2", (NOW,) * 3, (NOW + 100,) * 3, 0.0, 0, ()),
+        JobForecast("3", (NOW, NOW, inf), (NOW + 100, NOW + 100, inf), 0.0, 0, ()))))
+    forecaster.collect()
+    jobs = forecaster.latest["jobs"]
+    assert jobs["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert jobs["2"]["finish"] == [NOW + 100, NOW + 160, NOW + 280]
+    assert jobs["3"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert jobs["3"]["finish"] == [NOW + 100, NOW + 160, None]
+
+
+def test_a_node_offers_no_more_gpus_than_it_has_when_shard_units_share_one():
+    # n0 has 2 GPUs; jobs 1 and 2 are shard units (one GPU each for placement) on the same
+    # GPU, which Slurm's GresUsed does not count: 2 free. Free + held would be 4 GPUs
+    a = JobView(1, JobPhase.RUNNING, (1,), 0.0, run_start=NOW - 40, nodes=("n0",))
+    b = JobView(2, JobPhase.RUNNING, (1,), 0.0, run_start=NOW - 40, nodes=("n0",))
+    obs = Observation(NOW, Snapshot((NodeView("n0", 2, 2),), (a, b)), {}, ())
+    world = world_of(obs, Decisions(order=(), states={}), PolicyConfig())
+    assert world.nodes == (("n0", 2),)

@@ -157,3 +157,15 @@ def test_explain_adds_the_forecast_of_an_active_job(tmp_path):
     os.mkfifo(fifo)   # never opened: it would block
     assert explain.forecast_lines(102, led, str(fifo), NOW) == [
         f"forecast: none (snapshot {fifo} is not a regular file)"]
+
+
+def test_a_raw_band_says_why_it_is_raw_when_enough_outcomes_are_known():
+    # 40 outcomes known: job 106's median start is beyond the horizon (None), job 101 was
+    # running when the forecast was made (its start, its run start, is never calibrated) and
+    # is pending now, e.g. preempted since
+    known = {**FORECAST, "known_outcomes": 40,
+             "jobs": {k: {**v, "calibrated": 0} for k, v in FORECAST["jobs"].items()}}
+    assert ft.detail_lines(known, 106, NOW, running=False)[2] == (
+        "    raw band of the draws: its median is beyond the horizon")
+    assert ft.detail_lines(known, 101, NOW, running=False)[2] == (
+        "    raw band of the draws: the job was not waiting when the forecast was made")

@@ -34,3 +34,36 @@ def test_malformed_snapshot_names_the_file(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(SnapshotError, match="snapshot.json"):
         read_snapshot(path)
+
+
+_GOOD_FORECAST = ('{"made_at": 1000, "draws": 3, "horizon_s": 86400, "stale_after_s": 900, '
+                  '"jobs": {"7": {"start": [1000, 1100, 1200], "finish": null, '
+                  '"preempt_chance": 0, "ahead": 0, "first_ahead": []}}}')
+
+
+@pytest.mark.parametrize(("swap", "field"), [
+    (('"generated_at": 1000', '"generated_at": NaN'), "generated_at: expected epoch seconds"),
+    (('"generated_at": 1000', '"generated_at": Infinity'), "generated_at: expected epoch"),
+    (('"generated_at": 1000', '"generated_at": -1e300'), "generated_at: expected epoch"),
+    (('"made_at": 1000', '"made_at": NaN'), r"forecast\.made_at: expected epoch seconds"),
+    (('"made_at": 1000', '"made_at": 1e300'), r"forecast\.made_at: expected epoch seconds"),
+    (('"horizon_s": 86400', '"horizon_s": Infinity'), r"forecast\.horizon_s: expected a number"),
+    (('"stale_after_s": 900', '"stale_after_s": NaN'), r"forecast\.stale_after_s: expected"),
+    (("[1000, 1100, 1200]", "[1000, NaN, 1200]"), r"forecast\.jobs\.7\.start: expected"),
+    (("[1000, 1100, 1200]", "[1000, 1e300, 1200]"), r"forecast\.jobs\.7\.start: expected"),
+    (('"finish": null', '"finish": [-1, 0, 1]'), r"forecast\.jobs\.7\.finish: expected"),
+], ids=["gen-nan", "gen-inf", "gen-huge-negative", "made-nan", "made-huge", "horizon-inf",
+        "stale-nan", "start-nan", "start-huge", "finish-negative"])
+def test_a_time_that_is_no_date_is_named(tmp_path: Path, swap: tuple[str, str],
+                                         field: str) -> None:
+    # JSON as Python writes and reads it takes NaN and Infinity; a view then writes the time
+    # as a date or a span, which fails on such a value, so the reader names it instead
+    text = ('{"version": 1, "generated_at": 1000, "cycle": 1, "jobs": [], '
+            f'"forecast": {_GOOD_FORECAST}}}')
+    path = tmp_path / "snapshot.json"
+    path.write_text(text)
+    assert read_snapshot(path).forecast["jobs"]["7"]["start"] == [1000, 1100, 1200]
+    assert swap[0] in text
+    path.write_text(text.replace(swap[0], swap[1]))
+    with pytest.raises(SnapshotError, match=field):
+        read_snapshot(path)

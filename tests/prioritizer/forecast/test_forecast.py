@@ -9,7 +9,8 @@ from math import inf, log
 
 import pytest
 
-from prioritizer.forecast.calibrate import Past, calibration, note_starts, remember
+from prioritizer.forecast.calibrate import (RECORD_GAP_S, Past, calibration, note_starts,
+                                            remember)
 from prioritizer.forecast.draws import remaining_s
 from prioritizer.forecast.forecast import band, forecast, quantile
 from prioritizer.forecast.world import ForecastJob, World
@@ -230,3 +231,17 @@ def test_starts_are_noted_and_forecasts_are_remembered_once_per_gap():
     assert got == [Past("a", 100.0, 400.0, 350.0), Past("c", 100.0, 400.0),
                    Past("d", 900.0, 2000.0)]
     assert remember(got, 1000.0, {"c": 1500.0})[-1] == Past("c", 1000.0, 1500.0)
+
+
+def test_after_the_clock_goes_back_records_from_the_future_are_dropped():
+    year = 365 * 86400.0
+    # while the clock ran a year ahead: x's forecast and start, and c's waiting forecast; a
+    # (made at 100, started at 350) is a real outcome. Back at 1000 s, x would hold a slot of
+    # the latest outcomes for a year and c would not be remembered again for a year
+    past = [Past("a", 100.0, 400.0, 350.0), Past("x", year, year + 60, year + 30),
+            Past("c", year, year + 500)]
+    got = remember(past, 1000.0, {"c": 1500.0})
+    assert got == [Past("a", 100.0, 400.0, 350.0), Past("c", 1000.0, 1500.0)]
+    # a start noted up to gap_s after the forecast's moment (a later cycle saw it) is kept
+    late = [Past("b", 900.0, 950.0, 1000.0 + RECORD_GAP_S)]
+    assert remember(late, 1000.0, {}) == late

@@ -101,3 +101,17 @@ def test_bands_are_calibrated_only_with_earlier_moments_outcomes(tmp_path, capsy
     got = json.loads(capsys.readouterr().out)["forecasts"]
     assert (got["forecast_jobs"], got["jobs"], got["calibrated"]) == (38, 28, 14)
     assert got["coverage_p10_p90"] == 1.0 and got["median_rel_error"] == 0.0
+
+
+def test_a_trace_with_gpu_sharing_is_refused_not_replayed_as_whole_gpus(tmp_path, capsys):
+    # the forecast's replay knows no shard job and no opportunistic class: each such job
+    # would be forecast as a whole-GPU production job, so the check names them instead
+    trace = tmp_path / "shared.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration,opportunistic\n"
+                     "a,1,0,600,0\nb,0.5,10,600,0\nc,1,20,600,1\nd,1,30,600,0\n")
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", "--moments", "2", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (f"dlprio: {trace}: 2 shard or opportunistic jobs: the forecast replays "
+                   "whole-GPU production jobs only; check a trace without them\n")

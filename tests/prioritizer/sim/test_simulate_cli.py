@@ -395,3 +395,21 @@ def test_plot_queue_axis_ends_with_the_last_wait_and_coinciding_lines_stay_visib
         assert (fifo.get_marker(), fit.get_marker()) == ("o", "s")
         # the second is thinner and drawn above the first, so both show
         assert fit.get_zorder() > fifo.get_zorder() and fit.get_linewidth() < fifo.get_linewidth()
+
+
+def test_an_average_over_no_production_job_is_null_not_zero(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # every job opportunistic, 2 GPUs: a (0.5 GPU, 100 s) and b (1 GPU, 50 s from 20) run at
+    # once and end at 100 and 70 (JCTs 100 and 50): there is no production job to average
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration,opportunistic\n"
+                     "a,0.5,0,100,1\nb,1,20,50,1\n")
+    cluster = ["--nodes", "1", "--gpus-per-node", "2", "--policy", "las"]
+    assert main(["simulate", "--trace", str(trace), *cluster, "--json"]) == 0
+    (out,) = json.loads(capsys.readouterr().out)
+    assert (out["production_jobs"], out["production_avg_jct_s"]) == (0, None)
+    assert (out["opportunistic_jobs"], out["opportunistic_avg_jct_s"]) == (2, 75.0)
+    assert main(["simulate", "--trace", str(trace), *cluster]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("GPU sharing:"))
+    assert lines[at + 2].split()[:6] == ["las", "0", "-", "75.0", "2", "75.0"]
