@@ -204,10 +204,17 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
                     v is None or _epoch(v) for v in band)):
                 raise SnapshotError(f"{path}: malformed snapshot ({where}.{key}: expected "
                                     "[p10, p50, p90] or null, in epoch seconds)")
-        if not _number(entry.get("preempt_chance")) or not isinstance(entry.get("ahead"), int) \
-                or not isinstance(entry.get("first_ahead"), list):
-            raise SnapshotError(f"{path}: malformed snapshot ({where}: expected preempt_chance, "
-                                "ahead and first_ahead)")
+        chance = entry.get("preempt_chance")
+        if not (_number(chance) and 0 <= chance <= 1):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.preempt_chance: expected "
+                                "a share from 0 to 1)")
+        if not _count(entry.get("ahead")):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.ahead: expected a count)")
+        first = entry.get("first_ahead")
+        if not (isinstance(first, list) and all(isinstance(j, int) and not isinstance(j, bool)
+                                                for j in first)):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.first_ahead: expected "
+                                "a list of job ids)")
     return value
 
 

@@ -52,8 +52,15 @@ _GOOD_FORECAST = ('{"made_at": 1000, "draws": 3, "horizon_s": 86400, "stale_afte
     (("[1000, 1100, 1200]", "[1000, NaN, 1200]"), r"forecast\.jobs\.7\.start: expected"),
     (("[1000, 1100, 1200]", "[1000, 1e300, 1200]"), r"forecast\.jobs\.7\.start: expected"),
     (('"finish": null', '"finish": [-1, 0, 1]'), r"forecast\.jobs\.7\.finish: expected"),
+    (('"preempt_chance": 0', '"preempt_chance": 1.5'),
+     r"forecast\.jobs\.7\.preempt_chance: expected a share from 0 to 1"),
+    (('"preempt_chance": 0', '"preempt_chance": -0.1'), r"forecast\.jobs\.7\.preempt_chance"),
+    (('"ahead": 0', '"ahead": -3'), r"forecast\.jobs\.7\.ahead: expected a count"),
+    (('"ahead": 0', '"ahead": true'), r"forecast\.jobs\.7\.ahead: expected a count"),
+    (('"first_ahead": []', '"first_ahead": ["x"]'), r"forecast\.jobs\.7\.first_ahead"),
 ], ids=["gen-nan", "gen-inf", "gen-huge-negative", "made-nan", "made-huge", "horizon-inf",
-        "stale-nan", "start-nan", "start-huge", "finish-negative"])
+        "stale-nan", "start-nan", "start-huge", "finish-negative", "chance-above-1",
+        "chance-negative", "ahead-negative", "ahead-bool", "first-ahead-text"])
 def test_a_time_that_is_no_date_is_named(tmp_path: Path, swap: tuple[str, str],
                                          field: str) -> None:
     # JSON as Python writes and reads it takes NaN and Infinity; a view then writes the time
