@@ -74,7 +74,7 @@ def sharing_summary(result: SimResult) -> dict[str, Any]:
 
     Production jobs are all jobs but the opportunistic ones (shard jobs included); an average
     over no job is None (``null``; the table shows ``-``). ``gpu_utilisation_arrival_window``: GPU·s held between the first and the
-    last submit over total GPUs × that span (0 when all jobs arrive at once); a shard job counts
+    last submit over total GPUs × that span (None when all jobs arrive at once: no span); a shard job counts
     its share. Unlike ``gpu_utilisation`` (over the makespan) it leaves out the tail after the
     last arrival, where the cluster drains and sharing has nothing left to fill.
     """
@@ -91,7 +91,7 @@ def sharing_summary(result: SimResult) -> dict[str, Any]:
         "opportunistic_avg_jct_s": statistics.fmean(j.jct for j in opportunistic)
         if opportunistic else None,
         "opportunistic_preemptions": sum(j.preemptions for j in opportunistic),
-        "gpu_utilisation_arrival_window": figures.window_gpu_s / capacity if capacity else 0.0,
+        "gpu_utilisation_arrival_window": figures.window_gpu_s / capacity if capacity else None,
     }
 
 
@@ -129,12 +129,17 @@ def format_sharing_table(summaries: Sequence[dict[str, Any]], *, styled: bool = 
     rows = [[s["policy"], str(s["production_jobs"]), _seconds(s["production_avg_jct_s"]),
              f"{s['avg_jct_s']:.1f}", str(s["opportunistic_jobs"]),
              _seconds(s["opportunistic_avg_jct_s"]), str(s["opportunistic_preemptions"]),
-             f"{s['gpu_utilisation_arrival_window']:.3f}"] for s in summaries]
+             _fraction(s["gpu_utilisation_arrival_window"])] for s in summaries]
     from prioritizer import tables   # rich: imported only when a table is printed
     title = ("GPU sharing: production jobs (all but opportunistic) and opportunistic jobs; "
              "GPU util arrivals = GPU·s held from the first to the last submit over GPUs x that "
              "span\n")
     return title + tables.render(head, rows, head[1:], styled=styled)
+
+
+def _fraction(value: float | None) -> str:
+    """A utilisation cell: ``-`` where there is nothing to divide by."""
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _seconds(value: float | None) -> str:

@@ -10,7 +10,7 @@ import pytest
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.mix import opportunistic_mix, production_alone, sharing_mix, whole_gpus
-from prioritizer.sim.report import summarize
+from prioritizer.sim.report import format_sharing_table, summarize
 from prioritizer.sim.traces import Trace, TraceError, TraceJob, read_trace
 
 ONE_NODE = Cluster(1, 2)
@@ -155,3 +155,17 @@ def test_extra_opportunistic_mix_lays_later_windows_over_the_production_one() ->
     with pytest.raises(ValueError, match="all arrive at once"):
         opportunistic_mix(_trace(*(TraceJob(i, str(i), i + 2, 0.0, 1, 10.0) for i in range(3))),
                           2, total_gpus=1, load=0.2)
+
+
+def test_utilisation_over_arrivals_has_no_value_when_every_job_arrives_at_once() -> None:
+    # Two shard jobs of 0.5 GPU submitted together at 0: the arrival window has no span, so
+    # there is nothing to divide by (null in --json, "-" in the table); over the makespan
+    # they held 2 x 0.5 x 100 GPU·s on 1 GPU x 100 s.
+    cfg = PolicyConfig(policy="las", min_run_s=0, checkpoint_overhead_s=0,
+                       requeue_delay_s=0, decision_interval_s=30)
+    r = simulate(_trace(TraceJob(0, "a", 2, 0, 1, 100, share=0.5),
+                        TraceJob(1, "b", 3, 0, 1, 100, share=0.5)), Cluster(1, 1), cfg)
+    summary = summarize(r)
+    assert summary["gpu_utilisation_arrival_window"] is None
+    assert summary["gpu_utilisation"] == pytest.approx(1.0)
+    assert format_sharing_table([summary]).splitlines()[-1].split()[-1] == "-"
