@@ -1,4 +1,4 @@
-"""The per-node bound of ``srtf``'s victim searches (``policy.incremental._NodeBound``), kept
+"""The per-node bound of ``srtf``'s victim searches (``policy.fast.incremental._NodeBound``), kept
 across starts and ends and brought up to date lazily per GPU count, answers ``may_fit``
 exactly as counting by hand does: for the j-th largest entry ``v`` of a need, at least j
 nodes whose GPUs free plus those of the jobs there of a key above the waiter's that may be
@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.policy.incremental import Tracked, _NodeBound
+from prioritizer.policy.fast.incremental import Tracked, _NodeBound
 from prioritizer.policy.placement import FreeMap
 
 

@@ -448,7 +448,7 @@ def find_preemptions(policy: Policy, free: FreeMap, soon: FreeMap | None,
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
-    :func:`decide` and by the incremental scheduler (``policy.incremental``).
+    :func:`decide` and by the incremental scheduler (``policy.fast.incremental``).
 
     Args:
         free: free GPUs per node now; mutated.

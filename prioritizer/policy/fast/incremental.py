@@ -19,8 +19,8 @@ and ``placement.plan_starts``; it has no rule of its own. What it keeps:
 * free GPUs per node (``placement.FreeMap``), updated by starts and ends;
 * for ``srtf`` on real nodes, per node the running jobs by oracle end (``_NodeBound``),
   from which a search that cannot succeed is skipped, a one-node waiter's victims are read
-  (``policy.one_node``) and the last "no preemption due" is kept across decisions that
-  cannot change it (``policy.quiet``).
+  (``policy.fast.one_node``) and the last "no preemption due" is kept across decisions that
+  cannot change it (``policy.fast.quiet``).
 
 tests/test_policy_scheduler.py drives a :class:`Scheduler` and ``decide`` with the same
 random event sequences and checks identical decisions at every step. Units: seconds,
@@ -42,8 +42,8 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
                                       Snapshot)
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
-from prioritizer.policy.one_node import OneNodeVictims
-from prioritizer.policy.quiet import QuietProof
+from prioritizer.policy.fast.one_node import OneNodeVictims
+from prioritizer.policy.fast.quiet import QuietProof
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
 #: are computed with a division, so a job is re-examined from slightly before its time on
@@ -474,7 +474,7 @@ class Scheduler:
                            if len(self.totals) > 1 and not self.queue_levels else None)
         self.fixed = 0   # jobs that are not preemptible
         #: the last "no preemption due" and the changes since (srtf on real nodes): a
-        #: decision it covers makes no search (see ``policy.quiet``)
+        #: decision it covers makes no search (see ``policy.fast.quiet``)
         self.quiet = (QuietProof(SLACK_S) if self.node_bound is not None
                       and config.preemption and self.policy.preemptive else None)
         #: srtf's one-node victim searches from the per-node bound (real nodes)
@@ -678,7 +678,7 @@ class Scheduler:
         """``find_preemptions``' ``one_node`` (srtf on real nodes, every job preemptible,
         oracle durations), or None: the victims of a one-node waiter found from the
         per-node bound instead of a walk over the candidates (see
-        :class:`~prioritizer.policy.one_node.OneNodeVictims`; one kept per scheduler,
+        :class:`~prioritizer.policy.fast.one_node.OneNodeVictims`; one kept per scheduler,
         set to this decision's ``now`` and candidate builder ``exact``)."""
         helper = self.one_node
         if helper is None or self.fixed or self.no_oracle:

@@ -27,7 +27,7 @@ from prioritizer.policy.decide import DEFER, Candidate, keep_needed, may_be_vict
 from prioritizer.policy.placement import FreeMap
 
 if TYPE_CHECKING:   # the scheduler owns the helper (no import cycle at run time)
-    from prioritizer.policy.incremental import Scheduler, _NodeBound
+    from prioritizer.policy.fast.incremental import Scheduler, _NodeBound
 
 #: nodes whose reach one search reads at most before it defers to the walk
 MAX_NODES = 24

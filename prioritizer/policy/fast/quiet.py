@@ -45,13 +45,13 @@ from prioritizer.policy.decide import may_be_victim, needs_no_less
 from prioritizer.policy.model import Preemption
 
 if TYPE_CHECKING:   # the scheduler owns the proof (no import cycle at run time)
-    from prioritizer.policy.incremental import Scheduler, Tracked
+    from prioritizer.policy.fast.incremental import Scheduler, Tracked
 
 _INF = float("inf")
 
 
 class QuietProof:
-    """The last "no preemption due" of a :class:`~prioritizer.policy.incremental.Scheduler`
+    """The last "no preemption due" of a :class:`~prioritizer.policy.fast.incremental.Scheduler`
     and the changes since (see the module doc). ``slack``: the scheduler's ``SLACK_S``
     (seconds), the margin of its level comparisons."""
 
