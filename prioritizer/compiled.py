@@ -64,7 +64,9 @@ from slurm_plugin.common.cli import visible
 #: without their ``__init__``, and the configs are read once).
 MODULES: tuple[str, ...] = tuple(
     f"prioritizer.policy.{name}"
-    for name in ("placement", "decide", "fast.one_node", "fast.quiet", "fast.incremental"))
+    for name in ("placement", "victims", "victim_search", "preemption", "memo", "decide",
+                 "fast.records", "fast.node_bound", "fast.victim_order", "fast.search",
+                 "fast.state", "fast.one_node", "fast.quiet", "fast.incremental"))
 
 #: ``DLPRIO_COMPILED`` values.
 MODES = ("auto", "on", "off")

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from prioritizer.policy.fast import one_node
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import DEFER, decide
+from prioritizer.policy.decide import decide
+from prioritizer.policy.victims import DEFER
 from prioritizer.policy.fast.incremental import Scheduler
 from prioritizer.policy.placement import consolidated_shape
 

@@ -180,7 +180,7 @@ def test_tracked_view_equals_the_constructed_view() -> None:
     """``Tracked.view`` skips JobView's ``__init__``; it must give the very same view."""
     import dataclasses
 
-    from prioritizer.policy.fast.incremental import Tracked
+    from prioritizer.policy.fast.records import Tracked
     from prioritizer.policy.model import JobPhase, JobView
 
     rec = Tracked(7, (8, 4), 10.0, 500.0, True)

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import may_be_victim
+from prioritizer.policy.victims import may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.fast.incremental import Scheduler, Step, Tracked
+from prioritizer.policy.fast.incremental import Scheduler, Step
+from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import Planned, plan_starts
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
