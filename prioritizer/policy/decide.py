@@ -157,12 +157,19 @@ POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (TiresiasLas, TiresiasGittins, Las, Fifo, FifoFit, Srtf)}
 
 
+def promotion_on(promotes: bool, starve_knob: float) -> bool:
+    """Whether starvation promotion applies at all: the policy promotes (``promotes``,
+    ``Policy.promotes``) and the knob is on (``starve_knob`` > 0)."""
+    return promotes and starve_knob > 0
+
+
 def promotable(job: JobView, promotes: bool, starve_knob: float) -> bool:
     """Whether starvation promotion (Tiresias section 3.2.3, PROMOTEKNOB) can apply to ``job``:
-    the policy promotes (``promotes``), the knob is on (``starve_knob`` > 0), the job sits
-    below queue 0 and has run before (its last run ended and lasted more than 0 s). Only a
-    PENDING job is promoted (the callers check the phase), once :func:`starved`."""
-    return (promotes and starve_knob > 0 and job.queue is not None and job.queue > 0
+    it is on (:func:`promotion_on`), the job sits below queue 0 and has run before (its last
+    run ended and lasted more than 0 s). Only a PENDING job is promoted (the callers check
+    the phase), once :func:`starved`. The one statement of the condition: ``decide``, the
+    incremental scheduler and the simulator's promotion events all come through here."""
+    return (promotion_on(promotes, starve_knob) and job.queue is not None and job.queue > 0
             and job.last_run_end is not None and job.last_run_s > 0)
 
 
@@ -352,7 +359,8 @@ def next_queue_change(job: JobView, config: PolicyConfig, now: float,
 
 def promotion_time(job: JobView, config: PolicyConfig) -> float | None:
     """When a PENDING job in queue > 0 becomes due for starvation promotion (s: the end of its
-    last run + ``starve_knob ×`` that run's length), or None when it is not
+    last run + ``starve_knob ×`` that run's length, from which :func:`starved` holds up to
+    rounding; a driver re-checks with :func:`queue_state` then), or None when it is not
     :func:`promotable`."""
     if not promotable(job, POLICIES[config.policy].promotes, config.starve_knob):
         return None

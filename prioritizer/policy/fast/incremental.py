@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import (POLICIES, PROMOTED, Policy, next_queue_change,
-                                       promotion_time, queue_state)
+                                       promotion_on, promotion_time, queue_state)
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobView, NodeView, Preemption, QueueState, Snapshot
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
@@ -133,7 +133,7 @@ class Scheduler:
         #: (``next_queue_change`` is None for every job of a policy without thresholds,
         #: ``promotion_time`` for every job of one that does not promote: both skipped)
         self.crossings = bool(self.policy.thresholds)
-        self.promoting = self.policy.promotes and config.starve_knob > 0
+        self.promoting = promotion_on(self.policy.promotes, config.starve_knob)
         #: promoted jobs preempt no one (``PolicyConfig.promoted_preempts`` False)
         self.lifting = self.policy.promotes and not config.promoted_preempts
         self.timed = self.crossings or self.promoting
