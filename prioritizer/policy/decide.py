@@ -1,8 +1,8 @@
 """The pure scheduling decision: ``decide(snapshot, config, now) -> Decisions``.
 
-The one place the scheduling rules live (docs/design.md, code rules 1 and 8): ``dlprio run`` calls it
-with the wall clock and a cluster snapshot, ``dlprio simulate`` with its own clock. No I/O,
-no clock, no Slurm. Rules (Tiresias, NSDI'19, sections 3-4; docs/design.md, "Policy rules
+The scheduling rules' entry point (docs/design.md, code rules 1 and 8): ``dlprio run`` calls
+it with the wall clock and a cluster snapshot; ``dlprio simulate`` replays the same rules
+(``prioritizer.policy.fast``). No I/O, no clock, no Slurm. Rules (Tiresias, NSDI'19, sections 3-4; docs/design.md, "Policy rules
 and their sources"): discretised 2D attained service (GPUs × seconds) in K queues by thresholds,
 FIFO by queue-entry time inside a queue (or Gittins index first), starvation promotion back
 to queue 0 after ``knob ×`` the last run, and node-level preemption: when a job that cannot
@@ -11,7 +11,9 @@ service first, just enough for it to fit on real nodes, sparing jobs inside thei
 ``min_run_s`` and non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
 first, as in Slurm's own order (slurm.conf(5) PriorityTier): pending jobs are ordered by tier,
 then by the policy; a waiter preempts only jobs of its tier or lower, and none while a job of
-a higher tier is blocked ahead of it. Each policy is a small class in :data:`POLICIES`.
+a higher tier is blocked ahead of it. Each policy is a small class in :data:`POLICIES`; the
+queue states and promotion are here, the preemption rule in ``policy.preemption`` (victims of
+one waiter: ``policy.victims``).
 """
 
 from __future__ import annotations

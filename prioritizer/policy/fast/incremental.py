@@ -5,8 +5,9 @@ state, the order of all pending jobs, the start model. That is what the daemon n
 cycle, but a trace replay makes tens of thousands of decisions, each after a handful of
 changes. :class:`Scheduler` holds the same state between decisions and touches only what an
 event or the clock can change, using the very rules of ``policy.decide`` (``queue_state``,
-``Policy.key``/``level``, ``find_preemptions``, ``next_queue_change``, ``promotion_time``)
-and ``placement.plan_starts``; it has no rule of its own. What it keeps:
+``Policy.key``/``level``, ``next_queue_change``, ``promotion_time``),
+``preemption.find_preemptions`` (with its own search strategy, ``policy.fast.search``) and
+``placement.plan_starts``; it has no rule of its own. What it keeps:
 
 * per job: its phase, service counted as ``closed + rate × (now - run_start)`` (so time
   passing changes nothing stored), its queue state and pending sort key;

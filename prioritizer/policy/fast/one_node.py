@@ -35,7 +35,7 @@ MAX_NODES = 24
 class OneNodeVictims:
     """``find_preemptions``' ``one_node`` helper of a scheduler, for the decision at
     ``now`` (seconds; set by the scheduler at each decision, with ``exact(rec)``, which
-    builds a job's :data:`~prioritizer.policy.decide.Candidate` as that decision's
+    builds a job's :data:`~prioritizer.policy.victims.Candidate` as that decision's
     candidate list does); ``slack``: the scheduler's ``SLACK_S``."""
 
     __slots__ = ("sched", "bound", "now", "exact", "min_run", "band")

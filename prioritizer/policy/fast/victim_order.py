@@ -19,7 +19,7 @@ class VictimOrder:
     checkpointing) kept between decisions, so that a decision reads them in victim order
     without rebuilding and sorting every running job.
 
-    The order (:data:`policy.decide.Candidate`: level descending, then attained GPU·s
+    The order (:data:`policy.victims.Candidate`: level descending, then attained GPU·s
     descending, then id) moves with ``now``, but within a group it does not: for queue
     policies a group is (queue, GPUs), whose attained GPU·s at ``now`` is
     ``now × GPUs + (run start × GPUs - closed GPU·s)`` up to rounding; for ``srtf`` (one
