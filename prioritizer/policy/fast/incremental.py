@@ -579,15 +579,31 @@ class Scheduler:
             soon = free.copy()
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
-        fitted: list[Any] = [None]
-        search = FastSearch(above, self.victim_bound(now, fitted),
-                            None if victims else self.due_proof(now, fitted), None)
-        failed_one = search.failed_one   # kept by find_preemptions: see ``waiters``
         if soon is None and not self.queue_levels:
             # what plan_starts copies at the first blocked waiter, made here so that
             # ``waiters`` sees it (queue policies: the copy cost more than the skip
             # spared, 2 % on Philly's tiresias-las replay)
             soon = free.copy()
+
+        policy_level = self.policy.level
+
+        def exact(rec: Tracked) -> Candidate:
+            if self.queue_levels:   # Policy.level of a queue policy: the queue number
+                return (-float(rec.queue or 0),
+                        -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
+                        rec.job_id, rec.shape, rec.nodes, 0)
+            view = _Holding(rec, now)   # the JobView and QueueState fields level reads
+            level = policy_level(view, view)  # type: ignore[arg-type]
+            return (-level, -view.attained_gpu_s, rec.job_id, rec.shape, rec.nodes, 0)
+
+        def running(floor: float) -> Iterator[Candidate]:
+            return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
+
+        fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
+        search = FastSearch(above, self.victim_bound(now, fitted),
+                            None if victims else self.due_proof(now, fitted),
+                            self.one_node_victims(now, exact))
+        failed_one = search.failed_one   # kept by find_preemptions: read by ``waiters``
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
             # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
@@ -609,21 +625,6 @@ class Scheduler:
                 if failed_one and soon is not None:
                     covered = max(failed_one[0], soon.largest + 1)
 
-        policy_level = self.policy.level
-
-        def exact(rec: Tracked) -> Candidate:
-            if self.queue_levels:   # Policy.level of a queue policy: the queue number
-                return (-float(rec.queue or 0),
-                        -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
-                        rec.job_id, rec.shape, rec.nodes, 0)
-            view = _Holding(rec, now)   # the JobView and QueueState fields level reads
-            level = policy_level(view, view)  # type: ignore[arg-type]
-            return (-level, -view.attained_gpu_s, rec.job_id, rec.shape, rec.nodes, 0)
-
-        def running(floor: float) -> Iterator[Candidate]:
-            return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
-
-        search.reader = self.one_node_victims(now, exact)
         return find_preemptions(self.policy.strict, free, soon, waiters(), running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
