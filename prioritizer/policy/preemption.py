@@ -32,7 +32,7 @@ class SearchStrategy(Protocol):
     the preemptions are those of :class:`~prioritizer.policy.victim_search.PlainSearch`.
 
     ``level`` is a waiter's preemption level (``Policy.level``); ``need`` its GPUs per node,
-    largest first; ``soon`` the free GPUs once jobs releasing theirs have (mutated by the
+    largest first (:meth:`choose`: in the job's own order); ``soon`` the free GPUs once jobs releasing theirs have (mutated by the
     walk as it starts, reserves and takes victims). With PriorityTiers above 0 the walk
     asks only :meth:`above` and :meth:`taken`, and chooses each waiter's victims over its
     tier's candidates itself.

@@ -102,8 +102,8 @@ def choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
 
 
 FAR: list[Candidate] = []   # victims_for_one_node's "no hit within ``limit``"
-#: what a ``one_node`` helper of :func:`find_preemptions` returns to leave a search to the
-#: walk over the candidates
+#: what a strategy's ``one_node`` (``victim_search.PlainSearch.one_node``) returns to leave a
+#: one-node search to the walk over the candidates
 DEFER: list[Candidate] = []
 
 
