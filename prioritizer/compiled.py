@@ -64,7 +64,9 @@ from slurm_plugin.common.cli import visible
 #: without their ``__init__``, and the configs are read once).
 MODULES: tuple[str, ...] = tuple(
     f"prioritizer.policy.{name}"
-    for name in ("placement", "decide", "one_node", "quiet", "incremental"))
+    for name in ("placement", "victims", "victim_search", "preemption", "memo", "decide",
+                 "fast.records", "fast.node_bound", "fast.victim_order", "fast.search",
+                 "fast.state", "fast.one_node", "fast.quiet", "fast.incremental"))
 
 #: ``DLPRIO_COMPILED`` values.
 MODES = ("auto", "on", "off")
@@ -98,9 +100,11 @@ def policy_dir() -> Path:
 
 
 def _sources(directory: Path) -> list[Path]:
-    """The module sources of ``directory``: ``*.py`` except hidden names (an editor's lock
-    or backup file such as ``.#decide.py``, which no import can name), sorted."""
-    return sorted(p for p in directory.glob("*.py") if not p.name.startswith("."))
+    """The module sources of ``directory`` and its sub-packages (``fast/``): ``*.py`` except
+    hidden names (an editor's lock or backup file such as ``.#decide.py``, which no import
+    can name), sorted."""
+    return sorted(p for p in directory.rglob("*.py")
+                  if not any(part.startswith(".") for part in p.relative_to(directory).parts))
 
 
 def fingerprint(source: Path | None = None) -> str:
@@ -118,7 +122,7 @@ def fingerprint(source: Path | None = None) -> str:
         except OSError as exc:
             raise CliError(f"cannot read the policy source {visible(path)} "
                            f"({exc.strerror or exc})", Exit.FAILED) from None
-        digest.update(f"{path.name}\0{len(data)}\0".encode() + data)
+        digest.update(f"{path.relative_to(source).as_posix()}\0{len(data)}\0".encode() + data)
     return digest.hexdigest()
 
 
@@ -308,7 +312,7 @@ def _compile(work: Path, log_path: Path) -> int:
     """Run mypyc on the copied sources in ``work/src``; its exit status. The compile runs in
     its own session so that an interrupted ``dlprio compile`` (Ctrl-C, SIGTERM) stops it and
     the compilers it started too."""
-    sources = [f"prioritizer/policy/{name.rpartition('.')[2]}.py" for name in MODULES]
+    sources = [f"{name.replace('.', '/')}.py" for name in MODULES]
     with log_path.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(
             [sys.executable, "-c", _BUILD_SCRIPT, json.dumps(MYPYC_OPTIONS), *MYPY_FLAGS,
@@ -385,7 +389,9 @@ def build(root: Path, force: bool = False) -> tuple[Path, bool, list[str]]:
         tree.mkdir(parents=True)
         (tree.parent / "__init__.py").write_text("", encoding="utf-8")
         for path in _sources(source):
-            shutil.copy2(path, tree / path.name)
+            copy = tree / path.relative_to(source)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
         if fingerprint(tree) != current:
             raise CliError(f"{visible(source)} changed while it was copied; run `dlprio "
                            f"compile` again", Exit.FAILED)
@@ -400,7 +406,8 @@ def build(root: Path, force: bool = False) -> tuple[Path, bool, list[str]]:
         suffix = sysconfig.get_config_var("EXT_SUFFIX")
         files: dict[str, str] = {}
         # mypyc's shared module beside the package (top level), one shim per module
-        for package, found in (("", work / "src"), ("prioritizer.policy.", tree)):
+        for package, found in (("", work / "src"), ("prioritizer.policy.", tree),
+                               ("prioritizer.policy.fast.", tree / "fast")):
             for ext in found.glob(f"*{suffix}"):
                 name = package + ext.name[:-len(suffix)]
                 files[name] = f"{name}{suffix}"

@@ -2,7 +2,7 @@
 run times: the simulator's event loop (``prioritizer.sim.engine.Simulator``) seeded with the
 live state instead of a trace's arrivals.
 
-Seeding at ``world.now``: every job is filed with the scheduler (``policy.incremental``) with
+Seeding at ``world.now``: every job is filed with the scheduler (``policy.fast.incremental``) with
 its service so far and its recorded queue state; a running job is started on its own nodes at
 its own run start (its attained service, thrash guard and victim order are those of the
 cluster), its completion falls at ``now`` + its remaining run time; a ``grace`` job is
@@ -27,7 +27,7 @@ from prioritizer.forecast.arrivals import Drawn
 from prioritizer.forecast.world import World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.incremental import Scheduler
+from prioritizer.policy.fast.incremental import Scheduler
 from prioritizer.policy.placement import can_ever_fit
 from prioritizer.sim.engine import (Arrival, Completion, DecisionTick, GraceEnd, RequeueReady, SimJob,
                                     Simulator, fewer_collections)

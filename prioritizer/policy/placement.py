@@ -1,7 +1,7 @@
 """Pure GPU placement and the model of how Slurm starts jobs in a given order.
 
-Used by the policy (``prioritizer.policy.decide``: does a waiter fit, which victims make it fit) and
-by the simulator (which jobs start now). Placement is *consolidated* (Tiresias, NSDI'19
+Used by the policy (``prioritizer.policy.preemption``: does a waiter fit, which victims make it
+fit) and by the simulator (which jobs start now). Placement is *consolidated* (Tiresias, NSDI'19
 section 5.1: fewest nodes, whole GPUs per node, every entry of a gang job on a distinct node);
 GPU *counting* (idealised simulators) is the same code over one pooled node. No I/O.
 

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import POLICIES, decide, may_be_victim
+from prioritizer.policy.decide import POLICIES, decide
+from prioritizer.policy.victims import may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, Preemption, Snapshot
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions

@@ -15,7 +15,7 @@ does not fit:
   running jobs of its own tenant in a lower queue, as ``decide``'s rule.
 
 No job is a victim of another tenant's job above the guarantees: there the start order (DRF)
-decides who gets the GPUs that come free. Victims are those ``decide.may_be_victim`` admits;
+decides who gets the GPUs that come free. Victims are those ``victims.may_be_victim`` admits;
 inside a tenant, of the victims taken in order until the job fits, only those on the nodes it
 will use are kept, and each but the last is dropped again, newest first, when the job fits
 without it.
@@ -44,7 +44,7 @@ class Holder:
         gpus_per_node, nodes: its shape and the node indices hosting each entry.
         level: its preemption level (Tiresias: its queue; a waiter preempts only higher).
         attained_gpu_s: GPU·s attained (more: taken first within a level).
-        victim: whether it may be a victim now (``decide.may_be_victim``); a job being
+        victim: whether it may be a victim now (``victims.may_be_victim``); a job being
             released already counts as not held by its tenant.
         releasing: its GPUs are already coming free (preemption or completion in flight).
     """

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.incremental import Scheduler, Tracked
+from prioritizer.policy.fast.incremental import Scheduler
+from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.placement import can_ever_fit, consolidated_shape
 from prioritizer.policy.tenants import SHARED, Tenancy
 from prioritizer.sim.traces import Trace, TraceJob

@@ -1,7 +1,7 @@
 """The simulator's scheduler on a shared cluster (``dlprio simulate --tenants``).
 
 :class:`TenantScheduler` keeps the incremental scheduler's job records and its Tiresias order
-(``policy.incremental.Scheduler``: queue states, promotions, the order inside each tenant) and
+(``policy.fast.incremental.Scheduler``: queue states, promotions, the order inside each tenant) and
 replaces its two answers by the tenant rules: the start order is
 :func:`~prioritizer.policy.tenants.tenant_order` over the Tiresias order, the preemptions are
 :func:`~prioritizer.policy.tenant_preempt.tenant_preemptions` (the same functions the daemon's
@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import may_be_victim
+from prioritizer.policy.victims import may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.incremental import Scheduler, Step, Tracked
+from prioritizer.policy.fast.incremental import Scheduler, Step
+from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import Planned, plan_starts
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions

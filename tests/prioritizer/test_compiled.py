@@ -55,11 +55,12 @@ def policy_file(env: dict[str, str], cwd: Path, command: list[str],
 
 
 def copy_policy(tmp: Path) -> Path:
-    """A copy of ``prioritizer/policy``'s sources (no data, no bytecode)."""
-    target = tmp / "policy"
-    target.mkdir()
-    for path in compiled.policy_dir().glob("*.py"):
-        shutil.copy2(path, target / path.name)
+    """A copy of ``prioritizer/policy``'s sources, ``fast/`` included (no data, no bytecode)."""
+    source, target = compiled.policy_dir(), tmp / "policy"
+    for path in source.rglob("*.py"):
+        copy = target / path.relative_to(source)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
     return target
 
 
@@ -73,7 +74,8 @@ def test_fingerprint_follows_every_policy_source(tmp_path: Path) -> None:
     assert re.fullmatch(r"[0-9a-f]{64}", first)
     (copy / "notes.txt").write_text("not a source")
     assert compiled.fingerprint(copy) == first
-    for name in ("decide.py", "model.py", "config.py"):   # compiled, and compiled against
+    for name in ("decide.py", "fast/incremental.py", "model.py", "config.py"):  # compiled, or
+        # compiled against
         path = copy / name
         original = path.read_bytes()
         path.write_bytes(original + b"# edited\n")

@@ -37,7 +37,7 @@ def test_every_rule_names_its_code() -> None:
         "starvation promotion", "promoted jobs and preemption", "2D-Gittins",
         "consolidated placement", "preemption", "who starts jobs", "baselines"]
     assert {rule for rule, places in LOCATIONS.items() if not places} == set()
-    assert ("prioritizer.policy.decide", "find_preemptions") in LOCATIONS["preemption"]
+    assert ("prioritizer.policy.preemption", "find_preemptions") in LOCATIONS["preemption"]
 
 
 @pytest.mark.parametrize(("module", "name"),

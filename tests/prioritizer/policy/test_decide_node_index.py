@@ -1,5 +1,5 @@
-"""The per-node victim index (``decide._NodeIndex``, used once a decision has made
-``decide._INDEX_AFTER`` victim searches) chooses exactly the victims the candidate walks
+"""The per-node victim index (``victim_search._NodeIndex``, used once a decision has made
+``victim_search._INDEX_AFTER`` victim searches) chooses exactly the victims the candidate walks
 choose: every decision is computed twice, with the index from the first search and with
 walks only, and compared whole (order, states, promotions, preemptions with their victims
 in order). Worlds hold running gang jobs across nodes (some with a GPU-less component),
@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import prioritizer.policy.decide as decide_module
+import prioritizer.policy.victim_search as search_module
 from policy_helpers import pending, running, snapshot
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.decide import decide
@@ -27,12 +27,12 @@ NOW = 100_000.0
 
 @contextmanager
 def index_after(searches: int) -> Iterator[None]:
-    saved = decide_module._INDEX_AFTER
-    decide_module._INDEX_AFTER = searches
+    saved = search_module._INDEX_AFTER
+    search_module._INDEX_AFTER = searches
     try:
         yield
     finally:
-        decide_module._INDEX_AFTER = saved
+        search_module._INDEX_AFTER = saved
 
 
 def both(snap: Snapshot, config: PolicyConfig) -> tuple[Decisions, Decisions]:
@@ -105,7 +105,7 @@ def test_index_is_used_and_agrees_on_a_storm() -> None:
     spec.loader.exec_module(bench)
     snap = bench.make_snapshot(1_500, 150)
     calls = []
-    real = decide_module._NodeIndex.search
+    real = search_module._NodeIndex.search
 
     def spy(self, *args):
         result = real(self, *args)
@@ -114,16 +114,16 @@ def test_index_is_used_and_agrees_on_a_storm() -> None:
 
     for policy in ("tiresias-las", "las", "srtf"):
         config = PolicyConfig(policy=policy)
-        decide_module._NodeIndex.search = spy
+        search_module._NodeIndex.search = spy
         try:
             with index_after(0):
                 indexed = decide(snap, config, bench.NOW, distribution=DIST)
         finally:
-            decide_module._NodeIndex.search = real
+            search_module._NodeIndex.search = real
         with index_after(10**9):
             walked = decide(snap, config, bench.NOW, distribution=DIST)
         assert len(walked.preemptions) > 20
         assert indexed.preemptions == walked.preemptions
         assert indexed == walked
     assert sum(1 for c in calls if c) > 60   # searches that found victims through the index
-    assert not any(c is decide_module._FAR for c in calls)
+    assert not any(c is search_module.FAR for c in calls)

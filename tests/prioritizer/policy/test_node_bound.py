@@ -1,4 +1,4 @@
-"""The per-node bound of ``srtf``'s victim searches (``policy.incremental._NodeBound``), kept
+"""The per-node bound of ``srtf``'s victim searches (``policy.fast.node_bound.NodeBound``), kept
 across starts and ends and brought up to date lazily per GPU count, answers ``may_fit``
 exactly as counting by hand does: for the j-th largest entry ``v`` of a need, at least j
 nodes whose GPUs free plus those of the jobs there of a key above the waiter's that may be
@@ -11,7 +11,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.policy.incremental import Tracked, _NodeBound
+from prioritizer.policy.fast.node_bound import NodeBound
+from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.placement import FreeMap
 
 
@@ -25,7 +26,7 @@ def _by_hand(totals, jobs, key, need, free, now, min_run) -> bool:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=5), st.data())
 def test_may_fit_counts_as_by_hand(totals, data: st.DataObject) -> None:
-    bound = _NodeBound(totals)
+    bound = NodeBound(totals)
     running: dict[int, tuple[Tracked, float]] = {}
     for job_id in range(data.draw(st.integers(1, 30), label="steps")):
         used = [0] * len(totals)

@@ -1,7 +1,7 @@
 """The incremental path of ``policy.decide`` (``previous=``) gives exactly the result of the
 plain path: on random snapshots where some jobs keep their very ``JobView`` object, some
 change, some leave, and time moves (starvation promotions fall due). (The simulator now
-drives ``policy.incremental.Scheduler``: tests/prioritizer/policy/test_policy_scheduler.py.)"""
+drives ``policy.fast.incremental.Scheduler``: tests/prioritizer/policy/test_policy_scheduler.py.)"""
 
 from __future__ import annotations
 

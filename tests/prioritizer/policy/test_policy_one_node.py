@@ -1,4 +1,4 @@
-"""The victims of one-node waiters read off the per-node bound (``policy.one_node``) are the
+"""The victims of one-node waiters read off the per-node bound (``policy.fast.one_node``) are the
 ones the walk over the candidates chooses: hypothesis fills 2-6 real nodes with running
 jobs (one to sixteen GPUs, remaining times that often tie, within the min-run guard or
 past it), files short one-node waiters and compares every decision at a daemon tick, all
@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.policy import one_node
+from prioritizer.policy.fast import one_node
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import DEFER, decide
-from prioritizer.policy.incremental import Scheduler
+from prioritizer.policy.decide import decide
+from prioritizer.policy.victims import DEFER
+from prioritizer.policy.fast.incremental import Scheduler
 from prioritizer.policy.placement import consolidated_shape
 
 Choose = Callable[[Sequence[Any]], Any]

@@ -11,8 +11,8 @@ FORBIDDEN = {"subprocess", "sqlite3", "time", "datetime", "os", "socket", "slurm
 #: The one module of another package the policy may import (the wording of a bad value).
 ALLOWED = {"slurm_plugin.common.wording"}
 ROOT = Path(__file__).resolve().parents[3] / "prioritizer" / "policy"
-#: Every module of the policy package (prioritizer/policy/).
-PURE = sorted(p.name for p in ROOT.glob("*.py"))
+#: Every module of the policy package (prioritizer/policy/, its fast/ included).
+PURE = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py"))
 WORDING = ROOT.parents[1] / "slurm_plugin" / "common" / "wording.py"
 
 
@@ -29,7 +29,8 @@ def imported_roots(source: str) -> set[str]:
 
 
 def test_the_policy_package_has_its_modules() -> None:
-    assert {"decide.py", "placement.py", "gittins.py", "config.py", "model.py"} <= set(PURE)
+    assert {"decide.py", "placement.py", "gittins.py", "config.py", "model.py",
+            "preemption.py", "fast/incremental.py", "fast/quiet.py"} <= set(PURE)
 
 
 @pytest.mark.parametrize("module", PURE)

@@ -1,4 +1,4 @@
-"""The kept "no preemption due" proof of the incremental scheduler (``policy.quiet``):
+"""The kept "no preemption due" proof of the incremental scheduler (``policy.fast.quiet``):
 driven as the simulator drives it between daemon ticks (``decide(victims=False)`` after
 every change, ``plan_starts`` after every decision, preemptions acted on now and then,
 their victims checkpointing for a while or released at once),
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.policy import quiet
+from prioritizer.policy.fast import quiet
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import decide
-from prioritizer.policy.incremental import Scheduler
+from prioritizer.policy.fast.incremental import Scheduler
 from prioritizer.policy.placement import consolidated_shape
 from test_policy_scheduler import _reference_starts
 

@@ -1,4 +1,4 @@
-"""The incremental scheduler (``policy.incremental.Scheduler``) decides exactly as the
+"""The incremental scheduler (``policy.fast.incremental.Scheduler``) decides exactly as the
 from-scratch ``policy.decide`` (the oracle): hypothesis drives both with the same random
 event sequences (submissions, time passing, starts, checkpoint signals, requeues with and
 without BeginTime, completions) on random clusters and configs, and every decision is
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.decide import decide
-from prioritizer.policy.incremental import Scheduler
+from prioritizer.policy.fast.incremental import Scheduler
 from prioritizer.policy.placement import FreeMap, consolidated_shape, plan_starts
 from test_policy_properties import DIST
 
@@ -180,7 +180,7 @@ def test_tracked_view_equals_the_constructed_view() -> None:
     """``Tracked.view`` skips JobView's ``__init__``; it must give the very same view."""
     import dataclasses
 
-    from prioritizer.policy.incremental import Tracked
+    from prioritizer.policy.fast.records import Tracked
     from prioritizer.policy.model import JobPhase, JobView
 
     rec = Tracked(7, (8, 4), 10.0, 500.0, True)

@@ -39,19 +39,18 @@ search, with ``decide``. Units: seconds, GPUs. No clock, no I/O.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from prioritizer.policy.decide import may_be_victim, needs_no_less
 from prioritizer.policy.model import Preemption
-
-if TYPE_CHECKING:   # the scheduler owns the proof (no import cycle at run time)
-    from prioritizer.policy.incremental import Scheduler, Tracked
+from prioritizer.policy.victims import may_be_victim, needs_no_less
+from prioritizer.policy.fast.records import Tracked
+from prioritizer.policy.fast.state import SchedulerState
 
 _INF = float("inf")
 
 
 class QuietProof:
-    """The last "no preemption due" of a :class:`~prioritizer.policy.incremental.Scheduler`
+    """The last "no preemption due" of a :class:`~prioritizer.policy.fast.incremental.Scheduler`
     and the changes since (see the module doc). ``slack``: the scheduler's ``SLACK_S``
     (seconds), the margin of its level comparisons."""
 
@@ -99,7 +98,7 @@ class QuietProof:
         if cut:
             del self.runs[:cut]
 
-    def answer(self, sched: Scheduler, now: float, first_only: bool
+    def answer(self, sched: SchedulerState, now: float, first_only: bool
                ) -> tuple[Preemption, ...] | None:
         """What the search at ``now`` would find, where the changes since the proof show
         it: ``()`` (no preemption due), or with ``first_only`` the first preemption as
@@ -128,7 +127,7 @@ class QuietProof:
         # every waiter of the last decision still fails its rule (and does not start)
         return self._fresh(sched, now, first_only) if self.fresh else ()
 
-    def _fresh(self, sched: Scheduler, now: float, first_only: bool
+    def _fresh(self, sched: SchedulerState, now: float, first_only: bool
                ) -> tuple[Preemption, ...] | None:
         """The waiters filed since, in start order: each starts at its turn (the waiters
         of the last decision start nowhere: ``answer`` checked that) or fails its counting
@@ -175,7 +174,7 @@ class QuietProof:
                 return None
         return ()
 
-    def _served(self, sched: Scheduler, nodes: set[int], now: float, min_run: float
+    def _served(self, sched: SchedulerState, nodes: set[int], now: float, min_run: float
                 ) -> bool:
         """Whether one of ``nodes`` may give some waiter its smallest entry ``m``: its free
         GPUs plus those of the candidates above the waiter's level reach ``m``. A

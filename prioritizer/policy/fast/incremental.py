@@ -5,8 +5,9 @@ state, the order of all pending jobs, the start model. That is what the daemon n
 cycle, but a trace replay makes tens of thousands of decisions, each after a handful of
 changes. :class:`Scheduler` holds the same state between decisions and touches only what an
 event or the clock can change, using the very rules of ``policy.decide`` (``queue_state``,
-``Policy.key``/``level``, ``find_preemptions``, ``next_queue_change``, ``promotion_time``)
-and ``placement.plan_starts``; it has no rule of its own. What it keeps:
+``Policy.key``/``level``, ``next_queue_change``, ``promotion_time``),
+``preemption.find_preemptions`` (with its own search strategy, ``policy.fast.search``) and
+``placement.plan_starts``; it has no rule of its own. What it keeps:
 
 * per job: its phase, service counted as ``closed + rate × (now - run_start)`` (so time
   passing changes nothing stored), its queue state and pending sort key;
@@ -17,10 +18,10 @@ and ``placement.plan_starts``; it has no rule of its own. What it keeps:
   promotion deadline of a pending one) in a heap: only jobs whose time has come, and jobs
   whose inputs changed since the last decision, are re-examined;
 * free GPUs per node (``placement.FreeMap``), updated by starts and ends;
-* for ``srtf`` on real nodes, per node the running jobs by oracle end (``_NodeBound``),
+* for ``srtf`` on real nodes, per node the running jobs by oracle end (``NodeBound``),
   from which a search that cannot succeed is skipped, a one-node waiter's victims are read
-  (``policy.one_node``) and the last "no preemption due" is kept across decisions that
-  cannot change it (``policy.quiet``).
+  (``policy.fast.one_node``) and the last "no preemption due" is kept across decisions that
+  cannot change it (``policy.fast.quiet``).
 
 tests/prioritizer/policy/test_policy_scheduler.py drives a :class:`Scheduler` and ``decide`` with the same
 random event sequences and checks identical decisions at every step. Units: seconds,
@@ -29,116 +30,35 @@ GPU·seconds. No clock, no I/O.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, insort
 from heapq import heapify, heappop, heappush, heapreplace
 from dataclasses import dataclass, field
-from typing import Any, Final, Iterator
+from typing import Any, Iterator
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import (POLICIES, PROMOTED, Candidate, Policy, find_preemptions,
-                                       may_be_victim, next_queue_change, promotion_time,
-                                       queue_state)
+from prioritizer.policy.decide import (POLICIES, PROMOTED, Policy, next_queue_change,
+                                       promotion_on, promotion_time, queue_state)
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.model import (JobPhase, JobView, NodeView, Preemption, QueueState,
-                                      Snapshot)
+from prioritizer.policy.model import JobView, NodeView, Preemption, QueueState, Snapshot
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
-from prioritizer.policy.one_node import OneNodeVictims
-from prioritizer.policy.quiet import QuietProof
+from prioritizer.policy.preemption import find_preemptions
+from prioritizer.policy.victims import Candidate, may_be_victim
+from prioritizer.policy.fast.node_bound import NodeBound
+from prioritizer.policy.fast.records import Tracked
+from prioritizer.policy.fast.search import FastSearch
+from prioritizer.policy.fast.victim_order import VictimOrder
+from prioritizer.policy.fast.one_node import OneNodeVictims
+from prioritizer.policy.fast.quiet import QuietProof
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
 #: are computed with a division, so a job is re-examined from slightly before its time on
 #: (the exact test is ``queue_state``'s own).
 SLACK_S = 1e-3
 
-_INF: Final = float("inf")
-
-
-class Tracked:
-    """One job as the scheduler tracks it (mutable; owned by the :class:`Scheduler`).
-
-    ``phase`` is ``pending``, ``running`` or ``grace`` (holding GPUs, checkpoint signal
-    sent). Service: ``closed_gpu_s``/``closed_s`` over finished runs, plus
-    ``gpus × (now - run_start)`` while holding GPUs. ``work_left``: oracle seconds of work
-    left at the start of the current run (None without an oracle).
-    """
-
-    __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
-                 "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
-                 "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "lifted", "where", "epoch", "state", "crossing")
-
-    def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
-                 work_left: float | None, preemptible: bool) -> None:
-        self.job_id, self.shape, self.gpus, self.submit = job_id, shape, sum(shape), submit
-        self.preemptible, self.work_left = preemptible, work_left
-        self.phase = "pending"
-        self.closed_gpu_s = self.closed_s = self.run_start = self.last_run_s = 0.0
-        self.last_run_end: float | None = None
-        self.queue: int | None = None
-        self.entry: float | None = None
-        self.base = 0.0
-        self.eligible: float | None = None
-        self.nodes: tuple[int, ...] = ()
-        self.names: tuple[str, ...] = ()
-        self.entry_key: tuple[Any, int] | None = None   # (sort key, id) while indexed
-        self.level = 0.0                                  # preemption level while pending
-        self.lifted = False                               # Policy.lifted while pending
-        self.where = ""                                   # "order" | "waiting" | ""
-        self.epoch = 0                                    # invalidates stale heap entries
-        self.state: QueueState | None = None              # last state (reused while equal)
-        #: (epoch, now, next_queue_change) computed by the scheduler while holding GPUs
-        self.crossing: tuple[int, float, float | None] | None = None
-
-    def service(self, now: float) -> tuple[float, float, float | None]:
-        """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
-        always computed them: progress stops during a checkpoint's grace)."""
-        if self.phase == "pending":
-            duration = None if self.work_left is None else self.closed_s + self.work_left
-            return self.closed_gpu_s, self.closed_s, duration
-        ran = now - self.run_start
-        if self.work_left is None:
-            duration = None
-        else:
-            left = self.work_left if self.phase == "grace" else self.work_left - ran
-            duration = self.closed_s + ran + left
-        return self.closed_gpu_s + ran * self.gpus, self.closed_s + ran, duration
-
-    def view(self, now: float) -> JobView:
-        """The job as ``policy.decide`` sees it at ``now`` (a ``JobView`` equal to the one
-        its constructor would build, made without the frozen dataclass ``__init__``: a
-        replay makes about a hundred thousand)."""
-        gpu_s, run_s, duration = self.service(now)
-        view = _new(JobView)
-        if self.phase == "pending":
-            _set(view, "__dict__", {
-                "job_id": self.job_id, "phase": PENDING, "gpus_per_node": self.shape,
-                "submit_time": self.submit, "attained_gpu_s": gpu_s, "attained_s": run_s,
-                "service_base_gpu_s": self.base, "queue": self.queue,
-                "queue_entry_time": self.entry, "run_start": None,
-                "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
-                "preemptible": self.preemptible, "duration_s": duration,
-                "eligible_time": self.eligible, "nodes": (), "releasing": False,
-                "tier": 0})
-        else:
-            _set(view, "__dict__", {
-                "job_id": self.job_id, "phase": RUNNING, "gpus_per_node": self.shape,
-                "submit_time": self.submit, "attained_gpu_s": gpu_s, "attained_s": run_s,
-                "service_base_gpu_s": self.base, "queue": self.queue,
-                "queue_entry_time": self.entry, "run_start": self.run_start,
-                "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
-                "preemptible": self.preemptible, "duration_s": duration,
-                "eligible_time": None, "nodes": self.names,
-                "releasing": self.phase == "grace", "tier": 0})
-        return view
-
-
-_new, _set = object.__new__, object.__setattr__
-
 
 def _limit(now: float) -> float:
     """Scheduled state-change times up to this one are due at ``now`` (``SLACK_S``)."""
     return now + SLACK_S + abs(now) * 1e-12
-PENDING, RUNNING = JobPhase.PENDING, JobPhase.RUNNING
 
 
 class _Holding:
@@ -154,238 +74,6 @@ class _Holding:
         self.releasing, self.run_start = rec.phase == "grace", rec.run_start
         self.attained_gpu_s, self.attained_s, self.duration_s = rec.service(now)
         self.queue = rec.queue if rec.queue is not None else 0
-
-
-class _VictimIndex:
-    """The victim candidates of ``find_preemptions`` (preemptible jobs running, not
-    checkpointing) kept between decisions, so that a decision reads them in victim order
-    without rebuilding and sorting every running job.
-
-    The order (:data:`policy.decide.Candidate`: level descending, then attained GPU·s
-    descending, then id) moves with ``now``, but within a group it does not: for queue
-    policies a group is (queue, GPUs), whose attained GPU·s at ``now`` is
-    ``now × GPUs + (run start × GPUs - closed GPU·s)`` up to rounding; for ``srtf`` (one
-    group) minus the remaining time is ``now - (run start + work left)``. Each group is kept
-    sorted by that static part ``a``; a decision merges the groups by the exact key that
-    ``decide()`` computes (``exact``), and inside a group compares exactly every job whose
-    ``a`` lies within ``window`` of the first one (rounding moves a key by far less, so no
-    job beyond it can come first). The result is the very order of sorting all keys.
-    """
-
-    __slots__ = ("queues", "groups", "mag", "where")
-
-    def __init__(self, queues: bool) -> None:
-        self.queues = queues
-        self.groups: dict[tuple[int, int], list[tuple[float, int]]] = {}
-        self.mag: dict[tuple[int, int], float] = {}     # bound on the magnitudes in a group
-        self.where: dict[int, tuple[tuple[int, int], float]] = {}
-
-    def add(self, rec: Tracked) -> None:
-        if self.queues:
-            group = (rec.queue or 0, rec.gpus)
-            a = rec.run_start * rec.gpus - rec.closed_gpu_s
-            mag = abs(rec.closed_gpu_s) + abs(rec.run_start) * rec.gpus
-        else:
-            left = rec.work_left if rec.work_left is not None else 0.0
-            group, a = (0, 1), -(rec.run_start + left)
-            mag = abs(rec.closed_s) + abs(rec.run_start) + abs(left)
-        insort(self.groups.setdefault(group, []), (a, rec.job_id))
-        self.mag[group] = max(self.mag.get(group, 0.0), mag)
-        self.where[rec.job_id] = (group, a)
-
-    def remove(self, job_id: int) -> None:
-        found = self.where.pop(job_id, None)
-        if found is None:
-            return
-        group, a = found
-        lst = self.groups[group]
-        del lst[bisect_left(lst, (a, job_id))]
-        if not lst:
-            del self.groups[group], self.mag[group]
-
-    def ordered(self, now: float, floor: float, min_run: float, jobs: dict[int, Tracked],
-                exact: Any) -> Iterator[Candidate]:
-        """The candidates at ``now`` in victim order (lazily): only queues above ``floor``
-        (queue policies), only jobs ``may_be_victim`` admits; ``exact(rec)`` is the job's
-        :data:`Candidate` as ``decide()`` builds it."""
-        heads: list[tuple[Candidate, int]] = []
-        cursors: list[list[Any]] = []
-        for group, lst in self.groups.items():
-            if self.queues and group[0] <= floor:
-                continue
-            window = 1e-9 * (1.0 + self.mag[group] + abs(now) * group[1])
-            cursor = [lst, 0, set(), window]
-            first = self._pick(cursor, now, min_run, jobs, exact)
-            if first is not None:
-                heads.append((first, len(cursors)))
-            cursors.append(cursor)
-        heapify(heads)
-        while heads:
-            cand, i = heads[0]
-            yield cand
-            following = self._pick(cursors[i], now, min_run, jobs, exact)
-            if following is None:
-                heappop(heads)
-            else:
-                heapreplace(heads, (following, i))
-
-    @staticmethod
-    def _pick(cursor: list[Any], now: float, min_run: float, jobs: dict[int, Tracked],
-              exact: Any) -> Candidate | None:
-        """The next candidate of one group (see the class doc), marked as used."""
-        lst, p, used, window = cursor
-        n = len(lst)
-        while p < n and (lst[p][1] in used or not may_be_victim(
-                True, False, jobs[lst[p][1]].run_start, now, min_run)):
-            p += 1
-        cursor[1] = p
-        if p == n:
-            return None
-        limit = lst[p][0] + window
-        best: Candidate = exact(jobs[lst[p][1]])
-        k = p + 1
-        while k < n and lst[k][0] <= limit:
-            job_id = lst[k][1]
-            rec = jobs[job_id]
-            if job_id not in used and may_be_victim(True, False, rec.run_start, now, min_run):
-                key = exact(rec)
-                if key < best:
-                    best = key
-            k += 1
-        used.add(best[2])
-        return best
-
-
-class _NodeBound:
-    """Per node, what a waiter could have there by preemption: the ``may_fit`` bound of
-    ``find_preemptions``, kept across decisions instead of found by walking the victim
-    candidates (a search that cannot succeed is skipped).
-
-    ``srtf`` only. Each preemptible running job (not checkpointing) has a static key that
-    orders levels: its oracle end time (level = remaining time = end - now, up to
-    rounding; the scheduler compares with ``SLACK_S`` of margin). On node ``n`` (``total``
-    GPUs) every GPU not held by such a job is free or being freed at the start of a
-    decision. With the keys on ``n`` in ascending order, a waiter of key ``k`` can have
-    ``g`` GPUs there only if the jobs of
-    key <= ``k`` hold at most ``total - g``, i.e. only if ``k`` is below ``col[g][n]``: the
-    key of the first job where that running sum exceeds ``total - g`` (inf if none).
-    ``ranked[g]`` holds ``(col[g][n], n)`` sorted, so the nodes that pass are a suffix;
-    each of those is then checked against the decision's own free GPUs (starts and
-    reservations made earlier in the walk, victims taken) and the ``min_run_s`` guard.
-    ``col[g]`` of a node changed since is recomputed at the next query for that ``g``
-    (a start or an end changes several of a node's entries, of which a replay's queries
-    read a few). Only valid while every job is preemptible (the scheduler checks).
-    """
-
-    __slots__ = ("totals", "held", "stale", "keyed", "col", "ranked")
-
-    def __init__(self, totals: list[int]) -> None:
-        self.totals = totals
-        #: per node: job id -> (key, GPUs on the node, run start)
-        self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
-        #: per g: the nodes whose ``col[g]`` may be out of date
-        self.stale: list[set[int]] = [set() for _ in range(max(totals) + 1)]
-        #: per node: ``(key, GPUs, run start, job id)`` of its jobs in ascending order,
-        #: once asked for
-        self.keyed: dict[int, list[tuple[float, int, float, int]]] = {}
-        self.col = [[_INF if g <= t else -_INF for t in totals] for g in range(max(totals) + 1)]
-        self.ranked = [sorted((e, n) for n, e in enumerate(c)) for c in self.col]
-
-    def add(self, rec: Tracked, key: float) -> None:
-        for node, g in zip(rec.nodes, rec.shape):
-            self.held[node][rec.job_id] = (key, g, rec.run_start)
-            self._changed(node)
-
-    def remove(self, rec: Tracked) -> None:
-        for node in rec.nodes:
-            if self.held[node].pop(rec.job_id, None) is not None:
-                self._changed(node)
-
-    def _changed(self, node: int) -> None:
-        self.keyed.pop(node, None)
-        for stale in self.stale:
-            stale.add(node)
-
-    def may_fit(self, key: float, need: tuple[int, ...], extra: int, soon: FreeMap,
-                now: float, min_run: float) -> bool:
-        """Whether ``need`` (GPUs per node, largest first) could fit once every job of a
-        key above ``key`` that may be a victim at ``now`` is preempted: for its j-th
-        largest entry ``v``, at least j nodes whose GPUs free in ``soon`` plus those of
-        such jobs reach ``v`` (the counting rule of the gang victim search; a GPU-less
-        entry counts as 1). ``extra``: the most GPUs victims taken in this decision added
-        to one node of ``soon``. False: no victim set makes ``need`` fit."""
-        for j, v in enumerate(need, 1):
-            if j < len(need) and need[j] == v:
-                continue   # v's count is where its last entry stands
-            if not self._reaching(key, max(v, 1), j, extra, soon, now, min_run):
-                return False
-        return True
-
-    def _reaching(self, key: float, gpus: int, want: int, extra: int, soon: FreeMap,
-                  now: float, min_run: float) -> bool:
-        """Whether on at least ``want`` nodes the GPUs free in ``soon`` plus those of the
-        jobs of a key above ``key`` that may be victims at ``now`` could reach ``gpus``
-        (see :meth:`may_fit`)."""
-        if gpus - extra <= 0 or gpus >= len(self.col):
-            return True
-        if self.stale[gpus - extra]:
-            self._flush(gpus - extra)
-        ranked = self.ranked[gpus - extra]
-        if ranked[-1][0] <= key:
-            return False
-        free, held = soon.free, self.held
-        # highest first: the nodes most likely to serve the waiter
-        for i in range(len(ranked) - 1, bisect_right(ranked, (key, len(free))) - 1, -1):
-            node = ranked[i][1]
-            have = free[node]
-            if have < gpus:
-                for k, g, run_start in held[node].values():
-                    if k > key and may_be_victim(True, False, run_start, now, min_run):
-                        have += g
-            if have >= gpus:
-                want -= 1
-                if not want:
-                    return True
-        return False
-
-    def keyed_on(self, node: int) -> list[tuple[float, int, float, int]]:
-        """``(key, GPUs there, run start, job id)`` of the jobs on ``node``, ascending
-        (kept until the node changes)."""
-        keyed = self.keyed.get(node)
-        if keyed is None:
-            keyed = self.keyed[node] = sorted(
-                (key, g, run_start, job_id)
-                for job_id, (key, g, run_start) in self.held[node].items())
-        return keyed
-
-    def by_reach(self, g: int) -> list[tuple[float, int]]:
-        """``(col[g][n], n)`` ascending: per node the key of the job at which, taking its
-        jobs longest remaining first with every other GPU of the node free, ``g`` GPUs
-        are first reached (``-inf``: never; ``inf``: free ones suffice)."""
-        if self.stale[g]:
-            self._flush(g)
-        return self.ranked[g]
-
-    def _flush(self, g: int) -> None:
-        """Bring ``col[g]`` and ``ranked[g]`` up to date for the nodes changed since."""
-        col, ranked, stale = self.col[g], self.ranked[g], self.stale[g]
-        for node in stale:
-            keyed = self.keyed_on(node)
-            room = self.totals[node] - g   # the most the jobs of key <= k may hold
-            value = _INF if room >= 0 else -_INF
-            held = 0
-            if room >= 0:
-                for key, gpus, _, _ in keyed:
-                    held += gpus
-                    if held > room:
-                        value = key
-                        break
-            old = col[node]
-            if old != value:
-                del ranked[bisect_left(ranked, (old, node))]
-                insort(ranked, (value, node))
-                col[node] = value
-        stale.clear()
 
 
 @dataclass(slots=True)
@@ -446,7 +134,7 @@ class Scheduler:
         #: (``next_queue_change`` is None for every job of a policy without thresholds,
         #: ``promotion_time`` for every job of one that does not promote: both skipped)
         self.crossings = bool(self.policy.thresholds)
-        self.promoting = self.policy.promotes and config.starve_knob > 0
+        self.promoting = promotion_on(self.policy.promotes, config.starve_knob)
         #: promoted jobs preempt no one (``PolicyConfig.promoted_preempts`` False)
         self.lifting = self.policy.promotes and not config.promoted_preempts
         self.timed = self.crossings or self.promoting
@@ -463,18 +151,18 @@ class Scheduler:
         #: jobs without an oracle duration (srtf's bound then does not apply)
         self.no_oracle = 0
         #: the preemptible running jobs in victim order (find_preemptions' candidates)
-        self.victims = _VictimIndex(self.queue_levels)
+        self.victims = VictimOrder(self.queue_levels)
         #: no eligible pending job fits ``free`` (known after a start walk on ``free``
         #: itself; GPUs freed or a fitting job filed undo it): the next walk starts nothing
         self.stuck = False
         #: per-node bound of ``srtf``'s one-node victim searches (real nodes; every job
-        #: preemptible, oracle durations): see :class:`_NodeBound`. (Queue policies find
+        #: preemptible, oracle durations): see :class:`NodeBound`. (Queue policies find
         #: a victim near the front of the candidates: there it costs more than it spares.)
-        self.node_bound = (_NodeBound(self.totals)
+        self.node_bound = (NodeBound(self.totals)
                            if len(self.totals) > 1 and not self.queue_levels else None)
         self.fixed = 0   # jobs that are not preemptible
         #: the last "no preemption due" and the changes since (srtf on real nodes): a
-        #: decision it covers makes no search (see ``policy.quiet``)
+        #: decision it covers makes no search (see ``policy.fast.quiet``)
         self.quiet = (QuietProof(SLACK_S) if self.node_bound is not None
                       and config.preemption and self.policy.preemptive else None)
         #: srtf's one-node victim searches from the per-node bound (real nodes)
@@ -607,7 +295,7 @@ class Scheduler:
         return above
 
     def victim_bound(self, now: float, fitted: list[Any]) -> Any:
-        """``find_preemptions``'s ``may_fit`` (see :class:`_NodeBound`), or None; it keeps
+        """``find_preemptions``'s ``may_fit`` (see :class:`NodeBound`), or None; it keeps
         in ``fitted[0]`` the ``(level, need, extra)`` it last let pass."""
         bound = self.node_bound
         if bound is None or self.fixed or self.no_oracle:
@@ -678,7 +366,7 @@ class Scheduler:
         """``find_preemptions``' ``one_node`` (srtf on real nodes, every job preemptible,
         oracle durations), or None: the victims of a one-node waiter found from the
         per-node bound instead of a walk over the candidates (see
-        :class:`~prioritizer.policy.one_node.OneNodeVictims`; one kept per scheduler,
+        :class:`~prioritizer.policy.fast.one_node.OneNodeVictims`; one kept per scheduler,
         set to this decision's ``now`` and candidate builder ``exact``)."""
         helper = self.one_node
         if helper is None or self.fixed or self.no_oracle:
@@ -891,14 +579,31 @@ class Scheduler:
             soon = free.copy()
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
-        failed_one: list[int] = []   # kept by find_preemptions: see ``waiters``
-        fitted: list[Any] = [None]
-        may_fit = self.victim_bound(now, fitted)
         if soon is None and not self.queue_levels:
             # what plan_starts copies at the first blocked waiter, made here so that
             # ``waiters`` sees it (queue policies: the copy cost more than the skip
             # spared, 2 % on Philly's tiresias-las replay)
             soon = free.copy()
+
+        policy_level = self.policy.level
+
+        def exact(rec: Tracked) -> Candidate:
+            if self.queue_levels:   # Policy.level of a queue policy: the queue number
+                return (-float(rec.queue or 0),
+                        -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
+                        rec.job_id, rec.shape, rec.nodes, 0)
+            view = _Holding(rec, now)   # the JobView and QueueState fields level reads
+            level = policy_level(view, view)  # type: ignore[arg-type]
+            return (-level, -view.attained_gpu_s, rec.job_id, rec.shape, rec.nodes, 0)
+
+        def running(floor: float) -> Iterator[Candidate]:
+            return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
+
+        fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
+        search = FastSearch(above, self.victim_bound(now, fitted),
+                            None if victims else self.due_proof(now, fitted),
+                            self.one_node_victims(now, exact))
+        failed_one = search.failed_one   # kept by find_preemptions: read by ``waiters``
 
         def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
             # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
@@ -920,26 +625,8 @@ class Scheduler:
                 if failed_one and soon is not None:
                     covered = max(failed_one[0], soon.largest + 1)
 
-        policy_level = self.policy.level
-
-        def exact(rec: Tracked) -> Candidate:
-            if self.queue_levels:   # Policy.level of a queue policy: the queue number
-                return (-float(rec.queue or 0),
-                        -(rec.closed_gpu_s + (now - rec.run_start) * rec.gpus),
-                        rec.job_id, rec.shape, rec.nodes, 0)
-            view = _Holding(rec, now)   # the JobView and QueueState fields level reads
-            level = policy_level(view, view)  # type: ignore[arg-type]
-            return (-level, -view.attained_gpu_s, rec.job_id, rec.shape, rec.nodes, 0)
-
-        def running(floor: float) -> Iterator[Candidate]:
-            return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
-
-        return find_preemptions(self.policy, free, soon, waiters(), running, now,
-                                first_only=not victims,
-                                above=above, may_fit=may_fit,
-                                due=None if victims else self.due_proof(now, fitted),
-                                one_node=self.one_node_victims(now, exact),
-                                failed_one=failed_one,
+        return find_preemptions(self.policy.strict, free, soon, waiters(), running, now,
+                                search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
                                 if self.lifting else None)
 

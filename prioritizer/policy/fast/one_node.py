@@ -8,7 +8,7 @@ built exactly as ``decide()`` builds it. Per node, though, the answer is short: 
 node's own candidates longest remaining first, the one at which it reaches the need (its
 *reach*). The walk stops at the node whose reach comes first in victim order, i.e. has the
 latest oracle end. :class:`OneNodeVictims` computes the reaches of the few nodes that can
-have the latest one, from the scheduler's per-node bound (``_NodeBound``: its ``col[g]`` is
+have the latest one, from the scheduler's per-node bound (``NodeBound``: its ``col[g]`` is
 each node's reach with every GPU not held by a candidate free, an upper bound), and builds
 exact candidates only for the victims.
 
@@ -21,13 +21,12 @@ property tests compare every decision with ``decide()``. Units: seconds, GPUs. N
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from prioritizer.policy.decide import DEFER, Candidate, keep_needed, may_be_victim
 from prioritizer.policy.placement import FreeMap
-
-if TYPE_CHECKING:   # the scheduler owns the helper (no import cycle at run time)
-    from prioritizer.policy.incremental import Scheduler, _NodeBound
+from prioritizer.policy.victims import DEFER, Candidate, keep_needed, may_be_victim
+from prioritizer.policy.fast.node_bound import NodeBound
+from prioritizer.policy.fast.state import SchedulerState
 
 #: nodes whose reach one search reads at most before it defers to the walk
 MAX_NODES = 24
@@ -36,12 +35,12 @@ MAX_NODES = 24
 class OneNodeVictims:
     """``find_preemptions``' ``one_node`` helper of a scheduler, for the decision at
     ``now`` (seconds; set by the scheduler at each decision, with ``exact(rec)``, which
-    builds a job's :data:`~prioritizer.policy.decide.Candidate` as that decision's
+    builds a job's :data:`~prioritizer.policy.victims.Candidate` as that decision's
     candidate list does); ``slack``: the scheduler's ``SLACK_S``."""
 
     __slots__ = ("sched", "bound", "now", "exact", "min_run", "band")
 
-    def __init__(self, sched: Scheduler, bound: _NodeBound, slack: float) -> None:
+    def __init__(self, sched: SchedulerState, bound: NodeBound, slack: float) -> None:
         self.sched, self.bound = sched, bound
         self.now = 0.0
         self.exact: Any = None

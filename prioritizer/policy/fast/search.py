@@ -1,0 +1,62 @@
+"""The incremental scheduler's victim-search strategy (``preemption.SearchStrategy``): the
+default search of ``prioritizer.policy.victim_search``, plus answers proved from what the
+scheduler keeps between decisions (``prioritizer.policy.fast.incremental``).
+
+* ``above``: the GPUs of preemptible running jobs above a level, from per-queue totals (queue
+  policies) or the running jobs by oracle end (``srtf``);
+* ``may_fit``: the per-node bound (``NodeBound``, ``srtf`` on real nodes), which refuses a
+  waiter no victim set can serve;
+* ``due``: an exact test that a waiter finds victims (``first_only`` decisions, ``srtf``);
+* ``one_node``: a one-node waiter's victims read off the per-node bound
+  (:class:`~prioritizer.policy.fast.one_node.OneNodeVictims`).
+
+Each is None where the scheduler keeps nothing for it; the answers are those of the plain
+search (tests/prioritizer/policy/test_policy_scheduler.py compares every decision with ``decide``). Units:
+GPUs, seconds. No I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from prioritizer.policy.placement import FreeMap
+from prioritizer.policy.victim_search import PlainSearch
+from prioritizer.policy.victims import DEFER, Candidate
+
+#: (level) -> GPUs above it
+Above = Callable[[float], int]
+#: (level, need largest first, extra GPUs per node, soon) -> may fit
+MayFit = Callable[[float, tuple[int, ...], int, FreeMap], bool]
+#: (level, need largest first, soon) -> surely finds victims
+Due = Callable[[float, tuple[int, ...], FreeMap], bool]
+#: (level, GPUs, soon, taken ids, GPUs taken per node) -> victims, None or ``DEFER``
+OneNode = Callable[[float, int, FreeMap, set[int], dict[int, int]], list[Candidate] | None]
+
+
+class FastSearch(PlainSearch):
+    """The victim search of one scheduler decision (see the module doc); a part left None
+    is the plain search's answer."""
+
+    __slots__ = ("room", "fit", "proof", "reader")
+
+    def __init__(self, above: Above | None, may_fit: MayFit | None, due: Due | None,
+                 one_node: OneNode | None) -> None:
+        super().__init__()
+        self.room, self.fit, self.proof, self.reader = above, may_fit, due, one_node
+
+    def above(self, level: float) -> int:
+        room = self.room
+        return -1 if room is None else room(level)
+
+    def may_fit(self, level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
+        fit = self.fit
+        return True if fit is None else fit(level, need, extra, soon)
+
+    def due(self, level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
+        proof = self.proof
+        return False if proof is None else proof(level, need, soon)
+
+    def one_node(self, level: float, gpus: int, soon: FreeMap, taken: set[int],
+                 taken_on: dict[int, int]) -> list[Candidate] | None:
+        reader = self.reader
+        return DEFER if reader is None else reader(level, gpus, soon, taken, taken_on)

@@ -1,0 +1,231 @@
+"""The victims of one waiter: which running jobs a blocked job may preempt, in which order,
+and which of them it keeps (Tiresias, NSDI'19 sections 3.2 and 4; docs/design.md, "Policy
+rules and their sources", preemption).
+
+A *candidate* is a job holding GPUs that :func:`may_be_victim` admits (preemptible, not
+releasing its GPUs, past its first ``min_run_s``), as a :data:`Candidate` tuple; candidates
+are taken in victim order (lowest queue, i.e. highest level, first; then most attained
+service; then job id) until the waiter fits on real nodes, and only those on the nodes it
+will use are kept, the newest dropped first while it still fits. ``find_preemptions``
+(``prioritizer.policy.preemption``) applies this per waiter. Units: GPUs, GPU·seconds. No I/O.
+"""
+
+from __future__ import annotations
+
+from heapq import heapify, heappop
+from itertools import islice
+from typing import Iterable, Iterator
+
+from prioritizer.policy.placement import FreeMap
+
+#: A victim candidate: ``(-level, -attained GPU·s, job id, gpus_per_node, node indices,
+#: PriorityTier)``; candidates are taken in ascending tuple order (lowest queue, i.e.
+#: highest level, first; then most attained service; then job id).
+Candidate = tuple[float, float, int, tuple[int, ...], tuple[int, ...], int]
+
+
+def needs_no_less(need: tuple[int, ...], other: tuple[int, ...]) -> bool:
+    """Whether ``need`` (GPUs per node, largest first) asks for at least what ``other``
+    (likewise) asks, entry by entry, on at least as many nodes: a waiter of no higher
+    priority with such a need fails wherever ``other`` failed (``find_preemptions``'
+    ``failed`` shortcut)."""
+    return len(need) >= len(other) and all(a >= b for a, b in zip(need, other))
+
+
+def may_be_victim(preemptible: bool, releasing: bool, run_start: float | None,
+                  now: float, min_run_s: float) -> bool:
+    """Whether a job holding GPUs may be chosen as a victim at ``now``: preemptible, not
+    releasing its GPUs already (``JobView.releasing``), and past its first ``min_run_s`` seconds (the minimum run
+    that spares fresh starts; ``PolicyConfig.min_run_s``)."""
+    return preemptible and not releasing and now - (
+        run_start if run_start is not None else now) >= min_run_s
+
+
+def _heap_order(entries: list[Candidate]) -> Iterator[Candidate]:
+    """``entries`` in ascending order, sorted lazily (a heap popped as far as read)."""
+    heapify(entries)
+    while entries:
+        yield heappop(entries)
+
+
+class Victims:
+    """The candidates in victim order, read lazily from ``source`` (so a decision that
+    needs a few victims does not sort every running job) and kept for the next waiter.
+    ``start`` skips the prefix already taken (no later waiter reads it again)."""
+
+    __slots__ = ("source", "items", "start", "taken")
+
+    def __init__(self, found: list[Candidate] | Iterator[Candidate], taken: set[int]) -> None:
+        self.source = _heap_order(found) if isinstance(found, list) else found
+        self.items: list[Candidate] = []
+        self.start, self.taken = 0, taken
+
+    def top(self) -> Candidate | None:
+        """The first candidate in victim order (taken or not), or None."""
+        if not self.items:
+            self.items.extend(islice(self.source, 1))
+        return self.items[0] if self.items else None
+
+    def __iter__(self) -> Iterator[Candidate]:
+        items, taken, source = self.items, self.taken, self.source
+        i = self.start
+        while i < len(items) and items[i][2] in taken:
+            i += 1
+        self.start = i
+        yield from islice(items, i, None)   # what is read already (and appended)
+        i = len(items)
+        while True:
+            if i < len(items):
+                yield items[i]
+            else:
+                item = next(source, None)
+                if item is None:
+                    return
+                items.append(item)
+                yield item
+            i += 1
+
+    def all(self) -> list[Candidate]:
+        """Every candidate in victim order."""
+        self.items.extend(self.source)
+        return self.items
+
+
+def choose_victims(need: tuple[int, ...], soon: FreeMap, waiter_level: float,
+                    candidates: Iterable[Candidate], taken: set[int]
+                    ) -> list[Candidate] | None:
+    """Victims for one waiter (see :func:`victims_for_gang`); a one-node waiter takes the
+    arithmetic shortcut :func:`victims_for_one_node`, which gives the same victims."""
+    if len(need) == 1:
+        return victims_for_one_node(need[0], soon, -waiter_level, candidates, taken)
+    return victims_for_gang(need, soon, -waiter_level, candidates, taken)
+
+
+FAR: list[Candidate] = []   # victims_for_one_node's "no hit within ``limit``"
+#: what a strategy's ``one_node`` (``victim_search.PlainSearch.one_node``) returns to leave a
+#: one-node search to the walk over the candidates
+DEFER: list[Candidate] = []
+
+
+def victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
+                          candidates: Iterable[Candidate], taken: set[int],
+                          limit: int = 0) -> list[Candidate] | None:
+    """Same rule as :func:`victims_for_gang` for a waiter needing ``gpus`` on one node:
+    the first node whose free GPUs plus those of the victims taken so far reach ``gpus``
+    hosts it; only victims on that node are kept, newest dropped first while it fits.
+    ``floor``: minus the waiter's level (candidates from there on are not below it).
+    ``limit`` > 0: give up (returning ``FAR``, ``soon`` unchanged) once that many untaken
+    candidates were walked without a hit."""
+    extra: dict[int, int] = {}
+    chosen: list[Candidate] = []
+    hit = -1
+    free = soon.free
+    for cand in candidates:
+        if cand[0] >= floor:
+            break
+        if cand[2] in taken:
+            continue
+        if len(chosen) == limit and limit:
+            return FAR
+        chosen.append(cand)
+        nodes = cand[4]
+        if len(nodes) == 1:
+            node = nodes[0]
+            have = extra.get(node, 0) + cand[3][0]
+            extra[node] = have
+            if free[node] + have >= gpus:
+                hit = node
+                break
+            continue
+        for node, g in zip(nodes, cand[3]):
+            have = extra.get(node, 0) + g
+            extra[node] = have
+            if free[node] + have >= gpus:
+                hit = node
+        if hit >= 0:
+            break
+    if hit < 0:
+        return None
+    mine = [(cand, g) for cand in chosen for node, g in zip(cand[4], cand[3]) if node == hit]
+    return keep_needed(mine, free[hit], gpus, soon)
+
+
+def keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
+                soon: FreeMap) -> list[Candidate]:
+    """The victims a one-node need of ``gpus`` GPUs keeps of ``mine`` (candidates in victim
+    order with the GPUs each frees on the chosen node, which has ``free_gpus`` free): the last
+    one always (it made the need fit), an earlier one only if the need no longer fits without
+    it, so no job is preempted for nothing. The kept victims' GPUs are added to ``soon``."""
+    have = free_gpus + sum(g for _, g in mine)
+    keep = [True] * len(mine)
+    for i in range(len(mine) - 2, -1, -1):
+        if have - mine[i][1] >= gpus:
+            have -= mine[i][1]
+            keep[i] = False
+    kept = [cand for (cand, _), k in zip(mine, keep) if k]
+    for cand in kept:
+        soon.add(cand[4], cand[3])
+    return kept
+
+
+def victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
+                      candidates: Iterable[Candidate], taken: set[int]
+                      ) -> list[Candidate] | None:
+    """Victims for one waiter: take ``candidates`` in order (strictly lower priority than
+    the waiter, i.e. ``-level < floor``, not yet taken) until ``need`` fits, then keep only
+    those on the nodes the waiter will use and drop, newest first, any of those it can do
+    without. On success the victims' GPUs stay added to ``soon``; on failure ``soon`` is
+    left unchanged."""
+    chosen: list[Candidate] = []
+    nodes = None
+    free = soon.free
+    # ``need`` fits iff, for its j-th largest entry n_j, at least j nodes have n_j GPUs
+    # free (entries on distinct nodes; FreeMap.place finds a placement whenever one
+    # exists, and puts an entry of 0 GPUs, a GPU-less hetjob component, only on a node
+    # with a free GPU, so it counts as 1): count such nodes as victims are added, place
+    # only once that holds
+    order = sorted((max(n, 1) for n in need), reverse=True)
+    sizes = sorted(set(order))
+    have = {v: soon.count_at_least(v) for v in sizes}
+    extra: dict[int, int] = {}   # GPUs of the chosen victims per node (not yet in soon)
+    for cand in candidates:
+        if cand[0] >= floor:
+            break
+        if cand[2] in taken:
+            continue
+        rose = False
+        for node, g in zip(cand[4], cand[3]):
+            added = extra.get(node, 0)
+            before = free[node] + added
+            extra[node] = added + g
+            for v in sizes:
+                if before < v <= before + g:
+                    have[v] += 1
+                    rose = True
+        chosen.append(cand)
+        if rose and all(have[n] >= j for j, n in enumerate(order, 1)):
+            nodes = soon.place_with(extra, need)
+            if nodes is not None:
+                break
+    if nodes is None:
+        return None
+    used = set(nodes)
+    return drop_unneeded([cand for cand in chosen if not used.isdisjoint(cand[4])], need, soon)
+
+
+def drop_unneeded(keep: list[Candidate], need: tuple[int, ...], soon: FreeMap
+                   ) -> list[Candidate]:
+    """The tail of :func:`victims_for_gang`: ``keep`` (the chosen victims on the nodes the
+    waiter will use, in victim order) are added to ``soon``, then each but the last is
+    dropped again, newest first, if ``need`` still fits without it. Returns those kept."""
+    for cand in keep:
+        soon.add(cand[4], cand[3])
+    needed = [True] * len(keep)
+    for i in range(len(keep) - 2, -1, -1):
+        cand = keep[i]
+        soon.add(cand[4], [-g for g in cand[3]])
+        if soon.place(need) is None:
+            soon.add(cand[4], cand[3])
+        else:
+            needed[i] = False
+    return [cand for cand, keep_it in zip(keep, needed) if keep_it]
