@@ -204,7 +204,7 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
                     v is None or _epoch(v) for v in band)):
                 raise SnapshotError(f"{path}: malformed snapshot ({where}.{key}: expected "
                                     "[p10, p50, p90] or null, in epoch seconds)")
-        chance = entry.get("preempt_chance")
+        chance: Any = entry.get("preempt_chance")
         if not (_number(chance) and 0 <= chance <= 1):
             raise SnapshotError(f"{path}: malformed snapshot ({where}.preempt_chance: expected "
                                 "a share from 0 to 1)")
