@@ -29,6 +29,7 @@ from slurm_plugin.common.wording import shown
 from prioritizer.sim.report import (format_sharing_table, format_table, format_windows_table,
                                     summarize, window_comparison, write_jobs_csv, write_plot)
 from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.shared import is_shared
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
 from slurm_plugin.common.cli import visible
@@ -132,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
     if "tiresias-gittins" in policies:
         distribution = _distribution(args)
     tenancy = _tenancy(args, cluster) if args.tenants else None
+    if tenancy is not None and is_shared(trace):
+        raise CliError("--tenants: the trace has shard or opportunistic jobs, which replay "
+                       "without tenants; drop --tenants or the sharing columns")
     if args.tenants_plot and tenancy is None:
         raise CliError("--tenants-plot needs --tenants FILE.yaml")
     if args.tenants_plot:

@@ -95,3 +95,17 @@ def test_tenants_plot(files: tuple[str, str], tmp_path: Path,
     assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
                  "--tenants-plot", str(out)]) == 2
     assert capsys.readouterr().err.strip() == "dlprio: --tenants-plot needs --tenants FILE.yaml"
+
+
+def test_sharing_trace_with_tenants_is_refused_before_the_replay(
+        files: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Shard or opportunistic jobs replay without tenants: one line and exit 2, no traceback."""
+    _, tenants = files
+    trace = tmp_path / "shared.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration,opportunistic\n"
+                     "a,0.5,0,100,\nb,1,5,10,1\n")
+    assert main(["simulate", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants", tenants]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dlprio: --tenants: the trace has shard or opportunistic jobs, which replay without "
+        "tenants; drop --tenants or the sharing columns")
