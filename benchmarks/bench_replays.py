@@ -28,7 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repository before tests/: tests/ has folders named like the packages (tests/prioritizer/,
+# tests/slurm_plugin/, ...), which would otherwise be imported in their place
+_ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(_ROOT), str(_ROOT / "tests")]
 from regression_helpers import all_cases  # noqa: E402
 
 
@@ -60,7 +63,11 @@ def main() -> int:
     parser.add_argument("--compiled", action="append", default=[], choices=("on", "off"),
                         help="DLPRIO_COMPILED for the replays (repeatable; turns)")
     args = parser.parse_args()
-    cases = [c for c in all_cases() if not c.trace.startswith("60job") and args.only in c.name]
+    known = [c for c in all_cases() if not c.trace.startswith("60job")]
+    cases = [c for c in known if args.only in c.name]
+    if not cases:
+        parser.error(f"--only {args.only!r} matches no case; names: "
+                     + ", ".join(sorted(c.name for c in known)))
     codes: list[tuple[str | None, str | None]] = [
         (code, mode) for code in (list(args.code) or [None])
         for mode in (list(args.compiled) or [None])]

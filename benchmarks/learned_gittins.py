@@ -10,6 +10,8 @@ README's reference settings).
 
 from __future__ import annotations
 
+import argparse
+
 import dataclasses
 import statistics
 import sys
@@ -42,7 +44,11 @@ def halves(trace: Trace, until: float | None = None) -> tuple[Trace, Trace]:
             Trace(trace.path, trace.format, rebased, 0))
 
 
-def main(names: list[str]) -> None:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", choices=[*TRACES, []], metavar="TRACE",
+                        help=f"traces to replay (default all: {', '.join(TRACES)})")
+    names = parser.parse_args(argv).names
     base = PolicyConfig().zero_cost()
     for name in names or list(TRACES):
         path, since, nodes = TRACES[name]

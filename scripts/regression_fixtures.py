@@ -25,7 +25,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+# the repository before tests/: tests/ has folders named like the packages (tests/prioritizer/,
+# tests/slurm_plugin/, ...), which would otherwise be imported in their place
+_ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(_ROOT), str(_ROOT / "tests")]
 from regression_helpers import (  # noqa: E402
     FIXTURES, ROOT, Case, all_cases, read_fixture, write_fixture)
 
