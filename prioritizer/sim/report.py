@@ -272,6 +272,21 @@ def write_plot(results: Sequence[SimResult], path: str | Path,
     plt.close(fig)
 
 
+def _minor_label(ax: Any, value: float) -> str:
+    """The label of a minor tick (2-9 x a power of ten) on a log axis, as matplotlib's own
+    ``LogFormatter`` chooses them but written plainly (``0.6``, not ``6e-01``): every minor
+    tick over less than half a decade, those at 2, 3 and 5 over up to two decades, none beyond
+    (so labels never pile up)."""
+    low, high = sorted(ax.get_ylim())
+    if value <= 0 or low <= 0:
+        return ""
+    decades = math.log10(high / low)
+    digit = round(value / 10 ** math.floor(math.log10(value)), 6)
+    if decades < 0.5 or (decades <= 2 and digit in (2, 3, 5)):
+        return f"{value:g}"
+    return ""
+
+
 def _window_panel(ax: Any, results: Sequence[SimResult], comparison: dict[str, dict[str, Any]],
                   baseline: str | None) -> None:
     """Each policy's per-window ratio to the baseline, in the policies' line styles."""
@@ -286,7 +301,7 @@ def _window_panel(ax: Any, results: Sequence[SimResult], comparison: dict[str, d
     ax.set_yscale("log")
     plain = FuncFormatter(lambda value, _: f"{value:g}")   # 0.5, 2 rather than 10^0 forms
     ax.yaxis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: _minor_label(ax, value)))
     ax.set_xlabel("window's first submit (h since the first job)")
     ax.set_ylabel(f"window avg JCT / {baseline}'s")
     ax.set_title("per-window JCT ratio")

@@ -100,3 +100,31 @@ def test_no_job() -> None:
     out = compare_windows({"b": {}, "p": {}}, "b", 200)["p"]
     assert out == {"windows": [], "worst_window_ratio": 1.0, "windows_over_1_03": 0,
                    "hurt_jobs_share": 0.0, "avg_jct_ratio": 1.0}
+
+
+class _Axis:
+    """What ``_minor_label`` reads of a matplotlib axis: its y limits."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.limits = (low, high)
+
+    def get_ylim(self) -> tuple[float, float]:
+        return self.limits
+
+
+TICKS = [0.3, 0.4, 0.5, 0.6, 0.9, 2.0, 3.0, 4.0, 5.0, 7.0]
+
+
+@pytest.mark.parametrize(("limits", "labelled"), [
+    # log10(1.4 / 0.85) = 0.22 decades, under half a decade: every minor tick, written plainly
+    ((0.85, 1.4), ["0.3", "0.4", "0.5", "0.6", "0.9", "2", "3", "4", "5", "7"]),
+    # log10(6 / 0.3) = 1.3 decades: those at 2, 3 and 5 x a power of ten only
+    ((0.3, 6.0), ["0.3", "0.5", "2", "3", "5"]),
+    # log10(50 / 0.01) = 3.7 decades: none
+    ((0.01, 50.0), []),
+])
+def test_window_panel_labels_minor_ticks_by_the_axis_range(
+        limits: tuple[float, float], labelled: list[str]) -> None:
+    from prioritizer.sim.report import _minor_label
+    got = [_minor_label(_Axis(*limits), t) for t in TICKS]
+    assert [x for x in got if x] == labelled
