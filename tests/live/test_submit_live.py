@@ -121,7 +121,7 @@ def test_pai_jobs_pass_sbatch_test_only(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.releases
 def test_typed_gres_and_binding_pass_sbatch_test_only() -> None:
-    """The pyxis example rendered for runtime none: gpu:a100:N, enforce-binding, USR1@120."""
+    """The pyxis example rendered for runtime none: gpu:a100:N, enforce-binding, USR2@120."""
     example = Path(__file__).resolve().parents[2] / "examples" / "specs" / "pyxis-registry-image.yaml"
     script = render_sbatch(load.load(example), RenderOptions())
     assert "#SBATCH --gres-flags=enforce-binding" in script
