@@ -3,20 +3,13 @@ naming the option and exit 2, before it starts a daemon or submits a job."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "forecast_vs_squeue_start.py"
+from script_helpers import load_script
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("forecast_vs_squeue_start", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/forecast_vs_squeue_start.py")
 
 
 @pytest.mark.parametrize(("argv", "message"), [

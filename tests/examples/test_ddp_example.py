@@ -5,9 +5,7 @@ namespaced nodes is tests/live/test_ddp_live.py)."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -16,16 +14,13 @@ import pytest
 import torch
 import torch.distributed as dist
 
+from script_helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ddp_train", ROOT / "examples" / "ddp_train.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ddp_train"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples/ddp_train.py", register=True)
 
 
 ddp = load_example()

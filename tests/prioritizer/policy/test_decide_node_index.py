@@ -7,16 +7,15 @@ non-preemptible jobs and jobs being preempted, so that searches fail, tie and fa
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prioritizer.policy.victim_search as search_module
 from policy_helpers import pending, running, snapshot
+from script_helpers import load_script
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.decide import decide
 from prioritizer.policy.model import Decisions, Snapshot
@@ -99,10 +98,7 @@ def test_index_chooses_the_walks_victims(world: tuple[Snapshot, PolicyConfig]) -
 def test_index_is_used_and_agrees_on_a_storm() -> None:
     """A small storm (benchmarks/bench_decide.py's shape: a full cluster, thousands of
     starving waiters): dozens of waiters preempt, through the index, as through the walks."""
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "bench_decide.py"
-    spec = importlib.util.spec_from_file_location("bench_decide", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_script("benchmarks/bench_decide.py")
     snap = bench.make_snapshot(1_500, 150)
     calls = []
     real = search_module._NodeIndex.search
