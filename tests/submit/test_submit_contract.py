@@ -97,22 +97,23 @@ def test_clean_environment_drops_the_enclosing_jobs_settings() -> None:
                                     "SBATCH_ACCOUNT": "mine", "SLURM_TIME_FORMAT": "%s"}
 
 
-def test_submitting_inside_a_job_warns_and_passes_the_clean_env(
+def test_submitting_inside_a_job_warns_and_passes_the_clean_env(tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     seen: list[dict[str, str]] = []
     monkeypatch.setenv("SLURM_JOB_ID", "5100")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.setattr(cli, "_submit", lambda s, a, env: seen.append(env) or 9)
-    assert cli.main([str(_spec_file(monkeypatch))]) == 0
+    assert cli.main([str(_spec_file(tmp_path))]) == 0
     assert "SLURM_JOB_ID" not in seen[0] and "CUDA_VISIBLE_DEVICES" not in seen[0]
     assert "running inside job 5100" in capsys.readouterr().err
 
 
-def _spec_file(monkeypatch: pytest.MonkeyPatch, spec: dict | None = None) -> Path:
-    import tempfile
-
-    d = Path(tempfile.mkdtemp(prefix="dlsubmit-"))
-    f = d / "job.yaml"
+def _spec_file(tmp_path: Path, spec: dict | None = None) -> Path:
+    f = tmp_path / "job.yaml"
+    n = 1
+    while f.exists():
+        n += 1
+        f = tmp_path / f"job-{n}.yaml"
     f.write_text(yaml.safe_dump(spec or v2_spec()))
     return f
 
@@ -149,7 +150,7 @@ def test_timed_out_submission_that_was_queued_is_reported_once(
     monkeypatch.setenv("FAKE_DIR", str(tmp_path))
     monkeypatch.setenv("SLURM_CONF", str(conf))
     monkeypatch.setattr(cli, "LOOKUP_WAIT_S", 0)
-    rc = cli.main([str(_spec_file(monkeypatch))])
+    rc = cli.main([str(_spec_file(tmp_path))])
     out, err = capsys.readouterr()
     assert (rc, out) == (0, "4242\n")
     assert (tmp_path / "sbatch-calls").read_text() == "x\n"   # never submitted twice
@@ -167,7 +168,7 @@ def test_timed_out_submission_not_queued_says_so(
     monkeypatch.setattr(cli, "_submit", timeout)
     monkeypatch.setattr(cli, "_find", lambda token: [])
     monkeypatch.setattr(cli, "LOOKUP_WAIT_S", 0)
-    assert cli.main([str(_spec_file(monkeypatch))]) == 3
+    assert cli.main([str(_spec_file(tmp_path))]) == 3
     assert "so nothing was queued" in capsys.readouterr().err
 
 
@@ -262,7 +263,7 @@ def test_secret_file_mode_and_names_are_checked(tmp_path: Path, monkeypatch: pyt
     sf = tmp_path / "s.env"
     sf.write_text("other=1\n")
     sf.chmod(0o644)
-    spec = _spec_file(monkeypatch, _secret_spec())
+    spec = _spec_file(tmp_path, _secret_spec())
     assert cli.main([str(spec), "--dry-run", "--secrets", str(sf)]) == 2
     err = capsys.readouterr().err
     assert "mode 0644 lets others read it" in err and "no line for token" in err
@@ -329,7 +330,7 @@ def test_every_flag_and_site_key_refuses_or_quotes_hostile_values(
         capsys: pytest.CaptureFixture[str]) -> None:
     marker = tmp_path / "pwned"
     text = text.replace("MARKER", str(marker)).replace("/tmp/pwned", str(marker))
-    spec = _spec_file(monkeypatch, v2_spec(roles={"w": role("true", gpu=1)}))
+    spec = _spec_file(tmp_path, v2_spec(roles={"w": role("true", gpu=1)}))
     flags = [f for f, _ in _flag_cases(marker)]
     for flag in flags:
         rc = cli.main([str(spec), "--dry-run", flag, text])
@@ -360,7 +361,7 @@ def test_every_flag_and_site_key_refuses_or_quotes_hostile_values(
 
 def test_gpu_type_injection_from_the_issue_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    spec = _spec_file(monkeypatch, v2_spec(roles={"w": role("true", gpu=1)}))
+    spec = _spec_file(tmp_path, v2_spec(roles={"w": role("true", gpu=1)}))
     assert cli.main([str(spec), "--dry-run", "--gpu-type", "a100$(touch /tmp/x)"]) == 2
     assert "--gpu-type 'a100$(touch /tmp/x)': must be a Slurm name" in capsys.readouterr().err
 
@@ -532,12 +533,12 @@ def test_several_specs_all_or_nothing(tmp_path: Path, monkeypatch: pytest.Monkey
                                       capsys: pytest.CaptureFixture[str]) -> None:
     calls: list[str] = []
     monkeypatch.setattr(cli, "_submit", lambda s, a, env: calls.append(s) or 100 + len(calls))
-    good = _spec_file(monkeypatch)
+    good = _spec_file(tmp_path)
     bad = tmp_path / "bad.yaml"
     bad.write_text("protocolVersion: 2\nname: b\ntaskRoles: {}\n")
     assert cli.main([str(good), str(bad)]) == 2
     assert calls == [] and f"dlsubmit: {bad}: taskRoles" in capsys.readouterr().err
-    second = _spec_file(monkeypatch, v2_spec(name="second"))
+    second = _spec_file(tmp_path, v2_spec(name="second"))
     assert cli.main([str(good), str(second)]) == 0
     assert sorted(capsys.readouterr().out.split()) == ["101", "102"]
     assert len(calls) == 2
@@ -550,8 +551,8 @@ def test_fewer_addresses_than_nodes_is_refused(tmp_path: Path, fake_bin: Path) -
     assert rc != 0 and "1 node address(es) for the 2 node(s) of role w" in out
 
 
-def test_undeclared_param_exits_2_from_the_command_line(monkeypatch: pytest.MonkeyPatch,
+def test_undeclared_param_exits_2_from_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     spec = v2_spec(roles={"w": role("echo <% $parameters.bs %>")}, parameters={"bs": 8})
-    assert cli.main([str(_spec_file(monkeypatch, spec)), "--dry-run", "--param", "x=1"]) == 2
+    assert cli.main([str(_spec_file(tmp_path, spec)), "--dry-run", "--param", "x=1"]) == 2
     assert capsys.readouterr().err == "dlsubmit: --param x: the spec declares no parameter 'x' (parameters: bs)\n"
