@@ -183,6 +183,17 @@ class FreeMap:
         self.free[node] = value
 
 
+def place_once(free: list[int], need: Sequence[int]) -> tuple[int, ...] | None:
+    """What ``FreeMap(free).place(need)`` returns, for a map placed on once: a one-node need
+    by one pass over ``free`` (the node with the fewest free GPUs that holds it, lowest index
+    first; an entry of 0 GPUs needs a free GPU, as in ``place``), a gang by the map."""
+    if len(need) != 1:
+        return FreeMap(free).place(need)
+    want = max(need[0], 1)
+    best = min((count for count in free if count >= want), default=None)
+    return None if best is None else (free.index(best),)
+
+
 @dataclass(frozen=True)
 class Planned:
     """One outcome of :func:`plan_starts`: ``job_id`` on ``nodes`` (aligned with its need)."""

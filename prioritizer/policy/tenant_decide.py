@@ -37,6 +37,10 @@ class Owner:
     mem_mib: float = 0.0
 
 
+#: the owner of a job ``owners`` does not name
+NOBODY = Owner()
+
+
 @dataclass(frozen=True)
 class TenantDecisions:
     """``decisions`` (order with held-back jobs last, preemptions by the tenant rules),
@@ -53,7 +57,7 @@ def holdings_of(snapshot: Snapshot, owners: Mapping[int, Owner]) -> Holdings:
     out = Holdings()
     for job in snapshot.jobs:
         if job.phase is JobPhase.RUNNING and not job.releasing:
-            o = owners.get(job.job_id, Owner())
+            o = owners.get(job.job_id, NOBODY)
             out.add(o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib)
     return out
 
@@ -82,7 +86,7 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         if eligible is not None and eligible > now:
             later.append(job_id)
             continue
-        o = owners.get(job_id, Owner())
+        o = owners.get(job_id, NOBODY)
         waiting.append(Waiting(job_id, o.tenant, o.user, jobs[job_id].num_gpus, o.cpus,
                                o.mem_mib))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
@@ -99,14 +103,14 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                 placed = tuple(index[name] for name in job.nodes)
             except KeyError as exc:
                 raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
-            holders.append(Holder(job.job_id, owners.get(job.job_id, Owner()).tenant,
+            holders.append(Holder(job.job_id, owners.get(job.job_id, NOBODY).tenant,
                                   job.gpus_per_node, placed,
                                   rules.level(job, inner.states[job.job_id]),
                                   job.attained_gpu_s,
                                   may_be_victim(job.preemptible, job.releasing, job.run_start,
                                                 now, config.min_run_s),
                                   job.releasing))
-        walkers = [Walker(job_id, owners.get(job_id, Owner()).tenant,
+        walkers = [Walker(job_id, owners.get(job_id, NOBODY).tenant,
                           jobs[job_id].gpus_per_node,
                           rules.level(jobs[job_id], inner.states[job_id]))
                    for job_id in merged.order]

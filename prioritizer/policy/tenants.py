@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from prioritizer.policy.validation import ConfigError
 
@@ -262,8 +262,7 @@ def fair_share(held: Sequence[float], usage: Sequence[float] | None, totals: Seq
 
 # -- the order across tenants --------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Waiting:
+class Waiting(NamedTuple):
     """A pending job as the tenant rules see it: its tenant, user and what it asks
     (``gpus``, ``cpus``, ``mem_mib``: totals over its nodes)."""
 
