@@ -82,13 +82,12 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
     waiting = []
     later: list[int] = []   # waiting out a requeue's BeginTime: after the others
     for job_id in inner.order:
-        eligible = jobs[job_id].eligible_time
-        if eligible is not None and eligible > now:
+        job = jobs[job_id]
+        if job.eligible_time is not None and job.eligible_time > now:
             later.append(job_id)
             continue
         o = owners.get(job_id, NOBODY)
-        waiting.append(Waiting(job_id, o.tenant, o.user, jobs[job_id].num_gpus, o.cpus,
-                               o.mem_mib))
+        waiting.append(Waiting(job_id, o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
     preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
@@ -100,7 +99,7 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
             if job.phase is not JobPhase.RUNNING:
                 continue
             try:
-                placed = tuple(index[name] for name in job.nodes)
+                placed = tuple(map(index.__getitem__, job.nodes))
             except KeyError as exc:
                 raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
             holders.append(Holder(job.job_id, owners.get(job.job_id, NOBODY).tenant,
@@ -110,10 +109,11 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                   may_be_victim(job.preemptible, job.releasing, job.run_start,
                                                 now, config.min_run_s),
                                   job.releasing))
-        walkers = [Walker(job_id, owners.get(job_id, NOBODY).tenant,
-                          jobs[job_id].gpus_per_node,
-                          rules.level(jobs[job_id], inner.states[job_id]))
-                   for job_id in merged.order]
+        walkers = []
+        for job_id in merged.order:
+            job = jobs[job_id]
+            walkers.append(Walker(job_id, owners.get(job_id, NOBODY).tenant, job.gpus_per_node,
+                                  rules.level(job, inner.states[job_id])))
         preemptions, reasons = tenant_preemptions(
             walkers, holders, [n.gpus_free for n in snapshot.nodes], tenancy,
             inside=rules.preemptive)

@@ -277,26 +277,35 @@ def _choose(need: tuple[int, ...], cands: Iterable[Holder], level: float, taken:
         if h.job_id in taken:
             continue
         chosen.append(h)
-        reached = False
-        for node, g in zip(h.nodes, h.gpus_per_node):
-            have = extra.get(node, 0) + g
+        on = h.nodes
+        if len(on) == 1:
+            node = on[0]
+            have = extra.get(node, 0) + h.gpus_per_node[0]
             extra[node] = have
-            reached = reached or free[node] + have >= low
+            reached = free[node] + have >= low
+        else:
+            reached = False
+            for node, g in zip(on, h.gpus_per_node):
+                have = extra.get(node, 0) + g
+                extra[node] = have
+                if free[node] + have >= low:
+                    reached = True
         if reached:   # a node that may host an entry came within reach: try to place
             nodes = soon.place_with(extra, need)
             if nodes is not None:
                 break
     if nodes is None:
         return None
-    hosts = set(nodes)
-    keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
     if len(need) == 1:   # one node: drop by arithmetic
         node = nodes[0]
+        keep = [h for h in chosen if node in h.nodes]
         flags = needed_on_node([dict(zip(h.nodes, h.gpus_per_node))[node] for h in keep],
                                free[node], max(need[0], 1))
         keep = [h for h, k in zip(keep, flags) if k]
         for h in keep:
             soon.add(h.nodes, h.gpus_per_node)
         return keep
+    hosts = set(nodes)
+    keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
     flags = needed_on_nodes([(h.nodes, h.gpus_per_node) for h in keep], need, soon)
     return [h for h, k in zip(keep, flags) if k]

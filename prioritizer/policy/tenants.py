@@ -355,37 +355,42 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
     held: list[int] = []
     why: dict[int, tuple[str, str, float, int, float]] = {}
     half = tenancy.fair_share_half_life_s
-    #: per tenant with a job left: (key, its next job, guarantee, GPUs held); a key only
-    #: changes when its own tenant's holdings do (keys of the others are kept)
-    keys: dict[str, tuple[tuple[int, float, int], Waiting, int, float]] = {}
+    specs = {name: tenancy.by_name.get(name) for name in queues}
+    #: per tenant with a job left: (key, tenant, its next job, guarantee, GPUs held); keys
+    #: are unique (the job's rank ends them) and only change when their own tenant's
+    #: holdings do (the others are kept)
+    keys: dict[str, tuple[tuple[int, float, int], str, Waiting, int, float]] = {}
 
     def refresh(name: str) -> None:
-        queue, spec = queues[name], tenancy.by_name.get(name)
-        while heads[name] < len(queue):
-            job = queue[heads[name]]
+        queue, spec = queues[name], specs[name]
+        i = heads[name]
+        while i < len(queue):
+            job = queue[i]
             capped = _capped(job, spec, held_now)
             if capped is None:
                 break
             held.append(job.job_id)
             why[job.job_id] = capped
-            heads[name] += 1
+            i += 1
         else:
+            heads[name] = i
             keys.pop(name, None)
             return
+        heads[name] = i
         g = spec.guaranteed_gpus if spec is not None else 0
-        have = held_now.gpus(name)
+        row = held_now.tenants.get(name)
+        have = row[0] if row is not None else 0.0
         if g > 0 and have + job.gpus <= g:
-            keys[name] = ((0, have / g, rank[job.job_id]), job, g, have)
+            keys[name] = ((0, have / g, rank[job.job_id]), name, job, g, have)
         else:
-            row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
-            share = fair_share(row, None if usage is None else usage.get(name), totals, g, half)
-            keys[name] = ((1, share, rank[job.job_id]), job, g, have)
+            share = fair_share(row if row is not None else (0.0, 0.0, 0.0),
+                               None if usage is None else usage.get(name), totals, g, half)
+            keys[name] = ((1, share, rank[job.job_id]), name, job, g, have)
 
     for name in queues:
         refresh(name)
     while keys:
-        name = min(keys, key=lambda n: keys[n][0])
-        key, job, g, have = keys[name]
+        key, name, job, g, have = min(keys.values())
         order.append(job.job_id)
         why[job.job_id] = (GUARANTEE if key[0] == 0 else SHARE, name, have, g, key[1])
         held_now.add(name, job.user, job.gpus, job.cpus, job.mem_mib)
