@@ -79,7 +79,9 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
     if totals is None:
         totals = (float(sum(n.gpus_total for n in snapshot.nodes)), 0.0, 0.0)
     jobs = {job.job_id: job for job in snapshot.jobs}
+    rules = POLICIES[config.policy](config, distribution)
     waiting = []
+    walkers: dict[int, Walker] = {}   # the same pending jobs, as the victim walk sees them
     later: list[int] = []   # waiting out a requeue's BeginTime: after the others
     for job_id in inner.order:
         job = jobs[job_id]
@@ -88,10 +90,12 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
             continue
         o = owners.get(job_id, NOBODY)
         waiting.append(Waiting(job_id, o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib))
+        if config.preemption:
+            walkers[job_id] = Walker(job_id, o.tenant, job.gpus_per_node,
+                                     rules.level(job, inner.states[job_id]))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
     preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
-    rules = POLICIES[config.policy](config, distribution)
     if config.preemption and merged.order:
         index = {node.name: i for i, node in enumerate(snapshot.nodes)}
         holders = []
@@ -109,13 +113,8 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                   may_be_victim(job.preemptible, job.releasing, job.run_start,
                                                 now, config.min_run_s),
                                   job.releasing))
-        walkers = []
-        for job_id in merged.order:
-            job = jobs[job_id]
-            walkers.append(Walker(job_id, owners.get(job_id, NOBODY).tenant, job.gpus_per_node,
-                                  rules.level(job, inner.states[job_id])))
         preemptions, reasons = tenant_preemptions(
-            walkers, holders, [n.gpus_free for n in snapshot.nodes], tenancy,
+            [walkers[job_id] for job_id in merged.order], holders, [n.gpus_free for n in snapshot.nodes], tenancy,
             inside=rules.preemptive)
     decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
                                     preemptions=tuple(preemptions))
