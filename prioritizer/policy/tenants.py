@@ -233,7 +233,7 @@ Resources = tuple[float, float, float]
 
 def dominant_share(held: Sequence[float], totals: Sequence[float]) -> float:
     """The largest of ``held[r] / totals[r]`` over resources with a total above 0 (DRF)."""
-    return max((h / t for h, t in zip(held, totals) if t > 0), default=0.0)
+    return max([h / t for h, t in zip(held, totals) if t > 0], default=0.0)
 
 
 def decay(usage: Sequence[float], held: Sequence[float], elapsed_s: float,
