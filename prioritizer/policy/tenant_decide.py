@@ -114,8 +114,8 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                                 now, config.min_run_s),
                                   job.releasing))
         preemptions, reasons = tenant_preemptions(
-            [walkers[job_id] for job_id in merged.order], holders, [n.gpus_free for n in snapshot.nodes], tenancy,
-            inside=rules.preemptive)
+            [walkers[job_id] for job_id in merged.order], holders,
+            [n.gpus_free for n in snapshot.nodes], tenancy, inside=rules.preemptive)
     decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
                                     preemptions=tuple(preemptions))
     return TenantDecisions(decisions, merged, reasons)

@@ -278,7 +278,7 @@ def _choose(need: tuple[int, ...], cands: Iterable[Holder], level: float, taken:
             continue
         chosen.append(h)
         on = h.nodes
-        if len(on) == 1:
+        if len(on) == 1:   # a one-node job (most): no zip
             node = on[0]
             have = extra.get(node, 0) + h.gpus_per_node[0]
             extra[node] = have

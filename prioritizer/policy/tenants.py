@@ -355,36 +355,31 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
     held: list[int] = []
     why: dict[int, tuple[str, str, float, int, float]] = {}
     half = tenancy.fair_share_half_life_s
-    specs = {name: tenancy.by_name.get(name) for name in queues}
     #: per tenant with a job left: (key, tenant, its next job, guarantee, GPUs held); keys
     #: are unique (the job's rank ends them) and only change when their own tenant's
     #: holdings do (the others are kept)
     keys: dict[str, tuple[tuple[int, float, int], str, Waiting, int, float]] = {}
 
     def refresh(name: str) -> None:
-        queue, spec = queues[name], specs[name]
-        i = heads[name]
-        while i < len(queue):
-            job = queue[i]
+        queue, spec = queues[name], tenancy.by_name.get(name)
+        while heads[name] < len(queue):
+            job = queue[heads[name]]
             capped = _capped(job, spec, held_now)
             if capped is None:
                 break
             held.append(job.job_id)
             why[job.job_id] = capped
-            i += 1
+            heads[name] += 1
         else:
-            heads[name] = i
             keys.pop(name, None)
             return
-        heads[name] = i
         g = spec.guaranteed_gpus if spec is not None else 0
-        row = held_now.tenants.get(name)
-        have = row[0] if row is not None else 0.0
+        have = held_now.gpus(name)
         if g > 0 and have + job.gpus <= g:
             keys[name] = ((0, have / g, rank[job.job_id]), name, job, g, have)
         else:
-            share = fair_share(row if row is not None else (0.0, 0.0, 0.0),
-                               None if usage is None else usage.get(name), totals, g, half)
+            row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
+            share = fair_share(row, None if usage is None else usage.get(name), totals, g, half)
             keys[name] = ((1, share, rank[job.job_id]), name, job, g, have)
 
     for name in queues:
