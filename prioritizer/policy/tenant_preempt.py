@@ -18,7 +18,7 @@ No job is a victim of another tenant's job above the guarantees: there the start
 decides who gets the GPUs that come free. Victims are those ``victims.may_be_victim`` admits;
 inside a tenant, of the victims taken in order until the job fits, only those on the nodes it
 will use are kept, and each but the last is dropped again, newest first, when the job fits
-without it.
+without it (``victims.needed_on_node``, ``needed_on_nodes``: the rule ``decide`` keeps too).
 Signal, grace and requeue are the driver's, as for any preemption.
 """
 

@@ -155,8 +155,8 @@ def keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
     """The victims a one-node need of ``gpus`` GPUs keeps of ``mine`` (candidates in victim
     order with the GPUs each frees on the chosen node, which has ``free_gpus`` free; the rule
     is :func:`needed_on_node`). The kept victims' GPUs are added to ``soon``."""
-    kept = [cand for (cand, _), k in zip(mine, needed_on_node([g for _, g in mine], free_gpus,
-                                                              gpus)) if k]
+    flags = needed_on_node([g for _, g in mine], free_gpus, gpus)
+    kept = [cand for (cand, _), k in zip(mine, flags) if k]
     for cand in kept:
         soon.add(cand[4], cand[3])
     return kept
