@@ -231,7 +231,7 @@ def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, so
     candidates in victim order until its entry fits, a tenant's only while it still holds
     more than its guarantee. None (``soon`` unchanged): no such set; else the victims, their
     GPUs added to ``soon``."""
-    room = soon.free
+    room = soon.free   # then per node: free if every borrower's candidate there were gone
     for t in borrowers:
         room = list(map(add, room, mine.room(t)))
     hosts = place_once(room, need)
