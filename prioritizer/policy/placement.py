@@ -126,6 +126,8 @@ class FreeMap:
         raised by ``extra[node]``, without changing this map (the same rule: entries largest
         first, each on the unused node with the fewest free GPUs that holds it, lowest index
         first among equals)."""
+        if len(need) == 1:
+            return self._place_one_with(extra, need[0])
         moved = sorted((self.free[n] + e, n) for n, e in extra.items() if e)
         skip = {n for _, n in moved}
         used: set[int] = set()
@@ -151,6 +153,25 @@ class FreeMap:
             used.add(best[1])
             result[pos] = best[1]
         return tuple(result)
+
+    def _place_one_with(self, extra: dict[int, int], want: int) -> tuple[int, ...] | None:
+        """:meth:`place_with` for one entry of ``want`` GPUs: the least ``(free GPUs,
+        node)`` that holds it over the raised nodes (one pass, no sort) and the others."""
+        free = self.free
+        best: tuple[int, int] | None = None
+        for node, e in extra.items():
+            if e and free[node] + e >= want and (best is None or (free[node] + e, node) < best):
+                best = (free[node] + e, node)
+        values = self._values
+        for i in range(bisect_left(values, want), len(values)):
+            if best is not None and values[i] > best[0]:
+                break
+            here = next((n for n in self._nodes_at[values[i]] if not extra.get(n)), None)
+            if here is not None:
+                if best is None or (values[i], here) < best:
+                    best = (values[i], here)
+                break
+        return None if best is None else (best[1],)
 
     def add(self, nodes: Iterable[int], amounts: Iterable[int]) -> None:
         """Change free GPUs of ``nodes`` by ``amounts`` (negative = allocate)."""
@@ -181,6 +202,17 @@ class FreeMap:
             else:
                 insort(bucket, node)
         self.free[node] = value
+
+
+def place_once(free: list[int], need: Sequence[int]) -> tuple[int, ...] | None:
+    """What ``FreeMap(free).place(need)`` returns, for a map placed on once: a one-node need
+    by one pass over ``free`` (the node with the fewest free GPUs that holds it, lowest index
+    first; an entry of 0 GPUs needs a free GPU, as in ``place``), a gang by the map."""
+    if len(need) != 1:
+        return FreeMap(free).place(need)
+    want = max(need[0], 1)
+    best = min(filter(want.__le__, free), default=None)   # the fewest free >= want
+    return None if best is None else (free.index(best),)
 
 
 @dataclass(frozen=True)

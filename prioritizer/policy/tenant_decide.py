@@ -37,6 +37,10 @@ class Owner:
     mem_mib: float = 0.0
 
 
+#: the owner of a job ``owners`` does not name
+NOBODY = Owner()
+
+
 @dataclass(frozen=True)
 class TenantDecisions:
     """``decisions`` (order with held-back jobs last, preemptions by the tenant rules),
@@ -53,7 +57,7 @@ def holdings_of(snapshot: Snapshot, owners: Mapping[int, Owner]) -> Holdings:
     out = Holdings()
     for job in snapshot.jobs:
         if job.phase is JobPhase.RUNNING and not job.releasing:
-            o = owners.get(job.job_id, Owner())
+            o = owners.get(job.job_id, NOBODY)
             out.add(o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib)
     return out
 
@@ -75,20 +79,23 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
     if totals is None:
         totals = (float(sum(n.gpus_total for n in snapshot.nodes)), 0.0, 0.0)
     jobs = {job.job_id: job for job in snapshot.jobs}
+    rules = POLICIES[config.policy](config, distribution)
     waiting = []
+    walkers: dict[int, Walker] = {}   # the same pending jobs, as the victim walk sees them
     later: list[int] = []   # waiting out a requeue's BeginTime: after the others
     for job_id in inner.order:
-        eligible = jobs[job_id].eligible_time
-        if eligible is not None and eligible > now:
+        job = jobs[job_id]
+        if job.eligible_time is not None and job.eligible_time > now:
             later.append(job_id)
             continue
-        o = owners.get(job_id, Owner())
-        waiting.append(Waiting(job_id, o.tenant, o.user, jobs[job_id].num_gpus, o.cpus,
-                               o.mem_mib))
+        o = owners.get(job_id, NOBODY)
+        waiting.append(Waiting(job_id, o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib))
+        if config.preemption:
+            walkers[job_id] = Walker(job_id, o.tenant, job.gpus_per_node,
+                                     rules.level(job, inner.states[job_id]))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
     preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
-    rules = POLICIES[config.policy](config, distribution)
     if config.preemption and merged.order:
         index = {node.name: i for i, node in enumerate(snapshot.nodes)}
         holders = []
@@ -96,23 +103,19 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
             if job.phase is not JobPhase.RUNNING:
                 continue
             try:
-                placed = tuple(index[name] for name in job.nodes)
+                placed = tuple(map(index.__getitem__, job.nodes))
             except KeyError as exc:
                 raise ValueError(f"job {job.job_id}: node {exc.args[0]} not in snapshot") from None
-            holders.append(Holder(job.job_id, owners.get(job.job_id, Owner()).tenant,
+            holders.append(Holder(job.job_id, owners.get(job.job_id, NOBODY).tenant,
                                   job.gpus_per_node, placed,
                                   rules.level(job, inner.states[job.job_id]),
                                   job.attained_gpu_s,
                                   may_be_victim(job.preemptible, job.releasing, job.run_start,
                                                 now, config.min_run_s),
                                   job.releasing))
-        walkers = [Walker(job_id, owners.get(job_id, Owner()).tenant,
-                          jobs[job_id].gpus_per_node,
-                          rules.level(jobs[job_id], inner.states[job_id]))
-                   for job_id in merged.order]
         preemptions, reasons = tenant_preemptions(
-            walkers, holders, [n.gpus_free for n in snapshot.nodes], tenancy,
-            inside=rules.preemptive)
+            [walkers[job_id] for job_id in merged.order], holders,
+            [n.gpus_free for n in snapshot.nodes], tenancy, inside=rules.preemptive)
     decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
                                     preemptions=tuple(preemptions))
     return TenantDecisions(decisions, merged, reasons)

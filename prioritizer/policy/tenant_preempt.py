@@ -18,25 +18,26 @@ No job is a victim of another tenant's job above the guarantees: there the start
 decides who gets the GPUs that come free. Victims are those ``victims.may_be_victim`` admits;
 inside a tenant, of the victims taken in order until the job fits, only those on the nodes it
 will use are kept, and each but the last is dropped again, newest first, when the job fits
-without it.
+without it (``victims.needed_on_node``, ``needed_on_nodes``: the rule ``decide`` keeps too).
 Signal, grace and requeue are the driver's, as for any preemption.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import islice, takewhile
-from dataclasses import dataclass
+from itertools import islice
+from operator import add
+from typing import NamedTuple
 
 from prioritizer.policy.model import Preemption
-from prioritizer.policy.placement import FreeMap
+from prioritizer.policy.placement import FreeMap, place_once
+from prioritizer.policy.victims import needed_on_node, needed_on_nodes
 from prioritizer.policy.tenants import Tenancy
 
 RECLAIM, INSIDE = "reclaim", "tiresias inside tenant"
 
 
-@dataclass(frozen=True)
-class Holder:
+class Holder(NamedTuple):
     """A job holding GPUs, as the victim walk sees it.
 
     Attributes:
@@ -63,8 +64,7 @@ class Holder:
         return sum(self.gpus_per_node)
 
 
-@dataclass(frozen=True)
-class Walker:
+class Walker(NamedTuple):
     """A pending job in start order: id, tenant, shape, level, eligible now."""
 
     job_id: int
@@ -126,18 +126,16 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
         if borrowers:
             victims = _reclaim(need, borrowers, mine, soon, used, tenancy)
         if victims is None and own:
-            victims = _choose(need, takewhile(lambda h: h.level > w.level,
-                                              mine.untaken(w.tenant)), taken, soon)
+            victims = _choose(need, mine.untaken(w.tenant), w.level, taken, soon)
         if victims is None:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue
         before = {t: used.get(t, 0) for t in {v.tenant for v in victims}}
-        for v in victims:
+        for v in victims:   # their GPUs are in ``soon`` already
             mine.take(v)
             used[v.tenant] -= v.gpus
-            soon.add(v.nodes, v.gpus_per_node)
         nodes = soon.place(need)
-        assert nodes is not None   # _choose checked it
+        assert nodes is not None   # _reclaim and _choose checked it
         soon.add(nodes, [-x for x in need])
         have = used.get(w.tenant, 0)
         used[w.tenant] = have + gpus
@@ -231,9 +229,12 @@ def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, so
     are chosen first, as ``FreeMap.place`` would place it if every candidate on a node were
     gone (best fit: the nodes needing the fewest victims), then on each chosen node
     candidates in victim order until its entry fits, a tenant's only while it still holds
-    more than its guarantee. None: no such set. ``soon`` is left unchanged."""
-    room = [sum(gpus) for gpus in zip(soon.free, *(mine.room(t) for t in borrowers))]
-    hosts = FreeMap(room).place(need)
+    more than its guarantee. None (``soon`` unchanged): no such set; else the victims, their
+    GPUs added to ``soon``."""
+    room = soon.free   # then per node: free if every borrower's candidate there were gone
+    for t in borrowers:
+        room = list(map(add, room, mine.room(t)))
+    hosts = place_once(room, need)
     if hosts is None:
         return None
     left = dict(used)
@@ -251,49 +252,60 @@ def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, so
                 extra[n] = extra.get(n, 0) + g
         if soon.free[node] + extra.get(node, 0) < max(entry, 1):
             return None
-    return chosen if soon.place_with(extra, need) is not None else None
+    if soon.place_with(extra, need) is None:
+        return None
+    for h in chosen:
+        soon.add(h.nodes, h.gpus_per_node)
+    return chosen
 
 
-def _choose(need: tuple[int, ...], cands: Iterable[Holder], taken: set[int], soon: FreeMap
-            ) -> list[Holder] | None:
-    """Victims inside one tenant (``cands``: its jobs of a higher level, in victim order):
-    taken in order until ``need`` fits; then only those on the nodes it uses, each but the
-    last dropped again, newest first, if it fits without. ``soon`` is left unchanged."""
+def _choose(need: tuple[int, ...], cands: Iterable[Holder], level: float, taken: set[int],
+            soon: FreeMap) -> list[Holder] | None:
+    """Victims inside one tenant (``cands``: its jobs in victim order; those of a level above
+    the waiter's ``level`` count): taken in order until ``need`` fits; then only those on
+    the nodes it uses, each but the last dropped again, newest first, if it fits without
+    (``victims.needed_on_node``, ``needed_on_nodes``). None (``soon`` unchanged): no such
+    set; else the victims, their GPUs added to ``soon``."""
     extra: dict[int, int] = {}
     chosen: list[Holder] = []
     nodes = None
     free = soon.free
     low = max(min(need), 1)
     for h in cands:
+        if h.level <= level:
+            break
         if h.job_id in taken:
             continue
         chosen.append(h)
-        reached = False
-        for node, g in zip(h.nodes, h.gpus_per_node):
-            extra[node] = extra.get(node, 0) + g
-            reached = reached or free[node] + extra[node] >= low
+        on = h.nodes
+        if len(on) == 1:   # a one-node job (most): no zip
+            node = on[0]
+            have = extra.get(node, 0) + h.gpus_per_node[0]
+            extra[node] = have
+            reached = free[node] + have >= low
+        else:
+            reached = False
+            for node, g in zip(on, h.gpus_per_node):
+                have = extra.get(node, 0) + g
+                extra[node] = have
+                if free[node] + have >= low:
+                    reached = True
         if reached:   # a node that may host an entry came within reach: try to place
             nodes = soon.place_with(extra, need)
             if nodes is not None:
                 break
     if nodes is None:
         return None
-    hosts = set(nodes)
-    keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
     if len(need) == 1:   # one node: drop by arithmetic
         node = nodes[0]
-        share = [dict(zip(h.nodes, h.gpus_per_node))[node] for h in keep]
-        have = free[node] + sum(share)
-        for i in range(len(keep) - 2, -1, -1):
-            if have - share[i] >= max(need[0], 1):
-                have -= share[i]
-                del keep[i]
+        keep = [h for h in chosen if node in h.nodes]
+        flags = needed_on_node([dict(zip(h.nodes, h.gpus_per_node))[node] for h in keep],
+                               free[node], max(need[0], 1))
+        keep = [h for h, k in zip(keep, flags) if k]
+        for h in keep:
+            soon.add(h.nodes, h.gpus_per_node)
         return keep
-    for i in range(len(keep) - 2, -1, -1):
-        trial: dict[int, int] = {}
-        for h in keep[:i] + keep[i + 1:]:
-            for node, g in zip(h.nodes, h.gpus_per_node):
-                trial[node] = trial.get(node, 0) + g
-        if soon.place_with(trial, need) is not None:
-            del keep[i]
-    return keep
+    hosts = set(nodes)
+    keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
+    flags = needed_on_nodes([(h.nodes, h.gpus_per_node) for h in keep], need, soon)
+    return [h for h, k in zip(keep, flags) if k]

@@ -34,7 +34,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from prioritizer.policy.validation import ConfigError
 
@@ -233,7 +233,7 @@ Resources = tuple[float, float, float]
 
 def dominant_share(held: Sequence[float], totals: Sequence[float]) -> float:
     """The largest of ``held[r] / totals[r]`` over resources with a total above 0 (DRF)."""
-    return max((h / t for h, t in zip(held, totals) if t > 0), default=0.0)
+    return max([h / t for h, t in zip(held, totals) if t > 0], default=0.0)
 
 
 def decay(usage: Sequence[float], held: Sequence[float], elapsed_s: float,
@@ -262,8 +262,7 @@ def fair_share(held: Sequence[float], usage: Sequence[float] | None, totals: Seq
 
 # -- the order across tenants --------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Waiting:
+class Waiting(NamedTuple):
     """A pending job as the tenant rules see it: its tenant, user and what it asks
     (``gpus``, ``cpus``, ``mem_mib``: totals over its nodes)."""
 
@@ -356,9 +355,10 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
     held: list[int] = []
     why: dict[int, tuple[str, str, float, int, float]] = {}
     half = tenancy.fair_share_half_life_s
-    #: per tenant with a job left: (key, its next job, guarantee, GPUs held); a key only
-    #: changes when its own tenant's holdings do (keys of the others are kept)
-    keys: dict[str, tuple[tuple[int, float, int], Waiting, int, float]] = {}
+    #: per tenant with a job left: (key, tenant, its next job, guarantee, GPUs held); keys
+    #: are unique (the job's rank ends them) and only change when their own tenant's
+    #: holdings do (the others are kept)
+    keys: dict[str, tuple[tuple[int, float, int], str, Waiting, int, float]] = {}
 
     def refresh(name: str) -> None:
         queue, spec = queues[name], tenancy.by_name.get(name)
@@ -376,17 +376,16 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
         g = spec.guaranteed_gpus if spec is not None else 0
         have = held_now.gpus(name)
         if g > 0 and have + job.gpus <= g:
-            keys[name] = ((0, have / g, rank[job.job_id]), job, g, have)
+            keys[name] = ((0, have / g, rank[job.job_id]), name, job, g, have)
         else:
             row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
             share = fair_share(row, None if usage is None else usage.get(name), totals, g, half)
-            keys[name] = ((1, share, rank[job.job_id]), job, g, have)
+            keys[name] = ((1, share, rank[job.job_id]), name, job, g, have)
 
     for name in queues:
         refresh(name)
     while keys:
-        name = min(keys, key=lambda n: keys[n][0])
-        key, job, g, have = keys[name]
+        key, name, job, g, have = min(keys.values())
         order.append(job.job_id)
         why[job.job_id] = (GUARANTEE if key[0] == 0 else SHARE, name, have, g, key[1])
         held_now.add(name, job.user, job.gpus, job.cpus, job.mem_mib)

@@ -153,19 +153,29 @@ def victims_for_one_node(gpus: int, soon: FreeMap, floor: float,
 def keep_needed(mine: list[tuple[Candidate, int]], free_gpus: int, gpus: int,
                 soon: FreeMap) -> list[Candidate]:
     """The victims a one-node need of ``gpus`` GPUs keeps of ``mine`` (candidates in victim
-    order with the GPUs each frees on the chosen node, which has ``free_gpus`` free): the last
-    one always (it made the need fit), an earlier one only if the need no longer fits without
-    it, so no job is preempted for nothing. The kept victims' GPUs are added to ``soon``."""
-    have = free_gpus + sum(g for _, g in mine)
-    keep = [True] * len(mine)
-    for i in range(len(mine) - 2, -1, -1):
-        if have - mine[i][1] >= gpus:
-            have -= mine[i][1]
-            keep[i] = False
-    kept = [cand for (cand, _), k in zip(mine, keep) if k]
+    order with the GPUs each frees on the chosen node, which has ``free_gpus`` free; the rule
+    is :func:`needed_on_node`). The kept victims' GPUs are added to ``soon``."""
+    flags = needed_on_node([g for _, g in mine], free_gpus, gpus)
+    kept = [cand for (cand, _), k in zip(mine, flags) if k]
     for cand in kept:
         soon.add(cand[4], cand[3])
     return kept
+
+
+def needed_on_node(shares: list[int], free_gpus: int, gpus: int) -> list[bool]:
+    """Which victims a waiter needing ``gpus`` GPUs on one node keeps, so that no job is
+    preempted for nothing: ``shares`` are the GPUs each chosen victim frees on that node (in
+    victim order), which has ``free_gpus`` free. The last is kept always (it made the need
+    fit), an earlier one only if the need no longer fits without it, newest dropped first.
+    Returns one flag per victim (True: kept). Arithmetic: the one-node case of
+    :func:`needed_on_nodes`."""
+    have = free_gpus + sum(shares)
+    keep = [True] * len(shares)
+    for i in range(len(shares) - 2, -1, -1):
+        if have - shares[i] >= gpus:
+            have -= shares[i]
+            keep[i] = False
+    return keep
 
 
 def victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
@@ -215,17 +225,29 @@ def victims_for_gang(need: tuple[int, ...], soon: FreeMap, floor: float,
 
 def drop_unneeded(keep: list[Candidate], need: tuple[int, ...], soon: FreeMap
                    ) -> list[Candidate]:
-    """The tail of :func:`victims_for_gang`: ``keep`` (the chosen victims on the nodes the
-    waiter will use, in victim order) are added to ``soon``, then each but the last is
-    dropped again, newest first, if ``need`` still fits without it. Returns those kept."""
-    for cand in keep:
-        soon.add(cand[4], cand[3])
-    needed = [True] * len(keep)
-    for i in range(len(keep) - 2, -1, -1):
-        cand = keep[i]
-        soon.add(cand[4], [-g for g in cand[3]])
+    """The tail of :func:`victims_for_gang`: of ``keep`` (the chosen victims on the nodes the
+    waiter will use, in victim order) those :func:`needed_on_nodes` keeps; their GPUs stay
+    added to ``soon``."""
+    flags = needed_on_nodes([(cand[4], cand[3]) for cand in keep], need, soon)
+    return [cand for cand, keep_it in zip(keep, flags) if keep_it]
+
+
+def needed_on_nodes(freed: list[tuple[tuple[int, ...], tuple[int, ...]]], need: tuple[int, ...],
+                    soon: FreeMap) -> list[bool]:
+    """Which victims a waiter of GPUs per node ``need`` keeps, so that no job is preempted for
+    nothing: ``freed`` are the chosen victims on the nodes it will use, in victim order, each
+    as its node indices and its GPUs on each. All are added to ``soon``, then each but the
+    last (it made the need fit) is dropped again, newest first, if ``need`` still fits
+    without it. Returns one flag per victim (True: kept); the kept ones' GPUs stay added to
+    ``soon``."""
+    for nodes, gpus in freed:
+        soon.add(nodes, gpus)
+    needed = [True] * len(freed)
+    for i in range(len(freed) - 2, -1, -1):
+        nodes, gpus = freed[i]
+        soon.add(nodes, [-g for g in gpus])
         if soon.place(need) is None:
-            soon.add(cand[4], cand[3])
+            soon.add(nodes, gpus)
         else:
             needed[i] = False
-    return [cand for cand, keep_it in zip(keep, needed) if keep_it]
+    return needed

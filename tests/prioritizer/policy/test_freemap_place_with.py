@@ -1,6 +1,7 @@
 """``FreeMap.place_with`` and ``count_at_least`` (used by the gang victim search) agree with
-raising a copy's free GPUs and calling ``place`` / counting by hand, and ``place`` finds a
-placement exactly when one exists (brute force over node assignments)."""
+raising a copy's free GPUs and calling ``place`` / counting by hand, ``place_once`` (the
+reclaim's placement) with ``place`` on a new map, and ``place`` finds a placement exactly
+when one exists (brute force over node assignments)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prioritizer.policy.placement import FreeMap
+from prioritizer.policy.placement import FreeMap, place_once
 
 frees = st.lists(st.integers(0, 8), min_size=1, max_size=7)
 needs = st.lists(st.integers(0, 8), min_size=1, max_size=4)   # 0: a GPU-less component
@@ -36,3 +37,9 @@ def test_place_finds_a_placement_iff_one_exists(free, need) -> None:
     exists = any(all(free[n] >= max(g, 1) for n, g in zip(nodes, need))
                  for nodes in itertools.permutations(range(len(free)), len(need)))
     assert (FreeMap(free).place(need) is not None) == exists
+
+
+@settings(max_examples=400, deadline=None)
+@given(frees, needs)
+def test_place_once_equals_place_on_a_new_map(free, need) -> None:
+    assert place_once(free, need) == FreeMap(free).place(need)
