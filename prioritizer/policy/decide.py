@@ -29,7 +29,7 @@ from prioritizer.policy.model import (Decisions, JobPhase, JobView, Preemption, 
 from prioritizer.policy.memo import Memo
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.preemption import find_preemptions
-from prioritizer.policy.victims import Candidate, may_be_victim
+from prioritizer.policy.victims import Candidate, guard_start, may_be_victim, waited_before
 
 RUNNING, PENDING = JobPhase.RUNNING, JobPhase.PENDING
 PROMOTED = "promoted"   # reason prefix of a promotion (QueueState.reason)
@@ -328,7 +328,7 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     waiters = eligible()
     tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
     tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
-    min_run = policy.config.min_run_s
+    min_run, wait_guard = policy.config.min_run_s, policy.config.wait_guard
     lifted = None
     if policy.promotes and not policy.config.promoted_preempts:
         lifted = {job.job_id for _, job in pending
@@ -338,10 +338,21 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         return [(-policy.level(j, states[j.job_id]), -j.attained_gpu_s, j.job_id,
                  j.gpus_per_node, placed[j.job_id], j.tier)
                 for j in running
-                if may_be_victim(j.preemptible, j.releasing, j.run_start, now, min_run)
+                if may_be_victim(j.preemptible, j.releasing, run_guard(j, min_run, wait_guard),
+                                 now, min_run)
                 and len(placed[j.job_id]) == len(j.gpus_per_node)]
     return find_preemptions(policy.strict, free, soon, waiters, candidates, now, tiers=tiers,
                             lifted=lifted)
+
+
+def run_guard(job: JobView, min_run_s: float, wait_guard: float) -> float | None:
+    """:func:`~prioritizer.policy.victims.guard_start` of a job holding GPUs (its run start
+    when ``wait_guard`` is 0 or it has none)."""
+    if not wait_guard or job.run_start is None:
+        return job.run_start
+    return guard_start(job.run_start,
+                       waited_before(job.run_start, job.last_run_end, job.submit_time),
+                       min_run_s, wait_guard)
 
 
 def next_queue_change(job: JobView, config: PolicyConfig, now: float,
