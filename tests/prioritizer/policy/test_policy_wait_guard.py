@@ -6,6 +6,7 @@ out by hand: on one 8-GPU node through ``decide``, and replayed by the simulator
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from prioritizer.policy.decide import decide
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.victims import guard_start, waited_before
-from prioritizer.sim.engine import Cluster, simulate
+from prioritizer.sim.engine import Cluster, simulate, simulate_shared
 from prioritizer.sim.traces import Trace, TraceJob
 from tests.policy_helpers import pending, running, snapshot
 
@@ -74,21 +75,23 @@ def _trace(*jobs: tuple[float, int, float]) -> Trace:
                                           for i, (s, g, d) in enumerate(jobs)), 0)
 
 
+@pytest.mark.parametrize("replay", [simulate, simulate_shared], ids=["engine", "shared"])
 @pytest.mark.parametrize(("guard", "b_start", "b_end"), [
     (0.0, 5_000.0, 5_100.0),    # B preempts A on arrival
     (1.0, 6_000.0, 6_100.0),    # A waited 3,000 s: no victim before 3,000 + 3,000
 ])
 def test_replay_spares_a_run_as_long_as_its_wait(guard: float, b_start: float,
-                                                 b_end: float) -> None:
+                                                 b_end: float, replay: Any) -> None:
     """One 2-GPU node, zero cost, 2D-LAS. X (0 s, 1 GPU, 3,000 s) starts first and stays
     in queue 0 (3,000 < 3,250 GPU·s), so A (0 s, 2 GPUs, 4,000 s) cannot preempt it: A
     waits 3,000 s and runs from 3,000. At 5,000 A has 4,000 GPU·s (queue 1) when B (5,000 s,
     2 GPUs, 100 s) arrives in queue 0. Without the guard B preempts A at once; with
     ``wait_guard: 1`` A is spared until 6,000. A resumes when B ends and finishes at 7,100
-    either way (zero cost): only B's JCT moves, 100 s -> 1,100 s."""
+    either way (zero cost): only B's JCT moves, 100 s -> 1,100 s. Both replays (the
+    incremental engine, and the one of shard jobs that calls ``decide`` at every event)."""
     config = dataclasses.replace(PolicyConfig().zero_cost(), wait_guard=guard)
-    result = simulate(_trace((0.0, 1, 3_000.0), (0.0, 2, 4_000.0), (5_000.0, 2, 100.0)),
-                      Cluster(1, 2), config)
+    result = replay(_trace((0.0, 1, 3_000.0), (0.0, 2, 4_000.0), (5_000.0, 2, 100.0)),
+                    Cluster(1, 2), config)
     jobs = {j.job_id: j for j in result.jobs}
     assert (jobs[0].start, jobs[0].end) == (0.0, 3_000.0)
     assert (jobs[1].start, jobs[1].end, jobs[1].preemptions) == (3_000.0, 7_100.0, 1)
