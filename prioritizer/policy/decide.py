@@ -8,7 +8,8 @@ FIFO by queue-entry time inside a queue (or Gittins index first), starvation pro
 to queue 0 after ``knob ×`` the last run, and node-level preemption: when a job that cannot
 start outranks running jobs, victims are taken from the lowest queue upward, most attained
 service first, just enough for it to fit on real nodes, sparing jobs inside their first
-``min_run_s`` and non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
+``min_run_s``, runs shorter than ``wait_guard ×`` the wait before them (:func:`run_guard`)
+and non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
 first, as in Slurm's own order (slurm.conf(5) PriorityTier): pending jobs are ordered by tier,
 then by the policy; a waiter preempts only jobs of its tier or lower, and none while a job of
 a higher tier is blocked ahead of it. Each policy is a small class in :data:`POLICIES`; the

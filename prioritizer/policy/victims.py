@@ -3,7 +3,8 @@ and which of them it keeps (Tiresias, NSDI'19 sections 3.2 and 4; docs/design.md
 rules and their sources", preemption).
 
 A *candidate* is a job holding GPUs that :func:`may_be_victim` admits (preemptible, not
-releasing its GPUs, past its first ``min_run_s``), as a :data:`Candidate` tuple; candidates
+releasing its GPUs, past its first ``min_run_s``, or past ``wait_guard ×`` its wait before
+this run when that is longer: :func:`guard_start`), as a :data:`Candidate` tuple; candidates
 are taken in victim order (lowest queue, i.e. highest level, first; then most attained
 service; then job id) until the waiter fits on real nodes, and only those on the nodes it
 will use are kept, the newest dropped first while it still fits. ``find_preemptions``

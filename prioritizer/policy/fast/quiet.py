@@ -82,7 +82,7 @@ class QuietProof:
             self.freed.update(nodes)
 
     def ran(self, rec: Tracked, min_run_s: float) -> None:
-        """``rec`` started a run: it becomes a victim candidate ``min_run_s`` after ``rec.guard``."""
+        """``rec`` started a run: a victim candidate ``min_run_s`` after ``rec.guard``."""
         insort(self.runs, (rec.guard + min_run_s, rec.job_id, rec.guard))
 
     def certify(self, now: float) -> None:
