@@ -77,9 +77,9 @@ class PolicyConfig:
         wait_guard: a RUNNING job is not preempted before it has run ``wait_guard ×`` as
             long as it waited before this run (since its submission or its last run's end,
             requeue delay included; ``min_run_s`` still applies if longer); 0 turns the
-            guard off. With 1, every wait is repaid by a run at least as long, which bounds
-            how often one long job can be swapped out (docs/simulator.md, "The wait
-            guard"). A tuning grid parameter.
+            guard off. With 1, every wait is repaid by a run at least as long, so a job's
+            waits add up to at most its run time plus its last wait (docs/simulator.md,
+            "The wait guard"). A tuning grid parameter.
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
