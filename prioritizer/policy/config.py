@@ -22,6 +22,7 @@ Sources of the defaults
 * ``requeue_delay_s = 121``: Slurm sets BeginTime = now + cred_expire + 1 on ``scontrol
   requeue`` (slurm.conf(5) ``AuthInfo cred_expire`` default 120 s).
 * ``decision_interval_s = 30``: the daemon's default cycle (docs/design.md, "Ledger and daemon").
+* ``wait_guard = 0``: off, the paper's rule (no run is guarded beyond ``min_run_s``).
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ class PolicyConfig:
             whole attained service it is no shorter than the last-queue jobs it would
             evict, so each such preemption swaps long jobs at a checkpoint and requeue's
             cost (docs/simulator.md, "Who pays"). A tuning grid parameter.
+        wait_guard: a RUNNING job is not preempted before it has run ``wait_guard ×`` as
+            long as it waited before this run (since its submission or its last run's end,
+            requeue delay included; ``min_run_s`` still applies if longer); 0 turns the
+            guard off. With 1, every wait is repaid by a run at least as long, so a job's
+            waits add up to at most its run time plus its last wait (docs/simulator.md,
+            "The wait guard"). A tuning grid parameter.
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
@@ -91,6 +98,7 @@ class PolicyConfig:
     decision_interval_s: Seconds = 30.0
     preemption: bool = True
     promoted_preempts: bool = True
+    wait_guard: Seconds = 0.0
 
     def __post_init__(self) -> None:
         check(self)

@@ -5,8 +5,9 @@ sections 3.2 and 4; docs/design.md, "Policy rules and their sources", preemption
 pending jobs in the policy's order. A job that can neither start nor reserve GPUs being
 freed, and outranks running jobs (a strictly greater level), takes victims from the lowest
 queue upward, most attained service first, just enough to fit on real nodes
-(``prioritizer.policy.victims``); never a job inside its first ``min_run_s`` or one that is
-not preemptible. Partition ``PriorityTier`` comes first: a waiter preempts only jobs of its
+(``prioritizer.policy.victims``); never a job inside its first ``min_run_s``, nor (with
+``wait_guard`` > 0) one that has run less than ``wait_guard ×`` its wait before this run, nor
+one that is not preemptible. Partition ``PriorityTier`` comes first: a waiter preempts only jobs of its
 tier or lower, and none while a job of a higher tier is blocked ahead of it. A promoted job
 that ``Policy.lifted`` marks preempts no one (``PolicyConfig.promoted_preempts`` false).
 

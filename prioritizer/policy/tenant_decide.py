@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.decide import POLICIES, decide
+from prioritizer.policy.decide import POLICIES, decide, run_guard
 from prioritizer.policy.victims import may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, Preemption, Snapshot
@@ -110,7 +110,9 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                   job.gpus_per_node, placed,
                                   rules.level(job, inner.states[job.job_id]),
                                   job.attained_gpu_s,
-                                  may_be_victim(job.preemptible, job.releasing, job.run_start,
+                                  may_be_victim(job.preemptible, job.releasing,
+                                                run_guard(job, config.min_run_s,
+                                                          config.wait_guard),
                                                 now, config.min_run_s),
                                   job.releasing))
         preemptions, reasons = tenant_preemptions(

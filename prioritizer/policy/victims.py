@@ -3,7 +3,8 @@ and which of them it keeps (Tiresias, NSDI'19 sections 3.2 and 4; docs/design.md
 rules and their sources", preemption).
 
 A *candidate* is a job holding GPUs that :func:`may_be_victim` admits (preemptible, not
-releasing its GPUs, past its first ``min_run_s``), as a :data:`Candidate` tuple; candidates
+releasing its GPUs, past its first ``min_run_s``, or past ``wait_guard ×`` its wait before
+this run when that is longer: :func:`guard_start`), as a :data:`Candidate` tuple; candidates
 are taken in victim order (lowest queue, i.e. highest level, first; then most attained
 service; then job id) until the waiter fits on real nodes, and only those on the nodes it
 will use are kept, the newest dropped first while it still fits. ``find_preemptions``
@@ -39,6 +40,23 @@ def may_be_victim(preemptible: bool, releasing: bool, run_start: float | None,
     that spares fresh starts; ``PolicyConfig.min_run_s``)."""
     return preemptible and not releasing and now - (
         run_start if run_start is not None else now) >= min_run_s
+
+
+def guard_start(run_start: float, waited_s: float, min_run_s: float, wait_guard: float) -> float:
+    """The time (s) from which a run's ``min_run_s`` guard counts, as :func:`may_be_victim`
+    takes it in place of the run's start: the start itself, later by as much as
+    ``wait_guard × waited_s`` exceeds ``min_run_s`` (``PolicyConfig.wait_guard``), so the
+    run is spared until ``run_start + max(min_run_s, wait_guard × waited_s)``. ``waited_s``:
+    the seconds the job waited before this run (:func:`waited_before`). With ``wait_guard``
+    0 it is ``run_start`` exactly."""
+    extra = wait_guard * waited_s - min_run_s
+    return run_start + extra if extra > 0 else run_start
+
+
+def waited_before(run_start: float, last_run_end: float | None, submit_time: float) -> float:
+    """Seconds a job waited before the run that began at ``run_start``: since its last run
+    ended (``JobView.last_run_end``, requeue delay included), else since its submission."""
+    return run_start - (last_run_end if last_run_end is not None else submit_time)
 
 
 def _heap_order(entries: list[Candidate]) -> Iterator[Candidate]:

@@ -45,7 +45,8 @@ DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS = "fifo-fit", 200
 OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
              "gittins_quantum": "gittins_quantum_gpu_s",
              "checkpoint_overhead": "checkpoint_overhead_s",
-             "requeue_delay": "requeue_delay_s", "decision_interval": "decision_interval_s"}
+             "requeue_delay": "requeue_delay_s", "decision_interval": "decision_interval_s",
+             "wait_guard": "wait_guard"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

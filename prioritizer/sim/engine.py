@@ -329,8 +329,9 @@ class Simulator:
             job.first_start = now
         self.push(now + job.rec.work_left, Completion(job.trace.job_id, job.run))  # type: ignore[union-attr, operator]  # rec is set from the job's arrival on
         self.schedule_crossing(job, now)
-        if self.config.min_run_s > 0 and self.config.preemption:
-            self.push(now + self.config.min_run_s, DecisionTick(False))
+        guarded = job.rec.guard + self.config.min_run_s  # type: ignore[union-attr]  # rec is set from the job's arrival on
+        if guarded > now and self.config.preemption:   # a decision when the run's guard ends
+            self.push(guarded, DecisionTick(False))
 
     def schedule_crossing(self, job: SimJob, now: float) -> None:
         due = self.sched.crossing_time(job.trace.job_id, now)

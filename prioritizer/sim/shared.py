@@ -35,6 +35,7 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.sharing import Share, decide_shared, service_gpus
+from prioritizer.policy.victims import guard_start, waited_before
 from prioritizer.sim.traces import Trace, TraceJob
 
 #: event kinds, in their order at equal times (as ``engine.PRIORITY``)
@@ -272,8 +273,12 @@ class SharedReplay:
         if job.first_start is None:
             job.first_start = now
         self.push(now + job.work_left, _COMPLETION, t.job_id, job.run)
-        if self.config.min_run_s > 0 and self.config.preemption:
-            self.push(now + self.config.min_run_s, _TICK)
+        cfg = self.config
+        if cfg.preemption:
+            guard = guard_start(now, waited_before(now, job.last_run_end, t.submit),
+                                cfg.min_run_s, cfg.wait_guard)
+            if guard + cfg.min_run_s > now:   # a decision when the run's guard ends
+                self.push(guard + cfg.min_run_s, _TICK)
         return True
 
     def empty(self, node: int, gpu: int) -> bool:

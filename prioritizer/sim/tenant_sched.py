@@ -132,7 +132,7 @@ class TenantScheduler(Scheduler):
             grace = rec.phase == "grace"
             holders.append(Holder(rec.job_id, owners[rec.job_id][0], rec.shape, rec.nodes,
                                   self._level_of(rec, now), gpu_s,
-                                  may_be_victim(rec.preemptible, grace, rec.run_start, now,
+                                  may_be_victim(rec.preemptible, grace, rec.guard, now,
                                                 min_run), grace))
         jobs = self.jobs
         walkers = [Walker(job_id, owners[job_id][0], jobs[job_id].shape, jobs[job_id].level)

@@ -42,7 +42,7 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobView, NodeView, Preemption, QueueState, Snapshot
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
 from prioritizer.policy.preemption import find_preemptions
-from prioritizer.policy.victims import Candidate, may_be_victim
+from prioritizer.policy.victims import Candidate, guard_start, may_be_victim, waited_before
 from prioritizer.policy.fast.node_bound import NodeBound
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.fast.search import FastSearch
@@ -186,6 +186,7 @@ class Scheduler:
         rec = self.jobs[job_id]
         self._unindex(rec)
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, tuple(nodes), None
+        rec.guard = self._guard(rec, now)
         rec.names = tuple(self.names[n] for n in nodes)
         self.free.add(rec.nodes, [-g for g in rec.shape])
         if self.quiet is not None:
@@ -347,7 +348,7 @@ class Scheduler:
             have = soon.free[0]
             first = bisect_left(end_times, now + level)
             for i in range(len(ends) - 1, first - 1, -1):   # longest remaining first
-                if may_be_victim(True, False, jobs[ends[i][1]].run_start, now, min_run):
+                if may_be_victim(True, False, jobs[ends[i][1]].guard, now, min_run):
                     have += end_gpus[i]
                     if have >= need[0]:
                         return True
@@ -373,6 +374,14 @@ class Scheduler:
             return None
         helper.now, helper.exact = now, exact
         return helper
+
+    def _guard(self, rec: Tracked, now: float) -> float:
+        """``victims.guard_start`` of the run ``rec`` begins at ``now``."""
+        cfg = self.config
+        if not cfg.wait_guard:
+            return now
+        return guard_start(now, waited_before(now, rec.last_run_end, rec.submit),
+                           cfg.min_run_s, cfg.wait_guard)
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the
@@ -687,6 +696,7 @@ class Scheduler:
         rec = self.jobs[p.job_id]
         self._unindex(rec)
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, p.nodes, None
+        rec.guard = self._guard(rec, now)
         rec.names = tuple(self.names[n] for n in p.nodes)
         self.holding[p.job_id] = rec
         self.pending -= 1

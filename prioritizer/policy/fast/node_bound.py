@@ -41,11 +41,11 @@ class NodeBound:
 
     def __init__(self, totals: list[int]) -> None:
         self.totals = totals
-        #: per node: job id -> (key, GPUs on the node, run start)
+        #: per node: job id -> (key, GPUs on the node, guard start: ``Tracked.guard``)
         self.held: list[dict[int, tuple[float, int, float]]] = [{} for _ in totals]
         #: per g: the nodes whose ``col[g]`` may be out of date
         self.stale: list[set[int]] = [set() for _ in range(max(totals) + 1)]
-        #: per node: ``(key, GPUs, run start, job id)`` of its jobs in ascending order,
+        #: per node: ``(key, GPUs, guard start, job id)`` of its jobs in ascending order,
         #: once asked for
         self.keyed: dict[int, list[tuple[float, int, float, int]]] = {}
         self.col = [[_INF if g <= t else -_INF for t in totals] for g in range(max(totals) + 1)]
@@ -53,7 +53,7 @@ class NodeBound:
 
     def add(self, rec: Tracked, key: float) -> None:
         for node, g in zip(rec.nodes, rec.shape):
-            self.held[node][rec.job_id] = (key, g, rec.run_start)
+            self.held[node][rec.job_id] = (key, g, rec.guard)
             self._changed(node)
 
     def remove(self, rec: Tracked) -> None:
@@ -109,7 +109,7 @@ class NodeBound:
         return False
 
     def keyed_on(self, node: int) -> list[tuple[float, int, float, int]]:
-        """``(key, GPUs there, run start, job id)`` of the jobs on ``node``, ascending
+        """``(key, GPUs there, guard start, job id)`` of the jobs on ``node``, ascending
         (kept until the node changes)."""
         keyed = self.keyed.get(node)
         if keyed is None:

@@ -62,7 +62,7 @@ class QuietProof:
         self.since: float | None = None
         self.fresh: list[Tracked] = []    # jobs filed into the start order since
         self.freed: set[int] = set()      # nodes where a run ended since
-        #: (time its min_run_s runs out, job id, run start) of runs, ascending
+        #: (time its min_run_s guard runs out, job id, ``Tracked.guard``) of runs, ascending
         self.runs: list[tuple[float, int, float]] = []
 
     def drop(self) -> None:
@@ -82,8 +82,8 @@ class QuietProof:
             self.freed.update(nodes)
 
     def ran(self, rec: Tracked, min_run_s: float) -> None:
-        """``rec`` started a run: it becomes a victim candidate ``min_run_s`` later."""
-        insort(self.runs, (rec.run_start + min_run_s, rec.job_id, rec.run_start))
+        """``rec`` started a run: a victim candidate ``min_run_s`` after ``rec.guard``."""
+        insort(self.runs, (rec.guard + min_run_s, rec.job_id, rec.guard))
 
     def certify(self, now: float) -> None:
         """The decision at ``now`` found no preemption, with no job checkpointing."""
@@ -118,7 +118,7 @@ class QuietProof:
             rec = jobs.get(job_id)
             # a new candidate: its guard ran out since the proof (one that had run out
             # then was a candidate of the proof)
-            if rec is not None and rec.phase == "running" and rec.run_start == run_start \
+            if rec is not None and rec.phase == "running" and rec.guard == run_start \
                     and may_be_victim(True, False, run_start, now, min_run) \
                     and not may_be_victim(True, False, run_start, since, min_run):
                 touched.update(rec.nodes)

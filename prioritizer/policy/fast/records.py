@@ -21,7 +21,7 @@ class Tracked:
     """
 
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
-                 "closed_gpu_s", "closed_s", "run_start", "last_run_s", "last_run_end",
+                 "closed_gpu_s", "closed_s", "run_start", "guard", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
                  "level", "lifted", "where", "epoch", "state", "crossing")
 
@@ -31,6 +31,8 @@ class Tracked:
         self.preemptible, self.work_left = preemptible, work_left
         self.phase = "pending"
         self.closed_gpu_s = self.closed_s = self.run_start = self.last_run_s = 0.0
+        #: the current run's ``victims.guard_start``: its ``min_run_s`` guard counts from here
+        self.guard = 0.0
         self.last_run_end: float | None = None
         self.queue: int | None = None
         self.entry: float | None = None

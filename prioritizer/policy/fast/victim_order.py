@@ -94,7 +94,7 @@ class VictimOrder:
         lst, p, used, window = cursor
         n = len(lst)
         while p < n and (lst[p][1] in used or not may_be_victim(
-                True, False, jobs[lst[p][1]].run_start, now, min_run)):
+                True, False, jobs[lst[p][1]].guard, now, min_run)):
             p += 1
         cursor[1] = p
         if p == n:
@@ -105,7 +105,7 @@ class VictimOrder:
         while k < n and lst[k][0] <= limit:
             job_id = lst[k][1]
             rec = jobs[job_id]
-            if job_id not in used and may_be_victim(True, False, rec.run_start, now, min_run):
+            if job_id not in used and may_be_victim(True, False, rec.guard, now, min_run):
                 key = exact(rec)
                 if key < best:
                     best = key

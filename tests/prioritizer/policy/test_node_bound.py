@@ -44,12 +44,15 @@ def test_may_fit_counts_as_by_hand(totals, data: st.DataObject) -> None:
             rec = Tracked(job_id, shape, 0.0, 100.0, True)
             rec.nodes = tuple(nodes)
             rec.run_start = float(data.draw(st.integers(0, 100), label="start"))
+            # where the min_run_s guard counts from: the start, later under a wait guard
+            rec.guard = rec.run_start + float(data.draw(st.sampled_from([0, 0, 40]),
+                                                        label="guarded"))
             key = float(data.draw(st.integers(0, 20), label="key"))   # ties on purpose
             bound.add(rec, key)
             running[job_id] = (rec, key)
         # a query between events, on a free map the bound holds for: GPUs not held by a
         # running job are free or fewer (taken by starts), plus up to ``extra`` per node
-        jobs = [(k, node, g, rec.run_start) for rec, k in running.values()
+        jobs = [(k, node, g, rec.guard) for rec, k in running.values()
                 for node, g in zip(rec.nodes, rec.shape)]
         held = [sum(g for _, node, g, _ in jobs if node == n) for n in range(len(totals))]
         extra = data.draw(st.integers(0, 2), label="extra")

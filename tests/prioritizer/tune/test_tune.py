@@ -24,6 +24,15 @@ def test_parse_grid_spelling_of_the_issue() -> None:
     assert len(combinations(grid, PolicyConfig())) == 18
 
 
+def test_wait_guard_is_a_grid_parameter() -> None:
+    grid = parse_grid("wait_guard=0,1;knob=1,8")
+    assert grid == {"wait_guard": [0, 1], "knob": [1, 8]}
+    assert [(c.wait_guard, c.starve_knob) for _, c in combinations(grid, PolicyConfig())] == [
+        (0, 1), (0, 8), (1, 1), (1, 8)]
+    with pytest.raises(GridError, match="--grid: wait_guard='-1' out of range: must be >= 0"):
+        parse_grid("wait_guard=-1")
+
+
 def test_yaml_grid_is_the_same_grid(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump({"thresholds": [[1000, 5000], [3250, 7200]], "knob": [4, 8]}))
