@@ -8,10 +8,10 @@ does not fit:
 
 * **reclaim**: if its tenant stays within its guarantee once it runs (``held + gpus <=
   guaranteed_gpus``) and the start order placed it by the guarantee rule (those come before
-  every job placed by share, so no job of a tenant above its guarantee is ahead of it to
-  take the GPUs it frees), victims are taken from tenants that hold more than their
-  guarantee (borrowers), the one borrowing most first, inside each in Tiresias victim order (lowest
-  queue, then most attained GPU·s); a tenant is never a victim once it is at or below its
+  every job placed by share, so none of those is ahead of it to take the GPUs it frees),
+  victims are taken from tenants that hold more than their guarantee (borrowers), the one
+  borrowing most first, inside each in Tiresias victim order (lowest queue, then most
+  attained GPU·s); a tenant is never a victim once it is at or below its
   guarantee (checked before each victim is taken). Kueue calls this reclaim within a cohort.
 * **Tiresias inside the tenant**: then (or alone, for a job above its tenant's guarantee)
   running jobs of its own tenant in a lower queue, as ``decide``'s rule.
