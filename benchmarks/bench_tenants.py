@@ -132,7 +132,7 @@ def main() -> int:
         print(f"  {row['name']}: avg JCT {row['avg_jct_s']:,.0f} s vs pure 2D-LAS {base:,.0f} s "
               f"({row['avg_jct_s'] / base - 1:+.1%}); preemptions {row['preemptions']:,} vs "
               f"{sum(j.preemptions for j in jobs):,}")
-    print("hours below 95 % of the guarantee while demand >= guarantee, split by whether "
+    print("instants below 95 % of the guarantee while demand >= guarantee, split by whether "
           "another tenant held more than its guarantee then (reclaimable) or not "
           "(every GPU beyond the guarantees idle or in fragments):")
     for name, (both, lone) in split_below(shared, tenancy).items():
