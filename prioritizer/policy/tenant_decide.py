@@ -22,8 +22,8 @@ from prioritizer.policy.victims import may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, Preemption, Snapshot
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
-from prioritizer.policy.tenants import (SHARED, Holdings, Resources, Tenancy, TenantOrder,
-                                        Waiting, tenant_order)
+from prioritizer.policy.tenants import (GUARANTEE, SHARED, Holdings, Resources, Tenancy,
+                                        TenantOrder, Waiting, tenant_order)
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,9 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
             walkers[job_id] = Walker(job_id, o.tenant, job.gpus_per_node,
                                      rules.level(job, inner.states[job_id]))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
+    for job_id in merged.order:
+        if job_id in walkers and merged.why[job_id][0] != GUARANTEE:
+            walkers[job_id] = walkers[job_id]._replace(by_guarantee=False)
     preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
     if config.preemption and merged.order:

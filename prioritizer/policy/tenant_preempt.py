@@ -7,9 +7,11 @@ simulator's tenant scheduler. The start order is walked as Slurm would start it
 does not fit:
 
 * **reclaim**: if its tenant stays within its guarantee once it runs (``held + gpus <=
-  guaranteed_gpus``), victims are taken from tenants that hold more than their guarantee
-  (borrowers), the one borrowing most first, inside each in Tiresias victim order (lowest
-  queue, then most attained GPU·s); a tenant is never a victim once it is at or below its
+  guaranteed_gpus``) and the start order placed it by the guarantee rule (those come before
+  every job placed by share, so none of those is ahead of it to take the GPUs it frees),
+  victims are taken from tenants that hold more than their guarantee (borrowers), the one
+  borrowing most first, inside each in Tiresias victim order (lowest queue, then most
+  attained GPU·s); a tenant is never a victim once it is at or below its
   guarantee (checked before each victim is taken). Kueue calls this reclaim within a cohort.
 * **Tiresias inside the tenant**: then (or alone, for a job above its tenant's guarantee)
   running jobs of its own tenant in a lower queue, as ``decide``'s rule.
@@ -65,13 +67,16 @@ class Holder(NamedTuple):
 
 
 class Walker(NamedTuple):
-    """A pending job in start order: id, tenant, shape, level, eligible now."""
+    """A pending job in start order: id, tenant, shape, level, eligible now, and whether
+    ``tenant_order`` placed it by the guarantee rule (``by_guarantee``; only such a job
+    reclaims)."""
 
     job_id: int
     tenant: str
     gpus_per_node: tuple[int, ...]
     level: float
     eligible: bool = True
+    by_guarantee: bool = True
 
 
 def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free: Sequence[int],
@@ -112,7 +117,7 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
             used[w.tenant] = used.get(w.tenant, 0) + gpus
             continue
         g = tenancy.guarantee(w.tenant)
-        within = g > 0 and used.get(w.tenant, 0) + gpus <= g
+        within = w.by_guarantee and g > 0 and used.get(w.tenant, 0) + gpus <= g
         if failed.get((w.tenant, within), gpus + 1) <= gpus:
             continue
         borrowers = sorted((t for t in mine if t != w.tenant

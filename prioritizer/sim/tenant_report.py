@@ -7,9 +7,16 @@ with tenants:
   preempted (reclaimed or inside the tenant);
 * ``gpu_share``: the GPUs it held, averaged over the replay, over the cluster's GPUs, beside
   ``guarantee_share`` (its ``guaranteed_gpus`` over the cluster's);
-* ``hours_below_guarantee_share``: of the time in which the GPUs its jobs ask (held plus
-  pending) reach its guarantee, the share in which it held less than 95 % of it (None: its
-  demand never reached it);
+* ``hours_below_guarantee_share``: of the hours in which the GPUs its jobs ask (held plus
+  pending) reach its guarantee, the share in which it held less than 95 % of what the
+  reclaim rule owes it, both averaged over the part of each clock hour (counted from the
+  first decision) in which its demand reached its guarantee; hours weigh by that part.
+  Owed (:func:`~prioritizer.sim.tenant_sched.owed_gpus`): its guarantee, or the GPUs it holds
+  plus its pending jobs that fit in the rest of the guarantee, when those do not fill it (a
+  gang larger than what is left is above the guarantee and reclaims nothing). None: its
+  demand never reached it. ``demand_at_guarantee_h``: those hours' parts, summed (h);
+* ``time_below_guarantee_share``: the plain reading, of the time its demand reaches its
+  guarantee the share of instants at which it holds less than 95 % of the guarantee itself;
 * ``rho``: Themis's finish-time fairness (Mahajan et al., NSDI'20), the mean JCT of its jobs on
   the shared cluster over their mean JCT when only its jobs are replayed on its guaranteed
   GPUs alone (``floor(guaranteed / G)`` nodes of G GPUs, or one node of ``guaranteed`` GPUs
@@ -76,7 +83,8 @@ def tenant_figures(result: SimResult, tenancy: Tenancy,
     for name in names:
         g = tenancy.guarantee(name)
         jobs = [j for j in result.jobs if result.tenant_of.get(j.job_id) == name]
-        held_s = wanted_s = below_s = 0.0
+        held_s = wanted_s = below_s = instant_s = 0.0
+        hours: dict[int, list[float]] = {}   # hour -> [s wanted, GPU·s held, GPU·s owed]
         for cur, nxt in zip(samples, samples[1:]):
             dt = nxt.time - cur.time
             held = cur.held.get(name, 0)
@@ -84,7 +92,14 @@ def tenant_figures(result: SimResult, tenancy: Tenancy,
             if g > 0 and cur.demand.get(name, 0) >= g:
                 wanted_s += dt
                 if held < BELOW * g:
-                    below_s += dt
+                    instant_s += dt
+                owed = cur.owed.get(name, g)
+                for hour, part in _hour_parts(cur.time - samples[0].time, dt):
+                    row = hours.setdefault(hour, [0.0, 0.0, 0.0])
+                    row[0] += part
+                    row[1] += held * part
+                    row[2] += owed * part
+        below_s = sum(w for w, got, owed in hours.values() if got < BELOW * owed)
         rho = None
         other = alone.get(name)
         if other is not None and jobs:
@@ -100,10 +115,24 @@ def tenant_figures(result: SimResult, tenancy: Tenancy,
             "gpu_share": held_s / span / total if span > 0 else 0.0,
             "guarantee_share": g / total,
             "hours_below_guarantee_share": below_s / wanted_s if wanted_s > 0 else None,
+            "time_below_guarantee_share": instant_s / wanted_s if wanted_s > 0 else None,
             "demand_at_guarantee_h": wanted_s / 3600.0,
             "rho": rho})
     return {"tenants": rows,
             "jain_index": jain_index([r["rho"] for r in rows if r["rho"] is not None])}
+
+
+def _hour_parts(start: float, length: float) -> list[tuple[int, float]]:
+    """The span ``[start, start + length)`` (s from the first decision) cut at whole hours:
+    (hour index, seconds in it) per hour it touches."""
+    out = []
+    end = start + length
+    while length > 0 and start < end:
+        hour = int(start // 3600.0)
+        cut = min(end, (hour + 1) * 3600.0)
+        out.append((hour, cut - start))
+        start = cut
+    return out
 
 
 def format_tenant_table(policy: str, figures: Mapping[str, Any]) -> str:

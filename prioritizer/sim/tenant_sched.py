@@ -13,7 +13,8 @@ asked at each decision (:class:`TenantSample`), which the tenant report reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.victims import may_be_victim
@@ -23,19 +24,43 @@ from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import Planned, plan_starts
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
-from prioritizer.policy.tenants import (Holdings, Resources, Tenancy, TenantOrder, Waiting,
-                                        decay, tenant_order)
+from prioritizer.policy.tenants import (GUARANTEE, Holdings, Resources, Tenancy, TenantOrder,
+                                        Waiting, decay, tenant_order)
 
 
 @dataclass(frozen=True)
 class TenantSample:
     """At ``time`` (s): per tenant the GPUs its jobs hold (``held``, checkpointing ones
-    included) and ask in all (``demand``: held plus pending, waiting out a requeue delay
-    included)."""
+    included), ask in all (``demand``: held plus pending, waiting out a requeue delay
+    included) and are owed by the reclaim rule (``owed``, tenants with a guarantee only:
+    :func:`owed_gpus`)."""
 
     time: float
     held: dict[str, int]
     demand: dict[str, int]
+    owed: dict[str, int] = field(default_factory=dict)
+
+
+def owed_gpus(guaranteed: int, held: int, pending: Mapping[int, int]) -> int:
+    """The GPUs a tenant is owed: its guarantee, or less when its pending jobs cannot fill
+    it. ``held`` plus the GPUs of pending jobs that fit in what is left of the guarantee
+    (``pending``: job GPUs -> number of such jobs), largest first (the most that fits when
+    every size divides the larger ones, as powers of two do), at most ``guaranteed``. A job
+    larger than what is left is above the guarantee: the reclaim rule takes nothing back
+    for it (:mod:`prioritizer.policy.tenant_preempt`).
+
+    >>> owed_gpus(16, 8, {8: 1, 4: 3})   # 8 held, one 8-GPU job fits
+    16
+    >>> owed_gpus(16, 12, {8: 2})        # no 8-GPU job fits in the 4 left
+    12
+    """
+    room = guaranteed - held
+    if room <= 0:
+        return guaranteed
+    for gpus in sorted(pending, reverse=True):
+        if 0 < gpus <= room:
+            room -= gpus * min(pending[gpus], room // gpus)
+    return guaranteed - room
 
 
 class TenantScheduler(Scheduler):
@@ -51,6 +76,7 @@ class TenantScheduler(Scheduler):
         self.holdings = Holdings()                 # running, not checkpointing
         self.held: dict[str, int] = {}             # running and checkpointing
         self.asked: dict[str, int] = {}            # pending
+        self.sizes: dict[str, dict[int, int]] = {}  # pending: job GPUs -> jobs
         self.usage: dict[str, Resources] = {}      # decayed GPU·s (with a half-life)
         self.usage_at = 0.0
         self.samples: list[TenantSample] = []
@@ -63,6 +89,9 @@ class TenantScheduler(Scheduler):
         tenant, user = self.owners[rec.job_id]
         self.held[tenant] = self.held.get(tenant, 0) + held * rec.gpus
         self.asked[tenant] = self.asked.get(tenant, 0) + asked * rec.gpus
+        if asked:
+            sizes = self.sizes.setdefault(tenant, {})
+            sizes[rec.gpus] = sizes.get(rec.gpus, 0) + asked
         if running:
             self.holdings.add(tenant, user, rec.gpus, sign=running)
 
@@ -135,7 +164,9 @@ class TenantScheduler(Scheduler):
                                   may_be_victim(rec.preemptible, grace, rec.guard, now,
                                                 min_run), grace))
         jobs = self.jobs
-        walkers = [Walker(job_id, owners[job_id][0], jobs[job_id].shape, jobs[job_id].level)
+        why = merged.why
+        walkers = [Walker(job_id, owners[job_id][0], jobs[job_id].shape, jobs[job_id].level,
+                          by_guarantee=why[job_id][0] == GUARANTEE)
                    for job_id in merged.order]
         found, _ = tenant_preemptions(walkers, holders, self.free.free, self.tenancy,
                                       inside=self.policy.preemptive)
@@ -184,8 +215,11 @@ class TenantScheduler(Scheduler):
                 self._start_planned(p, now)
         else:
             planned = []
-        self.samples.append(TenantSample(now, dict(self.held), {
-            t: self.held.get(t, 0) + self.asked.get(t, 0)
-            for t in set(self.held) | set(self.asked)}))
+        held = self.held
+        self.samples.append(TenantSample(now, dict(held), {
+            t: held.get(t, 0) + self.asked.get(t, 0) for t in set(held) | set(self.asked)}, {
+            t.name: owed_gpus(t.guaranteed_gpus, held.get(t.name, 0),
+                              self.sizes.get(t.name, {}))
+            for t in self.tenancy.tenants if t.guaranteed_gpus > 0}))
         return planned
 

@@ -12,6 +12,7 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import decide
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.tenant_decide import Owner, decide_tenants
+from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
 from prioritizer.policy.tenants import (SHARED, Holdings, Tenancy, VirtualCluster, Waiting,
                                         check_tenancy, decay, fair_share, parse_tenancy,
                                         tenant_order)
@@ -98,6 +99,45 @@ def test_no_reclaim_for_a_job_that_does_not_fit_its_guarantee() -> None:
     out = decide_tenants(snapshot(TWO, jobs), PolicyConfig(), NOW, NLP_VISION,
                          owners(j1="vision", j2="vision", j9="nlp"))
     assert out.decisions.preemptions == ()
+
+
+def test_no_reclaim_for_gpus_a_borrower_ahead_would_take() -> None:
+    """2 nodes x 4 GPUs; vision (guarantee 4) holds all 8 in queue 0 with 2-GPU jobs 1
+    (400 GPU·s) and 2 (300) on n0, 3 (200) and 4 (100) on n1. Pending, all new, in
+    Tiresias order by submit time: nlp's gang 10 (4 + 4), vision's 20 (2), nlp's 11 (2).
+    The order: nlp's head, gang 10, is above nlp's guarantee (0 + 8 > 4) and goes by share
+    (0/8 x 8/4 = 0); counted as started, nlp is at 8 and its job 11 by share 8/8 x 8/4 = 2,
+    equal to vision's job 20 (8/8 x 8/4 = 2), which submitted first goes first: 10, 20, 11.
+    Job 11 alone would fit in nlp's guarantee (0 + 2 <= 4), but a GPU it took back would go
+    to job 20, ahead of it, at the end of the grace time (and be taken back again the next
+    cycle): nothing is preempted. (Without that check: victim 1, on n0, the best fit.)"""
+    jobs = [running(1, (2,), ("n0",), queue=0, attained=400),
+            running(2, (2,), ("n0",), queue=0, attained=300),
+            running(3, (2,), ("n1",), queue=0, attained=200),
+            running(4, (2,), ("n1",), queue=0, attained=100),
+            pending(10, (4, 4), submit=900), pending(20, (2,), submit=910),
+            pending(11, (2,), submit=920)]
+    own = owners(j1="vision", j2="vision", j3="vision", j4="vision", j10="nlp",
+                 j20="vision", j11="nlp")
+    out = decide_tenants(snapshot(TWO, jobs), PolicyConfig(), NOW, NLP_VISION, own)
+    assert out.decisions.order == (10, 20, 11)
+    assert out.tenant_order.why[11] == ("fair share", "nlp", 8.0, 4, 2.0)
+    assert out.decisions.preemptions == ()
+
+
+def test_no_reclaim_for_a_job_the_start_order_puts_behind_a_borrower() -> None:
+    """The victim walk alone: vision (guarantee 4) holds 8 on 2 nodes x 4 (jobs 1 and 2, 4
+    GPUs each); nlp's job 11 (2 GPUs, nlp at 0 of 4) fits in nlp's guarantee, but the start
+    order placed it by the share rule (``by_guarantee`` False), behind a job of another
+    tenant that would take what a reclaim frees: nothing is taken back. The same walker
+    placed by the guarantee rule takes back job 1 (first on the best-fit node n0)."""
+    holders = [Holder(1, "vision", (4,), (0,), 0.0, 400.0),
+               Holder(2, "vision", (4,), (1,), 0.0, 300.0)]
+    behind = Walker(11, "nlp", (2,), 0.0, by_guarantee=False)
+    assert tenant_preemptions([behind], holders, [0, 0], NLP_VISION) == ([], {})
+    found, _ = tenant_preemptions([behind._replace(by_guarantee=True)], holders, [0, 0],
+                                  NLP_VISION)
+    assert found == [Preemption(11, (1,))]
 
 
 # -- the order across tenants ------------------------------------------------------------
