@@ -73,9 +73,12 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
     ``decisions`` gave it. A node offers the GPUs free on it plus those the managed jobs hold
     (GPUs of jobs the daemon does not manage stay theirs), at most its GPUs: shard units
     count one GPU each, and Slurm counts a GPU holding shards as free, so two units sharing a
-    GPU would otherwise add a GPU the node does not have. A job releasing its GPUs by a
-    preemption is in ``grace`` until ``checkpoint_overhead_s`` from now; one ending on its own
-    (COMPLETING) has no run time left. ``units`` (the daemon's cache of squeue records)
+    GPU would otherwise add a GPU the node does not have. A job being preempted (an open
+    intent, ``obs.preempting``) is in ``grace`` until ``checkpoint_overhead_s`` from now, or
+    until now once Slurm shows it COMPLETING (its requeue under way), then waits out the
+    requeue delay: its forecast start is its next one. A job releasing its GPUs otherwise
+    (COMPLETING, or its checkpoint signal refused as completing) ends on its own and has no
+    run time left. ``units`` (the daemon's cache of squeue records)
     gives each job's time limit. A running job whose nodes Slurm did not name is left out
     (its GPUs are not free, so they stay taken)."""
     now = obs.now
@@ -89,9 +92,10 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
         running = view.phase is JobPhase.RUNNING
         if running and (view.run_start is None or len(view.nodes) != len(view.gpus_per_node)):
             continue   # where it runs is not known: its GPUs count as taken, it is left out
-        ending = running and unit is not None and unit.state == "COMPLETING"
-        phase = "grace" if running and view.releasing and not ending else (
-            "running" if running else "pending")
+        preempted = running and view.job_id in obs.preempting
+        completing = unit is not None and unit.state == "COMPLETING"
+        ending = running and not preempted and (view.releasing or completing)
+        phase = "grace" if preempted else ("running" if running else "pending")
         for node, g in zip(view.nodes, view.gpus_per_node):
             held[node] = held.get(node, 0) + g
         jobs.append(ForecastJob(
@@ -106,7 +110,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
             eligible=None if running else view.eligible_time,
             time_limit_s=float(limit) if limit else None,
             remaining_s=0.0 if ending else None, preemptible=view.preemptible,
-            grace_end=now + config.checkpoint_overhead_s if phase == "grace" else None))
+            grace_end=(now if completing else now + config.checkpoint_overhead_s)
+            if preempted else None))
     nodes = tuple((n.name, min(n.gpus_free + held.get(n.name, 0), n.gpus_total))
                   for n in obs.snapshot.nodes)
     return World(now, nodes, tuple(j for j in jobs if on_known_nodes(j, nodes)))

@@ -41,11 +41,13 @@ class JobForecast:
 
     Attributes:
         job_id: as in the world.
-        start: (p10, p50, p90) of its first start at or after ``now``; a job already holding
-            GPUs has its run start three times. ``inf``: beyond the horizon. None: it fits on
-            no node of the world.
+        start: (p10, p50, p90) of its first start at or after ``now``; a running job has its
+            run start three times; a job being preempted (``grace``) its next start, after
+            the requeue (the run it is leaving is over). ``inf``: beyond the horizon. None:
+            it fits on no node of the world.
         finish: (p10, p50, p90) of its end; None as ``start``.
-        preempt_chance: share of draws (0-1) in which it is preempted before it ends.
+        preempt_chance: share of draws (0-1) in which it is preempted before it ends (a
+            ``grace`` job: preempted again after its next start).
         ahead: how many pending jobs are before it in the policy's start order at ``now``
             (0 for a job holding GPUs).
         first_ahead: the ids of the first :data:`AHEAD_SHOWN` of those, in start order.

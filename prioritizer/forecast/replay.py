@@ -6,7 +6,8 @@ Seeding at ``world.now``: every job is filed with the scheduler (``policy.fast.i
 its service so far and its recorded queue state; a running job is started on its own nodes at
 its own run start (its attained service, thrash guard and victim order are those of the
 cluster), its completion falls at ``now`` + its remaining run time; a ``grace`` job is
-started and signalled (its GPUs come free at ``grace_end``, then it is requeued); a pending
+started and signalled (its GPUs come free at ``grace_end``, then it is requeued; its
+forecast start is its next start, after the requeue); a pending
 job with a BeginTime becomes startable then. From there the policy and the start model decide
 exactly as in ``dlprio simulate``, with the same costs (checkpoint overhead, requeue delay,
 preemptions on the daemon's ticks, ``tick_on_time``). Without ``arrivals`` no arrival is
@@ -36,10 +37,12 @@ from prioritizer.sim.traces import TraceJob
 
 @dataclass(frozen=True)
 class Outcome:
-    """One job in one draw: ``start`` (the first start at or after ``now``; a job holding GPUs
-    keeps its run start), ``end`` (s) and whether it was preempted before it ended (within
-    the horizon). ``inf``: not within the horizon. ``None`` start/end: the job fits on no node
-    of the world."""
+    """One job in one draw: ``start`` (the first start at or after ``now``; a running job
+    keeps its run start; a ``grace`` job, being preempted, has its next start, after its
+    requeue, never the start of the run it is leaving), ``end`` (s) and whether it was
+    preempted before it ended (within the horizon; for a ``grace`` job: preempted again after
+    that next start). ``inf``: not within the horizon. ``None`` start/end: the job fits on no
+    node of the world."""
 
     start: float | None
     end: float | None
@@ -108,16 +111,15 @@ class ForwardReplay(Simulator):
             assert job.run_start is not None   # World checks it for running and grace jobs
             sched.start(i, tuple(at[n] for _, n in pairs), job.run_start)
             sim.run = 1
-            sim.first_start = job.run_start
             if job.phase == "running":
+                sim.first_start = job.run_start
                 self.push(now + left, Completion(i, 1))
                 self.schedule_crossing(sim, now)
                 guard = job.run_start + config.min_run_s
                 if config.preemption and config.min_run_s > 0 and guard > now:
                     self.push(guard, DecisionTick(False))
-            else:
+            else:   # being preempted: its start is the next one, after the requeue
                 sched.signal(i, now)
-                sim.preemptions = 1
                 self.push(max(job.grace_end or now, now), GraceEnd(i, 1))
         self.push(now, DecisionTick(False))
         self.order: tuple[int, ...] = ()

@@ -14,6 +14,7 @@ from daemon_unit_helpers import unit
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.forecasts import Forecaster, world_of
 from prioritizer.daemon.observe import Observation
+from prioritizer.forecast.forecast import forecast
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, JobView, NodeView, QueueState, Snapshot
@@ -82,6 +83,29 @@ def test_a_forecast_is_made_in_the_child_and_published():
     assert got["jobs"]["2"]["start"] == [NOW] * 3
     assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
     assert got["jobs"]["2"]["ahead"] == 0 and got["jobs"]["2"]["preempt_chance"] == 0.0
+
+
+def test_a_job_being_requeued_is_forecast_to_its_next_start_and_a_completing_one_ends():
+    # job 1 is a victim of an open preemption intent and Slurm shows it COMPLETING (requeue
+    # under way): its GPU on n0 comes free now and it may start again after the 121 s
+    # requeue delay, at NOW + 121 (n0 is free then), never at its old run's start NOW - 40;
+    # it has 60 GPU·s left of the 100 all past jobs took, so it ends at NOW + 181. Job 3
+    # (1 GPU on n1, COMPLETING on its own, no intent) has no run time left.
+    obs = _observation()
+    ending = JobView(3, JobPhase.RUNNING, (1,), 0.0, attained_gpu_s=10.0, attained_s=10.0,
+                     run_start=NOW - 10, nodes=("n1",), releasing=True)
+    victim = JobView(1, JobPhase.RUNNING, (1,), 0.0, attained_gpu_s=40.0, attained_s=40.0,
+                     run_start=NOW - 40, nodes=("n0",), releasing=True)
+    units = {**obs.units, 1: unit(1, "COMPLETING", gpus=1), 3: unit(3, "COMPLETING", gpus=1)}
+    obs = Observation(NOW, Snapshot(obs.snapshot.nodes, (victim, obs.snapshot.jobs[1], ending)),
+                      units, (), preempting=frozenset({1}))
+    world = world_of(obs, _decisions(), PolicyConfig())
+    one, _, three = world.jobs
+    assert (one.phase, one.grace_end) == ("grace", NOW)
+    assert (three.phase, three.remaining_s) == ("running", 0.0)
+    got = forecast(world, PolicyConfig(policy="fifo"), GittinsDistribution([100.0])).by_id()
+    assert got["1"].start == (NOW + 121,) * 3 and got["1"].finish == (NOW + 181,) * 3
+    assert got["3"].finish == (NOW,) * 3
 
 
 def test_a_running_job_without_node_names_is_left_out():
