@@ -18,7 +18,16 @@ Each forecast's start band is calibrated walk-forward
 (:mod:`prioritizer.forecast.calibrate`): with the residuals of the forecasts made at earlier
 moments whose job had started by this moment (never a later outcome), once at least
 :data:`prioritizer.forecast.calibrate.MIN_KNOWN` are known; before that the draws' raw band
-stands. The report gives both, the calibrated figures as the answer.
+stands. The report gives both, the calibrated figures as the answer. As in the daemon
+(:func:`prioritizer.forecast.calibrate.remember`), a job's forecast joins the residuals only
+when the job has no other forecast of the same wait less than
+:data:`~prioritizer.forecast.calibrate.RECORD_GAP_S` older; every forecast is scored.
+
+The moments stand for the daemon's refreshes (every ``forecast.every_cycles`` cycles, 5
+minutes by default): each is scored as the forecast a refresh at that moment would publish,
+with every one of its ``draws`` made (the daemon's ``forecast.cpu_budget_s`` may stop its
+draws sooner on a large site); how long it stays shown until the next refresh is not
+measured.
 
 Per forecast job: the wait still ahead ``actual start - moment`` (s; its next start in the
 replay) and the forecast's (calibrated) p10/p50/p90 of it, beside the raw ones; the relative error ``|p50 - actual| / actual`` (waits from the moment);
@@ -38,7 +47,7 @@ from typing import Any
 
 from prioritizer import tables
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S, recent
-from prioritizer.forecast.calibrate import MIN_KNOWN, Past, calibration
+from prioritizer.forecast.calibrate import MIN_KNOWN, RECORD_GAP_S, Past, calibration
 from prioritizer.forecast.forecast import DEFAULT_DRAWS, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -206,7 +215,8 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
     observed.observe()
     starts = {str(i): runs for i, runs in observed.starts.items()}
     out: list[JobCheck] = []
-    past: list[Past] = []   # every earlier forecast with its outcome; calibration() filters
+    past: list[Past] = []   # the remembered forecasts with their outcomes; calibration() filters
+    last: dict[str, Past] = {}   # per job, its latest remembered forecast
     for snap in observed.snapshots:
         if not snap.waiting:
             continue
@@ -230,8 +240,12 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
             (low, mid, high), used = known.start_band(t, got.start)
             out.append(JobCheck(job, t, actual - t, low - t, mid - t, high - t, naive,
                                 got.start[0] - t, got.start[1] - t, got.start[2] - t, used))
-            if got.start[1] != float("inf"):
-                past.append(Past(job, t, got.start[1], actual))
+            before = last.get(job)
+            if got.start[1] != float("inf") and (
+                    before is None or t - before.made_at >= RECORD_GAP_S
+                    or (before.start is not None and before.start <= t)):
+                last[job] = Past(job, t, got.start[1], actual)
+                past.append(last[job])
     return out
 
 

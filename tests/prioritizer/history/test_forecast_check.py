@@ -103,6 +103,36 @@ def test_bands_are_calibrated_only_with_earlier_moments_outcomes(tmp_path, capsy
     assert got["coverage_p10_p90"] == 1.0 and got["median_rel_error"] == 0.0
 
 
+def test_a_job_joins_the_residuals_once_per_record_gap_as_in_the_daemon(tmp_path, monkeypatch):
+    """One GPU, fifo: jobs 0..29 of 100 s submitted at 0..29 s (job j runs from 100 j), job
+    30 at 3,000 s. Six moments 500 s apart, 250 ... 2,750 s; at moment m jobs j with 100 j > m
+    wait. A job's forecast is remembered unless one of the same wait is less than 900 s old:
+    at 250 jobs 3..29 (27), at 750 none (250 is 500 s before), at 1,250 jobs 13..29 (17), at
+    1,750 none, at 2,250 jobs 23..29 (7): the last moment calibrates on 51 remembered
+    forecasts, not the 85 made before it; job 29 on three of them."""
+    from prioritizer.forecast.calibrate import calibration
+    from prioritizer.history import forecast_check
+
+    seen: list[list] = []
+
+    def spy(past, now, **kw):
+        seen.append(list(past))
+        return calibration(past, now, **kw)
+
+    monkeypatch.setattr(forecast_check, "calibration", spy)
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},1,{i},100" for i in range(30)]
+    rows.append("30,1,3000,100")
+    trace = tmp_path / "close.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", "--policy", "fifo", "--moments", "6", "--draws", "2",
+                 "--json"]) == 0
+    last = seen[-1]
+    assert len(last) == 51
+    assert sorted(p.made_at for p in last if p.job_id == "29") == [250.0, 1250.0, 2250.0]
+
+
 def test_a_trace_with_gpu_sharing_is_refused_not_replayed_as_whole_gpus(tmp_path, capsys):
     # the forecast's replay knows no shard job and no opportunistic class: each such job
     # would be forecast as a whole-GPU production job, so the check names them instead
