@@ -77,14 +77,16 @@ def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, 
     """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` (calibrated) and
     ``finish`` (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon; ``null`` lists: fits
     on no node), ``calibrated`` (past outcomes the start band rests on; 0: the draws' raw
-    band), ``preempt_chance``, ``ahead``, ``horizon_s``; None without a fresh forecast."""
+    band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard`` or
+    ``opportunistic``: forecast as a whole-GPU production job; null for any other job); None
+    without a fresh forecast."""
     found = entry(forecast, job_id) if is_fresh(forecast, now) else None
     if found is None or forecast is None:
         return None
     return {"made_at": forecast["made_at"], "start": found["start"], "finish": found["finish"],
             "calibrated": found.get("calibrated", 0),
             "preempt_chance": found["preempt_chance"], "ahead": found["ahead"],
-            "horizon_s": forecast["horizon_s"]}
+            "horizon_s": forecast["horizon_s"], "sharing": found.get("sharing")}
 
 
 def _band(values: list[float | None] | None, now: float, horizon_s: float) -> str:
@@ -141,4 +143,29 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
             if first else ""
         lines.append(f"  jobs ahead in the start order: {found['ahead']}{more}")
     lines.append(f"  preempted before it ends: {found['preempt_chance'] * 100:.0f} % of draws")
+    lines.extend(sharing_lines(found, forecast))
     return lines
+
+
+#: what the forecast does with a job that shares GPUs (``sharing`` of its entry)
+SHARING_NOTES = {
+    "shard": ("GPU sharing is not modeled: this shard job is forecast as a job of one whole "
+              "GPU (Slurm may start it sooner, on the free shards of a busy GPU)"),
+    "opportunistic": ("GPU sharing is not modeled: this opportunistic job is forecast as a "
+                      "production job (production jobs take its GPUs first: it may start "
+                      "later and be preempted more often)"),
+}
+
+
+def sharing_lines(found: Mapping[str, Any], forecast: Forecast) -> list[str]:
+    """The note on GPU sharing: for a shard or opportunistic job what the forecast made of
+    it; for another job, how many such jobs the forecast counted as whole-GPU production
+    jobs (none when there are none)."""
+    kind = found.get("sharing")
+    if kind in SHARING_NOTES:
+        return [f"  {SHARING_NOTES[kind]}"]
+    others = forecast.get("sharing_jobs", 0)
+    if others:
+        return [f"  {others} shard or opportunistic job(s) counted as whole-GPU production "
+                "jobs: GPU sharing is not modeled"]
+    return []

@@ -29,9 +29,17 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
     {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
      "cpu_s": float, "arrivals": "none" | "history", "known_outcomes": int,
+     "sharing_jobs": int,
      "jobs": {"<job id>": {"start": [p10, p50, p90], "raw_start": [p10, p50, p90],
                            "calibrated": int, "finish": [p10, p50, p90],
-                           "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
+                           "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...],
+                           ["sharing": "shard" | "opportunistic"]}}}
+
+GPU sharing is not modeled: a shard job is forecast as a job of one whole GPU per node (Slurm
+may start it sooner, on the free shards of a busy GPU; a running one progresses as one GPU), an
+opportunistic job as a production job (production jobs take its GPUs first, so it may start
+later and be preempted more often). Such a job's entry has ``"sharing": "shard"`` or
+``"opportunistic"``; ``sharing_jobs`` counts them, and the views say so.
 
 ``start`` is the calibrated band, ``raw_start`` the draws' own, ``calibrated`` the count of
 past outcomes the band rests on (0: ``start`` is the raw band); ``finish`` the draws' finish
@@ -65,6 +73,7 @@ from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase
+from prioritizer.policy.sharing import Share
 
 
 def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
@@ -154,11 +163,23 @@ class MetaStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
 
+def sharing_of(shares: Mapping[int, Share], world: World) -> dict[str, str]:
+    """The jobs of ``world`` that use GPU sharing, by id: ``shard`` (a fraction of one GPU)
+    or ``opportunistic``; the forecast counts each as a whole-GPU production job."""
+    ids = {j.job_id for j in world.jobs}
+    return {str(job_id): "shard" if share.share > 0 else "opportunistic"
+            for job_id, share in shares.items()
+            if str(job_id) in ids and (share.share > 0 or share.opportunistic)}
+
+
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
            cpu_s: float, arrivals: str = "none", calibrated: Calibration | None = None,
-           waiting: frozenset[str] = frozenset()) -> dict[str, Any]:
+           waiting: frozenset[str] = frozenset(),
+           sharing: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The snapshot's ``forecast`` object of ``made`` (see module doc): the start bands of the
-    ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands)."""
+    ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands); ``sharing``: the jobs
+    forecast as whole-GPU production jobs though they share GPUs (:func:`sharing_of`)."""
+    sharing = sharing or {}
     jobs: dict[str, Any] = {}
     for job in made.jobs:
         if job.start is None or job.finish is None:
@@ -180,10 +201,14 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
                             "preempt_chance": round(job.preempt_chance, 3),
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
+    for job_id, kind in sharing.items():
+        if job_id in jobs:
+            jobs[job_id]["sharing"] = kind
     known = len(calibrated.pooled) if calibrated is not None else 0
     return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
             "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
-            "known_outcomes": known, "jobs": jobs}
+            "known_outcomes": known, "sharing_jobs": sum(k in jobs for k in sharing),
+            "jobs": jobs}
 
 
 def load_known(store: MetaStore | None) -> list[Past]:
@@ -236,6 +261,8 @@ class Forecaster:
         self.past: list[Past] = load_known(store)
         #: the waiting jobs of the forecast in flight
         self.waiting: frozenset[str] = frozenset()
+        #: its shard and opportunistic jobs (:func:`sharing_of`)
+        self.sharing: dict[str, str] = {}
 
     def learn(self, obs: Observation) -> None:
         """Note the starts this cycle sees of remembered forecasts; keep the known outcomes
@@ -263,7 +290,7 @@ class Forecaster:
         else:
             self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
                                  self.cfg.arrivals, calibration(self.past, made.now),
-                                 self.waiting)
+                                 self.waiting, self.sharing)
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
@@ -281,6 +308,7 @@ class Forecaster:
             return
         world = world_of(obs, decisions, config, units)
         self.waiting = frozenset(j.job_id for j in world.jobs if j.phase == "pending")
+        self.sharing = sharing_of(obs.shares, world)
         arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
                           self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
         if self.pool is None:

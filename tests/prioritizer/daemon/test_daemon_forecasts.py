@@ -108,6 +108,43 @@ def test_a_job_being_requeued_is_forecast_to_its_next_start_and_a_completing_one
     assert got["3"].finish == (NOW,) * 3
 
 
+def test_shard_and_opportunistic_jobs_are_forecast_as_whole_gpu_jobs_and_said_so():
+    # job 1 (running on n0's one GPU) is opportunistic, job 2 a pending shard job of a
+    # quarter GPU: the forecast counts them as whole-GPU production jobs, so job 2 takes one
+    # of n1's 6 free GPUs at once and, drawing 100 GPU·s over that one GPU, ends at NOW + 100
+    from prioritizer.daemon.forecast_text import detail_lines, json_field
+    from prioritizer.policy.sharing import Share
+    obs = _observation()
+    obs = Observation(NOW, obs.snapshot, obs.units, (),
+                      shares={1: Share(opportunistic=True), 2: Share(share=0.25)})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3),
+                            30.0, logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, obs, _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([100.0]))
+        _collect(forecaster)
+    finally:
+        forecaster.close()
+    got = forecaster.latest
+    assert got["sharing_jobs"] == 2
+    assert got["jobs"]["1"]["sharing"] == "opportunistic"
+    assert got["jobs"]["2"]["sharing"] == "shard"
+    assert got["jobs"]["2"]["start"] == [NOW] * 3 and got["jobs"]["2"]["finish"] == [NOW + 100] * 3
+    assert json_field(got, 2, NOW)["sharing"] == "shard"
+    assert detail_lines(got, 2, NOW, False)[-1] == (
+        "  GPU sharing is not modeled: this shard job is forecast as a job of one whole GPU "
+        "(Slurm may start it sooner, on the free shards of a busy GPU)")
+    assert detail_lines(got, 1, NOW, True)[-1].startswith(
+        "  GPU sharing is not modeled: this opportunistic job is forecast as a production job")
+    # a forecast with sharing jobs tells every other job how many it counted so
+    plain = {**got, "jobs": {**got["jobs"], "2": {k: v for k, v in got["jobs"]["2"].items()
+                                                  if k != "sharing"}}}
+    assert detail_lines(plain, 2, NOW, False)[-1] == (
+        "  2 shard or opportunistic job(s) counted as whole-GPU production jobs: GPU sharing "
+        "is not modeled")
+    assert json_field(plain, 2, NOW)["sharing"] is None
+
+
 def test_a_running_job_without_node_names_is_left_out():
     obs = _observation()
     lost = JobView(3, JobPhase.RUNNING, (2,), 0.0, attained_gpu_s=10.0, attained_s=5.0,
