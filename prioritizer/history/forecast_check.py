@@ -34,7 +34,8 @@ replay) and the forecast's (calibrated) p10/p50/p90 of it, beside the raw ones; 
 whether ``p10 <= actual <= p90`` (coverage of the 80 % band). Beside it the naive estimate
 "position × mean duration": ``(jobs ahead + 1) × mean run time / running jobs`` (the queue
 drains one job per ``mean run time / running jobs`` seconds; mean run time of the jobs ended
-before the moment). Summaries count jobs whose actual wait from the moment is at least
+before the moment, or while none has, the distribution's mean GPU·s over the mean GPUs of the
+jobs present). Summaries count jobs whose actual wait from the moment is at least
 :data:`MIN_WAIT_S`, and split them by wait length (:data:`WAIT_BUCKETS`).
 """
 
@@ -230,7 +231,7 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
         known = calibration(past, t)
         running = sum(1 for j in snap.world.jobs if j.phase != "pending")
         mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(
-            dist.samples)
+            dist.samples) / statistics.fmean(j.gpus for j in snap.world.jobs)
         for job in snap.waiting:
             got = made[job]
             actual = next((s for s in starts.get(job, ()) if s > t), None)

@@ -133,6 +133,32 @@ def test_a_job_joins_the_residuals_once_per_record_gap_as_in_the_daemon(tmp_path
     assert sorted(p.made_at for p in last if p.job_id == "29") == [250.0, 1250.0, 2250.0]
 
 
+def test_naive_estimate_before_any_job_ended_takes_run_time_from_the_distribution(
+        tmp_path, capsys, monkeypatch):
+    """One node of 2 GPUs, fifo: jobs 0..9 of 2 GPUs and 100 s submitted at 0..9 s, job 10
+    at 40 s; the one moment falls at 20 s, when no job has ended. The distribution (every job
+    200 GPU·s) gives a mean run time of 200 / 2 GPUs = 100 s: the naive wait of job i
+    (i - 1 jobs ahead, one running) is 100 i s against an actual 100 i - 20. Waits of at least
+    600 s: jobs 7, 8, 9 (680, 780, 880 s), naive errors 20/680, 20/780, 20/880, median
+    20/780; the forecast, drawing 200 GPU·s (100 s) for every job, is exact."""
+    from prioritizer.history import forecast_check
+    from prioritizer.policy.gittins import GittinsDistribution
+
+    monkeypatch.setattr(forecast_check, "load_distribution",
+                        lambda: GittinsDistribution([200.0]))
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},2,{i},100" for i in range(10)]
+    rows.append("10,2,40,100")
+    trace = tmp_path / "early.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "2", "--policy", "fifo", "--moments", "1", "--draws", "2",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["forecasts"]
+    assert got["jobs"] == 3 and got["median_rel_error"] == 0.0
+    assert abs(got["naive_median_rel_error"] - 20 / 780) < 1e-12
+
+
 def test_a_trace_with_gpu_sharing_is_refused_not_replayed_as_whole_gpus(tmp_path, capsys):
     # the forecast's replay knows no shard job and no opportunistic class: each such job
     # would be forecast as a whole-GPU production job, so the check names them instead
