@@ -121,7 +121,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      f"{DEFAULT_MOMENTS}). CPU: one replay, then moments x draws forecasts "
                      "of the waiting jobs, about 2 ms each on ITP cluster04 and 15 ms on "
                      "Philly's dense window (more with --arrivals history): 100 x 20 on "
-                     "Philly is 33 s (docs/forecasts.md, Cost)")
+                     "Philly is 33 s, on cluster04 7 s (docs/forecasts.md, Cost)")
     chk.add_argument("--draws", type=numbers.count("--draws", 10_000), default=DEFAULT_DRAWS,
                      metavar="N", help="with --forecasts: duration draws per forecast "
                      f"(default {DEFAULT_DRAWS})")
