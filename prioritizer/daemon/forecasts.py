@@ -33,7 +33,12 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
      "jobs": {"<job id>": {"start": [p10, p50, p90], "raw_start": [p10, p50, p90],
                            "calibrated": int, "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...],
+                           ["restart": [p10, p50, p90] | null],
                            ["sharing": "shard" | "opportunistic"]}}}
+
+``restart`` (only for a job running when the forecast was made): its next start after a
+preemption, over the draws that preempted it (null: none did). A job running then and waiting
+now (preempted and requeued since) is shown that band as its start, never its old run's start.
 
 GPU sharing is not modeled: a shard job is forecast as a job of one whole GPU per node (Slurm
 may start it sooner, on the free shards of a busy GPU; a running one progresses as one GPU), an
@@ -175,10 +180,12 @@ def sharing_of(shares: Mapping[int, Share], world: World) -> dict[str, str]:
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
            cpu_s: float, arrivals: str = "none", calibrated: Calibration | None = None,
            waiting: frozenset[str] = frozenset(),
-           sharing: Mapping[str, str] | None = None) -> dict[str, Any]:
+           sharing: Mapping[str, str] | None = None,
+           running: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The snapshot's ``forecast`` object of ``made`` (see module doc): the start bands of the
     ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands); ``sharing``: the jobs
-    forecast as whole-GPU production jobs though they share GPUs (:func:`sharing_of`)."""
+    forecast as whole-GPU production jobs though they share GPUs (:func:`sharing_of`);
+    ``running``: the jobs running at the forecast, whose entries get ``restart``."""
     sharing = sharing or {}
     jobs: dict[str, Any] = {}
     for job in made.jobs:
@@ -201,6 +208,10 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
                             "preempt_chance": round(job.preempt_chance, 3),
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
+    for job in made.jobs:
+        if job.job_id in running and job.start is not None:
+            jobs[job.job_id]["restart"] = (None if job.restart is None
+                                           else [_when(v) for v in job.restart])
     for job_id, kind in sharing.items():
         if job_id in jobs:
             jobs[job_id]["sharing"] = kind
@@ -263,6 +274,8 @@ class Forecaster:
         self.waiting: frozenset[str] = frozenset()
         #: its shard and opportunistic jobs (:func:`sharing_of`)
         self.sharing: dict[str, str] = {}
+        #: its running jobs (not being preempted)
+        self.running_jobs: frozenset[str] = frozenset()
 
     def learn(self, obs: Observation) -> None:
         """Note the starts this cycle sees of remembered forecasts; keep the known outcomes
@@ -290,7 +303,7 @@ class Forecaster:
         else:
             self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
                                  self.cfg.arrivals, calibration(self.past, made.now),
-                                 self.waiting, self.sharing)
+                                 self.waiting, self.sharing, self.running_jobs)
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
@@ -309,6 +322,7 @@ class Forecaster:
         world = world_of(obs, decisions, config, units)
         self.waiting = frozenset(j.job_id for j in world.jobs if j.phase == "pending")
         self.sharing = sharing_of(obs.shares, world)
+        self.running_jobs = frozenset(j.job_id for j in world.jobs if j.phase == "running")
         arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
                           self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
         if self.pool is None:

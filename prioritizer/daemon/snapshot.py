@@ -201,7 +201,7 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
         if "calibrated" in entry and not _count(entry["calibrated"]):
             raise SnapshotError(f"{path}: malformed snapshot ({where}.calibrated: expected a "
                                 "count)")
-        for key in ("start", "raw_start", "finish"):
+        for key in ("start", "raw_start", "finish", "restart"):
             band = entry.get(key)
             if band is not None and not (isinstance(band, list) and len(band) == 3 and all(
                     v is None or _epoch(v) for v in band)):

@@ -51,6 +51,9 @@ class JobForecast:
         ahead: how many pending jobs are before it in the policy's start order at ``now``
             (0 for a job holding GPUs).
         first_ahead: the ids of the first :data:`AHEAD_SHOWN` of those, in start order.
+        restart: a running job's next start after a preemption, (p10, p50, p90) over the
+            draws in which it was preempted (``inf``: beyond the horizon); None for a job not
+            running, or preempted in no draw. What a view shows once the job waits again.
     """
 
     job_id: str
@@ -59,6 +62,7 @@ class JobForecast:
     preempt_chance: float
     ahead: int
     first_ahead: tuple[str, ...]
+    restart: Band | None = None
 
 
 @dataclass(frozen=True)
@@ -129,8 +133,10 @@ def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...
         ends = [o.end if o.end is not None else inf for o in seen]
         chance = sum(o.preempted for o in seen) / len(seen)
         ahead = place.get(job.job_id, 0)
+        restarts = [o.restart for o in seen if o.restart is not None]
         out.append(JobForecast(job.job_id, band(starts), band(ends), chance, ahead,
-                               order[:min(ahead, AHEAD_SHOWN)]))
+                               order[:min(ahead, AHEAD_SHOWN)],
+                               band(restarts) if restarts else None))
     return Forecast(world.now, len(per_draw), tuple(out))
 
 

@@ -47,6 +47,9 @@ class Outcome:
     start: float | None
     end: float | None
     preempted: bool
+    #: a job running at ``now`` that was preempted: its next start (``inf``: not within the
+    #: horizon); None for any other job or draw
+    restart: float | None = None
 
 
 class ForwardReplay(Simulator):
@@ -123,6 +126,8 @@ class ForwardReplay(Simulator):
                 self.push(max(job.grace_end or now, now), GraceEnd(i, 1))
         self.push(now, DecisionTick(False))
         self.order: tuple[int, ...] = ()
+        #: per job of the world, its first start after one in this replay or at seeding
+        self.restarts: dict[int, float] = {}
         self.totals = totals
         self.world_left = len(self.jobs)   # jobs of the world not ended yet
         self.arrivals = arrivals
@@ -143,6 +148,13 @@ class ForwardReplay(Simulator):
                                   ordered)
             self.push(when, Arrival(k))
             return
+
+    def start(self, job: SimJob, now: float) -> None:
+        """The simulator's start, noting a restart of a job of the world."""
+        k = job.trace.job_id
+        if job.first_start is not None and k < len(self.world.jobs) and k not in self.restarts:
+            self.restarts[k] = now
+        super().start(job, now)
 
     def apply(self, event: Any, now: float) -> bool:
         """The simulator's :meth:`Simulator.apply`, counting the world's completions and
@@ -180,7 +192,9 @@ class ForwardReplay(Simulator):
                 out.append(Outcome(None, None, False))
             else:
                 start = sim.first_start if sim.first_start is not None else inf
+                restart = self.restarts.get(i, inf) \
+                    if job.phase == "running" and sim.preemptions else None
                 out.append(Outcome(start, sim.end if sim.end is not None else inf,
-                                   sim.preemptions > 0))
+                                   sim.preemptions > 0, restart))
         ids = self.world.jobs
         return out, tuple(ids[i].job_id for i in self.order if i < len(ids))

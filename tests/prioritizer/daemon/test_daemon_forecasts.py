@@ -83,6 +83,8 @@ def test_a_forecast_is_made_in_the_child_and_published():
     assert got["jobs"]["2"]["start"] == [NOW] * 3
     assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
     assert got["jobs"]["2"]["ahead"] == 0 and got["jobs"]["2"]["preempt_chance"] == 0.0
+    # job 1 ran at the forecast and no draw preempted it: no restart known; job 2 waited
+    assert got["jobs"]["1"]["restart"] is None and "restart" not in got["jobs"]["2"]
 
 
 def test_a_job_being_requeued_is_forecast_to_its_next_start_and_a_completing_one_ends():
@@ -352,3 +354,16 @@ def test_a_node_offers_no_more_gpus_than_it_has_when_shard_units_share_one():
     obs = Observation(NOW, Snapshot((NodeView("n0", 2, 2),), (a, b)), {}, ())
     world = world_of(obs, Decisions(order=(), states={}), PolicyConfig())
     assert world.nodes == (("n0", 2),)
+
+
+def test_a_running_job_publishes_its_restart_after_a_preemption():
+    from prioritizer.daemon.forecasts import public
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    made = Forecast(NOW, 3, (
+        JobForecast("1", (NOW - 40,) * 3, (NOW + 500,) * 3, 1.0, 0, (),
+                    (NOW + 136, NOW + 200, float("inf"))),
+        JobForecast("2", (NOW,) * 3, (NOW + 100,) * 3, 0.0, 0, ())))
+    snap = public(made, 86400.0, 600.0, 0.1, running=frozenset({"1"}),
+                  waiting=frozenset({"2"}))
+    assert snap["jobs"]["1"]["restart"] == [NOW + 136, NOW + 200, None]   # None: beyond
+    assert "restart" not in snap["jobs"]["2"]

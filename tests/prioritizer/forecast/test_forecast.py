@@ -78,6 +78,9 @@ def test_las_preemption_without_costs():
     assert got["B"].start == (1000.0,) * 3 and got["B"].finish == (1100.0,) * 3
     assert got["A"].finish == (1600.0,) * 3
     assert got["A"].preempt_chance == 1.0 and got["B"].preempt_chance == 0.0
+    # A ran at the forecast: its run start stays its start, its next one is B's end
+    assert got["A"].start == (0.0,) * 3 and got["A"].restart == (1100.0,) * 3
+    assert got["B"].restart is None
 
 
 def test_las_preemption_with_the_default_costs():
@@ -89,6 +92,7 @@ def test_las_preemption_with_the_default_costs():
     got = by_id(world, PolicyConfig(policy="las"))
     assert got["B"].start == (1035.0,) * 3 and got["B"].finish == (1135.0,) * 3
     assert got["A"].finish == (1636.0,) * 3
+    assert got["A"].restart == (1156.0,) * 3   # what dlqueue shows once A waits again
 
 
 def test_grace_job_frees_its_gpus_at_grace_end_and_waits_out_the_requeue_delay():
@@ -101,7 +105,7 @@ def test_grace_job_frees_its_gpus_at_grace_end_and_waits_out_the_requeue_delay()
     # start of the run it is leaving (0); it is not preempted again
     assert got["A"].start == (1131.0,) * 3
     assert got["A"].finish == (1131.0 + 300,) * 3
-    assert got["A"].preempt_chance == 0.0
+    assert got["A"].preempt_chance == 0.0 and got["A"].restart is None
 
 
 def test_a_job_being_preempted_waits_for_its_next_start_behind_the_queue():
