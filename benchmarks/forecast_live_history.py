@@ -16,11 +16,14 @@ daemon, exports the history (``dlprio history export --ledger``) and runs
 with the daemon's own policy section (whose cost keys are the cluster's: 5 s grace, 11 s
 requeue delay = dlcluster's ``cred_expire`` 10 + 1, 5 s decisions) and prints its report and
 JSON. A short wait counts: the report's figures are for waits of at least 10 minutes, so with
-jobs of tens of seconds it also prints the figures over every forecast job (``--min-wait-s``,
-default 20 s), computed by the check's own summary.
+jobs of tens of seconds it also prints the figures over every forecast job that waited at least
+``--min-wait-s`` (default 20 s), computed by the check's own summary. ``--min-samples`` is the
+daemon's ``gittins_min_samples`` (default 100): below it the daemon and the check draw run
+times from the packaged distribution (jobs of hours), far longer than these jobs.
 
     SLURM_CONF=/etc/slurm-NAME/slurm.conf .venv/bin/python benchmarks/forecast_live_history.py \\
-        [--jobs 36] [--burst 12] [--gap-s 15] [--steps 10,45] [--moments 30] [--seed 3]
+        [--jobs 36] [--burst 12] [--gap-s 15] [--steps 10,45] [--moments 30] \\
+        [--min-samples 100] [--seed 3]
 
 About 6 minutes with the defaults on a 2-node, 4-GPU-per-node dlcluster.
 """
@@ -49,7 +52,7 @@ from live_helpers import wait_for  # noqa: E402
 from prioritizer import numbers  # noqa: E402
 from prioritizer.command import CliError  # noqa: E402
 from prioritizer.history.forecast_check import check_forecasts, summary  # noqa: E402
-from prioritizer.history.cli import cluster_of, policy_config  # noqa: E402
+from prioritizer.history.cli import cluster_of, min_samples_of, policy_config  # noqa: E402
 from prioritizer.history.trace import read_rows  # noqa: E402
 from prioritizer.sim.traces import read_trace  # noqa: E402
 
@@ -81,6 +84,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--thresholds", type=pair("--thresholds"), default=(60, 100000),
                         help="the policy's two queue thresholds, GPU·s")
     parser.add_argument("--moments", type=numbers.count("--moments", 100_000), default=30)
+    parser.add_argument("--min-samples", type=numbers.count("--min-samples", 1_000_000),
+                        default=100, help="the daemon's gittins_min_samples: the fewest ended "
+                        "jobs its forecasts (and the check's) learn run times from (default 100)")
     parser.add_argument("--min-wait-s", type=numbers.arg_type("--min-wait-s", numbers.parse_float, 0.0,
                                              numbers.MAX_SECONDS), default=20.0)
     parser.add_argument("--seed", type=int, default=3)
@@ -109,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     policy = {"policy": "tiresias-las", "thresholds_gpu_s": list(args.thresholds),
               "checkpoint_overhead_s": 5, "requeue_delay_s": 11, "decision_interval_s": 5}
     cfg = write_config(tmp / "dlprio.yaml", policy=policy,
+                       gittins_min_samples=args.min_samples,
                        forecast={"every_cycles": 2, "cpu_budget_s": 2, "draws": 20})
     rng = random.Random(args.seed)
     started = time.time()
@@ -152,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(run(*base, "--json").rstrip())
     shape = argparse.Namespace(cluster_from_slurm=True, nodes=None, gpus_per_node=None)
     checks = check_forecasts(read_trace(str(out)), cluster_of(shape),
-                             policy_config(None, str(cfg)), args.moments)
+                             policy_config(None, str(cfg)), args.moments,
+                             min_samples=min_samples_of(str(cfg)))
     every = summary(checks, args.min_wait_s)
     print(f"every forecast job waiting >= {args.min_wait_s:.0f} s: "
           + json.dumps({k: (round(v, 3) if isinstance(v, float) else v)

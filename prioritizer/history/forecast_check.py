@@ -9,7 +9,8 @@ nodes, pending jobs with their queue state, BeginTimes) and every pending job (n
 requeued after a preemption) is forecast as the daemon forecasts (:func:`prioritizer.forecast.forecast.forecast`,
 remaining run times unknown and drawn). The duration distribution is learned, as the daemon
 learns it, from the jobs that ended before the moment (GPU·s = GPUs × run time; below
-:data:`prioritizer.sim.learned.MIN_SAMPLES` jobs the packaged distribution).
+``min_samples`` jobs, the daemon's ``gittins_min_samples``, default
+:data:`prioritizer.sim.learned.MIN_SAMPLES`, the packaged distribution).
 With ``arrivals="history"`` each draw also draws later submissions
 (:mod:`prioritizer.forecast.arrivals`) from the trace's jobs submitted in the window before the
 moment, as the daemon's ``forecast.arrivals: history`` does.
@@ -195,11 +196,14 @@ def moments_of(trace: Trace, count: int) -> list[float]:
 def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                     moments: int = DEFAULT_MOMENTS, draws: int = DEFAULT_DRAWS,
                     seed: int = 0, arrivals: str = DEFAULT_ARRIVALS,
-                    arrival_window_s: float = DEFAULT_WINDOW_S) -> list[JobCheck]:
+                    arrival_window_s: float = DEFAULT_WINDOW_S,
+                    min_samples: int = MIN_SAMPLES) -> list[JobCheck]:
     """Every forecast of a waiting job at each moment, against the replay (module doc).
     ``arrivals``: ``none`` (no arrival drawn) or ``history`` (arrivals drawn from the trace's
     jobs submitted in the ``arrival_window_s`` seconds before the moment:
-    :mod:`prioritizer.forecast.arrivals`).
+    :mod:`prioritizer.forecast.arrivals`). ``min_samples``: the fewest ended jobs the
+    distribution is learned from (the daemon's ``gittins_min_samples``; fewer: the packaged
+    one).
 
     Raises:
         ValueError: an empty trace, ``moments`` or ``draws`` < 1.
@@ -222,7 +226,7 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
         if not snap.waiting:
             continue
         samples = snap.samples
-        dist = GittinsDistribution(samples) if len(samples) >= MIN_SAMPLES else packaged
+        dist = GittinsDistribution(samples) if len(samples) >= min_samples else packaged
         t = snap.world.now
         model = recent(((j.submit, observed.jobs[j.job_id].shape) for j in trace.jobs
                         if j.job_id in observed.jobs), t, arrival_window_s) \

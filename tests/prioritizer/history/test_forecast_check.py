@@ -159,6 +159,30 @@ def test_naive_estimate_before_any_job_ended_takes_run_time_from_the_distributio
     assert abs(got["naive_median_rel_error"] - 20 / 780) < 1e-12
 
 
+def test_run_times_are_learned_from_as_few_ended_jobs_as_the_daemon_config_says(tmp_path,
+                                                                                 capsys):
+    """One GPU, fifo: jobs 0..9 of 1,000 s submitted at 0..9 s, job 10 at 10,000 s; the one
+    moment falls at 5,000 s, when jobs 0..4 have ended (five samples of 1,000 GPU·s) and job 5
+    has just started; jobs 6..9 wait 1,000..4,000 s. With the config's
+    ``gittins_min_samples: 3`` the forecast learns from those five and is exact; without it
+    (100 needed) it draws from the packaged distribution, and misses."""
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},1,{i},1000" for i in range(10)]
+    rows.append("10,1,10000,1000")
+    trace = tmp_path / "few.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    config = tmp_path / "dlprio.yaml"
+    config.write_text("gittins_min_samples: 3\npolicy:\n  policy: fifo\n")
+    base = ["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+            "--gpus-per-node", "1", "--moments", "1", "--draws", "5", "--json"]
+    assert main([*base, "--config", str(config)]) == 0
+    got = json.loads(capsys.readouterr().out)["forecasts"]
+    assert got["jobs"] == 4 and got["median_rel_error"] == 0.0
+    assert got["coverage_p10_p90"] == 1.0
+    assert main([*base, "--policy", "fifo"]) == 0
+    assert json.loads(capsys.readouterr().out)["forecasts"]["median_rel_error"] > 0.5
+
+
 def test_a_trace_with_gpu_sharing_is_refused_not_replayed_as_whole_gpus(tmp_path, capsys):
     # the forecast's replay knows no shard job and no opportunistic class: each such job
     # would be forecast as a whole-GPU production job, so the check names them instead
