@@ -60,14 +60,19 @@ def when(at: float | None, now: float, horizon_s: float) -> str:
 
 
 def start_cell(forecast: Forecast | None, job_id: int, now: float, waiting: bool) -> str:
-    """The START cell of a waiting job: its p50 start; "" for a running job, without a fresh
-    forecast, or for a job the forecast does not hold; ``never`` when it fits on no node."""
+    """The START cell of a waiting job: its p50 start (for a job that ran when the forecast
+    was made, preempted and requeued since: the p50 of its ``restart``, "" when no draw
+    preempted it); "" for a running job, without a fresh forecast, or for a job the forecast
+    does not hold; ``never`` when it fits on no node."""
     if not waiting or not is_fresh(forecast, now):
         return ""
     assert forecast is not None   # is_fresh
     found = entry(forecast, job_id)
     if found is None:
         return ""
+    if "restart" in found:   # it ran at the forecast: its next start after the preemption
+        restart = found["restart"]
+        return "" if restart is None else when(restart[1], now, forecast["horizon_s"])
     if found["start"] is None:
         return "never"
     return when(found["start"][1], now, forecast["horizon_s"])
@@ -77,14 +82,19 @@ def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, 
     """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` (calibrated) and
     ``finish`` (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon; ``null`` lists: fits
     on no node), ``calibrated`` (past outcomes the start band rests on; 0: the draws' raw
-    band), ``preempt_chance``, ``ahead``, ``horizon_s``; None without a fresh forecast."""
+    band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard`` or
+    ``opportunistic``: forecast as a whole-GPU production job; null for any other job),
+    ``restart`` (a job running at the forecast: its next start after a preemption, over the
+    draws that preempted it, ``null`` when none did; ``null`` for any other job); None without
+    a fresh forecast."""
     found = entry(forecast, job_id) if is_fresh(forecast, now) else None
     if found is None or forecast is None:
         return None
     return {"made_at": forecast["made_at"], "start": found["start"], "finish": found["finish"],
             "calibrated": found.get("calibrated", 0),
             "preempt_chance": found["preempt_chance"], "ahead": found["ahead"],
-            "horizon_s": forecast["horizon_s"]}
+            "horizon_s": forecast["horizon_s"], "sharing": found.get("sharing"),
+            "restart": found.get("restart")}
 
 
 def _band(values: list[float | None] | None, now: float, horizon_s: float) -> str:
@@ -130,15 +140,54 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
              if forecast.get("arrivals") == "history" else "no job submitted later is counted")
     lines = [f"forecast: made at {made} ({age} ago) from {forecast['draws']} duration draws; "
              f"{later}"]
-    if not running:
+    ran = "restart" in found   # running at the forecast, waiting now: preempted since
+    if not running and ran:
+        lines.append(_restart_line(found, now, horizon))
+    elif not running:
         lines.append(f"  start: {_band(found['start'], now, horizon)}")
         if found["start"] is not None and "calibrated" in found:
             lines.append(f"    {calibration_note(found, forecast)}")
     lines.append(f"  finish: {_band(found['finish'], now, horizon)}")
-    if not running:
+    if not running and not ran:
         first = ", ".join(str(j) for j in found["first_ahead"])
         more = f" ({first}{', ...' if found['ahead'] > len(found['first_ahead']) else ''})" \
             if first else ""
         lines.append(f"  jobs ahead in the start order: {found['ahead']}{more}")
     lines.append(f"  preempted before it ends: {found['preempt_chance'] * 100:.0f} % of draws")
+    lines.extend(sharing_lines(found, forecast))
     return lines
+
+
+def _restart_line(found: Mapping[str, Any], now: float, horizon_s: float) -> str:
+    """The start line of a job that ran when the forecast was made and waits now."""
+    if found["restart"] is None:
+        return ("  start: not forecast (the forecast was made while the job ran and no draw "
+                "preempted it; the next forecast gives it)")
+    share = found["preempt_chance"] * 100
+    return (f"  start: {_band(found['restart'], now, horizon_s)}: its restart after the "
+            f"preemption, in the {share:.0f} % of draws that preempted it (the forecast was "
+            "made while it ran)")
+
+
+#: what the forecast does with a job that shares GPUs (``sharing`` of its entry)
+SHARING_NOTES = {
+    "shard": ("GPU sharing is not modeled: this shard job is forecast as a job of one whole "
+              "GPU (Slurm may start it sooner, on the free shards of a busy GPU)"),
+    "opportunistic": ("GPU sharing is not modeled: this opportunistic job is forecast as a "
+                      "production job (production jobs take its GPUs first: it may start "
+                      "later and be preempted more often)"),
+}
+
+
+def sharing_lines(found: Mapping[str, Any], forecast: Forecast) -> list[str]:
+    """The note on GPU sharing: for a shard or opportunistic job what the forecast made of
+    it; for another job, how many such jobs the forecast counted as whole-GPU production
+    jobs (none when there are none)."""
+    kind = found.get("sharing")
+    if kind in SHARING_NOTES:
+        return [f"  {SHARING_NOTES[kind]}"]
+    others = forecast.get("sharing_jobs", 0)
+    if others:
+        return [f"  {others} shard or opportunistic job(s) counted as whole-GPU production "
+                "jobs: GPU sharing is not modeled"]
+    return []

@@ -29,9 +29,22 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
     {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
      "cpu_s": float, "arrivals": "none" | "history", "known_outcomes": int,
+     "sharing_jobs": int,
      "jobs": {"<job id>": {"start": [p10, p50, p90], "raw_start": [p10, p50, p90],
                            "calibrated": int, "finish": [p10, p50, p90],
-                           "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...]}}}
+                           "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...],
+                           ["restart": [p10, p50, p90] | null],
+                           ["sharing": "shard" | "opportunistic"]}}}
+
+``restart`` (only for a job running when the forecast was made): its next start after a
+preemption, over the draws that preempted it (null: none did). A job running then and waiting
+now (preempted and requeued since) is shown that band as its start, never its old run's start.
+
+GPU sharing is not modeled: a shard job is forecast as a job of one whole GPU per node (Slurm
+may start it sooner, on the free shards of a busy GPU; a running one progresses as one GPU), an
+opportunistic job as a production job (production jobs take its GPUs first, so it may start
+later and be preempted more often). Such a job's entry has ``"sharing": "shard"`` or
+``"opportunistic"``; ``sharing_jobs`` counts them, and the views say so.
 
 ``start`` is the calibrated band, ``raw_start`` the draws' own, ``calibrated`` the count of
 past outcomes the band rests on (0: ``start`` is the raw band); ``finish`` the draws' finish
@@ -65,6 +78,7 @@ from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase
+from prioritizer.policy.sharing import Share
 
 
 def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
@@ -73,9 +87,12 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
     ``decisions`` gave it. A node offers the GPUs free on it plus those the managed jobs hold
     (GPUs of jobs the daemon does not manage stay theirs), at most its GPUs: shard units
     count one GPU each, and Slurm counts a GPU holding shards as free, so two units sharing a
-    GPU would otherwise add a GPU the node does not have. A job releasing its GPUs by a
-    preemption is in ``grace`` until ``checkpoint_overhead_s`` from now; one ending on its own
-    (COMPLETING) has no run time left. ``units`` (the daemon's cache of squeue records)
+    GPU would otherwise add a GPU the node does not have. A job being preempted (an open
+    intent, ``obs.preempting``) is in ``grace`` until ``checkpoint_overhead_s`` from now, or
+    until now once Slurm shows it COMPLETING (its requeue under way), then waits out the
+    requeue delay: its forecast start is its next one. A job releasing its GPUs otherwise
+    (COMPLETING, or its checkpoint signal refused as completing) ends on its own and has no
+    run time left. ``units`` (the daemon's cache of squeue records)
     gives each job's time limit. A running job whose nodes Slurm did not name is left out
     (its GPUs are not free, so they stay taken)."""
     now = obs.now
@@ -89,9 +106,10 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
         running = view.phase is JobPhase.RUNNING
         if running and (view.run_start is None or len(view.nodes) != len(view.gpus_per_node)):
             continue   # where it runs is not known: its GPUs count as taken, it is left out
-        ending = running and unit is not None and unit.state == "COMPLETING"
-        phase = "grace" if running and view.releasing and not ending else (
-            "running" if running else "pending")
+        preempted = running and view.job_id in obs.preempting
+        completing = unit is not None and unit.state == "COMPLETING"
+        ending = running and not preempted and (view.releasing or completing)
+        phase = "grace" if preempted else ("running" if running else "pending")
         for node, g in zip(view.nodes, view.gpus_per_node):
             held[node] = held.get(node, 0) + g
         jobs.append(ForecastJob(
@@ -106,7 +124,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
             eligible=None if running else view.eligible_time,
             time_limit_s=float(limit) if limit else None,
             remaining_s=0.0 if ending else None, preemptible=view.preemptible,
-            grace_end=now + config.checkpoint_overhead_s if phase == "grace" else None))
+            grace_end=(now if completing else now + config.checkpoint_overhead_s)
+            if preempted else None))
     nodes = tuple((n.name, min(n.gpus_free + held.get(n.name, 0), n.gpus_total))
                   for n in obs.snapshot.nodes)
     return World(now, nodes, tuple(j for j in jobs if on_known_nodes(j, nodes)))
@@ -149,11 +168,25 @@ class MetaStore(Protocol):
     def set_meta(self, key: str, value: str) -> None: ...
 
 
+def sharing_of(shares: Mapping[int, Share], world: World) -> dict[str, str]:
+    """The jobs of ``world`` that use GPU sharing, by id: ``shard`` (a fraction of one GPU)
+    or ``opportunistic``; the forecast counts each as a whole-GPU production job."""
+    ids = {j.job_id for j in world.jobs}
+    return {str(job_id): "shard" if share.share > 0 else "opportunistic"
+            for job_id, share in shares.items()
+            if str(job_id) in ids and (share.share > 0 or share.opportunistic)}
+
+
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
            cpu_s: float, arrivals: str = "none", calibrated: Calibration | None = None,
-           waiting: frozenset[str] = frozenset()) -> dict[str, Any]:
+           waiting: frozenset[str] = frozenset(),
+           sharing: Mapping[str, str] | None = None,
+           running: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The snapshot's ``forecast`` object of ``made`` (see module doc): the start bands of the
-    ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands)."""
+    ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands); ``sharing``: the jobs
+    forecast as whole-GPU production jobs though they share GPUs (:func:`sharing_of`);
+    ``running``: the jobs running at the forecast, whose entries get ``restart``."""
+    sharing = sharing or {}
     jobs: dict[str, Any] = {}
     for job in made.jobs:
         if job.start is None or job.finish is None:
@@ -175,10 +208,18 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
                             "preempt_chance": round(job.preempt_chance, 3),
                             "ahead": job.ahead,
                             "first_ahead": [int(j) for j in job.first_ahead]}
+    for job in made.jobs:
+        if job.job_id in running and job.start is not None:
+            jobs[job.job_id]["restart"] = (None if job.restart is None
+                                           else [_when(v) for v in job.restart])
+    for job_id, kind in sharing.items():
+        if job_id in jobs:
+            jobs[job_id]["sharing"] = kind
     known = len(calibrated.pooled) if calibrated is not None else 0
     return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
             "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
-            "known_outcomes": known, "jobs": jobs}
+            "known_outcomes": known, "sharing_jobs": sum(k in jobs for k in sharing),
+            "jobs": jobs}
 
 
 def load_known(store: MetaStore | None) -> list[Past]:
@@ -231,6 +272,10 @@ class Forecaster:
         self.past: list[Past] = load_known(store)
         #: the waiting jobs of the forecast in flight
         self.waiting: frozenset[str] = frozenset()
+        #: its shard and opportunistic jobs (:func:`sharing_of`)
+        self.sharing: dict[str, str] = {}
+        #: its running jobs (not being preempted)
+        self.running_jobs: frozenset[str] = frozenset()
 
     def learn(self, obs: Observation) -> None:
         """Note the starts this cycle sees of remembered forecasts; keep the known outcomes
@@ -258,7 +303,7 @@ class Forecaster:
         else:
             self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
                                  self.cfg.arrivals, calibration(self.past, made.now),
-                                 self.waiting)
+                                 self.waiting, self.sharing, self.running_jobs)
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
@@ -276,6 +321,8 @@ class Forecaster:
             return
         world = world_of(obs, decisions, config, units)
         self.waiting = frozenset(j.job_id for j in world.jobs if j.phase == "pending")
+        self.sharing = sharing_of(obs.shares, world)
+        self.running_jobs = frozenset(j.job_id for j in world.jobs if j.phase == "running")
         arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
                           self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
         if self.pool is None:

@@ -93,7 +93,8 @@ class Observation:
     """What one cycle saw: ``now`` (epoch s), the policy's snapshot, managed units by id,
     and the nodes Slurm reported; ``lease_jobs``: the jobs named ``cfg.lease_name`` (the
     cluster lease's fencing reads them, :mod:`prioritizer.daemon.lease`); ``shares``: the
-    shard and opportunistic units (:mod:`prioritizer.daemon.sharing`)."""
+    shard and opportunistic units (:mod:`prioritizer.daemon.sharing`); ``preempting``: the
+    jobs of an open preemption intent (being checkpointed and requeued)."""
 
     now: float
     snapshot: Snapshot
@@ -101,6 +102,7 @@ class Observation:
     nodes: tuple[Node, ...]
     lease_jobs: tuple[Job, ...] = ()
     shares: Mapping[int, Share] = field(default_factory=dict)
+    preempting: frozenset[int] = frozenset()
 
 
 #: ``units_from_jobs``' memory between two cycles: unit id → (its Job records, the result:
@@ -219,7 +221,8 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
         ledger.note_observed(now)
     lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
-                       units, nodes, lease, sharing.shares(units, detail))
+                       units, nodes, lease, sharing.shares(units, detail),
+                       frozenset(i.job_id for i in intents))
 
 
 def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:

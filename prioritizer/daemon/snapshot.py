@@ -188,17 +188,20 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
     for key in ("stale_after_s", "horizon_s", "draws"):
         if not _number(value.get(key)):
             raise SnapshotError(f"{path}: malformed snapshot (forecast.{key}: expected a number)")
-    if "known_outcomes" in value and not _count(value["known_outcomes"]):
-        raise SnapshotError(f"{path}: malformed snapshot (forecast.known_outcomes: expected "
-                            "a count)")
+    for key in ("known_outcomes", "sharing_jobs"):
+        if key in value and not _count(value[key]):
+            raise SnapshotError(f"{path}: malformed snapshot (forecast.{key}: expected a count)")
     for job_id, entry in value["jobs"].items():
         where = f"forecast.jobs.{job_id}"
         if not isinstance(entry, dict):
             raise SnapshotError(f"{path}: malformed snapshot ({where}: expected an object)")
+        if entry.get("sharing", "shard") not in ("shard", "opportunistic"):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.sharing: expected "
+                                "'shard' or 'opportunistic')")
         if "calibrated" in entry and not _count(entry["calibrated"]):
             raise SnapshotError(f"{path}: malformed snapshot ({where}.calibrated: expected a "
                                 "count)")
-        for key in ("start", "raw_start", "finish"):
+        for key in ("start", "raw_start", "finish", "restart"):
             band = entry.get(key)
             if band is not None and not (isinstance(band, list) and len(band) == 3 and all(
                     v is None or _epoch(v) for v in band)):

@@ -41,14 +41,19 @@ class JobForecast:
 
     Attributes:
         job_id: as in the world.
-        start: (p10, p50, p90) of its first start at or after ``now``; a job already holding
-            GPUs has its run start three times. ``inf``: beyond the horizon. None: it fits on
-            no node of the world.
+        start: (p10, p50, p90) of its first start at or after ``now``; a running job has its
+            run start three times; a job being preempted (``grace``) its next start, after
+            the requeue (the run it is leaving is over). ``inf``: beyond the horizon. None:
+            it fits on no node of the world.
         finish: (p10, p50, p90) of its end; None as ``start``.
-        preempt_chance: share of draws (0-1) in which it is preempted before it ends.
+        preempt_chance: share of draws (0-1) in which it is preempted before it ends (a
+            ``grace`` job: preempted again after its next start).
         ahead: how many pending jobs are before it in the policy's start order at ``now``
             (0 for a job holding GPUs).
         first_ahead: the ids of the first :data:`AHEAD_SHOWN` of those, in start order.
+        restart: a running job's next start after a preemption, (p10, p50, p90) over the
+            draws in which it was preempted (``inf``: beyond the horizon); None for a job not
+            running, or preempted in no draw. What a view shows once the job waits again.
     """
 
     job_id: str
@@ -57,6 +62,7 @@ class JobForecast:
     preempt_chance: float
     ahead: int
     first_ahead: tuple[str, ...]
+    restart: Band | None = None
 
 
 @dataclass(frozen=True)
@@ -127,8 +133,10 @@ def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...
         ends = [o.end if o.end is not None else inf for o in seen]
         chance = sum(o.preempted for o in seen) / len(seen)
         ahead = place.get(job.job_id, 0)
+        restarts = [o.restart for o in seen if o.restart is not None]
         out.append(JobForecast(job.job_id, band(starts), band(ends), chance, ahead,
-                               order[:min(ahead, AHEAD_SHOWN)]))
+                               order[:min(ahead, AHEAD_SHOWN)],
+                               band(restarts) if restarts else None))
     return Forecast(world.now, len(per_draw), tuple(out))
 
 

@@ -6,7 +6,8 @@ Seeding at ``world.now``: every job is filed with the scheduler (``policy.fast.i
 its service so far and its recorded queue state; a running job is started on its own nodes at
 its own run start (its attained service, thrash guard and victim order are those of the
 cluster), its completion falls at ``now`` + its remaining run time; a ``grace`` job is
-started and signalled (its GPUs come free at ``grace_end``, then it is requeued); a pending
+started and signalled (its GPUs come free at ``grace_end``, then it is requeued; its
+forecast start is its next start, after the requeue); a pending
 job with a BeginTime becomes startable then. From there the policy and the start model decide
 exactly as in ``dlprio simulate``, with the same costs (checkpoint overhead, requeue delay,
 preemptions on the daemon's ticks, ``tick_on_time``). Without ``arrivals`` no arrival is
@@ -36,14 +37,19 @@ from prioritizer.sim.traces import TraceJob
 
 @dataclass(frozen=True)
 class Outcome:
-    """One job in one draw: ``start`` (the first start at or after ``now``; a job holding GPUs
-    keeps its run start), ``end`` (s) and whether it was preempted before it ended (within
-    the horizon). ``inf``: not within the horizon. ``None`` start/end: the job fits on no node
-    of the world."""
+    """One job in one draw: ``start`` (the first start at or after ``now``; a running job
+    keeps its run start; a ``grace`` job, being preempted, has its next start, after its
+    requeue, never the start of the run it is leaving), ``end`` (s) and whether it was
+    preempted before it ended (within the horizon; for a ``grace`` job: preempted again after
+    that next start). ``inf``: not within the horizon. ``None`` start/end: the job fits on no
+    node of the world."""
 
     start: float | None
     end: float | None
     preempted: bool
+    #: a job running at ``now`` that was preempted: its next start (``inf``: not within the
+    #: horizon); None for any other job or draw
+    restart: float | None = None
 
 
 class ForwardReplay(Simulator):
@@ -108,19 +114,20 @@ class ForwardReplay(Simulator):
             assert job.run_start is not None   # World checks it for running and grace jobs
             sched.start(i, tuple(at[n] for _, n in pairs), job.run_start)
             sim.run = 1
-            sim.first_start = job.run_start
             if job.phase == "running":
+                sim.first_start = job.run_start
                 self.push(now + left, Completion(i, 1))
                 self.schedule_crossing(sim, now)
                 guard = job.run_start + config.min_run_s
                 if config.preemption and config.min_run_s > 0 and guard > now:
                     self.push(guard, DecisionTick(False))
-            else:
+            else:   # being preempted: its start is the next one, after the requeue
                 sched.signal(i, now)
-                sim.preemptions = 1
                 self.push(max(job.grace_end or now, now), GraceEnd(i, 1))
         self.push(now, DecisionTick(False))
         self.order: tuple[int, ...] = ()
+        #: per job of the world, its first start after one in this replay or at seeding
+        self.restarts: dict[int, float] = {}
         self.totals = totals
         self.world_left = len(self.jobs)   # jobs of the world not ended yet
         self.arrivals = arrivals
@@ -141,6 +148,13 @@ class ForwardReplay(Simulator):
                                   ordered)
             self.push(when, Arrival(k))
             return
+
+    def start(self, job: SimJob, now: float) -> None:
+        """The simulator's start, noting a restart of a job of the world."""
+        k = job.trace.job_id
+        if job.first_start is not None and k < len(self.world.jobs) and k not in self.restarts:
+            self.restarts[k] = now
+        super().start(job, now)
 
     def apply(self, event: Any, now: float) -> bool:
         """The simulator's :meth:`Simulator.apply`, counting the world's completions and
@@ -178,7 +192,9 @@ class ForwardReplay(Simulator):
                 out.append(Outcome(None, None, False))
             else:
                 start = sim.first_start if sim.first_start is not None else inf
+                restart = self.restarts.get(i, inf) \
+                    if job.phase == "running" and sim.preemptions else None
                 out.append(Outcome(start, sim.end if sim.end is not None else inf,
-                                   sim.preemptions > 0))
+                                   sim.preemptions > 0, restart))
         ids = self.world.jobs
         return out, tuple(ids[i].job_id for i in self.order if i < len(ids))

@@ -9,7 +9,8 @@ nodes, pending jobs with their queue state, BeginTimes) and every pending job (n
 requeued after a preemption) is forecast as the daemon forecasts (:func:`prioritizer.forecast.forecast.forecast`,
 remaining run times unknown and drawn). The duration distribution is learned, as the daemon
 learns it, from the jobs that ended before the moment (GPU·s = GPUs × run time; below
-:data:`prioritizer.sim.learned.MIN_SAMPLES` jobs the packaged distribution).
+``min_samples`` jobs, the daemon's ``gittins_min_samples``, default
+:data:`prioritizer.sim.learned.MIN_SAMPLES`, the packaged distribution).
 With ``arrivals="history"`` each draw also draws later submissions
 (:mod:`prioritizer.forecast.arrivals`) from the trace's jobs submitted in the window before the
 moment, as the daemon's ``forecast.arrivals: history`` does.
@@ -18,14 +19,24 @@ Each forecast's start band is calibrated walk-forward
 (:mod:`prioritizer.forecast.calibrate`): with the residuals of the forecasts made at earlier
 moments whose job had started by this moment (never a later outcome), once at least
 :data:`prioritizer.forecast.calibrate.MIN_KNOWN` are known; before that the draws' raw band
-stands. The report gives both, the calibrated figures as the answer.
+stands. The report gives both, the calibrated figures as the answer. As in the daemon
+(:func:`prioritizer.forecast.calibrate.remember`), a job's forecast joins the residuals only
+when the job has no other forecast of the same wait less than
+:data:`~prioritizer.forecast.calibrate.RECORD_GAP_S` older; every forecast is scored.
+
+The moments stand for the daemon's refreshes (every ``forecast.every_cycles`` cycles, 5
+minutes by default): each is scored as the forecast a refresh at that moment would publish,
+with every one of its ``draws`` made (the daemon's ``forecast.cpu_budget_s`` may stop its
+draws sooner on a large site); how long it stays shown until the next refresh is not
+measured.
 
 Per forecast job: the wait still ahead ``actual start - moment`` (s; its next start in the
 replay) and the forecast's (calibrated) p10/p50/p90 of it, beside the raw ones; the relative error ``|p50 - actual| / actual`` (waits from the moment);
 whether ``p10 <= actual <= p90`` (coverage of the 80 % band). Beside it the naive estimate
 "position × mean duration": ``(jobs ahead + 1) × mean run time / running jobs`` (the queue
 drains one job per ``mean run time / running jobs`` seconds; mean run time of the jobs ended
-before the moment). Summaries count jobs whose actual wait from the moment is at least
+before the moment, or while none has, the distribution's mean GPU·s over the mean GPUs of the
+jobs present). Summaries count jobs whose actual wait from the moment is at least
 :data:`MIN_WAIT_S`, and split them by wait length (:data:`WAIT_BUCKETS`).
 """
 
@@ -38,7 +49,7 @@ from typing import Any
 
 from prioritizer import tables
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S, recent
-from prioritizer.forecast.calibrate import MIN_KNOWN, Past, calibration
+from prioritizer.forecast.calibrate import MIN_KNOWN, RECORD_GAP_S, Past, calibration
 from prioritizer.forecast.forecast import DEFAULT_DRAWS, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -185,11 +196,14 @@ def moments_of(trace: Trace, count: int) -> list[float]:
 def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                     moments: int = DEFAULT_MOMENTS, draws: int = DEFAULT_DRAWS,
                     seed: int = 0, arrivals: str = DEFAULT_ARRIVALS,
-                    arrival_window_s: float = DEFAULT_WINDOW_S) -> list[JobCheck]:
+                    arrival_window_s: float = DEFAULT_WINDOW_S,
+                    min_samples: int = MIN_SAMPLES) -> list[JobCheck]:
     """Every forecast of a waiting job at each moment, against the replay (module doc).
     ``arrivals``: ``none`` (no arrival drawn) or ``history`` (arrivals drawn from the trace's
     jobs submitted in the ``arrival_window_s`` seconds before the moment:
-    :mod:`prioritizer.forecast.arrivals`).
+    :mod:`prioritizer.forecast.arrivals`). ``min_samples``: the fewest ended jobs the
+    distribution is learned from (the daemon's ``gittins_min_samples``; fewer: the packaged
+    one).
 
     Raises:
         ValueError: an empty trace, ``moments`` or ``draws`` < 1.
@@ -206,12 +220,13 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
     observed.observe()
     starts = {str(i): runs for i, runs in observed.starts.items()}
     out: list[JobCheck] = []
-    past: list[Past] = []   # every earlier forecast with its outcome; calibration() filters
+    past: list[Past] = []   # the remembered forecasts with their outcomes; calibration() filters
+    last: dict[str, Past] = {}   # per job, its latest remembered forecast
     for snap in observed.snapshots:
         if not snap.waiting:
             continue
         samples = snap.samples
-        dist = GittinsDistribution(samples) if len(samples) >= MIN_SAMPLES else packaged
+        dist = GittinsDistribution(samples) if len(samples) >= min_samples else packaged
         t = snap.world.now
         model = recent(((j.submit, observed.jobs[j.job_id].shape) for j in trace.jobs
                         if j.job_id in observed.jobs), t, arrival_window_s) \
@@ -220,7 +235,7 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
         known = calibration(past, t)
         running = sum(1 for j in snap.world.jobs if j.phase != "pending")
         mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(
-            dist.samples)
+            dist.samples) / statistics.fmean(j.gpus for j in snap.world.jobs)
         for job in snap.waiting:
             got = made[job]
             actual = next((s for s in starts.get(job, ()) if s > t), None)
@@ -230,8 +245,12 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
             (low, mid, high), used = known.start_band(t, got.start)
             out.append(JobCheck(job, t, actual - t, low - t, mid - t, high - t, naive,
                                 got.start[0] - t, got.start[1] - t, got.start[2] - t, used))
-            if got.start[1] != float("inf"):
-                past.append(Past(job, t, got.start[1], actual))
+            before = last.get(job)
+            if got.start[1] != float("inf") and (
+                    before is None or t - before.made_at >= RECORD_GAP_S
+                    or (before.start is not None and before.start <= t)):
+                last[job] = Past(job, t, got.start[1], actual)
+                past.append(last[job])
     return out
 
 

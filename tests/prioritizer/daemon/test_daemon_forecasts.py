@@ -14,6 +14,7 @@ from daemon_unit_helpers import unit
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.forecasts import Forecaster, world_of
 from prioritizer.daemon.observe import Observation
+from prioritizer.forecast.forecast import forecast
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, JobView, NodeView, QueueState, Snapshot
@@ -82,6 +83,68 @@ def test_a_forecast_is_made_in_the_child_and_published():
     assert got["jobs"]["2"]["start"] == [NOW] * 3
     assert got["jobs"]["2"]["finish"] == [NOW + 100] * 3
     assert got["jobs"]["2"]["ahead"] == 0 and got["jobs"]["2"]["preempt_chance"] == 0.0
+    # job 1 ran at the forecast and no draw preempted it: no restart known; job 2 waited
+    assert got["jobs"]["1"]["restart"] is None and "restart" not in got["jobs"]["2"]
+
+
+def test_a_job_being_requeued_is_forecast_to_its_next_start_and_a_completing_one_ends():
+    # job 1 is a victim of an open preemption intent and Slurm shows it COMPLETING (requeue
+    # under way): its GPU on n0 comes free now and it may start again after the 121 s
+    # requeue delay, at NOW + 121 (n0 is free then), never at its old run's start NOW - 40;
+    # it has 60 GPU·s left of the 100 all past jobs took, so it ends at NOW + 181. Job 3
+    # (1 GPU on n1, COMPLETING on its own, no intent) has no run time left.
+    obs = _observation()
+    ending = JobView(3, JobPhase.RUNNING, (1,), 0.0, attained_gpu_s=10.0, attained_s=10.0,
+                     run_start=NOW - 10, nodes=("n1",), releasing=True)
+    victim = JobView(1, JobPhase.RUNNING, (1,), 0.0, attained_gpu_s=40.0, attained_s=40.0,
+                     run_start=NOW - 40, nodes=("n0",), releasing=True)
+    units = {**obs.units, 1: unit(1, "COMPLETING", gpus=1), 3: unit(3, "COMPLETING", gpus=1)}
+    obs = Observation(NOW, Snapshot(obs.snapshot.nodes, (victim, obs.snapshot.jobs[1], ending)),
+                      units, (), preempting=frozenset({1}))
+    world = world_of(obs, _decisions(), PolicyConfig())
+    one, _, three = world.jobs
+    assert (one.phase, one.grace_end) == ("grace", NOW)
+    assert (three.phase, three.remaining_s) == ("running", 0.0)
+    got = forecast(world, PolicyConfig(policy="fifo"), GittinsDistribution([100.0])).by_id()
+    assert got["1"].start == (NOW + 121,) * 3 and got["1"].finish == (NOW + 181,) * 3
+    assert got["3"].finish == (NOW,) * 3
+
+
+def test_shard_and_opportunistic_jobs_are_forecast_as_whole_gpu_jobs_and_said_so():
+    # job 1 (running on n0's one GPU) is opportunistic, job 2 a pending shard job of a
+    # quarter GPU: the forecast counts them as whole-GPU production jobs, so job 2 takes one
+    # of n1's 6 free GPUs at once and, drawing 100 GPU·s over that one GPU, ends at NOW + 100
+    from prioritizer.daemon.forecast_text import detail_lines, json_field
+    from prioritizer.policy.sharing import Share
+    obs = _observation()
+    obs = Observation(NOW, obs.snapshot, obs.units, (),
+                      shares={1: Share(opportunistic=True), 2: Share(share=0.25)})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3),
+                            30.0, logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, obs, _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([100.0]))
+        _collect(forecaster)
+    finally:
+        forecaster.close()
+    got = forecaster.latest
+    assert got["sharing_jobs"] == 2
+    assert got["jobs"]["1"]["sharing"] == "opportunistic"
+    assert got["jobs"]["2"]["sharing"] == "shard"
+    assert got["jobs"]["2"]["start"] == [NOW] * 3 and got["jobs"]["2"]["finish"] == [NOW + 100] * 3
+    assert json_field(got, 2, NOW)["sharing"] == "shard"
+    assert detail_lines(got, 2, NOW, False)[-1] == (
+        "  GPU sharing is not modeled: this shard job is forecast as a job of one whole GPU "
+        "(Slurm may start it sooner, on the free shards of a busy GPU)")
+    assert detail_lines(got, 1, NOW, True)[-1].startswith(
+        "  GPU sharing is not modeled: this opportunistic job is forecast as a production job")
+    # a forecast with sharing jobs tells every other job how many it counted so
+    plain = {**got, "jobs": {**got["jobs"], "2": {k: v for k, v in got["jobs"]["2"].items()
+                                                  if k != "sharing"}}}
+    assert detail_lines(plain, 2, NOW, False)[-1] == (
+        "  2 shard or opportunistic job(s) counted as whole-GPU production jobs: GPU sharing "
+        "is not modeled")
+    assert json_field(plain, 2, NOW)["sharing"] is None
 
 
 def test_a_running_job_without_node_names_is_left_out():
@@ -291,3 +354,16 @@ def test_a_node_offers_no_more_gpus_than_it_has_when_shard_units_share_one():
     obs = Observation(NOW, Snapshot((NodeView("n0", 2, 2),), (a, b)), {}, ())
     world = world_of(obs, Decisions(order=(), states={}), PolicyConfig())
     assert world.nodes == (("n0", 2),)
+
+
+def test_a_running_job_publishes_its_restart_after_a_preemption():
+    from prioritizer.daemon.forecasts import public
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    made = Forecast(NOW, 3, (
+        JobForecast("1", (NOW - 40,) * 3, (NOW + 500,) * 3, 1.0, 0, (),
+                    (NOW + 136, NOW + 200, float("inf"))),
+        JobForecast("2", (NOW,) * 3, (NOW + 100,) * 3, 0.0, 0, ())))
+    snap = public(made, 86400.0, 600.0, 0.1, running=frozenset({"1"}),
+                  waiting=frozenset({"2"}))
+    assert snap["jobs"]["1"]["restart"] == [NOW + 136, NOW + 200, None]   # None: beyond
+    assert "restart" not in snap["jobs"]["2"]

@@ -90,7 +90,7 @@ def test_dlqueue_rows_carry_the_start_column_and_json():
     assert got[1]["forecast"] == {"made_at": NOW - 60, "start": FORECAST["jobs"]["102"]["start"],
                                   "finish": FORECAST["jobs"]["102"]["finish"],
                                   "calibrated": 0, "preempt_chance": 0.1, "ahead": 3,
-                                  "horizon_s": 86400.0}
+                                  "horizon_s": 86400.0, "sharing": None, "restart": None}
 
 
 def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
@@ -169,3 +169,26 @@ def test_a_raw_band_says_why_it_is_raw_when_enough_outcomes_are_known():
         "    raw band of the draws: its median is beyond the horizon")
     assert ft.detail_lines(known, 101, NOW, running=False)[2] == (
         "    raw band of the draws: the job was not waiting when the forecast was made")
+
+
+def test_a_job_that_ran_at_the_forecast_and_waits_now_shows_its_restart():
+    # job 101 ran when the forecast was made (start: its run start, 10 minutes before NOW);
+    # it has been preempted and requeued since. Its START is its restart's median, 25
+    # minutes from NOW, never "now" from its old run's start; with no draw preempting it the
+    # forecast knows no start for this wait and says so
+    ran = {**FORECAST, "jobs": {**FORECAST["jobs"], "101": {
+        **FORECAST["jobs"]["101"], "restart": [NOW + 900, NOW + 1500, NOW + 2400]}}}
+    assert ft.start_cell(FORECAST, 101, NOW, waiting=True) == "now"   # without the restart
+    assert ft.start_cell(ran, 101, NOW, waiting=True) == "~25m"
+    assert ft.json_field(ran, 101, NOW)["restart"] == [NOW + 900, NOW + 1500, NOW + 2400]
+    lines = ft.detail_lines(ran, 101, NOW, running=False)
+    assert lines[1] == ("  start: ~15m to ~40m (median ~25m): its restart after the preemption, "
+                        "in the 25 % of draws that preempted it (the forecast was made while "
+                        "it ran)")
+    assert not any("jobs ahead" in line for line in lines)
+    never = {**FORECAST, "jobs": {**FORECAST["jobs"], "101": {
+        **FORECAST["jobs"]["101"], "restart": None}}}
+    assert ft.start_cell(never, 101, NOW, waiting=True) == ""
+    assert ft.detail_lines(never, 101, NOW, running=False)[1] == (
+        "  start: not forecast (the forecast was made while the job ran and no draw preempted "
+        "it; the next forecast gives it)")

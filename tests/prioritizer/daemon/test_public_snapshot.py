@@ -58,9 +58,13 @@ _GOOD_FORECAST = ('{"made_at": 1000, "draws": 3, "horizon_s": 86400, "stale_afte
     (('"ahead": 0', '"ahead": -3'), r"forecast\.jobs\.7\.ahead: expected a count"),
     (('"ahead": 0', '"ahead": true'), r"forecast\.jobs\.7\.ahead: expected a count"),
     (('"first_ahead": []', '"first_ahead": ["x"]'), r"forecast\.jobs\.7\.first_ahead"),
+    (('"first_ahead": []', '"first_ahead": [], "sharing": "half"'),
+     r"forecast\.jobs\.7\.sharing: expected 'shard' or 'opportunistic'"),
+    (('"draws": 3', '"draws": 3, "sharing_jobs": -1'), r"forecast\.sharing_jobs: expected a count"),
 ], ids=["gen-nan", "gen-inf", "gen-huge-negative", "made-nan", "made-huge", "horizon-inf",
         "stale-nan", "start-nan", "start-huge", "finish-negative", "chance-above-1",
-        "chance-negative", "ahead-negative", "ahead-bool", "first-ahead-text"])
+        "chance-negative", "ahead-negative", "ahead-bool", "first-ahead-text", "sharing-unknown",
+        "sharing-jobs-negative"])
 def test_a_time_that_is_no_date_is_named(tmp_path: Path, swap: tuple[str, str],
                                          field: str) -> None:
     # JSON as Python writes and reads it takes NaN and Infinity; a view then writes the time

@@ -78,6 +78,9 @@ def test_las_preemption_without_costs():
     assert got["B"].start == (1000.0,) * 3 and got["B"].finish == (1100.0,) * 3
     assert got["A"].finish == (1600.0,) * 3
     assert got["A"].preempt_chance == 1.0 and got["B"].preempt_chance == 0.0
+    # A ran at the forecast: its run start stays its start, its next one is B's end
+    assert got["A"].start == (0.0,) * 3 and got["A"].restart == (1100.0,) * 3
+    assert got["B"].restart is None
 
 
 def test_las_preemption_with_the_default_costs():
@@ -89,6 +92,7 @@ def test_las_preemption_with_the_default_costs():
     got = by_id(world, PolicyConfig(policy="las"))
     assert got["B"].start == (1035.0,) * 3 and got["B"].finish == (1135.0,) * 3
     assert got["A"].finish == (1636.0,) * 3
+    assert got["A"].restart == (1156.0,) * 3   # what dlqueue shows once A waits again
 
 
 def test_grace_job_frees_its_gpus_at_grace_end_and_waits_out_the_requeue_delay():
@@ -97,8 +101,23 @@ def test_grace_job_frees_its_gpus_at_grace_end_and_waits_out_the_requeue_delay()
     world = World(1000.0, NODE, (a, pending("B", submit=990.0, left=100)))
     got = by_id(world, PolicyConfig(policy="las"))
     assert got["B"].start == (1010.0,) * 3 and got["B"].finish == (1110.0,) * 3
-    assert got["A"].finish == (1010.0 + 121 + 300,) * 3   # restarts at its BeginTime
-    assert got["A"].preempt_chance == 1.0
+    # A's start is its next one, at its BeginTime 1010 + 121 (B ended at 1110), never the
+    # start of the run it is leaving (0); it is not preempted again
+    assert got["A"].start == (1131.0,) * 3
+    assert got["A"].finish == (1131.0 + 300,) * 3
+    assert got["A"].preempt_chance == 0.0 and got["A"].restart is None
+
+
+def test_a_job_being_preempted_waits_for_its_next_start_behind_the_queue():
+    # A (queue 1, 4000 s attained) leaves the node at 1010 and may restart at 1131; B (queue
+    # 0, new) takes the node at 1010 and runs 300 s, so A restarts when B ends at 1310 and
+    # ends 100 s later; in the start order at 1000 A waits behind nobody (B started at once)
+    a = ForecastJob("A", "grace", (4,), 0.0, attained_gpu_s=16000, attained_s=4000,
+                    run_start=0.0, nodes=("n0",), remaining_s=100, grace_end=1010.0)
+    world = World(1000.0, NODE, (a, pending("B", submit=990.0, left=300)))
+    got = by_id(world, PolicyConfig(policy="las"))
+    assert got["B"].start == (1010.0,) * 3
+    assert got["A"].start == (1310.0,) * 3 and got["A"].finish == (1410.0,) * 3
 
 
 def test_begin_time_delays_a_start_on_a_free_node():

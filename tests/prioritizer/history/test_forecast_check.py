@@ -103,6 +103,86 @@ def test_bands_are_calibrated_only_with_earlier_moments_outcomes(tmp_path, capsy
     assert got["coverage_p10_p90"] == 1.0 and got["median_rel_error"] == 0.0
 
 
+def test_a_job_joins_the_residuals_once_per_record_gap_as_in_the_daemon(tmp_path, monkeypatch):
+    """One GPU, fifo: jobs 0..29 of 100 s submitted at 0..29 s (job j runs from 100 j), job
+    30 at 3,000 s. Six moments 500 s apart, 250 ... 2,750 s; at moment m jobs j with 100 j > m
+    wait. A job's forecast is remembered unless one of the same wait is less than 900 s old:
+    at 250 jobs 3..29 (27), at 750 none (250 is 500 s before), at 1,250 jobs 13..29 (17), at
+    1,750 none, at 2,250 jobs 23..29 (7): the last moment calibrates on 51 remembered
+    forecasts, not the 85 made before it; job 29 on three of them."""
+    from prioritizer.forecast.calibrate import calibration
+    from prioritizer.history import forecast_check
+
+    seen: list[list] = []
+
+    def spy(past, now, **kw):
+        seen.append(list(past))
+        return calibration(past, now, **kw)
+
+    monkeypatch.setattr(forecast_check, "calibration", spy)
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},1,{i},100" for i in range(30)]
+    rows.append("30,1,3000,100")
+    trace = tmp_path / "close.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", "--policy", "fifo", "--moments", "6", "--draws", "2",
+                 "--json"]) == 0
+    last = seen[-1]
+    assert len(last) == 51
+    assert sorted(p.made_at for p in last if p.job_id == "29") == [250.0, 1250.0, 2250.0]
+
+
+def test_naive_estimate_before_any_job_ended_takes_run_time_from_the_distribution(
+        tmp_path, capsys, monkeypatch):
+    """One node of 2 GPUs, fifo: jobs 0..9 of 2 GPUs and 100 s submitted at 0..9 s, job 10
+    at 40 s; the one moment falls at 20 s, when no job has ended. The distribution (every job
+    200 GPU·s) gives a mean run time of 200 / 2 GPUs = 100 s: the naive wait of job i
+    (i - 1 jobs ahead, one running) is 100 i s against an actual 100 i - 20. Waits of at least
+    600 s: jobs 7, 8, 9 (680, 780, 880 s), naive errors 20/680, 20/780, 20/880, median
+    20/780; the forecast, drawing 200 GPU·s (100 s) for every job, is exact."""
+    from prioritizer.history import forecast_check
+    from prioritizer.policy.gittins import GittinsDistribution
+
+    monkeypatch.setattr(forecast_check, "load_distribution",
+                        lambda: GittinsDistribution([200.0]))
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},2,{i},100" for i in range(10)]
+    rows.append("10,2,40,100")
+    trace = tmp_path / "early.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "2", "--policy", "fifo", "--moments", "1", "--draws", "2",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["forecasts"]
+    assert got["jobs"] == 3 and got["median_rel_error"] == 0.0
+    assert abs(got["naive_median_rel_error"] - 20 / 780) < 1e-12
+
+
+def test_run_times_are_learned_from_as_few_ended_jobs_as_the_daemon_config_says(tmp_path,
+                                                                                 capsys):
+    """One GPU, fifo: jobs 0..9 of 1,000 s submitted at 0..9 s, job 10 at 10,000 s; the one
+    moment falls at 5,000 s, when jobs 0..4 have ended (five samples of 1,000 GPU·s) and job 5
+    has just started; jobs 6..9 wait 1,000..4,000 s. With the config's
+    ``gittins_min_samples: 3`` the forecast learns from those five and is exact; without it
+    (100 needed) it draws from the packaged distribution, and misses."""
+    rows = ["job_id,num_gpu,submit_time,duration"]
+    rows += [f"{i},1,{i},1000" for i in range(10)]
+    rows.append("10,1,10000,1000")
+    trace = tmp_path / "few.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    config = tmp_path / "dlprio.yaml"
+    config.write_text("gittins_min_samples: 3\npolicy:\n  policy: fifo\n")
+    base = ["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
+            "--gpus-per-node", "1", "--moments", "1", "--draws", "5", "--json"]
+    assert main([*base, "--config", str(config)]) == 0
+    got = json.loads(capsys.readouterr().out)["forecasts"]
+    assert got["jobs"] == 4 and got["median_rel_error"] == 0.0
+    assert got["coverage_p10_p90"] == 1.0
+    assert main([*base, "--policy", "fifo"]) == 0
+    assert json.loads(capsys.readouterr().out)["forecasts"]["median_rel_error"] > 0.5
+
+
 def test_a_trace_with_gpu_sharing_is_refused_not_replayed_as_whole_gpus(tmp_path, capsys):
     # the forecast's replay knows no shard job and no opportunistic class: each such job
     # would be forecast as a whole-GPU production job, so the check names them instead
