@@ -30,9 +30,11 @@ class PlainSearch:
     incremental scheduler's ``FastSearch`` extends it with bounds kept between decisions.
     """
 
-    __slots__ = ("failed_one", "searches", "scan", "index")
+    __slots__ = ("failed", "failed_one", "searches", "scan", "index")
 
     def __init__(self) -> None:
+        #: ``(level, need largest first)`` of the waiters found no victim set
+        self.failed: list[tuple[float, tuple[int, ...]]] = []
         #: the smallest one-node need the walk found no victims for (``[g]``; ``[]``: none)
         self.failed_one: list[int] = []
         self.searches = 0   # victim searches of this decision

@@ -47,6 +47,7 @@ from prioritizer.policy.fast.node_bound import NodeBound
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.fast.search import FastSearch
 from prioritizer.policy.fast.victim_order import VictimOrder
+from prioritizer.policy.fast.waiters import waiters
 from prioritizer.policy.fast.one_node import OneNodeVictims
 from prioritizer.policy.fast.quiet import QuietProof
 
@@ -579,10 +580,9 @@ class Scheduler:
             soon = free.copy()
             for job_id in self.grace:
                 soon.add(jobs[job_id].nodes, jobs[job_id].shape)
-        if soon is None and not self.queue_levels:
+        if soon is None:
             # what plan_starts copies at the first blocked waiter, made here so that
-            # ``waiters`` sees it (queue policies: the copy cost more than the skip
-            # spared, 2 % on Philly's tiresias-las replay)
+            # ``waiters`` sees it
             soon = free.copy()
 
         policy_level = self.policy.level
@@ -603,29 +603,12 @@ class Scheduler:
         search = FastSearch(above, self.victim_bound(now, fitted),
                             None if victims else self.due_proof(now, fitted),
                             self.one_node_victims(now, exact))
-        failed_one = search.failed_one   # kept by find_preemptions: read by ``waiters``
-
-        def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
-            # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
-            # fit nowhere even once GPUs being freed are) and covered by the smallest
-            # failed one-node need (find_preemptions' ``failed`` shortcut, its first
-            # check): the walk would neither start them nor look for their victims. (In
-            # one tier the first bound implies the second: a need that found no victims
-            # at its turn stays out of reach of ``soon`` on every node, since victims
-            # taken later only move GPUs of jobs above its level into ``soon``; the
-            # second keeps the skip sound on its own.) The walk changes ``soon`` and
-            # ``failed_one`` only while it holds a job given to it.
-            covered = 0
-            for _, job_id in self.order:
-                rec = jobs[job_id]
-                shape = rec.shape
-                if covered and len(shape) == 1 and shape[0] >= covered:
-                    continue
-                yield job_id, shape, rec.level
-                if failed_one and soon is not None:
-                    covered = max(failed_one[0], soon.largest + 1)
-
-        return find_preemptions(self.policy.strict, free, soon, waiters(), running, now,
+        if self.policy.strict or soon is None:
+            walk: Iterator[tuple[int, tuple[int, ...], float]] = (
+                (job_id, jobs[job_id].shape, jobs[job_id].level) for _, job_id in self.order)
+        else:   # the waiters whose turn would change nothing left out (policy.fast.waiters)
+            walk = waiters(self.groups, jobs, soon, search)
+        return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
                                 if self.lifting else None)

@@ -37,12 +37,14 @@ class FastSearch(PlainSearch):
     """The victim search of one scheduler decision (see the module doc); a part left None
     is the plain search's answer."""
 
-    __slots__ = ("room", "fit", "proof", "reader")
+    __slots__ = ("room", "fit", "proof", "reader", "takes")
 
     def __init__(self, above: Above | None, may_fit: MayFit | None, due: Due | None,
                  one_node: OneNode | None) -> None:
         super().__init__()
         self.room, self.fit, self.proof, self.reader = above, may_fit, due, one_node
+        #: victim sets taken in this decision (``policy.fast.waiters`` reads it)
+        self.takes = 0
 
     def above(self, level: float) -> int:
         room = self.room
@@ -60,3 +62,7 @@ class FastSearch(PlainSearch):
                  taken_on: dict[int, int]) -> list[Candidate] | None:
         reader = self.reader
         return DEFER if reader is None else reader(level, gpus, soon, taken, taken_on)
+
+    def taken(self, chosen: list[Candidate], soon: FreeMap) -> None:
+        self.takes += 1
+        super().taken(chosen, soon)
