@@ -50,6 +50,7 @@ from prioritizer.policy.fast.victim_order import VictimOrder
 from prioritizer.policy.fast.waiters import waiters
 from prioritizer.policy.fast.one_node import OneNodeVictims
 from prioritizer.policy.fast.quiet import QuietProof
+from prioritizer.policy.fast.queue_room import QueueRoom, proofs
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
 #: are computed with a division, so a job is re-examined from slightly before its time on
@@ -169,6 +170,11 @@ class Scheduler:
         #: srtf's one-node victim searches from the per-node bound (real nodes)
         self.one_node = (None if self.node_bound is None
                          else OneNodeVictims(self, self.node_bound, SLACK_S))
+        #: queue policies that preempt: per node and queue the GPUs within a waiter's
+        #: reach, from which a search's outcome is known without reading the candidates
+        self.queue_room = (QueueRoom(self.totals, len(self.policy.thresholds) + 1)
+                           if self.queue_levels and self.crossings and self.policy.preemptive
+                           and config.preemption else None)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -245,6 +251,8 @@ class Scheduler:
         return rec
 
     def _count(self, rec: Tracked, sign: int) -> None:
+        if self.queue_room is not None:
+            self.queue_room.running(rec, sign)
         if not rec.preemptible:
             return
         if sign > 0:
@@ -381,6 +389,8 @@ class Scheduler:
         never decided yet is examined as usual)."""
         if self.quiet is not None:
             self.quiet.ran(rec, self.config.min_run_s)
+        if self.queue_room is not None:
+            self.queue_room.started(rec)
         if rec.queue is None or rec.job_id in self.dirty:
             self._touch(rec)
             return
@@ -599,10 +609,15 @@ class Scheduler:
         def running(floor: float) -> Iterator[Candidate]:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
-        fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
-        search = FastSearch(above, self.victim_bound(now, fitted),
-                            None if victims else self.due_proof(now, fitted),
-                            self.one_node_victims(now, exact))
+        took: list[Candidate] = []   # the victims taken in this decision
+        if self.queue_room is not None:
+            may_fit, due = proofs(self.queue_room.decision(now, self.config.min_run_s, jobs),
+                                  took, not victims)
+        else:
+            fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
+            may_fit = self.victim_bound(now, fitted)
+            due = None if victims else self.due_proof(now, fitted)
+        search = FastSearch(above, may_fit, due, self.one_node_victims(now, exact), took)
         if self.policy.strict or soon is None:
             walk: Iterator[tuple[int, tuple[int, ...], float]] = (
                 (job_id, jobs[job_id].shape, jobs[job_id].level) for _, job_id in self.order)
@@ -643,6 +658,11 @@ class Scheduler:
             return []
         soon = None
         free = self.free
+        if self.grace and not free.free_any:
+            # nothing starts (the walk would only reserve GPUs being freed); as a walk on
+            # a copy of ``free`` leaves it
+            self.stuck = False
+            return []
         if self.grace:
             free = free.copy()
             soon = free.copy()
@@ -650,7 +670,7 @@ class Scheduler:
                 rec = self.jobs[job_id]
                 soon.add(rec.nodes, rec.shape)
         if self.policy.strict:
-            jobs = self._in_order()
+            jobs = self._in_order(free)
         else:
             jobs = self._fitting(free, soon)
         planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
@@ -676,24 +696,29 @@ class Scheduler:
         self._count(rec, +1)
         self._started(rec, now)
 
-    def _in_order(self) -> Iterator[tuple[int, tuple[int, ...]]]:
+    def _in_order(self, now_map: FreeMap) -> Iterator[tuple[int, tuple[int, ...]]]:
         """The eligible pending jobs in start order, read lazily (a strict walk stops at
-        the first that does not fit). A generator function, not a generator expression:
-        mypyc builds the whole list for those (``prioritizer.compiled``)."""
+        the first that does not fit), until no GPU of ``now_map`` is free (no later job
+        starts: the rest of the walk would only reserve GPUs being freed). A generator
+        function, not a generator expression: mypyc builds the whole list for those
+        (``prioritizer.compiled``)."""
         jobs = self.jobs
         for _, job_id in self.order:
+            if not now_map.free_any:
+                return
             yield job_id, jobs[job_id].shape
 
     def _fitting(self, now_map: FreeMap, soon: FreeMap | None
                  ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """The eligible pending jobs in start order, skipping those whose shape does not fit
         where the start model would place them (``soon`` if given, else ``now_map``): those
-        would be walked and skipped (GPUs only shrink during one walk)."""
+        would be walked and skipped (GPUs only shrink during one walk); none once no GPU
+        of ``now_map`` is free (no later job starts)."""
         target = soon if soon is not None else now_map
         groups = list(self.groups.items())
         heads = [(lst[0], i, 0) for i, (_, lst) in enumerate(groups) if lst]
         heapify(heads)
-        while heads:
+        while heads and now_map.free_any:
             head, i, pos = heads[0]
             shape, lst = groups[i]
             if target.place(shape) is None:   # never fits again in this walk

@@ -37,14 +37,16 @@ class FastSearch(PlainSearch):
     """The victim search of one scheduler decision (see the module doc); a part left None
     is the plain search's answer."""
 
-    __slots__ = ("room", "fit", "proof", "reader", "takes")
+    __slots__ = ("room", "fit", "proof", "reader", "takes", "took")
 
     def __init__(self, above: Above | None, may_fit: MayFit | None, due: Due | None,
-                 one_node: OneNode | None) -> None:
+                 one_node: OneNode | None, took: list[Candidate] | None = None) -> None:
         super().__init__()
         self.room, self.fit, self.proof, self.reader = above, may_fit, due, one_node
         #: victim sets taken in this decision (``policy.fast.waiters`` reads it)
         self.takes = 0
+        #: the victims taken in this decision, in order (``policy.fast.queue_room`` reads it)
+        self.took: list[Candidate] = took if took is not None else []
 
     def above(self, level: float) -> int:
         room = self.room
@@ -65,4 +67,5 @@ class FastSearch(PlainSearch):
 
     def taken(self, chosen: list[Candidate], soon: FreeMap) -> None:
         self.takes += 1
+        self.took.extend(chosen)
         super().taken(chosen, soon)

@@ -1,0 +1,184 @@
+"""Whether a blocked waiter of a queue policy finds victims, answered exactly from per-node
+counts the incremental scheduler keeps between decisions, without reading the candidates:
+``find_preemptions``' ``may_fit`` and ``due`` (``preemption.SearchStrategy``) for
+``tiresias-las``, ``las`` and ``tiresias-gittins``, whose preemption level is the queue.
+
+The candidate walks of ``prioritizer.policy.victims`` take the candidates (preemptible jobs
+running, not checkpointing, past their first ``min_run_s``, not taken yet) of a queue above
+the waiter's until its need fits: one node whose free GPUs in ``soon`` plus those of the
+candidates read on it reach the need (one-node waiter), or for each entry ``v`` of a gang's
+need as many such nodes as it has entries of at least ``v`` (``victims_for_gang``; an entry
+of 0 GPUs counts as 1). A walk that reads every candidate without that ends with no victim
+set, so it succeeds exactly when, with *every* candidate above the waiter's queue counted,
+enough nodes reach each entry: the test :meth:`QueueRoom.reaches` makes. For a waiter of
+queue ``q`` (candidates of queue ``k = q + 1`` on) a node ``n`` has
+
+    ``soon.free[n] + busy[n] - pinned[k][n] - guarded_k(n) - taken_k(n)``
+
+GPUs within reach: ``busy``, GPUs of the jobs running there (not checkpointing);
+``pinned[k]``, those of such jobs of a queue below ``k`` or not preemptible; ``guarded_k``,
+those of candidates-to-be of queue ``>= k`` still inside ``min_run_s`` (read from the recent
+starts); ``taken_k``, those of victims of queue ``>= k`` taken earlier in this decision (their
+GPUs are in ``soon`` already). Only nodes that could reach ``v`` are read: per ``k``, the nodes
+are kept by ``total - pinned[k]``, which bounds that sum except on the nodes of victims taken
+from a queue below ``k`` (read as well). A start or a run's end updates ``K - 1`` counts per
+node of the job (``K`` queues). tests/prioritizer/policy/test_policy_scheduler.py compares
+every decision with ``decide``. Units: GPUs, seconds. No I/O.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from typing import Any, Callable
+
+from prioritizer.policy.placement import FreeMap
+from prioritizer.policy.victims import Candidate, may_be_victim
+from prioritizer.policy.fast.records import Tracked
+
+#: ``(level, need largest first, soon, victims taken) -> bool | None``: see
+#: :meth:`QueueRoom.reaches`
+Reaches = Callable[[float, tuple[int, ...], FreeMap, list[Candidate]], bool | None]
+
+#: Margin (seconds) when reading the recent starts for the jobs still inside ``min_run_s``
+#: (each is then checked with ``may_be_victim`` itself).
+_MARGIN_S = 1.0
+
+
+class QueueRoom:
+    """Per node and queue, the GPUs a waiter could have there by preemption (see module
+    doc). ``totals``: GPUs per node; ``queues``: the policy's number of queues (>= 2)."""
+
+    __slots__ = ("totals", "queues", "busy", "pinned", "at", "recent")
+
+    def __init__(self, totals: list[int], queues: int) -> None:
+        self.totals = totals
+        self.queues = queues
+        #: per node: GPUs of the jobs running there (not checkpointing)
+        self.busy = [0] * len(totals)
+        #: per k (index 0 unused): per node, GPUs of those jobs below queue k or fixed
+        self.pinned = [[0] * len(totals) for _ in range(queues)]
+        #: per k: per value u, the nodes whose ``total - pinned[k]`` is u
+        self.at: list[list[set[int]]] = [[set() for _ in range(max(totals) + 1)]
+                                          for _ in range(queues)]
+        for k in range(1, queues):
+            for node, total in enumerate(totals):
+                self.at[k][total].add(node)
+        #: ``(run start, job id)`` of the runs started, ascending (trimmed as they age)
+        self.recent: list[tuple[float, int]] = []
+
+    def running(self, rec: Tracked, sign: int) -> None:
+        """``rec`` starts (``sign`` +1) or stops (-1) running without a checkpoint signal
+        (a start, a signal, an end, or a change of its queue), on ``rec.nodes``."""
+        first = (rec.queue or 0) + 1 if rec.preemptible else 1
+        busy, totals = self.busy, self.totals
+        for node, g in zip(rec.nodes, rec.shape):
+            if not g:
+                continue
+            busy[node] += sign * g
+            for k in range(first, self.queues):
+                pinned, at = self.pinned[k], self.at[k]
+                old = totals[node] - pinned[node]
+                pinned[node] += sign * g
+                at[old].discard(node)
+                at[old - sign * g].add(node)
+
+    def started(self, rec: Tracked) -> None:
+        """``rec`` started a run at ``rec.run_start`` (its ``min_run_s`` guard begins)."""
+        insort(self.recent, (rec.run_start, rec.job_id))
+
+    def decision(self, now: float, min_run: float, jobs: dict[int, Tracked]
+                 ) -> Reaches:
+        """``reaches(level, need, soon, taken)`` for the decision at ``now`` (see
+        :meth:`reaches`); the runs still inside ``min_run_s`` are read once, at the first
+        call."""
+        guarded: list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]] = []
+
+        def reaches(level: float, need: tuple[int, ...], soon: FreeMap,
+                    taken: list[Candidate]) -> bool | None:
+            if not guarded:
+                guarded.append(self._guarded(now, min_run, jobs))
+            return self.reaches(level, need, soon, taken, guarded[0])
+        return reaches
+
+    def _guarded(self, now: float, min_run: float, jobs: dict[int, Tracked]
+                 ) -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
+        """``(queue, nodes, shape)`` of the preemptible jobs running at ``now`` inside their
+        first ``min_run`` seconds (not yet candidates)."""
+        recent = self.recent
+        cut = bisect_left(recent, (now - min_run - _MARGIN_S,))
+        if cut:
+            del recent[:cut]   # runs past their guard at every later decision
+        out = []
+        for run_start, job_id in recent:
+            rec = jobs.get(job_id)
+            if rec is not None and rec.phase == "running" and rec.run_start == run_start \
+                    and rec.preemptible \
+                    and not may_be_victim(True, False, run_start, now, min_run):
+                out.append((rec.queue or 0, rec.nodes, rec.shape))
+        return out
+
+    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap,
+                taken: list[Candidate],
+                guarded: list[tuple[int, tuple[int, ...], tuple[int, ...]]]) -> bool | None:
+        """Whether the candidate walk finds victims for a blocked waiter of queue ``level``
+        needing ``need`` (GPUs per node, largest first) with ``soon`` as the walk has it,
+        ``taken`` the victims taken so far in this decision and ``guarded`` the runs inside
+        their guard (see module doc; exact); None: not answered (the search decides)."""
+        k = int(level) + 1
+        if k >= self.queues:
+            return False   # no queue above: no candidate (and the waiter is blocked)
+        if len(need) == 1 and need[0] <= 0:
+            return None    # a GPU-less one-node need takes any first candidate: search
+        less: dict[int, int] = {}   # per node: GPUs within reach counted in busy - pinned
+        for queue, nodes, shape in guarded:
+            if queue >= k:
+                for node, g in zip(nodes, shape):
+                    less[node] = less.get(node, 0) + g
+        more: set[int] = set()      # nodes of victims of a queue below k
+        for cand in taken:
+            if -cand[0] >= k:
+                for node, g in zip(cand[4], cand[3]):
+                    less[node] = less.get(node, 0) + g
+            else:
+                more.update(cand[4])
+        free, busy, pinned, at = soon.free, self.busy, self.pinned[k], self.at[k]
+        order = sorted((max(v, 1) for v in need), reverse=True)
+        for j, v in enumerate(order):
+            if j + 1 < len(order) and order[j + 1] == v:
+                continue   # v's count is where its last entry stands
+            want = j + 1
+            for u in range(len(at) - 1, v - 1, -1):
+                for node in at[u]:
+                    if free[node] + busy[node] - pinned[node] - less.get(node, 0) >= v:
+                        want -= 1
+                        if not want:
+                            break
+                if not want:
+                    break
+            if want:
+                for node in more:
+                    if self.totals[node] - pinned[node] < v and \
+                            free[node] + busy[node] - pinned[node] - less.get(node, 0) >= v:
+                        want -= 1
+                        if not want:
+                            break
+            if want:
+                return False
+        return True
+
+
+def proofs(reaches: Reaches, taken: list[Candidate], first_only: bool) -> tuple[Any, Any]:
+    """``(may_fit, due)`` of ``FastSearch`` from :meth:`QueueRoom.decision`'s ``reaches``
+    (``due`` None unless ``first_only``): ``may_fit`` is False exactly when no victim set
+    exists; ``due`` is True for the waiter ``may_fit`` just let pass (the search would
+    succeed)."""
+    passed: list[Any] = [None]
+
+    def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
+        ok = reaches(level, need, soon, taken)
+        passed[0] = (level, need) if ok else None
+        return ok is not False
+
+    def due(level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
+        return passed[0] == (level, need)
+    return may_fit, (due if first_only else None)
