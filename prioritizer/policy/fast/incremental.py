@@ -50,7 +50,8 @@ from prioritizer.policy.fast.victim_order import VictimOrder
 from prioritizer.policy.fast.waiters import waiters
 from prioritizer.policy.fast.one_node import OneNodeVictims
 from prioritizer.policy.fast.quiet import QuietProof
-from prioritizer.policy.fast.queue_room import QueueRoom, proofs
+from prioritizer.policy.fast.queue_room import QueueRoom, RoomView, proofs
+from prioritizer.policy.fast.queue_victims import QueueVictims
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
 #: are computed with a division, so a job is re-examined from slightly before its time on
@@ -611,13 +612,15 @@ class Scheduler:
 
         took: list[Candidate] = []   # the victims taken in this decision
         if self.queue_room is not None:
-            may_fit, due = proofs(self.queue_room.decision(now, self.config.min_run_s, jobs),
-                                  took, not victims)
+            view = RoomView(self.queue_room, now, self.config.min_run_s, jobs, took)
+            may_fit, due = proofs(view, not victims)
+            readers = QueueVictims(view, exact)
+            search = FastSearch(above, may_fit, due, readers.one_node, took, readers.gang)
         else:
             fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
-            may_fit = self.victim_bound(now, fitted)
-            due = None if victims else self.due_proof(now, fitted)
-        search = FastSearch(above, may_fit, due, self.one_node_victims(now, exact), took)
+            search = FastSearch(above, self.victim_bound(now, fitted),
+                                None if victims else self.due_proof(now, fitted),
+                                self.one_node_victims(now, exact), took)
         if self.policy.strict or soon is None:
             walk: Iterator[tuple[int, tuple[int, ...], float]] = (
                 (job_id, jobs[job_id].shape, jobs[job_id].level) for _, job_id in self.order)

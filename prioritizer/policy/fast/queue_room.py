@@ -10,7 +10,7 @@ candidates read on it reach the need (one-node waiter), or for each entry ``v`` 
 need as many such nodes as it has entries of at least ``v`` (``victims_for_gang``; an entry
 of 0 GPUs counts as 1). A walk that reads every candidate without that ends with no victim
 set, so it succeeds exactly when, with *every* candidate above the waiter's queue counted,
-enough nodes reach each entry: the test :meth:`QueueRoom.reaches` makes. For a waiter of
+enough nodes reach each entry: the test :meth:`RoomView.reaches` makes. For a waiter of
 queue ``q`` (candidates of queue ``k = q + 1`` on) a node ``n`` has
 
     ``soon.free[n] + busy[n] - pinned[k][n] - guarded_k(n) - taken_k(n)``
@@ -22,22 +22,19 @@ starts); ``taken_k``, those of victims of queue ``>= k`` taken earlier in this d
 GPUs are in ``soon`` already). Only nodes that could reach ``v`` are read: per ``k``, the nodes
 are kept by ``total - pinned[k]``, which bounds that sum except on the nodes of victims taken
 from a queue below ``k`` (read as well). A start or a run's end updates ``K - 1`` counts per
-node of the job (``K`` queues). tests/prioritizer/policy/test_policy_scheduler.py compares
-every decision with ``decide``. Units: GPUs, seconds. No I/O.
+node of the job (``K`` queues). The victims themselves are read off the same counts where
+few nodes can serve (``policy.fast.queue_victims``). tests/prioritizer/policy/
+test_policy_scheduler.py compares every decision with ``decide``. Units: GPUs, seconds. No I/O.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import Any, Callable
+from typing import Any
 
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.victims import Candidate, may_be_victim
 from prioritizer.policy.fast.records import Tracked
-
-#: ``(level, need largest first, soon, victims taken) -> bool | None``: see
-#: :meth:`QueueRoom.reaches`
-Reaches = Callable[[float, tuple[int, ...], FreeMap, list[Candidate]], bool | None]
 
 #: Margin (seconds) when reading the recent starts for the jobs still inside ``min_run_s``
 #: (each is then checked with ``may_be_victim`` itself).
@@ -46,9 +43,10 @@ _MARGIN_S = 1.0
 
 class QueueRoom:
     """Per node and queue, the GPUs a waiter could have there by preemption (see module
-    doc). ``totals``: GPUs per node; ``queues``: the policy's number of queues (>= 2)."""
+    doc), kept between decisions. ``totals``: GPUs per node; ``queues``: the policy's number
+    of queues (>= 2)."""
 
-    __slots__ = ("totals", "queues", "busy", "pinned", "at", "recent")
+    __slots__ = ("totals", "queues", "busy", "pinned", "at", "on", "recent")
 
     def __init__(self, totals: list[int], queues: int) -> None:
         self.totals = totals
@@ -63,6 +61,8 @@ class QueueRoom:
         for k in range(1, queues):
             for node, total in enumerate(totals):
                 self.at[k][total].add(node)
+        #: per node: the ids of the jobs running there (not checkpointing)
+        self.on: list[dict[int, None]] = [{} for _ in totals]
         #: ``(run start, job id)`` of the runs started, ascending (trimmed as they age)
         self.recent: list[tuple[float, int]] = []
 
@@ -72,6 +72,10 @@ class QueueRoom:
         first = (rec.queue or 0) + 1 if rec.preemptible else 1
         busy, totals = self.busy, self.totals
         for node, g in zip(rec.nodes, rec.shape):
+            if sign > 0:
+                self.on[node][rec.job_id] = None
+            else:
+                self.on[node].pop(rec.job_id, None)
             if not g:
                 continue
             busy[node] += sign * g
@@ -86,24 +90,9 @@ class QueueRoom:
         """``rec`` started a run at ``rec.run_start`` (its ``min_run_s`` guard begins)."""
         insort(self.recent, (rec.run_start, rec.job_id))
 
-    def decision(self, now: float, min_run: float, jobs: dict[int, Tracked]
-                 ) -> Reaches:
-        """``reaches(level, need, soon, taken)`` for the decision at ``now`` (see
-        :meth:`reaches`); the runs still inside ``min_run_s`` are read once, at the first
-        call."""
-        guarded: list[list[tuple[int, tuple[int, ...], tuple[int, ...]]]] = []
-
-        def reaches(level: float, need: tuple[int, ...], soon: FreeMap,
-                    taken: list[Candidate]) -> bool | None:
-            if not guarded:
-                guarded.append(self._guarded(now, min_run, jobs))
-            return self.reaches(level, need, soon, taken, guarded[0])
-        return reaches
-
-    def _guarded(self, now: float, min_run: float, jobs: dict[int, Tracked]
-                 ) -> list[tuple[int, tuple[int, ...], tuple[int, ...]]]:
-        """``(queue, nodes, shape)`` of the preemptible jobs running at ``now`` inside their
-        first ``min_run`` seconds (not yet candidates)."""
+    def guarded(self, now: float, min_run: float, jobs: dict[int, Tracked]) -> list[Tracked]:
+        """The preemptible jobs running at ``now`` inside their first ``min_run`` seconds
+        (not yet candidates)."""
         recent = self.recent
         cut = bisect_left(recent, (now - min_run - _MARGIN_S,))
         if cut:
@@ -114,68 +103,109 @@ class QueueRoom:
             if rec is not None and rec.phase == "running" and rec.run_start == run_start \
                     and rec.preemptible \
                     and not may_be_victim(True, False, run_start, now, min_run):
-                out.append((rec.queue or 0, rec.nodes, rec.shape))
+                out.append(rec)
         return out
 
-    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap,
-                taken: list[Candidate],
-                guarded: list[tuple[int, tuple[int, ...], tuple[int, ...]]]) -> bool | None:
+
+class RoomView:
+    """The counts of :class:`QueueRoom` as one decision at ``now`` reads them: with the
+    runs inside ``min_run`` seconds (read once) and the victims taken so far in the
+    decision (``took``, appended to by the search as it takes them)."""
+
+    __slots__ = ("room", "now", "min_run", "jobs", "took", "runs", "guard", "seen")
+
+    def __init__(self, room: QueueRoom, now: float, min_run: float, jobs: dict[int, Tracked],
+                 took: list[Candidate]) -> None:
+        self.room, self.now, self.min_run, self.jobs, self.took = room, now, min_run, jobs, took
+        self.runs: list[Tracked] | None = None        # the runs inside the guard
+        self.guard: dict[int, dict[int, int]] = {}   # per k: node -> guarded GPUs
+        #: per k: (victims of ``took`` read, node -> their GPUs, nodes of those below k)
+        self.seen: dict[int, tuple[list[int], dict[int, int], set[int]]] = {}
+
+    def less(self, k: int) -> tuple[dict[int, int], dict[int, int], set[int]]:
+        """For candidates of queue ``k`` on: per node the guarded GPUs, per node the GPUs of
+        the victims taken (both counted in ``busy - pinned[k]``), and the nodes of victims
+        taken from a queue below ``k``."""
+        guard = self.guard.get(k)
+        if guard is None:
+            if self.runs is None:
+                self.runs = self.room.guarded(self.now, self.min_run, self.jobs)
+            guard = self.guard[k] = {}
+            for rec in self.runs:
+                if (rec.queue or 0) >= k:
+                    for node, g in zip(rec.nodes, rec.shape):
+                        guard[node] = guard.get(node, 0) + g
+        seen = self.seen.get(k)
+        if seen is None:
+            seen = self.seen[k] = ([0], {}, set())
+        read, taken, more = seen
+        took = self.took
+        for i in range(read[0], len(took)):   # the victims taken since the last call
+            cand = took[i]
+            if -cand[0] >= k:
+                for node, g in zip(cand[4], cand[3]):
+                    taken[node] = taken.get(node, 0) + g
+            else:
+                more.update(cand[4])
+        read[0] = len(took)
+        return guard, taken, more
+
+    def reaching(self, k: int, v: int, soon: FreeMap, want: int, limit: int = 0
+                 ) -> list[int] | None:
+        """Nodes on which ``soon``'s free GPUs plus those of the candidates of queue ``k``
+        on reach ``v``: the first ``want`` found (``limit`` 0), or every one (``limit`` >
+        0: None when more than ``limit``)."""
+        room = self.room
+        guard, taken, more = self.less(k)
+        free, busy, pinned, at = soon.free, room.busy, room.pinned[k], room.at[k]
+        found: list[int] = []
+        for u in range(len(at) - 1, v - 1, -1):
+            for node in at[u]:
+                if free[node] + busy[node] - pinned[node] - guard.get(node, 0) \
+                        - taken.get(node, 0) >= v:
+                    found.append(node)
+                    if limit and len(found) > limit:
+                        return None
+                    if not limit and len(found) >= want:
+                        return found
+        totals = room.totals
+        for node in more:
+            if totals[node] - pinned[node] < v and free[node] + busy[node] - pinned[node] \
+                    - guard.get(node, 0) - taken.get(node, 0) >= v:
+                found.append(node)
+                if limit and len(found) > limit:
+                    return None
+                if not limit and len(found) >= want:
+                    return found
+        return found
+
+    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap) -> bool | None:
         """Whether the candidate walk finds victims for a blocked waiter of queue ``level``
-        needing ``need`` (GPUs per node, largest first) with ``soon`` as the walk has it,
-        ``taken`` the victims taken so far in this decision and ``guarded`` the runs inside
-        their guard (see module doc; exact); None: not answered (the search decides)."""
+        needing ``need`` (GPUs per node, largest first) with ``soon`` as the walk has it
+        (see module doc; exact); None: not answered (the search decides)."""
         k = int(level) + 1
-        if k >= self.queues:
+        if k >= self.room.queues:
             return False   # no queue above: no candidate (and the waiter is blocked)
         if len(need) == 1 and need[0] <= 0:
             return None    # a GPU-less one-node need takes any first candidate: search
-        less: dict[int, int] = {}   # per node: GPUs within reach counted in busy - pinned
-        for queue, nodes, shape in guarded:
-            if queue >= k:
-                for node, g in zip(nodes, shape):
-                    less[node] = less.get(node, 0) + g
-        more: set[int] = set()      # nodes of victims of a queue below k
-        for cand in taken:
-            if -cand[0] >= k:
-                for node, g in zip(cand[4], cand[3]):
-                    less[node] = less.get(node, 0) + g
-            else:
-                more.update(cand[4])
-        free, busy, pinned, at = soon.free, self.busy, self.pinned[k], self.at[k]
         order = sorted((max(v, 1) for v in need), reverse=True)
         for j, v in enumerate(order):
             if j + 1 < len(order) and order[j + 1] == v:
                 continue   # v's count is where its last entry stands
-            want = j + 1
-            for u in range(len(at) - 1, v - 1, -1):
-                for node in at[u]:
-                    if free[node] + busy[node] - pinned[node] - less.get(node, 0) >= v:
-                        want -= 1
-                        if not want:
-                            break
-                if not want:
-                    break
-            if want:
-                for node in more:
-                    if self.totals[node] - pinned[node] < v and \
-                            free[node] + busy[node] - pinned[node] - less.get(node, 0) >= v:
-                        want -= 1
-                        if not want:
-                            break
-            if want:
+            found = self.reaching(k, v, soon, j + 1)
+            if found is None or len(found) < j + 1:
                 return False
         return True
 
 
-def proofs(reaches: Reaches, taken: list[Candidate], first_only: bool) -> tuple[Any, Any]:
-    """``(may_fit, due)`` of ``FastSearch`` from :meth:`QueueRoom.decision`'s ``reaches``
-    (``due`` None unless ``first_only``): ``may_fit`` is False exactly when no victim set
-    exists; ``due`` is True for the waiter ``may_fit`` just let pass (the search would
-    succeed)."""
+def proofs(view: RoomView, first_only: bool) -> tuple[Any, Any]:
+    """``(may_fit, due)`` of ``FastSearch`` from ``view`` (``due`` None unless
+    ``first_only``): ``may_fit`` is False exactly when no victim set exists; ``due`` is True
+    for the waiter ``may_fit`` just let pass (the search would succeed)."""
     passed: list[Any] = [None]
 
     def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
-        ok = reaches(level, need, soon, taken)
+        ok = view.reaches(level, need, soon)
         passed[0] = (level, need) if ok else None
         return ok is not False
 

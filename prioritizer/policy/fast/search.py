@@ -21,7 +21,7 @@ from typing import Callable
 
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.victim_search import PlainSearch
-from prioritizer.policy.victims import DEFER, Candidate
+from prioritizer.policy.victims import DEFER, Candidate, Victims
 
 #: (level) -> GPUs above it
 Above = Callable[[float], int]
@@ -31,18 +31,22 @@ MayFit = Callable[[float, tuple[int, ...], int, FreeMap], bool]
 Due = Callable[[float, tuple[int, ...], FreeMap], bool]
 #: (level, GPUs, soon, taken ids, GPUs taken per node) -> victims, None or ``DEFER``
 OneNode = Callable[[float, int, FreeMap, set[int], dict[int, int]], list[Candidate] | None]
+#: (level, need in the job's order, soon, taken ids) -> victims, None or ``DEFER``
+Gang = Callable[[float, tuple[int, ...], FreeMap, set[int]], list[Candidate] | None]
 
 
 class FastSearch(PlainSearch):
     """The victim search of one scheduler decision (see the module doc); a part left None
     is the plain search's answer."""
 
-    __slots__ = ("room", "fit", "proof", "reader", "takes", "took")
+    __slots__ = ("room", "fit", "proof", "reader", "gang", "takes", "took")
 
     def __init__(self, above: Above | None, may_fit: MayFit | None, due: Due | None,
-                 one_node: OneNode | None, took: list[Candidate] | None = None) -> None:
+                 one_node: OneNode | None, took: list[Candidate] | None = None,
+                 gang: Gang | None = None) -> None:
         super().__init__()
         self.room, self.fit, self.proof, self.reader = above, may_fit, due, one_node
+        self.gang = gang
         #: victim sets taken in this decision (``policy.fast.waiters`` reads it)
         self.takes = 0
         #: the victims taken in this decision, in order (``policy.fast.queue_room`` reads it)
@@ -64,6 +68,15 @@ class FastSearch(PlainSearch):
                  taken_on: dict[int, int]) -> list[Candidate] | None:
         reader = self.reader
         return DEFER if reader is None else reader(level, gpus, soon, taken, taken_on)
+
+    def choose(self, need: tuple[int, ...], soon: FreeMap, level: float, victims: Victims,
+               taken: set[int], taken_on: dict[int, int]) -> list[Candidate] | None:
+        gang = self.gang
+        if gang is not None and len(need) > 1 and self.index is None:
+            chosen = gang(level, need, soon, taken)
+            if chosen is not DEFER:
+                return chosen
+        return super().choose(need, soon, level, victims, taken, taken_on)
 
     def taken(self, chosen: list[Candidate], soon: FreeMap) -> None:
         self.takes += 1
