@@ -30,11 +30,15 @@ test_policy_scheduler.py compares every decision with ``decide``. Units: GPUs, s
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from typing import Any
+from itertools import islice
+from typing import Any, Iterator
 
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.victims import Candidate, may_be_victim
 from prioritizer.policy.fast.records import Tracked
+
+#: nodes reaching a need that a search reads at most (more: the walk finds the victims)
+MAX_NODES = 48
 
 #: Margin (seconds) when reading the recent starts for the jobs still inside ``min_run_s``
 #: (each is then checked with ``may_be_victim`` itself).
@@ -112,7 +116,7 @@ class RoomView:
     runs inside ``min_run`` seconds (read once) and the victims taken so far in the
     decision (``took``, appended to by the search as it takes them)."""
 
-    __slots__ = ("room", "now", "min_run", "jobs", "took", "runs", "guard", "seen")
+    __slots__ = ("room", "now", "min_run", "jobs", "took", "runs", "guard", "seen", "served")
 
     def __init__(self, room: QueueRoom, now: float, min_run: float, jobs: dict[int, Tracked],
                  took: list[Candidate]) -> None:
@@ -121,6 +125,9 @@ class RoomView:
         self.guard: dict[int, dict[int, int]] = {}   # per k: node -> guarded GPUs
         #: per k: (victims of ``took`` read, node -> their GPUs, nodes of those below k)
         self.seen: dict[int, tuple[list[int], dict[int, int], set[int]]] = {}
+        #: (level, need, soon, nodes) of the waiter :meth:`reaches` was last asked about
+        self.served: tuple[float, tuple[int, ...], FreeMap,
+                           list[tuple[int, int]] | None] | None = None
 
     def less(self, k: int) -> tuple[dict[int, int], dict[int, int], set[int]]:
         """For candidates of queue ``k`` on: per node the guarded GPUs, per node the GPUs of
@@ -150,52 +157,73 @@ class RoomView:
         read[0] = len(took)
         return guard, taken, more
 
-    def reaching(self, k: int, v: int, soon: FreeMap, want: int, limit: int = 0
-                 ) -> list[int] | None:
-        """Nodes on which ``soon``'s free GPUs plus those of the candidates of queue ``k``
-        on reach ``v``: the first ``want`` found (``limit`` 0), or every one (``limit`` >
-        0: None when more than ``limit``)."""
+    def reaching(self, k: int, v: int, soon: FreeMap, limit: int
+                 ) -> list[tuple[int, int]] | None:
+        """``(node, GPUs within reach)`` of every node on which ``soon``'s free GPUs plus
+        those of the candidates of queue ``k`` on reach ``v`` (None: more than ``limit``
+        of them)."""
+        found: list[tuple[int, int]] = []
+        for node, have in self._within(k, v, soon):
+            found.append((node, have))
+            if len(found) > limit:
+                return None
+        return found
+
+    def _within(self, k: int, v: int, soon: FreeMap) -> Iterator[tuple[int, int]]:
+        """``(node, GPUs within reach)`` of the nodes that reach ``v`` (see
+        :meth:`reaching`), lazily."""
         room = self.room
         guard, taken, more = self.less(k)
         free, busy, pinned, at = soon.free, room.busy, room.pinned[k], room.at[k]
-        found: list[int] = []
         for u in range(len(at) - 1, v - 1, -1):
             for node in at[u]:
-                if free[node] + busy[node] - pinned[node] - guard.get(node, 0) \
-                        - taken.get(node, 0) >= v:
-                    found.append(node)
-                    if limit and len(found) > limit:
-                        return None
-                    if not limit and len(found) >= want:
-                        return found
+                have = free[node] + busy[node] - pinned[node] - guard.get(node, 0) \
+                    - taken.get(node, 0)
+                if have >= v:
+                    yield node, have
         totals = room.totals
         for node in more:
-            if totals[node] - pinned[node] < v and free[node] + busy[node] - pinned[node] \
-                    - guard.get(node, 0) - taken.get(node, 0) >= v:
-                found.append(node)
-                if limit and len(found) > limit:
-                    return None
-                if not limit and len(found) >= want:
-                    return found
-        return found
+            if totals[node] - pinned[node] < v:   # not read above
+                have = free[node] + busy[node] - pinned[node] - guard.get(node, 0) \
+                    - taken.get(node, 0)
+                if have >= v:
+                    yield node, have
 
     def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap) -> bool | None:
         """Whether the candidate walk finds victims for a blocked waiter of queue ``level``
         needing ``need`` (GPUs per node, largest first) with ``soon`` as the walk has it
-        (see module doc; exact); None: not answered (the search decides)."""
+        (see module doc; exact); None: not answered (the search decides). Keeps the nodes
+        that reach the need's smallest entry (when at most :data:`MAX_NODES`) for that
+        waiter's search (:meth:`serving`)."""
         k = int(level) + 1
+        self.served = None
         if k >= self.room.queues:
             return False   # no queue above: no candidate (and the waiter is blocked)
         if len(need) == 1 and need[0] <= 0:
             return None    # a GPU-less one-node need takes any first candidate: search
         order = sorted((max(v, 1) for v in need), reverse=True)
+        found = self.reaching(k, order[-1], soon, MAX_NODES)
+        self.served = (level, need, soon, found)
         for j, v in enumerate(order):
             if j + 1 < len(order) and order[j + 1] == v:
                 continue   # v's count is where its last entry stands
-            found = self.reaching(k, v, soon, j + 1)
-            if found is None or len(found) < j + 1:
+            if found is not None:
+                enough = sum(have >= v for _, have in found) > j
+            else:   # many nodes: read until enough
+                enough = next(islice(self._within(k, v, soon), j, None), None) is not None
+            if not enough:
                 return False
         return True
+
+    def serving(self, level: float, need: tuple[int, ...], soon: FreeMap
+                ) -> list[tuple[int, int]] | None:
+        """:meth:`reaching` for the need's smallest entry of the waiter :meth:`reaches`
+        was just asked about (``need`` largest first), read again only for another one."""
+        served = self.served
+        if served is not None and served[0] == level and served[1] == need \
+                and served[2] is soon:
+            return served[3]
+        return self.reaching(int(level) + 1, max(need[-1], 1), soon, MAX_NODES)
 
 
 def proofs(view: RoomView, first_only: bool) -> tuple[Any, Any]:

@@ -15,7 +15,7 @@ smallest reach. What the walk then keeps follows from the candidates up to ``S``
 that reach the need's smallest entry (no other node can host an entry): the same placement
 (``FreeMap.place_with``), the same victims on the nodes used, the same ones dropped
 (``keep_needed``, ``drop_unneeded``). Only the nodes that reach the smallest entry with every
-candidate counted (:meth:`RoomView.reaching`) are read; with more than :data:`MAX_NODES` of
+candidate counted (:meth:`RoomView.serving`) are read; with more than ``MAX_NODES`` of
 them the walk is left to find the victims (it then stops early). The scheduler's property
 tests compare every decision with ``decide``. Units: GPUs, seconds. No I/O.
 """
@@ -29,9 +29,6 @@ from prioritizer.policy.victims import (DEFER, Candidate, drop_unneeded, keep_ne
                                         may_be_victim)
 from prioritizer.policy.fast.queue_room import RoomView
 from prioritizer.policy.fast.records import Tracked
-
-#: nodes one search reads at most before it leaves the victims to the walk
-MAX_NODES = 48
 
 #: a reach before every candidate (the node's free GPUs alone suffice)
 _BEFORE: tuple[float] = (float("-inf"),)
@@ -83,14 +80,14 @@ class QueueVictims:
         k = int(level) + 1
         if gpus <= 0 or k >= self.view.room.queues:
             return DEFER
-        nodes = self.view.reaching(k, gpus, soon, 0, MAX_NODES)
-        if nodes is None:
+        found = self.view.serving(level, (gpus,), soon)
+        if found is None:
             return DEFER
         free = soon.free
         best: tuple[float, ...] | None = None
         hits: list[int] = []
         per: dict[int, list[tuple[Candidate, int]]] = {}
-        for node in nodes:
+        for node, _ in found:
             mine = per[node] = self._on(node, k, taken)
             reach = self._reach(mine, free[node], gpus)
             if reach is None:
@@ -116,9 +113,10 @@ class QueueVictims:
         if k >= self.view.room.queues:
             return DEFER
         order = sorted((max(n, 1) for n in need), reverse=True)
-        nodes = self.view.reaching(k, order[-1], soon, 0, MAX_NODES)
-        if nodes is None:
+        found = self.view.serving(level, tuple(sorted(need, reverse=True)), soon)
+        if found is None:
             return DEFER
+        nodes = [node for node, _ in found]
         free = soon.free
         per = {node: self._on(node, k, taken) for node in nodes}
         stop: tuple[float, ...] = _BEFORE

@@ -4,19 +4,26 @@ scheduler keeps between decisions (``prioritizer.policy.fast.incremental``).
 
 * ``above``: the GPUs of preemptible running jobs above a level, from per-queue totals (queue
   policies) or the running jobs by oracle end (``srtf``);
-* ``may_fit``: the per-node bound (``NodeBound``, ``srtf`` on real nodes), which refuses a
-  waiter no victim set can serve;
-* ``due``: an exact test that a waiter finds victims (``first_only`` decisions, ``srtf``);
-* ``one_node``: a one-node waiter's victims read off the per-node bound
-  (:class:`~prioritizer.policy.fast.one_node.OneNodeVictims`).
+* ``may_fit``: a test that refuses a waiter no victim set can serve: the per-node bound
+  (``NodeBound``, ``srtf`` on real nodes) or, exact, the per-node counts of queue policies
+  (``policy.fast.queue_room``);
+* ``due``: an exact test that a waiter finds victims (``first_only`` decisions; ``srtf``,
+  queue policies);
+* ``one_node``, ``gang``: a waiter's victims read off the per-node bound
+  (:class:`~prioritizer.policy.fast.one_node.OneNodeVictims`, one-node, ``srtf``) or the
+  per-node counts (:class:`~prioritizer.policy.fast.queue_victims.QueueVictims`, queue
+  policies; the plain search's index is then never built).
 
 Each is None where the scheduler keeps nothing for it; the answers are those of the plain
-search (tests/prioritizer/policy/test_policy_scheduler.py compares every decision with ``decide``). Units:
-GPUs, seconds. No I/O.
+search (tests/prioritizer/policy/test_policy_scheduler.py compares every decision with
+``decide``). :attr:`FastSearch.takes` and :attr:`FastSearch.took` record the victims taken
+in the decision (``policy.fast.waiters``, ``policy.fast.queue_room`` read them). Units: GPUs,
+seconds. No I/O.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 from prioritizer.policy.placement import FreeMap
@@ -47,6 +54,8 @@ class FastSearch(PlainSearch):
         super().__init__()
         self.room, self.fit, self.proof, self.reader = above, may_fit, due, one_node
         self.gang = gang
+        if gang is not None:   # the readers answer each search from kept counts: no index
+            self.index_after = sys.maxsize
         #: victim sets taken in this decision (``policy.fast.waiters`` reads it)
         self.takes = 0
         #: the victims taken in this decision, in order (``policy.fast.queue_room`` reads it)
