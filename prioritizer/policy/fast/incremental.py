@@ -121,6 +121,8 @@ class Scheduler:
         self.policy = POLICIES[config.policy](config, distribution)
         self.totals, self.names = list(node_totals), list(node_names)
         self.free = FreeMap(node_totals)
+        #: free GPUs once the checkpointing jobs have freed theirs (``free`` plus theirs)
+        self.soon = FreeMap(node_totals)
         self.jobs: dict[int, Tracked] = {}
         self.dirty: dict[int, None] = {}                 # ordered set: re-examine at decide
         self.order: list[tuple[Any, int]] = []           # eligible pending, start order
@@ -196,6 +198,7 @@ class Scheduler:
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, tuple(nodes), None
         rec.names = tuple(self.names[n] for n in nodes)
         self.free.add(rec.nodes, [-g for g in rec.shape])
+        self.soon.add(rec.nodes, [-g for g in rec.shape])
         if self.quiet is not None:
             self.quiet.drop()   # a start not planned here: not one the proof follows
         self.holding[job_id] = rec
@@ -212,6 +215,7 @@ class Scheduler:
             rec.work_left -= now - rec.run_start
         rec.phase = "grace"
         self.grace[job_id] = None
+        self.soon.add(rec.nodes, rec.shape)
         if self.quiet is not None:
             self.quiet.drop()
         self._touch(rec)
@@ -240,6 +244,7 @@ class Scheduler:
             self._count(rec, -1)
             if rec.work_left is not None:
                 rec.work_left -= length
+            self.soon.add(rec.nodes, rec.shape)   # (a checkpointing job's are in it)
         rec.closed_gpu_s += length * rec.gpus
         rec.closed_s += length
         rec.last_run_s, rec.last_run_end = length, now
@@ -586,15 +591,9 @@ class Scheduler:
             return []
 
         free = self.free.copy()
-        soon = None
-        if self.grace:
-            soon = free.copy()
-            for job_id in self.grace:
-                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
-        if soon is None:
-            # what plan_starts copies at the first blocked waiter, made here so that
-            # ``waiters`` sees it
-            soon = free.copy()
+        # with no job checkpointing: what plan_starts copies at the first blocked waiter,
+        # made here so that ``waiters`` sees it
+        soon = self.soon.copy() if self.grace else free.copy()
 
         policy_level = self.policy.level
 
@@ -621,15 +620,20 @@ class Scheduler:
             search = FastSearch(above, self.victim_bound(now, fitted),
                                 None if victims else self.due_proof(now, fitted),
                                 self.one_node_victims(now, exact), took)
-        if self.policy.strict or soon is None:
-            walk: Iterator[tuple[int, tuple[int, ...], float]] = (
-                (job_id, jobs[job_id].shape, jobs[job_id].level) for _, job_id in self.order)
-        else:   # the waiters whose turn would change nothing left out (policy.fast.waiters)
-            walk = waiters(self.groups, jobs, soon, search)
+        # (the waiters whose turn would change nothing left out: policy.fast.waiters)
+        walk = self._levels() if self.policy.strict else waiters(self.groups, jobs, soon, search)
         return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
                                 if self.lifting else None)
+
+    def _levels(self) -> Iterator[tuple[int, tuple[int, ...], float]]:
+        """``(job id, shape, level)`` of the eligible pending jobs in start order (a
+        generator function: see :meth:`_in_order`)."""
+        jobs = self.jobs
+        for _, job_id in self.order:
+            rec = jobs[job_id]
+            yield job_id, rec.shape, rec.level
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own
@@ -668,10 +672,7 @@ class Scheduler:
             return []
         if self.grace:
             free = free.copy()
-            soon = free.copy()
-            for job_id in self.grace:
-                rec = self.jobs[job_id]
-                soon.add(rec.nodes, rec.shape)
+            soon = self.soon.copy()
         if self.policy.strict:
             jobs = self._in_order(free)
         else:
@@ -693,6 +694,7 @@ class Scheduler:
         rec = self.jobs[p.job_id]
         self._unindex(rec)
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, p.nodes, None
+        self.soon.add(p.nodes, [-g for g in rec.shape])
         rec.names = tuple(self.names[n] for n in p.nodes)
         self.holding[p.job_id] = rec
         self.pending -= 1
