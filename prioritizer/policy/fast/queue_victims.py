@@ -22,7 +22,7 @@ tests compare every decision with ``decide``. Units: GPUs, seconds. No I/O.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.victims import (DEFER, Candidate, drop_unneeded, keep_needed,
@@ -30,8 +30,10 @@ from prioritizer.policy.victims import (DEFER, Candidate, drop_unneeded, keep_ne
 from prioritizer.policy.fast.queue_room import RoomView
 from prioritizer.policy.fast.records import Tracked
 
+#: a node's reach: the candidate at which it reaches a need, or :data:`_BEFORE`
+Reach = tuple[Any, ...]
 #: a reach before every candidate (the node's free GPUs alone suffice)
-_BEFORE: tuple[float] = (float("-inf"),)
+_BEFORE: Reach = (float("-inf"),)
 
 
 class QueueVictims:
@@ -63,7 +65,7 @@ class QueueVictims:
         return out
 
     @staticmethod
-    def _reach(mine: list[tuple[Candidate, int]], free: int, v: int) -> tuple[float, ...] | None:
+    def _reach(mine: list[tuple[Candidate, int]], free: int, v: int) -> Reach | None:
         """The node's reach for ``v`` (``_BEFORE``: its free GPUs suffice; None: never)."""
         if free >= v:
             return _BEFORE
@@ -84,7 +86,7 @@ class QueueVictims:
         if found is None:
             return DEFER
         free = soon.free
-        best: tuple[float, ...] | None = None
+        best: Reach | None = None
         hits: list[int] = []
         per: dict[int, list[tuple[Candidate, int]]] = {}
         for node, _ in found:
@@ -100,7 +102,7 @@ class QueueVictims:
             return None
         if best is _BEFORE:
             return DEFER   # (not expected: the waiter is blocked)
-        hit = hits[0] if len(hits) == 1 else max(hits, key=best[4].index)  # type: ignore[misc]
+        hit = hits[0] if len(hits) == 1 else max(hits, key=best[4].index)
         return keep_needed([(cand, g) for cand, g in per[hit] if cand <= best],
                            free[hit], gpus, soon)
 
@@ -119,7 +121,7 @@ class QueueVictims:
         nodes = [node for node, _ in found]
         free = soon.free
         per = {node: self._on(node, k, taken) for node in nodes}
-        stop: tuple[float, ...] = _BEFORE
+        stop: Reach = _BEFORE
         for j, v in enumerate(order):
             if j + 1 < len(order) and order[j + 1] == v:
                 continue   # v's count is where its last entry stands
