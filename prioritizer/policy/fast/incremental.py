@@ -59,6 +59,12 @@ from prioritizer.policy.fast.queue_victims import QueueVictims
 SLACK_S = 1e-3
 
 
+#: eligible pending jobs from which a queue policy's searches are answered from the per-node
+#: counts (``policy.fast.queue_room``; exact either way): on a short queue the walk over the
+#: candidates costs less than reading the nodes
+COUNTED_AFTER = 64
+
+
 def _limit(now: float) -> float:
     """Scheduled state-change times up to this one are due at ``now`` (``SLACK_S``)."""
     return now + SLACK_S + abs(now) * 1e-12
@@ -173,11 +179,12 @@ class Scheduler:
         #: srtf's one-node victim searches from the per-node bound (real nodes)
         self.one_node = (None if self.node_bound is None
                          else OneNodeVictims(self, self.node_bound, SLACK_S))
-        #: queue policies that preempt: per node and queue the GPUs within a waiter's
-        #: reach, from which a search's outcome is known without reading the candidates
+        #: queue policies that preempt, on real nodes: per node and queue the GPUs within a
+        #: waiter's reach, from which a search's outcome is known without reading the
+        #: candidates (one pool: the walk finds its victims among the first candidates)
         self.queue_room = (QueueRoom(self.totals, len(self.policy.thresholds) + 1)
                            if self.queue_levels and self.crossings and self.policy.preemptive
-                           and config.preemption else None)
+                           and config.preemption and len(self.totals) > 1 else None)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -610,7 +617,7 @@ class Scheduler:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
         took: list[Candidate] = []   # the victims taken in this decision
-        if self.queue_room is not None:
+        if self.queue_room is not None and len(self.order) >= COUNTED_AFTER:
             view = RoomView(self.queue_room, now, self.config.min_run_s, jobs, took)
             may_fit, due = proofs(view, not victims)
             readers = QueueVictims(view, exact)

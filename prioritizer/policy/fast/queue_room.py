@@ -50,7 +50,7 @@ class QueueRoom:
     doc), kept between decisions. ``totals``: GPUs per node; ``queues``: the policy's number
     of queues (>= 2)."""
 
-    __slots__ = ("totals", "queues", "busy", "pinned", "at", "on", "recent")
+    __slots__ = ("totals", "queues", "busy", "pinned", "at", "filed", "stale", "on", "recent")
 
     def __init__(self, totals: list[int], queues: int) -> None:
         self.totals = totals
@@ -59,12 +59,16 @@ class QueueRoom:
         self.busy = [0] * len(totals)
         #: per k (index 0 unused): per node, GPUs of those jobs below queue k or fixed
         self.pinned = [[0] * len(totals) for _ in range(queues)]
-        #: per k: per value u, the nodes whose ``total - pinned[k]`` is u
-        self.at: list[list[set[int]]] = [[set() for _ in range(max(totals) + 1)]
-                                          for _ in range(queues)]
+        #: per k: per value u, the nodes filed under u (``total - pinned[k]`` when filed;
+        #: no empty set), brought up to date for the nodes in ``stale`` when read
+        self.at: list[dict[int, set[int]]] = [{} for _ in range(queues)]
+        #: per k: per node, the value it is filed under in ``at[k]``
+        self.filed = [list(totals) for _ in range(queues)]
         for k in range(1, queues):
             for node, total in enumerate(totals):
-                self.at[k][total].add(node)
+                self.at[k].setdefault(total, set()).add(node)
+        #: nodes whose ``pinned`` changed since ``at`` was last brought up to date
+        self.stale: set[int] = set()
         #: per node: the ids of the jobs running there (not checkpointing)
         self.on: list[dict[int, None]] = [{} for _ in totals]
         #: ``(run start, job id)`` of the runs started, ascending (trimmed as they age)
@@ -74,7 +78,7 @@ class QueueRoom:
         """``rec`` starts (``sign`` +1) or stops (-1) running without a checkpoint signal
         (a start, a signal, an end, or a change of its queue), on ``rec.nodes``."""
         first = (rec.queue or 0) + 1 if rec.preemptible else 1
-        busy, totals = self.busy, self.totals
+        busy = self.busy
         for node, g in zip(rec.nodes, rec.shape):
             if sign > 0:
                 self.on[node][rec.job_id] = None
@@ -84,11 +88,27 @@ class QueueRoom:
                 continue
             busy[node] += sign * g
             for k in range(first, self.queues):
-                pinned, at = self.pinned[k], self.at[k]
-                old = totals[node] - pinned[node]
-                pinned[node] += sign * g
-                at[old].discard(node)
-                at[old - sign * g].add(node)
+                self.pinned[k][node] += sign * g
+            self.stale.add(node)
+
+    def buckets(self, k: int) -> dict[int, set[int]]:
+        """``at[k]``, up to date (see :attr:`at`)."""
+        if self.stale:
+            totals = self.totals
+            for j in range(1, self.queues):
+                at, filed, pinned = self.at[j], self.filed[j], self.pinned[j]
+                for node in self.stale:
+                    value = totals[node] - pinned[node]
+                    old = filed[node]
+                    if value != old:
+                        nodes = at[old]
+                        nodes.discard(node)
+                        if not nodes:
+                            del at[old]
+                        at.setdefault(value, set()).add(node)
+                        filed[node] = value
+            self.stale.clear()
+        return self.at[k]
 
     def started(self, rec: Tracked) -> None:
         """``rec`` started a run at ``rec.run_start`` (its ``min_run_s`` guard begins)."""
@@ -174,8 +194,8 @@ class RoomView:
         :meth:`reaching`), lazily."""
         room = self.room
         guard, taken, more = self.less(k)
-        free, busy, pinned, at = soon.free, room.busy, room.pinned[k], room.at[k]
-        for u in range(len(at) - 1, v - 1, -1):
+        free, busy, pinned, at = soon.free, room.busy, room.pinned[k], room.buckets(k)
+        for u in [u for u in at if u >= v]:
             for node in at[u]:
                 have = free[node] + busy[node] - pinned[node] - guard.get(node, 0) \
                     - taken.get(node, 0)
