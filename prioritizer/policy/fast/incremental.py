@@ -59,10 +59,11 @@ from prioritizer.policy.fast.queue_victims import QueueVictims
 SLACK_S = 1e-3
 
 
-#: eligible pending jobs from which a queue policy's searches are answered from the per-node
-#: counts (``policy.fast.queue_room``; exact either way): on a short queue the walk over the
-#: candidates costs less than reading the nodes
-COUNTED_AFTER = 64
+#: eligible pending jobs from which the preemption walk is handed only the waiters whose
+#: turn can change something (``policy.fast.waiters``) and a queue policy's searches are
+#: answered from the per-node counts (``policy.fast.queue_room``); exact either way, but on
+#: a shorter queue the plain walk costs less
+COUNTED_AFTER = 512
 
 
 def _limit(now: float) -> float:
@@ -598,9 +599,12 @@ class Scheduler:
             return []
 
         free = self.free.copy()
+        long = len(self.order) >= COUNTED_AFTER
         # with no job checkpointing: what plan_starts copies at the first blocked waiter,
-        # made here so that ``waiters`` sees it
-        soon = self.soon.copy() if self.grace else free.copy()
+        # made here so that ``waiters`` sees it (queue policies on a short queue: the copy
+        # costs more than the waiters it leaves out)
+        soon = self.soon.copy() if self.grace else \
+            free.copy() if long or not self.queue_levels else None
 
         policy_level = self.policy.level
 
@@ -617,7 +621,7 @@ class Scheduler:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
         took: list[Candidate] = []   # the victims taken in this decision
-        if self.queue_room is not None and len(self.order) >= COUNTED_AFTER:
+        if self.queue_room is not None and long:
             view = RoomView(self.queue_room, now, self.config.min_run_s, jobs, took)
             may_fit, due = proofs(view, not victims)
             readers = QueueVictims(view, exact)
@@ -628,7 +632,8 @@ class Scheduler:
                                 None if victims else self.due_proof(now, fitted),
                                 self.one_node_victims(now, exact), took)
         # (the waiters whose turn would change nothing left out: policy.fast.waiters)
-        walk = self._levels() if self.policy.strict else waiters(self.groups, jobs, soon, search)
+        walk = (waiters(self.groups, jobs, soon, search)
+                if soon is not None and not self.policy.strict else self._levels())
         return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
