@@ -250,7 +250,7 @@ def proofs(view: RoomView, first_only: bool) -> tuple[Any, Any]:
     """``(may_fit, due)`` of ``FastSearch`` from ``view`` (``due`` None unless
     ``first_only``): ``may_fit`` is False exactly when no victim set exists; ``due`` is True
     for the waiter ``may_fit`` just let pass (the search would succeed)."""
-    passed: list[Any] = [None]
+    passed: list[tuple[float, tuple[int, ...]] | None] = [None]
 
     def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
         ok = view.reaches(level, need, soon)
@@ -258,5 +258,5 @@ def proofs(view: RoomView, first_only: bool) -> tuple[Any, Any]:
         return ok is not False
 
     def due(level: float, need: tuple[int, ...], soon: FreeMap) -> bool:
-        return passed[0] == (level, need)
+        return bool(passed[0] == (level, need))
     return may_fit, (due if first_only else None)
