@@ -39,10 +39,15 @@ class SearchStrategy(Protocol):
     tier's candidates itself.
     """
 
-    #: the smallest one-node need the walk found no victims for (``[g]``; ``[]``: none yet),
-    #: kept by the walk. A one-node waiter needing at least that many GPUs ends at the
-    #: walk's ``failed`` shortcut as soon as it is blocked, so a caller's ``waiters`` may
-    #: leave out such a waiter that fits nowhere in ``soon`` (one tier).
+    #: ``(level, need largest first)`` of the waiters the walk found no victim set for,
+    #: kept by the walk (its ``failed`` shortcut): a blocked waiter of one tier whose need
+    #: is as large, entry by entry, as one of them ends there.
+    failed: list[tuple[float, tuple[int, ...]]]
+    #: the smallest one-node need in :attr:`failed` (``[g]``; ``[]``: none yet), kept by
+    #: the walk. A one-node waiter needing at least that many GPUs ends at the walk's
+    #: ``failed`` shortcut as soon as it is blocked, so a caller's ``waiters`` may leave
+    #: out such a waiter that fits nowhere in ``soon`` (one tier), and likewise a waiter
+    #: whose need :attr:`failed` covers.
     failed_one: list[int]
 
     def above(self, level: float) -> int:
@@ -129,7 +134,7 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
     # no higher priority whose need is as large entry by entry has fewer candidates and a
     # harder fit, so it is not searched again: a shortcut that can only skip a preemption
     # (rarely, when spare GPUs of earlier victims would have helped), never add a wrong one.
-    failed: list[tuple[float, tuple[int, ...]]] = []
+    failed = search.failed
     failed_one = search.failed_one   # the smallest one-node need in ``failed`` (one tier)
 
     def fail(mine: float, shape: tuple[int, ...]) -> None:

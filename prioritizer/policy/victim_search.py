@@ -30,12 +30,16 @@ class PlainSearch:
     incremental scheduler's ``FastSearch`` extends it with bounds kept between decisions.
     """
 
-    __slots__ = ("failed_one", "searches", "scan", "index")
+    __slots__ = ("failed", "failed_one", "searches", "index_after", "scan", "index")
 
     def __init__(self) -> None:
+        #: ``(level, need largest first)`` of the waiters found no victim set
+        self.failed: list[tuple[float, tuple[int, ...]]] = []
         #: the smallest one-node need the walk found no victims for (``[g]``; ``[]``: none)
         self.failed_one: list[int] = []
         self.searches = 0   # victim searches of this decision
+        #: searches after which the rest are answered from the index (:data:`_INDEX_AFTER`)
+        self.index_after = _INDEX_AFTER
         self.scan: _PrefixScan | None = None
         self.index: _NodeIndex | None = None
 
@@ -61,7 +65,7 @@ class PlainSearch:
         """The victims the candidate walk would choose for a waiter of ``level`` needing
         ``need`` (GPUs per node), their GPUs added to ``soon``; None: no victim set."""
         self.searches += 1
-        if self.index is None and self.searches > _INDEX_AFTER:
+        if self.index is None and self.searches > self.index_after:
             self.index = _NodeIndex(victims, soon.free, taken)
         if self.index is not None:
             chosen = self.index.search(need, soon, -level)

@@ -47,13 +47,23 @@ from prioritizer.policy.fast.node_bound import NodeBound
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.fast.search import FastSearch
 from prioritizer.policy.fast.victim_order import VictimOrder
+from prioritizer.policy.fast.waiters import waiters
 from prioritizer.policy.fast.one_node import OneNodeVictims
 from prioritizer.policy.fast.quiet import QuietProof
+from prioritizer.policy.fast.queue_room import QueueRoom, RoomView, proofs
+from prioritizer.policy.fast.queue_victims import QueueVictims
 
 #: slack (seconds) when comparing a scheduled state-change time with ``now``: such times
 #: are computed with a division, so a job is re-examined from slightly before its time on
 #: (the exact test is ``queue_state``'s own).
 SLACK_S = 1e-3
+
+
+#: eligible pending jobs from which the preemption walk is handed only the waiters whose
+#: turn can change something (``policy.fast.waiters``) and a queue policy's searches are
+#: answered from the per-node counts (``policy.fast.queue_room``); exact either way, but on
+#: a shorter queue the plain walk costs less
+COUNTED_AFTER = 512
 
 
 def _limit(now: float) -> float:
@@ -118,6 +128,8 @@ class Scheduler:
         self.policy = POLICIES[config.policy](config, distribution)
         self.totals, self.names = list(node_totals), list(node_names)
         self.free = FreeMap(node_totals)
+        #: free GPUs once the checkpointing jobs have freed theirs (``free`` plus theirs)
+        self.soon = FreeMap(node_totals)
         self.jobs: dict[int, Tracked] = {}
         self.dirty: dict[int, None] = {}                 # ordered set: re-examine at decide
         self.order: list[tuple[Any, int]] = []           # eligible pending, start order
@@ -168,6 +180,12 @@ class Scheduler:
         #: srtf's one-node victim searches from the per-node bound (real nodes)
         self.one_node = (None if self.node_bound is None
                          else OneNodeVictims(self, self.node_bound, SLACK_S))
+        #: queue policies that preempt, on real nodes: per node and queue the GPUs within a
+        #: waiter's reach, from which a search's outcome is known without reading the
+        #: candidates (one pool: the walk finds its victims among the first candidates)
+        self.queue_room = (QueueRoom(self.totals, len(self.policy.thresholds) + 1)
+                           if self.queue_levels and self.crossings and self.policy.preemptive
+                           and config.preemption and len(self.totals) > 1 else None)
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
@@ -189,6 +207,7 @@ class Scheduler:
         rec.guard = self._guard(rec, now)
         rec.names = tuple(self.names[n] for n in nodes)
         self.free.add(rec.nodes, [-g for g in rec.shape])
+        self.soon.add(rec.nodes, [-g for g in rec.shape])
         if self.quiet is not None:
             self.quiet.drop()   # a start not planned here: not one the proof follows
         self.holding[job_id] = rec
@@ -205,6 +224,7 @@ class Scheduler:
             rec.work_left -= now - rec.run_start
         rec.phase = "grace"
         self.grace[job_id] = None
+        self.soon.add(rec.nodes, rec.shape)
         if self.quiet is not None:
             self.quiet.drop()
         self._touch(rec)
@@ -233,6 +253,7 @@ class Scheduler:
             self._count(rec, -1)
             if rec.work_left is not None:
                 rec.work_left -= length
+            self.soon.add(rec.nodes, rec.shape)   # (a checkpointing job's are in it)
         rec.closed_gpu_s += length * rec.gpus
         rec.closed_s += length
         rec.last_run_s, rec.last_run_end = length, now
@@ -245,6 +266,8 @@ class Scheduler:
         return rec
 
     def _count(self, rec: Tracked, sign: int) -> None:
+        if self.queue_room is not None:
+            self.queue_room.running(rec, sign)
         if not rec.preemptible:
             return
         if sign > 0:
@@ -389,6 +412,8 @@ class Scheduler:
         never decided yet is examined as usual)."""
         if self.quiet is not None:
             self.quiet.ran(rec, self.config.min_run_s)
+        if self.queue_room is not None:
+            self.queue_room.started(rec)
         if rec.queue is None or rec.job_id in self.dirty:
             self._touch(rec)
             return
@@ -583,16 +608,12 @@ class Scheduler:
             return []
 
         free = self.free.copy()
-        soon = None
-        if self.grace:
-            soon = free.copy()
-            for job_id in self.grace:
-                soon.add(jobs[job_id].nodes, jobs[job_id].shape)
-        if soon is None and not self.queue_levels:
-            # what plan_starts copies at the first blocked waiter, made here so that
-            # ``waiters`` sees it (queue policies: the copy cost more than the skip
-            # spared, 2 % on Philly's tiresias-las replay)
-            soon = free.copy()
+        long = len(self.order) >= COUNTED_AFTER
+        # with no job checkpointing: what plan_starts copies at the first blocked waiter,
+        # made here so that ``waiters`` sees it (queue policies on a short queue: the copy
+        # costs more than the waiters it leaves out)
+        soon = self.soon.copy() if self.grace else \
+            free.copy() if long or not self.queue_levels else None
 
         policy_level = self.policy.level
 
@@ -608,36 +629,32 @@ class Scheduler:
         def running(floor: float) -> Iterator[Candidate]:
             return self.victims.ordered(now, floor, self.config.min_run_s, jobs, exact)
 
-        fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
-        search = FastSearch(above, self.victim_bound(now, fitted),
-                            None if victims else self.due_proof(now, fitted),
-                            self.one_node_victims(now, exact))
-        failed_one = search.failed_one   # kept by find_preemptions: read by ``waiters``
-
-        def waiters() -> Iterator[tuple[int, tuple[int, ...], float]]:
-            # one-node jobs needing at least ``covered`` GPUs (0: none) are blocked (they
-            # fit nowhere even once GPUs being freed are) and covered by the smallest
-            # failed one-node need (find_preemptions' ``failed`` shortcut, its first
-            # check): the walk would neither start them nor look for their victims. (In
-            # one tier the first bound implies the second: a need that found no victims
-            # at its turn stays out of reach of ``soon`` on every node, since victims
-            # taken later only move GPUs of jobs above its level into ``soon``; the
-            # second keeps the skip sound on its own.) The walk changes ``soon`` and
-            # ``failed_one`` only while it holds a job given to it.
-            covered = 0
-            for _, job_id in self.order:
-                rec = jobs[job_id]
-                shape = rec.shape
-                if covered and len(shape) == 1 and shape[0] >= covered:
-                    continue
-                yield job_id, shape, rec.level
-                if failed_one and soon is not None:
-                    covered = max(failed_one[0], soon.largest + 1)
-
-        return find_preemptions(self.policy.strict, free, soon, waiters(), running, now,
+        took: list[Candidate] = []   # the victims taken in this decision
+        if self.queue_room is not None and long:
+            view = RoomView(self.queue_room, now, self.config.min_run_s, jobs, took)
+            may_fit, due = proofs(view, not victims)
+            readers = QueueVictims(view, exact)
+            search = FastSearch(above, may_fit, due, readers.one_node, took, readers.gang)
+        else:
+            fitted: list[Any] = [None]   # what may_fit last let pass (read by due)
+            search = FastSearch(above, self.victim_bound(now, fitted),
+                                None if victims else self.due_proof(now, fitted),
+                                self.one_node_victims(now, exact), took)
+        # (the waiters whose turn would change nothing left out: policy.fast.waiters)
+        walk = (waiters(self.groups, jobs, soon, search)
+                if soon is not None and not self.policy.strict else self._levels())
+        return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
                                 if self.lifting else None)
+
+    def _levels(self) -> Iterator[tuple[int, tuple[int, ...], float]]:
+        """``(job id, shape, level)`` of the eligible pending jobs in start order (a
+        generator function: see :meth:`_in_order`)."""
+        jobs = self.jobs
+        for _, job_id in self.order:
+            rec = jobs[job_id]
+            yield job_id, rec.shape, rec.level
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own
@@ -669,14 +686,16 @@ class Scheduler:
             return []
         soon = None
         free = self.free
+        if self.grace and not free.free_any:
+            # nothing starts (the walk would only reserve GPUs being freed); as a walk on
+            # a copy of ``free`` leaves it
+            self.stuck = False
+            return []
         if self.grace:
             free = free.copy()
-            soon = free.copy()
-            for job_id in self.grace:
-                rec = self.jobs[job_id]
-                soon.add(rec.nodes, rec.shape)
+            soon = self.soon.copy()
         if self.policy.strict:
-            jobs = self._in_order()
+            jobs = self._in_order(free)
         else:
             jobs = self._fitting(free, soon)
         planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
@@ -697,30 +716,36 @@ class Scheduler:
         self._unindex(rec)
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, p.nodes, None
         rec.guard = self._guard(rec, now)
+        self.soon.add(p.nodes, [-g for g in rec.shape])
         rec.names = tuple(self.names[n] for n in p.nodes)
         self.holding[p.job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
         self._started(rec, now)
 
-    def _in_order(self) -> Iterator[tuple[int, tuple[int, ...]]]:
+    def _in_order(self, now_map: FreeMap) -> Iterator[tuple[int, tuple[int, ...]]]:
         """The eligible pending jobs in start order, read lazily (a strict walk stops at
-        the first that does not fit). A generator function, not a generator expression:
-        mypyc builds the whole list for those (``prioritizer.compiled``)."""
+        the first that does not fit), until no GPU of ``now_map`` is free (no later job
+        starts: the rest of the walk would only reserve GPUs being freed). A generator
+        function, not a generator expression: mypyc builds the whole list for those
+        (``prioritizer.compiled``)."""
         jobs = self.jobs
         for _, job_id in self.order:
+            if not now_map.free_any:
+                return
             yield job_id, jobs[job_id].shape
 
     def _fitting(self, now_map: FreeMap, soon: FreeMap | None
                  ) -> Iterator[tuple[int, tuple[int, ...]]]:
         """The eligible pending jobs in start order, skipping those whose shape does not fit
         where the start model would place them (``soon`` if given, else ``now_map``): those
-        would be walked and skipped (GPUs only shrink during one walk)."""
+        would be walked and skipped (GPUs only shrink during one walk); none once no GPU
+        of ``now_map`` is free (no later job starts)."""
         target = soon if soon is not None else now_map
         groups = list(self.groups.items())
         heads = [(lst[0], i, 0) for i, (_, lst) in enumerate(groups) if lst]
         heapify(heads)
-        while heads:
+        while heads and now_map.free_any:
             head, i, pos = heads[0]
             shape, lst = groups[i]
             if target.place(shape) is None:   # never fits again in this walk
