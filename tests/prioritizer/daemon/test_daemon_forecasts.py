@@ -49,6 +49,19 @@ def _collect(forecaster) -> None:
     forecaster.collect()
 
 
+def _forecast_once(config: ForecastConfig, obs: Observation) -> dict:
+    """One forecast of ``obs`` under fifo, every job drawing 100 GPU·s: the snapshot part."""
+    forecaster = Forecaster(config, 30.0, logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, obs, _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([100.0]))
+        _collect(forecaster)
+    finally:
+        forecaster.close()
+    assert forecaster.latest is not None
+    return forecaster.latest
+
+
 def test_world_of_a_cycle():
     record = job_from_json({"job_id": 2, "job_state": "PENDING",
                             "time_limit": 30})
@@ -119,15 +132,7 @@ def test_shard_and_opportunistic_jobs_are_forecast_as_whole_gpu_jobs_and_said_so
     obs = _observation()
     obs = Observation(NOW, obs.snapshot, obs.units, (),
                       shares={1: Share(opportunistic=True), 2: Share(share=0.25)})
-    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3),
-                            30.0, logging.getLogger("test-forecasts"))
-    try:
-        forecaster.tick(1, obs, _decisions(), PolicyConfig(policy="fifo"),
-                        GittinsDistribution([100.0]))
-        _collect(forecaster)
-    finally:
-        forecaster.close()
-    got = forecaster.latest
+    got = _forecast_once(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), obs)
     assert got["sharing_jobs"] == 2
     assert got["jobs"]["1"]["sharing"] == "opportunistic"
     assert got["jobs"]["2"]["sharing"] == "shard"
@@ -176,16 +181,8 @@ def test_drawn_arrivals_reach_the_child_and_come_after_the_waiting_jobs_under_fi
     # forecast.arrivals: history; in the last 6 h only job 2 was submitted (job 1 at 0): one
     # job per 6 h drawn; under fifo a drawn arrival waits behind jobs 1 and 2, whose times
     # are those of the forecast without arrivals (above)
-    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3,
-                                           arrivals="history"),
-                            30.0, logging.getLogger("test-forecasts"))
-    try:
-        forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
-                        GittinsDistribution([100.0]))
-        _collect(forecaster)
-    finally:
-        forecaster.close()
-    got = forecaster.latest
+    got = _forecast_once(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3,
+                                        arrivals="history"), _observation())
     assert got["draws"] == 3
     assert got["jobs"]["1"]["finish"] == [NOW + 60] * 3
     assert got["jobs"]["2"]["start"] == [NOW] * 3
