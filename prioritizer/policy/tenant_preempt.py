@@ -282,19 +282,10 @@ def _choose(need: tuple[int, ...], cands: Iterable[Holder], level: float, taken:
         if h.job_id in taken:
             continue
         chosen.append(h)
-        on = h.nodes
-        if len(on) == 1:   # a one-node job (most): no zip
-            node = on[0]
-            have = extra.get(node, 0) + h.gpus_per_node[0]
-            extra[node] = have
-            reached = free[node] + have >= low
-        else:
-            reached = False
-            for node, g in zip(on, h.gpus_per_node):
-                have = extra.get(node, 0) + g
-                extra[node] = have
-                if free[node] + have >= low:
-                    reached = True
+        reached = False
+        for node, g in zip(h.nodes, h.gpus_per_node):
+            extra[node] = extra.get(node, 0) + g
+            reached = reached or free[node] + extra[node] >= low
         if reached:   # a node that may host an entry came within reach: try to place
             nodes = soon.place_with(extra, need)
             if nodes is not None:
