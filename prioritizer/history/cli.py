@@ -9,18 +9,13 @@ slurmdbd (named with the fix), an empty window, a malformed history file, a bad 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
-import math
-import os
 import dataclasses
 import io
 import json
-import sqlite3
 import sys
 import time
-from collections.abc import Iterator
-from typing import Any, cast
+from typing import cast
 
 
 from prioritizer import numbers, tables
@@ -28,8 +23,8 @@ from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.history.check import (against_baseline, check, dispatch_latency_of,
                                         format_fidelity, phased, start_latency_from)
-from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import LedgerFacts, history_rows
+from prioritizer.history.ledger_read import cycle_time, ledger_facts
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
 from prioritizer.history.forecast_check import (ARRIVALS, DEFAULT_ARRIVALS, DEFAULT_MOMENTS,
                                                 check_forecasts)
@@ -215,89 +210,6 @@ def gpu_sources(jobs: list[AccountedJob], facts: dict[int, LedgerFacts] | None,
         pass
     known.update({job_id: f.gpus for job_id, f in (facts or {}).items() if f.gpus > 0})
     return tracked, known
-
-
-def ledger_facts(path: str) -> dict[int, LedgerFacts]:
-    """Per job: preemptions the daemon made and signal→requeue seconds (read-only open).
-
-    Raises:
-        CliError: the file is missing or not a ledger (exit 2).
-    """
-    with _open_ledger(path) as ledger:
-        out = {}
-        for row in ledger.jobs():
-            where = f"jobs row job_id={row.job_id!r}"
-            _ledger_value(path, where, "preemptions", row.preemptions, integer=True)
-            intents = ledger.intents(row.job_id)
-            for i in intents:
-                for column in ("signal_at", "requeue_at"):
-                    _ledger_value(path, f"intents row id={i.id!r}", column, getattr(i, column),
-                                  optional=True)
-            spans = [i.requeue_at - i.signal_at for i in intents
-                     if i.signal_at is not None and i.requeue_at is not None]
-            out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
-                                          any(i.signal for i in intents),
-                                          row.gpus if isinstance(row.gpus, int) else 0)
-        return out
-
-
-def cycle_time(path: str) -> float | None:
-    """One of the daemon's cycle times (epoch s) from its ledger (read-only): when it created
-    its first preemption intent (a cycle's moment), else its last observation; None if the
-    ledger has neither.
-
-    Raises:
-        CliError: the file is missing or not a ledger (exit 2).
-    """
-    with _open_ledger(path) as ledger:
-        created = [_ledger_value(path, f"intents row id={i.id!r}", "created", i.created)
-                   for row in ledger.jobs() for i in ledger.intents(row.job_id)]
-        if created:
-            return min(created)
-        raw = ledger.meta("observed_at")
-        return _ledger_value(path, "meta", "observed_at", _as_number(raw) if raw else None,
-                             optional=True)
-
-
-@contextlib.contextmanager
-def _open_ledger(path: str) -> Iterator[Ledger]:
-    """The ledger opened read-only; a missing file, a directory or a non-ledger is CliError
-    ``--ledger PATH: <reason>`` (exit 2, one line)."""
-    shown_path = visible(path)
-    if os.path.isdir(path):
-        raise CliError(f"--ledger {shown_path}: is a directory; give the daemon's ledger file")
-    if not os.path.exists(path):
-        raise CliError(f"--ledger {shown_path}: no such file")
-    try:
-        with Ledger(path, readonly=True) as ledger:
-            yield ledger
-    except (OSError, sqlite3.Error) as exc:
-        reason = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path}:")
-        raise CliError(f"--ledger {shown_path}: {visible(reason)}") from None
-
-
-def _as_number(raw: object) -> object:
-    """A meta value (stored as text) as a float when it reads as one, else as it is."""
-    try:
-        return float(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return raw
-
-
-def _ledger_value(path: str, where: str, column: str, value: object, *, integer: bool = False,
-                  optional: bool = False) -> Any:
-    """``value`` of a ledger cell when it is a finite number >= 0 (a whole one with
-    ``integer``; None with ``optional``). Raises CliError naming the ledger, row and column."""
-    if value is None and optional:
-        return None
-    kinds = (int,) if integer else (int, float)
-    if (isinstance(value, bool) or not isinstance(value, kinds)
-            or not math.isfinite(value) or value < 0):
-        rule = "a whole number >= 0" if integer else "a finite number >= 0 (epoch s)"
-        raise CliError(f"--ledger {visible(path)}: {where}: {column} = {visible(repr(value))} is "
-                       f"not {rule}; the ledger is damaged (restore it, or export without "
-                       "--ledger)")
-    return value
 
 
 def _write_atomically(path: str, text: str) -> None:

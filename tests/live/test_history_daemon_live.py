@@ -31,7 +31,8 @@ from live_helpers import wait_for
 
 from prioritizer.cli import main
 from prioritizer.history.check import check, dispatch_latency_of, format_fidelity
-from prioritizer.history.cli import cluster_of, cycle_time, policy_config, start_latency
+from prioritizer.history.cli import cluster_of, policy_config, start_latency
+from prioritizer.history.ledger_read import cycle_time
 from prioritizer.history.trace import read_rows
 
 POLICY = {"thresholds_gpu_s": [210, 100000], "checkpoint_overhead_s": 5, "requeue_delay_s": 11,

@@ -16,7 +16,7 @@ import yaml
 
 from prioritizer.cli import main as dlprio
 from prioritizer.daemon.ledger import Ledger, readonly_uri
-from prioritizer.history import cli as history_cli
+from prioritizer.history import ledger_read
 from prioritizer.history.export import LedgerFacts
 
 HISTORY = ("job_id,user,account,partition,submit_time,eligible_time,num_gpu,num_nodes,work_gpu_s,"
@@ -63,9 +63,9 @@ def test_ledger_at_a_path_with_uri_characters_is_read(tmp_path: Path, name: str,
     assert dlprio(["explain", "6", "--config", config]) == 0
     out = capsys.readouterr().out
     assert out.startswith("job 6 (bob, gpu): PENDING") and "30 GPU·s over 1 run(s)" in out
-    facts = history_cli.ledger_facts(str(ledger))
+    facts = ledger_read.ledger_facts(str(ledger))
     assert list(facts) == [6] and facts[6] == LedgerFacts(1, 7.0, True, gpus=2)
-    assert history_cli.cycle_time(str(ledger)) == 100.0
+    assert ledger_read.cycle_time(str(ledger)) == 100.0
     trace = tmp_path / "h.csv"
     trace.write_text(HISTORY)
     assert dlprio(["history", "check", "--trace", str(trace), "--nodes", "1", "--gpus-per-node",

@@ -244,7 +244,7 @@ def test_ledger_facts_take_checkpoint_time_off_work() -> None:
 
 def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
     from prioritizer.daemon.ledger import Ledger
-    from prioritizer.history.cli import cycle_time, ledger_facts
+    from prioritizer.history.ledger_read import cycle_time, ledger_facts
     path = tmp_path / "l.sqlite"
     with Ledger(path) as ledger:
         with ledger.transaction():

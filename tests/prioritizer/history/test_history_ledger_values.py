@@ -13,6 +13,7 @@ import pytest
 from prioritizer.cli import main as dlprio
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history import cli as history_cli
+from prioritizer.history import ledger_read
 from slurm_plugin.slurm.accounting import AccountingRecord
 
 HISTORY = ("job_id,user,account,partition,submit_time,eligible_time,num_gpu,num_nodes,work_gpu_s,"
@@ -50,7 +51,7 @@ def test_export_refuses_a_damaged_ledger(sql: str, where: str, tmp_path: Path,
     path = _ledger(tmp_path / "l.sqlite")
     _damage(path, sql)
     with pytest.raises(history_cli.CliError) as err:
-        history_cli.ledger_facts(str(path))
+        ledger_read.ledger_facts(str(path))
     assert err.value.exit_code == 2
     assert str(err.value).startswith(f"--ledger {path}: {where} is not")
 
