@@ -228,12 +228,14 @@ class _Meta(dict):
 
 def test_published_start_bands_are_calibrated_on_earlier_forecasts_outcomes():
     from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.daemon.forecasts import META_KEY
     from prioritizer.forecast.calibrate import Past
     from prioritizer.forecast.forecast import Forecast, JobForecast
     # 30 earlier forecasts, each "starts now" (median wait 0), made before NOW - 1000; ten
     # started 0 s, ten 60 s and ten 180 s after their forecast: (wait + 60) / 60 = 1, 2, 4,
-    # residuals 10 × 0, 10 × ln 2, 10 × ln 4. q10 (rank 2.9) = 0, q50 (rank 14.5) = ln 2,
-    # q90 (rank 26.1) = ln 4: a raw median wait of 0 gives the band
+    # residuals 10 × 0, 10 × ln 2, 10 × ln 4, none censored: the survival after the k-th is
+    # (30 - k) / 30, so q10 = the 3rd (0), q50 = the 15th (ln 2), q90 = the 27th (ln 4): a raw
+    # median wait of 0 gives the band
     # (60 · 1 - 60, 60 · 2 - 60, 60 · 4 - 60) = (0, 60, 180) s from the moment
     store = _Meta()
     forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
@@ -252,9 +254,14 @@ def test_published_start_bands_are_calibrated_on_earlier_forecasts_outcomes():
     assert got["jobs"]["1"]["start"] == [NOW - 40] * 3     # a running job's run start as is
     assert got["jobs"]["1"]["calibrated"] == 0
     assert "band calibrated on 30 earlier forecasts" in detail_lines(got, 2, NOW, False)[2]
-    # job 2's raw median start is remembered; it starts at NOW + 90: the outcome is noted
-    # and kept in the store, which a restarted forecaster reads back
+    # job 2's raw median start is remembered, still waiting, and kept in the store: a
+    # forecaster restarted now reads it back (as censored, until its start is seen)
     assert forecaster.past[-1] == Past("2", NOW, NOW)
+    assert json.loads(store[META_KEY])[-1] == ["2", NOW, NOW, None]
+    assert Forecaster(ForecastConfig(every_cycles=1), 30.0, logging.getLogger("test-forecasts"),
+                      store).past[-1] == Past("2", NOW, NOW)
+    # it starts at NOW + 90: the outcome is noted and kept in the store, which a restarted
+    # forecaster reads back
     obs = _observation()
     started = JobView(2, JobPhase.RUNNING, (1,), NOW - 100, run_start=NOW + 90, nodes=("n1",))
     forecaster.learn(Observation(NOW + 120, Snapshot(obs.snapshot.nodes,
@@ -309,6 +316,16 @@ def test_a_damaged_outcome_in_the_ledger_is_left_out_and_forecasts_go_on(bad):
     assert forecaster.running is None
     assert forecaster.latest["jobs"]["2"]["start"] == [NOW, NOW + 60, NOW + 180]
     assert forecaster.latest["known_outcomes"] == 30
+
+
+def test_the_ledger_keeps_known_outcomes_and_waiting_forecasts():
+    from prioritizer.daemon.forecasts import META_KEY
+    from prioritizer.forecast.calibrate import Past
+    # a known outcome (the only form some ledgers hold) and a forecast still waiting (null)
+    store = _Meta({META_KEY: '[["7", 100, 400, 350.5], ["8", 200, 900, null]]'})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), store)
+    assert forecaster.past == [Past("7", 100.0, 400.0, 350.5), Past("8", 200.0, 900.0)]
 
 
 @pytest.mark.parametrize("raw", ["", "not json", "{}", "[[[[", "[" * 100_000])
