@@ -8,7 +8,9 @@ actual starts inside p10-p90, before p10 and after p90, each for the walk-forwar
 band and the draws' raw one, the naive "position × mean run time" error) and, with ``--plot``,
 the calibration plot: per trace the share of actual starts at or before the forecast's p10,
 p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the calibrated p50 against the
-actual wait.
+actual wait. Below each trace's figures: the two candidate medians (the calibrated p50, and the
+draws' raw p50 clipped into the calibrated p10-p90), each with its median error and the share
+of actual starts at or before it.
 ``--arrivals history`` draws later submissions in each draw as the daemon's
 ``forecast.arrivals: history`` does (:mod:`prioritizer.forecast.arrivals`); ``--traces``
 picks the traces by name (comma-separated).
@@ -22,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
 from pathlib import Path
 
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
-from prioritizer.history.forecast_check import ARRIVALS, JobCheck, check_forecasts, report
+from prioritizer.history.forecast_check import (ARRIVALS, WAIT_BUCKETS, JobCheck,
+                                                check_forecasts, report)
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import read_trace
@@ -73,6 +77,32 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
     fig.savefig(path, dpi=90)
 
 
+def p50_choices(checks: list[JobCheck]) -> str:
+    """The two candidate medians of the checks that waited at least 10 min: the calibrated
+    p50 (the raw median moved by the residuals' median ratio) and the draws' raw p50 clipped
+    into the calibrated p10-p90; per candidate the median ``|p50 - actual| / wait``, the
+    share of actual starts at or before it (ideal 50 %), and the median error by wait
+    group."""
+    kept = [c for c in checks if c.actual >= 600]
+    if not kept:
+        return "p50 choices: no job waited 10 min"
+    candidates = {"calibrated p50": [c.p50 for c in kept],
+                  "raw p50 clipped into the band": [min(max(c.raw_p50, c.p10), c.p90)
+                                                    for c in kept]}
+    parts = []
+    for label, p50s in candidates.items():
+        errors = [abs(p - c.actual) / c.actual for p, c in zip(p50s, kept)]
+        before = sum(c.actual <= p for p, c in zip(p50s, kept)) / len(kept)
+        groups = []
+        for name, low, high in WAIT_BUCKETS:
+            inside = [e for e, c in zip(errors, kept) if low <= c.actual < high]
+            groups.append(f"{name} {statistics.median(inside) * 100:.0f} %" if inside
+                          else f"{name} -")
+        parts.append(f"{label}: median error {statistics.median(errors) * 100:.0f} %, "
+                     f"starts at or before it {before * 100:.0f} % ({', '.join(groups)})")
+    return "p50 choices: " + "; ".join(parts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--moments", type=int, default=100)
@@ -98,6 +128,7 @@ def main() -> None:
             cpu = time.process_time() - started
             data = report(checks, args.moments, args.draws, args.arrivals)["forecasts"]
             print(f"{name}, {policy}: {json.dumps(data)} ({cpu:.1f} s CPU)", flush=True)
+            print(f"  {p50_choices(checks)}", flush=True)
             results[f"{name}, {policy}"] = checks
     if args.plot:
         plot(results, args.plot, args.arrivals)

@@ -293,9 +293,10 @@ class Forecaster:
         forecasts in the store when that changed them."""
         starts = {str(v.job_id): v.run_start for v in obs.snapshot.jobs
                   if v.phase is JobPhase.RUNNING and v.run_start is not None}
-        before = self.past
+        before = (len(self.past), sum(p.start is not None for p in self.past))
         self.past = note_starts(self.past, starts, (str(v.job_id) for v in obs.snapshot.jobs))
-        if self.past != before:
+        # note_starts only drops forecasts or gives them a start: the counts tell a change
+        if (len(self.past), sum(p.start is not None for p in self.past)) != before:
             self.keep()
 
     def keep(self) -> None:
@@ -320,12 +321,10 @@ class Forecaster:
             self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
                                  self.cfg.arrivals, calibration(self.past, made.now),
                                  self.waiting, self.sharing, self.running_jobs)
-            before = self.past
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
-            if self.past != before:
-                self.keep()
+            self.keep()
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
 

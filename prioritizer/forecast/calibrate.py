@@ -46,6 +46,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from prioritizer.forecast.forecast import Band
 
@@ -129,8 +130,10 @@ class Residuals:
     def __len__(self) -> int:
         return len(self.known) + len(self.censored)
 
+    @cached_property
     def quantiles(self) -> tuple[float, float, float]:
-        """``(q10, q50, q90)`` of the Kaplan-Meier estimate (:func:`km_quantile`)."""
+        """``(q10, q50, q90)`` of the Kaplan-Meier estimate (:func:`km_quantile`; worked out
+        once: a forecast calibrates every waiting job with the same few groups)."""
         low, mid, high = (km_quantile(self.known, self.censored, p) for p in LEVELS)
         return low, mid, high
 
@@ -167,7 +170,7 @@ class Calibration:
         if not used.known:
             return raw, 0
         low, mid, high = (now + max((wait + OFFSET_S) * math.exp(q) - OFFSET_S, 0.0)
-                          for q in used.quantiles())
+                          for q in used.quantiles)
         return (low, mid, high), len(used)
 
 

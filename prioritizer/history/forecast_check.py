@@ -17,9 +17,12 @@ moment, as the daemon's ``forecast.arrivals: history`` does.
 
 Each forecast's start band is calibrated walk-forward
 (:mod:`prioritizer.forecast.calibrate`): with the residuals of the forecasts made at earlier
-moments whose job had started by this moment (never a later outcome), once at least
+moments, known for those whose job had started by this moment and censored at this moment for
+those whose job still waited (never a later outcome), once at least
 :data:`prioritizer.forecast.calibrate.MIN_KNOWN` are known; before that the draws' raw band
-stands. The report gives both, the calibrated figures as the answer. As in the daemon
+stands. A job that never starts in the replay is not scored and does not enter the residuals
+(in the daemon its forecasts are censored while it waits and dropped once it is gone). The
+report gives both, the calibrated figures as the answer. As in the daemon
 (:func:`prioritizer.forecast.calibrate.remember`), a job's forecast joins the residuals only
 when the job has no other forecast of the same wait less than
 :data:`~prioritizer.forecast.calibrate.RECORD_GAP_S` older; every forecast is scored.

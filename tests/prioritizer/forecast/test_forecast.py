@@ -223,7 +223,7 @@ def test_kaplan_meier_quantiles_of_five_residuals_two_censored():
     assert [km_quantile(known, censored, p) for p in (0.1, 0.5, 0.9)] == pytest.approx(
         [-log(2), 2 * log(2), 2 * log(2)])
     assert km_quantile(known, (), 0.5) == 0.0
-    assert Residuals(known, censored).quantiles() == pytest.approx(
+    assert Residuals(known, censored).quantiles == pytest.approx(
         (-log(2), 2 * log(2), 2 * log(2)))
 
 
