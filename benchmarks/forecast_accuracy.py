@@ -8,9 +8,10 @@ actual starts inside p10-p90, before p10 and after p90, each for the walk-forwar
 band and the draws' raw one, the naive "position × mean run time" error) and, with ``--plot``,
 the calibration plot: per trace the share of actual starts at or before the forecast's p10,
 p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the calibrated p50 against the
-actual wait. Below each trace's figures: the two candidate medians (the calibrated p50, and the
-draws' raw p50 clipped into the calibrated p10-p90), each with its median error and the share
-of actual starts at or before it.
+actual wait. Below each trace's figures: the two candidate medians (the published one, the
+draws' median clipped into the calibrated p10-p90, and the draws' median moved by the
+residuals' median ratio), each with its median error and the share
+of actual starts at or before it, and the share of calibrated bands whose p90 is open.
 ``--arrivals history`` draws later submissions in each draw as the daemon's
 ``forecast.arrivals: history`` does (:mod:`prioritizer.forecast.arrivals`); ``--traces``
 picks the traces by name (comma-separated).
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from pathlib import Path
@@ -78,17 +80,17 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
 
 
 def p50_choices(checks: list[JobCheck]) -> str:
-    """The two candidate medians of the checks that waited at least 10 min: the calibrated
-    p50 (the raw median moved by the residuals' median ratio) and the draws' raw p50 clipped
-    into the calibrated p10-p90; per candidate the median ``|p50 - actual| / wait``, the
+    """The two candidate medians of the checks that waited at least 10 min: the published
+    p50 (the draws' median clipped into the calibrated p10-p90) and the draws' median moved
+    by the residuals' median ratio; per candidate the median ``|p50 - actual| / wait``, the
     share of actual starts at or before it (ideal 50 %), and the median error by wait
-    group."""
+    group; and the share of bands whose p90 is open (too many forecasts still waiting)."""
     kept = [c for c in checks if c.actual >= 600]
     if not kept:
         return "p50 choices: no job waited 10 min"
-    candidates = {"calibrated p50": [c.p50 for c in kept],
-                  "raw p50 clipped into the band": [min(max(c.raw_p50, c.p10), c.p90)
-                                                    for c in kept]}
+    candidates = {"p50 = draws' median clipped into the band": [c.p50 for c in kept],
+                  "p50 = draws' median x residuals' median ratio": [c.shifted_p50
+                                                                   for c in kept]}
     parts = []
     for label, p50s in candidates.items():
         errors = [abs(p - c.actual) / c.actual for p, c in zip(p50s, kept)]
@@ -100,7 +102,8 @@ def p50_choices(checks: list[JobCheck]) -> str:
                           else f"{name} -")
         parts.append(f"{label}: median error {statistics.median(errors) * 100:.0f} %, "
                      f"starts at or before it {before * 100:.0f} % ({', '.join(groups)})")
-    return "p50 choices: " + "; ".join(parts)
+    opened = sum(math.isinf(c.p90) for c in kept) / len(kept)
+    return "p50 choices: " + "; ".join(parts) + f"; open p90 (censoring): {opened * 100:.1f} %"
 
 
 def main() -> None:

@@ -158,11 +158,14 @@ class Calibration:
             return own
         return self.pooled if len(self.pooled.known) >= self.min_known else Residuals()
 
-    def start_band(self, now: float, raw: Band) -> tuple[Band, int]:
+    def start_band(self, now: float, raw: Band, shift_median: bool = False
+                   ) -> tuple[Band, int]:
         """The calibrated start band of a forecast made at ``now`` with raw band ``raw``
         (p10, p50, p90 start, s; ``inf`` where a quantile is open, module doc) and the count
         of residuals, known and censored, it rests on (0: ``raw`` as it is: too few known,
-        or a median beyond the horizon)."""
+        or a median beyond the horizon). Its p50 is the draws' median clipped into the
+        calibrated p10-p90; ``shift_median``: the draws' median moved by the residuals'
+        median ratio instead (what ``benchmarks/forecast_accuracy.py`` sets beside it)."""
         if math.isinf(raw[1]):
             return raw, 0
         wait = max(raw[1] - now, 0.0)
@@ -171,6 +174,8 @@ class Calibration:
             return raw, 0
         low, mid, high = (now + max((wait + OFFSET_S) * math.exp(q) - OFFSET_S, 0.0)
                           for q in used.quantiles)
+        if not shift_median:
+            mid = min(max(raw[1], low), high)
         return (low, mid, high), len(used)
 
 

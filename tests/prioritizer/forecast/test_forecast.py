@@ -213,6 +213,22 @@ def test_calibrated_band_of_five_worked_residuals():
     assert used == 5 and got[1] == pytest.approx(7200.0) and got[2] == pytest.approx(28_980.0)
 
 
+def test_the_published_median_is_the_draws_clipped_into_the_calibrated_band():
+    # five forecasts of median wait 240 s whose jobs all started later: waits 540, 540,
+    # 1140, 1140, 2340 s, ratios (w + 60) / 300 = 2, 2, 4, 4, 8: residuals ln2, ln2, 2 ln2,
+    # 2 ln2, 3 ln2. Survival 4/5, 3/5, 2/5, 1/5, 0: q10 = ln2, q50 = 2 ln2, q90 = 3 ln2; a
+    # raw median wait of 240 s: p10 = 300 · 2 - 60 = 540 s, p90 = 300 · 8 - 60 = 2340 s. The
+    # draws' median (240 s) is below p10: clipped to 540 s; shifted by the median ratio it
+    # would be 300 · 4 - 60 = 1140 s
+    late = [Past(str(k), 1000.0 * k, 1000.0 * k + 240, 1000.0 * k + wait)
+            for k, wait in zip(range(1, 6), (540, 540, 1140, 1140, 2340))]
+    cal = calibration(late, 10_000.0, min_known=5)
+    raw = (10_100.0, 10_240.0, 10_500.0)
+    assert cal.start_band(10_000.0, raw) == (pytest.approx((10_540.0, 10_540.0, 12_340.0)), 5)
+    assert cal.start_band(10_000.0, raw, shift_median=True) == (
+        pytest.approx((10_540.0, 11_140.0, 12_340.0)), 5)
+
+
 def test_kaplan_meier_quantiles_of_five_residuals_two_censored():
     # known -ln2, 0, 2 ln2; censored (still waiting) at 0 and ln2. In order, at risk and
     # survival: -ln2 known, 5 at risk: S = 4/5; 0 known (before the censored 0), 4 at risk:
