@@ -7,7 +7,7 @@ jobs that waited at least 10 min from the moment, median ``|p50 - actual| / wait
 actual starts inside p10-p90, before p10 and after p90, each for the walk-forward calibrated
 band and the draws' raw one, the naive "position × mean run time" error) and, with ``--plot``,
 the calibration plot: per trace the share of actual starts at or before the forecast's p10,
-p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the calibrated p50 against the
+p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the published p50 against the
 actual wait. Below each trace's figures: the two candidate medians (the published one, the
 draws' median clipped into the calibrated p10-p90, and the draws' median moved by the
 residuals' median ratio), each with its median error and the share
@@ -68,7 +68,7 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
         ax = axes[1][col]
         hours = [c.actual / 3600 for c in kept]
         ax.loglog(hours, [max(c.p50, 1) / 3600 for c in kept], ".", alpha=0.4,
-                  label="forecast p50 (calibrated)")
+                  label="forecast p50 (published: draws' median in the band)")
         ax.loglog(hours, [max(c.naive, 1) / 3600 for c in kept], "x", alpha=0.3,
                   label="naive: position × mean run time")
         if hours:
