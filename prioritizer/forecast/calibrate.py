@@ -30,12 +30,16 @@ The rule, fixed (never tuned on an evaluation):
 - The residuals' Kaplan-Meier survival curve ``S(x)`` (the share of residuals above ``x``,
   :func:`km_quantile`) gives the quantiles ``q_p = min{r known: S(r) <= 1 - p}`` for ``p`` =
   0.1, 0.5, 0.9; without censoring they are the plain empirical quantiles (the lower one at a
-  tie). A quantile the curve never reaches (more than ``1 - p`` of the residuals censored
-  above every known one) is ``inf``: that end of the band is open, beyond the horizon.
-- A raw median wait ``w`` gives the calibrated start band ``now + max((w + c)·e^q - c, 0)``
-  for ``q`` = ``q10``, ``q50``, ``q90``: the p50 moves by the median ratio, p10 and p90 are
-  where 80 % of the past ratios fell. A median beyond the horizon (``inf``) keeps the raw
-  band.
+  tie). A quantile the curve never reaches (``S`` still above ``1 - p`` at the largest known
+  residual: the forecasts censored above it carry more than that share of the estimate) is
+  ``inf``: that end of the band is open, beyond the horizon.
+- A raw median wait ``w`` gives the calibrated p10 and p90 starts
+  ``now + max((w + c)·e^q - c, 0)`` for ``q`` = ``q10``, ``q90``: where 80 % of the past
+  ratios fell. The p50 is the draws' own median clipped into them (docs/forecasts.md, "The
+  median": the job's own draws know its place in the queue, one median ratio per group moves
+  the nearly exact forecasts off, and ``q50`` is open while half a group still waits); the
+  median moved by ``q50`` the same way is what ``shift_median`` gives, for comparison. A
+  median beyond the horizon (``inf``) keeps the raw band.
 
 Times are seconds on one clock (epoch seconds on a cluster, trace seconds in a replay).
 """
