@@ -68,7 +68,7 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
         ax = axes[1][col]
         hours = [c.actual / 3600 for c in kept]
         ax.loglog(hours, [max(c.p50, 1) / 3600 for c in kept], ".", alpha=0.4,
-                  label="forecast p50 (published: draws' median in the band)")
+                  label="forecast p50")
         ax.loglog(hours, [max(c.naive, 1) / 3600 for c in kept], "x", alpha=0.3,
                   label="naive: position × mean run time")
         if hours:
