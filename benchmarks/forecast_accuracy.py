@@ -7,8 +7,11 @@ jobs that waited at least 10 min from the moment, median ``|p50 - actual| / wait
 actual starts inside p10-p90, before p10 and after p90, each for the walk-forward calibrated
 band and the draws' raw one, the naive "position × mean run time" error) and, with ``--plot``,
 the calibration plot: per trace the share of actual starts at or before the forecast's p10,
-p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the calibrated p50 against the
-actual wait.
+p50 and p90 (ideal: 0.1, 0.5, 0.9), raw and calibrated, and the published p50 against the
+actual wait. Below each trace's figures: the two candidate medians (the published one, the
+draws' median clipped into the calibrated p10-p90, and the draws' median moved by the
+residuals' median ratio), each with its median error and the share
+of actual starts at or before it, and the share of calibrated bands whose p90 is open.
 ``--arrivals history`` draws later submissions in each draw as the daemon's
 ``forecast.arrivals: history`` does (:mod:`prioritizer.forecast.arrivals`); ``--traces``
 picks the traces by name (comma-separated).
@@ -22,11 +25,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import statistics
 import time
 from pathlib import Path
 
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
-from prioritizer.history.forecast_check import ARRIVALS, JobCheck, check_forecasts, report
+from prioritizer.history.forecast_check import (ARRIVALS, WAIT_BUCKETS, JobCheck,
+                                                check_forecasts, report)
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import read_trace
@@ -62,7 +68,7 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
         ax = axes[1][col]
         hours = [c.actual / 3600 for c in kept]
         ax.loglog(hours, [max(c.p50, 1) / 3600 for c in kept], ".", alpha=0.4,
-                  label="forecast p50 (calibrated)")
+                  label="forecast p50")
         ax.loglog(hours, [max(c.naive, 1) / 3600 for c in kept], "x", alpha=0.3,
                   label="naive: position × mean run time")
         if hours:
@@ -71,6 +77,33 @@ def plot(results: dict[str, list[JobCheck]], path: str, arrivals: str) -> None:
         ax.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
+
+
+def p50_choices(checks: list[JobCheck]) -> str:
+    """The two candidate medians of the checks that waited at least 10 min: the published
+    p50 (the draws' median clipped into the calibrated p10-p90) and the draws' median moved
+    by the residuals' median ratio; per candidate the median ``|p50 - actual| / wait``, the
+    share of actual starts at or before it (ideal 50 %), and the median error by wait
+    group; and the share of bands whose p90 is open (too many forecasts still waiting)."""
+    kept = [c for c in checks if c.actual >= 600]
+    if not kept:
+        return "p50 choices: no job waited 10 min"
+    candidates = {"p50 = draws' median clipped into the band": [c.p50 for c in kept],
+                  "p50 = draws' median x residuals' median ratio": [c.shifted_p50
+                                                                   for c in kept]}
+    parts = []
+    for label, p50s in candidates.items():
+        errors = [abs(p - c.actual) / c.actual for p, c in zip(p50s, kept)]
+        before = sum(c.actual <= p for p, c in zip(p50s, kept)) / len(kept)
+        groups = []
+        for name, low, high in WAIT_BUCKETS:
+            inside = [e for e, c in zip(errors, kept) if low <= c.actual < high]
+            groups.append(f"{name} {statistics.median(inside) * 100:.0f} %" if inside
+                          else f"{name} -")
+        parts.append(f"{label}: median error {statistics.median(errors) * 100:.0f} %, "
+                     f"starts at or before it {before * 100:.0f} % ({', '.join(groups)})")
+    opened = sum(math.isinf(c.p90) for c in kept) / len(kept)
+    return "p50 choices: " + "; ".join(parts) + f"; open p90 (censoring): {opened * 100:.1f} %"
 
 
 def main() -> None:
@@ -98,6 +131,7 @@ def main() -> None:
             cpu = time.process_time() - started
             data = report(checks, args.moments, args.draws, args.arrivals)["forecasts"]
             print(f"{name}, {policy}: {json.dumps(data)} ({cpu:.1f} s CPU)", flush=True)
+            print(f"  {p50_choices(checks)}", flush=True)
             results[f"{name}, {policy}"] = checks
     if args.plot:
         plot(results, args.plot, args.arrivals)

@@ -80,9 +80,9 @@ def start_cell(forecast: Forecast | None, job_id: int, now: float, waiting: bool
 
 def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, Any] | None:
     """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` (calibrated) and
-    ``finish`` (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon; ``null`` lists: fits
-    on no node), ``calibrated`` (past outcomes the start band rests on; 0: the draws' raw
-    band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard`` or
+    ``finish`` (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon or open; ``null``
+    lists: fits on no node), ``calibrated`` (past forecasts the start band rests on, started
+    or still waiting; 0: the draws' raw band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard`` or
     ``opportunistic``: forecast as a whole-GPU production job; null for any other job),
     ``restart`` (a job running at the forecast: its next start after a preemption, over the
     draws that preempted it, ``null`` when none did; ``null`` for any other job); None without
@@ -105,12 +105,20 @@ def _band(values: list[float | None] | None, now: float, horizon_s: float) -> st
 
 
 def calibration_note(found: Mapping[str, Any], forecast: Forecast) -> str:
-    """Whether a waiting job's start band is calibrated on past outcomes, or the draws' raw
-    band (and why: too few outcomes known, a median beyond the horizon, or the job was not
-    waiting when the forecast was made, e.g. running since preempted)."""
+    """Whether a waiting job's start band is calibrated on past outcomes (and whether its
+    p90 is open: the past outcomes do not reach it yet), or the draws' raw band (and why: too
+    few outcomes known, a median beyond the horizon, or the job was not waiting when the
+    forecast was made, e.g. running since preempted)."""
     used = found.get("calibrated", 0)
     if used:
-        return f"band calibrated on {used} earlier forecasts whose jobs have started"
+        note = f"band calibrated on {used} earlier forecasts (jobs started or still waiting)"
+        raw = found.get("raw_start") or found["start"]
+        open_ = [name for name, cal, own in zip(("p10", "p50", "p90"), found["start"], raw)
+                 if cal is None and own is not None]
+        if open_:
+            note += (f"; {' and '.join(open_)} open (shown beyond the horizon): too many of "
+                     "those jobs still wait to place it")
+        return note
     known = forecast.get("known_outcomes", 0)
     if known >= MIN_KNOWN:
         if found["start"][1] is None:

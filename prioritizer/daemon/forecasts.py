@@ -19,11 +19,15 @@ not among them, so the rate is a lower bound).
 A waiting job's start band is calibrated (:mod:`prioritizer.forecast.calibrate`) with the
 outcomes of the daemon's own earlier forecasts: the forecaster remembers the raw median start of
 each waiting job (one per job per :data:`~prioritizer.forecast.calibrate.RECORD_GAP_S` at most)
-and, as cycles see the job run, its actual start; the known outcomes (the
-:data:`~prioritizer.forecast.calibrate.MAX_KNOWN` latest) are kept in the ledger's ``meta``
-table under :data:`META_KEY`, so a restart keeps them (forecasts still waiting are not kept).
-Until :data:`~prioritizer.forecast.calibrate.MIN_KNOWN` outcomes are known the draws' raw band
-is published (``calibrated`` 0).
+and, as cycles see the job run, its actual start; a forecast whose job still waits counts as
+censored (its job waits at least as long as so far). The remembered forecasts a later
+calibration can use (:func:`prioritizer.forecast.calibrate.remember`), known and still
+waiting, are kept in the ledger's ``meta`` table under :data:`META_KEY`, so a restart keeps
+both: a restart that forgot the waiting ones would never learn their (long) outcomes. A job
+that starts and ends while the daemon is stopped is never seen to start: its forecasts are
+dropped, as are those of a job cancelled while it waits. Until
+:data:`~prioritizer.forecast.calibrate.MIN_KNOWN` outcomes are known the draws' raw band is
+published (``calibrated`` 0).
 
 Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
@@ -47,9 +51,11 @@ later and be preempted more often). Such a job's entry has ``"sharing": "shard"`
 ``"opportunistic"``; ``sharing_jobs`` counts them, and the views say so.
 
 ``start`` is the calibrated band, ``raw_start`` the draws' own, ``calibrated`` the count of
-past outcomes the band rests on (0: ``start`` is the raw band); ``finish`` the draws' finish
-band, each quantile moved by as much as the start's calibration moved it; ``known_outcomes``:
-outcomes known when the forecast was made.
+past forecasts the band rests on, started or still waiting (0: ``start`` is the raw band); a
+calibrated p90 (or p50, p10) the past outcomes do not reach yet, too many of those forecasts'
+jobs still waiting, is ``null`` as beyond the horizon; ``finish`` the draws' finish band, each
+quantile moved by as much as the start's calibration moved it (``null`` where the start's is);
+``known_outcomes``: outcomes known when the forecast was made.
 
 Times are epoch seconds; ``null`` in ``start``/``finish`` is beyond the horizon; ``"start":
 null`` alone: the job fits on no node. A reader calls the forecast stale once ``made_at`` is
@@ -71,8 +77,8 @@ from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.log import event
 from prioritizer.daemon.observe import Observation, UnitCache
 from prioritizer.forecast.arrivals import ArrivalModel, recent
-from prioritizer.forecast.calibrate import (MAX_KNOWN, Calibration, Past, calibration,
-                                            note_starts, remember)
+from prioritizer.forecast.calibrate import (Calibration, Past, calibration, note_starts,
+                                            remember)
 from prioritizer.forecast.forecast import Forecast, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -155,13 +161,13 @@ def _when(value: float) -> float | None:
     return None if math.isinf(value) else round(value, 1)
 
 
-#: the ledger ``meta`` key of the known forecast outcomes (JSON list of
-#: ``[job id, made_at, raw p50 start, actual start]``, epoch s)
+#: the ledger ``meta`` key of the remembered forecasts (JSON list of
+#: ``[job id, made_at, raw p50 start, actual start or null while the job waits]``, epoch s)
 META_KEY = "forecast_outcomes"
 
 
 class MetaStore(Protocol):
-    """Where the known outcomes are kept (the ledger: :class:`prioritizer.daemon.ledger.Ledger`)."""
+    """Where the remembered forecasts are kept (the ledger: :class:`prioritizer.daemon.ledger.Ledger`)."""
 
     def meta(self, key: str, default: str | None = None) -> str | None: ...
 
@@ -199,7 +205,7 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
             start, used = calibrated.start_band(made.now, job.start)
         # the finish moves with the start, each quantile by as much (the run time is the
         # draws'): a start calibrated later never shows after the finish
-        finish = [f + (s - r) if math.isfinite(s) and math.isfinite(r) else f
+        finish = [f + (s - r) if math.isfinite(s) and math.isfinite(r) else max(f, s)
                   for f, s, r in zip(job.finish, start, job.start)]
         jobs[job.job_id] = {"start": [_when(v) for v in start],
                             "raw_start": [_when(v) for v in job.start],
@@ -215,7 +221,7 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
     for job_id, kind in sharing.items():
         if job_id in jobs:
             jobs[job_id]["sharing"] = kind
-    known = len(calibrated.pooled) if calibrated is not None else 0
+    known = len(calibrated.pooled.known) if calibrated is not None else 0
     return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
             "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
             "known_outcomes": known, "sharing_jobs": sum(k in jobs for k in sharing),
@@ -223,10 +229,10 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
 
 
 def load_known(store: MetaStore | None) -> list[Past]:
-    """The known outcomes kept in ``store`` (none when absent or unreadable: calibration then
-    starts over, the raw bands stand meanwhile). An entry that is not ``[job id, made_at,
-    p50, start]`` with finite times and ``start >= made_at`` (a hand-edited or damaged
-    ledger) is left out, the others are kept."""
+    """The remembered forecasts kept in ``store`` (none when absent or unreadable:
+    calibration then starts over, the raw bands stand meanwhile). An entry that is not
+    ``[job id, made_at, p50, start]`` with finite times and ``start >= made_at`` or ``start``
+    null (a hand-edited or damaged ledger) is left out, the others are kept."""
     raw = store.meta(META_KEY) if store is not None else None
     if not raw:
         return []
@@ -238,22 +244,27 @@ def load_known(store: MetaStore | None) -> list[Past]:
             if past is not None]
 
 
+def _time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
 def _known(row: Any) -> Past | None:
-    """One kept outcome of :data:`META_KEY` (None: malformed)."""
+    """One kept forecast of :data:`META_KEY` (None: malformed)."""
     if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], (str, int))
-            and not isinstance(row[0], bool)
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                    and math.isfinite(v) for v in row[1:])):
+            and not isinstance(row[0], bool) and _time(row[1]) and _time(row[2])
+            and (row[3] is None or _time(row[3]))):
         return None
     job_id, made_at, p50, start = row
+    if start is None:
+        return Past(str(job_id), float(made_at), float(p50))
     return Past(str(job_id), float(made_at), float(p50), float(start)) \
         if start >= made_at else None
 
 
 def dump_known(past: list[Past]) -> str:
-    """The ``meta`` value of the known outcomes of ``past`` (:data:`META_KEY`)."""
-    return json.dumps([[p.job_id, p.made_at, p.p50, p.start] for p in past
-                       if p.start is not None][-MAX_KNOWN:])
+    """The ``meta`` value of the remembered forecasts ``past`` (:data:`META_KEY`)."""
+    return json.dumps([[p.job_id, p.made_at, p.p50, p.start] for p in past])
 
 
 class Forecaster:
@@ -266,7 +277,7 @@ class Forecaster:
         self.pool: Pool | None = None
         self.running: AsyncResult[tuple[Forecast, float]] | None = None
         self.latest: dict[str, Any] | None = None
-        #: where the known outcomes are kept across restarts (None: in memory only)
+        #: where the remembered forecasts are kept across restarts (None: in memory only)
         self.store = store
         #: past forecasts of waiting jobs, with their actual start once seen
         self.past: list[Past] = load_known(store)
@@ -278,13 +289,19 @@ class Forecaster:
         self.running_jobs: frozenset[str] = frozenset()
 
     def learn(self, obs: Observation) -> None:
-        """Note the starts this cycle sees of remembered forecasts; keep the known outcomes
-        in the store when that changed them."""
+        """Note the starts this cycle sees of remembered forecasts; keep the remembered
+        forecasts in the store when that changed them."""
         starts = {str(v.job_id): v.run_start for v in obs.snapshot.jobs
                   if v.phase is JobPhase.RUNNING and v.run_start is not None}
-        known = sum(p.start is not None for p in self.past)
+        before = (len(self.past), sum(p.start is not None for p in self.past))
         self.past = note_starts(self.past, starts, (str(v.job_id) for v in obs.snapshot.jobs))
-        if self.store is not None and sum(p.start is not None for p in self.past) != known:
+        # note_starts only drops forecasts or gives them a start: the counts tell a change
+        if (len(self.past), sum(p.start is not None for p in self.past)) != before:
+            self.keep()
+
+    def keep(self) -> None:
+        """Write the remembered forecasts to the store (when there is one)."""
+        if self.store is not None:
             self.store.set_meta(META_KEY, dump_known(self.past))
 
     @property
@@ -307,6 +324,7 @@ class Forecaster:
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
+            self.keep()
             event(self.log, "forecast_ready", jobs=len(made.jobs), draws=made.draws,
                   cpu_s=round(cpu_s, 2))
 

@@ -17,9 +17,12 @@ moment, as the daemon's ``forecast.arrivals: history`` does.
 
 Each forecast's start band is calibrated walk-forward
 (:mod:`prioritizer.forecast.calibrate`): with the residuals of the forecasts made at earlier
-moments whose job had started by this moment (never a later outcome), once at least
+moments, known for those whose job had started by this moment and censored at this moment for
+those whose job still waited (never a later outcome), once at least
 :data:`prioritizer.forecast.calibrate.MIN_KNOWN` are known; before that the draws' raw band
-stands. The report gives both, the calibrated figures as the answer. As in the daemon
+stands. A job that never starts in the replay is not scored and does not enter the residuals
+(in the daemon its forecasts are censored while it waits and dropped once it is gone). The
+report gives both, the calibrated figures as the answer. As in the daemon
 (:func:`prioritizer.forecast.calibrate.remember`), a job's forecast joins the residuals only
 when the job has no other forecast of the same wait less than
 :data:`~prioritizer.forecast.calibrate.RECORD_GAP_S` older; every forecast is scored.
@@ -76,7 +79,10 @@ DEFAULT_ARRIVALS = "none"
 class JobCheck:
     """One forecast against the replay: waits in seconds from ``moment``; ``p10``-``p90`` the
     calibrated band (the raw one when ``calibrated`` is 0), ``raw_p10``-``raw_p90`` the
-    draws' own; ``calibrated``: residuals the band rests on."""
+    draws' own; ``calibrated``: residuals the band rests on; ``shifted_p50``: the raw p50
+    moved by the residuals' median ratio, the other candidate median
+    (:meth:`prioritizer.forecast.calibrate.Calibration.start_band`; the raw one when
+    ``calibrated`` is 0)."""
 
     job: str
     moment: float
@@ -89,6 +95,7 @@ class JobCheck:
     raw_p50: float
     raw_p90: float
     calibrated: int
+    shifted_p50: float
 
     @property
     def error(self) -> float:
@@ -243,8 +250,10 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
                 continue
             naive = (got.ahead + 1) * mean_s / max(running, 1)
             (low, mid, high), used = known.start_band(t, got.start)
+            shifted = known.start_band(t, got.start, shift_median=True)[0][1]
             out.append(JobCheck(job, t, actual - t, low - t, mid - t, high - t, naive,
-                                got.start[0] - t, got.start[1] - t, got.start[2] - t, used))
+                                got.start[0] - t, got.start[1] - t, got.start[2] - t, used,
+                                shifted - t))
             before = last.get(job)
             if got.start[1] != float("inf") and (
                     before is None or t - before.made_at >= RECORD_GAP_S

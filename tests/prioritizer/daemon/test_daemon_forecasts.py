@@ -228,13 +228,15 @@ class _Meta(dict):
 
 def test_published_start_bands_are_calibrated_on_earlier_forecasts_outcomes():
     from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.daemon.forecasts import META_KEY
     from prioritizer.forecast.calibrate import Past
     from prioritizer.forecast.forecast import Forecast, JobForecast
     # 30 earlier forecasts, each "starts now" (median wait 0), made before NOW - 1000; ten
     # started 0 s, ten 60 s and ten 180 s after their forecast: (wait + 60) / 60 = 1, 2, 4,
-    # residuals 10 × 0, 10 × ln 2, 10 × ln 4. q10 (rank 2.9) = 0, q50 (rank 14.5) = ln 2,
-    # q90 (rank 26.1) = ln 4: a raw median wait of 0 gives the band
-    # (60 · 1 - 60, 60 · 2 - 60, 60 · 4 - 60) = (0, 60, 180) s from the moment
+    # residuals 10 × 0, 10 × ln 2, 10 × ln 4, none censored: the survival after the k-th is
+    # (30 - k) / 30, so q10 = the 3rd (0), q90 = the 27th (ln 4): a raw median wait of 0
+    # gives p10 and p90 (60 · 1 - 60, 60 · 4 - 60) = (0, 180) s from the moment; the p50 is
+    # the draws' median (0 s) clipped into them: 0 s
     store = _Meta()
     forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
                             logging.getLogger("test-forecasts"), store)
@@ -247,14 +249,19 @@ def test_published_start_bands_are_calibrated_on_earlier_forecasts_outcomes():
     forecaster.collect()
     got = forecaster.latest
     assert got["known_outcomes"] == 30
-    assert got["jobs"]["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert got["jobs"]["2"]["start"] == [NOW, NOW, NOW + 180]
     assert got["jobs"]["2"]["raw_start"] == [NOW] * 3 and got["jobs"]["2"]["calibrated"] == 30
     assert got["jobs"]["1"]["start"] == [NOW - 40] * 3     # a running job's run start as is
     assert got["jobs"]["1"]["calibrated"] == 0
     assert "band calibrated on 30 earlier forecasts" in detail_lines(got, 2, NOW, False)[2]
-    # job 2's raw median start is remembered; it starts at NOW + 90: the outcome is noted
-    # and kept in the store, which a restarted forecaster reads back
+    # job 2's raw median start is remembered, still waiting, and kept in the store: a
+    # forecaster restarted now reads it back (as censored, until its start is seen)
     assert forecaster.past[-1] == Past("2", NOW, NOW)
+    assert json.loads(store[META_KEY])[-1] == ["2", NOW, NOW, None]
+    assert Forecaster(ForecastConfig(every_cycles=1), 30.0, logging.getLogger("test-forecasts"),
+                      store).past[-1] == Past("2", NOW, NOW)
+    # it starts at NOW + 90: the outcome is noted and kept in the store, which a restarted
+    # forecaster reads back
     obs = _observation()
     started = JobView(2, JobPhase.RUNNING, (1,), NOW - 100, run_start=NOW + 90, nodes=("n1",))
     forecaster.learn(Observation(NOW + 120, Snapshot(obs.snapshot.nodes,
@@ -293,7 +300,7 @@ def test_a_damaged_outcome_in_the_ledger_is_left_out_and_forecasts_go_on(bad):
     from prioritizer.daemon.forecasts import META_KEY
     from prioritizer.forecast.forecast import Forecast, JobForecast
     # the 30 good outcomes of the calibration test above (residuals 10 × 0, 10 × ln 2,
-    # 10 × ln 4: a raw median wait of 0 gives the band (0, 60, 180) s from the moment) and
+    # 10 × ln 4: a raw median wait of 0 gives the band (0, 0, 180) s from the moment) and
     # one damaged entry, which must neither count nor stop the forecast being published
     good = [[f"{k}", NOW - 2000 + k, NOW - 2000 + k, NOW - 2000 + k + (0, 60, 180)[k % 3]]
             for k in range(30)]
@@ -307,8 +314,18 @@ def test_a_damaged_outcome_in_the_ledger_is_left_out_and_forecasts_go_on(bad):
                                                               (NOW + 100,) * 3, 0.0, 0, ()),)))
     forecaster.collect()
     assert forecaster.running is None
-    assert forecaster.latest["jobs"]["2"]["start"] == [NOW, NOW + 60, NOW + 180]
+    assert forecaster.latest["jobs"]["2"]["start"] == [NOW, NOW, NOW + 180]
     assert forecaster.latest["known_outcomes"] == 30
+
+
+def test_the_ledger_keeps_known_outcomes_and_waiting_forecasts():
+    from prioritizer.daemon.forecasts import META_KEY
+    from prioritizer.forecast.calibrate import Past
+    # a known outcome (the only form some ledgers hold) and a forecast still waiting (null)
+    store = _Meta({META_KEY: '[["7", 100, 400, 350.5], ["8", 200, 900, null]]'})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
+                            logging.getLogger("test-forecasts"), store)
+    assert forecaster.past == [Past("7", 100.0, 400.0, 350.5), Past("8", 200.0, 900.0)]
 
 
 @pytest.mark.parametrize("raw", ["", "not json", "{}", "[[[[", "[" * 100_000])
@@ -322,14 +339,16 @@ def test_an_unreadable_outcomes_value_starts_calibration_over(raw):
 def test_the_finish_band_moves_with_the_calibrated_start():
     from prioritizer.forecast.calibrate import Past
     from prioritizer.forecast.forecast import Forecast, JobForecast
-    # the 30 outcomes of the calibration test: a raw median wait of 0 gives the start band
-    # (0, 60, 180) s from the moment. Job 2 runs 100 s in every draw: raw finish NOW + 100;
-    # calibrated, its p50 and p90 starts move by 60 and 180 s, so do the finishes. Job 3's
+    # 30 outcomes of forecasts of median wait 0, ten each 60, 180 and 420 s late: residuals
+    # 10 × ln 2, 10 × ln 4, 10 × ln 8; q10 = ln 2, q90 = ln 8: a raw median wait of 0 gives
+    # p10 and p90 of (60 · 2 - 60, 60 · 8 - 60) = (60, 420) s from the moment, and the draws'
+    # median (0 s) clipped into them: 60 s. Job 2 runs 100 s in every draw: raw finish
+    # NOW + 100; calibrated, its starts move by 60, 60 and 420 s, so do the finishes. Job 3's
     # raw p90 start is beyond the horizon: its p90 finish stays beyond it (null)
     forecaster = Forecaster(ForecastConfig(every_cycles=1), 30.0,
                             logging.getLogger("test-forecasts"))
     forecaster.past = [Past(f"{k}", NOW - 2000 + k, NOW - 2000 + k,
-                            NOW - 2000 + k + (0, 60, 180)[k % 3]) for k in range(30)]
+                            NOW - 2000 + k + (60, 180, 420)[k % 3]) for k in range(30)]
     forecaster.waiting = frozenset({"2", "3"})
     inf = float("inf")
     forecaster.running = _Ready(Forecast(NOW, 3, (
@@ -337,10 +356,10 @@ def test_the_finish_band_moves_with_the_calibrated_start():
         JobForecast("3", (NOW, NOW, inf), (NOW + 100, NOW + 100, inf), 0.0, 0, ()))))
     forecaster.collect()
     jobs = forecaster.latest["jobs"]
-    assert jobs["2"]["start"] == [NOW, NOW + 60, NOW + 180]
-    assert jobs["2"]["finish"] == [NOW + 100, NOW + 160, NOW + 280]
-    assert jobs["3"]["start"] == [NOW, NOW + 60, NOW + 180]
-    assert jobs["3"]["finish"] == [NOW + 100, NOW + 160, None]
+    assert jobs["2"]["start"] == [NOW + 60, NOW + 60, NOW + 420]
+    assert jobs["2"]["finish"] == [NOW + 160, NOW + 160, NOW + 520]
+    assert jobs["3"]["start"] == [NOW + 60, NOW + 60, NOW + 420]
+    assert jobs["3"]["finish"] == [NOW + 160, NOW + 160, None]
 
 
 def test_a_node_offers_no_more_gpus_than_it_has_when_shard_units_share_one():

@@ -122,13 +122,23 @@ def test_the_detail_lines_say_whether_the_start_band_is_calibrated():
                   "jobs": {"102": {**FORECAST["jobs"]["102"], "calibrated": 40}}}
     assert ft.detail_lines(calibrated, 102, NOW, running=False)[1:3] == [
         "  start: ~10m to ~4h (median ~25m)",
-        "    band calibrated on 40 earlier forecasts whose jobs have started"]
+        "    band calibrated on 40 earlier forecasts (jobs started or still waiting)"]
     raw = {**FORECAST, "known_outcomes": 12,
            "jobs": {"102": {**FORECAST["jobs"]["102"], "calibrated": 0}}}
     assert ft.detail_lines(raw, 102, NOW, running=False)[2] == (
         "    raw band of the draws (too narrow as a rule): 12 earlier forecasts' outcomes "
         "known, 30 needed to calibrate it")
     assert ft.json_field(calibrated, 102, NOW)["calibrated"] == 40
+    # a calibrated p90 the past outcomes do not reach (raw p90 4 h): shown beyond the
+    # horizon (24 h), and the note says why
+    open_ = {**FORECAST, "known_outcomes": 40,
+             "jobs": {"102": {**FORECAST["jobs"]["102"], "calibrated": 40,
+                              "start": [NOW + 600, NOW + 1500, None],
+                              "raw_start": [NOW + 600, NOW + 1500, NOW + 4 * 3600]}}}
+    assert ft.detail_lines(open_, 102, NOW, running=False)[1:3] == [
+        "  start: ~10m to >24h (median ~25m)",
+        "    band calibrated on 40 earlier forecasts (jobs started or still waiting); p90 open "
+        "(shown beyond the horizon): too many of those jobs still wait to place it"]
 
 
 def test_explain_adds_the_forecast_of_an_active_job(tmp_path):

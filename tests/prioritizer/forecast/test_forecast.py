@@ -9,8 +9,8 @@ from math import inf, log
 
 import pytest
 
-from prioritizer.forecast.calibrate import (RECORD_GAP_S, Past, calibration, note_starts,
-                                            remember)
+from prioritizer.forecast.calibrate import (RECORD_GAP_S, Past, Residuals, calibration,
+                                            cohort, km_quantile, note_starts, remember)
 from prioritizer.forecast.draws import remaining_s
 from prioritizer.forecast.forecast import band, forecast, quantile
 from prioritizer.forecast.world import ForecastJob, World
@@ -197,18 +197,70 @@ FIVE = [Past(str(k), 1000.0 * k, 1000.0 * k + 240, 1000.0 * k + wait)
 
 
 def test_calibrated_band_of_five_worked_residuals():
-    # sorted residuals -ln2, 0, 0, ln2, 2 ln2; q10 at rank 0.4: -0.6 ln2; q50 at rank 2: 0;
-    # q90 at rank 3.6: ln2 + 0.6 ln2 = 1.6 ln2. A raw median wait of 240 s: (240 + 60) = 300,
-    # p10 = 300 · 2^-0.6 - 60 = 137.93 s, p50 = 240 s, p90 = 300 · 2^1.6 - 60 = 849.43 s
+    # sorted residuals -ln2, 0, 0, ln2, 2 ln2, none censored: the Kaplan-Meier survival
+    # after each is 4/5, 3/5, 2/5, 1/5, 0. q10: first at most 0.9: -ln2; q50: first at most
+    # 0.5: 0 (2/5); q90: first at most 0.1: 2 ln2. A raw median wait of 240 s: (240 + 60) =
+    # 300, p10 = 300 / 2 - 60 = 90 s, p50 = 240 s, p90 = 300 · 4 - 60 = 1140 s
     cal = calibration(FIVE, 10_000.0, min_known=5)
-    assert cal.pooled == pytest.approx((-log(2), 0.0, 0.0, log(2), 2 * log(2)))
+    assert cal.pooled.known == pytest.approx((-log(2), 0.0, 0.0, log(2), 2 * log(2)))
+    assert cal.pooled.censored == ()
     got, used = cal.start_band(10_000.0, (10_100.0, 10_240.0, 10_500.0))
     assert used == 5
-    assert got == pytest.approx((10_137.93, 10_240.0, 10_849.43), abs=0.01)
+    assert got == pytest.approx((10_090.0, 10_240.0, 11_140.0))
     # a median wait of 2 h is another group, empty: the pooled residuals calibrate it;
-    # (7200 + 60) · 2^1.6 - 60 = 21,948.2 s
+    # (7200 + 60) · 4 - 60 = 28,980 s
     got, used = cal.start_band(0.0, (0.0, 7200.0, 9000.0))
-    assert used == 5 and got[1] == pytest.approx(7200.0) and got[2] == pytest.approx(21_948.2, abs=0.1)
+    assert used == 5 and got[1] == pytest.approx(7200.0) and got[2] == pytest.approx(28_980.0)
+
+
+def test_the_published_median_is_the_draws_clipped_into_the_calibrated_band():
+    # five forecasts of median wait 240 s whose jobs all started later: waits 540, 540,
+    # 1140, 1140, 2340 s, ratios (w + 60) / 300 = 2, 2, 4, 4, 8: residuals ln2, ln2, 2 ln2,
+    # 2 ln2, 3 ln2. Survival 4/5, 3/5, 2/5, 1/5, 0: q10 = ln2, q50 = 2 ln2, q90 = 3 ln2; a
+    # raw median wait of 240 s: p10 = 300 · 2 - 60 = 540 s, p90 = 300 · 8 - 60 = 2340 s. The
+    # draws' median (240 s) is below p10: clipped to 540 s; shifted by the median ratio it
+    # would be 300 · 4 - 60 = 1140 s
+    late = [Past(str(k), 1000.0 * k, 1000.0 * k + 240, 1000.0 * k + wait)
+            for k, wait in zip(range(1, 6), (540, 540, 1140, 1140, 2340))]
+    cal = calibration(late, 10_000.0, min_known=5)
+    raw = (10_100.0, 10_240.0, 10_500.0)
+    assert cal.start_band(10_000.0, raw) == (pytest.approx((10_540.0, 10_540.0, 12_340.0)), 5)
+    assert cal.start_band(10_000.0, raw, shift_median=True) == (
+        pytest.approx((10_540.0, 11_140.0, 12_340.0)), 5)
+
+
+def test_kaplan_meier_quantiles_of_five_residuals_two_censored():
+    # known -ln2, 0, 2 ln2; censored (still waiting) at 0 and ln2. In order, at risk and
+    # survival: -ln2 known, 5 at risk: S = 4/5; 0 known (before the censored 0), 4 at risk:
+    # S = 4/5 · 3/4 = 3/5; 0 and ln2 censored: S stays 3/5, 1 left at risk; 2 ln2 known:
+    # S = 3/5 · 0 = 0. q10 = -ln2 (4/5 <= 0.9); q50 = 2 ln2 (3/5 > 0.5 until then); q90 =
+    # 2 ln2. Without the censored two the median would be 0
+    known, censored = (-log(2), 0.0, 2 * log(2)), (0.0, log(2))
+    assert [km_quantile(known, censored, p) for p in (0.1, 0.5, 0.9)] == pytest.approx(
+        [-log(2), 2 * log(2), 2 * log(2)])
+    assert km_quantile(known, (), 0.5) == 0.0
+    assert Residuals(known, censored).quantiles == pytest.approx(
+        (-log(2), 2 * log(2), 2 * log(2)))
+
+
+def test_a_censored_long_wait_widens_p90():
+    # known 1..10: S after the k-th is (10 - k) / 10; q10 = 1 (S = 0.9 exactly), q90 = 9
+    # (S = 0.1). With one censored at 8.5 (11 at risk at first): S after 1..8 is
+    # 10/11, 9/11, ..., 3/11 (each (n - 1) / n of the one before); 9 has 2 at risk: 3/22 =
+    # 0.136 > 0.1; 10: 0. q10 = 2 (10/11 = 0.909 > 0.9), q90 = 10
+    known = tuple(float(k) for k in range(1, 11))
+    assert km_quantile(known, (), 0.1) == 1.0 and km_quantile(known, (), 0.9) == 9.0
+    assert km_quantile(known, (8.5,), 0.1) == 2.0 and km_quantile(known, (8.5,), 0.9) == 10.0
+    # above every known one, a censored residual leaves S at 1/6 > 0.1: p90 is open (inf)
+    assert km_quantile(known[:5], (5.5,), 0.9) == inf
+    # FIVE at 10,000 s and a forecast of median wait 240 s made at 7000 s whose job still
+    # waits: censored at ln((3000 + 60) / 300) = ln 10.2 > 2 ln2. S: 5/6, 4/6, 3/6 (q50 = 0),
+    # 2/6, 1/6, then the censored: q90 open, p90 beyond the horizon; p10 and p50 stay
+    waiting = Past("w", 7000.0, 7240.0)
+    cal = calibration(FIVE + [waiting], 10_000.0, min_known=5)
+    assert cal.pooled.censored == pytest.approx((log(10.2),))
+    got, used = cal.start_band(10_000.0, (10_100.0, 10_240.0, 10_500.0))
+    assert used == 6 and got == pytest.approx((10_090.0, 10_240.0, inf))
 
 
 def test_a_group_with_enough_residuals_calibrates_its_own_forecasts():
@@ -219,24 +271,44 @@ def test_a_group_with_enough_residuals_calibrates_its_own_forecasts():
     assert cal.start_band(10_000.0, (10_000.0, 17_200.0, 20_000.0)) == (
         (17_200.0, 17_200.0, 17_200.0), 5)
     got, used = cal.start_band(10_000.0, (10_100.0, 10_240.0, 10_500.0))
-    assert used == 5 and got[2] == pytest.approx(10_849.43, abs=0.01)
+    assert used == 5 and got[2] == pytest.approx(11_140.0)
 
 
 def test_too_few_outcomes_or_a_median_beyond_the_horizon_keep_the_raw_band():
     raw = (10_100.0, 10_240.0, 10_500.0)
     assert calibration(FIVE[:4], 10_000.0, min_known=5).start_band(10_000.0, raw) == (raw, 0)
+    # censored residuals do not count towards the known outcomes a group needs
+    still = [Past(f"w{k}", 9000.0, 9240.0) for k in range(3)]
+    assert calibration(FIVE[:4] + still, 10_000.0, min_known=5).start_band(
+        10_000.0, raw) == (raw, 0)
     beyond = (10_100.0, inf, inf)
     assert calibration(FIVE, 10_000.0, min_known=5).start_band(10_000.0, beyond) == (beyond, 0)
 
 
 def test_a_forecast_never_uses_an_outcome_known_only_after_its_moment():
-    # at 5000 s: job 5's forecast is made at 5000 (not before) and starts at 6140 (after):
-    # only jobs 1-4 count; at 4500 s job 4 (started at 4540) is not known yet either
-    assert calibration(FIVE, 5000.0, min_known=1).pooled == pytest.approx(
-        (-log(2), 0.0, 0.0, log(2)))
-    assert calibration(FIVE, 4500.0, min_known=1).pooled == pytest.approx((-log(2), 0.0, 0.0))
+    # at 5000 s: job 5's forecast is made at 5000 (not before): only jobs 1-4 count, all
+    # started by then; at 4500 s job 4 (made at 4000, started at 4540) still waits: censored
+    # at ln((500 + 60) / 300)
+    at_5000 = calibration(FIVE, 5000.0, min_known=1).pooled
+    assert at_5000.known == pytest.approx((-log(2), 0.0, 0.0, log(2))) and not at_5000.censored
+    at_4500 = calibration(FIVE, 4500.0, min_known=1).pooled
+    assert at_4500.known == pytest.approx((-log(2), 0.0, 0.0))
+    assert at_4500.censored == pytest.approx((log(560 / 300),))
     waiting = Past("w", 0.0, 100.0)                        # its job has not started
-    assert calibration([waiting], 10_000.0, min_known=1).pooled == ()
+    assert calibration([waiting], 10_000.0, min_known=1).pooled == Residuals(
+        (), (pytest.approx(log(10_060 / 160)),))
+
+
+def test_the_cohort_is_the_latest_forecasts_made_back_to_max_known_outcomes():
+    # at 6000 s, 2 outcomes at most: latest made first, w (3000, still waiting), s2 (2000,
+    # started 2100), s1 (1000, started 1100): two known, the cohort ends there. l (made at 0,
+    # started 5000, the latest start) is older than the cohort: picking by start instead would
+    # keep l and s2 and leave w's long wait out
+    past = [Past("l", 0.0, 60.0, 5000.0), Past("s1", 1000.0, 1060.0, 1100.0),
+            Past("s2", 2000.0, 2060.0, 2100.0), Past("w", 3000.0, 3060.0)]
+    assert [p.job_id for p in cohort(past, 6000.0, max_known=2)] == ["w", "s2", "s1"]
+    # remember keeps what a later calibration can use: the same cohort, in order of moment
+    assert remember(past, 6000.0, {}, max_known=2) == past[1:]
 
 
 def test_starts_are_noted_and_forecasts_are_remembered_once_per_gap():
