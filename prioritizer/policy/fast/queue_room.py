@@ -210,12 +210,15 @@ class RoomView:
                 if have >= v:
                     yield node, have
 
-    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap) -> bool | None:
+    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap,
+                keep: bool = True) -> bool | None:
         """Whether the candidate walk finds victims for a blocked waiter of queue ``level``
         needing ``need`` (GPUs per node, largest first) with ``soon`` as the walk has it
-        (see module doc; exact); None: not answered (the search decides). Keeps the nodes
-        that reach the need's smallest entry (when at most :data:`MAX_NODES`) for that
-        waiter's search (:meth:`serving`)."""
+        (see module doc; exact); None: not answered (the search decides). ``keep``: keep
+        the nodes that reach the need's smallest entry (when at most :data:`MAX_NODES`)
+        for that waiter's search (:meth:`serving`); without it each entry's count is read
+        only as far as it needs (a decision that stops at the first waiter found to
+        preempt searches no victims)."""
         k = int(level) + 1
         self.served = None
         if k >= self.room.queues:
@@ -223,14 +226,16 @@ class RoomView:
         if len(need) == 1 and need[0] <= 0:
             return None    # a GPU-less one-node need takes any first candidate: search
         order = sorted((max(v, 1) for v in need), reverse=True)
-        found = self.reaching(k, order[-1], soon, MAX_NODES)
-        self.served = (level, need, soon, found)
+        found = None
+        if keep:
+            found = self.reaching(k, order[-1], soon, MAX_NODES)
+            self.served = (level, need, soon, found)
         for j, v in enumerate(order):
             if j + 1 < len(order) and order[j + 1] == v:
                 continue   # v's count is where its last entry stands
             if found is not None:
                 enough = sum(have >= v for _, have in found) > j
-            else:   # many nodes: read until enough
+            else:   # many nodes, or none kept: read until enough
                 enough = next(islice(self._within(k, v, soon), j, None), None) is not None
             if not enough:
                 return False
@@ -253,8 +258,10 @@ def proofs(view: RoomView, first_only: bool) -> tuple[Any, Any]:
     for the waiter ``may_fit`` just let pass (the search would succeed)."""
     passed: list[tuple[float, tuple[int, ...]] | None] = [None]
 
+    keep = not first_only   # (the waiter ``due`` proves is not searched)
+
     def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
-        ok = view.reaches(level, need, soon)
+        ok = view.reaches(level, need, soon, keep)
         passed[0] = (level, need) if ok else None
         return ok is not False
 
