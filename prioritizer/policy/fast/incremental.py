@@ -558,10 +558,15 @@ class Scheduler:
     def _index(self, rec: Tracked, now: float, view: JobView, state: QueueState) -> None:
         """(Re)compute a pending job's sort key and level from the ``view`` and ``state``
         of this decision; file it by eligibility."""
-        self._unindex(rec)
-        rec.entry_key = (self.policy.key(view, state), rec.job_id)
+        key = (self.policy.key(view, state), rec.job_id)
         rec.level = self.policy.level(view, state)
         rec.lifted = self.lifting and self.policy.lifted(view, state)
+        if rec.where == "order" and key == rec.entry_key:
+            if self.quiet is not None:
+                self.quiet.filed(rec)
+            return   # filed in its place already
+        self._unindex(rec)
+        rec.entry_key = key
         if rec.eligible is None or rec.eligible <= now:
             self._insert(rec)
         else:
