@@ -493,7 +493,7 @@ class Scheduler:
             if state.changed or fresh:
                 hot.pop(job_id, None)
                 rec.epoch += 1
-                self._schedule(rec, now, limit, None if state.changed else view)
+                self._schedule(rec, now, limit, rec.restated(view) if state.changed else view)
                 if rec.phase == "pending":
                     # decide() keys a job by the view it was given and its new state; a
                     # promotion changes the view too (counted service restarts), so the
