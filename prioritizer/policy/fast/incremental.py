@@ -206,7 +206,7 @@ class Scheduler:
         self._unindex(rec)
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, tuple(nodes), None
         rec.guard = self._guard(rec, now)
-        rec.names = tuple(self.names[n] for n in nodes)
+        rec.names = tuple([self.names[n] for n in nodes])
         self.free.add(rec.nodes, [-g for g in rec.shape])
         self.soon.add(rec.nodes, [-g for g in rec.shape])
         if self.quiet is not None:
@@ -716,7 +716,7 @@ class Scheduler:
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, p.nodes, None
         rec.guard = self._guard(rec, now)
         self.soon.add(p.nodes, [-g for g in rec.shape])
-        rec.names = tuple(self.names[n] for n in p.nodes)
+        rec.names = tuple([self.names[n] for n in p.nodes])
         self.holding[p.job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
