@@ -66,7 +66,8 @@ MODULES: tuple[str, ...] = tuple(
     f"prioritizer.policy.{name}"
     for name in ("placement", "victims", "victim_search", "preemption", "memo", "decide",
                  "fast.records", "fast.node_bound", "fast.victim_order", "fast.search",
-                 "fast.state", "fast.one_node", "fast.quiet", "fast.waiters", "fast.queue_room",
+                 "fast.state", "fast.one_node", "fast.quiet", "fast.start_walk", "fast.waiters",
+                 "fast.queue_room",
                  "fast.queue_victims", "fast.incremental"))
 
 #: ``DLPRIO_COMPILED`` values.

@@ -76,6 +76,7 @@ class ForwardReplay(Simulator):
         self.heap = []
         self.seq = 0
         self.tick_at = None
+        self.guard_at = None
         self.samples = []
         self.gpu_s_held = 0.0
         self.released = []

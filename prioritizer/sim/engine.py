@@ -219,6 +219,8 @@ class Simulator:
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = 0
         self.tick_at: float | None = None
+        #: the time of the last min-run guard's end put on the heap (see :meth:`start`)
+        self.guard_at: float | None = None
         self.samples: list[tuple[float, int, int]] = []
         self.gpu_s_held = 0.0
         self.released: list[SimJob] = []
@@ -331,7 +333,14 @@ class Simulator:
         self.schedule_crossing(job, now)
         guarded = job.rec.guard + self.config.min_run_s  # type: ignore[union-attr]  # rec is set from the job's arrival on
         if guarded > now and self.config.preemption:   # a decision when the run's guard ends
-            self.push(guarded, DecisionTick(False))
+            if guarded == self.guard_at:
+                # the runs started together end their guards together: one event decides
+                # there (it is still on the heap, being later than ``now``); the sequence
+                # number moves on as for a push, so every later event keeps its own
+                self.seq += 1
+            else:
+                self.guard_at = guarded
+                self.push(guarded, DecisionTick(False))
 
     def schedule_crossing(self, job: SimJob, now: float) -> None:
         due = self.sched.crossing_time(job.trace.job_id, now)

@@ -31,7 +31,7 @@ GPU·seconds. No clock, no I/O.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from heapq import heapify, heappop, heappush, heapreplace
+from heapq import heappop, heappush
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -47,6 +47,7 @@ from prioritizer.policy.fast.node_bound import NodeBound
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.fast.search import FastSearch
 from prioritizer.policy.fast.victim_order import VictimOrder
+from prioritizer.policy.fast.start_walk import fitting, in_order, levels
 from prioritizer.policy.fast.waiters import waiters
 from prioritizer.policy.fast.one_node import OneNodeVictims
 from prioritizer.policy.fast.quiet import QuietProof
@@ -205,7 +206,7 @@ class Scheduler:
         self._unindex(rec)
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, tuple(nodes), None
         rec.guard = self._guard(rec, now)
-        rec.names = tuple(self.names[n] for n in nodes)
+        rec.names = tuple([self.names[n] for n in nodes])
         self.free.add(rec.nodes, [-g for g in rec.shape])
         self.soon.add(rec.nodes, [-g for g in rec.shape])
         if self.quiet is not None:
@@ -493,7 +494,7 @@ class Scheduler:
             if state.changed or fresh:
                 hot.pop(job_id, None)
                 rec.epoch += 1
-                self._schedule(rec, now, limit, None if state.changed else view)
+                self._schedule(rec, now, limit, rec.restated(view) if state.changed else view)
                 if rec.phase == "pending":
                     # decide() keys a job by the view it was given and its new state; a
                     # promotion changes the view too (counted service restarts), so the
@@ -558,10 +559,15 @@ class Scheduler:
     def _index(self, rec: Tracked, now: float, view: JobView, state: QueueState) -> None:
         """(Re)compute a pending job's sort key and level from the ``view`` and ``state``
         of this decision; file it by eligibility."""
-        self._unindex(rec)
-        rec.entry_key = (self.policy.key(view, state), rec.job_id)
+        key = (self.policy.key(view, state), rec.job_id)
         rec.level = self.policy.level(view, state)
         rec.lifted = self.lifting and self.policy.lifted(view, state)
+        if rec.where == "order" and key == rec.entry_key:
+            if self.quiet is not None:
+                self.quiet.filed(rec)
+            return   # filed in its place already
+        self._unindex(rec)
+        rec.entry_key = key
         if rec.eligible is None or rec.eligible <= now:
             self._insert(rec)
         else:
@@ -642,19 +648,12 @@ class Scheduler:
                                 self.one_node_victims(now, exact), took)
         # (the waiters whose turn would change nothing left out: policy.fast.waiters)
         walk = (waiters(self.groups, jobs, soon, search)
-                if soon is not None and not self.policy.strict else self._levels())
+                if soon is not None and not self.policy.strict
+                else levels(self.order, jobs))
         return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
                                 if self.lifting else None)
-
-    def _levels(self) -> Iterator[tuple[int, tuple[int, ...], float]]:
-        """``(job id, shape, level)`` of the eligible pending jobs in start order (a
-        generator function: see :meth:`_in_order`)."""
-        jobs = self.jobs
-        for _, job_id in self.order:
-            rec = jobs[job_id]
-            yield job_id, rec.shape, rec.level
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own
@@ -695,12 +694,12 @@ class Scheduler:
             free = free.copy()
             soon = self.soon.copy()
         if self.policy.strict:
-            jobs = self._in_order(free)
+            jobs = in_order(self.order, self.jobs, free)
         else:
-            jobs = self._fitting(free, soon)
+            jobs = fitting(self.groups, free, soon)
         planned = plan_starts(jobs, free, soon, self.policy.strict, complete=False).starts
         # the walk on ``free`` itself (no reservations) left every job behind that does not
-        # fit (``_fitting`` drops a shape once it fails; GPUs only shrink during a walk)
+        # fit (``fitting`` drops a shape once it fails; GPUs only shrink during a walk)
         self.stuck = free is self.free and not self.policy.strict
         if free is not self.free:   # planned on a copy: make the allocations real
             for p in planned:
@@ -717,42 +716,8 @@ class Scheduler:
         rec.phase, rec.run_start, rec.nodes, rec.eligible = "running", now, p.nodes, None
         rec.guard = self._guard(rec, now)
         self.soon.add(p.nodes, [-g for g in rec.shape])
-        rec.names = tuple(self.names[n] for n in p.nodes)
+        rec.names = tuple([self.names[n] for n in p.nodes])
         self.holding[p.job_id] = rec
         self.pending -= 1
         self._count(rec, +1)
         self._started(rec, now)
-
-    def _in_order(self, now_map: FreeMap) -> Iterator[tuple[int, tuple[int, ...]]]:
-        """The eligible pending jobs in start order, read lazily (a strict walk stops at
-        the first that does not fit), until no GPU of ``now_map`` is free (no later job
-        starts: the rest of the walk would only reserve GPUs being freed). A generator
-        function, not a generator expression: mypyc builds the whole list for those
-        (``prioritizer.compiled``)."""
-        jobs = self.jobs
-        for _, job_id in self.order:
-            if not now_map.free_any:
-                return
-            yield job_id, jobs[job_id].shape
-
-    def _fitting(self, now_map: FreeMap, soon: FreeMap | None
-                 ) -> Iterator[tuple[int, tuple[int, ...]]]:
-        """The eligible pending jobs in start order, skipping those whose shape does not fit
-        where the start model would place them (``soon`` if given, else ``now_map``): those
-        would be walked and skipped (GPUs only shrink during one walk); none once no GPU
-        of ``now_map`` is free (no later job starts)."""
-        target = soon if soon is not None else now_map
-        groups = list(self.groups.items())
-        heads = [(lst[0], i, 0) for i, (_, lst) in enumerate(groups) if lst]
-        heapify(heads)
-        while heads and now_map.free_any:
-            head, i, pos = heads[0]
-            shape, lst = groups[i]
-            if target.place(shape) is None:   # never fits again in this walk
-                heappop(heads)
-                continue
-            if pos + 1 < len(lst):
-                heapreplace(heads, (lst[pos + 1], i, pos + 1))
-            else:
-                heappop(heads)
-            yield head[1], shape

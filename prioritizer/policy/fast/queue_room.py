@@ -17,8 +17,8 @@ queue ``q`` (candidates of queue ``k = q + 1`` on) a node ``n`` has
 
 GPUs within reach: ``busy``, GPUs of the jobs running there (not checkpointing);
 ``pinned[k]``, those of such jobs of a queue below ``k`` or not preemptible; ``guarded_k``,
-those of candidates-to-be of queue ``>= k`` still inside ``min_run_s`` (read from the recent
-starts); ``taken_k``, those of victims of queue ``>= k`` taken earlier in this decision (their
+those of candidates-to-be of queue ``>= k`` still inside ``min_run_s`` (kept per node as runs
+start, stop and change queue, and dropped as their guards end); ``taken_k``, those of victims of queue ``>= k`` taken earlier in this decision (their
 GPUs are in ``soon`` already). Only nodes that could reach ``v`` are read: per ``k``, the nodes
 are kept by ``total - pinned[k]``, which bounds that sum except on the nodes of victims taken
 from a queue below ``k`` (read as well). A start or a run's end updates ``K - 1`` counts per
@@ -40,17 +40,14 @@ from prioritizer.policy.fast.records import Tracked
 #: nodes reaching a need that a search reads at most (more: the walk finds the victims)
 MAX_NODES = 48
 
-#: Margin (seconds) when reading the recent starts for the jobs still inside ``min_run_s``
-#: (each is then checked with ``may_be_victim`` itself).
-_MARGIN_S = 1.0
-
 
 class QueueRoom:
     """Per node and queue, the GPUs a waiter could have there by preemption (see module
     doc), kept between decisions. ``totals``: GPUs per node; ``queues``: the policy's number
     of queues (>= 2)."""
 
-    __slots__ = ("totals", "queues", "busy", "pinned", "at", "filed", "stale", "on", "recent")
+    __slots__ = ("totals", "queues", "busy", "pinned", "at", "filed", "stale", "on", "recent",
+                 "inside", "guarded")
 
     def __init__(self, totals: list[int], queues: int) -> None:
         self.totals = totals
@@ -71,14 +68,31 @@ class QueueRoom:
         self.stale: set[int] = set()
         #: per node: the ids of the jobs running there (not checkpointing)
         self.on: list[dict[int, None]] = [{} for _ in totals]
-        #: ``(run start, job id)`` of the runs started, ascending (trimmed as they age)
+        #: ``(guard start, job id)`` of the runs started, ascending (``Tracked.guard``;
+        #: trimmed as their guards end)
         self.recent: list[tuple[float, int]] = []
+        #: the preemptible runs inside their guard as last read: job id -> (guard start,
+        #: queue counted, record)
+        self.inside: dict[int, tuple[float, int, Tracked]] = {}
+        #: per k (index 0 unused): per node, GPUs of the runs of ``inside`` of queue >= k
+        self.guarded: list[dict[int, int]] = [{} for _ in range(queues)]
 
     def running(self, rec: Tracked, sign: int) -> None:
         """``rec`` starts (``sign`` +1) or stops (-1) running without a checkpoint signal
         (a start, a signal, an end, or a change of its queue), on ``rec.nodes``."""
         first = (rec.queue or 0) + 1 if rec.preemptible else 1
         busy = self.busy
+        if sign < 0:
+            counted = self.inside.pop(rec.job_id, None)
+            if counted is not None:
+                self._guard(counted[2], counted[1], -1)
+        elif rec.preemptible and rec.job_id not in self.inside:
+            # a change of queue: the run is inside its guard while its start is listed
+            entry = (rec.guard, rec.job_id)
+            recent = self.recent
+            i = bisect_left(recent, entry)
+            if i < len(recent) and recent[i] == entry:
+                self._enter(rec)
         for node, g in zip(rec.nodes, rec.shape):
             if sign > 0:
                 self.on[node][rec.job_id] = None
@@ -114,36 +128,56 @@ class QueueRoom:
         """``rec`` started a run: its ``min_run_s`` guard counts from ``rec.guard``
         (``victims.guard_start``: the run's start unless ``wait_guard`` extends it)."""
         insort(self.recent, (rec.guard, rec.job_id))
+        if rec.preemptible and rec.phase == "running":
+            counted = self.inside.pop(rec.job_id, None)
+            if counted is not None:
+                self._guard(counted[2], counted[1], -1)
+            self._enter(rec)
 
-    def guarded(self, now: float, min_run: float, jobs: dict[int, Tracked]) -> list[Tracked]:
-        """The preemptible jobs running at ``now`` inside their first ``min_run`` seconds
-        (not yet candidates)."""
-        recent = self.recent
-        cut = bisect_left(recent, (now - min_run - _MARGIN_S,))
-        if cut:
-            del recent[:cut]   # runs past their guard at every later decision
-        out = []
-        for guard, job_id in recent:
-            rec = jobs.get(job_id)
-            if rec is not None and rec.phase == "running" and rec.guard == guard \
-                    and rec.preemptible \
-                    and not may_be_victim(True, False, guard, now, min_run):
-                out.append(rec)
-        return out
+    def _enter(self, rec: Tracked) -> None:
+        queue = rec.queue or 0
+        self.inside[rec.job_id] = (rec.guard, queue, rec)
+        self._guard(rec, queue, +1)
+
+    def _guard(self, rec: Tracked, queue: int, sign: int) -> None:
+        """Count (``sign`` +1) or uncount (-1) the GPUs of ``rec``, a run of ``queue``
+        inside its guard, in :attr:`guarded`."""
+        for k in range(1, min(queue, self.queues - 1) + 1):
+            gpus = self.guarded[k]
+            for node, g in zip(rec.nodes, rec.shape):
+                gpus[node] = gpus.get(node, 0) + sign * g
+
+    def guards(self, k: int, now: float, min_run: float) -> dict[int, int]:
+        """Per node, the GPUs of the preemptible jobs of queue ``k`` on running at ``now``
+        inside their first ``min_run`` seconds (not yet candidates: ``may_be_victim``);
+        ``now`` never decreases from one call to the next. The runs whose guards have
+        ended are a prefix of :attr:`recent` (``now - guard`` falls along it), dropped
+        here."""
+        recent, inside = self.recent, self.inside
+        ended = 0
+        while ended < len(recent) and may_be_victim(True, False, recent[ended][0], now,
+                                                     min_run):
+            guard, job_id = recent[ended]
+            counted = inside.get(job_id)
+            if counted is not None and counted[0] == guard:
+                del inside[job_id]
+                self._guard(counted[2], counted[1], -1)
+            ended += 1
+        if ended:
+            del recent[:ended]
+        return self.guarded[k]
 
 
 class RoomView:
     """The counts of :class:`QueueRoom` as one decision at ``now`` reads them: with the
-    runs inside ``min_run`` seconds (read once) and the victims taken so far in the
+    runs inside ``min_run`` seconds and the victims taken so far in the
     decision (``took``, appended to by the search as it takes them)."""
 
-    __slots__ = ("room", "now", "min_run", "jobs", "took", "runs", "guard", "seen", "served")
+    __slots__ = ("room", "now", "min_run", "jobs", "took", "seen", "served")
 
     def __init__(self, room: QueueRoom, now: float, min_run: float, jobs: dict[int, Tracked],
                  took: list[Candidate]) -> None:
         self.room, self.now, self.min_run, self.jobs, self.took = room, now, min_run, jobs, took
-        self.runs: list[Tracked] | None = None        # the runs inside the guard
-        self.guard: dict[int, dict[int, int]] = {}   # per k: node -> guarded GPUs
         #: per k: (victims of ``took`` read, node -> their GPUs, nodes of those below k)
         self.seen: dict[int, tuple[list[int], dict[int, int], set[int]]] = {}
         #: (level, need, soon, nodes) of the waiter :meth:`reaches` was last asked about
@@ -154,15 +188,7 @@ class RoomView:
         """For candidates of queue ``k`` on: per node the guarded GPUs, per node the GPUs of
         the victims taken (both counted in ``busy - pinned[k]``), and the nodes of victims
         taken from a queue below ``k``."""
-        guard = self.guard.get(k)
-        if guard is None:
-            if self.runs is None:
-                self.runs = self.room.guarded(self.now, self.min_run, self.jobs)
-            guard = self.guard[k] = {}
-            for rec in self.runs:
-                if (rec.queue or 0) >= k:
-                    for node, g in zip(rec.nodes, rec.shape):
-                        guard[node] = guard.get(node, 0) + g
+        guard = self.room.guards(k, self.now, self.min_run)
         seen = self.seen.get(k)
         if seen is None:
             seen = self.seen[k] = ([0], {}, set())
@@ -210,12 +236,15 @@ class RoomView:
                 if have >= v:
                     yield node, have
 
-    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap) -> bool | None:
+    def reaches(self, level: float, need: tuple[int, ...], soon: FreeMap,
+                keep: bool = True) -> bool | None:
         """Whether the candidate walk finds victims for a blocked waiter of queue ``level``
         needing ``need`` (GPUs per node, largest first) with ``soon`` as the walk has it
-        (see module doc; exact); None: not answered (the search decides). Keeps the nodes
-        that reach the need's smallest entry (when at most :data:`MAX_NODES`) for that
-        waiter's search (:meth:`serving`)."""
+        (see module doc; exact); None: not answered (the search decides). ``keep``: keep
+        the nodes that reach the need's smallest entry (when at most :data:`MAX_NODES`)
+        for that waiter's search (:meth:`serving`); without it each entry's count is read
+        only as far as it needs (a decision that stops at the first waiter found to
+        preempt searches no victims)."""
         k = int(level) + 1
         self.served = None
         if k >= self.room.queues:
@@ -223,14 +252,16 @@ class RoomView:
         if len(need) == 1 and need[0] <= 0:
             return None    # a GPU-less one-node need takes any first candidate: search
         order = sorted((max(v, 1) for v in need), reverse=True)
-        found = self.reaching(k, order[-1], soon, MAX_NODES)
-        self.served = (level, need, soon, found)
+        found = None
+        if keep:
+            found = self.reaching(k, order[-1], soon, MAX_NODES)
+            self.served = (level, need, soon, found)
         for j, v in enumerate(order):
             if j + 1 < len(order) and order[j + 1] == v:
                 continue   # v's count is where its last entry stands
             if found is not None:
                 enough = sum(have >= v for _, have in found) > j
-            else:   # many nodes: read until enough
+            else:   # many nodes, or none kept: read until enough
                 enough = next(islice(self._within(k, v, soon), j, None), None) is not None
             if not enough:
                 return False
@@ -253,8 +284,10 @@ def proofs(view: RoomView, first_only: bool) -> tuple[Any, Any]:
     for the waiter ``may_fit`` just let pass (the search would succeed)."""
     passed: list[tuple[float, tuple[int, ...]] | None] = [None]
 
+    keep = not first_only   # (the waiter ``due`` proves is not searched)
+
     def may_fit(level: float, need: tuple[int, ...], extra: int, soon: FreeMap) -> bool:
-        ok = view.reaches(level, need, soon)
+        ok = view.reaches(level, need, soon, keep)
         passed[0] = (level, need) if ok else None
         return ok is not False
 

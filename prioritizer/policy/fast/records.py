@@ -91,5 +91,15 @@ class Tracked:
                 "releasing": self.phase == "grace", "tier": 0})
         return view
 
+    def restated(self, view: JobView) -> JobView:
+        """What :meth:`view` gives once the job's queue state is recorded (``queue``,
+        ``entry``, ``base``), at the ``now`` of ``view`` (this job's view from before):
+        ``view`` with those three fields replaced."""
+        out = _new(JobView)
+        _set(out, "__dict__", {**view.__dict__, "queue": self.queue,
+                               "queue_entry_time": self.entry,
+                               "service_base_gpu_s": self.base})
+        return out
+
 
 _new, _set = object.__new__, object.__setattr__
