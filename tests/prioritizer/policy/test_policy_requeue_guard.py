@@ -6,11 +6,14 @@ the simulator on one 1-GPU node at zero cost (2D-LAS, thresholds 3250/7200 GPU·
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from prioritizer.cli import main
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import decide
 from prioritizer.policy.fast.incremental import Scheduler
@@ -128,3 +131,17 @@ def test_incremental_scheduler_keeps_the_guard_as_decide(now: float,
     expected = (Preemption(2, victims),) if victims else ()
     assert oracle.preemptions == expected
     assert sched.decide(now).preemptions == expected
+
+
+def test_simulate_takes_the_requeue_guard_option(tmp_path: Path) -> None:
+    """``dlprio simulate --requeue-guard 0.25`` replays the case above as the setting does:
+    A ends at 14,000 s, C runs 14,000-15,000 s (per-job CSV)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\n"
+                     "a,1,0,10000\nb,1,8000,4000\nc,1,13000,1000\n")
+    out = tmp_path / "jobs.csv"
+    assert main(["simulate", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+                 "--zero-cost", "--requeue-guard", "0.25", "--jobs-csv", str(out)]) == 0
+    rows = {r["job_id"]: r for r in csv.DictReader(out.read_text().splitlines())}
+    assert [(float(rows[n]["start"]), float(rows[n]["end"])) for n in "abc"] == [
+        (0.0, 14_000.0), (8_000.0, 12_000.0), (14_000.0, 15_000.0)]
