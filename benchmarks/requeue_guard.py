@@ -13,7 +13,7 @@ chosen before any replay: a job loses at most a tenth of its run time to preempt
 its first, besides its last wait). ``--walk`` adds ``dlprio tune --walk-forward`` (Philly
 every day, ITP every 7 days) on the grid :data:`WALK_GRID`, starting from the settings of
 the first guarded line. About 1 min for the fixed lines of both traces on 2 shared cores; the
-walk-forward about 2 min on Philly and 10 min on ITP.
+walk-forward about 2 min on Philly and 6 min on ITP.
 """
 
 from __future__ import annotations
