@@ -84,12 +84,12 @@ class PolicyConfig:
         requeue_guard: a RUNNING job is not preempted while the seconds it spent without
             GPUs since its first start (its waits between runs, requeue delays included)
             exceed ``requeue_guard ×`` its run time so far (``JobView.attained_s``: all its
-            runs, this one included; ``min_run_s`` still applies). A job's first run is never guarded by it (nothing lost yet), so
-            every job may be preempted once; after that each wait must be repaid: at every
-            preemption a job has lost at most ``requeue_guard ×`` its run time, so its JCT
-            is at most its first wait, its last wait and ``(1 + requeue_guard) ×`` its run
-            time (docs/simulator.md, "The requeue guard"). 0 turns it off. A tuning grid
-            parameter.
+            runs, this one included; ``min_run_s`` still applies). A job's first run is
+            never guarded by it (nothing lost yet), so every job may be preempted once;
+            after that each wait must be repaid: at every preemption a job has lost at most
+            ``requeue_guard ×`` its run time, so its JCT is at most its first wait, its last
+            wait and ``(1 + requeue_guard) ×`` its run time (docs/simulator.md, "The requeue
+            guard"). 0 turns it off. A tuning grid parameter.
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per

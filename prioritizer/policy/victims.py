@@ -3,8 +3,8 @@ and which of them it keeps (Tiresias, NSDI'19 sections 3.2 and 4; docs/design.md
 rules and their sources", preemption).
 
 A *candidate* is a job holding GPUs that :func:`may_be_victim` admits (preemptible, not
-releasing its GPUs, past its first ``min_run_s``, or past ``wait_guard ×`` its wait before
-this run, or past the run time that repays ``requeue_guard`` its time lost since its first start,
+releasing its GPUs, past its first ``min_run_s``, and past ``wait_guard ×`` its wait before
+this run and the run time that repays ``requeue_guard`` its time lost since its first start
 when those are longer: :func:`guard_start`), as a :data:`Candidate` tuple; candidates
 are taken in victim order (lowest queue, i.e. highest level, first; then most attained
 service; then job id) until the waiter fits on real nodes, and only those on the nodes it
