@@ -12,7 +12,9 @@ and the preemptions. ``--guard`` is the ``requeue_guard`` of the guarded lines (
 chosen before any replay: a job loses at most a tenth of its run time to preemptions after
 its first, besides its last wait). ``--walk`` adds ``dlprio tune --walk-forward`` (Philly
 every day, ITP every 7 days) on the grid :data:`WALK_GRID`, starting from the settings of
-the first guarded line. About 1 min for the fixed lines of both traces on 2 shared cores; the
+the first guarded line, twice (:data:`RANKINGS`): ranked by avg JCT only, and with the
+no-regret bars on (their defaults: hurt <= 0.05 %, worst window <= the oracle's, on each
+history against ``fifo-fit``). About 1 min for the fixed lines of both traces on 2 shared cores; the
 walk-forward about 2 min on Philly and 6 min on ITP.
 """
 
@@ -71,9 +73,15 @@ def line(label: str, base: SimResult, result: SimResult) -> str:
     return figures_line(label, f, summarize(result))
 
 
+#: the two rankings of the walk-forward runs: (label, extra ``dlprio tune`` options)
+RANKINGS = [("avg JCT only", ["--max-hurt-share", "off", "--max-worst-window", "off"]),
+            ("no-regret bars (default)", [])]
+
+
 def walk(path: str, since: float | None, nodes: int, days: float, grid: str,
-         config: PolicyConfig) -> list[dict]:
-    """``dlprio tune --walk-forward`` from ``config``'s settings (its ``--json``)."""
+         config: PolicyConfig, extra: list[str]) -> list[dict]:
+    """``dlprio tune --walk-forward`` from ``config``'s settings (its ``--json``), with
+    ``extra`` options."""
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "dlprio.yaml"
         conf.write_text(f"policy:\n  starve_knob: {config.starve_knob:g}\n"
@@ -82,7 +90,7 @@ def walk(path: str, since: float | None, nodes: int, days: float, grid: str,
         argv = [sys.executable, "-m", "prioritizer.cli", "tune", "--trace", str(REPO / path),
                 "--nodes", str(nodes), "--gpus-per-node", "8", "--grid", grid,
                 "--walk-forward", f"{days:g}", "--workers", "2", "--json",
-                "--config", str(conf), "--workdir", str(Path(tmp) / "work")]
+                "--config", str(conf), "--workdir", str(Path(tmp) / "work"), *extra]
         if since is not None:
             argv += ["--since", f"{since:g}"]
         out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=REPO)
@@ -117,12 +125,14 @@ def main() -> int:
         if args.walk:
             start = settings[3][1]
             grid = WALK_GRID.format(guard=f"{args.guard:g}")
-            out = {r["policy"]: r for r in walk(path, since, nodes, days, grid, start)}
             print(f"  walk-forward every {days:g} day(s), grid {grid}, from {settings[3][0]}:")
-            print(figures_line("walk-forward", out["walk-forward"]))
-            for p in out["walk-forward"]["periods"]:
-                print(f"    from day {p['from_s'] / 86400:g} ({p['history_jobs']} jobs "
-                      f"before): {p['settings']}")
+            for ranking, extra in RANKINGS:
+                out = {r["policy"]: r for r in walk(path, since, nodes, days, grid, start, extra)}
+                print(figures_line(f"walk-forward, {ranking}", out["walk-forward"]), flush=True)
+                for p in out["walk-forward"]["periods"]:
+                    note = f"  [{p['fallback']}]" if p["fallback"] else ""
+                    print(f"    from day {p['from_s'] / 86400:g} ({p['history_jobs']} jobs "
+                          f"before): {p['settings']}{note}", flush=True)
     return 0
 
 
