@@ -113,7 +113,9 @@ def window_ratios(windows: Sequence[Mapping[str, float]]) -> list[float]:
 DEFAULT_MAX_HURT_SHARE = 0.0005
 #: ``max_worst_window`` of the no-regret bars unless told: the worst window of the oracle
 #: ``srtf`` replayed on the same jobs (it knows every duration, so a window that fares worse
-#: than under it is paying for the policy, not for reshuffling any good order must do)
+#: than under it is paying for the policy, not for reshuffling any good order must do), or
+#: 1.0 where the oracle's is lower (a history of one window: no window worse than the
+#: baseline's costs anyone anything)
 ORACLE = "oracle"
 #: a bar given as ``off``
 OFF = "off"

@@ -142,8 +142,9 @@ def run(args: argparse.Namespace) -> int:
     except GridError as exc:
         raise CliError(str(exc)) from None
     cluster = cluster_of(args)
-    walk_only = [f"--{name.replace('_', '-')}" for name in ("since", "baseline", "window_jobs", "json",
-                                                            "max_hurt_share", "max_worst_window")
+    walk_only = [f"--{name.replace('_', '-')}"
+                 for name in ("since", "baseline", "window_jobs", "json", "max_hurt_share",
+                              "max_worst_window")
                  if getattr(args, name, None) not in (None, False)]
     if args.walk_forward is not None:
         if args.validate_from or args.output or args.plot:

@@ -107,10 +107,11 @@ def with_windows(results: Sequence[Mapping[str, Any]], count: int, window_jobs: 
             baseline's, then (``max_worst_window == "oracle"``) the oracle's
             (:func:`bar_configs`).
         max_worst_window: a ratio, :data:`~prioritizer.sim.windows.ORACLE` (the oracle's
-            own worst window on these jobs) or None.
+            own worst window on these jobs, or 1.0 where that is lower: a window no worse
+            than the baseline's costs no one anything) or None.
     """
     extra = window_figures([r["jobs_s"] for r in results], count, window_jobs)
-    worst = (extra[count + 1]["worst_window_ratio"] if max_worst_window == ORACLE
+    worst = (max(1.0, extra[count + 1]["worst_window_ratio"]) if max_worst_window == ORACLE
              else max_worst_window)
     assert not isinstance(worst, str)
     figures = [{k: v for k, v in r.items() if k != "jobs_s"} | e

@@ -87,10 +87,10 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
         chosen.append(configs[list(labels).index(label)])
         chosen_labels.append(label)
         history.append(sum(1 for j in full.jobs if j.submit < point))
+        on_history = figures[labels.index(label)]
         choices.append({"bars": None if bars is None else dataclasses.asdict(bars),
                         "fallback": fallback,
-                        "history": {key: value for key, value in figures[labels.index(label)].items()
-                                    if key != "jobs"}})
+                        "history": {k: v for k, v in on_history.items() if k != "jobs"}})
     distinct = list(dict.fromkeys([*chosen, current,
                                    dataclasses.replace(current, policy=baseline)]))
     replays = dict(zip(distinct, _replay_all(full, cluster, distinct)))

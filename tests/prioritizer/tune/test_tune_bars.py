@@ -75,3 +75,15 @@ def test_without_bars_the_ranking_is_by_avg_jct_alone() -> None:
     ranked = rank(LABELS, figures, 2)
     assert [r.label for r in ranked] == ["D", "A", "C"] and all(r.allowed for r in ranked)
     assert pick(ranked) == (ranked[0], None)
+
+
+def test_an_oracle_better_than_the_baseline_everywhere_sets_the_bar_at_one() -> None:
+    """An oracle of 100 s per job has worst window 0.1; the bar is 1.0 (a window no worse
+    than the baseline's costs no one anything): C (1.2) and D (1.3) fail it, A fails the hurt
+    bar too, and the fallback is C."""
+    results = _results()
+    results[4]["jobs_s"] = [[s, 100.0] for s in SUBMITS]
+    figures, bars = with_windows(results, 3, 2, 0.0005, "oracle")
+    assert bars == Bars(0.0005, 1.0)
+    best, why = pick(rank(LABELS, figures, 2, None, bars), bars)
+    assert best is not None and best.label == "C" and why is not None

@@ -90,13 +90,12 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
             ["j0", "j1"]
     # on that history: fifo-fit JCTs 1000, 1090 (avg 1045); srtf runs j1 first at 10 s
     # (100 s) and j0 ends at 1100 s (avg 600): srtf is in force from 864 s on. Bars: one
-    # window of 2 jobs; the oracle's worst window is 600 / 1045, which fifo-fit (1.0) does
-    # not clear and srtf does; no job is hurt (j0 1100 s is not > 2 x 1000 s)
+    # window of 2 jobs; the oracle's worst window is 600 / 1045 < 1, so the bar is 1.0, which
+    # all clear; no job is hurt (j0 1100 s is not > 2 x 1000 s)
     periods = runs["walk-forward"]["periods"]
     assert [(p["from_s"], p["history_jobs"], p["settings"]) for p in periods] == \
         [(0.0, 0, "(current config)"), (864.0, 2, "policy=srtf")]
-    assert periods[1]["bars"] == {"max_hurt_share": 0.0005,
-                                  "max_worst_window": pytest.approx(600 / 1045)}
+    assert periods[1]["bars"] == {"max_hurt_share": 0.0005, "max_worst_window": 1.0}
     assert periods[1]["fallback"] is None and periods[0]["bars"] is None
     assert periods[1]["history"]["worst_window_ratio"] == pytest.approx(600 / 1045)
     assert periods[1]["history"]["hurt_jobs_share"] == 0.0
@@ -169,27 +168,29 @@ HURT_TRACE = ("job_id,num_gpu,submit_time,iterations,model_name,duration,interva
               + "late,1,9000,1,m,100,0\n")
 
 
-FALLBACK = ("no setting clears the bars (hurt <= 0.05 %, worst window <= 0.382); least "
+FALLBACK = ("no setting clears the bars (hurt <= 0.05 %, worst window <= 0.500); least "
             "regret: (current config) (hurt 0.000 %, worst window 1.000)")
 
 
-@pytest.mark.parametrize(("bars", "chosen", "fallback"), [
-    (["--max-worst-window", "off"], "(current config)", None),
-    ([], "(current config)", FALLBACK),
-    (["--max-hurt-share", "off", "--max-worst-window", "off"], "policy=srtf", None)])
+@pytest.mark.parametrize(("bars", "worst_bar", "chosen", "fallback"), [
+    (["--max-worst-window", "off"], None, "(current config)", None),
+    ([], 1.0, "(current config)", None),
+    (["--max-worst-window", "0.5"], 0.5, "(current config)", FALLBACK),
+    (["--max-hurt-share", "off", "--max-worst-window", "off"], None, "policy=srtf", None)])
 def test_a_lower_avg_jct_with_a_hurt_job_is_dropped(tmp_path: Path, capsys: pytest.CaptureFixture,
-                                                   bars: list[str], chosen: str,
-                                                   fallback: str | None) -> None:
+                                                   bars: list[str], worst_bar: float | None,
+                                                   chosen: str, fallback: str | None) -> None:
     """History before 8,640 s: fifo-fit runs j0 0-3,700 s, then short k ends at 3,700 + 100k
     (JCT 3,700 + 99k): avg (3,700 + 40 × 3,700 + 99 × 820) / 41 = 232,880 / 41 s. srtf
     preempts j0 at 1 s for the shorts (short k: 1 + 100(k-1) to 1 + 100k, JCT 1 + 99k) and
     ends it at 4,001 + 3,699 = 7,700 s: avg (7,700 + 40 + 81,180) / 41 = 88,920 / 41 s, far
     lower, but j0's 7,700 s is > 2 × 3,700 s and 4,000 s (> 1 h) later: one hurt job in 41,
     above the 0.05 % bar. With the hurt bar alone srtf is dropped and fifo-fit (the current
-    config, first on the label among equal figures) stays. With the default bars, the oracle
-    (srtf) sets the worst window at 88,920 / 232,880 = 0.382 on the one window of 41 jobs,
-    which fifo-fit (1.0) does not clear either: no setting clears both, and the fallback
-    (least hurt, then least worst window) is the current config. By avg JCT alone: srtf."""
+    config, first on the label among equal figures) stays. With the default bars, the same:
+    the oracle (srtf) has 88,920 / 232,880 = 0.382 on the one window of 41 jobs, below 1, so
+    the worst window bar is 1.0, which fifo-fit clears. With a worst window bar of 0.5
+    fifo-fit (1.0) does not clear it either: no setting clears both, and the fallback (least
+    hurt, then least worst window) is the current config. By avg JCT alone: srtf."""
     trace, config = tmp_path / "t.csv", tmp_path / "dlprio.yaml"
     trace.write_text(HURT_TRACE)
     config.write_text(CONFIG)
@@ -208,7 +209,4 @@ def test_a_lower_avg_jct_with_a_hurt_job_is_dropped(tmp_path: Path, capsys: pyte
     assert history["avg_jct_s"] == pytest.approx(232_880 / 41)
     assert history["hurt_jobs_share"] == 0.0 and history["worst_window_ratio"] == 1.0
     assert period["bars"]["max_hurt_share"] == 0.0005
-    if fallback:
-        assert period["bars"]["max_worst_window"] == pytest.approx(88_920 / 232_880)
-    else:
-        assert period["bars"]["max_worst_window"] is None
+    assert period["bars"]["max_worst_window"] == worst_bar
