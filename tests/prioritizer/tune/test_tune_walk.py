@@ -210,3 +210,23 @@ def test_a_lower_avg_jct_with_a_hurt_job_is_dropped(tmp_path: Path, capsys: pyte
     assert history["hurt_jobs_share"] == 0.0 and history["worst_window_ratio"] == 1.0
     assert period["bars"]["max_hurt_share"] == 0.0005
     assert period["bars"]["max_worst_window"] == worst_bar
+
+
+def test_the_table_names_the_bars_and_the_fallback(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    """The history of test_a_lower_avg_jct_with_a_hurt_job_is_dropped with a worst window bar
+    of 0.5: the bars' line, the chosen setting's worst window 1.000 and hurt 0.000 % on its
+    41-job history, and the fallback's line at day 0.1."""
+    trace, config = tmp_path / "t.csv", tmp_path / "dlprio.yaml"
+    trace.write_text(HURT_TRACE)
+    config.write_text(CONFIG)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--config", str(config), "--grid", "policy=fifo-fit,srtf",
+               "--walk-forward", "0.1", "--workers", "1", "--max-worst-window", "0.5"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[1] == ("bars on each history against fifo-fit (windows of 200 jobs): hurt <= "
+                      "0.05 %, worst window <= 0.5; the lowest avg JCT among the settings that "
+                      "clear them")
+    assert out[4].split() == ["0.1", "41", "1.000", "0.000", "(current", "config)"]
+    assert f"day 0.1: {FALLBACK}" in out
