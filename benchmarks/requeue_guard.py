@@ -103,8 +103,13 @@ def main() -> int:
     parser.add_argument("--guard", type=float, default=0.1,
                         help="requeue_guard of the guarded lines (default 0.1)")
     parser.add_argument("--walk", action="store_true",
-                        help="add the walk-forward run (slow on ITP)")
+                        help="add the walk-forward runs (slow on ITP)")
+    parser.add_argument("--walk-ranking", choices=("both", "avg", "bars"), default="both",
+                        help="--walk: ranked by avg JCT only, with the bars, or both (default)")
+    parser.add_argument("--no-fixed", action="store_true", help="--walk: skip the fixed lines")
     args = parser.parse_args()
+    rankings = [r for i, r in enumerate(RANKINGS)
+                if args.walk_ranking in ("both", ("avg", "bars")[i])]
     if args.guard <= 0:
         parser.error(f"--guard must be > 0 (got {args.guard:g})")
     dist = load_distribution()
@@ -118,7 +123,7 @@ def main() -> int:
         print(f"{name}: {len(trace.jobs)} jobs, {nodes} x 8 GPUs, against fifo-fit "
               f"(fifo-fit p95 {summarize(base)['p95_jct_s']:,.0f} s)")
         settings = runs(args.guard)
-        for label, config in settings:
+        for label, config in [] if args.no_fixed else settings:
             with contextlib.redirect_stdout(io.StringIO()):
                 result = simulate(trace, cluster, config, distribution=dist)
             print(line(label, base, result), flush=True)
@@ -126,7 +131,7 @@ def main() -> int:
             start = settings[3][1]
             grid = WALK_GRID.format(guard=f"{args.guard:g}")
             print(f"  walk-forward every {days:g} day(s), grid {grid}, from {settings[3][0]}:")
-            for ranking, extra in RANKINGS:
+            for ranking, extra in rankings:
                 out = {r["policy"]: r for r in walk(path, since, nodes, days, grid, start, extra)}
                 print(figures_line(f"walk-forward, {ranking}", out["walk-forward"]), flush=True)
                 for p in out["walk-forward"]["periods"]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import pytest
 
 from prioritizer.sim.windows import Bars
-from prioritizer.tune.rank import pick, rank, with_windows
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.tune.rank import bar_configs, pick, rank, with_windows
 
 SUBMITS = [0.0, 1.0, 2.0, 3.0]
 JCTS = {"A": [10, 10, 10, 4700], "D": [1300, 1300, 1050, 1050], "C": [1200] * 4,
@@ -87,3 +88,12 @@ def test_an_oracle_better_than_the_baseline_everywhere_sets_the_bar_at_one() -> 
     assert bars == Bars(0.0005, 1.0)
     best, why = pick(rank(LABELS, figures, 2, None, bars), bars)
     assert best is not None and best.label == "C" and why is not None
+
+
+def test_the_bars_replay_the_baseline_and_an_unguarded_oracle_with_the_current_costs() -> None:
+    current = PolicyConfig(requeue_guard=0.1, wait_guard=1.0, requeue_delay_s=120.0)
+    base, oracle = bar_configs(current, "fifo-fit", True)
+    assert (base.policy, base.requeue_guard, base.requeue_delay_s) == ("fifo-fit", 0.1, 120.0)
+    assert (oracle.policy, oracle.requeue_guard, oracle.wait_guard, oracle.requeue_delay_s) == \
+        ("srtf", 0.0, 0.0, 120.0)
+    assert bar_configs(current, "fifo-fit", False) == [base]

@@ -84,6 +84,7 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
     # then the bars' baseline (fifo-fit) and oracle (srtf), each job's JCT kept
     assert len(seen) == 5 and {(t.lo, t.hi) for t in seen} == {(None, 864.0)}
     assert [t.config["policy"] for t in seen[3:]] == ["fifo-fit", "srtf"]
+    assert seen[4].config["requeue_guard"] == seen[4].config["wait_guard"] == 0.0
     assert all(t.per_job for t in seen)
     for task in seen:
         assert [j.name for j in window(read_trace(task.trace), task.lo, task.hi).jobs] == \
