@@ -143,8 +143,8 @@ class AutoTuneConfig:
             ``off``.
         max_worst_window: the no-regret bar on windows of 200 jobs in submit order against
             ``fifo-fit``: the largest avg JCT ratio of a grid point's worst window, or
-            ``oracle`` (the oracle ``srtf``'s own worst window on the same history, at least
-            1.0), or ``off``.
+            ``oracle`` (the oracle ``srtf``'s own worst window on the same history, with the
+            modeled costs and without the guards, at least 1.0), or ``off``.
         min_jobs: fewest finished GPU jobs a replay needs; fewer: nothing is replayed.
         budget_s: seconds a replay may take; past them its process is stopped and the
             settings in force stay.
