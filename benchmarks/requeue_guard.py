@@ -3,6 +3,7 @@ the oracle ``srtf``, the default settings and the wait guard, on the two real tr
 docs/simulator.md. Prints figures (no timing).
 
     .venv/bin/python benchmarks/requeue_guard.py [--only philly|itp] [--guard X] [--walk]
+        [--walk-ranking both|avg|bars] [--no-fixed]
 
 Per trace (real nodes, modeled costs, windows of 200 jobs against ``fifo-fit``; Philly dense
 from ``--since 4147200`` on 127 × 8, ITP cluster04 on 69 × 8), one line per setting held
@@ -14,8 +15,9 @@ its first, besides its last wait). ``--walk`` adds ``dlprio tune --walk-forward`
 every day, ITP every 7 days) on the grid :data:`WALK_GRID`, starting from the settings of
 the first guarded line, twice (:data:`RANKINGS`): ranked by avg JCT only, and with the
 no-regret bars on (their defaults: hurt <= 0.05 %, worst window <= the oracle's, on each
-history against ``fifo-fit``). About 1 min for the fixed lines of both traces on 2 shared cores; the
-walk-forward about 2 min on Philly and 6 min on ITP.
+history against ``fifo-fit``); ``--walk-ranking avg|bars`` runs one of them, ``--no-fixed``
+skips the fixed lines. About 1 min for the fixed lines of both traces on 2 shared cores; the
+walk-forward runs about 2 + 1.5 min on Philly and 6 + 4 min on ITP (avg JCT only + bars).
 """
 
 from __future__ import annotations
