@@ -108,6 +108,16 @@ AUTO_TUNE_PARAMETERS = ("thresholds", "knob", "min_run", "quantum")
 #: A fraction: 0 <= x <= 1.
 Fraction = Annotated[float, Meta(ge=0, le=1)]
 
+#: ``auto_tune.max_hurt_share``: a fraction, or ``off``
+HurtBar = Annotated[float | str, Rule(lambda v: v == "off" if isinstance(v, str) else 0 <= v <= 1,
+                                      "a fraction from 0 to 1 (0.0005 = 0.05 % of the jobs), "
+                                      "or off")]
+#: ``auto_tune.max_worst_window``: a ratio > 0, ``oracle`` or ``off``
+WorstWindowBar = Annotated[float | str,
+                           Rule(lambda v: v in ("oracle", "off") if isinstance(v, str)
+                                else 0 < v <= 1e6,
+                                "a ratio > 0 (1.1: 10 % worse than fifo-fit), oracle or off")]
+
 
 @dataclass(frozen=True)
 class AutoTuneConfig:
@@ -127,6 +137,14 @@ class AutoTuneConfig:
             force to switch (0.05: the new settings' avg JCT is at most 95 % of it).
         max_p95_rise: the largest fraction the p95 JCT may rise against the settings in force
             (0: not at all).
+        max_hurt_share: the no-regret bar on jobs hurt in the replay against ``fifo-fit``
+            (JCT > 2 × and > 1 h more than under it, :mod:`prioritizer.sim.windows`): the
+            largest share of the replayed jobs a grid point may hurt (0.0005 = 0.05 %), or
+            ``off``.
+        max_worst_window: the no-regret bar on windows of 200 jobs in submit order against
+            ``fifo-fit``: the largest avg JCT ratio of a grid point's worst window, or
+            ``oracle`` (the oracle ``srtf``'s own worst window on the same history, with the
+            modeled costs and without the guards, at least 1.0), or ``off``.
         min_jobs: fewest finished GPU jobs a replay needs; fewer: nothing is replayed.
         budget_s: seconds a replay may take; past them its process is stopped and the
             settings in force stay.
@@ -139,6 +157,8 @@ class AutoTuneConfig:
     grid: NonEmpty = "thresholds=1000/5000,3250/7200,10000/30000;knob=4,8,16"
     min_gain: Fraction = 0.05
     max_p95_rise: Fraction = 0.0
+    max_hurt_share: HurtBar = 0.0005
+    max_worst_window: WorstWindowBar = "oracle"
     min_jobs: Annotated[int, Meta(ge=1, le=10_000_000)] = 50
     budget_s: WaitPositive = 600.0
 

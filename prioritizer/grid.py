@@ -33,7 +33,8 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 #: grid name -> PolicyConfig field ("queues" is special: see the module doc)
 PARAMETERS = {"thresholds": "thresholds_gpu_s", "knob": "starve_knob", "queues": "",
               "policy": "policy", "min_run": "min_run_s", "quantum": "gittins_quantum_gpu_s",
-              "promoted_preempts": "promoted_preempts", "wait_guard": "wait_guard"}
+              "promoted_preempts": "promoted_preempts", "wait_guard": "wait_guard",
+              "requeue_guard": "requeue_guard"}
 #: the spellings of a yes/no grid value (``promoted_preempts=yes,no``; YAML's booleans too)
 BOOLEANS = {"yes": True, "true": True, "no": False, "false": False}
 MAX_QUEUES = 8

@@ -10,8 +10,10 @@ has written its result (:meth:`AutoTuner.poll`); a child still running after ``b
 stopped and the settings in force stay.
 
 The switching decision (:func:`choose`) is pure: a grid point is adopted only when its replayed
-avg JCT is at least ``min_gain`` (a fraction) below the settings in force *and* its p95 JCT at
-most ``max_p95_rise`` (a fraction) above theirs. Every replay's outcome is logged
+avg JCT is at least ``min_gain`` (a fraction) below the settings in force, its p95 JCT at
+most ``max_p95_rise`` (a fraction) above theirs, *and* it clears the no-regret bars of ``dlprio
+tune --walk-forward`` on the same replay against ``fifo-fit`` in windows of 200 jobs
+(``max_hurt_share``, ``max_worst_window``; :class:`prioritizer.sim.windows.Bars`). Every replay's outcome is logged
 (``auto_tune_switch``, ``auto_tune_kept``, ``auto_tune_failed``) and counted
 (``dlprio_auto_tune_replays_total{outcome}``, ``dlprio_auto_tune_switches_total``); the settings in
 force, the last switch and the last replay are kept in the ledger's ``meta`` table
@@ -47,6 +49,7 @@ from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy import validation
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.grid import PARAMETERS, label
+from prioritizer.sim.windows import Bars, least_regret
 
 META_SETTINGS = "auto_tune_settings"   # JSON: the adopted setting, its base, figures, time
 META_LAST = "auto_tune_last"           # JSON: the last replay's outcome
@@ -74,26 +77,40 @@ class Verdict:
 
 
 def choose(current: Mapping[str, float], candidates: Sequence[Mapping[str, float]],
-           min_gain: float, max_p95_rise: float) -> Verdict:
+           min_gain: float, max_p95_rise: float, bars: Bars | None = None) -> Verdict:
     """The switching decision (pure).
 
     Args:
         current: the replay of the settings in force: ``avg_jct_s``, ``p95_jct_s`` (seconds).
-        candidates: the replays of the grid points, same keys.
+        candidates: the replays of the grid points, same keys, and with ``bars`` also
+            ``hurt_jobs_share`` and ``worst_window_ratio`` against the baseline.
         min_gain: least fraction of ``current``'s avg JCT a switch must save (0..1).
         max_p95_rise: largest fraction ``current``'s p95 JCT may rise by (0..1).
+        bars: the no-regret bars (:class:`prioritizer.sim.windows.Bars`, as ``dlprio tune
+            --walk-forward`` ranks with them), or None.
 
-    A candidate is allowed when ``p95 <= current p95 × (1 + max_p95_rise)``; the allowed one
-    with the lowest avg JCT (ties: lower p95, then the first in the grid) is adopted when
-    ``1 − avg / current avg >= min_gain`` and the gain is above 0.
+    A candidate is allowed when ``p95 <= current p95 × (1 + max_p95_rise)`` and it clears
+    ``bars``; the allowed one with the lowest avg JCT (ties: lower p95, then the first in the
+    grid) is adopted when ``1 − avg / current avg >= min_gain`` and the gain is above 0. When
+    none is allowed the settings in force stay (a switch needs a point that clears every bar).
     """
     cur_avg, cur_p95 = current["avg_jct_s"], current["p95_jct_s"]
     limit = cur_p95 * (1 + max_p95_rise)
-    allowed = [i for i, c in enumerate(candidates) if c["p95_jct_s"] <= limit + 1e-9]
-    if not allowed:
+    within = [i for i, c in enumerate(candidates) if c["p95_jct_s"] <= limit + 1e-9]
+    if not within:
         return Verdict(False, None, 0.0, 0.0,
                        f"every grid point raises the p95 JCT above {limit:.1f} s "
                        f"({cur_p95:.1f} s + max_p95_rise {max_p95_rise:g})")
+    allowed = [i for i in within if bars is None or bars.clears(candidates[i])]
+    if not allowed:
+        assert bars is not None
+        least = min(within, key=lambda i: (*least_regret(candidates[i]), i))
+        c = candidates[least]
+        return Verdict(False, None, 0.0, 0.0,
+                       f"no grid point within the p95 bar clears the no-regret bars "
+                       f"({bars.describe()}); the least regret has hurt "
+                       f"{100 * c['hurt_jobs_share']:.3f} %, worst window "
+                       f"{c['worst_window_ratio']:.3f}")
     best = min(allowed, key=lambda i: (candidates[i]["avg_jct_s"], candidates[i]["p95_jct_s"], i))
     b = candidates[best]
     gain = 1 - b["avg_jct_s"] / cur_avg if cur_avg > 0 else 0.0
@@ -215,6 +232,7 @@ class AutoTuner:
         request = {"history": at.history, "ledger_path": self.cfg.ledger_path,
                    "since": now - at.history_days * 86400, "until": now, "grid": at.grid,
                    "policy": dataclasses.asdict(policy), "min_jobs": at.min_jobs,
+                   "max_hurt_share": at.max_hurt_share, "max_worst_window": at.max_worst_window,
                    "slurm_timeout_s": self.slurm_timeout_s}
         (self.workdir / "request.json").write_text(json.dumps(request))
         self.ledger.set_meta(META_STARTED, repr(now))
@@ -258,8 +276,9 @@ class AutoTuner:
             return None
         candidates = result["candidates"]
         at = self.cfg.auto_tune
+        bars = Bars(**result["bars"]) if result.get("bars") else None
         verdict = choose(result["current"], [c["figures"] for c in candidates],
-                         at.min_gain, at.max_p95_rise)
+                         at.min_gain, at.max_p95_rise, bars)
         jobs = int(result["jobs"])
         if not verdict.switch or verdict.index is None:
             self._record(now, "kept", f"{jobs} jobs: {verdict.reason}")

@@ -131,7 +131,7 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
             time_limit_s=float(limit) if limit else None,
             remaining_s=0.0 if ending else None, preemptible=view.preemptible,
             grace_end=(now if completing else now + config.checkpoint_overhead_s)
-            if preempted else None))
+            if preempted else None, first_start=view.first_start))
     nodes = tuple((n.name, min(n.gpus_free + held.get(n.name, 0), n.gpus_total))
                   for n in obs.snapshot.nodes)
     return World(now, nodes, tuple(j for j in jobs if on_known_nodes(j, nodes)))

@@ -408,5 +408,6 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
             releasing=(completing or job_id in in_intent
-                       or ending.get(job_id) == unit.restart_count), tier=tier))
+                       or ending.get(job_id) == unit.restart_count), tier=tier,
+            first_start=min(r.start for r in runs) if runs else None))
     return Snapshot(nodes=node_views, jobs=tuple(views))

@@ -106,6 +106,7 @@ class ForwardReplay(Simulator):
             rec.queue, rec.entry = job.queue, job.queue_entry_time
             rec.base = job.service_base_gpu_s
             rec.last_run_s, rec.last_run_end = job.last_run_s, job.last_run_end
+            rec.first_start = job.first_start
             self.active += 1
             if pairs is None:
                 if job.eligible is not None and job.eligible > now:

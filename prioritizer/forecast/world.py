@@ -37,6 +37,8 @@ class ForecastJob:
             used in every draw instead of one drawn from the distribution.
         preemptible: False for jobs the site exempts.
         grace_end: when a ``grace`` job's GPUs come free (s).
+        first_start: start of the job's first run (None if it never ran): the requeue
+            guard's input (``policy.model.JobView.first_start``).
     """
 
     job_id: str
@@ -57,6 +59,7 @@ class ForecastJob:
     remaining_s: float | None = None
     preemptible: bool = True
     grace_end: float | None = None
+    first_start: float | None = None
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:

@@ -187,7 +187,8 @@ class Observed(Simulator):
                 queue_entry_time=rec.entry, service_base_gpu_s=rec.base,
                 last_run_s=rec.last_run_s, last_run_end=rec.last_run_end,
                 eligible=rec.eligible if not holding else None,
-                preemptible=rec.preemptible, grace_end=grace_end.get(sim.trace.job_id)))
+                preemptible=rec.preemptible, grace_end=grace_end.get(sim.trace.job_id),
+                first_start=rec.first_start))
             if not holding:
                 waiting.append(str(sim.trace.job_id))
         return Snapshot(World(t, nodes, tuple(jobs)), tuple(ended),

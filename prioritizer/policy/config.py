@@ -23,6 +23,7 @@ Sources of the defaults
   requeue`` (slurm.conf(5) ``AuthInfo cred_expire`` default 120 s).
 * ``decision_interval_s = 30``: the daemon's default cycle (docs/design.md, "Ledger and daemon").
 * ``wait_guard = 0``: off, the paper's rule (no run is guarded beyond ``min_run_s``).
+* ``requeue_guard = 0``: off, the paper's rule (a job may be preempted again at every run).
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ class PolicyConfig:
             guard off. With 1, every wait is repaid by a run at least as long, so a job's
             waits add up to at most its run time plus its last wait (docs/simulator.md,
             "The wait guard"). A tuning grid parameter.
+        requeue_guard: a RUNNING job is not preempted while the seconds it spent without
+            GPUs since its first start (its waits between runs, requeue delays included)
+            exceed ``requeue_guard ×`` its run time so far (``JobView.attained_s``: all its
+            runs, this one included; ``min_run_s`` still applies). A job's first run is
+            never guarded by it (nothing lost yet), so every job may be preempted once;
+            after that each wait must be repaid: at every preemption a job has lost at most
+            ``requeue_guard ×`` its run time, so its JCT is at most its first wait, its last
+            wait and ``(1 + requeue_guard) ×`` its run time (docs/simulator.md, "The requeue
+            guard"). 0 turns it off. A tuning grid parameter.
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
@@ -99,6 +109,7 @@ class PolicyConfig:
     preemption: bool = True
     promoted_preempts: bool = True
     wait_guard: Seconds = 0.0
+    requeue_guard: Seconds = 0.0
 
     def __post_init__(self) -> None:
         check(self)

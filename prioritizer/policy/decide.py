@@ -8,8 +8,9 @@ FIFO by queue-entry time inside a queue (or Gittins index first), starvation pro
 to queue 0 after ``knob ×`` the last run, and node-level preemption: when a job that cannot
 start outranks running jobs, victims are taken from the lowest queue upward, most attained
 service first, just enough for it to fit on real nodes, sparing jobs inside their first
-``min_run_s``, runs shorter than ``wait_guard ×`` the wait before them (:func:`run_guard`)
-and non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
+``min_run_s``, runs shorter than ``wait_guard ×`` the wait before them, jobs that lost more
+than ``requeue_guard ×`` their run time since their first start (:func:`run_guard`) and
+non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
 first, as in Slurm's own order (slurm.conf(5) PriorityTier): pending jobs are ordered by tier,
 then by the policy; a waiter preempts only jobs of its tier or lower, and none while a job of
 a higher tier is blocked ahead of it. Each policy is a small class in :data:`POLICIES`; the
@@ -30,7 +31,8 @@ from prioritizer.policy.model import (Decisions, JobPhase, JobView, Preemption, 
 from prioritizer.policy.memo import Memo
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.preemption import find_preemptions
-from prioritizer.policy.victims import Candidate, guard_start, may_be_victim, waited_before
+from prioritizer.policy.victims import (Candidate, guard_start, lost_before, may_be_victim,
+                                        waited_before)
 
 RUNNING, PENDING = JobPhase.RUNNING, JobPhase.PENDING
 PROMOTED = "promoted"   # reason prefix of a promotion (QueueState.reason)
@@ -329,7 +331,7 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
     waiters = eligible()
     tiered = any(job.tier for _, job in pending) or any(job.tier for job in running)
     tiers = {job.job_id: job.tier for _, job in pending} if tiered else None
-    min_run, wait_guard = policy.config.min_run_s, policy.config.wait_guard
+    config, min_run = policy.config, policy.config.min_run_s
     lifted = None
     if policy.promotes and not policy.config.promoted_preempts:
         lifted = {job.job_id for _, job in pending
@@ -339,21 +341,24 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         return [(-policy.level(j, states[j.job_id]), -j.attained_gpu_s, j.job_id,
                  j.gpus_per_node, placed[j.job_id], j.tier)
                 for j in running
-                if may_be_victim(j.preemptible, j.releasing, run_guard(j, min_run, wait_guard),
-                                 now, min_run)
+                if may_be_victim(j.preemptible, j.releasing, run_guard(j, config, now), now,
+                                 min_run)
                 and len(placed[j.job_id]) == len(j.gpus_per_node)]
     return find_preemptions(policy.strict, free, soon, waiters, candidates, now, tiers=tiers,
                             lifted=lifted)
 
 
-def run_guard(job: JobView, min_run_s: float, wait_guard: float) -> float | None:
-    """:func:`~prioritizer.policy.victims.guard_start` of a job holding GPUs (its run start
-    when ``wait_guard`` is 0 or it has none)."""
-    if not wait_guard or job.run_start is None:
-        return job.run_start
-    return guard_start(job.run_start,
-                       waited_before(job.run_start, job.last_run_end, job.submit_time),
-                       min_run_s, wait_guard)
+def run_guard(job: JobView, config: PolicyConfig, now: float) -> float | None:
+    """:func:`~prioritizer.policy.victims.guard_start` of a job holding GPUs at ``now`` (its
+    run start when ``wait_guard`` and ``requeue_guard`` are 0 or it has none). Its run time
+    before this run is ``attained_s`` less this run's ``now - run_start``."""
+    start = job.run_start
+    if start is None or not (config.wait_guard or config.requeue_guard):
+        return start
+    ran = job.attained_s - (now - start)
+    return guard_start(start, waited_before(start, job.last_run_end, job.submit_time),
+                       config.min_run_s, config.wait_guard,
+                       lost_before(start, job.first_start, ran), ran, config.requeue_guard)
 
 
 def next_queue_change(job: JobView, config: PolicyConfig, now: float,

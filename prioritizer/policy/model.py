@@ -76,6 +76,9 @@ class JobView:
             the policy orders by tier first, preempts only jobs of the waiter's tier or lower,
             and a waiter preempts nothing while a job of a higher tier is blocked before it
             (that job would take the freed GPUs). 0 in the simulator.
+        first_start: start of the job's first run (None if it never ran); with
+            ``attained_s`` and ``run_start`` it gives the seconds a job spent without GPUs
+            since then (``PolicyConfig.requeue_guard``).
     """
 
     job_id: int
@@ -96,6 +99,7 @@ class JobView:
     nodes: tuple[str, ...] = ()
     releasing: bool = False
     tier: int = 0
+    first_start: float | None = None
 
     @property
     def num_gpus(self) -> int:

@@ -114,8 +114,7 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                   rules.level(job, inner.states[job.job_id]),
                                   job.attained_gpu_s,
                                   may_be_victim(job.preemptible, job.releasing,
-                                                run_guard(job, config.min_run_s,
-                                                          config.wait_guard),
+                                                run_guard(job, config, now),
                                                 now, config.min_run_s),
                                   job.releasing))
         preemptions, reasons = tenant_preemptions(

@@ -3,8 +3,9 @@ and which of them it keeps (Tiresias, NSDI'19 sections 3.2 and 4; docs/design.md
 rules and their sources", preemption).
 
 A *candidate* is a job holding GPUs that :func:`may_be_victim` admits (preemptible, not
-releasing its GPUs, past its first ``min_run_s``, or past ``wait_guard ×`` its wait before
-this run when that is longer: :func:`guard_start`), as a :data:`Candidate` tuple; candidates
+releasing its GPUs, past its first ``min_run_s``, and past ``wait_guard ×`` its wait before
+this run and the run time that repays ``requeue_guard`` its time lost since its first start
+when those are longer: :func:`guard_start`), as a :data:`Candidate` tuple; candidates
 are taken in victim order (lowest queue, i.e. highest level, first; then most attained
 service; then job id) until the waiter fits on real nodes, and only those on the nodes it
 will use are kept, the newest dropped first while it still fits. ``find_preemptions``
@@ -42,15 +43,36 @@ def may_be_victim(preemptible: bool, releasing: bool, run_start: float | None,
         run_start if run_start is not None else now) >= min_run_s
 
 
-def guard_start(run_start: float, waited_s: float, min_run_s: float, wait_guard: float) -> float:
+def guard_start(run_start: float, waited_s: float, min_run_s: float, wait_guard: float,
+                lost_s: float = 0.0, ran_s: float = 0.0, requeue_guard: float = 0.0) -> float:
     """The time (s) from which a run's ``min_run_s`` guard counts, as :func:`may_be_victim`
-    takes it in place of the run's start: the start itself, later by as much as
-    ``wait_guard × waited_s`` exceeds ``min_run_s`` (``PolicyConfig.wait_guard``), so the
-    run is spared until ``run_start + max(min_run_s, wait_guard × waited_s)``. ``waited_s``:
-    the seconds the job waited before this run (:func:`waited_before`). With ``wait_guard``
-    0 it is ``run_start`` exactly."""
-    extra = wait_guard * waited_s - min_run_s
+    takes it in place of the run's start: the start itself, later by as much as the run's
+    longest guard exceeds ``min_run_s``, so the run is spared until ``run_start +
+    max(min_run_s, wait_guard × waited_s, lost_s / requeue_guard - ran_s)``:
+
+    * ``wait_guard × waited_s`` (``PolicyConfig.wait_guard``): ``waited_s`` is the seconds
+      the job waited before this run (:func:`waited_before`);
+    * ``lost_s / requeue_guard - ran_s`` (``PolicyConfig.requeue_guard``, when it and
+      ``lost_s`` are > 0): ``lost_s`` is the seconds the job spent without GPUs between its
+      first start and this run (:func:`lost_before`), ``ran_s`` its run time before this
+      run; from then on its run time ``ran_s + t - run_start`` is at least ``lost_s /
+      requeue_guard``, i.e. it has lost at most ``requeue_guard ×`` its run time.
+
+    With both guards 0 it is ``run_start`` exactly."""
+    spared = wait_guard * waited_s
+    if requeue_guard > 0 and lost_s > 0:
+        repaid = lost_s / requeue_guard - ran_s
+        if repaid > spared:
+            spared = repaid
+    extra = spared - min_run_s
     return run_start + extra if extra > 0 else run_start
+
+
+def lost_before(run_start: float, first_start: float | None, ran_s: float) -> float:
+    """Seconds a job spent without GPUs between its first start (``first_start``; None: this
+    run is its first) and the run that began at ``run_start``, having run ``ran_s`` seconds
+    in between (its waits between runs, requeue delays included)."""
+    return run_start - first_start - ran_s if first_start is not None else 0.0
 
 
 def waited_before(run_start: float, last_run_end: float | None, submit_time: float) -> float:

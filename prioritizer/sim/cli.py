@@ -46,7 +46,7 @@ OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
              "gittins_quantum": "gittins_quantum_gpu_s",
              "checkpoint_overhead": "checkpoint_overhead_s",
              "requeue_delay": "requeue_delay_s", "decision_interval": "decision_interval_s",
-             "wait_guard": "wait_guard"}
+             "wait_guard": "wait_guard", "requeue_guard": "requeue_guard"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -35,7 +35,7 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.sharing import Share, decide_shared, service_gpus
-from prioritizer.policy.victims import guard_start, waited_before
+from prioritizer.policy.victims import guard_start, lost_before, waited_before
 from prioritizer.sim.traces import Trace, TraceJob
 
 #: event kinds, in their order at equal times (as ``engine.PRIORITY``)
@@ -205,7 +205,7 @@ class SharedReplay:
                 queue_entry_time=job.entry, run_start=job.run_start if running else None,
                 last_run_s=job.last_run_s, last_run_end=job.last_run_end,
                 duration_s=t.duration, eligible_time=None if running else job.eligible,
-                nodes=names, releasing=job.phase == "grace"))
+                nodes=names, releasing=job.phase == "grace", first_start=job.first_start))
             if t.share > 0 or t.opportunistic:
                 gpu = job.gpus[0][1] if running and t.share > 0 else None
                 shares[t.job_id] = Share(t.share, gpu, t.opportunistic)
@@ -276,7 +276,9 @@ class SharedReplay:
         cfg = self.config
         if cfg.preemption:
             guard = guard_start(now, waited_before(now, job.last_run_end, t.submit),
-                                cfg.min_run_s, cfg.wait_guard)
+                                cfg.min_run_s, cfg.wait_guard,
+                                lost_before(now, job.first_start, job.base_s), job.base_s,
+                                cfg.requeue_guard)
             if guard + cfg.min_run_s > now:   # a decision when the run's guard ends
                 self.push(guard + cfg.min_run_s, _TICK)
         return True

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 #: a window whose avg JCT is more than this many times the baseline's counts as worse
 WORSE_RATIO = 1.03
@@ -105,3 +106,67 @@ def compare_windows(jobs_by_policy: Mapping[str, Mapping[Hashable, tuple[float, 
 def window_ratios(windows: Sequence[Mapping[str, float]]) -> list[float]:
     """Each window's ``avg_jct_s / baseline_avg_jct_s`` (for tables and plots)."""
     return [ratio(w["avg_jct_s"], w["baseline_avg_jct_s"]) for w in windows]
+
+
+#: ``max_hurt_share`` of the no-regret bars unless told: the share of hurt jobs a setting may
+#: add against the baseline (a fraction; 0.0005 = 0.05 %, one job in 2,000)
+DEFAULT_MAX_HURT_SHARE = 0.0005
+#: ``max_worst_window`` of the no-regret bars unless told: the worst window of the oracle
+#: ``srtf`` replayed on the same jobs (it knows every duration, so a window that fares worse
+#: than under it is paying for the policy, not for reshuffling any good order must do), or
+#: 1.0 where the oracle's is lower (a history of one window: no window worse than the
+#: baseline's costs anyone anything)
+ORACLE = "oracle"
+#: a bar given as ``off``
+OFF = "off"
+ORACLE_POLICY: Final = "srtf"
+
+
+@dataclass(frozen=True)
+class Bars:
+    """The no-regret bars a tuned setting must clear on the replayed history, against the
+    baseline (:func:`compare_windows`): ``hurt_jobs_share <= max_hurt_share`` (a fraction)
+    and ``worst_window_ratio <= max_worst_window`` (a ratio); ``None``: that bar is off."""
+
+    max_hurt_share: float | None = None
+    max_worst_window: float | None = None
+
+    def clears(self, figures: Mapping[str, float]) -> bool:
+        """Whether ``figures`` (with ``hurt_jobs_share`` and ``worst_window_ratio`` for every
+        bar that is on) clear the bars."""
+        return ((self.max_hurt_share is None
+                 or figures["hurt_jobs_share"] <= self.max_hurt_share + 1e-12)
+                and (self.max_worst_window is None
+                     or figures["worst_window_ratio"] <= self.max_worst_window + 1e-9))
+
+    def describe(self) -> str:
+        """The bars in one phrase (``hurt <= 0.05 %, worst window <= 1.134``)."""
+        parts = []
+        if self.max_hurt_share is not None:
+            parts.append(f"hurt <= {100 * self.max_hurt_share:g} %")
+        if self.max_worst_window is not None:
+            parts.append(f"worst window <= {self.max_worst_window:.3f}")
+        return ", ".join(parts) or "no bar"
+
+
+def least_regret(figures: Mapping[str, float]) -> tuple[float, float, float]:
+    """Sort key of the fallback when no setting clears the bars: the least hurt share, then
+    the least worst window, then the lowest avg JCT."""
+    return figures["hurt_jobs_share"], figures["worst_window_ratio"], figures["avg_jct_s"]
+
+
+def window_figures(jobs: Sequence[Sequence[Sequence[float]]], baseline: int,
+                   window_jobs: int) -> list[dict[str, float]]:
+    """Per replay, its ``worst_window_ratio``, ``hurt_jobs_share`` and ``avg_jct_ratio``
+    against replay number ``baseline`` (:func:`compare_windows`).
+
+    Args:
+        jobs: per replay of the same trace, ``[submit_s, jct_s]`` per job in trace order.
+        baseline: index of the baseline's replay in ``jobs``.
+        window_jobs: jobs per window.
+    """
+    compared = compare_windows({str(i): {k: (s, t) for k, (s, t) in enumerate(js)}
+                                for i, js in enumerate(jobs)}, str(baseline), window_jobs)
+    return [{key: compared[str(i)][key]
+             for key in ("worst_window_ratio", "hurt_jobs_share", "avg_jct_ratio")}
+            for i in range(len(jobs))]

@@ -12,7 +12,7 @@ import calendar
 import sys
 import time
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from prioritizer import numbers, tables
 from prioritizer.command import CliError, Command, Exit
@@ -22,6 +22,7 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.traces import TraceError, read_trace
+from prioritizer.sim.windows import DEFAULT_MAX_HURT_SHARE, OFF, ORACLE
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
 from prioritizer.tune.rank import (RANKING_HEADERS, figure_cells, format_ranking, make_task, rank,
@@ -76,6 +77,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--window-jobs", type=numbers.count("--window-jobs"), metavar="N",
         help="--walk-forward: jobs per window of submit order (default 200)")
     add("--json", action="store_true", help="--walk-forward: print the runs as JSON")
+    add("--max-hurt-share", type=bar("--max-hurt-share", 1.0), metavar="F|off",
+        help="--walk-forward: keep settings whose share of jobs hurt against --baseline on the "
+        f"history (> 2x and > 1 h) is <= F (default {DEFAULT_MAX_HURT_SHARE:g})")
+    add("--max-worst-window", type=bar("--max-worst-window", 1e6, ORACLE), metavar="R|oracle|off",
+        help="--walk-forward: keep settings whose worst window against --baseline on the "
+        "history is <= R, or <= the oracle srtf's there (default oracle)")
+
+
+
+def bar(option: str, high: float, *words: str) -> Any:
+    """An argparse ``type=`` for a no-regret bar: a number in (0, ``high``] (0 allowed for a
+    share), ``off``, or one of ``words``."""
+    def convert(value: str) -> float | str:
+        if value.strip().lower() in (OFF, *words):
+            return value.strip().lower()
+        try:
+            return numbers.parse_float(value, 0.0, high)
+        except ValueError as exc:
+            choices = "/".join((OFF, *words))
+            raise CliError(f"{option}: {exc} (or {choices})") from None
+    convert.__name__ = "bar"
+    return convert
 
 
 def _split_point(value: str, trace_path: str) -> float:
@@ -119,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
     except GridError as exc:
         raise CliError(str(exc)) from None
     cluster = cluster_of(args)
-    walk_only = [f"--{name.replace('_', '-')}" for name in ("since", "baseline", "window_jobs", "json")
+    walk_only = [f"--{name.replace('_', '-')}"
+                 for name in ("since", "baseline", "window_jobs", "json", "max_hurt_share",
+                              "max_worst_window")
                  if getattr(args, name, None) not in (None, False)]
     if args.walk_forward is not None:
         if args.validate_from or args.output or args.plot:
@@ -200,7 +225,7 @@ def _current(args: argparse.Namespace) -> PolicyConfig:
         raise CliError(f"--policy: {str(exc).partition(': ')[2]}") from None
 
 
-def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, float]]:
+def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, Any]]:
     try:
         if args.executor == "slurm":
             workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")

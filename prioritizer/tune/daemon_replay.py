@@ -8,8 +8,12 @@ request names, writes them as a history trace (``WORKDIR/history.csv``,
 settings in force and every grid point (:func:`prioritizer.tune.rank.run_task`, one after the
 other, at ``nice`` 10), and writes ``WORKDIR/result.json`` atomically:
 
-* ``{"jobs", "nodes", "gpus_per_node", "current": FIGURES, "candidates": [{"setting",
-  "figures"}]}``, FIGURES as ``run_task`` returns them (``avg_jct_s``, ``p95_jct_s``, ...);
+* ``{"jobs", "nodes", "gpus_per_node", "current": FIGURES, "bars", "candidates": [{"setting",
+  "figures"}]}``, FIGURES as ``run_task`` returns them (``avg_jct_s``, ``p95_jct_s``, ...)
+  and, while the request's no-regret bars (``max_hurt_share``, ``max_worst_window``) are
+  on, ``worst_window_ratio``, ``hurt_jobs_share`` and ``avg_jct_ratio`` against ``fifo-fit``
+  (:func:`prioritizer.tune.rank.with_windows`: two more replays, ``fifo-fit`` and for
+  ``oracle`` ``srtf``), ``bars`` the bars with ``oracle`` resolved (None while off);
 * ``{"skipped": WHY}`` when fewer than ``min_jobs`` jobs ended in the window;
 * ``{"error": WHY}`` when the history or the cluster could not be read.
 
@@ -20,6 +24,7 @@ path of a history CSV.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -33,7 +38,9 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.grid import combinations, parse_grid
-from prioritizer.tune.rank import make_task, run_task
+from prioritizer.sim.cli import DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy
+from prioritizer.sim.windows import OFF, ORACLE
+from prioritizer.tune.rank import bar_configs, make_task, run_task, with_windows
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
@@ -103,9 +110,20 @@ def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
         c[key] = tuple(c[key])
     current = PolicyConfig(**c)
     combos = combinations(parse_grid(request["grid"]), current)
-    figures = [run_task(make_task(str(trace), "history", (None, None), cluster, config))
-               for config in [current] + [cfg for _, cfg in combos]]
+    configs = [current] + [cfg for _, cfg in combos]
+    hurt, worst = (None if request.get(key, OFF) == OFF else request[key]
+                   for key in ("max_hurt_share", "max_worst_window"))
+    bars_on = hurt is not None or worst is not None
+    extra = bar_configs(current, baseline_policy(DEFAULT_BASELINE), worst == ORACLE) if bars_on else []
+    results = [run_task(make_task(str(trace), "history", (None, None), cluster, config, bars_on))
+               for config in configs + extra]
+    bars = None
+    if bars_on:
+        figures, bars = with_windows(results, len(configs), DEFAULT_WINDOW_JOBS, hurt, worst)
+    else:
+        figures = results
     return {"jobs": len(rows), "nodes": nodes, "gpus_per_node": gpus, "current": figures[0],
+            "bars": None if bars is None else dataclasses.asdict(bars),
             "candidates": [{"setting": {k: list(v) if isinstance(v, tuple) else v
                                         for k, v in setting.items()}, "figures": f}
                            for (setting, _), f in zip(combos, figures[1:])]}

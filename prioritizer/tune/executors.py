@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from rich.progress import Progress
 
@@ -34,10 +35,10 @@ class ExecutorError(RuntimeError):
 
 
 def run_local(tasks: Sequence[Task], workers: int | None = None,
-              progress: bool = True) -> list[dict[str, float]]:
+              progress: bool = True) -> list[dict[str, Any]]:
     """Run ``tasks`` in a process pool (``workers`` default: one per core); results in order."""
     workers = max(1, min(workers or os.cpu_count() or 1, len(tasks)))
-    results: list[dict[str, float] | None] = [None] * len(tasks)
+    results: list[dict[str, Any] | None] = [None] * len(tasks)
     with ProcessPoolExecutor(max_workers=workers) as pool, \
             Progress(transient=True, disable=not progress) as bar:
         bar_id = bar.add_task(f"{len(tasks)} replays", total=len(tasks))
@@ -71,7 +72,7 @@ def _sbatch_path(path: Path) -> str:
 
 def run_slurm(tasks: Sequence[Task], workdir: Path, client: SlurmClient | None = None,
               poll_s: float = 2.0, timeout_s: float = 3600.0,
-              say: Callable[[str], None] = lambda s: None) -> list[dict[str, float]]:
+              say: Callable[[str], None] = lambda s: None) -> list[dict[str, Any]]:
     """Run ``tasks`` as one job array; raise :class:`ExecutorError` naming failed tasks."""
     client = client or SlurmClient()
     workdir.mkdir(parents=True, exist_ok=True)

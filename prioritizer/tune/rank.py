@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from prioritizer import tables
-from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.config import PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.report import nearest_rank
 from prioritizer.sim.traces import Trace, TraceJob, read_trace
+from prioritizer.sim.windows import ORACLE, ORACLE_POLICY, Bars, least_regret, window_figures
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Task:
     gpus_per_node: int
     placement: str
     config: dict[str, Any]
+    per_job: bool = False
 
     def policy_config(self) -> PolicyConfig:
         c = dict(self.config)
@@ -46,10 +48,11 @@ class Task:
 
 
 def make_task(trace: str, fmt: str | None, window: tuple[float | None, float | None],
-              cluster: Cluster, config: PolicyConfig) -> Task:
-    """A task for ``config``; the trace path is made absolute (array tasks run elsewhere)."""
+              cluster: Cluster, config: PolicyConfig, per_job: bool = False) -> Task:
+    """A task for ``config``; the trace path is made absolute (array tasks run elsewhere).
+    ``per_job``: its result also holds every job's submit time and JCT (for the bars)."""
     return Task(os.path.abspath(trace), fmt, window[0], window[1], cluster.nodes, cluster.gpus_per_node,
-                cluster.placement, dataclasses.asdict(config))
+                cluster.placement, dataclasses.asdict(config), per_job)
 
 
 def window(trace: Trace, lo: float | None, hi: float | None) -> Trace:
@@ -61,8 +64,10 @@ def window(trace: Trace, lo: float | None, hi: float | None) -> Trace:
         for i, j in enumerate(jobs)), 0)
 
 
-def run_task(task: Task) -> dict[str, float]:
-    """Replay one task; ``{"jobs", "avg_jct_s", "p95_jct_s", "max_wait_s"}``.
+def run_task(task: Task) -> dict[str, Any]:
+    """Replay one task; ``{"jobs", "avg_jct_s", "p95_jct_s", "max_wait_s"}``, and with
+    ``task.per_job`` also ``"jobs_s"``: ``[submit_s, jct_s]`` per job in trace order (the
+    input of :func:`with_windows`).
 
     Raises:
         ValueError: the window holds no job (message says so).
@@ -74,9 +79,46 @@ def run_task(task: Task) -> dict[str, float]:
     dist = load_distribution() if config.policy == "tiresias-gittins" else None
     result = simulate(trace, Cluster(task.nodes, task.gpus_per_node, task.placement), config, dist)
     jcts = [j.jct for j in result.jobs]
-    return {"jobs": float(len(jcts)), "avg_jct_s": statistics.fmean(jcts),
-            "p95_jct_s": nearest_rank(jcts, 95),
-            "max_wait_s": max((j.queueing_delay for j in result.jobs), default=0.0)}
+    out: dict[str, Any] = {"jobs": float(len(jcts)), "avg_jct_s": statistics.fmean(jcts),
+                           "p95_jct_s": nearest_rank(jcts, 95),
+                           "max_wait_s": max((j.queueing_delay for j in result.jobs), default=0.0)}
+    if task.per_job:
+        out["jobs_s"] = [[j.submit, j.jct] for j in sorted(result.jobs, key=lambda j: j.job_id)]
+    return out
+
+
+def bar_configs(current: PolicyConfig, baseline: PolicyName, oracle: bool) -> list[PolicyConfig]:
+    """The replays the no-regret bars need besides the grid: the baseline policy and, for
+    ``max_worst_window: oracle``, the oracle (:data:`~prioritizer.sim.windows.ORACLE_POLICY`),
+    both with ``current``'s other settings (modeled costs); the oracle without the wait and
+    requeue guards (settings a tuner varies, so that the bar does not move with them)."""
+    return ([dataclasses.replace(current, policy=baseline)]
+            + ([dataclasses.replace(current, policy=ORACLE_POLICY, wait_guard=0.0,
+                                    requeue_guard=0.0)] if oracle else []))
+
+
+def with_windows(results: Sequence[Mapping[str, Any]], count: int, window_jobs: int,
+                 max_hurt_share: float | None, max_worst_window: float | str | None
+                 ) -> tuple[list[dict[str, float]], Bars]:
+    """The first ``count`` results (the grid and the current config) with their window
+    figures against the baseline (``worst_window_ratio``, ``hurt_jobs_share``,
+    ``avg_jct_ratio``; ``jobs_s`` dropped), and the bars with ``oracle`` resolved.
+
+    Args:
+        results: ``run_task`` results with ``jobs_s``: the ``count`` candidates, then the
+            baseline's, then (``max_worst_window == "oracle"``) the oracle's
+            (:func:`bar_configs`).
+        max_worst_window: a ratio, :data:`~prioritizer.sim.windows.ORACLE` (the oracle's
+            own worst window on these jobs, or 1.0 where that is lower: a window no worse
+            than the baseline's costs no one anything) or None.
+    """
+    extra = window_figures([r["jobs_s"] for r in results], count, window_jobs)
+    worst = (max(1.0, extra[count + 1]["worst_window_ratio"]) if max_worst_window == ORACLE
+             else max_worst_window)
+    assert not isinstance(worst, str)
+    figures = [{k: v for k, v in r.items() if k != "jobs_s"} | e
+               for r, e in zip(results[:count], extra)]
+    return figures, Bars(max_hurt_share, worst)
 
 
 @dataclass(frozen=True)
@@ -91,14 +133,32 @@ class Ranked:
 
 
 def rank(labels: Sequence[str], figures: Sequence[dict[str, float]], current_index: int,
-         max_p95_ratio: float | None = None) -> list[Ranked]:
+         max_p95_ratio: float | None = None, bars: Bars | None = None) -> list[Ranked]:
     """Sort by avg JCT (ties: p95, then label). With ``max_p95_ratio``, a candidate whose p95
-    exceeds ratio × the current config's p95 is marked not allowed (kept in the table)."""
+    exceeds ratio × the current config's p95 is marked not allowed (kept in the table); with
+    ``bars`` (figures from :func:`with_windows`), so is one that does not clear them."""
     limit = (figures[current_index]["p95_jct_s"] * max_p95_ratio
              if max_p95_ratio is not None else None)
-    out = [Ranked(lbl, fig, i == current_index, limit is None or fig["p95_jct_s"] <= limit + 1e-9)
+    out = [Ranked(lbl, fig, i == current_index,
+                  (limit is None or fig["p95_jct_s"] <= limit + 1e-9)
+                  and (bars is None or bars.clears(fig)))
            for i, (lbl, fig) in enumerate(zip(labels, figures))]
     return sorted(out, key=lambda r: (r.figures["avg_jct_s"], r.figures["p95_jct_s"], r.label))
+
+
+def pick(ranked: Sequence[Ranked], bars: Bars | None = None) -> tuple[Ranked | None, str | None]:
+    """The setting to use and, when it is a fallback, why: the first allowed one of
+    ``ranked`` (the lowest avg JCT); when none is allowed and ``bars`` are on, the one of
+    least regret (:func:`~prioritizer.sim.windows.least_regret`: least hurt share, then least
+    worst window, then lowest avg JCT), with a one-line reason; otherwise ``(None, None)``."""
+    best = next((r for r in ranked if r.allowed), None)
+    if best is not None or bars is None or not ranked:
+        return best, None
+    fallback = min(ranked, key=lambda r: (*least_regret(r.figures), r.label))
+    f = fallback.figures
+    return fallback, (f"no setting clears the bars ({bars.describe()}); least regret: "
+                      f"{fallback.label} (hurt {100 * f['hurt_jobs_share']:.3f} %, worst "
+                      f"window {f['worst_window_ratio']:.3f})")
 
 
 RANKING_HEADERS = ("rank", "avg JCT s", "p95 JCT s", "max wait s", "config")

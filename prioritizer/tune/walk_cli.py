@@ -32,14 +32,16 @@ from prioritizer.sim.engine import Cluster, JobResult, SimResult, simulate
 from prioritizer.sim.report import format_table, format_windows_table, summarize, window_comparison
 from prioritizer.sim.traces import Trace, TraceError, read_trace
 from prioritizer.grid import yaml_snippet
-from prioritizer.tune.rank import Task, make_task, rank, window
+from prioritizer.sim.windows import DEFAULT_MAX_HURT_SHARE, OFF, ORACLE
+from prioritizer.tune.rank import (Task, bar_configs, make_task, pick, rank, window,
+                                   with_windows)
 from prioritizer.tune.walk import DAY_S, retune_points, settings_per_window, stitch
 from slurm_plugin.common.cli import visible
 
 WALK, FIXED = "walk-forward", "fixed"
 CURRENT = "(current config)"
 
-Execute = Callable[[argparse.Namespace, list[Task]], list[dict[str, float]]]
+Execute = Callable[[argparse.Namespace, list[Task]], list[dict[str, Any]]]
 
 
 def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
@@ -64,19 +66,31 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
                        "re-tune point falls inside it; give fewer days")
     current = configs[-1]
     chosen, chosen_labels = [current], [CURRENT]
-    history = []
+    history: list[int] = []
+    choices: list[dict[str, Any]] = []
+    hurt_bar, worst_bar = bar_values(args)
+    bars_on = hurt_bar is not None or worst_bar is not None
+    extra = bar_configs(current, baseline, worst_bar == ORACLE) if bars_on else []
     workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
     for k, point in enumerate(points, 1):
-        tasks = [make_task(args.trace, None, (args.since, start + point), cluster, c)
-                 for c in configs]
+        tasks = [make_task(args.trace, None, (args.since, start + point), cluster, c, bars_on)
+                 for c in [*configs, *extra]]
         # --executor slurm: one job array per point, each in its own work directory
         at = argparse.Namespace(**{**vars(args), "workdir": str(workdir / f"point-{k}")})
-        ranked = rank(labels, execute(at, tasks), len(configs) - 1, args.max_p95_ratio)
-        best = next((r for r in ranked if r.allowed), None)
+        figures = execute(at, tasks)
+        bars = None
+        if bars_on:
+            figures, bars = with_windows(figures, len(configs), window_jobs, hurt_bar, worst_bar)
+        ranked = rank(labels, figures, len(configs) - 1, args.max_p95_ratio, bars)
+        best, fallback = pick(ranked, bars)
         label = best.label if best is not None else CURRENT
         chosen.append(configs[list(labels).index(label)])
         chosen_labels.append(label)
         history.append(sum(1 for j in full.jobs if j.submit < point))
+        on_history = figures[labels.index(label)]
+        choices.append({"bars": None if bars is None else dataclasses.asdict(bars),
+                        "fallback": fallback,
+                        "history": {k: v for k, v in on_history.items() if k != "jobs"}})
     distinct = list(dict.fromkeys([*chosen, current,
                                    dataclasses.replace(current, policy=baseline)]))
     replays = dict(zip(distinct, _replay_all(full, cluster, distinct)))
@@ -89,7 +103,9 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     comparison = window_comparison(results, baseline, window_jobs)
     periods = [{"from_s": 0.0 if i == 0 else points[i - 1], "history_jobs": 0 if i == 0 else
                 history[i - 1], "settings": chosen_labels[i],
-                "policy": _section(chosen[i], grid_keys)} for i in range(len(chosen))]
+                "policy": _section(chosen[i], grid_keys)}
+               | (choices[i - 1] if i else {"bars": None, "fallback": None, "history": None})
+               for i in range(len(chosen))]
     summaries = []
     for r in results:
         s = summarize(r) | comparison[r.policy] | {"baseline": baseline}
@@ -105,12 +121,45 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     print(f"dlprio tune --walk-forward {args.walk_forward:g}: {len(labels) - 1} configuration(s) "
           f"re-tuned at {len(points)} point(s) on {visible(args.trace)} ({len(full.jobs)} jobs), "
           f"{cluster.nodes} × {cluster.gpus_per_node} GPUs; {FIXED}: the current config")
-    head = ("from day", "history jobs", "settings in force")
-    rows = [(f"{p['from_s'] / DAY_S:g}", str(p["history_jobs"]), p["settings"]) for p in periods]
-    sys.stdout.write(tables.render(head, rows, head[:2], styled=styled) + "\n")
+    if bars_on:
+        print(f"bars on each history against {baseline} (windows of {window_jobs} jobs): hurt "
+              f"<= {_shown(hurt_bar, 100, ' %')}, worst window <= {_shown(worst_bar, 1, '')}; "
+              "the lowest avg JCT among the settings that clear them")
+    head = ("from day", "history jobs", "history worst window x", "history hurt %",
+            "settings in force")
+    rows = [(f"{p['from_s'] / DAY_S:g}", str(p["history_jobs"]),
+             *_history_cells(p["history"]), p["settings"]) for p in periods]
+    sys.stdout.write(tables.render(head, rows, head[:4], styled=styled) + "\n")
+    for p in periods:
+        if p["fallback"]:
+            print(f"day {p['from_s'] / DAY_S:g}: {p['fallback']}")
     sys.stdout.write(format_table(summaries, styled=styled) + "\n")
     sys.stdout.write(format_windows_table(comparison, baseline, window_jobs, styled=styled))
     return 0
+
+
+def bar_values(args: argparse.Namespace) -> tuple[float | None, float | str | None]:
+    """``--max-hurt-share`` and ``--max-worst-window`` as the bars take them: None when
+    ``off``; unless given, :data:`~prioritizer.sim.windows.DEFAULT_MAX_HURT_SHARE` and
+    ``oracle``."""
+    hurt = getattr(args, "max_hurt_share", None)
+    worst = getattr(args, "max_worst_window", None)
+    hurt = DEFAULT_MAX_HURT_SHARE if hurt is None else hurt
+    worst = ORACLE if worst is None else worst
+    return (None if hurt == OFF else hurt), (None if worst == OFF else worst)
+
+
+def _shown(value: float | str | None, scale: float, unit: str) -> str:
+    if value is None:
+        return "off"
+    return value if isinstance(value, str) else f"{value * scale:g}{unit}"
+
+
+def _history_cells(figures: dict[str, float] | None) -> tuple[str, str]:
+    """The chosen setting's worst window and hurt share on its history ("-": none measured)."""
+    if not figures or "worst_window_ratio" not in figures:
+        return "-", "-"
+    return f"{figures['worst_window_ratio']:.3f}", f"{100 * figures['hurt_jobs_share']:.3f}"
 
 
 def _section(config: PolicyConfig, keys: list[str]) -> Any:

@@ -42,7 +42,8 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobView, NodeView, Preemption, QueueState, Snapshot
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
 from prioritizer.policy.preemption import find_preemptions
-from prioritizer.policy.victims import Candidate, guard_start, may_be_victim, waited_before
+from prioritizer.policy.victims import (Candidate, guard_start, lost_before, may_be_victim,
+                                        waited_before)
 from prioritizer.policy.fast.node_bound import NodeBound
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.fast.search import FastSearch
@@ -400,12 +401,17 @@ class Scheduler:
         return helper
 
     def _guard(self, rec: Tracked, now: float) -> float:
-        """``victims.guard_start`` of the run ``rec`` begins at ``now``."""
+        """``victims.guard_start`` of the run ``rec`` begins at ``now`` (its first start
+        is recorded here)."""
+        if rec.first_start is None:
+            rec.first_start = now
         cfg = self.config
-        if not cfg.wait_guard:
+        if not (cfg.wait_guard or cfg.requeue_guard):
             return now
         return guard_start(now, waited_before(now, rec.last_run_end, rec.submit),
-                           cfg.min_run_s, cfg.wait_guard)
+                           cfg.min_run_s, cfg.wait_guard,
+                           lost_before(now, rec.first_start, rec.closed_s), rec.closed_s,
+                           cfg.requeue_guard)
 
     def _started(self, rec: Tracked, now: float) -> None:
         """A start: the job's state cannot change by it, so instead of re-examining the

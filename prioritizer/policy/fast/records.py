@@ -23,7 +23,7 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "guard", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "lifted", "where", "epoch", "state", "crossing")
+                 "level", "lifted", "where", "epoch", "state", "crossing", "first_start")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
                  work_left: float | None, preemptible: bool) -> None:
@@ -48,6 +48,7 @@ class Tracked:
         self.state: QueueState | None = None              # last state (reused while equal)
         #: (epoch, now, next_queue_change) computed by the scheduler while holding GPUs
         self.crossing: tuple[int, float, float | None] | None = None
+        self.first_start: float | None = None             # start of the first run
 
     def service(self, now: float) -> tuple[float, float, float | None]:
         """Attained GPU·s, attained s and oracle duration s at ``now`` (as the simulator has
@@ -78,7 +79,7 @@ class Tracked:
                 "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
                 "preemptible": self.preemptible, "duration_s": duration,
                 "eligible_time": self.eligible, "nodes": (), "releasing": False,
-                "tier": 0})
+                "tier": 0, "first_start": self.first_start})
         else:
             _set(view, "__dict__", {
                 "job_id": self.job_id, "phase": RUNNING, "gpus_per_node": self.shape,
@@ -88,7 +89,7 @@ class Tracked:
                 "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
                 "preemptible": self.preemptible, "duration_s": duration,
                 "eligible_time": None, "nodes": self.names,
-                "releasing": self.phase == "grace", "tier": 0})
+                "releasing": self.phase == "grace", "tier": 0, "first_start": self.first_start})
         return view
 
     def restated(self, view: JobView) -> JobView:

@@ -150,3 +150,21 @@ def test_tiers_from_scontrol_show_partition_reach_the_policy(tmp_path: Path) -> 
         snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=130,
                               tiers=tiers)
     assert {v.job_id: v.tier for v in snap.jobs} == {1: 1, 2: 10}
+
+
+def test_snapshot_gives_the_first_run_start_for_the_requeue_guard(tmp_path: Path) -> None:
+    """``JobView.first_start`` is the start of the job's first run in the ledger (the
+    requeue guard counts the time lost since then): job 1 ran 10-40 s, was requeued and
+    runs again since 100; job 4 never ran."""
+    units = {u.job_id: u for u in (unit(1, gpus=8),
+                                   unit(4, "PENDING", start=None, reason="Resources"))}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, units, now=130)
+            ledger.start_run(1, 10.0, 8, now=10.0)
+            ledger.close_run(1, 10.0, 40.0, "requeue")
+        snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=130)
+    views = {v.job_id: v for v in snap.jobs}
+    assert (views[1].first_start, views[1].run_start, views[1].last_run_end) == (10.0, 100, 40.0)
+    assert views[1].attained_s == 30 + 30   # 10-40 s, then 100-130 s
+    assert views[4].first_start is None

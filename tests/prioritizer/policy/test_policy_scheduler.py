@@ -43,7 +43,8 @@ def setups(draw: st.DrawFn):
                           min_run_s=draw(st.sampled_from([0.0, 30.0])),
                           gittins_quantum_gpu_s=300.0,
                           promoted_preempts=draw(st.booleans()),
-                          wait_guard=draw(st.sampled_from([0.0, 1.0])))
+                          wait_guard=draw(st.sampled_from([0.0, 1.0])),
+                          requeue_guard=draw(st.sampled_from([0.0, 0.5])))
     if draw(st.booleans()):
         totals = [draw(st.sampled_from([4, 8, 16]))]          # GPU counting: one pool
         names = ["pool"]

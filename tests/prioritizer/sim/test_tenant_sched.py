@@ -66,7 +66,8 @@ def cases(draw: st.DrawFn) -> tuple[Trace, Cluster, PolicyConfig, Tenancy]:
                           checkpoint_overhead_s=draw(st.sampled_from([0.0, 15.0])),
                           requeue_delay_s=draw(st.sampled_from([0.0, 40.0])),
                           decision_interval_s=draw(st.sampled_from([0.0, 30.0])),
-                          wait_guard=draw(st.sampled_from([0.0, 1.0])))
+                          wait_guard=draw(st.sampled_from([0.0, 1.0])),
+                          requeue_guard=draw(st.sampled_from([0.0, 0.5])))
     return Trace("mem", "philly", tuple(jobs), 0), Cluster(nodes, gpn), config, tenancy
 
 

@@ -33,6 +33,14 @@ def test_wait_guard_is_a_grid_parameter() -> None:
         parse_grid("wait_guard=-1")
 
 
+def test_requeue_guard_is_a_grid_parameter() -> None:
+    grid = parse_grid("requeue_guard=0,0.1")
+    assert grid == {"requeue_guard": [0, 0.1]}
+    assert [c.requeue_guard for _, c in combinations(grid, PolicyConfig())] == [0, 0.1]
+    with pytest.raises(GridError, match="--grid: requeue_guard='-1' out of range: must be >= 0"):
+        parse_grid("requeue_guard=-1")
+
+
 def test_yaml_grid_is_the_same_grid(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump({"thresholds": [[1000, 5000], [3250, 7200]], "knob": [4, 8]}))

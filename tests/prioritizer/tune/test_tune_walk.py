@@ -80,16 +80,26 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
                "--walk-forward", "0.01", "--window-jobs", "2", "--workers", "1", "--json"])
     assert rc == 0
     runs = {r["policy"]: r for r in json.loads(capsys.readouterr().out)}
-    # the tuner replayed the jobs submitted before 864 s only: two grid points + current
-    assert len(seen) == 3 and {(t.lo, t.hi) for t in seen} == {(None, 864.0)}
+    # the tuner replayed the jobs submitted before 864 s only: two grid points + current,
+    # then the bars' baseline (fifo-fit) and oracle (srtf), each job's JCT kept
+    assert len(seen) == 5 and {(t.lo, t.hi) for t in seen} == {(None, 864.0)}
+    assert [t.config["policy"] for t in seen[3:]] == ["fifo-fit", "srtf"]
+    assert seen[4].config["requeue_guard"] == seen[4].config["wait_guard"] == 0.0
+    assert all(t.per_job for t in seen)
     for task in seen:
         assert [j.name for j in window(read_trace(task.trace), task.lo, task.hi).jobs] == \
             ["j0", "j1"]
     # on that history: fifo-fit JCTs 1000, 1090 (avg 1045); srtf runs j1 first at 10 s
-    # (100 s) and j0 ends at 1100 s (avg 600): srtf is in force from 864 s on
+    # (100 s) and j0 ends at 1100 s (avg 600): srtf is in force from 864 s on. Bars: one
+    # window of 2 jobs; the oracle's worst window is 600 / 1045 < 1, so the bar is 1.0, which
+    # all clear; no job is hurt (j0 1100 s is not > 2 x 1000 s)
     periods = runs["walk-forward"]["periods"]
     assert [(p["from_s"], p["history_jobs"], p["settings"]) for p in periods] == \
         [(0.0, 0, "(current config)"), (864.0, 2, "policy=srtf")]
+    assert periods[1]["bars"] == {"max_hurt_share": 0.0005, "max_worst_window": 1.0}
+    assert periods[1]["fallback"] is None and periods[0]["bars"] is None
+    assert periods[1]["history"]["worst_window_ratio"] == pytest.approx(600 / 1045)
+    assert periods[1]["history"]["hurt_jobs_share"] == 0.0
     # fifo-fit on the whole trace: 0-1000, 1000-1100, 1100-2100, 2100-2200 ->
     # JCTs 1000, 1090, 1200, 1290. srtf: j1 10-110, j0 110-910 (190 s left), j3 preempts it
     # 910-1010, j0 1010-1200, j2 1200-2200 -> j2 1300, j3 100. Stitched: j0, j1 from
@@ -112,6 +122,9 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
     (["--walk-forward", "0.01", "--validate-from", "100"], "drop --validate-from"),
     (["--json"], "--json only apply to --walk-forward DAYS"),
     (["--walk-forward", "0.01", "--baseline", "nope"], "--baseline: unknown policy 'nope'"),
+    (["--walk-forward", "0.01", "--max-hurt-share", "2"], "--max-hurt-share: "),
+    (["--walk-forward", "0.01", "--max-worst-window", "worst"], "(or off/oracle)"),
+    (["--max-hurt-share", "0.01"], "--max-hurt-share only apply to --walk-forward DAYS"),
 ])
 def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
                                 extra: list[str], message: str) -> None:
@@ -131,16 +144,90 @@ def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.C
 
     def fake(args, tasks):
         calls.append((args.workdir, {t.hi for t in tasks}, len(tasks)))
-        return [{"jobs": 1.0, "avg_jct_s": 1.0, "p95_jct_s": 1.0, "max_wait_s": 0.0}] * len(tasks)
+        return [{"jobs": 1.0, "avg_jct_s": 1.0, "p95_jct_s": 1.0, "max_wait_s": 0.0,
+                 "jobs_s": [[0.0, 1.0], [10.0, 1.0]]}] * len(tasks)
 
     monkeypatch.setattr(tune_cli, "_execute", fake)
     rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
                "--config", str(config), "--grid", "knob=2,4", "--walk-forward", "0.005",
                "--workdir", str(tmp_path / "w"), "--json"])
     assert rc == 0
-    assert calls == [(str(tmp_path / "w" / "point-1"), {432.0}, 3),
-                     (str(tmp_path / "w" / "point-2"), {864.0}, 3)]
+    # two grid points, current, and the bars' baseline and oracle
+    assert calls == [(str(tmp_path / "w" / "point-1"), {432.0}, 5),
+                     (str(tmp_path / "w" / "point-2"), {864.0}, 5)]
     periods = json.loads(capsys.readouterr().out)[2]["periods"]
     # all tie at 1.0 s: the ranking breaks ties by p95, then label, and "(" sorts before "k"
     assert [(p["history_jobs"], p["settings"]) for p in periods] == [
         (0, "(current config)"), (2, "(current config)"), (2, "(current config)")]
+
+
+# One GPU, no modeled cost. j0 (3,700 s) at 0 s, then forty 100-s jobs at 1, 2, ..., 40 s;
+# one more job at 9,000 s so that the re-tune point 8,640 s (0.1 day) falls inside the trace.
+HURT_TRACE = ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+              "j0,1,0,1,m,3700,0\n"
+              + "".join(f"s{k},1,{k},1,m,100,0\n" for k in range(1, 41))
+              + "late,1,9000,1,m,100,0\n")
+
+
+FALLBACK = ("no setting clears the bars (hurt <= 0.05 %, worst window <= 0.500); least "
+            "regret: (current config) (hurt 0.000 %, worst window 1.000)")
+
+
+@pytest.mark.parametrize(("bars", "worst_bar", "chosen", "fallback"), [
+    (["--max-worst-window", "off"], None, "(current config)", None),
+    ([], 1.0, "(current config)", None),
+    (["--max-worst-window", "0.5"], 0.5, "(current config)", FALLBACK),
+    (["--max-hurt-share", "off", "--max-worst-window", "off"], None, "policy=srtf", None)])
+def test_a_lower_avg_jct_with_a_hurt_job_is_dropped(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                   bars: list[str], worst_bar: float | None,
+                                                   chosen: str, fallback: str | None) -> None:
+    """History before 8,640 s: fifo-fit runs j0 0-3,700 s, then short k ends at 3,700 + 100k
+    (JCT 3,700 + 99k): avg (3,700 + 40 × 3,700 + 99 × 820) / 41 = 232,880 / 41 s. srtf
+    preempts j0 at 1 s for the shorts (short k: 1 + 100(k-1) to 1 + 100k, JCT 1 + 99k) and
+    ends it at 4,001 + 3,699 = 7,700 s: avg (7,700 + 40 + 81,180) / 41 = 88,920 / 41 s, far
+    lower, but j0's 7,700 s is > 2 × 3,700 s and 4,000 s (> 1 h) later: one hurt job in 41,
+    above the 0.05 % bar. With the hurt bar alone srtf is dropped and fifo-fit (the current
+    config, first on the label among equal figures) stays. With the default bars, the same:
+    the oracle (srtf) has 88,920 / 232,880 = 0.382 on the one window of 41 jobs, below 1, so
+    the worst window bar is 1.0, which fifo-fit clears. With a worst window bar of 0.5
+    fifo-fit (1.0) does not clear it either: no setting clears both, and the fallback (least
+    hurt, then least worst window) is the current config. By avg JCT alone: srtf."""
+    trace, config = tmp_path / "t.csv", tmp_path / "dlprio.yaml"
+    trace.write_text(HURT_TRACE)
+    config.write_text(CONFIG)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--config", str(config), "--grid", "policy=fifo-fit,srtf",
+               "--walk-forward", "0.1", "--workers", "1", "--json", *bars])
+    assert rc == 0
+    period = json.loads(capsys.readouterr().out)[2]["periods"][1]
+    assert (period["history_jobs"], period["settings"]) == (41, chosen)
+    assert period["fallback"] == fallback
+    history = period["history"]
+    if chosen == "policy=srtf":
+        assert period["bars"] is None
+        assert history["avg_jct_s"] == pytest.approx(88_920 / 41)
+        return
+    assert history["avg_jct_s"] == pytest.approx(232_880 / 41)
+    assert history["hurt_jobs_share"] == 0.0 and history["worst_window_ratio"] == 1.0
+    assert period["bars"]["max_hurt_share"] == 0.0005
+    assert period["bars"]["max_worst_window"] == worst_bar
+
+
+def test_the_table_names_the_bars_and_the_fallback(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    """The history of test_a_lower_avg_jct_with_a_hurt_job_is_dropped with a worst window bar
+    of 0.5: the bars' line, the chosen setting's worst window 1.000 and hurt 0.000 % on its
+    41-job history, and the fallback's line at day 0.1."""
+    trace, config = tmp_path / "t.csv", tmp_path / "dlprio.yaml"
+    trace.write_text(HURT_TRACE)
+    config.write_text(CONFIG)
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+               "--config", str(config), "--grid", "policy=fifo-fit,srtf",
+               "--walk-forward", "0.1", "--workers", "1", "--max-worst-window", "0.5"])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 0
+    assert out[1] == ("bars on each history against fifo-fit (windows of 200 jobs): hurt <= "
+                      "0.05 %, worst window <= 0.5; the lowest avg JCT among the settings that "
+                      "clear them")
+    assert out[4].split() == ["0.1", "41", "1.000", "0.000", "(current", "config)"]
+    assert f"day 0.1: {FALLBACK}" in out
