@@ -37,6 +37,7 @@ from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.report import summarize, window_comparison
 from prioritizer.sim.traces import read_trace
+from walk_forward import print_periods  # this script's folder, benchmarks/, is on sys.path
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = {  # name: (file, --since, nodes, walk-forward days)
@@ -136,10 +137,7 @@ def main() -> int:
             for ranking, extra in rankings:
                 out = {r["policy"]: r for r in walk(path, since, nodes, days, grid, start, extra)}
                 print(figures_line(f"walk-forward, {ranking}", out["walk-forward"]), flush=True)
-                for p in out["walk-forward"]["periods"]:
-                    note = f"  [{p['fallback']}]" if p["fallback"] else ""
-                    print(f"    from day {p['from_s'] / 86400:g} ({p['history_jobs']} jobs "
-                          f"before): {p['settings']}{note}", flush=True)
+                print_periods(out["walk-forward"]["periods"])
     return 0
 
 

@@ -99,11 +99,17 @@ def main() -> int:
                 print(line("fixed", by_run["fixed"]) + ("" if args.config is None else
                                                         "  (--config)"))
             print(line(f"walk-forward, {ranking}", by_run["walk-forward"]), flush=True)
-            for p in by_run["walk-forward"]["periods"]:
-                note = f"  [{p['fallback']}]" if p["fallback"] else ""
-                print(f"    from day {p['from_s'] / 86400:g} ({p['history_jobs']} jobs "
-                      f"before): {p['settings']}{note}", flush=True)
+            print_periods(by_run["walk-forward"]["periods"])
     return 0
+
+
+def print_periods(periods: list[dict]) -> None:
+    """One line per walk-forward period (``--json``'s ``periods``): its first day, the jobs of
+    its history and the settings in force, with the fallback when no setting cleared the bars."""
+    for p in periods:
+        note = f"  [{p['fallback']}]" if p["fallback"] else ""
+        print(f"    from day {p['from_s'] / 86400:g} ({p['history_jobs']} jobs "
+              f"before): {p['settings']}{note}", flush=True)
 
 
 if __name__ == "__main__":
