@@ -49,7 +49,7 @@ from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy import validation
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.grid import PARAMETERS, label
-from prioritizer.sim.windows import Bars, least_regret
+from prioritizer.sim.windows import Bars, least_regret, regret
 
 META_SETTINGS = "auto_tune_settings"   # JSON: the adopted setting, its base, figures, time
 META_LAST = "auto_tune_last"           # JSON: the last replay's outcome
@@ -105,12 +105,9 @@ def choose(current: Mapping[str, float], candidates: Sequence[Mapping[str, float
     if not allowed:
         assert bars is not None
         least = min(within, key=lambda i: (*least_regret(candidates[i]), i))
-        c = candidates[least]
         return Verdict(False, None, 0.0, 0.0,
                        f"no grid point within the p95 bar clears the no-regret bars "
-                       f"({bars.describe()}); the least regret has hurt "
-                       f"{100 * c['hurt_jobs_share']:.3f} %, worst window "
-                       f"{c['worst_window_ratio']:.3f}")
+                       f"({bars.describe()}); the least regret has {regret(candidates[least])}")
     best = min(allowed, key=lambda i: (candidates[i]["avg_jct_s"], candidates[i]["p95_jct_s"], i))
     b = candidates[best]
     gain = 1 - b["avg_jct_s"] / cur_avg if cur_avg > 0 else 0.0

@@ -155,6 +155,13 @@ def least_regret(figures: Mapping[str, float]) -> tuple[float, float, float]:
     return figures["hurt_jobs_share"], figures["worst_window_ratio"], figures["avg_jct_s"]
 
 
+def regret(figures: Mapping[str, float]) -> str:
+    """A setting's figures against the bars in one phrase (``hurt 0.000 %, worst window
+    1.200``), for the line that names the least-regret fallback."""
+    return (f"hurt {100 * figures['hurt_jobs_share']:.3f} %, worst window "
+            f"{figures['worst_window_ratio']:.3f}")
+
+
 def window_figures(jobs: Sequence[Sequence[Sequence[float]]], baseline: int,
                    window_jobs: int) -> list[dict[str, float]]:
     """Per replay, its ``worst_window_ratio``, ``hurt_jobs_share`` and ``avg_jct_ratio``

@@ -22,7 +22,8 @@ from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.report import nearest_rank
 from prioritizer.sim.traces import Trace, TraceJob, read_trace
-from prioritizer.sim.windows import ORACLE, ORACLE_POLICY, Bars, least_regret, window_figures
+from prioritizer.sim.windows import (ORACLE, ORACLE_POLICY, Bars, least_regret, regret,
+                                     window_figures)
 
 
 @dataclass(frozen=True)
@@ -155,10 +156,8 @@ def pick(ranked: Sequence[Ranked], bars: Bars | None = None) -> tuple[Ranked | N
     if best is not None or bars is None or not ranked:
         return best, None
     fallback = min(ranked, key=lambda r: (*least_regret(r.figures), r.label))
-    f = fallback.figures
     return fallback, (f"no setting clears the bars ({bars.describe()}); least regret: "
-                      f"{fallback.label} (hurt {100 * f['hurt_jobs_share']:.3f} %, worst "
-                      f"window {f['worst_window_ratio']:.3f})")
+                      f"{fallback.label} ({regret(fallback.figures)})")
 
 
 RANKING_HEADERS = ("rank", "avg JCT s", "p95 JCT s", "max wait s", "config")
