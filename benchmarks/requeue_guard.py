@@ -34,10 +34,10 @@ from pathlib import Path
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_distribution
-from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.engine import SimResult, simulate
 from prioritizer.sim.report import summarize, window_comparison
-from prioritizer.sim.traces import read_trace
-from walk_forward import print_periods  # this script's folder, benchmarks/, is on sys.path
+from wait_guard import with_baseline  # this script's folder, benchmarks/, is on sys.path
+from walk_forward import print_periods
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = {  # name: (file, --since, nodes, walk-forward days)
@@ -119,10 +119,7 @@ def main() -> int:
     for name, (path, since, nodes, days) in TRACES.items():
         if args.only and name != args.only:
             continue
-        trace = read_trace(REPO / path, None, since)
-        cluster = Cluster(nodes, 8)
-        with contextlib.redirect_stdout(io.StringIO()):
-            base = simulate(trace, cluster, PolicyConfig(policy="fifo-fit"))
+        trace, cluster, base = with_baseline(path, since, nodes)
         print(f"{name}: {len(trace.jobs)} jobs, {nodes} x 8 GPUs, against fifo-fit "
               f"(fifo-fit p95 {summarize(base)['p95_jct_s']:,.0f} s)")
         settings = runs(args.guard)

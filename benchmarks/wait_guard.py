@@ -24,7 +24,7 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import Cluster, SimResult, simulate
 from prioritizer.sim.report import summarize, window_comparison
-from prioritizer.sim.traces import read_trace
+from prioritizer.sim.traces import Trace, read_trace
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = {  # name: (file, --since, nodes)
@@ -41,6 +41,17 @@ RUNS = [
     ("2D-LAS, knob 1, promoted_preempts false",
      PolicyConfig(starve_knob=1.0, promoted_preempts=False)),
 ]
+
+
+def with_baseline(path: str, since: float | None, nodes: int
+                  ) -> tuple[Trace, Cluster, SimResult]:
+    """The trace at ``path`` (from ``since``, s) on ``nodes`` real nodes × 8 GPUs and its
+    ``fifo-fit`` replay, the baseline every line is measured against."""
+    trace = read_trace(REPO / path, None, since)
+    cluster = Cluster(nodes, 8)
+    with contextlib.redirect_stdout(io.StringIO()):
+        base = simulate(trace, cluster, PolicyConfig(policy="fifo-fit"))
+    return trace, cluster, base
 
 
 def line(label: str, base: SimResult, result: SimResult) -> str:
@@ -64,10 +75,7 @@ def main() -> int:
     for name, (path, since, nodes) in TRACES.items():
         if args.only and name != args.only:
             continue
-        trace = read_trace(REPO / path, None, since)
-        cluster = Cluster(nodes, 8)
-        with contextlib.redirect_stdout(io.StringIO()):
-            base = simulate(trace, cluster, PolicyConfig(policy="fifo-fit"))
+        trace, cluster, base = with_baseline(path, since, nodes)
         print(f"{name}: {len(trace.jobs)} jobs, {nodes} x 8 GPUs, against fifo-fit")
         for label, config in RUNS:
             for guard in (0.0, args.guard):
