@@ -3,7 +3,7 @@
 
 Read like every file dlprio is given (:func:`slurm_plugin.common.yamlfile.read_text`: a regular file of
 at most :data:`MAX_SAMPLES_BYTES`, UTF-8; a FIFO is refused, never waited on, so
-``gittins_samples: /some/fifo`` no longer hangs ``dlprio once`` after it locked the ledger) and
+``gittins_samples: /some/fifo`` cannot hang ``dlprio once`` after it locked the ledger) and
 parsed by :func:`prioritizer.policy.durations.parse_samples` (one column ``duration``, GPU·s).
 """
 
