@@ -194,8 +194,9 @@ class ForecastConfig:
     Attributes:
         every_cycles: start a forecast every this many cycles (0 = no forecasts); one still
             running when the next is due is left to finish (the next starts after it).
-        cpu_budget_s: CPU seconds one forecast may use: its draws stop once they are spent
-            (at least one draw is made).
+        cpu_budget_s: CPU seconds one forecast may use: its draws stop before one that would
+            overrun it at the mean CPU of those made (at least one draw is made, and a draw
+            is not cut short).
         draws: the most draws (seeded duration draws, one replay each) of one forecast.
         horizon_s: how far ahead a forecast replays (s); a start beyond it is shown as
             ``>`` the horizon.

@@ -6,8 +6,8 @@ A cycle that is due builds the :class:`prioritizer.forecast.world.World` from wh
 (:func:`world_of`: the policy's snapshot with the queue states just decided, time limits from
 squeue's records) and hands it to a one-process pool (``spawn``: the child shares no lock or
 thread with the daemon). The child (:func:`run_forecast`) makes seeded draws until
-``forecast.draws`` are made or ``forecast.cpu_budget_s`` CPU seconds are spent (one draw at
-least) and returns the forecast. The next cycles only look whether it is ready; one still
+``forecast.draws`` are made or the next would overrun ``forecast.cpu_budget_s`` CPU seconds
+(:class:`DrawBudget`; one draw at least) and returns the forecast. The next cycles only look whether it is ready; one still
 running when the next is due is left to finish. Remaining run times are drawn from the learned
 distribution (the Gittins policy's when it learns one, else one learned the same way:
 :class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). With ``forecast.arrivals:
@@ -69,7 +69,7 @@ import logging
 import math
 import multiprocessing
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from multiprocessing.pool import AsyncResult, Pool
 from typing import Any, Protocol
 
@@ -144,17 +144,40 @@ def on_known_nodes(job: ForecastJob, nodes: tuple[tuple[str, int], ...]) -> bool
     return all(n in names for n in job.nodes)
 
 
+class DrawBudget:
+    """When a forecast's draws stop (``forecast.cpu_budget_s``): asked after each draw, it
+    says stop once the next draw would overrun ``cpu_budget_s`` CPU seconds from its making,
+    at the mean CPU of the draws made so far. The first draw is always made and no draw is cut
+    short, so a refresh overruns the budget only when one draw alone does. ``clock``: CPU
+    seconds of this process (``time.process_time``)."""
+
+    def __init__(self, cpu_budget_s: float, clock: Callable[[], float] = time.process_time
+                 ) -> None:
+        self.cpu_budget_s, self.clock = cpu_budget_s, clock
+        self.started, self.made = clock(), 0
+
+    def spent(self) -> float:
+        """CPU seconds since the budget was made."""
+        return self.clock() - self.started
+
+    def __call__(self) -> bool:
+        self.made += 1
+        spent = self.spent()
+        return spent + spent / self.made > self.cpu_budget_s
+
+
 def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
                  draws: int, cpu_budget_s: float, horizon_s: float,
                  seed: int = 0, arrivals: ArrivalModel | None = None
                  ) -> tuple[Forecast, float]:
-    """The child's work: draws until ``draws`` are made or ``cpu_budget_s`` of this process's
-    CPU time is spent (one at least); the forecast and the CPU seconds it took. ``arrivals``:
-    the recent arrivals later ones are drawn from (None: none drawn)."""
-    started = time.process_time()
+    """The child's work: draws until ``draws`` are made or the next one would overrun
+    ``cpu_budget_s`` of this process's CPU time (:class:`DrawBudget`; one at least); the
+    forecast and the CPU seconds it took. ``arrivals``: the recent arrivals later ones are
+    drawn from (None: none drawn)."""
+    budget = DrawBudget(cpu_budget_s)
     made = forecast(world, config, GittinsDistribution(samples), draws, seed, horizon_s,
-                    arrivals, enough=lambda: time.process_time() - started >= cpu_budget_s)
-    return made, time.process_time() - started
+                    arrivals, enough=budget)
+    return made, budget.spent()
 
 
 def _when(value: float) -> float | None:

@@ -12,7 +12,7 @@ import pytest
 
 from daemon_unit_helpers import unit
 from prioritizer.config_file import ForecastConfig
-from prioritizer.daemon.forecasts import Forecaster, world_of
+from prioritizer.daemon.forecasts import DrawBudget, Forecaster, world_of
 from prioritizer.daemon.observe import Observation
 from prioritizer.forecast.forecast import forecast
 from prioritizer.policy.config import PolicyConfig
@@ -383,3 +383,32 @@ def test_a_running_job_publishes_its_restart_after_a_preemption():
                   waiting=frozenset({"2"}))
     assert snap["jobs"]["1"]["restart"] == [NOW + 136, NOW + 200, None]   # None: beyond
     assert "restart" not in snap["jobs"]["2"]
+
+
+def _clock(*readings: float):
+    """A CPU clock that reads ``readings`` in turn (the first when the budget is made)."""
+    it = iter(readings)
+    return lambda: next(it)
+
+
+def test_the_draws_stop_before_one_that_would_overrun_the_budget():
+    # budget 2 s, draws of 0.6 s: after 1 draw 0.6 + 0.6 <= 2, after 2 1.2 + 0.6 <= 2,
+    # after 3 1.8 + 0.6 = 2.4 > 2: three draws, 1.8 s (a fourth would end at 2.4 s)
+    budget = DrawBudget(2.0, _clock(10.0, 10.6, 11.2, 11.8))
+    assert [budget(), budget(), budget()] == [False, False, True]
+    assert budget.made == 3
+
+
+def test_one_draw_over_the_budget_is_made_and_stops_the_forecast():
+    # the first draw alone takes 2.5 s of a 2 s budget: forecast() makes it (one at least)
+    # and stops there
+    budget = DrawBudget(2.0, _clock(0.0, 2.5, 2.5))
+    assert budget() is True
+    assert budget.spent() == 2.5
+
+
+def test_unequal_draws_are_judged_by_their_mean():
+    # draws of 0.2 s then 1.4 s: after 2, 1.6 s spent and a mean of 0.8 s: 2.4 > 2, stop;
+    # after 1, 0.2 + 0.2 <= 2, go on
+    budget = DrawBudget(2.0, _clock(5.0, 5.2, 6.6))
+    assert [budget(), budget()] == [False, True]
