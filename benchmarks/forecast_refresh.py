@@ -5,10 +5,12 @@ already made the preemptions due) and ``--queue`` pending jobs (1, 2, 4, 8 and 1
 turn; two in three new, one in three requeued with 0-20,000 s of run time), every remaining
 run time unknown (drawn). Times
 :func:`prioritizer.forecast.forecast.forecast` with ``--draws`` draws, the minimum over
-``--repeats`` (the machine is shared).
+``--repeats`` (the machine is shared). ``--cpu-budget-s S`` stops the draws as the daemon's
+``forecast.cpu_budget_s`` does (:class:`prioritizer.daemon.forecasts.DrawBudget`) and prints
+the draws made.
 
     .venv/bin/python benchmarks/forecast_refresh.py [--nodes 1000] [--queue 10000] \\
-        [--draws 20] [--policy tiresias-las] [--repeats 3] [--horizon-h H]
+        [--draws 20] [--policy tiresias-las] [--repeats 3] [--horizon-h H] [--cpu-budget-s S]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import random
 import time
 
+from prioritizer.daemon.forecasts import DrawBudget
 from prioritizer.forecast.forecast import forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -55,20 +58,25 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--horizon-h", type=float, default=None,
                         help="replay only this many hours ahead (default: to the end)")
+    parser.add_argument("--cpu-budget-s", type=float, default=None,
+                        help="stop the draws as the daemon's forecast.cpu_budget_s does")
     args = parser.parse_args()
     w = world(args.nodes, args.queue)
     dist = load_distribution()
     config = PolicyConfig(policy=args.policy)
-    times = []
+    times, made = [], args.draws
     for _ in range(args.repeats):
         started = time.process_time()
         horizon = args.horizon_h * 3600 if args.horizon_h is not None else None
-        forecast(w, config, dist, draws=args.draws, horizon_s=horizon)
+        budget = DrawBudget(args.cpu_budget_s) if args.cpu_budget_s is not None else None
+        made = forecast(w, config, dist, draws=args.draws, horizon_s=horizon,
+                        enough=budget).draws
         times.append(time.process_time() - started)
+    limit = "" if args.cpu_budget_s is None else f" within a {args.cpu_budget_s:g} s budget"
     print(f"forecast refresh: {args.nodes} nodes, {args.queue} pending, "
-          f"{2 * args.nodes} running, {args.policy}, {args.draws} draws, horizon "
-          f"{args.horizon_h if args.horizon_h is not None else 'none'} h: "
-          f"{min(times):.2f} s CPU (min of {args.repeats}; {min(times) / args.draws:.3f} s "
+          f"{2 * args.nodes} running, {args.policy}, {made} of {args.draws} draws{limit}, "
+          f"horizon {args.horizon_h if args.horizon_h is not None else 'none'} h: "
+          f"{min(times):.2f} s CPU (min of {args.repeats}; {min(times) / made:.3f} s "
           "per draw)")
 
 
