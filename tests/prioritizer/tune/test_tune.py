@@ -72,6 +72,16 @@ def test_grid_values_out_of_range(spec: str, message: str) -> None:
         parse_grid(spec)
 
 
+@pytest.mark.parametrize("spec", [";", " ; ;", "  "])
+def test_a_grid_of_no_parameter_is_refused(spec: str) -> None:
+    """Separators alone make no grid: refused as a grid file without keys is, not replayed as
+    the current settings alone."""
+    with pytest.raises(GridError) as err:
+        parse_grid(spec)
+    assert str(err.value) == (f"--grid: {spec!r} names no parameter; give NAME=V1,V2,... "
+                              "joined by ';', e.g. knob=4,8,16")
+
+
 @pytest.mark.parametrize(("written", "reading"), [
     ("no", "False, YAML's reading of an unquoted no/off/false"),
     ("on", "True, YAML's reading of an unquoted yes/on/true"),
