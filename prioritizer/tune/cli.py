@@ -154,7 +154,9 @@ def run(args: argparse.Namespace) -> int:
         return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
                         [c for _, c in combos] + [current], list(grid), _execute)
     if walk_only:
-        raise CliError(f"{', '.join(walk_only)} only apply to --walk-forward DAYS")
+        raise CliError(f"{', '.join(walk_only)} "
+                       f"{'applies' if len(walk_only) == 1 else 'apply'} only with --walk-forward "
+                       f"DAYS; add it or drop {walk_only[0] if len(walk_only) == 1 else 'them'}")
     try:
         trace = read_trace(args.trace)
     except TraceError as exc:

@@ -120,11 +120,14 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
     (["--walk-forward", "1"], "no re-tune point falls inside it"),
     (["--walk-forward", "0"], "--walk-forward: "),
     (["--walk-forward", "0.01", "--validate-from", "100"], "drop --validate-from"),
-    (["--json"], "--json only apply to --walk-forward DAYS"),
+    (["--json"], "dlprio: --json applies only with --walk-forward DAYS; add it or drop --json\n"),
     (["--walk-forward", "0.01", "--baseline", "nope"], "--baseline: unknown policy 'nope'"),
     (["--walk-forward", "0.01", "--max-hurt-share", "2"], "--max-hurt-share: "),
     (["--walk-forward", "0.01", "--max-worst-window", "worst"], "(or off/oracle)"),
-    (["--max-hurt-share", "0.01"], "--max-hurt-share only apply to --walk-forward DAYS"),
+    (["--max-hurt-share", "0.01"], "dlprio: --max-hurt-share applies only with --walk-forward "
+     "DAYS; add it or drop --max-hurt-share\n"),
+    (["--window-jobs", "5", "--max-worst-window", "off"], "dlprio: --window-jobs, "
+     "--max-worst-window apply only with --walk-forward DAYS; add it or drop them\n"),
 ])
 def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
                                 extra: list[str], message: str) -> None:
