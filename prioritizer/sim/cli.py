@@ -16,7 +16,10 @@ import json
 import math
 import os
 import sys
+import typing
 from typing import Any, cast
+
+import msgspec
 
 
 from prioritizer import numbers
@@ -76,10 +79,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_WINDOW_JOBS})")
     add("--config", metavar="FILE.yaml", help="YAML file whose 'policy:' section sets the policy")
     add("--thresholds", metavar="T1,T2", help="queue thresholds, GPU·s (2D policies)")
+    hints = typing.get_type_hints(PolicyConfig, include_extras=True)
     for option, fld in OVERRIDES.items():
-        add("--" + option.replace("_", "-"), type=numbers.finite("--" + option.replace("_", "-")),
-            metavar="X",
-            help=f"override {fld}")
+        meta = next(m for m in typing.get_args(hints[fld]) if isinstance(m, msgspec.Meta))
+        flag = "--" + option.replace("_", "-")
+        add(flag, type=numbers.override(flag, meta.gt if meta.gt is not None else meta.ge or 0.0,
+                                        low_open=meta.gt is not None),
+            metavar="X", help=f"override {fld}")
     add("--zero-cost", action="store_true",
         help="no checkpoint overhead, requeue delay, decision interval or min-run guard")
     add("--durations", metavar="FILE.csv",
