@@ -138,6 +138,32 @@ def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_trace_shorter_than_the_period_names_the_most_days(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """TRACE's last submission is 910 s = 0.010532 day: --walk-forward 0.01053 or less would
+    place a point inside it."""
+    trace, _ = _files(tmp_path)
+    assert main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+                 "--grid", "knob=4", "--walk-forward", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "dlprio: --walk-forward 1: the trace spans 0.01 day(s) of submissions (910 s), so no "
+        "re-tune point falls inside it; give at most 0.01053 days\n")
+
+
+@pytest.mark.parametrize("rows", ["j0,1,0,1,m,100,0\n", "j0,1,5,1,m,100,0\nj1,1,5,1,m,50,0\n"],
+                         ids=["one-job", "one-time"])
+def test_a_trace_submitted_at_one_time_has_no_period_to_give(
+        tmp_path: Path, capsys: pytest.CaptureFixture, rows: str) -> None:
+    """No number of days puts a point inside a trace whose jobs all came at one time."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE.splitlines(keepends=True)[0] + rows)
+    assert main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+                 "--grid", "knob=4", "--walk-forward", "0.5"]) == 2
+    assert capsys.readouterr().err == (
+        "dlprio: --walk-forward 0.5: every job of the trace is submitted at one time, so no "
+        "re-tune point can fall inside it; walk-forward needs submissions spread over time\n")
+
+
 def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.CaptureFixture,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Every 0.005 day (432 s): points 432 and 864 s; each point's replays (one Slurm job
