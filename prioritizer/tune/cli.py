@@ -80,20 +80,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--max-hurt-share", type=bar("--max-hurt-share", 1.0), metavar="F|off",
         help="--walk-forward: keep settings whose share of jobs hurt against --baseline on the "
         f"history (> 2x and > 1 h) is <= F (default {DEFAULT_MAX_HURT_SHARE:g})")
-    add("--max-worst-window", type=bar("--max-worst-window", 1e6, ORACLE), metavar="R|oracle|off",
+    add("--max-worst-window", type=bar("--max-worst-window", 1e6, ORACLE, low_open=True),
+        metavar="R|oracle|off",
         help="--walk-forward: keep settings whose worst window against --baseline on the "
         "history is <= R, or <= the oracle srtf's there (default oracle)")
 
 
 
-def bar(option: str, high: float, *words: str) -> Any:
-    """An argparse ``type=`` for a no-regret bar: a number in (0, ``high``] (0 allowed for a
-    share), ``off``, or one of ``words``."""
+def bar(option: str, high: float, *words: str, low_open: bool = False) -> Any:
+    """An argparse ``type=`` for a no-regret bar: a number in [0, ``high``] ((0, ``high``]
+    with ``low_open``: a worst-window ratio of 0 no window clears), ``off``, or one of
+    ``words``."""
     def convert(value: str) -> float | str:
         if value.strip().lower() in (OFF, *words):
             return value.strip().lower()
         try:
-            return numbers.parse_float(value, 0.0, high)
+            return numbers.parse_float(value, 0.0, high, low_open=low_open)
         except ValueError as exc:
             choices = "/".join((OFF, *words))
             raise CliError(f"{option}: {exc} (or {choices})") from None

@@ -124,6 +124,11 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
     (["--walk-forward", "0.01", "--baseline", "nope"], "--baseline: unknown policy 'nope'"),
     (["--walk-forward", "0.01", "--max-hurt-share", "2"], "--max-hurt-share: "),
     (["--walk-forward", "0.01", "--max-worst-window", "worst"], "(or off/oracle)"),
+    # a ratio of 0 no window can clear (as auto_tune.max_worst_window: a ratio > 0)
+    (["--walk-forward", "0.01", "--max-worst-window", "0"], "dlprio: --max-worst-window: "
+     "expected a number > 0 and <= 1e+06, got 0 (or off/oracle)\n"),
+    (["--walk-forward", "0.01", "--max-hurt-share", "1.5"], "dlprio: --max-hurt-share: "
+     "expected a number >= 0 and <= 1, got 1.5 (or off)\n"),
     (["--max-hurt-share", "0.01"], "dlprio: --max-hurt-share applies only with --walk-forward "
      "DAYS; add it or drop --max-hurt-share\n"),
     (["--window-jobs", "5", "--max-worst-window", "off"], "dlprio: --window-jobs, "
