@@ -315,12 +315,18 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
     if args.config:
         section = policy_section(args.config)
     if args.thresholds:
-        try:
-            section["thresholds_gpu_s"] = [
-                numbers.parse_float(v, 0.0, numbers.MAX_SECONDS * numbers.MAX_GPUS_PER_NODE)
-                for v in args.thresholds.split(",")]
-        except ValueError as exc:
-            raise CliError(f"--thresholds: expected numbers like 3250,7200 ({exc})") from None
+        # 0 passes here so that the policy names it with the section's other problems
+        high = numbers.MAX_SECONDS * numbers.MAX_GPUS_PER_NODE
+        section["thresholds_gpu_s"] = []
+        for item, v in enumerate(args.thresholds.split(","), 1):
+            try:
+                section["thresholds_gpu_s"].append(numbers.parse_float(v, 0.0, high))
+            except ValueError:
+                try:   # not in [0, high], so not in (0, high], the policy's range: its message
+                    numbers.parse_float(v, 0.0, high, low_open=True)
+                except ValueError as exc:
+                    raise CliError(f"--thresholds: item {item}: {exc}; give increasing GPU·s "
+                                   "like 3250,7200") from None
     for option, fld in OVERRIDES.items():
         if getattr(args, option) is not None:
             section[fld] = getattr(args, option)

@@ -123,6 +123,22 @@ def test_an_override_that_is_no_number_names_the_settings_range(
     assert capsys.readouterr().err == f"dlprio: {line}\n"
 
 
+@pytest.mark.parametrize(("value", "line"), [
+    pytest.param("100,", "--thresholds: item 2: expected a number > 0 and <= 1.024e+12, got ''; "
+                 "give increasing GPU·s like 3250,7200", id="empty-item"),
+    pytest.param("-5,100", "--thresholds: item 1: expected a number > 0 and <= 1.024e+12, got "
+                 "-5; give increasing GPU·s like 3250,7200", id="negative"),
+    pytest.param("100,1e400", "--thresholds: item 2: expected a number > 0 and <= 1.024e+12, "
+                 "got 1e400; give increasing GPU·s like 3250,7200", id="infinite"),
+])
+def test_a_threshold_that_is_no_number_names_its_item_and_range(
+        value: str, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A threshold must be > 0 (the policy's rule), so the range given for one that is no
+    number says so too."""
+    assert main(["simulate", "--trace", SIXTY, *N2G4, f"--thresholds={value}"]) == 2
+    assert capsys.readouterr().err == f"dlprio: {line}\n"
+
+
 def test_bad_policy_section_names_the_file_and_each_key(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "p.yaml"
