@@ -61,7 +61,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--validate-from", metavar="DATE|SECONDS",
         help="tune on jobs before this point, report the choice on the jobs after it")
     add("--executor", choices=("local", "slurm"), default="local")
-    add("--workers", type=numbers.arg_type("--workers", numbers.parse_int, -numbers.MAX_COUNT, 4_096), metavar="N", help="local: processes (default: one per core)")
+    add("--workers", type=numbers.count("--workers", 4_096), metavar="N",
+        help="local: processes (default: one per core)")
     add("--workdir", default=None, metavar="DIR",
         help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
     add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
@@ -133,6 +134,12 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
         raise CliError(f"--max-p95-ratio must be > 0, got {args.max_p95_ratio}")
+    if args.workdir is not None and args.executor != "slurm":
+        raise CliError("--workdir applies only with --executor slurm (a directory every node "
+                       "sees); add it or drop --workdir")
+    if args.workers is not None and args.executor == "slurm":
+        raise CliError("--workers applies only with --executor local (the default); drop "
+                       "--workers")
     inputs = [("--trace", args.trace), ("--cluster", getattr(args, "cluster", None)),
               ("--grid", args.grid), ("--config", getattr(args, "config", None))]
     check_output("--output", args.output, inputs)   # before the replays, not after them
@@ -235,8 +242,6 @@ def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, Any]]:
             workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
             return run_slurm(tasks, workdir, say=lambda s: print(f"dlprio tune: {s}",
                                                                  file=sys.stderr))
-        if args.workers is not None and args.workers < 1:
-            raise CliError("--workers must be >= 1")
         return run_local(tasks, args.workers, progress=sys.stderr.isatty())
     except ExecutorError as exc:
         raise CliError(str(exc), exit_code=Exit.FAILED) from None

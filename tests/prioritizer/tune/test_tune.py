@@ -240,6 +240,28 @@ def test_tune_says_why_every_setting_tied(rows: list[tuple[int, int, int]], grid
     assert _best_line(capsys.readouterr().out) == best
 
 
+@pytest.mark.parametrize(("extra", "line"), [
+    pytest.param(["--workdir", "w"], "--workdir applies only with --executor slurm (a "
+                 "directory every node sees); add it or drop --workdir", id="workdir-local"),
+    pytest.param(["--executor", "slurm", "--workers", "2"], "--workers applies only with "
+                 "--executor local (the default); drop --workers", id="workers-slurm"),
+    pytest.param(["--workers", "0"], "--workers: expected a whole number from 1 to 4,096, got 0",
+                 id="no-workers"),
+    pytest.param(["--workers=-3"], "--workers: expected a whole number from 1 to 4,096, got -3",
+                 id="negative-workers"),
+])
+def test_an_option_of_the_other_executor_is_refused(extra: list[str], line: str,
+                                                    tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    """An executor's own option given to the other one is refused before any replay (and
+    before Slurm is asked), not ignored."""
+    rc = main(["tune", "--trace", _tie_trace(tmp_path, [(0, 2, 5000)]), "--nodes", "1",
+               "--gpus-per-node", "8", "--grid", "knob=4,8", *extra])
+    captured = capsys.readouterr()
+    assert (rc, captured.out, captured.err) == (2, "", f"dlprio: {line}\n")
+    assert not (tmp_path / "w").exists()
+
+
 def test_tune_names_a_winner_without_a_tie_reason() -> None:
     from prioritizer.tune.rank import tie_reason
     fig = {"avg_jct_s": 10.0, "p95_jct_s": 20.0, "max_wait_s": 5.0}

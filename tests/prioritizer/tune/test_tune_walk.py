@@ -184,7 +184,7 @@ def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.C
     monkeypatch.setattr(tune_cli, "_execute", fake)
     rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
                "--config", str(config), "--grid", "knob=2,4", "--walk-forward", "0.005",
-               "--workdir", str(tmp_path / "w"), "--json"])
+               "--executor", "slurm", "--workdir", str(tmp_path / "w"), "--json"])
     assert rc == 0
     # two grid points, current, and the bars' baseline and oracle
     assert calls == [(str(tmp_path / "w" / "point-1"), {432.0}, 5),
