@@ -92,7 +92,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="GPU·s samples for tiresias-gittins (default: packaged yarn-gput1000.csv)")
     add("--durations-from", metavar="TRACE.csv",
         help="learn the Gittins GPU·s distribution from this trace's (finished) jobs")
-    add("--durations-min", type=numbers.count("--durations-min"), default=MIN_SAMPLES, metavar="N",
+    add("--durations-min", type=numbers.count("--durations-min"), metavar="N",
         help=f"fewest jobs --durations-from needs, else the packaged one (default {MIN_SAMPLES})")
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     baseline = _baseline(args, policies)
     if baseline is not None and baseline not in policies:
         policies.append(baseline)
+    if args.durations_min is not None and not args.durations_from:
+        raise CliError("--durations-min applies only with --durations-from; add it or drop "
+                       "--durations-min")
     if "tiresias-gittins" not in policies:
         for option in ("durations", "durations_from"):
             if getattr(args, option, None):
@@ -198,14 +201,13 @@ def _distribution(args: argparse.Namespace) -> Any:
     if getattr(args, "durations_from", None):
         if args.durations:
             raise CliError("use either --durations or --durations-from, not both")
-        if args.durations_min < 1:
-            raise CliError("--durations-min must be >= 1")
         try:
             source = read_trace(args.durations_from)
         except TraceError as exc:
             raise CliError(str(exc)) from None
         distribution, note = learned_distribution(samples_from_trace(source),
-                                                  args.durations_min, args.durations_from)
+                                                  args.durations_min or MIN_SAMPLES,
+                                                  args.durations_from)
         print(f"note: {note}", file=sys.stderr)
         return distribution
     if not args.durations:

@@ -139,6 +139,16 @@ def test_a_threshold_that_is_no_number_names_its_item_and_range(
     assert capsys.readouterr().err == f"dlprio: {line}\n"
 
 
+@pytest.mark.parametrize("policy", ["tiresias-gittins", "fifo"])
+def test_durations_min_without_durations_from_is_refused(
+        policy: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--durations-min sets what --durations-from needs; alone it would be ignored."""
+    assert main(["simulate", "--trace", SIXTY, *N2G4, "--policy", policy,
+                 "--durations-min", "5"]) == 2
+    assert capsys.readouterr().err == ("dlprio: --durations-min applies only with "
+                                       "--durations-from; add it or drop --durations-min\n")
+
+
 def test_bad_policy_section_names_the_file_and_each_key(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "p.yaml"
