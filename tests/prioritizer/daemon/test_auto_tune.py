@@ -76,10 +76,10 @@ def test_a_tie_is_no_gain_even_with_min_gain_zero() -> None:
     ({"max_hurt_share": False}, "auto_tune.max_hurt_share: a fraction from 0 to 1 (0.0005 = "
      "0.05 % of the jobs), or off (got False, YAML's reading of an unquoted no/off/false; "
      "quote it: \"off\")"),
-    ({"max_worst_window": False}, "auto_tune.max_worst_window: a ratio > 0 (1.1: 10 % worse "
+    ({"max_worst_window": False}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % worse "
      "than fifo-fit), oracle or off (got False, YAML's reading of an unquoted no/off/false; "
      "quote it: \"off\")"),
-    ({"max_worst_window": [1]}, "auto_tune.max_worst_window: a ratio > 0 (1.1: 10 % worse "
+    ({"max_worst_window": [1]}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % worse "
      "than fifo-fit), oracle or off (got [1])"),
 ])
 def test_a_bad_auto_tune_section_is_one_line_naming_the_field(section: dict, line: str) -> None:
