@@ -93,7 +93,7 @@ def walk(path: str, since: float | None, nodes: int, days: float, grid: str,
         argv = [sys.executable, "-m", "prioritizer.cli", "tune", "--trace", str(REPO / path),
                 "--nodes", str(nodes), "--gpus-per-node", "8", "--grid", grid,
                 "--walk-forward", f"{days:g}", "--workers", "2", "--json",
-                "--config", str(conf), "--workdir", str(Path(tmp) / "work"), *extra]
+                "--config", str(conf), *extra]
         if since is not None:
             argv += ["--since", f"{since:g}"]
         out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=REPO)

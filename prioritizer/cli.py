@@ -88,7 +88,7 @@ def entry() -> int:
     if words and words[0] in REPLAY_COMMANDS:
         from prioritizer.compiled import activate
         try:
-            activate()
+            activate(words=words)
         except CliError as exc:
             return _report(exc, words)
     return main()

@@ -24,6 +24,8 @@ How it stays safe:
   (:mod:`prioritizer.tune.task`), before anything imports the policy.
   The daemon imports the interpreted modules, so compiled code's run-time type checks
   (mypyc raises ``TypeError`` where an annotation is not met) never reach production.
+* **Not under a Python subclass.** ``simulate --tenants`` extends the scheduler in Python
+  (:func:`extends_scheduler`), which mypyc refuses for a compiled class: it runs interpreted.
 
 ``DLPRIO_COMPILED`` chooses: ``auto`` (default: the current build when there is one),
 ``on`` (it must be used: exit 2 with the fix when missing or unloadable), ``off`` (always
@@ -233,9 +235,21 @@ def _fallback(mode: str, problem: str) -> str:
     return "interpreted"
 
 
-def activate(env: Mapping[str, str] = os.environ) -> str:
+def extends_scheduler(words: Sequence[str]) -> bool:
+    """Whether the command line ``words`` (``dlprio``'s arguments) is a replay that extends the
+    policy's scheduler with a Python subclass: ``simulate --tenants FILE`` (or
+    ``--tenants=FILE``), whose :class:`prioritizer.sim.tenant_sched.TenantScheduler` mypyc
+    refuses over a compiled ``Scheduler`` (``TypeError: interpreted classes cannot inherit from
+    compiled``). Such a replay runs the interpreted policy."""
+    return bool(words) and words[0] == "simulate" and any(
+        w == "--tenants" or w.startswith("--tenants=") for w in words[1:])
+
+
+def activate(env: Mapping[str, str] = os.environ, words: Sequence[str] = ()) -> str:
     """Import the compiled policy for this process when ``DLPRIO_COMPILED`` allows it and a
-    build matches the current sources; returns ``"compiled"`` or ``"interpreted"``.
+    build matches the current sources; returns ``"compiled"`` or ``"interpreted"``. A command
+    line ``words`` that extends the scheduler (:func:`extends_scheduler`) is interpreted:
+    with ``on`` a CliError (exit 2) names why.
 
     Takes effect only before anything imports :data:`MODULES`; afterwards the process keeps
     the modules it has (a mix of compiled and interpreted classes would not work), and
@@ -249,6 +263,12 @@ def activate(env: Mapping[str, str] = os.environ) -> str:
     if mode not in MODES:
         raise CliError(f"{ENV_MODE}={visible(mode)!r}: not a mode; valid: {', '.join(MODES)}")
     if mode == "off":
+        return "interpreted"
+    if extends_scheduler(words):
+        if mode == "on":
+            raise CliError(f"{ENV_MODE}=on: simulate --tenants replays with the interpreted "
+                           "policy (its tenant scheduler extends the policy's in Python, which "
+                           f"a compiled class does not allow); set {ENV_MODE}=auto or off")
         return "interpreted"
     loaded = [name for name in MODULES if name in sys.modules]
     if loaded:   # imported before: the process keeps what it has

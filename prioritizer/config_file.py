@@ -112,11 +112,13 @@ Fraction = Annotated[float, Meta(ge=0, le=1)]
 HurtBar = Annotated[float | str, Rule(lambda v: v == "off" if isinstance(v, str) else 0 <= v <= 1,
                                       "a fraction from 0 to 1 (0.0005 = 0.05 % of the jobs), "
                                       "or off")]
-#: ``auto_tune.max_worst_window``: a ratio > 0, ``oracle`` or ``off``
+#: ``auto_tune.max_worst_window``: a ratio > 0 and <= 10^6 (as ``dlprio tune
+#: --max-worst-window``), ``oracle`` or ``off``
 WorstWindowBar = Annotated[float | str,
                            Rule(lambda v: v in ("oracle", "off") if isinstance(v, str)
                                 else 0 < v <= 1e6,
-                                "a ratio > 0 (1.1: 10 % worse than fifo-fit), oracle or off")]
+                                "a ratio > 0 and <= 1e6 (1.1: 10 % worse than fifo-fit), oracle "
+                                "or off")]
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ class GridError(ValueError):
 
 
 def parse_grid(text: str) -> dict[str, list[Any]]:
-    """``name=v1,v2;name2=...`` into ``{name: [values]}`` (thresholds as tuples)."""
+    """``name=v1,v2;name2=...`` into ``{name: [values]}`` (thresholds as tuples); at least
+    one parameter (``;`` alone is a GridError, as a grid file without keys is)."""
     grid: dict[str, list[Any]] = {}
     for part in filter(None, (p.strip() for p in text.split(";"))):
         name, sep, values = part.partition("=")
@@ -56,6 +57,9 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
             raise GridError(f"--grid: {name} given twice; give its values once, e.g. {name}=2,3")
         raw = [v.strip() for v in values.split(",") if v.strip()]
         grid[name] = [v.split("/") if name == "thresholds" else v for v in raw]
+    if not grid:   # only separators and blanks: a grid of nothing to replay
+        raise GridError(f"--grid: {shown(text)} names no parameter; give NAME=V1,V2,... "
+                        "joined by ';', e.g. knob=4,8,16")
     return check_grid(grid, "--grid")
 
 

@@ -99,9 +99,22 @@ def cluster_size(option: str, value: str | None, high: int) -> int | None:
                        f"got {value!r}") from None
 
 
-#: a number for a policy override (the policy checks its own sign and range)
-def finite(option: str) -> Callable[[str], int | float]:
-    return arg_type(option, parse_float, -MAX_SECONDS, MAX_SECONDS)
+def override(option: str, low: float, *, low_open: bool = False) -> Callable[[str], float]:
+    """An argparse ``type=`` for a policy override (``dlprio simulate --starve-knob``): any
+    finite number of magnitude at most :data:`MAX_SECONDS` passes, so that a value below
+    ``low`` is named by the policy's check with the other problems of the section; text that
+    is no number, or out of that magnitude, is refused with the setting's own range (``>=
+    low``, ``> low`` with ``low_open``, ``<= MAX_SECONDS``): CliError, exit 2."""
+    strict = arg_type(option, parse_float, low, MAX_SECONDS, low_open=low_open)
+
+    def convert(value: str) -> float:
+        try:
+            return parse_float(value, -MAX_SECONDS, MAX_SECONDS)
+        except ValueError:   # not within the wider bounds, so not within the setting's
+            return float(strict(value))
+
+    convert.__name__ = "number"
+    return convert
 
 
 def count(option: str, high: int = MAX_COUNT) -> Callable[[str], int | float]:

@@ -150,7 +150,10 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(raw)
+        try:
+            data = json.loads(raw)
+        except RecursionError:   # arrays or objects nested past Python's recursion limit
+            raise SnapshotError(f"{path}: malformed snapshot (nested too deeply)") from None
         if not isinstance(data, dict):
             raise SnapshotError(f"{path}: malformed snapshot (not a JSON object)")
         if data.get("version") != VERSION:
@@ -159,11 +162,17 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
         if not _epoch(data["generated_at"]):
             raise SnapshotError(f"{path}: malformed snapshot (generated_at: expected epoch "
                                 "seconds)")
+        if not _count(data["cycle"]):
+            raise SnapshotError(f"{path}: malformed snapshot (cycle: expected a count)")
+        thresholds = data.get("thresholds_gpu_s", [])
+        if not isinstance(thresholds, list) or not all(_number(t) for t in thresholds):
+            raise SnapshotError(f"{path}: malformed snapshot (thresholds_gpu_s: expected a "
+                                "list of finite numbers)")
         return PublicSnapshot(
             generated_at=float(data["generated_at"]),
-            cycle=int(data["cycle"]),
+            cycle=data["cycle"],
             mode=str(data.get("mode", "priority")),
-            thresholds_gpu_s=tuple(float(t) for t in data.get("thresholds_gpu_s", [])),
+            thresholds_gpu_s=tuple(float(t) for t in thresholds),
             jobs=jobs,
             cluster=str(data["cluster"]) if data.get("cluster") is not None else None,
             forecast=_forecast(data.get("forecast"), path),

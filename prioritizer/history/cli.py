@@ -15,7 +15,7 @@ import io
 import json
 import sys
 import time
-from typing import cast
+from typing import Any, cast
 
 
 from prioritizer import numbers, tables
@@ -86,20 +86,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      "--config's")
     chk.add_argument("--config", metavar="DLPRIO.yaml",
                      help="the daemon's config whose policy section ran")
-    chk.add_argument("--start-latency", default="auto", metavar="SECONDS|auto",
+    chk.add_argument("--start-latency", metavar="SECONDS|auto",
                      help="Slurm's start latency for waiting jobs (auto: half of bf_interval "
                      "from scontrol show config; 0 without Slurm)")
-    chk.add_argument("--dispatch-latency", default="auto", metavar="SECONDS|auto",
+    chk.add_argument("--dispatch-latency", metavar="SECONDS|auto",
                      help="seconds from eligible to start of a job that finds free GPUs (auto: "
                      "the shortest such time in the history)")
     chk.add_argument("--ledger", metavar="LEDGER.sqlite",
                      help="the daemon's ledger: its cycle times set the phase of the replay's "
                      "decision ticks (with --config)")
-    chk.add_argument("--baseline", default=DEFAULT_BASELINE, metavar="POLICY",
+    chk.add_argument("--baseline", metavar="POLICY",
                      help="also replay under this policy and compare the real JCTs and the "
                      f"replay with it per window (default {DEFAULT_BASELINE})")
-    chk.add_argument("--window-jobs", type=numbers.count("--window-jobs"),
-                     default=DEFAULT_WINDOW_JOBS, metavar="N",
+    chk.add_argument("--window-jobs", type=numbers.count("--window-jobs"), metavar="N",
                      help=f"jobs per window of eligible order (default {DEFAULT_WINDOW_JOBS})")
     chk.add_argument("--summary-only", action="store_true", help="no per-job lines")
     chk.add_argument("--forecasts", action="store_true",
@@ -112,26 +111,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
                      help="with --forecasts: keep jobs submitted at or after SECONDS (trace "
                      "time); re-base to 0")
-    chk.add_argument("--moments", type=numbers.count("--moments", 100_000),
-                     default=DEFAULT_MOMENTS, metavar="N",
+    chk.add_argument("--moments", type=numbers.count("--moments", 100_000), metavar="N",
                      help=f"with --forecasts: moments to forecast at, evenly spaced over the "
                      "arrivals, each standing for one daemon refresh (default "
                      f"{DEFAULT_MOMENTS}). CPU: one replay, then moments x draws forecasts "
                      "of the waiting jobs, about 2 ms each on ITP cluster04 and 15 ms on "
                      "Philly's dense window (more with --arrivals history): 100 x 20 on "
                      "Philly is 33 s, on cluster04 7 s (docs/forecasts.md, Cost)")
-    chk.add_argument("--draws", type=numbers.count("--draws", 10_000), default=DEFAULT_DRAWS,
-                     metavar="N", help="with --forecasts: duration draws per forecast "
+    chk.add_argument("--draws", type=numbers.count("--draws", 10_000), metavar="N", help="with --forecasts: duration draws per forecast "
                      f"(default {DEFAULT_DRAWS})")
-    chk.add_argument("--arrivals", choices=ARRIVALS, default=DEFAULT_ARRIVALS,
+    chk.add_argument("--arrivals", choices=ARRIVALS,
                      help="with --forecasts: none = no later submission is counted; history = "
                      "each draw draws later submissions at the rate and of the sizes of the "
                      "jobs submitted in the last --arrival-window-s (the daemon's "
                      f"forecast.arrivals; default {DEFAULT_ARRIVALS})")
     chk.add_argument("--arrival-window-s", type=numbers.arg_type(
                          "--arrival-window-s", numbers.parse_float, 0.0, numbers.MAX_SECONDS,
-                         low_open=True),
-                     default=DEFAULT_WINDOW_S, metavar="SECONDS",
+                         low_open=True), metavar="SECONDS",
                      help="with --forecasts --arrivals history: the history window "
                      f"(default {DEFAULT_WINDOW_S:.0f})")
     chk.add_argument("--json", action="store_true",
@@ -282,13 +278,38 @@ def start_latency(value: str) -> float:
                               conf.get("SchedulerType", "sched/backfill"))
 
 
+#: The options only ``check --forecasts`` reads, and only the JCT check (without it) reads,
+#: with their defaults: argparse leaves them None (False for a flag) so that one given to the
+#: other check is refused (:func:`_check`), even at its default value.
+FORECAST_ONLY = {"format": None, "since": None, "json": False, "moments": DEFAULT_MOMENTS,
+                 "draws": DEFAULT_DRAWS, "arrivals": DEFAULT_ARRIVALS,
+                 "arrival_window_s": DEFAULT_WINDOW_S}
+CHECK_ONLY = {"start_latency": "auto", "dispatch_latency": "auto", "ledger": None,
+              "baseline": DEFAULT_BASELINE, "window_jobs": DEFAULT_WINDOW_JOBS,
+              "summary_only": False}
+
+
+def _refuse_given(args: argparse.Namespace, names: dict[str, Any], rule: str, fix: str) -> None:
+    """CliError (exit 2) naming the options of ``names`` given on the command line: ``--json
+    applies only with --forecasts; add --forecasts or drop --json``."""
+    given = [f"--{name.replace('_', '-')}" for name in names
+             if getattr(args, name) not in (None, False)]
+    if len(given) == 1:
+        raise CliError(f"{given[0]} applies only {rule}; {fix}{given[0]}")
+    if given:
+        raise CliError(f"{', '.join(given)} apply only {rule}; {fix}them")
+
+
 def _check(args: argparse.Namespace) -> int:
     if args.forecasts:
+        _refuse_given(args, CHECK_ONLY, "without --forecasts (the JCT check)", "drop ")
+        if args.arrivals != "history":
+            _refuse_given(args, {"arrival_window_s": None}, "with --arrivals history",
+                          "add --arrivals history or drop ")
+        vars(args).update({k: v for k, v in FORECAST_ONLY.items() if getattr(args, k) is None})
         return _check_forecasts(args)
-    used = [flag for flag, given in (("--format", args.format), ("--since", args.since),
-                                     ("--json", args.json)) if given]
-    if used:
-        raise CliError(f"{', '.join(used)} only apply with --forecasts")
+    _refuse_given(args, FORECAST_ONLY, "with --forecasts", "add --forecasts or drop ")
+    vars(args).update({k: v for k, v in CHECK_ONLY.items() if getattr(args, k) is None})
     config = policy_config(args.policy, args.config)
     baseline = baseline_policy(args.baseline)
     cluster = cluster_of(args)

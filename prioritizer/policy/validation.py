@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import math
 import re
+import types
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
@@ -206,6 +207,12 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
             return value, [((), f"must be a finite number (got {shown(value)})")]
         if typing.get_origin(base) is Literal and read_as_not_text(value):
             return value, [((), f"{_type_message(base)} (got {yaml_reading(value)})")]
+        if isinstance(base, types.UnionType) and rules:
+            # a number or a word (``max_hurt_share: 0.0005`` or ``off``): the rule says which;
+            # an unquoted off is YAML's boolean false
+            quote = '; quote it: "off"' if value is False else ""
+            got = yaml_reading(value) if read_as_not_text(value) else shown(value)
+            return value, [((), f"{rules[0].message} (got {got}{quote})")]
         return value, [((), f"{_type_message(base)} (got {shown(value)})")]
     if isinstance(converted, float) and not math.isfinite(converted):
         return value, [((), f"must be a finite number (got {shown(value)})")]

@@ -16,7 +16,10 @@ import json
 import math
 import os
 import sys
+import typing
 from typing import Any, cast
+
+import msgspec
 
 
 from prioritizer import numbers
@@ -76,17 +79,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_WINDOW_JOBS})")
     add("--config", metavar="FILE.yaml", help="YAML file whose 'policy:' section sets the policy")
     add("--thresholds", metavar="T1,T2", help="queue thresholds, GPU·s (2D policies)")
+    hints = typing.get_type_hints(PolicyConfig, include_extras=True)
     for option, fld in OVERRIDES.items():
-        add("--" + option.replace("_", "-"), type=numbers.finite("--" + option.replace("_", "-")),
-            metavar="X",
-            help=f"override {fld}")
+        meta = next(m for m in typing.get_args(hints[fld]) if isinstance(m, msgspec.Meta))
+        flag = "--" + option.replace("_", "-")
+        add(flag, type=numbers.override(flag, meta.gt if meta.gt is not None else meta.ge or 0.0,
+                                        low_open=meta.gt is not None),
+            metavar="X", help=f"override {fld}")
     add("--zero-cost", action="store_true",
         help="no checkpoint overhead, requeue delay, decision interval or min-run guard")
     add("--durations", metavar="FILE.csv",
         help="GPU·s samples for tiresias-gittins (default: packaged yarn-gput1000.csv)")
     add("--durations-from", metavar="TRACE.csv",
         help="learn the Gittins GPU·s distribution from this trace's (finished) jobs")
-    add("--durations-min", type=numbers.count("--durations-min"), default=MIN_SAMPLES, metavar="N",
+    add("--durations-min", type=numbers.count("--durations-min"), metavar="N",
         help=f"fewest jobs --durations-from needs, else the packaged one (default {MIN_SAMPLES})")
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
@@ -114,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
     baseline = _baseline(args, policies)
     if baseline is not None and baseline not in policies:
         policies.append(baseline)
+    if args.durations_min is not None and not args.durations_from:
+        raise CliError("--durations-min applies only with --durations-from; add it or drop "
+                       "--durations-min")
     if "tiresias-gittins" not in policies:
         for option in ("durations", "durations_from"):
             if getattr(args, option, None):
@@ -192,14 +201,13 @@ def _distribution(args: argparse.Namespace) -> Any:
     if getattr(args, "durations_from", None):
         if args.durations:
             raise CliError("use either --durations or --durations-from, not both")
-        if args.durations_min < 1:
-            raise CliError("--durations-min must be >= 1")
         try:
             source = read_trace(args.durations_from)
         except TraceError as exc:
             raise CliError(str(exc)) from None
         distribution, note = learned_distribution(samples_from_trace(source),
-                                                  args.durations_min, args.durations_from)
+                                                  args.durations_min or MIN_SAMPLES,
+                                                  args.durations_from)
         print(f"note: {note}", file=sys.stderr)
         return distribution
     if not args.durations:
@@ -309,12 +317,18 @@ def _config(args: argparse.Namespace) -> PolicyConfig:
     if args.config:
         section = policy_section(args.config)
     if args.thresholds:
-        try:
-            section["thresholds_gpu_s"] = [
-                numbers.parse_float(v, 0.0, numbers.MAX_SECONDS * numbers.MAX_GPUS_PER_NODE)
-                for v in args.thresholds.split(",")]
-        except ValueError as exc:
-            raise CliError(f"--thresholds: expected numbers like 3250,7200 ({exc})") from None
+        # 0 passes here so that the policy names it with the section's other problems
+        high = numbers.MAX_SECONDS * numbers.MAX_GPUS_PER_NODE
+        section["thresholds_gpu_s"] = []
+        for item, v in enumerate(args.thresholds.split(","), 1):
+            try:
+                section["thresholds_gpu_s"].append(numbers.parse_float(v, 0.0, high))
+            except ValueError:
+                try:   # not in [0, high], so not in (0, high], the policy's range: its message
+                    numbers.parse_float(v, 0.0, high, low_open=True)
+                except ValueError as exc:
+                    raise CliError(f"--thresholds: item {item}: {exc}; give increasing GPU·s "
+                                   "like 3250,7200") from None
     for option, fld in OVERRIDES.items():
         if getattr(args, option) is not None:
             section[fld] = getattr(args, option)

@@ -61,7 +61,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--validate-from", metavar="DATE|SECONDS",
         help="tune on jobs before this point, report the choice on the jobs after it")
     add("--executor", choices=("local", "slurm"), default="local")
-    add("--workers", type=numbers.arg_type("--workers", numbers.parse_int, -numbers.MAX_COUNT, 4_096), metavar="N", help="local: processes (default: one per core)")
+    add("--workers", type=numbers.count("--workers", 4_096), metavar="N",
+        help="local: processes (default: one per core)")
     add("--workdir", default=None, metavar="DIR",
         help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
     add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
@@ -80,20 +81,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--max-hurt-share", type=bar("--max-hurt-share", 1.0), metavar="F|off",
         help="--walk-forward: keep settings whose share of jobs hurt against --baseline on the "
         f"history (> 2x and > 1 h) is <= F (default {DEFAULT_MAX_HURT_SHARE:g})")
-    add("--max-worst-window", type=bar("--max-worst-window", 1e6, ORACLE), metavar="R|oracle|off",
+    add("--max-worst-window", type=bar("--max-worst-window", 1e6, ORACLE, low_open=True),
+        metavar="R|oracle|off",
         help="--walk-forward: keep settings whose worst window against --baseline on the "
         "history is <= R, or <= the oracle srtf's there (default oracle)")
 
 
 
-def bar(option: str, high: float, *words: str) -> Any:
-    """An argparse ``type=`` for a no-regret bar: a number in (0, ``high``] (0 allowed for a
-    share), ``off``, or one of ``words``."""
+def bar(option: str, high: float, *words: str, low_open: bool = False) -> Any:
+    """An argparse ``type=`` for a no-regret bar: a number in [0, ``high``] ((0, ``high``]
+    with ``low_open``: a worst-window ratio of 0 no window clears), ``off``, or one of
+    ``words``."""
     def convert(value: str) -> float | str:
         if value.strip().lower() in (OFF, *words):
             return value.strip().lower()
         try:
-            return numbers.parse_float(value, 0.0, high)
+            return numbers.parse_float(value, 0.0, high, low_open=low_open)
         except ValueError as exc:
             choices = "/".join((OFF, *words))
             raise CliError(f"{option}: {exc} (or {choices})") from None
@@ -131,6 +134,12 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(GRID_HINT)
     if args.max_p95_ratio is not None and not args.max_p95_ratio > 0:
         raise CliError(f"--max-p95-ratio must be > 0, got {args.max_p95_ratio}")
+    if args.workdir is not None and args.executor != "slurm":
+        raise CliError("--workdir applies only with --executor slurm (a directory every node "
+                       "sees); add it or drop --workdir")
+    if args.workers is not None and args.executor == "slurm":
+        raise CliError("--workers applies only with --executor local (the default); drop "
+                       "--workers")
     inputs = [("--trace", args.trace), ("--cluster", getattr(args, "cluster", None)),
               ("--grid", args.grid), ("--config", getattr(args, "config", None))]
     check_output("--output", args.output, inputs)   # before the replays, not after them
@@ -154,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
         return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
                         [c for _, c in combos] + [current], list(grid), _execute)
     if walk_only:
-        raise CliError(f"{', '.join(walk_only)} only apply to --walk-forward DAYS")
+        raise CliError(f"{', '.join(walk_only)} "
+                       f"{'applies' if len(walk_only) == 1 else 'apply'} only with --walk-forward "
+                       f"DAYS; add it or drop {walk_only[0] if len(walk_only) == 1 else 'them'}")
     try:
         trace = read_trace(args.trace)
     except TraceError as exc:
@@ -231,8 +242,6 @@ def _execute(args: argparse.Namespace, tasks: list) -> list[dict[str, Any]]:
             workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
             return run_slurm(tasks, workdir, say=lambda s: print(f"dlprio tune: {s}",
                                                                  file=sys.stderr))
-        if args.workers is not None and args.workers < 1:
-            raise CliError("--workers must be >= 1")
         return run_local(tasks, args.workers, progress=sys.stderr.isatty())
     except ExecutorError as exc:
         raise CliError(str(exc), exit_code=Exit.FAILED) from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import sys
 import time
@@ -60,10 +61,17 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
                        f"{args.since or 0:g}")
     start = min(j.submit for j in original.jobs if args.since is None or j.submit >= args.since)
     points = retune_points([j.submit for j in full.jobs], period_s)
+    last = max(j.submit for j in full.jobs)   # seconds after the first submission
+    if not last:
+        raise CliError(f"--walk-forward {args.walk_forward:g}: every job of the trace is "
+                       "submitted at one time, so no re-tune point can fall inside it; "
+                       "walk-forward needs submissions spread over time")
     if not points:
+        scale = 10.0 ** (3 - math.floor(math.log10(last / DAY_S)))   # 4 significant digits,
+        most = math.floor(last / DAY_S * scale) / scale               # rounded down
         raise CliError(f"--walk-forward {args.walk_forward:g}: the trace spans "
-                       f"{full.jobs[-1].submit / DAY_S:.2f} day(s) of submissions, so no "
-                       "re-tune point falls inside it; give fewer days")
+                       f"{last / DAY_S:.2f} day(s) of submissions ({last:g} s), so no "
+                       f"re-tune point falls inside it; give at most {most:g} days")
     current = configs[-1]
     chosen, chosen_labels = [current], [CURRENT]
     history: list[int] = []

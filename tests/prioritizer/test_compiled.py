@@ -202,6 +202,40 @@ def test_on_without_a_build_names_the_fix(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+#: user 2 (tenant B) submits four 1-GPU jobs of 1000 s at 0, user 1 (tenant A) one 2-GPU job
+#: of 500 s at 100 (the reclaim of tests/prioritizer/sim/test_simulate_tenants.py: on 1 node x
+#: 4 GPUs without costs A takes 2 GPUs back from B at 100; avg JCT 1100 s, 2 preemptions)
+TENANT_TRACE = ("u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,new_status\n"
+                "0,2,1,0,1,0,1000,0,Pass\n1,2,1,0,1,0,1000,0,Pass\n2,2,1,0,1,0,1000,0,Pass\n"
+                "3,2,1,0,1,0,1000,0,Pass\n4,1,2,0,1,100,500,0,Pass\n")
+TENANTS = ('virtual_clusters:\n  A: {users: ["1"], guaranteed_gpus: 2}\n'
+           '  B: {users: ["2"], guaranteed_gpus: 2}\n')
+
+
+def tenant_replay(tmp_path: Path, env: dict[str, str],
+                  tenants_flag: str = "--tenants") -> subprocess.CompletedProcess[str]:
+    """``dlprio simulate --tenants`` of :data:`TENANT_TRACE` (``--tenants=FILE`` when
+    ``tenants_flag`` ends in ``=``)."""
+    (tmp_path / "t.csv").write_text(TENANT_TRACE)
+    (tmp_path / "ten.yaml").write_text(TENANTS)
+    flag = [tenants_flag + "ten.yaml"] if tenants_flag.endswith("=") else [tenants_flag,
+                                                                          "ten.yaml"]
+    return dlprio(["simulate", "--trace", "t.csv", "--nodes", "1", "--gpus-per-node", "4",
+                   "--zero-cost", *flag, "--json"], env, tmp_path)
+
+
+def test_tenants_with_compiled_on_names_the_fix(tmp_path: Path) -> None:
+    """The tenant replay extends the scheduler in Python, which a compiled class refuses, so
+    it runs the interpreted policy: ``on`` (it must be the compiled one) is refused."""
+    done = tenant_replay(tmp_path, {"DLPRIO_COMPILED": "on",
+                                    "DLPRIO_COMPILED_DIR": str(tmp_path / "none")})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("dlprio: DLPRIO_COMPILED=on: simulate --tenants replays with the "
+                           "interpreted policy (its tenant scheduler extends the policy's in "
+                           "Python, which a compiled class does not allow); set "
+                           "DLPRIO_COMPILED=auto or off\n")
+
+
 @pytest.mark.parametrize(("env", "message"), [
     ({"DLPRIO_COMPILED": "1"}, "dlprio: DLPRIO_COMPILED='1': not a mode; valid: auto, on, off\n"),
     ({"DLPRIO_COMPILED": " on"},
@@ -389,6 +423,19 @@ def test_the_build_is_what_replays_run(build_root: Path, tmp_path: Path) -> None
     for command in (["run", "--help"], ["once", "--help"], ["explain", "--help"]):
         assert policy_file({**env, "DLPRIO_COMPILED": "on"}, tmp_path,
                            command).endswith("decide.py"), command
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flag", ["--tenants", "--tenants="])
+def test_a_tenant_replay_runs_beside_a_build(build_root: Path, tmp_path: Path,
+                                             flag: str) -> None:
+    """With a current build (``auto``), ``simulate --tenants`` replays with the interpreted
+    policy: the reclaim of :data:`TENANT_TRACE`, not mypyc's "interpreted classes cannot
+    inherit from compiled"."""
+    done = tenant_replay(tmp_path, {"DLPRIO_COMPILED_DIR": str(build_root)}, flag)
+    assert (done.returncode, done.stderr) == (0, "")
+    out = json.loads(done.stdout)[0]
+    assert (out["avg_jct_s"], out["preemptions"]) == (1100.0, 2)
 
 
 @pytest.mark.slow

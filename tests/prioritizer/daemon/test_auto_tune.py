@@ -70,6 +70,17 @@ def test_a_tie_is_no_gain_even_with_min_gain_zero() -> None:
     ({"enabled": True, "grid": "thresholds=100"},
      "auto_tune.grid: every thresholds value needs 2 number(s)"),
     ({"histroy": "sacct"}, "auto_tune.histroy: unknown key; did you mean 'history'?"),
+    ({"grid": ";"}, "auto_tune.grid: ';' names no parameter; give NAME=V1,V2,... joined by "
+     "';', e.g. knob=4,8,16"),
+    # YAML reads an unquoted off as the boolean false
+    ({"max_hurt_share": False}, "auto_tune.max_hurt_share: a fraction from 0 to 1 (0.0005 = "
+     "0.05 % of the jobs), or off (got False, YAML's reading of an unquoted no/off/false; "
+     "quote it: \"off\")"),
+    ({"max_worst_window": False}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % worse "
+     "than fifo-fit), oracle or off (got False, YAML's reading of an unquoted no/off/false; "
+     "quote it: \"off\")"),
+    ({"max_worst_window": [1]}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % worse "
+     "than fifo-fit), oracle or off (got [1])"),
 ])
 def test_a_bad_auto_tune_section_is_one_line_naming_the_field(section: dict, line: str) -> None:
     with pytest.raises(ConfigError) as err:

@@ -47,8 +47,12 @@ def test_the_bars_are_on_by_default_and_can_be_set_or_turned_off() -> None:
 @pytest.mark.parametrize(("section", "line"), [
     ({"max_hurt_share": 2}, "auto_tune.max_hurt_share: a fraction from 0 to 1 (0.0005 = 0.05 % "
                             "of the jobs), or off (got 2)"),
-    ({"max_worst_window": "best"}, "auto_tune.max_worst_window: a ratio > 0 (1.1: 10 % worse "
+    ({"max_worst_window": "best"}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % worse "
                                    "than fifo-fit), oracle or off (got 'best')"),
+    ({"max_worst_window": 1e7}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % "
+                                "worse than fifo-fit), oracle or off (got 10000000.0)"),
+    ({"max_worst_window": 0}, "auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % "
+                              "worse than fifo-fit), oracle or off (got 0)"),
 ])
 def test_a_bad_bar_is_one_line(section: dict, line: str) -> None:
     with pytest.raises(ConfigError) as err:

@@ -36,6 +36,28 @@ def test_malformed_snapshot_names_the_file(tmp_path: Path, text: str) -> None:
         read_snapshot(path)
 
 
+@pytest.mark.parametrize(("text", "reason"), [
+    pytest.param('{"version": 1, "generated_at": 1, "cycle": 1e400, "jobs": []}',
+                 "cycle: expected a count", id="infinite-cycle"),
+    pytest.param('{"version": 1, "generated_at": 1, "cycle": 2.5, "jobs": []}',
+                 "cycle: expected a count", id="fractional-cycle"),
+    pytest.param('{"version": 1, "generated_at": 1, "cycle": 1, "jobs": [], '
+                 '"thresholds_gpu_s": [3250, 1e400]}',
+                 "thresholds_gpu_s: expected a list of finite numbers", id="infinite-threshold"),
+    pytest.param("[" * 100_000, "nested too deeply", id="deep-json"),
+])
+def test_a_value_python_cannot_hold_is_a_malformed_snapshot(tmp_path: Path, text: str,
+                                                            reason: str) -> None:
+    """JSON's 1e400 is infinity to Python and 100,000 brackets pass its recursion limit: each
+    is a SnapshotError naming the file and the field (dlqueue's note), not an OverflowError or
+    RecursionError."""
+    path = tmp_path / "snapshot.json"
+    path.write_text(text)
+    with pytest.raises(SnapshotError) as err:
+        read_snapshot(path)
+    assert str(err.value) == f"{path}: malformed snapshot ({reason})"
+
+
 _GOOD_FORECAST = ('{"made_at": 1000, "draws": 3, "horizon_s": 86400, "stale_after_s": 900, '
                   '"jobs": {"7": {"start": [1000, 1100, 1200], "finish": null, '
                   '"preempt_chance": 0, "ahead": 0, "first_ahead": []}}}')

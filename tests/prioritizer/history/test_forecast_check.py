@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from prioritizer.cli import main
 
 
@@ -51,9 +53,40 @@ def test_text_report_and_option_errors(tmp_path, capsys):
     assert "0 of the 14 jobs >= 10 min have a band calibrated" in out
     assert main(["history", "check", "--trace", str(trace), "--nodes", "1",
                  "--gpus-per-node", "1", "--json"]) == 2
-    assert "--json only apply with --forecasts" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("dlprio: --json applies only with --forecasts; add "
+                                       "--forecasts or drop --json\n")
     assert main(["history", "check", "--forecasts", "--trace", str(trace), "--nodes", "1",
                  "--gpus-per-node", "1", "--draws", "0"]) == 2
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    pytest.param(["--moments", "3", "--draws", "5", "--arrivals", "none",
+                  "--arrival-window-s", "60"],
+                 "--moments, --draws, --arrivals, --arrival-window-s apply only with "
+                 "--forecasts; add --forecasts or drop them", id="forecast-options-alone"),
+    pytest.param(["--forecasts", "--baseline", "fifo"], "--baseline applies only without "
+                 "--forecasts (the JCT check); drop --baseline", id="baseline-with-forecasts"),
+    pytest.param(["--forecasts", "--window-jobs", "5", "--summary-only", "--ledger", "l.sqlite",
+                  "--start-latency", "0", "--dispatch-latency", "0"],
+                 "--start-latency, --dispatch-latency, --ledger, --window-jobs, --summary-only "
+                 "apply only without --forecasts (the JCT check); drop them",
+                 id="check-options-with-forecasts"),
+    pytest.param(["--forecasts", "--arrival-window-s", "60"], "--arrival-window-s applies only "
+                 "with --arrivals history; add --arrivals history or drop --arrival-window-s",
+                 id="window-without-history-arrivals"),
+    pytest.param(["--forecasts", "--arrivals", "none", "--arrival-window-s", "60"],
+                 "--arrival-window-s applies only with --arrivals history; add --arrivals "
+                 "history or drop --arrival-window-s", id="window-with-no-arrivals"),
+])
+def test_an_option_of_the_other_check_is_refused(tmp_path, capsys, args, line):
+    """Each of the two checks refuses the options only the other one reads, given even at
+    their defaults, rather than running without them: one line naming them and the fix."""
+    trace = tmp_path / "fifo.csv"
+    _fifo_trace(trace)
+    assert main(["history", "check", "--trace", str(trace), "--nodes", "1",
+                 "--gpus-per-node", "1", *args]) == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"dlprio: {line}\n")
 
 
 def test_drawn_arrivals_queue_behind_waiting_jobs_under_fifo(tmp_path, capsys):

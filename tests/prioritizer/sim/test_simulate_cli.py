@@ -103,6 +103,52 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], message: str,
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("args", "line"), [
+    pytest.param(["--requeue-guard", "nan"], "--requeue-guard: expected a number >= 0 and <= "
+                 "1e+09, got 'nan'", id="nan-guard"),
+    pytest.param(["--wait-guard", "inf"], "--wait-guard: expected a number >= 0 and <= 1e+09, "
+                 "got 'inf'", id="inf-guard"),
+    pytest.param(["--starve-knob=-1e12"], "--starve-knob: expected a number >= 0 and <= "
+                 "1e+09, got -1e12", id="huge-negative-knob"),
+    pytest.param(["--gittins-quantum", "x"], "--gittins-quantum: expected a number > 0 and <= "
+                 "1e+09, got 'x'", id="word-quantum"),
+    pytest.param(["--min-run", "2e9"], "--min-run: expected a number >= 0 and <= 1e+09, got 2e9",
+                 id="huge-min-run"),
+])
+def test_an_override_that_is_no_number_names_the_settings_range(
+        args: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every policy override states the range its setting allows (>= 0, > 0 for the quantum),
+    not the wider one its text is first read with."""
+    assert main(["simulate", "--trace", SIXTY, *N2G4, *args]) == 2
+    assert capsys.readouterr().err == f"dlprio: {line}\n"
+
+
+@pytest.mark.parametrize(("value", "line"), [
+    pytest.param("100,", "--thresholds: item 2: expected a number > 0 and <= 1.024e+12, got ''; "
+                 "give increasing GPU·s like 3250,7200", id="empty-item"),
+    pytest.param("-5,100", "--thresholds: item 1: expected a number > 0 and <= 1.024e+12, got "
+                 "-5; give increasing GPU·s like 3250,7200", id="negative"),
+    pytest.param("100,1e400", "--thresholds: item 2: expected a number > 0 and <= 1.024e+12, "
+                 "got 1e400; give increasing GPU·s like 3250,7200", id="infinite"),
+])
+def test_a_threshold_that_is_no_number_names_its_item_and_range(
+        value: str, line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A threshold must be > 0 (the policy's rule), so the range given for one that is no
+    number says so too."""
+    assert main(["simulate", "--trace", SIXTY, *N2G4, f"--thresholds={value}"]) == 2
+    assert capsys.readouterr().err == f"dlprio: {line}\n"
+
+
+@pytest.mark.parametrize("policy", ["tiresias-gittins", "fifo"])
+def test_durations_min_without_durations_from_is_refused(
+        policy: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--durations-min sets what --durations-from needs; alone it would be ignored."""
+    assert main(["simulate", "--trace", SIXTY, *N2G4, "--policy", policy,
+                 "--durations-min", "5"]) == 2
+    assert capsys.readouterr().err == ("dlprio: --durations-min applies only with "
+                                       "--durations-from; add it or drop --durations-min\n")
+
+
 def test_bad_policy_section_names_the_file_and_each_key(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "p.yaml"

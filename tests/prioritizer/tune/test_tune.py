@@ -72,6 +72,16 @@ def test_grid_values_out_of_range(spec: str, message: str) -> None:
         parse_grid(spec)
 
 
+@pytest.mark.parametrize("spec", [";", " ; ;", "  "])
+def test_a_grid_of_no_parameter_is_refused(spec: str) -> None:
+    """Separators alone make no grid: refused as a grid file without keys is, not replayed as
+    the current settings alone."""
+    with pytest.raises(GridError) as err:
+        parse_grid(spec)
+    assert str(err.value) == (f"--grid: {spec!r} names no parameter; give NAME=V1,V2,... "
+                              "joined by ';', e.g. knob=4,8,16")
+
+
 @pytest.mark.parametrize(("written", "reading"), [
     ("no", "False, YAML's reading of an unquoted no/off/false"),
     ("on", "True, YAML's reading of an unquoted yes/on/true"),
@@ -228,6 +238,28 @@ def test_tune_says_why_every_setting_tied(rows: list[tuple[int, int, int]], grid
                "8", "--workers", "1", "--grid", grid])
     assert rc == 0
     assert _best_line(capsys.readouterr().out) == best
+
+
+@pytest.mark.parametrize(("extra", "line"), [
+    pytest.param(["--workdir", "w"], "--workdir applies only with --executor slurm (a "
+                 "directory every node sees); add it or drop --workdir", id="workdir-local"),
+    pytest.param(["--executor", "slurm", "--workers", "2"], "--workers applies only with "
+                 "--executor local (the default); drop --workers", id="workers-slurm"),
+    pytest.param(["--workers", "0"], "--workers: expected a whole number from 1 to 4,096, got 0",
+                 id="no-workers"),
+    pytest.param(["--workers=-3"], "--workers: expected a whole number from 1 to 4,096, got -3",
+                 id="negative-workers"),
+])
+def test_an_option_of_the_other_executor_is_refused(extra: list[str], line: str,
+                                                    tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    """An executor's own option given to the other one is refused before any replay (and
+    before Slurm is asked), not ignored."""
+    rc = main(["tune", "--trace", _tie_trace(tmp_path, [(0, 2, 5000)]), "--nodes", "1",
+               "--gpus-per-node", "8", "--grid", "knob=4,8", *extra])
+    captured = capsys.readouterr()
+    assert (rc, captured.out, captured.err) == (2, "", f"dlprio: {line}\n")
+    assert not (tmp_path / "w").exists()
 
 
 def test_tune_names_a_winner_without_a_tie_reason() -> None:

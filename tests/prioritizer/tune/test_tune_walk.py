@@ -120,11 +120,19 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
     (["--walk-forward", "1"], "no re-tune point falls inside it"),
     (["--walk-forward", "0"], "--walk-forward: "),
     (["--walk-forward", "0.01", "--validate-from", "100"], "drop --validate-from"),
-    (["--json"], "--json only apply to --walk-forward DAYS"),
+    (["--json"], "dlprio: --json applies only with --walk-forward DAYS; add it or drop --json\n"),
     (["--walk-forward", "0.01", "--baseline", "nope"], "--baseline: unknown policy 'nope'"),
     (["--walk-forward", "0.01", "--max-hurt-share", "2"], "--max-hurt-share: "),
     (["--walk-forward", "0.01", "--max-worst-window", "worst"], "(or off/oracle)"),
-    (["--max-hurt-share", "0.01"], "--max-hurt-share only apply to --walk-forward DAYS"),
+    # a ratio of 0 no window can clear (as auto_tune.max_worst_window: a ratio > 0)
+    (["--walk-forward", "0.01", "--max-worst-window", "0"], "dlprio: --max-worst-window: "
+     "expected a number > 0 and <= 1e+06, got 0 (or off/oracle)\n"),
+    (["--walk-forward", "0.01", "--max-hurt-share", "1.5"], "dlprio: --max-hurt-share: "
+     "expected a number >= 0 and <= 1, got 1.5 (or off)\n"),
+    (["--max-hurt-share", "0.01"], "dlprio: --max-hurt-share applies only with --walk-forward "
+     "DAYS; add it or drop --max-hurt-share\n"),
+    (["--window-jobs", "5", "--max-worst-window", "off"], "dlprio: --window-jobs, "
+     "--max-worst-window apply only with --walk-forward DAYS; add it or drop them\n"),
 ])
 def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
                                 extra: list[str], message: str) -> None:
@@ -133,6 +141,32 @@ def test_walk_forward_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture,
                "--grid", "knob=4", *extra])
     err = capsys.readouterr().err
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_trace_shorter_than_the_period_names_the_most_days(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """TRACE's last submission is 910 s = 0.010532 day: --walk-forward 0.01053 or less would
+    place a point inside it."""
+    trace, _ = _files(tmp_path)
+    assert main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+                 "--grid", "knob=4", "--walk-forward", "1"]) == 2
+    assert capsys.readouterr().err == (
+        "dlprio: --walk-forward 1: the trace spans 0.01 day(s) of submissions (910 s), so no "
+        "re-tune point falls inside it; give at most 0.01053 days\n")
+
+
+@pytest.mark.parametrize("rows", ["j0,1,0,1,m,100,0\n", "j0,1,5,1,m,100,0\nj1,1,5,1,m,50,0\n"],
+                         ids=["one-job", "one-time"])
+def test_a_trace_submitted_at_one_time_has_no_period_to_give(
+        tmp_path: Path, capsys: pytest.CaptureFixture, rows: str) -> None:
+    """No number of days puts a point inside a trace whose jobs all came at one time."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(TRACE.splitlines(keepends=True)[0] + rows)
+    assert main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
+                 "--grid", "knob=4", "--walk-forward", "0.5"]) == 2
+    assert capsys.readouterr().err == (
+        "dlprio: --walk-forward 0.5: every job of the trace is submitted at one time, so no "
+        "re-tune point can fall inside it; walk-forward needs submissions spread over time\n")
 
 
 def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.CaptureFixture,
@@ -150,7 +184,7 @@ def test_each_point_gets_its_own_work_directory(tmp_path: Path, capsys: pytest.C
     monkeypatch.setattr(tune_cli, "_execute", fake)
     rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "1",
                "--config", str(config), "--grid", "knob=2,4", "--walk-forward", "0.005",
-               "--workdir", str(tmp_path / "w"), "--json"])
+               "--executor", "slurm", "--workdir", str(tmp_path / "w"), "--json"])
     assert rc == 0
     # two grid points, current, and the bars' baseline and oracle
     assert calls == [(str(tmp_path / "w" / "point-1"), {432.0}, 5),
