@@ -382,16 +382,28 @@ class _View:
             plain = {int(s) for s in self.args.jobs if s.isdigit()}
             rows = [r for r in rows if self.keep_id(r.display_id) or _plain_match(r, plain)]
         if self.args.jobs is not None:
-            unmatched = [s for s in self.args.jobs if not _selects_any(s, rows)]
+            shown = _plain_ids(rows)
+            unmatched = [s for s in self.args.jobs if not _selects_any(s, rows, shown)]
             notes += [_unmatched_note(s) for s in unmatched]
             self.notes_key += (tuple(unmatched),)
         return rows, snap, notes
 
 
-def _selects_any(selector: str, rows: list[qv.QueueRow]) -> bool:
-    """Whether the ``-j`` selector ``selector`` selects one of ``rows``."""
+def _plain_ids(rows: list[qv.QueueRow]) -> set[int]:
+    """Every plain id that selects one of ``rows`` (see :func:`_plain_match`)."""
+    ids = {r.job_id for r in rows}
+    for r in rows:
+        lead = _JOB_SELECTOR.match(r.display_id)
+        if lead is not None:
+            ids.add(int(lead.group(1)))
+    return ids
+
+
+def _selects_any(selector: str, rows: list[qv.QueueRow], plain_ids: set[int]) -> bool:
+    """Whether the ``-j`` selector ``selector`` selects one of ``rows`` (``plain_ids``: their
+    :func:`_plain_ids`)."""
     if selector.isdigit():
-        return any(_plain_match(r, {int(selector)}) for r in rows)
+        return int(selector) in plain_ids
     keep = _job_filter([selector])[1]
     return keep is not None and any(keep(r.display_id) for r in rows)
 
