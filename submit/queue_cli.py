@@ -381,7 +381,39 @@ class _View:
         if self.keep_id is not None:
             plain = {int(s) for s in self.args.jobs if s.isdigit()}
             rows = [r for r in rows if self.keep_id(r.display_id) or _plain_match(r, plain)]
+        if self.args.jobs is not None:
+            shown = _plain_ids(rows)
+            unmatched = [s for s in self.args.jobs if not _selects_any(s, rows, shown)]
+            notes += [_unmatched_note(s) for s in unmatched]
+            self.notes_key += (tuple(unmatched),)
         return rows, snap, notes
+
+
+def _plain_ids(rows: list[qv.QueueRow]) -> set[int]:
+    """Every plain id that selects one of ``rows`` (see :func:`_plain_match`)."""
+    ids = {r.job_id for r in rows}
+    for r in rows:
+        lead = _JOB_SELECTOR.match(r.display_id)
+        if lead is not None:
+            ids.add(int(lead.group(1)))
+    return ids
+
+
+def _selects_any(selector: str, rows: list[qv.QueueRow], plain_ids: set[int]) -> bool:
+    """Whether the ``-j`` selector ``selector`` selects one of ``rows`` (``plain_ids``: their
+    :func:`_plain_ids`)."""
+    if selector.isdigit():
+        return int(selector) in plain_ids
+    keep = _job_filter([selector])[1]
+    return keep is not None and any(keep(r.display_id) for r in rows)
+
+
+def _unmatched_note(selector: str) -> str:
+    """The note for a ``-j`` id that selects no row (``squeue -j`` would say nothing, or
+    "Invalid job id specified" once Slurm has forgotten the job)."""
+    return (f"job {selector}: not in the table: no such job, or it ended, or -u/-p/-t leave "
+            f"it out (-t all adds jobs that ended within Slurm's MinJobAge, sacct -j "
+            f"{_lead(selector)} older ones)")
 
 
 def _plain_match(row: qv.QueueRow, plain: set[int]) -> bool:
@@ -534,9 +566,10 @@ def _forecast_details(rows: list[qv.QueueRow], snap: PublicSnapshot) -> None:
     now = time.time()
     for row in rows:
         waiting = row.state in qv.WAITING_STATES
-        if not waiting and row.state not in qv.STARTED_STATES:
-            continue
         print(f"job {qv.visible(row.display_id)}:")
+        if not waiting and row.state not in qv.STARTED_STATES:
+            print(f"  forecast: none (the job has ended: {qv.visible(row.state)})")
+            continue
         lines = forecast_text.detail_lines(snap.forecast, _unit_of(row), now,
                                            running=not waiting)
         for line in lines:

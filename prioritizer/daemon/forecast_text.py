@@ -49,6 +49,13 @@ def span(seconds: float) -> str:
     return f"{round(seconds / 86400)}d"
 
 
+def age(seconds: float) -> str:
+    """How long ago a forecast was made: ``7s`` under a minute, else as :func:`span` writes
+    it (``1m``, ``25m``, ``3h``); never negative."""
+    seconds = max(seconds, 0.0)
+    return f"{int(seconds)}s" if seconds < 60 else span(seconds)
+
+
 def when(at: float | None, now: float, horizon_s: float) -> str:
     """One forecast time relative to ``now``: ``now`` when due (within a minute), ``~25m``,
     ``>24h`` beyond the horizon (None)."""
@@ -136,9 +143,9 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
                else "no daemon snapshot")
         return [f"forecast: none ({why})"]
     made = time.strftime("%H:%M:%S UTC", time.gmtime(forecast["made_at"]))
-    age = span(max(now - forecast["made_at"], 0))
+    ago = age(now - forecast["made_at"])
     if not is_fresh(forecast, now):
-        return [f"forecast: STALE (made at {made}, {age} ago; the daemon is stopped or "
+        return [f"forecast: STALE (made at {made}, {ago} ago; the daemon is stopped or "
                 "late): not shown"]
     found = entry(forecast, job_id)
     if found is None:
@@ -146,7 +153,7 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
     horizon = forecast["horizon_s"]
     later = ("later submissions drawn from the recent ones"
              if forecast.get("arrivals") == "history" else "no job submitted later is counted")
-    lines = [f"forecast: made at {made} ({age} ago) from {forecast['draws']} duration draws; "
+    lines = [f"forecast: made at {made} ({ago} ago) from {forecast['draws']} duration draws; "
              f"{later}"]
     ran = "restart" in found   # running at the forecast, waiting now: preempted since
     if not running and ran:

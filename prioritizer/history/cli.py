@@ -46,8 +46,6 @@ from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
 from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
 
-#: sacct's error (exit 1) for a window holding no job: not a failure, an empty window
-NOTHING_FOUND = "Nothing found with query"
 NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
           "AccountingStorageType=accounting_storage/slurmdbd in slurm.conf (a local test "
           "cluster: `dlcluster up --with-dbd`)")
@@ -150,9 +148,7 @@ def _export(args: argparse.Namespace) -> int:
     except AccountingDisabled as exc:
         raise CliError(NO_DBD.format(msg=exc.message), Exit.SLURM_REFUSED) from None
     except SlurmError as exc:
-        if NOTHING_FOUND not in str(exc):
-            raise CliError(f"sacct failed: {exc}", slurm_exit(exc)) from None
-        records = []   # sacct's answer for a window without jobs (sacctmgr/sacct 22.05)
+        raise CliError(f"sacct failed: {exc}", slurm_exit(exc)) from None
     jobs = fold_jobs(records)
     tracked, known = gpu_sources(jobs, facts)
     rows, report = history_rows(jobs, anonymise_names=args.anonymise,

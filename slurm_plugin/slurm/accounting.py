@@ -159,8 +159,11 @@ class AccountedJob:
 
     @property
     def finished(self) -> bool:
-        """True when the last attempt has ended (no longer pending or running)."""
-        return self.state not in UNFINISHED_STATES and self.end is not None
+        """True when the last attempt has ended (no longer pending or running) and the job
+        runs no more: a last attempt ``REQUEUED`` is a job whose next, pending attempt
+        accounting has not recorded yet (slurmdbd writes it a moment after the requeue)."""
+        return (self.state not in UNFINISHED_STATES and self.state != "REQUEUED"
+                and self.end is not None)
 
     @property
     def gpu_tres(self) -> bool:

@@ -116,6 +116,10 @@ class _Errors(msgspec.Struct):
     errors: list[Any] = []
 
 
+#: slurmdbd's answer to a sacct query that matches no job: an empty answer, not a failure
+NOTHING_FOUND = "Nothing found with query"
+
+
 class AccountingDisabled(SlurmRefused):
     """The cluster keeps no accounting (``AccountingStorageType=accounting_storage/none``, no
     slurmdbd): ``sacct`` answers "Slurm accounting storage is disabled"."""
@@ -180,7 +184,8 @@ class SlurmClient:
 
     def _json(self, argv: Sequence[str]) -> str:
         """Run a ``--json`` command; return its answer, unparsed, once its ``errors`` list is
-        known to be empty (the caller decodes it with its release's declared shape). A non-empty
+        known to be empty (the caller decodes it with its release's declared shape), or, from
+        ``sacct``, to hold only :data:`NOTHING_FOUND` (no job matched). Any other non-empty
         list raises the typed error of its text (:func:`_classify`); text that is no JSON raises
         :class:`SlurmRefused`, JSON that is no object :class:`SlurmShapeUnknown`."""
         out = self._run(argv)
@@ -190,6 +195,9 @@ class SlurmClient:
             raise SlurmShapeUnknown(argv, f"{argv[0]} --json: {exc}") from exc
         except msgspec.DecodeError as exc:
             raise SlurmRefused(argv, f"unparseable JSON from {argv[0]}: {exc}") from exc
+        if head.errors and argv[0] == "sacct" and all(
+                isinstance(e, dict) and e.get("error") == NOTHING_FOUND for e in head.errors):
+            return out   # no job matched: its "jobs" list is empty, whatever slurmctld's state
         if head.errors:
             text = "; ".join(
                 f"{e.get('source', '')}: {e.get('error', e)}" if isinstance(e, dict) else str(e)
@@ -410,7 +418,9 @@ class SlurmClient:
     def _sacct(self, selection: list[str]) -> list[AccountingRecord]:
         """``sacct --duplicates <json flag> --allusers SELECTION``, parsed with the release's
         declared shape (:func:`slurm_plugin.slurm.accounting.records_from_json`); a cluster without
-        slurmdbd raises :class:`AccountingDisabled`, another shape :class:`SlurmShapeUnknown`."""
+        slurmdbd raises :class:`AccountingDisabled`, another shape :class:`SlurmShapeUnknown`.
+        A selection that holds no job is ``[]`` (slurmdbd answers it with the error
+        :data:`NOTHING_FOUND` and an empty ``jobs`` list; :meth:`_json` lets that pass)."""
         release = self.slurm_release()
         argv = ["sacct", "--duplicates", release.json_flag, "--allusers", *selection]
         try:

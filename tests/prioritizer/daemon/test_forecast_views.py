@@ -37,6 +37,19 @@ def test_spans_as_the_column_writes_them():
     assert ft.when(NOW + 30, NOW, 86400) == "now"
 
 
+def test_the_age_of_a_forecast_made_seconds_ago_is_in_seconds():
+    assert [ft.age(s) for s in (-2, 0, 7.9, 59.9, 60, 25 * 60)] == ["0s", "0s", "7s", "59s", "1m",
+                                                                   "25m"]
+    fresh = {**FORECAST, "made_at": NOW - 7}
+    assert ft.detail_lines(fresh, 102, NOW, running=False)[0] == (
+        "forecast: made at 03:46:33 UTC (7s ago) from 20 duration draws; no job submitted "
+        "later is counted")
+    stale = {**FORECAST, "made_at": NOW - 30, "stale_after_s": 17.0}
+    assert ft.detail_lines(stale, 102, NOW, running=False) == [
+        "forecast: STALE (made at 03:46:10 UTC, 30s ago; the daemon is stopped or late): "
+        "not shown"]
+
+
 def test_start_cells_of_waiting_jobs_only():
     assert ft.start_cell(FORECAST, 102, NOW, waiting=True) == "~25m"
     assert ft.start_cell(FORECAST, 101, NOW, waiting=False) == ""

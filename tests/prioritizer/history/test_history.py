@@ -65,11 +65,15 @@ def test_checkpointing_job_keeps_work_of_every_run() -> None:
 
 @pytest.mark.parametrize(("job", "reason"), [
     (_job("", [(100, None, 2, "RUNNING")], state="RUNNING"), "unfinished"),
+    # requeued a moment ago: slurmdbd has its run, not yet the pending attempt that follows
+    (_job("dl:v1;signal=USR2;grace=60", [(100, 157, 4, "REQUEUED")], state="REQUEUED"),
+     "unfinished"),
     (_job("", [(None, 120, 2, "CANCELLED")], state="CANCELLED"), "never_ran"),
     (_job("", [(130, 120, 2, "COMPLETED")]), "end_before_start"),
     (_job("", [(100, 100, 2, "COMPLETED")]), "zero_work"),
     (_job("", [(100, 110, 0, "COMPLETED")], gpus=0), "cpu_only"),
-], ids=["unfinished", "never-ran", "end-before-start", "zero-work", "cpu-only"])
+], ids=["unfinished", "requeued-last", "never-ran", "end-before-start", "zero-work",
+        "cpu-only"])
 def test_bad_or_partial_records_are_counted(job: AccountedJob, reason: str) -> None:
     rows, report = history_rows([job])
     assert rows == [] and report.left_out == {reason: [1]}

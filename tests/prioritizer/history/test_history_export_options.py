@@ -2,8 +2,9 @@
 document, an empty window, empty option values, control characters in paths.
 
 SlurmClient is replaced by a recorder: these tests are about what reaches sacct (or that nothing
-does), and an empty-window reply is sacct 22.05's text, seen on a live dlcluster with slurmdbd
-(tests/live/test_history_live.py runs the real thing)."""
+does); the client turns sacct's empty-window answer into no records
+(tests/slurm_plugin/slurm/test_sacct_nothing_found.py; tests/live/test_history_live.py runs the
+real thing)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def test_window_forms_reach_sacct_as_timestamps() -> None:
 
 
 def test_empty_window_is_exit_2_widen(capsys: pytest.CaptureFixture[str]) -> None:
-    Recorder.reply = SlurmRefused(["sacct"], "sacct: slurmdb_jobs_get: Nothing found with query")
+    Recorder.reply = []   # the client's answer to sacct's "Nothing found with query"
     assert dlprio(["history", "export", "--since", "now-2seconds"]) == 2
     err = capsys.readouterr().err
     assert "widen --since/--until" in err and "sacct failed" not in err
