@@ -108,6 +108,8 @@ def _band(values: list[float | None] | None, now: float, horizon_s: float) -> st
     if values is None:
         return "never (fits on no node)"
     low, mid, high = (when(v, now, horizon_s) for v in values)
+    if low == high:   # every draw the same, as shown (known run times, or one draw)
+        return low
     return f"{low} to {high} (median {mid})"
 
 

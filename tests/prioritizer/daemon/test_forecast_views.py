@@ -50,6 +50,16 @@ def test_the_age_of_a_forecast_made_seconds_ago_is_in_seconds():
         "not shown"]
 
 
+def test_a_band_whose_ends_read_the_same_is_shown_once():
+    # start p10 = p50 = p90 = NOW - 60 (made 1 min ago, due then): "now", not "now to now";
+    # finish NOW + 1500, + 1510, + 1520 s: all "~25m"
+    due = {**FORECAST, "jobs": {"7": {**FORECAST["jobs"]["102"],
+                                      "start": [NOW - 60] * 3,
+                                      "finish": [NOW + 1500, NOW + 1510, NOW + 1520]}}}
+    assert ft.detail_lines(due, 7, NOW, running=False)[1:3] == ["  start: now",
+                                                                 "  finish: ~25m"]
+
+
 def test_start_cells_of_waiting_jobs_only():
     assert ft.start_cell(FORECAST, 102, NOW, waiting=True) == "~25m"
     assert ft.start_cell(FORECAST, 101, NOW, waiting=False) == ""
