@@ -1,5 +1,5 @@
 """Live: sacct's answer for a selection that holds no job (slurmdbd's "Nothing found with
-query") reaches every caller as no records, on the host's release (needs
+query") reaches every caller as no records, on every release (needs
 ``--with-dbd``, as tests/live/test_history_live.py). A second or two of wall time."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ NEVER_SUBMITTED = 67_000_000
 
 
 @pytest.mark.live
+@pytest.mark.releases
 def test_a_window_and_a_job_id_without_jobs_are_no_records() -> None:
     client = SlurmClient()
     assert client.accounting("2001-01-01T00:00:00", "2001-01-02T00:00:00") == []
