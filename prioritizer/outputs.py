@@ -8,6 +8,7 @@ Used by ``dlprio simulate``, ``dlprio tune`` and ``dlprio history export``.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,7 +30,10 @@ def check_output(option: str, path: str | None, inputs: Iterable[tuple[str, str 
 
     Raises:
         CliError: exit 2, one line naming the option, the path and the fix: the directory does
-            not exist, the path is a directory, it is an input, or the figure format is unknown.
+            not exist, the path is a directory, no file can be made in the directory (as the
+            atomic write makes its temporary file there: read-only or permission-denied
+            directories, pseudo file systems such as /proc), it is an input, or the figure
+            format is unknown.
     """
     if not path or path == "-":
         return
@@ -39,6 +43,14 @@ def check_output(option: str, path: str | None, inputs: Iterable[tuple[str, str 
                        "exist; create it first")
     if os.path.isdir(path):
         raise CliError(f"{option} {visible(path)}: is a directory; give a file name")
+    try:   # the write makes a temporary file beside the target, then renames it
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{Path(path).name}.", suffix=".probe")
+    except OSError as exc:
+        raise CliError(f"{option} {visible(path)}: cannot write in directory "
+                       f"{visible(str(parent))} ({exc.strerror or exc}); give a path in a "
+                       "writable directory") from None
+    os.close(fd)
+    os.unlink(probe)
     for source_option, source in inputs:
         if source and source != "-" and os.path.exists(path) and os.path.exists(source) \
                 and os.path.samefile(path, source):

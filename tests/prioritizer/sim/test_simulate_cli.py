@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import csv
 import json
 from pathlib import Path
@@ -232,6 +234,23 @@ def test_missing_output_directory_fails_before_the_replay(option: str, tmp_path:
     assert (rc, out, replays) == (2, "", [])
     assert err == (f"dlprio: {option} {target}: directory {target.parent} does not exist; "
                    "create it first\n")
+
+
+@pytest.mark.parametrize("option", ["--plot", "--jobs-csv"])
+def test_an_output_directory_that_takes_no_file_fails_before_the_replay(
+        option: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # /proc exists and is a directory, yet no file can be made in it, even by root: the
+    # write would fail only after the replay
+    from prioritizer.sim import cli as sim_cli
+
+    replays: list[object] = []
+    monkeypatch.setattr(sim_cli, "simulate", lambda *a: replays.append(a))
+    rc = main(["simulate", "--trace", SIXTY, *N2G4, option, "/proc/x.png"])
+    out, err = capsys.readouterr()
+    assert (rc, out, replays) == (2, "", [])
+    assert err.startswith(f"dlprio: {option} /proc/x.png: cannot write in directory /proc (")
+    assert err.endswith("); give a path in a writable directory\n")
+    assert os.listdir("/proc").count("x.png") == 0
 
 
 def test_zero_gpu_row_is_skipped_counted_and_noted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
