@@ -195,7 +195,7 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
         # YAML's "\ud800" escape: no character, not writable as UTF-8 (to Slurm, a log, a path);
         # msgspec raised UnicodeEncodeError for it (a traceback, or a message without the key)
         what = ("must be text without a lone surrogate (\\ud800-\\udfff)" if base is str
-                else _type_message(base))
+                else _type_message(base) + _range(meta))
         return value, [((), f"{what} (got {shown(value)})")]
     try:
         converted = msgspec.convert(value, base, strict=True)
@@ -213,7 +213,13 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
             quote = '; quote it: "off"' if value is False else ""
             got = yaml_reading(value) if read_as_not_text(value) else shown(value)
             return value, [((), f"{rules[0].message} (got {got}{quote})")]
-        return value, [((), f"{_type_message(base)} (got {shown(value)})")]
+        # the range too, as the command-line options word it (``expected a number >= 0``)
+        what = _type_message(base) + _range(meta)
+        if base is int and isinstance(value, float) and value.is_integer():
+            # YAML reads 1e9 and 5.0 as decimal numbers, never as whole ones
+            return value, [((), f"{what} (got {shown(value)}, a decimal number: write it "
+                                 "without a decimal point or exponent)")]
+        return value, [((), f"{what} (got {shown(value)})")]
     if isinstance(converted, float) and not math.isfinite(converted):
         return value, [((), f"must be a finite number (got {shown(value)})")]
     if meta is not None:
@@ -248,6 +254,14 @@ def _bound_message(meta: msgspec.Meta) -> str:
     low = [f"{op} {_num(v)}" for op, v in ((">=", meta.ge), (">", meta.gt)) if v is not None]
     high = [f"{op} {_num(v)}" for op, v in (("<=", meta.le), ("<", meta.lt)) if v is not None]
     return "must be " + " and ".join(low + high)
+
+
+def _range(meta: msgspec.Meta | None) -> str:
+    """`` >= 0 and <= 65535`` of a numeric field's bounds (``""``: none)."""
+    if meta is None or meta.min_length is not None or all(
+            v is None for v in (meta.ge, meta.gt, meta.le, meta.lt)):
+        return ""
+    return " " + _bound_message(meta).removeprefix("must be ")
 
 
 def _parts(tp: Any) -> tuple[Any, msgspec.Meta | None, list[Rule]]:

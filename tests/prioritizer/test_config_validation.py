@@ -387,7 +387,7 @@ def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsy
                              'policy:\n  starve_knob: "\\ud800"\n  policy: "\\ud800"\n') == [
         "policy.policy: must be 'tiresias-las', 'tiresias-gittins', 'las', 'fifo', 'fifo-fit' or "
         "'srtf' (got '\\ud800')",
-        "policy.starve_knob: expected a number (got '\\ud800')",
+        "policy.starve_knob: expected a number >= 0 (got '\\ud800')",
         "mode: must be 'priority' or 'partition' (got '\\ud800')",
         "exempt_accounts[1]: must be text without a lone surrogate (\\ud800-\\udfff) (got '\\udcff')"]
     f = tmp_path / "c.yaml"
@@ -395,7 +395,7 @@ def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsy
     assert main(["simulate", "--trace", TRACE, "--nodes", "1", "--gpus-per-node", "8",
                  "--config", str(f)]) == 2
     assert capsys.readouterr().err == (f"dlprio: {f}: policy.starve_knob: expected a number "
-                                       "(got '\\ud800')\n")
+                                       ">= 0 (got '\\ud800')\n")
 
 
 def test_a_printable_key_without_path_syntax_is_named_as_written(tmp_path: Path) -> None:

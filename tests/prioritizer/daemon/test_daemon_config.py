@@ -39,19 +39,19 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("intervl_s: 5\n", "intervl_s: unknown key; did you mean 'interval_s'?"),
     ("policy:\n  starve_knb: 3\n", "policy.starve_knb: unknown key; did you mean 'starve_knob'?"),
     # types
-    ("interval_s: ten\n", "interval_s: expected a number (got 'ten')"),
-    ("interval_s: true\n", "interval_s: expected a number (got True)"),
-    ("metrics_port: 9.5\n", "metrics_port: expected a whole number (got 9.5)"),
+    ("interval_s: ten\n", "interval_s: expected a number > 0 (got 'ten')"),
+    ("interval_s: true\n", "interval_s: expected a number > 0 (got True)"),
+    ("metrics_port: 9.5\n", "metrics_port: expected a whole number >= 0 and <= 65535 (got 9.5)"),
     ("partitions: gpu\n", "partitions: expected a list (got 'gpu')"),
     ("exempt_accounts: ['']\n", "exempt_accounts[0]: must not be empty (got '')"),
     ("metrics_addr: 8\n", "metrics_addr: expected a string, but YAML read the value as a number; "
      "quote it as written, e.g. metrics_addr: \"8\" (got 8)"),
     ("policy: fifo\n", "policy: expected a mapping of keys (got 'fifo')"),
     ("policy:\n  preemption: 1\n", "policy.preemption: expected true or false (got 1)"),
-    ("policy:\n  starve_knob: '8'\n", "policy.starve_knob: expected a number (got '8')"),
+    ("policy:\n  starve_knob: '8'\n", "policy.starve_knob: expected a number >= 0 (got '8')"),
     ("policy:\n  thresholds_gpu_s: 3250\n", "policy.thresholds_gpu_s: expected a list (got 3250)"),
     ("policy:\n  thresholds_gpu_s: [100, x]\n",
-     "policy.thresholds_gpu_s[1]: expected a number (got 'x')"),
+     "policy.thresholds_gpu_s[1]: expected a number > 0 (got 'x')"),
     # names from a fixed list
     ("mode: fast\n", "mode: must be 'priority' or 'partition' (got 'fast')"),
     ("priority_field: nice\n", "priority_field: must be 'site_factor' or 'priority' (got 'nice')"),
@@ -66,7 +66,12 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("metrics_port: 70000\n", "metrics_port: must be >= 0 and <= 65535 (got 70000)"),
     ("inqueue_span_s: 0\n", "inqueue_span_s: must be >= 1 and <= 100000000 (got 0)"),
     ("update_budget: -1\n", "update_budget: must be >= 0 and <= 1000000 (got -1)"),
-    ("update_budget: 1.5\n", "update_budget: expected a whole number (got 1.5)"),
+    ("update_budget: 1.5\n", "update_budget: expected a whole number >= 0 and <= 1000000 (got 1.5)"),
+    # YAML reads 1e9 and 4.0 as decimal numbers: a whole number must be written as one
+    ("forecast:\n  draws: 1e9\n", "forecast.draws: expected a whole number >= 1 and <= 1000 "
+     "(got 1000000000.0, a decimal number: write it without a decimal point or exponent)"),
+    ("forecast:\n  draws: 4.0\n", "forecast.draws: expected a whole number >= 1 and <= 1000 "
+     "(got 4.0, a decimal number: write it without a decimal point or exponent)"),
     ("retention_days: -1\n", "retention_days: must be >= 0 (got -1)"),
     ("slurm_timeout_s: -1\n", "slurm_timeout_s: must be >= 0 (got -1)"),
     ("gittins_min_samples: 0\n", "gittins_min_samples: must be >= 1 (got 0)"),
@@ -115,7 +120,7 @@ def test_every_problem_is_reported_one_line_each(tmp_path: Path) -> None:
     f = tmp_path / "c.yaml"
     assert str(err.value).splitlines() == [
         f"{f}: policy.thresholds_gpu_s[1]: must be > 0 (got -2)",
-        f"{f}: policy.starve_knob: expected a number (got 'x')",
+        f"{f}: policy.starve_knob: expected a number >= 0 (got 'x')",
         f"{f}: policy.knob: unknown key; valid keys: checkpoint_overhead_s, decision_interval_s, "
         "gittins_quantum_gpu_s, min_run_s, policy, preemption, promoted_preempts, requeue_delay_s, "
         "requeue_guard, starve_knob, "

@@ -306,9 +306,9 @@ def test_config_from_mapping() -> None:
                  "decision_interval_s, gittins_quantum_gpu_s, min_run_s, policy, preemption, "
                  "promoted_preempts, requeue_delay_s, requeue_guard, starve_knob, thresholds_gpu_s, "
                  "thresholds_s, wait_guard", id="unknown-key"),
-    pytest.param({"starve_knob": "8"}, "policy.starve_knob: expected a number (got '8')",
+    pytest.param({"starve_knob": "8"}, "policy.starve_knob: expected a number >= 0 (got '8')",
                  id="string-for-number"),
-    pytest.param({"starve_knob": True}, "policy.starve_knob: expected a number (got True)",
+    pytest.param({"starve_knob": True}, "policy.starve_knob: expected a number >= 0 (got True)",
                  id="bool-for-number"),
     pytest.param({"preemption": 1}, "policy.preemption: expected true or false (got 1)",
                  id="int-for-bool"),
@@ -334,7 +334,7 @@ def test_config_reports_every_problem_and_direct_construction_is_checked() -> No
     with pytest.raises(ConfigError) as err:
         PolicyConfig.from_mapping({"starve_knob": -1, "thresholds_s": [1, "x"]}, prefix="sim")
     assert str(err.value).splitlines() == [
-        "sim.thresholds_s[1]: expected a number (got 'x')",
+        "sim.thresholds_s[1]: expected a number > 0 (got 'x')",
         "sim.starve_knob: must be >= 0 (got -1)"]
     with pytest.raises(ValueError, match="gittins_quantum_gpu_s"):
         PolicyConfig(gittins_quantum_gpu_s=0)

@@ -158,7 +158,7 @@ def test_bad_policy_section_names_the_file_and_each_key(
     rc = main(["simulate", "--trace", SIXTY, *N2G4, "--config", str(conf), "--min-run", "-3"])
     assert rc == 2
     assert capsys.readouterr().err.splitlines() == [
-        f"dlprio: {conf}: policy.starve_knob: expected a number (got 'x')",
+        f"dlprio: {conf}: policy.starve_knob: expected a number >= 0 (got 'x')",
         "dlprio: --min-run: must be >= 0 (got -3.0)",
         f"dlprio: {conf}: policy.min_run: unknown key; did you mean 'min_run_s'?"]
 
