@@ -14,8 +14,8 @@ that file exists; else :data:`prioritizer.daemon.snapshot.DEFAULT_PATH`.
 
 A snapshot whose ``cluster`` differs from this cluster's ClusterName (the ``slurm.conf`` of
 ``SLURM_CONF``) belongs to another cluster on the host and is ignored with a note. One older
-than :data:`STALE_AFTER_S` gets a note saying since when no daemon updated it; when none of the
-jobs shown is in it, it is not used (:func:`stale_note`).
+than a few of the daemon's cycles (``snapshot.stale_after_s``) gets a note saying since when no
+daemon updated it; when none of the jobs shown is in it, it is not used (:func:`stale_note`).
 
 Exit codes (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
 (an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
@@ -58,7 +58,6 @@ if TYPE_CHECKING:  # rich's console loads for --watch only, yaml when the daemon
     from rich.console import Console, Group
 
 DAEMON_CONFIG = SYSTEM_CONFIG
-STALE_AFTER_S = 300
 WATCH_INTERVAL_S = 5.0
 MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 86400.0   # ≥ 1 s: each refresh is one squeue call
 MAX_ITERATIONS = 10**9
@@ -132,13 +131,13 @@ def load_snapshot(path: str, now: float, cluster: str | None = None
         note = (f"daemon snapshot {path} is for cluster {snap.cluster!r}, not {cluster!r}: "
                 "ignored (queue and attained service are not shown)")
         return None, note, note
-    if now - snap.generated_at > STALE_AFTER_S:
+    if now - snap.generated_at > public_snapshot.stale_after_s(snap.interval_s):
         return snap, stale_note(snap, now, used=True), ("stale", snap.cycle)
     return snap, "", None
 
 
 def stale_note(snap: PublicSnapshot, now: float, used: bool) -> str:
-    """The note on a snapshot older than :data:`STALE_AFTER_S`: what is known is when a
+    """The note on a stale snapshot (``snapshot.stale_after_s``): what is known is when a
     daemon cycle last wrote it. ``used``: some job shown is in it (its QUEUE and ATTAINED are
     shown, from then); else the columns are left out, since none of the shown jobs has a
     value there."""
@@ -390,13 +389,8 @@ class _View:
 
 
 def _plain_ids(rows: list[qv.QueueRow]) -> set[int]:
-    """Every plain id that selects one of ``rows`` (see :func:`_plain_match`)."""
-    ids = {r.job_id for r in rows}
-    for r in rows:
-        lead = _JOB_SELECTOR.match(r.display_id)
-        if lead is not None:
-            ids.add(int(lead.group(1)))
-    return ids
+    """Every plain id that selects one of ``rows`` (:func:`_plain_keys`)."""
+    return {key for r in rows for key in _plain_keys(r)}
 
 
 def _selects_any(selector: str, rows: list[qv.QueueRow], plain_ids: set[int]) -> bool:
@@ -416,11 +410,16 @@ def _unmatched_note(selector: str) -> str:
             f"{_lead(selector)} older ones)")
 
 
-def _plain_match(row: qv.QueueRow, plain: set[int]) -> bool:
-    """Whether ``row`` is selected by a plain id: its own, its hetjob leader's or its array's
+def _plain_keys(row: qv.QueueRow) -> tuple[int, ...]:
+    """The plain ids that select ``row``: its own, and its hetjob leader's or its array's
     (the leading number of its JOBID), as :meth:`SlurmClient.jobs` matches them."""
     lead = _JOB_SELECTOR.match(row.display_id)
-    return row.job_id in plain or (lead is not None and int(lead.group(1)) in plain)
+    return (row.job_id,) if lead is None else (row.job_id, int(lead.group(1)))
+
+
+def _plain_match(row: qv.QueueRow, plain: set[int]) -> bool:
+    """Whether ``row`` is selected by one of the plain ids ``plain``."""
+    return any(key in plain for key in _plain_keys(row))
 
 
 def _screen(view: _View, width: int, height: int) -> Group:

@@ -31,15 +31,14 @@ from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
-from prioritizer.daemon.snapshot import SnapshotError, read_snapshot
+from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, read_snapshot,
+                                         stale_after_s)
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.slurm.records import MAX_JOB_ID, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count", "last_seen", "update_refusals")
-#: A ledger whose last read of Slurm is older than this many intervals is called stale.
-STALE_INTERVALS = 3
 
 
 class UnknownJob(LookupError):
@@ -61,7 +60,7 @@ def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
         return "ledger: no cycle recorded yet (STALE: start the daemon)"
     age = max(now - at, 0.0)
     line = f"ledger as of {_ts(at)} ({age:.0f} s ago)"
-    if age > STALE_INTERVALS * interval_s:
+    if age > stale_after_s(interval_s):
         line += (f"; STALE: no daemon cycle for {age:.0f} s (interval {interval_s:g} s): "
                  "states and service are as last seen, not now")
     backlog = int(ledger.meta("order_backlog") or 0)
@@ -228,7 +227,7 @@ def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float,
     if snap is None:
         return [f"forecast: none (no snapshot at {shown_path}: is the daemon running?)"]
     made: Mapping[str, Any] | None = snap.forecast
-    if now - snap.generated_at > STALE_INTERVALS * interval_s:
+    if now - snap.generated_at > stale_after_s(interval_s):
         made = expired(made)   # the daemon stopped updating the snapshot
     return detail_lines(made, job_id, now, running=row.state == "RUNNING")
 

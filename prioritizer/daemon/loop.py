@@ -309,7 +309,7 @@ class Daemon:
             write_snapshot(self.cfg.snapshot_path, PublicSnapshot(
                 obs.now, self.log.cycle, self.cfg.mode, self.cfg.policy.thresholds_gpu_s,
                 tuple(jobs), cluster=self.cluster, forecast=self.forecaster.latest,
-                tenants=tenants))
+                tenants=tenants, interval_s=self.cfg.interval_s))
         except OSError as exc:   # dlqueue loses its columns; scheduling goes on
             event(self.log, "snapshot_failed", level=logging.ERROR, path=self.cfg.snapshot_path,
                   error=str(exc))

@@ -45,6 +45,18 @@ from slurm_plugin.gres.slurmconf import parse_slurm_conf
 
 VERSION = 1
 DEFAULT_PATH = SNAPSHOT
+#: A snapshot (or ledger read) older than this many of the daemon's cycles is stale: the
+#: daemon stopped, or waits on Slurm
+STALE_INTERVALS = 3
+#: ... and one whose cycle is not known (files of older daemons), older than this (s)
+STALE_AFTER_S = 300.0
+
+
+def stale_after_s(interval_s: float | None) -> float:
+    """Seconds after its writing at which a snapshot the daemon writes every ``interval_s``
+    seconds is stale: :data:`STALE_INTERVALS` cycles, or :data:`STALE_AFTER_S` when the
+    cycle is not known (None)."""
+    return STALE_AFTER_S if interval_s is None else STALE_INTERVALS * interval_s
 DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
 
@@ -103,6 +115,9 @@ class PublicSnapshot:
     #: start-time forecasts (:mod:`prioritizer.daemon.forecasts`); None until one is ready
     forecast: dict[str, Any] | None = None
     tenants: tuple[PublicTenant, ...] = ()   # with virtual_clusters only
+    #: the daemon's cycle (seconds, its ``interval_s``): a reader calls the file stale after a
+    #: few missed cycles; None in files of older daemons
+    interval_s: float | None = None
 
     def by_id(self) -> dict[int, PublicJob]:
         return {j.job_id: j for j in self.jobs}
@@ -131,6 +146,8 @@ def write_snapshot(path: str | os.PathLike[str], snap: PublicSnapshot) -> None:
         data["forecast"] = snap.forecast
     if snap.tenants:
         data["tenants"] = [vars(t) for t in snap.tenants]
+    if snap.interval_s is not None:
+        data["interval_s"] = snap.interval_s
     # the C encoder (json.dump streams through Python); a new file is 0644, an existing one
     # keeps its mode; a device or FIFO is written in place (slurm_plugin.common.atomic)
     write_atomically(target, json.dumps(data), mode=0o644)
@@ -168,6 +185,10 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
         if not isinstance(thresholds, list) or not all(_number(t) for t in thresholds):
             raise SnapshotError(f"{path}: malformed snapshot (thresholds_gpu_s: expected a "
                                 "list of finite numbers)")
+        interval = data.get("interval_s")
+        if interval is not None and not (_number(interval) and interval > 0):
+            raise SnapshotError(f"{path}: malformed snapshot (interval_s: expected seconds "
+                                "above 0)")
         return PublicSnapshot(
             generated_at=float(data["generated_at"]),
             cycle=data["cycle"],
@@ -177,6 +198,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
             cluster=str(data["cluster"]) if data.get("cluster") is not None else None,
             forecast=_forecast(data.get("forecast"), path),
             tenants=tuple(PublicTenant(**t) for t in data.get("tenants", [])),
+            interval_s=float(interval) if interval is not None else None,
         )
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         if isinstance(exc, SnapshotError):

@@ -116,8 +116,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      "of the waiting jobs, about 2 ms each on ITP cluster04 and 15 ms on "
                      "Philly's dense window (more with --arrivals history): 100 x 20 on "
                      "Philly is 33 s, on cluster04 7 s (docs/forecasts.md, Cost)")
-    chk.add_argument("--draws", type=numbers.count("--draws", 10_000), metavar="N", help="with --forecasts: duration draws per forecast "
-                     f"(default {DEFAULT_DRAWS})")
+    chk.add_argument("--draws", type=numbers.count("--draws", 10_000), metavar="N",
+                     help=f"with --forecasts: duration draws per forecast (default {DEFAULT_DRAWS})")
     chk.add_argument("--arrivals", choices=ARRIVALS,
                      help="with --forecasts: none = no later submission is counted; history = "
                      "each draw draws later submissions at the rate and of the sizes of the "

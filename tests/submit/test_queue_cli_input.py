@@ -5,6 +5,7 @@ in --watch). Slurm is replaced by a filtering fake: these are argument and print
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -281,3 +282,35 @@ def test_old_snapshot_holding_a_job_shown_keeps_its_queue_and_says_since_when(
     assert [line.split()[4] for line in lines[1:] if line.startswith("800 ")] == ["Q1"]
     assert lines[-1] == (STOPPED + ": QUEUE and ATTAINED are from then, blank for jobs it had "
                          "not seen")
+
+
+@pytest.mark.parametrize("interval_s, age_s, stale", [
+    (30.0, 89.0, False),    # within three of the daemon's 30 s cycles
+    (30.0, 91.0, True),     # three cycles missed: the daemon stopped or waits on Slurm
+    (600.0, 1_700.0, False),   # a slow cycle: 300 s is no limit for it
+    (None, 299.0, False),   # a file of a daemon that does not write its cycle: 300 s
+    (None, 301.0, True),
+])
+def test_a_snapshot_is_stale_after_three_of_its_daemons_cycles(
+        client, capsys, tmp_path, monkeypatch, interval_s, age_s, stale) -> None:
+    now = 1_800_000_000.0
+    monkeypatch.setattr(queue_cli.time, "time", lambda: now)
+    path = tmp_path / "s.json"
+    snap = dataclasses.replace(snapshot(pub(800, 1, 900.0), generated_at=now - age_s),
+                               interval_s=interval_s)
+    public_snapshot.write_snapshot(path, snap)
+    assert public_snapshot.read_snapshot(path).interval_s == interval_s
+    assert queue_cli.main(["--snapshot", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert ("no dlprio daemon has updated its snapshot since" in out) == stale
+
+
+@pytest.mark.parametrize("value", ["0", "-30", "\"30\"", "1e999", "true"])
+def test_a_malformed_cycle_in_the_snapshot_names_the_field(tmp_path, value) -> None:
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot())
+    text = path.read_text()
+    path.write_text(text[:-1] + f', "interval_s": {value}}}')
+    with pytest.raises(public_snapshot.SnapshotError, match=r"malformed snapshot \(interval_s: "
+                       r"expected seconds above 0\)"):
+        public_snapshot.read_snapshot(path)

@@ -455,7 +455,8 @@ def test_shard_and_opportunistic_jobs_show_their_share_and_class() -> None:
 
 def test_cli_a_stopped_daemons_forecast_is_blank_and_said_stale(fake, tmp_path, capsys,
                                                                 monkeypatch) -> None:
-    """The snapshot is 400 s old (past STALE_AFTER_S = 300: the daemon stopped); its
+    """The snapshot is 400 s old (past 300 s, the limit of a file that does not give the
+    daemon's cycle: the daemon stopped); its
     forecast, made 410 s ago and stale only after 900 s by its own measure, is not shown."""
     now = 1_000_000.0
     monkeypatch.setattr(queue_cli.time, "time", lambda: now)
