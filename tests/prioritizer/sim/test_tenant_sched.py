@@ -67,7 +67,8 @@ def cases(draw: st.DrawFn) -> tuple[Trace, Cluster, PolicyConfig, Tenancy]:
                           requeue_delay_s=draw(st.sampled_from([0.0, 40.0])),
                           decision_interval_s=draw(st.sampled_from([0.0, 30.0])),
                           wait_guard=draw(st.sampled_from([0.0, 1.0])),
-                          requeue_guard=draw(st.sampled_from([0.0, 0.5])))
+                          requeue_guard=draw(st.sampled_from([0.0, 0.5])),
+                          preempt_gain=draw(st.sampled_from([0.0, 1.0])))
     return Trace("mem", "philly", tuple(jobs), 0), Cluster(nodes, gpn), config, tenancy
 
 
