@@ -124,7 +124,7 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
             starts on free GPUs (or reserves GPUs being freed) in its turn, but no victim
             is chosen for it (``Policy.lifted``, ``PolicyConfig.promoted_preempts``).
             Nothing is recorded for such a waiter, so later ones are searched as before.
-        pays: optional ``pays(job_id, victims)`` (``victims.gain_test``,
+        pays: optional ``pays(job_id, victims' (attained GPU·s, GPUs))`` (``victims.gain_test``,
             ``PolicyConfig.preempt_gain``): a waiter's victims, found by the plain candidate
             walk (``victims.choose_victims``, whatever ``search``), are kept only when it
             is True; else the waiter preempts no one (nothing is recorded for it, its
@@ -220,7 +220,7 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
         if chosen is None:
             fail(mine, shape)
             return False
-        if pays is not None and not pays(job_id, chosen):
+        if pays is not None and not pays(job_id, [(-c[1], sum(c[3])) for c in chosen]):
             for cand in chosen:   # victims exist but do not pay: give their GPUs back
                 soon_map.add(cand[4], [-g for g in cand[3]])
             return False

@@ -122,29 +122,29 @@ def preemption_pays(finish_p: float, waiter_run_s: float, victims_left_s: list[f
     return finish_p * min(victims_left_s) > gain * len(victims_left_s) * (waiter_run_s + cost_s)
 
 
-#: the gain test of one waiter: ``pays(waiter job id, its chosen victims)``
-Pays = Callable[[int, list[Candidate]], bool]
+#: the gain test of one waiter: ``pays(waiter job id, its chosen victims as (attained
+#: GPU·s, GPUs) pairs)``
+Pays = Callable[[int, list[tuple[float, int]]], bool]
 
 
 def gain_test(config: PolicyConfig, dist: GittinsDistribution | None,
               waiter: Callable[[int], tuple[float, int]]) -> Pays | None:
-    """The ``pays`` argument of ``find_preemptions`` for ``config.preempt_gain`` (None: the
-    rule is off, with ``preempt_gain`` 0 or no distribution). ``waiter(job_id)`` gives a
-    pending job's attained GPU·s and GPUs; a victim's are read from its :data:`Candidate`
-    (``-cand[1]``, ``sum(cand[3])``)."""
+    """The ``pays`` argument of ``find_preemptions`` and ``tenant_preemptions`` for
+    ``config.preempt_gain`` (None: the rule is off, with ``preempt_gain`` 0 or no
+    distribution). ``waiter(job_id)`` gives a pending job's attained GPU·s and GPUs."""
     gain = config.preempt_gain
     if not gain or dist is None:
         return None
     cost_s = config.checkpoint_overhead_s + config.requeue_delay_s
     seen: dict[int, tuple[float, float]] = {}
 
-    def pays(job_id: int, chosen: list[Candidate]) -> bool:
+    def pays(job_id: int, chosen: list[tuple[float, int]]) -> bool:
         outlook = seen.get(job_id)
         if outlook is None:
             attained, gpus = waiter(job_id)
             p, run = dist.outlook(attained, quantum_gpu_s(config, attained, gpus))
             outlook = seen[job_id] = (p, run / max(gpus, 1))
-        left = [expected_left_s(dist, -c[1], sum(c[3])) for c in chosen]
+        left = [expected_left_s(dist, attained, gpus) for attained, gpus in chosen]
         return preemption_pays(outlook[0], outlook[1], left, cost_s, gain)
     return pays
 
