@@ -3,7 +3,7 @@ oracle ``srtf`` and the default settings, on the two real traces of docs/simulat
 figures (no timing).
 
     PYTHONPATH=. .venv/bin/python benchmarks/preempt_gain.py [--only philly|itp] [--gain X]
-        [--dist packaged,history,oracle] [--whole-run] [--no-reference]
+        [--dist packaged,history,oracle] [--whole-run] [--no-reference] [--walk] [--no-fixed]
 
 Per trace (real nodes, modeled costs, windows of 200 jobs against ``fifo-fit``; Philly dense
 from ``--since 4147200`` on 127 × 8, ITP cluster04 on 69 × 8), one line per setting: the worst
@@ -23,7 +23,11 @@ preemptions. The rule's expected remaining times come from a duration distributi
 ``--whole-run`` measures the plain exchange of two jobs instead (not in the policy): every
 waiter's quantum is its whole run (``victims.quantum_gpu_s`` replaced by ``inf``), so a waiter
 must repay with its mean remaining time, ``p`` 1. ``--no-reference`` skips the ``srtf`` and
-defaults lines. About 1 min per trace and distribution on 2 shared cores.
+defaults lines. About 20 s per trace and distribution on 2 shared cores. ``--walk`` adds
+``dlprio tune --walk-forward`` (Philly every day, ITP every 7 days) on the grid
+:data:`WALK_GRID` with the no-regret bars (their defaults), starting from ``wait_guard: 1``
+and ``preempt_gain: --gain``; ``dlprio tune`` weighs the rule with the packaged samples.
+About 1.5 min on Philly and 8 min on ITP; ``--no-fixed`` skips the fixed lines.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 from prioritizer.policy import victims
 from prioritizer.policy.config import PolicyConfig
@@ -38,11 +47,15 @@ from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.sim.engine import simulate
 from prioritizer.sim.traces import Trace, read_trace
-from wait_guard import REPO, TRACES, line, with_baseline  # benchmarks/ is on sys.path
+from requeue_guard import TRACES as WALK_DAYS, figures_line  # benchmarks/ is on sys.path
+from wait_guard import REPO, TRACES, line, with_baseline
+from walk_forward import print_periods
 
 #: ITP's history: the jobs of the trace's first days (its replay starts at its first job)
 HISTORY_DAYS = 7.0
 DISTRIBUTIONS = ("packaged", "history", "oracle")
+#: the grid the walk-forward run re-tunes
+WALK_GRID = "knob=1,8;wait_guard=0,1;preempt_gain=0,{gain}"
 
 
 def samples(trace: Trace, before: float | None = None) -> list[float]:
@@ -76,6 +89,22 @@ def runs(gain: float) -> list[tuple[str, PolicyConfig]]:
     ]
 
 
+def walk(path: str, since: float | None, nodes: int, days: float, gain: float) -> list[dict]:
+    """``dlprio tune --walk-forward`` from ``wait_guard: 1`` and ``preempt_gain: gain`` (its
+    ``--json``), no-regret bars on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "dlprio.yaml"
+        conf.write_text(f"policy:\n  wait_guard: 1\n  preempt_gain: {gain:g}\n")
+        argv = [sys.executable, "-m", "prioritizer.cli", "tune", "--trace", str(REPO / path),
+                "--nodes", str(nodes), "--gpus-per-node", "8",
+                "--grid", WALK_GRID.format(gain=f"{gain:g}"), "--walk-forward", f"{days:g}",
+                "--workers", "2", "--json", "--config", str(conf)]
+        if since is not None:
+            argv += ["--since", f"{since:g}"]
+        out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=REPO)
+    return json.loads(out.stdout)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(TRACES))
@@ -87,6 +116,8 @@ def main() -> int:
                         help="skip the srtf and defaults lines")
     parser.add_argument("--whole-run", action="store_true",
                         help="the plain exchange: every waiter's quantum is its whole run")
+    parser.add_argument("--walk", action="store_true", help="add the walk-forward runs")
+    parser.add_argument("--no-fixed", action="store_true", help="--walk: skip the fixed lines")
     args = parser.parse_args()
     if args.whole_run:   # read by victims.gain_test at each decision
         victims.quantum_gpu_s = lambda config, attained, gpus: float("inf")
@@ -99,7 +130,7 @@ def main() -> int:
             continue
         trace, cluster, base = with_baseline(path, since, nodes)
         print(f"{name}: {len(trace.jobs)} jobs, {nodes} x 8 GPUs, against fifo-fit", flush=True)
-        reference = [] if args.no_reference else [
+        reference = [] if args.no_reference or args.no_fixed else [
             ("srtf (oracle)", PolicyConfig(policy="srtf")),
             ("2D-LAS, defaults", PolicyConfig()),
             ("2D-Gittins, defaults", PolicyConfig(policy="tiresias-gittins"))]
@@ -107,13 +138,21 @@ def main() -> int:
             with contextlib.redirect_stdout(io.StringIO()):
                 result = simulate(trace, cluster, config, distribution=packaged)
             print(line(label, base, result), flush=True)
-        for kind in kinds:
+        for kind in [] if args.no_fixed else kinds:
             dist, note = distribution(kind, path, since, trace)
             print(f"  distribution: {note}")
             for label, config in runs(args.gain):
                 with contextlib.redirect_stdout(io.StringIO()):
                     result = simulate(trace, cluster, config, distribution=dist)
                 print(line(f"{label} [{kind}]", base, result), flush=True)
+        if args.walk:
+            days = WALK_DAYS[name][3]
+            print(f"  walk-forward every {days:g} day(s), grid "
+                  f"{WALK_GRID.format(gain=f'{args.gain:g}')}, from wait_guard 1, "
+                  f"preempt_gain {args.gain:g}, no-regret bars:")
+            out = {r["policy"]: r for r in walk(path, since, nodes, days, args.gain)}
+            print(figures_line("walk-forward, no-regret bars", out["walk-forward"]), flush=True)
+            print_periods(out["walk-forward"]["periods"])
     return 0
 
 
