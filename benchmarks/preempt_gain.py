@@ -27,7 +27,7 @@ defaults lines. About 20 s per trace and distribution on 2 shared cores. ``--wal
 ``dlprio tune --walk-forward`` (Philly every day, ITP every 7 days) on the grid
 :data:`WALK_GRID` with the no-regret bars (their defaults), starting from ``wait_guard: 1``
 and ``preempt_gain: --gain``; ``dlprio tune`` weighs the rule with the packaged samples.
-About 1.5 min on Philly and 8 min on ITP; ``--no-fixed`` skips the fixed lines.
+About 1.2 min on Philly and 4 min on ITP; ``--no-fixed`` skips the fixed lines.
 """
 
 from __future__ import annotations
