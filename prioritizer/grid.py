@@ -34,7 +34,7 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 PARAMETERS = {"thresholds": "thresholds_gpu_s", "knob": "starve_knob", "queues": "",
               "policy": "policy", "min_run": "min_run_s", "quantum": "gittins_quantum_gpu_s",
               "promoted_preempts": "promoted_preempts", "wait_guard": "wait_guard",
-              "requeue_guard": "requeue_guard"}
+              "requeue_guard": "requeue_guard", "preempt_gain": "preempt_gain"}
 #: the spellings of a yes/no grid value (``promoted_preempts=yes,no``; YAML's booleans too)
 BOOLEANS = {"yes": True, "true": True, "no": False, "false": False}
 MAX_QUEUES = 8

@@ -147,15 +147,16 @@ def _load(args: argparse.Namespace, *keys: str) -> DaemonConfig:
 
 
 def gittins_samples(cfg: DaemonConfig, source: object) -> GittinsDistribution | None:
-    """``tiresias-gittins``'s samples file (``gittins_samples: FILE``), read with the config,
-    before the ledger is locked or opened; None when there is none to read (another policy,
-    ``""``: the packaged samples, ``history``: learned later). ``source``: the config file.
+    """The samples file (``gittins_samples: FILE``) of ``tiresias-gittins`` or
+    ``preempt_gain`` (``PolicyConfig.uses_distribution``), read with the config, before the
+    ledger is locked or opened; None when there is none to read (neither of them, ``""``:
+    the packaged samples, ``history``: learned later). ``source``: the config file.
 
     Raises:
         ConfigError: ``FILE: gittins_samples: PATH: cannot read (a FIFO; give a regular
             file)`` or a bad sample's line, exit 2 as any config error.
     """
-    if cfg.policy.policy != "tiresias-gittins" or cfg.gittins_samples in ("", HISTORY):
+    if not cfg.policy.uses_distribution or cfg.gittins_samples in ("", HISTORY):
         return None
     try:
         return load_distribution(cfg.gittins_samples)

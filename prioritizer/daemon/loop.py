@@ -94,12 +94,12 @@ class Daemon:
         self.dry_run = dry_run
         self.out = out or sys.stdout
         self.preemptor = Preemptor(client, ledger, self.cfg, log)
-        gittins = cfg.policy.policy == "tiresias-gittins"
+        uses = cfg.policy.uses_distribution   # tiresias-gittins, or preempt_gain
         self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
-                        if gittins and cfg.gittins_samples == HISTORY else None)
+                        if uses and cfg.gittins_samples == HISTORY else None)
         self.distribution: GittinsDistribution | None = (
             (distribution or load_distribution(cfg.gittins_samples))
-            if gittins and self.learner is None else None)
+            if uses and self.learner is None else None)
         self._encoding: act.Encoding | None = None
         self._units: UnitCache = {}   # observe's units of the last cycle
         self._slurm_config_read = False
@@ -113,7 +113,7 @@ class Daemon:
         #: the forecasts' duration distribution when the policy learns none
         self.forecast_learner = (HistoryDistribution(cfg.gittins_min_samples,
                                                      cfg.gittins_refresh_s)
-                                 if self.forecaster.enabled and not gittins else None)
+                                 if self.forecaster.enabled and not uses else None)
         self.tenancy = cfg.tenancy
         self.tenants_checked = False
         #: the last cycle's tenant decision (None without virtual_clusters)

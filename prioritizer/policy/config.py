@@ -24,6 +24,7 @@ Sources of the defaults
 * ``decision_interval_s = 30``: the daemon's default cycle (docs/design.md, "Ledger and daemon").
 * ``wait_guard = 0``: off, the paper's rule (no run is guarded beyond ``min_run_s``).
 * ``requeue_guard = 0``: off, the paper's rule (a job may be preempted again at every run).
+* ``preempt_gain = 0``: off, the paper's rule (a preemption need not repay its cost).
 """
 
 from __future__ import annotations
@@ -90,6 +91,14 @@ class PolicyConfig:
             ``requeue_guard ×`` its run time, so its JCT is at most its first wait, its last
             wait and ``(1 + requeue_guard) ×`` its run time (docs/simulator.md, "The requeue
             guard"). 0 turns it off. A tuning grid parameter.
+        preempt_gain: a waiter preempts only when the preemption repays ``preempt_gain ×``
+            its cost by the duration distribution the driver passes: with ``p`` the chance
+            that the waiter ends within its quantum (the service up to its next queue
+            threshold; ``GittinsDistribution.outlook``) and ``r`` the seconds it runs in it,
+            ``p ×`` the shortest expected remaining time among its ``k`` victims must exceed
+            ``preempt_gain × k ×`` (``r`` + ``checkpoint_overhead_s`` + ``requeue_delay_s``)
+            (``victims.preemption_pays``). 0 turns it off, and so does the lack of a
+            distribution. A tuning grid parameter (docs/simulator.md, "The gain rule").
 
     Raises:
         ConfigError: (a ``ValueError``) on construction with a bad value, one line per
@@ -110,6 +119,7 @@ class PolicyConfig:
     promoted_preempts: bool = True
     wait_guard: Seconds = 0.0
     requeue_guard: Seconds = 0.0
+    preempt_gain: Seconds = 0.0
 
     def __post_init__(self) -> None:
         check(self)
@@ -120,6 +130,12 @@ class PolicyConfig:
             values = getattr(self, name)
             if any(b <= a for a, b in zip(values, values[1:])):
                 yield name, f"thresholds must increase strictly (got {shown(list(values))})"
+
+    @property
+    def uses_distribution(self) -> bool:
+        """Whether decisions read a duration distribution: ``tiresias-gittins`` ranks by it,
+        ``preempt_gain`` > 0 weighs preemptions by it (drivers pass one then)."""
+        return self.policy == "tiresias-gittins" or self.preempt_gain > 0
 
     def zero_cost(self) -> PolicyConfig:
         """The same policy without modeled costs (``--zero-cost``): no checkpoint overhead,

@@ -31,8 +31,8 @@ from prioritizer.policy.model import (Decisions, JobPhase, JobView, Preemption, 
 from prioritizer.policy.memo import Memo
 from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.preemption import find_preemptions
-from prioritizer.policy.victims import (Candidate, guard_start, lost_before, may_be_victim,
-                                        waited_before)
+from prioritizer.policy.victims import (Candidate, gain_test, guard_start, lost_before,
+                                        may_be_victim, waited_before)
 
 RUNNING, PENDING = JobPhase.RUNNING, JobPhase.PENDING
 PROMOTED = "promoted"   # reason prefix of a promotion (QueueState.reason)
@@ -344,8 +344,13 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
                 if may_be_victim(j.preemptible, j.releasing, run_guard(j, config, now), now,
                                  min_run)
                 and len(placed[j.job_id]) == len(j.gpus_per_node)]
+    pays = None
+    if config.preempt_gain:
+        views = {job.job_id: job for _, job in pending}
+        pays = gain_test(config, policy.distribution,
+                         lambda job_id: (views[job_id].attained_gpu_s, views[job_id].num_gpus))
     return find_preemptions(policy.strict, free, soon, waiters, candidates, now, tiers=tiers,
-                            lifted=lifted)
+                            lifted=lifted, pays=pays)
 
 
 def run_guard(job: JobView, config: PolicyConfig, now: float) -> float | None:

@@ -54,3 +54,32 @@ class GittinsDistribution:
         within = self._prefix[hi] - self._prefix[lo] - a * finishing  # Σ (S - a), a < S <= a+Δ
         expected_cost = within + delta * (n - hi)                     # × n_tail, cancels below
         return finishing / expected_cost
+
+    def mean_residual(self, attained_gpu_s: float) -> float:
+        """Expected remaining service E[S - a | S > a] (GPU·s) of a job with attained
+        service ``a``, over the samples above ``a``. A job that has outlived every sample
+        gets ``a`` itself: the history says nothing about it, and a job that ran this long
+        is taken to run about as long again (the tail of a heavy-tailed distribution)."""
+        a = attained_gpu_s
+        data, n = self.samples, len(self.samples)
+        lo = bisect.bisect_right(data, a)          # first sample > a
+        if lo == n:
+            return a
+        return (self._prefix[n] - self._prefix[lo]) / (n - lo) - a
+
+    def outlook(self, attained_gpu_s: float, quantum_gpu_s: float) -> tuple[float, float]:
+        """``(P(S - a <= Δ | S > a), E[min(S - a, Δ) | S > a])`` (GPU·s) for attained
+        service ``a`` and quantum Δ (``inf``: no quantum, i.e. ``(1, mean_residual(a))``):
+        the chance that a job ends within its next Δ and the service it gets in it, the two
+        halves of :meth:`index`. Past every sample the job's remaining service is taken as
+        ``a`` (as :meth:`mean_residual`)."""
+        a, delta = attained_gpu_s, quantum_gpu_s
+        data, n = self.samples, len(self.samples)
+        lo = bisect.bisect_right(data, a)
+        if lo == n:
+            return (1.0, a) if a <= delta else (0.0, delta)
+        if delta == float("inf"):
+            return 1.0, (self._prefix[n] - self._prefix[lo]) / (n - lo) - a
+        hi = bisect.bisect_right(data, a + delta)
+        within = self._prefix[hi] - self._prefix[lo] - a * (hi - lo)
+        return (hi - lo) / (n - lo), (within + delta * (n - hi)) / (n - lo)

@@ -10,6 +10,9 @@ queue upward, most attained service first, just enough to fit on real nodes
 one that is not preemptible. Partition ``PriorityTier`` comes first: a waiter preempts only jobs of its
 tier or lower, and none while a job of a higher tier is blocked ahead of it. A promoted job
 that ``Policy.lifted`` marks preempts no one (``PolicyConfig.promoted_preempts`` false).
+With ``PolicyConfig.preempt_gain`` > 0 a waiter keeps the victims it found only when the
+preemption repays its cost (``victims.preemption_pays``); otherwise it preempts no one and
+the walk goes on, its victims left to later waiters.
 
 How the victims of one waiter are searched is a :class:`SearchStrategy`: ``decide`` uses
 :class:`~prioritizer.policy.victim_search.PlainSearch`; the incremental scheduler
@@ -24,7 +27,8 @@ from typing import Callable, Iterable, Iterator, Mapping, Protocol
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import FreeMap, plan_starts
 from prioritizer.policy.victim_search import PlainSearch
-from prioritizer.policy.victims import Candidate, Victims, choose_victims, needs_no_less
+from prioritizer.policy.victims import (Candidate, Pays, Victims, choose_victims,
+                                        needs_no_less)
 
 
 class SearchStrategy(Protocol):
@@ -86,7 +90,8 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
                      search: SearchStrategy | None = None,
                      first_only: bool = False,
                      tiers: Mapping[int, int] | None = None,
-                     lifted: Callable[[int], bool] | None = None
+                     lifted: Callable[[int], bool] | None = None,
+                     pays: Pays | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -119,6 +124,12 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
             starts on free GPUs (or reserves GPUs being freed) in its turn, but no victim
             is chosen for it (``Policy.lifted``, ``PolicyConfig.promoted_preempts``).
             Nothing is recorded for such a waiter, so later ones are searched as before.
+        pays: optional ``pays(job_id, victims' (attained GPU·s, GPUs))`` (``victims.gain_test``,
+            ``PolicyConfig.preempt_gain``): a waiter's victims, found by the plain candidate
+            walk (``victims.choose_victims``, whatever ``search``), are kept only when it
+            is True; else the waiter preempts no one (nothing is recorded for it, its
+            victims' GPUs are taken out of ``soon`` again) and the walk goes on. ``search``'s
+            ``due`` is not asked then (it proves that victims exist, not that they pay).
 
     Returns:
         the preemptions in waiter order.
@@ -184,7 +195,7 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
         if not tiers and not search.may_fit(mine, shape, most[0], soon_map):
             fail(mine, shape)   # what the search would conclude
             return False
-        if first_only and not tiers and search.due(mine, shape, soon_map):
+        if first_only and not tiers and pays is None and search.due(mine, shape, soon_map):
             result.append(Preemption(job_id, ()))   # the search would succeed here
             return True
         # (the checks above need no candidates: most blocked waiters end there. Had the
@@ -198,7 +209,9 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
                 top_tier.append(max((c[5] for c in victims[0].all()), default=0))
         if mine >= top[0]:
             return False   # no running job of a strictly greater level: no victim exists
-        if not tiers:
+        if pays is not None and not tiers:
+            chosen = choose_victims(need, soon_map, mine, victims[0], taken)
+        elif not tiers:
             chosen = search.choose(need, soon_map, mine, victims[0], taken, taken_on)
         else:
             pool: Iterable[Candidate] = (victims[0] if top_tier[0] <= tier
@@ -206,6 +219,10 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
             chosen = choose_victims(need, soon_map, mine, pool, taken)
         if chosen is None:
             fail(mine, shape)
+            return False
+        if pays is not None and not pays(job_id, [(-c[1], sum(c[3])) for c in chosen]):
+            for cand in chosen:   # victims exist but do not pay: give their GPUs back
+                soon_map.add(cand[4], [-g for g in cand[3]])
             return False
         ids = [cand[2] for cand in chosen]
         taken.update(ids)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import POLICIES, decide, run_guard
-from prioritizer.policy.victims import may_be_victim
+from prioritizer.policy.victims import gain_test, may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Decisions, JobPhase, Preemption, Snapshot
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
@@ -117,9 +117,12 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
                                                 run_guard(job, config, now),
                                                 now, config.min_run_s),
                                   job.releasing))
+        pays = gain_test(config, distribution,
+                         lambda job_id: (jobs[job_id].attained_gpu_s, jobs[job_id].num_gpus))
         preemptions, reasons = tenant_preemptions(
             [walkers[job_id] for job_id in merged.order], holders,
-            [n.gpus_free for n in snapshot.nodes], tenancy, inside=rules.preemptive)
+            [n.gpus_free for n in snapshot.nodes], tenancy, inside=rules.preemptive,
+            pays=pays)
     decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
                                     preemptions=tuple(preemptions))
     return TenantDecisions(decisions, merged, reasons)

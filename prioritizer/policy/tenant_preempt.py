@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import FreeMap, place_once
-from prioritizer.policy.victims import needed_on_node, needed_on_nodes
+from prioritizer.policy.victims import Pays, needed_on_node, needed_on_nodes
 from prioritizer.policy.tenants import Tenancy
 
 RECLAIM, INSIDE = "reclaim", "tiresias inside tenant"
@@ -80,7 +80,7 @@ class Walker(NamedTuple):
 
 
 def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free: Sequence[int],
-                       tenancy: Tenancy, inside: bool = True
+                       tenancy: Tenancy, inside: bool = True, pays: Pays | None = None
                        ) -> tuple[list[Preemption], dict[int, str]]:
     """The preemptions of one decision (module doc) and, per waiter that preempts, the rule
     and the tenants involved (``reclaim: nlp at 0 of 16 guaranteed GPUs takes back from
@@ -91,6 +91,10 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
         holders: every job holding GPUs.
         free: free GPUs per node index now.
         inside: whether a job may preempt its own tenant's jobs (the policy is preemptive).
+        pays: the gain rule (``victims.gain_test``, ``PolicyConfig.preempt_gain``) for
+            preemptions inside a tenant: victims that do not repay their cost are given
+            back and the waiter preempts no one. A reclaim of guaranteed GPUs is not
+            weighed by it.
     """
     soon = FreeMap(free)
     used: dict[str, int] = {}
@@ -132,6 +136,11 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
             victims = _reclaim(need, borrowers, mine, soon, used, tenancy)
         if victims is None and own:
             victims = _choose(need, mine.untaken(w.tenant), w.level, taken, soon)
+            if victims is not None and pays is not None and not pays(
+                    w.job_id, [(v.attained_gpu_s, v.gpus) for v in victims]):
+                for v in victims:   # they do not repay their cost: GPUs given back
+                    soon.add(v.nodes, [-g for g in v.gpus_per_node])
+                continue
         if victims is None:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue

@@ -9,15 +9,18 @@ when those are longer: :func:`guard_start`), as a :data:`Candidate` tuple; candi
 are taken in victim order (lowest queue, i.e. highest level, first; then most attained
 service; then job id) until the waiter fits on real nodes, and only those on the nodes it
 will use are kept, the newest dropped first while it still fits. ``find_preemptions``
-(``prioritizer.policy.preemption``) applies this per waiter. Units: GPUs, GPU·seconds. No I/O.
+(``prioritizer.policy.preemption``) applies this per waiter, and with ``preempt_gain`` > 0
+keeps a waiter's victims only when :func:`preemption_pays`. Units: GPUs, GPU·seconds. No I/O.
 """
 
 from __future__ import annotations
 
 from heapq import heapify, heappop
 from itertools import islice
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
+from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.placement import FreeMap
 
 #: A victim candidate: ``(-level, -attained GPU·s, job id, gpus_per_node, node indices,
@@ -79,6 +82,71 @@ def waited_before(run_start: float, last_run_end: float | None, submit_time: flo
     """Seconds a job waited before the run that began at ``run_start``: since its last run
     ended (``JobView.last_run_end``, requeue delay included), else since its submission."""
     return run_start - (last_run_end if last_run_end is not None else submit_time)
+
+
+def expected_left_s(dist: GittinsDistribution, attained_gpu_s: float, gpus: int) -> float:
+    """Expected remaining run time (s) of a job of ``gpus`` GPUs that has attained
+    ``attained_gpu_s`` GPU·s, by ``dist`` (``GittinsDistribution.mean_residual`` over its
+    GPUs; a job of 0 GPUs counts as 1)."""
+    return dist.mean_residual(attained_gpu_s) / max(gpus, 1)
+
+
+def quantum_gpu_s(config: PolicyConfig, attained_gpu_s: float, gpus: int) -> float:
+    """The service (GPU·s) a waiter gets before its policy would put it behind others again:
+    up to its queue's threshold (``tiresias-las``: ``thresholds_gpu_s``; ``las``:
+    ``thresholds_s`` × its GPUs), by its whole attained service; ``gittins_quantum_gpu_s``
+    for ``tiresias-gittins``; ``inf`` past the last threshold and for any other policy."""
+    if config.policy == "tiresias-gittins":
+        return config.gittins_quantum_gpu_s
+    scale = 1 if config.policy == "tiresias-las" else max(gpus, 1)
+    thresholds = (config.thresholds_gpu_s if config.policy == "tiresias-las"
+                  else config.thresholds_s if config.policy == "las" else ())
+    for t in thresholds:
+        if t * scale > attained_gpu_s:
+            return t * scale - attained_gpu_s
+    return float("inf")
+
+
+def preemption_pays(finish_p: float, waiter_run_s: float, victims_left_s: list[float],
+                    cost_s: float, gain: float) -> bool:
+    """Whether a preemption repays its cost (``PolicyConfig.preempt_gain``). The waiter runs
+    for its quantum (:func:`quantum_gpu_s`), about ``waiter_run_s`` seconds, and ends within
+    it with probability ``finish_p`` (``GittinsDistribution.outlook``); each of its victims
+    is delayed by that run plus ``cost_s`` (checkpoint overhead and requeue delay). If the
+    waiter ends, it saved the wait for its victims' GPUs, at least the shortest expected
+    remaining time among them (the soonest those GPUs would free anyway); if not, it goes
+    behind others again and saved nothing. It pays when ``finish_p × min(victims_left_s) >
+    gain × len(victims_left_s) × (waiter_run_s + cost_s)``. With no quantum
+    (``finish_p`` 1, ``waiter_run_s`` its expected remaining time) this is the exchange of
+    two jobs run to the end. Seconds; jobs count, not GPUs, as the average JCT counts them."""
+    return finish_p * min(victims_left_s) > gain * len(victims_left_s) * (waiter_run_s + cost_s)
+
+
+#: the gain test of one waiter: ``pays(waiter job id, its chosen victims as (attained
+#: GPU·s, GPUs) pairs)``
+Pays = Callable[[int, list[tuple[float, int]]], bool]
+
+
+def gain_test(config: PolicyConfig, dist: GittinsDistribution | None,
+              waiter: Callable[[int], tuple[float, int]]) -> Pays | None:
+    """The ``pays`` argument of ``find_preemptions`` and ``tenant_preemptions`` for
+    ``config.preempt_gain`` (None: the rule is off, with ``preempt_gain`` 0 or no
+    distribution). ``waiter(job_id)`` gives a pending job's attained GPU·s and GPUs."""
+    gain = config.preempt_gain
+    if not gain or dist is None:
+        return None
+    cost_s = config.checkpoint_overhead_s + config.requeue_delay_s
+    seen: dict[int, tuple[float, float]] = {}
+
+    def pays(job_id: int, chosen: list[tuple[float, int]]) -> bool:
+        outlook = seen.get(job_id)
+        if outlook is None:
+            attained, gpus = waiter(job_id)
+            p, run = dist.outlook(attained, quantum_gpu_s(config, attained, gpus))
+            outlook = seen[job_id] = (p, run / max(gpus, 1))
+        left = [expected_left_s(dist, attained, gpus) for attained, gpus in chosen]
+        return preemption_pays(outlook[0], outlook[1], left, cost_s, gain)
+    return pays
 
 
 def _heap_order(entries: list[Candidate]) -> Iterator[Candidate]:

@@ -49,7 +49,8 @@ OVERRIDES = {"starve_knob": "starve_knob", "min_run": "min_run_s",
              "gittins_quantum": "gittins_quantum_gpu_s",
              "checkpoint_overhead": "checkpoint_overhead_s",
              "requeue_delay": "requeue_delay_s", "decision_interval": "decision_interval_s",
-             "wait_guard": "wait_guard", "requeue_guard": "requeue_guard"}
+             "wait_guard": "wait_guard", "requeue_guard": "requeue_guard",
+             "preempt_gain": "preempt_gain"}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -89,9 +90,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--zero-cost", action="store_true",
         help="no checkpoint overhead, requeue delay, decision interval or min-run guard")
     add("--durations", metavar="FILE.csv",
-        help="GPU·s samples for tiresias-gittins (default: packaged yarn-gput1000.csv)")
+        help="GPU·s samples for tiresias-gittins and --preempt-gain (default: packaged "
+        "yarn-gput1000.csv)")
     add("--durations-from", metavar="TRACE.csv",
-        help="learn the Gittins GPU·s distribution from this trace's (finished) jobs")
+        help="learn the GPU·s distribution (tiresias-gittins, --preempt-gain) from this "
+        "trace's (finished) jobs")
     add("--durations-min", type=numbers.count("--durations-min"), metavar="N",
         help=f"fewest jobs --durations-from needs, else the packaged one (default {MIN_SAMPLES})")
     add("--jobs-csv", metavar="FILE", help="write the per-job CSV")
@@ -123,12 +126,14 @@ def run(args: argparse.Namespace) -> int:
     if args.durations_min is not None and not args.durations_from:
         raise CliError("--durations-min applies only with --durations-from; add it or drop "
                        "--durations-min")
-    if "tiresias-gittins" not in policies:
+    uses = "tiresias-gittins" in policies or base.preempt_gain > 0   # PolicyConfig.uses_distribution
+    if not uses:
         for option in ("durations", "durations_from"):
             if getattr(args, option, None):
                 flag = "--" + option.replace("_", "-")
-                raise CliError(f"{flag} only applies to tiresias-gittins (running {', '.join(policies)}); "
-                               f"drop {flag} or add tiresias-gittins to --policy/--compare")
+                raise CliError(f"{flag} only applies to tiresias-gittins or --preempt-gain "
+                               f"(running {', '.join(policies)}); drop {flag} or add "
+                               "tiresias-gittins to --policy/--compare")
     if args.thresholds and not THRESHOLD_POLICIES & set(policies):
         raise CliError(f"--thresholds (GPU·s) only applies to {' and '.join(sorted(THRESHOLD_POLICIES))} "
                        f"(running {', '.join(policies)}); drop --thresholds or add one of them "
@@ -140,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     check_output("--plot", args.plot, [*inputs, ("--jobs-csv", args.jobs_csv)], figure=True)
     trace = trace_of(args, "simulate")
     distribution = None
-    if "tiresias-gittins" in policies:
+    if uses:
         distribution = _distribution(args)
     tenancy = _tenancy(args, cluster) if args.tenants else None
     if tenancy is not None and is_shared(trace):

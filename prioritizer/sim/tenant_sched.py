@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.victims import may_be_victim
+from prioritizer.policy.victims import gain_test, may_be_victim
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.fast.incremental import Scheduler, Step
 from prioritizer.policy.fast.records import Tracked
@@ -168,8 +168,10 @@ class TenantScheduler(Scheduler):
         walkers = [Walker(job_id, owners[job_id][0], jobs[job_id].shape, jobs[job_id].level,
                           by_guarantee=why[job_id][0] == GUARANTEE)
                    for job_id in merged.order]
+        pays = gain_test(self.config, self.policy.distribution,
+                         lambda job_id: (jobs[job_id].closed_gpu_s, jobs[job_id].gpus))
         found, _ = tenant_preemptions(walkers, holders, self.free.free, self.tenancy,
-                                      inside=self.policy.preemptive)
+                                      inside=self.policy.preemptive, pays=pays)
         return found[:1] if not victims else found
 
     def _blocked(self, merged: TenantOrder) -> bool:

@@ -173,7 +173,7 @@ def predicted_ratios(window: Sequence[TraceJob], scaled: Sequence[ScaledJob], k:
         for i, j in enumerate(window)), 0)
     mapped = Trace("scaled", "tiresias", tuple(
         TraceJob(j.index, j.name, 0, j.submit_s, j.gpus, j.duration_s) for j in scaled), 0)
-    dist = load_distribution() if policy.policy == "tiresias-gittins" else None
+    dist = load_distribution() if policy.uses_distribution else None
 
     def ratio(trace: Trace, config: PolicyConfig) -> float:
         def avg(c: PolicyConfig) -> float:

@@ -77,7 +77,7 @@ def run_task(task: Task) -> dict[str, Any]:
     if not trace.jobs:
         raise ValueError(f"{task.trace}: no job in the window [{task.lo}, {task.hi})")
     config = task.policy_config()
-    dist = load_distribution() if config.policy == "tiresias-gittins" else None
+    dist = load_distribution() if config.uses_distribution else None
     result = simulate(trace, Cluster(task.nodes, task.gpus_per_node, task.placement), config, dist)
     jcts = [j.jct for j in result.jobs]
     out: dict[str, Any] = {"jobs": float(len(jcts)), "avg_jct_s": statistics.fmean(jcts),
@@ -92,10 +92,11 @@ def bar_configs(current: PolicyConfig, baseline: PolicyName, oracle: bool) -> li
     """The replays the no-regret bars need besides the grid: the baseline policy and, for
     ``max_worst_window: oracle``, the oracle (:data:`~prioritizer.sim.windows.ORACLE_POLICY`),
     both with ``current``'s other settings (modeled costs); the oracle without the wait and
-    requeue guards (settings a tuner varies, so that the bar does not move with them)."""
+    requeue guards and the gain rule (settings a tuner varies, so that the bar does not move
+    with them)."""
     return ([dataclasses.replace(current, policy=baseline)]
             + ([dataclasses.replace(current, policy=ORACLE_POLICY, wait_guard=0.0,
-                                    requeue_guard=0.0)] if oracle else []))
+                                    requeue_guard=0.0, preempt_gain=0.0)] if oracle else []))
 
 
 def with_windows(results: Sequence[Mapping[str, Any]], count: int, window_jobs: int,

@@ -186,7 +186,7 @@ def _as_result(name: str, jobs: list[JobResult], like: SimResult) -> SimResult:
 
 def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig]) -> list[SimResult]:
     """One replay of ``trace`` per config, in a process pool (one per core)."""
-    dist = load_distribution() if any(c.policy == "tiresias-gittins" for c in configs) else None
+    dist = load_distribution() if any(c.uses_distribution for c in configs) else None
     workers = min(len(configs), os.cpu_count() or 1)
     if workers <= 1:
         return [simulate(trace, cluster, c, dist) for c in configs]

@@ -21,7 +21,7 @@ from prioritizer.policy.validation import ConfigError
 TRACE = str(Path(__file__).resolve().parents[2] / "data" / "traces" / "tiresias" / "60_job.csv")
 CONF = str(Path(__file__).resolve().parents[2] / "conf" / "dlprio.yaml")
 POLICY_KEYS = ("checkpoint_overhead_s, decision_interval_s, gittins_quantum_gpu_s, min_run_s, "
-               "policy, preemption, promoted_preempts, requeue_delay_s, requeue_guard, starve_knob, "
+               "policy, preempt_gain, preemption, promoted_preempts, requeue_delay_s, requeue_guard, starve_knob, "
                "thresholds_gpu_s, thresholds_s, "
                "wait_guard")
 DAEMON_KEYS = ", ".join(sorted(f.name for f in dataclasses.fields(DaemonConfig)))

@@ -42,8 +42,8 @@ from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import JobView, NodeView, Preemption, QueueState, Snapshot
 from prioritizer.policy.placement import FreeMap, Planned, plan_starts
 from prioritizer.policy.preemption import find_preemptions
-from prioritizer.policy.victims import (Candidate, guard_start, lost_before, may_be_victim,
-                                        waited_before)
+from prioritizer.policy.victims import (Candidate, gain_test, guard_start, lost_before,
+                                        may_be_victim, waited_before)
 from prioritizer.policy.fast.node_bound import NodeBound
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.fast.search import FastSearch
@@ -176,9 +176,11 @@ class Scheduler:
                            if len(self.totals) > 1 and not self.queue_levels else None)
         self.fixed = 0   # jobs that are not preemptible
         #: the last "no preemption due" and the changes since (srtf on real nodes): a
-        #: decision it covers makes no search (see ``policy.fast.quiet``)
+        #: decision it covers makes no search (see ``policy.fast.quiet``); none with
+        #: ``preempt_gain``, whose test changes as the victims run, with no event
         self.quiet = (QuietProof(SLACK_S) if self.node_bound is not None
-                      and config.preemption and self.policy.preemptive else None)
+                      and config.preemption and self.policy.preemptive
+                      and not config.preempt_gain else None)
         #: srtf's one-node victim searches from the per-node bound (real nodes)
         self.one_node = (None if self.node_bound is None
                          else OneNodeVictims(self, self.node_bound, SLACK_S))
@@ -656,10 +658,12 @@ class Scheduler:
         walk = (waiters(self.groups, jobs, soon, search)
                 if soon is not None and not self.policy.strict
                 else levels(self.order, jobs))
+        pays = gain_test(self.config, self.policy.distribution,
+                         lambda job_id: (jobs[job_id].closed_gpu_s, jobs[job_id].gpus))
         return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
-                                if self.lifting else None)
+                                if self.lifting else None, pays=pays)
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own

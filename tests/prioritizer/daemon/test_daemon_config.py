@@ -122,7 +122,7 @@ def test_every_problem_is_reported_one_line_each(tmp_path: Path) -> None:
         f"{f}: policy.thresholds_gpu_s[1]: must be > 0 (got -2)",
         f"{f}: policy.starve_knob: expected a number >= 0 (got 'x')",
         f"{f}: policy.knob: unknown key; valid keys: checkpoint_overhead_s, decision_interval_s, "
-        "gittins_quantum_gpu_s, min_run_s, policy, preemption, promoted_preempts, requeue_delay_s, "
+        "gittins_quantum_gpu_s, min_run_s, policy, preempt_gain, preemption, promoted_preempts, requeue_delay_s, "
         "requeue_guard, starve_knob, "
         "thresholds_gpu_s, thresholds_s, wait_guard",
         f"{f}: mode: must be 'priority' or 'partition' (got 'fast')",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from prioritizer.daemon.cli import gittins_samples
 from prioritizer.daemon.config import ConfigError, from_mapping
 from prioritizer.daemon.learned_gittins import HistoryDistribution, ledger_samples
 from prioritizer.daemon.ledger import Ledger
@@ -54,3 +55,18 @@ def test_config_keys_are_checked() -> None:
     with pytest.raises(ConfigError, match="gittins_refresh_s"):
         from_mapping({"gittins_refresh_s": 0})
 
+
+
+@pytest.mark.parametrize(("policy", "read"), [
+    ({"policy": "tiresias-las", "preempt_gain": 1}, True),   # the gain rule reads it too
+    ({"policy": "tiresias-gittins"}, True),
+    ({"policy": "tiresias-las"}, False),                     # nothing reads it
+])
+def test_the_samples_file_is_read_for_the_gain_rule(tmp_path: Path, policy: dict,
+                                                    read: bool) -> None:
+    samples = tmp_path / "s.csv"
+    samples.write_text("duration\n1000\n5000\n20000\n")
+    cfg = from_mapping({"policy": policy, "gittins_samples": str(samples)})
+    dist = gittins_samples(cfg, "dlprio.yaml")
+    assert (dist.samples if dist is not None else None) == (
+        (1000.0, 5000.0, 20000.0) if read else None)

@@ -303,9 +303,9 @@ def test_config_from_mapping() -> None:
 
 @pytest.mark.parametrize(("data", "line"), [
     pytest.param({"knob": 8}, "policy.knob: unknown key; valid keys: checkpoint_overhead_s, "
-                 "decision_interval_s, gittins_quantum_gpu_s, min_run_s, policy, preemption, "
-                 "promoted_preempts, requeue_delay_s, requeue_guard, starve_knob, thresholds_gpu_s, "
-                 "thresholds_s, wait_guard", id="unknown-key"),
+                 "decision_interval_s, gittins_quantum_gpu_s, min_run_s, policy, preempt_gain, "
+                 "preemption, promoted_preempts, requeue_delay_s, requeue_guard, starve_knob, "
+                 "thresholds_gpu_s, thresholds_s, wait_guard", id="unknown-key"),
     pytest.param({"starve_knob": "8"}, "policy.starve_knob: expected a number >= 0 (got '8')",
                  id="string-for-number"),
     pytest.param({"starve_knob": True}, "policy.starve_knob: expected a number >= 0 (got True)",

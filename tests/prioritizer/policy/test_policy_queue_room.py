@@ -25,6 +25,7 @@ def queue_setups(draw: st.DrawFn):
                           min_run_s=draw(st.sampled_from([0.0, 30.0])),
                           wait_guard=draw(st.sampled_from([0.0, 1.0])),
                           requeue_guard=draw(st.sampled_from([0.0, 0.5])),
+                          preempt_gain=draw(st.sampled_from([0.0, 1.0])),
                           gittins_quantum_gpu_s=300.0,
                           promoted_preempts=draw(st.booleans()))
     totals = draw(st.lists(st.sampled_from([2, 4, 8]), min_size=2, max_size=4))

@@ -44,7 +44,8 @@ def setups(draw: st.DrawFn):
                           gittins_quantum_gpu_s=300.0,
                           promoted_preempts=draw(st.booleans()),
                           wait_guard=draw(st.sampled_from([0.0, 1.0])),
-                          requeue_guard=draw(st.sampled_from([0.0, 0.5])))
+                          requeue_guard=draw(st.sampled_from([0.0, 0.5])),
+                          preempt_gain=draw(st.sampled_from([0.0, 1.0])))
     if draw(st.booleans()):
         totals = [draw(st.sampled_from([4, 8, 16]))]          # GPU counting: one pool
         names = ["pool"]
@@ -58,8 +59,11 @@ def setups(draw: st.DrawFn):
 def srtf_setups(draw: st.DrawFn):
     """srtf on one pool (GPU counting) or on 2-4 real nodes: the scheduler's bounds on
     victims (``Scheduler.victim_bound``), and its proofs of a due preemption from them
-    (``Scheduler.due_proof``), apply; the min-run guard on or off."""
-    config = PolicyConfig(policy="srtf", min_run_s=draw(st.sampled_from([0.0, 30.0])))
+    (``Scheduler.due_proof``), apply; the min-run guard on or off; the gain rule
+    (``preempt_gain``), which turns the proofs of a due preemption and the quiet proof off,
+    on or off."""
+    config = PolicyConfig(policy="srtf", min_run_s=draw(st.sampled_from([0.0, 30.0])),
+                          preempt_gain=draw(st.sampled_from([0.0, 0.0, 1.0])))
     if draw(st.booleans()):
         return config, [draw(st.sampled_from([4, 8, 16]))], ["pool"]
     totals = draw(st.lists(st.sampled_from([2, 4, 8]), min_size=2, max_size=4))

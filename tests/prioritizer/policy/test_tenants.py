@@ -10,6 +10,7 @@ import pytest
 from policy_helpers import pending, running, snapshot
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import decide
+from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.tenant_decide import Owner, decide_tenants
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
@@ -303,3 +304,22 @@ def test_dlsubmit_reads_the_same_section() -> None:
     assert parse_tenancy(section).tenants == (VirtualCluster(
         "nlp", account="nlp", qos="big", users=("ann",), guaranteed_gpus=8, max_gpus=16,
         user_limit_factor=1.5),)
+
+
+@pytest.mark.parametrize(("attained", "gain", "preempts"), [
+    (4_900.0, 1.0, False), (8_000.0, 1.0, True), (4_900.0, 0.0, True)])
+def test_inside_a_tenant_the_gain_rule_weighs_the_preemption(attained: float, gain: float,
+                                                             preempts: bool) -> None:
+    """The case above with ``preempt_gain`` 1 (0: off) and the samples 1,000, 5,000 and 20,000 GPU·s:
+    job 9 (1 GPU, new) ends within its 3,250 GPU·s quantum with p 1/3 and runs 2,500 s in
+    it, so a 1-GPU victim must have more than 3 × (2,500 + 136) = 7,908 s left. nlp's job 2
+    holds 1 GPU on n1 (its other 3 held by nlp's job 3 in queue 0): at 4,900 GPU·s
+    (queue 1) it has 12,500 - 4,900 = 7,600 s left, at 8,000 (queue 2) 12,000 s."""
+    jobs = [running(1, (4,), ("n0",), queue=2, attained=8000),
+            running(2, (1,), ("n1",), queue=1 if attained < 7_200 else 2, attained=attained),
+            running(3, (3,), ("n1",), queue=0, attained=300),
+            pending(9, (1,), submit=900)]
+    out = decide_tenants(snapshot(TWO, jobs), PolicyConfig(preempt_gain=gain), NOW, NLP_VISION,
+                         owners(j1="vision", j2="nlp", j3="nlp", j9="nlp"),
+                         distribution=GittinsDistribution([1_000.0, 5_000.0, 20_000.0]))
+    assert out.decisions.preemptions == ((Preemption(9, (2,)),) if preempts else ())

@@ -28,12 +28,11 @@ def _err(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     (["--compare", " , "], "--compare needs at least one policy name"),
     (["--since", "-100"], "--since must be >= 0 (seconds of trace time), got -100"),
     (["--durations", "/nonexistent.csv"],
-     "--durations only applies to tiresias-gittins (running tiresias-las); drop --durations or add "
-     "tiresias-gittins to --policy/--compare"),
+     "--durations only applies to tiresias-gittins or --preempt-gain (running tiresias-las); drop "
+     "--durations or add tiresias-gittins to --policy/--compare"),
     (["--compare", "fifo,las", "--durations-from", TRACE],
-     "--durations-from only applies to tiresias-gittins (running fifo, las, fifo-fit); drop "
-     "--durations-from "
-     "or add tiresias-gittins to --policy/--compare"),
+     "--durations-from only applies to tiresias-gittins or --preempt-gain (running fifo, las, "
+     "fifo-fit); drop --durations-from or add tiresias-gittins to --policy/--compare"),
     (["--policy", "tiresias-gittins", "--durations", "/nonexistent.csv"],
      "/nonexistent.csv: cannot read (No such file or directory)"),
 ], ids=["compare-empty", "compare-commas", "since-negative", "durations-unused", "durations-from-unused",

@@ -12,12 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.tenant_decide import Owner, decide_tenants
 from prioritizer.policy.tenants import Tenancy, VirtualCluster
 from prioritizer.sim import engine
 from prioritizer.sim.engine import Cluster, Simulator
 from prioritizer.sim.tenant_sched import TenantScheduler
 from prioritizer.sim.traces import Trace, TraceJob
+
+#: the duration distribution of the gain rule (``preempt_gain``), in GPU·s
+DIST = GittinsDistribution([100.0, 900.0, 2_500.0, 5_000.0])
 
 CHECKED: list[int] = []
 
@@ -32,7 +36,8 @@ class Checked(TenantScheduler):
             return step
         owners = {j: Owner(t, u) for j, (t, u) in self.owners.items()}
         usage = self.usage if self.tenancy.fair_share_half_life_s > 0 else None
-        ref = decide_tenants(snap, self.config, now, self.tenancy, owners, usage=usage)
+        ref = decide_tenants(snap, self.config, now, self.tenancy, owners, usage=usage,
+                             distribution=self.policy.distribution)
         assert step.preemptions == ref.decisions.preemptions
         assert self._merged().order == ref.tenant_order.order
         CHECKED.append(len(step.preemptions))
@@ -67,7 +72,8 @@ def cases(draw: st.DrawFn) -> tuple[Trace, Cluster, PolicyConfig, Tenancy]:
                           requeue_delay_s=draw(st.sampled_from([0.0, 40.0])),
                           decision_interval_s=draw(st.sampled_from([0.0, 30.0])),
                           wait_guard=draw(st.sampled_from([0.0, 1.0])),
-                          requeue_guard=draw(st.sampled_from([0.0, 0.5])))
+                          requeue_guard=draw(st.sampled_from([0.0, 0.5])),
+                          preempt_gain=draw(st.sampled_from([0.0, 1.0])))
     return Trace("mem", "philly", tuple(jobs), 0), Cluster(nodes, gpn), config, tenancy
 
 
@@ -80,7 +86,7 @@ def test_simulator_decides_as_decide_tenants(case: tuple[Trace, Cluster, PolicyC
     sched = sim.sched
     assert isinstance(sched, TenantScheduler)
     checked = Checked(config, cluster.node_totals(), [f"n{i}" for i in range(cluster.nodes)],
-                      None, tenancy, sched.owners)
+                      DIST if config.preempt_gain else None, tenancy, sched.owners)
     sim.sched = checked
     result = sim.run()
     assert len(result.jobs) == len(sim.jobs)

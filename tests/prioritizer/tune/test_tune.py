@@ -41,6 +41,14 @@ def test_requeue_guard_is_a_grid_parameter() -> None:
         parse_grid("requeue_guard=-1")
 
 
+def test_preempt_gain_is_a_grid_parameter() -> None:
+    grid = parse_grid("preempt_gain=0,1")
+    assert grid == {"preempt_gain": [0, 1]}
+    assert [c.preempt_gain for _, c in combinations(grid, PolicyConfig())] == [0, 1]
+    with pytest.raises(GridError, match="--grid: preempt_gain='-1' out of range: must be >= 0"):
+        parse_grid("preempt_gain=-1")
+
+
 def test_yaml_grid_is_the_same_grid(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(yaml.safe_dump({"thresholds": [[1000, 5000], [3250, 7200]], "knob": [4, 8]}))
