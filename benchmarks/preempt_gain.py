@@ -35,11 +35,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from prioritizer.policy import victims
 from prioritizer.policy.config import PolicyConfig
@@ -49,7 +44,7 @@ from prioritizer.sim.engine import simulate
 from prioritizer.sim.traces import Trace, read_trace
 from requeue_guard import TRACES as WALK_DAYS, figures_line  # benchmarks/ is on sys.path
 from wait_guard import REPO, TRACES, line, with_baseline
-from walk_forward import print_periods
+from walk_forward import print_periods, walk_from
 
 #: ITP's history: the jobs of the trace's first days (its replay starts at its first job)
 HISTORY_DAYS = 7.0
@@ -92,17 +87,8 @@ def runs(gain: float) -> list[tuple[str, PolicyConfig]]:
 def walk(path: str, since: float | None, nodes: int, days: float, gain: float) -> list[dict]:
     """``dlprio tune --walk-forward`` from ``wait_guard: 1`` and ``preempt_gain: gain`` (its
     ``--json``), no-regret bars on."""
-    with tempfile.TemporaryDirectory() as tmp:
-        conf = Path(tmp) / "dlprio.yaml"
-        conf.write_text(f"policy:\n  wait_guard: 1\n  preempt_gain: {gain:g}\n")
-        argv = [sys.executable, "-m", "prioritizer.cli", "tune", "--trace", str(REPO / path),
-                "--nodes", str(nodes), "--gpus-per-node", "8",
-                "--grid", WALK_GRID.format(gain=f"{gain:g}"), "--walk-forward", f"{days:g}",
-                "--workers", "2", "--json", "--config", str(conf)]
-        if since is not None:
-            argv += ["--since", f"{since:g}"]
-        out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=REPO)
-    return json.loads(out.stdout)
+    return walk_from(path, since, nodes, days, WALK_GRID.format(gain=f"{gain:g}"),
+                     {"wait_guard": 1.0, "preempt_gain": gain})
 
 
 def main() -> int:

@@ -26,20 +26,14 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import SimResult, simulate
 from prioritizer.sim.report import summarize, window_comparison
 from wait_guard import with_baseline  # this script's folder, benchmarks/, is on sys.path
-from walk_forward import print_periods
+from walk_forward import print_periods, walk_from
 
-REPO = Path(__file__).resolve().parents[1]
 TRACES = {  # name: (file, --since, nodes, walk-forward days)
     "philly": ("data/traces/philly-15k/philly_data_training.csv", 4147200.0, 127, 1.0),
     "itp": ("data/traces/itp-2021/cluster04.csv", None, 69, 7.0),
@@ -85,19 +79,9 @@ def walk(path: str, since: float | None, nodes: int, days: float, grid: str,
          config: PolicyConfig, extra: list[str]) -> list[dict]:
     """``dlprio tune --walk-forward`` from ``config``'s settings (its ``--json``), with
     ``extra`` options."""
-    with tempfile.TemporaryDirectory() as tmp:
-        conf = Path(tmp) / "dlprio.yaml"
-        conf.write_text(f"policy:\n  starve_knob: {config.starve_knob:g}\n"
-                        f"  wait_guard: {config.wait_guard:g}\n"
-                        f"  requeue_guard: {config.requeue_guard:g}\n")
-        argv = [sys.executable, "-m", "prioritizer.cli", "tune", "--trace", str(REPO / path),
-                "--nodes", str(nodes), "--gpus-per-node", "8", "--grid", grid,
-                "--walk-forward", f"{days:g}", "--workers", "2", "--json",
-                "--config", str(conf), *extra]
-        if since is not None:
-            argv += ["--since", f"{since:g}"]
-        out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=REPO)
-    return json.loads(out.stdout)
+    return walk_from(path, since, nodes, days, grid,
+                     {"starve_knob": config.starve_knob, "wait_guard": config.wait_guard,
+                      "requeue_guard": config.requeue_guard}, extra)
 
 
 def main() -> int:

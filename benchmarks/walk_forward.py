@@ -26,6 +26,7 @@ import io
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from prioritizer.policy.config import PolicyConfig
@@ -63,6 +64,16 @@ def walk(path: str, since: float | None, nodes: int, days: float, grid: str, wor
         argv += ["--config", config]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, cwd=REPO)
     return json.loads(out.stdout)
+
+
+def walk_from(path: str, since: float | None, nodes: int, days: float, grid: str,
+              policy: dict[str, float], extra: tuple[str, ...] | list[str] = ()) -> list[dict]:
+    """:func:`walk` on 2 workers from the settings ``policy`` (a ``policy:`` section's keys
+    and values, e.g. ``{"wait_guard": 1}``) written to a temporary config."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "dlprio.yaml"
+        conf.write_text("policy:\n" + "".join(f"  {k}: {v:g}\n" for k, v in policy.items()))
+        return walk(path, since, nodes, days, grid, 2, str(conf), list(extra))
 
 
 def line(name: str, f: dict) -> str:
