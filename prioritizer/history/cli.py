@@ -314,10 +314,10 @@ def _check(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         raise CliError(str(exc)) from None
     latency = start_latency(args.start_latency)
-    untracked_note("dlprio history check")
     dispatch = (dispatch_latency_of(rows) if args.dispatch_latency == "auto"
                 else seconds_option("--dispatch-latency", args.dispatch_latency))
     cycle_at = cycle_time(args.ledger) if args.ledger else None
+    untracked_note("dlprio history check")   # after the input checks: bad input is one line
     if cycle_at is not None and not phased(cycle_at, config):
         print(f"dlprio history check: note: --ledger {visible(args.ledger)}: policy "
               f"{config.policy} has no decision ticks (decision_interval_s "
