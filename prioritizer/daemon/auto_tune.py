@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.metrics import Metrics
@@ -230,7 +231,11 @@ class AutoTuner:
                    "since": now - at.history_days * 86400, "until": now, "grid": at.grid,
                    "policy": dataclasses.asdict(policy), "min_jobs": at.min_jobs,
                    "max_hurt_share": at.max_hurt_share, "max_worst_window": at.max_worst_window,
-                   "slurm_timeout_s": self.slurm_timeout_s}
+                   "slurm_timeout_s": self.slurm_timeout_s,
+                   "gittins_samples": (self.cfg.gittins_samples if self.cfg.gittins_samples
+                                       in ("", HISTORY) else
+                                       os.path.abspath(self.cfg.gittins_samples)),
+                   "gittins_min_samples": self.cfg.gittins_min_samples}
         (self.workdir / "request.json").write_text(json.dumps(request))
         self.ledger.set_meta(META_STARTED, repr(now))
         with open(self.workdir / "replay.err", "wb") as err:

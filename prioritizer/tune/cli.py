@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import calendar
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,8 @@ from prioritizer.history.cli import policy_config, untracked_note
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.cli import cluster_of
 from prioritizer.sim.engine import Cluster
-from prioritizer.sim.traces import TraceError, read_trace
+from prioritizer.sim.learned import MIN_SAMPLES, Durations
+from prioritizer.sim.traces import Trace, TraceError, read_trace
 from prioritizer.sim.windows import DEFAULT_MAX_HURT_SHARE, OFF, ORACLE
 from prioritizer.tune.executors import ExecutorError, run_local, run_slurm
 from prioritizer.grid import GridError, combinations, label, load_grid, parse_grid, yaml_snippet
@@ -65,6 +67,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="local: processes (default: one per core)")
     add("--workdir", default=None, metavar="DIR",
         help="slurm: a directory every node sees (default ./dlprio-tune-<time>)")
+    add("--durations", metavar="FILE.csv",
+        help="GPU·s samples for tiresias-gittins and preempt_gain (default: packaged "
+        "yarn-gput1000.csv)")
+    add("--durations-from", metavar="TRACE.csv",
+        help="learn that distribution from this trace's (finished) jobs")
+    add("--durations-from-history", action="store_true",
+        help="learn it from the tuned jobs that had ended (--walk-forward: at each point, "
+        "the jobs ended before it), as gittins_samples: history does in the daemon")
+    add("--durations-min", type=numbers.count("--durations-min"), metavar="N",
+        help=f"fewest jobs a learned distribution needs, else the packaged one (default "
+        f"{MIN_SAMPLES})")
     add("--output", metavar="FILE.yaml", help="write the best config as a dlprio.yaml snippet")
     add("--plot", metavar="OUT.png", help="avg JCT over the grid (heat map or lines)")
     add("--walk-forward", type=numbers.arg_type("--walk-forward", numbers.parse_float, 0.0,
@@ -151,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
     except GridError as exc:
         raise CliError(str(exc)) from None
     cluster = cluster_of(args)
+    durations = durations_of(args, [c for _, c in combos] + [current])
     walk_only = [f"--{name.replace('_', '-')}"
                  for name in ("since", "baseline", "window_jobs", "json", "max_hurt_share",
                               "max_worst_window")
@@ -161,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
                            "--output and --plot")
         from prioritizer.tune.walk_cli import CURRENT, run_walk
         return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
-                        [c for _, c in combos] + [current], list(grid), _execute)
+                        [c for _, c in combos] + [current], list(grid), _execute, durations)
     if walk_only:
         raise CliError(f"{', '.join(walk_only)} "
                        f"{'applies' if len(walk_only) == 1 else 'apply'} only with --walk-forward "
@@ -170,8 +184,6 @@ def run(args: argparse.Namespace) -> int:
         trace = read_trace(args.trace)
     except TraceError as exc:
         raise CliError(str(exc)) from None
-    if trace.format == "history":
-        untracked_note("dlprio tune")
     if not trace.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
     split = _split_point(args.validate_from, args.trace) if args.validate_from else None
@@ -181,9 +193,16 @@ def run(args: argparse.Namespace) -> int:
         if before == 0 or before == len(trace.jobs):
             raise CliError(f"--validate-from {args.validate_from}: splits {args.trace} into "
                            f"{before} and {len(trace.jobs) - before} jobs; both parts need jobs")
+    if trace.format == "history":   # after the input checks: bad input is one line
+        untracked_note("dlprio tune")
     labels = [label(s) for s, _ in combos] + ["(current config)"]
     configs = [c for _, c in combos] + [current]
-    figures = _execute(args, [make_task(args.trace, None, tune_part, cluster, c) for c in configs])
+    if durations is not None:
+        durations = dataclasses.replace(durations, until=split)   # what was known at split
+        _note(durations, trace)
+    durations = durations or Durations()
+    figures = _execute(args, [make_task(args.trace, None, tune_part, cluster, c,
+                                        durations=durations) for c in configs])
     ranked = rank(labels, figures, len(configs) - 1, args.max_p95_ratio)
     print(f"dlprio tune: {len(combos)} configuration(s) on {visible(args.trace)} "
           f"({'jobs before ' + args.validate_from if split is not None else 'all jobs'}), "
@@ -205,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
                    f"max wait {f['max_wait_s']:.1f} s): {why}")
     print(f"\nbest: {verdict}\n{snippet}", end="")
     if split is not None:
-        _validate(args, cluster, split, best_config, current)
+        _validate(args, cluster, split, best_config, current, durations)
     if args.output:
         _write(args.output, snippet)
     if args.plot:
@@ -218,13 +237,51 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace, cluster: Cluster, split: float, best: PolicyConfig,
-              current: PolicyConfig) -> None:
-    tasks = [make_task(args.trace, None, (split, None), cluster, c) for c in (best, current)]
+              current: PolicyConfig, durations: Durations) -> None:
+    tasks = [make_task(args.trace, None, (split, None), cluster, c, durations=durations)
+             for c in (best, current)]
     chosen, cur = _execute(args, tasks)
     print(f"validation on jobs from {args.validate_from} on ({int(chosen['jobs'])} jobs):")
     rows = [(name, *figure_cells(f)) for name, f in (("chosen", chosen), ("current", cur))]
     head = ("", *RANKING_HEADERS[1:4])
     sys.stdout.write(tables.render(head, rows, head[1:], styled=tables.is_terminal()))
+
+
+def durations_of(args: argparse.Namespace, configs: list[PolicyConfig]) -> Durations | None:
+    """Where the replays' Gittins distribution comes from (``--durations``,
+    ``--durations-from``, ``--durations-from-history``, ``--durations-min``), checked;
+    None for the packaged samples. A samples file or trace that cannot be read is refused
+    here, before any replay."""
+    given = [f"--{name.replace('_', '-')}" for name in
+             ("durations", "durations_from", "durations_from_history")
+             if getattr(args, name, None)]
+    if len(given) > 1:
+        raise CliError(f"use one of {', '.join(given)}, not several")
+    if args.durations_min is not None and not (args.durations_from or args.durations_from_history):
+        raise CliError("--durations-min applies only with --durations-from or "
+                       "--durations-from-history; add one or drop --durations-min")
+    if not given:
+        return None
+    if not any(c.uses_distribution for c in configs):
+        raise CliError(f"{given[0]} only applies to tiresias-gittins or preempt_gain > 0 (no "
+                       "setting of the grid nor the current config reads a distribution); drop "
+                       f"{given[0]} or put one of them in the grid or --config")
+    durations = Durations(args.durations, args.durations_from, args.durations_from_history,
+                          None, args.durations_min or MIN_SAMPLES)
+    if not durations.history:
+        try:
+            _, note = durations.distribution()
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        if durations.trace:
+            print(f"note: {note}", file=sys.stderr)
+    return durations
+
+
+def _note(durations: Durations, trace: Trace) -> None:
+    """The learned distribution's note (jobs learned from, or the packaged fallback)."""
+    if durations.history:
+        print(f"note: {durations.distribution(trace)[1]}", file=sys.stderr)
 
 
 def _current(args: argparse.Namespace) -> PolicyConfig:

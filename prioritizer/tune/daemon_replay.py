@@ -6,7 +6,8 @@ gathers the finished GPU jobs that ended in ``[since, until]`` (epoch s) from th
 request names, writes them as a history trace (``WORKDIR/history.csv``,
 :mod:`prioritizer.history.trace`), replays it on the cluster's shape (``sinfo``) under the
 settings in force and every grid point (:func:`prioritizer.tune.rank.run_task`, one after the
-other, at ``nice`` 10), and writes ``WORKDIR/result.json`` atomically:
+other, at ``nice`` 10; a setting that reads a duration distribution gets the daemon's own,
+from its ``gittins_samples``: :func:`replay_durations`), and writes ``WORKDIR/result.json`` atomically:
 
 * ``{"jobs", "nodes", "gpus_per_node", "current": FIGURES, "bars", "candidates": [{"setting",
   "figures"}]}``, FIGURES as ``run_task`` returns them (``avg_jct_s``, ``p95_jct_s``, ...)
@@ -32,10 +33,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
+from prioritizer.sim.learned import MIN_SAMPLES, Durations
 from prioritizer.sim.slurm_cluster import ClusterShapeError, shape_from_slurm
 from prioritizer.grid import combinations, parse_grid
 from prioritizer.sim.cli import DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy
@@ -115,7 +118,9 @@ def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
                    for key in ("max_hurt_share", "max_worst_window"))
     bars_on = hurt is not None or worst is not None
     extra = bar_configs(current, baseline_policy(DEFAULT_BASELINE), worst == ORACLE) if bars_on else []
-    results = [run_task(make_task(str(trace), "history", (None, None), cluster, config, bars_on))
+    durations = replay_durations(request)
+    results = [run_task(make_task(str(trace), "history", (None, None), cluster, config, bars_on,
+                                  durations))
                for config in configs + extra]
     bars = None
     if bars_on:
@@ -127,6 +132,17 @@ def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
             "candidates": [{"setting": {k: list(v) if isinstance(v, tuple) else v
                                         for k, v in setting.items()}, "figures": f}
                            for (setting, _), f in zip(combos, figures[1:])]}
+
+
+def replay_durations(request: dict[str, Any]) -> Durations:
+    """The Gittins distribution the replays decide with, as the daemon's does:
+    ``gittins_samples: FILE`` that file, ``history`` learned from the replayed history (every
+    job of it has ended; at least ``gittins_min_samples``, else packaged), ``""`` packaged."""
+    samples = request.get("gittins_samples", "")
+    if samples == HISTORY:
+        return Durations(history=True, min_samples=request.get("gittins_min_samples",
+                                                               MIN_SAMPLES))
+    return Durations(file=samples or None)
 
 
 def main(argv: list[str]) -> int:

@@ -2,7 +2,8 @@
 
 A :class:`Task` is everything one replay needs, as plain data (so a process pool or a Slurm
 array task can run it from JSON): the trace file and the part of it to replay, the cluster,
-and the policy config. :func:`run_task` replays it with ``prioritizer.sim.engine.simulate`` and
+the policy config and where its Gittins distribution comes from
+(:class:`~prioritizer.sim.learned.Durations`). :func:`run_task` replays it with ``prioritizer.sim.engine.simulate`` and
 returns the figures ranked on: avg JCT (rank key), p95 JCT, and the starvation figure, the
 longest time any job spent without GPUs (max queueing delay, seconds).
 """
@@ -18,8 +19,8 @@ from typing import Any
 
 from prioritizer import tables
 from prioritizer.policy.config import PolicyConfig, PolicyName
-from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.engine import Cluster, simulate
+from prioritizer.sim.learned import Durations
 from prioritizer.sim.report import nearest_rank
 from prioritizer.sim.traces import Trace, TraceJob, read_trace
 from prioritizer.sim.windows import (ORACLE, ORACLE_POLICY, Bars, least_regret, regret,
@@ -40,6 +41,9 @@ class Task:
     placement: str
     config: dict[str, Any]
     per_job: bool = False
+    #: the :class:`~prioritizer.sim.learned.Durations` fields (used only when the config
+    #: reads a distribution)
+    durations: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def policy_config(self) -> PolicyConfig:
         c = dict(self.config)
@@ -49,11 +53,17 @@ class Task:
 
 
 def make_task(trace: str, fmt: str | None, window: tuple[float | None, float | None],
-              cluster: Cluster, config: PolicyConfig, per_job: bool = False) -> Task:
+              cluster: Cluster, config: PolicyConfig, per_job: bool = False,
+              durations: Durations = Durations()) -> Task:
     """A task for ``config``; the trace path is made absolute (array tasks run elsewhere).
-    ``per_job``: its result also holds every job's submit time and JCT (for the bars)."""
+    ``per_job``: its result also holds every job's submit time and JCT (for the bars).
+    ``durations``: where its Gittins distribution comes from (default: packaged)."""
+    source = dataclasses.asdict(durations)
+    for key in ("file", "trace"):
+        if source[key]:
+            source[key] = os.path.abspath(source[key])
     return Task(os.path.abspath(trace), fmt, window[0], window[1], cluster.nodes, cluster.gpus_per_node,
-                cluster.placement, dataclasses.asdict(config), per_job)
+                cluster.placement, dataclasses.asdict(config), per_job, source)
 
 
 def window(trace: Trace, lo: float | None, hi: float | None) -> Trace:
@@ -73,11 +83,13 @@ def run_task(task: Task) -> dict[str, Any]:
     Raises:
         ValueError: the window holds no job (message says so).
     """
-    trace = window(read_trace(task.trace, task.fmt), task.lo, task.hi)
+    original = read_trace(task.trace, task.fmt)
+    trace = window(original, task.lo, task.hi)
     if not trace.jobs:
         raise ValueError(f"{task.trace}: no job in the window [{task.lo}, {task.hi})")
     config = task.policy_config()
-    dist = load_distribution() if config.uses_distribution else None
+    dist = (Durations(**task.durations).distribution(original)[0] if config.uses_distribution
+            else None)
     result = simulate(trace, Cluster(task.nodes, task.gpus_per_node, task.placement), config, dist)
     jcts = [j.jct for j in result.jobs]
     out: dict[str, Any] = {"jobs": float(len(jcts)), "avg_jct_s": statistics.fmean(jcts),

@@ -27,9 +27,10 @@ from typing import Any
 from prioritizer import tables
 from prioritizer.command import CliError
 from prioritizer.policy.config import PolicyConfig
-from prioritizer.policy.durations import load_distribution
+from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.sim.cli import DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy
 from prioritizer.sim.engine import Cluster, JobResult, SimResult, simulate
+from prioritizer.sim.learned import Durations
 from prioritizer.sim.report import format_table, format_windows_table, summarize, window_comparison
 from prioritizer.sim.traces import Trace, TraceError, read_trace
 from prioritizer.grid import yaml_snippet
@@ -46,8 +47,13 @@ Execute = Callable[[argparse.Namespace, list[Task]], list[dict[str, Any]]]
 
 
 def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
-             configs: Sequence[PolicyConfig], grid_keys: list[str], execute: Execute) -> int:
-    """The walk-forward run; ``configs[-1]`` is the current config (labelled :data:`CURRENT`)."""
+             configs: Sequence[PolicyConfig], grid_keys: list[str], execute: Execute,
+             durations: Durations | None = None) -> int:
+    """The walk-forward run; ``configs[-1]`` is the current config (labelled :data:`CURRENT`).
+    ``durations``: where the Gittins distribution comes from (None: packaged); learned from
+    the history, it is learned anew at each point from the jobs ended before it (period 0:
+    those ended before the first replayed submission), for the ranking there and for the
+    period's jobs in the replays that measure the walk."""
     period_s = args.walk_forward * DAY_S
     baseline = baseline_policy(args.baseline or DEFAULT_BASELINE)
     window_jobs = args.window_jobs or DEFAULT_WINDOW_JOBS
@@ -80,8 +86,12 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     bars_on = hurt_bar is not None or worst_bar is not None
     extra = bar_configs(current, baseline, worst_bar == ORACLE) if bars_on else []
     workdir = Path(args.workdir or f"dlprio-tune-{time.strftime('%Y%m%dT%H%M%S')}")
+    durations = durations or Durations()
+    at_point = [dataclasses.replace(durations, until=start + p) if durations.history
+                else durations for p in [0.0, *points]]   # per period: what was known then
     for k, point in enumerate(points, 1):
-        tasks = [make_task(args.trace, None, (args.since, start + point), cluster, c, bars_on)
+        tasks = [make_task(args.trace, None, (args.since, start + point), cluster, c, bars_on,
+                           at_point[k])
                  for c in [*configs, *extra]]
         # --executor slurm: one job array per point, each in its own work directory
         at = argparse.Namespace(**{**vars(args), "workdir": str(workdir / f"point-{k}")})
@@ -99,19 +109,34 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
         choices.append({"bars": None if bars is None else dataclasses.asdict(bars),
                         "fallback": fallback,
                         "history": {k: v for k, v in on_history.items() if k != "jobs"}})
-    distinct = list(dict.fromkeys([*chosen, current,
-                                   dataclasses.replace(current, policy=baseline)]))
-    replays = dict(zip(distinct, _replay_all(full, cluster, distinct)))
-    per_period = [{j.job_id: j for j in replays[c].jobs} for c in chosen]
-    stitched = stitch(per_period, {j.job_id: j.submit for j in full.jobs}, points)
-    walked = _as_result(WALK, [stitched[k] for k in sorted(stitched)], replays[current])
-    fixed = dataclasses.replace(replays[current], policy=FIXED)
-    base = replays[dataclasses.replace(current, policy=baseline)]
+    # one replay per distinct (setting, distribution in force); a setting that reads no
+    # distribution, or one that does not change between periods, replays once
+    def key(config: PolicyConfig, period: int) -> tuple[PolicyConfig, int]:
+        return config, (period if config.uses_distribution and durations.history else 0)
+    base_config = dataclasses.replace(current, policy=baseline)
+    wanted = [key(c, i) for i, c in enumerate(chosen)]
+    fixed_keys = [key(current, i) for i in range(len(chosen))]
+    distinct = list(dict.fromkeys([*wanted, *fixed_keys, key(base_config, 0)]))
+    dists = _distributions(durations, at_point, original, {i for _, i in distinct},
+                           any(c.uses_distribution for c, _ in distinct))
+    replays = dict(zip(distinct, _replay_all(full, cluster, distinct, dists)))
+    submits = {j.job_id: j.submit for j in full.jobs}
+
+    def stitched_result(name: str, keys: list[tuple[PolicyConfig, int]]) -> SimResult:
+        per_period = [{j.job_id: j for j in replays[k].jobs} for k in keys]
+        jobs = stitch(per_period, submits, points)
+        return _as_result(name, [jobs[k] for k in sorted(jobs)], replays[keys[0]])
+    walked = stitched_result(WALK, wanted)
+    fixed = (dataclasses.replace(replays[fixed_keys[0]], policy=FIXED)
+             if len(set(fixed_keys)) == 1 else stitched_result(FIXED, fixed_keys))
+    base = replays[key(base_config, 0)]
     results = [base, fixed, walked]
     comparison = window_comparison(results, baseline, window_jobs)
+    notes = {i: note for i, (_, note) in dists.items()}
     periods = [{"from_s": 0.0 if i == 0 else points[i - 1], "history_jobs": 0 if i == 0 else
                 history[i - 1], "settings": chosen_labels[i],
-                "policy": _section(chosen[i], grid_keys)}
+                "policy": _section(chosen[i], grid_keys),
+                "durations": notes.get(i) if chosen[i].uses_distribution else None}
                | (choices[i - 1] if i else {"bars": None, "fallback": None, "history": None})
                for i in range(len(chosen))]
     summaries = []
@@ -141,6 +166,8 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     for p in periods:
         if p["fallback"]:
             print(f"day {p['from_s'] / DAY_S:g}: {p['fallback']}")
+        if p["durations"] and (durations.history or p is periods[0]):
+            print(f"day {p['from_s'] / DAY_S:g}: {p['durations']}")
     sys.stdout.write(format_table(summaries, styled=styled) + "\n")
     sys.stdout.write(format_windows_table(comparison, baseline, window_jobs, styled=styled))
     return 0
@@ -184,12 +211,30 @@ def _as_result(name: str, jobs: list[JobResult], like: SimResult) -> SimResult:
                      like.total_gpus, 0.0)
 
 
-def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig]) -> list[SimResult]:
-    """One replay of ``trace`` per config, in a process pool (one per core)."""
-    dist = load_distribution() if any(c.uses_distribution for c in configs) else None
-    workers = min(len(configs), os.cpu_count() or 1)
+def _distributions(durations: Durations, at_point: Sequence[Durations], original: Trace,
+                   periods: set[int], needed: bool
+                   ) -> dict[int, tuple[GittinsDistribution, str]]:
+    """The distribution in force in each of ``periods`` and its note (none when no replay
+    reads one)."""
+    if not needed:
+        return {}
+    try:
+        if not durations.history:
+            one = durations.distribution(original)
+            return {i: one for i in range(len(at_point))}
+        return {i: at_point[i].distribution(original) for i in range(len(at_point))}
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _replay_all(trace: Trace, cluster: Cluster, keys: list[tuple[PolicyConfig, int]],
+                dists: dict[int, tuple[GittinsDistribution, str]]) -> list[SimResult]:
+    """One replay of ``trace`` per (config, period) key, the config deciding with that
+    period's distribution when it reads one, in a process pool (one per core)."""
+    jobs = [(c, dists[i][0] if c.uses_distribution else None) for c, i in keys]
+    workers = min(len(jobs), os.cpu_count() or 1)
     if workers <= 1:
-        return [simulate(trace, cluster, c, dist) for c in configs]
+        return [simulate(trace, cluster, c, d) for c, d in jobs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [f.result() for f in [pool.submit(simulate, trace, cluster, c, dist)
-                                     for c in configs]]
+        return [f.result() for f in [pool.submit(simulate, trace, cluster, c, d)
+                                     for c, d in jobs]]
