@@ -26,8 +26,10 @@ must repay with its mean remaining time, ``p`` 1. ``--no-reference`` skips the `
 defaults lines. About 20 s per trace and distribution on 2 shared cores. ``--walk`` adds
 ``dlprio tune --walk-forward`` (Philly every day, ITP every 7 days) on the grid
 :data:`WALK_GRID` with the no-regret bars (their defaults), starting from ``wait_guard: 1``
-and ``preempt_gain: --gain``; ``dlprio tune`` weighs the rule with the packaged samples.
-About 1.2 min on Philly and 4 min on ITP; ``--no-fixed`` skips the fixed lines.
+and ``preempt_gain: --gain``, the rule weighed at each point with the packaged samples and
+with the distribution learned from the jobs ended before it (``--walk-dist``, default both;
+``dlprio tune --durations-from-history``). About 1.2 min on Philly and 4 min on ITP per
+distribution; ``--no-fixed`` skips the fixed lines.
 """
 
 from __future__ import annotations
@@ -84,11 +86,14 @@ def runs(gain: float) -> list[tuple[str, PolicyConfig]]:
     ]
 
 
-def walk(path: str, since: float | None, nodes: int, days: float, gain: float) -> list[dict]:
+def walk(path: str, since: float | None, nodes: int, days: float, gain: float,
+         dist: str) -> list[dict]:
     """``dlprio tune --walk-forward`` from ``wait_guard: 1`` and ``preempt_gain: gain`` (its
-    ``--json``), no-regret bars on."""
+    ``--json``), no-regret bars on; ``dist`` ``history``: each point's distribution learned
+    from the jobs ended before it (``--durations-from-history``), else the packaged one."""
     return walk_from(path, since, nodes, days, WALK_GRID.format(gain=f"{gain:g}"),
-                     {"wait_guard": 1.0, "preempt_gain": gain})
+                     {"wait_guard": 1.0, "preempt_gain": gain},
+                     ["--durations-from-history"] if dist == "history" else [])
 
 
 def main() -> int:
@@ -104,6 +109,9 @@ def main() -> int:
                         help="the plain exchange: every waiter's quantum is its whole run")
     parser.add_argument("--walk", action="store_true", help="add the walk-forward runs")
     parser.add_argument("--no-fixed", action="store_true", help="--walk: skip the fixed lines")
+    parser.add_argument("--walk-dist", default="packaged,history",
+                        help="--walk: the rule's distribution at each point, packaged and/or "
+                        "history (learned from the jobs ended before it); default both")
     args = parser.parse_args()
     if args.whole_run:   # read by victims.gain_test at each decision
         victims.quantum_gpu_s = lambda config, attained, gpus: float("inf")
@@ -133,12 +141,15 @@ def main() -> int:
                 print(line(f"{label} [{kind}]", base, result), flush=True)
         if args.walk:
             days = WALK_DAYS[name][3]
-            print(f"  walk-forward every {days:g} day(s), grid "
-                  f"{WALK_GRID.format(gain=f'{args.gain:g}')}, from wait_guard 1, "
-                  f"preempt_gain {args.gain:g}, no-regret bars:")
-            out = {r["policy"]: r for r in walk(path, since, nodes, days, args.gain)}
-            print(figures_line("walk-forward, no-regret bars", out["walk-forward"]), flush=True)
-            print_periods(out["walk-forward"]["periods"])
+            for walk_dist in args.walk_dist.split(","):
+                print(f"  walk-forward every {days:g} day(s), grid "
+                      f"{WALK_GRID.format(gain=f'{args.gain:g}')}, from wait_guard 1, "
+                      f"preempt_gain {args.gain:g}, no-regret bars, {walk_dist} distribution:")
+                out = {r["policy"]: r for r in walk(path, since, nodes, days, args.gain,
+                                                    walk_dist)}
+                print(figures_line("walk-forward, no-regret bars", out["walk-forward"]),
+                      flush=True)
+                print_periods(out["walk-forward"]["periods"])
     return 0
 
 

@@ -119,6 +119,9 @@ def print_periods(periods: list[dict]) -> None:
     its history and the settings in force, with the fallback when no setting cleared the bars."""
     for p in periods:
         note = f"  [{p['fallback']}]" if p["fallback"] else ""
+        learned = p.get("durations") or ""
+        if learned.startswith("Gittins distribution learned from "):
+            note += f"  [learned from {learned.split()[4]} jobs]"
         print(f"    from day {p['from_s'] / 86400:g} ({p['history_jobs']} jobs "
               f"before): {p['settings']}{note}", flush=True)
 

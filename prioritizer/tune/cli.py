@@ -184,17 +184,17 @@ def run(args: argparse.Namespace) -> int:
         trace = read_trace(args.trace)
     except TraceError as exc:
         raise CliError(str(exc)) from None
+    split = _split_point(args.validate_from, args.trace) if args.validate_from else None
+    if trace.format == "history":   # after the option checks (a bad option is one line), before
+        untracked_note("dlprio tune")   # the trace's own faults, which it may explain
     if not trace.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
-    split = _split_point(args.validate_from, args.trace) if args.validate_from else None
     tune_part = (None, split)
     if split is not None:
         before = sum(1 for j in trace.jobs if j.submit < split)
         if before == 0 or before == len(trace.jobs):
             raise CliError(f"--validate-from {args.validate_from}: splits {args.trace} into "
                            f"{before} and {len(trace.jobs) - before} jobs; both parts need jobs")
-    if trace.format == "history":   # after the input checks: bad input is one line
-        untracked_note("dlprio tune")
     labels = [label(s) for s, _ in combos] + ["(current config)"]
     configs = [c for _, c in combos] + [current]
     if durations is not None:
