@@ -114,7 +114,7 @@ def main() -> int:
                         "history (learned from the jobs ended before it); default both")
     args = parser.parse_args()
     if args.whole_run:   # read by victims.gain_test at each decision
-        victims.quantum_gpu_s = lambda config, attained, gpus: float("inf")
+        victims.quantum_gpu_s = lambda config, attained_gpu_s, gpus: float("inf")
     kinds = args.dist.split(",")
     if args.gain <= 0 or any(k not in DISTRIBUTIONS for k in kinds):
         parser.error(f"--gain must be > 0 and --dist among {','.join(DISTRIBUTIONS)}")
