@@ -6,8 +6,9 @@ turn; two in three new, one in three requeued with 0-20,000 s of run time), ever
 run time unknown (drawn). Times
 :func:`prioritizer.forecast.forecast.forecast` with ``--draws`` draws, the minimum over
 ``--repeats`` (the machine is shared). ``--cpu-budget-s S`` stops the draws as the daemon's
-``forecast.cpu_budget_s`` does (:class:`prioritizer.daemon.forecasts.DrawBudget`) and prints
-the draws made.
+``forecast.cpu_budget_s`` does (:class:`prioritizer.daemon.forecasts.DrawBudget`: no draw
+after one that would overrun it, a draw that spends it ended where it is) and prints the draws
+made and, for a draw ended so, how far ahead it reached.
 
     .venv/bin/python benchmarks/forecast_refresh.py [--nodes 1000] [--queue 10000] \\
         [--draws 20] [--policy tiresias-las] [--repeats 3] [--horizon-h H] [--cpu-budget-s S]
@@ -64,20 +65,22 @@ def main() -> None:
     w = world(args.nodes, args.queue)
     dist = load_distribution()
     config = PolicyConfig(policy=args.policy)
-    times, made = [], args.draws
+    times, made, reached = [], args.draws, None
     for _ in range(args.repeats):
         started = time.process_time()
         horizon = args.horizon_h * 3600 if args.horizon_h is not None else None
         budget = DrawBudget(args.cpu_budget_s) if args.cpu_budget_s is not None else None
-        made = forecast(w, config, dist, draws=args.draws, horizon_s=horizon,
-                        enough=budget).draws
+        made_forecast = forecast(w, config, dist, draws=args.draws, horizon_s=horizon,
+                                 enough=budget, out_of_time=budget.over if budget else None)
+        made, reached = made_forecast.draws, made_forecast.reached_s
         times.append(time.process_time() - started)
     limit = "" if args.cpu_budget_s is None else f" within a {args.cpu_budget_s:g} s budget"
     print(f"forecast refresh: {args.nodes} nodes, {args.queue} pending, "
           f"{2 * args.nodes} running, {args.policy}, {made} of {args.draws} draws{limit}, "
           f"horizon {args.horizon_h if args.horizon_h is not None else 'none'} h: "
           f"{min(times):.2f} s CPU (min of {args.repeats}; {min(times) / made:.3f} s "
-          "per draw)")
+          "per draw)" + ("" if reached is None else
+                         f"; the budget ended the last draw {reached / 3600:.1f} h ahead"))
 
 
 if __name__ == "__main__":

@@ -157,6 +157,9 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
              if forecast.get("arrivals") == "history" else "no job submitted later is counted")
     lines = [f"forecast: made at {made} ({ago} ago) from {forecast['draws']} duration draws; "
              f"{later}"]
+    if forecast.get("horizon_cut"):
+        lines.append(f"  it reaches {span(horizon)} ahead: forecast.cpu_budget_s ended its draw "
+                     "there (a larger budget reaches further)")
     ran = "restart" in found   # running at the forecast, waiting now: preempted since
     if not running and ran:
         lines.append(_restart_line(found, now, horizon))

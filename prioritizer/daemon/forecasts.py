@@ -7,7 +7,8 @@ A cycle that is due builds the :class:`prioritizer.forecast.world.World` from wh
 squeue's records) and hands it to a one-process pool (``spawn``: the child shares no lock or
 thread with the daemon). The child (:func:`run_forecast`) makes seeded draws until
 ``forecast.draws`` are made or the next would overrun ``forecast.cpu_budget_s`` CPU seconds
-(:class:`DrawBudget`; one draw at least) and returns the forecast. The next cycles only look whether it is ready; one still
+(:class:`DrawBudget`; one draw at least, ended where it is if it alone spends the budget)
+and returns the forecast. The next cycles only look whether it is ready; one still
 running when the next is due is left to finish. Remaining run times are drawn from the learned
 distribution (the Gittins policy's when it learns one, else one learned the same way:
 :class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). With ``forecast.arrivals:
@@ -31,7 +32,8 @@ published (``calibrated`` 0).
 
 Snapshot field ``forecast`` (absent until the first forecast is ready)::
 
-    {"made_at": <epoch s>, "draws": int, "horizon_s": float, "stale_after_s": float,
+    {"made_at": <epoch s>, "draws": int, "horizon_s": float, "horizon_cut": bool,
+     "stale_after_s": float,
      "cpu_s": float, "arrivals": "none" | "history", "known_outcomes": int,
      "sharing_jobs": int,
      "jobs": {"<job id>": {"start": [p10, p50, p90], "raw_start": [p10, p50, p90],
@@ -57,6 +59,8 @@ jobs still waiting, is ``null`` as beyond the horizon; ``finish`` the draws' fin
 quantile moved by as much as the start's calibration moved it (``null`` where the start's is);
 ``known_outcomes``: outcomes known when the forecast was made.
 
+``horizon_s``: how far ahead the forecast reaches: ``forecast.horizon_s``, or less with
+``horizon_cut`` true, when ``forecast.cpu_budget_s`` ended its one draw before it got there.
 Times are epoch seconds; ``null`` in ``start``/``finish`` is beyond the horizon; ``"start":
 null`` alone: the job fits on no node. A reader calls the forecast stale once ``made_at`` is
 more than ``stale_after_s`` old (three refresh periods).
@@ -144,12 +148,20 @@ def on_known_nodes(job: ForecastJob, nodes: tuple[tuple[str, int], ...]) -> bool
     return all(n in names for n in job.nodes)
 
 
+#: the share of ``forecast.cpu_budget_s`` kept for ending a draw the budget ends (its outcomes,
+#: freeing the replay) and the summary of the draws: about 0.15-0.2 CPU s at 1,000 nodes ×
+#: 10,000 pending jobs, of a 2 s budget (``benchmarks/forecast_refresh.py``)
+END_SHARE = 0.15
+
+
 class DrawBudget:
-    """When a forecast's draws stop (``forecast.cpu_budget_s``): asked after each draw, it
-    says stop once the next draw would overrun ``cpu_budget_s`` CPU seconds from its making,
-    at the mean CPU of the draws made so far. The first draw is always made and no draw is cut
-    short, so a refresh overruns the budget only when one draw alone does. ``clock``: CPU
-    seconds of this process (``time.process_time``)."""
+    """When a forecast's draws stop (``forecast.cpu_budget_s``, less :data:`END_SHARE` of it
+    kept for ending a draw and the summary): asked after each draw, it says stop once the next
+    draw would overrun that at the mean CPU of the draws made so far; asked during a draw
+    (:meth:`over`), it ends a draw that spends it where it is. A first draw so ended is kept,
+    and the forecast reaches less far than its horizon; a later one is dropped
+    (:func:`prioritizer.forecast.forecast.forecast`). ``clock``: CPU seconds of this process
+    (``time.process_time``)."""
 
     def __init__(self, cpu_budget_s: float, clock: Callable[[], float] = time.process_time
                  ) -> None:
@@ -163,7 +175,12 @@ class DrawBudget:
     def __call__(self) -> bool:
         self.made += 1
         spent = self.spent()
-        return spent + spent / self.made > self.cpu_budget_s
+        return spent + spent / self.made > self.cpu_budget_s * (1 - END_SHARE)
+
+    def over(self) -> bool:
+        """Whether the budget is spent but for :data:`END_SHARE` of it, kept for ending the
+        draw and summarizing the draws (asked during a draw, which then ends where it is)."""
+        return self.spent() > self.cpu_budget_s * (1 - END_SHARE)
 
 
 def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
@@ -171,12 +188,13 @@ def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
                  seed: int = 0, arrivals: ArrivalModel | None = None
                  ) -> tuple[Forecast, float]:
     """The child's work: draws until ``draws`` are made or the next one would overrun
-    ``cpu_budget_s`` of this process's CPU time (:class:`DrawBudget`; one at least); the
-    forecast and the CPU seconds it took. ``arrivals``: the recent arrivals later ones are
-    drawn from (None: none drawn)."""
+    ``cpu_budget_s`` of this process's CPU time (:class:`DrawBudget`; one at least, ended
+    where it is once it spends the budget: the forecast's ``reached_s``); the forecast and
+    the CPU seconds it took. ``arrivals``: the recent arrivals later ones are drawn from
+    (None: none drawn)."""
     budget = DrawBudget(cpu_budget_s)
     made = forecast(world, config, GittinsDistribution(samples), draws, seed, horizon_s,
-                    arrivals, enough=budget)
+                    arrivals, enough=budget, out_of_time=budget.over)
     return made, budget.spent()
 
 
@@ -245,7 +263,9 @@ def public(made: Forecast, horizon_s: float, stale_after_s: float,
         if job_id in jobs:
             jobs[job_id]["sharing"] = kind
     known = len(calibrated.pooled.known) if calibrated is not None else 0
-    return {"made_at": made.now, "draws": made.draws, "horizon_s": horizon_s,
+    reach = horizon_s if made.reached_s is None else min(horizon_s, made.reached_s)
+    return {"made_at": made.now, "draws": made.draws, "horizon_s": reach,
+            "horizon_cut": made.reached_s is not None and made.reached_s < horizon_s,
             "stale_after_s": stale_after_s, "cpu_s": round(cpu_s, 3), "arrivals": arrivals,
             "known_outcomes": known, "sharing_jobs": sum(k in jobs for k in sharing),
             "jobs": jobs}

@@ -67,11 +67,15 @@ class JobForecast:
 
 @dataclass(frozen=True)
 class Forecast:
-    """A forecast made at ``now`` from ``draws`` replays; ``jobs`` in the world's order."""
+    """A forecast made at ``now`` from ``draws`` replays; ``jobs`` in the world's order.
+    ``reached_s``: how far past ``now`` it reaches when a CPU budget cut a draw short
+    (``out_of_time``): every start or finish after it is ``inf``, as beyond the horizon;
+    None when no draw was cut (it reaches the horizon asked for)."""
 
     now: float
     draws: int
     jobs: tuple[JobForecast, ...]
+    reached_s: float | None = None
 
     def by_id(self) -> dict[str, JobForecast]:
         return {j.job_id: j for j in self.jobs}
@@ -99,16 +103,19 @@ def band(values: list[float]) -> Band:
 
 
 def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution, seed: int,
-         number: int, horizon_s: float | None = None, arrivals: ArrivalModel | None = None
-         ) -> tuple[list[Outcome], tuple[str, ...]]:
+         number: int, horizon_s: float | None = None, arrivals: ArrivalModel | None = None,
+         out_of_time: Callable[[], bool] | None = None
+         ) -> tuple[list[Outcome], tuple[str, ...], float | None]:
     """Draw ``number`` of a forecast: remaining run times from
     ``random.Random(seed * 1_000_003 + number)``, then (with ``arrivals``) the arrivals
-    from the same RNG, then one replay (:class:`ForwardReplay`); its outcomes and the start
-    order at ``now``."""
+    from the same RNG, then one replay (:class:`ForwardReplay`); its outcomes, the start
+    order at ``now`` and, when ``out_of_time`` cut it short, the time it reached (else None)."""
     rng = random.Random(seed * 1_000_003 + number)
     left = [remaining_s(j, distribution.samples, world.now, rng) for j in world.jobs]
     stream = arrivals.stream(world.now, distribution.samples, rng) if arrivals else None
-    return ForwardReplay(world, config, left, distribution, stream).outcomes(horizon_s)
+    replay = ForwardReplay(world, config, left, distribution, stream)
+    outcomes, order = replay.outcomes(horizon_s, out_of_time)
+    return outcomes, order, replay.cut_at
 
 
 def needed_draws(world: World, draws: int, arrivals: ArrivalModel | None = None) -> int:
@@ -118,32 +125,40 @@ def needed_draws(world: World, draws: int, arrivals: ArrivalModel | None = None)
     return draws if drawn or any(needs_draw(j) for j in world.jobs) else 1
 
 
-def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...]
-              ) -> Forecast:
+def summarize(world: World, per_draw: list[list[Outcome]], order: tuple[str, ...],
+              cut_at: float | None = None) -> Forecast:
     """The :class:`Forecast` of the draws' outcomes (at least one draw) and the first draw's
-    start order."""
+    start order; ``cut_at``: the earliest time a cut draw reached (every draw's times after
+    it become ``inf``: no draw says more than the shortest one saw)."""
     place = {job_id: k for k, job_id in enumerate(order)}
     out = []
+    limit = inf if cut_at is None else cut_at
+
+    def seen_by_all(t: float | None) -> float:
+        return inf if t is None or t > limit else t
+
     for i, job in enumerate(world.jobs):
         seen = [d[i] for d in per_draw]
         if seen[0].start is None:
             out.append(JobForecast(job.job_id, None, None, 0.0, 0, ()))
             continue
-        starts = [o.start if o.start is not None else inf for o in seen]
-        ends = [o.end if o.end is not None else inf for o in seen]
+        starts = [seen_by_all(o.start) for o in seen]
+        ends = [seen_by_all(o.end) for o in seen]
         chance = sum(o.preempted for o in seen) / len(seen)
         ahead = place.get(job.job_id, 0)
-        restarts = [o.restart for o in seen if o.restart is not None]
+        restarts = [seen_by_all(o.restart) for o in seen if o.restart is not None]
         out.append(JobForecast(job.job_id, band(starts), band(ends), chance, ahead,
                                order[:min(ahead, AHEAD_SHOWN)],
                                band(restarts) if restarts else None))
-    return Forecast(world.now, len(per_draw), tuple(out))
+    return Forecast(world.now, len(per_draw), tuple(out),
+                    None if cut_at is None else cut_at - world.now)
 
 
 def forecast(world: World, config: PolicyConfig, distribution: GittinsDistribution,
              draws: int = DEFAULT_DRAWS, seed: int = 0,
              horizon_s: float | None = None, arrivals: ArrivalModel | None = None,
-             enough: Callable[[], bool] | None = None) -> Forecast:
+             enough: Callable[[], bool] | None = None,
+             out_of_time: Callable[[], bool] | None = None) -> Forecast:
     """Forecast every job of ``world`` under ``config`` (see module doc).
 
     Args:
@@ -159,6 +174,11 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
         arrivals: the recent arrivals future ones are drawn from (None: none drawn).
         enough: asked after each draw; True stops the draws there (one at least: a caller's
             CPU budget, :func:`prioritizer.daemon.forecasts.run_forecast`).
+        out_of_time: asked during each draw (:meth:`ForwardReplay.outcomes`); True ends that
+            draw where it is and the draws there, a hard cap on their CPU. A first draw so
+            ended is kept, and the forecast reaches only as far as it did
+            (:attr:`Forecast.reached_s`); a later one is dropped (the draws before it reach
+            the horizon).
 
     Raises:
         ValueError: ``draws`` < 1, or as the scheduler (``srtf`` needs every duration).
@@ -167,11 +187,16 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
         raise ValueError(f"draws: must be >= 1 (got {draws})")
     per_draw: list[list[Outcome]] = []
     order: tuple[str, ...] = ()
+    cut_at = None
     for d in range(needed_draws(world, draws, arrivals)):
-        outcomes, drawn_order = draw(world, config, distribution, seed, d, horizon_s, arrivals)
+        outcomes, drawn_order, cut = draw(world, config, distribution, seed, d, horizon_s,
+                                          arrivals, out_of_time)
+        if cut is not None and per_draw:
+            break   # a later draw the budget ended: the whole draws made before it stand
         per_draw.append(outcomes)
+        cut_at = cut
         if d == 0:
             order = drawn_order
-        if enough is not None and enough():
+        if cut is not None or (enough is not None and enough()):
             break
-    return summarize(world, per_draw, order)
+    return summarize(world, per_draw, order, cut_at)

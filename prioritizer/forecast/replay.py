@@ -19,7 +19,7 @@ trace, and the replay stops once every job of the world has ended.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from math import inf
 from typing import Any
@@ -52,6 +52,11 @@ class Outcome:
     restart: float | None = None
 
 
+#: events between two asks of ``out_of_time`` (a CPU clock read costs about a microsecond; an
+#: event of a large site tens of microseconds)
+CHECK_EVERY = 32
+
+
 class ForwardReplay(Simulator):
     """The simulator seeded from ``world`` with ``remaining[i]`` s of run time left for
     ``world.jobs[i]`` (see module doc), and the jobs of ``arrivals`` (time order) arriving
@@ -72,6 +77,7 @@ class ForwardReplay(Simulator):
         self.sched = Scheduler(config, totals, names, distribution)
         self.jobs: dict[int, SimJob] = {}
         self.unfittable = 0
+        self.cut_at: float | None = None   # set when out_of_time ended the replay
         self.active = 0
         self.heap = []
         self.seq = 0
@@ -169,14 +175,20 @@ class ForwardReplay(Simulator):
             self.world_left -= 1
         return changed
 
-    def outcomes(self, horizon_s: float | None = None
+    def outcomes(self, horizon_s: float | None = None,
+                 out_of_time: Callable[[], bool] | None = None
                  ) -> tuple[list[Outcome], tuple[str, ...]]:
         """Run the replay to the last completion, or to ``world.now + horizon_s``: per job of
         the world its :class:`Outcome`, and the ids of the pending jobs in the policy's start
-        order at ``now`` (after the starts made at ``now``)."""
+        order at ``now`` (after the starts made at ``now``).
+
+        ``out_of_time``: asked every :data:`CHECK_EVERY` events; True ends the replay there,
+        as the horizon would have at that event's time, which :attr:`cut_at` then holds
+        (a caller's CPU budget: :func:`prioritizer.forecast.forecast.forecast`)."""
         heap = self.heap
         first = True
         stop = self.world.now + horizon_s if horizon_s is not None else float("inf")
+        steps = 0
         with fewer_collections():
             while heap:
                 if heap[0][0] > stop:
@@ -187,6 +199,11 @@ class ForwardReplay(Simulator):
                     self.order = self.sched.start_order(now)
                 if self.arrivals is not None and self.world_left == 0:
                     break   # only drawn arrivals are left
+                steps += 1
+                if out_of_time is not None and steps % CHECK_EVERY == 0 and heap \
+                        and heap[0][0] > now and out_of_time():
+                    self.cut_at = now   # every event up to ``now`` is made
+                    break
         out = []
         for i, job in enumerate(self.world.jobs):
             sim = self.jobs.get(i)

@@ -392,9 +392,10 @@ def _clock(*readings: float):
 
 
 def test_the_draws_stop_before_one_that_would_overrun_the_budget():
-    # budget 2 s, draws of 0.6 s: after 1 draw 0.6 + 0.6 <= 2, after 2 1.2 + 0.6 <= 2,
-    # after 3 1.8 + 0.6 = 2.4 > 2: three draws, 1.8 s (a fourth would end at 2.4 s)
-    budget = DrawBudget(2.0, _clock(10.0, 10.6, 11.2, 11.8))
+    # budget 2 s less the 15 % kept for the end: 1.7 s for draws. Draws of 0.5 s: after 1
+    # draw 0.5 + 0.5 <= 1.7, after 2 1.0 + 0.5 <= 1.7, after 3 1.5 + 0.5 = 2.0 > 1.7: three
+    # draws, 1.5 s (a fourth would end at 2.0 s)
+    budget = DrawBudget(2.0, _clock(10.0, 10.5, 11.0, 11.5))
     assert [budget(), budget(), budget()] == [False, False, True]
     assert budget.made == 3
 
@@ -408,7 +409,31 @@ def test_one_draw_over_the_budget_is_made_and_stops_the_forecast():
 
 
 def test_unequal_draws_are_judged_by_their_mean():
-    # draws of 0.2 s then 1.4 s: after 2, 1.6 s spent and a mean of 0.8 s: 2.4 > 2, stop;
-    # after 1, 0.2 + 0.2 <= 2, go on
+    # draws of 0.2 s then 1.4 s: after 2, 1.6 s spent and a mean of 0.8 s: 2.4 > 1.7, stop;
+    # after 1, 0.2 + 0.2 <= 1.7, go on
     budget = DrawBudget(2.0, _clock(5.0, 5.2, 6.6))
     assert [budget(), budget()] == [False, True]
+
+
+def test_a_spent_budget_ends_the_draw_in_progress():
+    # 15 % of the 2 s is kept for ending the draw and summarizing: over past 1.7 s
+    budget = DrawBudget(2.0, _clock(1.0, 2.625, 2.75))
+    assert budget.over() is False    # 1.625 s spent
+    assert budget.over() is True     # 1.75 s
+
+
+def test_a_forecast_cut_by_its_budget_publishes_how_far_it_reached():
+    from prioritizer.daemon.forecast_text import detail_lines
+    from prioritizer.daemon.forecasts import public
+    from prioritizer.forecast.forecast import Forecast, JobForecast
+    made = Forecast(NOW, 1, (JobForecast("2", (float("inf"),) * 3, (float("inf"),) * 3, 0.0,
+                                         0, ()),), reached_s=3 * 3600.0)
+    snap = public(made, 86400.0, 600.0, 2.1, waiting=frozenset({"2"}))
+    assert snap["horizon_s"] == 3 * 3600.0 and snap["horizon_cut"] is True
+    lines = detail_lines(snap, 2, NOW + 10, running=False)
+    assert lines[1] == ("  it reaches 3h ahead: forecast.cpu_budget_s ended its draw there "
+                        "(a larger budget reaches further)")
+    assert lines[2] == "  start: >3h"
+    whole = public(Forecast(NOW, 1, made.jobs), 86400.0, 600.0, 0.5, waiting=frozenset({"2"}))
+    assert whole["horizon_s"] == 86400.0 and whole["horizon_cut"] is False
+    assert not any("it reaches" in line for line in detail_lines(whole, 2, NOW + 10, False))

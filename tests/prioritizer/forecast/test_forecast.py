@@ -336,3 +336,83 @@ def test_after_the_clock_goes_back_records_from_the_future_are_dropped():
     # a start noted up to gap_s after the forecast's moment (a later cycle saw it) is kept
     late = [Past("b", 900.0, 950.0, 1000.0 + RECORD_GAP_S)]
     assert remember(late, 1000.0, {}) == late
+
+
+def _asked_from(k):
+    """An ``out_of_time`` that says yes from its ``k``-th ask on."""
+    asks = [0]
+
+    def out_of_time():
+        asks[0] += 1
+        return asks[0] >= k
+    return out_of_time
+
+
+def test_a_draw_cut_by_its_budget_reaches_only_as_far_as_it_got(monkeypatch):
+    # the fifo world of the first test, no modeled cost: events at 1000 (the seeding), 1300
+    # (A ends, B starts), 1500 (B ends, C starts), 1550. Asked after every event: yes at the
+    # second ask ends the replay at 1300, at the third at 1500; what lies after is as beyond
+    # the horizon
+    import prioritizer.forecast.replay as replay
+    monkeypatch.setattr(replay, "CHECK_EVERY", 1)
+    world = World(1000.0, NODE, (running("A", attained_s=100, run_start=900.0, left=300),
+                                 pending("B", submit=10.0, left=200),
+                                 pending("C", 2, submit=20.0, left=50)))
+    config = PolicyConfig(policy="fifo").zero_cost()
+    made = forecast(world, config, DIST, out_of_time=_asked_from(2))
+    got = made.by_id()
+    assert made.reached_s == 300.0
+    assert got["A"].finish == (1300.0,) * 3 and got["B"].start == (1300.0,) * 3
+    assert got["B"].finish == (inf,) * 3 and got["C"].start == (inf,) * 3
+    made = forecast(world, config, DIST, out_of_time=_asked_from(3))
+    got = made.by_id()
+    assert made.reached_s == 500.0
+    assert got["B"].finish == (1500.0,) * 3 and got["C"].start == (1500.0,) * 3
+    assert got["C"].finish == (inf,) * 3
+    # never out of time: the whole replay, reached_s None
+    made = forecast(world, config, DIST, out_of_time=lambda: False)
+    assert made.reached_s is None and made.by_id()["C"].finish == (1550.0,) * 3
+
+
+def test_a_cut_draw_ends_the_draws_and_clips_the_earlier_ones(monkeypatch):
+    # two draws made, the second cut at 1300: the first draw's end 1400 is past what the
+    # second saw, so it counts as beyond (a band of [1250, inf] is inf above its lowest rank)
+    from prioritizer.forecast.forecast import summarize
+    from prioritizer.forecast.replay import Outcome
+    world = World(1000.0, NODE, (pending("B", submit=10.0),))
+    made = summarize(world, [[Outcome(1100.0, 1400.0, False)], [Outcome(1200.0, 1250.0, False)]],
+                     ("B",), cut_at=1300.0)
+    (job,) = made.jobs
+    assert job.start == (1110.0, 1150.0, 1190.0)   # 1100 + 0.1 / 0.5 / 0.9 × 100
+    assert job.finish == (inf, inf, inf)
+    assert made.reached_s == 300.0
+    # and the draws stop at a cut draw: two asked, the first cut, one made
+    import prioritizer.forecast.replay as replay
+    monkeypatch.setattr(replay, "CHECK_EVERY", 1)
+    world = World(1000.0, NODE, (running("A", attained_s=100, run_start=900.0),
+                                 pending("B", submit=10.0)))
+    assert forecast(world, PolicyConfig(policy="fifo"), DIST, draws=2,
+                    out_of_time=lambda: True).draws == 1
+
+
+def test_a_later_draw_the_budget_ends_is_dropped(monkeypatch):
+    # A's remaining time is drawn, so two draws are asked; the budget runs out only after
+    # the first (``enough`` is asked after each draw and flips it): the second is ended at
+    # its first ask and dropped, the first stands whole, to the last completion
+    import prioritizer.forecast.replay as replay
+    monkeypatch.setattr(replay, "CHECK_EVERY", 1)
+    world = World(1000.0, NODE, (running("A", attained_s=100, run_start=900.0),
+                                 pending("B", submit=10.0, left=50)))
+    spent = [False]
+
+    def enough():
+        spent[0] = True
+        return False
+
+    made = forecast(world, PolicyConfig(policy="fifo").zero_cost(), DIST, draws=2,
+                    enough=enough, out_of_time=lambda: spent[0])
+    assert made.draws == 1 and made.reached_s is None
+    b = made.by_id()["B"]
+    # A (400 GPU·s attained) has outlived every sample (100/200/400 GPU·s): it is given as
+    # much again, 400 GPU·s on 4 GPUs = 100 s, and ends at 1100; B then runs 50 s
+    assert b.start == (1100.0,) * 3 and b.finish == (1150.0,) * 3
