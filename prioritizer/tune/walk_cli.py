@@ -214,15 +214,16 @@ def _as_result(name: str, jobs: list[JobResult], like: SimResult) -> SimResult:
 def _distributions(durations: Durations, at_point: Sequence[Durations], original: Trace,
                    periods: set[int], needed: bool
                    ) -> dict[int, tuple[GittinsDistribution, str]]:
-    """The distribution in force in each of ``periods`` and its note (none when no replay
-    reads one)."""
+    """The distribution in force and its note per period: learned from the history, for each
+    of ``periods`` (those a replay decides in with one of its own); otherwise the one
+    distribution, for every period (none when no replay reads one)."""
     if not needed:
         return {}
     try:
         if not durations.history:
             one = durations.distribution(original)
             return {i: one for i in range(len(at_point))}
-        return {i: at_point[i].distribution(original) for i in range(len(at_point))}
+        return {i: at_point[i].distribution(original) for i in sorted(periods)}
     except ValueError as exc:
         raise CliError(str(exc)) from None
 
