@@ -6,15 +6,18 @@ forecast moment give an arrival rate ``λ = count / window_s`` (jobs/s) and a po
 shapes (GPUs per node). Each draw adds a Poisson process of rate ``λ`` from ``now`` to
 ``now + window_s`` (as far ahead as the history looked back): inter-arrival times
 exponential with mean ``1 / λ``, each arrival's shape drawn uniformly from the pool and its
-total service (GPU·s) uniformly from the learned duration distribution's samples, so its run
-time is ``service / GPUs`` seconds. With no job in the window, no arrival is drawn.
+total service (GPU·s) from the distribution of total service the remaining run times are
+drawn from (:class:`prioritizer.forecast.draws.ServiceSurvival`, with nothing attained), so
+its run time is ``service / GPUs`` seconds. With no job in the window, no arrival is drawn.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+
+from prioritizer.forecast.draws import ServiceSurvival
 
 #: the history window of ``forecast.arrivals: history`` unless the caller says otherwise (s)
 DEFAULT_WINDOW_S = 6 * 3600.0
@@ -40,13 +43,13 @@ class ArrivalModel:
         """λ, jobs per second."""
         return len(self.shapes) / self.window_s
 
-    def stream(self, now: float, samples: Sequence[float], rng: random.Random
+    def stream(self, now: float, survival: ServiceSurvival, rng: random.Random
                ) -> Iterator[Drawn]:
         """The draw's arrivals in time order, from ``now`` to ``now + window_s`` (module doc).
 
         Args:
             now: the forecast moment, s.
-            samples: total service of past jobs, GPU·s (non-empty).
+            survival: the distribution of total service, GPU·s.
             rng: the draw's random source.
         """
         if not self.shapes:
@@ -57,7 +60,7 @@ class ArrivalModel:
             if t > end:
                 return
             shape = self.shapes[rng.randrange(len(self.shapes))]
-            service = samples[rng.randrange(len(samples))]
+            service = survival.total(0.0, rng)
             yield t, shape, service / sum(shape)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from math import inf
 
 from prioritizer.forecast.arrivals import ArrivalModel
-from prioritizer.forecast.draws import needs_draw, remaining_s
+from prioritizer.forecast.draws import ServiceSurvival, needs_draw, remaining_s, survival_of
 from prioritizer.forecast.replay import ForwardReplay, Outcome
 from prioritizer.forecast.world import World
 from prioritizer.policy.config import PolicyConfig
@@ -104,15 +104,21 @@ def band(values: list[float]) -> Band:
 
 def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution, seed: int,
          number: int, horizon_s: float | None = None, arrivals: ArrivalModel | None = None,
-         out_of_time: Callable[[], bool] | None = None
+         out_of_time: Callable[[], bool] | None = None,
+         survival: ServiceSurvival | None = None
          ) -> tuple[list[Outcome], tuple[str, ...], float | None]:
     """Draw ``number`` of a forecast: remaining run times from
     ``random.Random(seed * 1_000_003 + number)``, then (with ``arrivals``) the arrivals
     from the same RNG, then one replay (:class:`ForwardReplay`); its outcomes, the start
-    order at ``now`` and, when ``out_of_time`` cut it short, the time it reached (else None)."""
+    order at ``now`` and, when ``out_of_time`` cut it short, the time it reached (else None).
+    ``survival``: the distribution of total service the run times are drawn from
+    (:func:`prioritizer.forecast.draws.survival_of` the ``distribution``'s samples and
+    ``world``'s jobs unless given: :func:`forecast` builds it once for all its draws)."""
     rng = random.Random(seed * 1_000_003 + number)
-    left = [remaining_s(j, distribution.samples, world.now, rng) for j in world.jobs]
-    stream = arrivals.stream(world.now, distribution.samples, rng) if arrivals else None
+    if survival is None:
+        survival = survival_of(distribution.samples, world.jobs)
+    left = [remaining_s(j, survival, world.now, rng) for j in world.jobs]
+    stream = arrivals.stream(world.now, survival, rng) if arrivals else None
     replay = ForwardReplay(world, config, left, distribution, stream)
     outcomes, order = replay.outcomes(horizon_s, out_of_time)
     return outcomes, order, replay.cut_at
@@ -164,8 +170,9 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
     Args:
         world: the live state.
         config: the policy and costs in force.
-        distribution: the learned duration distribution (its samples are drawn from; also the
-            Gittins policy's ranking).
+        distribution: the learned duration distribution (its samples, with the attained
+            service of ``world``'s jobs as censored observations, give the run times drawn:
+            :mod:`prioritizer.forecast.draws`; also the Gittins policy's ranking).
         draws: replays to run (>= 1).
         seed: RNG seed; draw ``d`` uses ``random.Random(seed * 1_000_003 + d)``.
         horizon_s: replay only this far past ``now`` (s; None: to the last completion); a
@@ -188,9 +195,10 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
     per_draw: list[list[Outcome]] = []
     order: tuple[str, ...] = ()
     cut_at = None
+    survival = survival_of(distribution.samples, world.jobs)
     for d in range(needed_draws(world, draws, arrivals)):
         outcomes, drawn_order, cut = draw(world, config, distribution, seed, d, horizon_s,
-                                          arrivals, out_of_time)
+                                          arrivals, out_of_time, survival)
         if cut is not None and per_draw:
             break   # a later draw the budget ended: the whole draws made before it stand
         per_draw.append(outcomes)

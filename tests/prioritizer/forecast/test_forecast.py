@@ -11,7 +11,7 @@ import pytest
 
 from prioritizer.forecast.calibrate import (RECORD_GAP_S, Past, Residuals, calibration,
                                             cohort, km_quantile, note_starts, remember)
-from prioritizer.forecast.draws import remaining_s
+from prioritizer.forecast.draws import ServiceSurvival, remaining_s, survival_of
 from prioritizer.forecast.forecast import band, forecast, quantile
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
@@ -136,24 +136,63 @@ def test_a_job_larger_than_every_node_has_no_forecast():
 
 def test_remaining_is_drawn_above_the_attained_service():
     # samples 100, 200, 400 GPU·s; a 1-GPU job at 150 GPU·s has 50 or 250 s left
+    ended = ServiceSurvival(DIST.samples)
     job = ForecastJob("J", "pending", (1,), 0.0, attained_gpu_s=150.0, attained_s=150.0)
     rng = random.Random(1)
-    seen = {remaining_s(job, DIST.samples, 0.0, rng) for _ in range(200)}
+    seen = {remaining_s(job, ended, 0.0, rng) for _ in range(200)}
     assert seen == {50.0, 250.0}
     two = ForecastJob("J", "pending", (2,), 0.0, attained_gpu_s=150.0, attained_s=75.0)
-    assert {remaining_s(two, DIST.samples, 0.0, rng) for _ in range(200)} == {25.0, 125.0}
+    assert {remaining_s(two, ended, 0.0, rng) for _ in range(200)} == {25.0, 125.0}
+
+
+class Uniform(random.Random):
+    """``random()`` returns the given values in turn."""
+
+    def __init__(self, *values: float) -> None:
+        super().__init__(0)
+        self.values = list(values)
+
+    def random(self) -> float:
+        return self.values.pop(0)
+
+
+def test_censored_jobs_move_the_mass_of_total_service_to_longer_samples():
+    # Kaplan-Meier of ended 100, 200, 400 and censored (still running) 150, 300 GPU·s:
+    # at 100, 5 at risk: mass 1/5, survival 4/5; at 200 (150 censored below it) 3 at risk:
+    # mass 4/5 * 1/3 = 4/15, survival 8/15; at 400 (300 censored) 1 at risk: mass 8/15.
+    # Cumulative 0.2, 0.4667, 1: plain samples would give 1/3 each.
+    km = ServiceSurvival([400.0, 100.0, 200.0], [300.0, 150.0, 0.0])
+    assert km.tail == 0.0
+    picks = [km.total(0.0, Uniform(u)) for u in (0.19, 0.21, 0.46, 0.47, 0.99)]
+    assert picks == [100.0, 200.0, 200.0, 400.0, 400.0]
+    # above 150 GPU·s attained: 200 (mass 4/15) or 400 (8/15), so 1/3 and 2/3 of the draws
+    assert [km.total(150.0, Uniform(u)) for u in (0.33, 0.34)] == [200.0, 400.0]
+
+
+def test_mass_beyond_every_ended_sample_draws_twice_the_longest():
+    # ended 100, 200; 300 still running: 1/3 at 100, 1/3 at 200, 1/3 beyond 200 (the tail).
+    # Above 150 attained: 200 or the tail, half each; the tail is 2 x max(200, 150) = 400
+    km = ServiceSurvival([100.0, 200.0], [300.0])
+    assert km.tail == pytest.approx(1 / 3)
+    job = ForecastJob("J", "pending", (1,), 0.0, attained_gpu_s=150.0, attained_s=150.0)
+    assert remaining_s(job, km, 0.0, Uniform(0.49)) == 50.0
+    assert remaining_s(job, km, 0.0, Uniform(0.51)) == 250.0
+    # the survival a forecast draws from: its samples, and its jobs of unknown end censored
+    world = (running("A", 1, attained_s=300, run_start=0.0),
+             running("K", 1, attained_s=900, run_start=0.0, left=5.0))
+    assert survival_of([100.0, 200.0], world).tail == pytest.approx(1 / 3)
 
 
 def test_outlived_job_gets_its_attained_service_again():
     job = ForecastJob("J", "pending", (2,), 0.0, attained_gpu_s=1000.0, attained_s=500.0)
-    assert remaining_s(job, DIST.samples, 0.0, random.Random(0)) == 500.0
+    assert remaining_s(job, ServiceSurvival(DIST.samples), 0.0, random.Random(0)) == 500.0
 
 
 def test_time_limit_bounds_the_current_run():
     # ran 100 s of a 120 s limit: at most 20 s left whatever is drawn (50 or 250 s)
     job = ForecastJob("J", "running", (1,), 0.0, attained_gpu_s=150.0, attained_s=150.0,
                       run_start=0.0, nodes=("n0",), time_limit_s=120.0)
-    assert remaining_s(job, DIST.samples, 100.0, random.Random(0)) == 20.0
+    assert remaining_s(job, ServiceSurvival(DIST.samples), 100.0, random.Random(0)) == 20.0
 
 
 def test_unknown_durations_give_ordered_bands_and_a_repeatable_forecast():

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from prioritizer.forecast.arrivals import ArrivalModel, recent
+from prioritizer.forecast.draws import ServiceSurvival
 from prioritizer.forecast.forecast import forecast
 from prioritizer.forecast.replay import ForwardReplay
 from prioritizer.forecast.world import ForecastJob, World
@@ -52,7 +53,8 @@ def test_an_arrival_larger_than_every_node_is_skipped():
 
 
 class FixedRng(random.Random):
-    """Exponential gaps and indices given in advance (the stream's arithmetic by hand)."""
+    """Exponential gaps, indices and uniforms given in advance (the stream's arithmetic by
+    hand): every index is 1, every uniform 0.5."""
 
     def __init__(self, gaps: list[float]) -> None:
         super().__init__(0)
@@ -65,6 +67,9 @@ class FixedRng(random.Random):
     def randrange(self, *args, **kwargs) -> int:   # type: ignore[override]
         return 1
 
+    def random(self) -> float:
+        return 0.5
+
 
 def test_recent_arrivals_give_the_rate_and_a_poisson_stream_within_the_window():
     # submitted in (10000 - 3600, 10000]: the jobs at 7000 and 9000 (6000 is too old, 11000
@@ -75,14 +80,16 @@ def test_recent_arrivals_give_the_rate_and_a_poisson_stream_within_the_window():
     assert model.rate_per_s == pytest.approx(2 / 3600)
     rng = FixedRng([100.0, 200.0, 5000.0])
     # arrivals at 10100 and 10300; the next gap would reach 15300 > 10000 + 3600: the end.
-    # Each takes shapes[1] = (2, 2) and samples[1] = 200 GPU·s: 200 / 4 GPUs = 50 s
-    got = list(model.stream(10000.0, [100.0, 200.0, 400.0], rng))
+    # Each takes shapes[1] = (2, 2) and a total service from three ended samples of mass 1/3
+    # each: the uniform 0.5 falls in the second's (1/3, 2/3], 200 GPU·s: 200 / 4 GPUs = 50 s
+    got = list(model.stream(10000.0, ServiceSurvival([100.0, 200.0, 400.0]), rng))
     assert got == [(10100.0, (2, 2), 50.0), (10300.0, (2, 2), 50.0)]
     assert rng.rates == [pytest.approx(2 / 3600)] * 3
 
 
 def test_no_recent_job_draws_no_arrival_and_a_window_must_be_positive():
-    assert list(recent([], 0.0, 60.0).stream(0.0, [1.0], random.Random(0))) == []
+    assert list(recent([], 0.0, 60.0).stream(0.0, ServiceSurvival([1.0]),
+                                             random.Random(0))) == []
     with pytest.raises(ValueError, match="window_s"):
         ArrivalModel(0.0, ())
 
