@@ -11,7 +11,9 @@ thread with the daemon). The child (:func:`run_forecast`) makes seeded draws unt
 and returns the forecast. The next cycles only look whether it is ready; one still
 running when the next is due is left to finish. Remaining run times are drawn from the learned
 distribution (the Gittins policy's when it learns one, else one learned the same way:
-:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`). With ``forecast.arrivals:
+:class:`prioritizer.daemon.learned_gittins.HistoryDistribution`), with the managed jobs'
+attained service as censored observations once it is learned from this cluster's ended jobs
+(:mod:`prioritizer.forecast.draws`; not while the packaged samples or a file stand in). With ``forecast.arrivals:
 none`` no arrival is invented; with ``history`` each draw draws later submissions
 (:mod:`prioritizer.forecast.arrivals`) at the rate and of the sizes of the managed jobs
 submitted in the last ``forecast.arrival_window_s`` (jobs of that window that already ended are
@@ -185,16 +187,17 @@ class DrawBudget:
 
 def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
                  draws: int, cpu_budget_s: float, horizon_s: float,
-                 seed: int = 0, arrivals: ArrivalModel | None = None
+                 seed: int = 0, arrivals: ArrivalModel | None = None, learned: bool = False
                  ) -> tuple[Forecast, float]:
     """The child's work: draws until ``draws`` are made or the next one would overrun
     ``cpu_budget_s`` of this process's CPU time (:class:`DrawBudget`; one at least, ended
     where it is once it spends the budget: the forecast's ``reached_s``); the forecast and
     the CPU seconds it took. ``arrivals``: the recent arrivals later ones are drawn from
-    (None: none drawn)."""
+    (None: none drawn); ``learned``: ``samples`` are this cluster's ended jobs
+    (:func:`prioritizer.forecast.forecast.forecast`)."""
     budget = DrawBudget(cpu_budget_s)
     made = forecast(world, config, GittinsDistribution(samples), draws, seed, horizon_s,
-                    arrivals, enough=budget, out_of_time=budget.over)
+                    arrivals, enough=budget, out_of_time=budget.over, learned=learned)
     return made, budget.spent()
 
 
@@ -372,8 +375,10 @@ class Forecaster:
                   cpu_s=round(cpu_s, 2))
 
     def tick(self, cycle: int, obs: Observation, decisions: Decisions, config: PolicyConfig,
-             distribution: GittinsDistribution, units: UnitCache | None = None) -> None:
-        """Once per cycle: collect a ready forecast; start one when due and none runs."""
+             distribution: GittinsDistribution, units: UnitCache | None = None,
+             learned: bool = False) -> None:
+        """Once per cycle: collect a ready forecast; start one when due and none runs.
+        ``learned``: ``distribution`` is this cluster's, learned from its ended jobs."""
         if not self.enabled:
             return
         self.learn(obs)
@@ -390,7 +395,7 @@ class Forecaster:
             self.pool = multiprocessing.get_context("spawn").Pool(1)
         self.running = self.pool.apply_async(run_forecast, (
             world, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
-            self.cfg.horizon_s, cycle, arrivals))
+            self.cfg.horizon_s, cycle, arrivals, learned))
 
     def close(self) -> None:
         """Stop the child (a forecast in flight is dropped)."""

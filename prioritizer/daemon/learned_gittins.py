@@ -51,6 +51,8 @@ class HistoryDistribution:
         self.min_samples, self.refresh_s = min_samples, refresh_s
         self.distribution: GittinsDistribution = load_distribution()
         self.learned_at: float | None = None
+        #: whether :attr:`distribution` is this cluster's (else the packaged one)
+        self.learned = False
 
     def current(self, client: SlurmClient | None, ledger: Ledger, now: float,
                 log: Any = None) -> GittinsDistribution:
@@ -65,7 +67,8 @@ class HistoryDistribution:
             except SlurmError as exc:
                 if log is not None:
                     event(log, "gittins_sacct_failed", level=logging.WARNING, error=str(exc))
-        if len(samples) < self.min_samples:
+        self.learned = len(samples) >= self.min_samples
+        if not self.learned:
             self.distribution = load_distribution()
             if log is not None:
                 event(log, "gittins_packaged", samples=len(samples), min=self.min_samples,

@@ -163,8 +163,10 @@ class Daemon:
                                                              obs.now, self.log)
             else:
                 distribution = self.distribution or load_distribution(self.cfg.gittins_samples)
+            learner = self.forecast_learner or self.learner
             self.forecaster.tick(self.log.cycle, obs, decisions, self.cfg.policy,
-                                 distribution, self._units)
+                                 distribution, self._units,
+                                 learned=learner is not None and learner.learned)
         except (ValueError, OSError, SlurmError) as exc:   # a forecast never stops a cycle
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
 

@@ -8,7 +8,10 @@ total is known only to be larger: a *right-censored* observation. The distributi
 service is their **Kaplan-Meier** estimate (:class:`ServiceSurvival`; Kaplan & Meier, JASA
 1958), the standard estimator under right censoring. The ended jobs alone would lean short:
 at any moment the long jobs are the ones still running (the inspection paradox), and a
-forecast drawn from them alone puts every end, and so every start, too early.
+forecast drawn from them alone puts every end, and so every start, too early. The censored
+jobs belong beside ended jobs of the same cluster only: with samples from elsewhere (the
+packaged ones, a file) the caller passes none (:func:`prioritizer.forecast.forecast.forecast`,
+``learned``).
 
 A job's total service ``S`` is drawn from that estimate *conditioned on what the job has
 attained*: above its attained service ``a``, each ended sample with its Kaplan-Meier mass,

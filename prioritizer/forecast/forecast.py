@@ -112,11 +112,11 @@ def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution, 
     from the same RNG, then one replay (:class:`ForwardReplay`); its outcomes, the start
     order at ``now`` and, when ``out_of_time`` cut it short, the time it reached (else None).
     ``survival``: the distribution of total service the run times are drawn from
-    (:func:`prioritizer.forecast.draws.survival_of` the ``distribution``'s samples and
-    ``world``'s jobs unless given: :func:`forecast` builds it once for all its draws)."""
+    (the ``distribution``'s samples alone unless given: :func:`forecast` builds it once for
+    all its draws, :func:`prioritizer.forecast.draws.survival_of`)."""
     rng = random.Random(seed * 1_000_003 + number)
     if survival is None:
-        survival = survival_of(distribution.samples, world.jobs)
+        survival = ServiceSurvival(distribution.samples)
     left = [remaining_s(j, survival, world.now, rng) for j in world.jobs]
     stream = arrivals.stream(world.now, survival, rng) if arrivals else None
     replay = ForwardReplay(world, config, left, distribution, stream)
@@ -164,14 +164,14 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
              draws: int = DEFAULT_DRAWS, seed: int = 0,
              horizon_s: float | None = None, arrivals: ArrivalModel | None = None,
              enough: Callable[[], bool] | None = None,
-             out_of_time: Callable[[], bool] | None = None) -> Forecast:
+             out_of_time: Callable[[], bool] | None = None,
+             learned: bool = False) -> Forecast:
     """Forecast every job of ``world`` under ``config`` (see module doc).
 
     Args:
         world: the live state.
         config: the policy and costs in force.
-        distribution: the learned duration distribution (its samples, with the attained
-            service of ``world``'s jobs as censored observations, give the run times drawn:
+        distribution: the duration distribution (its samples give the run times drawn,
             :mod:`prioritizer.forecast.draws`; also the Gittins policy's ranking).
         draws: replays to run (>= 1).
         seed: RNG seed; draw ``d`` uses ``random.Random(seed * 1_000_003 + d)``.
@@ -186,6 +186,12 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
             ended is kept, and the forecast reaches only as far as it did
             (:attr:`Forecast.reached_s`); a later one is dropped (the draws before it reach
             the horizon).
+        learned: ``distribution`` was learned from this cluster's ended jobs, so the jobs
+            of ``world`` whose end is unknown are observations of the same population,
+            right-censored at their attained service, and join the estimate the run times
+            are drawn from (:func:`prioritizer.forecast.draws.survival_of`). False for
+            samples from elsewhere (the packaged ones, a file): they say nothing of how long
+            this cluster's jobs run beyond what they attained.
 
     Raises:
         ValueError: ``draws`` < 1, or as the scheduler (``srtf`` needs every duration).
@@ -195,7 +201,7 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
     per_draw: list[list[Outcome]] = []
     order: tuple[str, ...] = ()
     cut_at = None
-    survival = survival_of(distribution.samples, world.jobs)
+    survival = survival_of(distribution.samples, world.jobs if learned else ())
     for d in range(needed_draws(world, draws, arrivals)):
         outcomes, drawn_order, cut = draw(world, config, distribution, seed, d, horizon_s,
                                           arrivals, out_of_time, survival)

@@ -234,12 +234,14 @@ def check_forecasts(trace: Trace, cluster: Cluster, config: PolicyConfig,
         if not snap.waiting:
             continue
         samples = snap.samples
-        dist = GittinsDistribution(samples) if len(samples) >= min_samples else packaged
+        learned = len(samples) >= min_samples
+        dist = GittinsDistribution(samples) if learned else packaged
         t = snap.world.now
         model = recent(((j.submit, observed.jobs[j.job_id].shape) for j in trace.jobs
                         if j.job_id in observed.jobs), t, arrival_window_s) \
             if arrivals == "history" else None
-        made = forecast(snap.world, config, dist, draws, seed, arrivals=model).by_id()
+        made = forecast(snap.world, config, dist, draws, seed, arrivals=model,
+                        learned=learned).by_id()
         known = calibration(past, t)
         running = sum(1 for j in snap.world.jobs if j.phase != "pending")
         mean_s = snap.mean_run_s if snap.mean_run_s is not None else statistics.fmean(

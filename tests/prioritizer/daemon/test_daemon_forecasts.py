@@ -437,3 +437,24 @@ def test_a_forecast_cut_by_its_budget_publishes_how_far_it_reached():
     whole = public(Forecast(NOW, 1, made.jobs), 86400.0, 600.0, 0.5, waiting=frozenset({"2"}))
     assert whole["horizon_s"] == 86400.0 and whole["horizon_cut"] is False
     assert not any("it reaches" in line for line in detail_lines(whole, 2, NOW + 10, False))
+
+
+@pytest.mark.parametrize("learned", [False, True])
+def test_running_jobs_count_as_censored_only_beside_this_clusters_samples(learned):
+    # one past job took 30 GPU·s; job 1 (1 GPU) has run 40 GPU·s, longer than it. Job 1 has
+    # outlived every sample: as much again, 40 s, ends at NOW + 40 either way. Job 2 (new)
+    # starts at once on n1. From the samples alone it runs 30 s. Beside samples learned here
+    # job 1 is a censored observation: Kaplan-Meier puts 1/2 at 30 and 1/2 beyond it, where a
+    # draw takes twice the longest sample, 60: job 2 ends at NOW + 30 or NOW + 60
+    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=20),
+                            30.0, logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([30.0]), learned=learned)
+        _collect(forecaster)
+    finally:
+        forecaster.close()
+    got = forecaster.latest["jobs"]
+    assert got["1"]["finish"] == [NOW + 40] * 3
+    low, _, high = got["2"]["finish"]
+    assert (low, high) == ((NOW + 30, NOW + 60) if learned else (NOW + 30, NOW + 30))

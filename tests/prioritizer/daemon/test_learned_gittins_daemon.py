@@ -40,10 +40,19 @@ def test_below_minimum_keeps_packaged_and_says_so(tmp_path: Path) -> None:
     learner = HistoryDistribution(min_samples=5, refresh_s=60)
     with Ledger(tmp_path / "l.sqlite") as ledger, captured() as (log, out):
         dist = learner.current(None, ledger, 100.0, log)
-        assert dist.samples == tuple(sorted(load_samples()))
+        assert dist.samples == tuple(sorted(load_samples())) and not learner.learned
         assert "event=gittins_packaged samples=0 min=5" in out.getvalue()
         learner.current(None, ledger, 150.0, log)   # not due: no new line
         assert out.getvalue().count("gittins_packaged") == 1
+
+
+def test_learned_once_the_ledger_has_the_minimum(tmp_path: Path) -> None:
+    learner = HistoryDistribution(min_samples=1, refresh_s=60)
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            _job(ledger, 1, [(0, 10)], ended=True)          # 2 GPUs × 10 s
+        assert learner.current(None, ledger, 100.0).samples == (20.0,)
+        assert learner.learned   # this cluster's: its running jobs may join as censored
 
 
 def test_config_keys_are_checked() -> None:
