@@ -113,9 +113,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help=f"with --forecasts: moments to forecast at, evenly spaced over the "
                      "arrivals, each standing for one daemon refresh (default "
                      f"{DEFAULT_MOMENTS}). CPU: one replay, then moments x draws forecasts "
-                     "of the waiting jobs, about 2 ms each on ITP cluster04 and 15 ms on "
+                     "of the waiting jobs, about 3 ms each on ITP cluster04 and 20 ms on "
                      "Philly's dense window (more with --arrivals history): 100 x 20 on "
-                     "Philly is 33 s, on cluster04 7 s (docs/forecasts.md, Cost)")
+                     "Philly is 42 s, on cluster04 9 s (docs/forecasts.md, Cost)")
     chk.add_argument("--draws", type=numbers.count("--draws", 10_000), metavar="N",
                      help=f"with --forecasts: duration draws per forecast (default {DEFAULT_DRAWS})")
     chk.add_argument("--arrivals", choices=ARRIVALS,
