@@ -102,21 +102,18 @@ def band(values: list[float]) -> Band:
     return quantile(ordered, 0.1), quantile(ordered, 0.5), quantile(ordered, 0.9)
 
 
-def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution, seed: int,
-         number: int, horizon_s: float | None = None, arrivals: ArrivalModel | None = None,
-         out_of_time: Callable[[], bool] | None = None,
-         survival: ServiceSurvival | None = None
+def draw(world: World, config: PolicyConfig, distribution: GittinsDistribution,
+         survival: ServiceSurvival, seed: int, number: int, horizon_s: float | None = None,
+         arrivals: ArrivalModel | None = None, out_of_time: Callable[[], bool] | None = None
          ) -> tuple[list[Outcome], tuple[str, ...], float | None]:
     """Draw ``number`` of a forecast: remaining run times from
     ``random.Random(seed * 1_000_003 + number)``, then (with ``arrivals``) the arrivals
     from the same RNG, then one replay (:class:`ForwardReplay`); its outcomes, the start
     order at ``now`` and, when ``out_of_time`` cut it short, the time it reached (else None).
     ``survival``: the distribution of total service the run times are drawn from
-    (the ``distribution``'s samples alone unless given: :func:`forecast` builds it once for
-    all its draws, :func:`prioritizer.forecast.draws.survival_of`)."""
+    (:func:`prioritizer.forecast.draws.survival_of`, built once for all the draws of a
+    forecast); ``distribution`` is the policy's (the Gittins ranking)."""
     rng = random.Random(seed * 1_000_003 + number)
-    if survival is None:
-        survival = ServiceSurvival(distribution.samples)
     left = [remaining_s(j, survival, world.now, rng) for j in world.jobs]
     stream = arrivals.stream(world.now, survival, rng) if arrivals else None
     replay = ForwardReplay(world, config, left, distribution, stream)
@@ -203,8 +200,8 @@ def forecast(world: World, config: PolicyConfig, distribution: GittinsDistributi
     cut_at = None
     survival = survival_of(distribution.samples, world.jobs if learned else ())
     for d in range(needed_draws(world, draws, arrivals)):
-        outcomes, drawn_order, cut = draw(world, config, distribution, seed, d, horizon_s,
-                                          arrivals, out_of_time, survival)
+        outcomes, drawn_order, cut = draw(world, config, distribution, survival, seed, d,
+                                          horizon_s, arrivals, out_of_time)
         if cut is not None and per_draw:
             break   # a later draw the budget ended: the whole draws made before it stand
         per_draw.append(outcomes)
