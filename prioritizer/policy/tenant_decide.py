@@ -81,7 +81,6 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
     jobs = {job.job_id: job for job in snapshot.jobs}
     rules = POLICIES[config.policy](config, distribution)
     waiting = []
-    walkers: dict[int, Walker] = {}   # the same pending jobs, as the victim walk sees them
     later: list[int] = []   # waiting out a requeue's BeginTime: after the others
     for job_id in inner.order:
         job = jobs[job_id]
@@ -90,16 +89,15 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
             continue
         o = owners.get(job_id, NOBODY)
         waiting.append(Waiting(job_id, o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib))
-        if config.preemption:
-            walkers[job_id] = Walker(job_id, o.tenant, job.gpus_per_node,
-                                     rules.level(job, inner.states[job_id]))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
-    for job_id in merged.order:
-        if job_id in walkers and merged.why[job_id][0] != GUARANTEE:
-            walkers[job_id] = walkers[job_id]._replace(by_guarantee=False)
     preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
     if config.preemption and merged.order:
+        why, states, level = merged.why, inner.states, rules.level
+        walkers = [Walker(job_id, why[job_id][1], jobs[job_id].gpus_per_node,
+                          level(jobs[job_id], states[job_id]), True,
+                          why[job_id][0] == GUARANTEE)
+                   for job_id in merged.order]   # the merged order, as the victim walk sees it
         index = {node.name: i for i, node in enumerate(snapshot.nodes)}
         holders = []
         for job in snapshot.jobs:
@@ -120,7 +118,7 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         pays = gain_test(config, distribution,
                          lambda job_id: (jobs[job_id].attained_gpu_s, jobs[job_id].num_gpus))
         preemptions, reasons = tenant_preemptions(
-            [walkers[job_id] for job_id in merged.order], holders,
+            walkers, holders,
             [n.gpus_free for n in snapshot.nodes], tenancy, inside=rules.preemptive,
             pays=pays)
     decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,

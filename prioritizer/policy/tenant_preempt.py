@@ -18,22 +18,24 @@ does not fit:
 
 No job is a victim of another tenant's job above the guarantees: there the start order (DRF)
 decides who gets the GPUs that come free. Victims are those ``victims.may_be_victim`` admits;
-inside a tenant, of the victims taken in order until the job fits, only those on the nodes it
-will use are kept, and each but the last is dropped again, newest first, when the job fits
-without it (``victims.needed_on_node``, ``needed_on_nodes``: the rule ``decide`` keeps too).
+inside a tenant the victims are ``decide``'s (``victims.choose_victims`` over the tenant's
+candidates: taken in order until the job fits, only those on the nodes it will use kept, and
+each but the last dropped again, newest first, when the job fits without it), found by
+``decide``'s search (``victim_search.PlainSearch``, one per tenant: the same victims, fewer
+candidates read) except under the gain rule, which walks them as ``decide`` does.
 Signal, grace and requeue are the driver's, as for any preemption.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from itertools import islice
 from operator import add
 from typing import NamedTuple
 
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import FreeMap, place_once
-from prioritizer.policy.victims import Pays, needed_on_node, needed_on_nodes
+from prioritizer.policy.victim_search import PlainSearch
+from prioritizer.policy.victims import Candidate, Pays, Victims, choose_victims
 from prioritizer.policy.tenants import Tenancy
 
 RECLAIM, INSIDE = "reclaim", "tiresias inside tenant"
@@ -106,7 +108,6 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
         used[h.tenant] = used.get(h.tenant, 0) + h.gpus
         if h.victim and len(h.nodes) == len(h.gpus_per_node):
             mine.add(h)
-    taken = mine.taken
     result: list[Preemption] = []
     reasons: dict[int, str] = {}
     failed: dict[tuple[str, bool], int] = {}   # smallest need that found no victims
@@ -122,20 +123,20 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
             continue
         g = tenancy.guarantee(w.tenant)
         within = w.by_guarantee and g > 0 and used.get(w.tenant, 0) + gpus <= g
-        if failed.get((w.tenant, within), gpus + 1) <= gpus:
+        own = inside and w.tenant in mine and mine.top(w.tenant) > w.level
+        if not (within or own) or failed.get((w.tenant, within), gpus + 1) <= gpus:
             continue
         borrowers = sorted((t for t in mine if t != w.tenant
                             and used.get(t, 0) > tenancy.guarantee(t)),
                            key=lambda t: (tenancy.guarantee(t) - used.get(t, 0), t)) \
             if within else []
-        own = inside and w.tenant in mine and mine.top(w.tenant) > w.level
         if not borrowers and not own:
             continue
         victims = None
         if borrowers:
             victims = _reclaim(need, borrowers, mine, soon, used, tenancy)
         if victims is None and own:
-            victims = _choose(need, mine.untaken(w.tenant), w.level, taken, soon)
+            victims = mine.choose(w.tenant, need, w.level, soon, plain=pays is not None)
             if victims is not None and pays is not None and not pays(
                     w.job_id, [(v.attained_gpu_s, v.gpus) for v in victims]):
                 for v in victims:   # they do not repay their cost: GPUs given back
@@ -145,8 +146,8 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
             failed[w.tenant, within] = min(failed.get((w.tenant, within), gpus), gpus)
             continue
         before = {t: used.get(t, 0) for t in {v.tenant for v in victims}}
-        for v in victims:   # their GPUs are in ``soon`` already
-            mine.take(v)
+        mine.take_all(victims, soon)   # their GPUs are in ``soon`` already
+        for v in victims:
             used[v.tenant] -= v.gpus
         nodes = soon.place(need)
         assert nodes is not None   # _reclaim and _choose checked it
@@ -168,10 +169,13 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
 class _Victims(dict[str, list[Holder]]):
     """Per tenant its jobs that may be victims, and an index the walk keeps beside them: the
     victim order (highest level, then most attained GPU·s, then job id) made the first time
-    the walk asks for it (``ranked``; ``untaken``: from the first job not taken),
-    ``top`` (the tenant's highest level), ``taken``
+    the walk asks for it (``ranked``), ``top`` (the tenant's highest level), ``taken``
     (job ids chosen as victims so far) and, per tenant, the GPUs its jobs not taken hold on
-    each node (``room``) and its jobs on each node in victim order (``on``)."""
+    each node (``room``) and its jobs on each node in victim order (``on``). Inside a
+    tenant, :meth:`choose` gives the victims of ``victims.choose_victims`` (the rule
+    ``decide`` applies) over the tenant's candidates, answered by a
+    ``victim_search.PlainSearch`` per tenant (the same victims, fewer candidates read)
+    unless ``plain``."""
 
     def __init__(self, nodes: int) -> None:
         super().__init__()
@@ -180,10 +184,14 @@ class _Victims(dict[str, list[Holder]]):
         self.taken: set[int] = set()
         self._rooms: dict[str, list[int]] = {}
         self._on: dict[str, dict[int, list[Holder]]] = {}
-        self._first: dict[str, int] = {}
+        self._holder: dict[int, Holder] = {}
+        self._cands: dict[str, Victims] = {}
+        self._as_candidate: dict[int, Candidate] = {}
+        self._searches: dict[str, PlainSearch] = {}
 
     def add(self, h: Holder) -> None:
         self.setdefault(h.tenant, []).append(h)
+        self._holder[h.job_id] = h
 
     def top(self, tenant: str) -> float:
         if tenant not in self._top:
@@ -200,14 +208,23 @@ class _Victims(dict[str, list[Holder]]):
             self._on[tenant] = on
         return self[tenant]
 
-    def untaken(self, tenant: str) -> Iterator[Holder]:
-        """The tenant's jobs in victim order from its first not taken."""
-        lst = self.ranked(tenant)
-        i = self._first.get(tenant, 0)
-        while i < len(lst) and lst[i].job_id in self.taken:
-            i += 1
-        self._first[tenant] = i
-        return islice(lst, i, None)
+    def choose(self, tenant: str, need: tuple[int, ...], level: float, soon: FreeMap,
+               plain: bool = False) -> list[Holder] | None:
+        """The victims inside ``tenant`` for a waiter of ``level`` needing ``need``
+        (``victims.choose_victims``: taken in victim order until it fits, only those on the
+        nodes it uses kept, each but the last dropped again, newest first, if it fits
+        without), their GPUs added to ``soon``; None (``soon`` unchanged): no such set."""
+        cands = self._cands.get(tenant)
+        if cands is None:
+            found = [_candidate(h) for h in self[tenant]]
+            self._as_candidate.update((c[2], c) for c in found)
+            cands = self._cands[tenant] = Victims(found, self.taken)
+        if plain:
+            chosen = choose_victims(need, soon, level, cands, self.taken)
+        else:
+            search = self._searches.setdefault(tenant, PlainSearch())
+            chosen = search.choose(need, soon, level, cands, self.taken, {})
+        return None if chosen is None else [self._holder[c[2]] for c in chosen]
 
     def room(self, tenant: str) -> list[int]:
         """GPUs per node index of the tenant's jobs not taken."""
@@ -228,12 +245,26 @@ class _Victims(dict[str, list[Holder]]):
                 if h.job_id not in self.taken:
                     yield h
 
-    def take(self, h: Holder) -> None:
-        self.taken.add(h.job_id)
-        room = self._rooms.get(h.tenant)
-        if room is not None:
-            for node, g in zip(h.nodes, h.gpus_per_node):
-                room[node] -= g
+    def take_all(self, victims: list[Holder], soon: FreeMap) -> None:
+        """``victims`` were taken (their GPUs are in ``soon``): every tenant's search is
+        told, since GPUs freed on a node may bring its own candidates there within reach."""
+        for h in victims:
+            self.taken.add(h.job_id)
+            room = self._rooms.get(h.tenant)
+            if room is not None:
+                for node, g in zip(h.nodes, h.gpus_per_node):
+                    room[node] -= g
+        if self._searches:
+            known = self._as_candidate
+            chosen = [known.get(h.job_id) or _candidate(h) for h in victims]
+            for search in self._searches.values():
+                search.taken(chosen, soon)
+
+
+def _candidate(h: Holder) -> Candidate:
+    """A holder as ``victims.Candidate`` (PriorityTier 0: tiers are not looked at across
+    tenants)."""
+    return (-h.level, -h.attained_gpu_s, h.job_id, h.gpus_per_node, h.nodes, 0)
 
 
 def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, soon: FreeMap,
@@ -271,46 +302,3 @@ def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, so
     for h in chosen:
         soon.add(h.nodes, h.gpus_per_node)
     return chosen
-
-
-def _choose(need: tuple[int, ...], cands: Iterable[Holder], level: float, taken: set[int],
-            soon: FreeMap) -> list[Holder] | None:
-    """Victims inside one tenant (``cands``: its jobs in victim order; those of a level above
-    the waiter's ``level`` count): taken in order until ``need`` fits; then only those on
-    the nodes it uses, each but the last dropped again, newest first, if it fits without
-    (``victims.needed_on_node``, ``needed_on_nodes``). None (``soon`` unchanged): no such
-    set; else the victims, their GPUs added to ``soon``."""
-    extra: dict[int, int] = {}
-    chosen: list[Holder] = []
-    nodes = None
-    free = soon.free
-    low = max(min(need), 1)
-    for h in cands:
-        if h.level <= level:
-            break
-        if h.job_id in taken:
-            continue
-        chosen.append(h)
-        reached = False
-        for node, g in zip(h.nodes, h.gpus_per_node):
-            extra[node] = extra.get(node, 0) + g
-            reached = reached or free[node] + extra[node] >= low
-        if reached:   # a node that may host an entry came within reach: try to place
-            nodes = soon.place_with(extra, need)
-            if nodes is not None:
-                break
-    if nodes is None:
-        return None
-    if len(need) == 1:   # one node: drop by arithmetic
-        node = nodes[0]
-        keep = [h for h in chosen if node in h.nodes]
-        flags = needed_on_node([dict(zip(h.nodes, h.gpus_per_node))[node] for h in keep],
-                               free[node], max(need[0], 1))
-        keep = [h for h, k in zip(keep, flags) if k]
-        for h in keep:
-            soon.add(h.nodes, h.gpus_per_node)
-        return keep
-    hosts = set(nodes)
-    keep = [h for h in chosen if not hosts.isdisjoint(h.nodes)]
-    flags = needed_on_nodes([(h.nodes, h.gpus_per_node) for h in keep], need, soon)
-    return [h for h, k in zip(keep, flags) if k]

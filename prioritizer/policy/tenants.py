@@ -346,41 +346,48 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
     O(jobs x tenants).
     """
     held_now = holdings.copy()
-    queues: dict[str, list[Waiting]] = {}
-    for one in waiting:
-        queues.setdefault(one.tenant, []).append(one)
+    queues: dict[str, list[tuple[int, Waiting]]] = {}   # per tenant (rank, job) in order
+    for i, one in enumerate(waiting):
+        queues.setdefault(one.tenant, []).append((i, one))
     heads = {name: 0 for name in queues}
-    rank = {one.job_id: i for i, one in enumerate(waiting)}
+    specs = {name: tenancy.by_name.get(name) for name in queues}
+    # the tenants whose jobs ``_capped`` may hold back (a max_gpus or a user limit)
+    limited = {name for name, spec in specs.items() if spec is not None and (
+        spec.max_gpus is not None or spec.user_limit_factor is not None)}
     order: list[int] = []
-    held: list[int] = []
+    held: list[tuple[int, int]] = []   # (rank, job id)
     why: dict[int, tuple[str, str, float, int, float]] = {}
     half = tenancy.fair_share_half_life_s
     #: per tenant with a job left: (key, tenant, its next job, guarantee, GPUs held); keys
     #: are unique (the job's rank ends them) and only change when their own tenant's
     #: holdings do (the others are kept)
     keys: dict[str, tuple[tuple[int, float, int], str, Waiting, int, float]] = {}
+    zero = [0.0, 0.0, 0.0]
 
     def refresh(name: str) -> None:
-        queue, spec = queues[name], tenancy.by_name.get(name)
-        while heads[name] < len(queue):
-            job = queue[heads[name]]
-            capped = _capped(job, spec, held_now)
+        queue, spec = queues[name], specs[name]
+        i = heads[name]
+        while i < len(queue):
+            rank, job = queue[i]
+            capped = _capped(job, spec, held_now) if name in limited else None
             if capped is None:
                 break
-            held.append(job.job_id)
+            held.append((rank, job.job_id))
             why[job.job_id] = capped
-            heads[name] += 1
+            i += 1
         else:
+            heads[name] = i
             keys.pop(name, None)
             return
+        heads[name] = i
         g = spec.guaranteed_gpus if spec is not None else 0
-        have = held_now.gpus(name)
+        row = held_now.tenants.get(name, zero)
+        have = row[0]
         if g > 0 and have + job.gpus <= g:
-            keys[name] = ((0, have / g, rank[job.job_id]), name, job, g, have)
+            keys[name] = ((0, have / g, rank), name, job, g, have)
         else:
-            row = held_now.tenants.get(name, [0.0, 0.0, 0.0])
             share = fair_share(row, None if usage is None else usage.get(name), totals, g, half)
-            keys[name] = ((1, share, rank[job.job_id]), name, job, g, have)
+            keys[name] = ((1, share, rank), name, job, g, have)
 
     for name in queues:
         refresh(name)
@@ -391,8 +398,8 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
         held_now.add(name, job.user, job.gpus, job.cpus, job.mem_mib)
         heads[name] += 1
         refresh(name)
-    held.sort(key=rank.__getitem__)
-    return TenantOrder(tuple(order), tuple(held), why)
+    held.sort()
+    return TenantOrder(tuple(order), tuple(job_id for _, job_id in held), why)
 
 
 def _capped(job: Waiting, spec: VirtualCluster | None, holdings: Holdings

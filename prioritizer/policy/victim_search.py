@@ -383,9 +383,13 @@ class _NodeIndex:
     def _flush(self) -> None:
         taken = self.taken_ids
         for node in self.dirty:
-            self.on[node] = [e for e in self.on[node] if e[1][2] not in taken]
+            mine = self.on.get(node)   # None: a node of another tenant's victims only
+            if mine:
+                mine = self.on[node] = [e for e in mine if e[1][2] not in taken]
+            most = self.free[node] + (sum(e[2] for e in mine) if mine else 0)
             for v, heap in self.heaps.items():
-                r = self._reach(node, v)
-                if r is not None:
-                    heappush(heap, (r, node))
+                if v <= most:   # else the node never reaches v
+                    r = self._reach(node, v)
+                    if r is not None:
+                        heappush(heap, (r, node))
         self.dirty.clear()
