@@ -7,14 +7,11 @@ non-preemptible jobs and jobs being preempted, so that searches fail, tie and fa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prioritizer.policy.victim_search as search_module
-from policy_helpers import pending, running, snapshot
+from policy_helpers import draw_placements, index_after, pending, running, snapshot
 from script_helpers import load_script
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.decide import decide
@@ -22,16 +19,6 @@ from prioritizer.policy.model import Decisions, Snapshot
 from test_policy_properties import DIST
 
 NOW = 100_000.0
-
-
-@contextmanager
-def index_after(searches: int) -> Iterator[None]:
-    saved = search_module._INDEX_AFTER
-    search_module._INDEX_AFTER = searches
-    try:
-        yield
-    finally:
-        search_module._INDEX_AFTER = saved
 
 
 def both(snap: Snapshot, config: PolicyConfig) -> tuple[Decisions, Decisions]:
@@ -49,22 +36,9 @@ def worlds(draw: st.DrawFn) -> tuple[Snapshot, PolicyConfig]:
     totals = {f"n{i}": per_node for i in range(count)}
     free = dict(totals)
     jobs = []
-    for job_id in range(draw(st.integers(0, 40))):
-        names = [n for n, f in free.items() if f > 0]
-        if not names:
-            break
-        width = draw(st.integers(1, min(3, len(names))))
-        nodes = draw(st.permutations(names))[:width]
-        gpus = []
-        for node in nodes:
-            g = draw(st.integers(0 if width > 1 else 1, free[node]))
-            free[node] -= g
-            gpus.append(g)
-        if not any(gpus):
-            gpus[0] = 1   # every entry was 0: give the first node one (it had one free)
-            free[nodes[0]] -= 1
+    for job_id, (nodes, gpus) in enumerate(draw_placements(draw, free)):
         jobs.append(running(
-            job_id, tuple(gpus), tuple(nodes), queue=draw(st.integers(0, 2)),
+            job_id, gpus, nodes, queue=draw(st.integers(0, 2)),
             attained=float(draw(st.integers(0, 20_000))),
             run_start=draw(st.sampled_from([0.0, NOW - 10])),
             preemptible=draw(st.integers(0, 9)) > 0, releasing=draw(st.integers(0, 19)) == 0,

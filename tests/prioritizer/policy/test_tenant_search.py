@@ -10,13 +10,11 @@ victims), so that one tenant's reclaims free GPUs on nodes where another's candi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prioritizer.policy.victim_search as search_module
+from policy_helpers import draw_placements, index_after
 from script_helpers import load_script
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.model import Preemption
@@ -28,16 +26,6 @@ from prioritizer.policy.victims import choose_victims
 TENANTS = ("a", "b", "c", SHARED)
 
 
-@contextmanager
-def index_after(searches: int) -> Iterator[None]:
-    saved = search_module._INDEX_AFTER
-    search_module._INDEX_AFTER = searches
-    try:
-        yield
-    finally:
-        search_module._INDEX_AFTER = saved
-
-
 World = tuple[list[Walker], list[Holder], list[int], Tenancy]
 
 
@@ -45,23 +33,10 @@ World = tuple[list[Walker], list[Holder], list[int], Tenancy]
 def worlds(draw: st.DrawFn) -> World:
     per_node = draw(st.sampled_from([2, 4, 8]))
     count = draw(st.integers(1, 12))
-    free = [per_node] * count
+    free = dict.fromkeys(range(count), per_node)
     holders = []
-    for job_id in range(draw(st.integers(0, 40))):
-        open_nodes = [n for n in range(count) if free[n] > 0]
-        if not open_nodes:
-            break
-        width = draw(st.integers(1, min(3, len(open_nodes))))
-        nodes = draw(st.permutations(open_nodes))[:width]
-        gpus = []
-        for node in nodes:
-            g = draw(st.integers(0 if width > 1 else 1, free[node]))
-            free[node] -= g
-            gpus.append(g)
-        if not any(gpus):
-            gpus[0] = 1   # every entry was 0: give the first node one (it had one free)
-            free[nodes[0]] -= 1
-        holders.append(Holder(job_id, draw(st.sampled_from(TENANTS)), tuple(gpus), tuple(nodes),
+    for job_id, (nodes, gpus) in enumerate(draw_placements(draw, free)):
+        holders.append(Holder(job_id, draw(st.sampled_from(TENANTS)), gpus, nodes,
                               float(draw(st.integers(0, 2))),
                               float(draw(st.integers(0, 20_000))),
                               victim=draw(st.integers(0, 9)) > 0,
@@ -79,7 +54,7 @@ def worlds(draw: st.DrawFn) -> World:
         VirtualCluster(name, account=name,
                        guaranteed_gpus=draw(st.integers(0, total // 3)))
         for name in TENANTS[:3]))
-    return walkers, holders, free, tenancy
+    return walkers, holders, [free[n] for n in range(count)], tenancy
 
 
 def three_ways(world: World) -> list[tuple[list[Preemption], dict[int, str]]]:
