@@ -313,10 +313,10 @@ def _check(args: argparse.Namespace) -> int:
         rows = read_rows(args.trace)
     except HistoryError as exc:
         raise CliError(str(exc)) from None
-    latency = start_latency(args.start_latency)
     dispatch = (dispatch_latency_of(rows) if args.dispatch_latency == "auto"
                 else seconds_option("--dispatch-latency", args.dispatch_latency))
     cycle_at = cycle_time(args.ledger) if args.ledger else None
+    latency = start_latency(args.start_latency)   # last: it may ask Slurm (a note if none)
     untracked_note("dlprio history check")   # after the input checks: bad input is one line
     if cycle_at is not None and not phased(cycle_at, config):
         print(f"dlprio history check: note: --ledger {visible(args.ledger)}: policy "

@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
 
 from prioritizer.numbers import FLOAT_TEXT
+from slurm_plugin.common.readfile import BadText, UnreadableFile, csv_rows
 
 COLUMNS = ("job_id", "user", "account", "partition", "submit_time", "eligible_time", "num_gpu",
            "num_nodes", "work_gpu_s", "duration", "end_time", "jct", "state", "attempts",
@@ -104,13 +105,33 @@ def read_rows(path: str) -> list[HistoryRow]:
             a non-number or negative number, an unknown ``ended_by`` (``file:line: column``).
     """
     try:
-        with open(path, newline="") as handle:
-            lines = list(csv.reader(handle))
-    except OSError as exc:
-        raise HistoryError(f"{path}: cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise HistoryError(f"{path}: not a CSV text file ({exc})") from None
+        lines = csv_rows(path)
+    except BadText as exc:
+        raise HistoryError(f"{path}:{exc.line}: {exc.reason}") from None
+    except UnreadableFile as exc:
+        raise HistoryError(f"{path}: cannot read ({exc.reason})") from None
     return parse_rows(path, lines)
+
+
+def _check_derived(path: str, line: int, row: HistoryRow) -> None:
+    """The columns the format derives from others agree with them (as ``history export``
+    writes them, to the 3 decimals it writes): ``jct`` is ``end_time - eligible_time`` (0
+    when the end comes first) and ``duration`` is ``work_gpu_s / num_gpu`` (``work_gpu_s``
+    for a CPU-only job). A row that contradicts itself would skew the real figures
+    ``history check`` compares with. Raises HistoryError naming the line and columns."""
+    jct = max(row.end_time - row.eligible_time, 0.0)
+    if abs(row.jct - jct) > _DERIVED_SLACK:
+        raise HistoryError(f"{path}:{line}: jct {row.jct:g} is not end_time - eligible_time "
+                           f"({jct:g}); fix the row or export the history again")
+    duration = row.work_gpu_s / row.num_gpu if row.num_gpu else row.work_gpu_s
+    if abs(row.duration - duration) > max(_DERIVED_SLACK, 1e-9 * duration):
+        raise HistoryError(f"{path}:{line}: duration {row.duration:g} is not work_gpu_s / "
+                           f"num_gpu ({duration:g}); fix the row or export the history again")
+
+
+#: seconds two derived values may differ by: each is written to 3 decimals (rounded by at
+#: most 0.0005), so a difference above 0.01 s is not rounding
+_DERIVED_SLACK = 0.01
 
 
 def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
@@ -129,7 +150,7 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
     for line, cells in enumerate(lines[1:], start=2):
         if not cells:
             continue
-        if len(cells) < len(header):
+        if len(cells) != len(header):
             raise HistoryError(f"{path}:{line}: {len(cells)} columns, the header has {len(header)}")
         values: dict[str, object] = {}
         for column in COLUMNS:
@@ -158,5 +179,7 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
             raise HistoryError(f"{path}:{line}: job_id {job_id!r} repeats line {first_line[job_id]}; "
                                "each job is one row (export again, or drop one)")
         first_line[job_id] = line
-        rows.append(HistoryRow(**values))  # type: ignore[arg-type]
+        row = HistoryRow(**values)  # type: ignore[arg-type]
+        _check_derived(path, line, row)
+        rows.append(row)
     return rows

@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import csv
 import math
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from prioritizer.numbers import FLOAT_TEXT, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS
-from slurm_plugin.common.readfile import kind_of
+from slurm_plugin.common.readfile import BadText, UnreadableFile, csv_rows
 
 #: the largest values a trace row may hold: a job's GPUs (the largest cluster the simulator
 #: takes), its duration in seconds (as ``dlprio``'s options, about 31 years) and its submit
@@ -144,7 +142,7 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     for line, row in enumerate(rows[1:], start=2):
         if not row:
             continue
-        if len(row) < width:
+        if len(row) != width:
             raise TraceError(f"{name}:{line}: {len(row)} columns, the header has {width}")
         job_id = row[id_at].strip()
         if job_id in first_line:
@@ -229,7 +227,10 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
     """
     name = str(path)
     lines = _csv_rows(path)
-    rows = [dict(zip([h.strip() for h in lines[0]], line)) for line in lines[1:]] if lines else []
+    if not lines:
+        raise TraceError(f"{name}:1: empty file; expected the header "
+                         "num_switch,num_node_p_switch,num_gpu_p_node and one cluster row")
+    rows = [dict(zip([h.strip() for h in lines[0]], line)) for line in lines[1:]]
     if not rows:
         raise TraceError(f"{name}:2: no cluster row under the header")
     extra = [i for i, line in enumerate(lines[2:], start=3) if any(cell.strip() for cell in line)]
@@ -249,24 +250,12 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
 
 
 def _csv_rows(path: str | Path) -> list[list[str]]:
-    """All rows of a CSV text file (UTF-8; a byte-order mark, as spreadsheet programs write
-    it, is dropped). Raises TraceError naming the file when it cannot be read or is not a
-    regular file: a FIFO would block and a device such as ``/dev/zero`` never ends, so the
-    file is opened without blocking and checked on the open descriptor
-    (:mod:`slurm_plugin.common.readfile`'s rule; a trace has no size limit: months of history are
-    large, and a regular file ends)."""
+    """All rows of a CSV text file (:func:`slurm_plugin.common.readfile.csv_rows`: UTF-8, a
+    byte-order mark dropped, a regular file only). Raises TraceError naming the file (and
+    the line, for bytes that are not UTF-8 text)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except (OSError, ValueError) as exc:   # ValueError: a NUL byte in the path
-        raise TraceError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise TraceError(f"{path}: cannot read ({kind_of(mode)}; give a regular CSV file)")
-    try:
-        with open(fd, newline="", encoding="utf-8-sig") as handle:
-            return list(csv.reader(handle))
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise TraceError(f"{path}: not a CSV text file ({exc})") from None
+        return csv_rows(path)
+    except BadText as exc:
+        raise TraceError(f"{path}:{exc.line}: {exc.reason}") from None
+    except UnreadableFile as exc:
+        raise TraceError(f"{path}: cannot read ({exc.reason})") from None

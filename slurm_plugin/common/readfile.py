@@ -13,8 +13,11 @@ Part of :mod:`slurm_plugin.common` (where it sits and why: its package doc).
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import stat
+import sys
 
 PATH_MAX = 4096
 """The longest path Linux takes, in bytes with the final NUL (``PATH_MAX``; path_resolution(7):
@@ -30,6 +33,15 @@ class UnreadableFile(ValueError):
     def __init__(self, reason: str, too_big: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.too_big = reason, too_big
+
+
+class BadText(UnreadableFile):
+    """The file was read but is not what a text reader takes: ``line`` (1-based) is where,
+    ``reason`` what (``not UTF-8 text (byte 0xff); save the file as UTF-8``)."""
+
+    def __init__(self, line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.line = line
 
 
 def kind_of(mode: int) -> str:
@@ -83,3 +95,28 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.st
         raise UnreadableFile(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def csv_rows(path: str | os.PathLike[str]) -> list[list[str]]:
+    """Every row of the CSV text file ``path`` (UTF-8; a byte-order mark, as spreadsheet
+    programs write it, is dropped; line ends as written, ``\r\n`` included), read as
+    :func:`read_regular` reads, without a size limit (a trace of months of history is large,
+    and a regular file ends).
+
+    Raises:
+        BadText: bytes that are not UTF-8, or text the csv module refuses (a NUL byte), with
+            the line where.
+        UnreadableFile: as :func:`read_regular`.
+    """
+    data, _ = read_regular(path, sys.maxsize)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadText(data.count(b"\n", 0, exc.start) + 1,
+                      f"not UTF-8 text (byte {data[exc.start]:#04x}); save the file as UTF-8"
+                      ) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        raise BadText(reader.line_num, f"not CSV text ({exc})") from None

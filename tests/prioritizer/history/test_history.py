@@ -87,7 +87,8 @@ def test_anonymise_is_stable_and_hides_names() -> None:
 
 
 def _row(job_id: str, eligible: float, gpus: int, duration: float, jct: float) -> HistoryRow:
-    return HistoryRow(job_id, "u", "a", "p", eligible, eligible, gpus, 1, gpus * duration,
+    return HistoryRow(job_id, "u", "a", "p", eligible, eligible, gpus, 1,
+                      gpus * duration if gpus else duration,   # CPU-only: seconds run
                       duration, eligible + jct, jct, "COMPLETED", 1, "self")
 
 
@@ -281,3 +282,54 @@ def test_history_check_policy_errors_name_the_file_and_each_key(tmp_path: Path) 
     assert str(err.value) == (f"{conf}: policy.thresholds_gpu_s: thresholds must increase "
                               "strictly (got [10.0, 5.0])")
     assert err.value.exit_code == 2
+
+
+def test_history_with_a_bom_reads_as_without(tmp_path: Path) -> None:
+    """A spreadsheet's byte-order mark before the header: the same rows (simulate read such a
+    file already; history check did not find its first column)."""
+    rows = [_row("7", 1000, 8, 30, 30)]
+    plain, marked = tmp_path / "h.csv", tmp_path / "bom.csv"
+    with open(plain, "w") as handle:
+        write_rows(rows, handle)
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert read_rows(str(marked)) == rows
+
+
+@pytest.mark.parametrize("column, value, message", [
+    ("jct", "999999", "h.csv:2: jct 999999 is not end_time - eligible_time (30); fix the row "
+                      "or export the history again"),
+    ("duration", "31", "h.csv:2: duration 31 is not work_gpu_s / num_gpu (30); fix the row or "
+                       "export the history again"),
+    ("work_gpu_s", "100", "h.csv:2: duration 30 is not work_gpu_s / num_gpu (12.5); fix the row "
+                          "or export the history again"),
+])
+def test_a_row_that_contradicts_itself_is_refused(tmp_path: Path, column: str, value: str,
+                                                  message: str) -> None:
+    """jct is end_time - eligible_time and duration is work_gpu_s / num_gpu (8 GPUs, 30 s:
+    240 GPU·s); a row whose columns disagree names the line and the columns."""
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows([_row("7", 1000, 8, 30, 30)], handle)
+    header, line = path.read_text().splitlines()
+    cells = line.split(",")
+    cells[COLUMNS.index(column)] = value
+    path.write_text(f"{header}\n{','.join(cells)}\n")
+    with pytest.raises(HistoryError) as err:
+        read_rows(str(path))
+    assert str(err.value) == f"{path.parent}/{message}"
+    path.write_text(f"{header}\n{line},extra\n")
+    with pytest.raises(HistoryError, match="h.csv:2: 17 columns, the header has 16"):
+        read_rows(str(path))
+
+
+def test_a_bad_dispatch_latency_is_refused_before_slurm_is_asked(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """With --start-latency auto (the default) Slurm is asked for bf_interval; a bad
+    --dispatch-latency is refused first, one line, with no note about Slurm."""
+    path = tmp_path / "h.csv"
+    with open(path, "w") as handle:
+        write_rows([_row("a", 0, 1, 10, 10)], handle)
+    assert main(["history", "check", "--trace", str(path), "--nodes", "1", "--gpus-per-node",
+                 "8", "--dispatch-latency", "-3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dlprio: --dispatch-latency: expected seconds")

@@ -308,13 +308,13 @@ def test_trace_that_is_not_a_regular_file_is_refused_at_once(make, kind: str, tm
     path = make(tmp_path)
     rc = main(["simulate", "--trace", path, "--nodes", "2", "--gpus-per-node", "4"])
     assert (rc, capsys.readouterr().err) == (
-        2, f"dlprio: {path}: cannot read ({kind}; give a regular CSV file)\n")
+        2, f"dlprio: {path}: cannot read ({kind}; give a regular file)\n")
 
 
 def test_cluster_spec_that_is_a_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["simulate", "--trace", SIXTY, "--cluster", "/dev/zero"])
     assert (rc, capsys.readouterr().err) == (
-        2, "dlprio: /dev/zero: cannot read (a device; give a regular CSV file)\n")
+        2, "dlprio: /dev/zero: cannot read (a device; give a regular file)\n")
 
 
 def test_byte_order_mark_as_spreadsheets_save_it_reads_as_without(

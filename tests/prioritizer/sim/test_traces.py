@@ -133,5 +133,27 @@ def test_cluster_spec_nodes_are_switches_times_nodes_per_switch(tmp_path: Path) 
 def test_binary_cluster_spec_is_a_named_error(tmp_path: Path) -> None:
     spec = tmp_path / "bin.csv"
     spec.write_bytes(b"\xff\xfe\x00bin")
-    with pytest.raises(TraceError, match="bin.csv: not a CSV text file"):
+    with pytest.raises(TraceError, match=r"bin.csv:1: not UTF-8 text \(byte 0xff\); save the file as UTF-8"):
+        read_cluster_spec(spec)
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line(tmp_path: Path) -> None:
+    """A byte that is not UTF-8 on the third line: the message names line 3, not an offset."""
+    trace = tmp_path / "t.csv"
+    trace.write_bytes(b"job_id,num_gpu,submit_time,duration\n1,1,0,10\n2,1,\xe9,10\n")
+    with pytest.raises(TraceError, match=r"t.csv:3: not UTF-8 text \(byte 0xe9\)"):
+        read_trace(trace)
+
+
+def test_a_row_with_more_cells_than_the_header_is_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\n1,1,0,10\n2,1,5,10,7\n")
+    with pytest.raises(TraceError, match="t.csv:3: 5 columns, the header has 4"):
+        read_trace(trace)
+
+
+def test_an_empty_cluster_spec_says_so(tmp_path: Path) -> None:
+    spec = tmp_path / "c.csv"
+    spec.write_text("")
+    with pytest.raises(TraceError, match="c.csv:1: empty file; expected the header"):
         read_cluster_spec(spec)
