@@ -164,12 +164,36 @@ def gittins_samples(cfg: DaemonConfig, source: object) -> GittinsDistribution | 
         raise ConfigError(f"{visible(source)}: gittins_samples: {exc}") from None
 
 
+def auto_tune_history(cfg: DaemonConfig, source: object) -> None:
+    """Check the history CSV that ``auto_tune.history`` names (when the daemon tunes itself
+    and it is neither ``ledger`` nor ``sacct``), with the config, before the first cycle: the
+    replay reads it only after ``period_s``. Read as ``dlprio simulate`` reads a history
+    trace (``prioritizer.sim.traces``: a regular file, the format's header, each row's job,
+    GPUs, eligible time and duration); the replay's reader checks the rest of each row.
+    ``source``: the config file.
+
+    Raises:
+        ConfigError: ``FILE: auto_tune.history: PATH:LINE: why`` (not a history CSV, a bad
+            row, not a regular file), exit 2 as any config error.
+    """
+    from prioritizer.sim.traces import TraceError, read_trace
+    at = cfg.auto_tune
+    if not at.enabled or at.history in ("ledger", "sacct"):
+        return
+    try:
+        read_trace(at.history, fmt="history")
+    except TraceError as exc:
+        raise ConfigError(f"{visible(source)}: auto_tune.history: {exc} (or give ledger or "
+                          "sacct)") from None
+
+
 def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter, GittinsDistribution | None]:
     """The config, its samples file and the logger of ``run``/``once``: every file the config
     names is checked before anything is opened."""
     cfg = _load(args, "ledger_path", "snapshot_path")
-    samples = gittins_samples(cfg, args.config if args.config is not None
-                              else daemon_config.default_path())
+    source = args.config if args.config is not None else daemon_config.default_path()
+    samples = gittins_samples(cfg, source)
+    auto_tune_history(cfg, source)
     return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config), samples
 
 

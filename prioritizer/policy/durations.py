@@ -10,6 +10,7 @@ history (ended jobs' GPU·s from the ledger or sacct) once it has one.
 from __future__ import annotations
 
 import csv
+import math
 from importlib import resources
 
 from prioritizer.policy.gittins import GittinsDistribution
@@ -34,6 +35,7 @@ def parse_samples(text: str, name: str) -> list[float]:
             empty file.
     """
     samples: list[float] = []
+    text = text.removeprefix("\ufeff")   # a byte-order mark, as spreadsheets write
     for line_no, row in enumerate(csv.reader(text.splitlines()), start=1):
         if not row:
             continue
@@ -45,8 +47,8 @@ def parse_samples(text: str, name: str) -> list[float]:
         if len(row) != 1:
             raise ValueError(f"{name}:{line_no}: expected one column (duration, GPU·s), "
                              f"found {len(row)}")
-        if not _is_float(row[0]) or float(row[0]) <= 0:
-            raise ValueError(f"{name}:{line_no}: expected a positive number of GPU·s, "
+        if not _is_float(row[0]) or not 0 < float(row[0]) < math.inf:   # NaN fails too
+            raise ValueError(f"{name}:{line_no}: expected a positive finite number of GPU·s, "
                              f"got {row[0]!r}")
         samples.append(float(row[0]))
     if not samples:

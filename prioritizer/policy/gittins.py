@@ -14,6 +14,7 @@ passed in by the driver (the policy does no I/O; see ``prioritizer.policy.durati
 from __future__ import annotations
 
 import bisect
+import math
 from itertools import accumulate
 from typing import Iterable
 
@@ -32,7 +33,7 @@ class GittinsDistribution:
         data = sorted(float(s) for s in samples_gpu_s)
         if not data:
             raise ValueError("duration distribution: no samples")
-        if data[0] <= 0 or data[-1] == float("inf"):
+        if not all(0 < x < math.inf for x in data):   # NaN sorts anywhere: check each
             raise ValueError("duration distribution: samples must be finite and > 0")
         self.samples = tuple(data)
         self._prefix = (0.0, *accumulate(data))  # _prefix[i] = sum(data[:i])

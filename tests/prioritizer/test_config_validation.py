@@ -250,7 +250,11 @@ def _gittins_config(tmp_path: Path, samples: str) -> Path:
     (lambda p: __import__("os").mkfifo(p), "cannot read (a FIFO; give a regular file)"),
     (lambda p: p.mkdir(), "cannot read (a directory; give a regular file)"),
     (lambda p: p.write_text("duration\n100\n-5\n"), None),
-], ids=["fifo", "directory", "bad-sample"])
+    (lambda p: p.write_text("duration\n100\nnan\n"),
+     "3: expected a positive finite number of GPU·s, got 'nan'"),
+    (lambda p: p.write_text("duration\n5\ninf\nnan\n"),
+     "3: expected a positive finite number of GPU·s, got 'inf'"),
+], ids=["fifo", "directory", "bad-sample", "nan", "inf-before-nan"])
 def test_a_bad_samples_file_is_a_config_error_before_the_ledger(tmp_path: Path, capsys, make,
                                                                  reason: str | None) -> None:
     """A FIFO hung ``dlprio once`` for ever after it had created and locked the ledger; the
@@ -259,8 +263,8 @@ def test_a_bad_samples_file_is_a_config_error_before_the_ledger(tmp_path: Path, 
     make(samples)
     f = _gittins_config(tmp_path, str(samples))
     assert main(["once", "--dry-run", "--config", str(f)]) == 2
-    why = reason or "3: expected a positive number of GPU·s, got '-5'"
-    sep = "" if reason is None else " "
+    why = reason or "3: expected a positive finite number of GPU·s, got '-5'"
+    sep = "" if reason is None or reason[0].isdigit() else " "
     assert capsys.readouterr().err == f"dlprio: config: {f}: gittins_samples: {samples}:{sep}{why}\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "samples.csv"]
 
@@ -402,3 +406,33 @@ def test_a_printable_key_without_path_syntax_is_named_as_written(tmp_path: Path)
     assert _errors(tmp_path, "policy:\n  starve knob: 1\n  ключ: 2\n") == [
         "policy.starve knob: unknown key; did you mean 'starve_knob'?",
         f"policy.ключ: unknown key; valid keys: {POLICY_KEYS}"]
+
+
+def test_samples_are_each_positive_and_finite_and_a_bom_is_dropped() -> None:
+    """A NaN sorts anywhere, so the distribution checks every sample, not its ends; a
+    spreadsheet's byte-order mark before the header is not part of it."""
+    from prioritizer.policy.durations import parse_samples
+    from prioritizer.policy.gittins import GittinsDistribution
+    assert parse_samples("\ufeffduration\n5\n7\n", "s.csv") == [5.0, 7.0]
+    for bad in ([5.0, float("nan"), 7.0], [float("nan")], [1.0, float("inf")], [0.0, 1.0]):
+        with pytest.raises(ValueError, match="samples must be finite and > 0"):
+            GittinsDistribution(bad)
+
+
+def test_auto_tune_history_is_read_before_the_first_cycle(tmp_path: Path, capsys) -> None:
+    """``auto_tune.history`` naming a missing file, a directory or a trace of another format
+    stops ``dlprio once`` with one line before the ledger is made (the replay that reads it
+    comes a period later)."""
+    philly = tmp_path / "philly.csv"
+    philly.write_text("u_id,user,gpu_num,cpu_num,node_num,interval,run_time,wall_time,"
+                      "new_status\n0,u,1,0,1,0,10,0,Pass\n")
+    for history, why in ((tmp_path / "missing.csv", "cannot read (No such file or directory)"),
+                         (tmp_path, "cannot read (a directory; give a regular file)"),
+                         (philly, "history trace lacks column(s) job_id, num_gpu")):
+        f = tmp_path / "c.yaml"
+        f.write_text(f"ledger_path: {tmp_path}/l.sqlite\nsnapshot_path: {tmp_path}/s.json\n"
+                     f"auto_tune: {{enabled: true, history: '{history}'}}\n")
+        assert main(["once", "--dry-run", "--config", str(f)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"dlprio: config: {f}: auto_tune.history: {history}") and why in err
+        assert err.count("\n") == 1 and not (tmp_path / "l.sqlite").exists()
