@@ -44,6 +44,9 @@ SHARED = "(shared)"
 #: Keys of one ``virtual_clusters`` entry: dlsubmit's placement keys, then the tenant's.
 MATCH_KEYS = ("account", "partition", "qos")
 TENANT_KEYS = ("guaranteed_gpus", "max_gpus", "user_limit_factor", "users")
+#: the most GPUs ``user_limit_factor x guaranteed_gpus`` may come to (2^31, far above any
+#: cluster: a larger factor limits nothing and its product may not even be a finite number)
+MAX_USER_CAP = 2**31
 _NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
 
 
@@ -151,11 +154,16 @@ def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_cluste
                 problems.append(f"{at}.{key}: must be a Slurm name ([A-Za-z0-9_.-]+), got {v!r}")
             values[key] = v
         users = entry.get("users", [])
-        if not isinstance(users, list) or not all(isinstance(u, (str, int)) and not isinstance(u, bool)
-                                                  for u in users):
-            problems.append(f"{at}.users: must be a list of user names")
+        if not isinstance(users, list) or not all(
+                isinstance(u, (str, int)) and not isinstance(u, bool) and str(u).strip()
+                for u in users):
+            problems.append(f"{at}.users: must be a list of user names (none empty)")
             users = []
-        values["users"] = tuple(str(u) for u in users)
+        twice = sorted({str(u) for u in users if [str(v) for v in users].count(str(u)) > 1})
+        if twice:
+            problems.append(f"{at}.users: {', '.join(map(repr, twice))} listed more than once; "
+                            "list each user once")
+        values["users"] = tuple(dict.fromkeys(str(u) for u in users))
         for key in ("guaranteed_gpus", "max_gpus"):
             v = entry.get(key, 0 if key == "guaranteed_gpus" else None)
             if v is not None and (type(v) is not int or v < 0):
@@ -165,6 +173,11 @@ def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_cluste
         f = entry.get("user_limit_factor")
         if f is not None and (type(f) not in (int, float) or not 0 < f < math.inf):
             problems.append(f"{at}.user_limit_factor: must be a number > 0, got {f!r}")
+            f = None
+        elif f is not None and f * values["guaranteed_gpus"] > MAX_USER_CAP:
+            problems.append(f"{at}.user_limit_factor: {f!r} x guaranteed_gpus "
+                            f"{values['guaranteed_gpus']} is above {MAX_USER_CAP:,} GPUs, more "
+                            "than any cluster; leave user_limit_factor out for no user limit")
             f = None
         values["user_limit_factor"] = None if f is None else float(f)
         tenants.append(VirtualCluster(**values))

@@ -27,11 +27,11 @@ from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
-from prioritizer.policy.tenants import Tenancy
-from slurm_plugin.common.wording import shown
+from prioritizer.policy.tenants import SHARED, Tenancy
+from slurm_plugin.common.wording import close_name, shown
 from prioritizer.sim.report import (format_sharing_table, format_table, format_windows_table,
                                     summarize, window_comparison, write_jobs_csv, write_plot)
-from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.engine import Cluster, SimResult, simulate, trace_tenant
 from prioritizer.sim.shared import is_shared
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
@@ -151,6 +151,14 @@ def run(args: argparse.Namespace) -> int:
     if tenancy is not None and is_shared(trace):
         raise CliError("--tenants: the trace has shard or opportunistic jobs, which replay "
                        "without tenants; drop --tenants or the sharing columns")
+    if tenancy is not None and all(trace_tenant(tenancy, job) == SHARED for job in trace.jobs):
+        raise CliError(f"--tenants: no job of the trace belongs to a virtual cluster of "
+                       f"{visible(args.tenants)} ("
+                       + ("the trace names no user, account or partition: use a trace with a "
+                          "user column (Philly) or a history export"
+                          if not any(j.user or j.account or j.partition for j in trace.jobs)
+                          else "its users: lists name none of the trace's users")
+                       + ")")
     if args.tenants_plot and tenancy is None:
         raise CliError("--tenants-plot needs --tenants FILE.yaml")
     if args.tenants_plot:
@@ -238,6 +246,10 @@ def _replay_all(trace: Trace, cluster: Cluster, configs: list[PolicyConfig],
         return [f.result() for f in futures]
 
 
+#: the top-level keys of a ``--tenants`` file (those of dlprio.yaml it shares)
+TENANTS_FILE_KEYS = ("virtual_clusters", "fair_share_half_life_s")
+
+
 def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
     """``--tenants FILE.yaml``: its ``virtual_clusters`` and ``fair_share_half_life_s``,
     checked against the cluster (CliError, one line per problem, exit 2)."""
@@ -251,6 +263,13 @@ def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
         raise CliError(str(exc)) from None
     if not isinstance(data, dict) or "virtual_clusters" not in data:
         raise CliError(f"{path}: expected a mapping with a 'virtual_clusters:' section")
+    for key in data:
+        if key not in TENANTS_FILE_KEYS:
+            close = close_name(str(key), TENANTS_FILE_KEYS)
+            name = key if isinstance(key, str) and key.isprintable() else shown(key)
+            raise CliError(f"{path}: {name}: unknown key" + (
+                f"; did you mean {close!r}?" if close
+                else f"; valid keys: {', '.join(TENANTS_FILE_KEYS)}"))
     try:
         tenancy = parse_tenancy(data["virtual_clusters"], data.get("fair_share_half_life_s", 0.0))
     except ConfigError as exc:

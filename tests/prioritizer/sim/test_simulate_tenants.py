@@ -109,3 +109,48 @@ def test_sharing_trace_with_tenants_is_refused_before_the_replay(
     assert capsys.readouterr().err.strip() == (
         "dlprio: --tenants: the trace has shard or opportunistic jobs, which replay without "
         "tenants; drop --tenants or the sharing columns")
+
+
+@pytest.mark.parametrize("text, line", [
+    ("virtual_clusters:\n  A: {users: ['1'], guaranteed_gpus: 2}\nfair_share_half_lfe_s: 100\n",
+     "fair_share_half_lfe_s: unknown key; did you mean 'fair_share_half_life_s'?"),
+    ("virtual_clusters:\n  A: {users: ['1'], guaranteed_gpus: 2, user_limit_factor: 1.0e+308}\n",
+     "virtual_clusters.A.user_limit_factor: 1e+308 x guaranteed_gpus 2 is above 2,147,483,648 "
+     "GPUs, more than any cluster; leave user_limit_factor out for no user limit"),
+    ("virtual_clusters:\n  A: {users: ['1', ''], guaranteed_gpus: 2}\n",
+     "virtual_clusters.A.users: must be a list of user names (none empty)"),
+    ("virtual_clusters:\n  A: {users: ['1', '2', 1], guaranteed_gpus: 2}\n",
+     "virtual_clusters.A.users: '1' listed more than once; list each user once"),
+])
+def test_tenants_file_mistakes_are_one_line(files: tuple[str, str], tmp_path: Path, text: str,
+                                            line: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in a top-level key, a user limit whose GPUs overflow (1e308 x 2 is no finite
+    number), an empty user name and a user listed twice in one list: one line each, exit 2,
+    before any replay."""
+    trace, _ = files
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants", str(bad)]) == 2
+    assert capsys.readouterr().err == f"dlprio: {bad}: {line}\n"
+
+
+def test_tenants_that_match_no_job_are_refused(files: tuple[str, str], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """users: lists that name none of the trace's users, and a trace that names no user (the
+    ITP format): no job would belong to a tenant, so the replay would show empty tenants."""
+    trace, _ = files
+    other = tmp_path / "other.yaml"
+    other.write_text("virtual_clusters:\n  A: {users: ['nobody'], guaranteed_gpus: 2}\n")
+    base = ["simulate", "--nodes", "1", "--gpus-per-node", "4", "--tenants", str(other)]
+    assert main(base + ["--trace", trace]) == 2
+    assert capsys.readouterr().err == (
+        f"dlprio: --tenants: no job of the trace belongs to a virtual cluster of {other} "
+        "(its users: lists name none of the trace's users)\n")
+    itp = tmp_path / "itp.csv"
+    itp.write_text("job_id,submission_time,duration,num_gpu\na,0,100,1\n")
+    assert main(base + ["--trace", str(itp)]) == 2
+    assert capsys.readouterr().err == (
+        f"dlprio: --tenants: no job of the trace belongs to a virtual cluster of {other} "
+        "(the trace names no user, account or partition: use a trace with a user column "
+        "(Philly) or a history export)\n")
