@@ -12,8 +12,9 @@ Parameters (:data:`PARAMETERS`) map to :class:`prioritizer.policy.config.PolicyC
 ``queues=K`` sets the number of queues: the combination's thresholds are cut to K-1 or, when
 there are fewer, extended geometrically (each new threshold = last × last/previous; × 2 from a
 single threshold), so every combination is a valid K-queue config. Values out of range
-(``queues`` outside 1..8, a non-increasing threshold list, a negative knob) are errors naming
-the parameter and value (echoed bounded and escaped, :func:`slurm_plugin.common.wording.shown`).
+(``queues`` outside 1..8, a non-increasing threshold list, a negative knob), an empty value or
+parameter (``knob=4,,8``, ``;;``) and a value given twice are errors naming the parameter and
+value (echoed bounded and escaped, :func:`slurm_plugin.common.wording.shown`).
 """
 
 from __future__ import annotations
@@ -48,18 +49,25 @@ def parse_grid(text: str) -> dict[str, list[Any]]:
     """``name=v1,v2;name2=...`` into ``{name: [values]}`` (thresholds as tuples); at least
     one parameter (``;`` alone is a GridError, as a grid file without keys is)."""
     grid: dict[str, list[Any]] = {}
-    for part in filter(None, (p.strip() for p in text.split(";"))):
+    parts = [p.strip() for p in text.split(";")]
+    if not any(parts):   # only separators and blanks: a grid of nothing to replay
+        raise GridError(f"--grid: {shown(text)} names no parameter; give NAME=V1,V2,... "
+                        "joined by ';', e.g. knob=4,8,16")
+    for part in parts:
+        if not part:
+            raise GridError(f"--grid: {shown(text)}: an empty parameter between ';'; remove "
+                            "the extra ';'")
         name, sep, values = part.partition("=")
         name = name.strip()
         if not sep or not values.strip():
             raise GridError(f"--grid: {part!r}: expected NAME=V1,V2,...")
         if name in grid:
             raise GridError(f"--grid: {name} given twice; give its values once, e.g. {name}=2,3")
-        raw = [v.strip() for v in values.split(",") if v.strip()]
+        raw = [v.strip() for v in values.split(",")]
+        if not all(raw):
+            raise GridError(f"--grid: {shown(part)}: an empty value between ','; remove the "
+                            "extra ','")
         grid[name] = [v.split("/") if name == "thresholds" else v for v in raw]
-    if not grid:   # only separators and blanks: a grid of nothing to replay
-        raise GridError(f"--grid: {shown(text)} names no parameter; give NAME=V1,V2,... "
-                        "joined by ';', e.g. knob=4,8,16")
     return check_grid(grid, "--grid")
 
 
@@ -146,6 +154,10 @@ def check_grid(grid: Mapping[str, list[Any]], where: str) -> dict[str, list[Any]
                     raise GridError(f"{where}: {name}={shown(v)} out of range: must be "
                                     f"{'> 0' if name == 'quantum' else '>= 0'}")
                 norm.append(x)
+        twice = next((v for i, v in enumerate(norm) if v in norm[:i]), None)
+        if twice is not None:   # the same replay twice, one row of the table twice
+            raise GridError(f"{where}: {name} lists {label({name: twice})} twice; give each "
+                            "value once")
         out[name] = norm
     return out
 

@@ -101,8 +101,10 @@ def read_rows(path: str) -> list[HistoryRow]:
     """Every row of a history CSV, in file order.
 
     Raises:
-        HistoryError: unreadable file, a header without the format's columns, a short row,
-            a non-number or negative number, an unknown ``ended_by`` (``file:line: column``).
+        HistoryError: unreadable file, a header without the format's columns, a row of
+            another length, a non-number or negative number, an unknown ``ended_by``, a
+            ``jct`` or ``duration`` that disagrees with the columns it is derived from
+            (``file:line: column``).
     """
     try:
         lines = csv_rows(path)

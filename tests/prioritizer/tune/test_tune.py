@@ -80,6 +80,24 @@ def test_grid_values_out_of_range(spec: str, message: str) -> None:
         parse_grid(spec)
 
 
+@pytest.mark.parametrize(("spec", "message"), [
+    ("knob=4,,8", "--grid: 'knob=4,,8': an empty value between ','; remove the extra ','"),
+    ("knob=4,", "--grid: 'knob=4,': an empty value between ','; remove the extra ','"),
+    ("knob=4;;queues=2", "--grid: 'knob=4;;queues=2': an empty parameter between ';'; remove "
+                         "the extra ';'"),
+    ("knob=4,4.0", "--grid: knob lists knob=4 twice; give each value once"),
+    ("thresholds=1/2,1/2", "--grid: thresholds lists thresholds=1/2 twice; give each value once"),
+    ("promoted_preempts=yes,true", "--grid: promoted_preempts lists promoted_preempts=yes twice; "
+                                   "give each value once"),
+])
+def test_an_empty_or_repeated_grid_value_is_refused(spec: str, message: str) -> None:
+    """An empty item was dropped and a repeated one replayed twice (one table row twice);
+    both are a typo, refused as ``--compare fifo,`` is."""
+    with pytest.raises(GridError) as err:
+        parse_grid(spec)
+    assert str(err.value) == message
+
+
 @pytest.mark.parametrize("spec", [";", " ; ;", "  "])
 def test_a_grid_of_no_parameter_is_refused(spec: str) -> None:
     """Separators alone make no grid: refused as a grid file without keys is, not replayed as
