@@ -18,7 +18,7 @@ import msgspec
 
 from submit import model
 from submit.extras import _GRES_TYPE_RE, Extras
-from submit.validation import (_IDENT_RE, EnvName, GpuCount, Ident, Int, NonEmpty, NotEmpty, Scalar, SpecError,
+from submit.validation import (_IDENT_RE, EnvName, GpuCount, Ident, Image, Int, NonEmpty, NotEmpty, Scalar, SpecError,
                                Struct, Text, validate)
 
 
@@ -50,7 +50,7 @@ class JobV1(Struct, kw_only=True):
     """A whole v1 job (top level of the JSON file)."""
 
     jobName: NonEmpty  # type: ignore[valid-type]
-    image: NonEmpty  # type: ignore[valid-type]
+    image: Image  # type: ignore[valid-type]
     authFile: Text | None = None  # type: ignore[valid-type]
     dataDir: Text | None = None  # type: ignore[valid-type]
     outputDir: Text | None = None  # type: ignore[valid-type]

@@ -21,7 +21,7 @@ import msgspec
 from submit import model, params
 from submit.extras import Extras
 from submit.validation import (GpuCount, Ident, Int, NonEmpty, NotEmpty, OpenStruct, SpecError, Struct, Text, field_path,
-                               marker, validate)
+                               image_problem, marker, validate)
 
 
 def _version(v: Any) -> Any:
@@ -194,6 +194,10 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             "script": _prereq_scope(prereqs, r.script, "script", f"{path}.script"),
         }
         image = _prereq_scope(prereqs, r.dockerImage, "dockerimage", f"{path}.dockerImage").get("uri")
+        why = None if image is None else image_problem(image)
+        if why:
+            problems.append(f"{path}.dockerImage: the uri of prerequisite {r.dockerImage!r} {why}")
+            continue
         dep = deployment.taskRoles.get(rname) if deployment else None
         text = _commands([*(dep.preCommands if dep else []), *r.commands,
                           *(dep.postCommands if dep else [])])

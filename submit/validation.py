@@ -32,7 +32,8 @@ from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 
 __all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
-           "Int", "GpuCount", "Text", "NonEmpty", "Ident", "EnvName", "Scalar", "Bool", "NotEmpty"]
+           "Int", "GpuCount", "Text", "NonEmpty", "Ident", "EnvName", "Image", "Scalar", "Bool",
+           "NotEmpty", "image_problem"]
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")   # \Z: "$" also matches before a final newline
 
@@ -156,6 +157,30 @@ def _bool(v: Any) -> bool:
     return v
 
 
+#: what a container image must look like (docker's reference grammar and a local file's path
+#: have neither spaces nor control characters, and a leading '-' would read as an option)
+IMAGE_RULE = ("must be one container image reference: no spaces or control characters, not "
+              "starting with '-' (e.g. nvcr.io/nvidia/pytorch:24.01-py3, ./pt.sqsh, pt.sif)")
+
+
+def image_problem(v: Any) -> str | None:
+    """Why ``v`` cannot be a role's container image (:data:`IMAGE_RULE`), or None."""
+    if not isinstance(v, str):
+        return "must be a string"
+    if not v:
+        return "must not be empty"
+    if not v.isprintable() or any(c.isspace() for c in v) or v.startswith("-"):
+        return IMAGE_RULE
+    return None
+
+
+def _image(v: Any) -> str:
+    why = image_problem(_text(v))
+    if why:
+        raise ValueError(why)
+    return v
+
+
 Text = marker("Text", str, _text)
 """Any string without NUL (commands, paths, names)."""
 NonEmpty = marker("NonEmpty", str, _nonempty)
@@ -164,6 +189,8 @@ Ident = marker("Ident", str, _ident)
 EnvName = marker("EnvName", str, _env_name)
 """A job environment variable's name: a shell variable name that Slurm and the script's runtime
 do not set themselves (submit/runtime.py :func:`~submit.runtime.reserved_env`)."""
+Image = marker("Image", str, _image)
+"""A role's container image (:func:`image_problem`)."""
 Scalar = marker("Scalar", (str, int, float, bool), _scalar)
 Bool = marker("Bool", bool, _bool)
 

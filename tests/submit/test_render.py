@@ -98,9 +98,15 @@ def _job_section_values(script: str) -> list[str]:
     return out.stdout.decode().split("\0")[:-1]
 
 
+def image_of(text: str) -> str:
+    """``text`` as a container image may be written: without spaces or control characters,
+    not starting with '-' (quotes, ``$()``, ``#SBATCH``, globs and unicode stay)."""
+    return "".join(c for c in text if c.isprintable() and not c.isspace()).lstrip("-") or "x"
+
+
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_strings_survive_every_layer(text: str) -> None:
-    spec = {"jobName": text, "image": text, "dataDir": text, "jobEnvs": {"MYENV": text},
+    spec = {"jobName": text, "image": image_of(text), "dataDir": text, "jobEnvs": {"MYENV": text},
             "taskRoles": [{"name": text, "taskNumber": 1, "cpuNumber": 1, "memoryMB": 10,
                            "gpuNumber": 0, "command": text}]}
     j = load.to_job(spec)
@@ -114,8 +120,30 @@ def test_hostile_strings_survive_every_layer(text: str) -> None:
     assert option(args, "job-name") == [slurm_name(text)]
     assert option(args, "partition") == ["gpu-a.1"]
     assert option(args, "output") == [one_line]
-    image = text if "://" in text or text.startswith("/") else "docker://" + text
+    written = image_of(text)
+    image = written if "://" in written or written.startswith("/") else "docker://" + written
     assert _job_section_values(script) == [text, text, text, image, text, one_line, "MYENV=" + text]
+
+
+@pytest.mark.parametrize("image", ["$(id) --privileged", "-v/:/host", "img\nname", "a\tb", ""])
+def test_an_image_that_no_runtime_could_read_is_refused(image: str) -> None:
+    """Spaces, control characters and a leading '-' (an option to the runtime) make no image
+    reference; v1's ``image`` and v2's dockerimage ``uri`` say so on one line each."""
+    rule = ("must be one container image reference: no spaces or control characters, not "
+            "starting with '-' (e.g. nvcr.io/nvidia/pytorch:24.01-py3, ./pt.sqsh, pt.sif)")
+    v1 = {"jobName": "j", "image": image, "taskRoles": [
+        {"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 10, "gpuNumber": 0,
+         "command": "true"}]}
+    with pytest.raises(SpecError) as err:
+        load.to_job(v1)
+    assert err.value.problems == ([f"image: {rule}"] if image else ["image: must not be empty"])
+    if image:
+        v2 = v2_spec(prerequisites=[{"type": "dockerimage", "name": "i", "uri": image}])
+        v2["taskRoles"]["main"]["dockerImage"] = "i"
+        with pytest.raises(SpecError) as err:
+            load.to_job(v2)
+        assert err.value.problems == [f"taskRoles.main.dockerImage: the uri of prerequisite "
+                                      f"'i' {rule}"]
 
 
 def test_slurm_name_sanitises_control_characters_only() -> None:
