@@ -150,7 +150,7 @@ def tenant_preemptions(order: Iterable[Walker], holders: Sequence[Holder], free:
         for v in victims:
             used[v.tenant] -= v.gpus
         nodes = soon.place(need)
-        assert nodes is not None   # _reclaim and _choose checked it
+        assert nodes is not None   # _reclaim and choose checked it
         soon.add(nodes, [-x for x in need])
         have = used.get(w.tenant, 0)
         used[w.tenant] = have + gpus

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -159,7 +160,7 @@ def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_cluste
                 for u in users):
             problems.append(f"{at}.users: must be a list of user names (none empty)")
             users = []
-        twice = sorted({str(u) for u in users if [str(v) for v in users].count(str(u)) > 1})
+        twice = sorted(u for u, n in Counter(map(str, users)).items() if n > 1)
         if twice:
             problems.append(f"{at}.users: {', '.join(map(repr, twice))} listed more than once; "
                             "list each user once")
@@ -364,9 +365,6 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
         queues.setdefault(one.tenant, []).append((i, one))
     heads = {name: 0 for name in queues}
     specs = {name: tenancy.by_name.get(name) for name in queues}
-    # the tenants whose jobs ``_capped`` may hold back (a max_gpus or a user limit)
-    limited = {name for name, spec in specs.items() if spec is not None and (
-        spec.max_gpus is not None or spec.user_limit_factor is not None)}
     order: list[int] = []
     held: list[tuple[int, int]] = []   # (rank, job id)
     why: dict[int, tuple[str, str, float, int, float]] = {}
@@ -382,7 +380,7 @@ def tenant_order(waiting: Sequence[Waiting], tenancy: Tenancy, holdings: Holding
         i = heads[name]
         while i < len(queue):
             rank, job = queue[i]
-            capped = _capped(job, spec, held_now) if name in limited else None
+            capped = _capped(job, spec, held_now)
             if capped is None:
                 break
             held.append((rank, job.job_id))
