@@ -195,9 +195,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         }
         image = _prereq_scope(prereqs, r.dockerImage, "dockerimage", f"{path}.dockerImage").get("uri")
         why = None if image is None else image_problem(image)
-        if why:
+        if why:   # reported with the role's other problems; the job is not built
             problems.append(f"{path}.dockerImage: the uri of prerequisite {r.dockerImage!r} {why}")
-            continue
         dep = deployment.taskRoles.get(rname) if deployment else None
         text = _commands([*(dep.preCommands if dep else []), *r.commands,
                           *(dep.postCommands if dep else [])])

@@ -140,10 +140,12 @@ def test_an_image_that_no_runtime_could_read_is_refused(image: str) -> None:
     if image:
         v2 = v2_spec(prerequisites=[{"type": "dockerimage", "name": "i", "uri": image}])
         v2["taskRoles"]["main"]["dockerImage"] = "i"
+        v2["taskRoles"]["main"]["commands"] = ["run <% $parameters.nope %>"]
         with pytest.raises(SpecError) as err:
             load.to_job(v2)
-        assert err.value.problems == [f"taskRoles.main.dockerImage: the uri of prerequisite "
-                                      f"'i' {rule}"]
+        assert err.value.problems[0] == (f"taskRoles.main.dockerImage: the uri of prerequisite "
+                                         f"'i' {rule}")
+        assert len(err.value.problems) == 2   # the role's bad command is reported beside it
 
 
 def test_slurm_name_sanitises_control_characters_only() -> None:
