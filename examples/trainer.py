@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             save_checkpoint(ckpt_dir, state)
             log("checkpoint", attempt=attempt, reason="periodic", step=state.step, time=f"{time.time():.3f}")
         while True:
-            remaining = deadline - time.monotonic() if state.step < total_steps else 0.0
+            remaining = deadline - time.monotonic()   # the last step too: --total-s in all
             info = signal.sigtimedwait(watched, max(0.0, remaining))
             if info is None:
                 break

@@ -144,6 +144,8 @@ def test_uninterrupted_run_does_all_steps(tmp_path: Path) -> None:
     assert [e["event"] for e in events] == ["start", "end"]
     assert events[0]["total_steps"] == "40" and events[0]["step"] == "0"
     assert events[1]["reason"] == "done" and events[1]["step"] == "40"
+    # the nominal length, the last step's included (the simulator's duration of the job)
+    assert float(events[1]["time"]) - float(events[0]["time"]) >= 2.0 - 0.01
     assert not (tmp_path / "trainer-ckpt.npz").exists()   # no signal, no periodic checkpoint
 
 
