@@ -17,7 +17,9 @@ into ``--out``/mixed. Each job is submitted through
 ``dlsubmit`` at its scaled arrival time as a PAI v2 spec running ``examples/trainer.py``;
 ``dlqueue --watch`` runs meanwhile (on a terminal; into ``dlqueue.log`` otherwise). At the end:
 per-job JCT of both runs side by side, one table with both runs and ``dlprio simulate``'s
-prediction for each (``fifo-fit`` for Slurm alone, the config's policy for dlprio), ``jobs.csv``,
+prediction for each (``fifo-fit`` for Slurm alone, the config's policy for dlprio; each run's
+jobs as they were submitted, with the cluster's start-up costs measured before the runs by
+probe jobs: :mod:`startup`), ``jobs.csv``,
 ``main_job.png`` (JCT CDF; attempts of the dlprio run), ``main_job.json``, and the exact commands
 to look further. Runs on the cluster ``SLURM_CONF`` names (``--cluster-name`` sets it).
 
@@ -47,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pick  # noqa: E402
 import report  # noqa: E402
 import replay  # noqa: E402
+import startup  # noqa: E402
 import tuned  # noqa: E402
 from prioritizer.daemon import config as daemon_config  # noqa: E402
 from prioritizer.sim import workload  # noqa: E402
@@ -382,6 +385,12 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
     say("  two live runs, back to back from an idle cluster: 1/2 Slurm alone (its own "
         "multifactor priority, no daemon), 2/2 under `dlprio run`")
     signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        replay.wait_idle(client, args.idle_timeout, say)
+        costs = startup.measure(client, out / "probes", args.grace, say)
+    except (startup.ProbeError, replay.ReplayError) as exc:
+        say(f"main job: {exc}")
+        return EXIT_FAILED
     runs: list[LiveRun] = []
     for number, (key, label, with_daemon) in enumerate(RUNS, start=1):
         live = LiveRun(key, label, out / key)
@@ -391,7 +400,7 @@ def _run_in(args: argparse.Namespace, out: Path, jobs: list[workload.ScaledJob],
                            config if with_daemon else None, client, say)
         if status != EXIT_OK:
             return status
-    return finish(out, runs, config, nodes, gpus, say)
+    return finish(out, runs, config, nodes, gpus, say, costs)
 
 
 def _live_run(args: argparse.Namespace, live: LiveRun, tag: str, jobs: list[workload.ScaledJob],
@@ -476,23 +485,30 @@ def look_further(runs: Sequence[report.RunReport], out: Path) -> list[str]:
 
 
 def finish(out: Path, runs: Sequence[LiveRun], config: Path, nodes: int, gpus: int,
-           say: Say) -> int:
-    """Collect both runs, simulate, print the tables, write the CSV, PNG and JSON; the exit status."""
+           say: Say, costs: startup.Startup = startup.Startup()) -> int:
+    """Collect both runs, simulate each as it was submitted with the start-up ``costs``
+    (:mod:`startup`), print the tables, write the CSV, PNG and JSON; the exit status."""
     say.quiet = False
     policy = daemon_config.load(config).policy.policy
     reports = [report.RunReport(r.key, r.label, report.outcomes(r.subs, r.states, r.daemon_rows),
                                 r.config, policy if r.config else report.PREDICTS[r.key])
                for r in runs]
-    predictions = [r.prediction for r in reports]
+    sims: list[dict] = []
+    sim_jct: dict[str, dict[int, float]] = {}
     try:
-        sims = report.simulate(out / "scaled-trace.csv", config, nodes, gpus, out, predictions)
+        for r, live in zip(reports, runs):
+            trace = live.out / "sim-trace.csv"
+            startup.write_trace(live.subs, costs, trace)
+            found = report.simulate(trace, config, nodes, gpus, live.out, [r.prediction])
+            sims.append(startup.shift_summary(found[0], costs))
+            sim_jct[r.key] = {i: jct + costs.jct_shift_s for i, jct in
+                              report.sim_jcts(live.out / "sim-jobs.csv", r.prediction).items()}
     except RuntimeError as exc:
         say(f"main job: the simulation failed: {exc}")
         return EXIT_FAILED
-    sim_jct = {p: report.sim_jcts(out / "sim-jobs.csv", p) for p in predictions}
     n = len(reports[0].outcomes)
     say(f"\nper job (JCT in s; arrive = seconds after the first submission; sim = `dlprio "
-        f"simulate` on the same scaled trace):")
+        f"simulate` of the run's jobs as submitted, with the start-up measured above):")
     say(report.jobs_table(reports, sim_jct))
     say(f"\nboth live runs and their predictions ({report.plural(n, 'job')}, {nodes} x {gpus} "
         f"GPUs; policy and modeled costs from {shown(config)}):")
@@ -507,6 +523,7 @@ def finish(out: Path, runs: Sequence[LiveRun], config: Path, nodes: int, gpus: i
     say(f"under dlprio {report.checkpoint_summary(len(preempted), len(resumed))}")
     (out / MARKER).write_text(json.dumps({
         "simulated": sims,
+        "startup": costs.as_dict(),
         "runs": {r.key: {"label": r.label, "summary": report.real_summary(r.outcomes),
                          "wall_s": lr.wall_s,
                          "jobs": [report.outcome_json(o, sim_jct) for o in r.outcomes]}

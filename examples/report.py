@@ -5,8 +5,8 @@ Slurm has finished them. The truth about each job comes from the job itself: the
 ``examples/trainer.py`` appends to the job's output (start and end of every attempt, the
 checkpoint taken on the USR2 signal, the step it resumed from), not from the daemon. The
 daemon's own counts (``dlprio status --json``) are kept beside them as a cross-check. The
-simulated side is ``dlprio simulate --json --jobs-csv`` on the same scaled trace, cluster shape
-and policy section. JCT = end of the last attempt − the moment ``dlsubmit`` was called
+simulated side is ``dlprio simulate --json --jobs-csv`` on each run's jobs as submitted, with the
+cluster's start-up (``examples/startup.py``), the cluster shape and the policy section. JCT = end of the last attempt − the moment ``dlsubmit`` was called
 (seconds); percentiles are nearest-rank, as in ``dlprio simulate``.
 """
 
@@ -187,8 +187,9 @@ def real_summary(jobs: Sequence[JobOutcome]) -> dict:
 
 def simulate(trace_csv: Path, config: Path, nodes: int, gpus_per_node: int, out: Path,
              policies: Sequence[str] = tuple(PREDICTS.values())) -> list[dict]:
-    """``dlprio simulate`` on the scaled trace: ``policies`` with the modeled costs and policy
-    section of ``config``; per-job rows go to ``out/sim-jobs.csv``.
+    """``dlprio simulate`` on ``trace_csv`` (a run's jobs as submitted, ``startup.write_trace``):
+    ``policies`` with the modeled costs and policy section of ``config``; per-job rows go to
+    ``out/sim-jobs.csv``.
 
     Returns one summary per policy (``restarts`` added: in the simulator every preemption is
     followed by one restart). Raises RuntimeError with the simulator's message when it fails.
@@ -215,8 +216,8 @@ def _cell(value: float | None) -> str:
 
 def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> str:
     """Per-job table: arrival, GPUs, nominal length, then for each run its live JCT and the
-    prediction's JCT, preemptions and restarts (each run's own, headers named by the run's
-    key), Slurm's final states; plain text laid out by :mod:`prioritizer.tables` (it goes to
+    prediction's JCT (``sim``: per run key, per scaled job index), preemptions and restarts (each
+    run's own, headers named by the run's key), Slurm's final states; plain text laid out by :mod:`prioritizer.tables` (it goes to
     the log file too), no trailing newline."""
     first = runs[0].outcomes
     t0 = min(j.sub.submitted_at for j in first)
@@ -230,8 +231,8 @@ def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> s
                  str(job.gpus), f"{job.duration_s:.0f}"]
         states = []
         for r in runs:
-            o, p = r.outcomes[row], r.prediction
-            cells += [_cell(o.jct_s), _cell(sim[p].get(job.index)), str(o.preemptions),
+            o = r.outcomes[row]
+            cells += [_cell(o.jct_s), _cell(sim[r.key].get(job.index)), str(o.preemptions),
                       str(o.restarts)]
             states.append(o.state)
         rows.append(cells + ["/".join(dict.fromkeys(states))])
@@ -246,12 +247,11 @@ ROWS = (("jobs finished", "jobs", "{:.0f}"), ("avg JCT s", "avg_jct_s", "{:.1f}"
 
 
 def comparison_columns(runs: Sequence[RunReport], sims: Sequence[dict]) -> list[tuple[str, dict]]:
-    """(header, summary) per column: each live run followed by its prediction."""
-    by_policy = {s["policy"]: s for s in sims}
+    """(header, summary) per column: each live run followed by its prediction (``sims[i]``
+    predicts ``runs[i]``)."""
     cols: list[tuple[str, dict]] = []
-    for r in runs:
-        p = r.prediction
-        cols += [(f"{r.label} (live)", real_summary(r.outcomes)), (f"sim {p}", by_policy.get(p, {}))]
+    for r, sim in zip(runs, sims):
+        cols += [(f"{r.label} (live)", real_summary(r.outcomes)), (f"sim {r.prediction}", sim)]
     return cols
 
 
@@ -307,7 +307,7 @@ def write_jobs_csv(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], 
             cells: list[object] = [job.index, job.name, job.gpus, job.duration_s, job.submit_s]
             for r in runs:
                 o = r.outcomes[row]
-                simv = sim[r.prediction].get(job.index)
+                simv = sim[r.key].get(job.index)
                 cells += [o.sub.job_id, "" if o.jct_s is None else round(o.jct_s, 1),
                           "" if simv is None else simv, o.preemptions, o.restarts, o.state]
             writer.writerow(cells)
@@ -333,11 +333,10 @@ def write_plot(runs: Sequence[RunReport], sim: dict[str, dict[int, float]], path
             xs, ys = cdf_points(jcts)
             left.step(xs, ys, where="post", color=f"C{colour}", linewidth=2,
                       label=f"{r.label}, live (avg {statistics.fmean(jcts):.1f} s)")
-        p = r.prediction
-        if sim.get(p):
-            xs, ys = cdf_points(list(sim[p].values()))
+        if sim.get(r.key):
+            xs, ys = cdf_points(list(sim[r.key].values()))
             left.step(xs, ys, where="post", color=f"C{colour}", linestyle="--",
-                      label=f"sim {p} (avg {statistics.fmean(xs):.1f} s)")
+                      label=f"sim {r.prediction} (avg {statistics.fmean(xs):.1f} s)")
     left.set_xlabel("JCT s")
     left.set_ylabel("fraction of jobs")
     left.set_title("JCT CDF: both live runs and their predictions")

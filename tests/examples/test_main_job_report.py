@@ -161,7 +161,7 @@ def test_tables_put_both_runs_beside_their_predictions(tmp_path: Path) -> None:
     dl = report.RunReport("dlprio", "dlprio", report.outcomes(
         [submitted(tmp_path / "d", "1662", 2, 999.0, PREEMPTED_LOG)], {7: "COMPLETED"}, {}),
         tmp_path / "dlprio.yaml", "tiresias-las")
-    sim = {"fifo-fit": {2: 90.0}, "tiresias-las": {2: 101.0}}
+    sim = {"slurm": {2: 90.0}, "dlprio": {2: 101.0}}     # per run: its own prediction
     table = report.jobs_table([alone, dl], sim).splitlines()
     assert table[0].split() == ["job", "arrive", "gpus", "len_s", "slurm", "jct", "sim",
                                 "fifo-fit", "slurm", "preempt", "slurm", "restarts", "dlprio",
@@ -171,8 +171,8 @@ def test_tables_put_both_runs_beside_their_predictions(tmp_path: Path) -> None:
     # Slurm alone: submitted at 990, ended at 1083 -> 93 s; dlprio: 999 -> 1095 (the log) = 96 s
     assert table[1].split() == ["02-u1662", "0.0", "8", "83", "93.0", "90.0", "0", "0",
                                 "96.0", "101.0", "1", "1", "COMPLETED"]
-    sims = [{"policy": "tiresias-las", "avg_jct_s": 120.0, "preemptions": 2, "restarts": 2},
-            {"policy": "fifo-fit", "avg_jct_s": 93.0, "preemptions": 0, "restarts": 0}]
+    sims = [{"policy": "fifo-fit", "avg_jct_s": 93.0, "preemptions": 0, "restarts": 0},
+            {"policy": "tiresias-las", "avg_jct_s": 120.0, "preemptions": 2, "restarts": 2}]
     comp = report.comparison_table([alone, dl], sims).splitlines()
     assert comp[0].split() == ["Slurm", "alone", "(live)", "sim", "fifo-fit", "dlprio", "(live)",
                                "sim", "tiresias-las"]
