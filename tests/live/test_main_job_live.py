@@ -6,7 +6,8 @@ the Philly dense window with the highest offered load and the jobs from day 50, 
 settings ``dlprio tune`` picked. Checks, for the burst, from the jobs' own logs and from
 Slurm rather than from the report's numbers, that every job of both runs completed, that no job
 of the Slurm-alone run was signalled or restarted, that under dlprio at least one job got the
-checkpoint signal, was requeued and resumed from its checkpoint; that the report printed both
+checkpoint signal, was requeued and resumed from its checkpoint; that three probe jobs measured
+the start-up and each run was predicted from its jobs as submitted; that the report printed both
 runs and their predictions and wrote its CSV and PNG; and that the closing commands run as
 printed (``dlprio explain`` of the most-preempted job, ``dlprio status``); for the mixed workload,
 that both runs completed every job and that both workloads were tuned and reported.
@@ -14,6 +15,7 @@ that both runs completed every job and that both workloads were tuned and report
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -145,6 +147,24 @@ def test_short_main_job_runs_both_ways_and_its_commands_work(tmp_path: Path) -> 
     for run, count in (("slurm", 0), ("dlprio", sum(n for _, n, _ in preempted))):
         assert {j["state"] for j in summary["runs"][run]["jobs"]} == {"COMPLETED"}
         assert summary["runs"][run]["summary"]["preemptions"] == count
+
+    # The start-up was measured by three probe jobs (each ran once, all its steps, in its own
+    # log) and each run was predicted as submitted: arrivals at the dlsubmit calls + dispatch.
+    costs = summary["startup"]
+    assert costs["probes"] == 3 and costs["dispatch_s"] + costs["launch_s"] > 0
+    assert all(0 <= costs[k] < 60 for k in ("dispatch_s", "launch_s", "teardown_s"))
+    probes = sorted((out / "probes" / "logs").glob("probe*.out"))
+    assert len(probes) == 3
+    for log in probes:
+        _, events, starts = _events(log)
+        assert len(starts) == 1 and events[-1]["reason"] == "done", log.name
+    for run in ("slurm", "dlprio"):
+        jobs = summary["runs"][run]["jobs"]
+        first = min(j["submitted_at"] for j in jobs)
+        with open(out / run / "sim-trace.csv") as handle:
+            arrivals = {int(r["job_id"]): float(r["submit_time"]) for r in csv.DictReader(handle)}
+        assert arrivals == pytest.approx({j["scaled"]["index"]: j["submitted_at"] - first
+                                          + costs["dispatch_s"] for j in jobs}, abs=0.002)
 
     # The mixed workload ran too, both ways, every job completed; both workloads' settings came
     # from dlprio tune (a tuned config beside each) and the last lines give both verdicts.
