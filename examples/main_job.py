@@ -485,7 +485,7 @@ def look_further(runs: Sequence[report.RunReport], out: Path) -> list[str]:
 
 
 def finish(out: Path, runs: Sequence[LiveRun], config: Path, nodes: int, gpus: int,
-           say: Say, costs: startup.Startup = startup.Startup()) -> int:
+           say: Say, costs: startup.Startup) -> int:
     """Collect both runs, simulate each as it was submitted with the start-up ``costs``
     (:mod:`startup`), print the tables, write the CSV, PNG and JSON; the exit status."""
     say.quiet = False

@@ -6,8 +6,9 @@ Slurm has finished them. The truth about each job comes from the job itself: the
 checkpoint taken on the USR2 signal, the step it resumed from), not from the daemon. The
 daemon's own counts (``dlprio status --json``) are kept beside them as a cross-check. The
 simulated side is ``dlprio simulate --json --jobs-csv`` on each run's jobs as submitted, with the
-cluster's start-up (``examples/startup.py``), the cluster shape and the policy section. JCT = end of the last attempt − the moment ``dlsubmit`` was called
-(seconds); percentiles are nearest-rank, as in ``dlprio simulate``.
+cluster's start-up (``examples/startup.py``), the cluster shape and the policy section. JCT = end
+of the last attempt − the moment ``dlsubmit`` was called (seconds); percentiles are
+nearest-rank, as in ``dlprio simulate``.
 """
 
 from __future__ import annotations
@@ -216,9 +217,9 @@ def _cell(value: float | None) -> str:
 
 def jobs_table(runs: Sequence[RunReport], sim: dict[str, dict[int, float]]) -> str:
     """Per-job table: arrival, GPUs, nominal length, then for each run its live JCT and the
-    prediction's JCT (``sim``: per run key, per scaled job index), preemptions and restarts (each
-    run's own, headers named by the run's key), Slurm's final states; plain text laid out by :mod:`prioritizer.tables` (it goes to
-    the log file too), no trailing newline."""
+    prediction's JCT (``sim``: per run key, per scaled job index), preemptions and restarts
+    (each run's own, headers named by the run's key), Slurm's final states; plain text laid out
+    by :mod:`prioritizer.tables` (it goes to the log file too), no trailing newline."""
     first = runs[0].outcomes
     t0 = min(j.sub.submitted_at for j in first)
     head = ["job", "arrive", "gpus", "len_s"]
