@@ -13,7 +13,8 @@ on the idle cluster, before the runs (:func:`measure`):
 
 The prediction of a live run (:func:`write_trace`, :func:`shift_summary`) replays its jobs as
 they were submitted (each at its own ``dlsubmit`` call, seconds after the run's first one:
-``dlsubmit`` takes about a second, so a burst reaches Slurm over seconds, not at once), each
+``dlsubmit`` takes 0.1 s on an idle machine and far more on a loaded one, so a burst reaches
+Slurm over seconds, not at once), each
 arriving ``dispatch_s`` later and holding its GPUs ``launch_s + teardown_s`` longer than its
 work; a JCT counted as the live run counts it (``dlsubmit`` called to the trainer's ``end``
 line) is then the simulated one plus ``dispatch_s - teardown_s``. What stays unmodeled: the
@@ -28,8 +29,7 @@ time the midpoint of the ``squeue`` call counts), and each part is the median ov
 
 from __future__ import annotations
 
-import csv
-import io
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import replay
-from prioritizer.sim.workload import ScaledJob
-from slurm_plugin.common.atomic import write_atomically
+import report
+from prioritizer.sim.workload import ScaledJob, write_tiresias_csv
 from slurm_plugin.slurm.client import SlurmClient
-from trainer import parse_log
+from slurm_plugin.slurm.records import ACTIVE_STATES
 
 PROBES, PROBE_S, POLL_S = 3, 2.0, 0.1
 PROBE_PREFIX = "probe"
@@ -84,11 +84,6 @@ def _state(client: SlurmClient, job_id: int) -> tuple[str | None, float]:
     return (jobs[0].state if jobs else None), (before + time.time()) / 2
 
 
-def _events(log: Path, kind: str) -> list[dict]:
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return [e for e in parse_log(text) if e["event"] == kind]
-
-
 def probe_once(client: SlurmClient, out: Path, grace_s: int, index: int,
                timeout_s: float = 120.0) -> tuple[float, float, float]:
     """One probe job: ``(dispatch_s, launch_s, teardown_s)``.
@@ -108,18 +103,19 @@ def probe_once(client: SlurmClient, out: Path, grace_s: int, index: int,
             state, at = _state(client, sub.job_id)
             if running_at is None and state in HOLDING:
                 running_at = at
-            if state is None or state not in replay.ACTIVE_STATES:
+            if state is None or state not in ACTIVE_STATES:
                 gone_at = at
                 break
             time.sleep(POLL_S)
     finally:
         if gone_at is None:
             client.cancel([sub.job_id])
-    starts, ends = _events(sub.log_path, "start"), _events(sub.log_path, "end")
-    if running_at is None or len(starts) != 1 or len(ends) != 1 or ends[0].get("reason") != "done":
+    attempts = report.outcomes([sub], {}, {})[0].attempts
+    if running_at is None or len(attempts) != 1 or attempts[0].end_reason != "done" or \
+            attempts[0].end is None:
         raise ProbeError(f"probe job {sub.job_id} did not run its {PROBE_S:g} s once to the end "
                          f"(see {sub.log_path})")
-    start, end = float(starts[0]["time"]), float(ends[0]["time"])
+    start, end = attempts[0].start, attempts[0].end
     return (max(running_at - sub.submitted_at, 0.0), max(start - running_at, 0.0),
             max(gone_at - end, 0.0))
 
@@ -139,14 +135,10 @@ def write_trace(subs: Sequence[replay.Submitted], startup: Startup, path: Path) 
     scaled job's index): each arriving at its ``dlsubmit`` call, seconds after the run's first
     one, plus ``dispatch_s``, and running its work plus ``launch_s + teardown_s``."""
     t0 = min(s.submitted_at for s in subs)
-    handle = io.StringIO()
-    writer = csv.writer(handle)
-    writer.writerow(["job_id", "num_gpu", "submit_time", "duration"])
-    for s in sorted(subs, key=lambda s: s.submitted_at):
-        writer.writerow([s.job.index, s.job.gpus,
-                         f"{s.submitted_at - t0 + startup.dispatch_s:.3f}",
-                         f"{s.job.duration_s + startup.launch_s + startup.teardown_s:.3f}"])
-    write_atomically(path, handle.getvalue(), newline="")
+    write_tiresias_csv([dataclasses.replace(
+        s.job, submit_s=round(s.submitted_at - t0 + startup.dispatch_s, 3),
+        duration_s=round(s.job.duration_s + startup.launch_s + startup.teardown_s, 3))
+        for s in sorted(subs, key=lambda s: s.submitted_at)], path)
 
 
 #: summary keys that a constant shift of every JCT moves by that shift
