@@ -304,7 +304,8 @@ def build_parser() -> ArgumentParser:
         "queue (QUEUE, Q0 = highest) and attained service (ATTAINED(GPU·s): GPUs x seconds "
         "run, summed over all runs) when the daemon's snapshot is there. WAIT: time waited "
         "for the current or next run.",
-        epilog=epilog([Exit.OK, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE, Exit.SLURM_REFUSED]))
+        epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE,
+                       Exit.SLURM_REFUSED]))
     p.add_argument("-u", "--user", type=_names,
                    help="only these users (names or uids, comma-separated; unknown ones exit 2)")
     p.add_argument("--me", action="store_true", help="only the current user's jobs")

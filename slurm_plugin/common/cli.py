@@ -7,7 +7,9 @@ The recipe is the one in Python's documentation (``signal`` module, "Note on SIG
 :class:`BrokenPipeError`, point file descriptor 1 at ``/dev/null`` so the interpreter's final
 flush cannot fail again, and exit. The exit status is **0**, not 141 (128 + SIGPIPE): the
 command did what the reader asked for, and ``set -o pipefail`` scripts that stop reading early
-should not see a failure (this matches what ``dlqueue`` always did). Nothing is printed.
+should not see a failure (this matches what ``dlqueue`` always did). Nothing is printed. A
+stdout that cannot be written otherwise (``> /dev/full``, an I/O error, closed before the
+command started) is a failure: one line ``PROG: cannot write to stdout: REASON`` and exit 1.
 
 :class:`ArgumentParser` mends one CPython bug: Python before 3.11.9 / 3.12.3 (Debian 12 ships
 3.11.2) drops an explicit option value ``--``: ``--node=--`` parses to the empty list ``[]``
@@ -54,6 +56,9 @@ from typing import Any, NoReturn, Protocol
 
 EXIT_CLOSED_STDOUT = 0
 EXIT_USAGE = 2
+EXIT_STDOUT_FAILED = 1
+"""A stdout that cannot be written (disk full, an I/O error, closed before the command started):
+:attr:`slurm_plugin.common.exits.Exit.FAILED`, a write that failed."""
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 class Main(Protocol):
@@ -62,25 +67,84 @@ class Main(Protocol):
     def __call__(self, argv: list[str] | None = None) -> int: ...
 
 
+class StdoutError(OSError):
+    """Writing or flushing stdout failed with an error other than a closed pipe."""
+
+
+class _GuardedStdout:
+    """stdout as the command sees it: every write and flush that fails with an ``OSError``
+    other than :class:`BrokenPipeError` raises :class:`StdoutError` instead, so the wrapper can
+    tell a failed stdout from any other ``OSError`` of the command; the rest is the stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutError(exc.errno, exc.strerror) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _quiet(stream: Any) -> None:
+    """Point ``stream``'s file descriptor at /dev/null, so the interpreter's final flush cannot
+    fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+
+
 def quiet_on_closed_stdout(main: Main) -> Main:
-    """Wrap a ``main(argv) -> int`` so a closed stdout ends it quietly with status 0.
+    """Wrap a ``main(argv) -> int`` so a closed stdout ends it quietly with status 0, and a
+    stdout that cannot be written ends it with one line and status 1.
 
     stdout is flushed inside the wrapper, so a pipe closed before the buffered output was written
-    is caught here too rather than at interpreter exit. Other exceptions pass through unchanged.
+    is caught here too rather than at interpreter exit. A write that fails otherwise (``>
+    /dev/full``: ENOSPC; an I/O error) prints ``PROG: cannot write to stdout: REASON`` on stderr
+    and returns :data:`EXIT_STDOUT_FAILED`; so does a command started with stdout closed
+    (``>&-``), before it does anything, since what it would print (job ids, figures) would be
+    lost. Other exceptions pass through unchanged.
     """
 
     @functools.wraps(main)
     def wrapper(argv: list[str] | None = None) -> int:
+        prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "command"
+        real = sys.stdout
+        if real is None:
+            print(f"{prog}: cannot write to stdout: it is closed; run it with stdout open "
+                  "(> /dev/null to discard what it prints)", file=sys.stderr)
+            return EXIT_STDOUT_FAILED
+        sys.stdout = _GuardedStdout(real)  # type: ignore[assignment]
         try:
             rc = main(argv)
             sys.stdout.flush()
             return rc
         except BrokenPipeError:
-            with contextlib.suppress(OSError, ValueError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
+            _quiet(real)
             return EXIT_CLOSED_STDOUT
+        except StdoutError as exc:
+            _quiet(real)
+            print(f"{prog}: cannot write to stdout: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_STDOUT_FAILED
+        finally:
+            if isinstance(sys.stdout, _GuardedStdout):
+                sys.stdout = real
+            with contextlib.suppress(OSError, ValueError):
+                real.flush()
 
     return wrapper
 

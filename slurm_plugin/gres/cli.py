@@ -44,7 +44,7 @@ from slurm_plugin.gres import slurmconf as gres_slurmconf
 from slurm_plugin.gres import nvml
 from slurm_plugin.gres import topo
 from slurm_plugin.gres import topo_cpu
-from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.cli import ArgumentParser, StdoutError, quiet_on_closed_stdout, visible
 from slurm_plugin.common.exits import Exit, epilog
 from slurm_plugin.common.readfile import UnreadableFile, read_regular
 from slurm_plugin.gres.nvml_fake import FakeNvml
@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.from_topo:
             return _from_topo(a)
         return _from_nvml(a)
-    except BrokenPipeError:  # a closed stdout is not an input error
+    except (BrokenPipeError, StdoutError):  # stdout's own failures are not input errors
         raise
     except (InputError, gres_slurmconf.SlurmConfError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
         print(f"dlgres: {e}", file=sys.stderr)

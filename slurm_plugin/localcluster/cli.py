@@ -44,7 +44,7 @@ import sys
 from typing import Any
 
 from slurm_plugin.localcluster import provision
-from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
+from slurm_plugin.common.cli import ArgumentParser, StdoutError, quiet_on_closed_stdout
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, slurm_exit
 from slurm_plugin.common.exits import CliError, Exit, epilog
 from slurm_plugin.localcluster.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     except SpecError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)
         return Exit.BAD_INPUT
-    except BrokenPipeError:  # `dlcluster status | head`: quiet, see slurm_plugin.common.cli
+    except (BrokenPipeError, StdoutError):  # stdout's own failures: slurm_plugin.common.cli
         raise
     except SlurmError as exc:
         print(f"dlcluster: {exc}", file=sys.stderr)

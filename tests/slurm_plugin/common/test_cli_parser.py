@@ -72,6 +72,34 @@ def test_every_command_is_quiet_on_a_closed_stdout(argv: list[str]) -> None:
     assert (proc.wait(timeout=120), err) == (0, "")
 
 
+@pytest.mark.parametrize("argv", [
+    ["dlprio", "simulate", "--trace", str(TIRESIAS / "60_job.csv"), "--cluster", str(TIRESIAS / "n2g4.csv")],
+    ["dlsubmit", "--dry-run", "--gpus-per-node", "8", "--cores-per-node", "16", "--mem-per-node", "64000",
+     str(HELLO)],
+    ["dlgres", "--fake-nvml", str(NVML), "--sockets", "2", "--cores-per-socket", "56", "--threads-per-core", "2"],
+    ["dlqueue", "--help"],
+    ["dlcluster", "status", "--name", "nosuch-full-stdout-test"],
+], ids=lambda a: a[0])
+def test_every_command_says_so_when_stdout_cannot_be_written(argv: list[str]) -> None:
+    with open("/dev/full", "w") as full:   # every write fails with ENOSPC
+        proc = subprocess.run([str(BIN / argv[0]), *argv[1:]], stdout=full, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, timeout=120, check=False)
+    assert (proc.returncode, proc.stderr) == (
+        1, f"{argv[0]}: cannot write to stdout: No space left on device\n")
+
+
+def test_an_error_of_the_command_itself_is_not_taken_for_stdout(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    @quiet_on_closed_stdout
+    def main(argv: list[str] | None = None) -> int:
+        print("partial")
+        raise PermissionError(13, "Permission denied")
+
+    with pytest.raises(PermissionError):
+        main([])
+    assert capsys.readouterr().out == "partial\n"
+
+
 # --- one argument parser for every command: ``--opt=--`` is the string "--" (CPython gh-109475)
 
 from slurm_plugin.common.cli import ArgumentParser  # noqa: E402

@@ -64,8 +64,8 @@ def test_every_code_has_a_help_phrase() -> None:
 
 
 @pytest.mark.parametrize(("module", "codes"), [
-    ("submit.cli", "0 ok, 2 bad input, 3 Slurm unreachable, 4 Slurm refused, 130 SIGINT, 143 SIGTERM"),
-    ("submit.queue_cli", "0 ok, 2 bad input, 3 Slurm unreachable, 4 Slurm refused"),
+    ("submit.cli", "0 ok, 1 failed, 2 bad input, 3 Slurm unreachable, 4 Slurm refused, 130 SIGINT, 143 SIGTERM"),
+    ("submit.queue_cli", "0 ok, 1 failed, 2 bad input, 3 Slurm unreachable, 4 Slurm refused"),
     ("slurm_plugin.gres.cli", "0 ok, 1 failed, 2 bad input, 8 no NVML"),
     ("slurm_plugin.localcluster.cli", "0 ok, 1 failed, 2 bad input, 3 Slurm unreachable, 4 Slurm refused, 5 not found"),
 ])
