@@ -6,6 +6,8 @@ Pipeline: submit/load.py (file -> validated job model) -> submit/render.py (job 
 (:class:`~slurm_plugin.common.exits.Exit`, README.md's table):
 
 * 0: submitted (prints the job id) or rendered (``--dry-run``).
+* 1: stdout could not be written (disk full, closed at the start; a job submitted before the
+  failure keeps running: ``squeue`` shows it).
 * 2: a problem in the spec, the file or the options (one line per problem, naming the field
   path or ``file:line:column``); nothing is submitted.
 * 3: Slurm could not be reached (``Slurm unreachable: ...``, e.g. slurmctld down or a missing
@@ -58,12 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(   # its usage errors: one line, exit 2 (Exit.BAD_INPUT)
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
-        "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 2 problem in "
+        "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 1 stdout "
+        "could not be written, 2 problem in "
         "the spec, file or options, 3 Slurm unreachable, 4 Slurm refused the job, 130/143 "
         "interrupted (SIGINT/SIGTERM). stdout: one record per spec, in order (the job id, or - "
         "when it got no job).",
-        epilog=epilog([Exit.OK, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE, Exit.SLURM_REFUSED,
-                       Exit.SIGINT, Exit.SIGTERM]),
+        epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE,
+                       Exit.SLURM_REFUSED, Exit.SIGINT, Exit.SIGTERM]),
     )
     p.add_argument("spec", metavar="JOB.yaml|JOB.json", nargs="+",
                    help="job spec file(s); several are validated together, then submitted in order")
@@ -152,9 +155,39 @@ def _cluster_nodes() -> Any:
     return node_shape.ask_slurm(SlurmClient())
 
 
+#: options only read as file names, never written into the script
+_READ_ONLY_PATHS = frozenset({"spec", "site_config"})
+
+
+def _check_utf8(args: argparse.Namespace) -> None:
+    """Refuse an option value that is not UTF-8 text (a byte the locale could not decode reaches
+    Python as a lone surrogate): every option but the spec files and ``--site-config`` is
+    written into the batch script, which Slurm and the job read as UTF-8, as the spec files
+    themselves must be. Raises :class:`SpecError`, one line per option."""
+    problems = []
+    for dest, value in vars(args).items():
+        if dest in _READ_ONLY_PATHS:
+            continue
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and not _is_utf8(v):
+                problems.append(f"--{dest.replace('_', '-')} {visible(v)}: not UTF-8 text; the "
+                                "batch script holds it as UTF-8: give it in UTF-8")
+    if problems:
+        raise SpecError(problems)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str, Any, str]]]:
     """The options, and (spec path, job, script) for every spec. Raises :class:`SpecError`
     with every problem of every spec (prefixed by the spec's name when there are several)."""
+    _check_utf8(args)
     opts, given = _options_and_given(args)
     overrides = params.parse_overrides(args.param)
     ask = None if args.dry_run and not args.cluster_shape else _cluster_nodes()
@@ -425,7 +458,7 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
 @quiet_on_closed_stdout
 @without_final_gc
 def main(argv: list[str] | None = None) -> int:
-    """Run dlsubmit; returns the exit status (0, 2, 3, 4, 130 or 143, see the module doc)."""
+    """Run dlsubmit; returns the exit status (0, 1, 2, 3, 4, 130 or 143, see the module doc)."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:

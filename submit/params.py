@@ -26,6 +26,14 @@ _REF_RE = re.compile(
 )
 _STEP_RE = re.compile(r"\.([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]")
 _PARAM_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+#: what a parameter name must be for ``<% $parameters.NAME %>`` to name it
+PARAM_NAME_RULE = ("a parameter name is ASCII letters, digits, '_' and '-', starting with a "
+                   "letter or '_' (<% $parameters.NAME %> could not name it): rename it")
+
+
+def param_name_ok(name: object) -> bool:
+    """Whether a reference ``<% $parameters.NAME %>`` can name the parameter ``name``."""
+    return isinstance(name, str) and bool(_PARAM_NAME_RE.match(name))
 _MISSING = object()
 
 
@@ -68,8 +76,8 @@ def render(text: str, scopes: Mapping[str, Any], where: str = "commands") -> tup
         ``(rendered text, names of the $secrets referenced)``; secret references are rewritten
         as :func:`secret_placeholder`.
     Raises:
-        SpecError: a reference names nothing in its scope (one line per reference), or a
-            secret reference is not ``$secrets.NAME`` with NAME a shell identifier.
+        SpecError: a reference names nothing in its scope or its value holds a NUL character
+            (one line per reference), or a secret reference is not ``$secrets.NAME`` with NAME a shell identifier.
     """
     secrets: list[str] = []
     problems: list[str] = []
@@ -96,7 +104,12 @@ def render(text: str, scopes: Mapping[str, Any], where: str = "commands") -> tup
                                "overrides a declared one)"
                                if scope == "parameters" else ""))
             return m.group(0)
-        return _text(value)
+        text = _text(value)
+        if "\x00" in text:
+            problems.append(f"{where}: {m.group(0)}: the value contains a NUL character, which no "
+                            "shell command can hold; remove it")
+            return m.group(0)
+        return text
 
     out = _REF_RE.sub(sub, text)
     if problems:

@@ -45,8 +45,16 @@ def _pyxis_image(uri: str) -> str:
     reads ``--container-image`` as a file only when it starts with ``/`` or ``.``, anything else
     as a registry image name. So ``pt.sqsh`` and ``images/pt.sqsh`` become ``./pt.sqsh`` and
     ``./images/pt.sqsh`` (relative to the job's working directory, the submit directory) and
-    ``~/pt.sqsh`` becomes ``$HOME/pt.sqsh`` written out at submit time."""
-    if uri.lower().endswith(_SQUASHFS_SUFFIXES) and "://" not in uri:
+    ``~/pt.sqsh`` becomes ``$HOME/pt.sqsh`` written out at submit time.
+
+    A ``docker://`` scheme is dropped first (pyxis adds it when it asks enroot to import the
+    image; ``docker://nvcr.io/nvidia/pytorch:23.10`` is ``nvcr.io#nvidia/pytorch:23.10``); any
+    other ``scheme://`` reference is passed as given."""
+    if uri.startswith("docker://"):
+        uri = uri[len("docker://"):]
+    if "://" in uri:
+        return uri
+    if uri.lower().endswith(_SQUASHFS_SUFFIXES):
         if uri.startswith("~/"):
             import os.path
 
@@ -293,15 +301,28 @@ MAX_NAME_BYTES = 1024
 long"; Slurm 22.05 src/slurmctld/job_mgr.c ``_test_job_desc_fields``: ``name``, 1024)."""
 MAX_PATH_BYTES = PATH_MAX
 """... and an ``--output`` path longer than MAXPATHLEN (4096 bytes on Linux), same check."""
+MAX_HET_COMPONENTS = 128
+"""sbatch and slurmctld refuse a heterogeneous job of more components ("Refusing HetJob
+submission too many components"; slurm.h ``MAX_HET_JOB_COMPONENTS``, 128 in 22.05 to 26.05):
+a gang job's task roles are its components."""
+MAX_ARG_BYTES = 131_072
+"""Linux's ``MAX_ARG_STRLEN`` (32 pages of 4 KiB; execve(2), "Limits on size of arguments and
+environment"): one argument or one ``NAME=value`` environment string, its NUL included, may be
+at most this long, else execve fails with E2BIG. Each task gets its role's whole command as one
+``srun`` argument and as the environment string ``DL_CMD=...`` (submit/runtime.py), so a
+role's command may be at most ``MAX_ARG_BYTES - len("DL_CMD=") - 1`` bytes."""
+MAX_COMMAND_BYTES = MAX_ARG_BYTES - len("DL_CMD=") - 1
 
 
 
 def check_slurm_limits(job: Job, options: RenderOptions, script: str) -> None:
     """Refuse what passes our schema but sbatch would refuse, so a batch of specs stays all or
     nothing: the job name over :data:`MAX_NAME_BYTES` (UTF-8), the ``--output`` pattern over
-    :data:`MAX_PATH_BYTES`, the script over ``options.max_script_size``, a job array with more
-    elements than ``options.max_array_size`` (indexes 0..MaxArraySize-1). Raises :class:`SpecError`
-    naming the field."""
+    :data:`MAX_PATH_BYTES`, a role's command over :data:`MAX_COMMAND_BYTES` or a job environment
+    string over :data:`MAX_ARG_BYTES`, a gang job of more
+    task roles than :data:`MAX_HET_COMPONENTS`, the script over ``options.max_script_size``, a
+    job array with more elements than ``options.max_array_size`` (indexes 0..MaxArraySize-1).
+    Raises :class:`SpecError` naming the field."""
     problems = []
     n = len(slurm_name(job.name).encode("utf-8", "surrogatepass"))
     if n > MAX_NAME_BYTES:
@@ -317,6 +338,22 @@ def check_slurm_limits(job: Job, options: RenderOptions, script: str) -> None:
                         f"accepts at most {options.max_script_size} (max_script_size, default "
                         "4 MiB; a site raising it sets max_script_size in the site config): keep "
                         "long commands in a script file the job runs")
+    for role in job.roles:
+        n = len(role.command.encode("utf-8", "surrogatepass"))
+        if n > MAX_COMMAND_BYTES:
+            problems.append(f"{role.field_path('command')}: {n} bytes in all; Linux passes a "
+                            f"task's command of at most {MAX_COMMAND_BYTES} (MAX_ARG_STRLEN, one "
+                            "argument): keep long commands in a script file the job runs")
+    for name, value in job.envs:
+        n = len(f"{name}={value}".encode("utf-8", "surrogatepass"))
+        if n + 1 > MAX_ARG_BYTES:
+            problems.append(f"jobEnvs.{name}: {n} bytes as NAME=value; Linux passes at most "
+                            f"{MAX_ARG_BYTES - 1} (MAX_ARG_STRLEN, one environment string): keep "
+                            "long values in a file the job reads")
+    if job.gang and len(job.roles) > MAX_HET_COMPONENTS:
+        problems.append(f"taskRoles: {len(job.roles)} task roles make a heterogeneous job of as "
+                        f"many components; Slurm accepts at most {MAX_HET_COMPONENTS}: merge "
+                        "roles that ask the same resources")
     total = sum(r.instances for r in job.roles)
     if not job.gang and total > options.max_array_size:
         problems.append(f"extras.gangAllocation: false makes a job array of {total} elements "

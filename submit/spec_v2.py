@@ -133,7 +133,19 @@ class JobV2(Struct, kw_only=True):
 
 
 def _commands(items: list[str]) -> str:
-    return "\n".join(c.strip() for c in items)
+    """The role's commands as one shell text, one per line, each trimmed of the blanks around
+    it (a YAML block scalar ends in a newline) except a blank that a backslash escapes: the
+    command ``printf '%s' a\\ `` keeps its escaped space rather than turning the backslash into
+    a line continuation that swallows the next command."""
+    return "\n".join(_trimmed(c) for c in items)
+
+
+def _trimmed(command: str) -> str:
+    out = command.strip()
+    backslashes = len(out) - len(out.rstrip("\\"))
+    if backslashes % 2 and len(out) < len(command.lstrip()):
+        out += command.lstrip()[len(out)]          # the escaped blank
+    return out
 
 
 def _prereq_scopes(spec: JobV2, data: dict[str, Any]) -> list[tuple[Prerequisite, dict[str, Any]]]:
@@ -162,6 +174,9 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     (``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
     """
     spec: JobV2 = validate(JobV2, data)
+    bad = [k for k in spec.parameters if not params.param_name_ok(k)]
+    if bad:
+        raise SpecError([f"{field_path('parameters', k)}: {params.PARAM_NAME_RULE}" for k in bad])
     prereqs = _prereq_scopes(spec, data)
     unknown = [k for k in overrides or {} if k not in spec.parameters]
     if unknown:

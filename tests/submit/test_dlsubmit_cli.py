@@ -313,3 +313,40 @@ def test_final_gc_is_skipped_only_when_main_runs_as_the_command() -> None:
             "assert main(['x']) == 7 and gc.get_freeze_count() == 0\n"
             "assert main() == 7 and gc.get_freeze_count() > 0\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+@pytest.mark.parametrize(("flag", "value"), [
+    ("--checkpoint-root", "/scratch/\udce9t\udce9"),   # the bytes e9 74 e9: Latin-1, not UTF-8
+    ("--param", "x=\udcff"),
+    ("--output", "out-\udcff-%j.log"),
+    ("--partition", "gp\udcffu"),
+])
+def test_an_option_value_that_is_not_utf8_is_refused(flag: str, value: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = run(["--dry-run", f"{flag}={value}", HELLO], capsys)
+    assert (rc, out) == (2, "")
+    shown = value.replace("\udce9", "\\udce9").replace("\udcff", "\\udcff")
+    assert err == (f"dlsubmit: {flag} {shown}: not UTF-8 text; the batch script holds it as "
+                   "UTF-8: give it in UTF-8\n")
+
+
+def test_a_stdout_that_cannot_be_written_is_one_line_exit_1() -> None:
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([str(Path(sys.executable).parent / "dlsubmit"), "--dry-run",
+                               "--gpus-per-node", "8", "--cores-per-node", "16",
+                               "--mem-per-node", "64000", HELLO],
+                              stdout=full, stderr=subprocess.PIPE, text=True, check=False)
+    assert (proc.returncode, proc.stderr) == (
+        1, "dlsubmit: cannot write to stdout: No space left on device\n")
+
+
+def test_a_closed_stdout_is_refused_before_anything_is_done(monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(cli, "_submit", lambda *a: pytest.fail("submitted with stdout closed"))
+    monkeypatch.setattr(sys, "stdout", None)
+    monkeypatch.setattr(sys, "argv", ["dlsubmit"])
+    rc = cli.main([HELLO])
+    monkeypatch.undo()
+    assert (rc, capsys.readouterr().err) == (1, "dlsubmit: cannot write to stdout: it is closed; "
+                                             "run it with stdout open (> /dev/null to discard "
+                                             "what it prints)\n")

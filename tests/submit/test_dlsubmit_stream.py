@@ -151,8 +151,10 @@ def test_a_script_over_slurms_size_limit_is_refused_before_anything_is_submitted
     calls: list[str] = []
     monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
     [ok] = specs(tmp_path, 1)
-    spec = v2_spec("big")
-    spec["taskRoles"]["main"]["commands"] = ["echo " + "x" * (5 * 1024 * 1024)]
+    spec = v2_spec("big")   # 48 roles of 110,000-byte commands: each within Linux's one-argument limit
+    main = spec["taskRoles"].pop("main")
+    for i in range(48):
+        spec["taskRoles"][f"r{i}"] = {**main, "commands": ["echo " + "x" * 110_000]}
     big = tmp_path / "big.yaml"
     big.write_text(yaml.safe_dump(spec))
     rc = cli.main([ok, str(big)])

@@ -167,6 +167,10 @@ def test_slurm_name_sanitises_control_characters_only() -> None:
     ("pyxis", "./pt.sqsh", "./pt.sqsh"),
     ("pyxis", "../pt.sqsh", "../pt.sqsh"),
     ("pyxis", "/srv/images/pt.sqsh", "/srv/images/pt.sqsh"),
+    # pyxis asks enroot for docker://IMAGE itself: the scheme goes, the registry gets its '#'
+    ("pyxis", "docker://nvcr.io/nvidia/pytorch:23.10-py3", "nvcr.io#nvidia/pytorch:23.10-py3"),
+    ("pyxis", "docker://horovod/horovod:0.16.4", "horovod/horovod:0.16.4"),
+    ("pyxis", "dockerd://local-image", "dockerd://local-image"),
 ])
 def test_container_image_forms(runtime: str, uri: str, expected: str) -> None:
     spec = v2_spec(prerequisites=[{"type": "dockerimage", "name": "i", "uri": uri}])
@@ -189,3 +193,46 @@ def test_options_reject_bad_values() -> None:
         "gpus_per_node -1: must be a whole number in 1..1024",
         "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
         "partition 'a\\nb': must be a Slurm name (letters, digits, _ . -; not starting with -)"]
+
+
+def test_a_command_longer_than_one_argument_may_be_is_refused() -> None:
+    # Linux: one argument or NAME=value string of at most 131,072 bytes with its NUL
+    # (execve(2), MAX_ARG_STRLEN); the task gets the command as DL_CMD=... and as an argument
+    fits = 131_072 - len("DL_CMD=") - 1
+    ok = v2_spec(roles={"w": {"instances": 1, "resourcePerInstance": {"cpu": 1, "memoryMB": 100,
+                                                                      "gpu": 0},
+                              "commands": ["x" * fits]}})
+    render_sbatch(load.to_job(ok), RenderOptions())
+    ok["taskRoles"]["w"]["commands"] = ["x" * (fits - 1), "y"]   # joined by a newline: 1 more
+    with pytest.raises(SpecError) as info:
+        render_sbatch(load.to_job(ok), RenderOptions())
+    assert info.value.problems == [
+        f"taskRoles.w.commands: {fits + 1} bytes in all; Linux passes a task's command of at "
+        f"most {fits} (MAX_ARG_STRLEN, one argument): keep long commands in a script file the "
+        "job runs"]
+
+
+def test_a_job_environment_string_longer_than_linux_passes_is_refused() -> None:
+    v1 = {"jobName": "j", "image": "img", "jobEnvs": {"BIG": "v" * 131_068},
+          "taskRoles": [{"name": "w", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100,
+                         "gpuNumber": 0, "command": "true"}]}
+    with pytest.raises(SpecError) as info:   # BIG= and the value: 131,072 bytes, NUL not counted
+        render_sbatch(load.to_job(v1), RenderOptions())
+    assert info.value.problems == [
+        "jobEnvs.BIG: 131072 bytes as NAME=value; Linux passes at most 131071 (MAX_ARG_STRLEN, "
+        "one environment string): keep long values in a file the job reads"]
+    v1["jobEnvs"] = {"BIG": "v" * 131_067}
+    render_sbatch(load.to_job(v1), RenderOptions())
+
+
+def test_a_gang_of_more_task_roles_than_slurm_has_components_is_refused() -> None:
+    role = {"instances": 1, "resourcePerInstance": {"cpu": 1, "memoryMB": 100, "gpu": 0},
+            "commands": ["true"]}
+    spec = v2_spec(roles={f"r{i}": dict(role) for i in range(128)})
+    assert render_sbatch(load.to_job(spec), RenderOptions()).count("#SBATCH hetjob") == 127
+    spec["taskRoles"]["r128"] = dict(role)
+    with pytest.raises(SpecError) as info:
+        render_sbatch(load.to_job(spec), RenderOptions())
+    assert info.value.problems == [
+        "taskRoles: 129 task roles make a heterogeneous job of as many components; Slurm accepts "
+        "at most 128: merge roles that ask the same resources"]

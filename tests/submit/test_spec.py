@@ -428,3 +428,35 @@ def test_v1_json_value_that_is_not_text_is_named_as_json_wrote_it(
     assert len(info.value.problems) == 1
     assert info.value.problems[0].startswith(
         "taskRoles.main.commands[0]: expected a string, but YAML read the value as ")
+
+
+def test_a_parameter_value_with_a_nul_is_refused_where_it_is_used() -> None:
+    spec = with_role(commands=["echo <% $parameters.x %>"])
+    spec["parameters"] = {"x": "a\x00b"}
+    assert problems(spec) == ["taskRoles.main.commands: <% $parameters.x %>: the value contains a "
+                              "NUL character, which no shell command can hold; remove it"]
+    spec["parameters"] = {"x": ["a\x00b"]}   # a container is written as JSON: \u0000, no NUL
+    assert load.to_job(spec).roles[0].command == 'echo ["a\\u0000b"]'
+
+
+@pytest.mark.parametrize(("name", "path"), [
+    ("名", 'parameters["名"]'), ("a.b", 'parameters["a.b"]'), ("1st", "parameters.1st"),
+    ("-x", "parameters.-x"), ("a b", 'parameters["a b"]')])
+def test_a_parameter_name_no_reference_can_name_is_refused(name: str, path: str) -> None:
+    spec = with_role(commands=["true"])
+    spec["parameters"] = {name: "v", "ok_name-2": "w"}
+    assert problems(spec) == [f"{path}: a parameter name is ASCII letters, digits, "
+                              "'_' and '-', starting with a letter or '_' (<% $parameters.NAME %> "
+                              "could not name it): rename it"]
+
+
+@pytest.mark.parametrize(("commands", "joined"), [
+    # an escaped blank at the end stays: the backslash escapes it, it is no line continuation
+    (['printf "[%s]\\n" a\\ ', "echo second"], 'printf "[%s]\\n" a\\ \necho second'),
+    (["echo a\\\t  ", "b"], "echo a\\\t\nb"),
+    # an even run of backslashes escapes itself: the blanks after it go
+    (["echo a\\\\  ", "b"], "echo a\\\\\nb"),
+    (["  echo a  \n", "\tb"], "echo a\nb"),
+])
+def test_commands_are_trimmed_except_an_escaped_blank(commands: list[str], joined: str) -> None:
+    assert load.to_job(with_role(commands=commands)).roles[0].command == joined
