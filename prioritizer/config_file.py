@@ -29,7 +29,7 @@ from prioritizer.numbers import MAX_SECONDS
 from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.readfile import PATH_MAX
-from prioritizer.policy.config import PolicyConfig, Positive, Seconds
+from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig, Positive, Seconds
 from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.paths import SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SYSTEM_CONFIG
@@ -317,9 +317,9 @@ class DaemonConfig:
         """Every rule that ties two keys, as ``(key, message)`` pairs; all broken ones are
         reported together."""
         problems: list[tuple[str, str]] = []
-        if self.policy.policy == "srtf":
-            problems.append(("policy.policy", "srtf needs every job's true duration (an "
-                             "oracle); it exists for `dlprio simulate` only"))
+        if self.policy.policy in SIMULATE_ONLY:
+            problems.append(("policy.policy", f"{self.policy.policy} needs every job's true "
+                             "duration (an oracle); it exists for `dlprio simulate` only"))
         if self.mode == "partition" and len(self.queue_partitions) != self.queues:
             problems.append(("queue_partitions", f"mode partition needs one partition per queue "
                              f"({self.queues} queues from policy thresholds) "

@@ -13,7 +13,11 @@ Bounds (generous for any real cluster, small enough that no figure overflows or 
 - ``MAX_NODES`` = 100,000 nodes, ``MAX_GPUS_PER_NODE`` = 1,024 (the replay holds one entry per
   node, and node × GPU figures stay exact);
 - ``MAX_SECONDS`` = 10⁹ s (about 31 years) for any duration or latency option;
-- ``MAX_COUNT`` = 10⁹ for other counts and ratios.
+- ``MAX_COUNT`` = 10⁹ for other counts and ratios;
+- the cells of every trace a command reads (``dlprio simulate``/``tune``'s formats and the
+  history export ``history check`` reads): ``MAX_TRACE_GPUS`` GPUs per job (the largest
+  cluster), ``MAX_DURATION_S`` seconds of run time (``MAX_SECONDS``) and ``MAX_TIME_S`` for a
+  submit, eligible or end time (10¹¹: a history's times are epoch seconds).
 """
 
 from __future__ import annotations
@@ -24,14 +28,18 @@ from collections.abc import Callable
 from typing import overload
 
 from prioritizer.command import CliError
+from prioritizer.csvcells import FLOAT_TEXT as FLOAT_TEXT
 
 MAX_NODES = 100_000
 MAX_GPUS_PER_NODE = 1_024
 MAX_SECONDS = 1e9
 MAX_COUNT = 10**9
+MAX_TRACE_GPUS = MAX_NODES * MAX_GPUS_PER_NODE
+MAX_DURATION_S = MAX_SECONDS
+MAX_TIME_S = 100 * MAX_SECONDS
 
 _INT = re.compile(r"[+-]?[0-9]+\Z")
-FLOAT_TEXT = _FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
+_FLOAT = FLOAT_TEXT
 
 
 def parse_int(value: str, low: int, high: int) -> int:
@@ -127,4 +135,4 @@ def ratio(option: str) -> Callable[[str], int | float]:
 
 def trace_time(option: str) -> Callable[[str], int | float]:
     """Seconds of trace time (a history trace's are epoch seconds)."""
-    return arg_type(option, parse_float, 0.0, 100 * MAX_SECONDS)
+    return arg_type(option, parse_float, 0.0, MAX_TIME_S)

@@ -1,6 +1,8 @@
-"""The one check of an output file a command was told to write (``--jobs-csv``, ``--plot``,
+"""The one check of the output files a command was told to write (``--jobs-csv``, ``--plot``,
 ``--output``), made before any work: a replay or a grid takes minutes, and an output that
-cannot be written must not be found out after it.
+cannot be written must not be found out after it. A command that writes several outputs
+checks them together (:func:`check_outputs`), so two that name one file are refused: the
+second write would silently replace the first.
 
 Used by ``dlprio simulate``, ``dlprio tune`` and ``dlprio history export``.
 """
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from prioritizer.command import CliError
@@ -64,3 +66,35 @@ def check_output(option: str, path: str | None, inputs: Iterable[tuple[str, str 
             if suffix not in formats:
                 raise CliError(f"{option} {visible(path)}: unknown figure format {suffix!r}; "
                                f"use one of .{', .'.join(sorted(formats))}")
+
+
+def check_outputs(outputs: Sequence[tuple[str, str | None, bool]],
+                  inputs: Sequence[tuple[str, str | None]] = ()) -> None:
+    """:func:`check_output` of each of ``outputs`` (``(option, path, figure)``; a path None,
+    ``""`` or ``-`` is not written) against ``inputs``, then refuse two outputs that name the
+    same file: the same path once resolved (``./a.png`` and ``a.png``, a directory reached
+    through a link) or, when both exist, one file by two names (:func:`os.path.samefile`).
+
+    Raises:
+        CliError: exit 2, one line: :func:`check_output`'s, or ``OPTION2 PATH: is also the
+            file given with OPTION1; ...`` naming both options.
+    """
+    for option, path, figure in outputs:
+        check_output(option, path, inputs, figure)
+    written = [(option, path) for option, path, _ in outputs if path and path != "-"]
+    for i, (option, path) in enumerate(written):
+        for first_option, first in written[:i]:
+            if _same_file(first, path):
+                raise CliError(f"{option} {visible(path)}: is also the file given with "
+                               f"{first_option}; one would overwrite the other: give each "
+                               "output its own file name")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file (existing or to be made)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:   # one of them does not exist yet: two names of one file both exist
+        return False

@@ -166,7 +166,7 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
     ``tick_on_time``), as the daemon's cycle makes it: its thresholds are tested with ``>=``.
 
     Raises:
-        ValueError: no GPU job to replay, or a negative latency.
+        ValueError: no GPU job to replay, none that fits ``cluster``, or a negative latency.
     """
     if start_latency_s < 0 or dispatch_s < 0:
         raise ValueError(f"latencies must be >= 0 s, got start {start_latency_s}, "
@@ -174,6 +174,11 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
     kept = [r.eligible_time for r in rows if r.num_gpu > 0 and r.duration > 0]
     if not kept:
         raise ValueError("the history has no GPU job with work to replay")
+    gpus = [r.num_gpu for r in rows if r.num_gpu > 0 and r.duration > 0]
+    if not any(cluster.can_ever_fit(g) for g in gpus):
+        raise ValueError(f"no job of the history fits the cluster ({cluster.nodes:,} × "
+                         f"{cluster.gpus_per_node:,} GPUs): the smallest asks for "
+                         f"{min(gpus):,} GPUs; give a larger cluster")
     base = tick_base(min(kept), cycle_at, config.decision_interval_s)
     trace = trace_of(rows, hold_s=start_latency_s, dispatch_s=dispatch_s, base=base)
     result = simulate(trace, cluster, config, distribution, tick_on_time=True)

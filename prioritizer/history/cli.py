@@ -357,7 +357,7 @@ def _check_forecasts(args: argparse.Namespace) -> int:
     (:mod:`prioritizer.history.forecast_check`)."""
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
-    trace = trace_of(args, "replay")
+    trace = trace_of(args, "replay", cluster)
     shared = sum(1 for j in trace.jobs if j.share > 0 or j.opportunistic)
     if shared:
         raise CliError(f"{args.trace}: {shared} shard or opportunistic jobs: the forecast "

@@ -25,17 +25,23 @@ preemptions    preemptions by dlprio (from its ledger, ``--ledger``); 0 without 
 ``timelimit`` and ``cancelled`` rows have a duration that is a lower bound of what the job
 wanted; the replay runs them for exactly that long (the limit or the cancel would stop them at
 the same amount of work).
+
+Cells, lines and header are read as every trace of the project is
+(:mod:`prioritizer.csvcells`), with the bounds ``dlprio simulate``'s readers apply
+(:mod:`prioritizer.numbers`): a time at most ``MAX_TIME_S``, a duration at most
+``MAX_DURATION_S``, GPUs at most ``MAX_TRACE_GPUS`` (:data:`BOUNDS`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import math
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
 
-from prioritizer.numbers import FLOAT_TEXT
+from prioritizer.csvcells import cell_number, repeated_column, repeated_column_message, start_lines
+from prioritizer.numbers import (MAX_COUNT, MAX_DURATION_S, MAX_NODES, MAX_TIME_S,
+                                 MAX_TRACE_GPUS)
 from slurm_plugin.common.readfile import BadText, UnreadableFile, csv_rows
 
 COLUMNS = ("job_id", "user", "account", "partition", "submit_time", "eligible_time", "num_gpu",
@@ -92,19 +98,26 @@ def write_rows(rows: Iterable[HistoryRow], handle: io.TextIOBase) -> int:
     return count
 
 
-_NUMERIC = {"submit_time": float, "eligible_time": float, "num_gpu": int, "num_nodes": int,
-            "work_gpu_s": float, "duration": float, "end_time": float, "jct": float,
-            "attempts": int, "preemptions": int}
+#: each number column: its type and the largest value it may hold, the bounds of the
+#: simulate trace readers (times; ``jct``, a difference of two times; durations; GPUs; the
+#: GPU·s of the largest job running the longest duration)
+BOUNDS: dict[str, tuple[type[int] | type[float], float]] = {
+    "submit_time": (float, MAX_TIME_S), "eligible_time": (float, MAX_TIME_S),
+    "num_gpu": (int, MAX_TRACE_GPUS), "num_nodes": (int, MAX_NODES),
+    "work_gpu_s": (float, MAX_TRACE_GPUS * MAX_DURATION_S), "duration": (float, MAX_DURATION_S),
+    "end_time": (float, MAX_TIME_S), "jct": (float, MAX_TIME_S),
+    "attempts": (int, MAX_COUNT), "preemptions": (int, MAX_COUNT)}
 
 
 def read_rows(path: str) -> list[HistoryRow]:
     """Every row of a history CSV, in file order.
 
     Raises:
-        HistoryError: unreadable file, a header without the format's columns, a row of
-            another length, a non-number or negative number, an unknown ``ended_by``, a
-            ``jct`` or ``duration`` that disagrees with the columns it is derived from
-            (``file:line: column``).
+        HistoryError: unreadable file, a header without the format's columns or naming one
+            twice, a row of another length, a cell that is not a plain number from 0 to its
+            column's bound (:data:`BOUNDS`), an unknown ``ended_by``, a ``jct`` or ``duration``
+            that disagrees with the columns it is derived from (``file:line: column``, the
+            line the row starts on).
     """
     try:
         lines = csv_rows(path)
@@ -142,6 +155,9 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
     if not lines:
         raise HistoryError(f"{path}:1: empty file; expected the history header")
     header = [h.strip() for h in lines[0]]
+    twice = repeated_column(header)
+    if twice is not None:
+        raise HistoryError(f"{path}:1: {repeated_column_message(twice)}")
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise HistoryError(f"{path}:1: not a history trace: lacks column(s) {', '.join(missing)}"
@@ -149,7 +165,7 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
     index = {c: header.index(c) for c in COLUMNS}
     rows = []
     first_line: dict[str, int] = {}
-    for line, cells in enumerate(lines[1:], start=2):
+    for line, cells in zip(start_lines(lines)[1:], lines[1:]):
         if not cells:
             continue
         if len(cells) != len(header):
@@ -157,22 +173,15 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
         values: dict[str, object] = {}
         for column in COLUMNS:
             text = cells[index[column]].strip()
-            kind = _NUMERIC.get(column)
-            if kind is None:
+            bound = BOUNDS.get(column)
+            if bound is None:
                 values[column] = text
                 continue
             try:
-                number = float(text)
-            except ValueError:
-                raise HistoryError(f"{path}:{line}: {column} is not a number: {text!r}") from None
-            if math.isfinite(number) and not FLOAT_TEXT.match(text):
-                raise HistoryError(f"{path}:{line}: {column} is not a plain decimal number: "
-                                   f"{text!r} (ASCII digits, an optional '.' and exponent; no "
-                                   f"'_' separators)")
-            if number != number or number < 0 or number in (float("inf"),):
-                raise HistoryError(f"{path}:{line}: {column} must be a finite number >= 0, "
-                                   f"got {text!r}")
-            values[column] = kind(number)
+                number = cell_number(text, column, bound[1])
+            except ValueError as exc:
+                raise HistoryError(f"{path}:{line}: {exc}") from None
+            values[column] = bound[0](number)
         if values["ended_by"] not in ENDED_BY:
             raise HistoryError(f"{path}:{line}: ended_by must be one of {', '.join(ENDED_BY)}, "
                                f"got {values['ended_by']!r}")

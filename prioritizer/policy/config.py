@@ -39,6 +39,10 @@ from prioritizer.policy.validation import check, shown, validate
 
 PolicyName = Literal["tiresias-las", "tiresias-gittins", "las", "fifo", "fifo-fit", "srtf"]
 POLICY_NAMES: tuple[str, ...] = get_args(PolicyName)
+#: The policies only a replay runs: an oracle that knows each job's true duration, which no
+#: real cluster does. The daemon's config check refuses them, so ``dlprio tune --output``
+#: never writes one into a ``dlprio.yaml`` snippet.
+SIMULATE_ONLY: tuple[str, ...] = ("srtf",)
 
 #: A number of seconds (or GPU·s) >= 0; an int is taken as a float, a bool is refused, and
 #: every float of a config must be finite (:func:`~prioritizer.policy.validation.check`).

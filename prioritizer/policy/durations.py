@@ -10,9 +10,11 @@ history (ended jobs' GPU·s from the ledger or sacct) once it has one.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from importlib import resources
 
+from prioritizer.csvcells import cell_number
 from prioritizer.policy.gittins import GittinsDistribution
 
 DEFAULT_SAMPLES = "yarn-gput1000.csv"
@@ -28,7 +30,9 @@ def load_samples() -> list[float]:
 
 def parse_samples(text: str, name: str) -> list[float]:
     """GPU·s samples from the text of a one-column CSV (header ``duration``); ``name`` (the
-    file, as shown) starts every message.
+    file, as shown) starts every message. A sample is read as a trace's number cells are
+    (:func:`prioritizer.csvcells.cell_number`: plain ASCII decimal text, so not ``1_000`` nor
+    ``٣٠٠``); a line is the file's own (a quoted line break counts).
 
     Raises:
         ValueError: naming file and line for a non-number or non-positive sample, or an
@@ -36,21 +40,27 @@ def parse_samples(text: str, name: str) -> list[float]:
     """
     samples: list[float] = []
     text = text.removeprefix("\ufeff")   # a byte-order mark, as spreadsheets write
-    for line_no, row in enumerate(csv.reader(text.splitlines()), start=1):
+    reader = csv.reader(io.StringIO(text, newline=""))
+    line_no = 1   # the line the next row starts on
+    for row in reader:
+        at, line_no = line_no, reader.line_num + 1
         if not row:
             continue
-        if line_no == 1 and not _is_float(row[0]):
+        if at == 1 and not _is_float(row[0]):
             if [c.strip() for c in row] != ["duration"]:
                 raise ValueError(f"{name}:1: expected the one-column header 'duration' (GPU·s), "
                                  f"found {','.join(row)!r}")
             continue
         if len(row) != 1:
-            raise ValueError(f"{name}:{line_no}: expected one column (duration, GPU·s), "
+            raise ValueError(f"{name}:{at}: expected one column (duration, GPU·s), "
                              f"found {len(row)}")
         if not _is_float(row[0]) or not 0 < float(row[0]) < math.inf:   # NaN fails too
-            raise ValueError(f"{name}:{line_no}: expected a positive finite number of GPU·s, "
+            raise ValueError(f"{name}:{at}: expected a positive finite number of GPU·s, "
                              f"got {row[0]!r}")
-        samples.append(float(row[0]))
+        try:   # float() also reads 1_000 and non-ASCII digits: refused as in a trace
+            samples.append(cell_number(row[0], "duration"))
+        except ValueError as exc:
+            raise ValueError(f"{name}:{at}: {exc}") from None
     if not samples:
         raise ValueError(f"{name}: no samples")
     return samples

@@ -31,6 +31,17 @@ def consolidated_shape(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
     return (gpus_per_node,) * full + ((rest,) if rest else ())
 
 
+def fits_consolidated(num_gpus: int, nodes: int, gpus_per_node: int) -> bool:
+    """True if a job of ``num_gpus`` (> 0) GPUs fits an empty cluster of ``nodes`` nodes of
+    ``gpus_per_node`` GPUs each: :func:`can_ever_fit` of its :func:`consolidated_shape`, which
+    takes ``ceil(num_gpus / gpus_per_node)`` distinct nodes, so ``num_gpus <= nodes ×
+    gpus_per_node``. O(1) without building the shape (one entry per node): a job that can
+    never fit may ask for far more GPUs than the cluster has (10⁸ GPUs on 1-GPU nodes is a
+    shape of 10⁸ entries, gigabytes), so its fit is decided before any shape is made. The
+    same test holds for GPU counting (one pooled node of all the GPUs)."""
+    return 0 < num_gpus <= nodes * gpus_per_node
+
+
 _ORDERS: dict[tuple[int, ...], list[int]] = {}
 
 

@@ -37,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from prioritizer.policy.validation import ConfigError
+from prioritizer.policy.validation import ConfigError, not_text_message, read_as_not_text
 
 #: The tenant of jobs no virtual cluster matches: guarantee 0, no cap.
 SHARED = "(shared)"
@@ -151,13 +151,20 @@ def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_cluste
         values: dict[str, Any] = {"name": name}
         for key in MATCH_KEYS:
             v = entry.get(key)
-            if v is not None and (not isinstance(v, str) or not _NAME.match(v)):
+            if v is not None and read_as_not_text(v):   # account: 010 is the number 8
+                problems.append(f"{at}.{key}: a Slurm name: {not_text_message(v, key)}")
+            elif v is not None and (not isinstance(v, str) or not _NAME.match(v)):
                 problems.append(f"{at}.{key}: must be a Slurm name ([A-Za-z0-9_.-]+), got {v!r}")
             values[key] = v
         users = entry.get("users", [])
-        if not isinstance(users, list) or not all(
-                isinstance(u, (str, int)) and not isinstance(u, bool) and str(u).strip()
-                for u in users):
+        if isinstance(users, list):
+            for i, u in enumerate(users):   # users: [010] is the number 8, [no] False
+                if read_as_not_text(u):
+                    problems.append(f"{at}.users[{i}]: a user name: "
+                                    f"{not_text_message(u, 'users: [', optional=False)}")
+            users = [u for u in users if not read_as_not_text(u)]
+        if not isinstance(users, list) or not all(isinstance(u, str) and u.strip()
+                                                  for u in users):
             problems.append(f"{at}.users: must be a list of user names (none empty)")
             users = []
         twice = sorted(u for u, n in Counter(map(str, users)).items() if n > 1)

@@ -24,7 +24,7 @@ import msgspec
 
 from prioritizer import numbers
 from prioritizer.command import CliError, Command, Exit
-from prioritizer.outputs import check_output
+from prioritizer.outputs import check_outputs
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.tenants import SHARED, Tenancy
@@ -140,10 +140,14 @@ def run(args: argparse.Namespace) -> int:
                        "to --policy/--compare")
     cluster = cluster_of(args)
     inputs = [("--trace", args.trace), ("--cluster", args.cluster), ("--config", args.config),
-              ("--durations", args.durations), ("--durations-from", args.durations_from)]
-    check_output("--jobs-csv", args.jobs_csv, inputs)   # before the replay, not after it
-    check_output("--plot", args.plot, [*inputs, ("--jobs-csv", args.jobs_csv)], figure=True)
-    trace = trace_of(args, "simulate")
+              ("--durations", args.durations), ("--durations-from", args.durations_from),
+              ("--tenants", args.tenants)]
+    if args.tenants_plot and not args.tenants:
+        raise CliError("--tenants-plot needs --tenants FILE.yaml")
+    check_outputs([("--jobs-csv", args.jobs_csv, False), ("--plot", args.plot, True),
+                   ("--tenants-plot", args.tenants_plot, True)],
+                  inputs)   # before the replay, not after it
+    trace = trace_of(args, "simulate", cluster)
     distribution = None
     if uses:
         distribution = _distribution(args)
@@ -159,10 +163,6 @@ def run(args: argparse.Namespace) -> int:
                           if not any(j.user or j.account or j.partition for j in trace.jobs)
                           else "its users: lists name none of the trace's users")
                        + ")")
-    if args.tenants_plot and tenancy is None:
-        raise CliError("--tenants-plot needs --tenants FILE.yaml")
-    if args.tenants_plot:
-        check_output("--tenants-plot", args.tenants_plot, inputs, figure=True)
     configs = [dataclasses.replace(base, policy=cast(PolicyName, name)) for name in policies]
     results = _replay_all(trace, cluster, configs, distribution, tenancy)
     summaries = [summarize(r) for r in results]
@@ -425,16 +425,31 @@ def _source(line: str, args: argparse.Namespace) -> str:
     return f"{args.config}: {line}" if args.config else line
 
 
-def trace_of(args: argparse.Namespace, doing: str) -> Trace:
+def trace_of(args: argparse.Namespace, doing: str, cluster: Cluster | None = None) -> Trace:
     """The trace of ``--trace``/``--format``/``--since``; a bad or empty one is a CliError
-    naming it (``doing``: what the command would do with its jobs, e.g. ``simulate``)."""
+    naming it (``doing``: what the command would do with its jobs, e.g. ``simulate``), and so
+    is one of which no job fits ``cluster`` (:func:`refuse_unfittable`)."""
     try:
         trace = read_trace(args.trace, args.format, args.since)
     except TraceError as exc:
         raise CliError(str(exc)) from None
     if not trace.jobs:
         raise CliError(f"{args.trace}: no jobs to {doing} (after --since and skipping)")
+    if cluster is not None:
+        refuse_unfittable(trace, cluster, args.trace)
     return trace
+
+
+def refuse_unfittable(trace: Trace, cluster: Cluster, path: str) -> None:
+    """CliError (exit 2) when ``trace`` has jobs and none of them fits ``cluster`` even
+    empty: the replay would have nothing to run, as for a trace without jobs. Some jobs
+    that never fit are left to the replay, which counts them (a note, ``skipped_jobs``)."""
+    if not trace.jobs or any(cluster.can_ever_fit(j.num_gpus) for j in trace.jobs):
+        return
+    least = min(j.num_gpus for j in trace.jobs)
+    raise CliError(f"{visible(path)}: no job of the trace fits the cluster ({cluster.nodes:,} × "
+                   f"{cluster.gpus_per_node:,} GPUs): the smallest asks for {least:,} GPUs; "
+                   "give a larger cluster")
 
 
 def cluster_of(args: argparse.Namespace) -> Cluster:

@@ -27,7 +27,7 @@ from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.policy.fast.incremental import Scheduler
 from prioritizer.policy.fast.records import Tracked
-from prioritizer.policy.placement import can_ever_fit, consolidated_shape
+from prioritizer.policy.placement import consolidated_shape, fits_consolidated
 from prioritizer.policy.tenants import SHARED, Tenancy
 from prioritizer.sim.traces import Trace, TraceJob
 
@@ -126,6 +126,12 @@ class Cluster:
             return [self.total_gpus]
         return [self.gpus_per_node] * self.nodes
 
+    def can_ever_fit(self, num_gpus: int) -> bool:
+        """Whether a job of ``num_gpus`` fits the empty cluster (O(1): decided before its
+        :meth:`shape` is made, which for a job of more GPUs than the cluster has could be
+        gigabytes; :func:`~prioritizer.policy.placement.fits_consolidated`)."""
+        return fits_consolidated(num_gpus, self.nodes, self.gpus_per_node)
+
     def shape(self, num_gpus: int) -> tuple[int, ...]:
         if self.placement == "count":
             return (num_gpus,)
@@ -204,14 +210,13 @@ class Simulator:
             self.sched = TenantScheduler(config, totals, names, distribution, tenancy, owners)
         self.jobs: dict[int, SimJob] = {}
         self.unfittable = 0
-        fits: dict[int, tuple[tuple[int, ...], bool]] = {}   # per GPU count (pure)
+        shapes: dict[int, tuple[int, ...] | None] = {}   # per GPU count; None: never fits
         for job in trace.jobs:
-            known = fits.get(job.num_gpus)
-            if known is None:
-                shape = cluster.shape(job.num_gpus)
-                known = fits[job.num_gpus] = (shape, can_ever_fit(shape, totals))
-            shape = known[0]
-            if known[1] and (tenancy is None or within_caps(tenancy, job, self.tenant_of)):
+            if job.num_gpus not in shapes:
+                shapes[job.num_gpus] = (cluster.shape(job.num_gpus)
+                                        if cluster.can_ever_fit(job.num_gpus) else None)
+            shape = shapes[job.num_gpus]
+            if shape is not None and (tenancy is None or within_caps(tenancy, job, self.tenant_of)):
                 self.jobs[job.job_id] = SimJob(job, shape)
             else:
                 self.unfittable += 1
@@ -448,9 +453,10 @@ def simulate_shared(trace: Trace, cluster: Cluster, config: PolicyConfig,
     totals = cluster.node_totals()
     shapes: dict[int, tuple[int, ...]] = {}
     for job in trace.jobs:
-        shape = (1,) if job.share > 0 else cluster.shape(job.num_gpus)
-        if can_ever_fit(shape, totals):
-            shapes[job.job_id] = shape
+        if job.share > 0:
+            shapes[job.job_id] = (1,)
+        elif cluster.can_ever_fit(job.num_gpus):
+            shapes[job.job_id] = cluster.shape(job.num_gpus)
     replay, wall_s = replay_shared(trace, len(totals), totals[0], config, distribution, shapes)
     out = []
     for done in replay.jobs.values():

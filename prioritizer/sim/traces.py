@@ -17,8 +17,11 @@ share of one GPU; an optional ``opportunistic`` column (``1``/``true``, else ``0
 or empty) marks opportunistic jobs. ``prioritizer.sim.mix`` derives such a trace from Philly.
 
 Rows with zero GPUs (CPU-only jobs) or zero duration are skipped and counted. A malformed
-row raises :class:`TraceError` naming ``file:line``. After ``since`` filtering the trace is
-re-based so that the first kept job arrives at 0.
+row raises :class:`TraceError` naming ``file:line``: the line of the file the row starts on
+(a quoted cell with a line break takes several), as every CSV reader of the project names it
+(:mod:`prioritizer.csvcells`, which also reads the number cells and refuses a header that
+names a column twice). After ``since`` filtering the trace is re-based so that the first kept
+job arrives at 0.
 """
 
 from __future__ import annotations
@@ -28,15 +31,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from prioritizer.numbers import FLOAT_TEXT, MAX_GPUS_PER_NODE, MAX_NODES, MAX_SECONDS
+from prioritizer.csvcells import cell_number, repeated_column, repeated_column_message, start_lines
+from prioritizer.numbers import MAX_DURATION_S, MAX_TIME_S, MAX_TRACE_GPUS as MAX_GPUS
 from slurm_plugin.common.readfile import BadText, UnreadableFile, csv_rows
-
-#: the largest values a trace row may hold: a job's GPUs (the largest cluster the simulator
-#: takes), its duration in seconds (as ``dlprio``'s options, about 31 years) and its submit
-#: time or interval (a history trace's are epoch seconds)
-MAX_GPUS = MAX_NODES * MAX_GPUS_PER_NODE
-MAX_DURATION_S = MAX_SECONDS
-MAX_TIME_S = 100 * MAX_SECONDS
 
 FORMATS: dict[str, tuple[str, str, str, str]] = {
     # format: (id column, GPUs column, submit column or "" (from interval), duration column)
@@ -120,6 +117,9 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     if not rows:
         raise TraceError(f"{name}:1: empty file; expected a header line")
     header = [h.strip() for h in rows[0]]
+    twice = repeated_column(header)
+    if twice is not None:
+        raise TraceError(f"{name}:1: {repeated_column_message(twice)}")
     fmt = fmt or detect_format(header, name)
     if fmt not in FORMATS:
         raise TraceError(f"unknown trace format {fmt!r}; valid: {', '.join(FORMATS)}")
@@ -139,7 +139,7 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
     clock = 0.0
     first_line: dict[str, int] = {}
-    for line, row in enumerate(rows[1:], start=2):
+    for index, (line, row) in enumerate(zip(start_lines(rows)[1:], rows[1:])):
         if not row:
             continue
         if len(row) != width:
@@ -164,7 +164,7 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
         if submit_col:
             submit = value
         else:
-            clock = clock + value if line > 2 else 0.0
+            clock = clock + value if index else 0.0
             submit = clock
         if gpus != int(gpus) and gpus > 1:
             raise TraceError(f"{name}:{line}: {gpu_col} must be a whole number or a fraction "
@@ -202,20 +202,11 @@ def _flag(text: str, name: str, line: int) -> bool:
 
 
 def _number(text: str, column: str, name: str, line: int, high: float = math.inf) -> float:
+    """:func:`prioritizer.csvcells.cell_number`, its refusal a TraceError naming ``name:line``."""
     try:
-        value = float(text)
-    except ValueError:
-        raise TraceError(f"{name}:{line}: {column} is not a number: {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise TraceError(f"{name}:{line}: {column} must be finite, got {text!r}")
-    if not FLOAT_TEXT.match(text.strip()):
-        raise TraceError(f"{name}:{line}: {column} is not a plain decimal number: {text!r} "
-                         f"(ASCII digits, an optional '.' and exponent; no '_' separators)")
-    if value < 0:
-        raise TraceError(f"{name}:{line}: {column} must be >= 0, got {text!r}")
-    if value > high:
-        raise TraceError(f"{name}:{line}: {column} must be at most {high:,.0f}, got {text!r}")
-    return value
+        return cell_number(text, column, high)
+    except ValueError as exc:
+        raise TraceError(f"{name}:{line}: {exc}") from None
 
 
 def read_cluster_spec(path: str | Path) -> tuple[int, int]:
@@ -223,30 +214,45 @@ def read_cluster_spec(path: str | Path) -> tuple[int, int]:
     (``num_switch,num_node_p_switch,num_gpu_p_node,...``); nodes = switches × nodes/switch.
 
     Raises:
-        TraceError: unreadable file, missing column or non-positive value.
+        TraceError: unreadable file, a header that lacks a column or names one twice, a row
+            of another length than the header, a value that is not a whole number > 0
+            (``file:line: ...``, the line the row starts on).
     """
     name = str(path)
     lines = _csv_rows(path)
     if not lines:
         raise TraceError(f"{name}:1: empty file; expected the header "
                          "num_switch,num_node_p_switch,num_gpu_p_node and one cluster row")
-    rows = [dict(zip([h.strip() for h in lines[0]], line)) for line in lines[1:]]
-    if not rows:
-        raise TraceError(f"{name}:2: no cluster row under the header")
-    extra = [i for i, line in enumerate(lines[2:], start=3) if any(cell.strip() for cell in line)]
-    if extra:
-        raise TraceError(f"{name}:{extra[0]}: a cluster spec has one row under the header "
-                         "(one cluster); remove the others")
-    row = rows[0]
-    values = []
-    for column in ("num_switch", "num_node_p_switch", "num_gpu_p_node"):
-        if row.get(column) is None:
+    header = [h.strip() for h in lines[0]]
+    twice = repeated_column(header)
+    if twice is not None:
+        raise TraceError(f"{name}:1: {repeated_column_message(twice)}")
+    for column in SPEC_COLUMNS:
+        if column not in header:
             raise TraceError(f"{name}:1: cluster spec lacks column {column}")
-        value = _number(row[column], column, name, 2)
+    numbered = [(line, cells) for line, cells in zip(start_lines(lines)[1:], lines[1:])
+                if any(cell.strip() for cell in cells)]
+    if not numbered:
+        raise TraceError(f"{name}:2: no cluster row under the header")
+    if len(numbered) > 1:
+        raise TraceError(f"{name}:{numbered[1][0]}: a cluster spec has one row under the header "
+                         "(one cluster); remove the others")
+    line, cells = numbered[0]
+    if len(cells) != len(header):
+        short = "short" if len(cells) < len(header) else "long"
+        raise TraceError(f"{name}:{line}: the row is {short}: {len(cells)} cells, the header "
+                         f"has {len(header)} ({','.join(header)}); give one value per column")
+    values = []
+    for column in SPEC_COLUMNS:
+        value = _number(cells[header.index(column)], column, name, line)
         if value <= 0 or value != int(value):
-            raise TraceError(f"{name}:2: {column} must be a whole number > 0")
+            raise TraceError(f"{name}:{line}: {column} must be a whole number > 0")
         values.append(int(value))
     return values[0] * values[1], values[2]
+
+
+#: the columns of a Tiresias cluster spec that :func:`read_cluster_spec` reads
+SPEC_COLUMNS = ("num_switch", "num_node_p_switch", "num_gpu_p_node")
 
 
 def _csv_rows(path: str | Path) -> list[list[str]]:

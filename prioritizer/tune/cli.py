@@ -17,10 +17,10 @@ from typing import Any, NoReturn
 
 from prioritizer import numbers, tables
 from prioritizer.command import CliError, Command, Exit
-from prioritizer.outputs import check_output
+from prioritizer.outputs import check_outputs
 from prioritizer.history.cli import policy_config, untracked_note
-from prioritizer.policy.config import PolicyConfig
-from prioritizer.sim.cli import cluster_of
+from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig
+from prioritizer.sim.cli import cluster_of, refuse_unfittable
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.learned import MIN_SAMPLES, Durations
 from prioritizer.sim.traces import Trace, TraceError, read_trace
@@ -154,15 +154,18 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--workers applies only with --executor local (the default); drop "
                        "--workers")
     inputs = [("--trace", args.trace), ("--cluster", getattr(args, "cluster", None)),
-              ("--grid", args.grid), ("--config", getattr(args, "config", None))]
-    check_output("--output", args.output, inputs)   # before the replays, not after them
-    check_output("--plot", args.plot, [*inputs, ("--output", args.output)], figure=True)
+              ("--grid", args.grid), ("--config", getattr(args, "config", None)),
+              ("--durations", args.durations), ("--durations-from", args.durations_from)]
+    check_outputs([("--output", args.output, False), ("--plot", args.plot, True)],
+                  inputs)   # before the replays, not after them
     current = _current(args)
     try:
         grid = load_grid(args.grid) if args.grid.endswith((".yaml", ".yml")) else parse_grid(args.grid)
         combos = combinations(grid, current)
     except GridError as exc:
         raise CliError(str(exc)) from None
+    if args.output:
+        _refuse_simulate_only(args, grid, current)
     cluster = cluster_of(args)
     durations = durations_of(args, [c for _, c in combos] + [current])
     walk_only = [f"--{name.replace('_', '-')}"
@@ -189,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         untracked_note("dlprio tune")   # the trace's own faults, which it may explain
     if not trace.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
+    refuse_unfittable(trace, cluster, args.trace)
     tune_part = (None, split)
     if split is not None:
         before = sum(1 for j in trace.jobs if j.submit < split)
@@ -234,6 +238,24 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"{args.plot}: cannot write ({exc.strerror})", exit_code=Exit.FAILED) from None
     return 0
+
+
+def _refuse_simulate_only(args: argparse.Namespace, grid: dict[str, list[Any]],
+                          current: PolicyConfig) -> None:
+    """With ``--output``: CliError (exit 2) when a setting that may be written, a grid value
+    or the current config (chosen when no grid point beats it), runs a policy the daemon
+    refuses (:data:`~prioritizer.policy.config.SIMULATE_ONLY`): the snippet would be a
+    ``dlprio.yaml`` the daemon does not start with. Checked before any replay."""
+    oracle = next((p for p in grid.get("policy", []) if p in SIMULATE_ONLY), None)
+    source = f"--grid policy={oracle}"
+    if oracle is None and current.policy in SIMULATE_ONLY:
+        oracle = current.policy
+        source = (f"--policy {oracle}" if args.policy
+                  else f"--config {visible(args.config)} (policy: {oracle})")
+    if oracle is not None:
+        raise CliError(f"--output: {source}: the daemon refuses policy {oracle} (it needs "
+                       "every job's true duration, an oracle: `dlprio simulate` only), so the "
+                       f"best config could not be used; drop {oracle} or drop --output")
 
 
 def _validate(args: argparse.Namespace, cluster: Cluster, split: float, best: PolicyConfig,

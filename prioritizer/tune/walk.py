@@ -25,22 +25,43 @@ from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 DAY_S = 86_400.0
+#: the most re-tune points one walk may make: each ranks the whole grid on a replay of the
+#: history before it, so 1,000 points are 1,000 × grid-size replays (days of CPU on a real
+#: trace), and the point list itself must stay small (a period of 1e-9 days over a year of
+#: trace would be 3.6·10¹¹ points)
+MAX_RETUNE_POINTS = 1_000
 
 T = TypeVar("T")
+
+
+class TooManyPoints(ValueError):
+    """A period that cuts the trace at more than :data:`MAX_RETUNE_POINTS` points:
+    ``count`` points, and ``least_period_s``, the shortest period that makes at most the cap
+    (seconds)."""
+
+    def __init__(self, count: int, least_period_s: float) -> None:
+        super().__init__(f"{count:,} re-tune points, more than {MAX_RETUNE_POINTS:,}; give a "
+                         f"period of at least {least_period_s:g} s")
+        self.count, self.least_period_s = count, least_period_s
 
 
 def retune_points(submits: Sequence[float], period_s: float) -> list[float]:
     """The re-tune points of a trace whose jobs are submitted at ``submits`` (seconds, the
     first at 0 or later): ``k × period_s`` for k = 1, 2, ... while the point is at or before
-    the last submission (a point after it would choose for no job).
+    the last submission (a point after it would choose for no job). At most
+    :data:`MAX_RETUNE_POINTS`; their number is counted before any is made.
 
     Raises:
+        TooManyPoints: more points than :data:`MAX_RETUNE_POINTS`.
         ValueError: ``period_s`` not a finite number > 0.
     """
     if not (period_s > 0 and math.isfinite(period_s)):
         raise ValueError(f"the walk-forward period must be > 0 seconds, got {period_s}")
     last = max(submits, default=0.0)
-    return [k * period_s for k in range(1, int(last // period_s) + 1)]
+    count = int(last // period_s)
+    if count > MAX_RETUNE_POINTS:
+        raise TooManyPoints(count, last / MAX_RETUNE_POINTS)
+    return [k * period_s for k in range(1, count + 1)]
 
 
 def period_of(submit: float, points: Sequence[float]) -> int:

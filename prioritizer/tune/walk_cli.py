@@ -1,5 +1,7 @@
 """``dlprio tune --walk-forward DAYS``: the run and its output (the rules are
-:mod:`prioritizer.tune.walk`'s).
+:mod:`prioritizer.tune.walk`'s). A period that would cut the trace at more than
+:data:`~prioritizer.tune.walk.MAX_RETUNE_POINTS` points is refused before any is made, with
+the least period allowed for the trace.
 
 Each re-tune point ranks the grid on the jobs submitted before it (through the same executors
 as ``dlprio tune``: a process pool, or one Slurm job array per point, in ``point-K`` under
@@ -28,7 +30,8 @@ from prioritizer import tables
 from prioritizer.command import CliError
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.sim.cli import DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy
+from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
+                                 refuse_unfittable)
 from prioritizer.sim.engine import Cluster, JobResult, SimResult, simulate
 from prioritizer.sim.learned import Durations
 from prioritizer.sim.report import format_table, format_windows_table, summarize, window_comparison
@@ -37,7 +40,8 @@ from prioritizer.grid import yaml_snippet
 from prioritizer.sim.windows import DEFAULT_MAX_HURT_SHARE, OFF, ORACLE
 from prioritizer.tune.rank import (Task, bar_configs, make_task, pick, rank, window,
                                    with_windows)
-from prioritizer.tune.walk import DAY_S, retune_points, settings_per_window, stitch
+from prioritizer.tune.walk import (DAY_S, MAX_RETUNE_POINTS, TooManyPoints, retune_points,
+                                   settings_per_window, stitch)
 from slurm_plugin.common.cli import visible
 
 WALK, FIXED = "walk-forward", "fixed"
@@ -65,13 +69,24 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     if not full.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay at or after --since "
                        f"{args.since or 0:g}")
+    refuse_unfittable(full, cluster, args.trace)
     start = min(j.submit for j in original.jobs if args.since is None or j.submit >= args.since)
-    points = retune_points([j.submit for j in full.jobs], period_s)
     last = max(j.submit for j in full.jobs)   # seconds after the first submission
     if not last:
         raise CliError(f"--walk-forward {args.walk_forward:g}: every job of the trace is "
                        "submitted at one time, so no re-tune point can fall inside it; "
                        "walk-forward needs submissions spread over time")
+    try:
+        points = retune_points([j.submit for j in full.jobs], period_s)
+    except TooManyPoints as exc:
+        days = exc.least_period_s / DAY_S
+        scale = 10.0 ** (3 - math.floor(math.log10(days)))   # 4 significant digits,
+        least = math.ceil(days * scale) / scale               # rounded up
+        raise CliError(f"--walk-forward {args.walk_forward:g}: the trace spans "
+                       f"{last / DAY_S:.4g} day(s) of submissions ({last:g} s), which this "
+                       f"period cuts at {exc.count:,} re-tune points, more than "
+                       f"{MAX_RETUNE_POINTS:,} (each ranks the whole grid); give at least "
+                       f"{least:g} days") from None
     if not points:
         scale = 10.0 ** (3 - math.floor(math.log10(last / DAY_S)))   # 4 significant digits,
         most = math.floor(last / DAY_S * scale) / scale               # rounded down

@@ -128,7 +128,7 @@ def quiet_on_closed_stdout(main: Main) -> Main:
             print(f"{prog}: cannot write to stdout: it is closed; run it with stdout open "
                   "(> /dev/null to discard what it prints)", file=sys.stderr)
             return EXIT_STDOUT_FAILED
-        sys.stdout = _GuardedStdout(real)  # type: ignore[assignment]
+        sys.stdout = _GuardedStdout(real)
         try:
             rc = main(argv)
             sys.stdout.flush()

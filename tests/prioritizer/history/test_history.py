@@ -114,13 +114,57 @@ def test_round_trip_and_simulate_reads_it_by_header(tmp_path: Path) -> None:
      "work_gpu_s is not a plain decimal number: '1_000'"),
     ("1,u,a,p,10,10,\uff12,1,4,10,20,10,COMPLETED,1,self,0",
      "num_gpu is not a plain decimal number"),
-    ("1,u,a,p,10,10,2,1,-inf,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be a finite"),
+    ("1,u,a,p,10,10,2,1,-inf,10,20,10,COMPLETED,1,self,0", "work_gpu_s must be finite, got '-inf'"),
 ])
 def test_malformed_history_names_line_and_column(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "h.csv"
     path.write_text(",".join(COLUMNS) + "\n" + line + "\n")
     with pytest.raises(HistoryError, match=f"h.csv:2: .*{message}"):
         read_rows(str(path))
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("1,u,a,gpu,1000,1000,1e30,1,1e30,1,1001,1,COMPLETED,1,self,0",
+     "num_gpu must be at most 102,400,000, got '1e30'"),
+    ("1,u,a,gpu,1000,1e300,1,1,1,1,1e300,1,COMPLETED,1,self,0",
+     "eligible_time must be at most 100,000,000,000, got '1e300'"),
+    ("1,u,a,gpu,1000,1000,1,1,1e300,1e300,1001,1,COMPLETED,1,self,0",
+     "work_gpu_s must be at most 102,400,000,000,000,000, got '1e300'"),
+    ("1,u,a,gpu,1000,1000,1,1,2e9,2e9,1001,1,COMPLETED,1,self,0",
+     "duration must be at most 1,000,000,000, got '2e9'"),
+    ("1,u,a,gpu,1000,1000,1,200000,1,1,1001,1,COMPLETED,1,self,0",
+     "num_nodes must be at most 100,000, got '200000'"),
+    ("1,u,a,gpu,1000,1000,1,1,1,1,1001,1,COMPLETED,1e10,self,0",
+     "attempts must be at most 1,000,000,000, got '1e10'"),
+], ids=["gpus", "times", "work", "duration", "nodes", "attempts"])
+def test_history_values_have_the_simulate_readers_bounds(tmp_path: Path, line: str,
+                                                         message: str) -> None:
+    """GPUs, times and durations past what ``dlprio simulate``'s readers take (1e30 GPUs
+    overflowed the placement, 1e300 times gave a negative replay JCT) are refused by cell."""
+    path = tmp_path / "h.csv"
+    path.write_text(",".join(COLUMNS) + "\n" + line + "\n")
+    with pytest.raises(HistoryError) as err:
+        read_rows(str(path))
+    assert str(err.value) == f"{path}:2: {message}"
+
+
+def test_history_check_refuses_a_job_larger_than_any_cluster(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "h_huge.csv"
+    path.write_text(",".join(COLUMNS) + "\n"
+                    "1,u,a,gpu,1000,1000,1e30,1,1e30,1,1001,1,COMPLETED,1,self,0\n")
+    assert main(["history", "check", "--trace", str(path), "--nodes", "1",
+                 "--gpus-per-node", "4"]) == 2
+    assert capsys.readouterr() == ("", f"dlprio: {path}:2: num_gpu must be at most "
+                                   "102,400,000, got '1e30'\n")
+
+
+def test_check_refuses_a_history_no_job_of_which_fits() -> None:
+    rows = [_row("a", 0, 8, 10, 10), _row("b", 0, 16, 10, 10)]
+    with pytest.raises(ValueError) as err:
+        check(rows, Cluster(1, 4), FIFO_FIT)
+    assert str(err.value) == ("no job of the history fits the cluster (1 × 4 GPUs): the "
+                              "smallest asks for 8 GPUs; give a larger cluster")
 
 
 def test_check_on_hand_computed_fifo() -> None:

@@ -96,6 +96,38 @@ def test_unfittable_jobs_are_counted_not_dropped_silently() -> None:
     assert summarize(result)["skipped_jobs"] == 1
 
 
+@pytest.mark.parametrize("placement", ["consolidate", "count"])
+def test_a_job_that_never_fits_costs_no_shape(placement: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job of 10^8 GPUs on one 1-GPU node built a shape of 10^8 entries (6 GB) before it
+    was found never to fit; its fit is decided first and only the jobs that fit get a shape,
+    on both replay paths (whole GPUs, and shard jobs)."""
+    from prioritizer.sim import engine
+    real = engine.consolidated_shape
+
+    def only_fitting(num_gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+        if num_gpus > gpus_per_node:   # the cluster is one node: such a job never fits
+            raise AssertionError(f"a shape was built for a {num_gpus}-GPU job")
+        return real(num_gpus, gpus_per_node)
+
+    monkeypatch.setattr(engine, "consolidated_shape", only_fitting)
+    huge = trace((0, 102_400_000, 5), (0, 1, 5))
+    result = simulate(huge, Cluster(1, 1, placement), ZERO)
+    assert (len(result.jobs), result.unfittable_jobs) == (1, 1)
+    shard = Trace("mem", "tiresias", (*huge.jobs, TraceJob(2, "2", 4, 0, 1, 5, share=0.5)), 0)
+    result = simulate(shard, Cluster(1, 1, placement), ZERO)
+    assert (len(result.jobs), result.unfittable_jobs) == (2, 1)
+
+
+def test_fits_consolidated_is_can_ever_fit_of_the_shape() -> None:
+    from prioritizer.policy.placement import can_ever_fit, consolidated_shape, fits_consolidated
+    for nodes in range(1, 5):
+        for per_node in range(1, 5):
+            for gpus in range(1, 24):
+                assert fits_consolidated(gpus, nodes, per_node) == can_ever_fit(
+                    consolidated_shape(gpus, per_node), [per_node] * nodes)
+
+
 def test_nearest_rank_percentiles() -> None:
     values = [float(v) for v in range(1, 21)]          # 1..20
     assert nearest_rank(values, 95) == 19.0            # rank ceil(0.95 x 20) = 19

@@ -354,6 +354,47 @@ def test_jobs_csv_naming_the_trace_is_refused_and_the_trace_kept(
     assert trace.read_bytes() == Path(SIXTY).read_bytes()
 
 
+@pytest.mark.parametrize(("first", "second", "extra"), [
+    ("--jobs-csv", "--plot", []),
+    ("--plot", "--tenants-plot", ["--tenants", "TENANTS"]),
+    ("--jobs-csv", "--tenants-plot", ["--tenants", "TENANTS"]),
+], ids=["jobs-csv-plot", "plot-tenants-plot", "jobs-csv-tenants-plot"])
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_two_outputs_naming_one_file_are_refused_before_the_replay(
+        first: str, second: str, extra: list[str], existing: bool, tmp_path: Path,
+        no_replay: list[object], capsys: pytest.CaptureFixture[str]) -> None:
+    """The second write would silently replace the first: one line naming both options, exit
+    2, nothing written, whether the file exists yet or not and by any spelling of its path."""
+    tenants = tmp_path / "ten.yaml"
+    tenants.write_text("virtual_clusters:\n  A: {users: ['1'], guaranteed_gpus: 2}\n")
+    out = tmp_path / "same.png"
+    if existing:
+        out.write_bytes(b"old")
+    (tmp_path / "sub").mkdir()
+    alias = tmp_path / "sub" / ".." / "same.png"
+    argv = ["simulate", "--trace", SIXTY, *N2G4, first, str(out), second, str(alias),
+            *[str(tenants) if e == "TENANTS" else e for e in extra]]
+    assert (main(argv), no_replay) == (2, [])
+    assert capsys.readouterr() == ("", f"dlprio: {second} {alias}: is also the file given "
+                                   f"with {first}; one would overwrite the other: give each "
+                                   "output its own file name\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        ["same.png", "sub", "ten.yaml"] if existing else ["sub", "ten.yaml"])
+
+
+def test_a_trace_no_job_of_which_fits_is_refused(tmp_path: Path, no_replay: list[object],
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A replay with nothing to run printed an avg JCT of 0.0 and exit 0; as for a trace
+    without jobs, one line and exit 2 (a trace with some jobs that fit replays those)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\na,8,0,5\nb,16,0,5\n")
+    rc = main(["simulate", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4"])
+    assert (rc, no_replay) == (2, [])
+    assert capsys.readouterr() == ("", f"dlprio: {trace}: no job of the trace fits the cluster "
+                                   "(1 × 4 GPUs): the smallest asks for 8 GPUs; give a larger "
+                                   "cluster\n")
+
+
 @pytest.mark.parametrize(("option", "name", "message"), [
     ("--jobs-csv", "", "is a directory; give a file name"),
     ("--plot", "", "is a directory; give a file name"),

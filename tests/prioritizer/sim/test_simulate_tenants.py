@@ -119,7 +119,7 @@ def test_sharing_trace_with_tenants_is_refused_before_the_replay(
      "GPUs, more than any cluster; leave user_limit_factor out for no user limit"),
     ("virtual_clusters:\n  A: {users: ['1', ''], guaranteed_gpus: 2}\n",
      "virtual_clusters.A.users: must be a list of user names (none empty)"),
-    ("virtual_clusters:\n  A: {users: ['1', '2', 1], guaranteed_gpus: 2}\n",
+    ("virtual_clusters:\n  A: {users: ['1', '2', '1'], guaranteed_gpus: 2}\n",
      "virtual_clusters.A.users: '1' listed more than once; list each user once"),
 ])
 def test_tenants_file_mistakes_are_one_line(files: tuple[str, str], tmp_path: Path, text: str,
@@ -133,6 +133,32 @@ def test_tenants_file_mistakes_are_one_line(files: tuple[str, str], tmp_path: Pa
     assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
                  "--tenants", str(bad)]) == 2
     assert capsys.readouterr().err == f"dlprio: {bad}: {line}\n"
+
+
+@pytest.mark.parametrize("users, line", [
+    ("[alice, 010]", "users[1]: a user name: expected a string, but YAML read the value as a "
+     'number; quote it as written, e.g. users: ["8"] (got 8)'),
+    ("[1_000]", "users[0]: a user name: expected a string, but YAML read the value as a "
+     'number; quote it as written, e.g. users: ["1000"] (got 1000)'),
+    ("[0x1F]", "users[0]: a user name: expected a string, but YAML read the value as a "
+     'number; quote it as written, e.g. users: ["31"] (got 31)'),
+    ("[alice, 'bob', no]", "users[2]: a user name: expected a string, but YAML read the value "
+     'as the boolean false; quote it as written, e.g. users: ["no"] (got False)'),
+    ("['1']\n    account: 010", "account: a Slurm name: expected a string, but YAML read the "
+     'value as a number; quote it as written, e.g. account: "8" (got 8)'),
+], ids=["octal", "underscore", "hex", "no", "account"])
+def test_a_name_yaml_read_as_no_text_is_refused(files: tuple[str, str], tmp_path: Path,
+                                                users: str, line: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """YAML reads an unquoted 010 as 8, 1_000 as 1000, 0x1F as 31 and no as false: a user
+    named so would be matched under another name (or none), so the entry is refused with
+    what YAML read and how to quote it."""
+    trace, _ = files
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"virtual_clusters:\n  A:\n    users: {users}\n    guaranteed_gpus: 2\n")
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants", str(bad)]) == 2
+    assert capsys.readouterr() == ("", f"dlprio: {bad}: virtual_clusters.A.{line}\n")
 
 
 def test_tenants_that_match_no_job_are_refused(files: tuple[str, str], tmp_path: Path,

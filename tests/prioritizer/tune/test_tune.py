@@ -292,3 +292,37 @@ def test_tune_names_a_winner_without_a_tie_reason() -> None:
     from prioritizer.tune.rank import tie_reason
     fig = {"avg_jct_s": 10.0, "p95_jct_s": 20.0, "max_wait_s": 5.0}
     assert tie_reason([PolicyConfig()] * 2, [fig, {**fig, "avg_jct_s": 9.0}], []) is None
+
+
+def test_output_and_plot_naming_one_file_are_refused(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "o.png"
+    rc = main(["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4",
+               "--grid", "knob=4,8", "--output", str(out), "--plot", f"{tmp_path}/./o.png"])
+    assert (rc, capsys.readouterr().err) == (
+        2, f"dlprio: --plot {tmp_path}/./o.png: is also the file given with --output; one would "
+        "overwrite the other: give each output its own file name\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("extra, source", [
+    (["--grid", "policy=srtf,fifo"], "--grid policy=srtf"),
+    (["--grid", "policy=fifo,las", "--policy", "srtf"], "--policy srtf"),
+    (["--grid", "knob=4,8", "--config", "CONFIG"], "--config CONFIG (policy: srtf)"),
+], ids=["grid", "current-policy", "current-config"])
+def test_output_refuses_a_policy_the_daemon_refuses(tmp_path: Path, extra: list[str], source: str,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    """``--output`` writes a dlprio.yaml snippet: srtf (an oracle, `dlprio simulate` only)
+    there is a config the daemon refuses, so a grid or current config that may be chosen with
+    it is refused before any replay; without --output it is ranked like any other."""
+    config = tmp_path / "dlprio.yaml"
+    config.write_text("policy:\n  policy: srtf\n")
+    out = tmp_path / "best.yaml"
+    argv = ["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4",
+            *[str(config) if e == "CONFIG" else e for e in extra], "--output", str(out)]
+    assert main(argv) == 2
+    assert capsys.readouterr() == ("", f"dlprio: --output: {source.replace('CONFIG', str(config))}: "
+                                   "the daemon refuses policy srtf (it needs every job's true "
+                                   "duration, an oracle: `dlprio simulate` only), so the best "
+                                   "config could not be used; drop srtf or drop --output\n")
+    assert not out.exists()

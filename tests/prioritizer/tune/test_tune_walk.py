@@ -13,8 +13,8 @@ import prioritizer.tune.cli as tune_cli
 from prioritizer.cli import main
 from prioritizer.sim.traces import read_trace
 from prioritizer.tune.rank import window
-from prioritizer.tune.walk import (DAY_S, period_of, retune_points, settings_per_window,
-                                   stitch)
+from prioritizer.tune.walk import (DAY_S, MAX_RETUNE_POINTS, TooManyPoints, period_of,
+                                   retune_points, settings_per_window, stitch)
 
 
 @pytest.mark.parametrize(("submits", "period", "points"), [
@@ -30,6 +30,32 @@ def test_retune_points(submits: list[float], period: float, points: list[float])
 def test_retune_points_refuses_a_period_that_is_not_positive() -> None:
     with pytest.raises(ValueError, match="must be > 0"):
         retune_points([0.0], 0.0)
+
+
+def test_retune_points_are_counted_before_they_are_made() -> None:
+    """A period of 1e-9 days over a year of submissions would be 3.6·10^11 points (the list
+    alone is terabytes): refused with the count and the shortest period within the cap."""
+    with pytest.raises(TooManyPoints):   # a small case first
+        retune_points([0.0, 1001.0], 1.0)
+    assert len(retune_points([0.0, 1000.0], 1.0)) == MAX_RETUNE_POINTS
+    year = 365 * DAY_S
+    with pytest.raises(TooManyPoints) as exc:
+        retune_points([0.0, year], 1e-9 * DAY_S)
+    assert exc.value.count == 365_000_000_000
+    assert exc.value.least_period_s == year / MAX_RETUNE_POINTS
+    assert len(retune_points([0.0, year], exc.value.least_period_s)) == MAX_RETUNE_POINTS
+
+
+def test_walk_forward_with_too_many_points_is_refused(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    trace = tmp_path / "wf.csv"
+    trace.write_text("job_id,num_gpu,submit_time,duration\na,1,0,5\nb,1,100,5\nc,2,300,5\n")
+    rc = main(["tune", "--trace", str(trace), "--nodes", "1", "--gpus-per-node", "4",
+               "--workers", "1", "--grid", "knob=4,16", "--walk-forward", "1e-9"])
+    assert (rc, capsys.readouterr()) == (2, ("", (
+        "dlprio: --walk-forward 1e-09: the trace spans 0.003472 day(s) of submissions (300 s), "
+        "which this period cuts at 3,472,222 re-tune points, more than 1,000 (each ranks the "
+        "whole grid); give at least 3.473e-06 days\n")))
 
 
 def test_period_of_and_stitch() -> None:
