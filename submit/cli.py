@@ -42,6 +42,7 @@ import time
 from typing import Any
 
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
+from slurm_plugin.common.wording import utf8_text
 from slurm_plugin.common.exits import Exit, epilog, signalled
 from submit import advice, environ, load, mounts, node_shape, params, secrets
 from submit.ending import without_final_gc
@@ -169,19 +170,11 @@ def _check_utf8(args: argparse.Namespace) -> None:
         if dest in _READ_ONLY_PATHS:
             continue
         for v in value if isinstance(value, list) else [value]:
-            if isinstance(v, str) and not _is_utf8(v):
+            if isinstance(v, str) and not utf8_text(v):
                 problems.append(f"--{dest.replace('_', '-')} {visible(v)}: not UTF-8 text; the "
                                 "batch script holds it as UTF-8: give it in UTF-8")
     if problems:
         raise SpecError(problems)
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str, Any, str]]]:

@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 from slurm_plugin.common.wording import (MAX_SHOWN, close_name, not_text_message, read_as_not_text,
-                                         shown, yaml_reading)
+                                         shown, yaml_reading, utf8_text)
 
 __all__ = ["EXPECTED", "MAX_SHOWN", "ConfigError", "Problem", "Rule", "check", "close_name",
            "lines", "not_text_message", "read_as_not_text", "replace", "shown", "unknown_key",
@@ -191,7 +191,7 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
         done = [_convert(v, item, f"{key}: [") for v in value]
         return (tuple(v for v, _ in done),
                 [((i, *path), msg) for i, (_, found) in enumerate(done) for path, msg in found])
-    if isinstance(value, str) and _lone_surrogate(value):
+    if isinstance(value, str) and not utf8_text(value):
         # YAML's "\ud800" escape: no character, not writable as UTF-8 (to Slurm, a log, a path);
         # msgspec raised UnicodeEncodeError for it (a traceback, or a message without the key)
         what = ("must be text without a lone surrogate (\\ud800-\\udfff)" if base is str
@@ -229,14 +229,6 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
             return value, [((), f"{_bound_message(meta)} (got {shown(value)})")]
     return converted, [((), f"{r.message} (got {shown(value)})") for r in rules
                        if not r.test(converted)]
-
-
-def _lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _type_message(base: Any) -> str:

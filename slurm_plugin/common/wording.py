@@ -99,3 +99,13 @@ def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = 
                else f"\"{text}\"")
     return (f"expected a string, but YAML read the value as {kind}; quote it as written, "
             f"e.g. {example} (got {shown(value)})")
+
+
+def utf8_text(text: str) -> bool:
+    """Whether ``text`` is UTF-8 text: no lone surrogate, which is how Python holds a byte of a
+    file name, an argument or an environment value that did not decode (PEP 383)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
