@@ -99,9 +99,9 @@ def test_unfittable_jobs_are_counted_not_dropped_silently() -> None:
 @pytest.mark.parametrize("placement", ["consolidate", "count"])
 def test_a_job_that_never_fits_costs_no_shape(placement: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """A job of 10^8 GPUs on one 1-GPU node built a shape of 10^8 entries (6 GB) before it
-    was found never to fit; its fit is decided first and only the jobs that fit get a shape,
-    on both replay paths (whole GPUs, and shard jobs)."""
+    """A job of 10^8 GPUs on one 1-GPU node would need a shape of 10^8 entries (6 GB) to be
+    found never to fit; its fit is decided first and only the jobs that fit get a shape, on
+    both replay paths (whole GPUs, and shard jobs)."""
     from prioritizer.sim import engine
     real = engine.consolidated_shape
 
