@@ -5,6 +5,11 @@ Tests marked ``@pytest.mark.live`` talk to the real Slurm cluster that ``SLURM_C
 ``./test.sh`` start it). When no cluster answers, a live test fails with a message saying how to
 start one; it is never skipped. ``pytest -m "not live"`` runs the pure tests alone.
 
+Tests marked ``@pytest.mark.torch`` need PyTorch (the ``.[torch]`` extra, which ``./test.sh``
+installs with scripts/install-torch.sh). Their modules import it only where it is installed
+(:data:`TORCH`), so that a venv without it still collects every other test; there each such
+test fails with the command that installs it, never skipped.
+
 Tests marked ``@pytest.mark.corpus`` read the real-world corpus beside the repository
 (tests/corpus.py). Where it is absent (a user's clone) they are deselected at collection, never
 skipped, and the run ends with one line saying how many and where the corpus exists.
@@ -69,6 +74,18 @@ def _require_live_cluster(request: pytest.FixtureRequest) -> None:
             "start one with `sudo .venv/bin/dlcluster up` or run `pytest -m 'not live'`",
             pytrace=False,
         )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _require_torch(request: pytest.FixtureRequest) -> None:
+    """Fail a ``torch`` module's tests, before its other module fixtures (a cluster) start,
+    where PyTorch is not installed."""
+    from torch_check import TORCH
+
+    if TORCH or request.node.get_closest_marker("torch") is None:
+        return
+    pytest.fail("PyTorch is not installed in this venv: run scripts/install-torch.sh (./test.sh "
+                "runs it), or `pytest -m 'not torch'`", pytrace=False)
 
 
 REPO = Path(__file__).resolve().parents[1]
