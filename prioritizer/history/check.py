@@ -175,10 +175,9 @@ def check(rows: Sequence[HistoryRow], cluster: Cluster, config: PolicyConfig,
     if not kept:
         raise ValueError("the history has no GPU job with work to replay")
     gpus = [r.num_gpu for r in rows if r.num_gpu > 0 and r.duration > 0]
-    if not any(cluster.can_ever_fit(g) for g in gpus):
-        raise ValueError(f"no job of the history fits the cluster ({cluster.nodes:,} × "
-                         f"{cluster.gpus_per_node:,} GPUs): the smallest asks for "
-                         f"{min(gpus):,} GPUs; give a larger cluster")
+    line = cluster.none_fits(gpus, "history")
+    if line is not None:
+        raise ValueError(line)
     base = tick_base(min(kept), cycle_at, config.decision_interval_s)
     trace = trace_of(rows, hold_s=start_latency_s, dispatch_s=dispatch_s, base=base)
     result = simulate(trace, cluster, config, distribution, tick_on_time=True)

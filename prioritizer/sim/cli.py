@@ -444,12 +444,9 @@ def refuse_unfittable(trace: Trace, cluster: Cluster, path: str) -> None:
     """CliError (exit 2) when ``trace`` has jobs and none of them fits ``cluster`` even
     empty: the replay would have nothing to run, as for a trace without jobs. Some jobs
     that never fit are left to the replay, which counts them (a note, ``skipped_jobs``)."""
-    if not trace.jobs or any(cluster.can_ever_fit(j.num_gpus) for j in trace.jobs):
-        return
-    least = min(j.num_gpus for j in trace.jobs)
-    raise CliError(f"{visible(path)}: no job of the trace fits the cluster ({cluster.nodes:,} × "
-                   f"{cluster.gpus_per_node:,} GPUs): the smallest asks for {least:,} GPUs; "
-                   "give a larger cluster")
+    line = cluster.none_fits([j.num_gpus for j in trace.jobs], "trace") if trace.jobs else None
+    if line is not None:
+        raise CliError(f"{visible(path)}: {line}")
 
 
 def cluster_of(args: argparse.Namespace) -> Cluster:

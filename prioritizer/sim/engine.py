@@ -19,7 +19,7 @@ import contextlib
 import gc
 import heapq
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -131,6 +131,16 @@ class Cluster:
         :meth:`shape` is made, which for a job of more GPUs than the cluster has could be
         gigabytes; :func:`~prioritizer.policy.placement.fits_consolidated`)."""
         return fits_consolidated(num_gpus, self.nodes, self.gpus_per_node)
+
+    def none_fits(self, gpu_counts: Sequence[int], of: str) -> str | None:
+        """The line that refuses a replay of jobs asking for ``gpu_counts`` GPUs each (not
+        empty) when none of them fits the empty cluster, else None; ``of``: what holds them
+        (``trace``, ``history``)."""
+        if any(self.can_ever_fit(g) for g in gpu_counts):
+            return None
+        return (f"no job of the {of} fits the cluster ({self.nodes:,} × "
+                f"{self.gpus_per_node:,} GPUs): the smallest asks for {min(gpu_counts):,} "
+                "GPUs; give a larger cluster")
 
     def shape(self, num_gpus: int) -> tuple[int, ...]:
         if self.placement == "count":
