@@ -221,7 +221,7 @@ def _from_topo(a: argparse.Namespace) -> int:
 def _from_nvml(a: argparse.Namespace) -> int:
     cpu = _shape(a, required=False) or topo_cpu.CpuTopology.from_sysfs(a.sysfs)
     module = FakeNvml.from_file(a.fake_nvml) if a.fake_nvml else None
-    gpus = nvml.read_gpus(module, cpu_count=max(cpu.cpu_to_core) + 1)
+    gpus = nvml.read_gpus(module)
     if not gpus:
         raise nvml.NvmlUnavailable("NVML sees no GPU on this node")
     devices = gres.devices_from_nvml(gpus, cpu, a.gpu_type)
@@ -236,7 +236,7 @@ def _detected_names(a: argparse.Namespace) -> list[str] | None:
     """GPU names from --fake-nvml, else from this node's NVML; None when neither answers."""
     module = FakeNvml.from_file(a.fake_nvml) if a.fake_nvml else None
     try:
-        return [g.name for g in nvml.read_gpus(module, cpu_count=1 << 16)] or None
+        return [g.name for g in nvml.read_gpus(module)] or None
     except nvml.NvmlUnavailable:
         return None
 

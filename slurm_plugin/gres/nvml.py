@@ -98,7 +98,14 @@ def _classify(raw: list[tuple[str, int | None]], gpu_buses: set[str], nvml: Any)
     return peers, switch
 
 
-def read_gpus(nvml: Any | None = None, cpu_count: int = 4096) -> list[NvmlGpu]:
+AFFINITY_CPUS = 1 << 16
+"""OS CPUs whose affinity bits are asked for, 64 to a word (``nvmlDeviceGetCpuAffinity``'s
+``cpuSetSize`` of 1,024 words): above any kernel's ``NR_CPUS`` (at most 8,192), so no CPU near a
+GPU is ever cut off, whatever shape the caller believes the node has; a CPU the node's shape
+lacks is then refused by :meth:`~slurm_plugin.gres.topo_cpu.CpuTopology.logical_cores`."""
+
+
+def read_gpus(nvml: Any | None = None, cpu_count: int = AFFINITY_CPUS) -> list[NvmlGpu]:
     """All GPUs of this node, in NVML index order.
 
     Args:

@@ -333,3 +333,28 @@ def test_whatever_from_topo_writes_passes_check(capsys: pytest.CaptureFixture[st
     conf.write_text(out)
     rc, out, err = _run(capsys, "--check", str(conf), *_SHAPE)
     assert (rc, err) == (0, ""), out
+
+
+def test_nvml_affinity_beyond_the_given_shape_is_refused_not_cut_off(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path):
+    """A 2 x 48 x 2 node (192 CPUs; GPU0 near CPUs 0-47 and 96-143) given as 2 x 32 x 1: the
+    affinity above CPU 63 must reach the shape check, which refuses CPU 96 (the first the
+    64-CPU shape lacks after 0-47), rather than be cut at the shape's 64 CPUs and written as
+    Cores=0-47, a range across both sockets of that shape."""
+    recorded = tmp_path / "two.json"
+    recorded.write_text(json.dumps({"devices": [
+        {"name": "NVIDIA A100", "bus_id": "00000000:01:00.0", "minor": 0,
+         "cpu_affinity": "0-47,96-143", "nvlinks": []},
+        {"name": "NVIDIA A100", "bus_id": "00000000:81:00.0", "minor": 1,
+         "cpu_affinity": "48-95,144-191", "nvlinks": []}]}))
+    rc, out, err = _run(capsys, "--fake-nvml", str(recorded), "--sockets", "2",
+                        "--cores-per-socket", "32", "--threads-per-core", "1")
+    assert (rc, out) == (2, "")
+    assert err.startswith("dlgres: CPU 96 does not exist on a node of 2 socket(s) x 32 cores x "
+                          "1 thread(s) (OS CPUs 0-63)") and err.count("\n") == 1
+    rc, out, _ = _run(capsys, "--fake-nvml", str(recorded), "--sockets", "2",
+                      "--cores-per-socket", "48", "--threads-per-core", "2")
+    assert rc == 0
+    assert [ln for ln in out.splitlines() if not ln.startswith("#")] == [
+        "Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-47 Links=-1,0",
+        "Name=gpu Type=a100 File=/dev/nvidia1 Cores=48-95 Links=0,-1"]
