@@ -81,6 +81,9 @@ def _shards(text: str) -> int:
 _shards.__name__ = "shards"
 
 
+DEFAULT_SYSFS = "/sys/devices/system/cpu"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="dlgres", description="gres.conf lines for GPU nodes (gres.conf(5) of Slurm 22.05, 24.11, 26.05).",
                        epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.NO_GPU_LIBRARY]))
@@ -101,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cores-per-socket", type=_count(topo_cpu.MAX_CORES_PER_SOCKET), help="slurm.conf CoresPerSocket=")
     p.add_argument("--threads-per-core", type=_count(topo_cpu.MAX_THREADS_PER_CORE), default=None,
                    help="slurm.conf ThreadsPerCore= (default 1)")
-    p.add_argument("--sysfs", default="/sys/devices/system/cpu", help="CPU topology root for the NVML path")
+    p.add_argument("--sysfs", default=DEFAULT_SYSFS, help="CPU topology root for the NVML path")
     p.add_argument("--allow-partial", action="store_true", help="print the GPUs of a cut-off capture, marked PARTIAL")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     return p
@@ -129,6 +132,36 @@ def _validate(a: argparse.Namespace) -> None:
                              "'-', '.', '_', brackets like gpu[01-04]); give the NodeName from slurm.conf")
     if a.gpu_type is not None and gres.type_problem(a.gpu_type):
         raise InputError(f"--type {a.gpu_type!r} is not a gres Type: {gres.TYPE_RULE}; e.g. --type a100")
+
+
+def _refuse_unused(a: argparse.Namespace) -> None:
+    """An option the chosen mode would not use is refused, naming it, rather than dropped:
+    ``--check`` reads a gres.conf and writes none; ``--allow-partial`` is for a capture
+    (``--from-topo``), ``--sysfs`` for the NVML path; ``--threads-per-core`` completes a shape.
+    Raises InputError."""
+    def refuse(flags: list[str], goes: str) -> None:
+        if flags:
+            raise InputError(f"{', '.join(flags)} {'goes' if len(flags) == 1 else 'go'} {goes}; "
+                             "leave " + ("it" if len(flags) == 1 else "them") + " out")
+    if a.check:
+        refuse([f for f, given in (("--shards", a.shards > 0), ("--node", a.node is not None),
+                                   ("--type", a.gpu_type is not None),
+                                   ("--allow-partial", a.allow_partial),
+                                   ("--sysfs", a.sysfs != DEFAULT_SYSFS)) if given],
+               "with writing gres.conf lines, not with --check")
+    else:
+        refuse([f for f, given in (("--slurm-conf", a.slurm_conf), ("--plugin-dir", a.plugin_dir),
+                                   ("--slurm-release", a.slurm_release)) if given],
+               "with --check")
+        if a.from_topo and a.fake_nvml:
+            raise InputError("--from-topo and --fake-nvml are two sources: give one")
+        refuse(["--allow-partial"] if a.allow_partial and not a.from_topo else [],
+               "with --from-topo (a cut-off capture)")
+        refuse(["--sysfs"] if a.from_topo and a.sysfs != DEFAULT_SYSFS else [],
+               "with the NVML path (the CPU topology of this node), not --from-topo")
+    if a.threads_per_core is not None and a.sockets is None and a.cores_per_socket is None:
+        raise InputError("--threads-per-core completes a shape: give --sockets and "
+                         "--cores-per-socket with it")
 
 
 def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None:
@@ -275,12 +308,9 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else Exit.BAD_INPUT
     try:
         _validate(a)
+        _refuse_unused(a)
         if a.check:
             return _check(a)
-        if a.slurm_conf or a.plugin_dir or a.slurm_release:
-            raise InputError("--slurm-conf, --plugin-dir and --slurm-release go with --check")
-        if a.from_topo and a.fake_nvml:
-            raise InputError("--from-topo and --fake-nvml are two sources: give one")
         if a.from_topo:
             return _from_topo(a)
         return _from_nvml(a)

@@ -174,7 +174,7 @@ def test_cli_truncated_capture_is_refused_then_partial_on_request(capsys: pytest
         (["--from-topo", "/nonexistent/topo.txt", "--sockets", "1", "--cores-per-socket", "1"], "cannot read /nonexistent/topo.txt"),
         (["--check", "/nonexistent/gres.conf"], "cannot read /nonexistent/gres.conf"),
         (["--sockets", "2"], "give both --sockets and --cores-per-socket"),
-        (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf, --plugin-dir and --slurm-release go with --check"),
+        (["--slurm-conf", "/etc/slurm/slurm.conf"], "--slurm-conf goes with --check; leave it out"),
         (["--from-topo", "t.txt", "--fake-nvml", "n.json"], "--from-topo and --fake-nvml are two sources"),
         (["--from-topo", COMPLETE, "--sockets", "2", "--cores-per-socket", "8", "--threads-per-core", "0"],
          "node shape 2x8x0: sockets, cores per socket and threads per core must be >= 1"),
@@ -358,3 +358,39 @@ def test_nvml_affinity_beyond_the_given_shape_is_refused_not_cut_off(
     assert [ln for ln in out.splitlines() if not ln.startswith("#")] == [
         "Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-47 Links=-1,0",
         "Name=gpu Type=a100 File=/dev/nvidia1 Cores=48-95 Links=0,-1"]
+
+
+_GRES = "Name=gpu File=/dev/nvidia0\n"
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--check", "G", "--node", "gpu01", "--type", "a100"],
+     "--node, --type go with writing gres.conf lines, not with --check; leave them out"),
+    (["--check", "G", "--shards", "4"],
+     "--shards goes with writing gres.conf lines, not with --check; leave it out"),
+    (["--check", "G", "--allow-partial", "--sysfs", "/tmp"],
+     "--allow-partial, --sysfs go with writing gres.conf lines, not with --check; leave them out"),
+    (["--fake-nvml", "N", "--sockets", "1", "--cores-per-socket", "2", "--plugin-dir", "/x",
+      "--slurm-release", "24.11"],
+     "--plugin-dir, --slurm-release go with --check; leave them out"),
+    (["--fake-nvml", "N", "--sockets", "1", "--cores-per-socket", "2", "--allow-partial"],
+     "--allow-partial goes with --from-topo (a cut-off capture); leave it out"),
+    (["--from-topo", COMPLETE, *_SHAPE, "--sysfs", "/tmp"],
+     "--sysfs goes with the NVML path (the CPU topology of this node), not --from-topo; "
+     "leave it out"),
+    (["--check", "G", "--threads-per-core", "2"],
+     "--threads-per-core completes a shape: give --sockets and --cores-per-socket with it"),
+    (["--fake-nvml", "N", "--threads-per-core", "2"],
+     "--threads-per-core completes a shape: give --sockets and --cores-per-socket with it"),
+], ids=["check-node-type", "check-shards", "check-partial-sysfs", "write-check-options",
+        "partial-without-capture", "sysfs-with-capture", "threads-alone-check",
+        "threads-alone-nvml"])
+def test_an_option_the_mode_would_not_use_is_refused_not_dropped(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], line: str):
+    """Each of these was accepted and silently ignored (exit 0), so ``--check --node gpu01``
+    looked like a check of that node alone and ``--threads-per-core 2`` without the rest of
+    the shape left the threads at 1."""
+    gres_conf, recorded = tmp_path / "gres.conf", FIX / "hgx-h100.json"
+    gres_conf.write_text(_GRES)
+    argv = [str(gres_conf) if a == "G" else str(recorded) if a == "N" else a for a in argv]
+    assert _run(capsys, *argv) == (2, "", f"dlgres: {line}\n")
