@@ -384,9 +384,9 @@ def test_a_metrics_addr_that_does_not_resolve_is_named_as_the_address(
 
 
 def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsys) -> None:
-    """YAML's ``"\\ud800"`` escape reached msgspec, which raised UnicodeEncodeError: ``dlprio:
-    'utf-8' codec can't encode character ...`` without file or key (a traceback in library
-    use); a Slurm name or path holding one was accepted."""
+    """YAML's ``"\\ud800"`` escape gives a lone surrogate that no UTF-8 text holds: it is a
+    config error naming the file and the key (never msgspec's UnicodeEncodeError without
+    either), for a Slurm name or path as for any other value."""
     assert _errors(tmp_path, 'mode: "\\ud800"\nexempt_accounts: [ok, "\\udcff"]\n'
                              'policy:\n  starve_knob: "\\ud800"\n  policy: "\\ud800"\n') == [
         "policy.policy: must be 'tiresias-las', 'tiresias-gittins', 'las', 'fifo', 'fifo-fit' or "

@@ -1,13 +1,13 @@
 """The job's environment (v1 ``jobEnvs``): it reaches the user's command and nothing else.
 
-Before the fix the script exported every entry at its top, so the batch shell's own machinery ran
-under it: ``jobEnvs: {"PATH": "/opt/conda/bin"}`` ended the job with ``mkdir: command not
-found``, and ``SLURM_JOB_ID``, ``DL_SIGNAL``, ``DL_ROLE_COMMAND`` replaced the script's own values
-(a requeue of another job's id, a trap on KILL, another command). Now the entries travel in the
-plain array ``DL_JOB_ENV`` and each task applies them with ``env`` to its command's shell alone
-(submit/runtime.py); names Slurm or the runtime set for the tasks are refused at submit time
-(``submit.runtime.reserved_env``). The scripts run under real bash with the fake ``srun`` and
-``scontrol`` of tests/submit/test_render_runtime.py; no cluster is needed.
+The batch shell's own machinery never runs under it: were the entries exported at the top of
+the script, ``jobEnvs: {"PATH": "/opt/conda/bin"}`` would end the job with ``mkdir: command not
+found``, and ``SLURM_JOB_ID``, ``DL_SIGNAL``, ``DL_ROLE_COMMAND`` would replace the script's own
+values (a requeue of another job's id, a trap on KILL, another command). The entries travel in
+the plain array ``DL_JOB_ENV`` and each task applies them with ``env`` to its command's shell
+alone (submit/runtime.py); names Slurm or the runtime set for the tasks are refused at submit
+time (``submit.runtime.reserved_env``). The scripts run under real bash with the fake ``srun``
+and ``scontrol`` of tests/submit/test_render_runtime.py; no cluster is needed.
 """
 
 from __future__ import annotations
@@ -75,11 +75,11 @@ def test_the_batch_shell_neither_exports_nor_sets_the_job_environment() -> None:
 
 
 def test_bash_env_and_ld_preload_act_on_the_command_shell_only(tmp_path: Path, fake_bin: Path) -> None:
-    """BASH_ENV is read by the command's shell alone (once per task; before the fix also by
-    every bash the script started), LD_PRELOAD is loaded for it alone (the dynamic loader's
+    """BASH_ENV is read by the command's shell alone (once per task, not by every bash the
+    script starts), LD_PRELOAD is loaded for it alone (the dynamic loader's
     complaint about the missing library comes once per task, not from every mkdir, sleep and
     date of the batch shell), and IFS changes nothing (bash resets an IFS it finds in its
-    environment; before the fix the batch shell took it as it was exported)."""
+    environment, and the batch shell never sees it)."""
     log = tmp_path / "bash_env.log"
     rc_file = tmp_path / "rc.sh"
     rc_file.write_text(f'printf "%s\\n" "$0" >> {log}\n')

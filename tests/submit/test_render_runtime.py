@@ -241,7 +241,7 @@ def test_checkpoint_signal_leaves_a_program_payload_inside_its_task(
 @pytest.mark.parametrize("root", ["--", "-ckpt", "--help"])
 def test_a_checkpoint_root_starting_with_dash_works(root: str, tmp_path: Path, fake_bin: Path) -> None:
     """A relative root is the submit directory's; one starting with '-' reaches no command as an
-    option (``mkdir: unrecognized option '--/77/...'`` before the fix); the job sees it absolute."""
+    option (``mkdir: unrecognized option '--/77/...'``); the job sees it absolute."""
     spec = v2_spec(roles={"w": role('printf "%s\\n" "$DL_CHECKPOINT_DIR"')})
     script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=root))
     env = script_env(tmp_path, fake_bin) | {"SLURM_SUBMIT_DIR": str(tmp_path)}

@@ -39,8 +39,8 @@ def _config(tmp_path: Path) -> str:
                  "'dlprio explain <that id>'"),
     ("abc", f"JOBID 'abc': {EXPECTED}"),
     ("40+", f"JOBID '40+': {EXPECTED}"),
-    # past a Slurm job id (uint32 below NO_VAL); 5,000 digits made int() raise and were echoed
-    # whole: now the first 60 characters of the repr (quote included) and the length
+    # past a Slurm job id (uint32 below NO_VAL); a long one is echoed bounded: the first 60
+    # characters of the repr (quote included) and the length, never 5,000 digits whole
     ("4294967294", f"JOBID '4294967294': {EXPECTED}"),
     ("9" * 5000, f"JOBID '{'9' * 59}… (5,000 characters): {EXPECTED}"),
     ("9" * 5000 + "+1", f"JOBID '{'9' * 59}… (5,002 characters): {EXPECTED}"),

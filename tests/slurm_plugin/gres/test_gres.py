@@ -338,9 +338,9 @@ def test_whatever_from_topo_writes_passes_check(capsys: pytest.CaptureFixture[st
 def test_nvml_affinity_beyond_the_given_shape_is_refused_not_cut_off(
         capsys: pytest.CaptureFixture[str], tmp_path: Path):
     """A 2 x 48 x 2 node (192 CPUs; GPU0 near CPUs 0-47 and 96-143) given as 2 x 32 x 1: the
-    affinity above CPU 63 must reach the shape check, which refuses CPU 96 (the first the
-    64-CPU shape lacks after 0-47), rather than be cut at the shape's 64 CPUs and written as
-    Cores=0-47, a range across both sockets of that shape."""
+    affinity above CPU 63 reaches the shape check, which refuses CPU 96 (the first the 64-CPU
+    shape lacks after 0-47); cut at the shape's 64 CPUs it would be written as Cores=0-47, a
+    range across both sockets of that shape."""
     recorded = tmp_path / "two.json"
     recorded.write_text(json.dumps({"devices": [
         {"name": "NVIDIA A100", "bus_id": "00000000:01:00.0", "minor": 0,
@@ -387,9 +387,9 @@ _GRES = "Name=gpu File=/dev/nvidia0\n"
         "threads-alone-nvml"])
 def test_an_option_the_mode_would_not_use_is_refused_not_dropped(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], line: str):
-    """Each of these was accepted and silently ignored (exit 0), so ``--check --node gpu01``
-    looked like a check of that node alone and ``--threads-per-core 2`` without the rest of
-    the shape left the threads at 1."""
+    """Dropped, each would mislead: ``--check --node gpu01`` would look like a check of that
+    node alone, and ``--threads-per-core 2`` without the rest of the shape would leave the
+    threads at 1."""
     gres_conf, recorded = tmp_path / "gres.conf", FIX / "hgx-h100.json"
     gres_conf.write_text(_GRES)
     argv = [str(gres_conf) if a == "G" else str(recorded) if a == "N" else a for a in argv]

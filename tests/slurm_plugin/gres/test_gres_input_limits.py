@@ -2,8 +2,8 @@
 fake-NVML field is bounded and checked, ending in one line and exit 2 (or a ``--check``
 finding), never a hang, a memory blow-up, a traceback or a gres.conf its own ``--check`` refuses.
 
-The hang cases assert the clear error, not a time: before the fixes each of them blocked on a
-FIFO, read ``/dev/zero`` for ever or expanded ``0-99999999999``.
+The hang cases assert the clear error, not a time: unchecked, each of them would block on a
+FIFO, read ``/dev/zero`` for ever or expand ``0-99999999999``.
 """
 
 from __future__ import annotations
