@@ -257,8 +257,9 @@ def _gittins_config(tmp_path: Path, samples: str) -> Path:
 ], ids=["fifo", "directory", "bad-sample", "nan", "inf-before-nan"])
 def test_a_bad_samples_file_is_a_config_error_before_the_ledger(tmp_path: Path, capsys, make,
                                                                  reason: str | None) -> None:
-    """A FIFO hung ``dlprio once`` for ever after it had created and locked the ledger; the
-    other two were ``dlprio: <reason>`` without the key, exit 2 after the ledger was opened."""
+    """A bad samples file is a config error naming the key, found before the ledger is
+    created or locked (a FIFO would hang ``dlprio once`` for ever, holding the ledger's
+    lock)."""
     samples = tmp_path / "samples.csv"
     make(samples)
     f = _gittins_config(tmp_path, str(samples))
@@ -368,9 +369,9 @@ def test_an_empty_metrics_addr_is_a_config_error() -> None:
 
 def test_a_metrics_addr_that_does_not_resolve_is_named_as_the_address(
         tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A host name that does not resolve was reported as ``metrics_port: cannot listen on
-    ...``; the port was fine. The resolver's failure is raised by a stand-in for prometheus'
-    ``start_http_server``: this machine has no DNS whose answer a test could rely on (a name
+    """A host name that does not resolve is named as the address (``metrics_addr``), not as
+    ``metrics_port: cannot listen on ...``: the port is fine. The resolver's failure is
+    raised by a stand-in for prometheus' ``start_http_server``: this machine has no DNS whose answer a test could rely on (a name
     under ``.invalid`` may wait for a resolver's timeout)."""
     def unresolvable(port: int, addr: str, registry: object) -> None:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")

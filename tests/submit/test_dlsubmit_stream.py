@@ -224,7 +224,8 @@ def _fifo(tmp_path: Path) -> str:
 def test_a_file_that_is_not_regular_is_refused_at_once(make: object, kind: str, where: str,
                                                         tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    """/dev/zero grew to 4.8 GB, a FIFO or /dev/urandom hung: each is refused without reading."""
+    """/dev/zero, a FIFO or /dev/urandom (read, each would grow or hang without end) is
+    refused without reading."""
     bad = make(tmp_path)  # type: ignore[operator]
     [ok] = specs(tmp_path, 1)
     argv = {"spec": ["--dry-run", bad], "--site-config": ["--dry-run", "--site-config", bad, ok],

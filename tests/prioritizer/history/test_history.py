@@ -139,8 +139,9 @@ def test_malformed_history_names_line_and_column(tmp_path: Path, line: str, mess
 ], ids=["gpus", "times", "work", "duration", "nodes", "attempts"])
 def test_history_values_have_the_simulate_readers_bounds(tmp_path: Path, line: str,
                                                          message: str) -> None:
-    """GPUs, times and durations past what ``dlprio simulate``'s readers take (1e30 GPUs
-    overflowed the placement, 1e300 times gave a negative replay JCT) are refused by cell."""
+    """GPUs, times and durations past what ``dlprio simulate``'s readers take are refused by
+    cell (unbounded, 1e30 GPUs would overflow the placement and 1e300 times give a negative
+    replay JCT)."""
     path = tmp_path / "h.csv"
     path.write_text(",".join(COLUMNS) + "\n" + line + "\n")
     with pytest.raises(HistoryError) as err:

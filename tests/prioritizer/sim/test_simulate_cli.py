@@ -288,7 +288,7 @@ def test_plot_queue_axis_starts_at_the_first_kept_job(tmp_path: Path, monkeypatc
 
 
 # -- inputs that are not regular files, a byte-order mark, outputs checked before the replay
-# (a new user's break test: /dev/zero grew to 3.2 GB, a FIFO hung, --plot x.txt ended in a
+# (unchecked, /dev/zero would grow without end, a FIFO would hang, --plot x.txt would end in a
 # traceback after the whole replay, --jobs-csv could replace the trace it read)
 
 def _fifo(tmp_path: Path) -> str:

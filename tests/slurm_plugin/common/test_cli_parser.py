@@ -148,7 +148,8 @@ def test_every_command_and_subcommand_uses_the_mended_parser() -> None:
 
 
 def test_dlgres_node_double_dash_is_a_clear_error() -> None:
-    """The input hypothesis found: ``dlgres --node=--`` crashed with a TypeError."""
+    """``dlgres --node=--`` (an input hypothesis finds) is one line naming the option, no
+    TypeError."""
     proc = subprocess.run([str(BIN / "dlgres"), "--fake-nvml", str(NVML), "--sockets", "2", "--cores-per-socket", "56",
                            "--threads-per-core", "2", "--node=--"],
                           capture_output=True, text=True, timeout=60)
