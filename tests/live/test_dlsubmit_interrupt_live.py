@@ -1,6 +1,6 @@
 """dlsubmit interrupted on a live cluster: the ids stream out while the batch runs, and after a
-SIGINT every job Slurm queued is on stdout under its own spec, and no other (the tester's
-fault: 41-269 jobs queued, 0 ids printed, a KeyboardInterrupt traceback)."""
+SIGINT every job Slurm queued is on stdout under its own spec, and no other (never jobs queued
+with no id printed, nor a KeyboardInterrupt traceback)."""
 
 from __future__ import annotations
 
