@@ -191,9 +191,9 @@ def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] |
         if plugin_dirs is not None and val in AUTODETECT_PLUGIN:
             so = AUTODETECT_PLUGIN[val]
             if not any((Path(d) / so).is_file() for d in plugin_dirs):
-                val = "off"  # what slurmd then does
                 why = ("Debian's 22.05 is built without it" if val in ("nvml", "rsmi") else
                        f"every Slurm {release.name} build has it: is this the plugin directory?")
+                val = "off"  # what slurmd then does
                 rep.add(r.line, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in {':'.join(plugin_dirs)}; "
                                 f"{why}): slurmd logs that the library was not found and "
                                 "detects nothing; give File= lines (dlgres writes them)")
