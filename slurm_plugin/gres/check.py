@@ -225,6 +225,7 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
     for r in lines:
         by_name.setdefault(r.name, []).append(r)
     for name, group in by_name.items():
+        _typed_with_untyped(name, group, rep, node)
         seen: dict[str, Where] = {}
         for r in group:
             if r.files is None and auto == "off":
@@ -251,6 +252,19 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
     total = sum(len(r.files) for r in lines if r.files is not None)
     if total > MAX_FILES_PER_NODE:
         rep.add(lines[-1].where, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
+
+
+def _typed_with_untyped(name: str, group: list[GresLine], rep: _Report, node: str) -> None:
+    """gres.c ``_foreach_gres_conf``: the lines of one node and name all give ``Type=`` or none
+    do; reported on the later of the first typed and the first untyped line."""
+    typed = next((r for r in group if r.type), None)
+    untyped = next((r for r in group if not r.type), None)
+    if typed is None or untyped is None:
+        return
+    later = max(typed, untyped, key=lambda r: r.where)
+    rep.add(later.where, f"{name}: {typed.where} gives Type= and {untyped.where} does not, for {{nodes}}: slurmd "
+                         f"stops ('gres.conf for {name}, some records have \"Type=\" specification while others do "
+                         f"not'); give every {name} line a Type, or none", node)
 
 
 def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report) -> None:
@@ -382,7 +396,8 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
 def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
                plugin_dirs: list[str] | None = None, detected: list[str] | None = None,
                release: Release = OLDEST) -> list[Finding]:
-    """All findings for a gres.conf, in reading order (one per problem and line).
+    """All findings for a gres.conf, in reading order (one per problem and line), then those of
+    slurm.conf (:attr:`SlurmConf.findings <slurm_plugin.gres.slurmconf.SlurmConf>`).
 
     Raises:
         TooLarge: more (node, line) pairs than :data:`MAX_NODE_LINES`
@@ -449,4 +464,5 @@ def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: 
                 and len(node_slots) <= MAX_FILES_PER_NODE):   # more is reported by _node_rules
             for f in _node_findings(node_slots):
                 rep.add(*f)
-    return rep.findings()
+    ours = slurm.findings if slurm is not None else []
+    return rep.findings() + [Finding(w.line, msg, w.path or (slurm.path if slurm else None)) for w, msg in ours]

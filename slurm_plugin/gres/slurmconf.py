@@ -3,8 +3,11 @@
 ``GresTypes`` ("A comma-delimited list of generic resources to be managed"), ``PluginDir``
 ("a colon-separated list of directories") and, per node, ``Gres=`` in the format
 ``<name>[:<type>][:no_consume]:<number>[K|M|G]`` ("The final field must specify a generic
-resources count"), and ``ClusterName``. ``NodeName=DEFAULT`` lines set defaults for the node lines
-after them. Keys are case-insensitive. Lines, comments, continuations, quotes and
+resources count"; "It is forbidden to specify both an untyped GRES and a typed GRES with the same
+<name>"), and ``ClusterName``. "Each line where NodeName is "DEFAULT" will replace or add to
+previous default values and will not reinitialize the default values", and "duplicate node name
+records will be ignored" (slurmctld logs "Duplicated NodeName %s in the config file", from
+src/common/read_config.c). Keys are case-insensitive. Lines, comments, continuations, quotes and
 ``Include`` are read by :mod:`slurm_plugin.gres.slurm_lines`, as Slurm's parser reads them.
 """
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
 from slurm_plugin.gres.conf import MAX_NODE_LINES, MAX_NODES, parse_count
-from slurm_plugin.gres.slurm_lines import Line, read_text
+from slurm_plugin.gres.slurm_lines import Line, Where, read_text
 
 
 class SlurmConfError(ValueError):
@@ -33,6 +36,8 @@ class SlurmConf:
         cluster_name: ``ClusterName``, lower case as Slurm stores it (None: not set).
         socket_as: ``numa_node_as_socket`` or ``l3cache_as_socket`` when ``SlurmdParameters``
             has it (a "socket" of gres.conf ``Cores`` is then a NUMA node or an L3 cache).
+        findings: (where, message) of what slurmctld ignores or refuses in the file.
+        path: the file's name as the user gave it (messages name it).
     """
 
     gres_types: set[str] = field(default_factory=set)
@@ -41,6 +46,8 @@ class SlurmConf:
     cloud: set[str] = field(default_factory=set)
     cluster_name: str | None = None
     socket_as: str | None = None
+    findings: list[tuple[Where, str]] = field(default_factory=list)
+    path: str = "slurm.conf"
 
 
 def parse_node_gres(where: str, text: str) -> dict[tuple[str, str], int]:
@@ -48,7 +55,9 @@ def parse_node_gres(where: str, text: str) -> dict[tuple[str, str], int]:
     starts the messages.
 
     Raises:
-        SlurmConfError: an item without a numeric count.
+        SlurmConfError: an item without a numeric count, or a name given both with and without a
+            type (slurm.conf(5): forbidden; slurmd stops: "Some gpu GRES in slurm.conf have a type
+            while others do not").
     """
     out: dict[tuple[str, str], int] = {}
     if text.lower() in ("", "(null)"):
@@ -61,6 +70,11 @@ def parse_node_gres(where: str, text: str) -> dict[tuple[str, str], int]:
                                  "<name>[:<type>]:<count>")
         key = (parts[0].lower(), parts[1] if len(parts) == 3 else "")
         out[key] = out.get(key, 0) + n
+    for name, typ in out:
+        if typ and (name, "") in out:
+            raise SlurmConfError(f"{where}: Gres={text}: {name} both with a type ({name}:{typ}) and without: "
+                                 f"slurm.conf(5) forbids it (slurmd stops: 'Some {name} GRES in slurm.conf have a "
+                                 "type while others do not'); give every item a type")
     return out
 
 
@@ -75,10 +89,11 @@ def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmC
             more than :data:`~slurm_plugin.gres.conf.MAX_NODES` nodes (``FILE:LINE`` given).
         ConfReadError: (text only) as :func:`slurm_plugin.gres.slurm_lines.read_bytes`.
     """
-    conf = SlurmConf()
+    conf = SlurmConf(path=path)
     default_gres: dict[tuple[str, str], int] = {}
     default_state = ""
     named = 0
+    first_line: dict[str, Where] = {}
     for line in read_text(text, path) if isinstance(text, str) else text:
         where = line.where.at(path)
         if line.rest:
@@ -98,7 +113,7 @@ def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmC
             continue
         gres = parse_node_gres(where, kv["gres"]) if "gres" in kv else None
         if kv["nodename"].upper() == "DEFAULT":
-            default_gres = gres or {}
+            default_gres = default_gres if gres is None else gres
             default_state = kv.get("state", default_state)
             continue
         try:
@@ -110,7 +125,16 @@ def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmC
             raise SlurmConfError(f"{where}: the NodeName= lines up to here name more than "
                                  f"{MAX_NODES} nodes, more than dlgres checks")
         cloud = kv.get("state", default_state).upper() == "CLOUD"
+        again = [n for n in names if n in first_line]
+        if again:
+            conf.findings.append((line.where, f"NodeName={hostlist.collect(again)} again (first: "
+                                              f"{first_line[again[0]].at(path)}): slurmctld ignores this record "
+                                              f"('Duplicated NodeName {again[0]} in the config file'); "
+                                              "merge the two lines"))
         for n in names:
+            if n in first_line:
+                continue
+            first_line[n] = line.where
             conf.node_gres[n] = dict(default_gres if gres is None else gres)
             if cloud:
                 conf.cloud.add(n)

@@ -13,7 +13,7 @@ from slurm_plugin.gres.check import check_gres
 from slurm_plugin.gres.cli import main
 from slurm_plugin.gres.conf import parse_count, parse_line
 from slurm_plugin.gres.release import Release
-from slurm_plugin.gres.slurmconf import parse_slurm_conf
+from slurm_plugin.gres.slurmconf import SlurmConfError, parse_slurm_conf
 
 GPU01 = "NodeName=gpu01 Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
 COUNT_RULE = ("not a number below 2^63 with an optional K, M, G, T, P (1024s) or KB, MB, GB, TB, PB (1000s) "
@@ -147,6 +147,39 @@ def test_slurm_conf_parse_error_names_the_file_given(tmp_path: Path, capsys: pyt
                "give each key a value\n")
 
 
+# --- slurm.conf node records ---------------------------------------------------------------------
+
+def test_nodename_default_lines_add_to_the_defaults():
+    """slurm.conf(5): each NodeName=DEFAULT line "will replace or add to previous default values
+    and will not reinitialize the default values"."""
+    conf = parse_slurm_conf("GresTypes=gpu\nNodeName=DEFAULT Gres=gpu:a100:4\nNodeName=DEFAULT State=UNKNOWN\n"
+                            "NodeName=gpu01\nNodeName=DEFAULT Gres=gpu:2\nNodeName=gpu02\n")
+    assert conf.node_gres == {"gpu01": {("gpu", "a100"): 4}, "gpu02": {("gpu", ""): 2}}
+    assert _messages(GPU01, slurm=conf) == []
+
+
+def test_a_node_named_twice_keeps_its_first_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """slurm.conf(5): "duplicate node name records will be ignored" (slurmctld: "Duplicated
+    NodeName %s in the config file")."""
+    conf = tmp_path / "my-slurm.conf"
+    conf.write_text("GresTypes=gpu\nNodeName=gpu01 Gres=gpu:a100:4\nNodeName=gpu[01-02] Gres=gpu:a100:8\n")
+    gres = tmp_path / "gres.conf"
+    gres.write_text(GPU01)
+    assert parse_slurm_conf(conf.read_text()).node_gres == {"gpu01": {("gpu", "a100"): 4},
+                                                           "gpu02": {("gpu", "a100"): 8}}
+    assert _check(capsys, str(gres), "--slurm-conf", str(conf)) == (
+        1, f"{conf}:3: NodeName=gpu01 again (first: {conf}:2): slurmctld ignores this record ('Duplicated "
+           "NodeName gpu01 in the config file'); merge the two lines\n", "")
+
+
+def test_slurm_conf_gres_mixing_typed_and_untyped_is_refused():
+    """slurm.conf(5), Gres: "It is forbidden to specify both an untyped GRES and a typed GRES with
+    the same <name>"."""
+    with pytest.raises(SlurmConfError, match=r"^slurm.conf:2: Gres=gpu:a100:2,gpu:2: gpu both with a type "
+                                             r"\(gpu:a100\) and without"):
+        parse_slurm_conf("GresTypes=gpu\nNodeName=gpu01 Gres=gpu:a100:2,gpu:2\n")
+
+
 # --- gres.conf keys, counts and records (src/common/gres.c) -------------------------------------
 
 def test_files_and_link_are_aliases():
@@ -186,6 +219,16 @@ def test_count_as_slurmd_reads_it(text: str, count: int | None):
 def test_count_beyond_int64_is_a_finding():
     assert _messages("Name=gpu Count=99999999999999999999999\n") == [
         (1, f"Count=99999999999999999999999: {COUNT_RULE}")]
+
+
+def test_typed_and_untyped_records_of_one_node_and_name():
+    """gres.c ``_foreach_gres_conf``: fatal("gres.conf for %s, some records have "Type="
+    specification while others do not"), per node (another node may differ)."""
+    text = ("NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0\nNodeName=n1 Name=gpu File=/dev/nvidia1\n"
+            "NodeName=n2 Name=gpu File=/dev/nvidia0\n")
+    assert _messages(text) == [
+        (2, "gpu: line 1 gives Type= and line 2 does not, for n1: slurmd stops ('gres.conf for gpu, some records "
+            "have \"Type=\" specification while others do not'); give every gpu line a Type, or none")]
 
 
 def test_autodetect_nvml_without_its_library_on_debian_22_05(tmp_path: Path):
