@@ -145,10 +145,11 @@ def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None
     return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, 1 if a.threads_per_core is None else a.threads_per_core)
 
 
-MAX_INPUT_BYTES = 16 * 1024 * 1024
-"""Largest file dlgres reads (a capture, gres.conf, slurm.conf, a recorded NVML), bytes: 16 MiB.
-An 8-GPU ``nvidia-smi topo -m`` is about 3 KiB and a gres.conf or slurm.conf of thousands of
-nodes well under 1 MiB; the bound only keeps a wrong path from filling memory."""
+MAX_INPUT_BYTES = slurm_lines.MAX_BYTES
+"""Largest file dlgres reads (a capture, gres.conf, slurm.conf, a recorded NVML), bytes: 16 MiB
+(a gres.conf or slurm.conf with what it includes). An 8-GPU ``nvidia-smi topo -m`` is about 3 KiB
+and a gres.conf or slurm.conf of thousands of nodes well under 1 MiB; the bound only keeps a wrong
+path from filling memory."""
 
 
 def _read(path: str) -> str:

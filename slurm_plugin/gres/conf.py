@@ -1,7 +1,9 @@
 """Read gres.conf (gres.conf(5) of Slurm 22.05, 24.11 or 26.05) into one record per line, with the line's own faults.
 
-Each non-blank, non-comment line becomes a :class:`GresLine`: an ``AutoDetect`` line, a GRES line
-(``Name=``), or a line slurmd cannot use at all (``usable`` False: its fault is in ``faults``).
+Each logical line (as :mod:`slurm_plugin.gres.slurm_lines` reads it: comments, continuations,
+quotes and ``Include`` as Slurm's parser has them) becomes a :class:`GresLine`: an ``AutoDetect``
+line, a GRES line (``Name=``), or a line slurmd cannot use at all (``usable`` False: its fault is
+in ``faults``).
 Rules read here are those a line breaks on its own; rules across lines are in
 :mod:`slurm_plugin.gres.check`; the values each release takes are in
 :mod:`slurm_plugin.gres.release`. Host lists and ``File=/dev/nvidia[0-3]`` ranges are expanded by

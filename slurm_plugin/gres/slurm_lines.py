@@ -41,6 +41,9 @@ _PAIR = re.compile(rf"[{_BLANK}]*([A-Za-z0-9_.]+)[{_BLANK}]*[-*+/]?=([{_BLANK}]*
                    rf"(?:\"([^\"]*)\"|([^{_BLANK}]+))(?=[{_BLANK}]|\Z)")
 _INCLUDE = re.compile(rb"include[ \t\n\v\f\r]", re.IGNORECASE)
 _INCLUDE_NAME = re.compile(rf"[{_BLANK}]*([^{_BLANK}]*)(.*)", re.DOTALL)
+MAX_BYTES = 16 * 1024 * 1024
+"""Most bytes read for one file with all it includes (dlgres's bound on any input file,
+:data:`slurm_plugin.gres.cli.MAX_INPUT_BYTES`)."""
 MAX_INCLUDE_DEPTH = 16
 """Deepest nesting of Include read (Slurm sets none; no real configuration comes near)."""
 
@@ -184,7 +187,7 @@ class _Reader:
         self.read(data, target, shown, target, (*stack, resolved))
 
 
-def read_bytes(data: bytes, path: str | None = None, limit: int = 16 * 1024 * 1024,
+def read_bytes(data: bytes, path: str | None = None, limit: int = MAX_BYTES,
                shown: str | None = None) -> list[Line]:
     """The logical lines of the file content ``data`` (blank and comment-only lines left out),
     Include lines replaced by the lines of their files. ``path``: where ``data`` was read from
