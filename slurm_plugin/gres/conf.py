@@ -203,9 +203,15 @@ def _fields(rec: GresLine, line: Line) -> bool:
             continue
         rec.fields[ALIASES.get(key, key)] = p.value
     if line.rest:
-        empty = re.fullmatch(r"([A-Za-z0-9_.]+)\s*=\s*", line.rest)
-        rec.refuse((f"{empty.group(1)}= has no value" if empty else f"Slurm cannot read {line.rest[:40]!r}")
-                   + ": slurmd stops on it ('Parse error in file'); give a value or drop it")
+        empty = re.match(r"([A-Za-z0-9_.]+)\s*=\s*$", line.rest)
+        if empty:
+            rec.refuse(f"{empty.group(1)}= has no value: slurmd stops on it ('Parse error in file'); give a value "
+                       "or drop it")
+        elif not line.pairs:
+            rec.refuse(f"the line starts with {line.rest.split()[0].lower()[:40]!r}: a gres.conf line starts with "
+                       "NodeName=, Name= or AutoDetect= (slurmd cannot parse it and does not start)")
+        else:
+            rec.refuse(f"Slurm cannot read {line.rest[:40]!r}: slurmd stops on it ('Parse error in file')")
         return False
     taker = next((p for p in line.pairs if p.next_word), None)
     if taker is not None:
