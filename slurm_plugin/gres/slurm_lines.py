@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from slurm_plugin.common.readfile import UnreadableFile, read_regular
 
@@ -56,14 +56,17 @@ class ConfReadError(ValueError):
 @dataclass(frozen=True, order=True)
 class Where:
     """Where a logical line is: ``seq`` orders the lines of one read across included files;
-    ``path`` is None for the file the caller named, else the included file as resolved."""
+    ``path`` is None for the file the caller named, else the included file as resolved; ``of``
+    names the file in messages that refer to the line (None when the file includes nothing, so
+    "line 3" is plain)."""
 
     seq: int
     line: int = field(compare=False)
     path: str | None = field(default=None, compare=False)
+    of: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
-        return f"line {self.line}" if self.path is None else f"line {self.line} of {self.path}"
+        return f"line {self.line}" if self.of is None else f"line {self.line} of {self.of}"
 
     def at(self, top: str) -> str:
         """``FILE:LINE``, ``top`` standing for the file the caller named."""
@@ -151,7 +154,7 @@ class _Reader:
                     break
                 buf += cut
             raw = _unescape(buf)
-            where = Where(len(self.lines), first, path)
+            where = Where(len(self.lines), first, path, path)
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -201,8 +204,11 @@ def read_bytes(data: bytes, path: str | None = None, limit: int = MAX_BYTES,
     """
     reader = _Reader(limit)
     real = os.path.realpath(path) if path else None
-    reader.read(data, None, shown or path or "<text>", path, (real,) if real else ())
-    return reader.lines
+    top = shown or path or "<text>"
+    reader.read(data, None, top, path, (real,) if real else ())
+    if not any(line.where.path for line in reader.lines):
+        return reader.lines
+    return [replace(line, where=replace(line.where, of=line.where.path or top)) for line in reader.lines]
 
 
 def read_text(text: str, path: str | None = None) -> list[Line]:

@@ -56,6 +56,17 @@ def test_relative_include_is_looked_for_beside_the_including_file(tmp_path: Path
         1, f"{etc / 'gpus.conf'}:2: Count=x: {COUNT_RULE}\n", "")
 
 
+def test_a_line_of_another_file_is_named_with_its_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """With includes, "line 1" alone would be ambiguous: a reference to a line names its file."""
+    gres, more = tmp_path / "gres.conf", tmp_path / "more.conf"
+    gres.write_text("Name=gpu File=/dev/nvidia0\nInclude more.conf\n")
+    more.write_text("# more\nName=gpu File=/dev/nvidia0\n")
+    assert _check(capsys, str(gres), "--json")[1].count(f'"file": "{more}"') == 1
+    assert _check(capsys, str(gres)) == (
+        1, f"{more}:2: File=/dev/nvidia0 already given on line 1 of {gres} for the same node(s): each device belongs "
+           "to one line\n", "")
+
+
 def test_missing_include_is_one_line_naming_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """parse_config.c: an Include that cannot be read fails the whole file ('"Include" failed in
     file %s line %d'): slurmd and slurmctld stop."""
