@@ -38,8 +38,9 @@ _COUNT_RE = re.compile(r"^([+-]?\d+)([A-Za-z]*)$")
 _SUFFIX = {"": 1, "k": 1024, "kib": 1024, "kb": 1000, "m": 1024**2, "mib": 1024**2, "mb": 1000**2,
            "g": 1024**3, "gib": 1024**3, "gb": 1000**3, "t": 1024**4, "tib": 1024**4, "tb": 1000**4,
            "p": 1024**5, "pib": 1024**5, "pb": 1000**5}
-"""Count suffixes, any case, as Slurm's ``suffix_mult`` (src/common/proc_args.c) takes them:
-``K``/``KiB`` 1024, ``KB`` 1000, and so on up to ``P``."""
+"""Count suffixes, any case, as Slurm's ``suffix_mult`` takes them (the one Debian's 22.05.8
+libslurmfull exports answers exactly these): ``K``/``KiB`` 1024, ``KB`` 1000, and so on up to
+``P``; any other suffix is refused."""
 INT64_MAX = (1 << 63) - 1
 NO_VAL64 = (1 << 64) - 2
 
@@ -49,7 +50,7 @@ def parse_count(text: str) -> int | None:
     count": not a number with a :data:`_SUFFIX`, at or beyond ``strtoll``'s limit (2⁶³-1), negative,
     or at least ``NO_VAL64`` once multiplied (gres.c ``_parse_gres_config``). A product past 2⁶⁴,
     which Slurm's unsigned multiplication wraps, is refused here too."""
-    m = _COUNT_RE.match(text.strip())
+    m = _COUNT_RE.match(text.lstrip())   # strtoll skips leading blanks only
     if not m or m.group(2).lower() not in _SUFFIX:
         return None
     n = int(m.group(1))

@@ -15,9 +15,10 @@ parser does (src/common/parse_config.c of 22.05-24.11: ``s_p_parse_file``, ``_ge
 * ``Include FILE`` (the keyword in any case at the start of the line, then blanks and a file
   name) reads FILE in place. A relative FILE is looked for in the directory of the file that
   includes it (``_add_full_path``; slurm.conf(5), INCLUDE MODIFIERS: "in the same directory as
-  the slurm.conf file"). The name is taken as written: 22.05 expands no glob pattern, and its
-  only modifier is ``%c`` (ClusterName, slurm.conf only), which is not expanded here. A file
-  that cannot be read is fatal in Slurm ("Include" failed in file F line N), and refused here.
+  the slurm.conf file"). The name is taken as written: 22.05 expands no glob pattern (Debian's
+  22.05.8 stats ``inc*.conf`` literally and fails), and its only modifier is ``%c``
+  (ClusterName, slurm.conf only), which is not expanded here. A file that cannot be read is
+  fatal in Slurm ("Include" failed in file F line N), and refused here.
 * Pairs follow Slurm's pattern ``^[[:space:]]*([[:alnum:]_.]+)[[:space:]]*([-*+/]?)=
   [[:space:]]*(("([^"]*)")|([^[:space:]]+))([[:space:]]|$)``: blanks may stand around ``=``, a
   quoted value loses its quotes, and a value is never empty: ``Key=`` at the end of a line
