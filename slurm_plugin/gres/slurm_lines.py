@@ -111,11 +111,12 @@ def split_pairs(text: str) -> tuple[tuple[Pair, ...], str]:
 
 
 def _strip_comment(phys: bytes) -> bytes:
-    backslashes = 0
-    for i, c in enumerate(phys):
-        if c == 0x23 and backslashes % 2 == 0:   # '#'
+    """``phys`` up to its first "#" that an even number of backslashes precede."""
+    i = phys.find(b"#")
+    while i != -1:
+        if (i - len(phys[:i].rstrip(b"\\"))) % 2 == 0:
             return phys[:i]
-        backslashes = backslashes + 1 if c == 0x5C else 0
+        i = phys.find(b"#", i + 1)
     return phys
 
 
