@@ -63,11 +63,12 @@ DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 def local_cluster_name(env: Mapping[str, str] | None = None) -> str | None:
     """``ClusterName`` from the ``slurm.conf`` that ``SLURM_CONF`` names (else
     :data:`DEFAULT_SLURM_CONF`), lower-cased as Slurm stores it; ``None`` when the file is
-    unreadable, malformed or has none. Reads the file only (no Slurm command), with the
-    project's one slurm.conf reader (:func:`slurm_plugin.gres.slurmconf.parse_slurm_conf`)."""
+    unreadable, malformed or has none. Reads the file and what it includes (no Slurm command),
+    with the project's one slurm.conf reader (:func:`slurm_plugin.gres.slurmconf.parse_slurm_conf`;
+    a relative Include is looked for beside the file)."""
     path = (os.environ if env is None else env).get("SLURM_CONF") or DEFAULT_SLURM_CONF
     try:
-        return parse_slurm_conf(Path(path).read_text(errors="replace")).cluster_name
+        return parse_slurm_conf(Path(path).read_text(errors="replace"), path).cluster_name
     except (OSError, ValueError):     # SlurmConfError is a ValueError
         return None
 

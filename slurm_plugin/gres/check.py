@@ -30,6 +30,7 @@ from slurm_plugin.gres import shard_check as gres_shard_check
 from slurm_plugin.gres.conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
                                     GresLine, TooLarge, parse_gres_conf)
 from slurm_plugin.gres.release import WHOLE_SOCKET_CORES_SINCE, Release
+from slurm_plugin.gres.slurm_lines import Line, Where
 from slurm_plugin.gres.slurmconf import SlurmConf
 from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
@@ -43,22 +44,27 @@ nvidia_gpu_env, AutoDetect=rsmi will set amd_gpu_env, and AutoDetect=oneapi will
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: 1-based ``line`` and a message that names the field and the fix."""
+    """One problem: 1-based ``line`` of ``path`` (None: the gres.conf checked; else a file it
+    includes, or slurm.conf) and a message that names the field and the fix."""
 
     line: int
     message: str
+    path: str | None = None
+
+
+_Found = tuple[Where, str]
 
 
 @dataclass(frozen=True)
 class _Slot:
     """One GPU device of a node: the line it comes from and that line's Links (if valid)."""
 
-    line: int
+    line: Where
     links: tuple[int, ...] | None
     entries: int | None = None
 
 
-def _parse_links(line: int, text: str) -> tuple[tuple[int, ...] | None, list[Finding]]:
+def _parse_links(line: Where, text: str) -> tuple[tuple[int, ...] | None, list[_Found]]:
     items = text.split(",")
     bad = [
         f"entry {k + 1} is empty" if not v.strip() else f"entry {k + 1} {v!r} is not an integer >= -1"
@@ -67,40 +73,40 @@ def _parse_links(line: int, text: str) -> tuple[tuple[int, ...] | None, list[Fin
     ]
     if bad:
         msg = f"Links={text}: {'; '.join(bad)} (one integer per GPU, -1 for itself)"
-        return None, [Finding(line, msg)]
+        return None, [(line, msg)]
     return tuple(int(v) for v in items), []
 
 
-def _node_findings(slots: list[_Slot]) -> list[Finding]:
+def _node_findings(slots: list[_Slot]) -> list[_Found]:
     """Length, self entry and symmetry of the Links rows of one node (GPU i = i-th device)."""
-    out = []
+    out: list[_Found] = []
     n = len(slots)
     for i, s in enumerate(slots):
         if s.entries is not None and s.entries != n:
-            out.append(Finding(s.line, f"Links has {s.entries} entries but the node has {n} GPUs: "
+            out.append((s.line, f"Links has {s.entries} entries but the node has {n} GPUs: "
                                        "give one entry per GPU"))
         if s.links is None:
             continue
         where = [k for k, v in enumerate(s.links) if v == -1]
         if where != [i]:
             found = ", ".join(str(k + 1) for k in where) or "none"
-            out.append(Finding(s.line, f"Links self entry: this is GPU {i} of the node, so entry {i + 1} "
+            out.append((s.line, f"Links self entry: this is GPU {i} of the node, so entry {i + 1} "
                                        f"(only) must be -1; -1 found at entries: {found}"))
     for i, a in enumerate(slots):
         for j in range(i + 1, n):
             b = slots[j]
             if a.links and b.links and len(a.links) == len(b.links) == n and a.links[j] != b.links[i]:
-                out.append(Finding(b.line, f"Links to GPU {i} is {b.links[i]} but line {a.line} "
+                out.append((b.line, f"Links to GPU {i} is {b.links[i]} but {a.line} "
                                            f"gives {a.links[j]} the other way"))
     return out
 
 
-def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None, whole: str | None) -> list[Finding]:
+def _check_cores(line: Where, key: str, text: str, shape: CpuTopology | None, whole: str | None) -> list[_Found]:
     """``whole``: the release when it requires whole sockets in Cores, else None."""
     try:
         ids = parse_ranges(text, what="core" if key == "Cores" else "CPU")
     except CpuTopologyError as e:
-        return [Finding(line, f"{key}={text}: {e}")]
+        return [(line, f"{key}={text}: {e}")]
     over = format_ranges(i for i in ids if shape is not None and i >= shape.cores)
     if key == "CPUs":
         msg = "CPUs= is not in gres.conf(5) of Slurm 22.05: use Cores= with logical core indices"
@@ -111,10 +117,10 @@ def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None, whol
                 msg += f" ({e})"
         if over:
             msg += f"; {over} are not cores: OS ids of hyper-thread siblings"
-        return [Finding(line, msg)]
+        return [(line, msg)]
     if over:
         assert shape is not None
-        return [Finding(line, f"Cores={text}: {over} beyond the node's {shape.cores} cores "
+        return [(line, f"Cores={text}: {over} beyond the node's {shape.cores} cores "
                               f"(0-{shape.cores - 1}); Cores= takes logical core indices, not OS CPU ids")]
     if whole and shape is not None and key == "Cores":
         per, given = shape.cores_per_socket, set(ids)
@@ -123,19 +129,19 @@ def _check_cores(line: int, key: str, text: str, shape: CpuTopology | None, whol
         part = []
     if part:
         full = ",".join(f"{s * per}-{(s + 1) * per - 1}" for s in part)
-        return [Finding(line, f"Cores={text}: part of socket(s) {','.join(map(str, part))} (cores {full}): "
+        return [(line, f"Cores={text}: part of socket(s) {','.join(map(str, part))} (cores {full}): "
                               f"Slurm {whole} wants all the cores of a socket given together")]
     return []
 
 
-def _line_findings(lineno: int, f: dict[str, str], devs: list[str], shape: CpuTopology | None,
-                   whole: str | None) -> tuple[tuple[int, ...] | None, list[Finding]]:
+def _line_findings(lineno: Where, f: dict[str, str], devs: list[str], shape: CpuTopology | None,
+                   whole: str | None) -> tuple[tuple[int, ...] | None, list[_Found]]:
     """Checks of one GPU line on its own; returns its parsed Links (None if absent or bad)."""
-    out: list[Finding] = []
+    out: list[_Found] = []
     links = None
     if "links" in f:
         if len(devs) > 1:
-            out.append(Finding(lineno, f"Links= with {len(devs)} files: a line with Links must name a single File"))
+            out.append((lineno, f"Links= with {len(devs)} files: a line with Links must name a single File"))
         links, bad = _parse_links(lineno, f["links"])
         out += bad
     for key, name in (("cores", "Cores"), ("cpus", "CPUs")):
@@ -148,21 +154,21 @@ class _Report:
     """Findings keyed by (line, message); ``{nodes}`` in a message collects the node names."""
 
     def __init__(self) -> None:
-        self.plain: dict[tuple[int, str], None] = {}
-        self.nodes: dict[tuple[int, str], list[str]] = {}
+        self.plain: dict[tuple[Where, str], None] = {}
+        self.nodes: dict[tuple[Where, str], list[str]] = {}
 
-    def add(self, line: int, message: str, node: str | None = None) -> None:
+    def add(self, line: Where, message: str, node: str | None = None) -> None:
         if node is None or "{nodes}" not in message:
             self.plain[(line, message)] = None
         else:
             self.nodes.setdefault((line, message), []).append(node)
 
     def findings(self) -> list[Finding]:
-        out = [Finding(line, msg) for line, msg in self.plain]
+        out = list(self.plain)
         for (line, msg), names in self.nodes.items():
             label = hostlist.collect(sorted(set(names))) if any(names) else "this node"
-            out.append(Finding(line, msg.replace("{nodes}", label)))
-        return sorted(out, key=lambda f: f.line)
+            out.append((line, msg.replace("{nodes}", label)))
+        return [Finding(w.line, msg, w.path) for w, msg in sorted(out, key=lambda f: f[0])]
 
 
 def _universe(recs: list[GresLine], slurm: SlurmConf | None, rep: _Report) -> list[str]:
@@ -173,7 +179,7 @@ def _universe(recs: list[GresLine], slurm: SlurmConf | None, rep: _Report) -> li
     for r in recs:
         stray = [n for n in r.nodes or () if n not in slurm.node_gres]
         if stray:
-            rep.add(r.line, f"NodeName: {hostlist.collect(stray)} not in slurm.conf: the line applies to "
+            rep.add(r.where, f"NodeName: {hostlist.collect(stray)} not in slurm.conf: the line applies to "
                             "no node (a typo?)")
     return sorted(slurm.node_gres) or named or [""]
 
@@ -183,7 +189,7 @@ def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] |
     """Effective AutoDetect per node ("off" when unset); reports conflicts, missing plugins and
     AutoDetect on cloud nodes."""
     glob = "off"
-    local: dict[str, tuple[str, int]] = {}
+    local: dict[str, tuple[str, Where]] = {}
     for r in recs:
         val = r.fields.get("autodetect", "").lower()
         if not val or val not in release.autodetect:
@@ -191,25 +197,25 @@ def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] |
         if plugin_dirs is not None and val in AUTODETECT_PLUGIN:
             so = AUTODETECT_PLUGIN[val]
             if not any((Path(d) / so).is_file() for d in plugin_dirs):
-                val = "off"  # what slurmd then does
                 why = ("Debian's 22.05 is built without it" if val in ("nvml", "rsmi") else
                        f"every Slurm {release.name} build has it: is this the plugin directory?")
-                rep.add(r.line, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in {':'.join(plugin_dirs)}; "
-                                f"{why}): slurmd logs that the library was not found and "
+                val = "off"  # what slurmd then does
+                rep.add(r.where, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in "
+                                 f"{':'.join(plugin_dirs)}; {why}): slurmd logs that the library was not found and "
                                 "detects nothing; give File= lines (dlgres writes them)")
         cloud = sorted(set(r.nodes if r.nodes is not None else cloud_nodes) & cloud_nodes)
         if val != "off" and cloud:
-            rep.add(r.line, f"AutoDetect={val} on cloud node(s) {hostlist.collect(cloud)}: AutoDetect cannot be "
+            rep.add(r.where, f"AutoDetect={val} on cloud node(s) {hostlist.collect(cloud)}: AutoDetect cannot be "
                             "used with cloud nodes; give File= lines for them")
         if r.nodes is None:
             glob = val
             continue
         for n in r.nodes:
             if n in local and local[n][0] != val:
-                rep.add(r.line, f"AutoDetect={val} for {{nodes}} but line {local[n][1]} set {local[n][0]}: "
+                rep.add(r.where, f"AutoDetect={val} for {{nodes}} but {local[n][1]} set {local[n][0]}: "
                                 "node-local AutoDetect values must all be the same (slurmd does not start)", n)
             else:
-                local.setdefault(n, (val, r.line))
+                local.setdefault(n, (val, r.where))
     return {n: local[n][0] if n in local else glob for n in nodes}
 
 
@@ -219,32 +225,46 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
     for r in lines:
         by_name.setdefault(r.name, []).append(r)
     for name, group in by_name.items():
-        seen: dict[str, int] = {}
+        _typed_with_untyped(name, group, rep, node)
+        seen: dict[str, Where] = {}
         for r in group:
             if r.files is None and auto == "off":
                 if r.type in seen:
-                    rep.add(r.line, f"{name}{':' + r.type if r.type else ''}: a second line without File for "
-                                    f"{{nodes}} (first: line {seen[r.type]}): slurmd stops on duplicate records", node)
-                seen.setdefault(r.type, r.line)
+                    rep.add(r.where, f"{name}{':' + r.type if r.type else ''}: a second line without File for "
+                                    f"{{nodes}} (first: {seen[r.type]}): slurmd stops on duplicate records", node)
+                seen.setdefault(r.type, r.where)
             if name == "gpu" and r.type and r.files is None and auto == "off":
-                rep.add(r.line, f"Type={r.type} without File=: File is required for every typed gpu GRES "
+                rep.add(r.where, f"Type={r.type} without File=: File is required for every typed gpu GRES "
                                 "(name the /dev/nvidiaN files)")
             if "multiplefiles" in r.fields and auto == "nvidia":
-                rep.add(r.line, f"MultipleFiles= (a MIG device) with AutoDetect=nvidia on {{nodes}}: it does not "
+                rep.add(r.where, f"MultipleFiles= (a MIG device) with AutoDetect=nvidia on {{nodes}}: it does not "
                                 "detect MIGs (gres.conf(5)); use AutoDetect=nvml, or off with File= lines", node)
             if "env_uuid" in r.flags and auto == "off":
-                rep.add(r.line, "Flags=env_uuid without AutoDetect on {nodes}: it needs AutoDetect for the UUIDs "
+                rep.add(r.where, "Flags=env_uuid without AutoDetect on {nodes}: it needs AutoDetect for the UUIDs "
                                 "(gres.conf(5)); set AutoDetect=nvml or nvidia, or drop the flag", node)
             if auto in ("nvml", "nvidia") and detected is not None and r.type:
                 want = r.type.lower()
                 if not any(want in d.lower().replace(" ", "_") for d in detected):
-                    rep.add(r.line, f"Type={r.type} is not part of any GPU name NVML reports "
+                    rep.add(r.where, f"Type={r.type} is not part of any GPU name NVML reports "
                                     f"({', '.join(sorted(set(detected)))}): with AutoDetect the Type must match or "
                                     "be a substring of it, spaces as '_'")
         _env_rule(name, group, auto, rep, node)
     total = sum(len(r.files) for r in lines if r.files is not None)
     if total > MAX_FILES_PER_NODE:
-        rep.add(lines[-1].line, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
+        rep.add(lines[-1].where, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
+
+
+def _typed_with_untyped(name: str, group: list[GresLine], rep: _Report, node: str) -> None:
+    """gres.c ``_foreach_gres_conf``: the lines of one node and name all give ``Type=`` or none
+    do; reported on the later of the first typed and the first untyped line."""
+    typed = next((r for r in group if r.type), None)
+    untyped = next((r for r in group if not r.type), None)
+    if typed is None or untyped is None:
+        return
+    later = max(typed, untyped, key=lambda r: r.where)
+    rep.add(later.where, f"{name}: {typed.where} gives Type= and {untyped.where} does not, for {{nodes}}: slurmd "
+                         f"stops ('gres.conf for {name}, some records have \"Type=\" specification while others do "
+                         f"not'); give every {name} line a Type, or none", node)
 
 
 def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report) -> None:
@@ -260,7 +280,7 @@ def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report
         for r in group:
             hosts = r.nodes if r.nodes is not None else list(auto)
             if r.files is None and any(auto.get(h, "off") == "off" for h in hosts):
-                rep.add(r.line, f"{name}: line {with_file[0].line} gives File= but this line does not: File "
+                rep.add(r.where, f"{name}: {with_file[0].where} gives File= but this line does not: File "
                                 "must be on every line and node of a GRES or on none (slurmd stops when one "
                                 "node's lines mix them)")
 
@@ -270,44 +290,44 @@ def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
     this flag configured it is global, so all other nodes with that gres will have this flag
     implied. This flag is not combatible with all_sharing for a specific gres." A line of that
     GRES without the flag takes it silently: reported with the line it comes from."""
-    first: dict[str, tuple[str, int]] = {}
+    first: dict[str, tuple[str, Where]] = {}
     for r in lines:
         for flag in sorted(r.flags & {"one_sharing", "all_sharing"}):
             if r.name not in SHARED:
-                rep.add(r.line, f"Flags={flag} on {r.name}: it is for a shared GRES (mps, shard) only")
+                rep.add(r.where, f"Flags={flag} on {r.name}: it is for a shared GRES (mps, shard) only")
             elif r.name in first and first[r.name][0] != flag:
-                rep.add(r.line, f"Flags={flag} on {r.name} but line {first[r.name][1]} sets {first[r.name][0]}: "
+                rep.add(r.where, f"Flags={flag} on {r.name} but {first[r.name][1]} sets {first[r.name][0]}: "
                                 "the flag is global for a GRES, and the two are not compatible")
             else:
-                first.setdefault(r.name, (flag, r.line))
+                first.setdefault(r.name, (flag, r.where))
     for r in lines:
         if r.name in first and not r.flags & {"one_sharing", "all_sharing"}:
             flag, origin = first[r.name]
-            rep.add(r.line, _inherited(flag, origin, f"{flag} is global: every {r.name} line of every node takes it"))
+            rep.add(r.where, _inherited(flag, origin, f"{flag} is global: every {r.name} line of every node takes it"))
 
 
-def _inherited(flags: str, origin: int, rule: str) -> str:
-    return f"Flags: inherits {flags} from line {origin} (gres.conf(5): {rule}): write Flags={flags} on this line"
+def _inherited(flags: str, origin: Where, rule: str) -> str:
+    return f"Flags: inherits {flags} from {origin} (gres.conf(5): {rule}): write Flags={flags} on this line"
 
 
 def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: str) -> None:
     """Env flags: a line without any inherits the line above (same node and name), reported with the
     line they were written on; all must agree."""
-    first: tuple[frozenset[str], int] | None = None
-    prev: tuple[frozenset[str], int] | None = None   # env flags of the line above and where written
+    first: tuple[frozenset[str], Where] | None = None
+    prev: tuple[frozenset[str], Where] | None = None   # env flags of the line above and where written
     for r in group:
         own = frozenset(r.flags & ENV_FLAGS)
         if own:
-            prev = (own, r.line)
+            prev = (own, r.where)
         elif prev is not None:
-            rep.add(r.line, _inherited(",".join(sorted(prev[0])), prev[1],
+            rep.add(r.where, _inherited(",".join(sorted(prev[0])), prev[1],
                                        f"env flags carry to the next {name} line of the same node that sets "
                                        "none, on {nodes}"), node)
         env = prev[0] if prev else (frozenset({AUTODETECT_ENV[auto]}) if auto in AUTODETECT_ENV else DEFAULT_ENV)
         if first is None:
-            first = (env, r.line)
+            first = (env, r.where)
         elif env != first[0]:
-            rep.add(r.line, f"Flags: env flags {','.join(sorted(env))} differ from line {first[1]}'s "
+            rep.add(r.where, f"Flags: env flags {','.join(sorted(env))} differ from {first[1]}'s "
                             f"{','.join(sorted(first[0]))} for {name} on {{nodes}}: they must be the same for "
                             "every line of a node and name (slurmd does not start)", node)
 
@@ -316,17 +336,17 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
     """The node's gres.conf counts against its slurm.conf Gres= (per name and type); names in
     ``skip`` have a line slurmd cannot use on this node, so their count is unknown."""
     conf = slurm.node_gres.get(node, {})
-    got: dict[tuple[str, str], tuple[int, int]] = {}
+    got: dict[tuple[str, str], tuple[int, Where]] = {}
     for r in lines:
         if r.name in skip:
             continue
         untyped_only = (r.name, "") in conf and not any(n == r.name and t for n, t in conf)
         if untyped_only and r.type:  # slurmd -G: "has N more configured than expected", Type dropped
-            rep.add(r.line, f"Type={r.type} but slurm.conf Gres= of {{nodes}} has no type ({r.name}:"
+            rep.add(r.where, f"Type={r.type} but slurm.conf Gres= of {{nodes}} has no type ({r.name}:"
                             f"{conf[(r.name, '')]}): slurmd warns and drops the type; write Gres={r.name}:"
                             f"{r.type}:N there", node)
         key = (r.name, "" if untyped_only else r.type)  # Gres=gpu:4 counts typed lines together
-        c, first = got.get(key, (0, r.line))
+        c, first = got.get(key, (0, r.where))
         got[key] = (c + r.count, first)
     for (name, typ), (count, line) in got.items():
         label = f"{name}:{typ}" if typ else name
@@ -349,15 +369,15 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
                  whole: str | None) -> dict[str, list[_Slot]]:
     """Line-local Links/Cores checks of gpu lines; returns the device slots per node."""
     nodes: dict[str, list[_Slot]] = {}
-    owners: dict[str, dict[str, int]] = {}   # node -> device file -> the line that gives it
+    owners: dict[str, dict[str, Where]] = {}   # node -> device file -> the line that gives it
     for r in lines:
         devs = r.files or []
-        links, bad = _line_findings(r.line, r.fields, devs, shape, whole)
+        links, bad = _line_findings(r.where, r.fields, devs, shape, whole)
         for f in bad:
-            rep.add(f.line, f.message)
+            rep.add(*f)
         single = len(devs) == 1 and "links" in r.fields
-        slot = _Slot(r.line, links if single else None, len(r.fields["links"].split(",")) if single else None)
-        dups: dict[int, list[str]] = {}
+        slot = _Slot(r.where, links if single else None, len(r.fields["links"].split(",")) if single else None)
+        dups: dict[Where, list[str]] = {}
         for host in r.nodes if r.nodes is not None else [""]:
             slots = nodes.setdefault(host, [])
             owner = owners.setdefault(host, {})
@@ -365,25 +385,28 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
                 if dev in owner:
                     dups.setdefault(owner[dev], []).append(dev)
                 else:
-                    owner[dev] = r.line
+                    owner[dev] = r.where
                     slots.append(slot)
         for prev_line, dup in dups.items():
-            rep.add(r.line, f"File={', '.join(dict.fromkeys(dup))} already given on line {prev_line} for the "
+            rep.add(r.where, f"File={', '.join(dict.fromkeys(dup))} already given on {prev_line} for the "
                             "same node(s): each device belongs to one line")
     return nodes
 
 
-def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
+def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
                plugin_dirs: list[str] | None = None, detected: list[str] | None = None,
                release: Release = OLDEST) -> list[Finding]:
-    """All findings for a gres.conf text, sorted by line (one per problem and line).
+    """All findings for a gres.conf, in reading order (one per problem and line), then those of
+    slurm.conf (:attr:`SlurmConf.findings <slurm_plugin.gres.slurmconf.SlurmConf>`).
 
     Raises:
         TooLarge: more (node, line) pairs than :data:`MAX_NODE_LINES`
             (:data:`slurm_plugin.gres.conf.MAX_NODE_LINES`).
+        ConfReadError: (text only) as :func:`slurm_plugin.gres.slurm_lines.read_bytes`.
 
     Args:
-        text: the file's content.
+        text: the file's content, or its lines as :func:`slurm_plugin.gres.slurm_lines.read_file`
+            gives them (with what it includes).
         shape: the node's CPU shape (``CpuTopology.from_shape``) to check ``Cores`` ranges and
             convert ``CPUs=``; None skips those checks.
         slurm: the cluster's slurm.conf facts (GresTypes, node Gres=); None skips those rules.
@@ -397,12 +420,12 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
     recs = parse_gres_conf(text, release)
     for r in recs:
         for msg in r.faults:
-            rep.add(r.line, msg)
+            rep.add(r.where, msg)
     good = [r for r in recs if r.usable]
     if slurm is not None:
         for r in good:
             if r.name and r.name not in slurm.gres_types:
-                rep.add(r.line, f"Name={r.fields['name']} is not in slurm.conf GresTypes "
+                rep.add(r.where, f"Name={r.fields['name']} is not in slurm.conf GresTypes "
                                 f"({','.join(sorted(slurm.gres_types)) or 'empty'}): slurmd ignores the line")
         good = [r for r in good if not r.name or r.name in slurm.gres_types]
     nodes = _universe(good, slurm, rep)
@@ -440,5 +463,6 @@ def check_gres(text: str, shape: CpuTopology | None = None, slurm: SlurmConf | N
         if (host not in tainted and auto.get(host, auto.get("", "off")) == "off"
                 and len(node_slots) <= MAX_FILES_PER_NODE):   # more is reported by _node_rules
             for f in _node_findings(node_slots):
-                rep.add(f.line, f.message)
-    return rep.findings()
+                rep.add(*f)
+    ours = slurm.findings if slurm is not None else []
+    return rep.findings() + [Finding(w.line, msg, w.path or (slurm.path if slurm else None)) for w, msg in ours]

@@ -40,6 +40,7 @@ from slurm_plugin import hostlist
 from slurm_plugin.gres import generate as gres
 from slurm_plugin.gres import check as gres_check
 from slurm_plugin.gres import release as gres_release
+from slurm_plugin.gres import slurm_lines
 from slurm_plugin.gres import slurmconf as gres_slurmconf
 from slurm_plugin.gres import nvml
 from slurm_plugin.gres import topo
@@ -177,10 +178,11 @@ def _shape(a: argparse.Namespace, required: bool) -> topo_cpu.CpuTopology | None
     return topo_cpu.CpuTopology.from_shape(a.sockets, a.cores_per_socket, 1 if a.threads_per_core is None else a.threads_per_core)
 
 
-MAX_INPUT_BYTES = 16 * 1024 * 1024
-"""Largest file dlgres reads (a capture, gres.conf, slurm.conf, a recorded NVML), bytes: 16 MiB.
-An 8-GPU ``nvidia-smi topo -m`` is about 3 KiB and a gres.conf or slurm.conf of thousands of
-nodes well under 1 MiB; the bound only keeps a wrong path from filling memory."""
+MAX_INPUT_BYTES = slurm_lines.MAX_BYTES
+"""Largest file dlgres reads (a capture, gres.conf, slurm.conf, a recorded NVML), bytes: 16 MiB
+(a gres.conf or slurm.conf with what it includes). An 8-GPU ``nvidia-smi topo -m`` is about 3 KiB
+and a gres.conf or slurm.conf of thousands of nodes well under 1 MiB; the bound only keeps a wrong
+path from filling memory."""
 
 
 def _read(path: str) -> str:
@@ -274,13 +276,26 @@ def _detected_names(a: argparse.Namespace) -> list[str] | None:
         return None
 
 
+def _read_conf(path: str) -> list[slurm_lines.Line]:
+    """The logical lines of the Slurm config file ``path`` and what it includes
+    (:func:`slurm_plugin.gres.slurm_lines.read_file`, at most :data:`MAX_INPUT_BYTES`).
+    Raises InputError: one line naming the file (and line)."""
+    try:
+        return slurm_lines.read_file(path, MAX_INPUT_BYTES)
+    except UnreadableFile as e:
+        raise InputError(f"cannot read {visible(path)}: {e.reason}"
+                         + (", the most dlgres reads" if e.too_big else "")) from None
+    except slurm_lines.ConfReadError as e:
+        raise InputError(visible(str(e))) from None
+
+
 def _check(a: argparse.Namespace) -> int:
-    slurm = gres_slurmconf.parse_slurm_conf(_read(a.slurm_conf)) if a.slurm_conf else None
+    slurm = gres_slurmconf.parse_slurm_conf(_read_conf(a.slurm_conf), a.slurm_conf) if a.slurm_conf else None
     dirs = [a.plugin_dir] if a.plugin_dir else (slurm.plugin_dirs if slurm and slurm.plugin_dirs else None)
     if dirs is None and Path(DEBIAN_PLUGIN_DIR).is_dir():
         dirs = [DEBIAN_PLUGIN_DIR]
-    text = _read(a.check)
-    names = _detected_names(a) if "autodetect" in text.lower() else None
+    text = _read_conf(a.check)
+    names = _detected_names(a) if any("autodetect" in line.keys for line in text) else None
     release = gres_release.resolve(a.slurm_release, dirs)
     if release.note:
         print(f"dlgres: note: {release.note}", file=sys.stderr)
@@ -289,11 +304,12 @@ def _check(a: argparse.Namespace) -> int:
     except gres_check.TooLarge as e:
         raise InputError(f"{visible(a.check)}: {e}") from None
     if a.json:
+        rows = [{"file": f.path or a.check, "line": f.line, "message": f.message} for f in findings]
         print(json.dumps({"file": a.check, "release": release.name, "release_from": release.source,
-                          "note": release.note, "findings": [{"line": f.line, "message": f.message} for f in findings]}, indent=1))
+                          "note": release.note, "findings": rows}, indent=1))
     else:
         for f in findings:
-            print(f"{a.check}:{f.line}: {f.message}")
+            print(f"{f.path or a.check}:{f.line}: {f.message}")
         if not findings:
             print(f"{a.check}: no findings")
     return Exit.FAILED if findings else Exit.OK

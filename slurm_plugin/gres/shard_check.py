@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from slurm_plugin.gres.conf import GresLine
+from slurm_plugin.gres.slurm_lines import Where
 
 
 class Report(Protocol):
-    def add(self, line: int, message: str, node: str | None = None) -> None: ...
+    def add(self, line: Where, message: str, node: str | None = None) -> None: ...
 
 
 def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -> None:
@@ -38,7 +39,7 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
     gpus = [r for r in lines if r.name == "gpu"]
     if not gpus:
         if autodetect == "off":
-            rep.add(shards[0].line, "{nodes}: Name=shard but no Name=gpu line: a shard is a share of one of "
+            rep.add(shards[0].where, "{nodes}: Name=shard but no Name=gpu line: a shard is a share of one of "
                                     "the node's GPUs; give the GPU lines too (dlgres --shards N writes both)", node)
         return
     gpu_files = [f for r in gpus for f in (r.files or ())]
@@ -46,13 +47,13 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
         if r.files is None:
             continue
         if len(gpu_files) < len(gpus):
-            rep.add(r.line, "{nodes}: Name=shard gives File= but the node's Name=gpu lines do not: slurmd "
+            rep.add(r.where, "{nodes}: Name=shard gives File= but the node's Name=gpu lines do not: slurmd "
                             "stops ('SHARING configuration lacks File specification'); give File= on the "
                             "GPU lines (dlgres writes them)", node)
             return
         strangers = [f for f in r.files if f not in gpu_files]
         if strangers:
-            rep.add(r.line, f"{{nodes}}: Name=shard File={strangers[0]} is no device of the node's Name=gpu "
+            rep.add(r.where, f"{{nodes}}: Name=shard File={strangers[0]} is no device of the node's Name=gpu "
                             "lines: slurmd stops ('failed to merge SHARED and SHARING configuration'); name "
                             "one of the GPU files", node)
             return
@@ -73,7 +74,7 @@ def _even(node: str, shards: list[GresLine], gpu_files: list[str], gpu_count: in
     total = sum(r.count for r in shards)
     if len(counts) > 1 or counts[0] != int(counts[0]):
         shown = ", ".join(f"{c:g}" for c in counts)
-        rep.add(shards[0].line, f"{{nodes}}: the GPUs carry different shard counts ({shown}; {total} shards "
+        rep.add(shards[0].where, f"{{nodes}}: the GPUs carry different shard counts ({shown}; {total} shards "
                                 f"over {gpu_count} GPUs): dlsubmit and dlprio take shards per GPU as the "
                                 "node's shards / its GPUs; give every GPU the same Count (dlgres --shards N)",
                 node)

@@ -3,22 +3,21 @@
 ``GresTypes`` ("A comma-delimited list of generic resources to be managed"), ``PluginDir``
 ("a colon-separated list of directories") and, per node, ``Gres=`` in the format
 ``<name>[:<type>][:no_consume]:<number>[K|M|G]`` ("The final field must specify a generic
-resources count"), and ``ClusterName``. ``NodeName=DEFAULT`` lines set defaults for the node lines after them.
-Keys are case-insensitive; ``#`` starts a comment; ``Include`` lines are not followed.
+resources count"; "It is forbidden to specify both an untyped GRES and a typed GRES with the same
+<name>"), and ``ClusterName``. "Each line where NodeName is "DEFAULT" will replace or add to
+previous default values and will not reinitialize the default values", and "duplicate node name
+records will be ignored" (slurmctld logs "Duplicated NodeName %s in the config file", from
+src/common/read_config.c). Keys are case-insensitive. Lines, comments, continuations, quotes and
+``Include`` are read by :mod:`slurm_plugin.gres.slurm_lines`, as Slurm's parser reads them.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from slurm_plugin import hostlist
 from slurm_plugin.gres.conf import MAX_NODE_LINES, MAX_NODES, parse_count
-
-
-_AROUND_EQUALS = re.compile(r"\s*=\s*")
-"""Blanks around ``=``: Slurm's own reader (src/common/parse_config.c, its key=value pattern
-allows ``[[:space:]]*`` on both sides) takes ``Key = Value`` as ``Key=Value``."""
+from slurm_plugin.gres.slurm_lines import Line, Where, read_text
 
 
 class SlurmConfError(ValueError):
@@ -37,6 +36,8 @@ class SlurmConf:
         cluster_name: ``ClusterName``, lower case as Slurm stores it (None: not set).
         socket_as: ``numa_node_as_socket`` or ``l3cache_as_socket`` when ``SlurmdParameters``
             has it (a "socket" of gres.conf ``Cores`` is then a NUMA node or an L3 cache).
+        findings: (where, message) of what slurmctld ignores or refuses in the file.
+        path: the file's name as the user gave it (messages name it).
     """
 
     gres_types: set[str] = field(default_factory=set)
@@ -45,13 +46,18 @@ class SlurmConf:
     cloud: set[str] = field(default_factory=set)
     cluster_name: str | None = None
     socket_as: str | None = None
+    findings: list[tuple[Where, str]] = field(default_factory=list)
+    path: str = "slurm.conf"
 
 
-def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
-    """``gpu:a100:8,mps:400`` → ``{("gpu", "a100"): 8, ("mps", ""): 400}``.
+def parse_node_gres(where: str, text: str) -> dict[tuple[str, str], int]:
+    """``gpu:a100:8,mps:400`` → ``{("gpu", "a100"): 8, ("mps", ""): 400}``; ``where`` (``FILE:LINE``)
+    starts the messages.
 
     Raises:
-        SlurmConfError: an item without a numeric count.
+        SlurmConfError: an item without a numeric count, or a name given both with and without a
+            type (slurm.conf(5): forbidden; slurmd stops: "Some gpu GRES in slurm.conf have a type
+            while others do not").
     """
     out: dict[tuple[str, str], int] = {}
     if text.lower() in ("", "(null)"):
@@ -60,32 +66,40 @@ def parse_node_gres(lineno: int, text: str) -> dict[tuple[str, str], int]:
         parts = [p for p in item.split(":") if p.lower() != "no_consume"]
         n = parse_count(parts[-1]) if len(parts) > 1 else None
         if n is None or len(parts) > 3:
-            raise SlurmConfError(f"slurm.conf line {lineno}: Gres={text}: item {item!r} is not "
+            raise SlurmConfError(f"{where}: Gres={text}: item {item!r} is not "
                                  "<name>[:<type>]:<count>")
         key = (parts[0].lower(), parts[1] if len(parts) == 3 else "")
         out[key] = out.get(key, 0) + n
+    for name, typ in out:
+        if typ and (name, "") in out:
+            raise SlurmConfError(f"{where}: Gres={text}: {name} both with a type ({name}:{typ}) and without: "
+                                 f"slurm.conf(5) forbids it (slurmd stops: 'Some {name} GRES in slurm.conf have a "
+                                 "type while others do not'); give every item a type")
     return out
 
 
-def parse_slurm_conf(text: str) -> SlurmConf:
-    """Read GresTypes, PluginDir, ClusterName, SlurmdParameters' socket choice and every node's Gres= from slurm.conf text.
+def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmConf:
+    """Read GresTypes, PluginDir, ClusterName, SlurmdParameters' socket choice and every node's
+    Gres= from slurm.conf: its content, or its lines as
+    :func:`slurm_plugin.gres.slurm_lines.read_file` gives them (with what it includes). ``path``
+    names the file in messages.
 
     Raises:
-        SlurmConfError: a malformed NodeName hostlist or Gres= value, or more than
-            :data:`~slurm_plugin.gres.conf.MAX_NODES` nodes (line given).
+        SlurmConfError: a line Slurm cannot parse, a malformed NodeName hostlist or Gres= value, or
+            more than :data:`~slurm_plugin.gres.conf.MAX_NODES` nodes (``FILE:LINE`` given).
+        ConfReadError: (text only) as :func:`slurm_plugin.gres.slurm_lines.read_bytes`.
     """
-    conf = SlurmConf()
+    conf = SlurmConf(path=path)
     default_gres: dict[tuple[str, str], int] = {}
     default_state = ""
     named = 0
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        body = _AROUND_EQUALS.sub("=", raw.split("#", 1)[0].strip())
-        if not body:
-            continue
-        kv = {}
-        for tok in body.split():
-            k, _, v = tok.partition("=")
-            kv[k.lower()] = v
+    first_line: dict[str, Where] = {}
+    for line in read_text(text, path) if isinstance(text, str) else text:
+        where = line.where.at(path)
+        if line.rest:
+            raise SlurmConfError(f"{where}: Slurm cannot read {line.rest[:40]!r} (slurmctld and slurmd stop: "
+                                 "'Parse error in file'); give each key a value")
+        kv = {p.key.lower(): p.value for p in line.pairs}
         if "grestypes" in kv:
             conf.gres_types = {g.strip().lower() for g in kv["grestypes"].split(",") if g.strip()}
         if kv.get("clustername"):
@@ -97,21 +111,30 @@ def parse_slurm_conf(text: str) -> SlurmConf:
             conf.plugin_dirs = [d for d in kv["plugindir"].split(":") if d]
         if "nodename" not in kv:
             continue
-        gres = parse_node_gres(lineno, kv["gres"]) if "gres" in kv else None
+        gres = parse_node_gres(where, kv["gres"]) if "gres" in kv else None
         if kv["nodename"].upper() == "DEFAULT":
-            default_gres = gres or {}
+            default_gres = default_gres if gres is None else gres
             default_state = kv.get("state", default_state)
             continue
         try:
             names = hostlist.expand(kv["nodename"], limit=MAX_NODES)
         except ValueError as e:
-            raise SlurmConfError(f"slurm.conf line {lineno}: NodeName={kv['nodename'][:60]}: {e}") from None
+            raise SlurmConfError(f"{where}: NodeName={kv['nodename'][:60]}: {e}") from None
         named += len(names)
         if named > MAX_NODE_LINES or len(conf.node_gres.keys() | names) > MAX_NODES:
-            raise SlurmConfError(f"slurm.conf line {lineno}: the NodeName= lines up to here name more than "
+            raise SlurmConfError(f"{where}: the NodeName= lines up to here name more than "
                                  f"{MAX_NODES} nodes, more than dlgres checks")
         cloud = kv.get("state", default_state).upper() == "CLOUD"
+        again = [n for n in names if n in first_line]
+        if again:
+            conf.findings.append((line.where, f"NodeName={hostlist.collect(again)} again (first: "
+                                              f"{first_line[again[0]].at(path)}): slurmctld ignores this record "
+                                              f"('Duplicated NodeName {again[0]} in the config file'); "
+                                              "merge the two lines"))
         for n in names:
+            if n in first_line:
+                continue
+            first_line[n] = line.where
             conf.node_gres[n] = dict(default_gres if gres is None else gres)
             if cloud:
                 conf.cloud.add(n)

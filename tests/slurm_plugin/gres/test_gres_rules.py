@@ -326,10 +326,10 @@ def test_nodename_must_be_a_node_of_slurm_conf():
 
 def test_slurm_conf_gres_format():
     """slurm.conf(5), Gres: "The format is: "<name>[:<type>][:no_consume]:<number>[K|M|G]"." """
-    assert parse_node_gres(1, "gpu:tesla:1,gpu:kepler:1,bandwidth:lustre:no_consume:4G") == {
+    assert parse_node_gres("slurm.conf:1", "gpu:tesla:1,gpu:kepler:1,bandwidth:lustre:no_consume:4G") == {
         ("gpu", "tesla"): 1, ("gpu", "kepler"): 1, ("bandwidth", "lustre"): 4 * 1024**3}
-    with pytest.raises(SlurmConfError, match="line 3: Gres=gpu:a100"):
-        parse_node_gres(3, "gpu:a100")
+    with pytest.raises(SlurmConfError, match="^slurm.conf:3: Gres=gpu:a100"):
+        parse_node_gres("slurm.conf:3", "gpu:a100")
 
 
 # --- no cascade, and the CLI ---------------------------------------------------------------------
@@ -359,7 +359,7 @@ def test_cli_reads_slurm_conf_and_plugin_dir(tmp_path: Path, capsys: pytest.Capt
     bad = tmp_path / "bad.conf"
     bad.write_text("NodeName=n01 Gres=gpu:a100\n")
     assert main(["--check", str(gres), "--slurm-conf", str(bad)]) == 2
-    assert "line 1: Gres=gpu:a100" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith(f"dlgres: {bad}:1: Gres=gpu:a100: item")
 
 
 def test_cli_checks_type_against_recorded_nvml_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
