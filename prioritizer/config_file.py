@@ -18,6 +18,7 @@ Units: seconds; ports are TCP ports (0 = off).
 
 from __future__ import annotations
 
+import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,6 +338,13 @@ class DaemonConfig:
         if self.backoff_max_s < self.interval_s:
             problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
                              f"(got {self.backoff_max_s:g})"))
+        ledger = os.path.abspath(self.ledger_path)
+        if os.path.abspath(self.snapshot_path) in {ledger + side for side in LEDGER_SIDES}:
+            problems.append(("snapshot_path", "must name another file than ledger_path and the "
+                             "files kept beside it (-wal, -shm, -journal, .lock): each cycle "
+                             "replaces the snapshot, which would replace that file "
+                             f"(got {visible(self.snapshot_path)}, ledger_path "
+                             f"{visible(self.ledger_path)})"))
         return problems
 
     def auto_tune_rules(self) -> list[tuple[str, str]]:
@@ -375,9 +383,23 @@ class DaemonConfig:
         return len(thresholds) + 1
 
 
+LEDGER_SIDES = ("", "-wal", "-shm", "-journal", ".lock")
+"""The ledger's file and those kept beside it (SQLite's write-ahead log, shared memory and
+rollback journal; the daemon's lock file, :mod:`prioritizer.daemon.lock`), as suffixes."""
+
+
 def default_path() -> Path:
-    """``/etc/dlprio/dlprio.yaml`` when it exists, else the packaged ``conf/dlprio.yaml``."""
-    return SYSTEM_PATH if SYSTEM_PATH.exists() else PACKAGED_PATH
+    """``/etc/dlprio/dlprio.yaml`` when anything is there, else the packaged
+    ``conf/dlprio.yaml``. A link to nothing, or a file this user may not see, is "there": its
+    read then fails naming it, rather than the packaged settings silently standing in for the
+    site's."""
+    try:
+        os.lstat(SYSTEM_PATH)
+    except FileNotFoundError:
+        return PACKAGED_PATH
+    except OSError:   # EACCES on /etc/dlprio, ENOTDIR, ELOOP: the read names it
+        pass
+    return SYSTEM_PATH
 
 
 def _tenant_rules(cfg: DaemonConfig) -> list[tuple[str, str]]:

@@ -131,7 +131,8 @@ def load_snapshot(path: str, now: float, cluster: str | None = None
         note = (f"daemon snapshot {path} is for cluster {snap.cluster!r}, not {cluster!r}: "
                 "ignored (queue and attained service are not shown)")
         return None, note, note
-    if now - snap.generated_at > public_snapshot.stale_after_s(snap.interval_s):
+    if not public_snapshot.is_current(snap.generated_at, now,
+                                      public_snapshot.stale_after_s(snap.interval_s)):
         return snap, stale_note(snap, now, used=True), ("stale", snap.cycle)
     return snap, "", None
 
@@ -141,9 +142,15 @@ def stale_note(snap: PublicSnapshot, now: float, used: bool) -> str:
     daemon cycle last wrote it. ``used``: some job shown is in it (its QUEUE and ATTAINED are
     shown, from then); else the columns are left out, since none of the shown jobs has a
     value there."""
-    since = (f"no dlprio daemon has updated its snapshot since "
-             f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(snap.generated_at))} "
-             f"({qv.format_duration(now - snap.generated_at)} ago, cycle {snap.cycle})")
+    written = time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(snap.generated_at))
+    if public_snapshot.ahead(snap.generated_at, now):
+        since = (f"the dlprio daemon's snapshot was written at {written}, "
+                 f"{qv.format_duration(snap.generated_at - now)} ahead of this host's clock "
+                 f"(cycle {snap.cycle}; the clock was set back since, or runs behind the "
+                 "daemon's), so its age is not known")
+    else:
+        since = (f"no dlprio daemon has updated its snapshot since {written} "
+                 f"({qv.format_duration(now - snap.generated_at)} ago, cycle {snap.cycle})")
     if used:
         return since + ": QUEUE and ATTAINED are from then, blank for jobs it had not seen"
     return since + " and none of these jobs is in it: queue and attained service are not shown"

@@ -51,12 +51,12 @@ from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
-from prioritizer.daemon.ledger import Ledger, LedgerVersionError
+from prioritizer.daemon.ledger import Ledger, LedgerVersionError, NotALedger
 from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.samplesfile import load_distribution
-from slurm_plugin.common.cli import visible
+from slurm_plugin.common.cli import StdoutError, visible
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable, slurm_exit
 from slurm_plugin.common.readfile import not_regular
 
@@ -108,8 +108,15 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return _fail(str(exc), Exit.NOT_FOUND)
         except SlurmError as exc:
             return _fail(f"slurm: {exc}", slurm_exit(exc))
-        except LedgerVersionError as exc:   # a newer dlprio's ledger: the operator's call
+        except (LedgerVersionError, NotALedger) as exc:   # the operator's call: wrong file
             return _fail(f"ledger: {exc}", Exit.BAD_INPUT)
+        except (BrokenPipeError, StdoutError):   # stdout's own failures (Command's to report)
+            raise
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorname", "") == "SQLITE_BUSY"
+            return _fail(f"ledger: {exc}" + ("; another process held its lock for 10 s (a "
+                                             "sqlite3 shell, a backup?): try again when it "
+                                             "lets go" if busy else ""), Exit.STORAGE)
         except (OSError, sqlite3.Error) as exc:
             return _fail(f"ledger: {exc}", Exit.STORAGE)
         except ValueError as exc:     # e.g. an unreadable Gittins samples file

@@ -31,8 +31,8 @@ from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
-from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, read_snapshot,
-                                         stale_after_s)
+from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, is_current,
+                                         read_snapshot, stale_after_s)
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.slurm.records import MAX_JOB_ID, decimal_at_most
@@ -60,7 +60,11 @@ def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
         return "ledger: no cycle recorded yet (STALE: start the daemon)"
     age = max(now - at, 0.0)
     line = f"ledger as of {_ts(at)} ({age:.0f} s ago)"
-    if age > stale_after_s(interval_s):
+    if ahead(at, now):
+        line = (f"ledger as of {_ts(at)}, {at - now:.0f} s ahead of this host's clock; STALE: "
+                "the clock was set back since the daemon's last cycle, or runs behind the "
+                "daemon host's: states and service are as last seen, their age unknown")
+    elif age > stale_after_s(interval_s):
         line += (f"; STALE: no daemon cycle for {age:.0f} s (interval {interval_s:g} s): "
                  "states and service are as last seen, not now")
     backlog = int(ledger.meta("order_backlog") or 0)
@@ -160,6 +164,11 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
         lines.append(tuned)
     if row.queue is None:
         lines.append("queue: not decided yet")
+    elif row.queue > len(thresholds):   # thresholds_gpu_s shortened since the last cycle saw it
+        lines.append(f"queue: {row.queue}, decided under earlier settings with more queues "
+                     f"than the {len(thresholds) + 1} now (0..{len(thresholds)}, policy "
+                     f"{pol.policy}); " + ("kept as it ended" if row.ended_at is not None
+                                           else "the daemon's next cycle places it again"))
     else:
         lo = thresholds[row.queue - 1] if row.queue > 0 else 0
         hi = f"{thresholds[row.queue]:g}" if row.queue < len(thresholds) else "inf"
@@ -227,8 +236,8 @@ def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float,
     if snap is None:
         return [f"forecast: none (no snapshot at {shown_path}: is the daemon running?)"]
     made: Mapping[str, Any] | None = snap.forecast
-    if now - snap.generated_at > stale_after_s(interval_s):
-        made = expired(made)   # the daemon stopped updating the snapshot
+    if not is_current(snap.generated_at, now, stale_after_s(interval_s)):
+        made = expired(made)   # the daemon stopped updating the snapshot, or the clock is off
     return detail_lines(made, job_id, now, running=row.state == "RUNNING")
 
 

@@ -15,14 +15,17 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from prioritizer.daemon.snapshot import ahead, is_current
 from prioritizer.forecast.calibrate import MIN_KNOWN
 
 Forecast = Mapping[str, Any]
 
 
 def is_fresh(forecast: Forecast | None, now: float) -> bool:
-    """Whether ``forecast`` exists and is at most ``stale_after_s`` old at ``now``."""
-    return forecast is not None and now - forecast["made_at"] <= forecast["stale_after_s"]
+    """Whether ``forecast`` exists and is current at ``now``: at most ``stale_after_s`` old,
+    and not ahead of the clock (:func:`prioritizer.daemon.snapshot.is_current`)."""
+    return forecast is not None and is_current(forecast["made_at"], now,
+                                               forecast["stale_after_s"])
 
 
 def expired(forecast: Forecast | None) -> dict[str, Any] | None:
@@ -147,6 +150,10 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
     made = time.strftime("%H:%M:%S UTC", time.gmtime(forecast["made_at"]))
     ago = age(now - forecast["made_at"])
     if not is_fresh(forecast, now):
+        if ahead(forecast["made_at"], now):
+            return [f"forecast: STALE (made at {made}, {age(forecast['made_at'] - now)} ahead "
+                    "of this host's clock: the clock was set back since, or runs behind the "
+                    "daemon's): not shown"]
         return [f"forecast: STALE (made at {made}, {ago} ago; the daemon is stopped or "
                 "late): not shown"]
     found = entry(forecast, job_id)

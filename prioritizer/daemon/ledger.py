@@ -67,6 +67,70 @@ class LedgerVersionError(sqlite3.DatabaseError):
     """The ledger was written by a newer dlprio (its schema version is above ours)."""
 
 
+class NotALedger(sqlite3.DatabaseError):
+    """The file at ``ledger_path`` is no dlprio ledger: not an SQLite database, or one with
+    other tables. Found before anything is written to it."""
+
+
+class LedgerDamaged(sqlite3.DatabaseError):
+    """The ledger's SQLite file is damaged (``SQLITE_CORRUPT``)."""
+
+
+def damaged(path: Path, exc: sqlite3.DatabaseError) -> str:
+    """The line for a damaged ledger file (``SQLITE_CORRUPT``): the file and the way out."""
+    return (f"{visible(path)}: the ledger is damaged ({exc}); restore it from a backup, or "
+            "move it away to start a new one (the attained service it holds is then lost)")
+
+
+#: The tables every ledger has, from schema version 0 on (a new file has none yet).
+LEDGER_TABLES = frozenset({"meta", "jobs", "runs", "intents"})
+
+
+def check_ledger(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise :class:`NotALedger` or :class:`LedgerDamaged` (one line naming ``path`` and the
+    fix) unless ``conn`` holds a ledger of any version, or nothing yet."""
+    try:
+        tables = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type='table'")} - {"sqlite_sequence"}
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
+            raise NotALedger(f"{visible(path)}: not a dlprio ledger (not an SQLite database); "
+                             "give ledger_path another file, or move this one away") from None
+        raise LedgerDamaged(damaged(path, exc)) from None
+    if tables and not LEDGER_TABLES <= tables:
+        raise NotALedger(f"{visible(path)}: not a dlprio ledger (an SQLite database with the "
+                         f"tables {', '.join(sorted(tables)[:5])}"
+                         f"{', ...' if len(tables) > 5 else ''}); give ledger_path another "
+                         "file, or move this one away")
+
+
+def open_read_only(path: Path) -> sqlite3.Connection:
+    """A read-only connection to the ledger at ``path`` that creates nothing beside it. With no
+    ``-wal`` beside it nothing is writing it (a writer keeps one while it has it open), so it
+    is read as immutable: a read-only open of a WAL database would create the ``-wal`` and
+    ``-shm`` files, and fail in a read-only directory. Checked by :func:`check_ledger`."""
+    wal = Path(f"{path}-wal").exists()
+    conn = sqlite3.connect(readonly_uri(path) + ("" if wal else "&immutable=1"), uri=True,
+                           timeout=10)
+    try:
+        check_ledger(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def check_file(path: Path) -> None:
+    """Raise :class:`NotALedger`, :class:`LedgerDamaged` or :class:`LedgerVersionError` unless
+    the existing file at ``path`` is a ledger this dlprio may write (or empty). Reads only: a
+    writer calls it before it locks, creates or migrates anything."""
+    disk = open_read_only(path)
+    try:
+        check_version(path, schema_version(disk))
+    finally:
+        disk.close()
+
+
 def schema_version(conn: sqlite3.Connection) -> int:
     """``PRAGMA user_version`` of an open ledger (0: written before versions existed)."""
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -203,7 +267,9 @@ class Ledger:
 
         Raises:
             LedgerVersionError: the ledger is newer than this dlprio (nothing is changed).
-            OSError / sqlite3.Error: the file cannot be created or is not a ledger.
+            NotALedger: the file is not a ledger (nothing is changed).
+            LedgerDamaged: the ledger's file is damaged.
+            OSError / sqlite3.Error: the file cannot be created or read.
         """
         self.path = Path(path)
         self._active: tuple[int, list[JobRow]] | None = None
@@ -213,12 +279,7 @@ class Ledger:
             self.conn = sqlite3.connect(":memory:", isolation_level=None)
             try:
                 if self.path.exists():
-                    # no -wal beside it: nothing is writing it (a writer keeps one while it
-                    # has it open), so it is read as immutable: a read-only open of a WAL
-                    # database would create the -wal and -shm files
-                    wal = Path(f"{self.path}-wal").exists()
-                    disk = sqlite3.connect(readonly_uri(self.path) + ("" if wal else "&immutable=1"),
-                                           uri=True, timeout=10)
+                    disk = open_read_only(self.path)
                     try:
                         check_version(self.path, schema_version(disk))
                         disk.backup(self.conn)
@@ -232,7 +293,7 @@ class Ledger:
         elif readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
-            self.conn = sqlite3.connect(readonly_uri(self.path), uri=True, timeout=10)
+            self.conn = open_read_only(self.path)
             try:
                 check_version(self.path, schema_version(self.conn))
             except LedgerVersionError:
@@ -247,6 +308,8 @@ class Ledger:
             have = {r[1] for r in self.conn.execute("PRAGMA table_info(jobs)")}
             self._fields = tuple(f for f in _JOB_FIELDS if f in have)
         else:
+            if self.path.exists():   # checked before anything is written to it
+                check_file(self.path)
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
             os.close(fd)
@@ -273,8 +336,11 @@ class Ledger:
     def __enter__(self) -> Ledger:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        if (isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, LedgerDamaged)
+                and getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"):
+            raise LedgerDamaged(damaged(self.path, exc)) from exc
 
     # ------------------------------------------------------------------ meta
     def meta(self, key: str, default: str | None = None) -> str | None:

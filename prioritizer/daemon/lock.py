@@ -12,6 +12,8 @@ import fcntl
 import os
 from pathlib import Path
 
+from prioritizer.daemon.ledger import check_file
+
 
 class LockHeld(RuntimeError):
     """Another process holds the ledger lock; ``pid`` is its pid (None if unreadable)."""
@@ -24,13 +26,19 @@ class LockHeld(RuntimeError):
 
 
 class LedgerLock:
-    """``with LedgerLock(ledger_path):`` holds the lock or raises :class:`LockHeld`."""
+    """``with LedgerLock(ledger_path):`` holds the lock or raises :class:`LockHeld`. The lock
+    is taken only beside a ledger, or where none is yet: a file at ``ledger_path`` that is no
+    ledger this dlprio may write is refused first (:func:`prioritizer.daemon.ledger.check_file`),
+    before the lock file is made."""
 
     def __init__(self, ledger_path: str | os.PathLike[str]) -> None:
+        self.ledger = Path(ledger_path)
         self.path = Path(str(ledger_path) + ".lock")
         self.fd: int | None = None
 
     def acquire(self) -> None:
+        if self.ledger.exists():
+            check_file(self.ledger)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:

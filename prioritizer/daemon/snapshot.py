@@ -41,6 +41,7 @@ from typing import Any
 
 from prioritizer.paths import SNAPSHOT
 from slurm_plugin.common.atomic import write_atomically
+from slurm_plugin.common.readfile import UnreadableFile, read_regular
 from slurm_plugin.gres.slurmconf import parse_slurm_conf
 
 VERSION = 1
@@ -57,6 +58,26 @@ def stale_after_s(interval_s: float | None) -> float:
     seconds is stale: :data:`STALE_INTERVALS` cycles, or :data:`STALE_AFTER_S` when the
     cycle is not known (None)."""
     return STALE_AFTER_S if interval_s is None else STALE_INTERVALS * interval_s
+
+
+CLOCK_SLACK_S = 60.0
+"""How far ahead of this host's clock a time the daemon wrote (a snapshot's, a forecast's, the
+ledger's last cycle) may be and still be believed, s: two hosts' clocks, or one clock before and
+after an NTP step, differ by less. Further ahead, the clock was set back since the daemon wrote
+it (or this host's runs behind the daemon's), so its age is not known."""
+
+
+def is_current(at: float, now: float, stale_after: float) -> bool:
+    """Whether a time the daemon wrote, ``at`` (epoch s), is current at ``now``: at most
+    ``stale_after`` seconds old and at most :data:`CLOCK_SLACK_S` ahead of ``now``."""
+    return -CLOCK_SLACK_S <= now - at <= stale_after
+
+
+def ahead(at: float, now: float) -> bool:
+    """Whether ``at`` is more than :data:`CLOCK_SLACK_S` ahead of ``now`` (:func:`is_current`)."""
+    return at - now > CLOCK_SLACK_S
+
+
 DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 
 
@@ -158,15 +179,27 @@ class SnapshotError(ValueError):
     """The snapshot file exists but is not a version-1 snapshot."""
 
 
+SNAPSHOT_MAX_BYTES = 128 << 20
+"""Largest snapshot a reader takes, bytes (128 MiB): a job and its forecast take well under
+2 KiB, so this is far above 10,000 managed jobs; it keeps a wrong ``snapshot_path`` (a 2 GB
+file) from filling a reader's memory."""
+
+
 def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
     """Read the snapshot; ``None`` when the file does not exist (no daemon).
 
-    Raises :class:`SnapshotError` naming the file when it is malformed.
+    Raises :class:`SnapshotError` naming the file when it cannot be read (not a regular file,
+    larger than :data:`SNAPSHOT_MAX_BYTES`, not UTF-8) or is malformed.
     """
-    try:
-        raw = Path(path).read_text()
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
+    try:
+        raw = read_regular(path, SNAPSHOT_MAX_BYTES)[0].decode("utf-8")
+    except UnreadableFile as exc:
+        raise SnapshotError(f"{path}: cannot read ({exc.reason})") from None
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{path}: malformed snapshot (not UTF-8 text: byte {exc.start})"
+                            ) from None
     try:
         try:
             data = json.loads(raw)

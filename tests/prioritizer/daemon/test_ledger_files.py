@@ -1,0 +1,229 @@
+"""The daemon's own files as an admin meets them: ``dlprio status`` and ``explain`` read a ledger
+without writing beside it, a file that is no ledger is refused before anything touches it, a
+stdout failure is not a ledger failure, a clock set back is not "fresh", and a snapshot or a
+config slip is one line. Ledgers are built by hand with :class:`Ledger`; no Slurm is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prioritizer.daemon import explain
+from prioritizer.cli import main
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.forecast_text import detail_lines
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.snapshot import SNAPSHOT_MAX_BYTES, SnapshotError, read_snapshot
+from prioritizer.policy.config import PolicyConfig
+
+BIN = Path(sys.executable).parent
+
+
+def _ledger(path: Path, queue: int = 1) -> Path:
+    """A closed ledger at ``path``: job 40 pending in ``queue`` after one 15 s run on 4 GPUs,
+    and a last cycle at epoch 1,000."""
+    with Ledger(path) as led:
+        with led.transaction():
+            led.upsert_job(40, user="alice", account="a", partition="gpu", state="PENDING",
+                           gpus=4, submit_time=0, restart_count=0, now=0)
+            led.start_run(40, 0, 4, now=0)
+            led.close_run(40, 0, 15, "requeue")
+            led.set_queue(40, queue, 10, 0.0, "demoted", now=10, promoted=False)
+        led.set_meta("observed_at", "1000")
+    return path
+
+
+def _config(tmp_path: Path, ledger: Path, extra: str = "") -> Path:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"ledger_path: {ledger}\nsnapshot_path: {tmp_path}/snap.json\n"
+                   f"metrics_port: 0\n{extra}")
+    return cfg
+
+
+@pytest.mark.parametrize("command", [["status"], ["status", "--json"], ["explain", "40"]])
+def test_status_and_explain_create_nothing_beside_the_ledger(tmp_path: Path, command) -> None:
+    """A WAL ledger read with ``mode=ro`` alone gets ``-wal`` and ``-shm`` files created beside
+    it, and fails outright in a read-only directory; read as immutable it gets neither."""
+    ledger = _ledger(tmp_path / "led")
+    cfg = _config(tmp_path, ledger)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main([*command, "--config", str(cfg)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == before == ["c.yaml", "led"]
+
+
+def test_status_reads_a_ledger_in_a_read_only_directory(tmp_path: Path, capsys) -> None:
+    """The case an admin inspects a stuck ledger in: a directory this user cannot write (root
+    ignores the mode bits, so the directory is made read-only by a read-only bind mount where
+    the test runs as root)."""
+    ledger = _ledger(tmp_path / "d" / "led")
+    cfg = _config(tmp_path, ledger)
+    if os.geteuid() == 0:
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        if subprocess.run(["mount", "--bind", "-o", "ro", str(ledger.parent), str(ro)],
+                          capture_output=True).returncode != 0:
+            pytest.fail("mount --bind -o ro failed: the test needs root's mount")
+        try:
+            cfg = _config(tmp_path, ro / "led")
+            assert main(["status", "--config", str(cfg)]) == 0
+        finally:
+            subprocess.run(["umount", str(ro)], check=True)
+    else:
+        ledger.parent.chmod(0o555)
+        try:
+            assert main(["status", "--config", str(cfg)]) == 0
+        finally:
+            ledger.parent.chmod(0o755)
+    out = capsys.readouterr().out
+    assert out.startswith("ledger as of 1970-01-01 00:16:40 UTC") and "alice" in out
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda p: p.write_text("hello\n"), "not a dlprio ledger (not an SQLite database)"),
+    (lambda p: sqlite3.connect(p).execute("CREATE TABLE jobs(x)").connection.commit(),
+     "not a dlprio ledger (an SQLite database with the tables jobs)"),
+], ids=["text", "foreign-sqlite"])
+@pytest.mark.parametrize("command", [["status"], ["explain", "40"], ["once", "--dry-run"],
+                                     ["once"]])
+def test_a_file_that_is_no_ledger_is_refused_untouched(tmp_path: Path, capsys, make, words,
+                                                       command) -> None:
+    """Exit 2 (a wrong ``ledger_path``, the operator's call: not the storage failure, 7, that
+    systemd restarts on), one line naming the file and the fix; the file keeps its bytes and
+    its mode, and no lock, -wal or -shm appears beside it, also for a real ``once`` (which
+    would otherwise chmod it to 0600 and migrate a foreign database half-way)."""
+    target = tmp_path / "notes"
+    make(target)
+    target.chmod(0o644)
+    data = target.read_bytes()
+    cfg = _config(tmp_path, target)
+    env_before = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(tmp_path / "no-slurm.conf")
+    try:
+        rc = main([*command, "--config", str(cfg)])
+    finally:
+        if env_before is None:
+            del os.environ["SLURM_CONF"]
+        else:
+            os.environ["SLURM_CONF"] = env_before
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err == (f"dlprio: ledger: {target}: {words}; give ledger_path another file, or "
+                   "move this one away\n")
+    assert target.read_bytes() == data and (target.stat().st_mode & 0o777) == 0o644
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "notes"]
+
+
+def test_a_damaged_ledger_names_the_file_and_the_way_out(tmp_path: Path, capsys) -> None:
+    ledger = _ledger(tmp_path / "led")
+    raw = bytearray(ledger.read_bytes())
+    raw[4096:8192] = b"\xff" * 4096          # the second page, the first table's root
+    ledger.write_bytes(bytes(raw))
+    assert main(["status", "--config", str(_config(tmp_path, ledger))]) == 7
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlprio: ledger: {ledger}: the ledger is damaged (")
+    assert err.endswith("restore it from a backup, or move it away to start a new one (the "
+                        "attained service it holds is then lost)\n")
+
+
+@pytest.mark.parametrize("command", [["status"], ["status", "--json"], ["explain", "40"]])
+def test_a_reader_that_closes_the_pipe_is_no_ledger_failure(tmp_path: Path, command) -> None:
+    """``dlprio explain 40 | head -1``: exit 0 and nothing on stderr, as every command."""
+    cfg = _config(tmp_path, _ledger(tmp_path / "led"))
+    proc = subprocess.run(["bash", "-c", '"$@" | head -c 1 >/dev/null; echo "${PIPESTATUS[0]}"',
+                           "bash", str(BIN / "dlprio"), *command, "--config", str(cfg)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout == "0\n"
+    assert "dlprio:" not in proc.stderr   # (--json says how old the ledger is on stderr)
+
+
+@pytest.mark.parametrize("command", [["status"], ["status", "--json"], ["explain", "40"]])
+def test_a_full_stdout_is_reported_as_stdout(tmp_path: Path, command) -> None:
+    cfg = _config(tmp_path, _ledger(tmp_path / "led"))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([str(BIN / "dlprio"), *command, "--config", str(cfg)],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 1   # (--json says how old the ledger is on stderr first)
+    assert proc.stderr.endswith("\ndlprio: cannot write to stdout: No space left on device\n"
+                                if "--json" in command else
+                                "dlprio: cannot write to stdout: No space left on device\n")
+    assert proc.stderr.count("dlprio:") == 1
+
+
+def test_explain_a_queue_the_settings_no_longer_have(tmp_path: Path) -> None:
+    """Job 40 was put in queue 2 of three; the thresholds were then cut to one (two queues)."""
+    with Ledger(_ledger(tmp_path / "led", queue=2), readonly=True) as led:
+        cfg = DaemonConfig(policy=PolicyConfig(thresholds_gpu_s=(5000.0,)))
+        lines = explain.explain(40, led, cfg, now=1010).splitlines()
+    assert lines[2] == ("queue: 2, decided under earlier settings with more queues than the 2 "
+                        "now (0..1, policy tiresias-las); the daemon's next cycle places it "
+                        "again")
+
+
+def test_a_ledger_written_ahead_of_the_clock_is_stale(tmp_path: Path) -> None:
+    """The daemon's last cycle at epoch 1,000 read at 900 (the clock set back 100 s)."""
+    with Ledger(_ledger(tmp_path / "led"), readonly=True) as led:
+        assert explain.freshness(led, now=900, interval_s=30) == (
+            "ledger as of 1970-01-01 00:16:40 UTC, 100 s ahead of this host's clock; STALE: "
+            "the clock was set back since the daemon's last cycle, or runs behind the daemon "
+            "host's: states and service are as last seen, their age unknown")
+        # within the slack (60 s) two clocks may differ: as of 0 s ago, current
+        assert explain.freshness(led, now=950, interval_s=30) == (
+            "ledger as of 1970-01-01 00:16:40 UTC (0 s ago)")
+
+
+def test_a_forecast_made_ahead_of_the_clock_is_not_shown() -> None:
+    forecast = {"made_at": 4000.0, "stale_after_s": 600.0, "horizon_s": 86400.0, "draws": 20,
+                "jobs": {}}
+    assert detail_lines(forecast, 40, now=400.0, running=False) == [
+        "forecast: STALE (made at 01:06:40 UTC, 60m ahead of this host's clock: the clock was "
+        "set back since, or runs behind the daemon's): not shown"]
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"\xff\xfe{}", "malformed snapshot (not UTF-8 text: byte 0)"),
+])
+def test_a_snapshot_that_is_not_utf8_is_one_reason(tmp_path: Path, content: bytes,
+                                                   why: str) -> None:
+    snap = tmp_path / "snap.json"
+    snap.write_bytes(content)
+    with pytest.raises(SnapshotError) as err:
+        read_snapshot(snap)
+    assert str(err.value) == f"{snap}: {why}"
+
+
+def test_a_snapshot_past_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    snap = tmp_path / "snap.json"
+    with open(snap, "wb") as f:
+        f.truncate(SNAPSHOT_MAX_BYTES + 1)   # sparse: no disk, and never read whole
+    with pytest.raises(SnapshotError) as err:
+        read_snapshot(snap)
+    assert str(err.value) == (f"{snap}: cannot read (larger than {SNAPSHOT_MAX_BYTES} bytes "
+                              "(128 MiB))")
+
+
+def test_explain_with_a_non_utf8_snapshot_ends_well(tmp_path: Path, capsys) -> None:
+    cfg = _config(tmp_path, _ledger(tmp_path / "led"))
+    (tmp_path / "snap.json").write_bytes(b"\xcf\x00")
+    assert main(["explain", "40", "--config", str(cfg)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == (f"forecast: none (snapshot {tmp_path}/snap.json unreadable: "
+                       f"{tmp_path}/snap.json: malformed snapshot (not UTF-8 text: byte 0))")
+
+
+@pytest.mark.parametrize("side", ["", "-wal", ".lock"])
+def test_snapshot_path_may_not_be_the_ledger_or_beside_it(tmp_path: Path, capsys,
+                                                          side: str) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"ledger_path: {tmp_path}/led\nsnapshot_path: {tmp_path}/led{side}\n")
+    assert main(["status", "--config", str(cfg)]) == 2
+    assert capsys.readouterr().err == (
+        f"dlprio: config: {cfg}: snapshot_path: must name another file than ledger_path and "
+        "the files kept beside it (-wal, -shm, -journal, .lock): each cycle replaces the "
+        f"snapshot, which would replace that file (got {tmp_path}/led{side}, ledger_path "
+        f"{tmp_path}/led)\n")
