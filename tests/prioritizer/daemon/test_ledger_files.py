@@ -227,3 +227,19 @@ def test_snapshot_path_may_not_be_the_ledger_or_beside_it(tmp_path: Path, capsys
         "the files kept beside it (-wal, -shm, -journal, .lock): each cycle replaces the "
         f"snapshot, which would replace that file (got {tmp_path}/led{side}, ledger_path "
         f"{tmp_path}/led)\n")
+
+
+def test_a_dangling_system_config_link_is_named_not_replaced(tmp_path: Path, monkeypatch,
+                                                            capsys) -> None:
+    """``/etc/dlprio/dlprio.yaml`` a link to a file that is gone: the site's config is missing,
+    and the packaged settings must not silently stand in for it."""
+    from prioritizer import config_file
+    link = tmp_path / "dlprio.yaml"
+    link.symlink_to(tmp_path / "gone" / "dlprio.yaml")
+    monkeypatch.setattr(config_file, "SYSTEM_PATH", link)
+    assert config_file.default_path() == link
+    assert main(["status"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlprio: config: {link}: ") and err.count("\n") == 1
+    monkeypatch.setattr(config_file, "SYSTEM_PATH", tmp_path / "absent.yaml")
+    assert config_file.default_path() == config_file.PACKAGED_PATH
