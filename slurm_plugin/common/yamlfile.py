@@ -272,9 +272,9 @@ def read_text(path: str | Path, limit: int) -> str:
 
     Raises:
         YamlFileError: (a ``ValueError``) one line naming the path, control characters escaped:
-            ``PATH: cannot read (<reason>)`` (``a FIFO; give a regular file``, ``not UTF-8
-            text: byte N``, the OS's words) or ``PATH: larger than N bytes (M MiB), the most
-            dlprio reads``.
+            ``PATH: cannot read (<reason>)`` (``a FIFO; give a regular file``, the OS's
+            words), ``PATH:LINE: not UTF-8 text (byte 0xff); save the file as UTF-8`` or
+            ``PATH: larger than N bytes (M MiB), the most dlprio reads``.
     """
     name = visible(path)
     try:
@@ -284,7 +284,9 @@ def read_text(path: str | Path, limit: int) -> str:
         raise YamlFileError(f"{name}: {exc.reason}, the most dlprio reads" if exc.too_big
                             else f"{name}: cannot read ({exc.reason})") from None
     except UnicodeDecodeError as exc:
-        raise YamlFileError(f"{name}: cannot read (not UTF-8 text: byte {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise YamlFileError(f"{name}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save "
+                            "the file as UTF-8") from None
 
 
 def read_yaml(path: str | Path) -> Any:

@@ -437,3 +437,12 @@ def test_auto_tune_history_is_read_before_the_first_cycle(tmp_path: Path, capsys
         err = capsys.readouterr().err
         assert err.startswith(f"dlprio: config: {f}: auto_tune.history: {history}") and why in err
         assert err.count("\n") == 1 and not (tmp_path / "l.sqlite").exists()
+
+
+def test_a_config_that_is_not_utf8_names_the_line_and_the_fix(tmp_path: Path) -> None:
+    """A Latin-1 ``é`` (byte 0xe9) in a comment on line 3."""
+    f = tmp_path / "c.yaml"
+    f.write_bytes(b"interval_s: 30\nmetrics_port: 0\n# caf\xe9\n")
+    with pytest.raises(ConfigError) as err:
+        daemon_config.load(f)
+    assert str(err.value) == f"{f}:3: not UTF-8 text (byte 0xe9); save the file as UTF-8"
