@@ -5,9 +5,11 @@
 ``<name>[:<type>][:no_consume]:<number>[K|M|G]`` ("The final field must specify a generic
 resources count"; "It is forbidden to specify both an untyped GRES and a typed GRES with the same
 <name>"), and ``ClusterName``. "Each line where NodeName is "DEFAULT" will replace or add to
-previous default values and will not reinitialize the default values", and "duplicate node name
-records will be ignored" (slurmctld logs "Duplicated NodeName %s in the config file", from
-src/common/read_config.c). Keys are case-insensitive. Lines, comments, continuations, quotes and
+previous default values and will not reinitialize the default values". "A single node name can
+not appear as a NodeName value in more than one line": slurm.conf(5) goes on "(duplicate node
+name records will be ignored)", but src/common/read_config.c (``_push_to_hashtbls``) makes
+"Duplicated NodeName %s in the config file" fatal, so slurmctld and slurmd stop; the check
+reads on with the first record. Keys are case-insensitive. Lines, comments, continuations, quotes and
 ``Include`` are read by :mod:`slurm_plugin.gres.slurm_lines`, as Slurm's parser reads them.
 """
 
@@ -128,7 +130,7 @@ def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmC
         again = [n for n in names if n in first_line]
         if again:
             conf.findings.append((line.where, f"NodeName={hostlist.collect(again)} again (first: "
-                                              f"{first_line[again[0]].at(path)}): slurmctld ignores this record "
+                                              f"{first_line[again[0]].at(path)}): slurmctld and slurmd stop "
                                               f"('Duplicated NodeName {again[0]} in the config file'); "
                                               "merge the two lines"))
         for n in names:

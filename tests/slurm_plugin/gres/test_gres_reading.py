@@ -169,9 +169,10 @@ def test_nodename_default_lines_add_to_the_defaults():
     assert _messages(GPU01, slurm=conf) == []
 
 
-def test_a_node_named_twice_keeps_its_first_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    """slurm.conf(5): "duplicate node name records will be ignored" (slurmctld: "Duplicated
-    NodeName %s in the config file")."""
+def test_a_node_named_twice_stops_slurm_and_is_read_by_its_first_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """A node on two NodeName lines: "Duplicated NodeName %s in the config file" is fatal in
+    src/common/read_config.c (slurm.conf(5) says the later record is ignored); the check
+    reads on with the first record."""
     conf = tmp_path / "my-slurm.conf"
     conf.write_text("GresTypes=gpu\nNodeName=gpu01 Gres=gpu:a100:4\nNodeName=gpu[01-02] Gres=gpu:a100:8\n")
     gres = tmp_path / "gres.conf"
@@ -179,7 +180,7 @@ def test_a_node_named_twice_keeps_its_first_record(tmp_path: Path, capsys: pytes
     assert parse_slurm_conf(conf.read_text()).node_gres == {"gpu01": {("gpu", "a100"): 4},
                                                            "gpu02": {("gpu", "a100"): 8}}
     assert _check(capsys, str(gres), "--slurm-conf", str(conf)) == (
-        1, f"{conf}:3: NodeName=gpu01 again (first: {conf}:2): slurmctld ignores this record ('Duplicated "
+        1, f"{conf}:3: NodeName=gpu01 again (first: {conf}:2): slurmctld and slurmd stop ('Duplicated "
            "NodeName gpu01 in the config file'); merge the two lines\n", "")
 
 
