@@ -51,7 +51,7 @@ from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
-from prioritizer.daemon.ledger import Ledger, LedgerVersionError, NotALedger
+from prioritizer.daemon.ledger import Ledger, LedgerDamaged, LedgerVersionError, NotALedger
 from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
@@ -108,7 +108,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return _fail(str(exc), Exit.NOT_FOUND)
         except SlurmError as exc:
             return _fail(f"slurm: {exc}", slurm_exit(exc))
-        except (LedgerVersionError, NotALedger) as exc:   # the operator's call: wrong file
+        except (LedgerVersionError, NotALedger, LedgerDamaged) as exc:   # the operator's call
             return _fail(f"ledger: {exc}", Exit.BAD_INPUT)
         except (BrokenPipeError, StdoutError):   # stdout's own failures (Command's to report)
             raise

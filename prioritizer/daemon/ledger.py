@@ -104,14 +104,46 @@ def check_ledger(conn: sqlite3.Connection, path: Path) -> None:
                          "file, or move this one away")
 
 
+def _file_state(path: Path) -> tuple[int, int, int, bool]:
+    """What a writer changes: the file's inode, size and modification time (ns), and whether a
+    ``-wal`` is beside it."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns, Path(f"{path}-wal").exists()
+
+
 def open_read_only(path: Path) -> sqlite3.Connection:
-    """A read-only connection to the ledger at ``path`` that creates nothing beside it. With no
-    ``-wal`` beside it nothing is writing it (a writer keeps one while it has it open), so it
-    is read as immutable: a read-only open of a WAL database would create the ``-wal`` and
-    ``-shm`` files, and fail in a read-only directory. Checked by :func:`check_ledger`."""
-    wal = Path(f"{path}-wal").exists()
-    conn = sqlite3.connect(readonly_uri(path) + ("" if wal else "&immutable=1"), uri=True,
-                           timeout=10)
+    """A read-only view of the ledger at ``path`` that creates nothing beside it, checked by
+    :func:`check_ledger`.
+
+    While a writer has the ledger open (a ``-wal`` beside it: a writer keeps one while it has
+    the file open), a plain read-only connection: SQLite's locks keep its reads consistent,
+    and the ``-wal`` and ``-shm`` it uses are the writer's. Otherwise an in-memory copy of the
+    file read as immutable (https://sqlite.org/uri.html, ``immutable``): a read-only open of a
+    WAL database would create the ``-wal`` and ``-shm`` files, and fail in a directory this
+    user cannot write. An immutable read takes no lock, so a writer that starts during it could
+    show it half-written pages: the copy is kept only when the file's inode, size and
+    modification time, and the absence of a ``-wal``, are the same after it as before; else it
+    is taken again, and after three changes the locked read is used."""
+    for _ in range(3):
+        before = _file_state(path)
+        if before[3]:
+            break
+        disk = sqlite3.connect(readonly_uri(path) + "&immutable=1", uri=True)
+        copy = sqlite3.connect(":memory:")
+        try:
+            check_ledger(disk, path)
+            disk.backup(copy)
+        except sqlite3.DatabaseError:
+            copy.close()
+            if _file_state(path) != before:
+                continue
+            raise
+        finally:
+            disk.close()
+        if _file_state(path) == before:
+            return copy
+        copy.close()
+    conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=10)
     try:
         check_ledger(conn, path)
     except BaseException:
