@@ -29,6 +29,7 @@ import dataclasses
 import json
 import math
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """The result of one request (see the module doc)."""
     try:
         rows = [r for r in gather(request) if r.num_gpu > 0 and r.duration > 0]
-    except (HistoryError, SlurmError, OSError) as exc:
+    except (HistoryError, SlurmError, OSError, sqlite3.Error) as exc:   # a ledger gone bad
         return {"error": f"history {request['history']}: {exc}"}
     if len(rows) < request["min_jobs"]:
         return {"skipped": f"{len(rows)} finished GPU job(s) in the window, fewer than "

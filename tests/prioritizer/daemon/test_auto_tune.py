@@ -256,3 +256,16 @@ def test_a_replay_that_cannot_start_is_a_failed_replay_and_the_cycle_goes_on(
         assert tuner.child is None and tuner.workdir is None
         ledger.set_meta(auto_tune.META_SETTINGS, "not json")
         assert in_force(tuner.cfg, ledger) == (tuner.cfg.policy, None)
+
+
+def test_a_ledger_that_went_bad_is_the_replays_error_not_a_traceback(tmp_path: Path) -> None:
+    """The child replays the ledger at ``ledger_path``; a file there that is no ledger is its
+    ``error`` result (the daemon logs it as a failed replay), as for a missing history."""
+    from prioritizer.tune import daemon_replay as auto_tune_replay
+    bad = tmp_path / "ledger.sqlite"
+    bad.write_text("not a database\n")
+    result = auto_tune_replay.replay({"history": "ledger", "ledger_path": str(bad),
+                                      "since": 0.0, "until": 1e9}, tmp_path)
+    assert result == {"error": f"history ledger: {bad}: not a dlprio ledger (not an SQLite "
+                               "database); give ledger_path another file, or move this one "
+                               "away"}
