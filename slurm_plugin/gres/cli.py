@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cores-per-socket", type=_count(topo_cpu.MAX_CORES_PER_SOCKET), help="slurm.conf CoresPerSocket=")
     p.add_argument("--threads-per-core", type=_count(topo_cpu.MAX_THREADS_PER_CORE), default=None,
                    help="slurm.conf ThreadsPerCore= (default 1)")
-    p.add_argument("--sysfs", default=DEFAULT_SYSFS, help="CPU topology root for the NVML path")
+    p.add_argument("--sysfs", help=f"CPU topology root for the NVML path (default {DEFAULT_SYSFS})")
     p.add_argument("--allow-partial", action="store_true", help="print the GPUs of a cut-off capture, marked PARTIAL")
     p.add_argument("--json", action="store_true", help="one JSON object instead of text")
     return p
@@ -148,7 +148,7 @@ def _refuse_unused(a: argparse.Namespace) -> None:
         refuse([f for f, given in (("--shards", a.shards > 0), ("--node", a.node is not None),
                                    ("--type", a.gpu_type is not None),
                                    ("--allow-partial", a.allow_partial),
-                                   ("--sysfs", a.sysfs != DEFAULT_SYSFS)) if given],
+                                   ("--sysfs", a.sysfs is not None)) if given],
                "with writing gres.conf lines, not with --check")
     else:
         refuse([f for f, given in (("--slurm-conf", a.slurm_conf), ("--plugin-dir", a.plugin_dir),
@@ -158,7 +158,7 @@ def _refuse_unused(a: argparse.Namespace) -> None:
             raise InputError("--from-topo and --fake-nvml are two sources: give one")
         refuse(["--allow-partial"] if a.allow_partial and not a.from_topo else [],
                "with --from-topo (a cut-off capture)")
-        refuse(["--sysfs"] if a.from_topo and a.sysfs != DEFAULT_SYSFS else [],
+        refuse(["--sysfs"] if a.from_topo and a.sysfs is not None else [],
                "with the NVML path (the CPU topology of this node), not --from-topo")
     if a.threads_per_core is not None and a.sockets is None and a.cores_per_socket is None:
         raise InputError("--threads-per-core completes a shape: give --sockets and "
@@ -254,7 +254,7 @@ def _from_topo(a: argparse.Namespace) -> int:
 
 
 def _from_nvml(a: argparse.Namespace) -> int:
-    cpu = _shape(a, required=False) or topo_cpu.CpuTopology.from_sysfs(a.sysfs)
+    cpu = _shape(a, required=False) or topo_cpu.CpuTopology.from_sysfs(a.sysfs or DEFAULT_SYSFS)
     module = FakeNvml.from_file(a.fake_nvml) if a.fake_nvml else None
     gpus = nvml.read_gpus(module)
     if not gpus:

@@ -368,7 +368,7 @@ _GRES = "Name=gpu File=/dev/nvidia0\n"
      "--node, --type go with writing gres.conf lines, not with --check; leave them out"),
     (["--check", "G", "--shards", "4"],
      "--shards goes with writing gres.conf lines, not with --check; leave it out"),
-    (["--check", "G", "--allow-partial", "--sysfs", "/tmp"],
+    (["--check", "G", "--allow-partial", "--sysfs", "/sys/devices/system/cpu"],
      "--allow-partial, --sysfs go with writing gres.conf lines, not with --check; leave them out"),
     (["--fake-nvml", "N", "--sockets", "1", "--cores-per-socket", "2", "--plugin-dir", "/x",
       "--slurm-release", "24.11"],
