@@ -19,7 +19,7 @@ daemon updated it; when none of the jobs shown is in it, it is not used (:func:`
 
 Exit codes (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
 (an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
-``--snapshot`` that is not a regular file or is over 256 MiB included);
+``--snapshot`` that is not a regular file or is over 128 MiB included);
 3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
 """
 
@@ -61,7 +61,7 @@ DAEMON_CONFIG = SYSTEM_CONFIG
 WATCH_INTERVAL_S = 5.0
 MIN_INTERVAL_S, MAX_INTERVAL_S = 1.0, 86400.0   # ≥ 1 s: each refresh is one squeue call
 MAX_ITERATIONS = 10**9
-MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024   # a 10,000-job snapshot is a few MiB
+MAX_SNAPSHOT_BYTES = public_snapshot.SNAPSHOT_MAX_BYTES   # the reader's own bound
 _JOB_SELECTOR = re.compile(r"([1-9][0-9]*)(?:([+_])([0-9]+))?")
 _FOLDED_ARRAY = re.compile(r"([0-9]+)_\[(.*)\]")   # an array's pending elements: 30_[5-9]
 

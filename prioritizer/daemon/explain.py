@@ -18,9 +18,7 @@ Both open the ledger read-only and never take the daemon's lock.
 from __future__ import annotations
 
 import bisect
-import os
 import re
-import stat
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -220,21 +218,13 @@ def forecast_lines(job_id: int, ledger: Ledger, snapshot_path: str, now: float,
     row = ledger.job(job_id)
     if row is None or row.ended_at is not None:
         return []
-    shown_path = visible(snapshot_path)
-    try:   # a FIFO or device would block or never end: only a regular file is read
-        mode = os.stat(snapshot_path).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as exc:
-        return [f"forecast: none (snapshot {shown_path} unreadable: {exc.strerror})"]
-    if mode is not None and not stat.S_ISREG(mode):
-        return [f"forecast: none (snapshot {shown_path} is not a regular file)"]
-    try:
+    try:   # read_snapshot reads a regular file only, bounded: a FIFO or device never blocks
         snap = read_snapshot(snapshot_path)
-    except (SnapshotError, OSError) as exc:
-        return [f"forecast: none (snapshot {shown_path} unreadable: {visible(str(exc))})"]
+    except (SnapshotError, OSError) as exc:   # its message names the file
+        return [f"forecast: none (snapshot {visible(str(exc))})"]
     if snap is None:
-        return [f"forecast: none (no snapshot at {shown_path}: is the daemon running?)"]
+        return [f"forecast: none (no snapshot at {visible(snapshot_path)}: is the daemon "
+                "running?)"]
     made: Mapping[str, Any] | None = snap.forecast
     if not is_current(snap.generated_at, now, stale_after_s(interval_s)):
         made = expired(made)   # the daemon stopped updating the snapshot, or the clock is off

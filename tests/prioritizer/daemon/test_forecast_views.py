@@ -187,9 +187,9 @@ def test_explain_adds_the_forecast_of_an_active_job(tmp_path):
     assert explain.forecast_lines(102, led, str(path), NOW + 81)[0].startswith(
         "forecast: STALE (made at 03:45:40 UTC")
     fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)   # never opened: it would block
+    os.mkfifo(fifo)   # opened without blocking and refused: no writer ever comes
     assert explain.forecast_lines(102, led, str(fifo), NOW) == [
-        f"forecast: none (snapshot {fifo} is not a regular file)"]
+        f"forecast: none (snapshot {fifo}: cannot read (a FIFO; give a regular file))"]
 
 
 def test_a_raw_band_says_why_it_is_raw_when_enough_outcomes_are_known():

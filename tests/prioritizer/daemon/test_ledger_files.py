@@ -214,8 +214,8 @@ def test_explain_with_a_non_utf8_snapshot_ends_well(tmp_path: Path, capsys) -> N
     (tmp_path / "snap.json").write_bytes(b"\xcf\x00")
     assert main(["explain", "40", "--config", str(cfg)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == (f"forecast: none (snapshot {tmp_path}/snap.json unreadable: "
-                       f"{tmp_path}/snap.json: malformed snapshot (not UTF-8 text: byte 0))")
+    assert out[-1] == (f"forecast: none (snapshot {tmp_path}/snap.json: malformed snapshot "
+                       "(not UTF-8 text: byte 0))")
 
 
 @pytest.mark.parametrize("side", ["", "-wal", ".lock"])
