@@ -33,7 +33,8 @@ from slurm_plugin.common.readfile import PATH_MAX
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig, Positive, Seconds
 from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
-from prioritizer.paths import SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SYSTEM_CONFIG
+from prioritizer.paths import (LOCK_SUFFIX, SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SQLITE_SIDES,
+                              SYSTEM_CONFIG, present)
 
 __all__ = ["AutoTuneConfig", "ConfigError", "DaemonConfig", "PACKAGED_PATH", "SYSTEM_PATH", "default_path",
            "from_mapping", "load"]
@@ -339,7 +340,8 @@ class DaemonConfig:
             problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
                              f"(got {self.backoff_max_s:g})"))
         ledger = os.path.abspath(self.ledger_path)
-        if os.path.abspath(self.snapshot_path) in {ledger + side for side in LEDGER_SIDES}:
+        if os.path.abspath(self.snapshot_path) in {
+                ledger + side for side in ("", *SQLITE_SIDES, LOCK_SUFFIX)}:
             problems.append(("snapshot_path", "must name another file than ledger_path and the "
                              "files kept beside it (-wal, -shm, -journal, .lock): each cycle "
                              "replaces the snapshot, which would replace that file "
@@ -383,23 +385,10 @@ class DaemonConfig:
         return len(thresholds) + 1
 
 
-LEDGER_SIDES = ("", "-wal", "-shm", "-journal", ".lock")
-"""The ledger's file and those kept beside it (SQLite's write-ahead log, shared memory and
-rollback journal; the daemon's lock file, :mod:`prioritizer.daemon.lock`), as suffixes."""
-
-
 def default_path() -> Path:
-    """``/etc/dlprio/dlprio.yaml`` when anything is there, else the packaged
-    ``conf/dlprio.yaml``. A link to nothing, or a file this user may not see, is "there": its
-    read then fails naming it, rather than the packaged settings silently standing in for the
-    site's."""
-    try:
-        os.lstat(SYSTEM_PATH)
-    except FileNotFoundError:
-        return PACKAGED_PATH
-    except OSError:   # EACCES on /etc/dlprio, ENOTDIR, ELOOP: the read names it
-        pass
-    return SYSTEM_PATH
+    """``/etc/dlprio/dlprio.yaml`` when anything is there (:func:`prioritizer.paths.present`),
+    else the packaged ``conf/dlprio.yaml``."""
+    return SYSTEM_PATH if present(SYSTEM_PATH) else PACKAGED_PATH
 
 
 def _tenant_rules(cfg: DaemonConfig) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from prioritizer import numbers
 from slurm_plugin.common.exits import CliError
-from prioritizer.paths import SYSTEM_CONFIG
+from prioritizer.paths import SYSTEM_CONFIG, present
 from prioritizer.daemon import forecast_text
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
@@ -73,7 +73,7 @@ def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
     exists; falls back to :data:`public_snapshot.DEFAULT_PATH` with a note when it is unreadable.
     """
     cfg = Path(config_path)
-    if not cfg.exists():
+    if not present(cfg):   # a link to nothing is there: its read fails into the note below
         return public_snapshot.DEFAULT_PATH, ""
     import yaml
 

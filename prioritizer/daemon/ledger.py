@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from prioritizer.paths import SQLITE_SIDES
 from slurm_plugin.common.cli import visible
 
 #: Ordered migrations: ``(version, statements)``; a ledger at ``PRAGMA user_version`` v gets
@@ -356,7 +357,7 @@ class Ledger:
                 self.conn.close()
                 raise
             self.conn.isolation_level = "DEFERRED"   # back to sqlite3's implicit transactions
-            for side in ("-wal", "-shm"):
+            for side in SQLITE_SIDES:
                 side_path = Path(str(self.path) + side)
                 if side_path.exists():
                     os.chmod(side_path, 0o600)

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from prioritizer.daemon.ledger import check_file
+from prioritizer.paths import LOCK_SUFFIX
 
 
 class LockHeld(RuntimeError):
@@ -33,7 +34,7 @@ class LedgerLock:
 
     def __init__(self, ledger_path: str | os.PathLike[str]) -> None:
         self.ledger = Path(ledger_path)
-        self.path = Path(str(ledger_path) + ".lock")
+        self.path = Path(str(ledger_path) + LOCK_SUFFIX)
         self.fd: int | None = None
 
     def acquire(self) -> None:

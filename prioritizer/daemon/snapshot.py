@@ -41,7 +41,7 @@ from typing import Any
 
 from prioritizer.paths import SNAPSHOT
 from slurm_plugin.common.atomic import write_atomically
-from slurm_plugin.common.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.readfile import BadText, UnreadableFile, decode_utf8, read_regular
 from slurm_plugin.gres.slurmconf import parse_slurm_conf
 
 VERSION = 1
@@ -194,12 +194,11 @@ def read_snapshot(path: str | os.PathLike[str]) -> PublicSnapshot | None:
     if not os.path.lexists(path):
         return None
     try:
-        raw = read_regular(path, SNAPSHOT_MAX_BYTES)[0].decode("utf-8")
+        raw = decode_utf8(read_regular(path, SNAPSHOT_MAX_BYTES)[0])
+    except BadText as exc:
+        raise SnapshotError(f"{path}:{exc.line}: malformed snapshot ({exc.reason})") from None
     except UnreadableFile as exc:
         raise SnapshotError(f"{path}: cannot read ({exc.reason})") from None
-    except UnicodeDecodeError as exc:
-        raise SnapshotError(f"{path}: malformed snapshot (not UTF-8 text: byte {exc.start})"
-                            ) from None
     try:
         try:
             data = json.loads(raw)

@@ -97,6 +97,20 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> tuple[bytes, os.st
         os.close(fd)
 
 
+def decode_utf8(data: bytes, encoding: str = "utf-8") -> str:
+    """``data`` as text (``encoding``: ``utf-8``, or ``utf-8-sig`` to drop a byte-order mark).
+
+    Raises:
+        BadText: at the first byte that is not UTF-8, with its line (1-based) and the reason
+            ``not UTF-8 text (byte 0xff)``; the caller adds the fix that fits its file.
+    """
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise BadText(data.count(b"\n", 0, exc.start) + 1,
+                      f"not UTF-8 text (byte {data[exc.start]:#04x})") from None
+
+
 def csv_rows(path: str | os.PathLike[str]) -> list[list[str]]:
     """Every row of the CSV text file ``path`` (UTF-8; a byte-order mark, as spreadsheet
     programs write it, is dropped; line ends as written, ``\r\n`` included), read as
@@ -110,11 +124,9 @@ def csv_rows(path: str | os.PathLike[str]) -> list[list[str]]:
     """
     data, _ = read_regular(path, sys.maxsize)
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise BadText(data.count(b"\n", 0, exc.start) + 1,
-                      f"not UTF-8 text (byte {data[exc.start]:#04x}); save the file as UTF-8"
-                      ) from None
+        text = decode_utf8(data, "utf-8-sig")
+    except BadText as exc:
+        raise BadText(exc.line, f"{exc.reason}; save the file as UTF-8") from None
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         return list(reader)

@@ -34,7 +34,7 @@ import yaml
 
 from slurm_plugin.common.wording import shown
 from slurm_plugin.common.cli import visible
-from slurm_plugin.common.readfile import UnreadableFile, read_regular
+from slurm_plugin.common.readfile import BadText, UnreadableFile, decode_utf8, read_regular
 
 MAX_YAML_BYTES = 8 * 1024 * 1024
 """Largest YAML file read, bytes (8 MiB; a daemon config or a tune grid is a few KiB)."""
@@ -278,15 +278,12 @@ def read_text(path: str | Path, limit: int) -> str:
     """
     name = visible(path)
     try:
-        raw, _ = read_regular(path, limit)
-        return raw.decode("utf-8")
+        return decode_utf8(read_regular(path, limit)[0])
+    except BadText as exc:
+        raise YamlFileError(f"{name}:{exc.line}: {exc.reason}; save the file as UTF-8") from None
     except UnreadableFile as exc:
         raise YamlFileError(f"{name}: {exc.reason}, the most dlprio reads" if exc.too_big
                             else f"{name}: cannot read ({exc.reason})") from None
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise YamlFileError(f"{name}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); save "
-                            "the file as UTF-8") from None
 
 
 def read_yaml(path: str | Path) -> Any:

@@ -336,6 +336,12 @@ def test_default_snapshot_path_from_daemon_config(tmp_path) -> None:
     cfg.write_text("daemon: [unclosed\n")
     path, note = queue_cli.default_snapshot_path(str(cfg))
     assert path == public_snapshot.DEFAULT_PATH and "unreadable" in note
+    # a link to a config that is gone: the note says so (the daemon's config is not silently
+    # taken as absent)
+    link = tmp_path / "link.yaml"
+    link.symlink_to(tmp_path / "gone.yaml")
+    assert queue_cli.default_snapshot_path(str(link)) == (
+        public_snapshot.DEFAULT_PATH, f"{link} unreadable (FileNotFoundError)")
 
 
 def test_missing_snapshot_note() -> None:

@@ -188,7 +188,7 @@ def test_a_forecast_made_ahead_of_the_clock_is_not_shown() -> None:
 
 
 @pytest.mark.parametrize("content, why", [
-    (b"\xff\xfe{}", "malformed snapshot (not UTF-8 text: byte 0)"),
+    (b"\xff\xfe{}", "1: malformed snapshot (not UTF-8 text (byte 0xff))"),
 ])
 def test_a_snapshot_that_is_not_utf8_is_one_reason(tmp_path: Path, content: bytes,
                                                    why: str) -> None:
@@ -196,7 +196,7 @@ def test_a_snapshot_that_is_not_utf8_is_one_reason(tmp_path: Path, content: byte
     snap.write_bytes(content)
     with pytest.raises(SnapshotError) as err:
         read_snapshot(snap)
-    assert str(err.value) == f"{snap}: {why}"
+    assert str(err.value) == f"{snap}:{why}"
 
 
 def test_a_snapshot_past_the_bound_is_refused_unread(tmp_path: Path) -> None:
@@ -214,8 +214,8 @@ def test_explain_with_a_non_utf8_snapshot_ends_well(tmp_path: Path, capsys) -> N
     (tmp_path / "snap.json").write_bytes(b"\xcf\x00")
     assert main(["explain", "40", "--config", str(cfg)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1] == (f"forecast: none (snapshot {tmp_path}/snap.json: malformed snapshot "
-                       "(not UTF-8 text: byte 0))")
+    assert out[-1] == (f"forecast: none (snapshot {tmp_path}/snap.json:1: malformed snapshot "
+                       "(not UTF-8 text (byte 0xcf)))")
 
 
 @pytest.mark.parametrize("side", ["", "-wal", ".lock"])
