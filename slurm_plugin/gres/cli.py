@@ -309,9 +309,9 @@ def _check(a: argparse.Namespace) -> int:
                           "note": release.note, "findings": rows}, indent=1))
     else:
         for f in findings:
-            print(f"{f.path or a.check}:{f.line}: {f.message}")
+            print(f"{visible(f.path or a.check)}:{f.line}: {visible(f.message)}")
         if not findings:
-            print(f"{a.check}: no findings")
+            print(f"{visible(a.check)}: no findings")
     return Exit.FAILED if findings else Exit.OK
 
 
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     except (BrokenPipeError, StdoutError):  # stdout's own failures are not input errors
         raise
     except (InputError, gres_slurmconf.SlurmConfError, topo.TopoError, topo_cpu.CpuTopologyError, ValueError, OSError) as e:
-        print(f"dlgres: {e}", file=sys.stderr)
+        print(f"dlgres: {visible(str(e))}", file=sys.stderr)
         return Exit.BAD_INPUT
     except nvml.NvmlUnavailable as e:
         print(f"dlgres: {e} (on a machine without GPUs use --from-topo or --fake-nvml)", file=sys.stderr)

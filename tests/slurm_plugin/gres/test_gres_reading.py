@@ -250,3 +250,17 @@ def test_autodetect_nvml_without_its_library_on_debian_22_05(tmp_path: Path):
     assert got == [(1, f"AutoDetect=nvml: this Slurm has no gpu_nvml.so (in {tmp_path}; Debian's 22.05 is built "
                        "without it): slurmd logs that the library was not found and detects nothing; give File= "
                        "lines (dlgres writes them)")]
+
+
+def test_paths_with_control_characters_are_shown_escaped(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]):
+    """A path (given, or named by an Include line of the file) reaches the terminal with its
+    ESC written as ``\\x1b``, never as the escape that would restyle the output."""
+    odd = tmp_path / "a\x1b[31mb"
+    odd.mkdir()
+    gres = odd / "gres.conf"
+    gres.write_text("NodeName=n1 Name=gpu Count=x\n")
+    rc, out, err = _check(capsys, str(gres))
+    assert rc == 1 and "\x1b" not in out and f"{tmp_path}/a\\x1b[31mb/gres.conf:1: " in out
+    rc, out, err = _check(capsys, str(gres), "--slurm-conf", str(odd / "missing.conf"))
+    assert rc == 2 and "\x1b" not in err and f"{tmp_path}/a\\x1b[31mb/missing.conf" in err
