@@ -42,7 +42,7 @@ from typing import Any
 from prioritizer.paths import SNAPSHOT
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.readfile import BadText, UnreadableFile, decode_utf8, read_regular
-from slurm_plugin.gres.slurmconf import parse_slurm_conf
+from slurm_plugin.gres import slurm_lines
 
 VERSION = 1
 DEFAULT_PATH = SNAPSHOT
@@ -84,14 +84,25 @@ DEFAULT_SLURM_CONF = "/etc/slurm/slurm.conf"
 def local_cluster_name(env: Mapping[str, str] | None = None) -> str | None:
     """``ClusterName`` from the ``slurm.conf`` that ``SLURM_CONF`` names (else
     :data:`DEFAULT_SLURM_CONF`), lower-cased as Slurm stores it; ``None`` when the file is
-    unreadable, malformed or has none. Reads the file and what it includes (no Slurm command),
-    with the project's one slurm.conf reader (:func:`slurm_plugin.gres.slurmconf.parse_slurm_conf`;
-    a relative Include is looked for beside the file)."""
+    unreadable or has none. Reads the file and what it includes (no Slurm command) with the
+    project's one reader of Slurm's config lines (:mod:`slurm_plugin.gres.slurm_lines`; a
+    relative Include is looked for beside the file), and nothing more: a node line or GRES
+    that ``dlgres --check`` would refuse does not hide the name, and an Include it cannot read
+    leaves the file's own lines to look in."""
     path = (os.environ if env is None else env).get("SLURM_CONF") or DEFAULT_SLURM_CONF
     try:
-        return parse_slurm_conf(Path(path).read_text(errors="replace"), path).cluster_name
-    except (OSError, ValueError):     # SlurmConfError is a ValueError
+        data, _ = read_regular(path, slurm_lines.MAX_BYTES)
+    except UnreadableFile:
         return None
+    for includes in (True, False):
+        try:
+            lines = slurm_lines.read_bytes(data, path, includes=includes)
+        except slurm_lines.ConfReadError:
+            continue
+        names = [line.pairs[0].value for line in lines
+                 if line.pairs and line.pairs[0].key.lower() == "clustername"]
+        return names[-1].lower() if names else None
+    return None
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ parser does (src/common/parse_config.c of 22.05-24.11: ``s_p_parse_file``, ``_ge
   name) reads FILE in place. A relative FILE is looked for in the directory of the file that
   includes it (``_add_full_path``; slurm.conf(5), INCLUDE MODIFIERS: "in the same directory as
   the slurm.conf file"). The name is taken as written: 22.05 expands no glob pattern (Debian's
-  22.05.8 stats ``inc*.conf`` literally and fails), and its only modifier is ``%c``
-  (ClusterName, slurm.conf only), which is not expanded here. A file that cannot be read is
+  22.05.8 stats ``inc*.conf`` literally and fails); its one modifier, ``%c``, is the
+  ClusterName read so far in the same file, lower-cased (``_parse_for_format``; without one,
+  "Did not get ClusterName for include path" and the daemons stop: in gres.conf, which has no
+  ClusterName, always). A file that cannot be read is
   fatal in Slurm ("Include" failed in file F line N), and refused here.
 * Pairs follow Slurm's pattern ``^[[:space:]]*([[:alnum:]_.]+)[[:space:]]*([-*+/]?)=
   [[:space:]]*(("([^"]*)")|([^[:space:]]+))([[:space:]]|$)``: blanks may stand around ``=``, a
@@ -132,9 +134,10 @@ def _unescape(raw: bytes) -> bytes:
 
 
 class _Reader:
-    def __init__(self, limit: int) -> None:
-        self.limit, self.total = limit, 0
+    def __init__(self, limit: int, includes: bool = True) -> None:
+        self.limit, self.total, self.includes = limit, 0, includes
         self.lines: list[Line] = []
+        self.cluster: str | None = None   # the last ClusterName= read so far (for %c)
 
     def read(self, data: bytes, path: str | None, shown: str, real: str | None, stack: tuple[str, ...]) -> None:
         self.total += len(data)
@@ -163,11 +166,14 @@ class _Reader:
                 raise ConfReadError(f"{where.at(shown)}: byte {raw[e.start]:#04x} is not UTF-8 text (outside a "
                                     "comment); dlgres reads values as UTF-8: write them in ASCII") from None
             if _INCLUDE.match(raw):
-                self._include(text, where, shown, path, real, stack)
+                if self.includes:
+                    self._include(text, where, shown, path, real, stack)
                 continue
             if text.strip(_BLANK):
                 pairs, rest = split_pairs(text)
                 self.lines.append(Line(where, text, pairs, rest))
+                if pairs and pairs[0].key.lower() == "clustername":
+                    self.cluster = pairs[0].value
 
     def _include(self, text: str, where: Where, shown: str, path: str | None, real: str | None,
                  stack: tuple[str, ...]) -> None:
@@ -176,6 +182,12 @@ class _Reader:
         here = where.at(shown)
         if not name or after.strip(_BLANK):
             raise ConfReadError(f"{here}: Include takes one file name (slurmd and slurmctld stop on this line)")
+        if "%c" in name:   # _parse_for_format: the ClusterName read so far, lower-cased
+            if self.cluster is None:
+                raise ConfReadError(f"{here}: Include {name}: %c needs a ClusterName= line before "
+                                    "it in this file (slurmd and slurmctld stop: 'Did not get "
+                                    "ClusterName for include path')")
+            name = name.replace("%c", self.cluster.lower())
         base = os.path.dirname(real) if real else os.getcwd()
         target = name if name.startswith("/") else os.path.join(base, name)
         resolved = os.path.realpath(target)
@@ -193,18 +205,18 @@ class _Reader:
 
 
 def read_bytes(data: bytes, path: str | None = None, limit: int = MAX_BYTES,
-               shown: str | None = None) -> list[Line]:
+               shown: str | None = None, includes: bool = True) -> list[Line]:
     """The logical lines of the file content ``data`` (blank and comment-only lines left out),
     Include lines replaced by the lines of their files. ``path``: where ``data`` was read from
     (relative Include names are looked for in its directory; None: the current directory);
     ``shown``: the name messages give the file (default ``path``); ``limit``: most bytes read in
-    all, the file and what it includes.
+    all, the file and what it includes; ``includes`` False: Include lines are skipped, not read.
 
     Raises:
         ConfReadError: an Include that cannot be read, loops or nests too deep; a byte that is not
             UTF-8 outside a comment; more than ``limit`` bytes in all.
     """
-    reader = _Reader(limit)
+    reader = _Reader(limit, includes)
     real = os.path.realpath(path) if path else None
     top = shown or path or "<text>"
     reader.read(data, None, top, path, (real,) if real else ())

@@ -17,6 +17,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from prioritizer.policy.model import Decisions
+from prioritizer.daemon.snapshot import local_cluster_name
 
 
 class ConfigClient:
@@ -54,3 +55,23 @@ def test_snapshot_carries_slurms_cluster_name(tmp_path: Path, monkeypatch: pytes
         d.publish(Decisions((), {}, (), ()), observation(1001.0))
     written = json.loads((tmp_path / "s.json").read_text())
     assert written.get("cluster") == stamped and written["generated_at"] == 1001.0
+
+
+@pytest.mark.parametrize("conf, included, name", [
+    # %c: the ClusterName read so far, lower-cased (parse_config.c _parse_for_format)
+    ("ClusterName=Alpha\nInclude nodes-%c.conf\n", {"nodes-alpha.conf": "NodeName=n1\n"},
+     "alpha"),
+    # a GRES line dlgres --check refuses (typed and untyped gpu) hides nothing here
+    ("ClusterName=Beta\nNodeName=n1 Gres=gpu:a100:1,gpu:1\n", {}, "beta"),
+    # an Include that cannot be read leaves the file's own lines
+    ("Include missing.conf\nClusterName=Gamma\n", {}, "gamma"),
+    # the name in an included file
+    ("Include common.conf\n", {"common.conf": "ClusterName=Delta\n"}, "delta"),
+    ("GresTypes=gpu\n", {}, None),
+], ids=["percent-c", "gres-dlgres-refuses", "unreadable-include", "in-include", "none"])
+def test_local_cluster_name_reads_the_name_whatever_else_the_file_holds(
+        tmp_path: Path, conf: str, included: dict[str, str], name: str | None) -> None:
+    (tmp_path / "slurm.conf").write_text(conf)
+    for file, text in included.items():
+        (tmp_path / file).write_text(text)
+    assert local_cluster_name({"SLURM_CONF": str(tmp_path / "slurm.conf")}) == name

@@ -264,3 +264,21 @@ def test_paths_with_control_characters_are_shown_escaped(tmp_path: Path,
     assert rc == 1 and "\x1b" not in out and f"{tmp_path}/a\\x1b[31mb/gres.conf:1: " in out
     rc, out, err = _check(capsys, str(gres), "--slurm-conf", str(odd / "missing.conf"))
     assert rc == 2 and "\x1b" not in err and f"{tmp_path}/a\\x1b[31mb/missing.conf" in err
+
+
+def test_include_percent_c_is_the_cluster_name_read_so_far(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]):
+    """slurm.conf(5) INCLUDE MODIFIERS: %c is ClusterName (parse_config.c _parse_for_format:
+    the one read so far in that file, lower-cased); gres.conf has no ClusterName, so there
+    Slurm stops with "Did not get ClusterName for include path"."""
+    (tmp_path / "slurm.conf").write_text("ClusterName=Alpha\nGresTypes=gpu\nInclude nodes-%c.conf\n")
+    (tmp_path / "nodes-alpha.conf").write_text("NodeName=gpu01 Gres=gpu:a100:1\n")
+    gres = tmp_path / "gres.conf"
+    gres.write_text("NodeName=gpu01 Name=gpu Type=a100 File=/dev/nvidia0\n")
+    assert _check(capsys, str(gres), "--slurm-conf", str(tmp_path / "slurm.conf")) == (
+        0, f"{gres}: no findings\n", "")
+    gres.write_text("Include more-%c.conf\n")
+    assert _check(capsys, str(gres)) == (
+        2, "", f"dlgres: {gres}:1: Include more-%c.conf: %c needs a ClusterName= line before it "
+               "in this file (slurmd and slurmctld stop: 'Did not get ClusterName for include "
+               "path')\n")
