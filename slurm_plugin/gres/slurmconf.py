@@ -80,6 +80,12 @@ def parse_node_gres(where: str, text: str) -> dict[tuple[str, str], int]:
     return out
 
 
+RECORD_KEYS = frozenset({"nodename", "partitionname", "nodeset", "frontendname", "downnodes"})
+"""The keys that start a record whose other keys follow on the same line (slurm.conf(5)); any
+other line holds one key: src/common/parse_config.c ``s_p_parse_file`` parses one key per line
+(``_parse_next_key``) and calls what is left a parse error."""
+
+
 def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmConf:
     """Read GresTypes, PluginDir, ClusterName, SlurmdParameters' socket choice and every node's
     Gres= from slurm.conf: its content, or its lines as
@@ -101,6 +107,12 @@ def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmC
         if line.rest:
             raise SlurmConfError(f"{where}: Slurm cannot read {line.rest[:40]!r} (slurmctld and slurmd stop: "
                                  "'Parse error in file'); give each key a value")
+        if len(line.pairs) > 1 and line.keys[0] not in RECORD_KEYS:
+            second = line.pairs[1].key
+            raise SlurmConfError(f"{where}: {second}= after {line.pairs[0].key}= on one line: Slurm reads one "
+                                 "key per line outside NodeName, PartitionName, NodeSet, FrontendName and "
+                                 f"DownNodes lines (slurmctld and slurmd stop: 'Parse error in file'); put "
+                                 f"{second} on its own line")
         kv = {p.key.lower(): p.value for p in line.pairs}
         if "grestypes" in kv:
             conf.gres_types = {g.strip().lower() for g in kv["grestypes"].split(",") if g.strip()}

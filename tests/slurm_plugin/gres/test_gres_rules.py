@@ -392,12 +392,25 @@ def test_an_untyped_node_gres_drops_the_type():
 
 @pytest.mark.parametrize("text, name", [
     ("ClusterName=Alpha\n", "alpha"),
-    ("SlurmctldPort=6817 ClusterName=beta SlurmdPort=6818\n", "beta"),   # several keys on a line
     ("clustername = Gamma   # ours\n", "gamma"),                        # blanks around '='
     ("# ClusterName=commented\nSlurmctldPort=1\n", None),
 ])
 def test_slurm_conf_cluster_name(text: str, name: str | None) -> None:
     assert parse_slurm_conf(text).cluster_name == name
+
+
+def test_slurm_conf_takes_one_key_per_line_outside_records() -> None:
+    """parse_config.c parses one key per line (``_parse_next_key``) and the rest is a parse
+    error; Debian's 22.05.8 ``scontrol show config`` on a slurm.conf ending in
+    ``SlurmctldTimeout=121 SlurmdTimeout=301``: 'Parse error in file ... line 64: " SlurmdTimeout=301"'.
+    A NodeName line holds its record's keys."""
+    with pytest.raises(SlurmConfError) as err:
+        parse_slurm_conf("GresTypes=gpu\nSlurmctldPort=6817 ClusterName=beta\n", "/etc/s.conf")
+    assert str(err.value) == (
+        "/etc/s.conf:2: ClusterName= after SlurmctldPort= on one line: Slurm reads one key per "
+        "line outside NodeName, PartitionName, NodeSet, FrontendName and DownNodes lines "
+        "(slurmctld and slurmd stop: 'Parse error in file'); put ClusterName on its own line")
+    assert parse_slurm_conf("NodeName=n1 CPUs=8 Gres=gpu:2\n").node_gres == {"n1": {("gpu", ""): 2}}
 
 
 def test_slurm_conf_blanks_around_equals_in_node_gres() -> None:
