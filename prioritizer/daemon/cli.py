@@ -51,7 +51,8 @@ from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
-from prioritizer.daemon.ledger import Ledger, LedgerDamaged, LedgerVersionError, NotALedger
+from prioritizer.daemon.ledger import (Ledger, LedgerDamaged, LedgerVersionError, NotALedger,
+                                       check_file)
 from prioritizer.daemon.learned_gittins import HISTORY
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
@@ -204,12 +205,21 @@ def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter, Gittin
     return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config), samples
 
 
+def _ledger_lock(path: str) -> LedgerLock:
+    """The lock of the ledger at ``path``, to be taken by a writer: a file there that is no
+    ledger this dlprio may write is refused first (:func:`~prioritizer.daemon.ledger.check_file`),
+    before the lock file is made beside it."""
+    if Path(path).exists():
+        check_file(Path(path))
+    return LedgerLock(path)
+
+
 @_guard
 def cmd_run(args: argparse.Namespace) -> int:
     """``dlprio run``: loop until SIGTERM/SIGINT."""
     cfg, log, samples = _setup(args)
     stop = threading.Event()
-    with _stop_on_signals(stop), LedgerLock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+    with _stop_on_signals(stop), _ledger_lock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         metrics = Metrics()
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
@@ -287,7 +297,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     cfg, log, samples = _setup(args)
     with ExitStack() as stack:
         if not args.dry_run:
-            stack.enter_context(LedgerLock(cfg.ledger_path))
+            stack.enter_context(_ledger_lock(cfg.ledger_path))
         existed = Path(cfg.ledger_path).exists()
         ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
         client = SlurmClient(timeout_s=cfg.call_timeout_s)

@@ -12,7 +12,6 @@ import fcntl
 import os
 from pathlib import Path
 
-from prioritizer.daemon.ledger import check_file
 from prioritizer.paths import LOCK_SUFFIX
 
 
@@ -27,19 +26,13 @@ class LockHeld(RuntimeError):
 
 
 class LedgerLock:
-    """``with LedgerLock(ledger_path):`` holds the lock or raises :class:`LockHeld`. The lock
-    is taken only beside a ledger, or where none is yet: a file at ``ledger_path`` that is no
-    ledger this dlprio may write is refused first (:func:`prioritizer.daemon.ledger.check_file`),
-    before the lock file is made."""
+    """``with LedgerLock(ledger_path):`` holds the lock or raises :class:`LockHeld`."""
 
     def __init__(self, ledger_path: str | os.PathLike[str]) -> None:
-        self.ledger = Path(ledger_path)
         self.path = Path(str(ledger_path) + LOCK_SUFFIX)
         self.fd: int | None = None
 
     def acquire(self) -> None:
-        if self.ledger.exists():
-            check_file(self.ledger)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
