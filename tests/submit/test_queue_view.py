@@ -358,6 +358,21 @@ def test_old_snapshot_says_since_when_no_daemon_updated_it(tmp_path) -> None:
     assert queue_cli.load_snapshot(str(path), NOW)[1] == ""
 
 
+def test_a_snapshot_written_ahead_of_the_clock_is_not_taken_as_fresh(tmp_path) -> None:
+    """Written 600 s after ``now`` (the clock set back since): stale, its age unknown; 30 s
+    ahead is within the 60 s two clocks may differ by, and current."""
+    path = tmp_path / "s.json"
+    public_snapshot.write_snapshot(path, snapshot(generated_at=NOW + 600))
+    snap, note, _ = queue_cli.load_snapshot(str(path), NOW)
+    assert snap is not None and note == (
+        "the dlprio daemon's snapshot was written at 1970-01-01 02:56:40 UTC, 10:00 ahead of "
+        "this host's clock (cycle 7; the clock was set back since, or runs behind the "
+        "daemon's), so its age is not known: QUEUE and ATTAINED are from then, blank for jobs "
+        "it had not seen")
+    public_snapshot.write_snapshot(path, snapshot(generated_at=NOW + 30))
+    assert queue_cli.load_snapshot(str(path), NOW)[1] == ""
+
+
 def test_cli_watch_survives_slurm_errors(fake, capsys, monkeypatch) -> None:
     client = fake(error=SlurmUnreachable(["squeue"], "Unable to contact slurm controller"))
     monkeypatch.setattr(queue_cli.time, "sleep", lambda s: None)
