@@ -15,8 +15,13 @@ parser does (src/common/parse_config.c of 22.05-24.11: ``s_p_parse_file``, ``_ge
 * ``Include FILE`` (the keyword in any case at the start of the line, then blanks and a file
   name) reads FILE in place. A relative FILE is looked for in the directory of the file that
   includes it (``_add_full_path``; slurm.conf(5), INCLUDE MODIFIERS: "in the same directory as
-  the slurm.conf file"). The name is taken as written: 22.05 expands no glob pattern (Debian's
-  22.05.8 stats ``inc*.conf`` literally and fails); its one modifier, ``%c``, is the
+  the slurm.conf file"). The name is taken as written, except that a name with ``*`` is
+  refused: 22.05 expands no glob pattern (Debian's 22.05.8 stats ``inc*.conf`` literally),
+  and Debian's 24.11.5 and 26.05.5, built without glob support, stop on any such name, even
+  one a file has ("Slurm does not support glob parsing. ... will be skipped over", then
+  "\"Include\" failed", with ``DebugFlags=GLOB_SILENCE`` too; ``scontrol`` of each, checked
+  by hand): no release here takes it as a pattern, and 24.11 and 26.05 not even as a name.
+  Its one modifier, ``%c``, is the
   ClusterName read so far in the same file, lower-cased (``_parse_for_format``; without one,
   "Did not get ClusterName for include path" and the daemons stop: in gres.conf, which has no
   ClusterName, always). A file that cannot be read is
@@ -188,6 +193,11 @@ class _Reader:
                                     "it in this file (slurmd and slurmctld stop: 'Did not get "
                                     "ClusterName for include path')")
             name = name.replace("%c", self.cluster.lower())
+        if "*" in name:   # _handle_include's '*' branch (module doc)
+            raise ConfReadError(f"{here}: Include {name}: a '*' in the name stops slurmd and slurmctld on "
+                                "24.11 and 26.05 as Debian builds them ('Slurm does not support glob "
+                                "parsing', then '\"Include\" failed'), and 22.05 reads it as a file name; "
+                                "write one Include line per file")
         base = os.path.dirname(real) if real else os.getcwd()
         target = name if name.startswith("/") else os.path.join(base, name)
         resolved = os.path.realpath(target)

@@ -85,6 +85,32 @@ def test_include_loop_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[s
         2, "", f"dlgres: {b}:2: Include a.conf loops ({a} -> {b} -> {a}); Slurm would read it without end\n")
 
 
+@pytest.mark.parametrize("name", ["nodes.d/*.conf", "*"])
+def test_include_with_a_star_is_refused_even_where_a_file_has_that_name(tmp_path: Path, name: str,
+                                                                     capsys: pytest.CaptureFixture[str]):
+    """Debian's 24.11.5 and 26.05.5 stop on an Include name with '*' ("Slurm does not support glob
+    parsing", then '"Include" failed'), even when a file of that very name exists (scontrol of
+    each, with and without DebugFlags=GLOB_SILENCE); 22.05 reads it as a plain name. So the
+    Include is refused although the file named is there and would check clean."""
+    (tmp_path / "nodes.d").mkdir()
+    (tmp_path / name).write_text(GPU01)
+    conf = tmp_path / "gres.conf"
+    conf.write_text(f"# site\nInclude {name}\n")
+    assert _check(capsys, str(conf)) == (
+        2, "", f"dlgres: {conf}:2: Include {name}: a '*' in the name stops slurmd and slurmctld on 24.11 and "
+               "26.05 as Debian builds them ('Slurm does not support glob parsing', then '\"Include\" failed'), "
+               "and 22.05 reads it as a file name; write one Include line per file\n")
+
+
+def test_include_with_a_question_mark_is_read_as_a_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """Only '*' takes Slurm's glob branch: a name with '?' is stat()ed as written on every release
+    (24.11.5 and 26.05.5: "s_p_parse_file: cannot stat file .../n?.conf" when none has it)."""
+    (tmp_path / "n?.conf").write_text(GPU01)
+    conf = tmp_path / "gres.conf"
+    conf.write_text("Include n?.conf\n")
+    assert _check(capsys, str(conf)) == (0, f"{conf}: no findings\n", "")
+
+
 # --- lines, comments, continuations ------------------------------------------------------------
 
 def test_trailing_backslash_continues_the_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
