@@ -16,9 +16,18 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-_SHARD_ITEM_RE = re.compile(r"(?:^|,)(?:gres[:/])?shard(?::[^:,=(]+)?[:=](\d+)")
-"""``shard:8`` (sinfo Gres), ``shard:8(S:0)``, ``gres:shard:2`` (22.05 tres_per_node),
-``gres/shard:2`` (24.11 on), ``gres/shard=2`` (tres_alloc)."""
+_SHARD_ITEM_RE = re.compile(r"(?:^|,)(?:gres[:/])?shard(?::[^:,=(]+)?[:=](\d+[KMGTP]?)(?=[(,]|$)")
+"""``shard:8`` (sinfo Gres), ``shard:8(S:0)``, ``shard:1K(S:0-1)``, ``gres:shard:2`` (22.05
+tres_per_node), ``gres/shard:2`` (24.11 on), ``gres/shard=2`` (tres_alloc)."""
+
+_COUNT_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+
+
+def gres_count(text: str) -> int:
+    """A GRES count as Slurm prints it in a node's GRES (sinfo ``Gres``/``GresUsed``): digits,
+    then a suffix when the count is a whole multiple of 1024ⁿ (``_get_suffix`` in Slurm's
+    gres.c: ``1K`` is 1024, ``2M`` 2,097,152; ``1536`` stays as it is)."""
+    return int(text.rstrip("KMGTP")) * _COUNT_SUFFIX[text.lstrip("0123456789")]
 
 STEP_TOLERANCE = 0.02
 """How far (in shards) ``gpu × shards per GPU`` may lie from a whole number and still be read as
@@ -32,10 +41,11 @@ class ShardError(ValueError):
 def shards_in_gres(text: str | None) -> int:
     """Shards in a GRES or TRES text, summed over its items (0 without any).
 
-    ``gpu:2(S:0),shard:8(S:0)`` → 8; ``gres/shard:2`` → 2; ``gres/gpu:1`` → 0."""
+    ``gpu:2(S:0),shard:8(S:0)`` → 8; ``shard:1K(S:0-1)`` → 1024; ``gres/shard:2`` → 2;
+    ``gres/gpu:1`` → 0."""
     if not text:
         return 0
-    return sum(int(m.group(1)) for m in _SHARD_ITEM_RE.finditer(text.replace(" ", "")))
+    return sum(gres_count(m.group(1)) for m in _SHARD_ITEM_RE.finditer(text.replace(" ", "")))
 
 
 _PER_GPU_RE = re.compile(r"^shard(?::[^:(]+)?:\d+\(((?:\d+/\d+,?)+)\)$")

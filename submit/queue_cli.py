@@ -574,7 +574,7 @@ def _forecast_details(rows: list[qv.QueueRow], snap: PublicSnapshot) -> None:
     for row in rows:
         waiting = row.state in qv.WAITING_STATES
         print(f"job {qv.visible(row.display_id)}:")
-        if not waiting and row.state not in qv.STARTED_STATES:
+        if not waiting and row.state not in qv.HOLDING_STATES:
             print(f"  forecast: none (the job has ended: {qv.visible(row.state)})")
             continue
         lines = forecast_text.detail_lines(snap.forecast, _unit_of(row), now,

@@ -36,15 +36,12 @@ from prioritizer.daemon import forecast_text
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin import marker
-from slurm_plugin.slurm.records import Job
+from slurm_plugin.slurm.records import HOLDING_STATES, WAITING_STATES, Job
 
 if TYPE_CHECKING:  # rich's table loads only for --watch (build_queue_table): dlqueue start-up
     from rich.table import Table
     from rich.text import Text
 
-STARTED_STATES = frozenset(
-    {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "SIGNALING", "STAGE_OUT", "RESIZING"})
-WAITING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"})
 
 # squeue(1) "JOB STATE CODES": compact form → the job_state word of squeue --json.
 STATE_CODES = {
@@ -210,7 +207,7 @@ def _public(job: Job, by_id: dict[int, PublicJob]) -> PublicJob | None:
 def _unit_key(job: Job, pub: PublicJob | None, top_priority: int) -> tuple[int, ...]:
     """Sort key of a schedulable unit (group, then the order inside the group)."""
     submit = job.submit_time or 0
-    if job.state in STARTED_STATES:
+    if job.state in HOLDING_STATES:
         return (0, 0, job.start_time or 0, 0, submit, job.unit_id)
     if job.state in WAITING_STATES:
         if pub is not None and pub.rank is not None:

@@ -39,15 +39,15 @@ from dataclasses import dataclass
 
 import msgspec
 
-from slurm_plugin.slurm.records import ShapeError
+from slurm_plugin.slurm.records import ACTIVE_STATES, ShapeError
 from slurm_plugin.slurm.shapes import NoVal, Release, decode, epoch, number, state_word
 
 #: Final states that mean "stopped from outside, so its run time is a lower bound".
 TIMELIMIT_STATES = frozenset({"TIMEOUT", "DEADLINE"})
 CANCELLED_STATES = frozenset({"CANCELLED"})
-#: States of an attempt that has not finished yet.
-UNFINISHED_STATES = frozenset({"PENDING", "RUNNING", "REQUEUE_HOLD", "SUSPENDED", "CONFIGURING",
-                               "COMPLETING", "RESIZING", "SIGNALING", "STAGE_OUT"})
+#: States of an attempt that has not finished yet: a job's active states, less ``REQUEUED``,
+#: which sacct gives the attempt that a requeue ended.
+UNFINISHED_STATES = ACTIVE_STATES - {"REQUEUED"}
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from slurm_plugin import hostlist
-from slurm_plugin.shard import shards_in_gres
+from slurm_plugin.shard import gres_count, shards_in_gres
 
 _GPU_TRES_RE = re.compile(r"(?:^|,)gres[:/]gpu(?::([^:,=]+))?(?:([:=])(\d+))?(?=,|$)")
-_IDX_RE = re.compile(r"IDX:([^)]*)\)")
-_GRES_COUNT_RE = re.compile(r"^gpu(?::[^:(]+)?:(\d+)")
+_IDX_ITEM_RE = re.compile(r"(?:^|,)\s*(gpu|shard)(?=[:(])[^(,]*\(IDX:([^)]*)\)")
+_GRES_COUNT_RE = re.compile(r"^gpu(?::[^:(]+)?:(\d+[KMGTP]?)(?=[(]|$)")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Job:
 
     @property
     def is_active(self) -> bool:
-        """PENDING, RUNNING, CONFIGURING, COMPLETING, REQUEUED, SUSPENDED (not finished)."""
+        """Not finished: waiting in the queue or holding its allocation (:data:`ACTIVE_STATES`)."""
         return self.state in ACTIVE_STATES
 
     @property
@@ -101,10 +101,20 @@ class Job:
         return self.het_job_id if self.het_job_id else self.job_id
 
 
-ACTIVE_STATES = frozenset(
-    {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
-     "REQUEUE_FED", "RESIZING", "SUSPENDED", "SIGNALING", "STAGE_OUT"}
-)
+#: Job states (the word squeue and sacct print, squeue(1) "JOB STATE CODES") of a job in the
+#: queue without an allocation: pending, being requeued, or held (``REQUEUE_HOLD``: requeued
+#: and held; ``RESV_DEL_HOLD``: held after its reservation was deleted; ``SPECIAL_EXIT``:
+#: requeued in a special state, held).
+WAITING_STATES = frozenset(
+    {"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT"})
+#: Job states of a job that holds its allocation: started, starting, ending, suspended
+#: (``scontrol suspend``) or stopped (``STOPPED``: "execution has been stopped with SIGSTOP
+#: signal. CPUS have been retained").
+HOLDING_STATES = frozenset(
+    {"RUNNING", "CONFIGURING", "COMPLETING", "SIGNALING", "RESIZING", "SUSPENDED", "STOPPED",
+     "STAGE_OUT"})
+#: Job states of a job that has not finished: every other state word is a final one.
+ACTIVE_STATES = WAITING_STATES | HOLDING_STATES
 
 
 @dataclass(frozen=True)
@@ -346,16 +356,20 @@ def gpu_counts(node_count: int, per_node: str, per_job: str, per_task: str, task
 
 
 def gpu_indices(detail: str) -> tuple[int, ...]:
-    """Indices from one ``gres_detail`` entry, e.g. ``gpu:a100:4(IDX:0-2,5)`` → (0, 1, 2, 5)."""
-    m = _IDX_RE.search(detail)
-    if not m or m.group(1) in ("", "N/A"):
-        return ()
-    out: list[int] = []
-    for part in m.group(1).split(","):
-        lo, _, hi = part.partition("-")
-        if lo.isdigit():
-            out.extend(range(int(lo), int(hi) + 1) if hi.isdigit() else [int(lo)])
-    return tuple(out)
+    """GPU indices of one node's ``gres_detail`` entry (squeue ``--json``), sorted, each once.
+
+    The entry has one item per GRES of the job, joined by commas (``gres_ctld_job_build_details``
+    in src/slurmctld/gres_ctld.c): ``gpu:a100:4(IDX:0-2,5)`` → (0, 1, 2, 5);
+    ``gpu:a100:1(IDX:0),gpu:v100:1(IDX:4)`` → (0, 4); the GPUs of ``gpu`` and ``shard`` items
+    count (22.05 writes a shard job's GPU as ``shard:2(IDX:0)``), other GRES (``nic:1(IDX:0)``)
+    do not; ``(IDX:N/A)`` gives none."""
+    out: set[int] = set()
+    for m in _IDX_ITEM_RE.finditer(detail):
+        for part in m.group(2).split(","):
+            lo, _, hi = part.partition("-")
+            if lo.isdigit():
+                out.update(range(int(lo), int(hi) + 1) if hi.isdigit() else [int(lo)])
+    return tuple(sorted(out))
 
 
 #: The formatted read of nodes: (key, sinfo(1) ``-O`` type), one record per node and partition
@@ -408,9 +422,10 @@ def merge_partitions(nodes: Iterable[Node]) -> list[Node]:
 
 def _node_with_gres(*, gres: str, gres_used: str, **fields: object) -> Node:
     """A :class:`Node` whose GPU fields come from its ``gres`` and ``gres_used`` texts
-    (``gpu:a100:8(S:0-1)``, ``gpu:a100:2(IDX:0-1)``)."""
-    total = sum(int(m.group(1)) for g in gres.split(",") if (m := _GRES_COUNT_RE.match(g)))
-    in_use = sum(int(m.group(1)) for g in gres_used.split(",") if (m := _GRES_COUNT_RE.match(g)))
+    (``gpu:a100:8(S:0-1)``, ``gpu:a100:2(IDX:0-1)``; counts as :func:`slurm_plugin.shard.gres_count`
+    reads them)."""
+    total = sum(gres_count(m.group(1)) for g in gres.split(",") if (m := _GRES_COUNT_RE.match(g)))
+    in_use = sum(gres_count(m.group(1)) for g in gres_used.split(",") if (m := _GRES_COUNT_RE.match(g)))
     parts = gres.split(",")[0].split("(")[0].split(":")
     gtype = parts[1] if len(parts) == 3 and parts[0] == "gpu" else ""
     return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype,

@@ -83,10 +83,33 @@ def test_gpus_in_tres(tres: str, expected: int) -> None:
 @pytest.mark.parametrize(
     "detail,expected",
     [("gpu:a100:4(IDX:0-3)", (0, 1, 2, 3)), ("gpu:a100:3(IDX:0,2,5)", (0, 2, 5)),
-     ("gpu:4(IDX:1-2,6-7)", (1, 2, 6, 7)), ("gpu:a100:0(IDX:N/A)", ())],
+     ("gpu:4(IDX:1-2,6-7)", (1, 2, 6, 7)), ("gpu:a100:0(IDX:N/A)", ()),
+     # one item per GRES of the job (gres_ctld_job_build_details): every GPU item counts,
+     # other GRES do not, whatever their place
+     ("gpu:a100:1(IDX:0),gpu:v100:1(IDX:4)", (0, 4)), ("nic:1(IDX:0),gpu:2(IDX:2-3)", (2, 3)),
+     ("gpu:2(IDX:0-1),gpumem:10G(IDX:0-1)", (0, 1)), ("shard:2(IDX:1)", (1,))],
 )
 def test_gpu_indices(detail: str, expected: tuple[int, ...]) -> None:
     assert gpu_indices(detail) == expected
+
+
+def test_node_gres_counts_with_a_suffix() -> None:
+    """A node's GRES counts that are whole multiples of 1024 print with a suffix (gres.c
+    ``_get_suffix``): 8 GPUs of 128 shards each are ``shard:1K``, 1024 shards."""
+    node = node_from_fields(_node(gres="gpu:a100:8(S:0-1),shard:1K(S:0-1)",
+                                  gres_used="gpu:a100:2(IDX:0-1),shard:0(0/128,0/128)"))
+    assert (node.gpus_total, node.gpus_used, node.shards_total) == (8, 2, 1024)
+    assert node_from_fields(_node(gres="gpu:2K", gres_used="gpu:1K(IDX:0-1023)")).gpus_used == 1024
+
+
+@pytest.mark.parametrize("state,active", [
+    # squeue(1) JOB STATE CODES: held in the queue, or holding a stopped allocation
+    ("RESV_DEL_HOLD", True), ("SPECIAL_EXIT", True), ("STOPPED", True), ("REQUEUE_HOLD", True),
+    ("SUSPENDED", True), ("PREEMPTED", False), ("REVOKED", False), ("DEADLINE", False)])
+def test_held_and_stopped_jobs_are_active(squeue: dict, state: str, active: bool) -> None:
+    job = job_from_json({**squeue["jobs"][0], "job_state": state})
+    assert (job.state, job.is_active) == (state, active)
+    assert (state in records.WAITING_STATES or state in records.HOLDING_STATES) is active
 
 
 def test_node_down_has_no_free_gpus() -> None:
