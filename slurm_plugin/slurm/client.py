@@ -148,14 +148,20 @@ class SlurmClient:
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None,
-             env: dict[str, str] | None = None) -> str:
+             env: dict[str, str] | None = None, lossy: bool = False) -> str:
         """Run one Slurm command; return its stdout. Raises the typed errors above.
 
-        ``env``: the command's whole environment (``None`` = this process's). A ``SLURM_CONF``
-        naming a missing or unreadable file fails at once with :class:`SlurmUnreachable`
-        (Slurm's commands would retry it for 60 s, see :func:`conf_problem`).
+        ``env``: the command's whole environment (``None`` = this process's), with
+        ``SLURM_BITSTR_LEN=0`` set: a job array's task expression is printed whole (squeue(1),
+        sacct(1): by default it "will be limited to 64 bytes" and ends in ``...``). A
+        ``SLURM_CONF`` naming a missing or unreadable file fails at once with
+        :class:`SlurmUnreachable` (Slurm's commands would retry it for 60 s, see
+        :func:`conf_problem`). Slurm prints the bytes users gave (a job name from a Latin-1
+        script): the output is read as UTF-8 with each other byte kept as a surrogate escape,
+        or with ``lossy`` replaced by U+FFFD (for JSON, which must be UTF-8 to be decoded).
         """
-        problem = conf_problem((os.environ if env is None else env).get("SLURM_CONF"))
+        env = {**(os.environ if env is None else env), "SLURM_BITSTR_LEN": "0"}
+        problem = conf_problem(env.get("SLURM_CONF"))
         if problem:
             raise SlurmUnreachable(argv, problem)
         cmd = [self.bin_dir.rstrip("/") + "/" + argv[0] if self.bin_dir else argv[0], *argv[1:]]
@@ -167,7 +173,8 @@ class SlurmClient:
                 input=input_text,
                 env=env,
                 capture_output=True,
-                text=True,
+                encoding="utf-8",
+                errors="replace" if lossy else "surrogateescape",
                 timeout=self.timeout_s,
                 check=False,
             )
@@ -188,7 +195,7 @@ class SlurmClient:
         ``sacct``, to hold only :data:`NOTHING_FOUND` (no job matched). Any other non-empty
         list raises the typed error of its text (:func:`_classify`); text that is no JSON raises
         :class:`SlurmRefused`, JSON that is no object :class:`SlurmShapeUnknown`."""
-        out = self._run(argv)
+        out = self._run(argv, lossy=True)
         try:
             head = msgspec.json.decode(out, type=_Errors)
         except msgspec.ValidationError as exc:
@@ -352,12 +359,14 @@ class SlurmClient:
                 if wanted is None or wanted & set(n.partitions)]
 
     def ping(self) -> bool:
-        """True when slurmctld answers ``scontrol ping`` (never raises)."""
+        """True when some slurmctld answers ``scontrol ping`` (never raises): one line per
+        controller, ``Slurmctld(primary) at ctl1 is UP`` / ``Slurmctld(backup) at ctl2 is
+        DOWN``; a backup that serves while the primary is down is up too."""
         try:
             out = self._run(["scontrol", "ping"])
         except SlurmError:
             return False
-        return "UP" in out and "DOWN" not in out
+        return any(line.rstrip().endswith(" is UP") for line in out.splitlines())
 
     def show_config(self) -> dict[str, str]:
         """``scontrol show config`` as ``{Key: value}`` (e.g. ``PriorityWeightAge``)."""
@@ -455,14 +464,15 @@ class SlurmClient:
     def find_by_comment(self, text: str) -> list[int]:
         """Ids of this user's jobs whose ``--comment`` contains ``text``: pending/running ones
         from ``squeue --me -o '%i|%k'`` (``%k`` is the comment, squeue(1)), then ended ones from
-        ``sacct -X -P --format=JobIDRaw,Comment`` over the last day (sacct keeps the comment only
+        ``sacct -X -P --format=JobID,Comment`` over the last day (sacct keeps the comment only
         with ``AccountingStoreFlags=job_comment``; without slurmdbd that part is skipped).
-        A hetjob or array counts once (its leader / array id). Raises :class:`SlurmUnreachable`
-        when squeue gets no answer."""
+        A hetjob or array counts once, by its leader's or its array's id: both print a
+        component as ``31+1`` and an element as ``100_3`` (sacct's ``JobIDRaw`` would give each
+        its own id). Raises :class:`SlurmUnreachable` when squeue gets no answer."""
         found: list[int] = []
         out = self._run(["squeue", "-h", "--me", "-o", "%i|%k"])
         try:
-            out += self._run(["sacct", "-n", "-X", "-P", "--format=JobIDRaw,Comment", "-S", "now-1days"])
+            out += self._run(["sacct", "-n", "-X", "-P", "--format=JobID,Comment", "-S", "now-1days"])
         except SlurmError:
             pass
         for line in out.splitlines():
@@ -477,7 +487,7 @@ class SlurmClient:
         argv = ["sbatch", "--test-only"]
         cmd = argv
         try:
-            proc = subprocess.run(cmd, input=script_text, capture_output=True, text=True,
+            proc = subprocess.run(cmd, input=script_text, capture_output=True, encoding="utf-8", errors="replace",
                                   timeout=self.timeout_s, check=False)
         except subprocess.TimeoutExpired as exc:
             raise SlurmUnreachable(argv, f"no answer within {self.timeout_s:g} s") from exc
