@@ -30,8 +30,13 @@ from slurm_plugin.slurm.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
 from slurm_plugin.slurm.records import Job, Node
 
+#: The states of a unit the daemon orders (held ones, REQUEUE_HOLD, RESV_DEL_HOLD,
+#: SPECIAL_EXIT, wait for a person: the ledger keeps them as ended until released) and of a
+#: unit whose run it counts: SUSPENDED and STOPPED jobs keep their allocation, so their run
+#: goes on (slurm_plugin.slurm.records has every state word).
 PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED"})
-RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "SUSPENDED"})
+RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "SUSPENDED",
+                            "STOPPED"})
 #: Pending reasons after which Slurm would start the job as soon as GPUs are free. A pending job
 #: with any other reason (held, dependency, limits, nodes down...) is ordered but never preempted
 #: for: freeing GPUs would not start it (squeue(1) "JOB REASON CODES").

@@ -168,3 +168,13 @@ def test_snapshot_gives_the_first_run_start_for_the_requeue_guard(tmp_path: Path
     assert (views[1].first_start, views[1].run_start, views[1].last_run_end) == (10.0, 100, 40.0)
     assert views[1].attained_s == 30 + 30   # 10-40 s, then 100-130 s
     assert views[4].first_start is None
+
+
+def test_a_suspended_or_stopped_job_keeps_its_run_and_a_held_one_is_not_ordered() -> None:
+    """squeue(1): SUSPENDED and STOPPED ("execution has been stopped with SIGSTOP signal. CPUS
+    have been retained") keep the allocation, so the run goes on; REQUEUE_HOLD, RESV_DEL_HOLD
+    and SPECIAL_EXIT wait, held, for a person, not for the daemon's order."""
+    phases = {state: units_from_jobs([job_from_json(_job(job_state=state))], DaemonConfig())[10].phase
+              for state in ("SUSPENDED", "STOPPED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT")}
+    assert phases == {"SUSPENDED": JobPhase.RUNNING, "STOPPED": JobPhase.RUNNING,
+                      "REQUEUE_HOLD": None, "RESV_DEL_HOLD": None, "SPECIAL_EXIT": None}
