@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from prioritizer.daemon.ledger_values import WAY_OUT, first_bad_value
 from prioritizer.paths import SQLITE_SIDES
 from slurm_plugin.common.cli import visible
 
@@ -77,10 +78,13 @@ class LedgerDamaged(sqlite3.DatabaseError):
     """The ledger's SQLite file is damaged (``SQLITE_CORRUPT``)."""
 
 
-def damaged(path: Path, exc: sqlite3.DatabaseError) -> str:
-    """The line for a damaged ledger file (``SQLITE_CORRUPT``): the file and the way out."""
-    return (f"{visible(path)}: the ledger is damaged ({exc}); restore it from a backup, or "
-            "move it away to start a new one (the attained service it holds is then lost)")
+def damaged(path: Path, why: object,
+            way_out: str = "restore it from a backup, or move it away to start a new one (the "
+                           "attained service it holds is then lost)") -> str:
+    """The line for a damaged ledger file: the file, ``why`` (SQLite's ``SQLITE_CORRUPT``
+    error, or the cell :func:`~prioritizer.daemon.ledger_values.first_bad_value` found) and the
+    way out."""
+    return f"{visible(path)}: the ledger is damaged ({why}); {way_out}"
 
 
 #: The tables every ledger has, from schema version 0 on (a new file has none yet).
@@ -114,7 +118,7 @@ def _file_state(path: Path) -> tuple[int, int, int, bool]:
 
 def open_read_only(path: Path) -> sqlite3.Connection:
     """A read-only view of the ledger at ``path`` that creates nothing beside it, checked by
-    :func:`check_ledger`.
+    :func:`check_ledger` and :func:`check_values`.
 
     While a writer has the ledger open (a ``-wal`` beside it: a writer keeps one while it has
     the file open), a plain read-only connection: SQLite's locks keep its reads consistent,
@@ -142,11 +146,35 @@ def open_read_only(path: Path) -> sqlite3.Connection:
         finally:
             disk.close()
         if _file_state(path) == before:
-            return copy
+            return _checked(copy, path)
         copy.close()
     conn = sqlite3.connect(readonly_uri(path), uri=True, timeout=10)
     try:
         check_ledger(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return _checked(conn, path)
+
+
+def check_values(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise :class:`LedgerDamaged` (one line naming ``path``, the table, row and column, and
+    the way out) when a cell of the ledger holds a value of the wrong type or out of range
+    (:mod:`prioritizer.daemon.ledger_values`)."""
+    try:
+        why = first_bad_value(conn)
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
+            raise LedgerDamaged(damaged(path, exc)) from None
+        raise
+    if why is not None:
+        raise LedgerDamaged(damaged(path, why, WAY_OUT))
+
+
+def _checked(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
+    """``conn`` once :func:`check_values` passes (closed when it raises)."""
+    try:
+        check_values(conn, path)
     except BaseException:
         conn.close()
         raise

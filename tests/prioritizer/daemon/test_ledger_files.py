@@ -271,3 +271,121 @@ def test_a_writer_during_the_immutable_copy_makes_it_be_taken_again(tmp_path: Pa
     # file before it writes (Ledger's check_file: before and after its copy)
     assert len(calls) == 6
     assert sorted(p.name for p in tmp_path.iterdir()) == ["led"]
+
+
+def _hand_edit(path: Path, *sql: str) -> None:
+    """Run ``sql`` on the ledger at ``path`` as an admin's sqlite3 shell would."""
+    conn = sqlite3.connect(path)
+    try:
+        for statement in sql:
+            conn.execute(statement)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+#: Hand edits that SQLite accepts (it keeps any value in any column) and the cell each names.
+NONSENSE = [
+    (["UPDATE meta SET value='1e300' WHERE key='observed_at'"],
+     "meta key observed_at: value '1e300' is not an epoch time in seconds from 0 to "
+     "253402214400"),
+    (["UPDATE runs SET gpus='four'"],
+     "runs row job_id=40 start=0.0: gpus is 'four', not a GPU count from 0 to 4294967295"),
+    (["UPDATE jobs SET gpus=-4"], "jobs row job_id=40: gpus is -4, not a GPU count from 0 to "
+                                  "4294967295"),
+    (["UPDATE jobs SET submit_time=9e999"],   # SQLite reads 9e999 as infinity
+     "jobs row job_id=40: submit_time is inf, not an epoch time in seconds from 0 to "
+     "253402214400 or NULL"),
+    (["UPDATE jobs SET queue=1.5"], "jobs row job_id=40: queue is 1.5, not a whole number >= 0 "
+                                    "or NULL"),
+    (["UPDATE runs SET end_time='nan'"], "runs row job_id=40 start=0.0: end_time is 'nan', not "
+                                         "an epoch time in seconds from 0 to 253402214400 or "
+                                         "NULL"),
+    (["UPDATE intents SET grace_s=-1"], "intents row id=1: grace_s is -1.0, not a number of "
+                                        "seconds from 0 to 253402214400"),
+    (["UPDATE jobs SET user=x'00ff'"], "jobs row job_id=40: user is b'\\x00\\xff', not text"),
+    # a NULL where a number must be: possible only once the schema lost its NOT NULL
+    (["PRAGMA writable_schema=ON",
+      "UPDATE sqlite_master SET sql=replace(sql, 'gpus INTEGER NOT NULL', 'gpus INTEGER')"
+      " WHERE name='runs'"], None),
+    (["INSERT INTO meta VALUES('tenant_rows', '[[\"a\", 1, 2, 1, 0, \"x\"]]')"],
+     "meta key tenant_rows: value '[[\"a\", 1, 2, 1, 0, \"x\"]]' is JSON but item 0 is not "
+     "[tenant, guaranteed, used, borrowed, waiting, fair_share] (a text and five finite "
+     "numbers)"),
+    (["INSERT INTO meta VALUES('tenant_why', '{\"40\": 7}')"],
+     "meta key tenant_why: value '{\"40\": 7}' is JSON but job 40 is not a list"),
+]
+
+
+@pytest.mark.parametrize("edits, cell", NONSENSE,
+                         ids=["observed_at", "run-gpus-text", "gpus-negative", "submit-inf",
+                              "queue-fraction", "end-nan-text", "grace-negative", "user-blob",
+                              "gpus-null", "tenant-rows", "tenant-why"])
+@pytest.mark.parametrize("command", [["status"], ["status", "--json", "--all"], ["explain", "40"],
+                                     ["once", "--dry-run"], ["once"]])
+def test_a_hand_edited_value_is_one_line_naming_the_cell(tmp_path: Path, capsys, edits, cell,
+                                                         command) -> None:
+    """Exit 2, one line: the file, table, row, column and value, what it should be and the way
+    out; for ``once`` before the lock, the lease or Slurm (none here), the file untouched."""
+    ledger = _ledger(tmp_path / "led")
+    with Ledger(ledger) as led:
+        led.add_intent(40, None, "USR2", 10, 0, now=20)
+    _hand_edit(ledger, *edits)
+    if cell is None:   # the NOT NULL is gone: now a NULL can be written
+        _hand_edit(ledger, "UPDATE runs SET gpus=NULL")
+        cell = ("runs row job_id=40 start=0.0: gpus is None, not a GPU count from 0 to "
+                "4294967295")
+    data = ledger.read_bytes()
+    cfg = _config(tmp_path, ledger)
+    env_before = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(tmp_path / "no-slurm.conf")
+    try:
+        rc = main([*command, "--config", str(cfg)])
+    finally:
+        if env_before is None:
+            del os.environ["SLURM_CONF"]
+        else:
+            os.environ["SLURM_CONF"] = env_before
+    captured = capsys.readouterr()
+    assert (rc, captured.out) == (2, "")
+    assert captured.err == (f"dlprio: ledger: {ledger}: the ledger is damaged ({cell}); set that "
+                            "value right, restore the ledger from a backup, or move it away to "
+                            "start a new one (the attained service it holds is then lost)\n")
+    assert ledger.read_bytes() == data
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "led"]
+
+
+def test_every_column_and_meta_value_the_code_reads_has_a_rule(tmp_path: Path) -> None:
+    """A column added to the schema, or a number or JSON kept in ``meta`` by a new key, needs
+    its rule in ``ledger_values`` (else a hand edit of it is read unchecked)."""
+    from prioritizer.daemon import auto_tune, tenants_view
+    from prioritizer.daemon.ledger_values import META, TABLES
+    with Ledger(tmp_path / "led") as led:
+        for table, (_, rules) in TABLES.items():
+            columns = [r[1] for r in led.conn.execute(f"PRAGMA table_info({table})")]
+            assert sorted(rules) == sorted(columns), table
+    assert {tenants_view.ROWS_KEY, tenants_view.WHY_KEY, tenants_view.USAGE_KEY,
+            auto_tune.META_LAST, auto_tune.META_SWITCHES, auto_tune.META_STARTED, "observed_at",
+            "cycle", "pruned_at", "order_backlog", "order_ref"} <= set(META)
+
+
+def test_values_the_daemon_writes_pass_the_check(tmp_path: Path, capsys) -> None:
+    """The check refuses nonsense only: a shard job's half GPU, times at 0, an open run and
+    intent, the meta values each writer stores, and empty meta values are read as they are."""
+    ledger = _ledger(tmp_path / "led")
+    with Ledger(ledger) as led:
+        with led.transaction():
+            led.upsert_job(41, user="bob", account="a", partition="gpu", state="RUNNING",
+                           gpus=0.5, submit_time=None, restart_count=3, now=0)
+            led.start_run(41, 0, 0.5, now=0)
+        led.add_intent(40, 41, None, 0, 0, now=0)
+        for key, value in [("cycle", "7"), ("pruned_at", repr(5.5)), ("order_backlog", ""),
+                           ("order_ref", repr(-30.0)), ("auto_tune_switches", "0"),
+                           ("tenant_rows", '[["a", 4, 2, 0, 1, 0.5]]'),
+                           ("tenant_why", '{"40": ["guarantee", "a", 2, 4, 0.5], '
+                                          '"41": ["victim", "its GPUs go to job 40"]}'),
+                           ("tenant_usage", '{"at": 10.0, "usage": {"a": [1, 2.5, 0]}}'),
+                           ("auto_tune_last", '{"at": 1.0, "outcome": "kept", "reason": "r"}')]:
+            led.set_meta(key, value)
+    assert main(["status", "--all", "--config", str(_config(tmp_path, ledger))]) == 0
+    assert capsys.readouterr().err == ""

@@ -42,10 +42,10 @@ def _damage(path: Path, sql: str) -> None:
 
 
 @pytest.mark.parametrize(("sql", "where"), [
-    ("UPDATE intents SET signal_at='x'", "intents row id=1: signal_at = 'x'"),
-    ("UPDATE intents SET requeue_at='nan'", "intents row id=1: requeue_at = 'nan'"),
-    ("UPDATE jobs SET preemptions=-5", "jobs row job_id=6: preemptions = -5"),
-    ("UPDATE jobs SET preemptions=1.5", "jobs row job_id=6: preemptions = 1.5")])
+    ("UPDATE intents SET signal_at='x'", "intents row id=1: signal_at is 'x', not an epoch"),
+    ("UPDATE intents SET requeue_at='nan'", "intents row id=1: requeue_at is 'nan', not an epoch"),
+    ("UPDATE jobs SET preemptions=-5", "jobs row job_id=6: preemptions is -5, not a whole"),
+    ("UPDATE jobs SET preemptions=1.5", "jobs row job_id=6: preemptions is 1.5, not a whole")])
 def test_export_refuses_a_damaged_ledger(sql: str, where: str, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     path = _ledger(tmp_path / "l.sqlite")
@@ -53,13 +53,15 @@ def test_export_refuses_a_damaged_ledger(sql: str, where: str, tmp_path: Path,
     with pytest.raises(history_cli.CliError) as err:
         ledger_read.ledger_facts(str(path))
     assert err.value.exit_code == 2
-    assert str(err.value).startswith(f"--ledger {path}: {where} is not")
+    assert str(err.value).startswith(f"--ledger {path}: the ledger is damaged ({where}")
 
 
 @pytest.mark.parametrize(("sql", "where"), [
-    ("UPDATE meta SET value='garbage' WHERE key='observed_at'", "meta: observed_at = 'garbage'"),
-    ("UPDATE meta SET value='inf' WHERE key='observed_at'", "meta: observed_at = inf"),
-    ("UPDATE intents SET created='x'", "intents row id=1: created = 'x'")])
+    ("UPDATE meta SET value='garbage' WHERE key='observed_at'",
+     "meta key observed_at: value 'garbage' is not an epoch"),
+    ("UPDATE meta SET value='inf' WHERE key='observed_at'",
+     "meta key observed_at: value 'inf' is not an epoch"),
+    ("UPDATE intents SET created='x'", "intents row id=1: created is 'x', not an epoch")])
 def test_check_refuses_a_damaged_ledger(sql: str, where: str, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     path = _ledger(tmp_path / "l.sqlite")
@@ -71,7 +73,9 @@ def test_check_refuses_a_damaged_ledger(sql: str, where: str, tmp_path: Path,
     rc = dlprio(["history", "check", "--trace", str(trace), "--nodes", "1", "--gpus-per-node",
                  "8", "--start-latency", "0", "--ledger", str(path)])
     err = capsys.readouterr().err
-    assert rc == 2 and err.startswith(f"dlprio: --ledger {path}: {where} is not"), err
+    assert rc == 2 and err.startswith(f"dlprio: --ledger {path}: the ledger is damaged "
+                                      f"({where}"), err
+    assert err.count("\n") == 1
 
 
 def test_export_never_writes_a_trace_the_check_refuses(tmp_path: Path,
