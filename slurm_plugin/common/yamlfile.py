@@ -15,6 +15,12 @@ job specs and site config (:func:`load_yaml`, :func:`load_json`, read by :mod:`s
   10^9 nodes, which every later walk of the data pays for. The nodes of the *expanded* document
   are counted on the composed graph (memoised, linear in the file) and more than
   :data:`MAX_YAML_NODES` are refused before anything is constructed (:class:`TooLarge`).
+* **Many nodes written out.** PyYAML's pure-Python composer takes about 25 µs and 800 bytes a
+  node, so composing a 1 MiB flow list (``[1,1,...]``, 500,000 nodes) whole, for the count
+  above to refuse it, takes 14 s and 400 MiB. dlprio's loader (:class:`Loader`) counts nodes as they are composed
+  (:class:`NodeBound`) and refuses the document at node :data:`MAX_YAML_NODES` + 1, whatever
+  the file's size: about 2 s and 80 MiB. A bound on the file's bytes cannot stand in for it: 100,000 nodes fit in 200 KB, while a long value (a
+  100,000-character path) is one node.
 * **Floats.** dlprio's files are read with YAML 1.2's floats (:class:`Loader`: ``1e3`` is a
   number); job specs with PyYAML's own YAML 1.1 reading, libyaml first for speed
   (:func:`load_yaml`), as OpenPAI's tools read them.
@@ -46,9 +52,9 @@ MAX_YAML_NODES = 100_000
 
 
 __all__ = ["DuplicateKey", "DuplicateKeyCheck", "DuplicateKeys", "Loader", "MAX_YAML_BYTES",
-           "MAX_YAML_NODES", "TooLarge", "YamlFileError", "duplicate_lines", "expanded_size",
-           "key_text", "load", "load_json", "load_yaml", "read_text", "read_yaml", "size_problem",
-           "syntax_message"]
+           "MAX_YAML_NODES", "NodeBound", "TooLarge", "YamlFileError", "duplicate_lines",
+           "expanded_size", "key_text", "load", "load_json", "load_yaml", "read_text",
+           "read_yaml", "size_problem", "syntax_message"]
 
 
 class YamlFileError(ValueError):
@@ -157,7 +163,22 @@ class DuplicateKeyCheck:
         return data
 
 
-class Loader(DuplicateKeyCheck, yaml.SafeLoader):
+class NodeBound:
+    """Mixin for a pure-Python PyYAML loader: raises :class:`TooLarge` as soon as more than
+    :data:`MAX_YAML_NODES` nodes are composed (aliases not counted: :func:`size_problem`
+    counts them once the document is composed), before the rest of the file is parsed."""
+
+    _composed = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        if not self.check_event(yaml.AliasEvent):  # type: ignore[attr-defined]
+            self._composed += 1
+            if self._composed > MAX_YAML_NODES:
+                raise TooLarge(_MANY_NODES)
+        return super().compose_node(parent, index)  # type: ignore[misc, no-any-return]
+
+
+class Loader(NodeBound, DuplicateKeyCheck, yaml.SafeLoader):
     """``yaml.SafeLoader`` that reads floats as YAML 1.2 does.
 
     PyYAML implements YAML 1.1, whose float pattern needs a dot and a signed exponent, so
@@ -213,6 +234,10 @@ def expanded_size(root: yaml.Node) -> int:
     return memo[id(root)]
 
 
+_MANY_NODES = (f"the document has more than {MAX_YAML_NODES:,} nodes (keys, values and list "
+               "items); split it into smaller files")
+
+
 def size_problem(root: yaml.Node) -> str | None:
     """Why the composed document ``root`` is too large to construct, or None: more than
     :data:`MAX_YAML_NODES` nodes once every alias is expanded, worded by the cause: aliases that
@@ -220,8 +245,7 @@ def size_problem(root: yaml.Node) -> str | None:
     if expanded_size(root) <= MAX_YAML_NODES:
         return None
     if _distinct_nodes(root) > MAX_YAML_NODES:
-        return (f"the document has more than {MAX_YAML_NODES:,} nodes (keys, values and list "
-                "items); split it into smaller files")
+        return _MANY_NODES
     return (f"the document expands to more than {MAX_YAML_NODES:,} nodes through anchors and "
             "aliases (&name / *name); write it out or use fewer aliases")
 

@@ -105,3 +105,20 @@ def test_a_large_file_without_aliases_is_not_called_an_alias_bomb(tmp_path: Path
     assert capsys.readouterr().err == (
         f"dlprio: config: {f}: the document has more than 100,000 nodes (keys, values and list "
         "items); split it into smaller files\n")
+
+
+def test_a_document_of_many_nodes_is_refused_before_the_rest_is_parsed(tmp_path: Path,
+                                                                     capsys) -> None:
+    """The count stops the reader at node 100,001: the syntax error further on (the last
+    ``]``) is never reached. Composed whole, a file of small items costs about 25 µs and 800
+    bytes a node (a 1 MiB list of 500,000 items: 14 s and 400 MiB)."""
+    f = tmp_path / "cfg.yaml"
+    f.write_text("partitions: [" + "1," * 150_000 + "]]\n")   # 300 KB
+    assert main(["status", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (
+        f"dlprio: config: {f}: the document has more than 100,000 nodes (keys, values and list "
+        "items); split it into smaller files\n")
+    f.write_text("partitions: [" + "1," * 90_000 + "]]\n")   # under the count: the error
+    assert main(["status", "--config", str(f)]) == 2
+    assert "YAML syntax error" in capsys.readouterr().err
+
