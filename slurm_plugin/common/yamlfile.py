@@ -19,7 +19,8 @@ job specs and site config (:func:`load_yaml`, :func:`load_json`, read by :mod:`s
   node, so composing a 1 MiB flow list (``[1,1,...]``, 500,000 nodes) whole, for the count
   above to refuse it, takes 14 s and 400 MiB. dlprio's loader (:class:`Loader`) counts nodes as they are composed
   (:class:`NodeBound`) and refuses the document at node :data:`MAX_YAML_NODES` + 1, whatever
-  the file's size: about 2 s and 80 MiB. A bound on the file's bytes cannot stand in for it: 100,000 nodes fit in 200 KB, while a long value (a
+  the file's size: about 2 s and 80 MiB. The byte bound (:data:`MAX_YAML_BYTES`, checked
+  before parsing) cannot stand in for it: 100,000 nodes fit in 200 KB, while a long value (a
   100,000-character path) is one node.
 * **Floats.** dlprio's files are read with YAML 1.2's floats (:class:`Loader`: ``1e3`` is a
   number); job specs with PyYAML's own YAML 1.1 reading, libyaml first for speed
@@ -42,8 +43,11 @@ from slurm_plugin.common.wording import shown
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.readfile import BadText, UnreadableFile, decode_utf8, read_regular
 
-MAX_YAML_BYTES = 8 * 1024 * 1024
-"""Largest YAML file read, bytes (8 MiB; a daemon config or a tune grid is a few KiB)."""
+MAX_YAML_BYTES = 1024 * 1024
+"""Largest YAML file dlprio reads, bytes (1 MiB). Its files (daemon config, tune grid, log
+config, tenants) are a few KiB; the packaged conf/dlprio.yaml is 9 KiB. PyYAML's pure-Python
+scanner takes about 0.6 s for 1 MiB written as one value, 5 s for 8 MiB; a document of many
+small nodes is stopped at :data:`MAX_YAML_NODES` before (:class:`NodeBound`)."""
 
 
 MAX_YAML_NODES = 100_000

@@ -100,7 +100,7 @@ def test_a_large_file_without_aliases_is_not_called_an_alias_bomb(tmp_path: Path
     """120,000 list items written out: too large, but no alias multiplied anything, so the
     message says so (it named anchors and aliases)."""
     f = tmp_path / "cfg.yaml"
-    f.write_text("policy:\n  thresholds_gpu_s:\n" + "".join(f"    - {i + 1}\n" for i in range(120_000)))
+    f.write_text("policy:\n  thresholds_gpu_s:\n" + "    - 1\n" * 120_000)   # 960,000 bytes
     assert main(["status", "--config", str(f)]) == 2
     assert capsys.readouterr().err == (
         f"dlprio: config: {f}: the document has more than 100,000 nodes (keys, values and list "
@@ -122,3 +122,13 @@ def test_a_document_of_many_nodes_is_refused_before_the_rest_is_parsed(tmp_path:
     assert main(["status", "--config", str(f)]) == 2
     assert "YAML syntax error" in capsys.readouterr().err
 
+
+def test_a_dlprio_file_past_1_mib_is_refused_unread(tmp_path: Path, capsys) -> None:
+    """A daemon config, grid or log config is a few KiB: one past 1 MiB is refused before any
+    of it is parsed (PyYAML's scanner takes about 0.6 s a MiB of one long value)."""
+    f = tmp_path / "cfg.yaml"
+    with open(f, "wb") as out:
+        out.truncate(1024 * 1024 + 1)   # sparse: no disk
+    assert main(["status", "--config", str(f)]) == 2
+    assert capsys.readouterr().err == (f"dlprio: config: {f}: larger than 1048576 bytes (1 MiB), "
+                                       "the most dlprio reads\n")
