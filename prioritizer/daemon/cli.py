@@ -9,15 +9,17 @@ exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
 * ``OK`` (0): done;
 * ``SLURM_UNREACHABLE`` (3) / ``SLURM_REFUSED`` (4): ``once`` could not ask Slurm, or Slurm
   refused every update it tried (``run`` never exits for that);
-* ``BAD_INPUT`` (2): bad configuration or usage (the message names the file and key), or a
-  ledger written by a newer dlprio (the message names the fix);
+* ``BAD_INPUT`` (2): bad configuration or usage (the message names the file and key), a
+  ledger written by a newer dlprio, a file at ``ledger_path`` that holds no ledger, or a
+  damaged ledger (SQLite reports it corrupt, or a cell holds a value of the wrong type or out
+  of range): the message names the file and the fix;
 * ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger; ``explain``/``status``: no
   ledger yet;
 * ``HELD`` (6): another dlprio holds the ledger lock (the message names its pid) or the
   cluster lease (the message names its host:pid and lease job); ``run`` also exits 6 when it
   loses the lease to another daemon;
-* ``STORAGE`` (7): the ledger's storage failed (disk full, read-only file system, I/O error, a
-  damaged database): not a configuration error, so the systemd unit (conf/dlprio.service)
+* ``STORAGE`` (7): the ledger's storage failed (disk full, read-only file system, I/O error):
+  not a configuration error, so the systemd unit (conf/dlprio.service)
   restarts the daemon, whose ``RestartPreventExitStatus`` holds only 2 and 6.
 
 Every subcommand takes ``--config FILE`` (default ``/etc/dlprio/dlprio.yaml``, else the
