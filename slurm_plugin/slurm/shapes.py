@@ -138,10 +138,14 @@ def epoch(v: int | NoVal | None) -> int | None:
 
 #: The flags that squeue and sacct print instead of the base state, first match wins
 #: (``job_state_string()`` in ``src/common/slurm_protocol_defs.c``); any other flag
-#: (LAUNCH_FAILED, UPDATE_DB, RECONFIG_FAIL, POWER_UP_NODE) leaves the base state.
+#: (LAUNCH_FAILED, UPDATE_DB, RECONFIG_FAIL, POWER_UP_NODE, EXPEDITING) leaves the base state.
 STATE_FLAG_ORDER = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED",
                     "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED", "REVOKED",
                     "RESV_DEL_HOLD", "SIGNALING")
+#: Flags the JSON's state list may carry that are no state word of their own: ``EXPEDITING``
+#: (``JOB_EXPEDITING``, "checking for expedited requeue", a flag bit of the data parser's
+#: JOB_STATE list from Slurm 25.11 on, so in 26.05's; squeue's State column has no word for it).
+JSON_ONLY_FLAGS = frozenset({"EXPEDITING"})
 
 
 def state_word(state: str | list[str], what: str) -> str:
@@ -149,13 +153,14 @@ def state_word(state: str | list[str], what: str) -> str:
     v0.0.38's word as it is, v0.0.42's list (base state first, then flags: ``["PENDING",
     "REQUEUED"]`` → ``REQUEUED``) by :data:`STATE_FLAG_ORDER`. Raises :class:`ShapeError`
     naming ``what`` (``job 12``) and the word for any word not in
-    :data:`slurm_plugin.slurm.records.KNOWN_STATES`, or an empty list."""
+    :data:`slurm_plugin.slurm.records.KNOWN_STATES` (a flag after the base state may also be
+    one of :data:`JSON_ONLY_FLAGS`), or an empty list."""
     words = [state] if isinstance(state, str) else state
-    for word in words:
-        if word not in KNOWN_STATES:
-            raise ShapeError(f"{what}: job state {word!r} is not a Slurm job state")
     if not words:
         raise ShapeError(f"{what}: no job state")
+    for i, word in enumerate(words):
+        if word not in KNOWN_STATES and not (i and word in JSON_ONLY_FLAGS):
+            raise ShapeError(f"{what}: job state {word!r} is not a Slurm job state")
     return next((f for f in STATE_FLAG_ORDER if f in words[1:]), words[0])
 
 

@@ -185,12 +185,15 @@ def test_a_json_field_of_another_shape_is_refused_with_its_path(
     (["RUNNING", "CONFIGURING"], "CONFIGURING"), (["PENDING", "REQUEUE_HOLD"], "REQUEUE_HOLD"),
     (["RUNNING", "REQUEUED", "RESIZING"], "RESIZING"), (["RUNNING", "SIGNALING"], "SIGNALING"),
     (["FAILED", "LAUNCH_FAILED"], "FAILED"), (["PENDING", "POWER_UP_NODE"], "PENDING"),
-    ("TIMEOUT", "TIMEOUT")])
+    ("TIMEOUT", "TIMEOUT"),
+    # JOB_EXPEDITING (flag bit 24 of the data parser's JOB_STATE from 25.11 on): no word of its own
+    (["RUNNING", "COMPLETING", "EXPEDITING"], "COMPLETING"), (["PENDING", "EXPEDITING"], "PENDING")])
 def test_a_state_list_reads_as_the_word_squeue_prints(words: list[str] | str, word: str) -> None:
     assert state_word(words, "job 1") == word
 
 
-@pytest.mark.parametrize("words", [["RUNNING", "EXPEDITING_X"], [], ["Running"], "RUNNING,X"])
+@pytest.mark.parametrize("words", [["RUNNING", "EXPEDITING_X"], [], ["Running"], "RUNNING,X",
+                                   ["EXPEDITING"], "EXPEDITING"])
 def test_an_unknown_state_word_is_refused_naming_the_job(words: list[str] | str) -> None:
     with pytest.raises(ShapeError, match="job 7"):
         state_word(words, "job 7")
