@@ -155,10 +155,23 @@ class Node:
 
     @property
     def usable(self) -> bool:
-        """True when Slurm may start jobs on the node."""
-        bad = {"down", "drained", "draining", "fail", "failing", "future", "unknown"}
-        flags = {f.upper() for f in self.state_flags}
-        return self.state.lower() not in bad and not flags & {"DRAIN", "NOT_RESPONDING", "FAIL"}
+        """True when Slurm may start any job on the node: its base state is none of
+        :data:`UNUSABLE_STATES` and it has none of :data:`UNUSABLE_FLAGS`."""
+        return (self.state.lower() not in UNUSABLE_STATES
+                and not UNUSABLE_FLAGS.intersection(f.upper() for f in self.state_flags))
+
+
+#: Base node states (sinfo ``StateComplete``, lower case) of a node that takes no new job.
+UNUSABLE_STATES = frozenset({"down", "drained", "draining", "fail", "failing", "future", "unknown"})
+#: Node state flags (sinfo ``StateComplete`` after ``+``) of a node that takes no new job of
+#: any user, from sinfo(1) NODE STATE CODES (22.05, 24.11 and 26.05 alike): drained or failing,
+#: not responding, "did not register correctly" (``INVALID_REG``, shown as INVAL), "in a
+#: reservation with a flag value of maintenance" and "in an advanced reservation and not
+#: generally available" (``MAINTENANCE``, ``RESERVED``: ``idle+MAINTENANCE+RESERVED``), "in the
+#: process of powering down and not capable of running any jobs", a reboot issued, network
+#: performance counters in use. A powered-down node is usable: Slurm powers it up for a job.
+UNUSABLE_FLAGS = frozenset({"DRAIN", "NOT_RESPONDING", "FAIL", "INVALID_REG", "MAINTENANCE",
+                            "RESERVED", "POWERING_DOWN", "REBOOT_ISSUED", "PERFCTRS"})
 
 
 class ShapeError(ValueError):

@@ -119,6 +119,16 @@ def test_node_down_has_no_free_gpus() -> None:
     assert drained.state_flags == ("DRAIN",) and drained.gpus_free == 0
 
 
+@pytest.mark.parametrize("state,free", [
+    ("idle", 8), ("idle+POWERED_DOWN", 8), ("idle+PLANNED", 8), ("mixed+COMPLETING", 8),
+    # sinfo(1) NODE STATE CODES: no new job of any user
+    ("idle+MAINTENANCE+RESERVED", 0), ("idle+RESERVED", 0), ("idle+INVALID_REG", 0),
+    ("idle+POWERING_DOWN", 0), ("down+REBOOT_ISSUED", 0), ("idle+REBOOT_ISSUED", 0),
+    ("idle+PERFCTRS", 0), ("mixed+DRAIN", 0), ("idle+NOT_RESPONDING", 0)])
+def test_a_node_in_a_reservation_or_invalid_offers_no_gpu(state: str, free: int) -> None:
+    assert node_from_fields(_node(state=state)).gpus_free == free
+
+
 def test_filters_apply_in_client(squeue: dict) -> None:
     jobs = [job_from_json(j) for j in squeue["jobs"]]
     assert [j.job_id for j in filter_jobs(jobs, states=["pending"])] == [15]
