@@ -1,7 +1,7 @@
 """Observe: one read of Slurm per cycle, folded into the ledger and into the policy's Snapshot.
 
 First step of the daemon cycle (docs/design.md, code rule 2: ``observe → decide → act``). It reads jobs with one formatted
-squeue call and nodes with ``sinfo --json`` through :class:`slurm_plugin.slurm.client.SlurmClient`,
+squeue call and nodes with one formatted sinfo call through :class:`slurm_plugin.slurm.client.SlurmClient`,
 groups heterogeneous-job components into one unit keyed by the leader's id (docs/design.md,
 "Ledger and daemon"), keeps the managed units (GPU jobs in the configured partitions), and updates the
 ledger: a running unit has an open run starting at Slurm's own ``start_time``; a run ends at
