@@ -333,9 +333,25 @@ def headers(show_service: bool, show_start: bool = False) -> list[str]:
     return heads + ["PREEMPTS", "REASON"]
 
 
+#: The most characters of a pending array's task expression the JOBID cell shows: squeue's own
+#: default (squeue(1) SLURM_BITSTR_LEN, 64 bytes, the end cut to "..."); dlqueue reads the
+#: whole expression, so ``-j 30_98`` and ``--json`` see every task.
+ARRAY_TASKS_SHOWN = 64
+
+
+def shown_id(display_id: str) -> str:
+    """The JOBID cell: ``display_id`` with a pending array's task expression longer than
+    :data:`ARRAY_TASKS_SHOWN` cut as squeue cuts it (``30_[0,2,4,...]``)."""
+    head, sep, tasks = display_id.partition("_[")
+    if not sep or len(tasks) - 1 <= ARRAY_TASKS_SHOWN:
+        return display_id
+    return f"{head}_[{tasks[:ARRAY_TASKS_SHOWN - 3]}...]"
+
+
 def cell_texts(row: QueueRow, show_service: bool, show_start: bool = False) -> list[str]:
     """The cells of one row as shown (user text through :func:`visible`)."""
-    cells = [visible(row.display_id), visible(row.user), visible(row.name), visible(row.state)]
+    cells = [visible(shown_id(row.display_id)), visible(row.user), visible(row.name),
+             visible(row.state)]
     if show_service:
         cells += [queue_name(row.queue), service_text(row.attained_gpu_s)]
     gpus = f"shard:{row.shards}" if row.shards and not row.gpus else str(row.gpus)

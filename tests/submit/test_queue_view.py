@@ -172,6 +172,19 @@ def test_array_element_id_form() -> None:
     assert [(r.display_id, r.job_id) for r in rows] == [("40_[4-9:2]", 40), ("40_3", 41)]
 
 
+def test_a_long_array_expression_is_cut_in_the_cell_only() -> None:
+    """The task expression is read whole; the JOBID cell shows its first 64 characters as
+    squeue's default SLURM_BITSTR_LEN does, ending in "...", and --json the whole."""
+    tasks = ",".join(str(i) for i in range(0, 200, 2))
+    [row] = qv.build_rows([make_job(40, array_job_id=40, array_task_string=tasks)], None, NOW)
+    assert row.display_id == f"40_[{tasks}]"
+    assert qv.cell_texts(row, False)[0] == "40_[" + tasks[:61] + "...]"
+    assert qv.cell_texts(row, False)[0] == "40_[0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,...]"
+    short = "0-1000%4"
+    [row] = qv.build_rows([make_job(40, array_job_id=40, array_task_string=short)], None, NOW)
+    assert qv.cell_texts(row, False)[0] == "40_[0-1000%4]"
+
+
 # ------------------------------------------------------------------ wait and reason
 
 @pytest.mark.parametrize(("job", "expected"), [
