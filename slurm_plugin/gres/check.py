@@ -29,7 +29,7 @@ from slurm_plugin import hostlist
 from slurm_plugin.gres import shard_check as gres_shard_check
 from slurm_plugin.gres.conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
                                     GresLine, TooLarge, parse_gres_conf)
-from slurm_plugin.gres.release import WHOLE_SOCKET_CORES_SINCE, Release
+from slurm_plugin.gres.release import DEBIAN_GPU_PLUGINS, WHOLE_SOCKET_CORES_SINCE, Release
 from slurm_plugin.gres.slurm_lines import Line, Where
 from slurm_plugin.gres.slurmconf import SlurmConf
 from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
@@ -197,8 +197,8 @@ def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] |
         if plugin_dirs is not None and val in AUTODETECT_PLUGIN:
             so = AUTODETECT_PLUGIN[val]
             if not any((Path(d) / so).is_file() for d in plugin_dirs):
-                why = ("Debian's 22.05 is built without it" if val in ("nvml", "rsmi") else
-                       f"every Slurm {release.name} build has it: is this the plugin directory?")
+                why = (f"Debian's {release.name} has it: is this the plugin directory?"
+                       if so in DEBIAN_GPU_PLUGINS[release.name] else f"Debian's {release.name} is built without it")
                 val = "off"  # what slurmd then does
                 rep.add(r.where, f"AutoDetect={r.fields['autodetect']}: this Slurm has no {so} (in "
                                  f"{':'.join(plugin_dirs)}; {why}): slurmd logs that the library was not found and "

@@ -46,6 +46,12 @@ ENV_FLAGS = frozenset({"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl
 FLAG_SINCE = {**{f: "22.05" for f in ENV_FLAGS}, "countonly": "22.05", "one_sharing": "22.05",
               "all_sharing": "22.05", "explicit": "24.11", "env_uuid": "26.05"}
 WHOLE_SOCKET_CORES_SINCE = "24.11"
+DEBIAN_GPU_PLUGINS = {"22.05": frozenset(), "24.11": frozenset({"gpu_nvidia.so", "gpu_nrt.so"}),
+                      "26.05": frozenset({"gpu_nvidia.so", "gpu_nrt.so", "gpu_oneapi.so"})}
+"""The AutoDetect plugins in Debian's build of each release (bookworm 22.05.8, trixie 24.11.5,
+sid 26.05.5): none has ``gpu_nvml.so`` or ``gpu_rsmi.so``, and only 26.05 has ``gpu_oneapi.so``
+(slurmd -G of 22.05 and 24.11 with AutoDetect=oneapi: "Configured with oneAPI, but oneAPI isn't
+enabled during the build")."""
 
 PLUGIN_FILES = ("gres_gpu.so", "gpu_generic.so")
 """Plugins read for ``plugin_version``: both are in every Slurm build with GPU support."""
