@@ -101,15 +101,16 @@ def _node_findings(slots: list[_Slot]) -> list[_Found]:
     return out
 
 
-def _check_cores(line: Where, key: str, text: str, shape: CpuTopology | None, whole: str | None) -> list[_Found]:
-    """``whole``: the release when it requires whole sockets in Cores, else None."""
+def _check_cores(line: Where, key: str, text: str, shape: CpuTopology | None, release: str,
+                 whole: bool) -> list[_Found]:
+    """``whole``: the release's gres.conf(5) requires whole sockets in Cores."""
     try:
         ids = parse_ranges(text, what="core" if key == "Cores" else "CPU")
     except CpuTopologyError as e:
         return [(line, f"{key}={text}: {e}")]
     over = format_ranges(i for i in ids if shape is not None and i >= shape.cores)
     if key == "CPUs":
-        msg = "CPUs= is not in gres.conf(5) of Slurm 22.05: use Cores= with logical core indices"
+        msg = f"CPUs= is not in gres.conf(5) of Slurm {release}: use Cores= with logical core indices"
         if shape is not None:
             try:
                 msg += f" (on this node shape: Cores={format_ranges(shape.logical_cores(ids))})"
@@ -130,12 +131,13 @@ def _check_cores(line: Where, key: str, text: str, shape: CpuTopology | None, wh
     if part:
         full = ",".join(f"{s * per}-{(s + 1) * per - 1}" for s in part)
         return [(line, f"Cores={text}: part of socket(s) {','.join(map(str, part))} (cores {full}): "
-                              f"Slurm {whole} wants all the cores of a socket given together")]
+                              f"gres.conf(5) of Slurm {release} wants all the cores of a socket given together "
+                              f"(slurmd {release} starts with it, without a message)")]
     return []
 
 
 def _line_findings(lineno: Where, f: dict[str, str], devs: list[str], shape: CpuTopology | None,
-                   whole: str | None) -> tuple[tuple[int, ...] | None, list[_Found]]:
+                   release: str, whole: bool) -> tuple[tuple[int, ...] | None, list[_Found]]:
     """Checks of one GPU line on its own; returns its parsed Links (None if absent or bad)."""
     out: list[_Found] = []
     links = None
@@ -146,7 +148,7 @@ def _line_findings(lineno: Where, f: dict[str, str], devs: list[str], shape: Cpu
         out += bad
     for key, name in (("cores", "Cores"), ("cpus", "CPUs")):
         if key in f:
-            out += _check_cores(lineno, name, f[key], shape, whole)
+            out += _check_cores(lineno, name, f[key], shape, release, whole)
     return links, out
 
 
@@ -366,13 +368,13 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
 
 
 def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
-                 whole: str | None) -> dict[str, list[_Slot]]:
+                 release: str, whole: bool) -> dict[str, list[_Slot]]:
     """Line-local Links/Cores checks of gpu lines; returns the device slots per node."""
     nodes: dict[str, list[_Slot]] = {}
     owners: dict[str, dict[str, Where]] = {}   # node -> device file -> the line that gives it
     for r in lines:
         devs = r.files or []
-        links, bad = _line_findings(r.where, r.fields, devs, shape, whole)
+        links, bad = _line_findings(r.where, r.fields, devs, shape, release, whole)
         for f in bad:
             rep.add(*f)
         single = len(devs) == 1 and "links" in r.fields
@@ -455,8 +457,8 @@ def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: 
             _slurm_rules(node, mine, slurm, rep, skip)
     _file_on_all_nodes(gres_lines, auto, rep)
     gpu = [r for r in gres_lines if r.name == "gpu"]
-    whole = release.name if release.has(WHOLE_SOCKET_CORES_SINCE) and not (slurm and slurm.socket_as) else None
-    slots = _links_rules(gpu, shape, rep, whole)
+    whole = release.has(WHOLE_SOCKET_CORES_SINCE) and not (slurm and slurm.socket_as)
+    slots = _links_rules(gpu, shape, rep, release.name, whole)
     bad_gpu = [r for r in broken if r.fields.get("name", "").lower() in ("gpu", "")]
     tainted = {n for r in bad_gpu for n in (r.nodes or slots)}  # numbering unknown after a bad line
     for host, node_slots in slots.items():

@@ -56,12 +56,12 @@ _ENV_DIFFER = ("Flags: env flags nvidia_gpu_env differ from line 2's amd_gpu_env
     pytest.param(NVIDIA, "26.05", [], id="nvidia-26.05"),
     pytest.param(PART_SOCKET, "22.05", [], id="part-socket-22.05"),
     pytest.param(PART_SOCKET, "24.11", [
-        (1, "Cores=0-3: part of socket(s) 0 (cores 0-7): Slurm 24.11 wants all the cores of a socket given "
-            "together"),
+        (1, "Cores=0-3: part of socket(s) 0 (cores 0-7): gres.conf(5) of Slurm 24.11 wants all the cores of a "
+            "socket given together (slurmd 24.11 starts with it, without a message)"),
     ], id="part-socket-24.11"),
     pytest.param(PART_SOCKET, "26.05", [
-        (1, "Cores=0-3: part of socket(s) 0 (cores 0-7): Slurm 26.05 wants all the cores of a socket given "
-            "together"),
+        (1, "Cores=0-3: part of socket(s) 0 (cores 0-7): gres.conf(5) of Slurm 26.05 wants all the cores of a "
+            "socket given together (slurmd 26.05 starts with it, without a message)"),
     ], id="part-socket-26.05"),
     pytest.param(ENV_UUID, "22.05", [
         (1, "Flags=env_uuid: env_uuid was added in Slurm 26.05; Slurm 22.05 does not know it (slurmd ignores it)"),

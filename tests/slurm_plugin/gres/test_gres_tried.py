@@ -10,6 +10,7 @@ from pathlib import Path
 
 from slurm_plugin.gres.check import check_gres
 from slurm_plugin.gres.release import Release
+from slurm_plugin.gres.topo_cpu import CpuTopology
 
 
 def _lines(text: str, release: str, **kw) -> list[tuple[int, str]]:
@@ -30,3 +31,30 @@ def test_autodetect_plugin_missing_names_the_release_build(tmp_path: Path):
                            "lines (dlgres writes them)")], (value, release)
     got = _lines("AutoDetect=oneapi\nName=gpu File=/dev/nvidia0\n", "26.05", plugin_dirs=[str(tmp_path)])
     assert [m.split("; ")[1].split(")")[0] for _, m in got] == ["Debian's 26.05 has it: is this the plugin directory?"]
+
+
+SOCKETS = CpuTopology.from_shape(2, 4)
+"""The node of the Cores tries: slurm.conf ``Sockets=2 CoresPerSocket=4 ThreadsPerCore=1``, slurmd
+run with ``HWLOC_SYNTHETIC='package:2 core:4 pu:1'``."""
+
+
+def test_cpus_key_names_the_release_checked():
+    """``CPUs=`` is in none of the three man pages; slurmd -G of 24.11 and 26.05 takes
+    ``CPUs=0-3`` without a message (it prints ``Cores=0-3``), as 22.05 does."""
+    for release in ("24.11", "26.05"):
+        got = _lines("Name=gpu File=/dev/nvidia0 CPUs=0-3\nName=gpu File=/dev/nvidia1 CPUs=4-7\n", release,
+                     shape=SOCKETS)
+        assert got == [(1, f"CPUs= is not in gres.conf(5) of Slurm {release}: use Cores= with logical core indices "
+                           "(on this node shape: Cores=0-3)"),
+                       (2, f"CPUs= is not in gres.conf(5) of Slurm {release}: use Cores= with logical core indices "
+                           "(on this node shape: Cores=4-7)")], release
+
+
+def test_part_of_a_socket_in_cores_is_taken_by_slurmd():
+    """gres.conf(5) of 24.11 and 26.05: "all the cores in a socket* must be specified together";
+    slurmd -G of both takes ``Cores=0-1`` and ``Cores=2-5`` on 2 sockets of 4 cores without a
+    message (``Gres Name=gpu ... Cores=0-1 CoreCnt=8``)."""
+    got = _lines("Name=gpu File=/dev/nvidia0 Cores=0-1\nName=gpu File=/dev/nvidia1 Cores=4-7\n", "24.11",
+                 shape=SOCKETS)
+    assert got == [(1, "Cores=0-1: part of socket(s) 0 (cores 0-3): gres.conf(5) of Slurm 24.11 wants all the cores "
+                       "of a socket given together (slurmd 24.11 starts with it, without a message)")]
