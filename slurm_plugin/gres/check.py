@@ -3,8 +3,9 @@
 Rules a line breaks on its own are read in :mod:`slurm_plugin.gres.conf`; this module adds the
 rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres.slurmconf`), the
 rules between the two files. What slurmd 22.05 does with each fault was tried with
-``slurmd -G`` (see docs/admins.md): duplicate records without File, File on some records of a
-name but not others, Count that differs from the number of files, File with MultipleFiles,
+``slurmd -G`` (see docs/admins.md): duplicate records without File or Type (lines with a
+Type add up: two ``Name=nic Type=x Count=1`` lines are nic:x:2 on 22.05, 24.11 and 26.05),
+File on some records of a name but not others, Count that differs from the number of files, File with MultipleFiles,
 conflicting node-local AutoDetect and env flags that differ between records of a node and name
 are fatal; AutoDetect=nvml without ``gpu_nvml.so`` (Debian's build) is ignored with a log line;
 a Name missing from GresTypes drops the record; more GRES than slurm.conf's node ``Gres=``
@@ -228,13 +229,13 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
         by_name.setdefault(r.name, []).append(r)
     for name, group in by_name.items():
         _typed_with_untyped(name, group, rep, node)
-        seen: dict[str, Where] = {}
+        first: Where | None = None   # the first line of the group without File and Type
         for r in group:
-            if r.files is None and auto == "off":
-                if r.type in seen:
-                    rep.add(r.where, f"{name}{':' + r.type if r.type else ''}: a second line without File for "
-                                    f"{{nodes}} (first: {seen[r.type]}): slurmd stops on duplicate records", node)
-                seen.setdefault(r.type, r.where)
+            if r.files is None and not r.type and auto == "off":   # typed ones add up (module docstring)
+                if first is not None:
+                    rep.add(r.where, f"{name}: a second line without File for {{nodes}} (first: {first}): slurmd "
+                                    f"stops on duplicate records ('gres.conf duplicate records for {name}')", node)
+                first = first or r.where
             if name == "gpu" and r.type and r.files is None and auto == "off":
                 rep.add(r.where, f"Type={r.type} without File=: File is required for every typed gpu GRES "
                                 "(name the /dev/nvidiaN files)")

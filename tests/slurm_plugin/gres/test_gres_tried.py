@@ -58,3 +58,14 @@ def test_part_of_a_socket_in_cores_is_taken_by_slurmd():
                  shape=SOCKETS)
     assert got == [(1, "Cores=0-1: part of socket(s) 0 (cores 0-3): gres.conf(5) of Slurm 24.11 wants all the cores "
                        "of a socket given together (slurmd 24.11 starts with it, without a message)")]
+
+
+def test_typed_lines_without_file_add_up():
+    """Two ``Name=nic Type=x Count=1`` lines (slurm.conf ``GresTypes=nic``, ``Gres=nic:x:2``): slurmd
+    -G of 22.05, 24.11 and 26.05 lists both (``Gres Name=nic Type=x Count=1`` twice); without Type
+    they stop it ("fatal: gres.conf duplicate records for nic")."""
+    for release in ("22.05", "24.11", "26.05"):
+        assert _lines("Name=nic Type=x Count=1\nName=nic Type=x Count=1\n", release) == [], release
+        assert _lines("Name=nic Count=1\nName=nic Count=1\n", release) == [
+            (2, "nic: a second line without File for this node (first: line 1): slurmd stops on duplicate records "
+                "('gres.conf duplicate records for nic')")], release
