@@ -30,7 +30,8 @@ from slurm_plugin import hostlist
 from slurm_plugin.gres import shard_check as gres_shard_check
 from slurm_plugin.gres.conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
                                     GresLine, TooLarge, parse_gres_conf)
-from slurm_plugin.gres.release import DEBIAN_GPU_PLUGINS, WHOLE_SOCKET_CORES_SINCE, Release
+from slurm_plugin.gres.release import (DEBIAN_GPU_PLUGINS, FILELESS_GPU_WARNING_SINCE, WHOLE_SOCKET_CORES_SINCE,
+                                        Release)
 from slurm_plugin.gres.slurm_lines import Line, Where
 from slurm_plugin.gres.slurmconf import SlurmConf
 from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
@@ -222,23 +223,26 @@ def _autodetect(recs: list[GresLine], nodes: list[str], plugin_dirs: list[str] |
     return {n: local[n][0] if n in local else glob for n in nodes}
 
 
-def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str] | None, rep: _Report) -> None:
-    """Rules across the GRES lines of one node (``lines``: in file order, usable only)."""
+def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str] | None, rep: _Report,
+                release: Release, told: set[Where]) -> None:
+    """Rules across the GRES lines of one node (``lines``: in file order, usable only); ``told``: lines
+    already reported for lacking a File that other lines of their GRES give."""
     by_name: dict[str, list[GresLine]] = {}
     for r in lines:
         by_name.setdefault(r.name, []).append(r)
     for name, group in by_name.items():
         _typed_with_untyped(name, group, rep, node)
         first: Where | None = None   # the first line of the group without File and Type
+        dup = auto == "off" and sum(r.files is None and not r.type for r in group) > 1   # slurmd stops first
+        shard_file = any(r.name == "shard" and r.files is not None for r in lines)   # shard_check tells
         for r in group:
             if r.files is None and not r.type and auto == "off":   # typed ones add up (module docstring)
                 if first is not None:
                     rep.add(r.where, f"{name}: a second line without File for {{nodes}} (first: {first}): slurmd "
                                     f"stops on duplicate records ('gres.conf duplicate records for {name}')", node)
                 first = first or r.where
-            if name == "gpu" and r.type and r.files is None and auto == "off":
-                rep.add(r.where, f"Type={r.type} without File=: File is required for every typed gpu GRES "
-                                "(name the /dev/nvidiaN files)")
+            if name == "gpu" and r.files is None and auto == "off" and not (dup or shard_file or r.where in told):
+                rep.add(r.where, _fileless(r, release))
             if "multiplefiles" in r.fields and auto == "nvidia":
                 rep.add(r.where, f"MultipleFiles= (a MIG device) with AutoDetect=nvidia on {{nodes}}: it does not "
                                 "detect MIGs (gres.conf(5)); use AutoDetect=nvml, or off with File= lines", node)
@@ -257,6 +261,15 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
         rep.add(lines[-1].where, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
 
 
+def _fileless(r: GresLine, release: Release) -> str:
+    """A gpu line without File, AutoDetect off (:data:`~slurm_plugin.gres.release.FILELESS_GPU_WARNING_SINCE`)."""
+    said = (f"'Ignoring file-less GPU gpu:{r.type or '(null)'} from final GRES list'"
+            if release.has(FILELESS_GPU_WARNING_SINCE) else "without a message")
+    return (f"{'Type=' + r.type if r.type else 'Name=gpu'} without File=: slurmd {release.name} drops a GPU without a "
+            f"device file ({said}), so the node registers fewer GPUs than its slurm.conf Gres= and slurmctld sets "
+            "it INVALID; name the /dev/nvidiaN files")
+
+
 def _typed_with_untyped(name: str, group: list[GresLine], rep: _Report, node: str) -> None:
     """gres.c ``_foreach_gres_conf``: the lines of one node and name all give ``Type=`` or none
     do; reported on the later of the first typed and the first untyped line."""
@@ -270,9 +283,11 @@ def _typed_with_untyped(name: str, group: list[GresLine], rep: _Report, node: st
                          f"not'); give every {name} line a Type, or none", node)
 
 
-def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report) -> None:
+def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report) -> set[Where]:
     """gres.conf(5), File: "If you specify the File parameter for a resource on some node, the
-    option must be specified on all nodes" (lines of one node and across nodes)."""
+    option must be specified on all nodes" (lines of one node and across nodes). Returns the lines
+    reported."""
+    told: set[Where] = set()
     by_name: dict[str, list[GresLine]] = {}
     for r in lines:
         by_name.setdefault(r.name, []).append(r)
@@ -286,6 +301,8 @@ def _file_on_all_nodes(lines: list[GresLine], auto: dict[str, str], rep: _Report
                 rep.add(r.where, f"{name}: {with_file[0].where} gives File= but this line does not: File "
                                 "must be on every line and node of a GRES or on none (slurmd stops when one "
                                 "node's lines mix them)")
+                told.add(r.where)
+    return told
 
 
 def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
@@ -448,15 +465,15 @@ def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: 
     for r in broken:
         for n in nodes if r.nodes is None else r.nodes:
             broken_names.setdefault(n, set()).add(r.fields.get("name", "").lower())
+    told = _file_on_all_nodes(gres_lines, auto, rep)
     for node in nodes:
         skip = broken_names.get(node, set())
         mine = per_node.get(node, [])
         if mine:
-            _node_rules(node, mine, auto[node], detected, rep)
+            _node_rules(node, mine, auto[node], detected, rep, release, told)
             gres_shard_check.node_rules(node, mine, auto[node], rep)
         if slurm is not None:
             _slurm_rules(node, mine, slurm, rep, skip)
-    _file_on_all_nodes(gres_lines, auto, rep)
     gpu = [r for r in gres_lines if r.name == "gpu"]
     whole = release.has(WHOLE_SOCKET_CORES_SINCE) and not (slurm and slurm.socket_as)
     slots = _links_rules(gpu, shape, rep, release.name, whole)

@@ -46,6 +46,11 @@ ENV_FLAGS = frozenset({"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl
 FLAG_SINCE = {**{f: "22.05" for f in ENV_FLAGS}, "countonly": "22.05", "one_sharing": "22.05",
               "all_sharing": "22.05", "explicit": "24.11", "env_uuid": "26.05"}
 WHOLE_SOCKET_CORES_SINCE = "24.11"
+FILELESS_GPU_WARNING_SINCE = "24.11"
+"""Every release drops a ``Name=gpu`` line without ``File`` (AutoDetect off) from the GRES it
+reports: slurmd -G of 22.05 lists none (its libslurmfull holds "Removing file-less GPU %s:%s from
+final GRES list", a debug line), 24.11 and 26.05 warn "Ignoring file-less GPU gpu:(null) from final
+GRES list"."""
 DEBIAN_GPU_PLUGINS = {"22.05": frozenset(), "24.11": frozenset({"gpu_nvidia.so", "gpu_nrt.so"}),
                       "26.05": frozenset({"gpu_nvidia.so", "gpu_nrt.so", "gpu_oneapi.so"})}
 """The AutoDetect plugins in Debian's build of each release (bookworm 22.05.8, trixie 24.11.5,

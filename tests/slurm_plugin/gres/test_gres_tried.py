@@ -69,3 +69,18 @@ def test_typed_lines_without_file_add_up():
         assert _lines("Name=nic Count=1\nName=nic Count=1\n", release) == [
             (2, "nic: a second line without File for this node (first: line 1): slurmd stops on duplicate records "
                 "('gres.conf duplicate records for nic')")], release
+
+
+def test_a_gpu_line_without_file_is_dropped():
+    """``Name=gpu Count=2`` and ``Name=gpu Type=a Count=2`` (AutoDetect off): slurmd -G of 24.11 and
+    26.05 warns "Ignoring file-less GPU gpu:(null) from final GRES list" (``gpu:a`` for the typed
+    line) and lists no GPU, so the node registers fewer than its Gres=."""
+    for release in ("24.11", "26.05"):
+        assert _lines("Name=gpu Count=2\n", release) == [
+            (1, f"Name=gpu without File=: slurmd {release} drops a GPU without a device file ('Ignoring file-less "
+                "GPU gpu:(null) from final GRES list'), so the node registers fewer GPUs than its slurm.conf Gres= "
+                "and slurmctld sets it INVALID; name the /dev/nvidiaN files")], release
+        got = _lines("Name=gpu Type=a Count=2\n", release)
+        assert [m.split(" (")[1].split(")")[0] for _, m in got] == [
+            "'Ignoring file-less GPU gpu:a from final GRES list'"], release
+        assert _lines("AutoDetect=nvidia\nName=gpu Count=2\n", release) == [], release
