@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from slurm_plugin import hostlist
 from slurm_plugin.common.cli import visible
 from slurm_plugin.gres.generate import type_problem
-from slurm_plugin.gres.release import AUTODETECT_SINCE, ENV_FLAGS, FLAG_SINCE, Release
+from slurm_plugin.gres.release import AUTODETECT_SINCE, ENV_FLAGS, FLAG_SINCE, SHOWS_FLAGS_SINCE, Release
 from slurm_plugin.gres.slurm_lines import Line, Where, read_text
 
 KNOWN_KEYS = {
@@ -179,8 +179,11 @@ def _check_flags(rec: GresLine, release: Release) -> None:
     env = vals & ENV_FLAGS
     if "no_gpu_env" in env and len(env) > 1:
         rec.refuse(f"Flags={rec.fields['flags']}: no_gpu_env excludes every other *_env flag; keep one")
-    if {"one_sharing", "all_sharing"} <= vals:
-        rec.refuse(f"Flags={rec.fields['flags']}: one_sharing and all_sharing are not compatible; keep one")
+    if {"one_sharing", "all_sharing"} <= vals:   # slurmd -G: starts, and 24.11 and 26.05 show ONE_SHARING
+        took = " and takes one_sharing" if release.has(SHOWS_FLAGS_SINCE) else ""
+        rec.faults.append(f"Flags={rec.fields['flags']}: one_sharing and all_sharing are not compatible (slurmd "
+                          f"{release.name} starts with both{took}); keep one")
+        vals = vals - {"all_sharing"}
     rec.flags = vals & release.flags
 
 

@@ -46,6 +46,9 @@ ENV_FLAGS = frozenset({"nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl
 FLAG_SINCE = {**{f: "22.05" for f in ENV_FLAGS}, "countonly": "22.05", "one_sharing": "22.05",
               "all_sharing": "22.05", "explicit": "24.11", "env_uuid": "26.05"}
 WHOLE_SOCKET_CORES_SINCE = "24.11"
+SHOWS_FLAGS_SINCE = "24.11"
+"""slurmd -G prints each GRES's flags from 24.11 on (``Flags=HAS_FILE,ENV_NVML,...``); 22.05's
+prints none, so what 22.05 makes of a Flags= value that starts it is not seen."""
 FILELESS_GPU_WARNING_SINCE = "24.11"
 """Every release drops a ``Name=gpu`` line without ``File`` (AutoDetect off) from the GRES it
 reports: slurmd -G of 22.05 lists none (its libslurmfull holds "Removing file-less GPU %s:%s from

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slurm_plugin.gres.check import check_gres
+from slurm_plugin.gres.conf import parse_gres_conf
 from slurm_plugin.gres.release import Release
 from slurm_plugin.gres.topo_cpu import CpuTopology
 
@@ -84,3 +85,16 @@ def test_a_gpu_line_without_file_is_dropped():
         assert [m.split(" (")[1].split(")")[0] for _, m in got] == [
             "'Ignoring file-less GPU gpu:a from final GRES list'"], release
         assert _lines("AutoDetect=nvidia\nName=gpu Count=2\n", release) == [], release
+
+
+def test_one_sharing_with_all_sharing_on_a_line_starts_slurmd():
+    """``Name=shard Count=4 Flags=one_sharing,all_sharing`` after ``Name=gpu File=/dev/nvidia[0-1]``
+    (``GresTypes=gpu,shard``): slurmd -G of 24.11 and 26.05 starts and shows
+    ``Flags=...,SHARED,ONE_SHARING`` on each shard; the line is used."""
+    text = "Name=gpu File=/dev/nvidia[0-1]\nName=shard Count=4 Flags=one_sharing,all_sharing\n"
+    for release in ("24.11", "26.05"):
+        assert _lines(text, release) == [
+            (2, f"Flags=one_sharing,all_sharing: one_sharing and all_sharing are not compatible (slurmd {release} "
+                "starts with both and takes one_sharing); keep one")], release
+        (rec,) = [r for r in parse_gres_conf(text, Release(release, "test")) if r.name == "shard"]
+        assert rec.usable and rec.flags == {"one_sharing"}, release
