@@ -30,18 +30,14 @@ from slurm_plugin import hostlist
 from slurm_plugin.gres import shard_check as gres_shard_check
 from slurm_plugin.gres.conf import (DEFAULT_ENV, ENV_FLAGS, MAX_FILES_PER_NODE, MAX_NODE_LINES, OLDEST, SHARED,
                                     GresLine, TooLarge, parse_gres_conf)
-from slurm_plugin.gres.release import (DEBIAN_GPU_PLUGINS, FILELESS_GPU_WARNING_SINCE, WHOLE_SOCKET_CORES_SINCE,
-                                        Release)
+from slurm_plugin.gres.release import (DEBIAN_GPU_PLUGINS, DEFAULT_ENV_KEPT_SINCE, FILELESS_GPU_WARNING_SINCE,
+                                        WHOLE_FLAGS_SINCE, WHOLE_SOCKET_CORES_SINCE, Release)
 from slurm_plugin.gres.slurm_lines import Line, Where
 from slurm_plugin.gres.slurmconf import SlurmConf
 from slurm_plugin.gres.topo_cpu import CpuTopology, CpuTopologyError, format_ranges, parse_ranges
 
 AUTODETECT_PLUGIN = {"nvml": "gpu_nvml.so", "rsmi": "gpu_rsmi.so", "oneapi": "gpu_oneapi.so",
                      "nvidia": "gpu_nvidia.so", "nrt": "gpu_nrt.so"}
-AUTODETECT_ENV = {"nvml": "nvidia_gpu_env", "nvidia": "nvidia_gpu_env", "rsmi": "amd_gpu_env",
-                  "oneapi": "intel_gpu_env"}
-"""gres.conf(5), Flags: without env flags, "AutoDetect=nvml or AutoDetect=nvidia will set
-nvidia_gpu_env, AutoDetect=rsmi will set amd_gpu_env, and AutoDetect=oneapi will set intel_gpu_env"."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +251,7 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
                     rep.add(r.where, f"Type={r.type} is not part of any GPU name NVML reports "
                                     f"({', '.join(sorted(set(detected)))}): with AutoDetect the Type must match or "
                                     "be a substring of it, spaces as '_'")
-        _env_rule(name, group, auto, rep, node)
+        _env_rule(name, group, rep, node, release)
     total = sum(len(r.files) for r in lines if r.files is not None)
     if total > MAX_FILES_PER_NODE:
         rep.add(lines[-1].where, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
@@ -326,13 +322,20 @@ def _sharing_rules(lines: list[GresLine], rep: _Report) -> None:
             rep.add(r.where, _inherited(flag, origin, f"{flag} is global: every {r.name} line of every node takes it"))
 
 
-def _inherited(flags: str, origin: Where, rule: str) -> str:
-    return f"Flags: inherits {flags} from {origin} (gres.conf(5): {rule}): write Flags={flags} on this line"
+def _inherited(flags: str, origin: Where, rule: str, source: str = "gres.conf(5)") -> str:
+    return f"Flags: inherits {flags} from {origin} ({source}: {rule}): write Flags={flags} on this line"
 
 
-def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: str) -> None:
+def _env_rule(name: str, group: list[GresLine], rep: _Report, node: str, release: Release) -> None:
     """Env flags: a line without any inherits the line above (same node and name), reported with the
-    line they were written on; all must agree."""
+    line they were written on; all must agree. slurmd compares them as it reads gres.conf, before
+    AutoDetect: a gpu line without Flags= has the four default env flags there, whatever AutoDetect
+    says (slurmd -G of 22.05 with AutoDetect=nvml, 24.11 and 26.05 with AutoDetect=nvidia, a line
+    without Flags then one with ``Flags=nvidia_gpu_env``: "does not match env flags for previous
+    GRES of same node and name"). From 24.11 slurmd reads whole Flags= values: :func:`_flags_rule`."""
+    if release.has(WHOLE_FLAGS_SINCE):
+        _flags_rule(name, group, rep, node, release)
+        return
     first: tuple[frozenset[str], Where] | None = None
     prev: tuple[frozenset[str], Where] | None = None   # env flags of the line above and where written
     for r in group:
@@ -343,13 +346,77 @@ def _env_rule(name: str, group: list[GresLine], auto: str, rep: _Report, node: s
             rep.add(r.where, _inherited(",".join(sorted(prev[0])), prev[1],
                                        f"env flags carry to the next {name} line of the same node that sets "
                                        "none, on {nodes}"), node)
-        env = prev[0] if prev else (frozenset({AUTODETECT_ENV[auto]}) if auto in AUTODETECT_ENV else DEFAULT_ENV)
+        env = prev[0] if prev else DEFAULT_ENV
         if first is None:
             first = (env, r.where)
         elif env != first[0]:
             rep.add(r.where, f"Flags: env flags {','.join(sorted(env))} differ from {first[1]}'s "
                             f"{','.join(sorted(first[0]))} for {name} on {{nodes}}: they must be the same for "
                             "every line of a node and name (slurmd does not start)", node)
+
+
+@dataclass(frozen=True)
+class _Prev:
+    """What the next line of a node and name is compared with and takes: ``flags``, set by the
+    line at ``where``; ``written``: its Flags= value, None when these are the default env flags."""
+
+    flags: frozenset[str]
+    where: Where
+    written: str | None
+
+
+def _flags_rule(name: str, group: list[GresLine], rep: _Report, node: str, release: Release) -> None:
+    """How slurmd 24.11 and 26.05 read Flags= over the lines of one node and name, as slurmd -G of
+    each shows (``Flags=Explicit,HAS_FILE,ENV_NVML`` and the like):
+
+    * 24.11: a line's Flags= is its whole flag set, env flags or not (``Flags=explicit`` or
+      ``Flags=CountOnly`` on a gpu line: no ``ENV_*`` flag, so slurmd sets no GPU variable for
+      it); a line without Flags= takes the whole set of the line above; a Flags= set that differs
+      from the line above stops slurmd.
+    * 26.05: a Flags= without env flags keeps the default env flags and is not compared; one with
+      env flags is compared, whole, with the line above and passed on, whole, to lines without
+      Flags=; after a line without env flags the line above counts as the default env flags.
+
+    ``all_sharing`` is no flag of its own (slurmd -G shows none), so it counts as no flag here; the
+    sharing flags' own rules are :func:`_sharing_rules`.
+    """
+    rel = release.name
+    whole = not release.has(DEFAULT_ENV_KEPT_SINCE)    # 24.11
+    default = DEFAULT_ENV if name == "gpu" else frozenset()
+    prev: _Prev | None = None
+    for r in group:
+        written = r.fields.get("flags")
+        flags = frozenset(r.flags - {"all_sharing"})
+        env = flags & ENV_FLAGS
+        if written is not None and (whole or env):
+            if prev is not None and prev.flags and flags != prev.flags:
+                was = f"Flags={prev.written}" if prev.written is not None else "default env flags (no Flags=)"
+                rep.add(r.where, f"Flags={written}: not the same as {prev.where}'s {was} for {name} on {{nodes}}: "
+                                f"slurmd {rel} stops ('Flags ({written}) does not match env flags for previous GRES "
+                                f"of same node and name'); write the same Flags= on every {name} line of a node",
+                        node)
+            if name == "gpu" and not env:
+                rep.add(r.where, f"Flags={written} has no env flag: slurmd {rel} then sets no GPU variable "
+                                 "(CUDA_VISIBLE_DEVICES and the like) for this line; add nvidia_gpu_env (or the "
+                                 "vendor's)")
+            prev = _Prev(flags, r.where, written)
+        elif written is not None:    # 26.05, no env flag: the default env flags
+            if name == "gpu" and prev is not None and prev.written is not None and prev.flags & ENV_FLAGS != default:
+                rep.add(r.where, f"Flags={written} has no env flag: slurmd {rel} gives this line the default env "
+                                 f"flags ({','.join(sorted(default))}), not {prev.where}'s "
+                                 f"{','.join(sorted(prev.flags & ENV_FLAGS))}; write "
+                                 f"Flags={','.join(sorted(flags | (prev.flags & ENV_FLAGS)))}", node)
+            if default:
+                prev = _Prev(default, r.where, None)
+        elif prev is not None and prev.flags:
+            taken = prev.flags - {"one_sharing"}    # one_sharing: _sharing_rules
+            if prev.written is not None and taken:
+                what = "a line's Flags=" if whole else "the Flags= of a line with env flags"
+                rep.add(r.where, _inherited(",".join(sorted(taken)), prev.where,
+                                            f"it carries {what} to the next {name} line of the same node that has "
+                                            "none, on {nodes}", f"slurmd {rel}"), node)
+        elif default:
+            prev = _Prev(default, r.where, None)
 
 
 def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Report, skip: set[str]) -> None:

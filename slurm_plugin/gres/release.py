@@ -11,7 +11,11 @@ check (:mod:`slurm_plugin.gres.conf`, :mod:`slurm_plugin.gres.check`):
   mechanism in turn). slurmd logs "unknown autodetect flag" for a value its release lacks and
   ignores it.
 * Flags: 24.11 adds ``explicit``; 26.05 adds ``env_uuid`` ("Requires the use of AutoDetect").
-  An unknown flag is ignored.
+  An unknown flag is ignored. How slurmd reads Flags= over the lines of a node and name differs
+  (slurmd -G of each): 22.05 compares and passes on env flags; 24.11 whole Flags= values, so a
+  value without env flags leaves the line without any; 26.05 keeps the default env flags for such
+  a value and compares and passes on whole values that have env flags
+  (:data:`WHOLE_FLAGS_SINCE`, :data:`DEFAULT_ENV_KEPT_SINCE`).
 * Cores: from 24.11 "all the cores in a socket must be specified together" (22.05 only advises
   it), sockets meaning NUMA nodes or L3 caches with ``SlurmdParameters=numa_node_as_socket`` or
   ``l3cache_as_socket``.
@@ -49,6 +53,11 @@ WHOLE_SOCKET_CORES_SINCE = "24.11"
 SHOWS_FLAGS_SINCE = "24.11"
 """slurmd -G prints each GRES's flags from 24.11 on (``Flags=HAS_FILE,ENV_NVML,...``); 22.05's
 prints none, so what 22.05 makes of a Flags= value that starts it is not seen."""
+WHOLE_FLAGS_SINCE = "24.11"
+"""From 24.11 slurmd compares and passes on whole Flags= values between the lines of a node and
+name, not env flags alone (:func:`slurm_plugin.gres.check._flags_rule`)."""
+DEFAULT_ENV_KEPT_SINCE = "26.05"
+"""From 26.05 a Flags= value without env flags keeps the default env flags (24.11: none)."""
 FILELESS_GPU_WARNING_SINCE = "24.11"
 """Every release drops a ``Name=gpu`` line without ``File`` (AutoDetect off) from the GRES it
 reports: slurmd -G of 22.05 lists none (its libslurmfull holds "Removing file-less GPU %s:%s from

@@ -25,13 +25,13 @@ def _lines(text: str, release: str, **kw) -> list[tuple[int, str]]:
 
 NVIDIA = (
     "AutoDetect=nvidia\n"
-    "Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-7 Flags=explicit\n"
-    "Name=gpu Type=h100 File=/dev/nvidia1 Cores=8-15 Flags=nvidia_gpu_env\n"
+    "Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-7 Flags=explicit,nvidia_gpu_env\n"
+    "Name=gpu Type=h100 File=/dev/nvidia1 Cores=8-15 Flags=explicit,nvidia_gpu_env\n"
 )
 """AutoDetect nvidia: "Automatically detect NVIDIA GPUs. No library required, but doesn't detect
-MIGs or NVlinks. Added in Slurm 24.11." Flags explicit is in 24.11's list, not 22.05's. Env flags:
-"AutoDetect=nvml or AutoDetect=nvidia will set nvidia_gpu_env" (24.11), so line 2 has the env of
-line 3; on 22.05 the AutoDetect line is ignored and line 2 gets the four default env flags."""
+MIGs or NVlinks. Added in Slurm 24.11." Flags explicit is in 24.11's list, not 22.05's. slurmd -G
+of 24.11 and 26.05 takes the file (``Flags=Explicit,HAS_FILE,HAS_TYPE,ENV_NVML`` on both GPUs);
+22.05 logs "unknown autodetect flag 'nvidia'" and ignores explicit."""
 
 PART_SOCKET = "Name=gpu File=/dev/nvidia0 Cores=0-3\n"
 """Cores, 24.11 and 26.05: "If this option is used, all the cores in a socket* must be specified
@@ -40,17 +40,16 @@ together." 22.05: "this option should generally be used to identify all cores on
 ENV_UUID = "Name=gpu File=/dev/nvidia0 Flags=env_uuid\n"
 """Flags env_uuid (26.05 only): "Requires the use of AutoDetect so that UUIDs are available." """
 
-_ENV_DIFFER = ("Flags: env flags nvidia_gpu_env differ from line 2's amd_gpu_env,intel_gpu_env,nvidia_gpu_env,"
-               "opencl_env for gpu on this node: they must be the same for every line of a node and name "
-               "(slurmd does not start)")
+_NO_EXPLICIT = ("Flags=explicit,nvidia_gpu_env: explicit was added in Slurm 24.11; Slurm 22.05 does not know it "
+                "(slurmd ignores it)")
 
 
 @pytest.mark.parametrize(("text", "release", "expected"), [
     pytest.param(NVIDIA, "22.05", [
         (1, "AutoDetect=nvidia: added in Slurm 24.11; Slurm 22.05 takes nvml, rsmi, oneapi, off: slurmd logs "
             "'unknown autodetect flag' and ignores it; give File= lines (dlgres writes them)"),
-        (2, "Flags=explicit: explicit was added in Slurm 24.11; Slurm 22.05 does not know it (slurmd ignores it)"),
-        (3, _ENV_DIFFER),
+        (2, _NO_EXPLICIT),
+        (3, _NO_EXPLICIT),
     ], id="nvidia-22.05"),
     pytest.param(NVIDIA, "24.11", [], id="nvidia-24.11"),
     pytest.param(NVIDIA, "26.05", [], id="nvidia-26.05"),
@@ -66,8 +65,10 @@ _ENV_DIFFER = ("Flags: env flags nvidia_gpu_env differ from line 2's amd_gpu_env
     pytest.param(ENV_UUID, "22.05", [
         (1, "Flags=env_uuid: env_uuid was added in Slurm 26.05; Slurm 22.05 does not know it (slurmd ignores it)"),
     ], id="env-uuid-22.05"),
-    pytest.param(ENV_UUID, "24.11", [
+    pytest.param(ENV_UUID, "24.11", [   # slurmd -G 24.11: Flags=HAS_FILE, no ENV_* flag
         (1, "Flags=env_uuid: env_uuid was added in Slurm 26.05; Slurm 24.11 does not know it (slurmd ignores it)"),
+        (1, "Flags=env_uuid has no env flag: slurmd 24.11 then sets no GPU variable (CUDA_VISIBLE_DEVICES and the "
+            "like) for this line; add nvidia_gpu_env (or the vendor's)"),
     ], id="env-uuid-24.11"),
     pytest.param(ENV_UUID, "26.05", [
         (1, "Flags=env_uuid without AutoDetect on this node: it needs AutoDetect for the UUIDs (gres.conf(5)); "
@@ -103,13 +104,17 @@ def test_autodetect_nvidia_needs_gpu_nvidia_so(tmp_path: Path):
     assert _lines(text, "24.11", plugin_dirs=[str(tmp_path)]) == []
 
 
-def test_autodetect_nvidia_sets_nvidia_gpu_env_like_nvml():
-    """"AutoDetect=nvml or AutoDetect=nvidia will set nvidia_gpu_env" (24.11): a line with another
-    env flag differs from the line without."""
-    text = "AutoDetect=nvidia\nName=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1 Flags=amd_gpu_env\n"
-    got = _lines(text, "24.11")
-    assert [(n, m.split(" for ")[0]) for n, m in got] == [
-        (3, "Flags: env flags amd_gpu_env differ from line 2's nvidia_gpu_env")]
+def test_env_flags_are_compared_before_autodetect():
+    """"AutoDetect=nvml or AutoDetect=nvidia will set nvidia_gpu_env" (24.11), but slurmd compares
+    the lines' env flags as it reads them, before AutoDetect: slurmd -G of 24.11 and 26.05 stops on
+    ``AutoDetect=nvidia``, a gpu line without Flags, then one with ``Flags=nvidia_gpu_env`` or
+    ``Flags=amd_gpu_env`` ("Flags (nvidia_gpu_env) does not match env flags for previous GRES of same
+    node and name")."""
+    for flag in ("nvidia_gpu_env", "amd_gpu_env"):
+        text = f"AutoDetect=nvidia\nName=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1 Flags={flag}\n"
+        for release in ("24.11", "26.05"):
+            assert [(n, m.split(" for ")[0]) for n, m in _lines(text, release)] == [
+                (3, f"Flags={flag}: not the same as line 2's default env flags (no Flags=)")], (flag, release)
 
 
 def test_autodetect_nvidia_does_not_see_mig_devices():

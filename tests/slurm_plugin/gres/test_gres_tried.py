@@ -98,3 +98,57 @@ def test_one_sharing_with_all_sharing_on_a_line_starts_slurmd():
                 "starts with both and takes one_sharing); keep one")], release
         (rec,) = [r for r in parse_gres_conf(text, Release(release, "test")) if r.name == "shard"]
         assert rec.usable and rec.flags == {"one_sharing"}, release
+
+
+_STOPS = ("'Flags ({0}) does not match env flags for previous GRES of same node and name'); write the same Flags= "
+          "on every gpu line of a node")
+
+
+def test_flags_on_24_11_are_whole_values():
+    """slurmd -G of 24.11: ``Flags=explicit`` on a gpu line gives it no env flag
+    (``Flags=Explicit,HAS_FILE``), and the next line without Flags= takes it whole
+    (``Flags=Explicit,HAS_FILE`` again); ``Flags=explicit`` or ``Flags=CountOnly`` after a line
+    without Flags= stops it ("Flags (explicit) does not match env flags for previous GRES of same
+    node and name"); ``Flags=CountOnly,nvidia_gpu_env`` after ``Flags=nvidia_gpu_env`` too."""
+    no_env = ("Flags={0} has no env flag: slurmd 24.11 then sets no GPU variable (CUDA_VISIBLE_DEVICES and the "
+              "like) for this line; add nvidia_gpu_env (or the vendor's)")
+    assert _lines("Name=gpu File=/dev/nvidia0 Flags=explicit\nName=gpu File=/dev/nvidia1\n", "24.11") == [
+        (1, no_env.format("explicit")),
+        (2, "Flags: inherits explicit from line 1 (slurmd 24.11: it carries a line's Flags= to the next gpu line of "
+            "the same node that has none, on this node): write Flags=explicit on this line")]
+    assert _lines("Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1 Flags=CountOnly\n", "24.11") == [
+        (2, no_env.format("CountOnly")),
+        (2, "Flags=CountOnly: not the same as line 1's default env flags (no Flags=) for gpu on this node: slurmd "
+            "24.11 stops (" + _STOPS.format("CountOnly"))]
+    got = _lines("Name=gpu File=/dev/nvidia0 Flags=nvidia_gpu_env\n"
+                 "Name=gpu File=/dev/nvidia1 Flags=CountOnly,nvidia_gpu_env\n", "24.11")
+    assert got == [(2, "Flags=CountOnly,nvidia_gpu_env: not the same as line 1's Flags=nvidia_gpu_env for gpu on "
+                       "this node: slurmd 24.11 stops (" + _STOPS.format("CountOnly,nvidia_gpu_env"))]
+
+
+def test_flags_on_26_05_without_env_keep_the_default():
+    """slurmd -G of 26.05: ``Flags=explicit`` after ``Flags=nvidia_gpu_env`` starts, the second GPU
+    with ``Flags=Explicit,HAS_FILE,ENV_NVML,ENV_RSMI,ENV_ONEAPI,ENV_OPENCL,ENV_DEFAULT`` (the
+    default env flags, not the first line's ``ENV_NVML``); a value with env flags is compared
+    whole: ``Flags=CountOnly,nvidia_gpu_env`` after ``Flags=nvidia_gpu_env`` stops it."""
+    assert _lines("Name=gpu File=/dev/nvidia0 Flags=nvidia_gpu_env\nName=gpu File=/dev/nvidia1 Flags=explicit\n",
+                  "26.05") == [
+        (2, "Flags=explicit has no env flag: slurmd 26.05 gives this line the default env flags (amd_gpu_env,"
+            "intel_gpu_env,nvidia_gpu_env,opencl_env), not line 1's nvidia_gpu_env; write "
+            "Flags=explicit,nvidia_gpu_env")]
+    assert _lines("Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1 Flags=CountOnly\n", "26.05") == []
+    got = _lines("Name=gpu File=/dev/nvidia0 Flags=nvidia_gpu_env\n"
+                 "Name=gpu File=/dev/nvidia1 Flags=CountOnly,nvidia_gpu_env\n", "26.05")
+    assert got == [(2, "Flags=CountOnly,nvidia_gpu_env: not the same as line 1's Flags=nvidia_gpu_env for gpu on "
+                       "this node: slurmd 26.05 stops (" + _STOPS.format("CountOnly,nvidia_gpu_env"))]
+
+
+def test_env_flags_on_22_05_are_compared_before_autodetect():
+    """slurmd -G of 22.05 stops on ``AutoDetect=nvml``, a gpu line without Flags, then one with
+    ``Flags=nvidia_gpu_env`` ("Flags (nvidia_gpu_env) does not match env flags for previous GRES of
+    same node and name"): the line without Flags has the four default env flags when compared."""
+    text = "AutoDetect=nvml\nName=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1 Flags=nvidia_gpu_env\n"
+    assert _lines(text, "22.05") == [
+        (3, "Flags: env flags nvidia_gpu_env differ from line 2's amd_gpu_env,intel_gpu_env,nvidia_gpu_env,"
+            "opencl_env for gpu on this node: they must be the same for every line of a node and name (slurmd "
+            "does not start)")]
