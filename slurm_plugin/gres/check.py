@@ -243,8 +243,10 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
                 rep.add(r.where, f"MultipleFiles= (a MIG device) with AutoDetect=nvidia on {{nodes}}: it does not "
                                 "detect MIGs (gres.conf(5)); use AutoDetect=nvml, or off with File= lines", node)
             if "env_uuid" in r.flags and auto == "off":
-                rep.add(r.where, "Flags=env_uuid without AutoDetect on {nodes}: it needs AutoDetect for the UUIDs "
-                                "(gres.conf(5)); set AutoDetect=nvml or nvidia, or drop the flag", node)
+                rep.add(r.where, f"Flags=env_uuid without AutoDetect on {{nodes}}: slurmd {release.name} has no UUID "
+                                f"to give (it warns 'Flags=env_uuid set but no GPU UUID available for device "
+                                f"{r.fields.get('file', '...')}. Falling back to numeric indices.'); set "
+                                "AutoDetect=nvml or nvidia, or drop the flag", node)
             if auto in ("nvml", "nvidia") and detected is not None and r.type:
                 want = r.type.lower()
                 if not any(want in d.lower().replace(" ", "_") for d in detected):

@@ -71,8 +71,9 @@ _NO_EXPLICIT = ("Flags=explicit,nvidia_gpu_env: explicit was added in Slurm 24.1
             "like) for this line; add nvidia_gpu_env (or the vendor's)"),
     ], id="env-uuid-24.11"),
     pytest.param(ENV_UUID, "26.05", [
-        (1, "Flags=env_uuid without AutoDetect on this node: it needs AutoDetect for the UUIDs (gres.conf(5)); "
-            "set AutoDetect=nvml or nvidia, or drop the flag"),
+        (1, "Flags=env_uuid without AutoDetect on this node: slurmd 26.05 has no UUID to give (it warns "
+            "'Flags=env_uuid set but no GPU UUID available for device /dev/nvidia0. Falling back to numeric "
+            "indices.'); set AutoDetect=nvml or nvidia, or drop the flag"),
     ], id="env-uuid-26.05"),
     pytest.param("AutoDetect=nvml\n" + ENV_UUID, "26.05", [], id="env-uuid-autodetect-26.05"),
 ])

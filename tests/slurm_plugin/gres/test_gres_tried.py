@@ -152,3 +152,13 @@ def test_env_flags_on_22_05_are_compared_before_autodetect():
         (3, "Flags: env flags nvidia_gpu_env differ from line 2's amd_gpu_env,intel_gpu_env,nvidia_gpu_env,"
             "opencl_env for gpu on this node: they must be the same for every line of a node and name (slurmd "
             "does not start)")]
+
+
+def test_env_uuid_without_autodetect_falls_back_to_indices():
+    """slurmd -G of 26.05, ``Name=gpu File=/dev/nvidia[0-1] Flags=env_uuid`` without AutoDetect:
+    it starts and warns "Flags=env_uuid set but no GPU UUID available for device /dev/nvidia[0-1].
+    Falling back to numeric indices." """
+    assert _lines("Name=gpu File=/dev/nvidia[0-1] Flags=env_uuid\n", "26.05") == [
+        (1, "Flags=env_uuid without AutoDetect on this node: slurmd 26.05 has no UUID to give (it warns "
+            "'Flags=env_uuid set but no GPU UUID available for device /dev/nvidia[0-1]. Falling back to numeric "
+            "indices.'); set AutoDetect=nvml or nvidia, or drop the flag")]
