@@ -259,13 +259,18 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
         rep.add(lines[-1].where, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
 
 
-def _fileless(r: GresLine, release: Release) -> str:
-    """A gpu line without File, AutoDetect off (:data:`~slurm_plugin.gres.release.FILELESS_GPU_WARNING_SINCE`)."""
-    said = (f"'Ignoring file-less GPU gpu:{r.type or '(null)'} from final GRES list'"
+def _dropped(typ: str, release: Release) -> str:
+    """How slurmd drops a GPU without File, AutoDetect off
+    (:data:`~slurm_plugin.gres.release.FILELESS_GPU_WARNING_SINCE`)."""
+    said = (f"'Ignoring file-less GPU gpu:{typ or '(null)'} from final GRES list'"
             if release.has(FILELESS_GPU_WARNING_SINCE) else "without a message")
-    return (f"{'Type=' + r.type if r.type else 'Name=gpu'} without File=: slurmd {release.name} drops a GPU without a "
-            f"device file ({said}), so the node registers fewer GPUs than its slurm.conf Gres= and slurmctld sets "
-            "it INVALID; name the /dev/nvidiaN files")
+    return f"slurmd {release.name} drops a GPU without a device file ({said})"
+
+
+def _fileless(r: GresLine, release: Release) -> str:
+    return (f"{'Type=' + r.type if r.type else 'Name=gpu'} without File=: {_dropped(r.type, release)}, so the node "
+            "registers fewer GPUs than its slurm.conf Gres= and slurmctld sets it INVALID; name the /dev/nvidiaN "
+            "files")
 
 
 def _typed_with_untyped(name: str, group: list[GresLine], rep: _Report, node: str) -> None:
@@ -421,9 +426,13 @@ def _flags_rule(name: str, group: list[GresLine], rep: _Report, node: str, relea
             prev = _Prev(default, r.where, None)
 
 
-def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Report, skip: set[str]) -> None:
+def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Report, skip: set[str], auto: str,
+                 release: Release) -> None:
     """The node's gres.conf counts against its slurm.conf Gres= (per name and type); names in
-    ``skip`` have a line slurmd cannot use on this node, so their count is unknown."""
+    ``skip`` have a line slurmd cannot use on this node, so their count is unknown. A gpu of Gres=
+    that no line of a node with lines here gives has no File, so slurmd drops it (AutoDetect off;
+    slurmd -G of 22.05, 24.11 and 26.05 with ``Gres=gpu:a:2`` and ``Name=gpu File=...`` lines: the
+    lines are "more configured than expected", and no GPU is listed)."""
     conf = slurm.node_gres.get(node, {})
     got: dict[tuple[str, str], tuple[int, Where]] = {}
     for r in lines:
@@ -446,12 +455,24 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
                           f"({', '.join(sorted(t for t in typed if t))}): slurmd ignores these GRES", node)
         elif want is None and not typed:
             rep.add(line, f"{label}: slurm.conf gives {{nodes}} no Gres={name}:...: add it to the node line", node)
+        elif want is None and not typ:
+            rep.add(line, f"{name}: lines without Type, but slurm.conf Gres= of {{nodes}} gives only types "
+                          f"({', '.join(sorted(typed))}): slurmd ignores them ('A line in gres.conf for GRES {name} "
+                          f"has {count} more configured than expected in slurm.conf'); give them Type=", node)
         elif want is not None and count > want:
             rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmd ignores "
                           "the extra ones", node)
         elif want is not None and count < want:
             rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmctld sets "
                           f"the node INVALID ('gres/{name} count reported lower than configured')", node)
+    if not lines or auto != "off" or "gpu" in skip:
+        return
+    for (name, typ), want in conf.items():
+        if name == "gpu" and want and (name, typ) not in got:
+            label = f"gpu:{typ}" if typ else "gpu"
+            rep.add(lines[0].where, f"{label}: slurm.conf Gres= of {{nodes}} gives {want} but no line here does: "
+                                    f"{_dropped(typ, release)}, so slurmctld sets the node INVALID; give "
+                                    f"{label} its File= lines", node)
 
 
 def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
@@ -542,7 +563,7 @@ def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: 
             _node_rules(node, mine, auto[node], detected, rep, release, told)
             gres_shard_check.node_rules(node, mine, auto[node], rep)
         if slurm is not None:
-            _slurm_rules(node, mine, slurm, rep, skip)
+            _slurm_rules(node, mine, slurm, rep, skip, auto[node], release)
     gpu = [r for r in gres_lines if r.name == "gpu"]
     whole = release.has(WHOLE_SOCKET_CORES_SINCE) and not (slurm and slurm.socket_as)
     slots = _links_rules(gpu, shape, rep, release.name, whole)

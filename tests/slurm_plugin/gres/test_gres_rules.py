@@ -315,8 +315,14 @@ def test_count_must_match_the_nodes_gres():
 
 def test_type_must_be_one_of_the_nodes_types():
     """slurm.conf(5), Gres: "The optional type field might be used to identify a model of that
-    generic resource." A gres.conf type the node's Gres= lacks is ignored by slurmd."""
-    _only("NodeName=n01 Name=gpu Type=v100 File=/dev/nvidia[0-1]\n", 1, "has no type v100 (a100)", slurm=SLURM)
+    generic resource." A gres.conf type the node's Gres= lacks is ignored by slurmd, and the
+    node's own type, given by no line, has no File: slurmd -G of 22.05 with ``Gres=gpu:a:2`` and
+    ``Name=gpu Type=b File=...``: "A line in gres.conf for GRES gpu:b has 2 more configured than
+    expected in slurm.conf", and no GPU listed."""
+    assert _lines("NodeName=n01 Name=gpu Type=v100 File=/dev/nvidia[0-1]\n", slurm=SLURM) == [
+        (1, "gpu:v100: slurm.conf Gres= of n01 has no type v100 (a100): slurmd ignores these GRES"),
+        (1, "gpu:a100: slurm.conf Gres= of n01 gives 2 but no line here does: slurmd 22.05 drops a GPU without a "
+            "device file (without a message), so slurmctld sets the node INVALID; give gpu:a100 its File= lines")]
 
 
 def test_nodename_must_be_a_node_of_slurm_conf():
@@ -356,7 +362,9 @@ def test_cli_reads_slurm_conf_and_plugin_dir(tmp_path: Path, capsys: pytest.Capt
     assert main(["--check", str(gres), "--slurm-conf", str(conf)]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith(f"{gres}:1: AutoDetect=nvml: this Slurm has no gpu_nvml.so (in {tmp_path};")
-    assert out[1].startswith(f"{gres}:3: gpu: a second line without File for n01 (first: line 2)")
+    assert out[1].startswith(f"{gres}:2: gpu: lines without Type, but slurm.conf Gres= of n01 gives only types")
+    assert out[2].startswith(f"{gres}:2: gpu:a100: slurm.conf Gres= of n01 gives 2 but no line here does")
+    assert out[3].startswith(f"{gres}:3: gpu: a second line without File for n01 (first: line 2)")
     bad = tmp_path / "bad.conf"
     bad.write_text("NodeName=n01 Gres=gpu:a100\n")
     assert main(["--check", str(gres), "--slurm-conf", str(bad)]) == 2

@@ -11,6 +11,7 @@ from pathlib import Path
 from slurm_plugin.gres.check import check_gres
 from slurm_plugin.gres.conf import parse_gres_conf
 from slurm_plugin.gres.release import Release
+from slurm_plugin.gres.slurmconf import parse_slurm_conf
 from slurm_plugin.gres.topo_cpu import CpuTopology
 
 
@@ -162,3 +163,18 @@ def test_env_uuid_without_autodetect_falls_back_to_indices():
         (1, "Flags=env_uuid without AutoDetect on this node: slurmd 26.05 has no UUID to give (it warns "
             "'Flags=env_uuid set but no GPU UUID available for device /dev/nvidia[0-1]. Falling back to numeric "
             "indices.'); set AutoDetect=nvml or nvidia, or drop the flag")]
+
+
+def test_untyped_lines_on_a_typed_node_leave_it_without_gpus():
+    """slurm.conf ``Gres=gpu:a:2``, gres.conf ``Name=gpu File=/dev/nvidia[0-1]``: slurmd -G of 24.11
+    and 26.05 warns "Ignoring file-less GPU gpu:a from final GRES list" and lists no GPU (22.05: "A
+    line in gres.conf for GRES gpu has 2 more configured than expected in slurm.conf", no GPU)."""
+    slurm = parse_slurm_conf("GresTypes=gpu\nNodeName=n1 Gres=gpu:a:2\n")
+    for release in ("24.11", "26.05"):
+        assert _lines("Name=gpu File=/dev/nvidia[0-1]\n", release, slurm=slurm) == [
+            (1, "gpu: lines without Type, but slurm.conf Gres= of n1 gives only types (a): slurmd ignores them ('A "
+                "line in gres.conf for GRES gpu has 2 more configured than expected in slurm.conf'); give them "
+                "Type="),
+            (1, f"gpu:a: slurm.conf Gres= of n1 gives 2 but no line here does: slurmd {release} drops a GPU without "
+                "a device file ('Ignoring file-less GPU gpu:a from final GRES list'), so slurmctld sets the node "
+                "INVALID; give gpu:a its File= lines")], release
