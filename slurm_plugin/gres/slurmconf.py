@@ -8,8 +8,9 @@ resources count"; "It is forbidden to specify both an untyped GRES and a typed G
 previous default values and will not reinitialize the default values". "A single node name can
 not appear as a NodeName value in more than one line": slurm.conf(5) goes on "(duplicate node
 name records will be ignored)", but src/common/read_config.c (``_push_to_hashtbls``) makes
-"Duplicated NodeName %s in the config file" fatal, so slurmctld and slurmd stop; the check
-reads on with the first record. Keys are case-insensitive. Lines, comments, continuations, quotes and
+"Duplicated NodeName %s in the config file" fatal, and slurmd -G of 22.05, 24.11 and 26.05
+stops with "Duplicated NodeHostName n1 in config file" (with or without NodeHostname= on the two
+lines); the check reads on with the first record. Keys are case-insensitive. Lines, comments, continuations, quotes and
 ``Include`` are read by :mod:`slurm_plugin.gres.slurm_lines`, as Slurm's parser reads them.
 """
 
@@ -142,8 +143,8 @@ def parse_slurm_conf(text: str | list[Line], path: str = "slurm.conf") -> SlurmC
         again = [n for n in names if n in first_line]
         if again:
             conf.findings.append((line.where, f"NodeName={hostlist.collect(again)} again (first: "
-                                              f"{first_line[again[0]].at(path)}): slurmctld and slurmd stop "
-                                              f"('Duplicated NodeName {again[0]} in the config file'); "
+                                              f"{first_line[again[0]].at(path)}): Slurm stops (slurmd: "
+                                              f"'Duplicated NodeHostName {again[0]} in config file'); "
                                               "merge the two lines"))
         for n in names:
             if n in first_line:

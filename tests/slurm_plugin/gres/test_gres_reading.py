@@ -197,7 +197,8 @@ def test_nodename_default_lines_add_to_the_defaults():
 
 def test_a_node_named_twice_stops_slurm_and_is_read_by_its_first_record(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """A node on two NodeName lines: "Duplicated NodeName %s in the config file" is fatal in
-    src/common/read_config.c (slurm.conf(5) says the later record is ignored); the check
+    src/common/read_config.c (slurm.conf(5) says the later record is ignored), and slurmd -G of
+    22.05, 24.11 and 26.05 stops with "fatal: Duplicated NodeHostName n1 in config file"; the check
     reads on with the first record."""
     conf = tmp_path / "my-slurm.conf"
     conf.write_text("GresTypes=gpu\nNodeName=gpu01 Gres=gpu:a100:4\nNodeName=gpu[01-02] Gres=gpu:a100:8\n")
@@ -206,8 +207,8 @@ def test_a_node_named_twice_stops_slurm_and_is_read_by_its_first_record(tmp_path
     assert parse_slurm_conf(conf.read_text()).node_gres == {"gpu01": {("gpu", "a100"): 4},
                                                            "gpu02": {("gpu", "a100"): 8}}
     assert _check(capsys, str(gres), "--slurm-conf", str(conf)) == (
-        1, f"{conf}:3: NodeName=gpu01 again (first: {conf}:2): slurmctld and slurmd stop ('Duplicated "
-           "NodeName gpu01 in the config file'); merge the two lines\n", "")
+        1, f"{conf}:3: NodeName=gpu01 again (first: {conf}:2): Slurm stops (slurmd: 'Duplicated NodeHostName "
+           "gpu01 in config file'); merge the two lines\n", "")
 
 
 def test_slurm_conf_gres_mixing_typed_and_untyped_is_refused():
