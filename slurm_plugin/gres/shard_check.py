@@ -8,11 +8,12 @@ its Count evenly over the node's GPUs; a line with ``File`` for several devices 
 over them. The rules:
 
 * a shard is a share of one of the node's GPUs: a shard line on a node with no ``Name=gpu`` line
-  has no GPU to share;
-* a shard line with ``File`` must name devices of the node's ``Name=gpu`` lines, and those GPU
-  lines must give ``File`` too (slurmd, seen on 23.11 and 25.11: "SHARING configuration lacks
-  File specification", "failed to merge SHARED and SHARING configuration", and it does not
-  start);
+  has no GPU to share (slurmd -G of 22.05, 24.11 and 26.05: "we have a shared gres of 'shard' but
+  no gres that is sharing", then "fatal: failed to merge SHARED and SHARING configuration");
+* a shard line with ``File`` needs GPU lines with ``File`` (else, on all three: "SHARING
+  configuration lacks "File" specification", the same fatal), and must name their devices: a
+  line with another file is dropped and slurmd starts without its shards ("Discarding
+  gres/'shared' configuration (File=/dev/nvidia2) without matching gres/'sharing' record");
 * every GPU of the node carries the same number of shards: dlsubmit and dlprio read shards per
   GPU as the node's shard count / its GPU count (slurm_plugin/shard.py), so a fraction of a GPU
   is the same count of shards wherever the job lands. This is the product's rule, not slurmd's.
@@ -40,7 +41,8 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
     if not gpus:
         if autodetect == "off":
             rep.add(shards[0].where, "{nodes}: Name=shard but no Name=gpu line: a shard is a share of one of "
-                                    "the node's GPUs; give the GPU lines too (dlgres --shards N writes both)", node)
+                                    "the node's GPUs (slurmd stops: 'failed to merge SHARED and SHARING "
+                                    "configuration'); give the GPU lines too (dlgres --shards N writes both)", node)
         return
     gpu_files = [f for r in gpus for f in (r.files or ())]
     for r in shards:
@@ -54,8 +56,9 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
         strangers = [f for f in r.files if f not in gpu_files]
         if strangers:
             rep.add(r.where, f"{{nodes}}: Name=shard File={strangers[0]} is no device of the node's Name=gpu "
-                            "lines: slurmd stops ('failed to merge SHARED and SHARING configuration'); name "
-                            "one of the GPU files", node)
+                            "lines: slurmd drops the line ('Discarding gres/'shared' configuration "
+                            f"(File={r.fields.get('file', '')}) without matching gres/'sharing' record') and starts "
+                            "without its shards; name one of the GPU files", node)
             return
     _even(node, shards, gpu_files, sum(len(r.files) if r.files else r.count for r in gpus), rep)
 

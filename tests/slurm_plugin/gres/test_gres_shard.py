@@ -67,10 +67,12 @@ CASES = {
                                                "2 GPUs): dlsubmit and dlprio take shards per GPU as the node's "
                                                "shards / its GPUs; give every GPU the same Count (dlgres --shards N)")]),
     "no-gpu": (NO_GPU, [Finding(1, "n3: Name=shard but no Name=gpu line: a shard is a share of one of the "
-                                   "node's GPUs; give the GPU lines too (dlgres --shards N writes both)")]),
+                                   "node's GPUs (slurmd stops: 'failed to merge SHARED and SHARING configuration'); "
+                                   "give the GPU lines too (dlgres --shards N writes both)")]),
     "stranger-file": (STRANGER, [Finding(2, "n4: Name=shard File=/dev/nvidia9 is no device of the node's "
-                                            "Name=gpu lines: slurmd stops ('failed to merge SHARED and SHARING "
-                                            "configuration'); name one of the GPU files")]),
+                                            "Name=gpu lines: slurmd drops the line ('Discarding gres/'shared' "
+                                            "configuration (File=/dev/nvidia9) without matching gres/'sharing' "
+                                            "record') and starts without its shards; name one of the GPU files")]),
     "gpu-without-file": (GPU_WITHOUT_FILE, [Finding(2, "n5: Name=shard gives File= but the node's Name=gpu "
                                                        "lines do not: slurmd stops ('SHARING configuration "
                                                        "lacks File specification'); give File= on the GPU "
@@ -81,5 +83,10 @@ CASES = {
 @pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_shard_rules_hold_on_every_release(case: str, release: str) -> None:
+    """slurmd -G of 22.05, 24.11 and 26.05 (``GresTypes=gpu,shard``): no-gpu stops it ("we have a
+    shared gres of 'shard' but no gres that is sharing", "fatal: failed to merge SHARED and SHARING
+    configuration"), gpu-without-file too ("SHARING configuration lacks "File" specification");
+    stranger-file starts with "error: Discarding gres/'shared' configuration (File=/dev/nvidia9)
+    without matching gres/'sharing' record" and no shard of that line."""
     text, expected = CASES[case]
     assert check_gres(text, release=Release(release, "--slurm-release")) == expected
