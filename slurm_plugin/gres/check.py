@@ -429,7 +429,10 @@ def _flags_rule(name: str, group: list[GresLine], rep: _Report, node: str, relea
 def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Report, skip: set[str], auto: str,
                  release: Release) -> None:
     """The node's gres.conf counts against its slurm.conf Gres= (per name and type); names in
-    ``skip`` have a line slurmd cannot use on this node, so their count is unknown. A gpu of Gres=
+    ``skip`` have a line slurmd cannot use on this node, so their count is unknown. Fewer mps or
+    shard than Gres= stop slurmd (slurmd -G of 22.05, 24.11 and 26.05: "_build_shared_list:
+    multiple configurations with and without "File"", or "bad configuration, multiple
+    configurations without "File"" when the lines give no File). A gpu of Gres=
     that no line of a node with lines here gives has no File, so slurmd drops it (AutoDetect off;
     slurmd -G of 22.05, 24.11 and 26.05 with ``Gres=gpu:a:2`` and ``Name=gpu File=...`` lines: the
     lines are "more configured than expected", and no GPU is listed)."""
@@ -462,6 +465,12 @@ def _slurm_rules(node: str, lines: list[GresLine], slurm: SlurmConf, rep: _Repor
         elif want is not None and count > want:
             rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmd ignores "
                           "the extra ones", node)
+        elif want is not None and count < want and name in SHARED:   # slurmd adds a line for the rest
+            with_file = any(r.files is not None for r in lines if r.name == name)
+            said = ("multiple configurations with and without \"File\"" if with_file else
+                    "bad configuration, multiple configurations without \"File\"")
+            rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmd stops "
+                          f"('_build_shared_list: {said}'); give {want} here", node)
         elif want is not None and count < want:
             rep.add(line, f"{label}: {count} here but slurm.conf Gres= of {{nodes}} says {want}: slurmctld sets "
                           f"the node INVALID ('gres/{name} count reported lower than configured')", node)

@@ -178,3 +178,21 @@ def test_untyped_lines_on_a_typed_node_leave_it_without_gpus():
             (1, f"gpu:a: slurm.conf Gres= of n1 gives 2 but no line here does: slurmd {release} drops a GPU without "
                 "a device file ('Ignoring file-less GPU gpu:a from final GRES list'), so slurmctld sets the node "
                 "INVALID; give gpu:a its File= lines")], release
+
+
+def test_fewer_shared_gres_than_slurm_conf_stop_slurmd():
+    """``Gres=gpu:2,shard:8`` with ``Name=shard Count=4``: slurmd -G of 22.05, 24.11 and 26.05 stops
+    ("fatal: _build_shared_list: bad configuration, multiple configurations without "File"");
+    ``Gres=gpu:2,mps:200`` with ``Name=mps Count=100 File=/dev/nvidia[0-1]``: "fatal:
+    _build_shared_list: multiple configurations with and without "File"". Fewer gpu make the node
+    INVALID instead."""
+    gpus = "Name=gpu File=/dev/nvidia[0-1]\n"
+    shard = parse_slurm_conf("GresTypes=gpu,shard\nNodeName=n1 Gres=gpu:2,shard:8\n")
+    mps = parse_slurm_conf("GresTypes=gpu,mps\nNodeName=n1 Gres=gpu:2,mps:200\n")
+    for release in ("24.11", "26.05"):
+        assert _lines(gpus + "Name=shard Count=4\n", release, slurm=shard) == [
+            (2, "shard: 4 here but slurm.conf Gres= of n1 says 8: slurmd stops ('_build_shared_list: bad "
+                "configuration, multiple configurations without \"File\"'); give 8 here")], release
+        assert _lines(gpus + "Name=mps Count=100 File=/dev/nvidia[0-1]\n", release, slurm=mps) == [
+            (2, "mps: 100 here but slurm.conf Gres= of n1 says 200: slurmd stops ('_build_shared_list: multiple "
+                "configurations with and without \"File\"'); give 200 here")], release
