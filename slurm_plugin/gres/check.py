@@ -508,7 +508,8 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
                     slots.append(slot)
         for prev_line, dup in dups.items():
             rep.add(r.where, f"File={', '.join(dict.fromkeys(dup))} already given on {prev_line} for the "
-                            "same node(s): each device belongs to one line")
+                            f"same node(s): slurmd stops ('gpu duplicate device file name ({dup[0]})', then 'Gres "
+                            "GPU plugin failed to load configuration'); each device belongs to one line")
     return nodes
 
 

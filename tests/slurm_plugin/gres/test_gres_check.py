@@ -100,7 +100,9 @@ def test_generated_fake_cluster_gres_has_no_findings(capsys: pytest.CaptureFixtu
         ("Name=gpu File=/dev/nvidia[0-1] Links=-1,0\n",
          [Finding(1, "Links= with 2 files: a line with Links must name a single File")]),
         ("NodeName=a[1-2] Name=gpu File=/dev/nvidia0\nNodeName=a2 Name=gpu File=/dev/nvidia0\n",
-         [Finding(2, "File=/dev/nvidia0 already given on line 1 for the same node(s): each device belongs to one line")]),
+         [Finding(2, "File=/dev/nvidia0 already given on line 1 for the same node(s): slurmd stops ('gpu duplicate "
+                     "device file name (/dev/nvidia0)', then 'Gres GPU plugin failed to load configuration'); each "
+                     "device belongs to one line")]),
         ("NodeName=a1 Name=gpu File=/dev/nvidia0\nNodeName=a2 Name=gpu File=/dev/nvidia0  # other node\n", []),
         ("Name=gpu Fiel=/dev/nvidia0\n", [Finding(1, "unknown key 'fiel' (gres.conf(5) keys: autodetect, cores, count, "
                                                    "cpus, file, flags, links, multiplefiles, name, nodename, type)")]),

@@ -63,8 +63,9 @@ def test_a_line_of_another_file_is_named_with_its_file(tmp_path: Path, capsys: p
     more.write_text("# more\nName=gpu File=/dev/nvidia0\n")
     assert _check(capsys, str(gres), "--json")[1].count(f'"file": "{more}"') == 1
     assert _check(capsys, str(gres)) == (
-        1, f"{more}:2: File=/dev/nvidia0 already given on line 1 of {gres} for the same node(s): each device belongs "
-           "to one line\n", "")
+        1, f"{more}:2: File=/dev/nvidia0 already given on line 1 of {gres} for the same node(s): slurmd stops ('gpu "
+           "duplicate device file name (/dev/nvidia0)', then 'Gres GPU plugin failed to load configuration'); each "
+           "device belongs to one line\n", "")
 
 
 def test_missing_include_is_one_line_naming_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -183,9 +183,12 @@ def test_file_on_all_nodes_of_a_gres_or_none():
 
 def test_each_device_file_belongs_to_one_line():
     """gres.conf(5), File: "Slurm will track the assignment of each specific resource on each node":
-    a file on two lines of a node counts one device twice (slurmd accepts it silently)."""
+    a file on two gpu lines of a node stops slurmd -G of 22.05, 24.11 and 26.05 ("gpu duplicate
+    device file name (/dev/nvidia0)", "fatal: Gres GPU plugin failed to load configuration"),
+    types or not."""
     _only("NodeName=a[1-2] Name=gpu File=/dev/nvidia0\nNodeName=a2 Name=gpu File=/dev/nvidia0\n", 2,
-          "File=/dev/nvidia0 already given on line 1")
+          "File=/dev/nvidia0 already given on line 1", "slurmd stops ('gpu duplicate device file name "
+          "(/dev/nvidia0)', then 'Gres GPU plugin failed to load configuration')")
 
 
 def test_node_names_keep_leading_zeros():
