@@ -2,16 +2,18 @@
 
 Rules a line breaks on its own are read in :mod:`slurm_plugin.gres.conf`; this module adds the
 rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres.slurmconf`), the
-rules between the two files. What slurmd 22.05 does with each fault was tried with
-``slurmd -G`` (see docs/admins.md): duplicate records without File or Type (lines with a
-Type add up: two ``Name=nic Type=x Count=1`` lines are nic:x:2 on 22.05, 24.11 and 26.05),
-File on some records of a name but not others, Count that differs from the number of files, File with MultipleFiles,
-conflicting node-local AutoDetect and env flags that differ between records of a node and name
+rules between the two files. What slurmd does with each fault was tried with ``slurmd -G`` of
+Debian's 22.05, 24.11 and 26.05 (see docs/admins.md): on all three, duplicate records without
+File or Type (lines with a Type add up: two ``Name=nic Type=x Count=1`` lines are nic:x:2), File
+on some records of a name but not others, a device file on two gpu lines, Count that differs
+from the number of files, File with MultipleFiles, conflicting node-local AutoDetect, Flags that
+differ between records of a node and name, and fewer mps or shard than slurm.conf's ``Gres=``
 are fatal; AutoDetect=nvml without ``gpu_nvml.so`` (Debian's build) is ignored with a log line;
-a Name missing from GresTypes drops the record; more GRES than slurm.conf's node ``Gres=``
-says are ignored, fewer make the node INVALID (seen live). ``Links``: one integer per GPU, ``-1`` for the GPU
-itself, a single File per line; ``Cores``: logical core indices below sockets × cores per
-socket; ``CPUs=`` is not in 22.05's gres.conf(5) (sites that copied ``nvidia-smi topo -m``'s
+a Name missing from GresTypes drops the record; a gpu line without File (AutoDetect off) is
+dropped; more GRES than the node's ``Gres=`` says are ignored, fewer gpu make the node INVALID
+(seen live). ``Links``: one integer per GPU, ``-1`` for the GPU itself, a single File per line;
+``Cores``: logical core indices below sockets × cores per socket; ``CPUs=`` is in none of the
+three gres.conf(5) (sites that copied ``nvidia-smi topo -m``'s
 "CPU Affinity" into it give OS ids with hyper-thread siblings). GPUs of a node are numbered in
 the order their lines appear (the usual bus-id order). A line slurmd cannot use is reported
 once and takes no part in the checks across lines, so one bad line does not cascade. The rules

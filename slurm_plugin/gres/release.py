@@ -18,7 +18,7 @@ check (:mod:`slurm_plugin.gres.conf`, :mod:`slurm_plugin.gres.check`):
   (:data:`WHOLE_FLAGS_SINCE`, :data:`DEFAULT_ENV_KEPT_SINCE`).
 * Cores: from 24.11 "all the cores in a socket must be specified together" (22.05 only advises
   it), sockets meaning NUMA nodes or L3 caches with ``SlurmdParameters=numa_node_as_socket`` or
-  ``l3cache_as_socket``.
+  ``l3cache_as_socket``; slurmd -G of 24.11 and 26.05 takes part of a socket without a message.
 
 Count, Type, File, MultipleFiles, Links, the mps/shard rules and ``CPUs=`` (in none of the three)
 read the same in all three.
