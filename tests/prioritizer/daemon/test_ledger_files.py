@@ -93,8 +93,8 @@ def test_status_reads_a_ledger_in_a_read_only_directory(tmp_path: Path) -> None:
 ], ids=["text", "foreign-sqlite"])
 @pytest.mark.parametrize("command", [["status"], ["explain", "40"], ["once", "--dry-run"],
                                      ["once"]])
-def test_a_file_that_is_no_ledger_is_refused_untouched(tmp_path: Path, capsys, make, words,
-                                                       command) -> None:
+def test_a_file_that_is_no_ledger_is_refused_untouched(tmp_path: Path, capsys, monkeypatch, make,
+                                                       words, command) -> None:
     """Exit 2 (a wrong ``ledger_path``, the operator's call: not the storage failure, 7, that
     systemd restarts on), one line naming the file and the fix; the file keeps its bytes and
     its mode, and no lock, -wal or -shm appears beside it, also for a real ``once`` (which
@@ -104,15 +104,8 @@ def test_a_file_that_is_no_ledger_is_refused_untouched(tmp_path: Path, capsys, m
     target.chmod(0o644)
     data = target.read_bytes()
     cfg = _config(tmp_path, target)
-    env_before = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(tmp_path / "no-slurm.conf")
-    try:
-        rc = main([*command, "--config", str(cfg)])
-    finally:
-        if env_before is None:
-            del os.environ["SLURM_CONF"]
-        else:
-            os.environ["SLURM_CONF"] = env_before
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-slurm.conf"))   # no Slurm is asked
+    rc = main([*command, "--config", str(cfg)])
     err = capsys.readouterr().err
     assert rc == 2
     assert err == (f"dlprio: ledger: {target}: {words}; give ledger_path another file, or "
@@ -323,8 +316,8 @@ NONSENSE = [
                               "gpus-null", "tenant-rows", "tenant-why"])
 @pytest.mark.parametrize("command", [["status"], ["status", "--json", "--all"], ["explain", "40"],
                                      ["once", "--dry-run"], ["once"]])
-def test_a_hand_edited_value_is_one_line_naming_the_cell(tmp_path: Path, capsys, edits, cell,
-                                                         command) -> None:
+def test_a_hand_edited_value_is_one_line_naming_the_cell(tmp_path: Path, capsys, monkeypatch,
+                                                         edits, cell, command) -> None:
     """Exit 2, one line: the file, table, row, column and value, what it should be and the way
     out; for ``once`` before the lock, the lease or Slurm (none here), the file untouched."""
     ledger = _ledger(tmp_path / "led")
@@ -337,15 +330,8 @@ def test_a_hand_edited_value_is_one_line_naming_the_cell(tmp_path: Path, capsys,
                 "4294967295")
     data = ledger.read_bytes()
     cfg = _config(tmp_path, ledger)
-    env_before = os.environ.get("SLURM_CONF")
-    os.environ["SLURM_CONF"] = str(tmp_path / "no-slurm.conf")
-    try:
-        rc = main([*command, "--config", str(cfg)])
-    finally:
-        if env_before is None:
-            del os.environ["SLURM_CONF"]
-        else:
-            os.environ["SLURM_CONF"] = env_before
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-slurm.conf"))   # no Slurm is asked
+    rc = main([*command, "--config", str(cfg)])
     captured = capsys.readouterr()
     assert (rc, captured.out) == (2, "")
     assert captured.err == (f"dlprio: ledger: {ledger}: the ledger is damaged ({cell}); set that "
