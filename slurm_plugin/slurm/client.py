@@ -70,6 +70,10 @@ _UNREACHABLE_PATTERNS = (
 _UNKNOWN_JOB_PATTERNS = ("invalid job id", "job id not found", "does not exist")
 
 
+#: The commands whose output the client reads as data (``_run`` sets ``SLURM_BITSTR_LEN=0``).
+_READS = frozenset({"squeue", "sacct", "sinfo", "scontrol"})
+
+
 class SlurmError(Exception):
     """Base of the client's errors.
 
@@ -148,19 +152,22 @@ class SlurmClient:
 
     # ----------------------------------------------------------------- plumbing
     def _run(self, argv: Sequence[str], input_text: str | None = None,
-             env: dict[str, str] | None = None, lossy: bool = False) -> str:
+             env: dict[str, str] | None = None) -> str:
         """Run one Slurm command; return its stdout. Raises the typed errors above.
 
-        ``env``: the command's whole environment (``None`` = this process's), with
-        ``SLURM_BITSTR_LEN=0`` set: a job array's task expression is printed whole (squeue(1),
-        sacct(1): by default it "will be limited to 64 bytes" and ends in ``...``). A
+        ``env``: the command's whole environment (``None`` = this process's); a read
+        (:data:`_READS`) gets ``SLURM_BITSTR_LEN=0``, so a job array's task expression is
+        printed whole (squeue(1), sacct(1): by default it "will be limited to 64 bytes" and ends
+        in ``...``), while ``sbatch``'s environment, which a job inherits, is left as given. A
         ``SLURM_CONF`` naming a missing or unreadable file fails at once with
         :class:`SlurmUnreachable` (Slurm's commands would retry it for 60 s, see
         :func:`conf_problem`). Slurm prints the bytes users gave (a job name from a Latin-1
-        script): the output is read as UTF-8 with each other byte kept as a surrogate escape,
-        or with ``lossy`` replaced by U+FFFD (for JSON, which must be UTF-8 to be decoded).
+        script): the output is read as UTF-8, a byte that is none replaced by U+FFFD, so every
+        text read can be shown, logged and written as JSON.
         """
-        env = {**(os.environ if env is None else env), "SLURM_BITSTR_LEN": "0"}
+        env = dict(os.environ if env is None else env)
+        if argv[0] in _READS:
+            env["SLURM_BITSTR_LEN"] = "0"
         problem = conf_problem(env.get("SLURM_CONF"))
         if problem:
             raise SlurmUnreachable(argv, problem)
@@ -174,7 +181,7 @@ class SlurmClient:
                 env=env,
                 capture_output=True,
                 encoding="utf-8",
-                errors="replace" if lossy else "surrogateescape",
+                errors="replace",
                 timeout=self.timeout_s,
                 check=False,
             )
@@ -195,7 +202,7 @@ class SlurmClient:
         ``sacct``, to hold only :data:`NOTHING_FOUND` (no job matched). Any other non-empty
         list raises the typed error of its text (:func:`_classify`); text that is no JSON raises
         :class:`SlurmRefused`, JSON that is no object :class:`SlurmShapeUnknown`."""
-        out = self._run(argv, lossy=True)
+        out = self._run(argv)
         try:
             head = msgspec.json.decode(out, type=_Errors)
         except msgspec.ValidationError as exc:

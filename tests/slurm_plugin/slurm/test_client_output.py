@@ -72,11 +72,11 @@ def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SlurmClient:
     return SlurmClient(bin_dir=str(tmp_path), timeout_s=20)
 
 
-def test_a_job_name_that_is_not_utf8_is_read_with_its_bytes(client: SlurmClient) -> None:
+def test_a_job_name_that_is_not_utf8_is_read(client: SlurmClient) -> None:
     """squeue prints a job's name as the bytes it was given (``#SBATCH -J`` of a Latin-1
-    script; src/squeue/print.c ``_print_str``): the job is read, its name keeps the byte."""
+    script; src/squeue/print.c ``_print_str``): the job is read, the byte shown as U+FFFD."""
     [job] = client.jobs()
-    assert job.name.encode("utf-8", "surrogateescape") == b"caf\xe9"
+    assert job.name == "caf\ufffd"
 
 
 def test_a_job_name_that_is_not_utf8_in_json_is_replaced(client: SlurmClient) -> None:
@@ -124,3 +124,15 @@ def test_find_by_comment_counts_a_hetjob_and_an_array_once(tmp_path: Path,
     for name in ("squeue", "sacct"):
         (tmp_path / name).chmod(0o755)
     assert SlurmClient(bin_dir=str(tmp_path), timeout_s=20).find_by_comment("dlsubmit:abc") == [31, 100]
+
+
+def test_sbatch_gets_the_environment_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sbatch passes its environment on to the job (``--export=ALL``): the reads' own
+    SLURM_BITSTR_LEN is not added to it."""
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    seen = tmp_path / "seen"
+    fake = tmp_path / "sbatch"
+    fake.write_text(f"#!/bin/sh\nprintf '%s' \"${{SLURM_BITSTR_LEN-unset}}\" > {seen}\necho 77\n")
+    fake.chmod(0o755)
+    assert SlurmClient(bin_dir=str(tmp_path), timeout_s=20).submit("#!/bin/sh\n", env={"PATH": "/usr/bin:/bin"}) == 77
+    assert seen.read_text() == "unset"

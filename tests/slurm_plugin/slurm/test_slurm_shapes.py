@@ -39,7 +39,7 @@ class CannedClient(SlurmClient):
         self.answer = answer
 
     def _run(self, argv: Sequence[str], input_text: str | None = None,  # type: ignore[override]
-             env: dict[str, str] | None = None, lossy: bool = False) -> str:
+             env: dict[str, str] | None = None) -> str:
         return self.answer(argv)
 
 
