@@ -21,7 +21,7 @@ from slurm_plugin.shard import gres_count, shards_in_gres
 
 _GPU_TRES_RE = re.compile(r"(?:^|,)gres[:/]gpu(?::([^:,=]+))?(?:([:=])(\d+))?(?=,|$)")
 _IDX_ITEM_RE = re.compile(r"(?:^|,)\s*(gpu|shard)(?=[:(])[^(,]*\(IDX:([^)]*)\)")
-_GRES_COUNT_RE = re.compile(r"^gpu(?::[^:(]+)?:(\d+[KMGTP]?)(?=[(]|$)")
+_GRES_COUNT_RE = re.compile(r"^\s*gpu(?::[^:(]+)?:(\d+[KMGTP]?)(?=[(\s]|$)")
 
 
 @dataclass(frozen=True)
