@@ -49,8 +49,9 @@ from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout
 from slurm_plugin.common.exits import Exit, epilog
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
-from slurm_plugin.slurm.records import (ACTIVE_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID, array_task_in,
-                                  decimal_at_most, parse_array_tasks)
+from slurm_plugin.slurm.records import (ACTIVE_STATES, HOLDING_STATES, MAX_ARRAY_TASK_ID, MAX_JOB_ID,
+                                        WAITING_STATES, array_task_in, decimal_at_most,
+                                        parse_array_tasks)
 from submit import queue_view as qv
 from submit.ending import without_final_gc
 
@@ -572,9 +573,9 @@ def _forecast_details(rows: list[qv.QueueRow], snap: PublicSnapshot) -> None:
     jobs ahead, the chance of a preemption), or why there is none."""
     now = time.time()
     for row in rows:
-        waiting = row.state in qv.WAITING_STATES
+        waiting = row.state in WAITING_STATES
         print(f"job {qv.visible(row.display_id)}:")
-        if not waiting and row.state not in qv.HOLDING_STATES:
+        if not waiting and row.state not in HOLDING_STATES:
             print(f"  forecast: none (the job has ended: {qv.visible(row.state)})")
             continue
         lines = forecast_text.detail_lines(snap.forecast, _unit_of(row), now,
