@@ -29,6 +29,7 @@ from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
+from prioritizer.daemon.observe import HELD_STATES
 from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, is_current,
                                          read_snapshot, stale_after_s)
 from slurm_plugin.common.cli import visible
@@ -160,6 +161,9 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
              freshness(ledger, now, cfg.interval_s)]
     if (tuned := status_line(cfg, ledger)) is not None:
         lines.append(tuned)
+    if row.state in HELD_STATES and row.ended_at is None:
+        lines.append(f"held by Slurm ({row.state}): not ordered until someone releases it "
+                     f"('scontrol release {job_id}'); its attained service is kept")
     if row.queue is None:
         lines.append("queue: not decided yet")
     elif row.queue > len(thresholds):   # thresholds_gpu_s shortened since the last cycle saw it

@@ -28,15 +28,20 @@ from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.sharing import Share
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
-from slurm_plugin.slurm.records import Job, Node
+from slurm_plugin.slurm.records import WAITING_STATES, Job, Node
 
-#: The states of a unit the daemon orders (held ones, REQUEUE_HOLD, RESV_DEL_HOLD,
-#: SPECIAL_EXIT, wait for a person: the ledger keeps them as ended until released) and of a
-#: unit whose run it counts: SUSPENDED and STOPPED jobs keep their allocation, so their run
-#: goes on (slurm_plugin.slurm.records has every state word).
+#: The states of a unit the daemon orders and of a unit whose run it counts: SUSPENDED and
+#: STOPPED jobs keep their allocation, so their run goes on (slurm_plugin.slurm.records has
+#: every state word).
 PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED"})
 RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "SUSPENDED",
                             "STOPPED"})
+#: Waiting states of a unit held for a person (REQUEUE_HOLD after ``scontrol requeuehold``,
+#: RESV_DEL_HOLD when its reservation was deleted, SPECIAL_EXIT after a special exit code;
+#: squeue(1) "JOB STATE CODES"): not ordered (an update of its priority would release a
+#: hold) and not ended either; the ledger keeps it active with its runs, so retention never
+#: prunes the attained service it resumes with once released.
+HELD_STATES = WAITING_STATES - PENDING_STATES
 #: Pending reasons after which Slurm would start the job as soon as GPUs are free. A pending job
 #: with any other reason (held, dependency, limits, nodes down...) is ordered but never preempted
 #: for: freeing GPUs would not start it (squeue(1) "JOB REASON CODES").
@@ -269,8 +274,9 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
         known = row is not None and seen == (row.user, row.account, row.partition, row.state,
                                              row.gpus, row.submit_time, row.restart_count)
         run = open_runs.get(unit.job_id)
-        if unit.phase is None and known and row is not None and row.ended_at is not None and run is None:
-            continue                      # finished and already recorded as such
+        if (unit.phase is None and known and row is not None and run is None
+                and (row.ended_at is None) == (unit.state in HELD_STATES)):
+            continue                      # finished (or held) and already recorded as such
         if not (known and row is not None and row.ended_at is None):
             upserts.append((unit.job_id, *seen, now))
         if unit.phase is JobPhase.RUNNING and unit.start_time is not None:
@@ -288,7 +294,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
                 _close_unknown(client, ledger, run, before=now)
         if unit.phase is None:
             _record_unseen_run(ledger, unit, now)
-            if unit.state != "COMPLETING":
+            if unit.state != "COMPLETING" and unit.state not in HELD_STATES:
                 ledger.mark_ended(unit.job_id, unit.state, now)
     ledger.upsert_jobs(upserts)
     ledger.start_runs(starts)

@@ -200,8 +200,8 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("admin_comment", "admin_comment"), ("name", "Name"),
 )
 
-#: Every job state word of Slurm 22.05 (slurm.h ``job_states`` and flags as squeue prints them,
-#: squeue(1) "JOB STATE CODES"); any other word is a :class:`ShapeError`.
+#: Every job state word squeue prints (slurm.h ``job_states`` and flags, squeue(1) "JOB STATE
+#: CODES", the same words in 22.05, 24.11 and 26.05); any other word is a :class:`ShapeError`.
 KNOWN_STATES = frozenset({
     "PENDING", "RUNNING", "SUSPENDED", "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT",
     "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY", "CONFIGURING",
@@ -263,7 +263,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
     v = [rec[k] for k, _ in SQUEUE_FIELDS] if isinstance(rec, dict) else rec
     state = v[_AT["state"]].strip()
     if state not in KNOWN_STATES:
-        raise ShapeError(f"squeue field state={state!r}: not a Slurm 22.05 job state")
+        raise ShapeError(f"squeue field state={state!r}: not a job state of squeue(1)")
     t = v[_AT["job_id"]]
     job_id = int(t) if t.isdigit() else _num(t, "job_id", None)
     if not job_id:

@@ -178,3 +178,37 @@ def test_a_suspended_or_stopped_job_keeps_its_run_and_a_held_one_is_not_ordered(
               for state in ("SUSPENDED", "STOPPED", "REQUEUE_HOLD", "RESV_DEL_HOLD", "SPECIAL_EXIT")}
     assert phases == {"SUSPENDED": JobPhase.RUNNING, "STOPPED": JobPhase.RUNNING,
                       "REQUEUE_HOLD": None, "RESV_DEL_HOLD": None, "SPECIAL_EXIT": None}
+
+
+def test_a_held_job_stays_active_with_its_runs_through_retention_and_resumes_with_them(
+        tmp_path: Path) -> None:
+    """Job 7 runs 100-400 s on 8 GPUs (seen at 200 and 400 s), then is held (REQUEUE_HOLD
+    from ``scontrol requeuehold``; RESV_DEL_HOLD and SPECIAL_EXIT alike) for 30 days, longer
+    than the 21 days of retention, then released. Held, it is not ordered, not ended and
+    not pruned; released, it waits with its 300 s × 8 GPUs = 2,400 GPU·s of attained
+    service. A ledger that had marked a held job ended (job 8) takes it back as active."""
+    day = 86400.0
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        for now, state, start in ((200.0, "RUNNING", 100.0), (400.0, "RUNNING", 100.0),
+                                  (500.0, "REQUEUE_HOLD", None), (500.0 + 30 * day, "REQUEUE_HOLD", None)):
+            with ledger.transaction():
+                record_units(None, ledger, {7: unit(7, state, start=start)}, now=now)
+        row = ledger.job(7)
+        assert row is not None and (row.state, row.ended_at) == ("REQUEUE_HOLD", None)
+        assert ledger.prune(500.0 + 30 * day - 21 * day) == 0
+        assert [(r.start, r.end) for r in ledger.runs(7)] == [(100.0, 400.0)]
+        for state in ("RESV_DEL_HOLD", "SPECIAL_EXIT"):
+            with ledger.transaction():
+                ledger.upsert_job(8, user="alice", account="acct", partition="gpu", state=state,
+                                  gpus=8, submit_time=50.0, restart_count=0, now=600.0)
+                ledger.mark_ended(8, state, 600.0)
+                record_units(None, ledger, {8: unit(8, state, start=None)}, now=630.0)
+            row8 = ledger.job(8)
+            assert row8 is not None and (row8.state, row8.ended_at) == (state, None)
+        now = 600.0 + 30 * day
+        released = {7: unit(7, "PENDING", start=None, reason="Priority")}
+        with ledger.transaction():
+            record_units(None, ledger, released, now=now)
+        snap = build_snapshot(ledger, released, [_node("node1", 0)], [], DaemonConfig(), now=now)
+    (view,) = snap.jobs
+    assert (view.job_id, view.phase, view.attained_gpu_s) == (7, JobPhase.PENDING, 2400.0)

@@ -61,6 +61,18 @@ def test_explain_a_shard_job_shows_its_share_and_runs_at_it(tmp_path: Path) -> N
     assert text[-1] == "  run 1970-01-01 00:00:00 UTC -> 1970-01-01 00:02:00 UTC: 120 s x 0.5 GPUs"
 
 
+def test_explain_says_a_held_job_waits_for_a_release_with_its_service_kept(
+        ledger: Ledger) -> None:
+    with ledger.transaction():
+        ledger.upsert_job(42, user="alice", account="a", partition="gpu", state="REQUEUE_HOLD",
+                          gpus=4, submit_time=0, restart_count=1, now=20)
+    text = explain.explain(42, ledger, DaemonConfig(), now=100).splitlines()
+    assert text[0] == "job 42 (alice, gpu): REQUEUE_HOLD"
+    assert text[2] == ("held by Slurm (REQUEUE_HOLD): not ordered until someone releases it "
+                       "('scontrol release 42'); its attained service is kept")
+    assert "attained service: 60 GPU·s over 1 run(s)" in text
+
+
 def test_explain_unknown_job(ledger: Ledger) -> None:
     with pytest.raises(explain.UnknownJob, match="job 5: not in the ledger"):
         explain.explain(5, ledger, DaemonConfig(), now=0)
