@@ -279,12 +279,15 @@ class SacctJob42(msgspec.Struct, frozen=True):
     required. Unlike squeue's record, the times stay plain integers (``time.start`` of an
     attempt that never ran is ``NO_VAL``, 4294967294, on 26.05); ``time.limit``,
     ``het.job_offset`` and ``array.task_id`` are :class:`NoVal`; ``state.current`` is a list
-    (``["PENDING", "REQUEUED"]`` for a requeued attempt, sacct's ``REQUEUED``)."""
+    (``["PENDING", "REQUEUED"]`` for a requeued attempt, sacct's ``REQUEUED``). ``user`` is
+    ``null`` when neither slurmdbd nor sacct's host can name the job's uid (a deleted user:
+    ``DUMP_FUNC(JOB_USER)`` falls back to ``uid_to_string_or_null``; sacct's text shows the
+    uid); it reads as no user."""
 
     job_id: int
     state: _State42
     name: str
-    user: str
+    user: str | None
     account: str
     partition: str
     comment: _Comment42

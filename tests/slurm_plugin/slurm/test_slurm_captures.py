@@ -133,6 +133,17 @@ def test_sacct_24_11_attempts() -> None:
             for i in (10, 11, 6)] == [(6, 1, 2), (6, 2, 2), (6, 3, 2)]
 
 
+def test_sacct_24_11_job_of_a_user_sacct_cannot_name() -> None:
+    """``capture-24.11.5-sacct-user-null.json``: ``sacct --duplicates --allusers
+    --json=v0.0.42 -j 78`` on ``dlcluster --slurm 24.11`` for a ``--gres=gpu:2`` job of uid
+    1001, cancelled pending, read where uid 1001 has no passwd entry (sacct's text prints
+    ``User`` as ``1001``): ``"user": null``. It reads as no user; the read of the whole
+    history (the learned Gittins distribution, ``dlprio history export``) goes on."""
+    (rec,) = records_from_json((DATA / "capture-24.11.5-sacct-user-null.json").read_bytes(), V24)
+    assert (rec.job_id, rec.user, rec.account, rec.state, rec.gpus, rec.start) == (
+        78, "", "", "CANCELLED", 2, None)
+
+
 def test_sacct_26_05_requeue_and_never_ran() -> None:
     recs = records_from_json((DATA / "capture-26.05.5-sacct-v0.0.42.json").read_bytes(), V26)
     jobs = {j.job_id: j for j in fold_jobs(recs)}
