@@ -11,7 +11,9 @@ differ between records of a node and name, and fewer mps or shard than slurm.con
 are fatal; AutoDetect=nvml without ``gpu_nvml.so`` (Debian's build) is ignored with a log line;
 a Name missing from GresTypes drops the record; a gpu line without File (AutoDetect off) is
 dropped; more GRES than the node's ``Gres=`` says are ignored, fewer gpu make the node INVALID
-(seen live). ``Links``: one integer per GPU, ``-1`` for the GPU itself, a single File per line;
+(seen live). ``Links``: one integer per GPU, ``-1`` for the GPU itself, a single File per line
+(slurmd ignores, with a log line, Links it cannot read: :func:`_links_validate`; it takes the
+others as written, without a message);
 ``Cores``: logical core indices below sockets × cores per socket; ``CPUs=`` is in none of the
 three gres.conf(5) (sites that copied ``nvidia-smi topo -m``'s
 "CPU Affinity" into it give OS ids with hyper-thread siblings). GPUs of a node are numbered in
@@ -64,17 +66,45 @@ class _Slot:
     entries: int | None = None
 
 
-def _parse_links(line: Where, text: str) -> tuple[tuple[int, ...] | None, list[_Found]]:
+GRES_MAX_LINK = 1023
+"""Largest ``Links=`` entry slurmd takes (gres.c ``gres_links_validate``; 1024 is refused)."""
+_STRTOL = re.compile(r"[ \t\n\v\f\r]*[+-]?\d+")
+_TAKEN = "slurmd takes it without a message"
+
+
+def _links_validate(text: str) -> str | None:
+    """What ``gres_links_validate`` (gres.c) of 22.05, 24.11 and 26.05 logs for ``text``, None when it
+    takes it: empty entries are skipped (``strtok``), each other one is read by ``strtol`` whole, from
+    -2 to :data:`GRES_MAX_LINK`, and exactly one is -1. slurmd then logs "gres.conf: Ignoring invalid
+    Links=... for Name=gpu" and goes on without the line's Links (slurmd -G of all three)."""
+    self_at = False
+    for tok in (t for t in text.split(",") if t):
+        if not _STRTOL.fullmatch(tok) or not -2 <= int(tok) <= GRES_MAX_LINK:
+            return f"Failed to parse token '{tok}' in links string '{text}'"
+        if int(tok) == -1:
+            if self_at:
+                return f"links string '{text}' has more than one -1"
+            self_at = True
+    return None if self_at else f"-1 wasn't found in links string '{text}'"
+
+
+def _parse_links(line: Where, text: str) -> tuple[tuple[int, ...] | None, list[_Found], bool]:
+    """The line's Links, its findings, and whether slurmd ignores the Links (:func:`_links_validate`)."""
     items = text.split(",")
-    bad = [
+    said = _links_validate(text)
+    if said is not None:
+        return None, [(line, f"Links={text}: slurmd ignores these Links ('gres_links_validate: {said}', then "
+                             f"'gres.conf: Ignoring invalid Links={text} for Name=gpu'); give one integer per GPU, "
+                             "-1 for itself")], True
+    bad = [   # what slurmd takes: empty entries, -2
         f"entry {k + 1} is empty" if not v.strip() else f"entry {k + 1} {v!r} is not an integer >= -1"
         for k, v in enumerate(items)
-        if not re.fullmatch(r"-1|\d+", v.strip())
+        if not v.strip() or int(v) < -1
     ]
     if bad:
-        msg = f"Links={text}: {'; '.join(bad)} (one integer per GPU, -1 for itself)"
-        return None, [(line, msg)]
-    return tuple(int(v) for v in items), []
+        msg = f"Links={text}: {'; '.join(bad)} (one integer per GPU, -1 for itself; {_TAKEN})"
+        return None, [(line, msg)], False
+    return tuple(int(v) for v in items), [], False
 
 
 def _node_findings(slots: list[_Slot]) -> list[_Found]:
@@ -84,20 +114,20 @@ def _node_findings(slots: list[_Slot]) -> list[_Found]:
     for i, s in enumerate(slots):
         if s.entries is not None and s.entries != n:
             out.append((s.line, f"Links has {s.entries} entries but the node has {n} GPUs: "
-                                       "give one entry per GPU"))
+                                       f"give one entry per GPU ({_TAKEN})"))
         if s.links is None:
             continue
         where = [k for k, v in enumerate(s.links) if v == -1]
         if where != [i]:
             found = ", ".join(str(k + 1) for k in where) or "none"
             out.append((s.line, f"Links self entry: this is GPU {i} of the node, so entry {i + 1} "
-                                       f"(only) must be -1; -1 found at entries: {found}"))
+                                       f"(only) must be -1; -1 found at entries: {found} ({_TAKEN})"))
     for i, a in enumerate(slots):
         for j in range(i + 1, n):
             b = slots[j]
             if a.links and b.links and len(a.links) == len(b.links) == n and a.links[j] != b.links[i]:
                 out.append((b.line, f"Links to GPU {i} is {b.links[i]} but {a.line} "
-                                           f"gives {a.links[j]} the other way"))
+                                           f"gives {a.links[j]} the other way ({_TAKEN})"))
     return out
 
 
@@ -137,19 +167,21 @@ def _check_cores(line: Where, key: str, text: str, shape: CpuTopology | None, re
 
 
 def _line_findings(lineno: Where, f: dict[str, str], devs: list[str], shape: CpuTopology | None,
-                   release: str, whole: bool) -> tuple[tuple[int, ...] | None, list[_Found]]:
-    """Checks of one GPU line on its own; returns its parsed Links (None if absent or bad)."""
+                   release: str, whole: bool) -> tuple[tuple[int, ...] | None, list[_Found], bool]:
+    """Checks of one GPU line on its own; returns its parsed Links (None if absent or bad), its
+    findings, and whether slurmd ignores its Links."""
     out: list[_Found] = []
-    links = None
+    links, ignored = None, False
     if "links" in f:
-        if len(devs) > 1:
-            out.append((lineno, f"Links= with {len(devs)} files: a line with Links must name a single File"))
-        links, bad = _parse_links(lineno, f["links"])
+        links, bad, ignored = _parse_links(lineno, f["links"])
+        if len(devs) > 1 and not ignored:
+            out.append((lineno, f"Links= with {len(devs)} files: a line with Links must name a single File "
+                                f"({_TAKEN})"))
         out += bad
     for key, name in (("cores", "Cores"), ("cpus", "CPUs")):
         if key in f:
             out += _check_cores(lineno, name, f[key], shape, release, whole)
-    return links, out
+    return links, out, ignored
 
 
 class _Report:
@@ -493,10 +525,10 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
     owners: dict[str, dict[str, Where]] = {}   # node -> device file -> the line that gives it
     for r in lines:
         devs = r.files or []
-        links, bad = _line_findings(r.where, r.fields, devs, shape, release, whole)
+        links, bad, ignored = _line_findings(r.where, r.fields, devs, shape, release, whole)
         for f in bad:
             rep.add(*f)
-        single = len(devs) == 1 and "links" in r.fields
+        single = len(devs) == 1 and "links" in r.fields and not ignored
         slot = _Slot(r.where, links if single else None, len(r.fields["links"].split(",")) if single else None)
         dups: dict[Where, list[str]] = {}
         for host in r.nodes if r.nodes is not None else [""]:

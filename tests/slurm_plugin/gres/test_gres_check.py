@@ -34,8 +34,9 @@ def test_bad_file_one_line_per_finding(capsys: pytest.CaptureFixture[str]):
     rc = main(["--check", str(BAD), *LAB4])
     assert rc == 1
     assert capsys.readouterr().out.splitlines() == [
-        f"{BAD}:3: Links=4,-1,,0,0: entry 3 is empty (one integer per GPU, -1 for itself)",
-        f"{BAD}:3: Links has 5 entries but the node has 4 GPUs: give one entry per GPU",
+        f"{BAD}:3: Links=4,-1,,0,0: entry 3 is empty (one integer per GPU, -1 for itself; slurmd takes it "
+        "without a message)",
+        f"{BAD}:3: Links has 5 entries but the node has 4 GPUs: give one entry per GPU (slurmd takes it without a message)",
         f"{BAD}:4: Cores=8-23: 16-23 beyond the node's 16 cores (0-15); Cores= takes logical core "
         "indices, not OS CPU ids",
         f"{BAD}:5: CPUs= is not in gres.conf(5) of Slurm 22.05: use Cores= with logical core indices "
@@ -55,8 +56,9 @@ def test_deepops_malformed_links_line_3_is_found(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out.splitlines()
     assert rc == 1
     assert out == [
-        f"{DEEPOPS}:3: Links=0,0,-1,,0,0,0,0,0: entry 4 is empty (one integer per GPU, -1 for itself)",
-        f"{DEEPOPS}:3: Links has 9 entries but the node has 8 GPUs: give one entry per GPU",
+        f"{DEEPOPS}:3: Links=0,0,-1,,0,0,0,0,0: entry 4 is empty (one integer per GPU, -1 for itself; slurmd takes "
+        "it without a message)",
+        f"{DEEPOPS}:3: Links has 9 entries but the node has 8 GPUs: give one entry per GPU (slurmd takes it without a message)",
     ]
 
 
@@ -93,12 +95,13 @@ def test_generated_fake_cluster_gres_has_no_findings(capsys: pytest.CaptureFixtu
     "text, expected",
     [
         ("Name=gpu File=/dev/nvidia0 Links=0,-1\nName=gpu File=/dev/nvidia1 Links=0,-1\n",
-         [Finding(1, "Links self entry: this is GPU 0 of the node, so entry 1 (only) must be -1; -1 found at entries: 2"),
-          Finding(2, "Links to GPU 0 is 0 but line 1 gives -1 the other way")]),
+         [Finding(1, "Links self entry: this is GPU 0 of the node, so entry 1 (only) must be -1; -1 found at entries: 2"
+                    " (slurmd takes it without a message)"),
+          Finding(2, "Links to GPU 0 is 0 but line 1 gives -1 the other way (slurmd takes it without a message)")]),
         ("Name=gpu File=/dev/nvidia0 Links=-1,2\nName=gpu File=/dev/nvidia1 Links=4,-1\n",
-         [Finding(2, "Links to GPU 0 is 4 but line 1 gives 2 the other way")]),
+         [Finding(2, "Links to GPU 0 is 4 but line 1 gives 2 the other way (slurmd takes it without a message)")]),
         ("Name=gpu File=/dev/nvidia[0-1] Links=-1,0\n",
-         [Finding(1, "Links= with 2 files: a line with Links must name a single File")]),
+         [Finding(1, "Links= with 2 files: a line with Links must name a single File (slurmd takes it without a message)")]),
         ("NodeName=a[1-2] Name=gpu File=/dev/nvidia0\nNodeName=a2 Name=gpu File=/dev/nvidia0\n",
          [Finding(2, "File=/dev/nvidia0 already given on line 1 for the same node(s): slurmd stops ('gpu duplicate "
                      "device file name (/dev/nvidia0)', then 'Gres GPU plugin failed to load configuration'); each "

@@ -291,7 +291,8 @@ def test_links_line_holds_a_single_file():
 
 def test_links_minus_one_is_the_device_itself():
     """gres.conf(5), Links: "A -1 indicates the device itself and a 0 indicates no connection." """
-    _only("Name=gpu File=/dev/nvidia0 Links=-1,2\nName=gpu File=/dev/nvidia1 Links=2,2\n", 2, "Links self entry")
+    _only("Name=gpu File=/dev/nvidia0 Links=-1,2\nName=gpu File=/dev/nvidia1 Links=2,2\n", 2,
+          "-1 wasn't found", "slurmd ignores these Links")
 
 
 # --- slurm.conf ---------------------------------------------------------------------------------

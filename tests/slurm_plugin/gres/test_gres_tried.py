@@ -196,3 +196,30 @@ def test_fewer_shared_gres_than_slurm_conf_stop_slurmd():
         assert _lines(gpus + "Name=mps Count=100 File=/dev/nvidia[0-1]\n", release, slurm=mps) == [
             (2, "mps: 100 here but slurm.conf Gres= of n1 says 200: slurmd stops ('_build_shared_list: multiple "
                 "configurations with and without \"File\"'); give 200 here")], release
+
+
+def test_links_slurmd_cannot_read_are_ignored_and_others_taken():
+    """slurmd -G of 22.05, 24.11 and 26.05 check each Links= on its own (gres.c
+    ``gres_links_validate``) and go on without the Links they refuse: ``Links=0,0`` "error:
+    gres_links_validate: -1 wasn't found in links string '0,0'", ``Links=-1,a`` "Failed to parse
+    token 'a' in links string '-1,a'" (``1024`` the same; ``1023`` and ``-2`` are taken),
+    ``Links=-1,-1`` "links string '-1,-1' has more than one -1", each followed by "error: gres.conf:
+    Ignoring invalid Links=... for Name=gpu" and the GPU listed with ``Links=(null)``. They take
+    without a message ``Links=-1,0,0`` on a node of 2 GPUs, ``-1,1`` and ``2,-1`` (asymmetric),
+    ``0,-1`` on the first GPU, an empty entry (``-1,,0``) and ``File=/dev/nvidia[0-1] Links=-1,0``."""
+    ignored = ("Links={0}: slurmd ignores these Links ('gres_links_validate: {1}', then 'gres.conf: Ignoring invalid "
+               "Links={0} for Name=gpu'); give one integer per GPU, -1 for itself")
+    for release in ("22.05", "24.11", "26.05"):
+        for bad, said in (("0,0", "-1 wasn't found in links string '0,0'"),
+                          ("-1,a", "Failed to parse token 'a' in links string '-1,a'"),
+                          ("-1,1024", "Failed to parse token '1024' in links string '-1,1024'"),
+                          ("-1,-1", "links string '-1,-1' has more than one -1")):
+            got = _lines(f"Name=gpu File=/dev/nvidia0 Links={bad}\nName=gpu File=/dev/nvidia1 Links=0,-1\n", release)
+            assert got == [(1, ignored.format(bad, said))], (release, bad)
+        got = _lines("Name=gpu File=/dev/nvidia0 Links=-1,0,0\nName=gpu File=/dev/nvidia1 Links=0,-1\n"
+                     "Name=gpu File=/dev/nvidia[2-3] Links=-1,0\n", release, slurm=parse_slurm_conf(
+                         "GresTypes=gpu\nNodeName=n1 Gres=gpu:4\n"))
+        assert [m.split(": ")[0] + " ... " + m.rsplit(" (", 1)[1] for _, m in got] == [
+            "Links has 3 entries but the node has 4 GPUs ... slurmd takes it without a message)",
+            "Links has 2 entries but the node has 4 GPUs ... slurmd takes it without a message)",
+            "Links= with 2 files ... slurmd takes it without a message)"], release
