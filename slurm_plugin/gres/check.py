@@ -5,7 +5,7 @@ rules across lines and nodes, and, given slurm.conf (:mod:`slurm_plugin.gres.slu
 rules between the two files. What slurmd does with each fault was tried with ``slurmd -G`` of
 Debian's 22.05, 24.11 and 26.05 (see docs/admins.md): on all three, duplicate records without
 File or Type (lines with a Type add up: two ``Name=nic Type=x Count=1`` lines are nic:x:2), File
-on some records of a name but not others, a device file on two gpu lines, Count that differs
+on some records of a name but not others, a device file on two gpu or nic lines, Count that differs
 from the number of files, File with MultipleFiles, conflicting node-local AutoDetect, Flags that
 differ between records of a node and name, and fewer mps or shard than slurm.conf's ``Gres=``
 are fatal; AutoDetect=nvml without ``gpu_nvml.so`` (Debian's build) is ignored with a log line;
@@ -541,10 +541,44 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
                     owner[dev] = r.where
                     slots.append(slot)
         for prev_line, dup in dups.items():
-            rep.add(r.where, f"File={', '.join(dict.fromkeys(dup))} already given on {prev_line} for the "
-                            f"same node(s): slurmd stops ('gpu duplicate device file name ({dup[0]})', then 'Gres "
-                            "GPU plugin failed to load configuration'); each device belongs to one line")
+            rep.add(r.where, _duplicate("gpu", dup, prev_line))
     return nodes
+
+
+DUPLICATE_FILE_STOPS = ("gpu", "nic")
+"""GRES whose plugin stops slurmd on a device file given twice for a node (slurmd -G of 22.05, 24.11
+and 26.05: "nic duplicate device file name (/dev/x)", "Gres NIC plugin failed to load
+configuration"). mps and shard drop the later line's share of that device with a log line; other
+names (no plugin) take both lines (22.05 without a message, 24.11 and 26.05 log "fpga duplicate
+device file name"); one device on lines of two names (a nic and a gpu line) is taken by both."""
+
+
+def _duplicate(name: str, dup: list[str], prev_line: Where) -> str:
+    files = ", ".join(dict.fromkeys(dup))
+    if name in SHARED:
+        return (f"File={files} already given on {prev_line} for {name} on the same node(s): slurmd drops this line's "
+                f"{name} on {dup[0]} ('Discarding gres/'shared' configuration (File={dup[0]}) without matching "
+                f"gres/'sharing' record') and starts with fewer {name}; each device belongs to one {name} line")
+    return (f"File={files} already given on {prev_line} for the same node(s): slurmd stops ('{name} duplicate device "
+            f"file name ({dup[0]})', then 'Gres {name.upper()} plugin failed to load configuration'); each device "
+            "belongs to one line")
+
+
+def _duplicate_files(lines: list[GresLine], rep: _Report) -> None:
+    """A device file on two lines of a node and a name other than gpu (:func:`_links_rules` has gpu's):
+    :data:`DUPLICATE_FILE_STOPS` and :data:`~slurm_plugin.gres.conf.SHARED`."""
+    owners: dict[tuple[str, str], dict[str, Where]] = {}   # (node, name) -> device file -> its first line
+    for r in lines:
+        if r.files is None or r.name == "gpu" or r.name not in (*DUPLICATE_FILE_STOPS, *SHARED):
+            continue
+        dups: dict[Where, list[str]] = {}
+        for host in r.nodes if r.nodes is not None else [""]:
+            owner = owners.setdefault((host, r.name), {})
+            for dev in r.files:
+                if owner.setdefault(dev, r.where) != r.where:
+                    dups.setdefault(owner[dev], []).append(dev)
+        for prev_line, dup in dups.items():
+            rep.add(r.where, _duplicate(r.name, dup, prev_line))
 
 
 def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: SlurmConf | None = None,
@@ -608,6 +642,7 @@ def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: 
             gres_shard_check.node_rules(node, mine, auto[node], rep)
         if slurm is not None:
             _slurm_rules(node, mine, slurm, rep, skip, auto[node], release)
+    _duplicate_files(gres_lines, rep)
     gpu = [r for r in gres_lines if r.name == "gpu"]
     whole = release.has(WHOLE_SOCKET_CORES_SINCE) and not (slurm and slurm.socket_as)
     slots = _links_rules(gpu, shape, rep, release.name, whole)

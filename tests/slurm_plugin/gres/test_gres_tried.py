@@ -223,3 +223,28 @@ def test_links_slurmd_cannot_read_are_ignored_and_others_taken():
             "Links has 3 entries but the node has 4 GPUs ... slurmd takes it without a message)",
             "Links has 2 entries but the node has 4 GPUs ... slurmd takes it without a message)",
             "Links= with 2 files ... slurmd takes it without a message)"], release
+
+
+def test_a_device_file_on_two_lines_of_a_name():
+    """slurmd -G of 22.05, 24.11 and 26.05 (``GresTypes=gpu,nic,mps,fpga``): two ``Name=nic
+    File=/dev/x`` lines stop it ("error: nic duplicate device file name (/dev/x)", "fatal: Gres NIC
+    plugin failed to load configuration"), as gpu lines do; ``Name=mps Count=100 File=/dev/nvidia0``
+    then ``Name=mps Count=100 File=/dev/nvidia[0-1]`` starts with "error: Discarding gres/'shared'
+    configuration (File=/dev/nvidia0) without matching gres/'sharing' record" and mps 100 on
+    nvidia0, 50 on nvidia1 (shard the same); a nic line and a gpu line on ``/dev/nvidia1`` start
+    with both listed, without a message; two ``Name=fpga File=/dev/x`` lines (no plugin) start with
+    both listed (24.11 and 26.05 log "error: fpga duplicate device file name (/dev/x)", 22.05
+    nothing)."""
+    gpus = "Name=gpu File=/dev/nvidia[0-1]\n"
+    for release in ("22.05", "24.11", "26.05"):
+        assert _lines(gpus + "Name=nic File=/dev/x\nName=nic File=/dev/x\n", release) == [
+            (3, "File=/dev/x already given on line 2 for the same node(s): slurmd stops ('nic duplicate device file "
+                "name (/dev/x)', then 'Gres NIC plugin failed to load configuration'); each device belongs to one "
+                "line")], release
+        assert _lines(gpus + "Name=mps Count=100 File=/dev/nvidia0\nName=mps Count=100 File=/dev/nvidia[0-1]\n",
+                      release) == [
+            (3, "File=/dev/nvidia0 already given on line 2 for mps on the same node(s): slurmd drops this line's mps "
+                "on /dev/nvidia0 ('Discarding gres/'shared' configuration (File=/dev/nvidia0) without matching "
+                "gres/'sharing' record') and starts with fewer mps; each device belongs to one mps line")], release
+        assert _lines(gpus + "Name=nic File=/dev/nvidia1\n", release) == [], release
+        assert _lines(gpus + "Name=fpga File=/dev/x\nName=fpga File=/dev/x\n", release) == [], release
