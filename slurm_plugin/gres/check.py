@@ -290,7 +290,9 @@ def _node_rules(node: str, lines: list[GresLine], auto: str, detected: list[str]
         _env_rule(name, group, rep, node, release)
     total = sum(len(r.files) for r in lines if r.files is not None)
     if total > MAX_FILES_PER_NODE:
-        rep.add(lines[-1].where, f"{{nodes}}: {total} device files: at most {MAX_FILES_PER_NODE} per node", node)
+        rep.add(lines[-1].where, f"{{nodes}}: {total} device files: gres.conf(5) says at most {MAX_FILES_PER_NODE} "
+                                 "per node ('Count is limited in size (currently 1024) for each node'); slurmd starts "
+                                 "with them, without a message", node)
 
 
 def _dropped(typ: str, release: Release) -> str:
@@ -624,6 +626,10 @@ def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: 
     pairs = sum(len(nodes) if r.nodes is None else len(r.nodes) for r in recs)
     if pairs > MAX_NODE_LINES:
         raise TooLarge(f"{len(recs)} lines over {len(nodes)} nodes make {pairs} (node, line) pairs, more than "
+                       f"the {MAX_NODE_LINES} dlgres checks")
+    files = sum((len(nodes) if r.nodes is None else len(r.nodes)) * len(r.files or ()) for r in recs)
+    if files > MAX_NODE_LINES:
+        raise TooLarge(f"{len(recs)} lines over {len(nodes)} nodes name {files} (node, device file) pairs, more than "
                        f"the {MAX_NODE_LINES} dlgres checks")
     per_node: dict[str, list[GresLine]] = {}
     for r in gres_lines:

@@ -106,23 +106,48 @@ class GresLine:
 
 
 MAX_FILES_PER_NODE = 1024
-"""gres.conf(5), File: "Count is limited in size (currently 1024) for each node"; a File= or
-MultipleFiles= of more is refused before it is expanded further."""
+"""gres.conf(5), File: "Count is limited in size (currently 1024) for each node". slurmd -G of
+22.05, 24.11 and 26.05 takes more (4096 files on one line, 65538 in two ranges); its limit is a
+range's (:data:`MAX_RANGE`), so more per node is a finding of :mod:`slurm_plugin.gres.check`,
+not a line refused."""
+MAX_RANGE = 65536
+"""Most names one ``lo-hi`` range of a File= or MultipleFiles= may give (Slurm's hostlist.c
+``MAX_RANGE``, 64K): slurmd -G of 22.05, 24.11 and 26.05 stop on ``File=/dev/x[0-65536]`` with
+"error: _parse_single_range: Too many hosts in range `0-65536'" and "fatal: can't parse
+File=/dev/x[0-65536]" (the same words for ``MultipleFiles=``); ``[0-65535,65536-65537]`` is taken."""
+MAX_FILES_PER_LINE = 65536
+"""Most device files one line may name for dlgres to check it (its bound, not slurmd's)."""
 MAX_NODES = 65536
 """Most names a NodeName= expands to: more than any Slurm cluster has (the largest have tens of
 thousands of nodes); the bound keeps ``n[0-99999],m[0-99999],...`` from filling memory."""
+_RANGE_RE = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _long_range(expr: str) -> str | None:
+    """The first ``lo-hi`` inside brackets of ``expr`` that names more than :data:`MAX_RANGE`."""
+    for group in _RANGE_RE.findall(expr):
+        for part in group.split(","):
+            m = re.fullmatch(r"\s*(\d+)-(\d+)\s*", part)
+            if m and int(m.group(2)) - int(m.group(1)) + 1 > MAX_RANGE:
+                return part.strip()
+    return None
 
 
 def _expand(rec: GresLine, key: str, what: str) -> list[str] | None:
-    limit = MAX_NODES if key == "nodename" else MAX_FILES_PER_NODE
+    value = rec.fields[key]
+    if key != "nodename" and (long := _long_range(value)) is not None:
+        rec.refuse(f"{what}={value[:60]}: the range {long} names more than {MAX_RANGE} files: slurmd stops "
+                   f"('_parse_single_range: Too many hosts in range `{long}'', then 'can't parse File={value[:60]}')")
+        return None
+    limit = MAX_NODES if key == "nodename" else MAX_FILES_PER_LINE
     try:
-        return hostlist.expand(rec.fields[key], limit=limit)
+        return hostlist.expand(value, limit=limit)
     except ValueError as e:
         if "more than" in str(e):
-            rec.refuse(f"{what}= names more than {limit} " + ("nodes, more than dlgres checks" if key == "nodename"
-                       else "files: at most 1024 per node (gres.conf(5))"))
+            rec.refuse(f"{what}= names more than {limit} " + ("nodes" if key == "nodename" else "files")
+                       + ", more than dlgres checks")
         else:
-            rec.refuse(f"{what}={rec.fields[key][:60]}: {e}; write ranges as name[0-3] or name[0,2-3]")
+            rec.refuse(f"{what}={value[:60]}: {e}; write ranges as name[0-3] or name[0,2-3]")
         return None
 
 
@@ -293,16 +318,21 @@ def parse_gres_conf(text: str | list[Line], release: Release = OLDEST) -> list[G
     what it includes).
 
     Raises:
-        TooLarge: the NodeName= lists of the lines add up to more than :data:`MAX_NODE_LINES`.
+        TooLarge: the NodeName= lists, or the File= lists, of the lines add up to more than
+            :data:`MAX_NODE_LINES`.
         ConfReadError: (text only) as :func:`slurm_plugin.gres.slurm_lines.read_bytes`.
     """
     out = []
-    names = 0
+    names = files = 0
     for line in read_text(text) if isinstance(text, str) else text:
         rec = parse_record(line, release)
         names += len(rec.nodes or ())
         if names > MAX_NODE_LINES:
             raise TooLarge(f"{line.where}: the NodeName= lists up to here name {names} nodes in all, more "
+                           f"than the {MAX_NODE_LINES} dlgres checks")
+        files += len(rec.files or ())
+        if files > MAX_NODE_LINES:
+            raise TooLarge(f"{line.where}: the File= lists up to here name {files} device files in all, more "
                            f"than the {MAX_NODE_LINES} dlgres checks")
         out.append(rec)
     return out

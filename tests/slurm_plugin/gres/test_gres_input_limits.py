@@ -145,13 +145,14 @@ def test_check_of_a_huge_cores_range_is_a_finding(capsys: pytest.CaptureFixture[
 def test_check_of_huge_file_and_node_lists_is_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path):
     conf = tmp_path / "gres.conf"
     conf.write_text("Name=gpu File=/dev/nvidia[0-99999]\nNodeName=n[0-99999] Name=gpu File=/dev/nvidia[0-7]\n"
-                    "Name=gpu File=/dev/x[0-600],/dev/y[0-600]\nNodeName=a[0]" + "[0]" * 3000 + " Name=gpu\n")
+                    "Name=gpu File=/dev/x[0-60000],/dev/y[0-60000]\nNodeName=a[0]" + "[0]" * 3000 + " Name=gpu\n")
     rc, out, err = _run(capsys, "--check", str(conf))
     assert (rc, err) == (1, "")
     lines = out.splitlines()
-    assert lines[0] == f"{conf}:1: File= names more than 1024 files: at most 1024 per node (gres.conf(5))"
+    assert lines[0] == (f"{conf}:1: File=/dev/nvidia[0-99999]: the range 0-99999 names more than 65536 files: "
+                        "slurmd stops ('_parse_single_range: Too many hosts in range `0-99999'', then 'can't parse File=/dev/nvidia[0-99999]')")
     assert lines[1] == f"{conf}:2: NodeName= names more than 65536 nodes, more than dlgres checks"
-    assert lines[2] == f"{conf}:3: File= names more than 1024 files: at most 1024 per node (gres.conf(5))"
+    assert lines[2] == f"{conf}:3: File= names more than 65536 files, more than dlgres checks"
     assert lines[3].startswith(f"{conf}:4: NodeName=a[0][0]") and "too many brackets in one name" in lines[3]
 
 
@@ -186,9 +187,9 @@ def test_hostlist_limit_refuses_before_the_whole_list_is_built():
 
 
 def test_gres_conf_parse_bounds_each_expansion():
-    rec = gres_conf.parse_line(1, "Name=gpu File=/dev/nvidia[0-1024]")
+    rec = gres_conf.parse_line(1, "Name=gpu File=/dev/nvidia[0-65535],/dev/x")
     assert rec is not None and not rec.usable
-    assert rec.faults == ["File= names more than 1024 files: at most 1024 per node (gres.conf(5))"]
+    assert rec.faults == ["File= names more than 65536 files, more than dlgres checks"]
     assert check_gres("Name=gpu File=/dev/nvidia[0-1023]\n") == []
 
 

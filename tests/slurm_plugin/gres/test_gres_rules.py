@@ -139,7 +139,7 @@ def test_at_most_1024_files_per_node():
     """gres.conf(5), File: "When specifying File, Count is limited in size (currently 1024) for each
     node." """
     text = "NodeName=n01 Name=gpu File=/dev/nvidia[0-1023]\nNodeName=n01 Name=gpu File=/dev/nvidia1024\n"
-    _only(text, 2, "1025 device files: at most 1024")
+    _only(text, 2, "1025 device files: gres.conf(5) says at most 1024", "slurmd starts with them")
 
 
 # --- File / MultipleFiles ---------------------------------------------------------------------

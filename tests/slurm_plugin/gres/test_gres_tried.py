@@ -248,3 +248,22 @@ def test_a_device_file_on_two_lines_of_a_name():
                 "gres/'sharing' record') and starts with fewer mps; each device belongs to one mps line")], release
         assert _lines(gpus + "Name=nic File=/dev/nvidia1\n", release) == [], release
         assert _lines(gpus + "Name=fpga File=/dev/x\nName=fpga File=/dev/x\n", release) == [], release
+
+
+def test_slurmd_limits_a_range_of_files_not_a_node():
+    """gres.conf(5): "Count is limited in size (currently 1024) for each node", but slurmd -G of
+    22.05, 24.11 and 26.05 (one device node per file) starts with ``File=/dev/nvidia[0-1024]``,
+    ``[0-4095]`` and ``[0-65535]`` (``Gres Name=gpu ... Count=65536``), and 22.05 with
+    ``[0-65535,65536-65537]`` (Count=65538); each stops on ``File=/dev/nvidia[0-65536]``: "error:
+    _parse_single_range: Too many hosts in range `0-65536'", "fatal: can't parse
+    File=/dev/nvidia[0-65536]" (hostlist.c ``MAX_RANGE``, 64K names a range)."""
+    for release in ("22.05", "24.11", "26.05"):
+        assert _lines("Name=gpu File=/dev/nvidia[0-1024]\n", release) == [
+            (1, "this node: 1025 device files: gres.conf(5) says at most 1024 per node ('Count is limited in size "
+                "(currently 1024) for each node'); slurmd starts with them, without a message")], release
+        assert _lines("Name=gpu File=/dev/nvidia[0-65536]\n", release) == [
+            (1, "File=/dev/nvidia[0-65536]: the range 0-65536 names more than 65536 files: slurmd stops "
+                "('_parse_single_range: Too many hosts in range `0-65536'', then 'can't parse "
+                "File=/dev/nvidia[0-65536]')")], release
+        (rec,) = parse_gres_conf("Name=gpu File=/dev/nvidia[0-65535]\n", Release(release, "test"))
+        assert rec.usable and rec.count == 65536, release
