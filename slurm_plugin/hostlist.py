@@ -5,8 +5,10 @@ from __future__ import annotations
 import hostlist as _hostlist
 
 
-def expand(expr: str, limit: int | None = None) -> list[str]:
-    """``node[1-2]`` → ``["node1", "node2"]``; ``""`` or ``"(null)"`` → ``[]``.
+def expand(expr: str, limit: int | None = None, duplicates: bool = False) -> list[str]:
+    """``node[1-2]`` → ``["node1", "node2"]``; ``""`` or ``"(null)"`` → ``[]``. A name given
+    twice is kept once, as Slurm does for node lists, unless ``duplicates`` (gres.conf's File=
+    keeps both, and slurmd stops on them).
 
     With ``limit``, an expression of more than ``limit`` names is refused once its parts (split
     at the commas outside brackets, each at most python-hostlist's ``MAX_SIZE``) add up to more,
@@ -20,10 +22,10 @@ def expand(expr: str, limit: int | None = None) -> list[str]:
         if limit is not None:
             total = 0
             for part in _parts(expr):
-                total += len(_hostlist.expand_hostlist(part))
+                total += len(_hostlist.expand_hostlist(part, allow_duplicates=duplicates))
                 if total > limit:
                     raise ValueError(f"bad hostlist {_short(expr)!r}: more than {limit} names")
-        return list(_hostlist.expand_hostlist(expr))
+        return list(_hostlist.expand_hostlist(expr, allow_duplicates=duplicates))
     except _hostlist.BadHostlist as exc:
         raise ValueError(f"bad hostlist {_short(expr)!r}: {exc}") from exc
     except RecursionError:   # python-hostlist recurses once per bracket of a name

@@ -543,7 +543,7 @@ def _links_rules(lines: list[GresLine], shape: CpuTopology | None, rep: _Report,
                     owner[dev] = r.where
                     slots.append(slot)
         for prev_line, dup in dups.items():
-            rep.add(r.where, _duplicate("gpu", dup, prev_line))
+            rep.add(r.where, _duplicate("gpu", dup, prev_line, r.where))
     return nodes
 
 
@@ -555,13 +555,17 @@ names (no plugin) take both lines (22.05 without a message, 24.11 and 26.05 log 
 device file name"); one device on lines of two names (a nic and a gpu line) is taken by both."""
 
 
-def _duplicate(name: str, dup: list[str], prev_line: Where) -> str:
+def _duplicate(name: str, dup: list[str], prev_line: Where, where: Where) -> str:
     files = ", ".join(dict.fromkeys(dup))
+    same = prev_line == where
     if name in SHARED:
-        return (f"File={files} already given on {prev_line} for {name} on the same node(s): slurmd drops this line's "
+        given = f"given twice on this {name} line" if same else \
+            f"already given on {prev_line} for {name} on the same node(s)"
+        return (f"File={files} {given}: slurmd drops this line's "
                 f"{name} on {dup[0]} ('Discarding gres/'shared' configuration (File={dup[0]}) without matching "
                 f"gres/'sharing' record') and starts with fewer {name}; each device belongs to one {name} line")
-    return (f"File={files} already given on {prev_line} for the same node(s): slurmd stops ('{name} duplicate device "
+    given = "given twice on this line" if same else f"already given on {prev_line} for the same node(s)"
+    return (f"File={files} {given}: slurmd stops ('{name} duplicate device "
             f"file name ({dup[0]})', then 'Gres {name.upper()} plugin failed to load configuration'); each device "
             "belongs to one line")
 
@@ -577,10 +581,12 @@ def _duplicate_files(lines: list[GresLine], rep: _Report) -> None:
         for host in r.nodes if r.nodes is not None else [""]:
             owner = owners.setdefault((host, r.name), {})
             for dev in r.files:
-                if owner.setdefault(dev, r.where) != r.where:
+                if dev in owner:
                     dups.setdefault(owner[dev], []).append(dev)
+                else:
+                    owner[dev] = r.where
         for prev_line, dup in dups.items():
-            rep.add(r.where, _duplicate(r.name, dup, prev_line))
+            rep.add(r.where, _duplicate(r.name, dup, prev_line, r.where))
 
 
 def check_gres(text: str | list[Line], shape: CpuTopology | None = None, slurm: SlurmConf | None = None,

@@ -141,7 +141,7 @@ def _expand(rec: GresLine, key: str, what: str) -> list[str] | None:
         return None
     limit = MAX_NODES if key == "nodename" else MAX_FILES_PER_LINE
     try:
-        return hostlist.expand(value, limit=limit)
+        return hostlist.expand(value, limit=limit, duplicates=key != "nodename")
     except ValueError as e:
         if "more than" in str(e):
             rec.refuse(f"{what}= names more than {limit} " + ("nodes" if key == "nodename" else "files")

@@ -250,6 +250,27 @@ def test_a_device_file_on_two_lines_of_a_name():
         assert _lines(gpus + "Name=fpga File=/dev/x\nName=fpga File=/dev/x\n", release) == [], release
 
 
+def test_a_device_file_twice_in_one_line():
+    """slurmd -G of 22.05, 24.11 and 26.05 keeps a file that a File= range names twice:
+    ``Name=gpu File=/dev/nvidia[0,0]`` stops it ("error: gpu duplicate device file name
+    (/dev/nvidia0)"), ``Name=nic File=/dev/x[1,1]`` alike; ``Name=mps Count=200
+    File=/dev/nvidia[0,0]`` (beside ``Name=gpu File=/dev/nvidia[0-1]``) starts with "error:
+    Discarding gres/'shared' configuration (File=/dev/nvidia0) without matching gres/'sharing'
+    record" and ``Gres Name=mps ... Count=100 ... File=/dev/nvidia0``: 100 of the 200 mps."""
+    for release in ("22.05", "24.11", "26.05"):
+        assert _lines("Name=gpu File=/dev/nvidia[0,0]\n", release) == [
+            (1, "File=/dev/nvidia0 given twice on this line: slurmd stops ('gpu duplicate device file name "
+                "(/dev/nvidia0)', then 'Gres GPU plugin failed to load configuration'); each device belongs to one "
+                "line")], release
+        assert _lines("Name=gpu File=/dev/nvidia0\nName=nic File=/dev/x[1,1]\n", release) == [
+            (2, "File=/dev/x1 given twice on this line: slurmd stops ('nic duplicate device file name (/dev/x1)', "
+                "then 'Gres NIC plugin failed to load configuration'); each device belongs to one line")], release
+        assert _lines("Name=gpu File=/dev/nvidia[0-1]\nName=mps Count=200 File=/dev/nvidia[0,0]\n", release) == [
+            (2, "File=/dev/nvidia0 given twice on this mps line: slurmd drops this line's mps on /dev/nvidia0 "
+                "('Discarding gres/'shared' configuration (File=/dev/nvidia0) without matching gres/'sharing' "
+                "record') and starts with fewer mps; each device belongs to one mps line")], release
+
+
 def test_slurmd_limits_a_range_of_files_not_a_node():
     """gres.conf(5): "Count is limited in size (currently 1024) for each node", but slurmd -G of
     22.05, 24.11 and 26.05 (one device node per file) starts with ``File=/dev/nvidia[0-1024]``,
