@@ -32,7 +32,7 @@ from prioritizer.history.trace import HistoryRow, write_rows
 from prioritizer.sim.slurm_cluster import shape_from_slurm
 from slurm_plugin.slurm.client import SlurmClient
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 GRID = "thresholds=3250/7200,100/200"
 

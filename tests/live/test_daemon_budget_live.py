@@ -25,7 +25,7 @@ from prioritizer.daemon.log import configure
 from prioritizer.daemon.loop import Daemon
 from slurm_plugin.slurm.client import SlurmClient
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 BUDGET = 5
 GROUPS = 4
 PER_GROUP = 3

@@ -19,7 +19,7 @@ from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from slurm_plugin.slurm.client import SlurmClient
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 
 def test_cycle_stamps_slurms_cluster_name_without_the_file(tmp_path: Path,

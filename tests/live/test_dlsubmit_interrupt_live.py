@@ -17,7 +17,7 @@ from live_helpers import wait_cluster_idle
 from slurm_plugin.slurm.client import SlurmClient
 from submit_helpers import REPO, v2_spec
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 N = 300
 
 

@@ -48,6 +48,7 @@ def _wrap(jobs: Jobs, seconds: int, *extra: str) -> int:
     return job_id
 
 
+@pytest.mark.releases
 def test_item6_requeue_of_a_job_that_just_completed_does_not_run_it_again(
         jobs: Jobs, tmp_path: Path) -> None:
     # the race is real: a plain requeue resurrects a completed job
@@ -71,6 +72,7 @@ def test_item6_requeue_of_a_job_that_just_completed_does_not_run_it_again(
     assert (after.state, after.restart_count) == ("COMPLETED", 0)
 
 
+@pytest.mark.releases
 def test_item5_no_requeue_job_refused_once_not_counted_not_chosen_again(
         jobs: Jobs, tmp_path: Path) -> None:
     job_id = _wrap(jobs, 300, "--no-requeue")
@@ -92,6 +94,7 @@ def test_item5_no_requeue_job_refused_once_not_counted_not_chosen_again(
     assert jobs.client.job(job_id).state == "RUNNING" and running.requeue is False
 
 
+@pytest.mark.releases
 def test_item3_victim_is_below_the_waiter_the_moment_it_is_pending_again(
         jobs: Jobs, tmp_path: Path) -> None:
     victim = _wrap(jobs, 300)
@@ -112,6 +115,7 @@ def test_item3_victim_is_below_the_waiter_the_moment_it_is_pending_again(
     assert requeued.priority < jobs.client.job(waiter).priority
 
 
+@pytest.mark.releases
 def test_item2_freed_gpus_go_to_the_higher_tier_whatever_the_priority(jobs: Jobs) -> None:
     """Why the policy orders by tier first: Slurm starts the higher-tier job on the GPUs a
     blocker frees, although the lower-tier job's priority is far higher. The daemon reads the

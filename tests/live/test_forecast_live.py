@@ -16,7 +16,7 @@ from daemon_helpers import DaemonProc, Jobs, live_jobs, write_config
 from live_helpers import wait_for, wait_state
 from submit import queue_cli
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 LIMIT_S = 120
 
 

@@ -19,6 +19,7 @@ from slurm_plugin.slurm.client import SlurmClient
 
 
 @pytest.mark.live
+@pytest.mark.releases
 def test_daemon_learns_gittins_from_sacct(tmp_path: Path) -> None:
     client = SlurmClient()
     job_id = client.submit("#!/bin/sh\nsleep 1\n", ["--gres=gpu:1", "--output=/dev/null"])

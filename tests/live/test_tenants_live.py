@@ -16,7 +16,7 @@ import pytest
 from daemon_helpers import DaemonProc, Jobs, live_jobs, open_ledger, write_config
 from live_helpers import wait_for, wait_state
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 GRACE_S, CYCLE_S = 5, 5
 

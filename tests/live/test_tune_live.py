@@ -22,6 +22,7 @@ def _ranking(text: str) -> list[str]:
 
 
 @pytest.mark.live
+@pytest.mark.releases
 def test_tune_on_a_slurm_job_array_matches_local(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture) -> None:
     wait_cluster_idle(SlurmClient())
