@@ -37,7 +37,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import Decisions, JobPhase
-from prioritizer.daemon.observe import HELD_REASONS, Observation
+from prioritizer.daemon.observe import Observation
 from slurm_plugin.slurm.client import SlurmClient, SlurmRefused, SlurmUnreachable, JobUnknown
 
 WEIGHT_KEYS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairShare",
@@ -112,7 +112,7 @@ def targets(decisions: Decisions, obs: Observation, cfg: DaemonConfig,
         state = states.get(job_id)
         unit = units.get(job_id)
         if (state is None or unit is None or unit.phase is not JobPhase.PENDING
-                or unit.reason in HELD_REASONS):   # Slurm refuses updates of held jobs
+                or unit.held):   # Slurm refuses updates of held jobs
             continue
         # with tenants the order crosses queues (policy.tenants): one point per rank in
         # the top band carries it

@@ -602,6 +602,13 @@ class Ledger:
             "SELECT job_id, MAX(restart_count) FROM intents WHERE outcome LIKE 'signal refused:%'"
             " OR outcome LIKE 'requeue refused:%' GROUP BY job_id")}
 
+    def requeued_for(self) -> dict[int, float]:
+        """{waiter job id: epoch s} when the last preemption made for it finished with its
+        victims requeued."""
+        return {r[0]: r[1] for r in self.conn.execute(
+            "SELECT waiter, MAX(done_at) FROM intents WHERE outcome = 'requeued'"
+            " AND waiter IS NOT NULL GROUP BY waiter")}
+
     def completing_victims(self) -> dict[int, int]:
         """{job id: restart count} of victims whose checkpoint signal Slurm refused because the
         job was already completing (intent outcome ``ended before signal: ...``): during that

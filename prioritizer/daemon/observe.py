@@ -47,6 +47,16 @@ HELD_STATES = WAITING_STATES - PENDING_STATES
 #: for: freeing GPUs would not start it (squeue(1) "JOB REASON CODES").
 STARTABLE_REASONS = frozenset({"None", "", "Priority", "Resources", "BeginTime"})
 HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+#: States of a running unit that a checkpoint signal cannot reach: ``scancel --signal`` of a
+#: suspended job answers "Job is in transitional state, retrying" until it is resumed (24.11
+#: and 26.05), so such a unit is no victim.
+NO_SIGNAL_STATES = frozenset({"SUSPENDED", "STOPPED"})
+#: Seconds after a preemption made for a waiter (victims requeued) within which Slurm starts
+#: the waiter if GPUs were all it lacked (the victims' epilogs, then the main or backfill
+#: scheduler; at least 4 daemon intervals). A waiter still pending after it lacks what the
+#: policy cannot see (CPUs, memory, the nodes it named or excluded, features, a hold Slurm put
+#: on it): it is preempted for no more until it starts.
+SETTLE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,17 @@ class Unit:
         """GPUs its attained service counts per second: the share of one GPU of a shard unit
         (prioritizer/daemon/sharing.py), else its GPUs."""
         return self.share if self.share else sum(self.gpus_per_node)
+
+    @property
+    def held(self) -> bool:
+        """Held in the queue: a hold reason, or a pending unit of Slurm priority 0 (scontrol(1)
+        ``hold`` "sets its priority to 0") whose reason is none of :data:`STARTABLE_REASONS`:
+        squeue's reason is then the hold's description where Slurm gives one, "job requeued in
+        held state" after ``scontrol requeuehold`` on 24.11 and 26.05. Slurm refuses priority
+        updates of held jobs."""
+        return self.reason in HELD_REASONS or (
+            self.state in PENDING_STATES and self.priority == 0
+            and self.reason not in STARTABLE_REASONS)
 
     @functools.cached_property
     def phase(self) -> JobPhase | None:
@@ -344,14 +365,22 @@ def _sacct_end(client: SlurmClient, run: Run) -> float | None:
     return None
 
 
-def _eligible(unit: Unit, now: float) -> float | None:
+def _eligible(unit: Unit, now: float, stuck: bool = False) -> float | None:
     """When a pending unit may start: None (now), its BeginTime, or never (inf) while it waits
-    for something GPUs cannot give it (see :data:`STARTABLE_REASONS`)."""
+    for something GPUs cannot give it (see :data:`STARTABLE_REASONS`), is held, or is
+    ``stuck`` (:data:`SETTLE_S`)."""
     if unit.phase is not JobPhase.PENDING:
         return None
-    if unit.reason not in STARTABLE_REASONS:
+    if unit.reason not in STARTABLE_REASONS or unit.held or stuck:
         return math.inf
     return unit.eligible_time if unit.eligible_time and unit.eligible_time > now else None
+
+
+def _stuck(requeued_at: float | None, runs: list[Run], now: float, settle: float) -> bool:
+    """A waiter that victims were requeued for at ``requeued_at`` and that has not started since,
+    ``settle`` seconds on (:data:`SETTLE_S`)."""
+    return (requeued_at is not None and now - requeued_at >= settle
+            and all(r.start < requeued_at for r in runs))
 
 
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
@@ -372,6 +401,10 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     refused = ledger.refused_victims()
     ending = ledger.completing_victims()
     in_intent = {i.job_id for i in intents}
+    requeued_for = ledger.requeued_for()
+    settle = max(SETTLE_S, 4 * cfg.interval_s)
+    nodes = list(nodes)
+    unusable = {n.name for n in nodes if not n.usable}   # draining: its jobs are let finish
     node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
     views = []
@@ -414,8 +447,10 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             last_run_s=last.seconds(now) if last else 0.0,
             last_run_end=last.end if last else None,
             preemptible=(unit.requeue and not exempt and job_id not in in_intent
-                         and refused.get(job_id, -1) < unit.restart_count),
-            eligible_time=_eligible(unit, now),
+                         and refused.get(job_id, -1) < unit.restart_count
+                         and unit.state not in NO_SIGNAL_STATES
+                         and unusable.isdisjoint(unit.nodes)),
+            eligible_time=_eligible(unit, now, _stuck(requeued_for.get(job_id), runs, now, settle)),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
             releasing=(completing or job_id in in_intent

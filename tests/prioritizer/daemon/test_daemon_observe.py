@@ -3,6 +3,7 @@ held, exempt and non-requeueable jobs (docs/dlprio.md, "Preemption")."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -212,3 +213,53 @@ def test_a_held_job_stays_active_with_its_runs_through_retention_and_resumes_wit
         snap = build_snapshot(ledger, released, [_node("node1", 0)], [], DaemonConfig(), now=now)
     (view,) = snap.jobs
     assert (view.job_id, view.phase, view.attained_gpu_s) == (7, JobPhase.PENDING, 2400.0)
+
+
+def test_no_victim_on_a_node_that_takes_no_new_job_nor_a_suspended_one(tmp_path: Path) -> None:
+    """Job 1 runs on node1, which is draining (``mixed`` + DRAIN: its jobs are let finish, and
+    GPUs freed there start nothing); job 2 on node2 is SUSPENDED (``scancel --signal`` answers
+    "Job is in transitional state, retrying" until it is resumed), job 5 on node2 STOPPED;
+    job 3 on node2 runs: only job 3 may be a victim."""
+    draining = Node("node1", "127.0.0.1", "mixed", ("DRAIN",), ("gpu",), 16, 2, 8, 64000, 8, 8, "a100")
+    on2 = {u.job_id: dataclasses.replace(u, nodes=("node2",))
+           for u in (unit(2, "SUSPENDED", gpus=2), unit(3, gpus=2), unit(5, "STOPPED", gpus=2))}
+    units = {1: unit(1, gpus=8), **on2}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, units, now=130)
+        snap = build_snapshot(ledger, units, [draining, _node("node2", 6)], [], DaemonConfig(),
+                              now=130)
+    assert {v.job_id: v.preemptible for v in snap.jobs} == {1: False, 2: False, 3: True, 5: False}
+
+
+def test_a_job_requeued_in_held_state_reads_as_held() -> None:
+    """``scontrol requeuehold`` on 24.11 and 26.05: squeue shows PENDING, priority 0 and the
+    reason "job requeued in held state" (the hold's description, not JobHeldUser)."""
+    held = unit(7, "PENDING", start=None, reason="job requeued in held state")
+    held = dataclasses.replace(held, priority=0)
+    waiting = dataclasses.replace(unit(8, "PENDING", start=None, reason="Resources"), priority=0)
+    assert (held.held, waiting.held) == (True, False)
+    assert unit(9, "PENDING", start=None, reason="JobHeldAdmin").held
+
+
+def test_a_waiter_preempted_for_that_does_not_start_is_preempted_for_no_more(
+        tmp_path: Path) -> None:
+    """Victims were requeued for waiter 4 at 1,000 s. Slurm starts a waiter that lacked only
+    GPUs within SETTLE_S (120 s, the interval being 30 s): until then it may still preempt
+    (eligible now); from 1,120 s on, still pending, it lacks what the policy cannot see (CPUs,
+    the nodes it named...) and waits without preempting (eligible never). Waiter 6 had victims
+    requeued at 1,000 s too, then ran from 1,010 s and was requeued itself: it may preempt."""
+    waiters = {u.job_id: u for u in (unit(4, "PENDING", start=None, reason="Resources"),
+                                     unit(6, "PENDING", start=None, reason="Priority"))}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        for waiter in (4, 6):
+            ledger.finish_intent(ledger.add_intent(90 + waiter, waiter, "USR2", 30, 0, now=900),
+                                 1000.0, "requeued")
+        with ledger.transaction():
+            record_units(None, ledger, waiters, now=1000)
+            ledger.start_run(6, 1010.0, 8, now=1010.0)
+            ledger.close_run(6, 1010.0, 1050.0, "requeue")
+        eligible = {now: {v.job_id: v.eligible_time for v in build_snapshot(
+            ledger, waiters, [_node("node1", 8)], [], DaemonConfig(), now=now).jobs}
+            for now in (1119.0, 1120.0)}
+    assert eligible == {1119.0: {4: None, 6: None}, 1120.0: {4: math.inf, 6: None}}

@@ -73,6 +73,15 @@ def test_explain_says_a_held_job_waits_for_a_release_with_its_service_kept(
     assert "attained service: 60 GPU·s over 1 run(s)" in text
 
 
+def test_explain_says_a_waiter_that_did_not_start_after_its_victims_preempts_no_more(
+        ledger: Ledger) -> None:
+    ledger.finish_intent(ledger.add_intent(50, 42, "USR2", 5, 0, now=16), 40, "requeued")
+    text = explain.explain(42, ledger, DaemonConfig(), now=300).splitlines()
+    assert text[2] == ("victims were requeued for it at 1970-01-01 00:00:40 UTC and it has not "
+                       "started: after 120 s Slurm lacks something else for it (CPUs, memory, the "
+                       "nodes it named or excluded, a hold), so it preempts no more until it starts")
+
+
 def test_explain_unknown_job(ledger: Ledger) -> None:
     with pytest.raises(explain.UnknownJob, match="job 5: not in the ledger"):
         explain.explain(5, ledger, DaemonConfig(), now=0)
