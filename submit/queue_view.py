@@ -52,7 +52,7 @@ STATE_CODES = {
     "RV": "REVOKED", "SI": "SIGNALING", "SE": "SPECIAL_EXIT", "SO": "STAGE_OUT",
     "ST": "STOPPED", "S": "SUSPENDED", "TO": "TIMEOUT",
 }
-JSON_KEYS = ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
+JSON_KEYS = ("job_id", "display_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus", "nodes",
              "wait_s", "preemptions", "reason", "shards", "job_class", "forecast")
 _DIGITS = re.compile(r"\d+")
 _STATE_STYLE = {"RUNNING": "green", "PENDING": "yellow", "COMPLETING": "cyan"}
@@ -295,8 +295,9 @@ def changes(before: dict[str, tuple[object, ...]] | None, rows: Sequence[QueueRo
 
 
 def json_rows(rows: Sequence[QueueRow]) -> list[dict[str, object]]:
-    """Rows as dicts with exactly :data:`JSON_KEYS` (raw text, seconds, GPU·s; ``nodes`` is a
-    count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon; ``forecast`` is
+    """Rows as dicts with exactly :data:`JSON_KEYS` (raw text, seconds, GPU·s; ``display_id``
+    the id as squeue writes it and ``-j`` takes it, a pending array's whole task expression;
+    ``nodes`` is a count; ``queue``/``attained_gpu_s`` are ``None`` without the daemon; ``forecast`` is
     :func:`prioritizer.daemon.forecast_text.json_field`, ``None`` without a fresh one)."""
     out = []
     for r in rows:

@@ -97,7 +97,7 @@ def test_json_and_table_behind_a_blocker(jobs: Jobs) -> None:
     by_id = {r["job_id"]: r for r in rows}
     assert rows[0]["job_id"] == blocker and set(by_id) == {blocker, waiting, later}
     assert by_id[blocker] | {"wait_s": 0} == {
-        "job_id": blocker, "user": slurm[blocker].user, "name": f"dlq-block-{tag}",
+        "job_id": blocker, "display_id": str(blocker), "user": slurm[blocker].user, "name": f"dlq-block-{tag}",
         "state": "RUNNING", "queue": None, "attained_gpu_s": None, "gpus": 32, "nodes": 4,
         "wait_s": 0, "preemptions": 0, "reason": "", "shards": 0, "job_class": "production",
         "forecast": None}

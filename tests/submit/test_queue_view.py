@@ -170,6 +170,8 @@ def test_array_element_id_form() -> None:
     rows = qv.build_rows([make_job(41, array_job_id=40, array_task_id=3),
                           make_job(40, array_job_id=40, array_task_string="4-9:2")], None, NOW)
     assert [(r.display_id, r.job_id) for r in rows] == [("40_[4-9:2]", 40), ("40_3", 41)]
+    assert [(r["job_id"], r["display_id"]) for r in qv.json_rows(rows)] == [
+        (40, "40_[4-9:2]"), (41, "40_3")]
 
 
 def test_a_long_array_expression_is_cut_in_the_cell_only() -> None:
@@ -177,7 +179,7 @@ def test_a_long_array_expression_is_cut_in_the_cell_only() -> None:
     squeue's default SLURM_BITSTR_LEN does, ending in "...", and --json the whole."""
     tasks = ",".join(str(i) for i in range(0, 200, 2))
     [row] = qv.build_rows([make_job(40, array_job_id=40, array_task_string=tasks)], None, NOW)
-    assert row.display_id == f"40_[{tasks}]"
+    assert row.display_id == f"40_[{tasks}]" == qv.json_rows([row])[0]["display_id"]
     assert qv.cell_texts(row, False)[0] == "40_[" + tasks[:61] + "...]"
     assert qv.cell_texts(row, False)[0] == "40_[0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,...]"
     short = "0-1000%4"
@@ -235,9 +237,9 @@ def test_parse_states() -> None:
 def test_json_rows_keys_and_values() -> None:
     rows = qv.json_rows(qv.build_rows(JOBS, SNAP, NOW))
     assert all(list(r) == list(qv.JSON_KEYS) for r in rows)
-    assert qv.JSON_KEYS == ("job_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus",
+    assert qv.JSON_KEYS == ("job_id", "display_id", "user", "name", "state", "queue", "attained_gpu_s", "gpus",
                             "nodes", "wait_s", "preemptions", "reason", "shards", "job_class", "forecast")
-    assert rows[0] == {"job_id": 101, "user": "alice", "name": "train-a", "state": "RUNNING",
+    assert rows[0] == {"job_id": 101, "display_id": "101", "user": "alice", "name": "train-a", "state": "RUNNING",
                        "queue": 1, "attained_gpu_s": 14_400, "gpus": 8, "nodes": 1,
                        "wait_s": 600, "preemptions": 2, "reason": "", "shards": 0,
                        "job_class": "production", "forecast": None}
