@@ -10,8 +10,8 @@ exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
 * ``SLURM_UNREACHABLE`` (3) / ``SLURM_REFUSED`` (4): ``once`` could not ask Slurm, or Slurm
   refused every update it tried (``run`` never exits for that);
 * ``BAD_INPUT`` (2): bad configuration or usage (the message names the file and key), a
-  ledger written by a newer dlprio, a file at ``ledger_path`` that holds no ledger, or a
-  damaged ledger (SQLite reports it corrupt, or a cell holds a value of the wrong type or out
+  ledger written by a newer dlprio, a file at ``ledger_path`` that holds no ledger or that
+  this user may not read or write, or a damaged ledger (SQLite reports it corrupt, or a cell holds a value of the wrong type or out
   of range): the message names the file and the fix;
 * ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger; ``explain``/``status``: no
   ledger yet;
@@ -112,6 +112,8 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
         except SlurmError as exc:
             return _fail(f"slurm: {exc}", slurm_exit(exc))
         except (LedgerVersionError, NotALedger, LedgerDamaged) as exc:   # the operator's call
+            return _fail(f"ledger: {exc}", Exit.BAD_INPUT)
+        except PermissionError as exc:   # a restart does not fix it
             return _fail(f"ledger: {exc}", Exit.BAD_INPUT)
         except (BrokenPipeError, StdoutError):   # stdout's own failures (Command's to report)
             raise

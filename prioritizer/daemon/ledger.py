@@ -354,6 +354,11 @@ class Ledger:
         elif readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
+            if not os.access(self.path, os.R_OK):   # the daemon writes it 0600
+                raise PermissionError(
+                    f"{visible(self.path)}: this user may not read the ledger (mode 0600, the "
+                    "daemon's user's): run dlprio status and explain as that user or root; "
+                    "dlqueue shows the queue to every user")
             self.conn = open_read_only(self.path)
             try:
                 check_version(self.path, schema_version(self.conn))

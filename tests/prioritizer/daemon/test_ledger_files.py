@@ -86,6 +86,32 @@ def test_status_reads_a_ledger_in_a_read_only_directory(tmp_path: Path) -> None:
         shutil.rmtree(base)
 
 
+def test_a_ledger_this_user_may_not_read_is_a_one_line_refusal(tmp_path: Path) -> None:
+    """The daemon writes its ledger 0600: another user's ``dlprio status`` is refused with exit 2
+    and the fix (run it as the daemon's user, or read the queue with dlqueue), not the storage
+    failure (7) that "unable to open database file" would give. As root the command runs as
+    ``nobody`` (setpriv(1)) on root's ledger; otherwise the ledger is made mode 0."""
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        ledger = _ledger(base / "led")
+        cfg = _config(base, ledger)
+        cfg.chmod(0o644)
+        argv = (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+                if os.geteuid() == 0 else [])
+        if not argv:
+            ledger.chmod(0)
+        proc = subprocess.run([*argv, str(BIN / "dlprio"), "status", "--config", str(cfg)],
+                              capture_output=True, text=True, timeout=60)
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == (
+            f"dlprio: ledger: {ledger}: this user may not read the ledger (mode 0600, the "
+            "daemon's user's): run dlprio status and explain as that user or root; dlqueue "
+            "shows the queue to every user\n")
+    finally:
+        shutil.rmtree(base)
+
+
 @pytest.mark.parametrize("make, words", [
     (lambda p: p.write_text("hello\n"), "not a dlprio ledger (not an SQLite database)"),
     (lambda p: sqlite3.connect(p).execute("CREATE TABLE jobs(x)").connection.commit(),
