@@ -41,6 +41,7 @@ from prioritizer.policy.tenants import Resources
 from prioritizer.daemon import tenants_view
 from prioritizer.daemon.tenants_view import check_tenants
 from prioritizer.policy.validation import ConfigError
+from slurm_plugin.common.cli import visible
 from prioritizer.daemon.observe import Observation, UnitCache, observe
 from prioritizer.policy.sharing import decide_shared
 from prioritizer.daemon.preempt import Preemptor
@@ -223,7 +224,8 @@ class Daemon:
         ``ClusterName`` (:attr:`cluster`, lower-cased as Slurm stores it; the snapshot carries
         it, so ``dlqueue`` on a host with several clusters can tell whose it is: Slurm's own
         answer, right whichever slurm.conf or configless source Slurm read, where the file
-        ``SLURM_CONF`` names may be unset), and a warning when Slurm preempts by itself too
+        ``SLURM_CONF`` names may be unset; the ledger keeps the first one it was written for
+        and refuses another, :class:`ConfigError`, since job ids repeat across clusters), and a warning when Slurm preempts by itself too
         (``PreemptType`` other than ``preempt/none``): Slurm then requeues/cancels jobs of lower
         tiers for higher ones on its own, and both may act on the same job (docs/dlprio.md,
         "Failure modes")."""
@@ -231,6 +233,16 @@ class Daemon:
         self._slurm_config_read = True
         name = conf.get("ClusterName", "").strip().lower()
         self.cluster = name if name not in ("", "(null)") else None
+        if self.cluster is not None:   # a ledger holds one cluster's job ids
+            kept = self.ledger.meta("cluster")
+            if kept is None:
+                self.ledger.set_meta("cluster", self.cluster)
+            elif kept != self.cluster:
+                raise ConfigError(
+                    f"ledger_path {visible(str(self.ledger.path))}: the ledger of Slurm cluster "
+                    f"{visible(kept)}, but Slurm answers as cluster {visible(self.cluster)}: give "
+                    "each cluster its own ledger_path (and snapshot_path), or point SLURM_CONF "
+                    f"at {visible(kept)}")
         kind = conf.get("PreemptType", "preempt/none")
         if kind not in ("preempt/none", "(null)", ""):
             event(self.log, "slurm_preempts_too", level=logging.WARNING, preempt_type=kind,

@@ -18,6 +18,7 @@ from prioritizer.daemon.log import CycleAdapter
 from prioritizer.daemon.loop import Daemon
 from prioritizer.policy.model import Decisions
 from prioritizer.daemon.snapshot import local_cluster_name
+from prioritizer.policy.validation import ConfigError
 
 
 class ConfigClient:
@@ -75,3 +76,22 @@ def test_local_cluster_name_reads_the_name_whatever_else_the_file_holds(
     for file, text in included.items():
         (tmp_path / file).write_text(text)
     assert local_cluster_name({"SLURM_CONF": str(tmp_path / "slurm.conf")}) == name
+
+
+def test_a_ledger_keeps_its_cluster_and_refuses_another(tmp_path: Path) -> None:
+    """Job ids repeat across clusters: a ledger first written for cluster ``alpha`` is refused
+    by a daemon whose Slurm answers as ``beta`` (the one mistake ``dlcluster env`` or a shared
+    /etc/dlprio/dlprio.yaml makes easy), before a cycle reads its jobs; ``alpha`` again
+    goes on, and a Slurm that gives no name is not checked."""
+    cfg = DaemonConfig(ledger_path=str(tmp_path / "l"), snapshot_path=str(tmp_path / "s.json"))
+    with Ledger(cfg.ledger_path) as ledger:
+        for conf in ({"ClusterName": "Alpha"}, {"ClusterName": "alpha"}, {}):
+            Daemon(cfg, ConfigClient(conf), ledger, CycleAdapter()).read_slurm_config()  # type: ignore[arg-type]
+        other = Daemon(cfg, ConfigClient({"ClusterName": "beta"}), ledger, CycleAdapter())  # type: ignore[arg-type]
+        with pytest.raises(ConfigError) as err:
+            other.read_slurm_config()
+        assert ledger.meta("cluster") == "alpha"
+    assert str(err.value) == (
+        f"ledger_path {tmp_path / 'l'}: the ledger of Slurm cluster alpha, but Slurm answers as "
+        "cluster beta: give each cluster its own ledger_path (and snapshot_path), or point "
+        "SLURM_CONF at alpha")
