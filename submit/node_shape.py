@@ -105,7 +105,9 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
     where = f"partition {name}" if name else "the cluster"
     top = largest(found)
     if top is None:
-        raise SpecError([f"{where}: no node to pack the job on (sinfo lists none)"])
+        raise SpecError([f"{where}: sinfo lists no node in it (no such partition, or one without "
+                         "nodes): name a partition that 'sinfo -s' lists"] if name else
+                        [f"{where}: no node to pack the job on (sinfo lists none)"])
     shape, count, total, kinds = top
     if shape.gpus == 0 and needs_gpus and "gpus_per_node" not in given:
         raise SpecError([f"{where}: no node has a GPU (largest node: {shape.text()}); "

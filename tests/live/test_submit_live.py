@@ -264,8 +264,9 @@ def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.
     # partition's nodes before anything is submitted
     rc = main([str(f), "--partition", "no-such-partition"])
     _, err = capsys.readouterr()
-    assert (rc, err) == (2, "dlsubmit: partition no-such-partition: no node to pack the job on "
-                            "(sinfo lists none)\n")
+    assert (rc, err) == (2, "dlsubmit: partition no-such-partition: sinfo lists no node in it (no "
+                            "such partition, or one without nodes): name a partition that "
+                            "'sinfo -s' lists\n")
     # a GPU type no node has is sbatch's refusal (exit 4), passed on with its message
     f.write_text(json.dumps(spec("refused", {"main": role("true", gpu=1)})))
     rc = main([str(f), "--gpu-type", "h999"])
