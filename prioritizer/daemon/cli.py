@@ -11,8 +11,8 @@ exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
   refused every update it tried (``run`` never exits for that);
 * ``BAD_INPUT`` (2): bad configuration or usage (the message names the file and key), a
   ledger written by a newer dlprio, a file at ``ledger_path`` that holds no ledger or that
-  this user may not read or write, or a damaged ledger (SQLite reports it corrupt, or a cell holds a value of the wrong type or out
-  of range): the message names the file and the fix;
+  this user may not read or write, or a damaged ledger (SQLite reports it corrupt, or a cell
+  holds a value of the wrong type or out of range): the message names the file and the fix;
 * ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger; ``explain``/``status``: no
   ledger yet;
 * ``HELD`` (6): another dlprio holds the ledger lock (the message names its pid) or the

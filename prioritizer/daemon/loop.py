@@ -225,10 +225,10 @@ class Daemon:
         it, so ``dlqueue`` on a host with several clusters can tell whose it is: Slurm's own
         answer, right whichever slurm.conf or configless source Slurm read, where the file
         ``SLURM_CONF`` names may be unset; the ledger keeps the first one it was written for
-        and refuses another, :class:`ConfigError`, since job ids repeat across clusters), and a warning when Slurm preempts by itself too
-        (``PreemptType`` other than ``preempt/none``): Slurm then requeues/cancels jobs of lower
-        tiers for higher ones on its own, and both may act on the same job (docs/dlprio.md,
-        "Failure modes")."""
+        and refuses another, :class:`ConfigError`, since job ids repeat across clusters), and
+        a warning when Slurm preempts by itself too (``PreemptType`` other than
+        ``preempt/none``): Slurm then requeues/cancels jobs of lower tiers for higher ones on
+        its own, and both may act on the same job (docs/dlprio.md, "Failure modes")."""
         conf = self.client.show_config()
         self._slurm_config_read = True
         name = conf.get("ClusterName", "").strip().lower()
