@@ -29,7 +29,8 @@ from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import Ledger, Run
-from prioritizer.daemon.observe import HELD_STATES, PENDING_STATES, SETTLE_S
+from prioritizer.daemon.observe import (HELD_STATES, PENDING_STATES, settle_s, stuck,
+                                        waiting_since_requeue)
 from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, is_current,
                                          read_snapshot, stale_after_s)
 from slurm_plugin.common.cli import visible
@@ -162,11 +163,18 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
     if (tuned := status_line(cfg, ledger)) is not None:
         lines.append(tuned)
     requeued_at = ledger.requeued_for().get(job_id)
-    if (row.ended_at is None and requeued_at is not None and row.state in PENDING_STATES
-            and all(r.start < requeued_at for r in runs)):
-        lines.append(f"victims were requeued for it at {_ts(requeued_at)} and it has not started: "
-                     f"after {SETTLE_S:g} s Slurm lacks something else for it (CPUs, memory, the "
-                     "nodes it named or excluded, a hold), so it preempts no more until it starts")
+    settle = settle_s(cfg.interval_s)
+    if (requeued_at is not None and row.ended_at is None and row.state in PENDING_STATES
+            and waiting_since_requeue(requeued_at, runs)):
+        if stuck(requeued_at, runs, now, settle):
+            lines.append(f"victims were requeued for it at {_ts(requeued_at)} and it has not "
+                         f"started in {settle:g} s: Slurm lacks something else for it (CPUs, "
+                         "memory, the nodes it named or excluded, a hold), so it preempts no more "
+                         "until it starts")
+        else:
+            lines.append(f"victims were requeued for it at {_ts(requeued_at)}; Slurm should "
+                         f"start it by {_ts(requeued_at + settle)}, else it preempts no more "
+                         "until it starts")
     if row.state in HELD_STATES and row.ended_at is None:
         lines.append(f"held by Slurm ({row.state}): not ordered until someone releases it "
                      f"('scontrol release {job_id}'); its attained service is kept")

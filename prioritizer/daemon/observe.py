@@ -365,22 +365,34 @@ def _sacct_end(client: SlurmClient, run: Run) -> float | None:
     return None
 
 
-def _eligible(unit: Unit, now: float, stuck: bool = False) -> float | None:
+def _eligible(unit: Unit, now: float, is_stuck: bool = False) -> float | None:
     """When a pending unit may start: None (now), its BeginTime, or never (inf) while it waits
     for something GPUs cannot give it (see :data:`STARTABLE_REASONS`), is held, or is
-    ``stuck`` (:data:`SETTLE_S`)."""
+    ``is_stuck`` (:func:`stuck`)."""
     if unit.phase is not JobPhase.PENDING:
         return None
-    if unit.reason not in STARTABLE_REASONS or unit.held or stuck:
+    if unit.reason not in STARTABLE_REASONS or unit.held or is_stuck:
         return math.inf
     return unit.eligible_time if unit.eligible_time and unit.eligible_time > now else None
 
 
-def _stuck(requeued_at: float | None, runs: list[Run], now: float, settle: float) -> bool:
+def settle_s(interval_s: float) -> float:
+    """Seconds a waiter is given to start after its victims were requeued: :data:`SETTLE_S`,
+    at least 4 daemon intervals of ``interval_s`` seconds."""
+    return max(SETTLE_S, 4 * interval_s)
+
+
+def waiting_since_requeue(requeued_at: float | None, runs: Iterable[Run]) -> bool:
+    """Victims were requeued for the waiter at ``requeued_at`` (epoch s) and it has not started
+    since (no run of ``runs`` began at or after it)."""
+    return requeued_at is not None and all(r.start < requeued_at for r in runs)
+
+
+def stuck(requeued_at: float | None, runs: Iterable[Run], now: float, settle: float) -> bool:
     """A waiter that victims were requeued for at ``requeued_at`` and that has not started since,
-    ``settle`` seconds on (:data:`SETTLE_S`)."""
+    ``settle`` seconds (:func:`settle_s`) on: it lacks what the policy cannot see."""
     return (requeued_at is not None and now - requeued_at >= settle
-            and all(r.start < requeued_at for r in runs))
+            and waiting_since_requeue(requeued_at, runs))
 
 
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
@@ -402,7 +414,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     ending = ledger.completing_victims()
     in_intent = {i.job_id for i in intents}
     requeued_for = ledger.requeued_for()
-    settle = max(SETTLE_S, 4 * cfg.interval_s)
+    settle = settle_s(cfg.interval_s)
     nodes = list(nodes)
     unusable = {n.name for n in nodes if not n.usable}   # draining: its jobs are let finish
     node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
@@ -450,7 +462,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
                          and refused.get(job_id, -1) < unit.restart_count
                          and unit.state not in NO_SIGNAL_STATES
                          and unusable.isdisjoint(unit.nodes)),
-            eligible_time=_eligible(unit, now, _stuck(requeued_for.get(job_id), runs, now, settle)),
+            eligible_time=_eligible(unit, now, stuck(requeued_for.get(job_id), runs, now, settle)),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
             releasing=(completing or job_id in in_intent

@@ -78,8 +78,21 @@ def test_explain_says_a_waiter_that_did_not_start_after_its_victims_preempts_no_
     ledger.finish_intent(ledger.add_intent(50, 42, "USR2", 5, 0, now=16), 40, "requeued")
     text = explain.explain(42, ledger, DaemonConfig(), now=300).splitlines()
     assert text[2] == ("victims were requeued for it at 1970-01-01 00:00:40 UTC and it has not "
-                       "started: after 120 s Slurm lacks something else for it (CPUs, memory, the "
+                       "started in 120 s: Slurm lacks something else for it (CPUs, memory, the "
                        "nodes it named or excluded, a hold), so it preempts no more until it starts")
+
+
+def test_explain_gives_a_waiter_four_intervals_after_its_victims_when_that_is_longer(
+        ledger: Ledger) -> None:
+    # requeued at 40 s; interval 60 s: the daemon waits 4 x 60 = 240 s, to 280 s (00:04:40)
+    ledger.finish_intent(ledger.add_intent(50, 42, "USR2", 5, 0, now=16), 40, "requeued")
+    cfg = DaemonConfig(interval_s=60)
+    assert explain.explain(42, ledger, cfg, now=250).splitlines()[2] == (
+        "victims were requeued for it at 1970-01-01 00:00:40 UTC; Slurm should start it by "
+        "1970-01-01 00:04:40 UTC, else it preempts no more until it starts")
+    assert explain.explain(42, ledger, cfg, now=280).splitlines()[2].endswith(
+        "has not started in 240 s: Slurm lacks something else for it (CPUs, memory, the nodes "
+        "it named or excluded, a hold), so it preempts no more until it starts")
 
 
 def test_explain_unknown_job(ledger: Ledger) -> None:
