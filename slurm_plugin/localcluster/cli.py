@@ -29,7 +29,8 @@ running starts with the defaults (4 nodes x 8 a100 GPUs, no slurmdbd, cred_expir
 options given.
 
 Exit status (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 done; 2 bad
-option; 5 no such cluster here (``env``); 3/4 Slurm did not answer / refused a request
+option; 5 no such cluster here (``env``, ``down``, ``status``, ``ctl``: one line naming the
+clusters that exist); 3/4 Slurm did not answer / refused a request
 dlcluster needed; 1 anything else failed (the message says what; nothing is left half-started),
 and ``status`` of a cluster whose daemons are not all running. Needs root and Debian 12 or 13.
 """
@@ -47,7 +48,8 @@ from slurm_plugin.localcluster import provision
 from slurm_plugin.common.cli import ArgumentParser, StdoutError, quiet_on_closed_stdout
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, slurm_exit
 from slurm_plugin.common.exits import CliError, Exit, epilog
-from slurm_plugin.localcluster.cluster import DEFAULT_NAME, ClusterSpec, SpecError, recorded, recorded_shape
+from slurm_plugin.localcluster.cluster import (DEFAULT_NAME, NAME_RE, ClusterSpec, SpecError, recorded,
+                                               recorded_shape)
 from slurm_plugin.localcluster.rootfs import RELEASE_SUITES
 
 
@@ -111,6 +113,30 @@ def _recorded(spec: ClusterSpec) -> ClusterSpec:
     except OSError:
         return spec
     return recorded(spec, text)
+
+
+def known_clusters() -> list[str]:
+    """Names of the clusters ``up`` made on this machine: the directories of the state root
+    (``/var/lib/dlcluster``) that are cluster names, sorted."""
+    root = ClusterSpec().state_dir.parent
+    try:
+        return sorted(d.name for d in root.iterdir() if NAME_RE.match(d.name) and d.is_dir())
+    except OSError:
+        return []
+
+
+def existing(spec: ClusterSpec) -> ClusterSpec:
+    """``spec`` if ``up`` made it here (its slurm.conf or its state directory exists); else a
+    :class:`CliError` (:attr:`Exit.NOT_FOUND`) naming the clusters that exist, for env, down,
+    status and ctl, which would otherwise act on, or report about, a cluster that is not there."""
+    if spec.slurm_conf.exists() or spec.state_dir.is_dir():
+        return spec
+    names = known_clusters()
+    there = (f"the clusters here: {', '.join(names)}; use --name with one of them, or start this "
+             f"one with dlcluster up --name {spec.name}") if names else (
+        f"there is none here; start it with dlcluster up --name {spec.name}")
+    raise CliError(f"no dlcluster named {spec.name!r} exists ({spec.slurm_conf} and "
+                   f"{spec.state_dir} are missing); {there}", Exit.NOT_FOUND)
 
 
 def env_lines(spec: ClusterSpec) -> str:
@@ -207,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         spec = _spec(args)
+        if args.command != "up":
+            existing(spec)
         if args.command == "up":
             print(provision.up(spec, install=not args.no_install, force=args.force, clear=args.clear))
         elif args.command == "env":

@@ -24,7 +24,7 @@ from slurm_plugin.gres import generate as gres
 from slurm_plugin.localcluster import rootfs
 
 DEFAULT_NAME = "dlcluster"
-_NAME_RE = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
+NAME_RE = re.compile(r"[a-z][a-z0-9]{0,15}\Z")
 
 
 class SpecError(ValueError):
@@ -73,7 +73,7 @@ class ClusterSpec:
 
     def validate(self) -> None:
         """Raise :class:`SpecError` naming the first bad option."""
-        if not _NAME_RE.match(self.name):
+        if not NAME_RE.match(self.name):
             raise SpecError(f"--name {self.name!r}: use 1-16 lowercase letters/digits, starting with a letter")
         if not 1 <= self.nodes <= 64:
             raise SpecError(f"--nodes {self.nodes}: must be between 1 and 64")

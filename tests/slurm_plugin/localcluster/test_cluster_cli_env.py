@@ -1,5 +1,6 @@
 """``dlcluster env`` prints shell lines that point Slurm's commands at a cluster, read back by a
-real shell; ``up --slurm`` takes only the declared releases. In-process, no cluster."""
+real shell; env, status, down and ctl refuse a cluster that does not exist; ``up --slurm`` takes
+only the declared releases. In-process, no cluster."""
 
 from __future__ import annotations
 
@@ -57,13 +58,54 @@ def test_env_of_the_hosts_release_sets_slurm_conf_alone(
     assert _read_back(out, tmp_path) == [f"{paths}/etc/h22/slurm.conf", "/nowhere"]
 
 
-def test_env_of_a_missing_cluster_is_one_line_exit_5(
+def test_env_of_a_cluster_without_its_slurm_conf_is_one_line_exit_5(
         paths: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ClusterSpec(name="s9").state_dir.mkdir(parents=True)   # a purge stopped half-way
     assert cluster_cli.main(["env", "--name", "s9"]) == 5   # Exit.NOT_FOUND
     out = capsys.readouterr()
     assert out.out == ""
     assert out.err == (f"dlcluster: no cluster 's9' here ({paths}/etc/s9/slurm.conf is missing): "
                        "start it with dlcluster up --name s9\n")
+
+
+@pytest.mark.parametrize("argv", [["env"], ["status"], ["status", "--json"], ["down"],
+                                  ["down", "--purge"], ["ctl", "start"]],
+                         ids=lambda a: "-".join(a))
+def test_a_cluster_that_does_not_exist_is_one_line_naming_those_that_do(
+        paths: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        argv: list[str]) -> None:
+    acted: list[str] = []
+    for name in ("down", "ctl"):
+        monkeypatch.setattr(provision, name, lambda *a, _n=name, **kw: acted.append(_n) or "done")
+    monkeypatch.setattr(provision, "running", lambda _spec: acted.append("running") or {})
+    _write_conf(ClusterSpec(name="s24", port_base=7100, slurm="24.11"))
+    for name in ("s24", "h22"):   # up makes each cluster's state directory
+        ClusterSpec(name=name).state_dir.mkdir(parents=True)
+    (paths / "state" / "munged.started").write_text("")
+    assert cluster_cli.main([*argv, "--name", "nosuch"]) == 5   # Exit.NOT_FOUND
+    out = capsys.readouterr()
+    assert (out.out, acted) == ("", [])
+    assert out.err == (f"dlcluster: no dlcluster named 'nosuch' exists ({paths}/etc/nosuch/slurm.conf "
+                       f"and {paths}/state/nosuch are missing); the clusters here: h22, s24; use "
+                       "--name with one of them, or start this one with dlcluster up --name nosuch\n")
+
+
+def test_with_no_cluster_at_all_it_says_there_is_none(
+        paths: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cluster_cli.main(["status"]) == 5
+    assert capsys.readouterr().err == (
+        f"dlcluster: no dlcluster named 'dlcluster' exists ({paths}/etc/dlcluster/slurm.conf and "
+        f"{paths}/state/dlcluster are missing); there is none here; start it with dlcluster up "
+        "--name dlcluster\n")
+
+
+def test_status_of_a_cluster_that_exists_but_is_stopped_is_its_table(
+        paths: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _write_conf(ClusterSpec(name="s24", port_base=7100, slurm="24.11"))
+    monkeypatch.setattr(provision, "running", lambda _spec: {"slurmctld": None})
+    assert cluster_cli.main(["status", "--name", "s24"]) == 1   # not up: Exit.FAILED
+    assert capsys.readouterr().out == (f"cluster 's24'  Slurm 24.11  SLURM_CONF={paths}/etc/s24/slurm.conf\n"
+                                       "  slurmctld        not running\n")
 
 
 @pytest.mark.parametrize("release", ["23.02", "24.05", "22.05.8", ""])
