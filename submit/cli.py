@@ -39,7 +39,7 @@ import json
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from slurm_plugin.common.cli import ArgumentParser, quiet_on_closed_stdout, visible
 from slurm_plugin.common.wording import utf8_text
@@ -57,8 +57,37 @@ SUBMIT_THREADS = 4
 still be writing the job when the first look comes)."""
 
 
+_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class _Parser(ArgumentParser):
+    """dlsubmit's parser: a usage error caused by a spec file whose name starts with '-'
+    (``dlsubmit -spec.yaml``, which argparse takes for an unknown option) says how to name
+    that file instead of argparse's message (``the following arguments are required``)."""
+
+    def error(self, message: str) -> NoReturn:
+        words = getattr(self, "_words", [])
+        for word in words[:words.index("--")] if "--" in words else words:
+            if self._spec_taken_for_option(word):
+                self.fail(f"{visible(word)}: taken for an option (it starts with '-'); for a spec "
+                          f"file of that name write 'dlsubmit -- {visible(word)}' or "
+                          f"'dlsubmit ./{visible(word)}'")
+        super().error(message)
+
+    def _spec_taken_for_option(self, word: str) -> bool:
+        """Whether ``word`` starts with '-', is none of the options (nor an abbreviation or
+        ``--opt=value`` of one), and is an existing file or ends as a spec file does."""
+        if not word.startswith("-") or word == "-":
+            return False
+        name = word.split("=", 1)[0] if word.startswith("--") else word
+        if any(o == name or (name.startswith("--") and o.startswith(name))
+               for o in self._option_string_actions):
+            return False
+        return word.lower().endswith(_SPEC_SUFFIXES) or os.path.isfile(word)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(   # its usage errors: one line, exit 2 (Exit.BAD_INPUT)
+    p = _Parser(   # its usage errors: one line, exit 2 (Exit.BAD_INPUT)
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
         "gang sbatch script and submit it. Exit status: 0 submitted or rendered, 1 stdout "

@@ -350,3 +350,30 @@ def test_a_closed_stdout_is_refused_before_anything_is_done(monkeypatch: pytest.
     assert (rc, capsys.readouterr().err) == (1, "dlsubmit: cannot write to stdout: it is closed; "
                                              "run it with stdout open (> /dev/null to discard "
                                              "what it prints)\n")
+
+
+@pytest.mark.parametrize("argv", [["-spec.yaml"], ["--dry-run", "-spec.yaml"],
+                                  [HELLO, "-spec.yaml", "--dry-run"], ["-spec"]],
+                         ids=["alone", "after-an-option", "after-a-spec", "no-suffix-but-a-file"])
+def test_a_spec_named_with_a_leading_dash_is_one_line_saying_how_to_name_it(
+        argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("-spec.yaml", "-spec"):
+        (tmp_path / name).write_text(Path(HELLO).read_text())
+    word = next(w for w in argv if w.startswith("-spec"))
+    assert run(argv, capsys) == (
+        2, "", f"dlsubmit: {word}: taken for an option (it starts with '-'); for a spec file of that "
+               f"name write 'dlsubmit -- {word}' or 'dlsubmit ./{word}'\n")
+    rc, out, _ = run(["--dry-run", "--", word], capsys)   # both ways the line gives work
+    assert (rc, run(["--dry-run", f"./{word}"], capsys)[:2]) == (0, (0, out))
+
+
+@pytest.mark.parametrize(("argv", "err"), [
+    (["--bogus", HELLO], "dlsubmit: unrecognized arguments: --bogus\n"),   # no spec's name
+    (["--output", "-o.yaml", HELLO], "dlsubmit: --output: expected a value, got the option-like "
+     "word -o.yaml; a value that starts with '-' is joined to its option: --output=-o.yaml\n"),
+])
+def test_an_unknown_option_that_names_no_spec_keeps_its_own_line(
+        argv: list[str], err: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(argv, capsys) == (2, "", err)
