@@ -86,7 +86,9 @@ class _Parser(ArgumentParser):
         return word.lower().endswith(_SPEC_SUFFIXES) or os.path.isfile(word)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, specs_required: bool = True) -> argparse.ArgumentParser:
+    """dlsubmit's parser (``specs_required=False``: the specs may all come after ``--``,
+    :func:`parse_args`)."""
     p = _Parser(   # its usage errors: one line, exit 2 (Exit.BAD_INPUT)
         prog="dlsubmit",
         description="Turn an OpenPAI job spec (v1 JSON with // comments, or v2 YAML) into one "
@@ -98,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=epilog([Exit.OK, Exit.FAILED, Exit.BAD_INPUT, Exit.SLURM_UNREACHABLE,
                        Exit.SLURM_REFUSED, Exit.SIGINT, Exit.SIGTERM]),
     )
-    p.add_argument("spec", metavar="JOB.yaml|JOB.json", nargs="+",
+    p.add_argument("spec", metavar="JOB.yaml|JOB.json", nargs="+" if specs_required else "*",
                    help="job spec file(s); several are validated together, then submitted in order")
     p.add_argument("--dry-run", action="store_true",
                    help="print the sbatch script instead of submitting (needs no Slurm)")
@@ -142,6 +144,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="NAME=VALUE lines (mode 0600) for <%% $secrets.NAME %%>; read by the job "
                    "at run time, never written into the script")
     return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """dlsubmit's arguments, specs and options in any order (``dlsubmit a.yaml --dry-run
+    b.yaml``); every word after the first ``--`` is a spec (``dlsubmit -- -spec.yaml``).
+    ``--`` is split off here: Python 3.11's ``parse_intermixed_args`` loses the words after
+    it. Raises SystemExit (status 2) after a one-line usage error."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    after: list[str] = []
+    at = words.index("--") if "--" in words else -1
+    if at >= 0 and not (at and _takes_value(build_parser(), words[at - 1])):
+        words, after = words[:at], words[at + 1:]   # '--' as an option's value: refused below
+    args = build_parser(specs_required=not after).parse_intermixed_args(words)
+    args.spec = [*args.spec, *after]
+    return args
+
+
+def _takes_value(parser: argparse.ArgumentParser, word: str) -> bool:
+    """Whether ``word`` is an option (or an abbreviation of one) that takes a value."""
+    actions = parser._option_string_actions   # argparse keeps no public map of its options
+    found = [a for o, a in actions.items() if o == word or (word.startswith("--") and o.startswith(word))]
+    return bool(found) and all(a.nargs != 0 for a in found)
 
 
 _FLAG_TO_OPTION = {
@@ -482,7 +506,7 @@ def _submit_all(args: argparse.Namespace, opts: RenderOptions, rendered: list[tu
 def main(argv: list[str] | None = None) -> int:
     """Run dlsubmit; returns the exit status (0, 1, 2, 3, 4, 130 or 143, see the module doc)."""
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
     stop = _Stop()

@@ -377,3 +377,20 @@ def test_a_spec_named_with_a_leading_dash_is_one_line_saying_how_to_name_it(
 def test_an_unknown_option_that_names_no_spec_keeps_its_own_line(
         argv: list[str], err: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(argv, capsys) == (2, "", err)
+
+
+@pytest.mark.parametrize("argv", [
+    [HELLO, "--dry-run", "OTHER"], [HELLO, "--partition", "gpu", "--dry-run", "OTHER"],
+    ["--dry-run", HELLO, "--partition=gpu", "OTHER"], ["--dry-run", HELLO, "--", "OTHER"],
+    ["--dry-run", "--partition", "gpu", "--", HELLO, "OTHER"],
+], ids=["option-between-specs", "options-between-specs", "joined-value-between",
+        "spec-after-dashes", "all-specs-after-dashes"])
+def test_options_and_specs_mix_in_any_order(argv: list[str], tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    other = "--dry-run" if "--" in argv else "b.yaml"   # after '--' every word is a spec
+    (tmp_path / other).write_text(Path(HELLO).read_text())
+    rc, out, err = run([other if w == "OTHER" else w for w in argv], capsys)
+    assert (rc, err) == (0, DEFAULT_SHAPE_NOTE)
+    assert [name for name, _ in cli.split_dry_run(out)] == [HELLO, other]
