@@ -28,7 +28,7 @@ from prioritizer.daemon import tenants_view
 from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
-from prioritizer.daemon.ledger import Ledger, Run
+from prioritizer.daemon.ledger import PREEMPTED_OUTCOMES, Ledger, Run
 from prioritizer.daemon.observe import (HELD_STATES, PENDING_STATES, settle_s, stuck,
                                         waiting_since_requeue)
 from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, is_current,
@@ -216,8 +216,10 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
         seen = r.end if r.end is not None else r.last_seen
         lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(seen):.0f} s x {r.gpus:g} GPUs")
     for i in ledger.intents(job_id):
-        lines.append(f"  preemption for job {i.waiter}: signal {i.signal or 'none'}, "
-                     f"{i.outcome or 'in progress'}")
+        made = i.outcome is None or i.outcome in PREEMPTED_OUTCOMES
+        lines.append(f"  preemption for job {i.waiter}{'' if made else ' not made'}: signal "
+                     f"{i.signal or 'none'}, {i.outcome or 'in progress'}"
+                     f"{'' if made else ' (not counted)'}")
     if row.applied:
         lines.append(f"told Slurm: {row.applied}")
     if row.refusals:

@@ -61,6 +61,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "CREATE INDEX IF NOT EXISTS runs_open ON runs(job_id) WHERE end_time IS NULL",
         "CREATE INDEX IF NOT EXISTS intents_open ON intents(id) WHERE done_at IS NULL",
     )),
+    (4, (   # an intent whose victim was not running when its first act was due preempted
+            # nothing: no longer counted (earlier daemons counted it)
+        "UPDATE jobs SET preemptions = MAX(preemptions - (SELECT COUNT(*) FROM intents"
+        " WHERE intents.job_id = jobs.job_id AND intents.outcome = 'not running'), 0)",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -276,6 +281,12 @@ class JobRow:
     refusals: int = 0
     retry_at: float | None = None
     refused: str | None = None
+
+
+#: Outcomes of intents that preempted their victim (requeued, or signalled to checkpoint and
+#: ended in its grace time); every other outcome (refused, ended before the signal or the
+#: requeue, not running) preempted nothing and is not counted in ``jobs.preemptions``.
+PREEMPTED_OUTCOMES = frozenset({"requeued", "ended in grace"})
 
 
 @dataclass(frozen=True)
@@ -589,8 +600,9 @@ class Ledger:
     def finish_intent(self, intent_id: int, at: float, outcome: str,
                       uncount: bool = False) -> None:
         """Commit the intent as done with ``outcome`` (``requeued``, ``ended in grace``...).
-        ``uncount``: nothing was preempted (Slurm refused, the job had ended): the job's
-        preemption counter, raised by :meth:`add_intent`, goes back down."""
+        ``uncount``: nothing was preempted (Slurm refused, the job had ended or was not
+        running): the job's preemption counter, raised by :meth:`add_intent`, goes back down
+        (every outcome but :data:`PREEMPTED_OUTCOMES`)."""
         with self.conn:
             cur = self.conn.execute(
                 "UPDATE intents SET done_at=?, outcome=? WHERE id=? AND done_at IS NULL",

@@ -33,7 +33,10 @@ waiter gets no second victim for them (nor does it while Slurm shows the job COM
 whatever scancel said: :func:`prioritizer.daemon.observe.build_snapshot`).
 
 A job that ended, or was requeued by someone else, before its requeue finishes the intent with
-no further act. A daemon killed anywhere resumes open intents on restart exactly once: a
+no further act: ``ended in grace`` once signalled (counted: it was told to checkpoint), ``not
+running`` when it had stopped running (requeued, completing, ended) before its signal or,
+without a marker, its requeue was sent: nothing was sent to it, so it is not counted as a
+preemption. A daemon killed anywhere resumes open intents on restart exactly once: a
 requeue whose ``requeue_at`` was written is taken as done when Slurm shows a higher restart
 count or the job pending; a signal whose ``signal_at`` was written is never sent twice.
 
@@ -62,6 +65,8 @@ FAULT_ENV = "DLPRIO_FAULT_AFTER"
 #: (ESLURM_ALREADY_DONE: "Job/step already completing or completed").
 ALREADY_COMPLETING = "already completing"
 FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
+#: The outcome of an intent whose victim was no longer running when its first act was due.
+NOT_RUNNING = "not running"
 
 
 def fault_point(step: str) -> None:
@@ -123,8 +128,11 @@ class Preemptor:
         if i.requeue_at is not None and gone:
             self._finish(i, obs.now, "requeued", recovered=True)
             return False
-        if gone:
-            self._finish(i, obs.now, "ended in grace" if i.signal_at is not None else "not running")
+        if gone and i.signal_at is not None:
+            self._finish(i, obs.now, "ended in grace")
+            return False
+        if gone:   # nothing was sent: requeued by someone else, completing or ended before
+            self._finish(i, obs.now, NOT_RUNNING, uncount=True)
             return False
         if i.signal is not None and i.signal_at is None:
             self._signal(i, obs.now)

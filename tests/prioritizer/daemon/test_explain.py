@@ -182,3 +182,12 @@ def test_daemon_prunes_once_an_hour_after_retention(tmp_path: Path) -> None:
         assert d.prune(now=20 + 86400 + 3600) == 1 and "ledger_pruned" in stream.getvalue()
     assert Daemon(DaemonConfig(retention_days=0), None, led, log).prune(
         now=1e9) == 0  # type: ignore[arg-type]
+
+
+def test_explain_shows_an_intent_that_preempted_nothing_as_not_made(ledger: Ledger) -> None:
+    ledger.finish_intent(ledger.add_intent(42, 8, "USR2", 5, 1, now=20), 40, "not running",
+                         uncount=True)
+    text = explain.explain(42, ledger, DaemonConfig(), now=100).splitlines()
+    assert "promotions: 0, preemptions: 1, restarts: 1" in text
+    assert text[-2:] == ["  preemption for job 7: signal USR2, requeued",
+                         "  preemption for job 8 not made: signal USR2, not running (not counted)"]

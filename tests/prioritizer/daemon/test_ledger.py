@@ -288,3 +288,48 @@ def test_job_completed_just_before_the_requeue_is_not_counted_as_requeued(ledger
     assert client.requeue_flags == [(True, False)]
     assert [i.outcome for i in ledger.intents(4)] == ["ended before requeue"]
     assert ledger.job(4).preemptions == 0
+
+
+@pytest.mark.parametrize("later", [unit(5, "COMPLETING", end=110),
+                                   unit(5, "PENDING", start=None, restart=1),
+                                   unit(5, "COMPLETED", end=110), None],
+                         ids=["completing", "requeued-by-someone-else", "ended", "gone"])
+def test_victim_not_running_when_its_signal_was_due_is_no_preemption(
+        ledger: Ledger, later) -> None:
+    """The intent was written while it ran; by the next step nothing was sent to it."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    _record(ledger, 100, unit(5))
+    p.start((Preemption(9, (5,)),), observation(100, unit(5)))
+    assert ledger.job(5).preemptions == 1                 # counted while in flight
+    p.progress(observation(130, *([later] if later else [])))
+    assert client.calls == [] and ledger.open_intents() == []
+    assert [i.outcome for i in ledger.intents(5)] == ["not running"]
+    assert ledger.job(5).preemptions == 0
+    p.progress(observation(160, unit(5)))                 # running again: nothing more happens
+    assert client.calls == [] and ledger.job(5).preemptions == 0
+
+
+def test_a_ledger_that_counted_not_running_intents_is_recounted_once(tmp_path: Path) -> None:
+    """Earlier daemons counted an intent that ended ``not running``; opening their ledger
+    (schema version 3) for writing takes those out of the count, the others stay."""
+    import sqlite3
+    from prioritizer.daemon.ledger import MIGRATIONS
+    path = tmp_path / "l.sqlite"
+    conn = sqlite3.connect(path)
+    for version, statements in MIGRATIONS[:3]:
+        for stmt in statements:
+            conn.execute(stmt)
+    conn.execute("PRAGMA user_version = 3")
+    conn.executemany("INSERT INTO jobs(job_id, preemptions) VALUES(?, ?)", [(5, 3), (6, 1)])
+    conn.executemany("INSERT INTO intents(job_id, created, done_at, outcome) VALUES(?, 100, 110, ?)",
+                     [(5, "not running"), (5, "requeued"), (5, "not running"), (6, "requeued")])
+    conn.commit()
+    conn.close()
+    with Ledger(path, readonly=True) as old:               # read-only: read as it is
+        assert (old.job(5).preemptions, old.job(6).preemptions) == (3, 1)
+    with Ledger(path) as led:
+        assert led.migrated[0] == 4
+        assert (led.job(5).preemptions, led.job(6).preemptions) == (1, 1)
+    with Ledger(path) as again:
+        assert again.migrated == [] and again.job(5).preemptions == 1

@@ -313,6 +313,31 @@ def test_export_ledger_from_a_real_ledger_file(tmp_path: Path) -> None:
         ledger_facts(str(tmp_path / "missing.sqlite"))
 
 
+def test_export_counts_only_the_intents_that_preempted(tmp_path: Path) -> None:
+    """The daemon's steps on a real ledger: a victim that had stopped running before its
+    signal was due is no preemption in the export; one requeued after its signal is."""
+    from daemon_unit_helpers import RecordingClient, observation, unit
+    from prioritizer.daemon.config import DaemonConfig
+    from prioritizer.daemon.ledger import Ledger
+    from prioritizer.daemon.log import CycleAdapter
+    from prioritizer.daemon.observe import record_units
+    from prioritizer.daemon.preempt import Preemptor
+    from prioritizer.history.ledger_read import ledger_facts
+    from prioritizer.policy.model import Preemption
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as ledger:
+        with ledger.transaction():
+            record_units(None, ledger, {j: unit(j) for j in (5, 6)}, 100)
+        p = Preemptor(RecordingClient(), ledger, DaemonConfig(max_grace_s=20),   # type: ignore[arg-type]
+                      CycleAdapter())
+        assert p.start((Preemption(9, (5, 6)),), observation(100, unit(5), unit(6))) == [5, 6]
+        p.progress(observation(101, unit(6)))              # 5 is no longer running; 6 signalled
+        assert p.progress(observation(121, unit(6))) == [6]   # requeued at its deadline
+        assert [i.outcome for i in ledger.intents(5)] == ["not running"]
+    facts = ledger_facts(str(path))
+    assert (facts[5].preemptions, facts[6].preemptions) == (0, 1)
+
+
 def test_history_check_policy_errors_name_the_file_and_each_key(tmp_path: Path) -> None:
     from prioritizer.command import CliError
     from prioritizer.history.cli import policy_config
