@@ -13,8 +13,8 @@ exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
   ledger written by a newer dlprio, a file at ``ledger_path`` that holds no ledger or that
   this user may not read or write, or a damaged ledger (SQLite reports it corrupt, or a cell
   holds a value of the wrong type or out of range): the message names the file and the fix;
-* ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger; ``explain``/``status``: no
-  ledger yet;
+* ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger, or has no such hetjob
+  component (``40+5``); ``explain``/``status``: no ledger yet;
 * ``HELD`` (6): another dlprio holds the ledger lock (the message names its pid) or the
   cluster lease (the message names its host:pid and lease job); ``run`` also exits 6 when it
   loses the lease to another daemon;
@@ -331,13 +331,13 @@ def once_exit(pushed: act.PushResult) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     """``dlprio explain JOBID``."""
     try:
-        job_id = explain.ledger_job_id(args.job_id)
+        job_id, component = explain.parse_job_id(args.job_id)
     except ValueError as exc:
         raise CliError(str(exc), exit_code=Exit.BAD_INPUT) from None
     cfg = _load(args, "ledger_path")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         now = time.time()
-        sys.stdout.write(explain.explain(job_id, ledger, cfg, now))
+        sys.stdout.write(explain.explain(job_id, ledger, cfg, now, component))
         for line in explain.forecast_lines(job_id, ledger, cfg.snapshot_path, now,
                                            cfg.interval_s):
             print(line)

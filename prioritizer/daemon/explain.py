@@ -118,7 +118,7 @@ def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
 
 
 _PLAIN = re.compile(r"[0-9]+")
-_HETJOB = re.compile(r"([0-9]+)\+[0-9]+")
+_HETJOB = re.compile(r"([0-9]+)\+([0-9]+)")
 _ARRAY = re.compile(r"[0-9]+_(?:[0-9]+|\[[0-9,\-%]+\])")
 
 
@@ -127,15 +127,26 @@ def ledger_job_id(text: str) -> int:
     ``40+1`` → its leader 40 (a hetjob is one unit, keyed by the leader's id).
 
     Raises:
+        ValueError: as :func:`parse_job_id`.
+    """
+    return parse_job_id(text)[0]
+
+
+def parse_job_id(text: str) -> tuple[int, int | None]:
+    """``(ledger unit, hetjob component or None)`` of a job id as squeue/dlqueue print it:
+    ``40`` → (40, None), ``40+1`` → (40, 1) (:func:`ledger_job_id`).
+
+    Raises:
         ValueError: for an array task ``40_3`` (each element is a unit under its own job id,
             squeue ``%A``), with how to find that id; for anything else, the accepted forms.
     """
     text = text.strip()
     if _PLAIN.fullmatch(text) and decimal_at_most(text, MAX_JOB_ID):
-        return int(text)
+        return int(text), None
     het = _HETJOB.fullmatch(text)
-    if het and decimal_at_most(het.group(1), MAX_JOB_ID):
-        return int(het.group(1))
+    if het and decimal_at_most(het.group(1), MAX_JOB_ID) and decimal_at_most(het.group(2),
+                                                                             MAX_JOB_ID):
+        return int(het.group(1)), int(het.group(2))
     if _ARRAY.fullmatch(text) and decimal_at_most(text.partition("_")[0], MAX_JOB_ID) and (
             len(text) <= MAX_SHOWN):   # a longer one is no id Slurm gives: echoed bounded below
         raise ValueError(f"JOBID {text}: array tasks are tracked by their own job id; find it with "
@@ -145,12 +156,20 @@ def ledger_job_id(text: str) -> int:
                      f"(hetjob component) or 40_3 (array task), at most {MAX_JOB_ID}")
 
 
-def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float) -> str:
-    """Human text on one job (see module doc). Raises :class:`UnknownJob`."""
+def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
+            component: int | None = None) -> str:
+    """Human text on one job (see module doc); ``component``: the hetjob component asked for
+    (``40+1``), which the job must have. Raises :class:`UnknownJob`."""
     row = ledger.job(job_id)
     if row is None:
         raise UnknownJob(f"job {job_id}: not in the ledger {ledger.path} (not a managed GPU job, "
                          "or the daemon has not seen it yet)")
+    if component is not None and row.components is not None and component >= row.components:
+        raise UnknownJob(
+            f"job {job_id} has components +0..+{row.components - 1}; no +{component}"
+            if row.components > 1 else
+            f"job {job_id} is no heterogeneous job (it has no +N components); no +{component}: "
+            f"run 'dlprio explain {job_id}'")
     runs = ledger.runs(job_id)
     service, _ = seen_service(runs)
     counted = service - row.service_base_gpu_s

@@ -66,6 +66,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "UPDATE jobs SET preemptions = MAX(preemptions - (SELECT COUNT(*) FROM intents"
         " WHERE intents.job_id = jobs.job_id AND intents.outcome = 'not running'), 0)",
     )),
+    (5, (   # a hetjob's number of components (dlprio explain 40+5); NULL: not seen since
+        "ALTER TABLE jobs ADD COLUMN components INTEGER",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -258,7 +261,9 @@ class Run:
 class JobRow:
     """The ledger's row of one job (see the ``jobs`` table); ``queue`` None until decided.
     ``refusals``/``retry_at``/``refused``: consecutive refused updates, when the next may be
-    sent (epoch s) and Slurm's last refusal text (schema version 2; defaults when older)."""
+    sent (epoch s) and Slurm's last refusal text (schema version 2; defaults when older).
+    ``components``: the job's hetjob components, 1 for a plain job (schema version 5; None
+    when older, or not seen since)."""
 
     job_id: int
     user: str
@@ -281,6 +286,7 @@ class JobRow:
     refusals: int = 0
     retry_at: float | None = None
     refused: str | None = None
+    components: int | None = None
 
 
 #: Outcomes of intents that preempted their victim (requeued, or signalled to checkpoint and
@@ -458,11 +464,13 @@ class Ledger:
 
     # ------------------------------------------------------------------ jobs
     def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
-                   gpus: float, submit_time: float | None, restart_count: int, now: float) -> None:
+                   gpus: float, submit_time: float | None, restart_count: int, now: float,
+                   components: int = 1) -> None:
         """Record what Slurm shows of a job now (no commit; call inside :meth:`transaction`)."""
         self.conn.execute(
             _UPSERT_JOB,
-            (job_id, user, account, partition, state, gpus, submit_time, restart_count, now))
+            (job_id, user, account, partition, state, gpus, submit_time, restart_count,
+             components, now))
 
     def mark_ended(self, job_id: int, state: str, at: float) -> None:
         """The job left Slurm's active states (or squeue) at ``at``."""
@@ -651,7 +659,7 @@ class Ledger:
 
     def upsert_jobs(self, rows: Iterable[tuple]) -> None:
         """:meth:`upsert_job` for many jobs: tuples ``(job_id, user, account, partition, state,
-        gpus, submit_time, restart_count, now)`` (no commit)."""
+        gpus, submit_time, restart_count, components, now)`` (no commit)."""
         self.conn.executemany(_UPSERT_JOB, rows)
 
     def touch_active(self, now: float) -> None:
@@ -691,11 +699,11 @@ def _job_row(values: tuple) -> JobRow:
     return row
 _UPSERT_JOB = (
     "INSERT INTO jobs(job_id, user, account, partition, state, gpus, submit_time,"
-    " restart_count, last_seen) VALUES(?,?,?,?,?,?,?,?,?)"
+    " restart_count, components, last_seen) VALUES(?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT(job_id) DO UPDATE SET user=excluded.user, account=excluded.account,"
     " partition=excluded.partition, state=excluded.state, gpus=excluded.gpus,"
     " submit_time=excluded.submit_time, restart_count=excluded.restart_count,"
-    " last_seen=excluded.last_seen, ended_at=NULL")
+    " components=excluded.components, last_seen=excluded.last_seen, ended_at=NULL")
 _START_RUN = ("INSERT INTO runs(job_id, start, gpus, last_seen) VALUES(?,?,?,?)"
               " ON CONFLICT(job_id, start) DO UPDATE SET last_seen=excluded.last_seen")
 

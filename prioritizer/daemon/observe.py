@@ -70,6 +70,7 @@ class Unit:
     (None: no marker, or a malformed one). A shard job (``--gres=shard:K``, no whole GPU) is a
     unit of one GPU per node for placement, ``shards`` K per node, and ``share`` its fraction
     of one GPU once the nodes' shards per GPU are known (prioritizer/daemon/sharing.py).
+    ``components``: the hetjob's components (GPU-less ones included), 1 for any other unit.
     """
 
     job_id: int
@@ -90,6 +91,7 @@ class Unit:
     priority: int
     shards: int = 0
     share: float = 0.0
+    components: int = 1
 
     @property
     def gpus(self) -> float:
@@ -195,7 +197,7 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
         eligible_time=lead.eligible_time, restart_count=lead.restart_count,
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
-        priority=lead.priority, shards=shards)
+        priority=lead.priority, shards=shards, components=len(parts))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -291,9 +293,10 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     for unit in units.values():
         row = rows.get(unit.job_id)
         seen = (unit.user, unit.account, unit.partition, unit.state, unit.gpus,
-                unit.submit_time, unit.restart_count)
+                unit.submit_time, unit.restart_count, unit.components)
         known = row is not None and seen == (row.user, row.account, row.partition, row.state,
-                                             row.gpus, row.submit_time, row.restart_count)
+                                             row.gpus, row.submit_time, row.restart_count,
+                                             row.components)
         run = open_runs.get(unit.job_id)
         if (unit.phase is None and known and row is not None and run is None
                 and (row.ended_at is None) == (unit.state in HELD_STATES)):

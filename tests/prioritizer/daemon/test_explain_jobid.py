@@ -1,6 +1,7 @@
 """``dlprio explain JOBID`` takes a job id as dlqueue/squeue print it: a hetjob component
-``40+1`` is its leader's unit (40); an array task ``40_3`` is its own unit under its own job id,
-so the user is told how to find that id (exit 2, one line)."""
+``40+1`` is its leader's unit (40), and one the job does not have is exit 5; an array task
+``40_3`` is its own unit under its own job id, so the user is told how to find that id (exit
+2, one line)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,49 @@ def test_hetjob_component_is_looked_up_as_its_leader(tmp_path: Path, capsys: pyt
     assert main(["explain", "40+1", "--config", cfg]) == 5      # exit 5 (NOT_FOUND): not in the (empty) ledger
     err = capsys.readouterr().err
     assert err.startswith(f"dlprio: job 40: not in the ledger {tmp_path / 'ledger.sqlite'}")
+
+
+def _recorded(tmp_path: Path, *records: dict) -> str:
+    """A config whose ledger holds the units of these squeue records, as a cycle records them."""
+    from prioritizer.daemon.config import DaemonConfig
+    from prioritizer.daemon.observe import record_units, units_from_jobs
+    from slurm_plugin.slurm.shapes import job_from_json
+    cfg = _config(tmp_path)
+    base = {"job_state": "RUNNING", "user_name": "bob", "partition": "gpu", "node_count": 1,
+            "nodes": "node1", "start_time": 100, "submit_time": 90, "requeue": True,
+            "tres_per_node": "gres:gpu:8"}
+    units = units_from_jobs([job_from_json({**base, **r}) for r in records], DaemonConfig())
+    with Ledger(tmp_path / "ledger.sqlite") as ledger, ledger.transaction():
+        record_units(None, ledger, units, 120)
+    return cfg
+
+
+def test_a_hetjob_component_it_does_not_have_is_one_line_exit_5(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _recorded(tmp_path, {"job_id": 40, "het_job_id": 40, "het_job_offset": 0},
+                    {"job_id": 41, "het_job_id": 40, "het_job_offset": 1, "tres_per_node": None},
+                    {"job_id": 50})
+    for job in ("40+1", "40+0", "40"):
+        assert main(["explain", job, "--config", cfg]) == 0
+        assert capsys.readouterr().out.startswith("job 40 (bob, gpu): RUNNING\n")
+    for job, message in (
+            ("40+5", "job 40 has components +0..+1; no +5"),
+            ("40+2", "job 40 has components +0..+1; no +2"),
+            ("50+1", "job 50 is no heterogeneous job (it has no +N components); no +1: run "
+                     "'dlprio explain 50'")):
+        assert main(["explain", job, "--config", cfg]) == 5      # as for a job not in the ledger
+        assert capsys.readouterr() == ("", f"dlprio: {message}\n")
+
+
+def test_a_ledger_that_never_recorded_components_explains_the_leader(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows written before the ledger kept components (NULL until the daemon sees the job
+    again): the component cannot be checked, the leader is explained as before."""
+    import sqlite3
+    cfg = _recorded(tmp_path, {"job_id": 40, "het_job_id": 40, "het_job_offset": 0})
+    conn = sqlite3.connect(tmp_path / "ledger.sqlite")
+    conn.execute("UPDATE jobs SET components = NULL")
+    conn.commit()
+    conn.close()
+    assert main(["explain", "40+5", "--config", cfg]) == 0
+    assert capsys.readouterr().out.startswith("job 40 (bob, gpu): RUNNING\n")
