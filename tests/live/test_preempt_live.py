@@ -150,8 +150,13 @@ def test_hetjob_is_one_unit_preempted_whole_through_its_leader(jobs: Jobs, tmp_p
         with open_ledger(cfg) as ledger:
             row = ledger.job(het)
             assert row is not None and row.gpus == 32       # one unit: 2 x 8 + 2 x 8 GPUs
+            assert row.components == 2                      # +0 and +1
             others = {j.job_id for j in jobs.client.jobs(job_ids=[het])} - {het}
             assert len(others) == 1 and ledger.job(others.pop()) is None   # no second unit
+        no_such = subprocess.run(dlprio("explain", f"{het}+2", "--config", str(cfg)),
+                                 capture_output=True, text=True)
+        assert (no_such.returncode, no_such.stderr.strip()) == (
+            5, f"dlprio: job {het} has components +0..+1; no +2"), no_such
         short, _ = jobs.submit("short", nodes=1, gpus_per_node=8, steps=5)
         wait_state(jobs.client, short, {"COMPLETED"}, 120)
         wait_for(lambda: {j.state for j in jobs.client.jobs(job_ids=[het])} == {"COMPLETED"},
