@@ -187,7 +187,7 @@ class Daemon:
         usage = tenants_view.advance_usage(self.ledger, self.tenancy, obs, now)
         found = decide_tenants(obs.snapshot, self.cfg.policy, now, self.tenancy,
                                tenants_view.owners(self.tenancy, obs), usage=usage,
-                               distribution=self.distribution)
+                               distribution=self.distribution, awaiting=obs.awaiting)
         self.tenant_decisions, self.tenant_usage = found, usage
         self.metrics_tenants(obs, found)
         return found.decisions
@@ -228,7 +228,10 @@ class Daemon:
         and refuses another, :class:`ConfigError`, since job ids repeat across clusters), and
         a warning when Slurm preempts by itself too (``PreemptType`` other than
         ``preempt/none``): Slurm then requeues/cancels jobs of lower tiers for higher ones on
-        its own, and both may act on the same job (docs/dlprio.md, "Failure modes")."""
+        its own, and both may act on the same job (docs/dlprio.md, "Failure modes"); and one
+        when virtual clusters are ordered through the SiteFactor while Slurm's other
+        ``PriorityWeight*`` settings are above 0: their factors, added to ranks one point
+        apart, reorder jobs across tenants (``priority_field: priority`` avoids it)."""
         conf = self.client.show_config()
         self._slurm_config_read = True
         name = conf.get("ClusterName", "").strip().lower()
@@ -247,6 +250,14 @@ class Daemon:
         if kind not in ("preempt/none", "(null)", ""):
             event(self.log, "slurm_preempts_too", level=logging.WARNING, preempt_type=kind,
                   preempt_mode=conf.get("PreemptMode", ""))
+        weights = act.other_weights(conf)
+        if (self.cfg.virtual_clusters is not None and self.cfg.mode == "priority"
+                and self.cfg.priority_field != "priority" and weights > 0):
+            event(self.log, "tenant_order_weak", level=logging.WARNING,
+                  priority_field=self.cfg.priority_field, other_weights=weights,
+                  fix="set priority_field: priority in dlprio.yaml: ranks across tenants are "
+                      "one point apart, and Slurm's other PriorityWeight* factors added to "
+                      "the SiteFactor reorder them (docs/admins.md, 'With Slurm's own limits')")
 
     def act(self, decisions: Decisions, obs: Observation) -> None:
         """Persist states, send order differences, run preemptions, publish snapshot."""

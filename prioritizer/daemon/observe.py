@@ -127,7 +127,8 @@ class Observation:
     and the nodes Slurm reported; ``lease_jobs``: the jobs named ``cfg.lease_name`` (the
     cluster lease's fencing reads them, :mod:`prioritizer.daemon.lease`); ``shares``: the
     shard and opportunistic units (:mod:`prioritizer.daemon.sharing`); ``preempting``: the
-    jobs of an open preemption intent (being checkpointed and requeued)."""
+    jobs of an open preemption intent (being checkpointed and requeued); ``awaiting``: the
+    pending waiters GPUs are being freed for (:func:`awaiting_waiters`)."""
 
     now: float
     snapshot: Snapshot
@@ -136,6 +137,7 @@ class Observation:
     lease_jobs: tuple[Job, ...] = ()
     shares: Mapping[int, Share] = field(default_factory=dict)
     preempting: frozenset[int] = frozenset()
+    awaiting: frozenset[int] = frozenset()
 
 
 #: ``units_from_jobs``' memory between two cycles: unit id → (its Job records, the result:
@@ -255,7 +257,20 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
     lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
     return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
                        units, nodes, lease, sharing.shares(units, detail),
-                       frozenset(i.job_id for i in intents))
+                       frozenset(i.job_id for i in intents),
+                       awaiting_waiters(ledger, units, intents, now, settle_s(cfg.interval_s)))
+
+
+def awaiting_waiters(ledger: Ledger, units: Mapping[int, Unit], intents: Iterable[Intent],
+                     now: float, settle: float) -> frozenset[int]:
+    """The pending waiters GPUs are being freed for: the waiter of an open preemption intent,
+    and one whose victims were requeued less than ``settle`` seconds ago (:func:`settle_s`)
+    that has not started since. With virtual clusters they come first in the order
+    (``policy.tenant_decide.waiters_first``)."""
+    out = {i.waiter for i in intents if i.waiter is not None}
+    out.update(w for w, at in ledger.requeued_for().items()
+               if now - at < settle and waiting_since_requeue(at, ledger.runs(w)))
+    return frozenset(w for w in out if w in units and units[w].phase is JobPhase.PENDING)
 
 
 def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:

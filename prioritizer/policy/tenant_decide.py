@@ -4,7 +4,8 @@ The reference path of the tenant rules (:mod:`prioritizer.policy.tenants`,
 :mod:`prioritizer.policy.tenant_preempt`), used by the daemon: ``decide`` gives the queue
 states and the Tiresias order (its own preemptions off), :func:`tenant_order` merges the
 tenants' jobs that may start now into one start order, :func:`tenant_preemptions` picks the
-victims. Jobs waiting out a requeue's BeginTime follow in Tiresias order, and jobs held
+victims. The waiters GPUs are being freed for come first in the order (:func:`waiters_first`),
+jobs waiting out a requeue's BeginTime follow the others in Tiresias order, and jobs held
 back by ``max_gpus`` or a user limit come last (on a cluster Slurm's QOS
 ``GrpTRES`` is the hard cap; docs/admins.md). Partition ``PriorityTier`` is not looked at
 across tenants. Pure, as ``decide``.
@@ -13,7 +14,7 @@ across tenants. Pure, as ``decide``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from prioritizer.policy.config import PolicyConfig
@@ -62,10 +63,25 @@ def holdings_of(snapshot: Snapshot, owners: Mapping[int, Owner]) -> Holdings:
     return out
 
 
+def waiters_first(order: Sequence[int], waiters: Collection[int]) -> tuple[int, ...]:
+    """``order`` with the ``waiters`` in it moved to its head, each group in its own order.
+
+    The GPUs a preemption frees (reclaim, or Tiresias inside the waiter's tenant) are the
+    waiter's: Slurm starts the first job in its order that fits where they come free, and a
+    job ahead of the waiter that may not preempt for itself (a job of no tenant, one placed
+    by share) would take them, to be preempted in turn or to make the waiter preempt again.
+    """
+    if not waiters:
+        return tuple(order)
+    lead = set(waiters)
+    return (tuple(j for j in order if j in lead) + tuple(j for j in order if j not in lead))
+
+
 def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy: Tenancy,
                    owners: Mapping[int, Owner], *, totals: Resources | None = None,
                    usage: Mapping[str, Sequence[float]] | None = None,
-                   distribution: GittinsDistribution | None = None) -> TenantDecisions:
+                   distribution: GittinsDistribution | None = None,
+                   awaiting: Collection[int] = ()) -> TenantDecisions:
     """One decision on a shared cluster (module doc).
 
     Args:
@@ -73,6 +89,9 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         totals: the cluster's GPUs, CPUs, MiB (default: the snapshot's GPUs, no CPU or
             memory counted).
         usage: decayed usage per tenant (resource-seconds) when the tenancy has a half-life.
+        awaiting: pending jobs whose victims' GPUs are being freed for them (preemptions
+            of earlier decisions still in flight): with this decision's waiters they come
+            first in the order (:func:`waiters_first`).
     """
     inner = decide(snapshot, dataclasses.replace(config, preemption=False), now,
                    distribution=distribution)
@@ -121,6 +140,8 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
             walkers, holders,
             [n.gpus_free for n in snapshot.nodes], tenancy, inside=rules.preemptive,
             pays=pays)
-    decisions = dataclasses.replace(inner, order=merged.order + tuple(later) + merged.held,
-                                    preemptions=tuple(preemptions))
+    first = {p.waiter for p in preemptions} | set(awaiting)
+    decisions = dataclasses.replace(
+        inner, order=waiters_first(merged.order, first) + tuple(later) + merged.held,
+        preemptions=tuple(preemptions))
     return TenantDecisions(decisions, merged, reasons)

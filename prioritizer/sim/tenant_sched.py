@@ -3,7 +3,9 @@
 :class:`TenantScheduler` keeps the incremental scheduler's job records and its Tiresias order
 (``policy.fast.incremental.Scheduler``: queue states, promotions, the order inside each tenant) and
 replaces its two answers by the tenant rules: the start order is
-:func:`~prioritizer.policy.tenants.tenant_order` over the Tiresias order, the preemptions are
+:func:`~prioritizer.policy.tenants.tenant_order` over the Tiresias order, with the waiters whose
+victims are being checkpointed first (:func:`~prioritizer.policy.tenant_decide.waiters_first`,
+as the daemon writes it), the preemptions are
 :func:`~prioritizer.policy.tenant_preempt.tenant_preemptions` (the same functions the daemon's
 ``decide_tenants`` calls). It walks every pending job at each decision (the reference rules,
 none of the incremental victim search's shortcuts): a replay with tenants costs more than
@@ -23,6 +25,7 @@ from prioritizer.policy.fast.incremental import Scheduler, Step
 from prioritizer.policy.fast.records import Tracked
 from prioritizer.policy.model import Preemption
 from prioritizer.policy.placement import Planned, plan_starts
+from prioritizer.policy.tenant_decide import waiters_first
 from prioritizer.policy.tenant_preempt import Holder, Walker, tenant_preemptions
 from prioritizer.policy.tenants import (GUARANTEE, Holdings, Resources, Tenancy, TenantOrder,
                                         Waiting, decay, tenant_order)
@@ -82,6 +85,8 @@ class TenantScheduler(Scheduler):
         self.samples: list[TenantSample] = []
         #: the tenant order of this decision, until a job changes state
         self.merged: TenantOrder | None = None
+        #: waiter -> its victims, while GPUs are being freed for it (``waiters_first``)
+        self.awaiting: dict[int, tuple[int, ...]] = {}
 
     # -- counters ------------------------------------------------------------------------
     def _move(self, rec: Tracked, held: int, asked: int, running: int) -> None:
@@ -148,6 +153,8 @@ class TenantScheduler(Scheduler):
         self.merged = None   # the Tiresias order may have changed
         if search and self.config.preemption and self.order and self.holding:
             step.preemptions = tuple(self._preemptions_by_tenant(now, victims))
+            if victims:
+                self.awaiting.update((p.waiter, p.victims) for p in step.preemptions)
         return step
 
     def _preemptions_by_tenant(self, now: float, victims: bool) -> list[Preemption]:
@@ -210,13 +217,17 @@ class TenantScheduler(Scheduler):
                     rec = self.jobs[job_id]
                     soon.add(rec.nodes, rec.shape)
             jobs = self.jobs
-            planned = plan_starts(((j, jobs[j].shape) for j in merged.order), free, soon,
+            order = waiters_first(merged.order, self.awaiting)
+            planned = plan_starts(((j, jobs[j].shape) for j in order), free, soon,
                                   self.policy.strict, complete=False).starts
             for p in planned:
                 self.free.add(p.nodes, [-g for g in jobs[p.job_id].shape])
                 self._start_planned(p, now)
         else:
             planned = []
+        grace = self.grace
+        self.awaiting = {w: v for w, v in self.awaiting.items()   # until its victims are freed
+                         if self.jobs[w].phase == "pending" and any(j in grace for j in v)}
         held = self.held
         self.samples.append(TenantSample(now, dict(held), {
             t: held.get(t, 0) + self.asked.get(t, 0) for t in set(held) | set(self.asked)}, {

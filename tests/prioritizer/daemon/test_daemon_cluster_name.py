@@ -1,12 +1,14 @@
-"""The daemon's snapshot names its cluster as Slurm itself does (``scontrol show config``
-``ClusterName`` through the client), so a daemon run without ``SLURM_CONF`` on a cluster whose
-slurm.conf is not at the default path (or a configless client) still stamps it; the slurm.conf
-file is only the fallback when Slurm gives no name. The live form is in
-tests/live/test_daemon_cluster_name_live.py."""
+"""The daemon reads Slurm's configuration once (``scontrol show config`` through the client).
+Its snapshot names its cluster as Slurm itself does (``ClusterName``), so a daemon run without
+``SLURM_CONF`` on a cluster whose slurm.conf is not at the default path (or a configless
+client) still stamps it; the slurm.conf file is only the fallback when Slurm gives no name.
+The live form is in tests/live/test_daemon_cluster_name_live.py. With virtual clusters ordered
+through the SiteFactor, Slurm's other priority weights earn a warning."""
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,21 @@ def test_a_ledger_keeps_its_cluster_and_refuses_another(tmp_path: Path) -> None:
         f"ledger_path {tmp_path / 'l'}: the ledger of Slurm cluster alpha, but Slurm answers as "
         "cluster beta: give each cluster its own ledger_path (and snapshot_path), or point "
         "SLURM_CONF at alpha")
+
+
+@pytest.mark.parametrize(("field", "conf", "warned"), [
+    ("site_factor", {"PriorityWeightAge": "1000", "PriorityWeightFairShare": "2000",
+                     "PriorityWeightTRES": "GRES/gpu=100"}, 3100),
+    ("site_factor", {"PriorityWeightAge": "0"}, None),        # no other factor: ranks hold
+    ("priority", {"PriorityWeightAge": "1000"}, None)])       # the absolute priority is ours
+def test_tenants_ordered_through_the_site_factor_beside_other_weights_warn_once(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, field: str, conf: dict[str, str],
+        warned: int | None) -> None:
+    cfg = DaemonConfig(ledger_path=str(tmp_path / "l"), snapshot_path=str(tmp_path / "s.json"),
+                       priority_field=field,
+                       virtual_clusters={"nlp": {"account": "nlp", "guaranteed_gpus": 8}})
+    with Ledger(cfg.ledger_path) as ledger, caplog.at_level(logging.WARNING, logger="dlprio"):
+        Daemon(cfg, ConfigClient(conf), ledger, CycleAdapter()).read_slurm_config()  # type: ignore[arg-type]
+    found = [r.fields for r in caplog.records  # type: ignore[attr-defined]
+             if getattr(r, "event", None) == "tenant_order_weak"]
+    assert [f["other_weights"] for f in found] == ([] if warned is None else [warned])

@@ -11,7 +11,8 @@ from daemon_unit_helpers import unit
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import JobPhase
-from prioritizer.daemon.observe import build_snapshot, record_units, units_from_jobs
+from prioritizer.daemon.observe import (awaiting_waiters, build_snapshot, record_units,
+                                        units_from_jobs)
 from slurm_plugin.slurm.records import Node
 from slurm_plugin.slurm.shapes import job_from_json
 
@@ -263,3 +264,22 @@ def test_a_waiter_preempted_for_that_does_not_start_is_preempted_for_no_more(
             ledger, waiters, [_node("node1", 8)], [], DaemonConfig(), now=now).jobs}
             for now in (1119.0, 1120.0)}
     assert eligible == {1119.0: {4: None, 6: None}, 1120.0: {4: math.inf, 6: None}}
+
+
+def test_awaiting_waiters_are_those_gpus_are_being_freed_for(tmp_path: Path) -> None:
+    """Waiter 20 has an open intent (its victim 1 checkpointing); waiter 21's victim 2 was
+    requeued at 1000, 60 s before now (settle 120 s); waiter 22's victim 3 at 900, 160 s
+    before; waiter 23's victim 4 at 1000, but 23 ran from 1010 to 1030 and waits again;
+    waiter 24 has an open intent and is running. Awaiting: 20 and 21."""
+    units = {j: unit(j, "PENDING", start=None) for j in (20, 21, 22, 23)} | {24: unit(24)}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        open_ = [ledger.add_intent(1, 20, "USR2", 30, 0, now=990),
+                 ledger.add_intent(5, 24, "USR2", 30, 0, now=990)]
+        for victim, waiter, done in ((2, 21, 1000), (3, 22, 900), (4, 23, 1000)):
+            ledger.finish_intent(ledger.add_intent(victim, waiter, "USR2", 30, 0, now=done - 20),
+                                 done, "requeued")
+        ledger.start_run(23, 1010, 8, now=1010)
+        ledger.close_run(23, 1010, 1030, "slurm")
+        intents = ledger.open_intents()
+        assert sorted(i.id for i in intents) == sorted(open_)
+        assert awaiting_waiters(ledger, units, intents, 1060, 120) == {20, 21}

@@ -126,6 +126,35 @@ def test_no_reclaim_for_gpus_a_borrower_ahead_would_take() -> None:
     assert out.decisions.preemptions == ()
 
 
+def test_a_waiter_that_preempts_goes_ahead_of_the_jobs_that_would_take_its_gpus() -> None:
+    """3 nodes x 4 GPUs, nlp and vision guaranteed 4 each. vision's job 1 holds n0 (queue 0);
+    nlp's job 2 holds n1 (queue 1, 9000 GPU·s) and its job 3 n2 (queue 0, 100): nlp is at 8
+    of 4. Pending: job 30 of no tenant (4 GPUs, submitted first) and nlp's job 9 (4 GPUs,
+    new). By share job 30 goes first (its tenant holds nothing: share 0; nlp would be at 12,
+    12/12 x 12/4 = 3), but it may take nothing back (no guarantee) and has no job of its own
+    to preempt. Job 9 preempts its own tenant's job 2 (queue 1): n1's GPUs are nlp's, so job
+    9 goes first in the order, else Slurm would start job 30 on them at the end of the grace
+    time. The next decision, job 2 checkpointing (releasing): by share job 30 is first again
+    (nlp at 4 + 4, share 8/12 x 12/4 = 2), and job 9 keeps the head only as a waiter GPUs
+    are being freed for (``awaiting``, which the daemon reads from its open intents)."""
+    three = {"n0": 4, "n1": 4, "n2": 4}
+    jobs = [running(1, (4,), ("n0",), queue=0, attained=100),
+            running(2, (4,), ("n1",), queue=1, attained=9000),
+            running(3, (4,), ("n2",), queue=0, attained=100),
+            pending(30, (4,), submit=890), pending(9, (4,), submit=900)]
+    own = owners(j1="vision", j2="nlp", j3="nlp", j9="nlp")
+    out = decide_tenants(snapshot(three, jobs), PolicyConfig(), NOW, NLP_VISION, own)
+    assert out.tenant_order.order == (30, 9)
+    assert out.decisions.preemptions == (Preemption(9, (2,)),)
+    assert out.decisions.order == (9, 30)
+    jobs[1] = running(2, (4,), ("n1",), queue=1, attained=9000, releasing=True)
+    out = decide_tenants(snapshot(three, jobs), PolicyConfig(), NOW, NLP_VISION, own,
+                         awaiting=(9,))
+    assert (out.decisions.order, out.decisions.preemptions) == ((9, 30), ())
+    out = decide_tenants(snapshot(three, jobs), PolicyConfig(), NOW, NLP_VISION, own)
+    assert out.decisions.order == (30, 9)
+
+
 def test_no_reclaim_for_a_job_the_start_order_puts_behind_a_borrower() -> None:
     """The victim walk alone: vision (guarantee 4) holds 8 on 2 nodes x 4 (jobs 1 and 2, 4
     GPUs each); nlp's job 11 (2 GPUs, nlp at 0 of 4) fits in nlp's guarantee, but the start
