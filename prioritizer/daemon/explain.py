@@ -194,8 +194,9 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
             lines.append(f"victims were requeued for it at {_ts(requeued_at)}; Slurm should "
                          f"start it by {_ts(requeued_at + settle)}, else it preempts no more "
                          "until it starts")
-    if row.state in HELD_STATES and row.ended_at is None:
-        lines.append(f"held by Slurm ({row.state}): not ordered until someone releases it "
+    hold = row.held or (row.state if row.state in HELD_STATES else None)   # held: None before schema 6
+    if hold and row.ended_at is None:
+        lines.append(f"held by Slurm ({visible(hold)}): not ordered until someone releases it "
                      f"('scontrol release {job_id}'); its attained service is kept")
     if row.queue is None:
         lines.append("queue: not decided yet")

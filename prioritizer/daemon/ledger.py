@@ -69,6 +69,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (5, (   # a hetjob's number of components (dlprio explain 40+5); NULL: not seen since
         "ALTER TABLE jobs ADD COLUMN components INTEGER",
     )),
+    (6, (   # what holds a waiting job as squeue says it (dlprio explain); NULL: not held
+        "ALTER TABLE jobs ADD COLUMN held TEXT",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -263,7 +266,10 @@ class JobRow:
     ``refusals``/``retry_at``/``refused``: consecutive refused updates, when the next may be
     sent (epoch s) and Slurm's last refusal text (schema version 2; defaults when older).
     ``components``: the job's hetjob components, 1 for a plain job (schema version 5; None
-    when older, or not seen since)."""
+    when older, or not seen since). ``held``: what holds it as squeue said when the daemon last
+    saw it, its held state word or, pending, the reason of a hold (``JobHeldAdmin``, ``job
+    requeued in held state``; :attr:`prioritizer.daemon.observe.Unit.hold`); None when not held
+    (schema version 6; None when older)."""
 
     job_id: int
     user: str
@@ -287,6 +293,7 @@ class JobRow:
     retry_at: float | None = None
     refused: str | None = None
     components: int | None = None
+    held: str | None = None
 
 
 #: Outcomes of intents that preempted their victim (requeued, or signalled to checkpoint and
@@ -465,12 +472,12 @@ class Ledger:
     # ------------------------------------------------------------------ jobs
     def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
                    gpus: float, submit_time: float | None, restart_count: int, now: float,
-                   components: int = 1) -> None:
+                   components: int = 1, held: str | None = None) -> None:
         """Record what Slurm shows of a job now (no commit; call inside :meth:`transaction`)."""
         self.conn.execute(
             _UPSERT_JOB,
             (job_id, user, account, partition, state, gpus, submit_time, restart_count,
-             components, now))
+             components, held, now))
 
     def mark_ended(self, job_id: int, state: str, at: float) -> None:
         """The job left Slurm's active states (or squeue) at ``at``."""
@@ -659,7 +666,7 @@ class Ledger:
 
     def upsert_jobs(self, rows: Iterable[tuple]) -> None:
         """:meth:`upsert_job` for many jobs: tuples ``(job_id, user, account, partition, state,
-        gpus, submit_time, restart_count, components, now)`` (no commit)."""
+        gpus, submit_time, restart_count, components, held, now)`` (no commit)."""
         self.conn.executemany(_UPSERT_JOB, rows)
 
     def touch_active(self, now: float) -> None:
@@ -699,11 +706,12 @@ def _job_row(values: tuple) -> JobRow:
     return row
 _UPSERT_JOB = (
     "INSERT INTO jobs(job_id, user, account, partition, state, gpus, submit_time,"
-    " restart_count, components, last_seen) VALUES(?,?,?,?,?,?,?,?,?,?)"
+    " restart_count, components, held, last_seen) VALUES(?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT(job_id) DO UPDATE SET user=excluded.user, account=excluded.account,"
     " partition=excluded.partition, state=excluded.state, gpus=excluded.gpus,"
     " submit_time=excluded.submit_time, restart_count=excluded.restart_count,"
-    " components=excluded.components, last_seen=excluded.last_seen, ended_at=NULL")
+    " components=excluded.components, held=excluded.held, last_seen=excluded.last_seen,"
+    " ended_at=NULL")
 _START_RUN = ("INSERT INTO runs(job_id, start, gpus, last_seen) VALUES(?,?,?,?)"
               " ON CONFLICT(job_id, start) DO UPDATE SET last_seen=excluded.last_seen")
 

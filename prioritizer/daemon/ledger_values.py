@@ -79,7 +79,7 @@ TABLES: dict[str, tuple[tuple[str, ...], dict[str, Rule]]] = {
         "reason": TEXT, "reason_time": EPOCH.or_null(), "applied": TEXT.or_null(),
         "last_seen": EPOCH.or_null(), "ended_at": EPOCH.or_null(), "refusals": COUNT,
         "retry_at": EPOCH.or_null(), "refused": TEXT.or_null(),
-        "components": COMPONENTS.or_null()}),
+        "components": COMPONENTS.or_null(), "held": TEXT.or_null()}),
     "runs": (("job_id", "start"), {
         "job_id": COUNT, "start": EPOCH, "end_time": EPOCH.or_null(), "gpus": GPUS,
         "last_seen": EPOCH, "end_source": TEXT.or_null()}),

@@ -110,6 +110,15 @@ class Unit:
             self.state in PENDING_STATES and self.priority == 0
             and self.reason not in STARTABLE_REASONS)
 
+    @property
+    def hold(self) -> str | None:
+        """What holds it as squeue says, recorded in the ledger for ``dlprio explain``: its
+        held state word (:data:`HELD_STATES`), else the reason of a :attr:`held` unit
+        (``JobHeldAdmin``, ``job requeued in held state``); None when nothing holds it."""
+        if self.state in HELD_STATES:
+            return self.state
+        return self.reason if self.held else None
+
     @functools.cached_property
     def phase(self) -> JobPhase | None:
         """PENDING, RUNNING, or None for any other state (completing, finished); computed once
@@ -308,10 +317,10 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     for unit in units.values():
         row = rows.get(unit.job_id)
         seen = (unit.user, unit.account, unit.partition, unit.state, unit.gpus,
-                unit.submit_time, unit.restart_count, unit.components)
+                unit.submit_time, unit.restart_count, unit.components, unit.hold)
         known = row is not None and seen == (row.user, row.account, row.partition, row.state,
                                              row.gpus, row.submit_time, row.restart_count,
-                                             row.components)
+                                             row.components, row.held)
         run = open_runs.get(unit.job_id)
         if (unit.phase is None and known and row is not None and run is None
                 and (row.ended_at is None) == (unit.state in HELD_STATES)):

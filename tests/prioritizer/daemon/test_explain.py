@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from daemon_unit_helpers import unit
 from prioritizer.daemon import explain
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.observe import record_units
 
 
 @pytest.fixture
@@ -71,6 +74,26 @@ def test_explain_says_a_held_job_waits_for_a_release_with_its_service_kept(
     assert text[2] == ("held by Slurm (REQUEUE_HOLD): not ordered until someone releases it "
                        "('scontrol release 42'); its attained service is kept")
     assert "attained service: 60 GPU·s over 1 run(s)" in text
+
+
+@pytest.mark.parametrize("reason", ["JobHeldAdmin", "JobHeldUser", "job requeued in held state"])
+def test_explain_says_a_job_held_pending_waits_for_a_release(tmp_path: Path, reason: str) -> None:
+    """24.11 and 26.05: after ``scontrol hold`` squeue shows PENDING (JobHeldAdmin), after
+    ``scontrol requeuehold`` PENDING, priority 0, "job requeued in held state": no held state
+    word. The cycle records the hold; once released the line goes."""
+    held = dataclasses.replace(unit(42, "PENDING", start=None, reason=reason), priority=0)
+    released = dataclasses.replace(held, reason="Priority", priority=100)
+    with Ledger(tmp_path / "l.sqlite") as led:
+        with led.transaction():
+            record_units(None, led, {42: held}, now=20)
+        text = explain.explain(42, led, DaemonConfig(), now=30).splitlines()
+        assert text[0] == "job 42 (alice, gpu): PENDING"
+        assert text[2] == (f"held by Slurm ({reason}): not ordered until someone releases it "
+                           "('scontrol release 42'); its attained service is kept")
+        with led.transaction():
+            record_units(None, led, {42: released}, now=50)
+        assert not any(line.startswith("held by") for line in
+                       explain.explain(42, led, DaemonConfig(), now=60).splitlines())
 
 
 def test_explain_says_a_waiter_that_did_not_start_after_its_victims_preempts_no_more(
