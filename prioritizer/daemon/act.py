@@ -281,7 +281,10 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdap
     that this cycle sends it again. Returns the number of mismatches.
 
     Absolute priority must equal the value; a SiteFactor is part of the sum, so priority must
-    be at least the value. (Mode partition compares Slurm's partition directly each cycle.)
+    be at least the value. (Mode partition compares Slurm's partition directly each cycle.) A
+    held job (:attr:`~prioritizer.daemon.observe.Unit.held`) is compared with nothing: a hold
+    sets its priority to 0 and it gets no update while held; its value is kept, so that once
+    released a priority Slurm did not keep is a mismatch again.
     """
     if cfg.mode == "partition":
         return 0
@@ -292,7 +295,7 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdap
         if not row.applied:
             continue
         unit = obs.units.get(row.job_id)
-        if unit is None or unit.phase is not JobPhase.PENDING:
+        if unit is None or unit.phase is not JobPhase.PENDING or unit.held:
             continue
         if row.applied not in asked:
             field, _, arg = row.applied.partition(":")

@@ -129,6 +129,22 @@ def test_readback_flags_absolute_priority_slurm_did_not_take(tmp_path: Path) -> 
     assert ledger.job(1).applied is None   # forgotten: this cycle sends it again
 
 
+@pytest.mark.parametrize("field", ["site_factor", "priority"])
+def test_readback_finds_no_mismatch_in_a_held_job(tmp_path: Path, field: str) -> None:
+    """``scontrol hold`` and ``requeuehold`` set the priority to 0 (24.11, 26.05: PENDING,
+    JobHeldAdmin or "job requeued in held state"): no mismatch, and the value sent is kept."""
+    cfg = DaemonConfig(priority_field=field)
+    obs = observation(200, unit(1, "PENDING", start=None, reason="JobHeldAdmin"),
+                      unit(2, "PENDING", start=None, reason="job requeued in held state"))
+    ledger = _ledger_with(tmp_path, obs)
+    with ledger.transaction():
+        ledger.set_applied([1, 2], f"{field}:77")
+    with captured() as (log, out):
+        assert act.readback(ledger, obs, cfg, log) == 0
+    assert "readback_mismatch" not in out.getvalue()
+    assert [ledger.job(j).applied for j in (1, 2)] == [f"{field}:77"] * 2
+
+
 def test_held_jobs_get_no_update(tmp_path: Path) -> None:
     obs = observation(200, unit(1, "PENDING", start=None, reason="JobHeldUser"),
                       unit(2, "PENDING", start=None, reason="Priority"))
