@@ -199,11 +199,8 @@ class Daemon:
         table = tenants_view.rows(self.tenancy, obs, self.tenant_usage)
         if not self.dry_run:
             tenants_view.record(self.ledger, table, found)
-        for row in table:
-            self.metrics.tenant_gpus.labels(tenant=row.name, kind="guaranteed").set(row.guaranteed)
-            self.metrics.tenant_gpus.labels(tenant=row.name, kind="used").set(row.used)
-            self.metrics.tenant_gpus.labels(tenant=row.name, kind="borrowed").set(row.borrowed)
-            self.metrics.tenant_gpus.labels(tenant=row.name, kind="waiting").set(row.waiting)
+        self.metrics.set_tenants((r.name, r.guaranteed, r.used, r.borrowed, r.waiting)
+                                 for r in table)
 
     def prune(self, now: float) -> int:
         """Once an hour: drop jobs that ended more than ``retention_days`` ago (0: never).

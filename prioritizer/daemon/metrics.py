@@ -14,7 +14,9 @@ Series (names are part of the operator interface, docs/dlprio.md):
   (``update_budget`` was spent; gauge);
 * ``dlprio_auto_tune_replays_total{outcome}``: ``auto_tune`` replays by outcome (``switched``,
   ``kept``, ``skipped``, ``failed``, ``timeout``);
-* ``dlprio_auto_tune_switches_total``: settings adopted by ``auto_tune`` (counter).
+* ``dlprio_auto_tune_switches_total``: settings adopted by ``auto_tune`` (counter);
+* ``dlprio_tenant_gpus{tenant, kind}``: with ``virtual_clusters``, GPUs per tenant of the
+  last cycle (:data:`TENANT_KINDS`; a tenant no longer reported has no series).
 
 One registry per daemon (not the global one), so tests can run several in one process.
 """
@@ -27,6 +29,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import HistogramMetricFamily, Metric
 
 SERVICE_BUCKETS_GPU_S = (60, 300, 900, 3250, 7200, 14400, 43200, 86400, 259200, 604800)
+#: The ``kind`` label values of ``dlprio_tenant_gpus``, in :meth:`Metrics.set_tenants`' order.
+TENANT_KINDS = ("guaranteed", "used", "borrowed", "waiting")
 
 
 class _ServiceHistogram:
@@ -80,6 +84,7 @@ class Metrics:
                                  "GPUs per tenant (virtual cluster): guaranteed, used, "
                                  "borrowed (used beyond the guarantee), waiting (pending demand)",
                                  ["tenant", "kind"], registry=r)
+        self._tenants: set[str] = set()   # the tenants of the series set last
         self._service = _ServiceHistogram()
         r.register(self._service)  # type: ignore[arg-type]
 
@@ -93,6 +98,21 @@ class Metrics:
         for (queue, state), n in counts.items():
             self.queue_length.labels(queue=str(queue), state=state).set(n)
         self._service.values = values
+
+    def set_tenants(self, rows: Iterable[tuple[str, float, float, float, float]]) -> None:
+        """Set ``dlprio_tenant_gpus`` from this cycle's ``(tenant, guaranteed, used, borrowed,
+        waiting)`` GPUs and remove the series of every tenant not among them: a configured
+        tenant is reported each cycle (0 when idle), the ``(shared)`` row only while a job of
+        no tenant is managed, so its series go with its row instead of keeping the last value."""
+        seen = set()
+        for tenant, *gpus in rows:
+            seen.add(tenant)
+            for kind, value in zip(TENANT_KINDS, gpus):
+                self.tenant_gpus.labels(tenant=tenant, kind=kind).set(value)
+        for tenant in self._tenants - seen:
+            for kind in TENANT_KINDS:
+                self.tenant_gpus.remove(tenant, kind)
+        self._tenants = seen
 
     def serve(self, port: int, addr: str) -> None:
         """Start the HTTP endpoint in a daemon thread (port 0: no endpoint). Raises OSError."""

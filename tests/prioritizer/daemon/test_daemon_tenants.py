@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job
-from prioritizer.daemon import explain
+from prioritizer.daemon import explain, tenants_view
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter
@@ -66,6 +66,27 @@ def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
             ["vision", "8", "16", "8", "0", "2.000"]]
 
 
+def test_tenant_series_no_longer_reported_go(tmp_path: Path) -> None:
+    """Job 4 (2 GPUs, account of no tenant) runs: dlprio status lists a (shared) row, and
+    Prometheus has its series. Once it ended the row goes, and so do its series, instead of
+    reading 2 GPUs used and borrowed for ever; the configured tenants' stay, at 0."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 2), sinfo_node("node2", 0)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [squeue_job(4, "RUNNING", nodes="node1", gpus=2, start=9000)]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        daemon = _daemon(tmp_path, client, ledger)
+        daemon.cycle()
+        assert [_gauge(daemon, "(shared)", k) for k in ("guaranteed", "used", "borrowed",
+                                                         "waiting")] == [0, 2, 2, 0]
+        client.squeue = []
+        daemon.cycle()
+        assert [row.name for row in tenants_view.recorded_rows(ledger)] == ["nlp", "vision"]
+    assert [_gauge(daemon, "(shared)", k) for k in ("guaranteed", "used", "borrowed",
+                                                     "waiting")] == [None] * 4
+    assert [_gauge(daemon, t, k) for t in ("nlp", "vision")
+            for k in ("guaranteed", "used", "borrowed", "waiting")] == [8, 0, 0, 0] * 2
+
+
 def test_a_tenant_at_its_guarantee_is_no_victim(tmp_path: Path) -> None:
     """nlp holds node1 (job 1 since 9990: 80 GPU·s, queue 0), vision node2 (job 2 since 100:
     queue 2). nlp's job 3 (8 GPUs, queue 0): pure Tiresias preempts job 2; with tenants nlp
@@ -120,7 +141,6 @@ def test_decayed_usage_is_kept_in_the_ledger(tmp_path: Path) -> None:
     """Half-life 3600 s. At T0 nothing is stored: usage 0, written with T0. One half-life
     later, vision having held 16 GPUs all along: 16 x 3600 / 0.693147 x (1 - 1/2) =
     16 x 5193.70 / 2 = 41,549.6 GPU·s (nlp, which never held a GPU, has no entry)."""
-    from prioritizer.daemon import tenants_view
     from prioritizer.daemon.observe import Observation
     from prioritizer.policy.model import NodeView, Snapshot
     from prioritizer.policy.tenants import parse_tenancy
