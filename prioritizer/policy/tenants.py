@@ -7,6 +7,8 @@ optional ``max_gpus`` it never passes and an optional ``user_limit_factor`` (YAR
 scheduler: one user of the tenant holds at most ``factor x guaranteed_gpus``). GPUs nobody
 guarantees are shared by all. A job belongs to the one tenant whose every named key matches
 what squeue reports for it; a job no tenant matches belongs to :data:`SHARED` (guarantee 0).
+Only ``account`` and ``partition`` tell tenants apart: dlprio reads no QOS from squeue, so a
+tenant that names ``qos`` matches no job there (``qos`` places dlsubmit's jobs).
 Traces name users instead (``users:``, simulator only).
 
 The rules here (pure, used by the daemon and the simulator alike; the victim walk is in
@@ -202,7 +204,7 @@ def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,
                   where: str = "virtual_clusters") -> list[str]:
     """Problems of a tenancy against a cluster, one line each (empty: fine): guarantees
     above ``cluster_gpus`` (summed or alone), a guarantee above its own ``max_gpus``, a
-    tenant naming no account, partition, QOS or user, two tenants one job could belong to,
+    tenant naming no account, partition or user, two tenants one job could belong to,
     a user in two ``users:`` lists, an account slurmdbd does not know (``known_accounts``:
     ``sacctmgr``'s list, None: not checked)."""
     out = []
@@ -220,8 +222,9 @@ def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,
         if t.user_limit_factor is not None and t.guaranteed_gpus == 0:
             out.append(f"{at}: user_limit_factor needs guaranteed_gpus > 0 (a user may hold "
                        "factor x guaranteed_gpus GPUs: none here)")
-        if (t.account, t.partition, t.qos) == (None, None, None) and not t.users:
-            out.append(f"{at}: names no account, partition, qos or users; no job would belong to it")
+        if (t.account, t.partition) == (None, None) and not t.users:
+            out.append(f"{at}: names no account, partition or users; no job would belong to it"
+                       + (" (dlprio matches no job by QOS)" if t.qos else ""))
         if known is not None and t.account is not None and t.account not in known:
             out.append(f"{at}.account: {t.account!r} is not an account slurmdbd knows; "
                        f"add it (sacctmgr add account {t.account}) or fix the name")
@@ -231,19 +234,26 @@ def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,
                            "a user belongs to one virtual cluster")
             seen_users.setdefault(u, t.name)
         for other in tenancy.tenants[:i]:
-            if _overlap(t, other):
+            if (common := _overlap(t, other)) is not None:
                 out.append(f"{at}: a job could belong to both {other.name!r} and {t.name!r} "
-                           "(every key both name is equal); give them distinct accounts, "
-                           "partitions or QOS")
+                           f"(a job of {common} matches both); give them distinct accounts "
+                           "or distinct partitions")
     return out
 
 
-def _overlap(a: VirtualCluster, b: VirtualCluster) -> bool:
-    if (a.account, a.partition, a.qos) == (None, None, None) or \
-            (b.account, b.partition, b.qos) == (None, None, None):
-        return False
-    return all(x is None or y is None or x == y
-               for x, y in ((a.account, b.account), (a.partition, b.partition), (a.qos, b.qos)))
+def _overlap(a: VirtualCluster, b: VirtualCluster) -> str | None:
+    """The jobs both tenants match, in words (``account 'nlp' in partition 'gpu'``), or None
+    when none: a tenant matches a job when every account and partition it names is the job's,
+    so two tenants share jobs unless both name an account and the two differ, or both a
+    partition. Only account and partition tell tenants apart (dlprio reads no QOS from
+    squeue); a tenant that names neither matches no job and is reported on its own."""
+    if (a.account, a.partition) == (None, None) or (b.account, b.partition) == (None, None):
+        return None
+    account, partition = a.account or b.account, a.partition or b.partition
+    if account != (b.account or a.account) or partition != (b.partition or a.partition):
+        return None   # both name it, with distinct values
+    return " in ".join(f"{key} {value!r}" for key, value in
+                       (("account", account), ("partition", partition)) if value is not None)
 
 
 # -- shares --------------------------------------------------------------------------------

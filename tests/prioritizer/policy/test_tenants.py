@@ -298,9 +298,9 @@ def test_config_problems_one_line_each() -> None:
         "so that every guarantee can be met at once",
         "virtual_clusters.nlp: guaranteed_gpus 24 above max_gpus 16; raise max_gpus or lower "
         "the guarantee",
-        "virtual_clusters.vision: a job could belong to both 'nlp' and 'vision' (every key both "
-        "name is equal); give them distinct accounts, partitions or QOS",
-        "virtual_clusters.empty: names no account, partition, qos or users; no job would "
+        "virtual_clusters.vision: a job could belong to both 'nlp' and 'vision' (a job of "
+        "account 'nlp' matches both); give them distinct accounts or distinct partitions",
+        "virtual_clusters.empty: names no account, partition or users; no job would "
         "belong to it"]
     ten = parse_tenancy({"cv": {"account": "vision", "user_limit_factor": 2}})
     assert check_tenancy(ten, 32, known_accounts=["nlp"]) == [
@@ -308,6 +308,25 @@ def test_config_problems_one_line_each() -> None:
         "factor x guaranteed_gpus GPUs: none here)",
         "virtual_clusters.cv.account: 'vision' is not an account slurmdbd knows; add it "
         "(sacctmgr add account vision) or fix the name"]
+
+
+def test_overlap_is_told_by_account_and_partition_only() -> None:
+    """Only account and partition tell tenants apart (dlprio reads no QOS from squeue): a
+    QOS-only tenant shares no key with an account tenant and matches no job, so it is reported
+    once, on its own; an account tenant and a partition tenant share the jobs of that account
+    in that partition; distinct accounts, or distinct partitions, part two tenants."""
+    ten = parse_tenancy({"nlp": {"account": "nlp"}, "vision": {"qos": "high"},
+                         "cv": {"partition": "a100"}, "cv2": {"account": "cv", "partition": "a100"},
+                         "cv3": {"account": "cv", "partition": "h100"}})
+    assert check_tenancy(ten) == [
+        "virtual_clusters.vision: names no account, partition or users; no job would belong "
+        "to it (dlprio matches no job by QOS)",
+        "virtual_clusters.cv: a job could belong to both 'nlp' and 'cv' (a job of account "
+        "'nlp' in partition 'a100' matches both); give them distinct accounts or distinct "
+        "partitions",
+        "virtual_clusters.cv2: a job could belong to both 'cv' and 'cv2' (a job of account "
+        "'cv' in partition 'a100' matches both); give them distinct accounts or distinct "
+        "partitions"]
 
 
 def test_parse_refuses_bad_values() -> None:
