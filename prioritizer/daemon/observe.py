@@ -28,7 +28,7 @@ from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.sharing import Share
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
-from slurm_plugin.slurm.records import WAITING_STATES, Job, Node
+from slurm_plugin.slurm.records import WAITING_STATES, Job, Node, array_task_count
 
 #: The states of a unit the daemon orders and of a unit whose run it counts: SUSPENDED and
 #: STOPPED jobs keep their allocation, so their run goes on (slurm_plugin.slurm.records has
@@ -71,6 +71,8 @@ class Unit:
     unit of one GPU per node for placement, ``shards`` K per node, and ``share`` its fraction
     of one GPU once the nodes' shards per GPU are known (prioritizer/daemon/sharing.py).
     ``components``: the hetjob's components (GPU-less ones included), 1 for any other unit.
+    ``tasks``: the pending elements of an array's meta record (squeue folds them into one
+    record, ``30_[5-9%2]``: 5, each asking ``gpus_per_node``), 1 for any other unit.
     """
 
     job_id: int
@@ -92,6 +94,7 @@ class Unit:
     shards: int = 0
     share: float = 0.0
     components: int = 1
+    tasks: int = 1
 
     @property
     def gpus(self) -> float:
@@ -208,7 +211,8 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         submit_time=lead.submit_time, start_time=lead.start_time, end_time=lead.end_time,
         eligible_time=lead.eligible_time, restart_count=lead.restart_count,
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
-        priority=lead.priority, shards=shards, components=len(parts))
+        priority=lead.priority, shards=shards, components=len(parts),
+        tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1)
 
 
 @functools.lru_cache(maxsize=4096)

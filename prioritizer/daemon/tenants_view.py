@@ -79,14 +79,18 @@ def rows(tenancy: Tenancy, obs: Observation,
          usage: dict[str, Resources] | None = None) -> list[TenantRow]:
     """The per-tenant rows of one observation, in config order, then :data:`SHARED` if any
     job of no tenant is managed; ``usage``: the decayed usage the decision used (with a
-    half-life), counted in the fair share as there."""
+    half-life), counted in the fair share as there. A pending array record waits with every
+    element it stands for (:attr:`prioritizer.daemon.observe.Unit.tasks`)."""
     own = owners(tenancy, obs)
     used: dict[str, int] = {}
     waiting: dict[str, int] = {}
     for job in obs.snapshot.jobs:
         tenant = own.get(job.job_id, Owner()).tenant
-        into = used if job.phase is JobPhase.RUNNING else waiting
-        into[tenant] = into.get(tenant, 0) + job.num_gpus
+        if job.phase is JobPhase.RUNNING:
+            used[tenant] = used.get(tenant, 0) + job.num_gpus
+        else:
+            unit = obs.units.get(job.job_id)
+            waiting[tenant] = waiting.get(tenant, 0) + job.num_gpus * (unit.tasks if unit else 1)
     total = float(sum(n.gpus_total for n in obs.snapshot.nodes))
     names = [t.name for t in tenancy.tenants]
     if SHARED in used or SHARED in waiting:

@@ -524,6 +524,15 @@ def parse_array_tasks(task_string: str) -> list[range]:
     return out
 
 
+def array_task_count(task_string: str) -> int:
+    """How many elements ``task_string`` names (grammar of :func:`array_task_in`): the
+    pending elements an array's meta record stands for, ``2-9%2`` 8 (the throttle limits how
+    many run at once, not how many wait); at least 1, the record itself (an item that does
+    not parse counts none)."""
+    return max(sum(len(range(p[0], p[1] + 1, p[2] or 1))
+                   for p in _task_items(task_string) if p is not None), 1)
+
+
 def array_task_in(task_string: str, task: int) -> bool:
     """Whether array element ``task`` is one of ``task_string``, the pending elements of an
     array's meta record as squeue writes them between the brackets of ``30_[5-9]``:

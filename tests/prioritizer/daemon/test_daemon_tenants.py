@@ -87,6 +87,31 @@ def test_tenant_series_no_longer_reported_go(tmp_path: Path) -> None:
             for k in ("guaranteed", "used", "borrowed", "waiting")] == [8, 0, 0, 0] * 2
 
 
+def test_a_pending_array_waits_with_every_element(tmp_path: Path) -> None:
+    """squeue folds an array's pending elements into one record: ``1963_[1-3]`` (2 GPUs each)
+    waits for 6 GPUs, ``1983_[2-9%2]`` (1 GPU each; %2 limits how many run at once) for 8,
+    besides element 1983_1 running; dlprio status and dlqueue show the same rows."""
+    from slurm_plugin.slurm.shapes import job_from_json
+
+    def array(job_id: int, tasks: str, gpus: int, account: str) -> object:
+        return job_from_json({
+            "job_id": job_id, "array_job_id": job_id, "array_task_string": tasks,
+            "job_state": "PENDING", "state_reason": "Resources", "user_name": "alice",
+            "partition": "gpu", "account": account, "tres_per_node": f"gres:gpu:{gpus}",
+            "node_count": 1, "submit_time": 10, "requeue": True})
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 1), sinfo_node("node2", 0)],
+                       known_accounts={"nlp", "vision"})
+    client.squeue = [array(1963, "1-3", 2, "nlp"), array(1983, "2-9%2", 1, "vision"),
+                     squeue_job(1984, "RUNNING", nodes="node1", gpus=1, start=9000,
+                                account="vision")]
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        daemon = _daemon(tmp_path, client, ledger)
+        daemon.cycle()
+        assert [(r.name, r.used, r.waiting) for r in tenants_view.recorded_rows(ledger)] == [
+            ("nlp", 0, 6), ("vision", 1, 8)]
+    assert (_gauge(daemon, "nlp", "waiting"), _gauge(daemon, "vision", "waiting")) == (6, 8)
+
+
 def test_a_tenant_at_its_guarantee_is_no_victim(tmp_path: Path) -> None:
     """nlp holds node1 (job 1 since 9990: 80 GPU·s, queue 0), vision node2 (job 2 since 100:
     queue 2). nlp's job 3 (8 GPUs, queue 0): pure Tiresias preempts job 2; with tenants nlp

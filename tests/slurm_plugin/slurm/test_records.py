@@ -174,3 +174,11 @@ def test_array_task_in_the_folded_pending_elements(text: str, inside: list[int],
     from slurm_plugin.slurm.records import array_task_in
 
     assert [t for t in inside + outside if array_task_in(text, t)] == inside
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("1-3", 3), ("2-9%2", 8),                  # the throttle limits what runs, not what waits
+    ("1,3,5,7,9%2", 5), ("3,5,7-8", 4), ("0-20:5", 5), ("12%3", 1),
+    ("", 1), ("x-y,4", 1)])                    # at least the record itself
+def test_array_task_count_is_every_pending_element(text: str, count: int) -> None:
+    assert records.array_task_count(text) == count
