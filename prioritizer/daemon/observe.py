@@ -55,7 +55,8 @@ NO_SIGNAL_STATES = frozenset({"SUSPENDED", "STOPPED"})
 #: the waiter if GPUs were all it lacked (the victims' epilogs, then the main or backfill
 #: scheduler; at least 4 daemon intervals). A waiter still pending after it lacks what the
 #: policy cannot see (CPUs, memory, the nodes it named or excluded, features, a hold Slurm put
-#: on it): it is preempted for no more until it starts.
+#: on it): it is preempted for no more until it starts. A job array's pending record is never
+#: judged so: the tasks Slurm starts for it take new job ids (:attr:`Unit.array_record`).
 SETTLE_S = 120.0
 
 
@@ -73,6 +74,9 @@ class Unit:
     ``components``: the hetjob's components (GPU-less ones included), 1 for any other unit.
     ``tasks``: the pending elements of an array's meta record (squeue folds them into one
     record, ``30_[5-9%2]``: 5, each asking ``gpus_per_node``), 1 for any other unit.
+    ``array_record``: the pending record of a job array's tasks (squeue's task expression
+    ``[2-10]``): Slurm starts each task but the last under a new job id, so the record itself
+    never shows the start.
     """
 
     job_id: int
@@ -95,6 +99,7 @@ class Unit:
     share: float = 0.0
     components: int = 1
     tasks: int = 1
+    array_record: bool = False
 
     @property
     def gpus(self) -> float:
@@ -212,7 +217,8 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         eligible_time=lead.eligible_time, restart_count=lead.restart_count,
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
         priority=lead.priority, shards=shards, components=len(parts),
-        tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1)
+        tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1,
+        array_record=bool(lead.array_task_string))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -493,7 +499,9 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
                          and refused.get(job_id, -1) < unit.restart_count
                          and unit.state not in NO_SIGNAL_STATES
                          and unusable.isdisjoint(unit.nodes)),
-            eligible_time=_eligible(unit, now, stuck(requeued_for.get(job_id), runs, now, settle)),
+            # a job array's record: its tasks start under new ids, never on the record
+            eligible_time=_eligible(unit, now, not unit.array_record and stuck(
+                requeued_for.get(job_id), runs, now, settle)),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
             releasing=(completing or job_id in in_intent

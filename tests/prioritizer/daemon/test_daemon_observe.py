@@ -283,3 +283,22 @@ def test_awaiting_waiters_are_those_gpus_are_being_freed_for(tmp_path: Path) -> 
         intents = ledger.open_intents()
         assert sorted(i.id for i in intents) == sorted(open_)
         assert awaiting_waiters(ledger, units, intents, 1060, 120) == {20, 21}
+
+
+def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -> None:
+    """Victims were requeued for pending array 40 (tasks 2-10) at 1,000 s, and Slurm started
+    its task 2 at 1,015 s, as every task but the last starts: under a new job id (41; the
+    pending record keeps 40). Its record never shows a run of its own, so it is no waiter that
+    failed to start: at 1,200 s its tasks 3-10 may still preempt."""
+    jobs = [job_from_json(_job(job_id=40, array_job_id=40, array_task_string="3-10",
+                               job_state="PENDING", state_reason="Priority", nodes="",
+                               start_time=0, priority=500)),
+            job_from_json(_job(job_id=41, array_job_id=40, array_task_id=2, start_time=1015))]
+    units = units_from_jobs(jobs, DaemonConfig())
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.finish_intent(ledger.add_intent(90, 40, "USR2", 30, 0, now=900), 1000.0,
+                             "requeued")
+        with ledger.transaction():
+            record_units(None, ledger, units, now=1020)
+        snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=1200)
+    assert {v.job_id: v.eligible_time for v in snap.jobs} == {40: None, 41: None}
