@@ -337,6 +337,17 @@ def readonly_uri(path: str | os.PathLike[str]) -> str:
     return "file://" + urllib.parse.quote(os.fsencode(os.path.abspath(path)), safe="/") + "?mode=ro"
 
 
+def check_readable(path: Path) -> None:
+    """Raise :class:`PermissionError` (one line naming ``path`` and the fix) when this user may
+    not read the ledger at ``path``: the daemon writes it 0600, and SQLite would only say
+    "unable to open database file"."""
+    if not os.access(path, os.R_OK):
+        raise PermissionError(
+            f"{visible(path)}: this user may not read the ledger (mode 0600, the daemon's "
+            "user's): run dlprio status, explain and once --dry-run as that user or root; "
+            "dlqueue shows the queue to every user")
+
+
 class Ledger:
     """One open ledger file. Not thread-safe; one writer process (the lock holder)."""
 
@@ -364,6 +375,7 @@ class Ledger:
             self.conn = sqlite3.connect(":memory:", isolation_level=None)
             try:
                 if self.path.exists():
+                    check_readable(self.path)
                     disk = open_read_only(self.path)
                     try:
                         check_version(self.path, schema_version(disk))
@@ -378,11 +390,7 @@ class Ledger:
         elif readonly:
             if not self.path.exists():
                 raise FileNotFoundError(f"{visible(self.path)}: no ledger (has the daemon run?)")
-            if not os.access(self.path, os.R_OK):   # the daemon writes it 0600
-                raise PermissionError(
-                    f"{visible(self.path)}: this user may not read the ledger (mode 0600, the "
-                    "daemon's user's): run dlprio status and explain as that user or root; "
-                    "dlqueue shows the queue to every user")
+            check_readable(self.path)
             self.conn = open_read_only(self.path)
             try:
                 check_version(self.path, schema_version(self.conn))
