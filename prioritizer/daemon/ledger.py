@@ -643,11 +643,12 @@ class Ledger:
             " OR outcome LIKE 'requeue refused:%' GROUP BY job_id")}
 
     def requeued_for(self) -> dict[int, float]:
-        """{waiter job id: epoch s} when the last preemption made for it finished with its
-        victims requeued."""
+        """{waiter job id: epoch s} when the last preemption made for it requeued its victim:
+        the intent's ``requeue_at`` (written as the requeue went out; its ``done_at`` is
+        later when a restarted daemon finished the intent), else its ``done_at``."""
         return {r[0]: r[1] for r in self.conn.execute(
-            "SELECT waiter, MAX(done_at) FROM intents WHERE outcome = 'requeued'"
-            " AND waiter IS NOT NULL GROUP BY waiter")}
+            "SELECT waiter, MAX(COALESCE(requeue_at, done_at)) FROM intents"
+            " WHERE outcome = 'requeued' AND waiter IS NOT NULL GROUP BY waiter")}
 
     def completing_victims(self) -> dict[int, int]:
         """{job id: restart count} of victims whose checkpoint signal Slurm refused because the

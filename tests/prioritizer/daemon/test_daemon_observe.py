@@ -302,3 +302,23 @@ def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -
             record_units(None, ledger, units, now=1020)
         snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=1200)
     assert {v.job_id: v.eligible_time for v in snap.jobs} == {40: None, 41: None}
+
+
+def test_a_waiter_that_started_after_a_requeue_finished_late_is_no_stuck_waiter(
+        tmp_path: Path) -> None:
+    """The daemon requeued victim 90 for waiter 4 at 130 s and was killed before it wrote the
+    outcome; restarted at 5,000 s, it finds the victim requeued and finishes the intent then.
+    Waiter 4 had started at 140 s (after the requeue), ran until 3,000 s and waits again: it
+    did start after its victims were requeued, so at 5,200 s it may preempt."""
+    waiter = {4: unit(4, "PENDING", start=None, reason="Priority", restart=1)}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        intent = ledger.add_intent(90, 4, "USR2", 30, 0, now=100)
+        ledger.mark_signal(intent, 100.0, 130.0)
+        ledger.mark_requeue(intent, 130.0)
+        with ledger.transaction():
+            record_units(None, ledger, waiter, now=5000)
+            ledger.start_run(4, 140.0, 8, now=140.0)
+            ledger.close_run(4, 140.0, 3000.0, "requeue")
+        ledger.finish_intent(intent, 5000.0, "requeued")     # recovered on restart
+        snap = build_snapshot(ledger, waiter, [_node("node1", 8)], [], DaemonConfig(), now=5200)
+    assert {v.job_id: v.eligible_time for v in snap.jobs} == {4: None}
