@@ -421,8 +421,9 @@ def settle_s(interval_s: float) -> float:
 
 def waiting_since_requeue(requeued_at: float | None, runs: Iterable[Run]) -> bool:
     """Victims were requeued for the waiter at ``requeued_at`` (epoch s) and it has not started
-    since (no run of ``runs`` began at or after it)."""
-    return requeued_at is not None and all(r.start < requeued_at for r in runs)
+    since: no run of ``runs`` began in that second or after it (Slurm gives a start in whole
+    seconds, and may start the waiter within the second its victims were requeued in)."""
+    return requeued_at is not None and all(r.start < math.floor(requeued_at) for r in runs)
 
 
 def stuck(requeued_at: float | None, runs: Iterable[Run], now: float, settle: float) -> bool:

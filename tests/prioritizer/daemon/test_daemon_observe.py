@@ -322,3 +322,22 @@ def test_a_waiter_that_started_after_a_requeue_finished_late_is_no_stuck_waiter(
         ledger.finish_intent(intent, 5000.0, "requeued")     # recovered on restart
         snap = build_snapshot(ledger, waiter, [_node("node1", 8)], [], DaemonConfig(), now=5200)
     assert {v.job_id: v.eligible_time for v in snap.jobs} == {4: None}
+
+
+def test_a_waiter_started_in_the_second_of_its_victims_requeue_is_no_stuck_waiter(
+        tmp_path: Path) -> None:
+    """The cycle that requeued victim 90 for waiter 4 began at 1,000.4 s (the intent's
+    requeue_at); Slurm freed the GPUs and started the waiter within that second, and gives
+    its start in whole seconds: 1,000. Requeued itself at 1,200 s and waiting at 1,300 s,
+    it did start after its victims' requeue: it may preempt."""
+    waiter = {4: unit(4, "PENDING", start=None, reason="Priority", restart=1)}
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        intent = ledger.add_intent(90, 4, None, 0, 0, now=1000.4)
+        ledger.mark_requeue(intent, 1000.4)
+        ledger.finish_intent(intent, 1000.4, "requeued")
+        with ledger.transaction():
+            record_units(None, ledger, waiter, now=1300)
+            ledger.start_run(4, 1000.0, 8, now=1030.0)
+            ledger.close_run(4, 1000.0, 1200.0, "requeue")
+        snap = build_snapshot(ledger, waiter, [_node("node1", 8)], [], DaemonConfig(), now=1300)
+    assert {v.job_id: v.eligible_time for v in snap.jobs} == {4: None}
