@@ -42,6 +42,8 @@ RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "
 #: hold) and not ended either; the ledger keeps it active with its runs, so retention never
 #: prunes the attained service it resumes with once released.
 HELD_STATES = WAITING_STATES - PENDING_STATES
+#: States of a unit that has not ended: one that leaves squeue unseen in a final state is GONE.
+_UNFINISHED = PENDING_STATES | RUNNING_STATES | HELD_STATES
 #: Pending reasons after which Slurm would start the job as soon as GPUs are free. A pending job
 #: with any other reason (held, dependency, limits, nodes down...) is ordered but never preempted
 #: for: freeing GPUs would not start it (squeue(1) "JOB REASON CODES").
@@ -361,8 +363,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
             run = open_runs.get(job_id)
             if run is not None:
                 _close_unknown(client, ledger, run, before=now)
-            ledger.mark_ended(job_id, "GONE" if row.state in PENDING_STATES | RUNNING_STATES
-                              else row.state, now)
+            ledger.mark_ended(job_id, "GONE" if row.state in _UNFINISHED else row.state, now)
     ledger.touch_active(now)
 
 

@@ -341,3 +341,15 @@ def test_a_waiter_started_in_the_second_of_its_victims_requeue_is_no_stuck_waite
             ledger.close_run(4, 1000.0, 1200.0, "requeue")
         snap = build_snapshot(ledger, waiter, [_node("node1", 8)], [], DaemonConfig(), now=1300)
     assert {v.job_id: v.eligible_time for v in snap.jobs} == {4: None}
+
+
+def test_a_held_job_that_leaves_squeue_unseen_is_gone_not_still_held(tmp_path: Path) -> None:
+    """Job 7 is held (REQUEUE_HOLD), then squeue no longer lists it (cancelled and purged while
+    the daemon was away): its end state was not seen, so the ledger says GONE, as for a pending
+    job, instead of an ended job still "REQUEUE_HOLD"."""
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        for now, units in ((500.0, {7: unit(7, "REQUEUE_HOLD", start=None)}), (900.0, {})):
+            with ledger.transaction():
+                record_units(None, ledger, units, now=now)
+        row = ledger.job(7)
+    assert row is not None and (row.state, row.ended_at) == ("GONE", 900.0)
