@@ -76,3 +76,45 @@ def test_gang_tenant_gets_its_guarantee_back_and_is_never_a_victim(
         assert "checkpoint" not in log.read_text() and more
     finally:
         assert daemon.stop() == 0, daemon.text()
+
+
+def test_gpus_freed_for_a_waiter_are_not_taken_by_a_job_of_no_tenant_ahead(
+        jobs: Jobs, tmp_path: Path) -> None:
+    """Every node busy with one 8-GPU job: tgang's job ``g1`` (no checkpoint marker: requeued
+    in the cycle that picks it) on one, tflood's on the others, all in queue 1 after 40 GPU·s.
+    A job of no tenant (account root, 8 GPUs) is submitted, then tgang's ``w`` (8 GPUs). By
+    share the job of no tenant goes first (its tenant holds nothing), but it may preempt no
+    one; ``w`` preempts its own tenant's ``g1`` (queue 1). The GPUs of g1's node are w's: w
+    is ranked first before g1 is requeued, starts there, and the job of no tenant waits (else
+    Slurm would start it there, to be preempted for w in turn)."""
+    nodes = [n for n in jobs.client.nodes() if n.gpus_total == 8]
+    assert len(nodes) >= 2, "needs 2 nodes of 8 GPUs or more"
+    cfg = write_config(tmp_path / "dlprio.yaml", priority_field="priority", virtual_clusters={
+        "flood": {"account": "tflood", "guaranteed_gpus": 8},
+        "gang": {"account": "tgang", "guaranteed_gpus": 8}})
+    daemon = DaemonProc(cfg).start()
+    try:
+        g1, _ = jobs.submit("g1", nodes=1, gpus_per_node=8, steps=120, marker=False,
+                            extra=("--account=tgang",))
+        fill = [jobs.submit(f"fill{i}", nodes=1, gpus_per_node=8, steps=120,
+                            extra=("--account=tflood",))[0] for i in range(len(nodes) - 1)]
+        wait_for(lambda: len(_running(jobs, [g1, *fill])) == len(nodes), 60, "every node busy")
+        where = jobs.client.job(g1).node_list
+        wait_for(lambda: _queue(cfg, g1) == 1, 40, "g1 in queue 1")
+        nobody, _ = jobs.submit("nobody", nodes=1, gpus_per_node=8, steps=5,
+                                extra=("--account=root",))
+        w, _ = jobs.submit("w", nodes=1, gpus_per_node=8, steps=5, extra=("--account=tgang",))
+        started = wait_state(jobs.client, w, {"RUNNING"}, 60)
+        assert started.node_list == where
+        assert jobs.client.job(nobody).state == "PENDING"
+        with open_ledger(cfg) as ledger:
+            assert [(i.waiter, i.outcome) for i in ledger.intents(g1)] == [(w, "requeued")]
+            assert ledger.intents(nobody) == []
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+
+
+def _queue(cfg: Path, job_id: int) -> int | None:
+    with open_ledger(cfg) as ledger:
+        row = ledger.job(job_id)
+    return None if row is None else row.queue
