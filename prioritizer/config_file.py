@@ -40,7 +40,10 @@ __all__ = ["AutoTuneConfig", "ConfigError", "DaemonConfig", "PACKAGED_PATH", "SY
            "from_mapping", "load"]
 
 SYSTEM_PATH = Path(SYSTEM_CONFIG)
-PACKAGED_PATH = Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml"
+#: The packaged config: ``conf/dlprio.yaml``, which a wheel carries as ``prioritizer/conf/dlprio.yaml``
+#: (setup.py) and a checkout or an editable install has in the repository's ``conf/``.
+PACKAGED_PATH = next((p for p in (Path(__file__).resolve().parent / "conf" / "dlprio.yaml",)
+                      if p.is_file()), Path(__file__).resolve().parents[1] / "conf" / "dlprio.yaml")
 Mode = Literal["priority", "partition"]
 PriorityField = Literal["site_factor", "priority"]
 LogFormat = Literal["text", "json"]

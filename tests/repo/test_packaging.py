@@ -1,9 +1,15 @@
 """The wheel carries every package of the three roots (a non-editable install, as in
-docs/admins.md, once lacked ``prioritizer.history`` and ``prioritizer.tune``)."""
+docs/admins.md, once lacked ``prioritizer.history`` and ``prioritizer.tune``) and the packaged
+config, conf/dlprio.yaml (setup.py)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 from setuptools import find_packages
@@ -19,3 +25,26 @@ def test_every_package_directory_is_packaged() -> None:
                for p in (REPO / root).rglob("__init__.py")}
     assert "prioritizer.history" in on_disk and "prioritizer.tune" in on_disk
     assert found == on_disk
+
+
+def test_the_wheel_carries_the_packaged_config(tmp_path: Path) -> None:
+    """A plain ``pip install`` (docs/admins.md step 1) reads conf/dlprio.yaml without
+    /etc/dlprio/dlprio.yaml: the wheel holds the repository's copy, byte for byte, and
+    ``PACKAGED_PATH`` of the installed package names it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    for name in ("conf", "prioritizer", "slurm_plugin", "submit"):
+        shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "whl"),
+                    str(src)], check=True, capture_output=True, timeout=300)
+    (wheel,) = (tmp_path / "whl").glob("*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read("prioritizer/conf/dlprio.yaml") == (REPO / "conf" / "dlprio.yaml").read_bytes()
+        zf.extractall(site)
+    proc = subprocess.run([sys.executable, "-c", "from prioritizer import config_file as c; print(c.PACKAGED_PATH)"],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
+                          capture_output=True, text=True, check=True, timeout=60)
+    assert proc.stdout.strip() == str(site / "prioritizer" / "conf" / "dlprio.yaml")
