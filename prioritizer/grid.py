@@ -19,6 +19,7 @@ value (echoed bounded and escaped, :func:`slurm_plugin.common.wording.shown`).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from typing import Any
@@ -204,11 +205,13 @@ def label(setting: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={text(v)}" for k, v in setting.items())
 
 
-def yaml_snippet(config: PolicyConfig, keys: list[str]) -> str:
-    """The ``policy:`` section of ``dlprio.yaml`` with the tuned keys (and the policy)."""
-    fields = ["policy"] + [PARAMETERS[k] or "thresholds_gpu_s" for k in keys]
+def yaml_snippet(config: PolicyConfig) -> str:
+    """The whole ``policy:`` section of ``dlprio.yaml`` in force for ``config``: every key of
+    :class:`PolicyConfig`, in its order, the tuned ones with their tuned values and the others
+    as the current config has them (``--config``, else the defaults). Pasted as the section,
+    it changes nothing else the replays were ranked with (``min_run_s``, the guards, the costs)."""
     section: dict[str, Any] = {}
-    for f in dict.fromkeys(fields):
-        v = getattr(config, f)
-        section[f] = list(v) if isinstance(v, tuple) else v
+    for f in dataclasses.fields(config):
+        v = getattr(config, f.name)
+        section[f.name] = list(v) if isinstance(v, tuple) else v
     return yaml.safe_dump({"policy": section}, sort_keys=False)

@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
                            "--output and --plot")
         from prioritizer.tune.walk_cli import CURRENT, run_walk
         return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
-                        [c for _, c in combos] + [current], list(grid), _execute, durations)
+                        [c for _, c in combos] + [current], _execute, durations)
     if walk_only:
         raise CliError(f"{', '.join(walk_only)} "
                        f"{'applies' if len(walk_only) == 1 else 'apply'} only with --walk-forward "
@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("no configuration meets --max-p95-ratio; relax it or widen the grid",
                        exit_code=Exit.FAILED)
     best_config = configs[labels.index(best.label)]
-    snippet = yaml_snippet(best_config, list(grid))
+    snippet = yaml_snippet(best_config)
     verdict = "the current config (no grid point beats it)" if best.current else best.label
     tuned = [j for j in trace.jobs if split is None or j.submit < split]
     why = tie_reason(configs, figures, tuned)

@@ -51,7 +51,7 @@ Execute = Callable[[argparse.Namespace, list[Task]], list[dict[str, Any]]]
 
 
 def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
-             configs: Sequence[PolicyConfig], grid_keys: list[str], execute: Execute,
+             configs: Sequence[PolicyConfig], execute: Execute,
              durations: Durations | None = None) -> int:
     """The walk-forward run; ``configs[-1]`` is the current config (labelled :data:`CURRENT`).
     ``durations``: where the Gittins distribution comes from (None: packaged); learned from
@@ -150,7 +150,7 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     notes = {i: note for i, (_, note) in dists.items()}
     periods = [{"from_s": 0.0 if i == 0 else points[i - 1], "history_jobs": 0 if i == 0 else
                 history[i - 1], "settings": chosen_labels[i],
-                "policy": _section(chosen[i], grid_keys),
+                "policy": _section(chosen[i]),
                 "durations": notes.get(i) if chosen[i].uses_distribution else None}
                | (choices[i - 1] if i else {"bars": None, "fallback": None, "history": None})
                for i in range(len(chosen))]
@@ -212,10 +212,10 @@ def _history_cells(figures: dict[str, float] | None) -> tuple[str, str]:
     return f"{figures['worst_window_ratio']:.3f}", f"{100 * figures['hurt_jobs_share']:.3f}"
 
 
-def _section(config: PolicyConfig, keys: list[str]) -> Any:
-    """The ``policy:`` section the setting stands for (tuned keys and the policy)."""
+def _section(config: PolicyConfig) -> Any:
+    """The whole ``policy:`` section in force for the setting (:func:`yaml_snippet`)."""
     import yaml
-    return yaml.safe_load(yaml_snippet(config, keys))["policy"]
+    return yaml.safe_load(yaml_snippet(config))["policy"]
 
 
 def _as_result(name: str, jobs: list[JobResult], like: SimResult) -> SimResult:

@@ -11,7 +11,7 @@ import yaml
 from prioritizer.cli import main
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.grid import (GridError, combinations, extend_thresholds, load_grid,
-                                   parse_grid)
+                                   parse_grid, yaml_snippet)
 from prioritizer.tune.rank import rank
 
 TRACE = Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias" / "60_job.csv"
@@ -326,3 +326,39 @@ def test_output_refuses_a_policy_the_daemon_refuses(tmp_path: Path, extra: list[
                                    "duration, an oracle: `dlprio simulate` only), so the best "
                                    "config could not be used; drop srtf or drop --output\n")
     assert not out.exists()
+
+
+def test_yaml_snippet_is_the_whole_policy_section_in_force() -> None:
+    """Every policy key, in PolicyConfig's order: the tuned ones as tuned, the rest as the
+    current config has them (min_run_s 20 and wait_guard 1 here, not the defaults 60 and 0)."""
+    current = PolicyConfig.from_mapping({"min_run_s": 20, "wait_guard": 1, "checkpoint_overhead_s": 7,
+                                         "thresholds_gpu_s": [1000, 5000]})
+    (_, best), = combinations(parse_grid("knob=4"), current)
+    assert yaml_snippet(best) == (
+        "policy:\n  policy: tiresias-las\n  thresholds_gpu_s:\n  - 1000.0\n  - 5000.0\n"
+        "  thresholds_s:\n  - 3250.0\n  - 7200.0\n  starve_knob: 4.0\n  min_run_s: 20.0\n"
+        "  gittins_quantum_gpu_s: 3250.0\n  checkpoint_overhead_s: 7.0\n  requeue_delay_s: 121.0\n"
+        "  decision_interval_s: 30.0\n  preemption: true\n  promoted_preempts: true\n"
+        "  wait_guard: 1.0\n  requeue_guard: 0.0\n  preempt_gain: 0.0\n")
+
+
+def test_tune_output_keeps_the_configs_other_policy_keys(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    """Pasted into dlprio.yaml, the written section is the config the best replay ran with:
+    --config's min_run_s, guards, knob and costs stay, only the tuned thresholds change (the
+    grid point wins: 211.4 s against the current config's 256.6 s on this trace)."""
+    config, out = tmp_path / "dlprio.yaml", tmp_path / "best.yaml"
+    config.write_text("policy:\n  min_run_s: 20\n  wait_guard: 1\n  requeue_guard: 0.1\n"
+                      "  checkpoint_overhead_s: 7\n  starve_knob: 1\n  thresholds_gpu_s: [100, 500]\n")
+    rc = main(["tune", "--trace", str(TRACE), "--nodes", "4", "--gpus-per-node", "4",
+               "--config", str(config), "--grid", "thresholds=3250/7200", "--workers", "1",
+               "--output", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and "\nbest: thresholds=3250/7200\n" in text
+    assert yaml.safe_load(out.read_text()) == {"policy": {
+        "policy": "tiresias-las", "thresholds_gpu_s": [3250.0, 7200.0],
+        "thresholds_s": [3250.0, 7200.0], "starve_knob": 1.0, "min_run_s": 20.0,
+        "gittins_quantum_gpu_s": 3250.0, "checkpoint_overhead_s": 7.0, "requeue_delay_s": 121.0,
+        "decision_interval_s": 30.0, "preemption": True, "promoted_preempts": True,
+        "wait_guard": 1.0, "requeue_guard": 0.1, "preempt_gain": 0.0}}
+    assert text.endswith(out.read_text())
