@@ -35,8 +35,8 @@ from prioritizer.forecast.forecast import DEFAULT_DRAWS
 from prioritizer.policy.validation import ConfigError
 from prioritizer.sim.learned import MIN_SAMPLES
 from prioritizer.sim.traces import FORMATS
-from prioritizer.history.trace import HistoryError, parse_rows, read_rows, write_rows
-from prioritizer.history.window import WindowError, sacct_window
+from prioritizer.history.trace import HistoryError, parse_rows, read_rows, trace_point, write_rows
+from prioritizer.history.window import FORMS, WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  cluster_of, policy_section, trace_of)
@@ -106,9 +106,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      "gave (any trace dlprio simulate reads)")
     chk.add_argument("--format", choices=sorted(FORMATS),
                      help="with --forecasts: the trace format (default: from the header)")
-    chk.add_argument("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
-                     help="with --forecasts: keep jobs submitted at or after SECONDS (trace "
-                     "time); re-base to 0")
+    chk.add_argument("--since", metavar="SECONDS|TIME",
+                     help="with --forecasts: keep jobs submitted at or after SECONDS of the "
+                     "trace's own time, or a TIME on a history trace, as --since of export "
+                     f"takes it: {FORMS}; re-base to 0")
     chk.add_argument("--moments", type=numbers.count("--moments", 100_000), metavar="N",
                      help=f"with --forecasts: moments to forecast at, evenly spaced over the "
                      "arrivals, each standing for one daemon refresh (default "
@@ -355,6 +356,11 @@ def min_samples_of(config_path: str | None) -> int:
 def _check_forecasts(args: argparse.Namespace) -> int:
     """``check --forecasts``: forecast quality on a replay of the trace
     (:mod:`prioritizer.history.forecast_check`)."""
+    if args.since is not None:
+        try:
+            args.since = trace_point("--since", args.since, args.trace, time.time(), rebased=False)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
     trace = trace_of(args, "replay", cluster)

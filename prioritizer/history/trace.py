@@ -40,8 +40,9 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
 
 from prioritizer.csvcells import cell_number, repeated_column, repeated_column_message, start_lines
+from prioritizer.history.window import FORMS, WindowError, epoch
 from prioritizer.numbers import (MAX_COUNT, MAX_DURATION_S, MAX_NODES, MAX_TIME_S,
-                                 MAX_TRACE_GPUS)
+                                 MAX_TRACE_GPUS, looks_numeric, parse_float)
 from slurm_plugin.common.readfile import BadText, UnreadableFile, csv_rows
 
 COLUMNS = ("job_id", "user", "account", "partition", "submit_time", "eligible_time", "num_gpu",
@@ -194,3 +195,35 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
         _check_derived(path, line, row)
         rows.append(row)
     return rows
+
+
+def trace_point(option: str, value: str, path: str, now: float, *, rebased: bool,
+                high: float = MAX_TIME_S) -> float:
+    """Seconds of trace time that ``option`` names: SECONDS as given (0 to ``high``), or a TIME
+    of :data:`prioritizer.history.window.FORMS` (local time, read as ``history export --since``
+    reads it; ``now`` is the clock) on the history trace ``path``: its epoch seconds, less the
+    trace's first replayed arrival when ``rebased`` (the replay's clock, whose first job
+    arrives at 0), else as they are (the trace's own times).
+
+    Raises:
+        ValueError: one line naming ``option``: a number out of range, another form, or a
+            TIME on a trace that is not a history trace.
+    """
+    if looks_numeric(value):
+        try:
+            return parse_float(value, 0.0, high)
+        except ValueError as exc:
+            raise ValueError(f"{option}: {exc} (SECONDS of trace time, or a time: {FORMS})") from None
+    try:
+        at = epoch(option, value, now)
+    except WindowError:
+        raise ValueError(f"{option}: expected SECONDS of trace time or, on a history trace, a "
+                         f"time: {FORMS}; got {value!r}") from None
+    try:
+        rows = read_rows(path)
+    except HistoryError:
+        raise ValueError(f"{option} {value}: a time needs a history trace (epoch times); give "
+                         f"SECONDS of trace time for {path}") from None
+    if not rebased:
+        return at
+    return at - min((r.eligible_time for r in rows if r.num_gpu > 0 and r.duration > 0), default=0.0)

@@ -1,5 +1,7 @@
-"""The time window of ``dlprio history export`` (``--since``/``--until``): the forms we accept,
-turned into the one form we hand to ``sacct --starttime/--endtime``.
+"""The times the ``history`` and ``tune`` options take: the forms we accept, turned into the one
+form we hand to ``sacct --starttime/--endtime`` (``history export --since``/``--until``) or
+into epoch seconds (:func:`epoch`: a TIME given to ``tune --validate-from``/``--since`` or
+``history check --since`` on a history trace, :func:`prioritizer.history.trace.trace_point`).
 
 Accepted (the clock is the caller's ``now``, epoch seconds; dates are local time, as sacct(1)
 reads them):
@@ -66,3 +68,12 @@ def sacct_window(since: str, until: str, now: float) -> tuple[str, str]:
         raise WindowError(f"--since {since} ({start:{SACCT_FORMAT}}) is after --until {until} "
                           f"({end:{SACCT_FORMAT}}); give a start before the end")
     return f"{start:{SACCT_FORMAT}}", f"{end:{SACCT_FORMAT}}"
+
+
+def epoch(option: str, value: str, now: float) -> float:
+    """``value`` of ``option`` (:data:`FORMS`, local time) as epoch seconds.
+
+    Raises:
+        WindowError: as :func:`resolve`.
+    """
+    return resolve(option, value, now).timestamp()

@@ -8,7 +8,6 @@ empty tuning or validation part, a bad option (one line each).
 from __future__ import annotations
 
 import argparse
-import calendar
 import dataclasses
 import sys
 import time
@@ -19,6 +18,8 @@ from prioritizer import numbers, tables
 from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_outputs
 from prioritizer.history.cli import policy_config, untracked_note
+from prioritizer.history.trace import trace_point
+from prioritizer.history.window import FORMS
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig
 from prioritizer.sim.cli import cluster_of, refuse_unfittable
 from prioritizer.sim.engine import Cluster
@@ -60,8 +61,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--placement", choices=("consolidate", "count"), default="consolidate")
     add("--max-p95-ratio", type=numbers.ratio("--max-p95-ratio"), metavar="R",
         help="keep candidates whose p95 JCT <= R × the current config's")
-    add("--validate-from", metavar="DATE|SECONDS",
-        help="tune on jobs before this point, report the choice on the jobs after it")
+    add("--validate-from", metavar="SECONDS|TIME",
+        help="tune on jobs before this point, report the choice on the jobs after it: SECONDS "
+        f"of trace time, or on a history trace a TIME as history export --since takes it: {FORMS}"
+        " (local time)")
     add("--executor", choices=("local", "slurm"), default="local")
     add("--workers", type=numbers.count("--workers", 4_096), metavar="N",
         help="local: processes (default: one per core)")
@@ -84,8 +87,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                                  1e5, low_open=True), metavar="DAYS",
         help="re-tune every DAYS on the jobs before each point only; judge the settings on "
         "the jobs after it, per window against --baseline and against the current config")
-    add("--since", type=numbers.trace_time("--since"), metavar="SECONDS",
-        help="--walk-forward: only jobs submitted at or after SECONDS of trace time")
+    add("--since", metavar="SECONDS|TIME",
+        help="--walk-forward: only jobs submitted at or after this point: SECONDS of trace "
+        "time, or a TIME on a history trace, as --validate-from")
     add("--baseline", metavar="POLICY", help="--walk-forward: the policy each window is "
         "compared with (default fifo-fit)")
     add("--window-jobs", type=numbers.count("--window-jobs"), metavar="N",
@@ -118,28 +122,16 @@ def bar(option: str, high: float, *words: str, low_open: bool = False) -> Any:
 
 
 def _split_point(value: str, trace_path: str) -> float:
-    """Seconds of trace time (re-based) from SECONDS, or from a DATE for a history trace."""
-    if numbers.looks_numeric(value):
-        try:
-            return numbers.parse_float(value, 0.0, 100 * numbers.MAX_SECONDS)
-        except ValueError as exc:
-            raise CliError(f"--validate-from: {exc} (seconds of trace time, or a date)") from None
+    """``--validate-from``: seconds of the replay's clock (:func:`trace_point`)."""
+    return _trace_point("--validate-from", value, trace_path, 100 * numbers.MAX_SECONDS)
+
+
+def _trace_point(option: str, value: str, trace_path: str, high: float = numbers.MAX_TIME_S) -> float:
+    """SECONDS of the replay's clock, or a TIME on a history trace (CliError: one line)."""
     try:
-        epoch = calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        try:
-            epoch = calendar.timegm(time.strptime(value, "%Y-%m-%d"))
-        except ValueError:
-            raise CliError(f"--validate-from: expected SECONDS or a date like 2026-11-01 "
-                           f"or 2026-11-01T12:00:00 (UTC), got {value!r}") from None
-    from prioritizer.history.trace import HistoryError, read_rows
-    try:
-        rows = read_rows(trace_path)
-    except HistoryError:
-        raise CliError("--validate-from DATE needs a history trace (epoch times); give "
-                       "SECONDS of trace time for other formats") from None
-    first = min((r.eligible_time for r in rows if r.num_gpu > 0 and r.duration > 0), default=0)
-    return epoch - first
+        return trace_point(option, value, trace_path, time.time(), rebased=True, high=high)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -176,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         if args.validate_from or args.output or args.plot:
             raise CliError("--walk-forward judges the settings itself: drop --validate-from, "
                            "--output and --plot")
+        if args.since is not None:
+            args.since = _trace_point("--since", args.since, args.trace)
         from prioritizer.tune.walk_cli import CURRENT, run_walk
         return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
                         [c for _, c in combos] + [current], _execute, durations)

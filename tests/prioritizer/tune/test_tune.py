@@ -182,16 +182,25 @@ def test_tune_trace_without_gpu_jobs(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert rc == 2 and "no GPU job" in capsys.readouterr().err
 
 
-def test_validate_from_date_on_a_history_trace(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_validate_from_date_on_a_history_trace(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
     from prioritizer.history.trace import HistoryRow, write_rows
     rows = [HistoryRow(str(i), "u", "a", "p", 1796083200 + 60 * i, 1796083200 + 60 * i, 2, 1,
                        2 * (30 + i), 30 + i, 0, 0, "COMPLETED", 1, "self") for i in range(20)]
     path = tmp_path / "h.csv"
     with open(path, "w") as handle:
         write_rows(rows, handle)
-    # 1796083200 = 2026-12-01T00:00:00Z; jobs every minute: 10 before 00:10, 10 after
-    rc = main(["tune", "--trace", str(path), "--nodes", "1", "--gpus-per-node", "8",
-               "--grid", "knob=4,8", "--validate-from", "2026-12-01T00:10:00", "--workers", "1"])
+    # 1796083200 = 2026-12-01T00:00:00Z; jobs every minute: 10 before 00:10, 10 after. The
+    # TIME is local time (as history export reads it): UTC here
+    monkeypatch.setenv("TZ", "UTC0")
+    time.tzset()
+    try:
+        rc = main(["tune", "--trace", str(path), "--nodes", "1", "--gpus-per-node", "8",
+                   "--grid", "knob=4,8", "--validate-from", "2026-12-01T00:10:00", "--workers", "1"])
+    finally:
+        monkeypatch.undo()
+        time.tzset()
     out = capsys.readouterr().out
     assert rc == 0 and "validation on jobs from 2026-12-01T00:10:00 on (10 jobs)" in out
 
