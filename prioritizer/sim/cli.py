@@ -101,8 +101,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add("--json", action="store_true", help="print a JSON list of summaries instead of a table")
     add("--plot", metavar="OUT.png", help="write the JCT CDF and queue-length plot")
     add("--tenants", metavar="FILE.yaml",
-        help="virtual clusters (a 'virtual_clusters:' section with users: lists, as in "
-        "dlprio.yaml): replay under the tenant rules and report per tenant")
+        help="virtual clusters: a dlprio.yaml, or a file with only its 'virtual_clusters:' "
+        "section (with users: lists) and fair_share_half_life_s; replay under the tenant "
+        "rules and report per tenant")
     add("--tenants-plot", metavar="OUT.png",
         help="with --tenants: write the GPUs held per tenant over time (first policy)")
 
@@ -252,7 +253,11 @@ TENANTS_FILE_KEYS = ("virtual_clusters", "fair_share_half_life_s")
 
 def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
     """``--tenants FILE.yaml``: its ``virtual_clusters`` and ``fair_share_half_life_s``,
-    checked against the cluster (CliError, one line per problem, exit 2)."""
+    checked against the cluster (CliError, one line per problem, exit 2). The file is a whole
+    ``dlprio.yaml`` or one with only those keys: the other keys of dlprio.yaml are left to the
+    daemon (``--config`` reads the ``policy:`` section), a key dlprio.yaml does not have is
+    refused, and so is a file without virtual clusters."""
+    from prioritizer.config_file import DaemonConfig
     from prioritizer.policy.tenants import check_tenancy, parse_tenancy
     from prioritizer.policy.validation import ConfigError
     from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
@@ -261,15 +266,17 @@ def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
         data = read_yaml(args.tenants)
     except YamlFileError as exc:
         raise CliError(str(exc)) from None
-    if not isinstance(data, dict) or "virtual_clusters" not in data:
-        raise CliError(f"{path}: expected a mapping with a 'virtual_clusters:' section")
-    for key in data:
-        if key not in TENANTS_FILE_KEYS:
-            close = close_name(str(key), TENANTS_FILE_KEYS)
+    daemon_keys = [f.name for f in dataclasses.fields(DaemonConfig)]
+    for key in data if isinstance(data, dict) else ():
+        if key not in daemon_keys:
+            close = close_name(str(key), daemon_keys)
             name = key if isinstance(key, str) and key.isprintable() else shown(key)
             raise CliError(f"{path}: {name}: unknown key" + (
                 f"; did you mean {close!r}?" if close
-                else f"; valid keys: {', '.join(TENANTS_FILE_KEYS)}"))
+                else f"; valid keys: {', '.join(TENANTS_FILE_KEYS)} (or a whole dlprio.yaml)"))
+    if not isinstance(data, dict) or data.get("virtual_clusters") is None:
+        raise CliError(f"{path}: no virtual clusters to replay; give a dlprio.yaml or a file "
+                       "with a 'virtual_clusters:' section (and fair_share_half_life_s)")
     try:
         tenancy = parse_tenancy(data["virtual_clusters"], data.get("fair_share_half_life_s", 0.0))
     except ConfigError as exc:

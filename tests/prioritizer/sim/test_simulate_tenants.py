@@ -180,3 +180,49 @@ def test_tenants_that_match_no_job_are_refused(files: tuple[str, str], tmp_path:
         f"dlprio: --tenants: no job of the trace belongs to a virtual cluster of {other} "
         "(the trace names no user, account or partition: use a trace with a user column "
         "(Philly) or a history export)\n")
+
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_a_whole_dlprio_yaml_is_a_tenants_file(files: tuple[str, str], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The packaged dlprio.yaml with the tenants above in its virtual_clusters: section: the
+    replay of test_reclaim_in_a_replay (avg JCT 1100 s, 2 preemptions); its other sections
+    (policy, mode, ledger_path, auto_tune, ...) are the daemon's and change nothing here."""
+    trace, _ = files
+    conf = (REPO / "conf" / "dlprio.yaml").read_text()
+    assert "\nvirtual_clusters: ~\n" in conf
+    whole = tmp_path / "dlprio.yaml"
+    whole.write_text(conf.replace("\nvirtual_clusters: ~\n", "\n" + TENANTS))
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--zero-cost", "--tenants", str(whole), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)[0]
+    assert (out["avg_jct_s"], out["preemptions"]) == (1100.0, 2)
+    assert [t["name"] for t in out["tenants"]] == ["A", "B"]
+
+
+@pytest.mark.parametrize("text, line", [
+    (None, "no virtual clusters to replay; give a dlprio.yaml or a file with a "
+     "'virtual_clusters:' section (and fair_share_half_life_s)"),
+    ("fair_share_half_life_s: 100\n", "no virtual clusters to replay; give a dlprio.yaml or a "
+     "file with a 'virtual_clusters:' section (and fair_share_half_life_s)"),
+    ("- A\n", "no virtual clusters to replay; give a dlprio.yaml or a file with a "
+     "'virtual_clusters:' section (and fair_share_half_life_s)"),
+    ("virtual_clusters:\n  A: {users: ['1'], guaranteed_gpus: 2}\nbanana: 1\n",
+     "banana: unknown key; valid keys: virtual_clusters, fair_share_half_life_s (or a whole "
+     "dlprio.yaml)"),
+    ("virtual_clusters:\n  A: {users: ['1'], guaranteed_gpus: 2}\nintervl_s: 30\n",
+     "intervl_s: unknown key; did you mean 'interval_s'?"),
+], ids=["packaged-dlprio.yaml", "half-life-only", "a-list", "no-dlprio-key", "dlprio-key-typo"])
+def test_a_file_without_virtual_clusters_is_one_line(files: tuple[str, str], tmp_path: Path,
+                                                     text: str | None, line: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """The packaged dlprio.yaml (virtual_clusters: ~), a file with only the half-life, or no
+    mapping at all has no tenants to replay; a key dlprio.yaml does not have is still named."""
+    trace, _ = files
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO / "conf" / "dlprio.yaml").read_text() if text is None else text)
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--tenants", str(bad)]) == 2
+    assert capsys.readouterr().err == f"dlprio: {bad}: {line}\n"
