@@ -113,13 +113,16 @@ def choose(current: Mapping[str, float], candidates: Sequence[Mapping[str, float
     b = candidates[best]
     gain = 1 - b["avg_jct_s"] / cur_avg if cur_avg > 0 else 0.0
     rise = b["p95_jct_s"] / cur_p95 - 1 if cur_p95 > 0 else 0.0
-    figures = (f"avg JCT {cur_avg:.1f} -> {b['avg_jct_s']:.1f} s ({gain:+.1%} saved), "
+    saved = (f"{gain:+.1%} saved" if gain > 0 else "no gain" if gain == 0
+             else f"{-gain:.1%} longer")
+    figures = (f"avg JCT {cur_avg:.1f} -> {b['avg_jct_s']:.1f} s ({saved}), "
                f"p95 {cur_p95:.1f} -> {b['p95_jct_s']:.1f} s")
     if gain > 0 and gain >= min_gain - 1e-12:
         return Verdict(True, best, gain, rise, f"{figures}: clears min_gain {min_gain:g} "
                        f"and max_p95_rise {max_p95_rise:g}")
-    return Verdict(False, best, gain, rise, f"best grid point {figures}: below min_gain "
-                   f"{min_gain:g}")
+    why = (f"below min_gain {min_gain:g}" if gain > 0
+           else "nothing saved over the settings in force")
+    return Verdict(False, best, gain, rise, f"best grid point {figures}: {why}")
 
 
 def apply_setting(base: PolicyConfig, setting: Mapping[str, Any]) -> PolicyConfig:

@@ -59,6 +59,23 @@ def test_no_point_within_the_p95_bar_keeps_the_settings() -> None:
 def test_a_tie_is_no_gain_even_with_min_gain_zero() -> None:
     v = choose(CURRENT, [dict(CURRENT)], min_gain=0.0, max_p95_rise=0.0)
     assert (v.switch, v.gain) == (False, 0.0)
+    # not "+0.0% saved ... below min_gain 0": 0 is not below 0, the replay saved nothing
+    assert v.reason == ("best grid point avg JCT 100.0 -> 100.0 s (no gain), p95 200.0 -> "
+                        "200.0 s: nothing saved over the settings in force")
+
+
+def test_a_loss_is_worded_as_one() -> None:
+    # the best point within the p95 bar takes 1 - 105/100 = 5 % longer
+    v = choose(CURRENT, [{"avg_jct_s": 105.0, "p95_jct_s": 200.0}], min_gain=0.0, max_p95_rise=0.0)
+    assert (v.switch, v.index) == (False, 0) and v.gain == pytest.approx(-0.05)
+    assert v.reason == ("best grid point avg JCT 100.0 -> 105.0 s (5.0% longer), p95 200.0 -> "
+                        "200.0 s: nothing saved over the settings in force")
+
+
+def test_a_gain_below_min_gain_is_worded_with_it() -> None:
+    v = choose(CURRENT, [A, B], min_gain=0.07, max_p95_rise=0.02)
+    assert v.reason == ("best grid point avg JCT 100.0 -> 94.0 s (+6.0% saved), p95 200.0 -> "
+                        "200.0 s: below min_gain 0.07")
 
 
 @pytest.mark.parametrize(("section", "line"), [
