@@ -276,7 +276,8 @@ def send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
         client.set_site_factor(ids, int(arg))
 
 
-def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdapter) -> int:
+def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdapter,
+             skip: Collection[int] = ()) -> int:
     """Compare squeue with what was sent before; log mismatches and forget the value sent, so
     that this cycle sends it again. Returns the number of mismatches.
 
@@ -284,7 +285,8 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdap
     be at least the value. (Mode partition compares Slurm's partition directly each cycle.) A
     held job (:attr:`~prioritizer.daemon.observe.Unit.held`) is compared with nothing: a hold
     sets its priority to 0 and it gets no update while held; its value is kept, so that once
-    released a priority Slurm did not keep is a mismatch again.
+    released a priority Slurm did not keep is a mismatch again. Nor are the jobs of ``skip``
+    (a priority Slurm keeps fixed: ``Daemon.note_priority_field``).
     """
     if cfg.mode == "partition":
         return 0
@@ -295,7 +297,7 @@ def readback(ledger: Ledger, obs: Observation, cfg: DaemonConfig, log: CycleAdap
         if not row.applied:
             continue
         unit = obs.units.get(row.job_id)
-        if unit is None or unit.phase is not JobPhase.PENDING or unit.held:
+        if unit is None or unit.phase is not JobPhase.PENDING or unit.held or row.job_id in skip:
             continue
         if row.applied not in asked:
             field, _, arg = row.applied.partition(":")

@@ -14,6 +14,7 @@ gives it an in-memory copy: :class:`prioritizer.daemon.ledger.Ledger` ``scratch`
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import sys
 import threading
@@ -105,6 +106,9 @@ class Daemon:
         self._units: UnitCache = {}   # observe's units of the last cycle
         self._slurm_config_read = False
         self.cluster: str | None = None   # Slurm's ClusterName (read_slurm_config)
+        #: jobs Slurm keeps at a priority set under ``priority_field: priority`` once the
+        #: daemon writes SiteFactors instead (:meth:`note_priority_field`): no update for them
+        self.fixed_priority: frozenset[int] = frozenset()
         self.pushed = act.PushResult([], [])   # the last cycle's updates (``dlprio once``)
         self.backlog = 0   # jobs whose value the last cycle left for later (update_budget)
         self.forecaster = Forecaster(cfg.forecast, cfg.interval_s, log,
@@ -243,6 +247,7 @@ class Daemon:
                     f"{visible(kept)}, but Slurm answers as cluster {visible(self.cluster)}: give "
                     "each cluster its own ledger_path (and snapshot_path), or point SLURM_CONF "
                     f"at {visible(kept)}")
+        self.note_priority_field()
         kind = conf.get("PreemptType", "preempt/none")
         if kind not in ("preempt/none", "(null)", ""):
             event(self.log, "slurm_preempts_too", level=logging.WARNING, preempt_type=kind,
@@ -256,13 +261,46 @@ class Daemon:
                       "one point apart, and Slurm's other PriorityWeight* factors added to "
                       "the SiteFactor reorder them (docs/admins.md, 'With Slurm's own limits')")
 
+    def note_priority_field(self) -> None:
+        """Once per daemon: the ledger keeps the field the order was last written to (meta
+        ``priority_field``: ``priority``, ``site_factor`` or ``partition`` for mode partition).
+        A priority set with ``scontrol update priority=`` stays fixed until the job ends
+        (multifactor no longer computes it; Slurm has no way to hand it back): when the
+        daemon stops writing absolute priorities, the jobs that carry one (their last value
+        sent) keep it, get no further update and are not read back (:attr:`fixed_priority`,
+        meta ``fixed_priority_jobs``), and ``priority_field_changed`` says how many."""
+        now_field = self.cfg.priority_field if self.cfg.mode == "priority" else "partition"
+        kept = self.ledger.meta("priority_field")
+        fixed = set(json.loads(self.ledger.meta("fixed_priority_jobs") or "[]"))
+        if kept == "priority" and now_field != "priority":
+            carry = {r.job_id for r in self.ledger.jobs(active_only=True)
+                     if (r.applied or "").startswith("priority:")}
+            fixed |= carry
+            event(self.log, "priority_field_changed", level=logging.WARNING, was=kept,
+                  now=now_field, fixed_jobs=len(carry),
+                  note="Slurm keeps a priority set by scontrol until the job ends: those "
+                       "jobs keep theirs and get no update (docs/admins.md)")
+        if now_field == "priority":
+            fixed = set()   # every job gets an absolute priority again
+        if kept != now_field:
+            self.ledger.set_meta("priority_field", now_field)
+        self.ledger.set_meta("fixed_priority_jobs", json.dumps(sorted(fixed)))
+        self.fixed_priority = frozenset(fixed)
+
     def act(self, decisions: Decisions, obs: Observation) -> None:
         """Persist states, send order differences, run preemptions, publish snapshot."""
-        act.readback(self.ledger, obs, self.cfg, self.log)
+        fixed = self.fixed_priority
+        if fixed and not fixed <= obs.units.keys():   # ended: forgotten
+            self.fixed_priority = fixed = fixed & obs.units.keys()
+            if not self.dry_run:
+                self.ledger.set_meta("fixed_priority_jobs", json.dumps(sorted(fixed)))
+        act.readback(self.ledger, obs, self.cfg, self.log, skip=fixed)
         act.record_states(decisions, self.ledger, obs, self.log, obs.now)
         self.metrics.promotions.inc(len(decisions.promotions))
-        wanted = act.without_backoff(act.targets(decisions, obs, self.cfg,
-                                                 self.encoding(obs.now)), self.ledger, obs.now)
+        targets = act.targets(decisions, obs, self.cfg, self.encoding(obs.now))
+        for job_id in fixed & targets.keys():
+            del targets[job_id]
+        wanted = act.without_backoff(targets, self.ledger, obs.now)
         todo = act.plan(wanted, act.current_values(self.ledger, obs, self.cfg),
                         self.cfg.update_budget, {p.waiter for p in decisions.preemptions})
         self.note_backlog(todo.left)
@@ -273,7 +311,8 @@ class Daemon:
         self.metrics.update_backoff.set(len(self.ledger.backing_off(obs.now)))
         self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))
         lowered = act.victim_values(decisions, obs, self.cfg, self.encoding(obs.now),
-                                    [i.job_id for i in self.ledger.open_intents()])
+                                    [i.job_id for i in self.ledger.open_intents()
+                                     if i.job_id not in fixed])
         self.metrics.requeues.inc(len(self.preemptor.progress(obs, lowered)))
         self.publish(decisions, obs)
 
