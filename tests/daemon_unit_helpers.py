@@ -82,14 +82,16 @@ def observation(now: float, *units: Unit) -> Observation:
 @dataclass
 class FakeSlurm(RecordingClient):
     """A :class:`RecordingClient` that also answers what one daemon cycle reads: ``squeue``
-    (Job records the test sets between cycles), ``sinfo`` (Node records), no partition tiers,
-    an empty ``scontrol show config``. ``completing`` ids: ``scancel --signal`` fails for them
-    as Slurm's does for a job already completing (ESLURM_ALREADY_DONE)."""
+    (Job records the test sets between cycles), ``sinfo`` (Node records), ``partitions``
+    (``gpu`` of no tier unless the test sets others), an empty ``scontrol show config``.
+    ``completing`` ids: ``scancel --signal`` fails for them as Slurm's does for a job already
+    completing (ESLURM_ALREADY_DONE)."""
 
     squeue: list = field(default_factory=list)
     sinfo: list = field(default_factory=list)
     completing: set[int] = field(default_factory=set)
     known_accounts: set[str] | None = None   # sacctmgr's answer (None: no slurmdbd)
+    partitions: dict = field(default_factory=lambda: {"gpu": {}})   # scontrol show partition
 
     def jobs(self, job_ids: list[int] | None = None) -> list:
         return [j for j in self.squeue if job_ids is None or j.unit_id in job_ids]
@@ -103,7 +105,7 @@ class FakeSlurm(RecordingClient):
         return list(self.sinfo)
 
     def show_partitions(self) -> dict:
-        return {}
+        return dict(self.partitions)
 
     def show_config(self) -> dict:
         return {}

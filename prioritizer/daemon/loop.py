@@ -41,6 +41,7 @@ from prioritizer.policy.tenant_decide import TenantDecisions, decide_tenants
 from prioritizer.policy.tenants import Resources
 from prioritizer.daemon import tenants_view
 from prioritizer.daemon.tenants_view import check_tenants
+from prioritizer.daemon.names_check import check_names
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.common.cli import visible
 from prioritizer.daemon.observe import Observation, UnitCache, observe
@@ -121,6 +122,8 @@ class Daemon:
                                  if self.forecaster.enabled and not uses else None)
         self.tenancy = cfg.tenancy
         self.tenants_checked = False
+        #: partitions, exempt_partitions, exempt_accounts checked against the cluster
+        self.names_checked = False
         #: the last cycle's tenant decision (None without virtual_clusters)
         self.tenant_decisions: TenantDecisions | None = None
         self.tenant_usage: dict[str, Resources] | None = None   # decayed, with a half-life
@@ -133,6 +136,9 @@ class Daemon:
         self.log.cycle = self.ledger.next_cycle()
         if not self._slurm_config_read:
             self.read_slurm_config()
+        if not self.names_checked:   # a typo there would go unseen: ConfigError, nothing sent
+            check_names(self.cfg, self.client)
+            self.names_checked = True
         obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:
             self.lease.check(obs.lease_jobs, now)    # fencing: raises LeaseLost, acts on nothing
@@ -437,7 +443,7 @@ class Daemon:
                 self.metrics.slurm_errors.labels(kind="refused").inc()
                 event(self.log, "slurm_error", level=logging.ERROR, error=str(exc))
                 delay = self.cfg.interval_s
-            except ConfigError:   # virtual_clusters refused against the cluster (first cycle)
+            except ConfigError:   # names refused against the cluster (first cycle)
                 raise
             except ValueError as exc:   # decide() refused its input: keep the loop, say why
                 event(self.log, "decide_error", level=logging.ERROR, error=str(exc))

@@ -37,6 +37,8 @@ def test_daemon_learns_gittins_from_sacct(tmp_path: Path) -> None:
     with Ledger(cfg.ledger_path) as ledger, captured() as (log, out):
         daemon = Daemon(cfg, client, ledger, log, dry_run=True,
                         out=io.StringIO())
+        # a partition the cluster lacks, on purpose (manage no job): skip its check
+        daemon.names_checked = True
         daemon.cycle()
     print(out.getvalue())
     assert "event=gittins_learned" in out.getvalue() and "source=sacct" in out.getvalue()

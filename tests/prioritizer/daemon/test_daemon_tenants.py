@@ -182,3 +182,26 @@ def test_decayed_usage_is_kept_in_the_ledger(tmp_path: Path) -> None:
         later = tenants_view.advance_usage(ledger, tenancy, obs, T0 + 3600)
     assert later is not None
     assert later["vision"][0] == pytest.approx(41_549.6, abs=0.1) and "nlp" not in later
+
+
+def test_partition_and_account_names_checked_at_the_first_cycle(tmp_path: Path) -> None:
+    """A typo in partitions (the daemon would manage nothing), in exempt_partitions or
+    exempt_accounts: one line each naming the key, before anything is sent to Slurm; names
+    the cluster has pass (accounts unchecked without slurmdbd)."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 0, 16)], known_accounts={"nlp", "vision"},
+                       partitions={"gpu": {}, "debug": {}})
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with pytest.raises(ConfigError) as err:
+            _daemon(tmp_path, client, ledger, partitions=("gpux", "gpu"),
+                    exempt_partitions=("debgu",), exempt_accounts=("nlp", "ops")).cycle()
+    assert str(err.value).splitlines() == [
+        "partitions: 'gpux' is not a partition of the cluster (it has: debug, gpu); fix the name",
+        "exempt_partitions: 'debgu' is not a partition of the cluster (it has: debug, gpu); "
+        "fix the name",
+        "exempt_accounts: 'ops' is not an account slurmdbd knows; add it "
+        "(sacctmgr add account ops) or fix the name"]
+    assert client.calls == []
+    client.known_accounts = None   # no slurmdbd: accounts are not checked
+    with Ledger(tmp_path / "l2.sqlite") as ledger:
+        _daemon(tmp_path, client, ledger, partitions=("gpu",), exempt_partitions=("debug",),
+                exempt_accounts=("ops",)).cycle()

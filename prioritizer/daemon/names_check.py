@@ -1,0 +1,51 @@
+"""The first cycle's check of the names ``dlprio.yaml`` gives Slurm's partitions and accounts.
+
+A typo in ``partitions`` leaves the daemon managing nothing (no job is in a partition the
+cluster does not have), one in ``exempt_partitions`` or ``exempt_accounts`` leaves jobs
+preemptible that the site meant to keep; neither shows otherwise. So the daemon's first cycle
+(:meth:`prioritizer.daemon.loop.Daemon.cycle`), before it observes or sends anything, checks
+them against the cluster: partitions against ``scontrol show partition``, accounts against
+slurmdbd's (``sacctmgr list account``; skipped with no slurmdbd to ask, as the tenants'
+accounts in :func:`prioritizer.daemon.tenants_view.check_tenants`).
+"""
+
+from __future__ import annotations
+
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.policy.validation import ConfigError
+from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
+
+
+def name_problems(cfg: DaemonConfig, partitions: set[str],
+                  accounts: set[str] | None) -> list[str]:
+    """One line per name the cluster lacks (pure): ``partitions``: the cluster's partition
+    names; ``accounts``: slurmdbd's account names, None when there is no slurmdbd to ask."""
+    there = ", ".join(sorted(partitions)) or "none"
+    out = [f"{key}: {name!r} is not a partition of the cluster (it has: {there}); fix the name"
+           for key, names in (("partitions", cfg.partitions),
+                              ("exempt_partitions", cfg.exempt_partitions))
+           for name in names if name not in partitions]
+    if accounts is not None:
+        out += [f"exempt_accounts: {name!r} is not an account slurmdbd knows; add it "
+                f"(sacctmgr add account {name}) or fix the name"
+                for name in cfg.exempt_accounts if name not in accounts]
+    return out
+
+
+def check_names(cfg: DaemonConfig, client: SlurmClient) -> None:
+    """Check ``partitions``, ``exempt_partitions`` and ``exempt_accounts`` against the cluster.
+    Reads Slurm only. Raises ConfigError (one line per name; ``dlprio`` exits 2), and as the
+    client does (SlurmUnreachable)."""
+    partitions = set(client.show_partitions()) if (cfg.partitions
+                                                   or cfg.exempt_partitions) else set()
+    accounts: set[str] | None = None
+    if cfg.exempt_accounts:
+        try:
+            accounts = client.accounts()
+        except SlurmUnreachable:
+            raise
+        except SlurmError:
+            accounts = None   # no slurmdbd: Slurm then knows no accounts to check against
+    problems = name_problems(cfg, partitions, accounts)
+    if problems:
+        raise ConfigError("\n".join(problems))
