@@ -5,8 +5,9 @@ Every ``auto_tune.period_s`` ``dlprio run`` starts one replay in a child process
 ``history_days`` days (from the ledger, Slurm accounting or a history CSV) replayed by
 ``prioritizer.sim.engine.simulate`` on the cluster's shape under the settings in force and under
 every point of ``auto_tune.grid`` (the machinery of ``dlprio tune --grid``,
-:mod:`prioritizer.tune`). A cycle never waits for it: each cycle only looks whether the child
-has written its result (:meth:`AutoTuner.poll`); a child still running after ``budget_s`` is
+:mod:`prioritizer.tune`), every job ordered by the policy alone: ``virtual_clusters`` are not
+replayed, and with them each replay's ``auto_tune_replay_started`` says so (its ``note``).
+A cycle never waits for it: each cycle only looks whether the child has written its result (:meth:`AutoTuner.poll`); a child still running after ``budget_s`` is
 stopped and the settings in force stay.
 
 The switching decision (:func:`choose`) is pure: a grid point is adopted only when its replayed
@@ -49,6 +50,7 @@ from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy import validation
 from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.tenants import NOT_REPLAYED
 from prioritizer.grid import PARAMETERS, label
 from prioritizer.sim.windows import Bars, least_regret, regret
 
@@ -247,8 +249,9 @@ class AutoTuner:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                 start_new_session=True, env=os.environ.copy())
         self.started, self.base = time.monotonic(), policy
+        extra: dict[str, Any] = {"note": NOT_REPLAYED} if self.cfg.virtual_clusters else {}
         event(self.log, "auto_tune_replay_started", pid=self.child.pid, history=at.history,
-              history_days=at.history_days, grid=at.grid)
+              history_days=at.history_days, grid=at.grid, **extra)
 
     def _stop(self) -> None:
         assert self.child is not None

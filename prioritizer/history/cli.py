@@ -32,6 +32,7 @@ from prioritizer.history.forecast_check import format_report as format_forecast_
 from prioritizer.history.forecast_check import report as forecast_report
 from prioritizer.config_file import load as load_config
 from prioritizer.forecast.forecast import DEFAULT_DRAWS
+from prioritizer.policy.tenants import NOT_REPLAYED
 from prioritizer.policy.validation import ConfigError
 from prioritizer.sim.learned import MIN_SAMPLES
 from prioritizer.sim.traces import FORMATS
@@ -44,6 +45,7 @@ from prioritizer.sim.report import format_windows_table
 from slurm_plugin.slurm.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
+from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
 
 NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
@@ -260,6 +262,21 @@ def untracked_note(command: str) -> None:
               f"{GPU_TRES_FIX}", file=sys.stderr)
 
 
+def tenants_note(command: str, config_path: str | None) -> None:
+    """Print one note on stderr when the config at ``config_path`` (already read and checked
+    by :func:`policy_config`) has ``virtual_clusters``: the replay leaves them out, so on a
+    tenant cluster it is not the order that really ran."""
+    if not config_path:
+        return
+    try:
+        data = read_yaml(config_path)
+    except YamlFileError:
+        return
+    if isinstance(data, dict) and data.get("virtual_clusters"):
+        print(f"{command}: note: {visible(config_path)}: {NOT_REPLAYED}",
+              file=sys.stderr)
+
+
 def start_latency(value: str) -> float:
     """Seconds of ``--start-latency``: a number >= 0, or ``auto`` (from the cluster's
     SchedulerParameters; 0 with a note when Slurm does not answer). Raises CliError (exit 2)."""
@@ -319,6 +336,7 @@ def _check(args: argparse.Namespace) -> int:
     cycle_at = cycle_time(args.ledger) if args.ledger else None
     latency = start_latency(args.start_latency)   # last: it may ask Slurm (a note if none)
     untracked_note("dlprio history check")   # after the input checks: bad input is one line
+    tenants_note("dlprio history check", args.config)
     if cycle_at is not None and not phased(cycle_at, config):
         print(f"dlprio history check: note: --ledger {visible(args.ledger)}: policy "
               f"{config.policy} has no decision ticks (decision_interval_s "

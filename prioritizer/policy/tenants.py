@@ -47,6 +47,10 @@ SHARED = "(shared)"
 #: Keys of one ``virtual_clusters`` entry: dlsubmit's placement keys, then the tenant's.
 MATCH_KEYS = ("account", "partition", "qos")
 TENANT_KEYS = ("guaranteed_gpus", "max_gpus", "user_limit_factor", "users")
+#: What the replays of ``dlprio history check``, ``dlprio tune`` and the daemon's
+#: ``auto_tune`` say of the virtual clusters they leave out
+NOT_REPLAYED = ("virtual_clusters: not replayed; the replay orders all jobs by the policy "
+                "alone (dlprio simulate --tenants FILE replays them)")
 #: the most GPUs ``user_limit_factor x guaranteed_gpus`` may come to (2^31, far above any
 #: cluster: a larger factor limits nothing and its product may not even be a finite number)
 MAX_USER_CAP = 2**31

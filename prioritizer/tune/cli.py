@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from prioritizer import numbers, tables
 from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_outputs
-from prioritizer.history.cli import policy_config, untracked_note
+from prioritizer.history.cli import policy_config, tenants_note, untracked_note
 from prioritizer.history.trace import trace_point
 from prioritizer.history.window import FORMS
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig
@@ -184,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
     split = _split_point(args.validate_from, args.trace) if args.validate_from else None
     if trace.format == "history":   # after the option checks (a bad option is one line), before
         untracked_note("dlprio tune")   # the trace's own faults, which it may explain
+    tenants_note("dlprio tune", getattr(args, "config", None))
     if not trace.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
     refuse_unfittable(trace, cluster, args.trace)

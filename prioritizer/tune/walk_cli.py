@@ -29,6 +29,7 @@ from typing import Any
 from prioritizer import tables
 from prioritizer.command import CliError
 from prioritizer.policy.config import PolicyConfig
+from prioritizer.history.cli import tenants_note
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  refuse_unfittable)
@@ -93,6 +94,7 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
         raise CliError(f"--walk-forward {args.walk_forward:g}: the trace spans "
                        f"{last / DAY_S:.2f} day(s) of submissions ({last:g} s), so no "
                        f"re-tune point falls inside it; give at most {most:g} days")
+    tenants_note("dlprio tune", getattr(args, "config", None))   # after the input checks
     current = configs[-1]
     chosen, chosen_labels = [current], [CURRENT]
     history: list[int] = []

@@ -286,3 +286,24 @@ def test_a_ledger_that_went_bad_is_the_replays_error_not_a_traceback(tmp_path: P
     assert result == {"error": f"history ledger: {bad}: not a dlprio ledger (not an SQLite "
                                "database); give ledger_path another file, or move this one "
                                "away"}
+
+
+@pytest.mark.parametrize("tenants", [True, False], ids=["tenants", "none"])
+def test_a_replay_on_a_tenant_cluster_says_it_leaves_the_tenants_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tenants: bool) -> None:
+    """The replay orders every job by the policy alone: with virtual_clusters its start says
+    so, once per replay; without them it says nothing of tenants."""
+    from log_helpers import captured
+    real = subprocess.Popen
+    monkeypatch.setattr(auto_tune.subprocess, "Popen", lambda _argv, **kw: real(["true"], **kw))
+    cfg = from_mapping({"ledger_path": str(tmp_path / "l"), "auto_tune": {"enabled": True},
+                        **({"virtual_clusters": {"nlp": {"account": "nlp"}}} if tenants else {})})
+    with Ledger(cfg.ledger_path) as ledger, captured("json") as (log, out):
+        tuner = auto_tune.AutoTuner(cfg, ledger, log, Metrics(), 5.0)
+        tuner.poll(1e6, cfg.policy)
+        tuner.close()
+    started = [json.loads(line) for line in out.getvalue().splitlines()
+               if "auto_tune_replay_started" in line]
+    assert [s.get("note") for s in started] == [
+        "virtual_clusters: not replayed; the replay orders all jobs by the policy alone "
+        "(dlprio simulate --tenants FILE replays them)" if tenants else None]
