@@ -14,7 +14,9 @@ exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
   this user may not read or write, or a damaged ledger (SQLite reports it corrupt, or a cell
   holds a value of the wrong type or out of range): the message names the file and the fix;
 * ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger, or has no such hetjob
-  component (``40+5``); ``explain``/``status``: no ledger yet;
+  component (``40+5``), or Slurm knows no such array task (``40_3``: squeue and sacct
+  asked; with no answer from Slurm it is exit 2, naming the commands that find the task's
+  job id); ``explain``/``status``: no ledger yet;
 * ``HELD`` (6): another dlprio holds the ledger lock (the message names its pid) or the
   cluster lease (the message names its host:pid and lease job); ``run`` also exits 6 when it
   loses the lease to another daemon;
@@ -330,11 +332,17 @@ def once_exit(pushed: act.PushResult) -> int:
 @_guard
 def cmd_explain(args: argparse.Namespace) -> int:
     """``dlprio explain JOBID``."""
+    task: explain.ArrayTask | None = None
     try:
         job_id, component = explain.parse_job_id(args.job_id)
+    except explain.ArrayTask as exc:
+        task, component = exc, None
     except ValueError as exc:
         raise CliError(str(exc), exit_code=Exit.BAD_INPUT) from None
     cfg = _load(args, "ledger_path")
+    if task is not None:
+        job_id = _array_task_job(task, cfg)
+        print(f"array task {task.text} is job {job_id}")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         now = time.time()
         sys.stdout.write(explain.explain(job_id, ledger, cfg, now, component))
@@ -342,6 +350,25 @@ def cmd_explain(args: argparse.Namespace) -> int:
                                            cfg.interval_s):
             print(line)
     return Exit.OK
+
+
+def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:
+    """The job id of an array task (``40_3``) as Slurm shows it: squeue, then sacct for a
+    task that has ended. Raises CliError (exit 2, the commands that find it by hand) when
+    Slurm does not answer, UnknownJob (exit 5) when it knows no such task."""
+    client = SlurmClient(timeout_s=cfg.call_timeout_s)
+    try:
+        found = explain.array_task_unit(task.array_id, task.task,
+                                        client.jobs(job_ids=[task.array_id]))
+        if found is None:
+            found = explain.array_task_unit(task.array_id, task.task, (),
+                                            client.accounting_jobs([task.array_id]))
+    except SlurmError:
+        raise CliError(str(task), exit_code=Exit.BAD_INPUT) from None
+    if found is None:
+        raise explain.UnknownJob(f"job {task.text}: neither squeue nor sacct knows this "
+                                 "array task")
+    return found
 
 
 @_guard

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from prioritizer import tables
@@ -35,7 +35,8 @@ from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, 
                                          read_snapshot, stale_after_s)
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
-from slurm_plugin.slurm.records import MAX_JOB_ID, decimal_at_most
+from slurm_plugin.slurm.accounting import AccountingRecord
+from slurm_plugin.slurm.records import MAX_JOB_ID, Job, array_task_in, decimal_at_most
 
 STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count", "last_seen", "update_refusals")
@@ -120,6 +121,39 @@ def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
 _PLAIN = re.compile(r"[0-9]+")
 _HETJOB = re.compile(r"([0-9]+)\+([0-9]+)")
 _ARRAY = re.compile(r"[0-9]+_(?:[0-9]+|\[[0-9,\-%]+\])")
+_TASK = re.compile(r"([0-9]+)_([0-9]+)")
+
+
+class ArrayTask(ValueError):
+    """An array task ``40_3`` given as JOBID: a unit under its own job id, which only Slurm
+    knows (:func:`array_task_unit`). The message says how to find that id by hand, for when
+    Slurm does not answer."""
+
+    def __init__(self, text: str, array_id: int, task: int) -> None:
+        super().__init__(f"JOBID {text}: array tasks are tracked by their own job id; find it "
+                         f"with 'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j "
+                         f"{text}'), then run 'dlprio explain <that id>'")
+        self.text, self.array_id, self.task = text, array_id, task
+
+
+def array_task_unit(array_id: int, task: int, jobs: Iterable[Job],
+                    records: Iterable[AccountingRecord] = ()) -> int | None:
+    """The ledger unit (a job id) of array task ``ARRAY_TASK``: the job id of its own squeue
+    record; else that of the pending record whose task expression holds it (squeue folds
+    the pending tasks into one record, one unit, until Slurm starts them); else that of its
+    sacct record (a finished task). None when none of them names it."""
+    jobs = list(jobs)
+    for job in jobs:
+        if job.array_job_id == array_id and job.array_task_id == task:
+            return job.job_id
+    for job in jobs:
+        if (job.array_job_id == array_id and job.array_task_string
+                and array_task_in(job.array_task_string, task)):
+            return job.job_id
+    for record in records:
+        if record.array_job_id == array_id and record.array_task_id == task:
+            return record.job_id
+    return None
 
 
 def ledger_job_id(text: str) -> int:
@@ -137,8 +171,10 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
     ``40`` → (40, None), ``40+1`` → (40, 1) (:func:`ledger_job_id`).
 
     Raises:
-        ValueError: for an array task ``40_3`` (each element is a unit under its own job id,
-            squeue ``%A``), with how to find that id; for anything else, the accepted forms.
+        ArrayTask: for an array task ``40_3`` (each element is a unit under its own job id,
+            squeue ``%A``; :func:`array_task_unit` finds it in what Slurm shows).
+        ValueError: for several tasks ``40_[5-9]``, with how to find their ids; for anything
+            else, the accepted forms.
     """
     text = text.strip()
     if _PLAIN.fullmatch(text) and decimal_at_most(text, MAX_JOB_ID):
@@ -149,6 +185,9 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
         return int(het.group(1)), int(het.group(2))
     if _ARRAY.fullmatch(text) and decimal_at_most(text.partition("_")[0], MAX_JOB_ID) and (
             len(text) <= MAX_SHOWN):   # a longer one is no id Slurm gives: echoed bounded below
+        task = _TASK.fullmatch(text)
+        if task and decimal_at_most(task.group(2), MAX_JOB_ID):
+            raise ArrayTask(text, int(task.group(1)), int(task.group(2)))
         raise ValueError(f"JOBID {text}: array tasks are tracked by their own job id; find it with "
                          f"'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j {text}'), "
                          "then run 'dlprio explain <that id>'")

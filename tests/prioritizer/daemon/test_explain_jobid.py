@@ -1,6 +1,7 @@
 """``dlprio explain JOBID`` takes a job id as dlqueue/squeue print it: a hetjob component
 ``40+1`` is its leader's unit (40), and one the job does not have is exit 5; an array task
-``40_3`` is its own unit under its own job id, so the user is told how to find that id (exit
+``40_3`` is its own unit under its own job id, which Slurm is asked for (squeue, then sacct;
+here a fake client); when Slurm does not answer, the user is told how to find that id (exit
 2, one line)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 from prioritizer.cli import main
 from prioritizer.daemon.explain import ledger_job_id
 from prioritizer.daemon.ledger import Ledger
+from slurm_plugin.slurm.client import AccountingDisabled, SlurmUnreachable
 
 
 @pytest.mark.parametrize("text, unit", [("40", 40), (" 40 ", 40), ("40+0", 40), ("40+1", 40), ("7+12", 7),
@@ -33,8 +35,6 @@ def _config(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("job, message", [
-    ("40_3", "JOBID 40_3: array tasks are tracked by their own job id; find it with 'squeue -h -o %A -j 40_3' "
-             "(or 'sacct -X -n -o JobIDRaw -j 40_3'), then run 'dlprio explain <that id>'"),
     ("40_[5-9]", "JOBID 40_[5-9]: array tasks are tracked by their own job id; find it with "
                  "'squeue -h -o %A -j 40_[5-9]' (or 'sacct -X -n -o JobIDRaw -j 40_[5-9]'), then run "
                  "'dlprio explain <that id>'"),
@@ -111,3 +111,104 @@ def test_a_ledger_that_never_recorded_components_explains_the_leader(
     conn.close()
     assert main(["explain", "40+5", "--config", cfg]) == 0
     assert capsys.readouterr().out.startswith("job 40 (bob, gpu): RUNNING\n")
+
+
+class _Slurm:
+    """squeue's records (``down``: slurmctld does not answer) and sacct's (None: no
+    slurmdbd), as the client returns them; ``asked``: the commands run."""
+
+    def __init__(self, squeue: list, sacct: list | None = None, down: bool = False) -> None:
+        self.squeue, self.sacct, self.down, self.asked = squeue, sacct, down, []
+
+    def jobs(self, *, job_ids: list[int]) -> list:
+        self.asked.append(("squeue", job_ids))
+        if self.down:
+            raise SlurmUnreachable(["squeue"], "slurm_load_jobs error: Unable to contact slurm "
+                                   "controller (connect failure)")
+        return [j for j in self.squeue if j.job_id in job_ids or j.array_job_id in job_ids]
+
+    def accounting_jobs(self, job_ids: list[int]) -> list:
+        self.asked.append(("sacct", job_ids))
+        if self.sacct is None:
+            raise AccountingDisabled(["sacct"], "Slurm accounting storage is disabled")
+        return list(self.sacct)
+
+
+def _slurm(monkeypatch: pytest.MonkeyPatch, slurm: _Slurm) -> _Slurm:
+    from prioritizer.daemon import cli
+    monkeypatch.setattr(cli, "SlurmClient", lambda timeout_s: slurm)
+    return slurm
+
+
+def _element(job_id: int, task: int | None, pending: str = "") -> object:
+    from slurm_plugin.slurm.shapes import job_from_json
+    return job_from_json({"job_id": job_id, "job_state": "PENDING" if pending else "RUNNING",
+                          "array_job_id": 1963, "array_task_id": task,
+                          "array_task_string": pending})
+
+
+ARRAY = [{"job_id": 1970, "array_job_id": 1963, "array_task_id": 1},
+         {"job_id": 1963, "array_job_id": 1963, "array_task_string": "2-9", "job_state": "PENDING",
+          "start_time": 0, "nodes": ""}]
+
+
+@pytest.mark.parametrize("job, unit", [("1963_1", 1970), ("1963_5", 1963), ("1963_9", 1963)],
+                         ids=["started", "pending", "pending-last"])
+def test_an_array_task_is_explained_under_the_job_id_squeue_gives_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        job: str, unit: int) -> None:
+    """Task 1 runs as job 1970; tasks 2-9 wait in the array's record (1963), one unit."""
+    cfg = _recorded(tmp_path, *ARRAY)
+    slurm = _slurm(monkeypatch, _Slurm([_element(1970, 1), _element(1963, None, "2-9")]))
+    assert main(["explain", job, "--config", cfg]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"array task {job} is job {unit}"
+    assert out[1].startswith(f"job {unit} (bob, gpu): ")
+    assert slurm.asked == [("squeue", [1963])]
+
+
+def test_an_ended_array_task_is_found_in_sacct(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+    cfg = _recorded(tmp_path, *ARRAY)
+    slurm = _slurm(monkeypatch, _Slurm([], [
+        SimpleNamespace(job_id=1969, array_job_id=1963, array_task_id=0),
+        SimpleNamespace(job_id=1970, array_job_id=1963, array_task_id=1)]))
+    assert main(["explain", "1963_1", "--config", cfg]) == 0
+    assert capsys.readouterr().out.splitlines()[:2] == ["array task 1963_1 is job 1970",
+                                                        "job 1970 (bob, gpu): RUNNING"]
+    assert slurm.asked == [("squeue", [1963]), ("sacct", [1963])]
+
+
+ADVICE = ("dlprio: JOBID 1963_1: array tasks are tracked by their own job id; find it with "
+          "'squeue -h -o %A -j 1963_1' (or 'sacct -X -n -o JobIDRaw -j 1963_1'), then run "
+          "'dlprio explain <that id>'\n")
+
+
+@pytest.mark.parametrize("slurm", [_Slurm([], down=True), _Slurm([], sacct=None)],
+                         ids=["slurmctld-down", "no-slurmdbd"])
+def test_without_slurms_answer_an_array_task_is_the_commands_to_find_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        slurm: _Slurm) -> None:
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, slurm)
+    assert main(["explain", "1963_1", "--config", cfg]) == 2
+    assert capsys.readouterr() == ("", ADVICE)
+
+
+def test_an_array_task_slurm_does_not_know_is_exit_5(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, _Slurm([_element(1970, 1)], []))
+    assert main(["explain", "1963_4", "--config", cfg]) == 5
+    assert capsys.readouterr() == ("", "dlprio: job 1963_4: neither squeue nor sacct knows "
+                                       "this array task\n")
+
+
+def test_a_plain_id_needs_no_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _recorded(tmp_path, *ARRAY)
+    slurm = _slurm(monkeypatch, _Slurm([], down=True))
+    assert main(["explain", "1970", "--config", cfg]) == 0
+    assert capsys.readouterr().out.startswith("job 1970 (bob, gpu): RUNNING\n")
+    assert slurm.asked == []
