@@ -74,3 +74,15 @@ def test_dry_run_leaves_the_ledger_as_it_was(tmp_path: Path, slurm: FakeSlurm,
     with Ledger(ledger, readonly=True) as led:
         assert led.meta("cycle") == "41" and [j.job_id for j in led.jobs()] == [1]
         assert led.job(1).queue == 1
+
+
+def test_a_misspelt_partition_is_exit_2_not_an_empty_table(
+        tmp_path: Path, slurm: FakeSlurm, capsys: pytest.CaptureFixture[str]) -> None:
+    """``partitions: [gpux]`` on a cluster of partition gpu would manage nothing: the first
+    cycle refuses it in one line naming the partitions there are."""
+    config = Path(_config(tmp_path, tmp_path / "ledger.sqlite"))
+    config.write_text(config.read_text() + "partitions: [gpux]\n")
+    assert dlprio(["once", "--dry-run", "--config", str(config)]) == 2
+    assert capsys.readouterr() == ("", "dlprio: config: partitions: 'gpux' is not a partition "
+                                       "of the cluster (it has: gpu); fix the name\n")
+    assert slurm.calls == []
