@@ -2,7 +2,9 @@
 
 A typo in ``partitions`` leaves the daemon managing nothing (no job is in a partition the
 cluster does not have), one in ``exempt_partitions`` or ``exempt_accounts`` leaves jobs
-preemptible that the site meant to keep; neither shows otherwise. So the daemon's first cycle
+preemptible that the site meant to keep, one in a virtual cluster's ``partition`` leaves the
+tenant without jobs, one in ``queue_partitions`` (mode partition) makes every move fail; the
+first three show nowhere else. So the daemon's first cycle
 (:meth:`prioritizer.daemon.loop.Daemon.cycle`), before it observes or sends anything, checks
 them against the cluster: partitions against ``scontrol show partition``, accounts against
 slurmdbd's (``sacctmgr list account``; skipped with no slurmdbd to ask, as the tenants'
@@ -22,8 +24,7 @@ def name_problems(cfg: DaemonConfig, partitions: set[str],
     names; ``accounts``: slurmdbd's account names, None when there is no slurmdbd to ask."""
     there = ", ".join(sorted(partitions)) or "none"
     out = [f"{key}: {name!r} is not a partition of the cluster (it has: {there}); fix the name"
-           for key, names in (("partitions", cfg.partitions),
-                              ("exempt_partitions", cfg.exempt_partitions))
+           for key, names in _partition_keys(cfg)
            for name in names if name not in partitions]
     if accounts is not None:
         out += [f"exempt_accounts: {name!r} is not an account slurmdbd knows; add it "
@@ -32,12 +33,27 @@ def name_problems(cfg: DaemonConfig, partitions: set[str],
     return out
 
 
+def _partition_keys(cfg: DaemonConfig) -> list[tuple[str, tuple[str, ...]]]:
+    """(config key, partition names) of every key that names partitions: ``partitions``,
+    ``exempt_partitions``, ``queue_partitions`` in mode partition (the daemon moves jobs
+    there) and each virtual cluster's ``partition`` (a typo: the tenant has no job)."""
+    keys = [("partitions", tuple(cfg.partitions)),
+            ("exempt_partitions", tuple(cfg.exempt_partitions))]
+    if cfg.mode == "partition":
+        keys.append(("queue_partitions", tuple(cfg.queue_partitions)))
+    tenancy = cfg.tenancy
+    if tenancy is not None:
+        keys += [(f"virtual_clusters.{t.name}.partition", (t.partition,))
+                 for t in tenancy.tenants if t.partition is not None]
+    return keys
+
+
 def check_names(cfg: DaemonConfig, client: SlurmClient) -> None:
     """Check ``partitions``, ``exempt_partitions`` and ``exempt_accounts`` against the cluster.
     Reads Slurm only. Raises ConfigError (one line per name; ``dlprio`` exits 2), and as the
     client does (SlurmUnreachable)."""
-    partitions = set(client.show_partitions()) if (cfg.partitions
-                                                   or cfg.exempt_partitions) else set()
+    partitions = (set(client.show_partitions())
+                  if any(names for _, names in _partition_keys(cfg)) else set())
     accounts: set[str] | None = None
     if cfg.exempt_accounts:
         try:

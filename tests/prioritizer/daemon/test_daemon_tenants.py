@@ -201,6 +201,21 @@ def test_partition_and_account_names_checked_at_the_first_cycle(tmp_path: Path) 
         "exempt_accounts: 'ops' is not an account slurmdbd knows; add it "
         "(sacctmgr add account ops) or fix the name"]
     assert client.calls == []
+    for extra, line in (   # mode partition's queue partitions; a tenant's partition
+            ({"mode": "partition", "queue_partitions": ("gpu", "q1x", "debug")},
+             "queue_partitions: 'q1x' is not a partition of the cluster (it has: debug, gpu); "
+             "fix the name"),
+            ({"virtual_clusters": {
+                "nlp": {"account": "nlp", "partition": "gpu", "guaranteed_gpus": 8},
+                "vision": {"partition": "visoin", "guaranteed_gpus": 8}}},
+             "virtual_clusters.vision.partition: 'visoin' is not a partition of the cluster "
+             "(it has: debug, gpu); fix the name")):
+        with Ledger(tmp_path / "l1.sqlite") as ledger:
+            config = DaemonConfig(ledger_path=str(tmp_path / "l1.sqlite"), **extra)  # type: ignore[arg-type]
+            with pytest.raises(ConfigError) as err:
+                Daemon(config, client, ledger, CycleAdapter(), clock=lambda: T0).cycle()  # type: ignore[arg-type]
+        assert str(err.value).splitlines() == [line]
+        assert client.calls == []
     client.known_accounts = None   # no slurmdbd: accounts are not checked
     with Ledger(tmp_path / "l2.sqlite") as ledger:
         _daemon(tmp_path, client, ledger, partitions=("gpu",), exempt_partitions=("debug",),
