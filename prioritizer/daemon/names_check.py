@@ -54,14 +54,18 @@ def check_names(cfg: DaemonConfig, client: SlurmClient) -> None:
     client does (SlurmUnreachable)."""
     partitions = (set(client.show_partitions())
                   if any(names for _, names in _partition_keys(cfg)) else set())
-    accounts: set[str] | None = None
-    if cfg.exempt_accounts:
-        try:
-            accounts = client.accounts()
-        except SlurmUnreachable:
-            raise
-        except SlurmError:
-            accounts = None   # no slurmdbd: Slurm then knows no accounts to check against
+    accounts = known_accounts(client) if cfg.exempt_accounts else None
     problems = name_problems(cfg, partitions, accounts)
     if problems:
         raise ConfigError("\n".join(problems))
+
+
+def known_accounts(client: SlurmClient) -> set[str] | None:
+    """slurmdbd's account names (``sacctmgr list account``), None when there is no slurmdbd
+    to ask (Slurm then knows no accounts to check against). Raises SlurmUnreachable."""
+    try:
+        return client.accounts()
+    except SlurmUnreachable:
+        raise
+    except SlurmError:
+        return None

@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.names_check import known_accounts
 from prioritizer.daemon.observe import Observation
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.tenant_decide import Owner, TenantDecisions, holdings_of
@@ -21,7 +22,7 @@ from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, check_tenanc
                                         fair_share, reason_text)
 from prioritizer.policy.validation import ConfigError
 from prioritizer.daemon.snapshot import PublicTenant
-from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.slurm.client import SlurmClient
 
 #: the ledger meta keys of the last cycle's tenant rows (``dlprio status``) and, per job, the
 #: rule that placed or preempted it (``dlprio explain``)
@@ -42,13 +43,7 @@ def check_tenants(tenancy: Tenancy, obs: Observation, client: SlurmClient) -> No
     accounts against slurmdbd's (skipped, with no slurmdbd to ask). Raises ConfigError
     (one line per problem; ``dlprio`` exits 2)."""
     gpus = sum(node.gpus_total for node in obs.snapshot.nodes)
-    try:
-        known: set[str] | None = client.accounts()
-    except SlurmUnreachable:
-        raise
-    except SlurmError:
-        known = None   # no slurmdbd: Slurm then knows no accounts to check against
-    problems = check_tenancy(tenancy, gpus, known)
+    problems = check_tenancy(tenancy, gpus, known_accounts(client))
     if problems:
         raise ConfigError("\n".join(problems))
 

@@ -86,11 +86,15 @@ def test_status_reads_a_ledger_in_a_read_only_directory(tmp_path: Path) -> None:
         shutil.rmtree(base)
 
 
-def test_a_ledger_this_user_may_not_read_is_a_one_line_refusal(tmp_path: Path) -> None:
-    """The daemon writes its ledger 0600: another user's ``dlprio status`` is refused with exit 2
-    and the fix (run it as the daemon's user, or read the queue with dlqueue), not the storage
-    failure (7) that "unable to open database file" would give. As root the command runs as
-    ``nobody`` (setpriv(1)) on root's ledger; otherwise the ledger is made mode 0."""
+@pytest.mark.parametrize("command", [["status"], ["once", "--dry-run"]])
+def test_a_ledger_this_user_may_not_read_is_a_one_line_refusal(tmp_path: Path,
+                                                               command: list[str]) -> None:
+    """The daemon writes its ledger 0600: another user's ``dlprio status`` or ``once --dry-run``
+    (which reads it as status does: a copy in memory, no lock) is refused with exit 2 and the
+    fix (run it as the daemon's user, or read the queue with dlqueue), before Slurm is asked;
+    not the storage failure (7) that SQLite's "unable to open database file" would give. As
+    root the command runs as ``nobody`` (setpriv(1)) on root's ledger; otherwise the ledger is
+    made mode 0."""
     base = Path(tempfile.mkdtemp(dir="/tmp"))
     try:
         base.chmod(0o755)
@@ -101,7 +105,7 @@ def test_a_ledger_this_user_may_not_read_is_a_one_line_refusal(tmp_path: Path) -
                 if os.geteuid() == 0 else [])
         if not argv:
             ledger.chmod(0)
-        proc = subprocess.run([*argv, str(BIN / "dlprio"), "status", "--config", str(cfg)],
+        proc = subprocess.run([*argv, str(BIN / "dlprio"), *command, "--config", str(cfg)],
                               capture_output=True, text=True, timeout=60)
         assert (proc.returncode, proc.stdout) == (2, "")
         assert proc.stderr == (
@@ -401,27 +405,3 @@ def test_values_the_daemon_writes_pass_the_check(tmp_path: Path, capsys) -> None
             led.set_meta(key, value)
     assert main(["status", "--all", "--config", str(_config(tmp_path, ledger))]) == 0
     assert capsys.readouterr().err == ""
-
-
-def test_a_dry_run_on_a_ledger_this_user_may_not_read_is_exit_2_too(tmp_path: Path) -> None:
-    """``dlprio once --dry-run`` reads the ledger as status does (a copy in memory, no lock):
-    another user's dry run gets README's exit 2 for a ledger "this user may not read", naming
-    the file, before Slurm is asked; not the storage failure (7) of SQLite's "unable to open
-    database file". As root it runs as ``nobody``; otherwise the ledger is made mode 0."""
-    base = Path(tempfile.mkdtemp(dir="/tmp"))
-    try:
-        base.chmod(0o755)
-        ledger = _ledger(base / "led")
-        cfg = _config(base, ledger)
-        cfg.chmod(0o644)
-        argv = (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-                if os.geteuid() == 0 else [])
-        if not argv:
-            ledger.chmod(0)
-        proc = subprocess.run([*argv, str(BIN / "dlprio"), "once", "--dry-run", "--config",
-                               str(cfg)], capture_output=True, text=True, timeout=60)
-        assert (proc.returncode, proc.stdout) == (2, "")
-        assert proc.stderr.startswith(f"dlprio: ledger: {ledger}: this user may not read the "
-                                      "ledger")
-    finally:
-        shutil.rmtree(base)
