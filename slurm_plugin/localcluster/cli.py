@@ -44,7 +44,7 @@ import shlex
 import sys
 from typing import Any
 
-from slurm_plugin.localcluster import provision
+from slurm_plugin.localcluster import netns, provision
 from slurm_plugin.common.cli import ArgumentParser, StdoutError, quiet_on_closed_stdout
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, slurm_exit
 from slurm_plugin.common.exits import CliError, Exit, epilog
@@ -125,11 +125,14 @@ def known_clusters() -> list[str]:
         return []
 
 
-def existing(spec: ClusterSpec) -> ClusterSpec:
-    """``spec`` if ``up`` made it here (its slurm.conf or its state directory exists); else a
-    :class:`CliError` (:attr:`Exit.NOT_FOUND`) naming the clusters that exist, for env, down,
-    status and ctl, which would otherwise act on, or report about, a cluster that is not there."""
-    if spec.slurm_conf.exists() or spec.state_dir.is_dir():
+def existing(spec: ClusterSpec, leftovers: bool = False) -> ClusterSpec:
+    """``spec`` if ``up`` made it here (its slurm.conf or its state directory exists, or with
+    ``leftovers``, for ``down``, a network namespace of it that an ``up`` stopped midway left);
+    else a :class:`CliError` (:attr:`Exit.NOT_FOUND`) naming the clusters that exist, for env,
+    down, status and ctl, which would otherwise act on, or report about, a cluster that is not
+    there."""
+    if spec.slurm_conf.exists() or spec.state_dir.is_dir() or (
+            leftovers and netns.namespaces(spec)):
         return spec
     names = known_clusters()
     there = (f"the clusters here: {', '.join(names)}; use --name with one of them, or start this "
@@ -234,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = _spec(args)
         if args.command != "up":
-            existing(spec)
+            existing(spec, leftovers=args.command == "down")
         if args.command == "up":
             print(provision.up(spec, install=not args.no_install, force=args.force, clear=args.clear))
         elif args.command == "env":

@@ -90,6 +90,21 @@ def test_a_cluster_that_does_not_exist_is_one_line_naming_those_that_do(
                        "--name with one of them, or start this one with dlcluster up --name nosuch\n")
 
 
+def test_down_removes_the_namespaces_an_interrupted_up_left(
+        paths: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ``up --netns`` stopped before it wrote slurm.conf or the state directory leaves
+    namespaces only: ``down`` removes them; ``status`` still finds no cluster."""
+    acted: list[str] = []
+    monkeypatch.setattr(provision, "down", lambda spec, **kw: acted.append(spec.name) or "done")
+    monkeypatch.setattr(cluster_cli.netns, "namespaces",
+                        lambda spec: [f"dlc-{spec.name}-node1"] if spec.name == "half" else [])
+    assert cluster_cli.main(["down", "--name", "half"]) == 0
+    assert acted == ["half"]
+    assert cluster_cli.main(["status", "--name", "half"]) == 5
+    assert cluster_cli.main(["down", "--name", "nosuch"]) == 5
+    assert acted == ["half"]
+
+
 def test_with_no_cluster_at_all_it_says_there_is_none(
         paths: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cluster_cli.main(["status"]) == 5
