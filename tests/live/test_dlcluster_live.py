@@ -33,6 +33,15 @@ def status() -> dict:
     return json.loads(dlcluster("status", "--name", NAME, "--json").stdout)
 
 
+def nothing_started() -> bool:
+    """No daemon of the cluster runs: ``status`` finds no such cluster (exit 5: neither its
+    slurm.conf nor its state directory was made) or lists its daemons, none running."""
+    res = dlcluster("status", "--name", NAME, "--json")
+    if res.returncode == 5:
+        return f"no dlcluster named {NAME!r} exists" in res.stderr
+    return not any(json.loads(res.stdout)["daemons"].values())
+
+
 @pytest.fixture
 def small_cluster() -> Iterator[None]:
     dlcluster("down", "--name", NAME, "--purge")
@@ -86,7 +95,7 @@ def test_occupied_port_leaves_nothing_started(small_cluster: None) -> None:
     assert res.returncode == 1
     assert f"port(s) {PORT} already in use" in res.stderr
     assert not Path(f"/etc/slurm-{NAME}/slurm.conf").exists()
-    assert not any(status()["daemons"].values())
+    assert nothing_started()
 
 
 def test_missing_apt_package_gives_one_clear_error(small_cluster: None, tmp_path: Path) -> None:
@@ -102,7 +111,7 @@ def test_missing_apt_package_gives_one_clear_error(small_cluster: None, tmp_path
     assert res.returncode == 1
     assert "apt-get could not install" in res.stderr and "slurmd" in res.stderr
     assert not Path(f"/etc/slurm-{NAME}/slurm.conf").exists()
-    assert not any(status()["daemons"].values())
+    assert nothing_started()
 
 
 def test_changed_config_does_not_restart_under_running_jobs(small_cluster: None) -> None:
