@@ -37,7 +37,7 @@ from prioritizer.policy.validation import ConfigError
 from prioritizer.sim.learned import MIN_SAMPLES
 from prioritizer.sim.traces import FORMATS
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, trace_point, write_rows
-from prioritizer.history.window import FORMS, WindowError, sacct_window
+from prioritizer.window import FORMS, WindowError, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  cluster_of, policy_section, trace_of)

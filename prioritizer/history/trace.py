@@ -40,7 +40,7 @@ from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
 
 from prioritizer.csvcells import cell_number, repeated_column, repeated_column_message, start_lines
-from prioritizer.history.window import FORMS, WindowError, epoch
+from prioritizer.window import FORMS, WindowError, epoch
 from prioritizer.numbers import (MAX_COUNT, MAX_DURATION_S, MAX_NODES, MAX_TIME_S,
                                  MAX_TRACE_GPUS, looks_numeric, parse_float)
 from slurm_plugin.common.readfile import BadText, UnreadableFile, csv_rows
@@ -200,7 +200,7 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
 def trace_point(option: str, value: str, path: str, now: float, *, rebased: bool,
                 high: float = MAX_TIME_S) -> float:
     """Seconds of trace time that ``option`` names: SECONDS as given (0 to ``high``), or a TIME
-    of :data:`prioritizer.history.window.FORMS` (local time, read as ``history export --since``
+    of :data:`prioritizer.window.FORMS` (local time, read as ``history export --since``
     reads it; ``now`` is the clock) on the history trace ``path``: its epoch seconds, less the
     trace's first replayed arrival when ``rebased`` (the replay's clock, whose first job
     arrives at 0), else as they are (the trace's own times).

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import sys
+import time
 import typing
 from typing import Any, cast
 
@@ -35,6 +36,7 @@ from prioritizer.sim.engine import Cluster, SimResult, simulate, trace_tenant
 from prioritizer.sim.shared import is_shared
 from prioritizer.sim.learned import MIN_SAMPLES, learned_distribution, samples_from_trace
 from prioritizer.sim.traces import FORMATS, Trace, TraceError, read_cluster_spec, read_trace
+from prioritizer.window import FORMS, WindowError, epoch
 from slurm_plugin.common.cli import visible
 
 #: the policies whose queues --thresholds (``thresholds_gpu_s``) sets; ``las`` queues by
@@ -58,8 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--trace", required=True, help="job trace CSV (tiresias, philly/helios or itp)")
     add("--format", choices=sorted(FORMATS), help="trace format (default: from the header)")
-    add("--since", type=_since, metavar="SECONDS",
-        help="keep jobs submitted at or after SECONDS (trace time); re-base to 0")
+    add("--since", type=_since, metavar="SECONDS|TIME",
+        help="keep jobs submitted at or after SECONDS of the trace's own time, or a TIME on a "
+        f"history trace, as --since of 'dlprio history export' takes it: {FORMS}; re-base to 0")
     add("--nodes", metavar="N",
         help=f"number of nodes (1 to {numbers.MAX_NODES:,})")
     add("--gpus-per-node", metavar="G",
@@ -108,8 +111,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="with --tenants: write the GPUs held per tenant over time (first policy)")
 
 
+class SinceTime(float):
+    """``--since`` given as a TIME (:data:`prioritizer.window.FORMS`, local time): epoch
+    seconds, which only a history trace's times are (:func:`trace_of` refuses it on another)."""
+
+
 def _since(value: str) -> float:
-    """``--since``: seconds of trace time, a plain finite number >= 0 (CliError otherwise)."""
+    """``--since``: seconds of trace time, a plain finite number >= 0, or a TIME
+    (:class:`SinceTime`); CliError otherwise."""
+    if not numbers.looks_numeric(value):
+        try:
+            return SinceTime(epoch("--since", value, time.time()))
+        except WindowError:
+            raise CliError(f"--since: expected SECONDS of trace time or, on a history trace, a "
+                           f"time: {FORMS}; got {value!r}") from None
     if numbers.FLOAT_TEXT.match(value.strip()) and -math.inf < float(value) < 0:
         raise CliError(f"--since must be >= 0 (seconds of trace time), got {float(value):g}")
     return numbers.trace_time("--since")(value)
@@ -440,6 +455,9 @@ def trace_of(args: argparse.Namespace, doing: str, cluster: Cluster | None = Non
         trace = read_trace(args.trace, args.format, args.since)
     except TraceError as exc:
         raise CliError(str(exc)) from None
+    if isinstance(args.since, SinceTime) and trace.format != "history":
+        raise CliError(f"--since: a time needs a history trace (epoch times); give SECONDS of "
+                       f"trace time for {args.trace}")
     if not trace.jobs:
         raise CliError(f"{args.trace}: no jobs to {doing} (after --since and skipping)")
     if cluster is not None:

@@ -19,7 +19,7 @@ from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_outputs
 from prioritizer.history.cli import policy_config, tenants_note, untracked_note
 from prioritizer.history.trace import trace_point
-from prioritizer.history.window import FORMS
+from prioritizer.window import FORMS
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig
 from prioritizer.sim.cli import cluster_of, refuse_unfittable
 from prioritizer.sim.engine import Cluster

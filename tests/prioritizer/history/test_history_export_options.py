@@ -14,7 +14,7 @@ import pytest
 
 from prioritizer.cli import main as dlprio
 from prioritizer.history import cli as history_cli
-from prioritizer.history.window import resolve, sacct_window
+from prioritizer.window import resolve, sacct_window
 from slurm_plugin.slurm.client import SlurmRefused, SlurmUnreachable
 
 

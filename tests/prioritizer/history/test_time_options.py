@@ -1,6 +1,7 @@
-"""Every time option of ``dlprio tune`` and ``dlprio history`` reads a TIME with the one parser
-of ``history export --since`` (prioritizer/history/window.py, local time): ``tune
---validate-from``, ``tune --since`` and ``history check --since`` take SECONDS of trace time
+"""Every time option of ``dlprio tune``, ``dlprio history`` and ``dlprio simulate`` reads a TIME
+with the one parser of ``history export --since`` (prioritizer/window.py, local time): ``tune
+--validate-from``, ``tune --since``, ``history check --since`` and ``simulate --since`` take
+SECONDS of trace time
 as before, or on a history trace a TIME such as ``2026-12-05T15:30`` (no seconds) or
 ``now-1day``, which ``--validate-from`` once refused for lack of seconds."""
 
@@ -93,8 +94,23 @@ def test_history_check_since_takes_a_time(history: Path, monkeypatch: pytest.Mon
     assert seen == [[str(i) for i in range(10, 20)]]
 
 
+def test_simulate_since_takes_a_time(history: Path, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--nodes", "1", "--gpus-per-node", "8", "--policy", "fifo-fit", "--json"]
+    assert dlprio([*argv, "--trace", str(history), "--since", "2026-12-01T01:10"]) == 0
+    assert [r["jobs"] for r in json.loads(capsys.readouterr().out)] == [10]
+    assert dlprio([*argv, "--trace", str(history), "--since", str(E + 900)]) == 0   # seconds
+    assert [r["jobs"] for r in json.loads(capsys.readouterr().out)] == [5]
+    other = tmp_path / "t.csv"
+    other.write_text("job_id,num_gpu,submit_time,duration\n1,1,0,10\n")
+    assert dlprio([*argv, "--trace", str(other), "--since", "now-1day"]) == 2
+    assert capsys.readouterr().err == (f"dlprio: --since: a time needs a history trace (epoch "
+                                       f"times); give SECONDS of trace time for {other}\n")
+
+
 @pytest.mark.parametrize("argv", [
     ["tune", "--grid", "knob=4", "--validate-from", "2026-12-01 01:10"],
+    ["simulate", "--since", "yesterday"],
     ["tune", "--grid", "knob=4", "--walk-forward", "1", "--since", "yesterday"],
     ["history", "check", "--forecasts", "--since", "-5"],
 ])
@@ -107,7 +123,8 @@ def test_a_bad_time_is_one_line_naming_the_option(argv: list[str], history: Path
 
 
 @pytest.mark.parametrize("argv", [["tune", "--trace", "t.csv", "--grid", "k=4"],
-                                  ["history", "check", "--trace", "h.csv"]])
+                                  ["history", "check", "--trace", "h.csv"],
+                                  ["simulate", "--trace", "t.csv"]])
 def test_help_names_the_time_forms(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert dlprio([*argv, "--help"]) == 0
     text = "".join(capsys.readouterr().out.split())   # argparse wraps at any hyphen

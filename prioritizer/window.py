@@ -1,7 +1,8 @@
-"""The times the ``history`` and ``tune`` options take: the forms we accept, turned into the one
-form we hand to ``sacct --starttime/--endtime`` (``history export --since``/``--until``) or
-into epoch seconds (:func:`epoch`: a TIME given to ``tune --validate-from``/``--since`` or
-``history check --since`` on a history trace, :func:`prioritizer.history.trace.trace_point`).
+"""The times the ``history``, ``tune`` and ``simulate`` options take: the forms we accept, turned
+into the one form we hand to ``sacct --starttime/--endtime`` (``history export
+--since``/``--until``) or into epoch seconds (:func:`epoch`: a TIME given to ``tune
+--validate-from``/``--since``, ``history check --since`` on a history trace,
+:func:`prioritizer.history.trace.trace_point`, or ``simulate --since`` on one).
 
 Accepted (the clock is the caller's ``now``, epoch seconds; dates are local time, as sacct(1)
 reads them):
