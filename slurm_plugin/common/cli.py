@@ -217,8 +217,35 @@ class ArgumentParser(argparse.ArgumentParser):
         """argparse's usage error as one line (:meth:`fail`), without the usage block:
         ``argument -u/--user: x`` becomes ``-u/--user: x`` and argparse's ``invalid choice:
         'docker' (choose from 'none', 'pyxis')`` becomes ``invalid choice 'docker' (choose from
-        none, pyxis)``. Raises SystemExit (status 2)."""
+        none, pyxis)``. A missing argument of a command line that also holds an unknown
+        option (``dlprio simulate --trase t.csv``, ``dlprio explain -x``) is reported as that
+        option (``unrecognized arguments: --trase``), the mistake to fix, not as the argument
+        it hid. Raises SystemExit (status 2)."""
+        if message.startswith("the following arguments are required"):
+            unknown = self._unknown_options()
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
         self.fail(visible(one_line_usage_error(message)))
+
+    def _unknown_options(self) -> list[str]:
+        """The option-like words of the parse (up to ``--``) that name none of this parser's
+        options, its unambiguous ``--`` abbreviations or a short option with its value joined
+        (``-j5``)."""
+        known = self._option_string_actions
+        longs = [o for o in known if o.startswith("--")]
+        out = []
+        for word in getattr(self, "_words", []):
+            if word == "--":
+                break
+            if not word.startswith("-") or word == "-" or self._negative_number_matcher.match(word):
+                continue
+            name = word.split("=", 1)[0]
+            if name in known or (not word.startswith("--") and word[:2] in known):
+                continue
+            if word.startswith("--") and self.allow_abbrev and any(o.startswith(name) for o in longs):
+                continue
+            out.append(word)
+        return out
 
     def _parse_known_args(self, arg_strings: list[str], *args: Any, **kwargs: Any) -> Any:
         self._words = list(arg_strings)   # what _match_argument's pattern is made of

@@ -318,6 +318,11 @@ def _main_of(command: str) -> "Callable[[list[str]], int]":
     (["dlprio", "nosuch"], "dlprio: COMMAND: invalid choice 'nosuch' (choose from simulate, run, "
      "once, explain, status, history, tune, compile)"),
     (["dlprio", "simulate"], "dlprio: the following arguments are required: --trace"),
+    # an unknown option is the mistake to name, not the argument it stood in for
+    (["dlprio", "simulate", "--trase", "t.csv"], "dlprio: unrecognized arguments: --trase"),
+    (["dlprio", "explain", "-x"], "dlprio: unrecognized arguments: -x"),
+    (["dlsubmit", "-x"], "dlsubmit: unrecognized arguments: -x"),
+    (["dlsubmit", "--dry-ru", "--bogus=1"], "dlsubmit: unrecognized arguments: --bogus=1"),
     (["dlgres", "--sockets", "many"], "dlgres: --sockets: invalid int value: 'many'"),
     (["dlcluster", "nosuch"], "dlcluster: command: invalid choice 'nosuch' (choose from up, env, down, status, ctl)"),
 ], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
