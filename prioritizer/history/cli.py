@@ -42,7 +42,8 @@ from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  cluster_of, policy_section, trace_of)
 from prioritizer.sim.report import format_windows_table
-from slurm_plugin.slurm.accounting import GPU_TRES_FIX, AccountedJob, fold_jobs, tracks_gpus
+from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, AccountedJob, fold_jobs, keeps_job_comments,
+                                           tracks_gpus)
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
@@ -164,6 +165,10 @@ def _export(args: argparse.Namespace) -> int:
         raise CliError(f"no finished job with a known GPU count: {untracked}")
     if untracked:
         print(f"dlprio history export: {untracked}", file=sys.stderr)
+    if report.requeued_lost:
+        requeued = report.requeued_line(comments_kept())
+        if requeued:
+            print(f"dlprio history export: {requeued}", file=sys.stderr)
     if not rows:
         raise CliError(f"no finished GPU job between {args.since} ({start}) and {args.until} "
                        f"({end}), {report.left_out_count} left out; widen --since/--until")
@@ -182,6 +187,15 @@ def _export(args: argparse.Namespace) -> int:
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
+
+
+def comments_kept() -> bool | None:
+    """Whether slurmdbd keeps job comments (:func:`keeps_job_comments` of ``scontrol show
+    config``); None when Slurm does not answer."""
+    try:
+        return keeps_job_comments(SlurmClient(timeout_s=30).show_config())
+    except SlurmError:
+        return None
 
 
 def gpu_sources(jobs: list[AccountedJob], facts: dict[int, LedgerFacts] | None,

@@ -36,8 +36,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prioritizer.history.trace import HistoryRow
-from slurm_plugin.slurm.accounting import (CANCELLED_STATES, GPU_TRES_FIX, TIMELIMIT_STATES,
-                                     AccountedJob)
+from slurm_plugin.slurm.accounting import (CANCELLED_STATES, GPU_TRES_FIX, JOB_COMMENT_FIX,
+                                           TIMELIMIT_STATES, AccountedJob)
 
 #: Why a job is left out of the export (counted, reported, never silent).
 REASONS = {
@@ -76,6 +76,9 @@ class ExportReport:
     gpus_untracked: bool = False
     #: exported jobs whose GPU count came from ``known_gpus`` (squeue, the ledger), not sacct
     gpus_from_slurm: list[int] = field(default_factory=list)
+    #: exported jobs with a run ended ``REQUEUED`` counted as lost: no checkpoint marker in
+    #: their comment and no checkpoint of the daemon's in the ledger (:func:`checkpoints`)
+    requeued_lost: list[int] = field(default_factory=list)
 
     def leave_out(self, reason: str, job_id: int) -> None:
         self.left_out.setdefault(reason, []).append(job_id)
@@ -91,6 +94,24 @@ class ExportReport:
             shown = ", ".join(str(i) for i in ids[:limit]) + (" ..." if len(ids) > limit else "")
             out.append(f"left out {len(ids)} job(s): {reason} ({REASONS[reason]}): {shown}")
         return out
+
+    def requeued_line(self, comments_kept: bool | None, limit: int = 5) -> str | None:
+        """Where runs before a requeue were counted as lost and accounting may not keep job
+        comments (``comments_kept``: :func:`~slurm_plugin.slurm.accounting.keeps_job_comments`,
+        None: unknown), one line: how many, which, and the fix; None otherwise (a cluster that
+        keeps comments showed no checkpoint marker for those jobs: they did restart from the
+        top)."""
+        if not self.requeued_lost or comments_kept:
+            return None
+        ids = self.requeued_lost
+        shown = ", ".join(str(i) for i in ids[:limit]) + (" ..." if len(ids) > limit else "")
+        why = ("Slurm accounting keeps no job comments (no job_comment in AccountingStoreFlags)"
+               if comments_kept is False else
+               "Slurm's AccountingStoreFlags could not be read, so job comments may not be kept")
+        return (f"{len(ids)} job(s) requeued with no checkpoint marker seen had their runs "
+                f"before the requeue counted as lost ({shown}): {why}, so the dl:v1 marker of "
+                f"a checkpointing job is not seen; to keep it, {JOB_COMMENT_FIX}; --ledger adds "
+                "the jobs the daemon checkpointed")
 
     def untracked_line(self) -> str | None:
         """Where accounting does not track GPUs, one line: what that cost and the fix
@@ -116,7 +137,7 @@ def anonymise(name: str, salt: str = "") -> str:
 def work_gpu_s(job: AccountedJob, facts: LedgerFacts | None = None) -> float:
     """GPU·s the job needed (see the module doc: requeued runs without a checkpoint are lost;
     with ledger ``facts``, checkpoint time is not work)."""
-    checkpoints = CHECKPOINT_MARKER in job.comment or bool(facts and facts.checkpoints)
+    checkpoints = checkpoint_resumes(job, facts)
     total = 0.0
     for attempt in job.attempts:
         if attempt.state == "REQUEUED" and not checkpoints:
@@ -126,6 +147,12 @@ def work_gpu_s(job: AccountedJob, facts: LedgerFacts | None = None) -> float:
     if checkpoints and facts is not None:
         total -= facts.checkpoint_s * job.gpus
     return max(total, 0.0)
+
+
+def checkpoint_resumes(job: AccountedJob, facts: LedgerFacts | None = None) -> bool:
+    """Whether a run after a requeue resumes from a checkpoint: the job's comment holds the
+    ``dl:v1`` marker, or the daemon's ledger ``facts`` show it checkpointed."""
+    return CHECKPOINT_MARKER in job.comment or bool(facts and facts.checkpoints)
 
 
 def ended_by(job: AccountedJob) -> str:
@@ -202,6 +229,9 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
         gpus = job.gpus
         facts = (ledger or {}).get(job.job_id)
         work = work_gpu_s(job, facts) if gpus else job.attempts[-1].run_s
+        if gpus and not checkpoint_resumes(job, facts) and any(
+                a.state == "REQUEUED" for a in job.attempts):
+            report.requeued_lost.append(job.job_id)
         eligible = float(job.eligible or job.submit or 0)
         end = float(job.end or 0)
         user, account = job.user, job.account

@@ -327,6 +327,23 @@ def tracks_gpus(config: Mapping[str, str]) -> bool | None:
     return any(t == "gres/gpu" or t.startswith("gres/gpu:") for t in names)
 
 
+def keeps_job_comments(config: Mapping[str, str]) -> bool | None:
+    """Whether slurmdbd stores each job's ``--comment``, from ``scontrol show config``'s
+    ``AccountingStoreFlags`` (``job_comment,job_env``, or ``(null)`` when none is set;
+    slurm.conf(5)): True when it lists ``job_comment``, False when it does not, None when the
+    key is missing (an unknown answer)."""
+    raw = config.get("AccountingStoreFlags")
+    if raw is None:
+        return None
+    return "job_comment" in (t.strip().lower() for t in raw.split(","))
+
+
+#: How to make accounting keep job comments, for the export's line about requeued runs
+JOB_COMMENT_FIX = ("add job_comment to AccountingStoreFlags in slurm.conf "
+                   "(AccountingStoreFlags=job_comment) and restart slurmctld; only jobs that "
+                   "end after that keep their comment")
+
+
 def _tres_count(entries: list[Tres], kind: str, name: str | None) -> int | None:
     """Count of one TRES (``type``/``name``) in a sacct TRES list; ``None`` if absent.
 

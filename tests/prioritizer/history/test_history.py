@@ -403,3 +403,64 @@ def test_a_bad_dispatch_latency_is_refused_before_slurm_is_asked(
                  "8", "--dispatch-latency", "-3"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("dlprio: --dispatch-latency: expected seconds")
+
+
+# --- requeued runs counted as lost where accounting keeps no job comments -------------------
+
+
+def test_requeued_runs_counted_lost_are_listed(exported: tuple) -> None:
+    _, report = exported
+    # job 6 of the capture: plain sbatch (no marker) requeued once; no other job was requeued
+    assert report.requeued_lost == [6]
+    assert report.requeued_line(True) is None        # comments kept: it did restart from the top
+    line = report.requeued_line(False)
+    assert line == ("1 job(s) requeued with no checkpoint marker seen had their runs before the "
+                    "requeue counted as lost (6): Slurm accounting keeps no job comments (no "
+                    "job_comment in AccountingStoreFlags), so the dl:v1 marker of a "
+                    "checkpointing job is not seen; to keep it, add job_comment to "
+                    "AccountingStoreFlags in slurm.conf (AccountingStoreFlags=job_comment) and "
+                    "restart slurmctld; only jobs that end after that keep their comment; "
+                    "--ledger adds the jobs the daemon checkpointed")
+    assert "could not be read" in (report.requeued_line(None) or "")
+
+
+def test_a_checkpointing_job_is_not_counted_lost() -> None:
+    runs = [(100, 150, 2, "REQUEUED"), (200, 230, 2, "COMPLETED")]
+    _, marked = history_rows([_job("dl:v1;signal=USR2;grace=60", runs)])
+    _, plain = history_rows([_job("", runs)])
+    _, never = history_rows([_job("", [(100, 150, 2, "COMPLETED")])])
+    assert (marked.requeued_lost, plain.requeued_lost, never.requeued_lost) == ([], [1], [])
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    ("(null)", "keeps no job comments"), ("job_env", "keeps no job comments"),
+    ("job_comment,job_env", None), (None, "could not be read")],
+    ids=["none", "other-flag", "kept", "no-answer"])
+def test_export_says_when_requeued_runs_may_be_miscounted(
+        flags: str | None, said: str | None, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from prioritizer.history import cli as history_cli
+    from slurm_plugin.slurm.client import SlurmUnreachable
+
+    class Slurm:
+        def __init__(self, timeout_s: float) -> None:
+            pass
+
+        def accounting(self, start: str, end: str) -> list:
+            return records_from_json((DATA / "sample-sacct.json").read_bytes(), RELEASES[(22, 5)])
+
+        def show_config(self) -> dict:
+            if flags is None:
+                raise SlurmUnreachable(["scontrol"], "timed out")
+            return {"AccountingStorageTRES": "cpu,mem,gres/gpu", "AccountingStoreFlags": flags}
+
+        def jobs(self) -> list:
+            return []
+
+    monkeypatch.setattr(history_cli, "SlurmClient", Slurm)
+    assert main(["history", "export"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "requeued" in line]
+    if said is None:
+        assert lines == []
+    else:
+        assert len(lines) == 1 and said in lines[0] and "counted as lost (6)" in lines[0]
