@@ -28,7 +28,7 @@ from prioritizer.daemon import tenants_view
 from prioritizer.daemon.auto_tune import in_force, status_line
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.forecast_text import detail_lines, expired
-from prioritizer.daemon.ledger import PREEMPTED_OUTCOMES, Ledger, Run
+from prioritizer.daemon.ledger import PREEMPTED_OUTCOMES, JobRow, Ledger, Run
 from prioritizer.daemon.observe import (HELD_STATES, PENDING_STATES, settle_s, stuck,
                                         waiting_since_requeue)
 from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, is_current,
@@ -38,7 +38,7 @@ from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.slurm.accounting import AccountingRecord
 from slurm_plugin.slurm.records import MAX_JOB_ID, Job, array_task_in, decimal_at_most
 
-STATUS_KEYS = ("job_id", "user", "state", "queue", "attained_gpu_s", "preemptions",
+STATUS_KEYS = ("job_id", "user", "state", "held", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count", "last_seen", "update_refusals")
 
 
@@ -75,16 +75,27 @@ def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
     return line
 
 
+def held_by(row: JobRow) -> str | None:
+    """What holds an active job as squeue last said (:attr:`JobRow.held`: a held state word,
+    or the hold reason of a pending job, ``JobHeldAdmin``); None when nothing holds it or it
+    ended."""
+    if row.ended_at is not None:
+        return None
+    return row.held or (row.state if row.state in HELD_STATES else None)  # held: None before schema 6
+
+
 def status_rows(ledger: Ledger, now: float, *, active_only: bool = False) -> list[dict[str, object]]:
     """One dict per job (``active_only``: not ended) with exactly :data:`STATUS_KEYS`
-    (service in GPU·s up to the last cycle that saw the job, 1 decimal; ``last_seen`` epoch
-    s; ``update_refusals``: consecutive refused updates, 0 when none)."""
+    (``state``: Slurm's state word; ``held``: what holds it, :func:`held_by`, None when
+    nothing; service in GPU·s up to the last cycle that saw the job, 1 decimal;
+    ``last_seen`` epoch s; ``update_refusals``: consecutive refused updates, 0 when none)."""
     runs = ledger.all_runs()
     out = []
     for row in ledger.jobs(active_only=active_only):
         service, _ = seen_service(runs.get(row.job_id, []))
         out.append({"job_id": row.job_id, "user": row.user, "state": row.state,
-                    "queue": row.queue, "attained_gpu_s": round(service, 1),
+                    "held": held_by(row), "queue": row.queue,
+                    "attained_gpu_s": round(service, 1),
                     "preemptions": row.preemptions, "promotions": row.promotions,
                     "restart_count": row.restart_count, "last_seen": row.last_seen,
                     "update_refusals": row.refusals})
@@ -108,10 +119,13 @@ def tenant_table(ledger: Ledger, *, styled: bool = False) -> str:
 
 def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
     """The table of :func:`status_rows`: header + one line per job, columns
-    :data:`STATUS_HEADERS` (queue spelled ``Q0``, ``Q1``... and ``-`` when not decided,
-    service in GPU·s, as in dlqueue and REASON), laid out by :mod:`prioritizer.tables`
-    (``styled``: for a terminal; otherwise plain, whitespace-separated, never cropped)."""
-    cells = [[str(r["job_id"]), str(r["user"]), str(r["state"]),
+    :data:`STATUS_HEADERS` (STATE ``HELD`` for a pending job that a hold reason holds, as
+    squeue's REASON ``JobHeldAdmin``; a held state word such as ``REQUEUE_HOLD`` as it is;
+    queue spelled ``Q0``, ``Q1``... and ``-`` when not decided, service in GPU·s, as in
+    dlqueue and REASON), laid out by :mod:`prioritizer.tables` (``styled``: for a terminal;
+    otherwise plain, whitespace-separated, never cropped)."""
+    cells = [[str(r["job_id"]), str(r["user"]),
+              str(r["state"]) if r["held"] in (None, r["state"]) else "HELD",
               "-" if r["queue"] is None else f"Q{r['queue']}", str(r["attained_gpu_s"]),
               str(r["preemptions"]), str(r["promotions"]), str(r["restart_count"]),
               str(r["update_refusals"])] for r in rows]
@@ -233,8 +247,7 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
             lines.append(f"victims were requeued for it at {_ts(requeued_at)}; Slurm should "
                          f"start it by {_ts(requeued_at + settle)}, else it preempts no more "
                          "until it starts")
-    hold = row.held or (row.state if row.state in HELD_STATES else None)   # held: None before schema 6
-    if hold and row.ended_at is None:
+    if hold := held_by(row):
         lines.append(f"held by Slurm ({visible(hold)}): not ordered until someone releases it "
                      f"('scontrol release {job_id}'); its attained service is kept")
     if row.queue is None:

@@ -126,12 +126,37 @@ def test_explain_unknown_job(ledger: Ledger) -> None:
 def test_status_json_keys_exactly(ledger: Ledger) -> None:
     rows = explain.status_rows(ledger, now=100)
     assert json.loads(json.dumps(rows)) == [{
-        "job_id": 42, "user": "alice", "state": "PENDING", "queue": 1, "attained_gpu_s": 60.0,
+        "job_id": 42, "user": "alice", "state": "PENDING", "held": None, "queue": 1,
+        "attained_gpu_s": 60.0,
         "preemptions": 1, "promotions": 0, "restart_count": 1, "last_seen": 0.0,
         "update_refusals": 0}]
     table = explain.status_table(rows).splitlines()
     assert table[0].split()[3:5] == ["QUEUE", "ATTAINED(GPU·s)"]   # the unit named, as in dlqueue
     assert table[1].split() == ["42", "alice", "PENDING", "Q1", "60.0", "1", "0", "1", "0"]
+
+
+def test_status_shows_a_held_job_as_held_and_a_released_one_as_pending(tmp_path: Path) -> None:
+    """Job 42 is pending with reason JobHeldAdmin (``scontrol hold``: priority 0), job 43 in
+    the held state REQUEUE_HOLD, job 44 pending (Priority). STATE says HELD for 42 (squeue
+    shows PD and the reason), REQUEUE_HOLD for 43; JSON keeps Slurm's state and names the
+    hold. Once 42 is released it is PENDING again, held null."""
+    held = dataclasses.replace(unit(42, "PENDING", start=None, reason="JobHeldAdmin"), priority=0)
+    units = {42: held, 43: unit(43, "REQUEUE_HOLD", start=None),
+             44: unit(44, "PENDING", start=None, reason="Priority")}
+    with Ledger(tmp_path / "l.sqlite") as led:
+        with led.transaction():
+            record_units(None, led, units, now=20)
+        rows = explain.status_rows(led, 30, active_only=True)
+        assert [(r["state"], r["held"]) for r in rows] == [
+            ("PENDING", "JobHeldAdmin"), ("REQUEUE_HOLD", "REQUEUE_HOLD"), ("PENDING", None)]
+        assert [line.split()[:3] for line in explain.status_table(rows).splitlines()[1:]] == [
+            ["42", "alice", "HELD"], ["43", "alice", "REQUEUE_HOLD"], ["44", "alice", "PENDING"]]
+        released = dataclasses.replace(held, reason="Priority", priority=100)
+        with led.transaction():
+            record_units(None, led, {**units, 42: released}, now=50)
+        rows = explain.status_rows(led, 60, active_only=True)
+    assert (rows[0]["state"], rows[0]["held"]) == ("PENDING", None)
+    assert explain.status_table(rows).splitlines()[1].split()[2] == "PENDING"
 
 
 # ---------------------------------------------------------------- a stopped daemon's ledger
