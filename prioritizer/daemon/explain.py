@@ -138,15 +138,22 @@ _ARRAY = re.compile(r"[0-9]+_(?:[0-9]+|\[[0-9,\-%]+\])")
 _TASK = re.compile(r"([0-9]+)_([0-9]+)")
 
 
+def find_task_ids(text: str) -> str:
+    """The line telling how to find by hand the job id of array task(s) ``text`` (``40_3``,
+    ``40_[5-9]``): each element is a unit under its own job id, which squeue's ``%A`` and
+    sacct's ``JobIDRaw`` give."""
+    return (f"JOBID {text}: array tasks are tracked by their own job id; find it with "
+            f"'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j {text}'), then run "
+            "'dlprio explain <that id>'")
+
+
 class ArrayTask(ValueError):
     """An array task ``40_3`` given as JOBID: a unit under its own job id, which only Slurm
-    knows (:func:`array_task_unit`). The message says how to find that id by hand, for when
-    Slurm does not answer."""
+    knows (:func:`array_task_unit`). The message (:func:`find_task_ids`) says how to find
+    that id by hand, for when Slurm does not answer."""
 
     def __init__(self, text: str, array_id: int, task: int) -> None:
-        super().__init__(f"JOBID {text}: array tasks are tracked by their own job id; find it "
-                         f"with 'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j "
-                         f"{text}'), then run 'dlprio explain <that id>'")
+        super().__init__(find_task_ids(text))
         self.text, self.array_id, self.task = text, array_id, task
 
 
@@ -187,8 +194,8 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
     Raises:
         ArrayTask: for an array task ``40_3`` (each element is a unit under its own job id,
             squeue ``%A``; :func:`array_task_unit` finds it in what Slurm shows).
-        ValueError: for several tasks ``40_[5-9]``, with how to find their ids; for anything
-            else, the accepted forms.
+        ValueError: for several tasks ``40_[5-9]``, with how to find their ids
+            (:func:`find_task_ids`); for anything else, the accepted forms.
     """
     text = text.strip()
     if _PLAIN.fullmatch(text) and decimal_at_most(text, MAX_JOB_ID):
@@ -202,9 +209,7 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
         task = _TASK.fullmatch(text)
         if task and decimal_at_most(task.group(2), MAX_JOB_ID):
             raise ArrayTask(text, int(task.group(1)), int(task.group(2)))
-        raise ValueError(f"JOBID {text}: array tasks are tracked by their own job id; find it with "
-                         f"'squeue -h -o %A -j {text}' (or 'sacct -X -n -o JobIDRaw -j {text}'), "
-                         "then run 'dlprio explain <that id>'")
+        raise ValueError(find_task_ids(text))
     raise ValueError(f"JOBID {shown(text)}: expected a job id as dlqueue prints it: 40, 40+1 "
                      f"(hetjob component) or 40_3 (array task), at most {MAX_JOB_ID}")
 

@@ -60,6 +60,21 @@ def test_array_tasks_and_garbage_are_one_line_exit_2(tmp_path: Path, capsys: pyt
     assert (out, err) == ("", f"dlprio: {message}\n")
 
 
+def test_one_task_and_several_tasks_are_told_the_same_commands() -> None:
+    """``40_3`` (ArrayTask, shown when Slurm does not answer) and ``40_[5-9]`` (no lookup)
+    both get the one line of find_task_ids, with their own text in the commands."""
+    from prioritizer.daemon.explain import ArrayTask, find_task_ids, parse_job_id
+    assert find_task_ids("40_3") == (
+        "JOBID 40_3: array tasks are tracked by their own job id; find it with "
+        "'squeue -h -o %A -j 40_3' (or 'sacct -X -n -o JobIDRaw -j 40_3'), then run "
+        "'dlprio explain <that id>'")
+    for text in ("40_3", "40_[5-9]"):
+        with pytest.raises(ValueError) as caught:
+            parse_job_id(text)
+        assert str(caught.value) == find_task_ids(text)
+        assert isinstance(caught.value, ArrayTask) == (text == "40_3")
+
+
 def test_hetjob_component_is_looked_up_as_its_leader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = _config(tmp_path)
     assert main(["explain", "40+1", "--config", cfg]) == 5      # exit 5 (NOT_FOUND): not in the (empty) ledger
