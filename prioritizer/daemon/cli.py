@@ -8,15 +8,16 @@ exit codes are :class:`~slurm_plugin.common.exits.Exit` (README.md's table):
 
 * ``OK`` (0): done;
 * ``SLURM_UNREACHABLE`` (3) / ``SLURM_REFUSED`` (4): ``once`` could not ask Slurm, or Slurm
-  refused every update it tried (``run`` never exits for that);
+  refused every update it tried (``run`` never exits for that); ``explain`` of an array task
+  (``40_3``) could not ask Slurm for its job id, or sacct answered with an error (no
+  slurmdbd): one line naming the commands that find that id;
 * ``BAD_INPUT`` (2): bad configuration or usage (the message names the file and key), a
   ledger written by a newer dlprio, a file at ``ledger_path`` that holds no ledger or that
   this user may not read or write, or a damaged ledger (SQLite reports it corrupt, or a cell
   holds a value of the wrong type or out of range): the message names the file and the fix;
 * ``NOT_FOUND`` (5): ``explain``: the job is not in the ledger, or has no such hetjob
   component (``40+5``), or Slurm knows no such array task (``40_3``: squeue and sacct
-  asked; with no answer from Slurm it is exit 2, naming the commands that find the task's
-  job id); ``explain``/``status``: no ledger yet;
+  asked); ``explain``/``status``: no ledger yet;
 * ``HELD`` (6): another dlprio holds the ledger lock (the message names its pid) or the
   cluster lease (the message names its host:pid and lease job); ``run`` also exits 6 when it
   loses the lease to another daemon;
@@ -354,8 +355,9 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:
     """The job id of an array task (``40_3``) as Slurm shows it: squeue, then sacct for a
-    task that has ended. Raises CliError (exit 2, the commands that find it by hand) when
-    Slurm does not answer, UnknownJob (exit 5) when it knows no such task."""
+    task that has ended. Raises CliError with the commands that find it by hand when Slurm
+    does not answer (exit 3, :func:`~slurm_plugin.slurm.client.slurm_exit`) or answers with
+    an error (exit 4: no slurmdbd), UnknownJob (exit 5) when it knows no such task."""
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
     try:
         found = explain.array_task_unit(task.array_id, task.task,
@@ -363,8 +365,8 @@ def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:
         if found is None:
             found = explain.array_task_unit(task.array_id, task.task, (),
                                             client.accounting_jobs([task.array_id]))
-    except SlurmError:
-        raise CliError(str(task), exit_code=Exit.BAD_INPUT) from None
+    except SlurmError as exc:
+        raise CliError(str(task), exit_code=slurm_exit(exc)) from None
     if found is None:
         raise explain.UnknownJob(f"job {task.text}: neither squeue nor sacct knows this "
                                  "array task")

@@ -2,7 +2,7 @@
 ``40+1`` is its leader's unit (40), and one the job does not have is exit 5; an array task
 ``40_3`` is its own unit under its own job id, which Slurm is asked for (squeue, then sacct;
 here a fake client); when Slurm does not answer, the user is told how to find that id (exit
-2, one line)."""
+3, one line)."""
 
 from __future__ import annotations
 
@@ -200,14 +200,17 @@ ADVICE = ("dlprio: JOBID 1963_1: array tasks are tracked by their own job id; fi
           "'dlprio explain <that id>'\n")
 
 
-@pytest.mark.parametrize("slurm", [_Slurm([], down=True), _Slurm([], sacct=None)],
+@pytest.mark.parametrize("slurm, code", [(_Slurm([], down=True), 3), (_Slurm([], sacct=None), 4)],
                          ids=["slurmctld-down", "no-slurmdbd"])
 def test_without_slurms_answer_an_array_task_is_the_commands_to_find_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        slurm: _Slurm) -> None:
+        slurm: _Slurm, code: int) -> None:
+    """slurmctld does not answer: exit 3 (SLURM_UNREACHABLE); squeue lists no such task and
+    sacct answers "accounting storage is disabled": exit 4 (SLURM_REFUSED), as README's table
+    has accounting disabled. Either way one line: the commands that find the job id."""
     cfg = _recorded(tmp_path, *ARRAY)
     _slurm(monkeypatch, slurm)
-    assert main(["explain", "1963_1", "--config", cfg]) == 2
+    assert main(["explain", "1963_1", "--config", cfg]) == code
     assert capsys.readouterr() == ("", ADVICE)
 
 
