@@ -276,20 +276,25 @@ def observe(client: SlurmClient, ledger: Ledger, cfg: DaemonConfig, now: float,
         rebuild_stale_runs(client, ledger, units, now, log)   # lost/stale ledger: sacct
         ledger.note_observed(now)
     lease = tuple(j for j in jobs if cfg.lease_name and j.name == cfg.lease_name)
-    return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers),
+    requeued = ledger.requeued_for()   # once per cycle: the snapshot and the waiters share it
+    return Observation(now, build_snapshot(ledger, units, nodes, intents, cfg, now, tiers=tiers,
+                                           requeued_for=requeued),
                        units, nodes, lease, sharing.shares(units, detail),
                        frozenset(i.job_id for i in intents),
-                       awaiting_waiters(ledger, units, intents, now, settle_s(cfg.interval_s)))
+                       awaiting_waiters(ledger, units, intents, now, settle_s(cfg.interval_s),
+                                        requeued))
 
 
 def awaiting_waiters(ledger: Ledger, units: Mapping[int, Unit], intents: Iterable[Intent],
-                     now: float, settle: float) -> frozenset[int]:
+                     now: float, settle: float,
+                     requeued_for: Mapping[int, float]) -> frozenset[int]:
     """The pending waiters GPUs are being freed for: the waiter of an open preemption intent,
     and one whose victims were requeued less than ``settle`` seconds ago (:func:`settle_s`)
-    that has not started since. With virtual clusters they come first in the order
-    (``policy.tenant_decide.waiters_first``)."""
+    that has not started since. ``requeued_for``: the cycle's
+    :meth:`~prioritizer.daemon.ledger.Ledger.requeued_for`. With virtual clusters they come
+    first in the order (``policy.tenant_decide.waiters_first``)."""
     out = {i.waiter for i in intents if i.waiter is not None}
-    out.update(w for w, at in ledger.requeued_for().items()
+    out.update(w for w, at in requeued_for.items()
                if now - at < settle and waiting_since_requeue(at, ledger.runs(w)))
     return frozenset(w for w in out if w in units and units[w].phase is JobPhase.PENDING)
 
@@ -436,9 +441,12 @@ def stuck(requeued_at: float | None, runs: Iterable[Run], now: float, settle: fl
 
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
                    intents: list[Intent], cfg: DaemonConfig, now: float, *,
-                   tiers: Mapping[str, int] | None = None) -> Snapshot:
+                   tiers: Mapping[str, int] | None = None,
+                   requeued_for: Mapping[int, float] | None = None) -> Snapshot:
     """The policy's input: usable nodes and the pending/running managed units.
     ``tiers``: partition PriorityTier (:func:`partition_tiers`; None: all 0).
+    ``requeued_for``: the cycle's :meth:`~prioritizer.daemon.ledger.Ledger.requeued_for`
+    (None: read here).
 
     A unit whose GPUs are about to be freed is given as RUNNING and ``releasing``
     (:class:`prioritizer.policy.model.JobView`): its preemption is in flight (an open
@@ -452,7 +460,8 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     refused = ledger.refused_victims()
     ending = ledger.completing_victims()
     in_intent = {i.job_id for i in intents}
-    requeued_for = ledger.requeued_for()
+    if requeued_for is None:
+        requeued_for = ledger.requeued_for()
     settle = settle_s(cfg.interval_s)
     nodes = list(nodes)
     unusable = {n.name for n in nodes if not n.usable}   # draining: its jobs are let finish

@@ -7,12 +7,14 @@ import dataclasses
 import math
 from pathlib import Path
 
-from daemon_unit_helpers import unit
+import pytest
+
+from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job, unit
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import JobPhase
-from prioritizer.daemon.observe import (awaiting_waiters, build_snapshot, record_units,
-                                        units_from_jobs)
+from prioritizer.daemon.observe import (awaiting_waiters, build_snapshot, observe,
+                                        record_units, units_from_jobs)
 from slurm_plugin.slurm.records import Node
 from slurm_plugin.slurm.shapes import job_from_json
 
@@ -282,7 +284,27 @@ def test_awaiting_waiters_are_those_gpus_are_being_freed_for(tmp_path: Path) -> 
         ledger.close_run(23, 1010, 1030, "slurm")
         intents = ledger.open_intents()
         assert sorted(i.id for i in intents) == sorted(open_)
-        assert awaiting_waiters(ledger, units, intents, 1060, 120) == {20, 21}
+        assert awaiting_waiters(ledger, units, intents, 1060, 120,
+                                ledger.requeued_for()) == {20, 21}
+
+
+def test_a_cycle_reads_requeued_for_once(tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Victims were requeued for waiter 4 at 1,000 s; at 1,060 s one observe reads the
+    intents' requeue times once, for the snapshot (eligible now: within 120 s) and for the
+    awaiting waiters (4) alike."""
+    slurm = FakeSlurm(squeue=[squeue_job(4, "PENDING", reason="Resources")],
+                      sinfo=[sinfo_node("node1", 8)])
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.finish_intent(ledger.add_intent(90, 4, "USR2", 30, 0, now=900), 1000.0,
+                             "requeued")
+        reads: list[dict[int, float]] = []
+        read = ledger.requeued_for
+        monkeypatch.setattr(ledger, "requeued_for", lambda: reads.append(read()) or reads[-1])
+        seen = observe(slurm, ledger, DaemonConfig(), now=1060.0)
+    assert reads == [{4: 1000.0}]
+    assert seen.awaiting == {4}
+    assert {v.job_id: v.eligible_time for v in seen.snapshot.jobs} == {4: None}
 
 
 def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -> None:
