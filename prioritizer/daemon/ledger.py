@@ -72,6 +72,11 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (6, (   # what holds a waiting job as squeue says it (dlprio explain); NULL: not held
         "ALTER TABLE jobs ADD COLUMN held TEXT",
     )),
+    (7, (   # the last cycle that saw a job held (NULL: none), and whether it is a job array's
+            # pending record (0 until the daemon sees the job again): the stuck-waiter rule
+        "ALTER TABLE jobs ADD COLUMN held_seen REAL",
+        "ALTER TABLE jobs ADD COLUMN array_record INTEGER NOT NULL DEFAULT 0",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -269,7 +274,10 @@ class JobRow:
     when older, or not seen since). ``held``: what holds it as squeue said when the daemon last
     saw it, its held state word or, pending, the reason of a hold (``JobHeldAdmin``, ``job
     requeued in held state``; :attr:`prioritizer.daemon.observe.Unit.hold`); None when not held
-    (schema version 6; None when older)."""
+    (schema version 6; None when older). ``held_seen``: the last cycle that saw it held (epoch
+    s; None: none did), ``array_record``: 1 for a job array's pending record
+    (:attr:`prioritizer.daemon.observe.Unit.array_record`), else 0 (schema version 7; None and
+    0 when older, and 0 until the daemon sees the job again)."""
 
     job_id: int
     user: str
@@ -294,6 +302,8 @@ class JobRow:
     refused: str | None = None
     components: int | None = None
     held: str | None = None
+    held_seen: float | None = None
+    array_record: int = 0
 
 
 #: Outcomes of intents that preempted their victim (requeued, or signalled to checkpoint and
@@ -480,12 +490,13 @@ class Ledger:
     # ------------------------------------------------------------------ jobs
     def upsert_job(self, job_id: int, *, user: str, account: str, partition: str, state: str,
                    gpus: float, submit_time: float | None, restart_count: int, now: float,
-                   components: int = 1, held: str | None = None) -> None:
+                   components: int = 1, held: str | None = None,
+                   array_record: bool = False) -> None:
         """Record what Slurm shows of a job now (no commit; call inside :meth:`transaction`)."""
         self.conn.execute(
             _UPSERT_JOB,
             (job_id, user, account, partition, state, gpus, submit_time, restart_count,
-             components, held, now))
+             components, held, int(array_record), now))
 
     def mark_ended(self, job_id: int, state: str, at: float) -> None:
         """The job left Slurm's active states (or squeue) at ``at``."""
@@ -675,13 +686,15 @@ class Ledger:
 
     def upsert_jobs(self, rows: Iterable[tuple]) -> None:
         """:meth:`upsert_job` for many jobs: tuples ``(job_id, user, account, partition, state,
-        gpus, submit_time, restart_count, components, held, now)`` (no commit)."""
+        gpus, submit_time, restart_count, components, held, array_record, now)`` (no commit)."""
         self.conn.executemany(_UPSERT_JOB, rows)
 
     def touch_active(self, now: float) -> None:
-        """Set ``last_seen`` of every job not ended to ``now`` (one statement; observe calls it
-        after ending the jobs it did not see)."""
-        self.conn.execute("UPDATE jobs SET last_seen=? WHERE ended_at IS NULL", (now,))
+        """Set ``last_seen`` of every job not ended to ``now``, and ``held_seen`` of those held
+        (one statement; observe calls it after its upserts and after ending the jobs it did
+        not see)."""
+        self.conn.execute("UPDATE jobs SET last_seen=:now, held_seen=CASE WHEN held IS NOT NULL"
+                          " THEN :now ELSE held_seen END WHERE ended_at IS NULL", {"now": now})
 
     def start_runs(self, runs: Iterable[tuple[int, float, float, float]]) -> None:
         """:meth:`start_run` for many ``(job_id, start, gpus, now)`` (no commit)."""
@@ -715,11 +728,13 @@ def _job_row(values: tuple) -> JobRow:
     return row
 _UPSERT_JOB = (
     "INSERT INTO jobs(job_id, user, account, partition, state, gpus, submit_time,"
-    " restart_count, components, held, last_seen) VALUES(?,?,?,?,?,?,?,?,?,?,?)"
+    " restart_count, components, held, array_record, last_seen)"
+    " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)"
     " ON CONFLICT(job_id) DO UPDATE SET user=excluded.user, account=excluded.account,"
     " partition=excluded.partition, state=excluded.state, gpus=excluded.gpus,"
     " submit_time=excluded.submit_time, restart_count=excluded.restart_count,"
-    " components=excluded.components, held=excluded.held, last_seen=excluded.last_seen,"
+    " components=excluded.components, held=excluded.held,"
+    " array_record=excluded.array_record, last_seen=excluded.last_seen,"
     " ended_at=NULL")
 _START_RUN = ("INSERT INTO runs(job_id, start, gpus, last_seen) VALUES(?,?,?,?)"
               " ON CONFLICT(job_id, start) DO UPDATE SET last_seen=excluded.last_seen")

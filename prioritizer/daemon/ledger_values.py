@@ -67,6 +67,7 @@ GPU_S = Rule(f"GPU·s from 0 to {MAX_GPUS * MAX_EPOCH_S:.4g}",
              f"{_NUMBER} AND {{c}} BETWEEN 0 AND {MAX_GPUS * MAX_EPOCH_S}")
 TEXT = Rule("text", "typeof({c}) = 'text'")
 COMPONENTS = Rule("a whole number >= 1", "typeof({c}) = 'integer' AND {c} >= 1")
+FLAG = Rule("0 or 1", "typeof({c}) = 'integer' AND {c} IN (0, 1)")
 
 #: Per table: its key columns (named in the message) and the rule of each column the code
 #: reads. A column an older ledger lacks is not checked (``PRAGMA table_info``).
@@ -79,7 +80,8 @@ TABLES: dict[str, tuple[tuple[str, ...], dict[str, Rule]]] = {
         "reason": TEXT, "reason_time": EPOCH.or_null(), "applied": TEXT.or_null(),
         "last_seen": EPOCH.or_null(), "ended_at": EPOCH.or_null(), "refusals": COUNT,
         "retry_at": EPOCH.or_null(), "refused": TEXT.or_null(),
-        "components": COMPONENTS.or_null(), "held": TEXT.or_null()}),
+        "components": COMPONENTS.or_null(), "held": TEXT.or_null(),
+        "held_seen": EPOCH.or_null(), "array_record": FLAG}),
     "runs": (("job_id", "start"), {
         "job_id": COUNT, "start": EPOCH, "end_time": EPOCH.or_null(), "gpus": GPUS,
         "last_seen": EPOCH, "end_source": TEXT.or_null()}),

@@ -334,10 +334,11 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     for unit in units.values():
         row = rows.get(unit.job_id)
         seen = (unit.user, unit.account, unit.partition, unit.state, unit.gpus,
-                unit.submit_time, unit.restart_count, unit.components, unit.hold)
+                unit.submit_time, unit.restart_count, unit.components, unit.hold,
+                int(unit.array_record))
         known = row is not None and seen == (row.user, row.account, row.partition, row.state,
                                              row.gpus, row.submit_time, row.restart_count,
-                                             row.components, row.held)
+                                             row.components, row.held, row.array_record)
         run = open_runs.get(unit.job_id)
         if (unit.phase is None and known and row is not None and run is None
                 and (row.ended_at is None) == (unit.state in HELD_STATES)):

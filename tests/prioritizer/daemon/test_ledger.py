@@ -333,3 +333,24 @@ def test_a_ledger_that_counted_not_running_intents_is_recounted_once(tmp_path: P
         assert (led.job(5).preemptions, led.job(6).preemptions) == (1, 1)
     with Ledger(path) as again:
         assert again.migrated == [] and again.job(5).preemptions == 1
+
+
+def test_the_last_cycle_that_saw_a_job_held_and_an_array_record_are_kept(ledger: Ledger) -> None:
+    """Job 4 is pending at 1,000 s, held (JobHeldUser) at 1,030 s and 1,060 s, released at
+    1,090 s: held_seen is 1,060, the last cycle that saw the hold, and stays so once released.
+    Job 40 is a job array's pending record (tasks 3-10): array_record 1; job 4 has 0."""
+    import dataclasses
+    pending = unit(4, "PENDING", start=None, reason="Priority")
+    held = dataclasses.replace(pending, reason="JobHeldUser")
+    array = dataclasses.replace(unit(40, "PENDING", start=None, reason="Priority"),
+                                array_record=True, tasks=8)
+    seen = []
+    for now, waiter in ((1000.0, pending), (1030.0, held), (1060.0, held), (1090.0, pending)):
+        _record(ledger, now, waiter, array)
+        row = ledger.job(4)
+        assert row is not None
+        seen.append((row.held, row.held_seen))
+    assert seen == [(None, None), ("JobHeldUser", 1030.0), ("JobHeldUser", 1060.0),
+                    (None, 1060.0)]
+    rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
+    assert (rows[4].array_record, rows[40].array_record, rows[40].held_seen) == (0, 1, None)
