@@ -242,11 +242,11 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
     requeued_at = ledger.requeued_for().get(job_id)
     settle = settle_s(cfg.interval_s)
     if (requeued_at is not None and row.ended_at is None and row.state in PENDING_STATES
-            and waiting_since_requeue(requeued_at, runs)):
-        if stuck(requeued_at, runs, now, settle):
+            and waiting_since_requeue(requeued_at, runs, row.held_seen)):
+        if stuck(requeued_at, runs, row.held_seen, now, settle):
             lines.append(f"victims were requeued for it at {_ts(requeued_at)} and it has not "
                          f"started in {settle:g} s: Slurm lacks something else for it (CPUs, "
-                         "memory, the nodes it named or excluded, a hold), so it preempts no more "
+                         "memory, the nodes it named or excluded), so it preempts no more "
                          "until it starts")
         else:
             lines.append(f"victims were requeued for it at {_ts(requeued_at)}; Slurm should "

@@ -56,9 +56,11 @@ NO_SIGNAL_STATES = frozenset({"SUSPENDED", "STOPPED"})
 #: Seconds after a preemption made for a waiter (victims requeued) within which Slurm starts
 #: the waiter if GPUs were all it lacked (the victims' epilogs, then the main or backfill
 #: scheduler; at least 4 daemon intervals). A waiter still pending after it lacks what the
-#: policy cannot see (CPUs, memory, the nodes it named or excluded, features, a hold Slurm put
-#: on it): it is preempted for no more until it starts. A job array's pending record is never
-#: judged so: the tasks Slurm starts for it take new job ids (:attr:`Unit.array_record`).
+#: policy cannot see (CPUs, memory, the nodes it named or excluded, features): it is preempted
+#: for no more until it starts. One that a cycle saw held since the requeue is not judged so:
+#: the hold kept it from starting, and once released it waits as a fresh waiter. Nor is a job
+#: array's pending record: the tasks Slurm starts for it take new job ids
+#: (:attr:`Unit.array_record`).
 SETTLE_S = 120.0
 
 
@@ -294,8 +296,11 @@ def awaiting_waiters(ledger: Ledger, units: Mapping[int, Unit], intents: Iterabl
     :meth:`~prioritizer.daemon.ledger.Ledger.requeued_for`. With virtual clusters they come
     first in the order (``policy.tenant_decide.waiters_first``)."""
     out = {i.waiter for i in intents if i.waiter is not None}
-    out.update(w for w, at in requeued_for.items()
-               if now - at < settle and waiting_since_requeue(at, ledger.runs(w)))
+    for w, at in requeued_for.items():
+        if now - at < settle and w in units:
+            row = ledger.job(w)
+            if waiting_since_requeue(at, ledger.runs(w), row.held_seen if row else None):
+                out.add(w)
     return frozenset(w for w in out if w in units and units[w].phase is JobPhase.PENDING)
 
 
@@ -426,18 +431,24 @@ def settle_s(interval_s: float) -> float:
     return max(SETTLE_S, 4 * interval_s)
 
 
-def waiting_since_requeue(requeued_at: float | None, runs: Iterable[Run]) -> bool:
+def waiting_since_requeue(requeued_at: float | None, runs: Iterable[Run],
+                          held_seen: float | None) -> bool:
     """Victims were requeued for the waiter at ``requeued_at`` (epoch s) and it has not started
     since: no run of ``runs`` began in that second or after it (Slurm gives a start in whole
-    seconds, and may start the waiter within the second its victims were requeued in)."""
-    return requeued_at is not None and all(r.start < math.floor(requeued_at) for r in runs)
+    seconds, and may start the waiter within the second its victims were requeued in), and no
+    cycle saw it held since (``held_seen``, the last one that did: a hold, by Slurm or a
+    person, kept it from starting; once released it waits as a fresh waiter)."""
+    return (requeued_at is not None and all(r.start < math.floor(requeued_at) for r in runs)
+            and (held_seen is None or held_seen < requeued_at))
 
 
-def stuck(requeued_at: float | None, runs: Iterable[Run], now: float, settle: float) -> bool:
-    """A waiter that victims were requeued for at ``requeued_at`` and that has not started since,
-    ``settle`` seconds (:func:`settle_s`) on: it lacks what the policy cannot see."""
+def stuck(requeued_at: float | None, runs: Iterable[Run], held_seen: float | None, now: float,
+          settle: float) -> bool:
+    """A waiter that victims were requeued for at ``requeued_at`` and that has neither started
+    nor been seen held since (:func:`waiting_since_requeue`), ``settle`` seconds
+    (:func:`settle_s`) on: it lacks what the policy cannot see."""
     return (requeued_at is not None and now - requeued_at >= settle
-            and waiting_since_requeue(requeued_at, runs))
+            and waiting_since_requeue(requeued_at, runs, held_seen))
 
 
 def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node],
@@ -513,7 +524,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
                          and unusable.isdisjoint(unit.nodes)),
             # a job array's record: its tasks start under new ids, never on the record
             eligible_time=_eligible(unit, now, not unit.array_record and stuck(
-                requeued_for.get(job_id), runs, now, settle)),
+                requeued_for.get(job_id), runs, row.held_seen, now, settle)),
             nodes=(unit.nodes if running and len(unit.nodes) == len(unit.gpus_per_node)
                    and set(unit.nodes) <= names else ()),
             releasing=(completing or job_id in in_intent

@@ -268,6 +268,52 @@ def test_a_waiter_preempted_for_that_does_not_start_is_preempted_for_no_more(
     assert eligible == {1119.0: {4: None, 6: None}, 1120.0: {4: math.inf, 6: None}}
 
 
+def test_a_waiter_held_after_its_victims_requeue_is_a_fresh_waiter_once_released(
+        tmp_path: Path) -> None:
+    """Victims were requeued for waiters 4, 5 and 6 at 1,000 s (settle 120 s). 4 was seen held
+    (JobHeldUser) at 1,030 s and released by 1,090 s: the hold kept it from starting, so at
+    1,100 s GPUs are no longer being freed for it (awaiting: 5 and 6) and at 1,200 s it may
+    preempt (eligible now) while 5, never held, is stuck (eligible never); explain says so of
+    5 and nothing of the requeue of 4. 6 was held at 990 s and released at 995 s, before the
+    requeue: stuck at 1,200 s as 5. A new requeue for 4 at 1,300 s counts again: at 1,420 s,
+    not started, it is stuck (its last hold, 1,030 s, came before that requeue)."""
+    from prioritizer.daemon import explain
+    pending = {j: unit(j, "PENDING", start=None, reason="Resources") for j in (4, 5, 6)}
+    held = {j: dataclasses.replace(u, reason="JobHeldUser") for j, u in pending.items()}
+    cfg, node = DaemonConfig(), [_node("node1", 8)]
+
+    def eligible(ledger: Ledger, now: float) -> dict[int, float | None]:
+        return {v.job_id: v.eligible_time for v in build_snapshot(
+            ledger, pending, node, [], cfg, now=now).jobs}
+
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        for now, units in ((990, {**pending, 6: held[6]}), (995, pending)):
+            with ledger.transaction():
+                record_units(None, ledger, units, now=now)
+        for waiter in (4, 5, 6):
+            ledger.finish_intent(ledger.add_intent(90 + waiter, waiter, "USR2", 30, 0, now=900),
+                                 1000.0, "requeued")
+        for now, units in ((1030, {**pending, 4: held[4]}), (1090, pending), (1100, pending)):
+            with ledger.transaction():
+                record_units(None, ledger, units, now=now)
+        assert awaiting_waiters(ledger, pending, [], 1100, 120,
+                                ledger.requeued_for()) == {5, 6}
+        with ledger.transaction():
+            record_units(None, ledger, pending, now=1200)
+        assert eligible(ledger, 1200) == {4: None, 5: math.inf, 6: math.inf}
+        said = {j: [line for line in explain.explain(j, ledger, cfg, 1200).splitlines()
+                    if line.startswith("victims were requeued")] for j in (4, 5)}
+        assert said == {4: [], 5: [
+            "victims were requeued for it at 1970-01-01 00:16:40 UTC and it has not started in "
+            "120 s: Slurm lacks something else for it (CPUs, memory, the nodes it named or "
+            "excluded), so it preempts no more until it starts"]}
+        ledger.finish_intent(ledger.add_intent(99, 4, "USR2", 30, 0, now=1250), 1300.0,
+                             "requeued")
+        with ledger.transaction():
+            record_units(None, ledger, pending, now=1420)
+        assert eligible(ledger, 1420)[4] == math.inf
+
+
 def test_awaiting_waiters_are_those_gpus_are_being_freed_for(tmp_path: Path) -> None:
     """Waiter 20 has an open intent (its victim 1 checkpointing); waiter 21's victim 2 was
     requeued at 1000, 60 s before now (settle 120 s); waiter 22's victim 3 at 900, 160 s

@@ -102,7 +102,7 @@ def test_explain_says_a_waiter_that_did_not_start_after_its_victims_preempts_no_
     text = explain.explain(42, ledger, DaemonConfig(), now=300).splitlines()
     assert text[2] == ("victims were requeued for it at 1970-01-01 00:00:40 UTC and it has not "
                        "started in 120 s: Slurm lacks something else for it (CPUs, memory, the "
-                       "nodes it named or excluded, a hold), so it preempts no more until it starts")
+                       "nodes it named or excluded), so it preempts no more until it starts")
 
 
 def test_explain_gives_a_waiter_four_intervals_after_its_victims_when_that_is_longer(
@@ -115,7 +115,7 @@ def test_explain_gives_a_waiter_four_intervals_after_its_victims_when_that_is_lo
         "1970-01-01 00:04:40 UTC, else it preempts no more until it starts")
     assert explain.explain(42, ledger, cfg, now=280).splitlines()[2].endswith(
         "has not started in 240 s: Slurm lacks something else for it (CPUs, memory, the nodes "
-        "it named or excluded, a hold), so it preempts no more until it starts")
+        "it named or excluded), so it preempts no more until it starts")
 
 
 def test_explain_unknown_job(ledger: Ledger) -> None:
