@@ -241,8 +241,9 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
         lines.append(tuned)
     requeued_at = ledger.requeued_for().get(job_id)
     settle = settle_s(cfg.interval_s)
+    # a job array's pending record is never judged stuck: its tasks start under new job ids
     if (requeued_at is not None and row.ended_at is None and row.state in PENDING_STATES
-            and waiting_since_requeue(requeued_at, runs, row.held_seen)):
+            and not row.array_record and waiting_since_requeue(requeued_at, runs, row.held_seen)):
         if stuck(requeued_at, runs, row.held_seen, now, settle):
             lines.append(f"victims were requeued for it at {_ts(requeued_at)} and it has not "
                          f"started in {settle:g} s: Slurm lacks something else for it (CPUs, "

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from daemon_unit_helpers import FakeSlurm, sinfo_node, squeue_job, unit
+from prioritizer.daemon import explain
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.policy.model import JobPhase
@@ -277,7 +278,6 @@ def test_a_waiter_held_after_its_victims_requeue_is_a_fresh_waiter_once_released
     5 and nothing of the requeue of 4. 6 was held at 990 s and released at 995 s, before the
     requeue: stuck at 1,200 s as 5. A new requeue for 4 at 1,300 s counts again: at 1,420 s,
     not started, it is stuck (its last hold, 1,030 s, came before that requeue)."""
-    from prioritizer.daemon import explain
     pending = {j: unit(j, "PENDING", start=None, reason="Resources") for j in (4, 5, 6)}
     held = {j: dataclasses.replace(u, reason="JobHeldUser") for j, u in pending.items()}
     cfg, node = DaemonConfig(), [_node("node1", 8)]
@@ -357,7 +357,8 @@ def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -
     """Victims were requeued for pending array 40 (tasks 2-10) at 1,000 s, and Slurm started
     its task 2 at 1,015 s, as every task but the last starts: under a new job id (41; the
     pending record keeps 40). Its record never shows a run of its own, so it is no waiter that
-    failed to start: at 1,200 s its tasks 3-10 may still preempt."""
+    failed to start: at 1,200 s its tasks 3-10 may still preempt, and explain does not say
+    it preempts no more."""
     jobs = [job_from_json(_job(job_id=40, array_job_id=40, array_task_string="3-10",
                                job_state="PENDING", state_reason="Priority", nodes="",
                                start_time=0, priority=500)),
@@ -369,7 +370,9 @@ def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -
         with ledger.transaction():
             record_units(None, ledger, units, now=1020)
         snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=1200)
+        text = explain.explain(40, ledger, DaemonConfig(), now=1200)
     assert {v.job_id: v.eligible_time for v in snap.jobs} == {40: None, 41: None}
+    assert "victims were requeued" not in text and "preempts no more" not in text
 
 
 def test_a_waiter_that_started_after_a_requeue_finished_late_is_no_stuck_waiter(
