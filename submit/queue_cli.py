@@ -558,7 +558,7 @@ def _run(view: _View) -> int:
         sys.stdout.write("\n" + qv.render_tenants(snap.tenants))
     for n in notes:
         print(qv.visible(n))
-    if args.jobs is not None and snap is not None:   # without one, the note says why
+    if args.jobs is not None:
         _forecast_details(rows, snap)
     return Exit.OK
 
@@ -568,15 +568,20 @@ def _show_start(snap: PublicSnapshot | None) -> bool:
     return snap is not None and snap.forecast is not None
 
 
-def _forecast_details(rows: list[qv.QueueRow], snap: PublicSnapshot) -> None:
+def _forecast_details(rows: list[qv.QueueRow], snap: PublicSnapshot | None) -> None:
     """``-j``: each waiting or running job's forecast lines (p10-p90 of start and finish, the
-    jobs ahead, the chance of a preemption), or why there is none."""
+    jobs ahead, the chance of a preemption), or why there is none (``snap`` None: no current
+    snapshot of this cluster, whose note the view printed)."""
     now = time.time()
     for row in rows:
         waiting = row.state in WAITING_STATES
         print(f"job {qv.visible(row.display_id)}:")
         if not waiting and row.state not in HOLDING_STATES:
             print(f"  forecast: none (the job has ended: {qv.visible(row.state)})")
+            continue
+        if snap is None:
+            print("  forecast: none (no current dlprio snapshot of this cluster: see the note "
+                  "above)")
             continue
         lines = forecast_text.detail_lines(snap.forecast, _unit_of(row), now,
                                            running=not waiting)

@@ -68,3 +68,14 @@ def test_with_json_the_note_goes_to_stderr(snap_path: str,
     assert json.loads(captured.out) == []
     assert captured.err.startswith("dlqueue: job 999_3: not in the table:")
     assert "sacct -j 999 older ones" in captured.err
+
+
+def test_without_a_snapshot_each_job_says_it_has_no_forecast(
+        snap_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "none.json")
+    assert queue_cli.main(["--snapshot", missing, "-t", "all", "-j", "6,12"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-4:] == ["job 12:", "  forecast: none (no current dlprio snapshot of this "
+                        "cluster: see the note above)",
+                        "job 6:", "  forecast: none (the job has ended: COMPLETED)"]
+    assert any(line.startswith(f"daemon snapshot not found at {missing}") for line in out)

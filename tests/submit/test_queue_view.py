@@ -287,8 +287,10 @@ def test_cli_without_snapshot_says_so(fake, tmp_path, capsys) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["JOBID", "USER", "NAME", "STATE", "GPUS", "NODES", "WAIT",
                               "PREEMPTS", "REASON"]
-    assert out[1].split()[:3] == ["102", "bob", "[red]x[/red]"] and len(out) == 3
+    assert out[1].split()[:3] == ["102", "bob", "[red]x[/red]"] and len(out) == 5
     assert "snapshot not found" in out[2] and "not shown" in out[2]
+    assert out[3:] == ["job 102:", "  forecast: none (no current dlprio snapshot of this "
+                       "cluster: see the note above)"]
 
 
 @pytest.mark.parametrize("content", ["[1, 2", "[1]", '{"version": 9}', '{"version": 1}'],
