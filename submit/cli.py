@@ -245,7 +245,9 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
             part = opts.partition or opts.virtual_cluster(job.virtual_cluster).partition
-            shape = node_shape.choose(opts, given, part, ask, any(r.gpus or r.gpu_share for r in job.roles))
+            shape = node_shape.choose(opts, given, part, ask,
+                                      any(r.gpus or r.gpu_share for r in job.roles),
+                                      node_shape.gang_demand(job))
             # a submit to an unreachable Slurm fails and says so: no note about the shape then
             if shape.note and shape.note not in notes and not (shape.unreachable and not args.dry_run):
                 notes.append(shape.note)

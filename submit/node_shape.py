@@ -13,7 +13,9 @@ and is packed on as few nodes as that node allows. In a partition of mixed shape
 needs more nodes of that shape than the partition has waits in the queue; :func:`choose` says
 so in its note. Shards per GPU (for a fractional ``gpu``) come from the site config or
 ``--shards-per-gpu``, else from the same nodes' Gres (``gpu:4,shard:16`` is 4 per GPU; the
-largest ratio among them: a job asking a step only some nodes give waits for those).
+largest ratio among them: a job asking a step only some nodes give waits for those). A gang
+that needs more GPUs, cores or MiB at once than the partition's nodes have in all is refused
+(:func:`gang_demand`, :func:`choose`): Slurm would keep it pending for ever.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from typing import Any, Protocol
 
 from slurm_plugin import shard
 from submit.errors import SpecError
+from submit.model import Job
 from submit.options import RenderOptions
+from submit.packing import mem_per_cpu
 
 FIELDS = ("gpus_per_node", "cores_per_node", "mem_per_node_mib")
 """The RenderOptions fields that make the node shape."""
@@ -83,12 +87,15 @@ class Choice:
 
 def choose(opts: RenderOptions, given: set[str], partition: str | None,
            nodes: Callable[[str | None], tuple[str, Sequence[NodeLike]]] | None,
-           needs_gpus: bool = True) -> Choice:
+           needs_gpus: bool = True, gang: Shape | None = None) -> Choice:
     """The shape for one job. ``given``: the :data:`FIELDS` set by a flag or the site config
     (kept as they are). ``nodes(partition)``: ``(partition name, its nodes)`` from Slurm, raising
     ``slurm_plugin.slurm.client.SlurmError`` when Slurm does not answer; ``None`` when the cluster is
-    not to be asked (``--dry-run`` without ``--cluster-shape``). Raises :class:`SpecError` when
-    the partition has no node at all, or no GPU while the job asks for GPUs."""
+    not to be asked (``--dry-run`` without ``--cluster-shape``). ``gang``: what a gang job needs
+    at once, all instances summed (GPUs, cores, MiB; None for a job array, whose elements start
+    on their own). Raises :class:`SpecError` when the partition has no node at all, no GPU
+    while the job asks for GPUs, or fewer GPUs, cores or MiB in all its nodes, whatever their
+    state, than the gang needs at once (it could never start: Slurm would keep it pending)."""
     if set(FIELDS) <= given:
         return Choice(opts, "")
     if nodes is None:
@@ -112,6 +119,8 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
     if shape.gpus == 0 and needs_gpus and "gpus_per_node" not in given:
         raise SpecError([f"{where}: no node has a GPU (largest node: {shape.text()}); "
                          "name a GPU partition with --partition"])
+    if gang is not None:
+        _check_gang_fits(gang, where, found)
     values: dict[str, Any] = {"gpus_per_node": shape.gpus or opts.gpus_per_node,
                               "cores_per_node": shape.cores, "mem_per_node_mib": shape.mem_mib}
     if not opts.shards_per_gpu:
@@ -124,6 +133,31 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
                 f"({shape_of(picked).text()}, {count} of {total} nodes): a job needing more such "
                 "nodes than that waits")
     return Choice(picked, note)
+
+
+def gang_demand(job: Job) -> Shape | None:
+    """What a gang job needs at once, all instances of all roles summed: whole GPUs (a shard
+    role's fraction counts none), cores, MiB (``--mem-per-cpu`` × cores, as packed); None for a
+    job array (``extras.gangAllocation: false``)."""
+    if not job.gang:
+        return None
+    return Shape(sum(r.instances * r.gpus for r in job.roles),
+                 sum(r.instances * r.cpus for r in job.roles),
+                 sum(r.instances * mem_per_cpu(r) * r.cpus for r in job.roles))
+
+
+def _check_gang_fits(gang: Shape, where: str, found: Sequence[NodeLike]) -> None:
+    """Raise :class:`SpecError` when the nodes ``found`` hold fewer GPUs, cores or MiB in all
+    than the ``gang`` needs at once."""
+    have = Shape(sum(n.gpus_total for n in found), sum(n.cpus for n in found),
+                 sum(n.real_memory_mib for n in found))
+    for need, total, unit in ((gang.gpus, have.gpus, "GPUs"), (gang.cores, have.cores, "cores"),
+                              (gang.mem_mib, have.mem_mib, "MiB")):
+        if need > total:
+            raise SpecError([f"the job needs {need} {unit} at once (all instances start together) "
+                             f"and {where} has {total} in all ({len(found)} nodes): it could "
+                             "never start; ask for fewer instances or less per instance, or name "
+                             "a larger partition with --partition"])
 
 
 def given_fields(site: dict[str, Any], flags: dict[str, Any]) -> set[str]:

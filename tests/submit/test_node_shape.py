@@ -156,10 +156,49 @@ def test_a_partition_without_gpus_refuses_a_gpu_job_and_packs_a_cpu_job(
     rc, _, err = submitted([spec_file(tmp_path, 1, 1), "--partition", "cpu"], monkeypatch, capsys)
     assert (rc, err) == (2, "dlsubmit: partition cpu: no node has a GPU (largest node: 0 GPUs, "
                             "96 cores, 256000 MiB per node); name a GPU partition with --partition\n")
-    rc, [args], err = submitted([spec_file(tmp_path, 4, 0, cpus=48), "--partition", "cpu"],
+    rc, [args], err = submitted([spec_file(tmp_path, 2, 0, cpus=48), "--partition", "cpu"],
                                 monkeypatch, capsys)
     assert (rc, err) == (0, "")
-    assert option(args, "nodes") == ["2"] and option(args, "ntasks-per-node") == ["2"]
+    assert option(args, "nodes") == ["1"] and option(args, "ntasks-per-node") == ["2"]
+
+
+@pytest.mark.parametrize(("instances", "gpus", "cpus", "mem", "line"), [
+    # partition gpu: a1 + a2, 4 GPUs, 32 cores, 128000 MiB each
+    (3, 4, 1, 1000, "the job needs 12 GPUs at once (all instances start together) and "
+     "partition gpu has 8 in all (2 nodes)"),
+    (3, 0, 32, 1000, "the job needs 96 cores at once (all instances start together) and "
+     "partition gpu has 64 in all (2 nodes)"),
+    (3, 1, 1, 100000, "the job needs 300000 MiB at once (all instances start together) and "
+     "partition gpu has 256000 in all (2 nodes)"),
+], ids=["gpus", "cores", "memory"])
+def test_a_gang_larger_than_its_partition_is_refused_before_sbatch(
+        instances: int, gpus: int, cpus: int, mem: int, line: str, tmp_path: Path,
+        cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rc, scripts, err = submitted([spec_file(tmp_path, instances, gpus, cpus=cpus, mem=mem)],
+                                 monkeypatch, capsys)
+    assert (rc, scripts) == (2, [])
+    assert err == (f"dlsubmit: {line}: it could never start; ask for fewer instances or less per "
+                   "instance, or name a larger partition with --partition\n")
+    # the same instances as a job array start one by one: each fits a node, so it is submitted
+    rc, [args], err = submitted([spec_file(tmp_path, instances, gpus, cpus=cpus, mem=mem,
+                                           extras={"gangAllocation": False})],
+                                monkeypatch, capsys)
+    assert (rc, err) == (0, "") and option(args, "array") == [f"0-{instances - 1}"]
+
+
+def test_a_gang_of_several_roles_counts_every_role(
+        tmp_path: Path, cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # three roles of one 4-GPU instance each: 12 GPUs at once, partition gpu has 8
+    f = tmp_path / "roles.yaml"
+    role = {"instances": 1, "resourcePerInstance": {"cpu": 1, "memoryMB": 100, "gpu": 4},
+            "commands": ["true"]}
+    f.write_text(yaml.safe_dump(v2_spec(roles={"a": role, "b": role, "c": role})))
+    rc, scripts, err = submitted([str(f)], monkeypatch, capsys)
+    assert (rc, scripts) == (2, []) and err.startswith(
+        "dlsubmit: the job needs 12 GPUs at once (all instances start together) and partition "
+        "gpu has 8 in all (2 nodes): it could never start")
 
 
 def test_the_virtual_clusters_partition_is_asked_once_for_several_specs(
