@@ -28,7 +28,9 @@ runs ``sacct``). Each declared release's record is one msgspec Struct: :class:`S
   components, the k-th records of every component forming attempt k).
 
 Times are epoch seconds (``None`` where Slurm has none: 0, ``null`` or ``NO_VAL``),
-``time.limit`` minutes in the JSON and seconds here.
+``time.limit`` minutes in the JSON and seconds here. ``time.suspended`` (sacct(1)
+``Suspended``: "the amount of time a job or job step was suspended") is seconds; the seconds an
+attempt *ran* leave it out, as Slurm's own ``Elapsed`` does.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class AccountingRecord:
         ran: whether the attempt started (has a start time and an allocation).
         gpu_tres: whether the TRES list read names ``gres/gpu`` (False: no GPUs, or an
             accounting that does not track them, :func:`tracks_gpus`).
+        suspended_s: seconds the attempt spent suspended (``time.suspended``).
     """
 
     job_id: int
@@ -89,6 +92,7 @@ class AccountingRecord:
     nodes: int
     ran: bool
     gpu_tres: bool = True
+    suspended_s: int = 0
 
     @property
     def unit_id(self) -> int:
@@ -97,16 +101,18 @@ class AccountingRecord:
 
     @property
     def run_s(self) -> float:
-        """Seconds this attempt ran (0 when it never started or has no end yet)."""
+        """Seconds this attempt ran, time suspended not counted (0 when it never started or
+        has no end yet)."""
         if self.start is None or self.end is None:
             return 0.0
-        return float(max(self.end - self.start, 0))
+        return float(max(self.end - self.start - self.suspended_s, 0))
 
 
 @dataclass(frozen=True)
 class Attempt:
     """One run of a job (hetjob components merged): epoch s, GPUs, and how it ended;
-    ``gpu_tres``: some component's TRES names ``gres/gpu`` (see :class:`AccountingRecord`)."""
+    ``gpu_tres``: some component's TRES names ``gres/gpu`` (see :class:`AccountingRecord`);
+    ``suspended_s``: seconds it spent suspended (the most of its components)."""
 
     start: int | None
     end: int | None
@@ -114,13 +120,14 @@ class Attempt:
     nodes: int
     state: str
     gpu_tres: bool = True
+    suspended_s: int = 0
 
     @property
     def run_s(self) -> float:
-        """Seconds run (0 when it never started or has no end)."""
+        """Seconds run, time suspended not counted (0 when it never started or has no end)."""
         if self.start is None or self.end is None:
             return 0.0
-        return float(max(self.end - self.start, 0))
+        return float(max(self.end - self.start - self.suspended_s, 0))
 
     @property
     def gpu_s(self) -> float:
@@ -173,12 +180,13 @@ class AccountedJob:
 
     @property
     def attained_gpu_s(self) -> float:
-        """GPU·seconds held over every attempt (the daemon's attained service, 2D)."""
+        """GPU·seconds run over every attempt, time suspended not counted (the daemon's
+        attained service, 2D)."""
         return sum(a.gpu_s for a in self.attempts)
 
     @property
     def ran_s(self) -> float:
-        """Seconds run over every attempt."""
+        """Seconds run over every attempt, time suspended not counted."""
         return sum(a.run_s for a in self.attempts)
 
 
@@ -212,6 +220,7 @@ class _Time38(msgspec.Struct, frozen=True):
     start: int | None = None
     end: int | None = None
     limit: int | None = None
+    suspended: int | None = None
 
 
 class _Het38(msgspec.Struct, frozen=True):
@@ -261,6 +270,7 @@ class _Time42(msgspec.Struct, frozen=True):
     start: int
     end: int
     limit: NoVal
+    suspended: int
 
 
 class _Het42(msgspec.Struct, frozen=True):
@@ -405,7 +415,7 @@ def _record(j: SacctJob38 | SacctJob42) -> AccountingRecord:
         submit=epoch(t.submission), eligible=epoch(t.eligible), start=start,
         end=epoch(t.end) if start is not None or state not in UNFINISHED_STATES else None,
         time_limit_s=limit * 60 if limit else None, gpus=gpus, nodes=nodes, ran=ran,
-        gpu_tres=listed is not None)
+        gpu_tres=listed is not None, suspended_s=number(t.suspended) or 0)
 
 
 def _attempt_key(r: AccountingRecord) -> tuple[int, int, int]:
@@ -438,7 +448,8 @@ def fold_jobs(records: Iterable[AccountingRecord]) -> list[AccountedJob]:
                 end=max(ends) if ends and len(ends) == len(parts) else None,
                 gpus=sum(p.gpus for p in parts),
                 nodes=sum(p.nodes for p in parts),
-                state=lead.state, gpu_tres=any(p.gpu_tres for p in parts)))
+                state=lead.state, gpu_tres=any(p.gpu_tres for p in parts),
+                suspended_s=max(p.suspended_s for p in parts)))
         first, last = leader[0], leader[-1]
         jobs.append(AccountedJob(
             job_id=unit_id, name=first.name, user=first.user, account=first.account,

@@ -7,7 +7,8 @@ unknown state or a malformed number raises :class:`ShapeError`, never a half-rea
 :func:`slurm_plugin.slurm.shapes.jobs_from_json` reads ``squeue --json`` into the same
 :class:`Job`, for the one field only JSON has (``gres_detail``: GPU indices). Times are epoch
 seconds (``None`` where Slurm reports 0/``N/A``/``NONE`` = not yet); ``time_limit_s`` is
-seconds (squeue reports minutes); memory is MiB.
+seconds (squeue reports minutes); ``time_used_s`` is seconds (squeue's ``TimeUsed``,
+``[D-]H:MM:SS``); memory is MiB.
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ class Job:
         stdout_path: the job's ``--output`` path as Slurm holds it.
         shards_per_node: GPU shards asked per node (``tres_per_node`` ``gres/shard:2``, a share
             of one GPU, slurm_plugin/shard.py); 0 for jobs without shards.
+        time_used_s: seconds the job has run in its current (or last) run, time suspended
+            not counted: squeue's ``TimeUsed`` (squeue(1): ``%M``; Slurm computes it as the
+            run time before the last suspension, ``PreSusTime`` in scontrol(1), plus the time
+            since the last resume, ``SuspendTime``; a suspended job's stays still). ``None``
+            where Slurm gives none (``INVALID``) and in the JSON read, which does not ask for it.
     """
 
     job_id: int
@@ -89,6 +95,7 @@ class Job:
     array_task_string: str = ""
     batch: bool = True
     shards_per_node: int = 0
+    time_used_s: int | None = None
 
     @property
     def is_active(self) -> bool:
@@ -197,7 +204,7 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("eligible_time", "EligibleTime"), ("time_limit", "TimeLimit"),
     ("restart_count", "RestartCnt"), ("requeue", "Requeue"), ("priority", "PriorityLong"),
     ("batch_host", "BatchHost"), ("batch", "BatchFlag"), ("stdout", "STDOUT"), ("comment", "Comment"),
-    ("admin_comment", "admin_comment"), ("name", "Name"),
+    ("admin_comment", "admin_comment"), ("name", "Name"), ("time_used", "TimeUsed"),
 )
 
 #: Every job state word squeue prints (slurm.h ``job_states`` and flags, squeue(1) "JOB STATE
@@ -238,6 +245,19 @@ def time_limit_seconds(text: str) -> int | None:
     m = _LIMIT_RE.match(text)
     if not m:
         raise ShapeError(f"squeue field time_limit={text!r}: not [D-]H:MM:SS")
+    d, h, mi, s = (int(g) if g else 0 for g in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + s
+
+
+def time_used_seconds(text: str) -> int | None:
+    """squeue's TimeUsed (``[D-]H:MM:SS``, ``M:SS``; ``INVALID`` when Slurm finds it
+    negative, squeue(1)) in seconds, ``None`` for ``INVALID`` or unset."""
+    text = text.strip()
+    if text in _UNSET or text == "INVALID":
+        return None
+    m = _LIMIT_RE.match(text)
+    if not m:
+        raise ShapeError(f"squeue field time_used={text!r}: not [D-]H:MM:SS")
     d, h, mi, s = (int(g) if g else 0 for g in m.groups())
     return ((d * 24 + h) * 60 + mi) * 60 + s
 
@@ -315,6 +335,7 @@ def job_from_fields(rec: dict[str, str] | list[str]) -> Job:
         stdout_path=_text(v[_AT["stdout"]]), array_task_string=array_string,
         batch=bool(_num(v[_AT["batch"]], "batch")),
         shards_per_node=shards_in_gres(_text(v[_AT["tres_per_node"]])),
+        time_used_s=time_used_seconds(v[_AT["time_used"]]),
     )
 
 

@@ -102,6 +102,16 @@ def test_typed_gpu_entries_are_summed_without_plain() -> None:
     assert rec.gpus == 4                                # the plain total, not 8
 
 
+def test_time_suspended_is_not_run_time() -> None:
+    # ran 10..100 and was suspended 30 s of it (sacct Suspended): 60 s run, 4 GPUs
+    rec = record_from_json({"job_id": 3, "state": {"current": "COMPLETED"},
+                            "time": {"start": 10, "end": 100, "suspended": 30},
+                            "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 4}]}})
+    assert (rec.suspended_s, rec.run_s) == (30, 60)
+    job, = fold_jobs([rec])
+    assert (job.attempts[0].suspended_s, job.ran_s, job.attained_gpu_s) == (30, 60, 240)
+
+
 def test_record_of_another_shape_is_an_error() -> None:
     with pytest.raises(ShapeError, match="job_id"):
         record_from_json({"name": "x", "state": {"current": "COMPLETED"}})

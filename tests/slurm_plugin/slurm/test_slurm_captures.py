@@ -101,8 +101,10 @@ def test_squeue_26_05_array_elements_and_requeue() -> None:
 
 
 def _formatted(name: str) -> list[Job]:
+    """The captured records; they were taken before ``TimeUsed`` (the last field) was read,
+    so it is given as squeue's unset ``N/A``."""
     text = (DATA / name).read_text()
-    return [job_from_fields(r.lstrip("\n").split("\x1fFS\x1f"))
+    return [job_from_fields(r.lstrip("\n").split("\x1fFS\x1f") + ["N/A"])
             for r in text.split("\x1eRS\x1e") if r.strip()]
 
 

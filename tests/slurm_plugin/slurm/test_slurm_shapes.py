@@ -104,13 +104,20 @@ def test_a_shard_jobs_shards_per_node_in_every_releases_formatted_read(tres: str
 @pytest.mark.parametrize("field,value", [
     ("state", "RUNNING,COMPLETING"), ("state", ""), ("state", "['RUNNING']"),
     ("start_time", "2026-11-30T10:00:00"), ("restart_count", "{'number': 1}"),
-    ("time_limit", "forever"), ("job_id", "N/A")])
+    ("time_limit", "forever"), ("job_id", "N/A"), ("time_used", "12 minutes")])
 def test_a_field_that_does_not_parse_refuses_the_whole_read(field: str, value: str) -> None:
     with pytest.raises(ShapeError, match=field):
         job_from_fields(_record(**{field: value}))
     answer = _answer("slurm 22.05.8", [_record(job_id="9"), _record(**{field: value})], [])
     with pytest.raises(SlurmShapeUnknown, match=field):
         CannedClient(answer).jobs()
+
+
+def test_time_used_in_squeue_forms() -> None:
+    # squeue(1) TimeUsed: days and hours only as needed; INVALID when Slurm finds it negative
+    assert [job_from_fields(_record(time_used=t)).time_used_s
+            for t in ("0:00", "4:05", "1:02:03", "3-00:00:07", "INVALID", "N/A")] \
+        == [0, 245, 3723, 259207, None, None]
 
 
 def test_time_limits_in_squeue_forms() -> None:
