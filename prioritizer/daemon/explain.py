@@ -4,7 +4,8 @@ The ledger is what the daemon last saw: both views say how old it is (the daemon
 of Slurm) and count an open run only up to the last cycle that saw it running, never
 extrapolated to now: after the daemon stops, a job that ended is not shown gaining service.
 ``explain`` says why a job sits where it sits: its queue, attained service
-(GPU·s, summed over its runs), the thresholds of its queue and the next one, the
+(GPU·s, summed over its runs, time suspended not counted; a suspended job is said to be),
+the thresholds of its queue and the next one, the
 promotion rule (Tiresias NSDI'19 section 4.2: back to queue 0 after waiting ``knob ×`` the
 last run), and the reason of the last change, in the same words the daemon logged
 (docs/design.md, code rule 11); then the start-time forecast the daemon's snapshot holds
@@ -31,6 +32,7 @@ from prioritizer.daemon.forecast_text import detail_lines, expired
 from prioritizer.daemon.ledger import PREEMPTED_OUTCOMES, JobRow, Ledger, Run
 from prioritizer.daemon.observe import (HELD_STATES, PENDING_STATES, settle_s, stuck,
                                         waiting_since_requeue)
+from prioritizer.daemon.suspension import SUSPENDED_STATES
 from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, is_current,
                                          read_snapshot, stale_after_s)
 from slurm_plugin.common.cli import visible
@@ -47,7 +49,8 @@ class UnknownJob(LookupError):
 
 
 def seen_service(runs: list[Run]) -> tuple[float, float]:
-    """(GPU·s, s) over ``runs``, an open run counted up to the last cycle that saw it."""
+    """(GPU·s, s) over ``runs``, an open run counted up to the last cycle that saw it; time
+    suspended is not counted (:meth:`Run.seconds`)."""
     gpu_s = sum(r.gpu_seconds(r.end if r.end is not None else r.last_seen) for r in runs)
     return gpu_s, sum(r.seconds(r.end if r.end is not None else r.last_seen) for r in runs)
 
@@ -256,6 +259,12 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
     if hold := held_by(row):
         lines.append(f"held by Slurm ({visible(hold)}): not ordered until someone releases it "
                      f"('scontrol release {job_id}'); its attained service is kept")
+    if row.state in SUSPENDED_STATES and row.ended_at is None:
+        since = next((r.suspended_at for r in runs if r.end is None and r.suspended_at), None)
+        lines.append(f"suspended by Slurm ({row.state}"
+                     + (f" since {_ts(since)}" if since is not None else "")
+                     + "): it keeps its GPUs but does not run; the time suspended is not "
+                     "counted as attained service")
     if row.queue is None:
         lines.append("queue: not decided yet")
     elif row.queue > len(thresholds):   # thresholds_gpu_s shortened since the last cycle saw it
@@ -292,7 +301,9 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
     for r in runs:
         end = _ts(r.end) if r.end is not None else f"running when last seen {_ts(r.last_seen)}"
         seen = r.end if r.end is not None else r.last_seen
-        lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(seen):.0f} s x {r.gpus:g} GPUs")
+        paused = r.suspended(seen)
+        lines.append(f"  run {_ts(r.start)} -> {end}: {r.seconds(seen):.0f} s x {r.gpus:g} GPUs"
+                     + (f" (and {paused:.0f} s suspended, not counted)" if paused >= 0.5 else ""))
     for i in ledger.intents(job_id):
         made = i.outcome is None or i.outcome in PREEMPTED_OUTCOMES
         lines.append(f"  preemption for job {i.waiter}{'' if made else ' not made'}: signal "

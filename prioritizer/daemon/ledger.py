@@ -7,8 +7,11 @@ over all runs), the queue level with its queue-entry time and the reason of the 
 counters of promotions and preemptions, the last value the daemon gave Slurm (``applied``),
 and *preemption intents* written before they are acted on (docs/design.md, "Ledger and daemon";
 code rule 3). The service of an open run is counted from Slurm's own ``start_time``, never
-from counting cycles; a requeued job keeps its earlier runs, whoever requeued it.
-Times are epoch seconds; service is GPU·seconds.
+from counting cycles; a requeued job keeps its earlier runs, whoever requeued it. Time a run
+spends suspended (``scontrol suspend``, state SUSPENDED or STOPPED: the job keeps its
+allocation but does not run) is not service: each run keeps the seconds it was suspended
+(:class:`Run`), as Slurm's own time used does (squeue(1) ``TimeUsed``, sacct(1)
+``Suspended``). Times are epoch seconds; service is GPU·seconds.
 """
 
 from __future__ import annotations
@@ -76,6 +79,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             # pending record (0 until the daemon sees the job again): the stuck-waiter rule
         "ALTER TABLE jobs ADD COLUMN held_seen REAL",
         "ALTER TABLE jobs ADD COLUMN array_record INTEGER NOT NULL DEFAULT 0",
+    )),
+    (8, (   # time a run spent suspended, not service: seconds before suspended_at, the
+            # start of the suspension going on (NULL: not suspended), and the part of the
+            # seconds the daemon saw it STOPPED; older runs count none
+        "ALTER TABLE runs ADD COLUMN suspended_s REAL NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN suspended_at REAL",
+        "ALTER TABLE runs ADD COLUMN stopped_s REAL NOT NULL DEFAULT 0",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -247,7 +257,14 @@ def migrate(conn: sqlite3.Connection, path: Path) -> list[int]:
 @dataclass(frozen=True)
 class Run:
     """One run of a job: ``start``/``end`` epoch s (``end`` None while open), ``gpus`` GPUs (a shard
-    job: its share of one GPU, e.g. 0.5)."""
+    job: its share of one GPU, e.g. 0.5).
+
+    Time suspended (schema version 8; 0 and None in older ledgers): ``suspended_s`` seconds
+    the run spent suspended or stopped before ``suspended_at``, the epoch s its current
+    suspension began (None: not suspended now); ``stopped_s``, of ``suspended_s``, the seconds
+    the daemon saw it STOPPED, which Slurm's time used counts as run. The observe step keeps
+    them from Slurm's time used (:func:`prioritizer.daemon.suspension.suspension`), the rebuild
+    from sacct's ``Suspended``."""
 
     job_id: int
     start: float
@@ -255,14 +272,27 @@ class Run:
     gpus: float
     last_seen: float
     end_source: str | None
+    suspended_s: float = 0.0
+    suspended_at: float | None = None
+    stopped_s: float = 0.0
 
     def gpu_seconds(self, now: float) -> float:
-        """GPU·s of this run; an open run counts up to ``now``."""
+        """GPU·s of this run, time suspended not counted; an open run counts up to ``now``."""
         return self.gpus * self.seconds(now)
 
     def seconds(self, now: float) -> float:
-        """Seconds of this run (open run: up to ``now``), never negative."""
-        return max((self.end if self.end is not None else now) - self.start, 0.0)
+        """Seconds this run ran (open run: up to ``now``), time suspended not counted, never
+        negative."""
+        end = self.end if self.end is not None else now
+        return max(end - self.start - self.suspended(now), 0.0)
+
+    def suspended(self, now: float) -> float:
+        """Seconds this run spent suspended (open run: up to ``now``; a run that ended while
+        suspended: up to its end)."""
+        if self.suspended_at is None:
+            return self.suspended_s
+        end = self.end if self.end is not None else now
+        return self.suspended_s + max(end - self.suspended_at, 0.0)
 
 
 @dataclass(frozen=True)
@@ -588,15 +618,31 @@ class Ledger:
         """Open a run at Slurm's ``start`` (idempotent: same start = same run)."""
         self.conn.execute(_START_RUN, (job_id, start, gpus, now))
 
-    def close_run(self, job_id: int, start: float, end: float, source: str) -> None:
+    def close_run(self, job_id: int, start: float, end: float, source: str,
+                  suspended_s: float | None = None) -> None:
         """Close the run at ``end`` (clamped to ``start``); ``source`` says where ``end``
-        came from (``slurm`` end_time, ``sacct``, ``requeue``, ``last_seen``)."""
+        came from (``slurm`` end_time, ``sacct``, ``requeue``, ``last_seen``).
+        ``suspended_s``: the seconds Slurm says the run spent suspended in all (None: keep
+        what the ledger has)."""
         self.conn.execute(
-            "UPDATE runs SET end_time=MAX(?, start), end_source=? WHERE job_id=? AND start=?"
-            " AND end_time IS NULL", (end, source, job_id, start))
+            "UPDATE runs SET end_time=MAX(?, start), end_source=?,"
+            " suspended_s=COALESCE(?, suspended_s),"
+            " suspended_at=CASE WHEN ? IS NULL THEN suspended_at END"
+            " WHERE job_id=? AND start=? AND end_time IS NULL",
+            (end, source, suspended_s, suspended_s, job_id, start))
+
+    def set_suspended(self, rows: Iterable[tuple[int, float, float, float | None, float]]
+                      ) -> None:
+        """Set the time suspended of open runs: ``(job_id, start, suspended_s, suspended_at,
+        stopped_s)`` each (see :class:`Run`; no commit)."""
+        self.conn.executemany(
+            "UPDATE runs SET suspended_s=?, suspended_at=?, stopped_s=? WHERE job_id=?"
+            " AND start=? AND end_time IS NULL",
+            [(s, at, stopped, j, start) for j, start, s, at, stopped in rows])
 
     def service(self, job_id: int, now: float) -> tuple[float, float]:
-        """(attained GPU·s, attained s) of the job at ``now``: sum over its runs."""
+        """(attained GPU·s, attained s) of the job at ``now``: sum over its runs, time
+        suspended not counted."""
         runs = self.runs(job_id)
         return (sum(r.gpu_seconds(now) for r in runs), sum(r.seconds(now) for r in runs))
 
@@ -741,5 +787,10 @@ _START_RUN = ("INSERT INTO runs(job_id, start, gpus, last_seen) VALUES(?,?,?,?)"
 
 
 def _run(r: sqlite3.Row) -> Run:
+    try:
+        suspended = r["suspended_s"], r["suspended_at"], r["stopped_s"]
+    except IndexError:   # an older ledger read as it is (schema version < 8): none counted
+        suspended = 0.0, None, 0.0
     return Run(job_id=r["job_id"], start=r["start"], end=r["end_time"], gpus=r["gpus"],
-               last_seen=r["last_seen"], end_source=r["end_source"])
+               last_seen=r["last_seen"], end_source=r["end_source"], suspended_s=suspended[0],
+               suspended_at=suspended[1], stopped_s=suspended[2])

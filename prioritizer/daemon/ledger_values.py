@@ -84,7 +84,8 @@ TABLES: dict[str, tuple[tuple[str, ...], dict[str, Rule]]] = {
         "held_seen": EPOCH.or_null(), "array_record": FLAG}),
     "runs": (("job_id", "start"), {
         "job_id": COUNT, "start": EPOCH, "end_time": EPOCH.or_null(), "gpus": GPUS,
-        "last_seen": EPOCH, "end_source": TEXT.or_null()}),
+        "last_seen": EPOCH, "end_source": TEXT.or_null(), "suspended_s": SECONDS,
+        "suspended_at": EPOCH.or_null(), "stopped_s": SECONDS}),
     "intents": (("id",), {
         "id": COUNT, "job_id": COUNT, "waiter": COUNT.or_null(), "created": EPOCH,
         "signal": TEXT.or_null(), "grace_s": SECONDS, "restart_count": COUNT,

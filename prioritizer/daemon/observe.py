@@ -9,7 +9,10 @@ the job's ``end_time`` when it finished, at the daemon's own requeue time when t
 requeued it, else at the end ``sacct --duplicates`` reports, else at the last cycle that saw it
 running (losing at most one interval; seen on 22.05: after a requeue squeue shows the *next*
 start and no end). A job that started and ended between two cycles gets the run
-Slurm reports (start_time..end_time). Nothing here decides; ``prioritizer.policy.decide.decide`` does.
+Slurm reports (start_time..end_time). A run's time suspended (SUSPENDED or STOPPED: the run
+stays open, the job keeps its GPUs) is kept from Slurm's time used and is no attained
+service (:mod:`prioritizer.daemon.suspension`). Nothing here decides;
+``prioritizer.policy.decide.decide`` does.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Intent, Ledger, Run
 from prioritizer.daemon import sharing
 from prioritizer.daemon.rebuild import rebuild_stale_runs
+from prioritizer.daemon.suspension import SUSPENDED_STATES, Suspension, suspension
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.sharing import Share
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
@@ -31,8 +35,8 @@ from slurm_plugin.marker import CheckpointContract, MarkerError, parse
 from slurm_plugin.slurm.records import WAITING_STATES, Job, Node, array_task_count
 
 #: The states of a unit the daemon orders and of a unit whose run it counts: SUSPENDED and
-#: STOPPED jobs keep their allocation, so their run goes on (slurm_plugin.slurm.records has
-#: every state word).
+#: STOPPED jobs keep their allocation, so their run stays open, its time suspended not
+#: counted (prioritizer/daemon/suspension.py; slurm_plugin.slurm.records has every state word).
 PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED"})
 RUNNING_STATES = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "SUSPENDED",
                             "STOPPED"})
@@ -52,7 +56,7 @@ HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
 #: States of a running unit that a checkpoint signal cannot reach: ``scancel --signal`` of a
 #: suspended job answers "Job is in transitional state, retrying" until it is resumed (24.11
 #: and 26.05), so such a unit is no victim.
-NO_SIGNAL_STATES = frozenset({"SUSPENDED", "STOPPED"})
+NO_SIGNAL_STATES = SUSPENDED_STATES
 #: Seconds after a preemption made for a waiter (victims requeued) within which Slurm starts
 #: the waiter if GPUs were all it lacked (the victims' epilogs, then the main or backfill
 #: scheduler; at least 4 daemon intervals). A waiter still pending after it lacks what the
@@ -81,6 +85,8 @@ class Unit:
     ``array_record``: the pending record of a job array's tasks (squeue's task expression
     ``[2-10]``): Slurm starts each task but the last under a new job id, so the record itself
     never shows the start.
+    ``time_used_s``: the leader's seconds run in its current (or last) run, time suspended
+    not counted (squeue's ``TimeUsed``; None: Slurm gives none).
     """
 
     job_id: int
@@ -104,6 +110,7 @@ class Unit:
     components: int = 1
     tasks: int = 1
     array_record: bool = False
+    time_used_s: float | None = None
 
     @property
     def gpus(self) -> float:
@@ -222,7 +229,7 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
         priority=lead.priority, shards=shards, components=len(parts),
         tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1,
-        array_record=bool(lead.array_task_string))
+        array_record=bool(lead.array_task_string), time_used_s=lead.time_used_s)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -336,6 +343,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     rows = {**ledger.jobs_by_id(finished), **active}
     upserts: list[tuple] = []
     starts: list[tuple[int, float, float, float]] = []
+    suspended: list[tuple[int, float, float, float | None, float]] = []
     for unit in units.values():
         row = rows.get(unit.job_id)
         seen = (unit.user, unit.account, unit.partition, unit.state, unit.gpus,
@@ -350,9 +358,15 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
             continue                      # finished (or held) and already recorded as such
         if not (known and row is not None and row.ended_at is None):
             upserts.append((unit.job_id, *seen, now))
+        was = row.state if row is not None else ""
         if unit.phase is JobPhase.RUNNING and unit.start_time is not None:
             if run is not None and run.start != unit.start_time:
                 _close_unknown(client, ledger, run, before=unit.start_time)
+                run = None
+            this = run or Run(unit.job_id, unit.start_time, None, unit.gpus, now, None)
+            held = suspension(this, unit.state, was, unit.time_used_s, now)
+            if held != (this.suspended_s, this.suspended_at, this.stopped_s):
+                suspended.append((unit.job_id, unit.start_time, *held))
             starts.append((unit.job_id, unit.start_time, unit.gpus, now))
             continue
         if unit.phase is None:            # finished or completing: its writes stay in order
@@ -360,7 +374,9 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
             upserts.clear()
         if run is not None:
             if unit.phase is None and unit.end_time is not None and unit.end_time <= now:
-                ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm")
+                ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm",
+                                 _final(suspension(run, unit.state, was, unit.time_used_s,
+                                                   unit.end_time)))
             else:
                 _close_unknown(client, ledger, run, before=now)
         if unit.phase is None:
@@ -369,6 +385,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
                 ledger.mark_ended(unit.job_id, unit.state, now)
     ledger.upsert_jobs(upserts)
     ledger.start_runs(starts)
+    ledger.set_suspended(suspended)
     for job_id, row in active.items():
         if job_id not in units:
             run = open_runs.get(job_id)
@@ -378,14 +395,23 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     ledger.touch_active(now)
 
 
+def _final(held: Suspension) -> float | None:
+    """The seconds suspended of a run that ended: all of ``held``'s, None when it is still
+    counting (a run that ended STOPPED: the ledger's own count to the end stands)."""
+    return held[0] if held[1] is None else None
+
+
 def _record_unseen_run(ledger: Ledger, unit: Unit, now: float) -> None:
-    """A job that started and ended between two cycles: its run is Slurm's start..end."""
+    """A job that started and ended between two cycles: its run is Slurm's start..end, less
+    the time Slurm says it was suspended."""
     start, end = unit.start_time, unit.end_time
     if start is None or end is None or not start < end <= now:
         return
     if all(r.start != start for r in ledger.runs(unit.job_id)):
         ledger.start_run(unit.job_id, start, unit.gpus, now)
-        ledger.close_run(unit.job_id, start, end, "slurm")
+        fresh = Run(unit.job_id, start, None, unit.gpus, now, None)
+        ledger.close_run(unit.job_id, start, end, "slurm",
+                         _final(suspension(fresh, unit.state, "", unit.time_used_s, end)))
 
 
 def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before: float) -> None:
@@ -395,22 +421,26 @@ def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before:
     if requeued:
         ledger.close_run(run.job_id, run.start, min(min(requeued), before), "requeue")
         return
-    end = _sacct_end(client, run) if client is not None else None
-    if end is not None:
-        ledger.close_run(run.job_id, run.start, min(end, before), "sacct")
+    found = _sacct_end(client, run) if client is not None else None
+    if found is not None:
+        end, suspended_s = found
+        # sacct counts the time SUSPENDED; the time STOPPED is the daemon's own count
+        ledger.close_run(run.job_id, run.start, min(end, before), "sacct",
+                         suspended_s + run.stopped_s)
     else:
         ledger.close_run(run.job_id, run.start, min(run.last_seen, before), "last_seen")
 
 
-def _sacct_end(client: SlurmClient, run: Run) -> float | None:
-    """End of the attempt that started at ``run.start`` per ``sacct --duplicates`` (or None)."""
+def _sacct_end(client: SlurmClient, run: Run) -> tuple[float, float] | None:
+    """End (epoch s) and seconds suspended (sacct's ``Suspended``) of the attempt that
+    started at ``run.start`` per ``sacct --duplicates`` (or None)."""
     try:
         records = client.accounting_runs(run.job_id)
     except SlurmError:
         return None
     for rec in records:
         if rec.start == int(run.start) and rec.end is not None and rec.end >= run.start:
-            return float(rec.end)
+            return float(rec.end), float(rec.suspended_s)
     return None
 
 

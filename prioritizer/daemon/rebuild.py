@@ -7,7 +7,8 @@ says it ran more times than the ledger has closed runs for it: ``restart_count``
 ledger file (the job has no earlier runs at all) and a daemon that was down while a run
 started and ended. For the stale units, one ``sacct --duplicates --json -j ...`` call returns
 every attempt (sacct(1) ``-D``); each *finished* attempt the ledger lacks is added as a closed
-run (start, end, GPUs from the allocated ``gres/gpu``; end source ``sacct``). Job-level records
+run (start, end, GPUs from the allocated ``gres/gpu``, seconds suspended from sacct's
+``Suspended``, which attained service leaves out; end source ``sacct``). Job-level records
 only (steps never summed) and runs keyed by Slurm's start time, so nothing is counted twice.
 The attempt still running is the squeue run the observe step already opened.
 
@@ -134,7 +135,8 @@ def rebuild_stale_runs(client: SlurmClient | None, ledger: Ledger, units: Mappin
                 gpus = ledger_gpus
                 from_ledger += 1
             ledger.start_run(job.job_id, attempt.start, gpus, now)
-            ledger.close_run(job.job_id, attempt.start, attempt.end, "sacct")
+            ledger.close_run(job.job_id, attempt.start, attempt.end, "sacct",
+                             attempt.suspended_s)
             added += 1
         if added:
             jobs_rebuilt += 1
