@@ -27,7 +27,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.ledger import Intent, Ledger, Run
 from prioritizer.daemon import sharing
 from prioritizer.daemon.rebuild import rebuild_stale_runs
-from prioritizer.daemon.suspension import SUSPENDED_STATES, Suspension, suspension
+from prioritizer.daemon.suspension import SUSPENDED_STATES, suspension
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.sharing import Share
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
@@ -374,9 +374,9 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
             upserts.clear()
         if run is not None:
             if unit.phase is None and unit.end_time is not None and unit.end_time <= now:
-                ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm",
-                                 _final(suspension(run, unit.state, was, unit.time_used_s,
-                                                   unit.end_time)))
+                # a final state: the seconds suspended in all, none still counting
+                ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm", suspension(
+                    run, unit.state, was, unit.time_used_s, unit.end_time)[0])
             else:
                 _close_unknown(client, ledger, run, before=now)
         if unit.phase is None:
@@ -395,12 +395,6 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
     ledger.touch_active(now)
 
 
-def _final(held: Suspension) -> float | None:
-    """The seconds suspended of a run that ended: all of ``held``'s, None when it is still
-    counting (a run that ended STOPPED: the ledger's own count to the end stands)."""
-    return held[0] if held[1] is None else None
-
-
 def _record_unseen_run(ledger: Ledger, unit: Unit, now: float) -> None:
     """A job that started and ended between two cycles: its run is Slurm's start..end, less
     the time Slurm says it was suspended."""
@@ -411,7 +405,7 @@ def _record_unseen_run(ledger: Ledger, unit: Unit, now: float) -> None:
         ledger.start_run(unit.job_id, start, unit.gpus, now)
         fresh = Run(unit.job_id, start, None, unit.gpus, now, None)
         ledger.close_run(unit.job_id, start, end, "slurm",
-                         _final(suspension(fresh, unit.state, "", unit.time_used_s, end)))
+                         suspension(fresh, unit.state, "", unit.time_used_s, end)[0])
 
 
 def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before: float) -> None:

@@ -265,7 +265,8 @@ class SlurmClient:
         """Every job (all states, hidden partitions too) from one ``squeue --Format`` call
         (:meth:`_formatted`). A record whose text is the same as in the previous read is not
         parsed again: its (frozen) Job is reused (most of a site's jobs do not change between
-        two daemon cycles)."""
+        two daemon cycles; a running job's does, its ``TimeUsed`` growing, so the jobs parsed
+        again each cycle are about the running ones, as many as the cluster's GPUs allow)."""
         self.slurm_release()
         argv = ["squeue", "--noheader", "--all", "--states=all"]
         chunks, fs = self._formatted(argv, records.SQUEUE_FIELDS)

@@ -76,6 +76,14 @@ def test_a_job_first_seen_suspended_counts_only_the_time_it_ran(ledger: Ledger) 
     assert ledger.service(9, 400) == ledger.service(9, 500) == (60.0, 30.0)   # 30 s x 2
 
 
+def test_a_run_that_began_and_ended_unseen_leaves_out_its_time_suspended(ledger: Ledger) -> None:
+    # pending at 100; ran 101..161 between two cycles, 40 s of it used: 20 s suspended
+    _record(ledger, 100, _seen("PENDING", 0, start=None))
+    _record(ledger, 170, _seen("COMPLETED", 40, start=101, end=161))
+    # (161 - 101 - 20) x 2 = 80 GPU·s
+    assert ledger.service(9, 1000) == (80.0, 40.0)
+
+
 def test_time_stopped_is_the_daemons_sighting_as_slurm_counts_it_used(ledger: Ledger) -> None:
     # SIGSTOP: Slurm's time used goes on (STOPPED), so the daemon counts the time it saw it so
     _record(ledger, 150, _seen("RUNNING", 50))
