@@ -1,6 +1,8 @@
 """A job that Slurm suspends (``scontrol suspend``) attains no service while suspended, on the
 live cluster: the daemon cycles (``dlprio once``) before, during and after the suspension, and
 the run it records counts its wall time less the time suspended (docs/dlprio.md, "One cycle").
+With slurmdbd, sacct's ``Suspended`` of the run (what a ledger rebuilt from sacct counts) is
+the same time.
 
 The truth is the test's own clock around the ``scontrol suspend`` and ``resume`` calls: each
 takes well under a second, and Slurm counts whole seconds, so the ledger's figure may differ
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from daemon_helpers import Jobs, dlprio, live_jobs, open_ledger, write_config
-from live_helpers import wait_state
+from live_helpers import wait_for, wait_state
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 SUSPENDED_S = 20.0
@@ -75,3 +77,8 @@ def test_time_suspended_is_not_attained_service(jobs: Jobs, tmp_path: Path) -> N
     assert abs(run.suspended_s - paused) <= 3, (run, paused)
     assert abs(ran_s - (wall - paused)) <= 3, (ran_s, wall, paused)
     assert ran_s < wall - SUSPENDED_S + 5 and gpu_s == pytest.approx(2 * ran_s)
+    if "slurmdbd" in jobs.client.show_config().get("AccountingStorageType", ""):
+        jobs.client.cancel([jid])
+        rec, = wait_for(lambda: [r for r in jobs.client.accounting_runs(jid) if r.end], 30,
+                        "the run in sacct")
+        assert abs(rec.suspended_s - paused) <= 3, (rec, paused)
