@@ -242,11 +242,7 @@ def time_limit_seconds(text: str) -> int | None:
     text = text.strip()
     if text in _UNSET or text in ("UNLIMITED", "INFINITE", "NOT_SET"):
         return None
-    m = _LIMIT_RE.match(text)
-    if not m:
-        raise ShapeError(f"squeue field time_limit={text!r}: not [D-]H:MM:SS")
-    d, h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return ((d * 24 + h) * 60 + mi) * 60 + s
+    return _clock_seconds("time_limit", text)
 
 
 def time_used_seconds(text: str) -> int | None:
@@ -255,9 +251,14 @@ def time_used_seconds(text: str) -> int | None:
     text = text.strip()
     if text in _UNSET or text == "INVALID":
         return None
+    return _clock_seconds("time_used", text)
+
+
+def _clock_seconds(field: str, text: str) -> int:
+    """``[D-]H:MM:SS`` or ``M:SS`` of squeue's ``field`` in seconds; ShapeError otherwise."""
     m = _LIMIT_RE.match(text)
     if not m:
-        raise ShapeError(f"squeue field time_used={text!r}: not [D-]H:MM:SS")
+        raise ShapeError(f"squeue field {field}={text!r}: not [D-]H:MM:SS")
     d, h, mi, s = (int(g) if g else 0 for g in m.groups())
     return ((d * 24 + h) * 60 + mi) * 60 + s
 

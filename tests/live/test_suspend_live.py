@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,12 +22,6 @@ from live_helpers import wait_for, wait_state
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 SUSPENDED_S = 20.0
-
-
-@pytest.fixture
-def jobs(tmp_path: Path) -> Iterator[Jobs]:
-    with live_jobs(tmp_path) as j:
-        yield j
 
 
 def _once(cfg: Path) -> None:
@@ -45,7 +38,12 @@ def _scontrol(*args: str) -> float:
     return (before + time.time()) / 2
 
 
-def test_time_suspended_is_not_attained_service(jobs: Jobs, tmp_path: Path) -> None:
+def test_time_suspended_is_not_attained_service(tmp_path: Path) -> None:
+    with live_jobs(tmp_path) as jobs:
+        _suspend_and_resume(jobs, tmp_path)
+
+
+def _suspend_and_resume(jobs: Jobs, tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "dlprio.yaml")
     jid, _ = jobs.submit("paused", nodes=1, gpus_per_node=2, steps=300)
     start = wait_state(jobs.client, jid, {"RUNNING"}, 60).start_time
