@@ -144,10 +144,64 @@ def role_ident(name: str) -> str:
     return "_" + ident if ident[:1].isdigit() or not ident else ident
 
 
+MAX_TASK_ENV_NAME = 255
+"""Longest environment variable name that reaches a task, characters. srun copies its
+environment for the tasks through a ``char name[256]`` buffer (Slurm's src/common/env.c,
+``env_array_merge`` / ``_env_array_entry_splitter``) and silently drops every variable whose
+name is longer; bash and Linux have no such limit. The batch shell exports the role's variables
+(``PAI_MIN_SUCCEEDED_TASK_COUNT_<role>``, ``PAI_PORT_LIST_<role>_<index>_<label>``, ...,
+submit/runtime.py) and srun hands them to the tasks, whose prologue then stops at
+``!dl_var: unbound variable``."""
+
+
+def _role_env_names(r: Role) -> list[str]:
+    """The names the batch shell exports for role ``r`` that hold its identifier alone, for its
+    last (longest) instance index (submit/runtime.py)."""
+    last = r.instances - 1
+    return [f"PAI_MIN_SUCCEEDED_TASK_COUNT_{r.ident}", f"PAI_MIN_FAILED_TASK_COUNT_{r.ident}",
+            f"PAI_TASK_ROLE_TASK_COUNT_{r.ident}", f"PAI_RESOURCE_{r.ident}",
+            f"PAI_TASK_ROLE_{r.ident}_HOST_LIST", f"PAI_HOST_IP_{r.ident}_{last}"]
+
+
+def _label_env_names(r: Role, label: str) -> list[str]:
+    """The names the batch shell exports for port ``label`` of role ``r`` (last instance)."""
+    last = r.instances - 1
+    return [f"PAI_PORT_LIST_{r.ident}_{last}_{label}", f"PAI_{r.ident}_{last}_{label}_PORT"]
+
+
+_LIMIT_WHY = (f"srun passes no environment variable name over {MAX_TASK_ENV_NAME} characters to "
+              "the tasks (Slurm's src/common/env.c), so every task would fail at start")
+
+
+def env_name_problems(r: Role) -> list[str]:
+    """Why role ``r`` could never start because an environment variable named after it (or
+    after one of its port labels) is longer than :data:`MAX_TASK_ENV_NAME`; ``[]`` when none is."""
+    out = []
+    names = _role_env_names(r)
+    longest = max(names, key=len)
+    if len(longest) > MAX_TASK_ENV_NAME:
+        allowed = MAX_TASK_ENV_NAME - (len(longest) - len(r.ident)) - (len(r.ident) - len(r.name))
+        shape = longest.replace(r.ident, "<role>").replace(f"_{r.instances - 1}", "_<index>")
+        out.append(f"{r.path}: a role name of {len(r.name)} characters makes {shape} "
+                   f"{len(longest)} characters long; {_LIMIT_WHY}; use at most {allowed} characters")
+        return out   # its labels only lengthen names that are too long already
+    for p in r.ports:
+        longest = max(_label_env_names(r, p.label), key=len)
+        if len(longest) > MAX_TASK_ENV_NAME:
+            allowed = MAX_TASK_ENV_NAME - (len(longest) - len(p.label))
+            out.append(f"{r.field_path('ports')}: port label {p.label!r} of {len(p.label)} "
+                       f"characters makes PAI_PORT_LIST_<role>_<index>_<label> {len(longest)} "
+                       f"characters long; {_LIMIT_WHY}; with this role name and "
+                       f"{r.instances} instance(s) use at most {allowed} characters")
+    return out
+
+
 def check_role_idents(roles: list[Role]) -> None:
-    """Raise :class:`SpecError` when two role names map to the same identifier."""
+    """Raise :class:`SpecError` when two role names map to the same identifier, or when a role
+    name or port label makes an environment variable name longer than a task can get
+    (:func:`env_name_problems`)."""
     seen: dict[str, str] = {}
-    problems = []
+    problems = [line for r in roles for line in env_name_problems(r)]
     for r in roles:
         if r.ident in seen:
             problems.append(

@@ -234,7 +234,8 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             path=path,
             fields=(("gpu", "resourcePerInstance.gpu"), ("cpu", "resourcePerInstance.cpu"),
                     ("memory", "resourcePerInstance.memoryMB"), ("instances", "instances"),
-                    ("min_succeeded", "completion.minSucceededInstances"), ("command", "commands")),
+                    ("min_succeeded", "completion.minSucceededInstances"), ("command", "commands"),
+                    ("ports", "resourcePerInstance.ports")),
         ))
     if problems:
         raise SpecError(problems)

@@ -460,3 +460,35 @@ def test_a_parameter_name_no_reference_can_name_is_refused(name: str, path: str)
 ])
 def test_commands_are_trimmed_except_an_escaped_blank(commands: list[str], joined: str) -> None:
     assert load.to_job(with_role(commands=commands)).roles[0].command == joined
+
+
+@pytest.mark.parametrize(("name", "allowed"), [("w" * 227, 226), ("2" + "w" * 225, 225)],
+                         ids=["letters", "leading-digit"])
+def test_a_role_name_making_an_env_name_srun_drops_is_refused(name: str, allowed: int) -> None:
+    """srun hands a task no variable whose name is over 255 characters (Slurm's env.c copies
+    names through ``char name[256]``), so PAI_MIN_SUCCEEDED_TASK_COUNT_<role> of a longer name
+    never arrived and every task died at ``!dl_var: unbound variable``."""
+    role = v2_spec()["taskRoles"]["main"]
+    assert model.MAX_TASK_ENV_NAME == 255
+    ok = load.to_job(v2_spec(roles={name[: allowed]: role}))
+    assert max(len(n) for n in model._role_env_names(ok.roles[0])) == 255
+    [msg] = problems(v2_spec(roles={name: role}))
+    assert msg == (f"taskRoles.{name}: a role name of {len(name)} characters makes "
+                   f"PAI_MIN_SUCCEEDED_TASK_COUNT_<role> 256 characters long; srun passes no "
+                   "environment variable name over 255 characters to the tasks (Slurm's "
+                   f"src/common/env.c), so every task would fail at start; use at most "
+                   f"{allowed} characters")
+    v1 = v1_with(taskRoles=[{**V1["taskRoles"][0], "name": name}])
+    assert problems(v1) == [msg.replace(f"taskRoles.{name}", "taskRoles[0]")]
+
+
+def test_a_port_label_making_an_env_name_srun_drops_is_refused() -> None:
+    role = with_resources(ports={"p" * 237: 1})["taskRoles"]["main"]
+    role["instances"] = 10
+    assert load.to_job(v2_spec(roles={"w": role}))   # PAI_PORT_LIST_w_9_<237> is 255
+    role["resourcePerInstance"]["ports"] = {"p" * 238: 1}
+    assert problems(v2_spec(roles={"w": role})) == [
+        f"taskRoles.w.resourcePerInstance.ports: port label {'p' * 238!r} of 238 characters makes "
+        "PAI_PORT_LIST_<role>_<index>_<label> 256 characters long; srun passes no environment "
+        "variable name over 255 characters to the tasks (Slurm's src/common/env.c), so every task "
+        "would fail at start; with this role name and 10 instance(s) use at most 237 characters"]
