@@ -111,9 +111,11 @@ class RenderOptions:
             raise SpecError(problems)
 
     def virtual_cluster(self, name: str | None) -> VirtualCluster:
-        """The placement of OpenPAI virtual cluster ``name`` (``None`` and ``default`` without a
-        site entry: Slurm's defaults). Raises :class:`SpecError` listing the known names."""
-        if name is None or (name == DEFAULT_VC and DEFAULT_VC not in self.virtual_clusters):
+        """The placement of OpenPAI virtual cluster ``name``; ``None`` (the spec names none) is
+        :data:`DEFAULT_VC`, as OpenPAI and ``PAI_JOB_VC_NAME`` take it, and ``default`` without a
+        site entry is Slurm's defaults. Raises :class:`SpecError` listing the known names."""
+        name = DEFAULT_VC if name is None else name
+        if name == DEFAULT_VC and DEFAULT_VC not in self.virtual_clusters:
             return VirtualCluster()
         if name not in self.virtual_clusters:
             known = sorted({DEFAULT_VC, *self.virtual_clusters})

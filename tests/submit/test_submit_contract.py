@@ -512,6 +512,34 @@ def test_unknown_virtual_cluster_lists_the_known_ones() -> None:
     assert "--partition" not in script and "DL_VC_NAME='default'" in script
 
 
+def test_a_spec_naming_no_virtual_cluster_gets_the_sites_default_entry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The job is labelled ``default`` (PAI_JOB_VC_NAME) when the spec names no virtual cluster,
+    so the site's ``default`` entry places it, exactly as ``virtualCluster: default`` does."""
+    vcs = {"vision": {"partition": "a100"}, "default": {"partition": "gpu", "account": "all", "qos": "low"}}
+    opts = RenderOptions(virtual_clusters=vcs)
+    named = render_sbatch(load.to_job(v2_spec(defaults={"virtualCluster": "default"})), opts)
+    v1 = {"jobName": "t", "image": "img", "taskRoles": [
+        {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100, "gpuNumber": 0, "command": "true"}]}
+    for spec in (v2_spec(), v2_spec(defaults={}), v1):
+        script = render_sbatch(load.to_job(spec), opts)
+        [args] = sbatch_directives(script)
+        assert (option(args, "partition"), option(args, "account"), option(args, "qos")) == (
+            ["gpu"], ["all"], ["low"])
+        assert "DL_VC_NAME='default'" in script
+        if spec is not v1:
+            assert script == named
+    # a command-line --partition/--account/--qos still wins, as over any virtual cluster's
+    site = tmp_path / "site.yaml"
+    site.write_text(yaml.safe_dump({"virtual_clusters": vcs}))
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(v2_spec()))
+    assert cli.main(["--dry-run", "--site-config", str(site), str(job), "--qos", "high"]) == 0
+    [args] = sbatch_directives(capsys.readouterr().out)
+    assert (option(args, "partition"), option(args, "account"), option(args, "qos")) == (
+        ["gpu"], ["all"], ["high"])
+
+
 # ---------------------------------------------------------------- 13: memory units
 
 
