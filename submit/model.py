@@ -213,6 +213,26 @@ def check_role_idents(roles: list[Role]) -> None:
         raise SpecError(problems)
 
 
+def check_completion(roles: list[Role]) -> None:
+    """Raise :class:`SpecError` for a completion threshold above its role's instance count.
+    FrameworkController (OpenPAI's launcher) takes a role's minFailedTaskCount and
+    minSucceededTaskCount as -1 or ``1..taskNumber``: with 5 of 2 instances no number of failures
+    fails the job, and a job whose every instance failed would end succeeded."""
+    problems = []
+    for r in roles:
+        inst = f"{r.instances} instance{'' if r.instances == 1 else 's'} ({r.field_path('instances')})"
+        if r.min_failed > r.instances:
+            problems.append(f"{r.field_path('min_failed')}: {r.min_failed} is more than the role's "
+                            f"{inst}, so the job could never fail, not even with every instance "
+                            f"failed; use 1..{r.instances}, or -1 (failures never fail the job)")
+        if r.min_succeeded > r.instances:
+            problems.append(f"{r.field_path('min_succeeded')}: {r.min_succeeded} is more than the "
+                            f"role's {inst}, so it could never be reached; use 1..{r.instances}, "
+                            "or -1 (every instance must complete)")
+    if problems:
+        raise SpecError(problems)
+
+
 def renamed_role_warnings(roles: list[Role] | tuple[Role, ...], texts: list[str]) -> list[str]:
     """Warnings for commands that use a role's original name where environment names carry its
     identifier (``$PAI_TASK_ROLE_ps.server_HOST_LIST`` expands ``$PAI_TASK_ROLE_ps`` in bash).

@@ -103,10 +103,11 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             shm_mib=r.shmMB if r.shmMB is not None else 64,
             path=f"taskRoles[{i}]",
             fields=(("gpu", "gpuNumber"), ("cpu", "cpuNumber"), ("memory", "memoryMB"),
-                    ("instances", "taskNumber"), ("min_succeeded", "minSucceededTaskCount"),
-                    ("ports", "portList")),
+                    ("instances", "taskNumber"), ("min_failed", "minFailedTaskCount"),
+                    ("min_succeeded", "minSucceededTaskCount"), ("ports", "portList")),
         ))
     model.check_role_idents(roles)
+    model.check_completion(roles)
     warnings += model.renamed_role_warnings(roles, [r.command for r in roles])
     envs = {k: _env_text(v) for k, v in spec.jobEnvs.items()}
     envs.update(overrides or {})

@@ -234,6 +234,7 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             path=path,
             fields=(("gpu", "resourcePerInstance.gpu"), ("cpu", "resourcePerInstance.cpu"),
                     ("memory", "resourcePerInstance.memoryMB"), ("instances", "instances"),
+                    ("min_failed", "completion.minFailedInstances"),
                     ("min_succeeded", "completion.minSucceededInstances"), ("command", "commands"),
                     ("ports", "resourcePerInstance.ports")),
         ))
@@ -243,6 +244,7 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         warnings.append("secrets: values written in the spec are not used (they would land in "
                         "Slurm's copy of the job); give them at submit time with --secrets FILE")
     model.check_role_idents(roles)
+    model.check_completion(roles)
     warnings += model.renamed_role_warnings(roles, [r.command for r in roles])
     ex = spec.extras
     ckpt = ex.checkpoint

@@ -492,3 +492,26 @@ def test_a_port_label_making_an_env_name_srun_drops_is_refused() -> None:
         "PAI_PORT_LIST_<role>_<index>_<label> 256 characters long; srun passes no environment "
         "variable name over 255 characters to the tasks (Slurm's src/common/env.c), so every task "
         "would fail at start; with this role name and 10 instance(s) use at most 237 characters"]
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("minFailedInstances", 5, "taskRoles.main.completion.minFailedInstances: 5 is more than the "
+     "role's 2 instances (taskRoles.main.instances), so the job could never fail, not even with "
+     "every instance failed; use 1..2, or -1 (failures never fail the job)"),
+    ("minSucceededInstances", 3, "taskRoles.main.completion.minSucceededInstances: 3 is more than "
+     "the role's 2 instances (taskRoles.main.instances), so it could never be reached; use 1..2, "
+     "or -1 (every instance must complete)"),
+])
+def test_a_completion_threshold_above_the_instances_is_refused(field: str, value: int,
+                                                               expected: str) -> None:
+    """FrameworkController takes -1 or 1..instances: minFailedInstances 5 of 2 instances made a
+    job whose every instance failed end succeeded."""
+    assert problems(with_role(instances=2, completion={field: value})) == [expected]
+    for fine in (2, 1, -1, None):   # up to the instances, -1 and null ("all" / "never") stay valid
+        assert load.to_job(with_role(instances=2, completion={field: fine}))
+    v1_field = {"minFailedInstances": "minFailedTaskCount",
+                "minSucceededInstances": "minSucceededTaskCount"}[field]
+    v1_expected = expected.replace("taskRoles.main.completion." + field, "taskRoles[0]." + v1_field)
+    assert problems(v1_with(**{"role_" + v1_field: value})) == [
+        v1_expected.replace("taskRoles.main.instances", "taskRoles[0].taskNumber")]
+    assert load.to_job(v1_with(**{"role_" + v1_field: -1}))
