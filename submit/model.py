@@ -213,6 +213,20 @@ def check_role_idents(roles: list[Role]) -> None:
         raise SpecError(problems)
 
 
+def repeated_names(names: list[str], list_path: str, key: str = "name") -> list[str]:
+    """One problem per item of the list at ``list_path`` whose ``key`` repeats an earlier
+    item's (``prerequisites[2].name: 'img' repeats prerequisites[0]; rename one``): a name that
+    other fields refer to must pick one item, never the first of several silently."""
+    first: dict[str, int] = {}
+    out = []
+    for i, name in enumerate(names):
+        if name in first:
+            out.append(f"{list_path}[{i}].{key}: {name!r} repeats {list_path}[{first[name]}]; "
+                       "rename one")
+        first.setdefault(name, i)
+    return out
+
+
 def check_completion(roles: list[Role]) -> None:
     """Raise :class:`SpecError` for a completion threshold above its role's instance count.
     FrameworkController (OpenPAI's launcher) takes a role's minFailedTaskCount and

@@ -75,6 +75,11 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     (``taskRoles[1].gpuNumber: must be an integer in 0..1024``).
     """
     spec: JobV1 = validate(JobV1, data)
+    repeated = [line for i, r in enumerate(spec.taskRoles)
+                for line in model.repeated_names([p.label for p in r.portList],
+                                                 f"taskRoles[{i}].portList", key="label")]
+    if repeated:   # a label names the task's PAI_PORT_LIST_<role>_<index>_<label>
+        raise SpecError(repeated)
     warnings = []
     if spec.killAllOnCompletedTaskNumber:
         warnings.append("killAllOnCompletedTaskNumber is ignored; use minSucceededTaskCount")

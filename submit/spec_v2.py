@@ -174,6 +174,10 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     (``taskRoles.worker.resourcePerInstance.gpu: must be an integer in 0..1024``).
     """
     spec: JobV2 = validate(JobV2, data)
+    repeated = (model.repeated_names([p.name for p in spec.prerequisites], "prerequisites")
+                + model.repeated_names([d.name for d in spec.deployments], "deployments"))
+    if repeated:   # a role's dockerImage or defaults.deployment must name exactly one
+        raise SpecError(repeated)
     bad = [k for k in spec.parameters if not params.param_name_ok(k)]
     if bad:
         raise SpecError([f"{field_path('parameters', k)}: {params.PARAM_NAME_RULE}" for k in bad])

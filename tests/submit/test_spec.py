@@ -515,3 +515,27 @@ def test_a_completion_threshold_above_the_instances_is_refused(field: str, value
     assert problems(v1_with(**{"role_" + v1_field: value})) == [
         v1_expected.replace("taskRoles.main.instances", "taskRoles[0].taskNumber")]
     assert load.to_job(v1_with(**{"role_" + v1_field: -1}))
+
+
+def test_repeated_prerequisite_and_deployment_names_are_refused_naming_both() -> None:
+    """A role's dockerImage (and defaults.deployment) names one item; with two of that name the
+    first won without a word and a role ran the wrong image."""
+    spec = with_role(dockerImage="img", commands=["true"])
+    spec["prerequisites"] = [{"name": "img", "type": "dockerimage", "uri": "a:1"},
+                             {"name": "data", "type": "data", "uri": "/d"},
+                             {"name": "img", "type": "dockerimage", "uri": "b:2"},
+                             {"name": "img", "type": "script", "uri": "s.sh"}]
+    spec["deployments"] = [{"name": "dep"}, {"name": "dep", "taskRoles": {"main": {"preCommands": ["x"]}}}]
+    spec["defaults"] = {"deployment": "dep"}
+    assert problems(spec) == ["prerequisites[2].name: 'img' repeats prerequisites[0]; rename one",
+                              "prerequisites[3].name: 'img' repeats prerequisites[0]; rename one",
+                              "deployments[1].name: 'dep' repeats deployments[0]; rename one"]
+    spec["prerequisites"][2:] = []
+    spec["deployments"][1]["name"] = "dep2"
+    assert load.to_job(spec).roles[0].image == "a:1"
+
+
+def test_v1_repeated_port_labels_of_a_role_are_refused() -> None:
+    ports = [{"label": "ssh", "portNumber": 1}, {"label": "http"}, {"label": "ssh", "portNumber": 2}]
+    assert problems(v1_with(role_portList=ports)) == [
+        "taskRoles[0].portList[2].label: 'ssh' repeats taskRoles[0].portList[0]; rename one"]
