@@ -197,13 +197,13 @@ def env_name_problems(r: Role) -> list[str]:
 
 
 def check_role_idents(roles: list[Role]) -> None:
-    """Raise :class:`SpecError` when two role names map to the same identifier, or when a role
-    name or port label makes an environment variable name longer than a task can get
-    (:func:`env_name_problems`)."""
+    """Raise :class:`SpecError` when two different role names map to the same identifier, or
+    when a role name or port label makes an environment variable name longer than a task can
+    get (:func:`env_name_problems`). A name written twice is :func:`repeated_names`'s to report."""
     seen: dict[str, str] = {}
     problems = [line for r in roles for line in env_name_problems(r)]
     for r in roles:
-        if r.ident in seen:
+        if r.ident in seen and seen[r.ident] != r.name:   # the same name: repeated_names says so
             problems.append(
                 f"{r.path}: role name {r.name!r} becomes {r.ident!r} in environment names, "
                 f"like role {seen[r.ident]!r}; rename one of them"

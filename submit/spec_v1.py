@@ -75,10 +75,11 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
     (``taskRoles[1].gpuNumber: must be an integer in 0..1024``).
     """
     spec: JobV1 = validate(JobV1, data)
-    repeated = [line for i, r in enumerate(spec.taskRoles)
-                for line in model.repeated_names([p.label for p in r.portList],
-                                                 f"taskRoles[{i}].portList", key="label")]
-    if repeated:   # a label names the task's PAI_PORT_LIST_<role>_<index>_<label>
+    repeated = model.repeated_names([r.name for r in spec.taskRoles], "taskRoles")
+    repeated += [line for i, r in enumerate(spec.taskRoles)
+                 for line in model.repeated_names([p.label for p in r.portList],
+                                                  f"taskRoles[{i}].portList", key="label")]
+    if repeated:   # a name is a key: PAI_TASK_ROLE_<role>_..., PAI_PORT_LIST_<role>_<index>_<label>
         raise SpecError(repeated)
     warnings = []
     if spec.killAllOnCompletedTaskNumber:

@@ -539,3 +539,14 @@ def test_v1_repeated_port_labels_of_a_role_are_refused() -> None:
     ports = [{"label": "ssh", "portNumber": 1}, {"label": "http"}, {"label": "ssh", "portNumber": 2}]
     assert problems(v1_with(role_portList=ports)) == [
         "taskRoles[0].portList[2].label: 'ssh' repeats taskRoles[0].portList[0]; rename one"]
+
+
+def test_v1_repeated_role_name_is_said_to_repeat_the_role() -> None:
+    """The same name twice is a repeat, not an identifier collision; names that differ but
+    become one identifier keep the collision message."""
+    role = V1["taskRoles"][0]
+    assert problems(v1_with(taskRoles=[role, {**role, "name": "x"}, {**role}])) == [
+        "taskRoles[2].name: 'w' repeats taskRoles[0]; rename one"]
+    assert problems(v1_with(taskRoles=[role, {**role, "name": "w-"}, {**role, "name": "w_"}])) == [
+        "taskRoles[2]: role name 'w_' becomes 'w_' in environment names, like role 'w-'; "
+        "rename one of them"]
