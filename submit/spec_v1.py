@@ -18,7 +18,7 @@ import msgspec
 
 from submit import model
 from submit.extras import _GRES_TYPE_RE, Extras
-from submit.validation import (_IDENT_RE, EnvName, GpuCount, Ident, Image, Int, NonEmpty, NotEmpty, Scalar, SpecError,
+from submit.validation import (_IDENT_RE, Command, EnvName, GpuCount, Ident, Image, Int, NonEmpty, NotEmpty, Scalar, SpecError,
                                Struct, Text, validate)
 
 
@@ -41,7 +41,7 @@ class TaskRoleV1(Struct, kw_only=True):
     shmMB: Int(0, 1 << 30) | None = None  # type: ignore[valid-type]
     gpuNumber: GpuCount  # type: ignore[valid-type]
     portList: list[PortV1] = msgspec.field(default_factory=list)
-    command: Text  # type: ignore[valid-type]
+    command: Command  # type: ignore[valid-type]
     minFailedTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
     minSucceededTaskCount: Int(1, 100_000, also=(-1,)) | None = None  # type: ignore[valid-type]
 

@@ -20,7 +20,7 @@ import msgspec
 
 from submit import model, params
 from submit.extras import Extras
-from submit.validation import (GpuCount, Ident, Int, NonEmpty, NotEmpty, OpenStruct, SpecError, Struct, Text, field_path,
+from submit.validation import (Command, GpuCount, Ident, Int, NonEmpty, NotEmpty, OpenStruct, SpecError, Struct, Text, field_path,
                                image_problem, marker, validate)
 
 
@@ -89,7 +89,7 @@ class TaskRoleV2(Struct, kw_only=True):
     script: Text | None = None  # type: ignore[valid-type]
     extraContainerOptions: ContainerOptions = msgspec.field(default_factory=ContainerOptions)
     resourcePerInstance: Resources
-    commands: Annotated[list[Text], NotEmpty]  # type: ignore[valid-type]
+    commands: Annotated[list[Command], NotEmpty]  # type: ignore[valid-type]
 
 
 class DeploymentRole(Struct, kw_only=True):

@@ -32,7 +32,7 @@ from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 
 __all__ = ["SpecError", "field_path", "validate", "problems", "Struct", "OpenStruct", "marker",
-           "Int", "GpuCount", "Text", "NonEmpty", "Ident", "EnvName", "Image", "Scalar", "Bool",
+           "Int", "GpuCount", "Text", "NonEmpty", "Command", "Ident", "EnvName", "Image", "Scalar", "Bool",
            "NotEmpty", "image_problem"]
 
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")   # \Z: "$" also matches before a final newline
@@ -129,6 +129,13 @@ def _nonempty(v: Any) -> str:
     return v
 
 
+def _command(v: Any) -> str:
+    v = _text(v)
+    if not v.strip():
+        raise ValueError("must not be empty or blank: it would run nothing")
+    return v
+
+
 def _ident(v: Any) -> str:
     v = _text(v)
     if not _IDENT_RE.match(v):
@@ -184,6 +191,9 @@ def _image(v: Any) -> str:
 Text = marker("Text", str, _text)
 """Any string without NUL (commands, paths, names)."""
 NonEmpty = marker("NonEmpty", str, _nonempty)
+Command = marker("Command", str, _command)
+"""A command (v2 ``commands[i]``, v1 ``command``): text that is not empty or only blanks,
+as a list of no commands is refused."""
 Ident = marker("Ident", str, _ident)
 """A shell variable name (port labels, parameter names)."""
 EnvName = marker("EnvName", str, _env_name)

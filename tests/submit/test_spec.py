@@ -550,3 +550,11 @@ def test_v1_repeated_role_name_is_said_to_repeat_the_role() -> None:
     assert problems(v1_with(taskRoles=[role, {**role, "name": "w-"}, {**role, "name": "w_"}])) == [
         "taskRoles[2]: role name 'w_' becomes 'w_' in environment names, like role 'w-'; "
         "rename one of them"]
+
+
+def test_empty_or_blank_commands_are_refused_like_no_commands() -> None:
+    blank = "must not be empty or blank: it would run nothing"
+    assert problems(with_role(commands=["  ", "", "echo ok", "\t\n"])) == [
+        f"taskRoles.main.commands[0]: {blank}", f"taskRoles.main.commands[1]: {blank}",
+        f"taskRoles.main.commands[3]: {blank}"]
+    assert problems(v1_with(role_command=" \n ")) == [f"taskRoles[0].command: {blank}"]
