@@ -116,5 +116,7 @@ def parse_text(text: str, name: str = "<spec>") -> Any:
         if "{{" in text:
             hint = " (the file holds {{...}} template placeholders: fill them in first)"
         raise SpecError([yamlfile.syntax_message(name, exc) + hint]) from None
-    except (yaml.YAMLError, RecursionError) as exc:
-        raise SpecError([f"{name}: YAML error: {exc}"]) from None
+    except yaml.YAMLError as exc:   # a character YAML does not allow (ReaderError), ...
+        raise SpecError([yamlfile.syntax_message(name, exc, text)]) from None
+    except RecursionError:
+        raise SpecError([f"{name}: YAML syntax error: nested too deeply"]) from None

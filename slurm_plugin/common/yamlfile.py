@@ -282,8 +282,25 @@ def load(text: str) -> Any:
     return yaml.load(text, Loader=Loader)  # noqa: S506 - Loader is a SafeLoader
 
 
-def syntax_message(name: str, exc: yaml.YAMLError) -> str:
-    """``NAME:LINE:COL: YAML syntax error: <context> <problem>`` for a PyYAML error."""
+def _yaml_escape(code: int) -> str:
+    """The escape that writes character ``code`` in a double-quoted YAML scalar."""
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def syntax_message(name: str, exc: yaml.YAMLError, text: str | None = None) -> str:
+    """``NAME:LINE:COL: YAML syntax error: <context> <problem>`` for a PyYAML error. A character
+    YAML does not allow (a control character, DEL, NUL, U+FFFE; PyYAML's ``ReaderError``, which
+    gives an offset into ``text`` instead of a mark) is placed by line and column too, and
+    written escaped with the fix: ``NAME:2:10: YAML syntax error: the character U+001B ('\\x1b')
+    is not allowed in YAML; remove it, or write it as the escape "\\x1b" inside double quotes``."""
+    if isinstance(exc, yaml.reader.ReaderError) and text is not None and exc.encoding == "unicode":
+        pos = exc.position
+        line = text.count("\n", 0, pos) + 1
+        col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return (f"{name}:{line}:{col}: YAML syntax error: the character U+{code:04X} "
+                f"({ascii(chr(code))}) is not allowed in YAML; remove it, or write it as the "
+                f"escape \"{_yaml_escape(code)}\" inside double quotes")
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
@@ -335,7 +352,7 @@ def read_yaml(path: str | Path) -> Any:
     except DuplicateKeys as exc:
         raise YamlFileError("\n".join(duplicate_lines(name, exc))) from None
     except yaml.YAMLError as exc:
-        raise YamlFileError(syntax_message(name, exc)) from None
+        raise YamlFileError(syntax_message(name, exc, text)) from None
     except RecursionError:
         raise YamlFileError(f"{name}: YAML syntax error: nested too deeply") from None
     except ValueError:   # int() of more digits than Python converts (CVE-2020-10735 guard)

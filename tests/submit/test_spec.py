@@ -558,3 +558,20 @@ def test_empty_or_blank_commands_are_refused_like_no_commands() -> None:
         f"taskRoles.main.commands[0]: {blank}", f"taskRoles.main.commands[1]: {blank}",
         f"taskRoles.main.commands[3]: {blank}"]
     assert problems(v1_with(role_command=" \n ")) == [f"taskRoles[0].command: {blank}"]
+
+
+@pytest.mark.parametrize(("char", "shown", "escape"), [
+    ("\x1b", "U+001B ('\\x1b')", "\\x1b"), ("\x7f", "U+007F ('\\x7f')", "\\x7f"),
+    ("\x00", "U+0000 ('\\x00')", "\\x00"), ("\ufffe", "U+FFFE ('\\ufffe')", "\\ufffe")],
+    ids=["esc", "del", "nul", "fffe"])
+def test_a_character_yaml_does_not_allow_is_one_line_with_line_and_column(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], char: str, shown: str, escape: str) -> None:
+    """PyYAML reports such a character with an offset on a second line (``in "<unicode
+    string>", position 27``); dlsubmit places it like any YAML syntax error, escaped."""
+    from submit.cli import main as dlsubmit
+    f = tmp_path / "job.yaml"
+    f.write_text(f'protocolVersion: 2\nname: "a{char}b"\n')
+    assert dlsubmit(["--dry-run", str(f)]) == 2
+    assert capsys.readouterr() == ("", (
+        f"dlsubmit: {f}:2:9: YAML syntax error: the character {shown} is not allowed in YAML; "
+        f'remove it, or write it as the escape "{escape}" inside double quotes\n'))
