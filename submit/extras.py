@@ -30,7 +30,9 @@ def _signal(v: Any) -> str:
 
 
 def _gpu_type(v: Any) -> str:
-    if not isinstance(v, str) or not _GRES_TYPE_RE.match(v):
+    if not isinstance(v, str):   # worded with the fix when YAML read a number (gpuType: 100)
+        raise ValueError("must be a string")
+    if not _GRES_TYPE_RE.match(v):
         raise ValueError("must be a GRES type name ([A-Za-z0-9_.-]+, not starting with -), e.g. a100")
     return v
 

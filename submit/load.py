@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from slurm_plugin.common.cli import visible
 from submit.errors import SpecError, field_path
 from submit.files import MAX_SPEC_BYTES, is_json, parse_text, read_limited, strip_json_comments
-from submit.validation import SPEC_SYNTAX
+from slurm_plugin.common.yamlfile import SourceText
+from submit.validation import SPEC_SOURCE, SPEC_SYNTAX
 
 if TYPE_CHECKING:
     from submit.model import Job
@@ -103,8 +104,11 @@ def load(path: str | Path, overrides: dict[str, str] | None = None) -> Job:
         line = raw[: exc.start].count(b"\n") + 1
         raise SpecError([f"{visible(p)}:{line}: not UTF-8 text (byte {exc.start})"]) from None
     doc = parse_text(text, visible(p))
-    syntax = SPEC_SYNTAX.set("JSON" if is_json(visible(p), text) else "YAML")
+    json_spec = is_json(visible(p), text)
+    syntax = SPEC_SYNTAX.set("JSON" if json_spec else "YAML")
+    source = SPEC_SOURCE.set(None if json_spec else SourceText(text))
     try:
         return to_job(doc, overrides)
     finally:
+        SPEC_SOURCE.reset(source)
         SPEC_SYNTAX.reset(syntax)

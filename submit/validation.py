@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from slurm_plugin.common.wording import not_text_message, read_as_not_text
+from slurm_plugin.common.wording import not_text_message, read_as_not_text, shown
 from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 
@@ -208,6 +208,12 @@ Bool = marker("Bool", bool, _bool)
 #: per file): a value that is not text is named as that syntax wrote it.
 SPEC_SYNTAX: contextvars.ContextVar[str] = contextvars.ContextVar("spec_syntax", default="YAML")
 
+#: Where the spec's values were written (:class:`slurm_plugin.common.yamlfile.SourceText` of a
+#: YAML spec, set per file by :func:`submit.load.load`; None for JSON and documents given as
+#: data): a hint shows a value as the user wrote it (``"0755"``, not ``"493"``).
+SPEC_SOURCE: contextvars.ContextVar[Callable[[tuple[Any, ...]], str | None] | None] = \
+    contextvars.ContextVar("spec_source", default=None)
+
 _EXPECTED = {"str": "must be a string", "int": "must be an integer", "bool": "must be true or false",
              "array": "must be a list", "object": "must be a mapping", "float": "must be a number"}
 _AT = re.compile(r"(.*) - at `[^`]*`(?: in `\$[^`]*`)?", re.DOTALL)
@@ -219,14 +225,45 @@ def _one_of(values: tuple[Any, ...]) -> str:
                                 else f"{', '.join(shown[:-1])} or {shown[-1]}")
 
 
-def _message(exc: msgspec.ValidationError, tp: Any, value: Any = None) -> str:
-    """The text of msgspec's error for ``value`` of type ``tp`` (its path is the caller's).
-    A string field given what YAML made of an unquoted ``no``, ``on``, ``~`` or ``123`` is
-    told so, with the fix (quote it), as ``dlprio.yaml``'s text keys are."""
+def _message(exc: msgspec.ValidationError, tp: Any, value: Any = None, at: tuple[Any, ...] = ()) -> str:
+    """The text of msgspec's error for ``value`` of type ``tp`` at path ``at``.
+    A string field given what YAML made of an unquoted ``no``, ``on``, ``~``, ``0755`` or
+    ``echo step: 1`` (a mapping) is told so, with the fix (quote it, shown with the text as
+    written, from :data:`SPEC_SOURCE`), as ``dlprio.yaml``'s text keys are; when that text quoted
+    would still be wrong (``signal: 12``), the field's own rule is given instead."""
     text = _text_of(exc, tp)
-    if text == _EXPECTED["str"] and read_as_not_text(value):   # (a null here is not a default)
-        return not_text_message(value, "", optional=False, syntax=SPEC_SYNTAX.get())
-    return text
+    if text != _EXPECTED["str"] or not (read_as_not_text(value) or isinstance(value, dict | list)):
+        return text
+    syntax = SPEC_SYNTAX.get()
+    source = SPEC_SOURCE.get()
+    written = source(at) if source is not None and value is not None else None
+    if isinstance(value, dict | list) and written is None and syntax != "JSON":
+        return text   # a document given as data: nothing says how it was written
+    candidate = written if written is not None else _written_back(value, syntax)
+    if candidate is not None:
+        try:
+            _convert(candidate, tp)
+        except msgspec.ValidationError as again:   # quoted, it would break the field's rule
+            rule = _text_of(again, tp)
+            return f"{rule} ({_read_as(value, candidate, syntax)}, not text; got {shown(value)})"
+    # (a null here is not a default: not optional)
+    return not_text_message(value, "", optional=False, syntax=syntax, as_written=written)
+
+
+def _written_back(value: Any, syntax: str) -> str | None:
+    """A scalar written back as text when its source is unknown: ``12``, ``true`` (JSON)."""
+    if isinstance(value, bool):
+        return str(value).lower() if syntax == "JSON" else None
+    return repr(value) if isinstance(value, int | float) else None
+
+
+def _read_as(value: Any, written: str, syntax: str) -> str:
+    """``YAML read 12 as a number`` / ``the JSON value 12 is a number``."""
+    kind = ("a boolean" if isinstance(value, bool) else "a number" if isinstance(value, int | float)
+            else "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict)
+            else "null")
+    return (f"the JSON value {written} is {kind}" if syntax == "JSON"
+            else f"YAML read {written} as {kind}")
 
 
 def _text_of(exc: msgspec.ValidationError, tp: Any) -> str:
@@ -261,11 +298,12 @@ def _convert(data: Any, tp: Any) -> Any:
 Problem = tuple[tuple[Any, ...], str]
 
 
-def problems(data: Any, tp: Any) -> list[Problem]:
+def problems(data: Any, tp: Any, at: tuple[Any, ...] = ()) -> list[Problem]:
     """Every problem of ``data`` against the declared type ``tp``, as (path parts, message)
     pairs in document order (Struct fields in declaration order, then unknown keys); ``[]`` when
     it converts. Path parts are keys, list indices, and ``"[key]"`` after a key that is itself
-    wrong (see :func:`submit.errors.field_path`)."""
+    wrong (see :func:`submit.errors.field_path`). ``at``: the path of ``data`` in the document,
+    for :data:`SPEC_SOURCE`."""
     try:
         _convert(data, tp)
         return []
@@ -278,26 +316,26 @@ def problems(data: Any, tp: Any) -> list[Problem]:
         fields = msgspec.structs.fields(base)
         for f in fields:
             if f.encode_name in data:
-                out += [((f.encode_name, *p), m) for p, m in problems(data[f.encode_name], f.type)]
+                out += [((f.encode_name, *p), m) for p, m in problems(data[f.encode_name], f.type, (*at, f.encode_name))]
             elif f.required:
                 out.append(((f.encode_name,), "required field is missing"))
         names = {f.encode_name for f in fields}
         for key in data:
             if not isinstance(key, str):   # worded as a mapping's key is (below)
-                out += [((key, "[key]", *p), m) for p, m in problems(key, str)]
+                out += [((key, "[key]", *p), m) for p, m in problems(key, str, (*at, key, "[key]"))]
             elif key not in names and base.__struct_config__.forbid_unknown_fields:
                 out.append(((key,), f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
     elif isinstance(data, list) and (origin is list
                                      or isinstance(base, _Marker) and base.items is not None):
         [item] = typing.get_args(base) if origin is list else [base.items]
         for i, v in enumerate(data):
-            out += [((i, *p), m) for p, m in problems(v, item)]
+            out += [((i, *p), m) for p, m in problems(v, item, (*at, i))]
     elif origin is dict and isinstance(data, dict):
         key_tp, value_tp = typing.get_args(base)
         for k, v in data.items():
-            out += [((k, "[key]", *p), m) for p, m in problems(k, key_tp)]
-            out += [((k, *p), m) for p, m in problems(v, value_tp)]
-    return out or [((), _message(first, tp, data))]
+            out += [((k, "[key]", *p), m) for p, m in problems(k, key_tp, (*at, k, "[key]"))]
+            out += [((k, *p), m) for p, m in problems(v, value_tp, (*at, k))]
+    return out or [((), _message(first, tp, data, at))]
 
 
 def validate(model: type[msgspec.Struct], data: Any) -> Any:

@@ -72,12 +72,39 @@ def yaml_reading(value: Any) -> str:
     return f"{shown(value)}, a number to YAML"
 
 
-def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = "YAML") -> str:
+def quoted(text: str) -> str:
+    """``text`` as a YAML quoted scalar that reads back as ``text``: in double quotes, or in
+    single quotes (``'`` doubled) when it holds ``"`` or ``\\``."""
+    if '"' in text or "\\" in text:
+        return "'" + text.replace("'", "''") + "'"
+    return f'"{text}"'
+
+
+def _usable(as_written: str | None) -> bool:
+    """Whether a value's source text can be shown in a hint: one short line."""
+    return as_written is not None and 0 < len(as_written) <= MAX_SHOWN and "\n" not in as_written
+
+
+def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = "YAML",
+                     as_written: str | None = None) -> str:
     """The fix for a name YAML did not read as text (``lease_name: no`` is the boolean false,
-    ``lease_name: 123`` a number; quoted, each is the text): ``key`` is the field name, or
-    ``NAME: [`` for an item of the list ``NAME``; null is told to be written, or left out
-    where the key is ``optional`` (it has a default). With ``syntax="JSON"`` (a v1 JSON job
-    spec) the value is named as JSON wrote it: ``123``, ``true``, ``null``."""
+    ``lease_name: 123`` a number, ``- echo step: 1`` a mapping; quoted, each is the text):
+    ``key`` is the field name, or ``NAME: [`` for an item of the list ``NAME``; null is told to
+    be written, or left out where the key is ``optional`` (it has a default). ``as_written``:
+    the value's text in the file (the YAML node's source, so ``0755`` is shown as ``"0755"``, not
+    as the 493 YAML 1.1 read); without it the hint writes the value back (``on`` as ``"yes"``).
+    With ``syntax="JSON"`` (a v1 JSON job spec) the value is named as JSON wrote it: ``123``,
+    ``true``, ``null``, an object, an array."""
+    if isinstance(value, dict | list):
+        if syntax == "JSON":
+            kind = "an array" if isinstance(value, list) else "an object"
+            return (f"expected a string, but the JSON value is {kind}; write the text in quotes "
+                    f"(got {shown(value)})")
+        kind = ("a list (an unquoted '- ' or '[' starts one)" if isinstance(value, list)
+                else "a mapping (an unquoted ': ' makes one)")
+        example = f", e.g. {_example(key, as_written or '')}" if _usable(as_written) else ""
+        return (f"expected a string, but YAML read the value as {kind}; quote the whole text"
+                f"{example} (got {shown(value)})")
     if value is None:
         kind, written = "null", "null"
     elif isinstance(value, bool):
@@ -94,11 +121,17 @@ def not_text_message(value: Any, key: str, optional: bool = True, syntax: str = 
         return ("expected a string, but YAML read the value as null (an empty value, ~ or "
                 "null); write the text in quotes" +
                 (", or leave the key out for its default" if optional else "") + " (got None)")
-    text = ("yes" if value else "no") if isinstance(value, bool) else written
-    example = (f"{key}\"{text}\"]" if key.endswith("[") else f"{key}: \"{text}\"" if key
-               else f"\"{text}\"")
+    if _usable(as_written):
+        text = as_written or ""
+    else:
+        text = ("yes" if value else "no") if isinstance(value, bool) else written
     return (f"expected a string, but YAML read the value as {kind}; quote it as written, "
-            f"e.g. {example} (got {shown(value)})")
+            f"e.g. {_example(key, text)} (got {shown(value)})")
+
+
+def _example(key: str, text: str) -> str:
+    q = quoted(text)
+    return f"{key}{q}]" if key.endswith("[") else f"{key}: {q}" if key else q
 
 
 def utf8_text(text: str) -> bool:

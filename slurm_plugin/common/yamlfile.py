@@ -58,7 +58,7 @@ MAX_YAML_NODES = 100_000
 __all__ = ["DuplicateKey", "DuplicateKeyCheck", "DuplicateKeys", "Loader", "MAX_YAML_BYTES",
            "MAX_YAML_NODES", "NodeBound", "TooLarge", "YamlFileError", "duplicate_lines",
            "expanded_size", "key_text", "load", "load_json", "load_yaml", "read_text",
-           "read_yaml", "size_problem", "syntax_message"]
+           "read_yaml", "size_problem", "syntax_message", "SourceText"]
 
 
 class YamlFileError(ValueError):
@@ -428,6 +428,63 @@ def load_yaml(text: str) -> Any:
         finally:
             loader.dispose()
     raise AssertionError("unreachable")
+
+
+class SourceText:
+    """The text a YAML document's nodes were written as, found by their path in the loaded data,
+    for hints that must show the value as the user wrote it (``0755``, which YAML 1.1 read as
+    493; ``echo step: 1``, which it read as a mapping). The document is composed again, once,
+    on the first call: only a document that failed a check pays for it.
+
+    ``source(parts)``: ``parts`` are keys and list indices from the top, with ``"[key]"`` after
+    a key for the key itself; returns the node's text without the blanks around it, or None when
+    no node is there (a merged or joined key)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._loader: Any = None
+        self._root: yaml.Node | None = None
+
+    def __call__(self, parts: tuple[Any, ...]) -> str | None:
+        try:
+            if self._loader is None:
+                self._loader = _SpecLoader(self.text)
+                self._root = self._loader.get_single_node()
+            node = self._find(self._root, parts)
+        except (yaml.YAMLError, ValueError, RecursionError):
+            return None
+        if node is None:
+            return None
+        return self.text[node.start_mark.index:_end(node).index].strip()
+
+    def _find(self, node: yaml.Node | None, parts: tuple[Any, ...]) -> yaml.Node | None:
+        i = 0
+        while node is not None and i < len(parts):
+            part, want_key = parts[i], parts[i + 1:i + 2] == ("[key]",)
+            if isinstance(node, yaml.MappingNode):
+                found = None
+                for k, v in node.value:
+                    if k.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self._loader.construct_object(k, deep=True)
+                    if type(key) is type(part) and key == part:
+                        found = k if want_key else v
+                node = found
+            elif isinstance(node, yaml.SequenceNode) and type(part) is int and 0 <= part < len(node.value):
+                node = node.value[part]
+            else:
+                return None
+            i += 2 if want_key else 1
+        return node
+
+
+def _end(node: yaml.Node) -> Any:
+    """Where ``node``'s text ends: a block collection's own end mark lies at the next token,
+    past any comment after its last value, so it ends where its last value does."""
+    while isinstance(node, yaml.MappingNode | yaml.SequenceNode) and not node.flow_style and node.value:
+        last = node.value[-1]
+        node = last[1] if isinstance(node, yaml.MappingNode) else last
+    return node.end_mark
 
 
 def _json_pairs(text: str, dups: list[DuplicateKey]) -> Any:

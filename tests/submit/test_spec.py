@@ -378,9 +378,13 @@ def test_every_one_of_many_problems_is_one_line_in_order() -> None:
     ("no", 'expected a string, but YAML read the value as the boolean false; quote it as '
            'written, e.g. "no" (got False)'),
     ("on", 'expected a string, but YAML read the value as the boolean true; quote it as '
-           'written, e.g. "yes" (got True)'),
+           'written, e.g. "on" (got True)'),
     ("0755", 'expected a string, but YAML read the value as a number; quote it as written, '
-             'e.g. "493" (got 493)'),
+             'e.g. "0755" (got 493)'),
+    ("1_000", 'expected a string, but YAML read the value as a number; quote it as written, '
+              'e.g. "1_000" (got 1000)'),
+    ("{echo: 1}", "expected a string, but YAML read the value as a mapping (an unquoted ': ' "
+                  "makes one); quote the whole text, e.g. \"{echo: 1}\" (got {'echo': 1})"),
     ("~", "expected a string, but YAML read the value as null (an empty value, ~ or null); "
           "write the text in quotes (got None)"),
 ])
@@ -575,3 +579,55 @@ def test_a_character_yaml_does_not_allow_is_one_line_with_line_and_column(
     assert capsys.readouterr() == ("", (
         f"dlsubmit: {f}:2:9: YAML syntax error: the character {shown} is not allowed in YAML; "
         f'remove it, or write it as the escape "{escape}" inside double quotes\n'))
+
+
+SPEC_HEAD = ("protocolVersion: 2\nname: j\ntaskRoles:\n  w:\n    resourcePerInstance: {cpu: 1, memoryMB: 100}\n"
+             "    commands:\n")
+
+
+@pytest.mark.parametrize(("commands", "expected"), [
+    # ": " in an unquoted command makes a mapping; the fix quotes the line as written
+    ("      - echo step: 1   # a comment\n",
+     "taskRoles.w.commands[0]: expected a string, but YAML read the value as a mapping (an unquoted "
+     "': ' makes one); quote the whole text, e.g. \"echo step: 1\" (got {'echo step': 1})"),
+    ("      - ok\n      - [a, b]\n",
+     "taskRoles.w.commands[1]: expected a string, but YAML read the value as a list (an unquoted "
+     "'- ' or '[' starts one); quote the whole text, e.g. \"[a, b]\" (got ['a', 'b'])"),
+    ('      - echo "x": 1\n',   # its own double quotes: the hint quotes with single ones
+     "taskRoles.w.commands[0]: expected a string, but YAML read the value as a mapping (an unquoted "
+     "': ' makes one); quote the whole text, e.g. 'echo \"x\": 1' (got {'echo \"x\"': 1})"),
+    ("      - 0x1F\n      - yes\n",
+     ["taskRoles.w.commands[0]: expected a string, but YAML read the value as a number; quote it "
+      'as written, e.g. "0x1F" (got 31)',
+      "taskRoles.w.commands[1]: expected a string, but YAML read the value as the boolean true; "
+      'quote it as written, e.g. "yes" (got True)']),
+], ids=["mapping", "list", "mapping-with-quotes", "number-and-bool"])
+def test_a_command_yaml_read_as_something_else_says_what_and_how_to_quote_it(
+        tmp_path: Path, commands: str, expected: str | list[str]) -> None:
+    f = tmp_path / "job.yaml"
+    f.write_text(SPEC_HEAD + commands)
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == (expected if isinstance(expected, list) else [expected])
+
+
+@pytest.mark.parametrize(("written", "expected"), [
+    ("12", "extras.checkpoint.signal: must be one of USR1, USR2, TERM, INT, HUP, URG (YAML read 12 "
+           "as a number, not text; got 12)"),
+    ("true", "extras.checkpoint.signal: must be one of USR1, USR2, TERM, INT, HUP, URG (YAML read "
+             "true as a boolean, not text; got True)"),
+])
+def test_a_restricted_text_field_read_as_a_number_gives_its_choices_not_a_quoted_hint(
+        tmp_path: Path, written: str, expected: str) -> None:
+    """Quoting ``signal: 12`` as "12" would still be refused: the hint is the valid values."""
+    f = tmp_path / "job.yaml"
+    f.write_text(SPEC_HEAD + f"      - echo ok\nextras:\n  checkpoint: {{signal: {written}}}\n")
+    with pytest.raises(SpecError) as info:
+        load.load(f)
+    assert info.value.problems == [expected]
+    v1 = tmp_path / "job.json"
+    v1.write_text(json.dumps({**V1, "extras": {"checkpoint": {"signal": 12}}}))
+    with pytest.raises(SpecError) as info:
+        load.load(v1)
+    assert info.value.problems == ["extras.checkpoint.signal: must be one of USR1, USR2, TERM, INT, "
+                                   "HUP, URG (the JSON value 12 is a number, not text; got 12)"]
