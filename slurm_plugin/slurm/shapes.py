@@ -29,6 +29,7 @@ make a running job look ended: every read is strict and raises
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -249,6 +250,8 @@ class SqueueJob38(msgspec.Struct, frozen=True):
     start_time: int = 0
     end_time: int = 0
     eligible_time: int = 0
+    pre_sus_time: int = 0
+    suspend_time: int = 0
     time_limit: int | None = None
     restart_cnt: int = 0
     requeue: bool = False
@@ -308,6 +311,10 @@ class SqueueJob42(msgspec.Struct, frozen=True):
     array_task_id: NoVal
     array_task_string: str
     gres_detail: list[str]
+    #: seconds run before the last suspension, and when the job last resumed (0: never
+    #: suspended); squeue's TimeUsed is made of them (:func:`time_used`)
+    pre_sus_time: NoVal | None = None
+    suspend_time: NoVal | None = None
 
 
 class _Squeue38(msgspec.Struct):
@@ -340,14 +347,40 @@ def job_from_json(fields: dict[str, object]) -> Job:
     return job_from_record(record)
 
 
-def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
+#: base states of a job whose run time is still growing (IS_JOB_RUNNING in slurm.h: base
+#: state RUNNING, whatever flag squeue prints instead, CONFIGURING or COMPLETING among them)
+_RUNNING_BASE = "RUNNING"
+
+
+def time_used(j: SqueueJob38 | SqueueJob42, now: float) -> int | None:
+    """squeue's TimeUsed of a JSON record, made as squeue makes it from the same fields
+    (``job_time_used()`` in ``src/squeue/print.c``): 0 for a job pending or never started;
+    ``pre_sus_time`` while suspended; else ``pre_sus_time`` plus the seconds from the last
+    resume (``suspend_time``), or from the start when never suspended, to the end (``now``
+    while running or when no end is known). None when negative (squeue prints INVALID)."""
+    base = j.job_state if isinstance(j.job_state, str) else (j.job_state or ["UNKNOWN"])[0]
+    start = epoch(j.start_time)
+    if start is None or base == "PENDING":
+        return 0
+    pre_sus = number(j.pre_sus_time) or 0
+    if base == "SUSPENDED":
+        return pre_sus
+    end = epoch(j.end_time)
+    until = now if base == _RUNNING_BASE or end is None else end
+    resumed = epoch(j.suspend_time)
+    used = int(until - resumed) + pre_sus if resumed else int(until - start)
+    return used if used >= 0 else None
+
+
+def job_from_record(j: SqueueJob38 | SqueueJob42, now: float | None = None) -> Job:
     """The :class:`Job` of one declared job record: the same values as the formatted read's
     :func:`slurm_plugin.slurm.records.job_from_fields` of the same job, plus ``gpu_indices`` (one
     tuple per allocated node from ``gres_detail``, ``gpu:a100:2(IDX:0-1)``; a shard job's GPU
     from ``shard:2(IDX:0)`` or ``shard:2(2/4,0/4)``, :func:`slurm_plugin.shard.shard_gpus`) and
     ``stdout_path`` as the JSON holds it. ``end_time`` is ``None`` while a job of no time limit
     is active: squeue prints ``NONE`` for an end still ahead of such a job
-    (``_print_job_time_end()`` in ``src/squeue/print.c``) where the JSON holds a projection."""
+    (``_print_job_time_end()`` in ``src/squeue/print.c``) where the JSON holds a projection.
+    ``time_used_s`` is :func:`time_used` at ``now`` (epoch s; default the clock)."""
     what = f"squeue --json: job {j.job_id}"
     state = state_word(j.job_state, what)
     node_count = number(j.node_count) or 1
@@ -378,4 +411,5 @@ def job_from_record(j: SqueueJob38 | SqueueJob42) -> Job:
         priority=number(j.priority) or 0, account=j.account or "", qos=j.qos or "",
         batch_host=j.batch_host or "", stdout_path=j.standard_output or "",
         array_task_string=array_string, batch=j.batch_flag,
+        time_used_s=time_used(j, time.time() if now is None else now),
         shards_per_node=shards_in_gres(j.tres_per_node))

@@ -119,7 +119,10 @@ def test_json_and_table_behind_a_blocker(jobs: Jobs) -> None:
                                 "PREEMPTS", "REASON"]
     assert lines[1].split()[:6] == [str(blocker), slurm[blocker].user, f"dlq-block-{tag}",
                                     "RUNNING", "32", slurm[blocker].nodes]
-    assert "daemon snapshot not found" in lines[-1]
+    # the note, then (-j) each job's forecast line, none without a snapshot
+    notes = [line for line in lines if "daemon snapshot not found" in line]
+    assert len(notes) == 1 and lines[-1] == ("  forecast: none (no current dlprio snapshot of "
+                                             "this cluster: see the note above)")
 
 
 def test_requeue_delay_is_shown_as_such(jobs: Jobs) -> None:

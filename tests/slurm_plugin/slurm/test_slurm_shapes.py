@@ -313,3 +313,21 @@ def test_other_releases_are_refused_in_one_line_naming_release_and_reason(
     name = f"{version[0]}.{version[1]:02d}.{version[2]}"
     assert str(exc.value) == (f"Slurm {name} is not a release this version of tiresias-slurm reads ({why}; "
                               "reads: 22.05, 24.11, 25.05, 25.11, 26.05); nothing was changed")
+
+
+@pytest.mark.parametrize(("fields", "used"), [
+    ({"job_state": "PENDING", "start_time": 0}, 0),
+    ({"job_state": "RUNNING", "start_time": 1000}, 500),                       # now 1500
+    ({"job_state": "SUSPENDED", "start_time": 1000, "pre_sus_time": 120,
+      "suspend_time": 1200}, 120),                                             # frozen at 120
+    ({"job_state": "RUNNING", "start_time": 1000, "pre_sus_time": 120,
+      "suspend_time": 1400}, 220),                                             # 120 + 1500 - 1400
+    ({"job_state": "COMPLETED", "start_time": 1000, "end_time": 1300}, 300),
+    ({"job_state": "COMPLETED", "start_time": 1000, "end_time": 1300, "pre_sus_time": 50,
+      "suspend_time": 1250}, 100),                                             # 50 + 1300 - 1250
+    ({"job_state": "RUNNING", "start_time": 2000}, None),                      # negative: INVALID
+], ids=["pending", "running", "suspended", "resumed", "ended", "ended-resumed", "negative"])
+def test_json_time_used_is_squeues_time_used(fields: dict, used: int | None) -> None:
+    # squeue's job_time_used() (src/squeue/print.c) from the same fields, worked out by hand
+    record = slurm_shapes.msgspec.convert({"job_id": 7, **fields}, slurm_shapes.SqueueJob38)
+    assert slurm_shapes.job_from_record(record, now=1500).time_used_s == used
