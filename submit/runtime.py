@@ -31,8 +31,14 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    ``CUDA_VISIBLE_DEVICES`` (``LOCAL_RANK`` picks; ``DL_TASK_GPUS`` lists the positions the task
    owns; ``extras.gpuIsolation: task`` narrows instead) and get ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
    It fills ``<% $secrets.NAME %>`` in the command text, runs the command (again, up to the
-   role's ``taskRetryCount`` times while it fails and no checkpoint signal came) and records the
-   final exit status in a per-attempt file. The job's environment (v1 ``jobEnvs``) arrives as
+   role's ``taskRetryCount`` times while it fails and the job is not being stopped) and records
+   the final exit status in a per-attempt file. The job is being stopped once the task's shell got
+   the checkpoint signal or SIGTERM/SIGINT/SIGHUP (scancel, time limit, requeue, slurmstepd
+   ending the step), or the batch shell's ``gang.stop`` file exists (step 4); a command killed by
+   a signal waits up to 3 s for either before it is run again (srun's SIGKILL of the step can
+   reach the command before anything reaches its shell). A stopped task then kills what its
+   command left in the task's process group with a parent outside it (re-parented, so out of
+   Slurm's reach under ``proctrack/linuxproc``). The job's environment (v1 ``jobEnvs``) arrives as
    ``NAME=VALUE`` arguments and is applied by ``env`` to the command's shell alone, so a
    ``PATH``, ``LD_PRELOAD``, ``IFS`` or ``BASH_ENV`` there changes the user's command and nothing
    of this runtime; names this runtime or Slurm set for the tasks are refused at submit time
@@ -43,7 +49,8 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    ``proctrack/linuxproc`` (seen on ``dlcluster``: a requeued trainer ran on to the end).
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
-   OpenPAI FrameworkController semantics); a decided job's remaining tasks get SIGTERM.
+   OpenPAI FrameworkController semantics); once a job is decided the script writes
+   ``gang.stop`` in that directory, then sends SIGTERM to every srun (srun then kills its step).
 5. On the checkpoint signal (``--signal=B:<SIG>@<grace>`` or ``scancel --batch --signal``) the trap
    forwards the signal to every payload process group (srun passes it on to all tasks) and keeps
    waiting. A payload that then succeeds (exit 0) is finished: the job ends at once (a dropped
@@ -178,16 +185,63 @@ dl_run=(/bin/bash)
 # shell: env(1) sets it after this prologue's work, so PATH, LD_PRELOAD, IFS or BASH_ENV there
 # change the user's command, never the machinery around it
 (( $# > 13 )) && dl_run=(/usr/bin/env "${@:14}" /bin/bash)
-dl_sig=0
+dl_stopping() {
+  # true once the job is being stopped, so the command must not run again: this shell got a
+  # termination signal (scancel, time limit, requeue, preemption, slurmstepd ending the step),
+  # or the batch shell decided the job and is stopping the gang (it writes gang.stop first; the
+  # glob reads the directory, which a shared file system revalidates)
+  [[ -n $dl_stop ]] && return 0
+  local f=("$DL_STATUS_DIR"/gang.sto[p])
+  [[ -e ${f[0]} ]] && dl_stop=decided
+  [[ -n $dl_stop ]]
+}
+dl_reap() {
+  # SIGKILL what the command left behind in this task's process group: a process of the group
+  # whose parent is outside it (re-parented when its shell ended, out of reach of Slurm under
+  # proctrack/linuxproc), other than the tasks' own shells, whose parent is the step's
+  local f line pid ppid pgrp top=$$ step
+  local -A grp=() par=()
+  for f in /proc/[0-9]*/stat; do
+    { read -r line < "$f"; } 2>/dev/null || continue
+    pid=${f#/proc/} pid=${pid%/stat} line=${line##*) } # state ppid pgrp ...
+    line=${line#* } ppid=${line%% *} line=${line#* } pgrp=${line%% *}
+    par[$pid]=$ppid grp[$pid]=$pgrp
+  done
+  pgrp=${grp[$$]:-}
+  [[ -n $pgrp ]] || return 0
+  while [[ ${grp[${par[$top]:-0}]:-} == "$pgrp" ]]; do top=${par[$top]}; done
+  step=${par[$top]:-0}
+  for pid in "${!grp[@]}"; do
+    [[ ${grp[$pid]} == "$pgrp" && ${par[$pid]} != "$step" && ${grp[${par[$pid]}]:-} != "$pgrp" ]] &&
+      kill -s KILL "$pid" 2>/dev/null
+  done
+  return 0
+}
+dl_sig=0 dl_stop=
+trap 'dl_stop=SIGTERM' TERM
+trap 'dl_stop=SIGINT' INT
+trap 'dl_stop=SIGHUP' HUP
 trap 'dl_sig=1' "$DL_SIGNAL"
 for ((dl_try = 0; ; dl_try++)); do
   DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'trap : "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
   dl_rc=$?
   (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
+  # a command killed by a signal may be the first sign of a stop under way (srun's SIGKILL of
+  # the step, the gang.stop of a shared file system): a few seconds for it to show
+  for ((dl_i = 0; dl_i < 3 && dl_rc > 128 && !dl_sig; dl_i++)); do
+    dl_stopping && break
+    sleep 1 & wait "$!"
+  done
+  if dl_stopping || (( dl_sig )); then
+    printf '[dlsubmit] %s %s: exit %s while the job is being stopped (%s); not run again\n' \
+      "$2" "$dl_index" "$dl_rc" "${dl_stop:-checkpoint signal}" >&2
+    break
+  fi
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2
 done
 dl_status=$DL_STATUS_DIR/$dl_r.$dl_index
 printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f -- "$dl_status.$$" "$dl_status"
+dl_stopping && dl_reap
 exit "$dl_rc"
 """
 
@@ -487,6 +541,8 @@ dl_main() {
     sleep 1 & wait "$!"
   done
   if [[ -n $DL_DECISION ]]; then
+    # the tasks run no command again once this file exists (TASK_PROLOGUE, dl_stopping)
+    : > "$DL_STATUS_DIR/gang.stop"
     for p in "${DL_PIDS[@]}"; do kill -s TERM -- "-$p" 2>/dev/null; done
     dl_wait_payload 30
   else

@@ -34,7 +34,17 @@ n=0; [[ $gres == none ]] || n=${gres##*:}
 devs=$( ((n > 0)) && seq -s, 10 $((10 + n - 1)) )
 pids=()
 trap 'kill -s USR2 -- "${pids[@]}" 2>/dev/null' USR2
-trap 'kill -s TERM -- "${pids[@]}" 2>/dev/null; exit 143' TERM
+stop() {
+  if [[ -n ${FAKE_SRUN_FORCE:-} ]]; then
+    # srun's "forcing job termination": the step's SIGKILL reaches the commands, the tasks'
+    # own shells outlive it for a while (an order Slurm 26.05 showed under proctrack/linuxproc)
+    for p in "${pids[@]}"; do pkill -KILL -P "${p#-}"; done
+    sleep 3
+    kill -s KILL -- "${pids[@]}" 2>/dev/null; exit 137
+  fi
+  kill -s TERM -- "${pids[@]}" 2>/dev/null; exit 143
+}
+trap stop TERM
 for ((i = 0; i < ntasks; i++)); do
   SLURM_PROCID=$i SLURM_LOCALID=$((i % per)) SLURM_NODEID=$((i / per)) SLURMD_NODENAME=n$((i / per)) \
     CUDA_VISIBLE_DEVICES=$devs setsid "$@" &
