@@ -230,6 +230,15 @@ def _check_utf8(args: argparse.Namespace) -> None:
         raise SpecError(problems)
 
 
+def sbatch_partition(opts: RenderOptions, job: Any) -> str | None:
+    """The partition sbatch will put the job in: ``SBATCH_PARTITION`` when set (sbatch(1):
+    input environment variables override the script's ``#SBATCH`` options, where dlsubmit
+    writes ``--partition``), else ``--partition`` or the site's, else the virtual cluster's;
+    None: Slurm's default partition. A list (``a,b``) is read as the nodes of all of them."""
+    return (os.environ.get("SBATCH_PARTITION") or opts.partition
+            or opts.virtual_cluster(job.virtual_cluster).partition)
+
+
 def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str, Any, str]]]:
     """The options, and (spec path, job, script) for every spec. Raises :class:`SpecError`
     with every problem of every spec (prefixed by the spec's name when there are several)."""
@@ -244,7 +253,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             # a named secrets file is checked even when the spec references no secret
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
-            part = opts.partition or opts.virtual_cluster(job.virtual_cluster).partition
+            part = sbatch_partition(opts, job)
             shape = node_shape.choose(opts, given, part, ask,
                                       any(r.gpus or r.gpu_share for r in job.roles),
                                       node_shape.gang_demand(job))

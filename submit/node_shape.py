@@ -120,7 +120,7 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
         raise SpecError([f"{where}: no node has a GPU (largest node: {shape.text()}); "
                          "name a GPU partition with --partition"])
     if gang is not None:
-        _check_gang_fits(gang, where, found)
+        _check_gang_fits(gang, where, found, opts, given)
     values: dict[str, Any] = {"gpus_per_node": shape.gpus or opts.gpus_per_node,
                               "cores_per_node": shape.cores, "mem_per_node_mib": shape.mem_mib}
     if not opts.shards_per_gpu:
@@ -146,11 +146,19 @@ def gang_demand(job: Job) -> Shape | None:
                  sum(r.instances * mem_per_cpu(r) * r.cpus for r in job.roles))
 
 
-def _check_gang_fits(gang: Shape, where: str, found: Sequence[NodeLike]) -> None:
+def _check_gang_fits(gang: Shape, where: str, found: Sequence[NodeLike], opts: RenderOptions,
+                     given: set[str]) -> None:
     """Raise :class:`SpecError` when the nodes ``found`` hold fewer GPUs, cores or MiB in all
-    than the ``gang`` needs at once."""
-    have = Shape(sum(n.gpus_total for n in found), sum(n.cpus for n in found),
-                 sum(n.real_memory_mib for n in found))
+    than the ``gang`` needs at once. A number the flags or the site config give (``given``)
+    stands for every node's, as packing takes it."""
+    def in_all(field: str, of_node: Callable[[NodeLike], int]) -> int:
+        if field in given:
+            return int(getattr(opts, field)) * len(found)
+        return sum(of_node(n) for n in found)
+
+    have = Shape(in_all("gpus_per_node", lambda n: n.gpus_total),
+                 in_all("cores_per_node", lambda n: n.cpus),
+                 in_all("mem_per_node_mib", lambda n: n.real_memory_mib))
     for need, total, unit in ((gang.gpus, have.gpus, "GPUs"), (gang.cores, have.cores, "cores"),
                               (gang.mem_mib, have.mem_mib, "MiB")):
         if need > total:

@@ -219,3 +219,31 @@ def test_no_default_partition_means_every_node() -> None:
     name, nodes = node_shape.ask_slurm(client)(None)
     assert (name, len(nodes)) == ("", len(NODES))
     assert node_shape.largest(nodes) == (node_shape.Shape(16, 64, 512000), 1, 5, 4)
+
+
+def test_the_gang_is_checked_in_the_partition_sbatch_will_use(
+        tmp_path: Path, cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # SBATCH_PARTITION overrides the script's #SBATCH --partition (sbatch(1)): 12 GPUs fit
+    # partition big (16 + 8), not the default gpu (4 + 4)
+    monkeypatch.setenv("SBATCH_PARTITION", "big")
+    rc, [args], err = submitted([spec_file(tmp_path, 3, 4)], monkeypatch, capsys)
+    assert rc == 0, err
+    assert cluster.asked == [["big"]]
+
+
+def test_a_number_the_site_gives_stands_for_every_nodes_in_the_gang_check(
+        tmp_path: Path, cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site.yaml"
+    # packing takes 200000 MiB per node from the site: the gang's 2 x 150000 MiB must be
+    # checked against 2 nodes x 200000, not against partition gpu's RealMemory (2 x 128000)
+    site.write_text("mem_per_node_mib: 200000\n")
+    rc, [args], err = submitted([spec_file(tmp_path, 2, 1, mem=150000), "--site-config",
+                                 str(site)], monkeypatch, capsys)
+    assert (rc, err) == (0, "") and option(args, "nodes") == ["2"]
+    site.write_text("mem_per_node_mib: 100000\n")   # 4 x 90000 MiB > 2 nodes x 100000 MiB
+    rc, scripts, err = submitted([spec_file(tmp_path, 4, 1, mem=90000), "--site-config",
+                                  str(site)], monkeypatch, capsys)
+    assert (rc, scripts) == (2, []) and "needs 360000 MiB at once" in err and (
+        "has 200000 in all (2 nodes)" in err)
