@@ -237,7 +237,10 @@ class ArgumentParser(argparse.ArgumentParser):
         for word in getattr(self, "_words", []):
             if word == "--":
                 break
-            if not word.startswith("-") or word == "-" or self._negative_number_matcher.match(word):
+            # argparse takes these for values: no leading '-', '-' alone, a negative number,
+            # a word with a space (``--jobs-csv '-o x.csv'``)
+            if (not word.startswith("-") or word == "-" or " " in word
+                    or self._negative_number_matcher.match(word)):
                 continue
             name = word.split("=", 1)[0]
             if name in known or (not word.startswith("--") and word[:2] in known):

@@ -323,6 +323,9 @@ def _main_of(command: str) -> "Callable[[list[str]], int]":
     (["dlprio", "explain", "-x"], "dlprio: unrecognized arguments: -x"),
     (["dlsubmit", "-x"], "dlsubmit: unrecognized arguments: -x"),
     (["dlsubmit", "--dry-ru", "--bogus=1"], "dlsubmit: unrecognized arguments: --bogus=1"),
+    # a word with a space is a value to argparse, however it starts: the argument is missing
+    (["dlprio", "simulate", "--jobs-csv", "-o x.csv"],
+     "dlprio: the following arguments are required: --trace"),
     (["dlgres", "--sockets", "many"], "dlgres: --sockets: invalid int value: 'many'"),
     (["dlcluster", "nosuch"], "dlcluster: command: invalid choice 'nosuch' (choose from up, env, down, status, ctl)"),
 ], ids=lambda a: a if isinstance(a, str) else " ".join(a[:2]))
