@@ -430,6 +430,10 @@ def load_yaml(text: str) -> Any:
     raise AssertionError("unreachable")
 
 
+#: leading node properties of a YAML value: anchors (``&name``) and tags (``!t``, ``!!int``)
+_PROPERTIES = re.compile(r"^(?:[&!]\S*\s+)+")
+
+
 class SourceText:
     """The text a YAML document's nodes were written as, found by their path in the loaded data,
     for hints that must show the value as the user wrote it (``0755``, which YAML 1.1 read as
@@ -455,7 +459,8 @@ class SourceText:
             return None
         if node is None:
             return None
-        return self.text[node.start_mark.index:_end(node).index].strip()
+        # the node's properties (an anchor &a, a tag !t) are no part of the value as written
+        return _PROPERTIES.sub("", self.text[node.start_mark.index:_end(node).index].strip())
 
     def _find(self, node: yaml.Node | None, parts: tuple[Any, ...]) -> yaml.Node | None:
         i = 0

@@ -601,7 +601,13 @@ SPEC_HEAD = ("protocolVersion: 2\nname: j\ntaskRoles:\n  w:\n    resourcePerInst
       'as written, e.g. "0x1F" (got 31)',
       "taskRoles.w.commands[1]: expected a string, but YAML read the value as the boolean true; "
       'quote it as written, e.g. "yes" (got True)']),
-], ids=["mapping", "list", "mapping-with-quotes", "number-and-bool"])
+    # an anchor or a tag is no part of the text: the hint quotes the value alone
+    ("      - &c echo a: 1\n      - !!int 0755\n",
+     ["taskRoles.w.commands[0]: expected a string, but YAML read the value as a mapping (an "
+      "unquoted ': ' makes one); quote the whole text, e.g. \"echo a: 1\" (got {'echo a': 1})",
+      "taskRoles.w.commands[1]: expected a string, but YAML read the value as a number; quote it "
+      'as written, e.g. "0755" (got 493)']),
+], ids=["mapping", "list", "mapping-with-quotes", "number-and-bool", "anchor-and-tag"])
 def test_a_command_yaml_read_as_something_else_says_what_and_how_to_quote_it(
         tmp_path: Path, commands: str, expected: str | list[str]) -> None:
     f = tmp_path / "job.yaml"
