@@ -244,10 +244,16 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
         lines.append(tuned)
     requeued_at = ledger.requeued_for().get(job_id)
     settle = settle_s(cfg.interval_s)
-    # a job array's pending record is never judged stuck: its tasks start under new job ids
+    # a job array's pending record is never judged stuck (its tasks start under new job ids),
+    # but like any waiter it is awaited while settle lasts
     if (requeued_at is not None and row.ended_at is None and row.state in PENDING_STATES
-            and not row.array_record and waiting_since_requeue(requeued_at, runs, row.held_seen)):
-        if stuck(requeued_at, runs, row.held_seen, now, settle):
+            and waiting_since_requeue(requeued_at, runs, row.held_seen)):
+        if row.array_record:
+            if now - requeued_at < settle:
+                lines.append(f"victims were requeued for it at {_ts(requeued_at)}; Slurm should "
+                             f"start its next task by {_ts(requeued_at + settle)} (a job "
+                             "array's tasks start under job ids of their own)")
+        elif stuck(requeued_at, runs, row.held_seen, now, settle):
             lines.append(f"victims were requeued for it at {_ts(requeued_at)} and it has not "
                          f"started in {settle:g} s: Slurm lacks something else for it (CPUs, "
                          "memory, the nodes it named or excluded), so it preempts no more "

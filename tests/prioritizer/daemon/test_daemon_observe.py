@@ -371,8 +371,12 @@ def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -
             record_units(None, ledger, units, now=1020)
         snap = build_snapshot(ledger, units, [_node("node1", 8)], [], DaemonConfig(), now=1200)
         text = explain.explain(40, ledger, DaemonConfig(), now=1200)
+        settling = explain.explain(40, ledger, DaemonConfig(), now=1050)
     assert {v.job_id: v.eligible_time for v in snap.jobs} == {40: None, 41: None}
     assert "victims were requeued" not in text and "preempts no more" not in text
+    # while settle lasts it is awaited as any waiter (the daemon orders it first), never stuck
+    assert "Slurm should start its next task by" in settling
+    assert "preempts no more" not in settling
 
 
 def test_a_waiter_that_started_after_a_requeue_finished_late_is_no_stuck_waiter(
