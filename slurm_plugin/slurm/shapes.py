@@ -347,9 +347,11 @@ def job_from_json(fields: dict[str, object]) -> Job:
     return job_from_record(record)
 
 
-#: base states of a job whose run time is still growing (IS_JOB_RUNNING in slurm.h: base
-#: state RUNNING, whatever flag squeue prints instead, CONFIGURING or COMPLETING among them)
-_RUNNING_BASE = "RUNNING"
+#: state words of a job whose run time is still growing (IS_JOB_RUNNING in slurm.h: base state
+#: RUNNING): v0.0.42 gives the base state first; v0.0.38 (22.05) gives one word, the flag
+#: squeue prints instead of RUNNING when one is set (CONFIGURING, SIGNALING, RESIZING,
+#: STOPPED, whose time squeue counts as used)
+_RUNNING_WORDS = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "STOPPED"})
 
 
 def time_used(j: SqueueJob38 | SqueueJob42, now: float) -> int | None:
@@ -366,7 +368,7 @@ def time_used(j: SqueueJob38 | SqueueJob42, now: float) -> int | None:
     if base == "SUSPENDED":
         return pre_sus
     end = epoch(j.end_time)
-    until = now if base == _RUNNING_BASE or end is None else end
+    until = now if base in _RUNNING_WORDS or end is None else end
     resumed = epoch(j.suspend_time)
     used = int(until - resumed) + pre_sus if resumed else int(until - start)
     return used if used >= 0 else None

@@ -326,7 +326,11 @@ def test_other_releases_are_refused_in_one_line_naming_release_and_reason(
     ({"job_state": "COMPLETED", "start_time": 1000, "end_time": 1300, "pre_sus_time": 50,
       "suspend_time": 1250}, 100),                                             # 50 + 1300 - 1250
     ({"job_state": "RUNNING", "start_time": 2000}, None),                      # negative: INVALID
-], ids=["pending", "running", "suspended", "resumed", "ended", "ended-resumed", "negative"])
+    # 22.05 names a running job by its flag; the end is then the time limit's projection
+    ({"job_state": "CONFIGURING", "start_time": 1000, "end_time": 9000}, 500),
+    ({"job_state": "STOPPED", "start_time": 1000, "end_time": 9000}, 500),
+], ids=["pending", "running", "suspended", "resumed", "ended", "ended-resumed", "negative",
+        "configuring-22.05", "stopped-22.05"])
 def test_json_time_used_is_squeues_time_used(fields: dict, used: int | None) -> None:
     # squeue's job_time_used() (src/squeue/print.c) from the same fields, worked out by hand
     record = slurm_shapes.msgspec.convert({"job_id": 7, **fields}, slurm_shapes.SqueueJob38)
