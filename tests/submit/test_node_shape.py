@@ -232,18 +232,18 @@ def test_the_gang_is_checked_in_the_partition_sbatch_will_use(
     assert cluster.asked == [["big"]]
 
 
+@pytest.mark.parametrize(("site_mem", "instances", "mem", "err"), [
+    # packing takes the site's MiB per node: 2 x 150000 MiB fit 2 nodes x 200000 (partition
+    # gpu's RealMemory, 2 x 128000, would refuse them)
+    (200000, 2, 150000, ""),
+    (100000, 4, 90000, "dlsubmit: the job needs 360000 MiB at once (all instances start "
+     "together) and partition gpu has 200000 in all (2 nodes): it could never start; ask for "
+     "fewer instances or less per instance, or name a larger partition with --partition\n"),
+], ids=["fits", "refused"])
 def test_a_number_the_site_gives_stands_for_every_nodes_in_the_gang_check(
-        tmp_path: Path, cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    site = tmp_path / "site.yaml"
-    # packing takes 200000 MiB per node from the site: the gang's 2 x 150000 MiB must be
-    # checked against 2 nodes x 200000, not against partition gpu's RealMemory (2 x 128000)
-    site.write_text("mem_per_node_mib: 200000\n")
-    rc, [args], err = submitted([spec_file(tmp_path, 2, 1, mem=150000), "--site-config",
-                                 str(site)], monkeypatch, capsys)
-    assert (rc, err) == (0, "") and option(args, "nodes") == ["2"]
-    site.write_text("mem_per_node_mib: 100000\n")   # 4 x 90000 MiB > 2 nodes x 100000 MiB
-    rc, scripts, err = submitted([spec_file(tmp_path, 4, 1, mem=90000), "--site-config",
-                                  str(site)], monkeypatch, capsys)
-    assert (rc, scripts) == (2, []) and "needs 360000 MiB at once" in err and (
-        "has 200000 in all (2 nodes)" in err)
+        site_mem: int, instances: int, mem: int, err: str, tmp_path: Path, cluster: FakeClient,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "site.yaml").write_text(f"mem_per_node_mib: {site_mem}\n")
+    rc, scripts, said = submitted([spec_file(tmp_path, instances, 1, mem=mem), "--site-config",
+                                   str(tmp_path / "site.yaml")], monkeypatch, capsys)
+    assert (rc, len(scripts) > 0, said) == ((2, False, err) if err else (0, True, ""))
