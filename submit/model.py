@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 
 from submit.errors import SpecError
+from submit.runtime import PORT_ENV_NAMES, ROLE_ENV_NAMES
 
 PLACEMENTS = ("consolidate", "spread")
 
@@ -154,19 +155,14 @@ submit/runtime.py) and srun hands them to the tasks, whose prologue then stops a
 ``!dl_var: unbound variable``."""
 
 
-def _role_env_names(r: Role) -> list[str]:
-    """The names the batch shell exports for role ``r`` that hold its identifier alone, for its
-    last (longest) instance index (submit/runtime.py)."""
-    last = r.instances - 1
-    return [f"PAI_MIN_SUCCEEDED_TASK_COUNT_{r.ident}", f"PAI_MIN_FAILED_TASK_COUNT_{r.ident}",
-            f"PAI_TASK_ROLE_TASK_COUNT_{r.ident}", f"PAI_RESOURCE_{r.ident}",
-            f"PAI_TASK_ROLE_{r.ident}_HOST_LIST", f"PAI_HOST_IP_{r.ident}_{last}"]
-
-
-def _label_env_names(r: Role, label: str) -> list[str]:
-    """The names the batch shell exports for port ``label`` of role ``r`` (last instance)."""
-    last = r.instances - 1
-    return [f"PAI_PORT_LIST_{r.ident}_{last}_{label}", f"PAI_{r.ident}_{last}_{label}_PORT"]
+def _longest_env_name(r: Role, templates: tuple[str, ...], label: str = "") -> tuple[str, str]:
+    """The longest of the names ``templates`` (:data:`submit.runtime.ROLE_ENV_NAMES` or
+    ``PORT_ENV_NAMES``) give role ``r`` at its last (longest) instance index, and its shape with
+    the placeholders written ``<role>``, ``<index>``, ``<label>``."""
+    def name(t: str) -> str:
+        return t.format(role=r.ident, index=r.instances - 1, label=label)
+    longest = max(templates, key=lambda t: len(name(t)))
+    return name(longest), longest.format(role="<role>", index="<index>", label="<label>")
 
 
 _LIMIT_WHY = (f"srun passes no environment variable name over {MAX_TASK_ENV_NAME} characters to "
@@ -177,20 +173,18 @@ def env_name_problems(r: Role) -> list[str]:
     """Why role ``r`` could never start because an environment variable named after it (or
     after one of its port labels) is longer than :data:`MAX_TASK_ENV_NAME`; ``[]`` when none is."""
     out = []
-    names = _role_env_names(r)
-    longest = max(names, key=len)
+    longest, shape = _longest_env_name(r, ROLE_ENV_NAMES)
     if len(longest) > MAX_TASK_ENV_NAME:
         allowed = MAX_TASK_ENV_NAME - (len(longest) - len(r.ident)) - (len(r.ident) - len(r.name))
-        shape = longest.replace(r.ident, "<role>").replace(f"_{r.instances - 1}", "_<index>")
         out.append(f"{r.path}: a role name of {len(r.name)} characters makes {shape} "
                    f"{len(longest)} characters long; {_LIMIT_WHY}; use at most {allowed} characters")
         return out   # its labels only lengthen names that are too long already
     for p in r.ports:
-        longest = max(_label_env_names(r, p.label), key=len)
+        longest, shape = _longest_env_name(r, PORT_ENV_NAMES, p.label)
         if len(longest) > MAX_TASK_ENV_NAME:
             allowed = MAX_TASK_ENV_NAME - (len(longest) - len(p.label))
             out.append(f"{r.field_path('ports')}: port label {p.label!r} of {len(p.label)} "
-                       f"characters makes PAI_PORT_LIST_<role>_<index>_<label> {len(longest)} "
+                       f"characters makes {shape} {len(longest)} "
                        f"characters long; {_LIMIT_WHY}; with this role name and "
                        f"{r.instances} instance(s) use at most {allowed} characters")
     return out

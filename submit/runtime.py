@@ -87,6 +87,17 @@ RESERVED_ENV_NAMES = {
 """Single names a job's environment may not use, with the reason."""
 
 
+ROLE_ENV_NAMES = ("PAI_TASK_ROLE_TASK_COUNT_{role}", "PAI_RESOURCE_{role}",
+                  "PAI_MIN_FAILED_TASK_COUNT_{role}", "PAI_MIN_SUCCEEDED_TASK_COUNT_{role}",
+                  "PAI_HOST_IP_{role}_{index}", "PAI_TASK_ROLE_{role}_HOST_LIST")
+"""The variables :data:`RUNTIME` exports per role (``{role}``: the role's identifier,
+``{index}``: an instance index), as :meth:`str.format` templates. tests/submit/test_runtime.py
+checks that they are exactly the role variables the batch shell exports."""
+
+PORT_ENV_NAMES = ("PAI_PORT_LIST_{role}_{index}_{label}", "PAI_{role}_{index}_{label}_PORT")
+"""The variables :data:`RUNTIME` exports per port label of a role's instance, as templates."""
+
+
 def reserved_env(name: str) -> str | None:
     """Why ``name`` may not be a job environment variable (it would replace what Slurm or this
     runtime give every task), or ``None`` when it may."""

@@ -22,6 +22,7 @@ import pytest
 from submit import load
 from submit.options import RenderOptions
 from submit.render import render_sbatch
+from submit.runtime import PORT_ENV_NAMES, ROLE_ENV_NAMES
 from submit_helpers import v2_spec
 
 FAKE_SRUN = r"""#!/bin/bash
@@ -154,6 +155,23 @@ def test_environment_of_a_two_role_job(tmp_path: Path, fake_bin: Path) -> None:
     assert {r["ports"] for r in rows(out)} == {f"{m + 6},{m + 7}"}
     assert sorted(r["own"] for r in rows(out)) == [f"10.0.0.1:{m + 2}", f"10.0.0.1:{m + 5}",
                                                    f"10.0.0.2:{m + 8}", f"10.0.0.5:{m + 1}"]
+
+
+def test_the_role_variables_are_exactly_the_runtime_templates(tmp_path: Path, fake_bin: Path) -> None:
+    """Every PAI_* variable a task gets that is named after a role is one of
+    ``ROLE_ENV_NAMES`` / ``PORT_ENV_NAMES`` (which the submit-time length check reads), and
+    every such name reaches the task: the templates and the batch shell agree."""
+    line = 'env | grep -o "^PAI_[A-Za-z0-9_]*" | sed "s/^/NAME /"'
+    ports = {"cpu": 1, "memoryMB": 10, "gpu": 0, "ports": {"qport": 1, "rport": 2}}
+    spec = v2_spec(roles={"alpha": role(line), "beta": role(line, instances=2, resourcePerInstance=ports)})
+    rc, out = run_script(spec, tmp_path, fake_bin, nodelists=("n5", "n1,n2"))
+    assert rc == 0, out
+    seen = {ln.split()[1] for ln in out.splitlines() if ln.startswith("NAME ")}
+    expected = {t.format(role="alpha", index=0) for t in ROLE_ENV_NAMES}
+    expected |= {t.format(role="beta", index=i) for t in ROLE_ENV_NAMES for i in (0, 1)}
+    expected |= {t.format(role="beta", index=i, label=label)
+                 for t in PORT_ENV_NAMES for i in (0, 1) for label in ("qport", "rport")}
+    assert {n for n in seen if "alpha" in n or "beta" in n} == expected
 
 
 def ephemeral_range() -> tuple[int, int]:
