@@ -302,13 +302,16 @@ def awaiting_waiters(ledger: Ledger, units: Mapping[int, Unit], intents: Iterabl
     that has not started since. ``requeued_for``: the cycle's
     :meth:`~prioritizer.daemon.ledger.Ledger.requeued_for`. With virtual clusters they come
     first in the order (``policy.tenant_decide.waiters_first``)."""
-    out = {i.waiter for i in intents if i.waiter is not None}
-    for w, at in requeued_for.items():
-        if now - at < settle and w in units:
+    def pending(w: int) -> bool:
+        return w in units and units[w].phase is JobPhase.PENDING
+
+    out = {i.waiter for i in intents if i.waiter is not None and pending(i.waiter)}
+    for w, at in requeued_for.items():   # a few jobs: those whose victims were requeued lately
+        if now - at < settle and pending(w):
             row = ledger.job(w)
             if waiting_since_requeue(at, ledger.runs(w), row.held_seen if row else None):
                 out.add(w)
-    return frozenset(w for w in out if w in units and units[w].phase is JobPhase.PENDING)
+    return frozenset(out)
 
 
 def partition_tiers(partitions: Mapping[str, Mapping[str, str]]) -> dict[str, int]:

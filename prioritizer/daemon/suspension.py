@@ -41,17 +41,23 @@ def suspension(run: Run, state: str, was: str, time_used: float | None,
     of this run (None: Slurm gives none); ``was``: the unit's state the ledger recorded at the
     previous cycle. Returns the run's values unchanged when nothing changed (no write)."""
     s, at, stopped = run.suspended_s, run.suspended_at, run.stopped_s
-    if state == "STOPPED":
+    # While a run is suspended or stopped, ``s`` holds the seconds it lost before that and
+    # ``at`` when it began; otherwise ``s`` is the whole and ``at`` None.
+    if state == "STOPPED":   # a stop: the daemon's own sighting, from its first cycle on
         return (s, now if at is None else at, stopped)
     if at is not None and (was == "STOPPED" or (time_used is None and state != "SUSPENDED")):
-        # the stop (or, without Slurm's figure, the suspension) the daemon saw has ended
+        # a sighting that has ended: a stop, or a suspension while Slurm gives no time used
         seen = max(now - at, 0.0)
-        s, at, stopped = s + seen, None, stopped + (seen if was == "STOPPED" else 0.0)
-    if time_used is None:
+        s, at = s + seen, None
+        if was == "STOPPED":
+            stopped += seen
+    if time_used is None:    # no figure from Slurm: the daemon's sightings alone
         return (s, now if state == "SUSPENDED" and at is None else at, stopped)
-    by_slurm = max(math.floor(now) - run.start - time_used, 0.0)   # SUSPENDED, in all
-    if state == "SUSPENDED":
-        # Slurm's time used stands still: the run has run time_used - stopped seconds
-        s = min(s, by_slurm + stopped)
-        return (s, run.start + time_used - stopped + s, stopped)
-    return (by_slurm + stopped, None, stopped)
+    # Slurm's figure: the seconds suspended in all (stops count as used there, so add them)
+    lost = max(math.floor(now) - run.start - time_used, 0.0) + stopped
+    if state != "SUSPENDED":
+        return (lost, None, stopped)
+    # suspended now: Slurm's time used stands still at the seconds this run has run, plus the
+    # stops, so the suspension began once the run had run them and lost ``s`` before
+    s = min(s, lost)
+    return (s, run.start + (time_used - stopped) + s, stopped)
