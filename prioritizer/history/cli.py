@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import io
 import json
 import sys
 import time
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 
@@ -154,7 +156,8 @@ def _export(args: argparse.Namespace) -> int:
     except SlurmError as exc:
         raise CliError(f"sacct failed: {exc}", slurm_exit(exc)) from None
     jobs = fold_jobs(records)
-    tracked, known = gpu_sources(jobs, facts)
+    config = functools.cache(show_config)   # asked at most once, and only when needed
+    tracked, known = gpu_sources(jobs, facts, config)
     rows, report = history_rows(jobs, anonymise_names=args.anonymise,
                                 salt=args.salt, include_cpu_only=args.include_cpu_only,
                                 ledger=facts, gpus_tracked=tracked, known_gpus=known)
@@ -166,7 +169,8 @@ def _export(args: argparse.Namespace) -> int:
     if untracked:
         print(f"dlprio history export: {untracked}", file=sys.stderr)
     if report.requeued_lost:
-        requeued = report.requeued_line(comments_kept())
+        conf = config()
+        requeued = report.requeued_line(None if conf is None else keeps_job_comments(conf))
         if requeued:
             print(f"dlprio history export: {requeued}", file=sys.stderr)
     if not rows:
@@ -189,16 +193,16 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def comments_kept() -> bool | None:
-    """Whether slurmdbd keeps job comments (:func:`keeps_job_comments` of ``scontrol show
-    config``); None when Slurm does not answer."""
+def show_config() -> Mapping[str, str] | None:
+    """``scontrol show config``; None when Slurm does not answer."""
     try:
-        return keeps_job_comments(SlurmClient(timeout_s=30).show_config())
+        return SlurmClient(timeout_s=30).show_config()
     except SlurmError:
         return None
 
 
 def gpu_sources(jobs: list[AccountedJob], facts: dict[int, LedgerFacts] | None,
+                config: Callable[[], Mapping[str, str] | None] = show_config,
                 ) -> tuple[bool | None, dict[int, int]]:
     """Whether accounting tracks GPUs (``scontrol show config``; None when Slurm does not
     answer) and the GPUs Slurm showed outside accounting, by job id: squeue's jobs still known
@@ -206,11 +210,9 @@ def gpu_sources(jobs: list[AccountedJob], facts: dict[int, LedgerFacts] | None,
     job that ran names no ``gres/gpu`` in sacct (else ``(True, {})``, no Slurm call)."""
     if all(j.gpu_tres for j in jobs if any(a.start is not None for a in j.attempts)):
         return True, {}
+    conf = config()
+    tracked = None if conf is None else tracks_gpus(conf)
     client = SlurmClient(timeout_s=30)
-    try:
-        tracked = tracks_gpus(client.show_config())
-    except SlurmError:
-        tracked = None
     known: dict[int, int] = {}
     try:
         for job in client.jobs():
