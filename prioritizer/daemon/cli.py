@@ -89,7 +89,8 @@ def _configure_once(p: argparse.ArgumentParser) -> None:
 def _configure_explain(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("job_id", metavar="JOBID",
-                   help="a job id as dlqueue prints it: 40, 40+1 (hetjob: its leader), 40_3 (array task)")
+                   help="a job id as dlqueue prints it: 40, 40+1 (hetjob: its leader), 40_3 (array task), "
+                        "40_[5-9] (array tasks waiting in one record)")
 
 
 def _configure_status(p: argparse.ArgumentParser) -> None:
@@ -343,7 +344,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     cfg = _load(args, "ledger_path")
     if task is not None:
         job_id = _array_task_job(task, cfg)
-        print(f"array task {task.text} is job {job_id}")
+        print(f"array task {task.text} is job {job_id}" if task.one else
+              f"array tasks {task.text} are job {job_id}")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         now = time.time()
         sys.stdout.write(explain.explain(job_id, ledger, cfg, now, component))
@@ -354,23 +356,32 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:
-    """The job id of an array task (``40_3``) as Slurm shows it: squeue, then sacct for a
-    task that has ended. Raises CliError with the commands that find it by hand when Slurm
-    does not answer (exit 3, :func:`~slurm_plugin.slurm.client.slurm_exit`) or answers with
-    an error (exit 4: no slurmdbd), UnknownJob (exit 5) when it knows no such task."""
+    """The job id of array task(s) (``40_3``, ``40_[5-9]``) as Slurm shows it: squeue, then
+    sacct for tasks that have ended. Raises CliError with the commands that find it by hand
+    when Slurm does not answer (exit 3, :func:`~slurm_plugin.slurm.client.slurm_exit`) or
+    answers with an error (exit 4: no slurmdbd); CliError listing the job ids (exit 2) when
+    the tasks are several jobs; UnknownJob (exit 5) when Slurm knows none of them."""
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
     try:
-        found = explain.array_task_unit(task.array_id, task.task,
-                                        client.jobs(job_ids=[task.array_id]))
-        if found is None:
-            found = explain.array_task_unit(task.array_id, task.task, (),
-                                            client.accounting_jobs([task.array_id]))
+        found = explain.array_task_units(task.array_id, task.tasks,
+                                         client.jobs(job_ids=[task.array_id]))
+        if not found:
+            found = explain.array_task_units(task.array_id, task.tasks, (),
+                                             client.accounting_jobs([task.array_id]))
     except SlurmError as exc:
         raise CliError(str(task), exit_code=slurm_exit(exc)) from None
-    if found is None:
+    if not found:
         raise explain.UnknownJob(f"job {task.text}: neither squeue nor sacct knows this "
-                                 "array task")
-    return found
+                                 "array task" if task.one else
+                                 f"job {task.text}: neither squeue nor sacct knows these "
+                                 "array tasks")
+    if len(found) > 1:
+        listed = [f"{job_id} ({name})" for job_id, name in sorted(found.items())]
+        more = f", and {len(listed) - 10} more" if len(listed) > 10 else ""
+        raise CliError(f"JOBID {task.text}: these array tasks are {len(found)} jobs: "
+                       f"{', '.join(listed[:10])}{more}; run 'dlprio explain <job id>' for one",
+                       exit_code=Exit.BAD_INPUT)
+    return next(iter(found))
 
 
 @_guard

@@ -38,7 +38,8 @@ from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, 
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.slurm.accounting import AccountingRecord
-from slurm_plugin.slurm.records import MAX_JOB_ID, Job, array_task_in, decimal_at_most
+from slurm_plugin.slurm.records import (MAX_JOB_ID, Job, array_task_ranges,
+                                        decimal_at_most, parse_array_tasks)
 
 STATUS_KEYS = ("job_id", "user", "state", "held", "queue", "attained_gpu_s", "preemptions",
                "promotions", "restart_count", "last_seen", "update_refusals")
@@ -137,8 +138,7 @@ def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
 
 _PLAIN = re.compile(r"[0-9]+")
 _HETJOB = re.compile(r"([0-9]+)\+([0-9]+)")
-_ARRAY = re.compile(r"[0-9]+_(?:[0-9]+|\[[0-9,\-%]+\])")
-_TASK = re.compile(r"([0-9]+)_([0-9]+)")
+_ARRAY = re.compile(r"[0-9]+_(?:[0-9]+|\[[0-9,\-:%]+\])")
 
 
 def find_task_ids(text: str) -> str:
@@ -151,33 +151,50 @@ def find_task_ids(text: str) -> str:
 
 
 class ArrayTask(ValueError):
-    """An array task ``40_3`` given as JOBID: a unit under its own job id, which only Slurm
-    knows (:func:`array_task_unit`). The message (:func:`find_task_ids`) says how to find
-    that id by hand, for when Slurm does not answer."""
+    """Array task(s) given as JOBID, ``40_3`` or ``40_[5-9]`` (as dlqueue and squeue print
+    them): each element is a unit under its own job id, which only Slurm knows
+    (:func:`array_task_units`); ``tasks``: the elements as ranges. The message
+    (:func:`find_task_ids`) says how to find that id by hand, for when Slurm does not answer."""
 
-    def __init__(self, text: str, array_id: int, task: int) -> None:
+    def __init__(self, text: str, array_id: int, tasks: list[range]) -> None:
         super().__init__(find_task_ids(text))
-        self.text, self.array_id, self.task = text, array_id, task
+        self.text, self.array_id, self.tasks = text, array_id, tasks
+
+    @property
+    def one(self) -> bool:
+        """Whether it names one element (``40_3``)."""
+        return sum(len(r) for r in self.tasks) == 1
 
 
-def array_task_unit(array_id: int, task: int, jobs: Iterable[Job],
-                    records: Iterable[AccountingRecord] = ()) -> int | None:
-    """The ledger unit (a job id) of array task ``ARRAY_TASK``: the job id of its own squeue
-    record; else that of the pending record whose task expression holds it (squeue folds
-    the pending tasks into one record, one unit, until Slurm starts them); else that of its
-    sacct record (a finished task). None when none of them names it."""
-    jobs = list(jobs)
+def _meet(a: list[range], b: list[range]) -> bool:
+    """Whether two sets of array elements share one (each range walked by the shorter)."""
+    return any(any(t in long for t in short)
+               for x in a for y in b
+               for short, long in [(x, y) if len(x) <= len(y) else (y, x)])
+
+
+def array_task_units(array_id: int, tasks: list[range], jobs: Iterable[Job],
+                     records: Iterable[AccountingRecord] = ()) -> dict[int, str]:
+    """The ledger units (job ids) of the elements ``tasks`` of array ``array_id``, each with
+    how squeue names it (``40_3``; ``40_[5-9]`` for the pending record): the job ids of the
+    elements' own squeue records and of the pending record whose task expression holds one of
+    them (squeue folds the pending tasks into one record, one unit, until Slurm starts them);
+    when squeue shows none of them, the job ids of their sacct records (finished tasks).
+    ``{}`` when neither names one."""
+    out: dict[int, str] = {}
     for job in jobs:
-        if job.array_job_id == array_id and job.array_task_id == task:
-            return job.job_id
-    for job in jobs:
-        if (job.array_job_id == array_id and job.array_task_string
-                and array_task_in(job.array_task_string, task)):
-            return job.job_id
-    for record in records:
-        if record.array_job_id == array_id and record.array_task_id == task:
-            return record.job_id
-    return None
+        if job.array_job_id != array_id:
+            continue
+        if job.array_task_id is not None and any(job.array_task_id in r for r in tasks):
+            out[job.job_id] = f"{array_id}_{job.array_task_id}"
+        elif job.array_task_id is None and job.array_task_string:
+            if _meet(tasks, array_task_ranges(job.array_task_string)):
+                out[job.job_id] = f"{array_id}_[{job.array_task_string}]"
+    if not out:
+        out = {r.job_id: f"{array_id}_{r.array_task_id}" for r in records
+               if r.array_job_id == array_id and r.array_task_id is not None
+               and any(r.array_task_id in t for t in tasks)}
+    return out
 
 
 def ledger_job_id(text: str) -> int:
@@ -196,7 +213,7 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
 
     Raises:
         ArrayTask: for an array task ``40_3`` (each element is a unit under its own job id,
-            squeue ``%A``; :func:`array_task_unit` finds it in what Slurm shows).
+            squeue ``%A``; :func:`array_task_units` finds it in what Slurm shows).
         ValueError: for several tasks ``40_[5-9]``, with how to find their ids
             (:func:`find_task_ids`); for anything else, the accepted forms.
     """
@@ -209,10 +226,13 @@ def parse_job_id(text: str) -> tuple[int, int | None]:
         return int(het.group(1)), int(het.group(2))
     if _ARRAY.fullmatch(text) and decimal_at_most(text.partition("_")[0], MAX_JOB_ID) and (
             len(text) <= MAX_SHOWN):   # a longer one is no id Slurm gives: echoed bounded below
-        task = _TASK.fullmatch(text)
-        if task and decimal_at_most(task.group(2), MAX_JOB_ID):
-            raise ArrayTask(text, int(task.group(1)), int(task.group(2)))
-        raise ValueError(find_task_ids(text))
+        array, _, tasks = text.partition("_")
+        try:
+            elements = parse_array_tasks(tasks.removeprefix("[").removesuffix("]"))
+        except ValueError as exc:
+            raise ValueError(f"JOBID {text}: {exc}; expected array tasks as squeue prints them "
+                             "(40_3, 40_[5-9], 40_[1,4-8:2])") from None
+        raise ArrayTask(text, int(array), elements)
     raise ValueError(f"JOBID {shown(text)}: expected a job id as dlqueue prints it: 40, 40+1 "
                      f"(hetjob component) or 40_3 (array task), at most {MAX_JOB_ID}")
 

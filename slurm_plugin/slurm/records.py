@@ -555,6 +555,12 @@ def array_task_count(task_string: str) -> int:
                    for p in _task_items(task_string) if p is not None), 1)
 
 
+def array_task_ranges(task_string: str) -> list[range]:
+    """The elements of ``task_string`` (grammar of :func:`array_task_in`, read as leniently:
+    an item that does not parse names none, a step of 0 is taken as 1) as ranges."""
+    return [range(p[0], p[1] + 1, p[2] or 1) for p in _task_items(task_string) if p is not None]
+
+
 def array_task_in(task_string: str, task: int) -> bool:
     """Whether array element ``task`` is one of ``task_string``, the pending elements of an
     array's meta record as squeue writes them between the brackets of ``30_[5-9]``:

@@ -35,9 +35,11 @@ def _config(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize("job, message", [
-    ("40_[5-9]", "JOBID 40_[5-9]: array tasks are tracked by their own job id; find it with "
-                 "'squeue -h -o %A -j 40_[5-9]' (or 'sacct -X -n -o JobIDRaw -j 40_[5-9]'), then run "
-                 "'dlprio explain <that id>'"),
+    # brackets that name no elements (sbatch(1) --array grammar): no Slurm asked
+    ("40_[9-5]", "JOBID 40_[9-5]: bad element '9-5'; expected array tasks as squeue prints them "
+                 "(40_3, 40_[5-9], 40_[1,4-8:2])"),
+    ("40_[1-4:0]", "JOBID 40_[1-4:0]: bad element '1-4:0'; expected array tasks as squeue "
+                   "prints them (40_3, 40_[5-9], 40_[1,4-8:2])"),
     ("abc", f"JOBID 'abc': {EXPECTED}"),
     ("40+", f"JOBID '40+': {EXPECTED}"),
     # past a Slurm job id (uint32 below NO_VAL); a long one is echoed bounded: the first 60
@@ -61,8 +63,8 @@ def test_array_tasks_and_garbage_are_one_line_exit_2(tmp_path: Path, capsys: pyt
 
 
 def test_one_task_and_several_tasks_are_told_the_same_commands() -> None:
-    """``40_3`` (ArrayTask, shown when Slurm does not answer) and ``40_[5-9]`` (no lookup)
-    both get the one line of find_task_ids, with their own text in the commands."""
+    """``40_3`` and ``40_[5-9]`` (ArrayTask, shown when Slurm does not answer) both get the
+    one line of find_task_ids, with their own text in the commands."""
     from prioritizer.daemon.explain import ArrayTask, find_task_ids, parse_job_id
     assert find_task_ids("40_3") == (
         "JOBID 40_3: array tasks are tracked by their own job id; find it with "
@@ -72,7 +74,8 @@ def test_one_task_and_several_tasks_are_told_the_same_commands() -> None:
         with pytest.raises(ValueError) as caught:
             parse_job_id(text)
         assert str(caught.value) == find_task_ids(text)
-        assert isinstance(caught.value, ArrayTask) == (text == "40_3")
+        assert isinstance(caught.value, ArrayTask)
+        assert caught.value.one == (text == "40_3")
 
 
 def test_hetjob_component_is_looked_up_as_its_leader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,6 +224,64 @@ def test_an_array_task_slurm_does_not_know_is_exit_5(
     assert main(["explain", "1963_4", "--config", cfg]) == 5
     assert capsys.readouterr() == ("", "dlprio: job 1963_4: neither squeue nor sacct knows "
                                        "this array task\n")
+
+
+@pytest.mark.parametrize("job", ["1963_[2-9]", "1963_[3-4]", "1963_[2-9%2]", "1963_[4-8:2]"])
+def test_tasks_that_all_wait_in_the_pending_record_are_explained_as_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        job: str) -> None:
+    """Tasks 2-9 wait in the array's record 1963 (one unit): any of them, as squeue or dlqueue
+    print it (a throttle, a step), is that unit."""
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, _Slurm([_element(1970, 1), _element(1963, None, "2-9")]))
+    assert main(["explain", job, "--config", cfg]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [f"array tasks {job} are job 1963", "job 1963 (bob, gpu): PENDING"]
+
+
+@pytest.mark.parametrize("job", ["1963_[1-9]", "1963_[1,5]", "1963_[1-3:2]"])
+def test_tasks_of_several_jobs_are_listed_with_their_ids_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        job: str) -> None:
+    """Task 1 runs as job 1970, tasks 2-9 wait as 1963: two jobs, each named with how squeue
+    shows it, and no explanation of either."""
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, _Slurm([_element(1970, 1), _element(1963, None, "2-9")]))
+    assert main(["explain", job, "--config", cfg]) == 2
+    assert capsys.readouterr() == ("", f"dlprio: JOBID {job}: these array tasks are 2 jobs: "
+                                       "1963 (1963_[2-9]), 1970 (1963_1); run 'dlprio explain "
+                                       "<job id>' for one\n")
+
+
+def test_ended_tasks_of_several_jobs_are_listed_from_sacct(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, _Slurm([], [SimpleNamespace(job_id=1969 + t, array_job_id=1963, array_task_id=t)
+                                    for t in range(12)]))
+    assert main(["explain", "1963_[0-11]", "--config", cfg]) == 2
+    assert capsys.readouterr().err == (
+        "dlprio: JOBID 1963_[0-11]: these array tasks are 12 jobs: 1969 (1963_0), 1970 (1963_1), "
+        "1971 (1963_2), 1972 (1963_3), 1973 (1963_4), 1974 (1963_5), 1975 (1963_6), "
+        "1976 (1963_7), 1977 (1963_8), 1978 (1963_9), and 2 more; run 'dlprio explain "
+        "<job id>' for one\n")
+
+
+def test_several_tasks_without_slurms_answer_are_the_commands_to_find_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, _Slurm([], down=True))
+    assert main(["explain", "1963_[2-9]", "--config", cfg]) == 3
+    assert capsys.readouterr() == ("", ADVICE.replace("1963_1", "1963_[2-9]"))
+
+
+def test_several_tasks_slurm_does_not_know_are_exit_5(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = _recorded(tmp_path, *ARRAY)
+    _slurm(monkeypatch, _Slurm([_element(1970, 1), _element(1963, None, "2-9")], []))
+    assert main(["explain", "1963_[10-12]", "--config", cfg]) == 5
+    assert capsys.readouterr() == ("", "dlprio: job 1963_[10-12]: neither squeue nor sacct knows "
+                                       "these array tasks\n")
 
 
 def test_a_plain_id_needs_no_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
