@@ -16,7 +16,8 @@ job is suspended now. So the seconds suspended are ``now - start - TimeUsed`` (w
 Slurm counts them), and a suspension the daemon did not see (it was down, or the job was
 suspended and resumed between two cycles) is still left out. Slurm counts the time of a
 STOPPED job as used: that time is the daemon's own sighting, from the first cycle that shows
-the job STOPPED to the first that shows it otherwise (``stopped_s``, added to Slurm's figure).
+the job STOPPED to the last that does (``stopped_s``, added to Slurm's figure): less than the
+stop by under two cycles, never more, however long the daemon was down when it ended.
 Where Slurm gives no time used (``INVALID``), the daemon's sightings stand for both.
 Times are epoch seconds, durations seconds.
 """
@@ -46,8 +47,10 @@ def suspension(run: Run, state: str, was: str, time_used: float | None,
     if state == "STOPPED":   # a stop: the daemon's own sighting, from its first cycle on
         return (s, now if at is None else at, stopped)
     if at is not None and (was == "STOPPED" or (time_used is None and state != "SUSPENDED")):
-        # a sighting that has ended: a stop, or a suspension while Slurm gives no time used
-        seen = max(now - at, 0.0)
+        # a sighting that has ended (a stop, or a suspension while Slurm gives no time used):
+        # it lasted to the last cycle that saw it (``run.last_seen``), never to ``now``: after
+        # a daemon outage the job may have run again for hours
+        seen = max(run.last_seen - at, 0.0)
         s, at = s + seen, None
         if was == "STOPPED":
             stopped += seen

@@ -90,11 +90,22 @@ def test_time_stopped_is_the_daemons_sighting_as_slurm_counts_it_used(ledger: Le
     _record(ledger, 160, _seen("STOPPED", 60))
     _record(ledger, 190, _seen("STOPPED", 90))
     _record(ledger, 200, _seen("RUNNING", 100))
-    # seen stopped from 160 to 200: 40 s not counted: (200 - 100 - 40) x 2 = 120 GPU·s
-    assert ledger.service(9, 200) == (120.0, 60.0)
-    # later suspended 20 s (Slurm's figure: 240 - 100 - 120 = 20) and stopped 40 s: 60 s
+    # seen stopped by the cycles from 160 to 190: 30 s not counted: (200 - 100 - 30) x 2
+    assert ledger.service(9, 200) == (140.0, 70.0)
+    # later suspended 20 s (Slurm's figure: 240 - 100 - 120 = 20) and stopped 30 s: 50 s
     _record(ledger, 240, _seen("RUNNING", 120))
-    assert ledger.service(9, 240) == ((240 - 100 - 60) * 2, 80.0)
+    assert ledger.service(9, 240) == ((240 - 100 - 50) * 2, 90.0)
+
+
+def test_a_stop_that_ended_while_the_daemon_was_down_counts_to_its_last_sighting(
+        ledger: Ledger) -> None:
+    """Stopped when seen at 160 and 170; the next cycle, after an outage, is at 3,600: the job
+    may have run again at any time in between, so only 160..170 is not counted."""
+    _record(ledger, 150, _seen("RUNNING", 50))
+    _record(ledger, 160, _seen("STOPPED", 60))
+    _record(ledger, 170, _seen("STOPPED", 70))
+    _record(ledger, 3600, _seen("RUNNING", 3500))
+    assert ledger.service(9, 3600) == ((3600 - 100 - 10) * 2, 3600 - 100 - 10)
 
 
 def test_without_slurms_time_used_the_daemons_sightings_count(ledger: Ledger) -> None:
@@ -103,8 +114,8 @@ def test_without_slurms_time_used_the_daemons_sightings_count(ledger: Ledger) ->
     _record(ledger, 160, _seen("SUSPENDED", None))
     _record(ledger, 180, _seen("SUSPENDED", None))
     _record(ledger, 200, _seen("RUNNING", None))
-    # (200 - 100 - 40) x 2 = 120 GPU·s
-    assert ledger.service(9, 200) == (120.0, 60.0)
+    # seen suspended by the cycles from 160 to 180: (200 - 100 - 20) x 2 = 160 GPU·s
+    assert ledger.service(9, 200) == (160.0, 80.0)
 
 
 def test_snapshot_and_views_agree_and_explain_says_it_is_suspended(ledger: Ledger) -> None:
