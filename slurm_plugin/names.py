@@ -18,3 +18,13 @@ SLURM_NAME_RE = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*\Z")
 Anchored with ``\\Z``, not ``$``, which would also match before a final newline (``gpu\\n``)."""
 
 SLURM_NAME_RULE = "must be a Slurm name (letters, digits, _ . -; not starting with -)"
+
+SLURM_NAMES_RULE = ("must be a Slurm name or a comma-separated list of them (letters, digits, "
+                    "_ . -; not starting with -)")
+"""The rule for a list of names, ``gpu,debug`` (sbatch(1) ``--partition``: the job starts in
+whichever of them can run it first)."""
+
+
+def slurm_names(text: str) -> bool:
+    """Whether ``text`` is one Slurm name or a comma-separated list of them (no empty item)."""
+    return all(SLURM_NAME_RE.match(part) for part in text.split(","))

@@ -43,6 +43,7 @@ class NodeLike(Protocol):
     real_memory_mib: int
     gpus_total: int
     shards_total: int
+    partitions: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
         return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
                       f"tell its node shapes: {exc.message})",
                       isinstance(exc, SlurmUnreachable))
-    where = f"partition {name}" if name else "the cluster"
+    where = (f"partitions {name}" if "," in name else f"partition {name}") if name else "the cluster"
     top = largest(found)
     if top is None:
         raise SpecError([f"{where}: sinfo lists no node in it (no such partition, or one without "
@@ -120,7 +121,7 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
         raise SpecError([f"{where}: no node has a GPU (largest node: {shape.text()}); "
                          "name a GPU partition with --partition"])
     if gang is not None:
-        _check_gang_fits(gang, where, found, opts, given)
+        _check_gang_fits(gang, name, found, opts, given)
     values: dict[str, Any] = {"gpus_per_node": shape.gpus or opts.gpus_per_node,
                               "cores_per_node": shape.cores, "mem_per_node_mib": shape.mem_mib}
     if not opts.shards_per_gpu:
@@ -129,7 +130,8 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
     picked = dataclasses.replace(opts, **{f: v for f, v in values.items() if f not in given})
     note = ""
     if kinds > 1:
-        note = (f"{where} has nodes of {kinds} shapes; packed for its largest "
+        has, its = ("have", "their") if "," in (name or "") else ("has", "its")
+        note = (f"{where} {has} nodes of {kinds} shapes; packed for {its} largest "
                 f"({shape_of(picked).text()}, {count} of {total} nodes): a job needing more such "
                 "nodes than that waits")
     return Choice(picked, note)
@@ -146,26 +148,41 @@ def gang_demand(job: Job) -> Shape | None:
                  sum(r.instances * mem_per_cpu(r) * r.cpus for r in job.roles))
 
 
-def _check_gang_fits(gang: Shape, where: str, found: Sequence[NodeLike], opts: RenderOptions,
+def _check_gang_fits(gang: Shape, name: str, found: Sequence[NodeLike], opts: RenderOptions,
                      given: set[str]) -> None:
-    """Raise :class:`SpecError` when the nodes ``found`` hold fewer GPUs, cores or MiB in all
-    than the ``gang`` needs at once. A number the flags or the site config give (``given``)
-    stands for every node's, as packing takes it."""
-    def in_all(field: str, of_node: Callable[[NodeLike], int]) -> int:
-        if field in given:
-            return int(getattr(opts, field)) * len(found)
-        return sum(of_node(n) for n in found)
+    """Raise :class:`SpecError` when the nodes ``found`` of partition ``name`` ("": the whole
+    cluster) hold fewer GPUs, cores or MiB in all than the ``gang`` needs at once. For a list
+    of partitions (``gpu,debug``: sbatch(1) starts the job in one of them) only when no one of
+    them holds enough. A number the flags or the site config give (``given``) stands for every
+    node's, as packing takes it."""
+    def in_all(nodes: Sequence[NodeLike]) -> Shape:
+        def total(field: str, of_node: Callable[[NodeLike], int]) -> int:
+            if field in given:
+                return int(getattr(opts, field)) * len(nodes)
+            return sum(of_node(n) for n in nodes)
+        return Shape(total("gpus_per_node", lambda n: n.gpus_total),
+                     total("cores_per_node", lambda n: n.cpus),
+                     total("mem_per_node_mib", lambda n: n.real_memory_mib))
 
-    have = Shape(in_all("gpus_per_node", lambda n: n.gpus_total),
-                 in_all("cores_per_node", lambda n: n.cpus),
-                 in_all("mem_per_node_mib", lambda n: n.real_memory_mib))
-    for need, total, unit in ((gang.gpus, have.gpus, "GPUs"), (gang.cores, have.cores, "cores"),
-                              (gang.mem_mib, have.mem_mib, "MiB")):
-        if need > total:
-            raise SpecError([f"the job needs {need} {unit} at once (all instances start together) "
-                             f"and {where} has {total} in all ({len(found)} nodes): it could "
-                             "never start; ask for fewer instances or less per instance, or name "
-                             "a larger partition with --partition"])
+    def short(have: Shape) -> list[tuple[int, int, str]]:
+        return [(need, got, unit) for need, got, unit in (
+            (gang.gpus, have.gpus, "GPUs"), (gang.cores, have.cores, "cores"),
+            (gang.mem_mib, have.mem_mib, "MiB")) if need > got]
+
+    parts = [p for p in name.split(",") if p] if "," in name else [name]
+    nodes = {p: [n for n in found if p in n.partitions] if len(parts) > 1 else list(found)
+             for p in parts}
+    shortfalls = {p: short(in_all(nodes[p])) for p in parts}
+    if not all(shortfalls.values()):
+        return
+    best = max(parts, key=lambda p: in_all(nodes[p]).gpus)   # the one nearest, by GPUs
+    need, total, unit = shortfalls[best][0]
+    where = (f"partition {best}" if len(parts) == 1 else
+             f"the largest of partitions {name}, {best},") if name else "the cluster"
+    raise SpecError([f"the job needs {need} {unit} at once (all instances start together) "
+                     f"and {where} has {total} in all ({len(nodes[best])} nodes): it could "
+                     "never start; ask for fewer instances or less per instance, or name "
+                     "a larger partition with --partition"])
 
 
 def given_fields(site: dict[str, Any], flags: dict[str, Any]) -> set[str]:
@@ -185,7 +202,8 @@ def ask_slurm(client: Any) -> Callable[[str | None], tuple[str, Sequence[NodeLik
             if name is None:
                 name = next((p for p, f in client.show_partitions().items()
                              if f.get("Default") == "YES"), "")
-            seen[partition] = (name, client.nodes(partitions=[name] if name else None))
+            # a list (gpu,debug): the nodes of every partition in it
+            seen[partition] = (name, client.nodes(partitions=name.split(",") if name else None))
         return seen[partition]
 
     return nodes

@@ -24,7 +24,8 @@ from typing import Any
 
 from slurm_plugin import marker
 from slurm_plugin.common.cli import visible
-from slurm_plugin.names import SLURM_NAME_RE, SLURM_NAME_RULE  # one rule for every Slurm name
+from slurm_plugin.names import (SLURM_NAME_RE, SLURM_NAME_RULE,  # one rule for every Slurm name
+                                SLURM_NAMES_RULE, slurm_names)
 from submit.errors import SpecError
 
 RUNTIMES = ("none", "pyxis", "apptainer")
@@ -166,7 +167,10 @@ def check_fields(values: dict[str, Any]) -> list[tuple[str, str]]:
         bad("grace_s", f"must be whole seconds in 1..{marker.MAX_GRACE_S}")
     if type(values.get("enforce_binding", False)) is not bool:
         bad("enforce_binding", "must be true or false")
-    for name in ("partition", "account", "qos", "gpu_type"):
+    p = values.get("partition")   # a list, gpu,debug, as sbatch --partition takes it
+    if p is not None and (not isinstance(p, str) or not slurm_names(p)):
+        bad("partition", SLURM_NAMES_RULE)
+    for name in ("account", "qos", "gpu_type"):
         v = values.get(name)
         if v is not None and (not isinstance(v, str) or not SLURM_NAME_RE.match(v)):
             bad(name, SLURM_NAME_RULE)

@@ -435,3 +435,43 @@ def test_one_sbatch_per_spec_and_no_other_slurm_command(submit: Submitter, tmp_p
     assert calls[0] == "scontrol show partition --oneliner", calls
     assert calls[1].startswith("sinfo --noheader --Node --all --Format="), calls
     assert all(c.startswith("sbatch --parsable --comment=dl:v1;") for c in calls[2:]), calls
+
+
+@pytest.fixture
+def small_partition(submit: Submitter) -> Iterator[str]:
+    """Partition ``dlsub_small`` of node1 alone (8 GPUs), beside ``gpu`` (4 nodes), created
+    with scontrol and deleted after the test's jobs are gone."""
+    submit.client.create_partition("dlsub_small", ["Nodes=node1", "MaxTime=INFINITE", "State=UP"])
+    yield "dlsub_small"
+    active = [j.job_id for j in submit.client.jobs(job_ids=submit.ids) if j.is_active]
+    if active:
+        submit.client.cancel(active)
+    wait_for(lambda: not [j for j in submit.client.jobs(job_ids=submit.ids) if j.is_active], 60,
+             "the test's jobs to leave dlsub_small")
+    submit.client.delete_partition("dlsub_small")
+
+
+@pytest.mark.releases
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_a_list_of_partitions_is_read_as_each_of_them(
+        how: str, submit: Submitter, small_partition: str,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """sbatch(1) takes ``--partition gpu,dlsub_small`` (the job starts in whichever can run it
+    first); a gang of 2 x 8 GPUs fits gpu though not dlsub_small (8 GPUs), so it is submitted
+    and Slurm runs it; in dlsub_small alone it is refused before sbatch."""
+    parts = f"gpu,{small_partition}"
+    flags: tuple[str, ...] = ("--partition", parts)
+    if how == "env":
+        monkeypatch.setenv("SBATCH_PARTITION", parts)
+        flags = ()
+    job_id, _ = submit(spec("parts", {"w": role("true", instances=2, gpu=8)}), *flags)
+    assert set(submit.client.job(job_id).partition.split(",")) <= {"gpu", small_partition}
+    assert submit.ended(job_id, 90).state == "COMPLETED"
+    monkeypatch.delenv("SBATCH_PARTITION", raising=False)
+    f = submit.tmp / "small.json"
+    f.write_text(json.dumps(spec("small", {"w": role("true", instances=2, gpu=8)})))
+    capsys.readouterr()
+    assert main([str(f), "--partition", small_partition]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"dlsubmit: the job needs 16 GPUs at once (all instances start together) and partition "
+        f"{small_partition} has 8 in all (1 nodes): it could never start")

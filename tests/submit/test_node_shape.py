@@ -247,3 +247,30 @@ def test_a_number_the_site_gives_stands_for_every_nodes_in_the_gang_check(
     rc, scripts, said = submitted([spec_file(tmp_path, instances, 1, mem=mem), "--site-config",
                                    str(tmp_path / "site.yaml")], monkeypatch, capsys)
     assert (rc, len(scripts) > 0, said) == ((2, False, err) if err else (0, True, ""))
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_a_list_of_partitions_is_read_as_each_of_them(
+        how: str, tmp_path: Path, cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpu,big`` (sbatch(1): the job starts in whichever of them can run it first): the
+    nodes of both are asked for, and a gang is refused only when no one partition holds it:
+    12 GPUs fit big (16 + 8) though not gpu (4 + 4); 32 GPUs fit neither (big, the larger,
+    has 24)."""
+    flag: list[str] = []
+    if how == "env":
+        monkeypatch.setenv("SBATCH_PARTITION", "gpu,big")
+    else:
+        flag = ["--partition", "gpu,big"]
+    rc, scripts, err = submitted([spec_file(tmp_path, 3, 4), *flag], monkeypatch, capsys)
+    assert (rc, len(scripts) > 0) == (0, True), err
+    assert err == ("dlsubmit: note: partitions gpu,big have nodes of 3 shapes; packed for their "
+                   "largest (16 GPUs, 64 cores, 512000 MiB per node, 1 of 4 nodes): a job needing "
+                   "more such nodes than that waits\n")
+    assert cluster.asked == [["gpu", "big"]]
+    rc, scripts, err = submitted([spec_file(tmp_path, 4, 8), *flag], monkeypatch, capsys)
+    assert (rc, scripts) == (2, [])
+    assert err == ("dlsubmit: the job needs 32 GPUs at once (all instances start together) and "
+                   "the largest of partitions gpu,big, big, has 24 in all (2 nodes): it could "
+                   "never start; ask for fewer instances or less per instance, or name a larger "
+                   "partition with --partition\n")

@@ -192,7 +192,25 @@ def test_options_reject_bad_values() -> None:
         "container_runtime 'docker': must be one of none, pyxis, apptainer",
         "gpus_per_node -1: must be a whole number in 1..1024",
         "signal 'KILL': must be one of USR1, USR2, TERM, INT, HUP, URG",
-        "partition 'a\\nb': must be a Slurm name (letters, digits, _ . -; not starting with -)"]
+        "partition 'a\\nb': must be a Slurm name or a comma-separated list of them (letters, "
+        "digits, _ . -; not starting with -)"]
+
+
+@pytest.mark.parametrize(("partition", "ok"), [("gpu,debug", True), ("gpu", True), ("gpu,", False),
+                                               (",gpu", False), ("gpu,,debug", False),
+                                               ("gpu,-x", False), ("gpu, debug", False)])
+def test_a_partition_may_be_a_list_as_sbatch_takes_it(partition: str, ok: bool) -> None:
+    """sbatch(1) --partition takes a comma-separated list (the job starts in whichever can
+    run it first); every item is a Slurm name, none empty."""
+    if ok:
+        script = render_sbatch(load.to_job(v2_spec()), RenderOptions(partition=partition))
+        assert f"#SBATCH --partition={partition}\n" in script
+    else:
+        with pytest.raises(SpecError) as info:
+            RenderOptions(partition=partition)
+        assert info.value.problems == [
+            f"partition {partition!r}: must be a Slurm name or a comma-separated list of them "
+            "(letters, digits, _ . -; not starting with -)"]
 
 
 def test_a_command_longer_than_one_argument_may_be_is_refused() -> None:
