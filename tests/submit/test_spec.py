@@ -607,7 +607,14 @@ SPEC_HEAD = ("protocolVersion: 2\nname: j\ntaskRoles:\n  w:\n    resourcePerInst
       "unquoted ': ' makes one); quote the whole text, e.g. \"echo a: 1\" (got {'echo a': 1})",
       "taskRoles.w.commands[1]: expected a string, but YAML read the value as a number; quote it "
       'as written, e.g. "0755" (got 493)']),
-], ids=["mapping", "list", "mapping-with-quotes", "number-and-bool", "anchor-and-tag"])
+    # a quoted scalar that a tag made a number: the text inside the quotes, not the quotes
+    ("      - !!int \"5\"\n      - !!float '1.5'\n",
+     ["taskRoles.w.commands[0]: expected a string, but YAML read the value as a number; quote it "
+      'as written, e.g. "5" (got 5)',
+      "taskRoles.w.commands[1]: expected a string, but YAML read the value as a number; quote it "
+      'as written, e.g. "1.5" (got 1.5)']),
+], ids=["mapping", "list", "mapping-with-quotes", "number-and-bool", "anchor-and-tag",
+        "tagged-quoted"])
 def test_a_command_yaml_read_as_something_else_says_what_and_how_to_quote_it(
         tmp_path: Path, commands: str, expected: str | list[str]) -> None:
     f = tmp_path / "job.yaml"
