@@ -353,6 +353,12 @@ def job_from_json(fields: dict[str, object]) -> Job:
 #: STOPPED, whose time squeue counts as used)
 _RUNNING_WORDS = frozenset({"RUNNING", "CONFIGURING", "SIGNALING", "RESIZING", "STOPPED"})
 
+#: state words of a job whose base state is PENDING (IS_JOB_PENDING): v0.0.38 gives the flag
+#: squeue prints instead of PENDING when one is set (job_state_string() in
+#: src/common/slurm_protocol_defs.c)
+_PENDING_WORDS = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT",
+                            "RESV_DEL_HOLD"})
+
 
 def time_used(j: SqueueJob38 | SqueueJob42, now: float) -> int | None:
     """squeue's TimeUsed of a JSON record, made as squeue makes it from the same fields
@@ -362,7 +368,7 @@ def time_used(j: SqueueJob38 | SqueueJob42, now: float) -> int | None:
     while running or when no end is known). None when negative (squeue prints INVALID)."""
     base = j.job_state if isinstance(j.job_state, str) else (j.job_state or ["UNKNOWN"])[0]
     start = epoch(j.start_time)
-    if start is None or base == "PENDING":
+    if start is None or base in _PENDING_WORDS:
         return 0
     pre_sus = number(j.pre_sus_time) or 0
     if base == "SUSPENDED":

@@ -329,8 +329,14 @@ def test_other_releases_are_refused_in_one_line_naming_release_and_reason(
     # 22.05 names a running job by its flag; the end is then the time limit's projection
     ({"job_state": "CONFIGURING", "start_time": 1000, "end_time": 9000}, 500),
     ({"job_state": "STOPPED", "start_time": 1000, "end_time": 9000}, 500),
+    # ... and a pending one by its flag: a requeued job keeps its last run's start and end
+    ({"job_state": "REQUEUED", "start_time": 1000, "end_time": 1200}, 0),
+    ({"job_state": "REQUEUE_HOLD", "start_time": 1000, "end_time": 1200}, 0),
+    ({"job_state": "SPECIAL_EXIT", "start_time": 1000, "end_time": 1200}, 0),
+    ({"job_state": "REQUEUED", "start_time": 2000}, 0),                         # a projection
 ], ids=["pending", "running", "suspended", "resumed", "ended", "ended-resumed", "negative",
-        "configuring-22.05", "stopped-22.05"])
+        "configuring-22.05", "stopped-22.05", "requeued-22.05", "requeue-hold-22.05",
+        "special-exit-22.05", "requeued-projected-22.05"])
 def test_json_time_used_is_squeues_time_used(fields: dict, used: int | None) -> None:
     # squeue's job_time_used() (src/squeue/print.c) from the same fields, worked out by hand
     record = slurm_shapes.msgspec.convert({"job_id": 7, **fields}, slurm_shapes.SqueueJob38)
