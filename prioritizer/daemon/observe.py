@@ -364,7 +364,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
         was = row.state if row is not None else ""
         if unit.phase is JobPhase.RUNNING and unit.start_time is not None:
             if run is not None and run.start != unit.start_time:
-                _close_unknown(client, ledger, run, before=unit.start_time)
+                _close_unknown(client, ledger, run, before=unit.start_time, was=was)
                 run = None
             this = run or Run(unit.job_id, unit.start_time, None, unit.gpus, now, None)
             held = suspension(this, unit.state, was, unit.time_used_s, now)
@@ -381,7 +381,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
                 ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm", suspension(
                     run, unit.state, was, unit.time_used_s, unit.end_time)[0])
             else:
-                _close_unknown(client, ledger, run, before=now)
+                _close_unknown(client, ledger, run, before=now, was=was)
         if unit.phase is None:
             _record_unseen_run(ledger, unit, now)
             if unit.state != "COMPLETING" and unit.state not in HELD_STATES:
@@ -393,7 +393,7 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
         if job_id not in units:
             run = open_runs.get(job_id)
             if run is not None:
-                _close_unknown(client, ledger, run, before=now)
+                _close_unknown(client, ledger, run, before=now, was=row.state)
             ledger.mark_ended(job_id, "GONE" if row.state in _UNFINISHED else row.state, now)
     ledger.touch_active(now)
 
@@ -411,8 +411,10 @@ def _record_unseen_run(ledger: Ledger, unit: Unit, now: float) -> None:
                          suspension(fresh, unit.state, "", unit.time_used_s, end)[0])
 
 
-def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before: float) -> None:
-    """Close ``run`` whose end Slurm's squeue no longer shows (see module doc)."""
+def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before: float,
+                   was: str = "") -> None:
+    """Close ``run`` whose end Slurm's squeue no longer shows (see module doc); ``was``: the
+    job's state the ledger recorded at the previous cycle."""
     requeued = [i.requeue_at for i in ledger.intents(run.job_id)
                 if i.requeue_at is not None and i.requeue_at >= run.start]
     if requeued:
@@ -421,9 +423,12 @@ def _close_unknown(client: SlurmClient | None, ledger: Ledger, run: Run, before:
     found = _sacct_end(client, run) if client is not None else None
     if found is not None:
         end, suspended_s = found
-        # sacct counts the time SUSPENDED; the time STOPPED is the daemon's own count
-        ledger.close_run(run.job_id, run.start, min(end, before), "sacct",
-                         suspended_s + run.stopped_s)
+        # sacct counts the time SUSPENDED; the time STOPPED is the daemon's own count, a stop
+        # still going at the last sighting included
+        stopped = run.stopped_s
+        if was == "STOPPED" and run.suspended_at is not None:
+            stopped += max(run.last_seen - run.suspended_at, 0.0)
+        ledger.close_run(run.job_id, run.start, min(end, before), "sacct", suspended_s + stopped)
     else:
         ledger.close_run(run.job_id, run.start, min(run.last_seen, before), "last_seen")
 

@@ -189,3 +189,26 @@ def test_a_schema_6_ledger_upgrades_in_place_keeping_its_rows(tmp_path: Path) ->
                 for r in led.runs(9)] == [(100, 200, 2, 0, None, 0), (300, None, 2, 0, None, 0)]
         assert led.service(9, 500) == (600.0, 300.0)
         assert led.job(9).user == "alice"  # type: ignore[union-attr]
+
+
+class _SacctRuns:
+    """sacct's answer for the runs of job 9: one run 100..220, nothing SUSPENDED in it."""
+
+    def accounting_runs(self, job_id: int) -> list:
+        return [record_from_json({
+            "job_id": 9, "state": {"current": "CANCELLED"},
+            "time": {"start": 100, "end": 220, "suspended": 0},
+            "tres": {"allocated": [{"type": "gres", "name": "gpu", "count": 2}]}})]
+
+
+def test_a_run_gone_while_stopped_keeps_its_stop_when_sacct_closes_it(ledger: Ledger) -> None:
+    """Seen STOPPED at 160 and 190, then gone from squeue; sacct ends it at 220 with no time
+    SUSPENDED (Slurm counts a stop as used): the stop the daemon saw, 160..190, stays out."""
+    _record(ledger, 150, _seen("RUNNING", 50))
+    _record(ledger, 160, _seen("STOPPED", 60))
+    _record(ledger, 190, _seen("STOPPED", 90))
+    with ledger.transaction():
+        record_units(_SacctRuns(), ledger, {}, 250)  # type: ignore[arg-type]
+    run, = ledger.runs(9)
+    assert (run.end, run.end_source) == (220, "sacct")
+    assert ledger.service(9, 1000) == ((220 - 100 - 30) * 2, 220 - 100 - 30)
