@@ -376,7 +376,13 @@ def record_units(client: SlurmClient | None, ledger: Ledger, units: dict[int, Un
             ledger.upsert_jobs(upserts)
             upserts.clear()
         if run is not None:
-            if unit.phase is None and unit.end_time is not None and unit.end_time <= now:
+            # Slurm's end and time used are this run's only while squeue shows this run: a
+            # job requeued (by the daemon or anyone) and cancelled between two cycles ended
+            # pending, its run at the requeue
+            this_run = unit.start_time == run.start and (
+                row is None or unit.restart_count == row.restart_count)
+            if (unit.phase is None and this_run and unit.end_time is not None
+                    and unit.end_time <= now):
                 # a final state: the seconds suspended in all, none still counting
                 ledger.close_run(unit.job_id, run.start, unit.end_time, "slurm", suspension(
                     run, unit.state, was, unit.time_used_s, unit.end_time)[0])

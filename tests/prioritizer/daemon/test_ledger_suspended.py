@@ -212,3 +212,19 @@ def test_a_run_gone_while_stopped_keeps_its_stop_when_sacct_closes_it(ledger: Le
     run, = ledger.runs(9)
     assert (run.end, run.end_source) == (220, "sacct")
     assert ledger.service(9, 1000) == ((220 - 100 - 30) * 2, 220 - 100 - 30)
+
+
+@pytest.mark.parametrize("start", [100.0, None], ids=["start-kept", "start-cleared"])
+def test_a_job_requeued_then_cancelled_between_two_cycles_keeps_its_run(
+        ledger: Ledger, start: float | None) -> None:
+    """Running from 100 (seen at 150); the daemon requeues it at 200 and its user cancels it
+    at 283, before the next cycle, which sees it CANCELLED with one restart and no time used
+    (it ended pending). Its run ended at the requeue: 100 s x 2 GPUs, none of it suspended."""
+    _record(ledger, 150, _seen("RUNNING", 50))
+    intent = ledger.add_intent(9, None, None, 0.0, 0, 160)
+    ledger.mark_requeue(intent, 200)
+    cancelled = dataclasses.replace(_seen("CANCELLED", 0, end=283, restart=1), start_time=start)
+    _record(ledger, 290, cancelled)
+    run, = ledger.runs(9)
+    assert (run.start, run.end, run.end_source, run.suspended(1000)) == (100, 200, "requeue", 0)
+    assert ledger.service(9, 1000) == (200.0, 100.0)
