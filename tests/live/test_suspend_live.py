@@ -80,3 +80,34 @@ def _suspend_and_resume(jobs: Jobs, tmp_path: Path) -> None:
         rec, = wait_for(lambda: [r for r in jobs.client.accounting_runs(jid) if r.end], 30,
                         "the run in sacct")
         assert abs(rec.suspended_s - paused) <= 3, (rec, paused)
+
+
+def test_a_job_requeued_and_cancelled_between_two_cycles_keeps_its_run(tmp_path: Path) -> None:
+    """``scontrol requeue``, then ``scancel`` once it pends again, before the daemon's next
+    cycle: squeue then shows the job CANCELLED after a restart, its start moved to the cancel
+    (24.11, 26.05) and no time used (it ended pending). Its run ended at
+    the requeue, and the ledger counts it whole: the truth is the test's clock around the
+    requeue, and sacct's record of the run where slurmdbd runs."""
+    with live_jobs(tmp_path) as jobs:
+        cfg = write_config(tmp_path / "dlprio.yaml")
+        jid, _ = jobs.submit("requeued", nodes=1, gpus_per_node=2, steps=300)
+        start = wait_state(jobs.client, jid, {"RUNNING"}, 60).start_time
+        assert start is not None
+        _once(cfg)
+        time.sleep(6)
+        requeued_at = _scontrol("requeue", str(jid))
+        wait_state(jobs.client, jid, {"PENDING"}, 30)   # cancelled pending, as a user would
+        jobs.client.cancel([jid])
+        wait_state(jobs.client, jid, {"CANCELLED"}, 30)
+        _once(cfg)
+        with open_ledger(cfg) as ledger:
+            run, = ledger.runs(jid)
+            gpu_s, ran_s = ledger.service(jid, time.time() + 3600)
+        assert run.start == start and run.end is not None
+        assert run.suspended(run.end) == 0 and gpu_s == pytest.approx(2 * ran_s)
+        assert abs(ran_s - (requeued_at - start)) <= 3, (run, requeued_at)
+        if "slurmdbd" in jobs.client.show_config().get("AccountingStorageType", ""):
+            rec = wait_for(lambda: next((r for r in jobs.client.accounting_runs(jid)
+                                         if r.start == int(start) and r.end), None), 30,
+                           "the run in sacct")
+            assert abs(ran_s - (rec.end - rec.start)) <= 2, (run, rec)
