@@ -36,7 +36,10 @@ A job that ended, or was requeued by someone else, before its requeue finishes t
 no further act: ``ended in grace`` once signalled (counted: it was told to checkpoint), ``not
 running`` when it had stopped running (requeued, completing, ended) before its signal or,
 without a marker, its requeue was sent: nothing was sent to it, so it is not counted as a
-preemption. A daemon killed anywhere resumes open intents on restart exactly once: a
+preemption. A job someone suspended (``scontrol suspend``, or SIGSTOP) before its signal or
+its requeue was due finishes ``suspended``, not counted, nothing more sent: suspended jobs
+are no victims, and a suspended job requeued stays held (JobHeldAdmin) until someone releases
+it. A daemon killed anywhere resumes open intents on restart exactly once: a
 requeue whose ``requeue_at`` was written is taken as done when Slurm shows a higher restart
 count or the job pending; a signal whose ``signal_at`` was written is never sent twice.
 
@@ -57,7 +60,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Intent, Ledger
 from prioritizer.policy.model import JobPhase, Preemption
-from prioritizer.daemon.observe import Observation
+from prioritizer.daemon.observe import NO_SIGNAL_STATES, Observation
 from slurm_plugin.slurm.client import JobUnknown, SlurmClient, SlurmError, SlurmRefused, SlurmUnreachable
 
 FAULT_ENV = "DLPRIO_FAULT_AFTER"
@@ -67,6 +70,8 @@ ALREADY_COMPLETING = "already completing"
 FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
 #: The outcome of an intent whose victim was no longer running when its first act was due.
 NOT_RUNNING = "not running"
+#: The outcome of an intent whose victim Slurm shows suspended or stopped when an act is due.
+SUSPENDED_VICTIM = "suspended"
 
 
 def fault_point(step: str) -> None:
@@ -133,6 +138,11 @@ class Preemptor:
             return False
         if gone:   # nothing was sent: requeued by someone else, completing or ended before
             self._finish(i, obs.now, NOT_RUNNING, uncount=True)
+            return False
+        if unit is not None and unit.state in NO_SIGNAL_STATES:
+            # suspended (or stopped) by someone else before its signal or requeue: no victim
+            # (a requeue would leave it held, JobHeldAdmin, with no one to release it)
+            self._finish(i, obs.now, SUSPENDED_VICTIM, uncount=True)
             return False
         if i.signal is not None and i.signal_at is None:
             self._signal(i, obs.now)

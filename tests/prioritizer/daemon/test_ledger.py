@@ -156,6 +156,25 @@ def test_job_ending_in_grace_is_not_requeued(ledger: Ledger) -> None:
     assert [i.outcome for i in ledger.intents(3)] == ["ended in grace"]
 
 
+@pytest.mark.parametrize("state", ["SUSPENDED", "STOPPED"])
+@pytest.mark.parametrize("when", [100, 120], ids=["before-signal", "in-grace"])
+def test_a_victim_suspended_before_an_act_is_due_is_no_longer_preempted(
+        ledger: Ledger, state: str, when: float) -> None:
+    """``scontrol suspend`` (or SIGSTOP) of a victim before its signal, or in its grace: no
+    signal or requeue goes out after (a suspended job requeued stays held, JobHeldAdmin, with no
+    one to release it)."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    p.start((Preemption(9, (3,)),), observation(100, unit(3)))
+    if when > 100:
+        p.progress(observation(100, unit(3)))       # signalled, requeue due at 120
+    p.progress(observation(when, unit(3, state)))
+    p.progress(observation(when + 30, unit(3, state)))
+    assert client.calls == ([("signal", 3, "USR2")] if when > 100 else [])
+    assert [i.outcome for i in ledger.intents(3)] == ["suspended"]
+    assert ledger.open_intents() == []
+
+
 def test_second_preemption_of_same_victim_while_open_is_ignored(ledger: Ledger) -> None:
     p = _preemptor(ledger, RecordingClient())
     obs = observation(100, unit(4))
