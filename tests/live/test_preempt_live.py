@@ -169,3 +169,26 @@ def test_hetjob_is_one_unit_preempted_whole_through_its_leader(jobs: Jobs, tmp_p
     assert [a.end_reason for a in attempts(log)] == ["killed", "done"]
     with open_ledger(cfg) as ledger:
         assert [i.outcome for i in ledger.intents(het)] == ["requeued"]
+
+
+@pytest.mark.releases
+def test_a_victim_suspended_in_its_grace_is_not_requeued(jobs: Jobs, tmp_path: Path) -> None:
+    """``scontrol suspend`` of the victim right after its checkpoint signal: the requeue, due
+    one cycle later, is not sent (a suspended job requeued stays held, JobHeldAdmin); the
+    intent finishes ``suspended``, no preemption counted, and the job resumes where it was."""
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    daemon = DaemonProc(cfg).start()
+    try:
+        big, _, short = _preempt_whole_cluster_job(jobs, cfg, marker=True)
+        daemon.wait_log(rf"job_id={big} event=preempt_signal", 40)
+        subprocess.run(["scontrol", "suspend", str(big)], check=True, timeout=30)
+        daemon.wait_log(rf"job_id={big} event=preempt_done", 40)
+        with open_ledger(cfg) as ledger:
+            assert [i.outcome for i in ledger.intents(big)] == ["suspended"]
+        job = jobs.client.job(big)
+        assert (job.state, job.restart_count) == ("SUSPENDED", 0)
+        subprocess.run(["scontrol", "resume", str(big)], check=True, timeout=30)
+        wait_state(jobs.client, big, {"RUNNING", "COMPLETED"}, 30)
+        wait_for(lambda: ledger_rows(cfg)[big]["preemptions"] == 0, 30, "no preemption counted")
+    finally:
+        assert daemon.stop() == 0, daemon.text()
