@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -203,21 +203,25 @@ class PushResult:
 
 def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
          log: CycleAdapter, *, now: float = 0.0, backoff_s: float = 0.0,
-         backoff_max_s: float = 0.0, workers: int = SEND_WORKERS) -> PushResult:
+         backoff_max_s: float = 0.0, workers: int = SEND_WORKERS,
+         targets: Mapping[int, int | str] | None = None) -> PushResult:
     """Send each batch as ``scontrol update`` calls of at most :data:`PIECE_IDS` ids, up to
     ``workers`` at a time; on a refusal retry that piece's jobs one by one (Slurm updates the
     valid ids of a list anyway) so a single ended job costs nothing else. Records what was
     accepted (one transaction, in this thread: the ledger is not thread-safe); a refused job
     backs off (next try after ``backoff_s``, doubling per refusal in a row up to
     ``backoff_max_s``; see :func:`without_backoff`) instead of being re-sent every cycle.
+    ``targets``: what ``scontrol update`` names for a job, where not its id
+    (:attr:`~prioritizer.daemon.observe.Unit.update_target`: an array's pending tasks).
     Raises SlurmUnreachable after recording what went through."""
     pieces = [(value, ids[k:k + PIECE_IDS]) for value, ids in batches.items()
               for k in range(0, len(ids), PIECE_IDS)]
+    named = targets or {}
     if len(pieces) > 1 and workers > 1:
         with ThreadPoolExecutor(min(workers, len(pieces))) as pool:
-            outcomes = list(pool.map(lambda p: _send_piece(client, *p), pieces))
+            outcomes = list(pool.map(lambda p: _send_piece(client, p[0], p[1], named), pieces))
     else:
-        outcomes = [_send_piece(client, *p) for p in pieces]
+        outcomes = [_send_piece(client, value, ids, named) for value, ids in pieces]
     result = PushResult([], [])
     with ledger.transaction():
         for (value, _), (accepted, refused, _) in zip(pieces, outcomes):
@@ -237,7 +241,8 @@ def push(client: SlurmClient, ledger: Ledger, batches: Mapping[str, list[int]],
     return result
 
 
-def _send_piece(client: SlurmClient, value: str, ids: list[int]
+def _send_piece(client: SlurmClient, value: str, ids: list[int],
+                targets: Mapping[int, int | str]
                 ) -> tuple[list[int], list[tuple[int, str]], SlurmUnreachable | None]:
     """One piece (see :func:`push`): (accepted ids, refused (id, Slurm's text), the
     SlurmUnreachable that stopped it or None). Runs in a worker thread: no ledger, no log."""
@@ -246,12 +251,12 @@ def _send_piece(client: SlurmClient, value: str, ids: list[int]
     refused: list[tuple[int, str]] = []
     try:
         try:
-            send(client, field, ids, arg)
+            send(client, field, [targets.get(j, j) for j in ids], arg)
             return list(ids), [], None
         except (SlurmRefused, JobUnknown):
             for job_id in ids:
                 try:
-                    send(client, field, [job_id], arg)
+                    send(client, field, [targets.get(job_id, job_id)], arg)
                     accepted.append(job_id)
                 except (SlurmRefused, JobUnknown) as exc:
                     refused.append((job_id, exc.message))
@@ -266,8 +271,9 @@ def without_backoff(wanted: Mapping[int, str], ledger: Ledger, now: float) -> di
     return {j: v for j, v in wanted.items() if j not in waiting}
 
 
-def send(client: SlurmClient, field: str, ids: list[int], arg: str) -> None:
-    """One ``scontrol update`` of ``field`` (``partition``, ``priority``, ``site_factor``)."""
+def send(client: SlurmClient, field: str, ids: Sequence[int | str], arg: str) -> None:
+    """One ``scontrol update`` of ``field`` (``partition``, ``priority``, ``site_factor``) of
+    the jobs ``ids`` names (job ids, or an array's tasks ``40_[5-9]``)."""
     if field == "partition":
         client.set_partition(ids, arg)
     elif field == "priority":

@@ -312,7 +312,9 @@ class Daemon:
         self.note_backlog(todo.left)
         self.pushed = act.push(self.client, self.ledger, todo.batches, self.log, now=obs.now,
                                backoff_s=self.cfg.interval_s,
-                               backoff_max_s=self.cfg.backoff_max_s)
+                               backoff_max_s=self.cfg.backoff_max_s,
+                               targets={j: u.update_target for j, u in obs.units.items()
+                                        if u.array_record})
         self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
         self.metrics.update_backoff.set(len(self.ledger.backing_off(obs.now)))
         self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))

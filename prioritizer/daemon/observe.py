@@ -82,9 +82,9 @@ class Unit:
     ``components``: the hetjob's components (GPU-less ones included), 1 for any other unit.
     ``tasks``: the pending elements of an array's meta record (squeue folds them into one
     record, ``30_[5-9%2]``: 5, each asking ``gpus_per_node``), 1 for any other unit.
-    ``array_record``: the pending record of a job array's tasks (squeue's task expression
-    ``[2-10]``): Slurm starts each task but the last under a new job id, so the record itself
-    never shows the start.
+    ``array_tasks``: the task expression of the pending record of a job array's tasks, as
+    squeue gives it (``2-10%2``; "" for any other unit); such a record (:attr:`array_record`)
+    never shows a start: Slurm starts each task but the last under a new job id.
     ``time_used_s``: the leader's seconds run in its current (or last) run, time suspended
     not counted (squeue's ``TimeUsed``; None: Slurm gives none).
     """
@@ -109,8 +109,23 @@ class Unit:
     share: float = 0.0
     components: int = 1
     tasks: int = 1
-    array_record: bool = False
+    array_tasks: str = ""
     time_used_s: float | None = None
+
+    @property
+    def array_record(self) -> bool:
+        """Whether it is the pending record of a job array's tasks."""
+        return bool(self.array_tasks)
+
+    @property
+    def update_target(self) -> int | str:
+        """What ``scontrol update jobid=`` names for it: its job id; for an array's pending
+        record, its pending tasks (``40_[5-9]``, the throttle left out). The array's id alone
+        names every task, and once one has ended Slurm answers "Job has already finished"
+        (exit 1) though it updates the others."""
+        if not self.array_tasks:
+            return self.job_id
+        return f"{self.job_id}_[{self.array_tasks.partition('%')[0]}]"
 
     @property
     def gpus(self) -> float:
@@ -229,7 +244,7 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
         priority=lead.priority, shards=shards, components=len(parts),
         tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1,
-        array_record=bool(lead.array_task_string), time_used_s=lead.time_used_s)
+        array_tasks=lead.array_task_string, time_used_s=lead.time_used_s)
 
 
 @functools.lru_cache(maxsize=4096)

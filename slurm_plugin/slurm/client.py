@@ -517,7 +517,7 @@ class SlurmClient:
         """
         self._update(job_ids, field, value)
 
-    def set_priority(self, job_ids: Sequence[int], value: int) -> None:
+    def set_priority(self, job_ids: Sequence[int | str], value: int) -> None:
         """Set the absolute priority of pending jobs, all ids in ONE ``scontrol update`` call.
 
         An operator-set priority is fixed: multifactor stops recomputing it (scontrol(1)).
@@ -525,11 +525,11 @@ class SlurmClient:
         """
         self._update(job_ids, "Priority", int(value))
 
-    def set_site_factor(self, job_ids: Sequence[int], value: int) -> None:
+    def set_site_factor(self, job_ids: Sequence[int | str], value: int) -> None:
         """Set the SiteFactor of jobs in ONE call; multifactor adds it to the priority at once."""
         self._update(job_ids, "SiteFactor", int(value))
 
-    def set_partition(self, job_ids: Sequence[int], partition: str) -> None:
+    def set_partition(self, job_ids: Sequence[int | str], partition: str) -> None:
         """Move pending jobs to ``partition`` in ONE call (running jobs cannot be moved)."""
         self._update(job_ids, "Partition", partition)
 

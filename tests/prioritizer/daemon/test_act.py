@@ -107,6 +107,23 @@ def test_refused_batch_falls_back_to_single_jobs(tmp_path: Path) -> None:
     assert [ledger.job(j).applied for j in (1, 2, 3)] == ["priority:9", None, "priority:9"]
 
 
+def test_an_arrays_pending_record_is_updated_through_its_pending_tasks(tmp_path: Path) -> None:
+    """Array 40's record holds tasks 5-9 (throttled to 2 at a time); ``jobid=40`` would name
+    every task, and one that ended makes Slurm answer "Job has already finished" (exit 1):
+    the update names ``40_[5-9]`` instead; a plain job keeps its id."""
+    import dataclasses
+    record = dataclasses.replace(unit(40, "PENDING", start=None), array_tasks="5-9%2", tasks=5)
+    plain = unit(41, "PENDING", start=None)
+    assert (record.update_target, plain.update_target) == ("40_[5-9]", 41)
+    obs = observation(200, record, plain)
+    ledger = _ledger_with(tmp_path, obs)
+    client = RecordingClient()
+    result = act.push(client, ledger, {"priority:9": [40, 41]}, CycleAdapter(),  # type: ignore[arg-type]
+                      targets={40: record.update_target})
+    assert result.accepted == [40, 41]
+    assert client.calls == [("priority", ["40_[5-9]", 41], 9)]
+
+
 def test_partition_mode_moves_pending_jobs_only_when_their_partition_differs(tmp_path: Path) -> None:
     cfg = DaemonConfig(mode="partition", queue_partitions=("q0", "q1", "q2"))
     obs = observation(200, unit(1, "PENDING", start=None, partition="q0"),

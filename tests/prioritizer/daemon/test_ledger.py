@@ -362,7 +362,7 @@ def test_the_last_cycle_that_saw_a_job_held_and_an_array_record_are_kept(ledger:
     pending = unit(4, "PENDING", start=None, reason="Priority")
     held = dataclasses.replace(pending, reason="JobHeldUser")
     array = dataclasses.replace(unit(40, "PENDING", start=None, reason="Priority"),
-                                array_record=True, tasks=8)
+                                array_tasks="3-10", tasks=8)
     seen = []
     for now, waiter in ((1000.0, pending), (1030.0, held), (1060.0, held), (1090.0, pending)):
         _record(ledger, now, waiter, array)
