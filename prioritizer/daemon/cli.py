@@ -54,6 +54,7 @@ from prioritizer.command import CliError, Command, Exit, clean_message
 from prioritizer.daemon.loop import Daemon
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
+from prioritizer.daemon.names_check import preflight
 from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
 from prioritizer.daemon.ledger import (Ledger, LedgerDamaged, LedgerVersionError, NotALedger,
@@ -227,7 +228,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``dlprio run``: loop until SIGTERM/SIGINT."""
     cfg, log, samples = _setup(args)
     stop = threading.Event()
-    with _stop_on_signals(stop), _ledger_lock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+    client = SlurmClient(timeout_s=cfg.call_timeout_s)
+    try:
+        preflight(cfg, client)   # a config it refuses leaves no lease job and no ledger
+        checked = True
+    except SlurmUnreachable:     # the first cycle checks, once Slurm answers
+        checked = False
+    with _stop_on_signals(stop), _ledger_lock(cfg.ledger_path):
         metrics = Metrics()
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
@@ -236,15 +243,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             key = "metrics_addr" if isinstance(exc, socket.gaierror) else "metrics_port"
             raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
                               f"{cfg.metrics_port} ({exc.strerror})") from None
-        client = SlurmClient(timeout_s=cfg.call_timeout_s)
-        with _lease(cfg, client, log, stop) as lease:
+        with _lease(cfg, client, log, stop) as lease, Ledger(cfg.ledger_path) as ledger:
             if stop.is_set():
                 return Exit.OK
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
                 Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                       distribution=samples, auto_tune=True).run(stop)
+                       distribution=samples, auto_tune=True, checked=checked).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
                 return _fail(str(exc), Exit.HELD)
@@ -303,17 +309,18 @@ def cmd_once(args: argparse.Namespace) -> int:
     lease job, and its cycle runs on an in-memory copy of the ledger (an empty one when there
     is none), so the next real cycle and ``status``/``explain`` see the ledger as it was."""
     cfg, log, samples = _setup(args)
+    client = SlurmClient(timeout_s=cfg.call_timeout_s)
+    preflight(cfg, client)   # a config it refuses leaves no lease job and no ledger
     with ExitStack() as stack:
         if not args.dry_run:
             stack.enter_context(_ledger_lock(cfg.ledger_path))
         existed = Path(cfg.ledger_path).exists()
+        lease = stack.enter_context(_lease(cfg if not args.dry_run else replace(cfg, lease_name=""),
+                                           client, log))
         ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
-        client = SlurmClient(timeout_s=cfg.call_timeout_s)
-        with _lease(cfg if not args.dry_run else replace(cfg, lease_name=""), client,
-                    log) as lease:
-            daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
-                            distribution=samples)
-            daemon.cycle()
+        daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
+                        distribution=samples, checked=True)
+        daemon.cycle()
     if args.dry_run:
         shown = visible(cfg.ledger_path)
         print(f"dry run: nothing written; decided on a copy of the ledger {shown}" if existed

@@ -73,6 +73,8 @@ class Daemon:
             :func:`prioritizer.daemon.cli.gittins_samples`); None: read here.
         auto_tune: run ``auto_tune``'s replays when the config enables it (``dlprio run``;
             ``dlprio once`` decides with the settings in force and starts no replay).
+        checked: the config was checked against the cluster already
+            (:func:`prioritizer.daemon.names_check.preflight`); False: the first cycle does.
 
     Raises:
         ValueError: ``gittins_samples`` names a file that cannot be read or parsed.
@@ -83,7 +85,7 @@ class Daemon:
                  dry_run: bool = False, out: TextIO | None = None,
                  lease: ClusterLease | None = None,
                  distribution: GittinsDistribution | None = None,
-                 auto_tune: bool = False) -> None:
+                 auto_tune: bool = False, checked: bool = False) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
         self.lease = lease
         self.metrics = metrics or Metrics()
@@ -121,9 +123,11 @@ class Daemon:
                                                      cfg.gittins_refresh_s)
                                  if self.forecaster.enabled and not uses else None)
         self.tenancy = cfg.tenancy
-        self.tenants_checked = False
-        #: partitions, exempt_partitions, exempt_accounts checked against the cluster
-        self.names_checked = False
+        # the config checked against the cluster (names_check.preflight, ``checked``), else
+        # at the first cycle: the virtual clusters, and partitions, exempt_partitions,
+        # exempt_accounts
+        self.tenants_checked = checked
+        self.names_checked = checked
         #: the last cycle's tenant decision (None without virtual_clusters)
         self.tenant_decisions: TenantDecisions | None = None
         self.tenant_usage: dict[str, Resources] | None = None   # decayed, with a half-life

@@ -14,6 +14,7 @@ accounts in :func:`prioritizer.daemon.tenants_view.check_tenants`).
 from __future__ import annotations
 
 from prioritizer.daemon.config import DaemonConfig
+from prioritizer.policy.tenants import Tenancy, check_tenancy
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
 
@@ -69,3 +70,25 @@ def known_accounts(client: SlurmClient) -> set[str] | None:
         raise
     except SlurmError:
         return None
+
+
+def tenancy_problems(tenancy: Tenancy, gpus: int, client: SlurmClient) -> list[str]:
+    """The virtual clusters' problems on a cluster of ``gpus`` GPUs: guarantees against them,
+    accounts against slurmdbd's (skipped with no slurmdbd to ask); one line each. Raises
+    SlurmUnreachable."""
+    return check_tenancy(tenancy, gpus, known_accounts(client))
+
+
+def preflight(cfg: DaemonConfig, client: SlurmClient) -> None:
+    """Every check of ``dlprio.yaml`` against the cluster (:func:`check_names`, and the virtual
+    clusters against the cluster's GPUs, every node's as observe reads them), made before
+    ``dlprio run``/``once`` take the cluster lease or open the ledger, so that a config they
+    refuse leaves nothing behind: no lease job, no ledger rebuilt from sacct. Reads Slurm only.
+    Raises ConfigError (one line per problem) and SlurmUnreachable (``run`` then leaves the
+    checks to its first cycle, once Slurm answers)."""
+    check_names(cfg, client)
+    if cfg.tenancy is not None:
+        problems = tenancy_problems(cfg.tenancy, sum(n.gpus_total for n in client.nodes()),
+                                    client)
+        if problems:
+            raise ConfigError("\n".join(problems))

@@ -14,11 +14,11 @@ import json
 from typing import Any
 
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.names_check import known_accounts
+from prioritizer.daemon.names_check import tenancy_problems
 from prioritizer.daemon.observe import Observation
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.tenant_decide import Owner, TenantDecisions, holdings_of
-from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, check_tenancy, decay,
+from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, decay,
                                         fair_share, reason_text)
 from prioritizer.policy.validation import ConfigError
 from prioritizer.daemon.snapshot import PublicTenant
@@ -43,7 +43,7 @@ def check_tenants(tenancy: Tenancy, obs: Observation, client: SlurmClient) -> No
     accounts against slurmdbd's (skipped, with no slurmdbd to ask). Raises ConfigError
     (one line per problem; ``dlprio`` exits 2)."""
     gpus = sum(node.gpus_total for node in obs.snapshot.nodes)
-    problems = check_tenancy(tenancy, gpus, known_accounts(client))
+    problems = tenancy_problems(tenancy, gpus, client)
     if problems:
         raise ConfigError("\n".join(problems))
 
