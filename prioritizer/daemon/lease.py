@@ -19,6 +19,9 @@ the lowest id holds the lease**. Its ``--comment`` carries the holder and a hear
   lowest active lease job, else :class:`LeaseLost` ends the daemon before it acts; the
   heartbeat is renewed every third of the TTL (one ``scontrol update``).
 * release (clean stop): ``scancel`` ours.
+* another ``lease_name``: a lease job of a daemon under another name (its comment has the
+  fields above) is no lease of ours; acquire logs ``other_lease`` (WARNING) for each, since two
+  daemons order the same jobs unless their ``partitions`` are apart.
 
 A daemon that lost its lease can act at most once more, in a cycle whose read preceded the
 takeover; the TTL (default 3 intervals + the Slurm call timeout) keeps a live holder renewing
@@ -90,6 +93,13 @@ class ClusterLease:
     def comment(self, now: float) -> str:
         return f"{self.name};holder={self.holder};ledger={self.ledger};heartbeat={now:.0f}"
 
+    def others(self, jobs: Iterable[Job]) -> list[Job]:
+        """The active lease jobs of dlprio daemons under another ``lease_name`` (their comment
+        has a lease's fields), lowest id first."""
+        return sorted((j for j in jobs if j.name != self.name and j.is_active
+                       and all(f";{k}=" in j.comment for k in ("holder", "ledger", "heartbeat"))),
+                      key=lambda j: j.job_id)
+
     def active(self, jobs: Iterable[Job]) -> list[Job]:
         """The active lease jobs, lowest id first."""
         return sorted((j for j in jobs if j.name == self.name and j.is_active),
@@ -112,7 +122,8 @@ class ClusterLease:
             f"--job-name={self.name}", "--hold", "--output=/dev/null", "--ntasks=1",
             f"--comment={self.comment(now)}"])
         self.renewed = now
-        holders = self.active(self.client.jobs())
+        seen = self.client.jobs()
+        holders = self.active(seen)
         if not holders or holders[0].job_id != self.job_id:
             mine, self.job_id = self.job_id, None
             self._cancel(mine)
@@ -120,6 +131,12 @@ class ClusterLease:
                 raise self._held(LeaseInfo.parse(holders[0]), now)
             raise LeaseHeld(f"cluster lease {self.name}: our lease job {mine} vanished; retry")
         event(self.log, "lease_acquired", self.job_id, name=self.name, ttl_s=self.ttl_s)
+        for job in self.others(seen):
+            info = LeaseInfo.parse(job)
+            event(self.log, "other_lease", job.job_id, logging.WARNING, name=job.name,
+                  holder=info.holder, heartbeat_age_s=round(now - info.heartbeat, 1),
+                  fix="two daemons on one cluster order the same jobs unless their "
+                      "partitions are apart: give them one lease_name, or disjoint partitions")
 
     def check(self, jobs: Iterable[Job], now: float) -> None:
         """Fencing, before the cycle acts: raise :class:`LeaseLost` unless ours is the lowest

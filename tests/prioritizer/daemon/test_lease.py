@@ -4,6 +4,7 @@ live run cannot time: two daemons submitting their lease jobs at the same moment
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -116,3 +117,22 @@ def test_run_waits_for_slurmctld_before_taking_the_lease() -> None:
     with pytest.raises(SlurmUnreachable):
         with _lease(cfg, Flaky(), log):  # type: ignore[arg-type]
             pass
+
+
+def test_a_lease_under_another_name_is_not_ours_and_is_warned_of() -> None:
+    """A daemon under lease_name ``dlprio-b`` holds its lease job (12); ours, ``dlprio-lease``,
+    is taken beside it (it is no lease of ours), and acquire warns once that two daemons
+    order the same jobs unless their partitions are apart. A job of another name whose
+    comment is no lease's is no daemon."""
+    slurm = FakeSlurm()
+    slurm.add("just a comment", name="train")
+    other = slurm.add("dlprio-b;holder=hostb:7;ledger=hostb:y;heartbeat=995", name="dlprio-b")
+    with captured(fmt="json") as (log, stream):
+        lease = ClusterLease(slurm, "dlprio-lease", 30, "/l/a", log,  # type: ignore[arg-type]
+                             clock=lambda: 1000.0)
+        lease.acquire()
+    assert lease.job_id == 12
+    warned = [json.loads(line) for line in stream.getvalue().splitlines()
+              if '"other_lease"' in line]
+    assert [(w["job_id"], w["name"], w["holder"], w["heartbeat_age_s"], w["level"])
+            for w in warned] == [(other, "dlprio-b", "hostb:7", 5.0, "WARNING")]
