@@ -55,6 +55,9 @@ from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
 DECISION_HEADERS = ("RANK", "JOBID", "STATE", "QUEUE", "ATTAINED(GPU·s)", "TARGET", "REASON")
 _DECISION_RIGHT = frozenset({"RANK", "JOBID", "ATTAINED(GPU·s)"})
 PRUNE_EVERY_S = 3600.0   # how often the ledger's retention runs (seconds)
+#: The least wait (seconds) before a cycle woken early for a victim's grace end: a deadline
+#: just passed (its requeue refused, or Slurm slow) never makes the loop spin.
+MIN_WAKE_S = 1.0
 
 
 class Daemon:
@@ -427,6 +430,16 @@ class Daemon:
             if self.tuner is not None:
                 self.tuner.close()
 
+    def next_delay(self, elapsed: float) -> float:
+        """Seconds to wait after a cycle that took ``elapsed`` s: the rest of ``interval_s``,
+        or less when a victim's grace ends sooner (:meth:`Preemptor.next_due`; at least
+        :data:`MIN_WAKE_S`)."""
+        delay = self.cfg.interval_s - elapsed
+        due = self.preemptor.next_due()
+        if due is not None:
+            delay = min(delay, max(due - self.clock(), MIN_WAKE_S))
+        return delay
+
     def _loop(self, stop: threading.Event) -> None:
         failures = 0
         self.forecasting = True
@@ -437,7 +450,7 @@ class Daemon:
                 if failures:
                     event(self.log, "slurm_back", failures=failures)
                 failures = 0
-                delay = self.cfg.interval_s - (time.monotonic() - started)
+                delay = self.next_delay(time.monotonic() - started)
             except SlurmUnreachable as exc:
                 failures += 1
                 self.metrics.slurm_errors.labels(kind="unreachable").inc()

@@ -127,6 +127,14 @@ class Preemptor:
 
     _lowered: Mapping[int, str] = {}
 
+    def next_due(self) -> float | None:
+        """When (epoch s) the next act of an open intent is due: the earliest end of a
+        signalled victim's grace not yet requeued; None when none is. The daemon's loop wakes
+        for it, so a grace lasts what the marker gives (at most ``max_grace_s``), not up to a
+        whole cycle more."""
+        return min((i.deadline for i in self.ledger.open_intents()
+                    if i.deadline is not None and i.requeue_at is None), default=None)
+
     def _step(self, i: Intent, obs: Observation) -> bool:
         unit = obs.units.get(i.job_id)
         gone = unit is None or unit.restart_count > i.restart_count or unit.phase is not JobPhase.RUNNING

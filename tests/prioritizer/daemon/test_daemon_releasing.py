@@ -154,3 +154,23 @@ def test_refused_signal_is_judged_by_the_job_state_slurm_shows(
         clock[0] = T0 + 30.0
         assert [(p.waiter, p.victims) for p in daemon.cycle().preemptions] == second
         assert ledger.job(1).preemptions == 0
+
+
+def test_the_loop_wakes_when_a_victims_grace_ends(tmp_path: Path) -> None:
+    """A victim signalled at T0 with a 60 s grace (its marker) in a 120 s cycle: the next
+    cycle comes 60 s later, when its requeue is due, not 118 s later (at least 1 s: a deadline
+    that has passed never makes the loop spin); with no victim in grace, the rest of the cycle."""
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8)])
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=100),
+                     squeue_job(3, "PENDING", reason="Resources")]
+    clock = [float(T0)]
+    cfg = DaemonConfig(ledger_path=str(tmp_path / "l.sqlite"), interval_s=120, max_grace_s=60,
+                       snapshot_path=str(tmp_path / "snapshot.json"))
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        daemon = Daemon(cfg, client, ledger, CycleAdapter(), clock=lambda: clock[0])  # type: ignore[arg-type]
+        assert daemon.next_delay(2.0) == 118.0
+        daemon.cycle()
+        assert _signals(client) == [1]
+        assert daemon.next_delay(2.0) == 60.0
+        clock[0] = T0 + 75
+        assert daemon.next_delay(2.0) == 1.0

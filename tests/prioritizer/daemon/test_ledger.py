@@ -373,3 +373,20 @@ def test_the_last_cycle_that_saw_a_job_held_and_an_array_record_are_kept(ledger:
                     (None, 1060.0)]
     rows = {r.job_id: r for r in ledger.jobs(active_only=True)}
     assert (rows[4].array_record, rows[40].array_record, rows[40].held_seen) == (0, 1, None)
+
+
+def test_the_next_act_due_is_the_earliest_grace_end_not_yet_requeued(ledger: Ledger) -> None:
+    """Victims 1 and 3 signalled at 100 and 104 with grace capped at 20 s: the next act is due
+    at 120, then (1 requeued) at 124; none once both are requeued."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    assert p.next_due() is None
+    p.start((Preemption(9, (1,)),), observation(100, unit(1), unit(3)))
+    p.progress(observation(100, unit(1), unit(3)))
+    p.start((Preemption(8, (3,)),), observation(104, unit(1), unit(3)))
+    p.progress(observation(104, unit(1), unit(3)))
+    assert p.next_due() == 120
+    p.progress(observation(120, unit(1), unit(3)))
+    assert p.next_due() == 124
+    p.progress(observation(124, unit(1, "PENDING", start=None, restart=1), unit(3)))
+    assert p.next_due() is None
