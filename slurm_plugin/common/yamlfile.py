@@ -460,7 +460,7 @@ class SourceText:
         if node is None:
             return None
         if isinstance(node, yaml.ScalarNode) and node.style in ('"', "'"):
-            return node.value   # quoted (a tag made it no text: !!int "5"): the text inside
+            return str(node.value)   # quoted (a tag made it no text: !!int "5"): the text inside
         # the node's properties (an anchor &a, a tag !t) are no part of the value as written
         return _PROPERTIES.sub("", self.text[node.start_mark.index:_end(node).index].strip())
 

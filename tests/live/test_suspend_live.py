@@ -38,6 +38,15 @@ def _scontrol(*args: str) -> float:
     return (before + time.time()) / 2
 
 
+def _running_and_seen(jobs: Jobs, cfg: Path, name: str) -> tuple[int, float]:
+    """A 2-GPU job, running and recorded by one daemon cycle: (job id, its start)."""
+    jid, _ = jobs.submit(name, nodes=1, gpus_per_node=2, steps=300)
+    start = wait_state(jobs.client, jid, {"RUNNING"}, 60).start_time
+    assert start is not None
+    _once(cfg)
+    return jid, start
+
+
 def test_time_suspended_is_not_attained_service(tmp_path: Path) -> None:
     with live_jobs(tmp_path) as jobs:
         _suspend_and_resume(jobs, tmp_path)
@@ -45,10 +54,7 @@ def test_time_suspended_is_not_attained_service(tmp_path: Path) -> None:
 
 def _suspend_and_resume(jobs: Jobs, tmp_path: Path) -> None:
     cfg = write_config(tmp_path / "dlprio.yaml")
-    jid, _ = jobs.submit("paused", nodes=1, gpus_per_node=2, steps=300)
-    start = wait_state(jobs.client, jid, {"RUNNING"}, 60).start_time
-    assert start is not None
-    _once(cfg)
+    jid, start = _running_and_seen(jobs, cfg, "paused")
     time.sleep(4)
     suspended_at = _scontrol("suspend", str(jid))
     wait_state(jobs.client, jid, {"SUSPENDED"}, 30)
@@ -90,10 +96,7 @@ def test_a_job_requeued_and_cancelled_between_two_cycles_keeps_its_run(tmp_path:
     requeue, and sacct's record of the run where slurmdbd runs."""
     with live_jobs(tmp_path) as jobs:
         cfg = write_config(tmp_path / "dlprio.yaml")
-        jid, _ = jobs.submit("requeued", nodes=1, gpus_per_node=2, steps=300)
-        start = wait_state(jobs.client, jid, {"RUNNING"}, 60).start_time
-        assert start is not None
-        _once(cfg)
+        jid, start = _running_and_seen(jobs, cfg, "requeued")
         time.sleep(6)
         requeued_at = _scontrol("requeue", str(jid))
         wait_state(jobs.client, jid, {"PENDING"}, 30)   # cancelled pending, as a user would
