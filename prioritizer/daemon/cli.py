@@ -234,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         checked = True
     except SlurmUnreachable:     # the first cycle checks, once Slurm answers
         checked = False
-    with _stop_on_signals(stop), _ledger_lock(cfg.ledger_path):
+    with _stop_on_signals(stop), _ledger_lock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
         metrics = Metrics()
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
@@ -243,7 +243,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             key = "metrics_addr" if isinstance(exc, socket.gaierror) else "metrics_port"
             raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
                               f"{cfg.metrics_port} ({exc.strerror})") from None
-        with _lease(cfg, client, log, stop) as lease, Ledger(cfg.ledger_path) as ledger:
+        with _lease(cfg, client, log, stop) as lease:
             if stop.is_set():
                 return Exit.OK
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
@@ -315,9 +315,9 @@ def cmd_once(args: argparse.Namespace) -> int:
         if not args.dry_run:
             stack.enter_context(_ledger_lock(cfg.ledger_path))
         existed = Path(cfg.ledger_path).exists()
+        ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
         lease = stack.enter_context(_lease(cfg if not args.dry_run else replace(cfg, lease_name=""),
                                            client, log))
-        ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
         daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
                         distribution=samples, checked=True)
         daemon.cycle()
