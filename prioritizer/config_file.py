@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -34,7 +34,7 @@ from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig, Positive, Sec
 from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy
 from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
 from prioritizer.paths import (LOCK_SUFFIX, SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SQLITE_SIDES,
-                              SYSTEM_CONFIG, present)
+                              SYSTEM_CONFIG, beside, present)
 
 __all__ = ["AutoTuneConfig", "ConfigError", "DaemonConfig", "PACKAGED_PATH", "SYSTEM_PATH", "default_path",
            "from_mapping", "load"]
@@ -425,10 +425,26 @@ def load(path: str | Path | None = None) -> DaemonConfig:
     except YamlFileError as exc:
         raise ConfigError(str(exc)) from None
     try:
-        return from_mapping(data)
+        cfg = from_mapping(data)
     except ConfigError as exc:
         raise ConfigError("\n".join(f"{visible(p)}: {line}" for line in str(exc).splitlines())
                           ) from None
+    return files_beside(cfg, p)
+
+
+def files_beside(cfg: DaemonConfig, source: str | Path) -> DaemonConfig:
+    """``cfg`` with each relative file path it names (``ledger_path``, ``snapshot_path``,
+    ``gittins_samples``, ``auto_tune.history``; not their words ``""``, ``history``,
+    ``ledger``, ``sacct``) taken from the directory of the config file ``source``
+    (:func:`prioritizer.paths.beside`)."""
+    samples = cfg.gittins_samples
+    history = cfg.auto_tune.history
+    return replace(
+        cfg, ledger_path=beside(source, cfg.ledger_path),
+        snapshot_path=beside(source, cfg.snapshot_path),
+        gittins_samples=samples if samples in ("", "history") else beside(source, samples),
+        auto_tune=(cfg.auto_tune if history in ("ledger", "sacct")
+                   else replace(cfg.auto_tune, history=beside(source, history))))
 
 
 def from_mapping(data: Any) -> DaemonConfig:

@@ -26,3 +26,13 @@ def present(path: str | os.PathLike[str]) -> bool:
     except OSError:   # EACCES on a directory above, ENOTDIR, ELOOP
         return True
     return True
+
+
+def beside(config_file: str | os.PathLike[str], path: str) -> str:
+    """A file path read from ``config_file``, a relative one taken from the config file's
+    directory: the daemon (its service unit runs in ``/``), ``dlprio status`` and ``dlqueue``
+    run from different working directories and must all name the same ledger and snapshot.
+    An absolute path is returned as it is."""
+    if os.path.isabs(path):
+        return path
+    return os.path.join(os.path.dirname(os.path.abspath(config_file)), path)

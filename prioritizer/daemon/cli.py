@@ -315,9 +315,11 @@ def cmd_once(args: argparse.Namespace) -> int:
         if not args.dry_run:
             stack.enter_context(_ledger_lock(cfg.ledger_path))
         existed = Path(cfg.ledger_path).exists()
-        ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
+        # the lease first: a once refused by another daemon's lease leaves no new ledger
+        # (run opens the ledger first, for readers that wait on it while run waits for the lease)
         lease = stack.enter_context(_lease(cfg if not args.dry_run else replace(cfg, lease_name=""),
                                            client, log))
+        ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
         daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
                         distribution=samples, checked=True)
         daemon.cycle()

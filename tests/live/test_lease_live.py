@@ -58,6 +58,12 @@ def test_two_daemons_two_ledgers_one_acts(jobs: Jobs, tmp_path: Path) -> None:
         assert refused.returncode == 6, refused.stderr   # Exit.HELD
         assert a.proc is not None and f":{a.proc.pid} (lease job {held.job_id}" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
+        # `once` refused by the lease leaves no ledger behind (`run` opens its ledger first)
+        c_cfg = _cfg(tmp_path, "c")
+        refused = subprocess.run(dlprio("once", "--config", str(c_cfg)), capture_output=True,
+                                 text=True, timeout=60)
+        assert refused.returncode == 6, refused.stderr   # Exit.HELD
+        assert not (tmp_path / "c" / "ledger.sqlite").exists()
         # A dies without releasing; B is refused until the heartbeat is older than the TTL
         a.proc.send_signal(signal.SIGKILL)
         a.proc.wait()

@@ -114,3 +114,28 @@ def test_a_file_refused_for_its_daemon_keys_names_its_policy_problems_too(
                       "intervl_s: 5\npolicy: {starve_knob: -1}\n")
     assert (rc, err) == (2, f"dlprio: {f}: intervl_s: unknown key; did you mean 'interval_s'?\n"
                             f"dlprio: {f}: policy.starve_knob: must be >= 0 (got -1)\n")
+
+
+def test_relative_file_paths_are_the_config_files_directorys(tmp_path: Path, monkeypatch) -> None:
+    """dlprio run (its unit runs in /), status and dlqueue run from different directories:
+    a relative path names one file for all of them, beside the config file."""
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "samples.csv").write_text("gpu_s\n100\n")
+    f = etc / "dlprio.yaml"
+    f.write_text("ledger_path: state/ledger.sqlite\nsnapshot_path: ../www/snap.json\n"
+                 "gittins_samples: samples.csv\nauto_tune: {history: h.csv}\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = daemon_config.load(Path("etc/dlprio.yaml"))
+    assert cfg.ledger_path == f"{etc}/state/ledger.sqlite"
+    assert cfg.snapshot_path == f"{etc}/../www/snap.json"
+    assert cfg.gittins_samples == f"{etc}/samples.csv"
+    assert cfg.auto_tune.history == f"{etc}/h.csv"
+    # absolute paths and the words that name no file stay as written
+    f.write_text("ledger_path: /srv/l.sqlite\ngittins_samples: history\n"
+                 "auto_tune: {history: sacct}\n")
+    cfg = daemon_config.load(f)
+    assert (cfg.ledger_path, cfg.gittins_samples, cfg.auto_tune.history) == (
+        "/srv/l.sqlite", "history", "sacct")
+    f.write_text("gittins_samples: ''\n")
+    assert daemon_config.load(f).gittins_samples == ""
