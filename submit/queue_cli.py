@@ -1,6 +1,7 @@
 """``dlqueue``: the thin shell around :mod:`submit.queue_view` (squeue-style view of GPU jobs).
 
-It reads Slurm only through :meth:`slurm_plugin.slurm.client.SlurmClient.jobs` (``squeue --json``)
+It reads Slurm only through :meth:`slurm_plugin.slurm.client.SlurmClient.jobs` (``squeue --json``;
+with ``-p``, once, :meth:`~slurm_plugin.slurm.client.SlurmClient.show_partitions` too)
 and the daemon's public snapshot through :func:`prioritizer.daemon.snapshot.read_snapshot`
 (never the private ledger), builds rows and a table with the pure functions of
 :mod:`submit.queue_view`, and prints them once (plain text measured in display cells, fast at
@@ -18,7 +19,7 @@ than a few of the daemon's cycles (``snapshot.stale_after_s``) gets a note sayin
 daemon updated it; when none of the jobs shown is in it, it is not used (:func:`stale_note`).
 
 Exit codes (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
-(an unknown ``-u`` user, an empty list item, a number out of range or not finite, a
+(an unknown ``-u`` user or ``-p`` partition, an empty list item, a number out of range or not finite, a
 ``--snapshot`` that is not a regular file or is over 128 MiB included);
 3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
 """
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from prioritizer import numbers
 from slurm_plugin.common.exits import CliError
-from prioritizer.paths import SYSTEM_CONFIG, present
+from prioritizer.paths import SYSTEM_CONFIG, beside, present
 from prioritizer.daemon import forecast_text
 from prioritizer.daemon import snapshot as public_snapshot
 from prioritizer.daemon.snapshot import PublicSnapshot, SnapshotError
@@ -71,7 +72,8 @@ def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
     """The snapshot path and a note ("" or why the config was not used).
 
     Reads ``snapshot_path`` (top level, or under ``daemon:``) of ``config_path`` when the file
-    exists; falls back to :data:`public_snapshot.DEFAULT_PATH` with a note when it is unreadable.
+    exists (a relative one from the config file's directory, as the daemon reads it); falls
+    back to :data:`public_snapshot.DEFAULT_PATH` with a note when it is unreadable.
     """
     cfg = Path(config_path)
     if not present(cfg):   # a link to nothing is there: its read fails into the note below
@@ -85,7 +87,7 @@ def default_snapshot_path(config_path: str = DAEMON_CONFIG) -> tuple[str, str]:
     if isinstance(data, dict):
         for section in (data, data.get("daemon")):
             if isinstance(section, dict) and isinstance(section.get("snapshot_path"), str):
-                return section["snapshot_path"], ""
+                return beside(config_path, section["snapshot_path"]), ""
     return public_snapshot.DEFAULT_PATH, ""
 
 
@@ -317,7 +319,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("-u", "--user", type=_names,
                    help="only these users (names or uids, comma-separated; unknown ones exit 2)")
     p.add_argument("--me", action="store_true", help="only the current user's jobs")
-    p.add_argument("-p", "--partition", type=_names, help="only these partitions")
+    p.add_argument("-p", "--partition", type=_names,
+                   help="only these partitions (comma-separated; unknown ones exit 2)")
     p.add_argument("-t", "--states", type=_states, default=ACTIVE_STATES,
                    help="states, squeue codes or words (PD,R,CG...) or 'all'; "
                         "default: jobs not finished")
@@ -532,6 +535,12 @@ def _run(view: _View) -> int:
     """Fetch once and print (table or JSON), or watch; Slurm errors become exit codes."""
     args = view.args
     try:
+        if args.partition:
+            unknown = _unknown_partitions(view.client, args.partition)
+            if unknown:   # an empty table would look like "no jobs there"
+                print(f"dlqueue: -p/--partition: unknown partition {_shown_list(unknown)} "
+                      "(scontrol show partition lists them)", file=sys.stderr)
+                return Exit.BAD_INPUT
         if args.watch:
             from rich.console import Console
 
@@ -561,6 +570,14 @@ def _run(view: _View) -> int:
     if args.jobs is not None:
         _forecast_details(rows, snap)
     return Exit.OK
+
+
+def _unknown_partitions(client: SlurmClient, names: list[str]) -> list[str]:
+    """The names of ``names`` that are no partition of the cluster (``scontrol --all show
+    partition``, hidden ones included: one Slurm call, once per dlqueue, only with ``-p``;
+    squeue answers an unknown one with an empty table)."""
+    known = client.show_partitions()
+    return [n for n in dict.fromkeys(names) if n not in known]
 
 
 def _show_start(snap: PublicSnapshot | None) -> bool:

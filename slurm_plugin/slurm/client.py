@@ -394,10 +394,13 @@ class SlurmClient:
         return {line.strip() for line in out.splitlines() if line.strip()}
 
     def show_partitions(self) -> dict[str, dict[str, str]]:
-        """``scontrol show partition --oneliner`` as ``{name: {Key: value}}`` (``PriorityTier``,
-        ``Nodes``, ``PreemptMode``, ...). Values are Slurm's text; none contains a space."""
+        """``scontrol --all show partition --oneliner`` as ``{name: {Key: value}}``
+        (``PriorityTier``, ``Nodes``, ``PreemptMode``, ...). Values are Slurm's text; none
+        contains a space. ``--all``: also the partitions configured ``Hidden=YES`` and those
+        unavailable to the caller's group, which scontrol(1) leaves out for a user who is not
+        root without it (squeue and sinfo are read with ``--all`` likewise)."""
         parts: dict[str, dict[str, str]] = {}
-        for line in self._run(["scontrol", "show", "partition", "--oneliner"]).splitlines():
+        for line in self._run(["scontrol", "--all", "show", "partition", "--oneliner"]).splitlines():
             fields = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
             if "PartitionName" in fields:
                 parts[fields["PartitionName"]] = fields

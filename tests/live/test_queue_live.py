@@ -226,15 +226,16 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
 
 
 @pytest.mark.parametrize("filters", [
-    [], ["--me"], ["-u", "root"], ["-u", "0,root", "-p", "gpu,other"], ["-t", "PD,R,CG"],
+    [], ["--me"], ["-u", "root"], ["-u", "0,root", "-p", "gpu,gpu"], ["-t", "PD,R,CG"],
     ["-j", "1,2,3"], ["--me", "-u", "root", "-p", "gpu", "-t", "all", "-j", "7"],
 ])
 def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[str],
                                                                   tmp_path: Path) -> None:
     """Each refresh is ONE squeue read of every job (the filters apply in dlqueue;
     22.05's squeue --json ignores -u/--me, and a cluster of users each watching must not load
-    slurmctld). The only other call is one ``squeue --version`` per run (local: it never
-    reaches slurmctld)."""
+    slurmctld). The only other calls are one ``squeue --version`` per run (local: it never
+    reaches slurmctld) and, with ``-p``, one ``scontrol --all show partition`` per run (the
+    partitions' names checked)."""
     path, log = logging_path(tmp_path)
     refreshes = 3
     proc = subprocess.run([DLQUEUE, "--watch", "--iterations", str(refreshes), "--interval", "1",
@@ -242,10 +243,42 @@ def test_watch_reads_slurm_once_per_refresh_whatever_the_filters(filters: list[s
                           timeout=120, env=dict(os.environ, PATH=path))
     assert proc.returncode == 0, proc.stderr
     calls = logged_calls(log)
-    reads = [c for c in calls if c != "squeue --version"]
+    partitions = "scontrol --all show partition --oneliner"
+    reads = [c for c in calls if c not in ("squeue --version", partitions)]
     assert len(reads) == refreshes, calls
     assert all(c.startswith("squeue --noheader --all --states=all --Format=") for c in reads), calls
     assert calls.count("squeue --version") == 1, calls
+    assert calls.count(partitions) == ("-p" in filters), calls
+
+
+def test_partitions_hidden_ones_too_and_unknown_ones_refused(jobs: Jobs) -> None:
+    """``-p`` names partitions: a hidden one (``Hidden=YES``, which scontrol and squeue show
+    a user only with ``--all``) selects its jobs for a user who is not root; a name that is
+    no partition exits 2 naming it (squeue would show an empty table, read as "no jobs")."""
+    user = "dlqueuetest"
+    created = subprocess.run(["useradd", "--no-create-home", "--shell=/bin/bash", user],
+                             capture_output=True, text=True).returncode == 0
+    jobs.client.create_partition("dlq_hidden", ["Nodes=ALL", "Hidden=YES", "State=UP"])
+    job = jobs.submit("--partition=dlq_hidden", "--begin=now+2hours", gpus=1)
+    try:
+        as_user = ["runuser", "-u", user, "--", DLQUEUE, "--snapshot", NO_SNAPSHOT, "--json"]
+        proc = subprocess.run([*as_user, "-p", "dlq_hidden"], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert [r["job_id"] for r in json.loads(proc.stdout)] == [job]
+        proc = subprocess.run([*as_user, "-p", "gpu,dlq_nosuch,dlq_nosuch"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr == ("dlqueue: -p/--partition: unknown partition 'dlq_nosuch' "
+                               "(scontrol show partition lists them)\n"), proc.stderr
+        assert proc.stdout == ""
+    finally:
+        jobs.client.cancel([job])
+        wait_for(lambda: not [x for x in jobs.client.jobs(job_ids=jobs.ids) if x.is_active],
+                 60, "the hidden partition's job to end")
+        jobs.client.delete_partition("dlq_hidden")
+        if created:
+            subprocess.run(["userdel", user], check=False)
 
 
 def test_one_refresh_and_json_read_slurm_once(tmp_path: Path) -> None:

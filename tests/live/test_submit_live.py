@@ -432,7 +432,7 @@ def test_one_sbatch_per_spec_and_no_other_slurm_command(submit: Submitter, tmp_p
     submit.ids += [int(x) for x in proc.stdout.split()]
     calls = logged_calls(log)
     assert len(submit.ids) == 3 and len(calls) == 5, calls
-    assert calls[0] == "scontrol show partition --oneliner", calls
+    assert calls[0] == "scontrol --all show partition --oneliner", calls
     assert calls[1].startswith("sinfo --noheader --Node --all --Format="), calls
     assert all(c.startswith("sbatch --parsable --comment=dl:v1;") for c in calls[2:]), calls
 

@@ -260,6 +260,11 @@ class FakeClient:
             raise self.error
         return filter_jobs(self._jobs, **filters)
 
+    def show_partitions(self):
+        if self.error:
+            raise self.error
+        return {"gpu": {"PartitionName": "gpu"}, "debug": {"PartitionName": "debug"}}
+
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch):
@@ -312,13 +317,24 @@ def test_cli_me_and_state_filters_reach_the_client(fake, monkeypatch, capsys) ->
     assert [r["job_id"] for r in json.loads(capsys.readouterr().out)] == [103]
 
 
+def test_cli_unknown_partition_exits_2_naming_it(fake, capsys) -> None:
+    client = fake(JOBS)
+    assert queue_cli.main(["-p", "debug,gpu-a100,gpu-a100,x y", "--snapshot", "/nonexistent"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and client.calls == []   # refused before squeue is read
+    assert err == ("dlqueue: -p/--partition: unknown partition 'gpu-a100', 'x y' "
+                   "(scontrol show partition lists them)\n")
+
+
+@pytest.mark.parametrize("argv", [[], ["-p", "gpu"]])
 @pytest.mark.parametrize(("error", "code", "text"), [
     (SlurmUnreachable(["squeue"], "Unable to contact slurm controller"), 3, "unreachable"),
     (SlurmRefused(["squeue"], "Invalid user\nsecond line"), 4, "Invalid user\\nsecond line"),
 ])
-def test_cli_slurm_errors_are_one_line(fake, capsys, error, code: int, text: str) -> None:
+def test_cli_slurm_errors_are_one_line(fake, capsys, error, code: int, text: str,
+                                      argv: list[str]) -> None:
     fake(error=error)
-    assert queue_cli.main(["--snapshot", "/nonexistent"]) == code
+    assert queue_cli.main(["--snapshot", "/nonexistent", *argv]) == code
     err = capsys.readouterr().err
     assert text in err and err.count("\n") == 1 and "Traceback" not in err
 
@@ -350,6 +366,9 @@ def test_default_snapshot_path_from_daemon_config(tmp_path) -> None:
     assert queue_cli.default_snapshot_path(str(cfg)) == ("/srv/dlprio/snap.json", "")
     cfg.write_text("daemon:\n  snapshot_path: /x/s.json\n")
     assert queue_cli.default_snapshot_path(str(cfg)) == ("/x/s.json", "")
+    # a relative path is the config file's directory's, whatever the working directory
+    cfg.write_text("snapshot_path: run/s.json\n")
+    assert queue_cli.default_snapshot_path(str(cfg)) == (f"{tmp_path}/run/s.json", "")
     cfg.write_text("daemon: [unclosed\n")
     path, note = queue_cli.default_snapshot_path(str(cfg))
     assert path == public_snapshot.DEFAULT_PATH and "unreadable" in note
