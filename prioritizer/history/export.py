@@ -48,6 +48,8 @@ REASONS = {
     "zero_gpus": "asked for GPUs but holds none (CPU-only jobs are counted apart)",
     "cpu_only": "CPU-only job (left out of GPU replays; --include-cpu-only keeps them)",
     "zero_work": "ran for 0 seconds",
+    "lost_to_requeue": ("requeued without a checkpoint (the runs' work was lost) and ended "
+                        "before it ran again (e.g. cancelled while held)"),
     "unknown_gpus": "GPU count unknown: accounting does not track gres/gpu",
 }
 CHECKPOINT_MARKER = "dl:v1"
@@ -185,7 +187,9 @@ def _problem(job: AccountedJob, include_cpu_only: bool) -> str | None:
             return "zero_gpus"
         return None if include_cpu_only else "cpu_only"
     if work_gpu_s(job) <= 0:
-        return "zero_work"
+        # ran, but every run was lost to a requeue and no run came after the last one
+        lost = job.attempts[-1].start is None and any(a.run_s > 0 for a in job.attempts)
+        return "lost_to_requeue" if lost else "zero_work"
     return None
 
 

@@ -71,9 +71,13 @@ def test_checkpointing_job_keeps_work_of_every_run() -> None:
     (_job("", [(None, 120, 2, "CANCELLED")], state="CANCELLED"), "never_ran"),
     (_job("", [(130, 120, 2, "COMPLETED")]), "end_before_start"),
     (_job("", [(100, 100, 2, "COMPLETED")]), "zero_work"),
+    # ran 50 s, requeued (held) without a checkpoint, cancelled before it ran again: not
+    # "ran for 0 seconds"
+    (_job("", [(100, 150, 2, "REQUEUED"), (None, 170, 2, "CANCELLED")], state="CANCELLED"),
+     "lost_to_requeue"),
     (_job("", [(100, 110, 0, "COMPLETED")], gpus=0), "cpu_only"),
 ], ids=["unfinished", "requeued-last", "never-ran", "end-before-start", "zero-work",
-        "cpu-only"])
+        "lost-to-requeue", "cpu-only"])
 def test_bad_or_partial_records_are_counted(job: AccountedJob, reason: str) -> None:
     rows, report = history_rows([job])
     assert rows == [] and report.left_out == {reason: [1]}
