@@ -26,6 +26,7 @@ from prioritizer.outputs import check_output
 from prioritizer.history.check import (against_baseline, check, dispatch_latency_of,
                                         format_fidelity, phased, start_latency_from)
 from prioritizer.history.export import LedgerFacts, history_rows
+from prioritizer.history.sacct_read import with_earlier_attempts
 from prioritizer.history.ledger_read import cycle_time, ledger_facts
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
 from prioritizer.history.forecast_check import (ARRIVALS, DEFAULT_ARRIVALS, DEFAULT_MOMENTS,
@@ -39,13 +40,13 @@ from prioritizer.policy.validation import ConfigError
 from prioritizer.sim.learned import MIN_SAMPLES
 from prioritizer.sim.traces import FORMATS
 from prioritizer.history.trace import HistoryError, parse_rows, read_rows, trace_point, write_rows
-from prioritizer.window import FORMS, WindowError, sacct_window
+from prioritizer.window import FORMS, WindowError, epoch, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  cluster_of, policy_section, trace_of)
 from prioritizer.sim.report import format_windows_table
-from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, AccountedJob, fold_jobs, keeps_job_comments,
-                                           tracks_gpus)
+from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, AccountedJob, fold_jobs,
+                                           keeps_job_comments, tracks_gpus)
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
@@ -144,13 +145,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     check_output("--output", args.output, [("--ledger", args.ledger)])
+    now = time.time()
     try:
-        start, end = sacct_window(args.since, args.until, time.time())
+        start, end = sacct_window(args.since, args.until, now)
+        since_s, until_s = epoch("--since", args.since, now), epoch("--until", args.until, now)
     except WindowError as exc:
         raise CliError(str(exc)) from None
     facts = ledger_facts(args.ledger) if args.ledger else None   # a bad ledger: before sacct
     try:
-        records = SlurmClient(timeout_s=120).accounting(start, end)
+        client = SlurmClient(timeout_s=120)
+        records = with_earlier_attempts(client, client.accounting(start, end), since_s)
     except AccountingDisabled as exc:
         raise CliError(NO_DBD.format(msg=exc.message), Exit.SLURM_REFUSED) from None
     except SlurmError as exc:
@@ -160,7 +164,8 @@ def _export(args: argparse.Namespace) -> int:
     tracked, known = gpu_sources(jobs, facts, config)
     rows, report = history_rows(jobs, anonymise_names=args.anonymise,
                                 salt=args.salt, include_cpu_only=args.include_cpu_only,
-                                ledger=facts, gpus_tracked=tracked, known_gpus=known)
+                                ledger=facts, gpus_tracked=tracked, known_gpus=known,
+                                until=until_s)
     for line in report.lines():
         print(f"dlprio history export: {line}", file=sys.stderr)
     untracked = report.untracked_line()

@@ -173,8 +173,8 @@ def _with_gpus(job: AccountedJob, gpus: int) -> AccountedJob:
     return dataclasses.replace(job, gpus=gpus, attempts=attempts)
 
 
-def _problem(job: AccountedJob, include_cpu_only: bool) -> str | None:
-    if not job.finished:
+def _problem(job: AccountedJob, include_cpu_only: bool, until: float | None) -> str | None:
+    if not job.finished or (until is not None and job.end is not None and job.end > until):
         return "unfinished"
     if job.submit is None:
         return "no_submit"
@@ -198,6 +198,7 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
                  ledger: Mapping[int, LedgerFacts] | None = None,
                  gpus_tracked: bool | None = True,
                  known_gpus: Mapping[int, int] | None = None,
+                 until: float | None = None,
                  ) -> tuple[list[HistoryRow], ExportReport]:
     """History rows of the finished jobs and the report of those left out.
 
@@ -210,6 +211,8 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
             (None: unknown).
         known_gpus: GPUs by job id as Slurm showed them outside accounting (see the module
             doc); used only for jobs whose records name no ``gres/gpu``.
+        until: the window's end (epoch s): a job that ends after it was still pending or
+            running then, ``unfinished`` like one that has not ended (None: no end).
     """
     known = {k: v for k, v in (known_gpus or {}).items() if v > 0}
     jobs = sorted(jobs, key=lambda j: (j.submit or 0, j.job_id))
@@ -223,8 +226,8 @@ def history_rows(jobs: Iterable[AccountedJob], *, anonymise_names: bool = False,
         if filled:
             job, unknown = _with_gpus(job, known[job.job_id]), False
         # CPU-only where GPUs are tracked; unknown where they are not (never a guessed count)
-        problem = _problem(job, include_cpu_only or unknown) or ("unknown_gpus" if unknown
-                                                                  else None)
+        problem = (_problem(job, include_cpu_only or unknown, until)
+                   or ("unknown_gpus" if unknown else None))
         if problem:
             report.leave_out(problem, job.job_id)
             continue

@@ -73,12 +73,15 @@ def ledger_rows(path: str, since: float, until: float) -> list[HistoryRow]:
 def sacct_rows(since: float, until: float, timeout_s: float) -> list[HistoryRow]:
     """History rows of Slurm accounting's finished jobs that ended in ``[since, until]``."""
     from prioritizer.history.export import history_rows
+    from prioritizer.history.sacct_read import with_earlier_attempts
     from slurm_plugin.slurm.accounting import fold_jobs
     import time
     fmt = "%Y-%m-%dT%H:%M:%S"
-    records = SlurmClient(timeout_s=timeout_s).accounting(
-        time.strftime(fmt, time.localtime(since)), time.strftime(fmt, time.localtime(until)))
-    rows, _ = history_rows(fold_jobs(records))
+    client = SlurmClient(timeout_s=timeout_s)
+    records = with_earlier_attempts(client, client.accounting(
+        time.strftime(fmt, time.localtime(since)), time.strftime(fmt, time.localtime(until))),
+        since)
+    rows, _ = history_rows(fold_jobs(records), until=until)
     return [r for r in rows if since <= r.end_time <= until]
 
 

@@ -17,7 +17,8 @@ from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_ro
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster, simulate
 from prioritizer.sim.traces import read_trace
-from slurm_plugin.slurm.accounting import AccountedJob, Attempt, fold_jobs, records_from_json
+from slurm_plugin.slurm.accounting import (AccountedJob, Attempt, fold_jobs, record_from_json,
+                                           records_from_json)
 from slurm_plugin.slurm.shapes import RELEASES
 
 DATA = Path(__file__).parents[2] / "data"
@@ -468,3 +469,45 @@ def test_export_says_when_requeued_runs_may_be_miscounted(
         assert lines == []
     else:
         assert len(lines) == 1 and said in lines[0] and "counted as lost (6)" in lines[0]
+
+
+def test_a_job_that_ends_after_the_window_is_unfinished() -> None:
+    job = _job("", [(100, 200, 2, "COMPLETED")])
+    assert history_rows([job], until=199)[1].left_out == {"unfinished": [1]}
+    assert len(history_rows([job], until=200)[0]) == 1
+
+
+def _attempt(job_id: int, submit: int, start: int | None, end: int, state: str):
+    return record_from_json({"job_id": job_id, "state": {"current": state, "reason": "None"},
+                             "time": {"submission": submit, "eligible": submit,
+                                      "start": start, "end": end}})
+
+
+class _Sacct:
+    """``accounting_jobs`` of records set by the test: the chain rule of
+    ``with_earlier_attempts`` on ids that name an older job too (a cluster whose ids started
+    over), which the live cluster of a test run does not have."""
+
+    def __init__(self, records) -> None:
+        self.records, self.asked = records, []
+
+    def accounting_jobs(self, ids):
+        self.asked.append(list(ids))
+        return [r for r in self.records if r.job_id in ids]
+
+
+def test_a_window_gets_the_attempts_of_its_jobs_from_before_it() -> None:
+    from prioritizer.history.sacct_read import with_earlier_attempts
+    old_7 = _attempt(7, 10, 20, 30, "COMPLETED")           # an older job 7
+    first = _attempt(7, 100, 100, 150, "REQUEUED")         # job 7's runs: requeued at 150,
+    second = _attempt(7, 150, 150, 170, "REQUEUED")        # again at 170,
+    last = _attempt(7, 170, 180, 400, "COMPLETED")         # then the run in the window
+    inside = _attempt(8, 300, 300, 350, "COMPLETED")       # submitted in the window
+    sacct = _Sacct([old_7, first, second, last, inside])
+    got = with_earlier_attempts(sacct, [last, inside], since_s=200)
+    assert sacct.asked == [[7]]
+    assert sorted(got, key=lambda r: (r.job_id, r.submit)) == [first, second, last, inside]
+    (seven,) = [j for j in fold_jobs(got) if j.job_id == 7]
+    assert (seven.submit, len(seven.attempts)) == (100, 3)
+    # nothing submitted before the window: sacct is not asked again
+    assert with_earlier_attempts(sacct, [inside], since_s=200) == [inside] and len(sacct.asked) == 1

@@ -98,6 +98,9 @@ def test_export_never_writes_a_trace_the_check_refuses(tmp_path: Path,
         def accounting(self, start: str, end: str) -> list:
             return [record]
 
+        def accounting_jobs(self, ids: list[int]) -> list:   # submitted before the window
+            return [record]
+
     monkeypatch.setattr(history_cli, "SlurmClient", Client)
     monkeypatch.setattr(history_cli, "ledger_facts",
                         lambda path: {6: LedgerFacts(-5, 0.0, False)})
