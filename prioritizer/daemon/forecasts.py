@@ -5,7 +5,9 @@ process, never in a cycle, and published in the snapshot (``dlqueue``'s START co
 A cycle that is due builds the :class:`prioritizer.forecast.world.World` from what it observed
 (:func:`world_of`: the policy's snapshot with the queue states just decided, time limits from
 squeue's records) and hands it to a one-process pool (``spawn``: the child shares no lock or
-thread with the daemon). The child (:func:`run_forecast`) makes seeded draws until
+thread with the daemon), cut into one world per node pool (:func:`pool_worlds`: a job runs
+only on nodes of its partitions). The child (:func:`run_forecasts`, :func:`run_forecast`
+per pool) makes seeded draws until
 ``forecast.draws`` are made or the next would overrun ``forecast.cpu_budget_s`` CPU seconds
 (:class:`DrawBudget`; one draw at least, ended where it is if it alone spends the budget)
 and returns the forecast. The next cycles only look whether it is ready; one still
@@ -75,7 +77,7 @@ import logging
 import math
 import multiprocessing
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from multiprocessing.pool import AsyncResult, Pool
 from typing import Any, Protocol
 
@@ -85,11 +87,12 @@ from prioritizer.daemon.observe import Observation, UnitCache
 from prioritizer.forecast.arrivals import ArrivalModel, recent
 from prioritizer.forecast.calibrate import (Calibration, Past, calibration, note_starts,
                                             remember)
-from prioritizer.forecast.forecast import Forecast, forecast
+from prioritizer.forecast.forecast import Forecast, JobForecast, forecast
 from prioritizer.forecast.world import ForecastJob, World
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.policy.model import Decisions, JobPhase
+from prioritizer.policy.model import Decisions, JobPhase, Snapshot
+from prioritizer.policy.pools import pools
 from prioritizer.policy.sharing import Share
 
 
@@ -199,6 +202,52 @@ def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
     made = forecast(world, config, GittinsDistribution(samples), draws, seed, horizon_s,
                     arrivals, enough=budget, out_of_time=budget.over, learned=learned)
     return made, budget.spent()
+
+
+def pool_worlds(world: World, snapshot: Snapshot) -> list[World]:
+    """``world`` cut into the node pools of the policy's ``snapshot``
+    (:func:`prioritizer.policy.pools.pools`: a job runs only on nodes of its partitions), each
+    replayed as a cluster of its own; ``[world]`` where it is one pool of every node."""
+    split = pools(snapshot.nodes, snapshot.jobs)
+    if split is None:
+        return [world]
+    out = []
+    for nodes, ids in split:
+        names = {snapshot.nodes[i].name for i in nodes}
+        mine = {str(job_id) for job_id in ids}
+        out.append(World(world.now, tuple(n for n in world.nodes if n[0] in names),
+                         tuple(j for j in world.jobs if j.job_id in mine)))
+    return out
+
+
+def run_forecasts(worlds: Sequence[tuple[World, ArrivalModel | None]], config: PolicyConfig,
+                  samples: tuple[float, ...], draws: int, cpu_budget_s: float,
+                  horizon_s: float, seed: int = 0, learned: bool = False
+                  ) -> tuple[Forecast, float]:
+    """The child's work over the pools' worlds (:func:`pool_worlds`, each with its recent
+    arrivals or None): :func:`run_forecast` of each, with the share of ``cpu_budget_s`` of
+    its jobs, merged into one forecast (the fewest draws of any pool, the shortest reach)
+    and the CPU seconds they took. A pool with no node (its jobs' partitions hold none here)
+    is not replayed: its jobs fit on no node. With ``learned``, each pool's jobs are its
+    censored observations."""
+    total = sum(len(w.jobs) for w, _ in worlds) or 1
+    parts, spent = [], 0.0
+    for world, arrivals in worlds:
+        if not world.nodes:
+            parts.append(Forecast(world.now, draws, tuple(
+                JobForecast(j.job_id, None, None, 0.0, 0, ()) for j in world.jobs)))
+            continue
+        made, cpu_s = run_forecast(world, config, samples, draws,
+                                   cpu_budget_s * max(len(world.jobs), 1) / total, horizon_s,
+                                   seed, arrivals, learned)
+        parts.append(made)
+        spent += cpu_s
+    if len(parts) == 1:
+        return parts[0], spent
+    reached = [p.reached_s for p in parts if p.reached_s is not None]
+    return Forecast(parts[0].now, min(p.draws for p in parts),
+                    tuple(j for p in parts for j in p.jobs),
+                    min(reached) if reached else None), spent
 
 
 def _when(value: float) -> float | None:
@@ -389,13 +438,14 @@ class Forecaster:
         self.waiting = frozenset(j.job_id for j in world.jobs if j.phase == "pending")
         self.sharing = sharing_of(obs.shares, world)
         self.running_jobs = frozenset(j.job_id for j in world.jobs if j.phase == "running")
-        arrivals = recent(((j.submit, j.gpus_per_node) for j in world.jobs), world.now,
-                          self.cfg.arrival_window_s) if self.cfg.arrivals == "history" else None
+        worlds = [(w, recent(((j.submit, j.gpus_per_node) for j in w.jobs), w.now,
+                             self.cfg.arrival_window_s) if self.cfg.arrivals == "history"
+                   else None) for w in pool_worlds(world, obs.snapshot)]
         if self.pool is None:
             self.pool = multiprocessing.get_context("spawn").Pool(1)
-        self.running = self.pool.apply_async(run_forecast, (
-            world, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
-            self.cfg.horizon_s, cycle, arrivals, learned))
+        self.running = self.pool.apply_async(run_forecasts, (
+            worlds, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
+            self.cfg.horizon_s, cycle, learned))
 
     def close(self) -> None:
         """Stop the child (a forecast in flight is dropped)."""

@@ -530,11 +530,13 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     settle = settle_s(cfg.interval_s)
     nodes = list(nodes)
     unusable = {n.name for n in nodes if not n.usable}   # draining: its jobs are let finish
-    node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free) for n in nodes if n.gpus_total)
+    node_views = tuple(NodeView(n.name, n.gpus_total, n.gpus_free, n.partitions)
+                       for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
     views = []
     exempt_parts, exempt_accounts = set(cfg.exempt_partitions), set(cfg.exempt_accounts)
     tier_of: dict[str, int] = {}   # per partition string: most jobs share a few
+    parts_of: dict[str, tuple[str, ...]] = {}   # likewise: "gpu,debug" -> ("gpu", "debug")
     no_runs: list[Run] = []
     for job_id in sorted(units):
         unit = units[job_id]
@@ -560,6 +562,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
         tier = tier_of.get(unit.partition)
         if tier is None:
             tier = tier_of[unit.partition] = unit_tier(unit, tiers)
+            parts_of[unit.partition] = tuple(p for p in unit.partition.split(",") if p)
         views.append(JobView(
             job_id=job_id, phase=phase,
             gpus_per_node=unit.gpus_per_node,
@@ -582,5 +585,6 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
                    and set(unit.nodes) <= names else ()),
             releasing=(completing or job_id in in_intent
                        or ending.get(job_id) == unit.restart_count), tier=tier,
-            first_start=min(r.start for r in runs) if runs else None))
+            first_start=min(r.start for r in runs) if runs else None,
+            partitions=parts_of[unit.partition]))
     return Snapshot(nodes=node_views, jobs=tuple(views))

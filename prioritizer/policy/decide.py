@@ -13,7 +13,9 @@ than ``requeue_guard ×`` their run time since their first start (:func:`run_gua
 non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
 first, as in Slurm's own order (slurm.conf(5) PriorityTier): pending jobs are ordered by tier,
 then by the policy; a waiter preempts only jobs of its tier or lower, and none while a job of
-a higher tier is blocked ahead of it. Each policy is a small class in :data:`POLICIES`; the
+a higher tier is blocked ahead of it. A job is placed, and preempts, only on nodes of its
+partitions' pool (``policy.pools``; one pool, every node, where the snapshot names no
+partitions, as in the paper). Each policy is a small class in :data:`POLICIES`; the
 queue states and promotion are here, the preemption rule in ``policy.preemption`` (victims of
 one waiter: ``policy.victims``).
 """
@@ -30,6 +32,7 @@ from prioritizer.policy.model import (Decisions, JobPhase, JobView, Preemption, 
                                Snapshot)
 from prioritizer.policy.memo import Memo
 from prioritizer.policy.placement import FreeMap
+from prioritizer.policy.pools import pools
 from prioritizer.policy.preemption import find_preemptions
 from prioritizer.policy.victims import (Candidate, gain_test, guard_start, lost_before,
                                         may_be_victim, waited_before)
@@ -288,7 +291,18 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
     order = tuple(job.job_id for _, job in pending)
     preemptions: list[Preemption] = []
     if config.preemption and policy.preemptive and pending and running:
-        preemptions = _preempt(policy, snapshot, states, pending, running, now)
+        split = pools(snapshot.nodes, snapshot.jobs)
+        if split is None:
+            preemptions = _preempt(policy, snapshot, states, pending, running, now)
+        else:   # each pool of nodes on its own, as a cluster (policy.pools)
+            for nodes, ids in split:
+                mine = [item for item in pending if item[1].job_id in ids]
+                theirs = [job for job in running if job.job_id in ids]
+                if mine and theirs:
+                    part = Snapshot(tuple(snapshot.nodes[i] for i in nodes), ())
+                    preemptions += _preempt(policy, part, states, mine, theirs, now)
+            rank = {job_id: i for i, job_id in enumerate(order)}
+            preemptions.sort(key=lambda p: rank[p.waiter])
     return Decisions(order=order, states=states, preemptions=tuple(preemptions),
                      promotions=tuple(sorted(promotions)), strict_order=policy.strict,
                      changed=tuple(changed), memo=memo)

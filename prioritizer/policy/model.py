@@ -30,11 +30,13 @@ class JobPhase(str, Enum):
 
 @dataclass(frozen=True)
 class NodeView:
-    """One node: ``gpus_total`` and ``gpus_free`` in GPUs."""
+    """One node: ``gpus_total`` and ``gpus_free`` in GPUs; ``partitions``: the partitions
+    it is in (empty: not known, e.g. the simulator's nodes; see ``policy.pools``)."""
 
     name: str
     gpus_total: int
     gpus_free: int
+    partitions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,9 @@ class JobView:
         first_start: start of the job's first run (None if it never ran); with
             ``attained_s`` and ``run_start`` it gives the seconds a job spent without GPUs
             since then (``PolicyConfig.requeue_guard``).
+        partitions: the partitions the job may run in (squeue's: the one of a running job,
+            the list a pending one was submitted with); it is placed, and preempts, only on
+            nodes of its pool (``policy.pools``). Empty: any node (the simulator).
     """
 
     job_id: int
@@ -100,6 +105,7 @@ class JobView:
     releasing: bool = False
     tier: int = 0
     first_start: float | None = None
+    partitions: tuple[str, ...] = ()
 
     @property
     def num_gpus(self) -> int:

@@ -39,7 +39,7 @@ from typing import Any
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.decide import decide
-from prioritizer.policy.model import Decisions, JobPhase, JobView, NodeView, Preemption, Snapshot
+from prioritizer.policy.model import Decisions, JobPhase, JobView, Preemption, Snapshot
 from prioritizer.policy.placement import FreeMap
 
 
@@ -120,7 +120,7 @@ def _fold(snapshot: Snapshot, shares: Mapping[int, Share], now: float,
             shared_on[node] = shared_on.get(node, 0) + 1
         proxies[-n] = _Proxy(tuple(m.job_id for m in members))
         jobs.append(_proxy(-n, members, shares, now, min_run_s))
-    nodes = tuple(NodeView(v.name, v.gpus_total, max(v.gpus_free - shared_on.get(v.name, 0), 0))
+    nodes = tuple(replace(v, gpus_free=max(v.gpus_free - shared_on.get(v.name, 0), 0))
                   if v.name in shared_on else v for v in snapshot.nodes)
     return Snapshot(nodes=nodes, jobs=tuple(jobs)), proxies
 

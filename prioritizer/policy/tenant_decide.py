@@ -8,7 +8,8 @@ victims. The waiters GPUs are being freed for come first in the order (:func:`wa
 jobs waiting out a requeue's BeginTime follow the others in Tiresias order, and jobs held
 back by ``max_gpus`` or a user limit come last (on a cluster Slurm's QOS
 ``GrpTRES`` is the hard cap; docs/admins.md). Partition ``PriorityTier`` is not looked at
-across tenants. Pure, as ``decide``.
+across tenants, and the victims are placed over every node (the guarantees are the
+cluster's; ``decide`` alone places by node pool, ``policy.pools``). Pure, as ``decide``.
 """
 
 from __future__ import annotations

@@ -192,3 +192,46 @@ def test_a_victim_suspended_in_its_grace_is_not_requeued(jobs: Jobs, tmp_path: P
         wait_for(lambda: ledger_rows(cfg)[big]["preemptions"] == 0, 30, "no preemption counted")
     finally:
         assert daemon.stop() == 0, daemon.text()
+
+
+@pytest.fixture
+def two_partitions(jobs: Jobs) -> Iterator[tuple[str, str]]:
+    """Partitions ``dlpool_a`` (the first node) and ``dlpool_b`` (the other three), beside the
+    cluster's own; deleted once the test's jobs are gone."""
+    names = sorted(n.name for n in jobs.client.nodes())
+    jobs.client.create_partition("dlpool_a", [f"Nodes={names[0]}", "State=UP"])
+    jobs.client.create_partition("dlpool_b", [f"Nodes={','.join(names[1:])}", "State=UP"])
+    try:
+        yield "dlpool_a", "dlpool_b"
+    finally:
+        jobs.cleanup()
+        wait_for(lambda: not [j for j in jobs.client.jobs(job_ids=jobs.ids) if j.is_active],
+                 60, "the test's jobs to end")
+        jobs.client.delete_partition("dlpool_a")
+        jobs.client.delete_partition("dlpool_b")
+
+
+@pytest.mark.releases
+def test_a_waiter_preempts_in_its_own_partition_whatever_is_free_elsewhere(
+        jobs: Jobs, tmp_path: Path, two_partitions: tuple[str, str]) -> None:
+    """L (8 GPUs in dlpool_a, one node) falls to queue 1; W (8 GPUs, dlpool_a) arrives while
+    dlpool_b's 24 GPUs are idle. Slurm starts W only on dlpool_a's node, so the daemon preempts
+    L for it (W does not "fit" on GPUs of nodes outside its partition: policy.pools)."""
+    part_a, _ = two_partitions
+    cfg = write_config(tmp_path / "dlprio.yaml")
+    daemon = DaemonProc(cfg).start()
+    try:
+        long_id, log = jobs.submit("pool-long", nodes=1, gpus_per_node=8, steps=60,
+                                   extra=(f"--partition={part_a}",))
+        wait_state(jobs.client, long_id, {"RUNNING"}, 60)
+        wait_for(lambda: ledger_rows(cfg).get(long_id, {}).get("queue") == 1, 40,
+                 "the long job in queue 1")
+        waiter, _ = jobs.submit("pool-waiter", nodes=1, gpus_per_node=8, steps=5,
+                                extra=(f"--partition={part_a}",))
+        daemon.wait_log(rf"job_id={long_id} event=preempt_signal", 40)
+        wait_state(jobs.client, waiter, {"COMPLETED"}, 90)
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+    with open_ledger(cfg) as ledger:
+        assert [(i.outcome, i.waiter) for i in ledger.intents(long_id)] == [("requeued", waiter)]
+    assert log.read_text().count("checkpoint ") == 1

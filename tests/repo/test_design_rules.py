@@ -36,7 +36,7 @@ def test_every_rule_names_its_code() -> None:
         "2D attained service", "discretised queues (MLFQ)", "default thresholds",
         "starvation promotion", "promoted jobs and preemption", "2D-Gittins",
         "consolidated placement", "preemption", "wait guard", "requeue guard", "gain rule",
-        "who starts jobs", "baselines"]
+        "partitions", "who starts jobs", "baselines"]
     assert {rule for rule, places in LOCATIONS.items() if not places} == set()
     assert ("prioritizer.policy.preemption", "find_preemptions") in LOCATIONS["preemption"]
 

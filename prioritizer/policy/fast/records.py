@@ -79,7 +79,7 @@ class Tracked:
                 "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
                 "preemptible": self.preemptible, "duration_s": duration,
                 "eligible_time": self.eligible, "nodes": (), "releasing": False,
-                "tier": 0, "first_start": self.first_start})
+                "tier": 0, "first_start": self.first_start, "partitions": ()})
         else:
             _set(view, "__dict__", {
                 "job_id": self.job_id, "phase": RUNNING, "gpus_per_node": self.shape,
@@ -89,7 +89,8 @@ class Tracked:
                 "last_run_s": self.last_run_s, "last_run_end": self.last_run_end,
                 "preemptible": self.preemptible, "duration_s": duration,
                 "eligible_time": None, "nodes": self.names,
-                "releasing": self.phase == "grace", "tier": 0, "first_start": self.first_start})
+                "releasing": self.phase == "grace", "tier": 0, "first_start": self.first_start,
+                "partitions": ()})
         return view
 
     def restated(self, view: JobView) -> JobView:

@@ -4,6 +4,7 @@ is worked out by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -98,6 +99,25 @@ def test_a_forecast_is_made_in_the_child_and_published():
     assert got["jobs"]["2"]["ahead"] == 0 and got["jobs"]["2"]["preempt_chance"] == 0.0
     # job 1 ran at the forecast and no draw preempted it: no restart known; job 2 waited
     assert got["jobs"]["1"]["restart"] is None and "restart" not in got["jobs"]["2"]
+
+
+def test_a_job_waits_for_a_node_of_its_own_partition():
+    """As :func:`test_a_forecast_is_made_in_the_child_and_published`, with n0 in partition a
+    and n1 in b: job 2 (partition a) cannot use n1's 6 free GPUs and starts when job 1 ends on
+    n0 at NOW + 60, ending at NOW + 160; job 3 asks partition c, which has no node here: it
+    fits on no node."""
+    obs = _observation()
+    a, b = obs.snapshot.jobs
+    c = JobView(3, JobPhase.PENDING, (1,), NOW - 50, partitions=("c",))
+    nodes = (NodeView("n0", 1, 0, ("a",)), NodeView("n1", 8, 6, ("b",)))
+    obs = Observation(NOW, Snapshot(nodes, (dataclasses.replace(a, partitions=("a",)),
+                                            dataclasses.replace(b, partitions=("a",)), c)),
+                      {**obs.units, 3: unit(3, "PENDING", start=None, gpus=1)}, ())
+    got = _forecast_once(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), obs)
+    assert got["jobs"]["1"]["finish"] == [NOW + 60] * 3
+    assert got["jobs"]["2"]["start"] == [NOW + 60] * 3
+    assert got["jobs"]["2"]["finish"] == [NOW + 160] * 3
+    assert got["jobs"]["3"]["start"] is None and got["draws"] == 3
 
 
 def test_a_job_being_requeued_is_forecast_to_its_next_start_and_a_completing_one_ends():
