@@ -64,7 +64,8 @@ from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.samplesfile import load_distribution
 from slurm_plugin.common.cli import StdoutError, visible
-from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable, slurm_exit
+from slurm_plugin.slurm.client import (AccountingDisabled, SlurmClient, SlurmError,
+                                       SlurmUnreachable, slurm_exit)
 from slurm_plugin.common.readfile import not_regular
 
 def _common(p: argparse.ArgumentParser, logs: bool = False) -> None:
@@ -366,7 +367,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:
     """The job id of array task(s) (``40_3``, ``40_[5-9]``) as Slurm shows it: squeue, then
-    sacct for tasks that have ended. Raises CliError with the commands that find it by hand
+    sacct for tasks that have ended (for a range always both: some tasks may still be in
+    squeue, others only in sacct). Raises CliError with the commands that find it by hand
     when Slurm does not answer (exit 3, :func:`~slurm_plugin.slurm.client.slurm_exit`) or
     answers with an error (exit 4: no slurmdbd); CliError listing the job ids (exit 2) when
     the tasks are several jobs; UnknownJob (exit 5) when Slurm knows none of them."""
@@ -374,9 +376,15 @@ def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:
     try:
         found = explain.array_task_units(task.array_id, task.tasks,
                                          client.jobs(job_ids=[task.array_id]))
-        if not found:
-            found = explain.array_task_units(task.array_id, task.tasks, (),
-                                             client.accounting_jobs([task.array_id]))
+        if not found or not task.one:   # a range: squeue may hold some, sacct the ended ones
+            try:
+                ended = explain.array_task_units(task.array_id, task.tasks, (),
+                                                 client.accounting_jobs([task.array_id]))
+            except AccountingDisabled:
+                if not found:
+                    raise
+                ended = {}
+            found = {**ended, **found}
     except SlurmError as exc:
         raise CliError(str(task), exit_code=slurm_exit(exc)) from None
     if not found:

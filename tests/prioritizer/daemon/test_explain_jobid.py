@@ -291,3 +291,24 @@ def test_a_plain_id_needs_no_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert main(["explain", "1970", "--config", cfg]) == 0
     assert capsys.readouterr().out.startswith("job 1970 (bob, gpu): RUNNING\n")
     assert slurm.asked == []
+
+
+def test_a_range_lists_tasks_squeue_forgot_beside_those_it_shows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Task 1 runs (squeue, job 1970); task 0 ended past MinJobAge, so only sacct has it (job
+    1969). The range names both jobs. (A stand-in for Slurm: on the test cluster a task
+    leaves squeue only after MinJobAge, 300 s.)"""
+    from types import SimpleNamespace
+    cfg = _recorded(tmp_path, *ARRAY)
+    slurm = _slurm(monkeypatch, _Slurm([_element(1970, 1)], [
+        SimpleNamespace(job_id=1969, array_job_id=1963, array_task_id=0),
+        SimpleNamespace(job_id=1970, array_job_id=1963, array_task_id=1)]))
+    assert main(["explain", "1963_[0-1]", "--config", cfg]) == 2
+    assert capsys.readouterr() == ("", "dlprio: JOBID 1963_[0-1]: these array tasks are 2 "
+                                       "jobs: 1969 (1963_0), 1970 (1963_1); run 'dlprio explain "
+                                       "<job id>' for one\n")
+    assert slurm.asked == [("squeue", [1963]), ("sacct", [1963])]
+    # without slurmdbd the tasks squeue shows still answer
+    _slurm(monkeypatch, _Slurm([_element(1970, 1)], sacct=None))
+    assert main(["explain", "1963_[0-1]", "--config", cfg]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == "array tasks 1963_[0-1] are job 1970"
