@@ -73,7 +73,9 @@ class QueueRow:
         gpus: total GPUs of the job; nodes: nodes allocated (started) or requested (pending).
         node_names: hostlist expression of allocated nodes, "" while pending.
         wait_s: seconds, see :func:`wait_seconds`.
-        preemptions: the daemon's preemption count, or Slurm's ``restart_cnt`` without it.
+        preemptions: the daemon's preemption count, or Slurm's ``restart_cnt`` without a
+            snapshot; ``None`` for a job the snapshot does not hold (one that ended: Slurm's
+            count would mix every requeue into the daemon's preemptions; shown ``-``).
         reason: see :func:`reason_text`.
         shards: GPU shards per node of a shard job (a share of one GPU, shown ``shard:K`` under
             GPUS), 0 otherwise.
@@ -94,7 +96,7 @@ class QueueRow:
     nodes: int
     node_names: str
     wait_s: int
-    preemptions: int
+    preemptions: int | None
     reason: str
     shards: int = 0
     job_class: str = "production"
@@ -260,7 +262,8 @@ def build_rows(jobs: Iterable[Job], snapshot: PublicSnapshot | None, now: int) -
             attained_gpu_s=pub.attained_gpu_s if pub else None, gpus=j.gpus,
             nodes=len(j.node_list) or j.node_count, node_names=j.nodes,
             wait_s=wait_seconds(j, now),
-            preemptions=pub.preemptions if pub else j.restart_count,
+            preemptions=(pub.preemptions if pub else
+                         None if snapshot is not None else j.restart_count),
             reason=reason_text(j, pub, now), shards=j.shards_per_node,
             job_class=_job_class(j.comment), start=start, forecast=field))
     return rows
@@ -360,7 +363,7 @@ def cell_texts(row: QueueRow, show_service: bool, show_start: bool = False) -> l
     cells += [gpus, visible(row.node_names) or str(row.nodes), format_duration(row.wait_s)]
     if show_start:
         cells.append(row.start)
-    return cells + [str(row.preemptions), visible(reason)]
+    return cells + ["-" if row.preemptions is None else str(row.preemptions), visible(reason)]
 
 
 def _cells(row: QueueRow, show_service: bool, show_start: bool = False) -> list[Text]:

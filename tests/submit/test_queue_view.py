@@ -55,8 +55,8 @@ def test_table_with_snapshot_literal_lines() -> None:
         "103    carol  eval          PENDING  Q0                1800     2  1       0:10         1  "
         "requeue delay (starts in ~11s)",
         "102    bob    [red]x[/red]  PENDING  Q0                   0    16  2       8:20         0  Resources",
-        "104    dave   cpu-prep      PENDING                             0  1      16:40         0  Priority",
-    ]
+        "104    dave   cpu-prep      PENDING                             0  1      16:40         -  Priority",
+    ]   # 104: not the daemon's (no GPU): no queue, service or preemptions of its
 
 
 def test_table_without_snapshot_has_no_service_columns() -> None:
