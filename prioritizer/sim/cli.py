@@ -396,7 +396,10 @@ def policy_section(path: str) -> dict[str, Any]:
     opened and no configured path is touched. Two things are left to the caller: the policy
     section's own values (the caller checks them after its options override them, naming the
     option; a file refused for its daemon keys lists them too, after those), and the daemon's
-    refusal of ``policy: srtf`` (an oracle, for these commands only).
+    refusal of ``policy: srtf`` (an oracle, for these commands only). The daemon's
+    ``interval_s`` stands for the section's ``decision_interval_s`` where it sets none (the
+    daemon decides once a cycle; the policy's own default, 30 s, is the daemon's default
+    cycle).
 
     Raises:
         CliError: unreadable file or bad YAML (:func:`slurm_plugin.common.yamlfile.read_yaml`), a top
@@ -430,7 +433,11 @@ def policy_section(path: str) -> dict[str, Any]:
     except ConfigError as exc:
         raise CliError("\n".join(f"{visible(path)}: {line}" for line in
                                  str(exc).splitlines() + policy_problems)) from None
-    return dict(section or {})
+    out = dict(section or {})
+    if "decision_interval_s" not in out and "interval_s" in (data or {}):
+        # the daemon decides every interval_s: a replay of its config decides when it does
+        out["decision_interval_s"] = (data or {})["interval_s"]
+    return out
 
 
 def _source(line: str, args: argparse.Namespace) -> str:

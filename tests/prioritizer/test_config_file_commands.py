@@ -139,3 +139,15 @@ def test_relative_file_paths_are_the_config_files_directorys(tmp_path: Path, mon
         "/srv/l.sqlite", "history", "sacct")
     f.write_text("gittins_samples: ''\n")
     assert daemon_config.load(f).gittins_samples == ""
+
+
+def test_the_daemons_interval_is_the_replays_decision_interval(tmp_path: Path) -> None:
+    """The daemon decides every interval_s: simulate, history check and tune replay a daemon
+    config at that interval unless its policy section sets decision_interval_s."""
+    f = tmp_path / "dlprio.yaml"
+    f.write_text("interval_s: 5\n")
+    assert policy_section(str(f)) == {"decision_interval_s": 5}
+    f.write_text("interval_s: 5\npolicy: {decision_interval_s: 10, starve_knob: 2}\n")
+    assert policy_section(str(f)) == {"decision_interval_s": 10, "starve_knob": 2}
+    f.write_text("policy: {starve_knob: 2}\n")   # the daemon's default cycle, 30 s
+    assert policy_section(str(f)) == {"starve_knob": 2}
