@@ -358,11 +358,31 @@ def cmd_explain(args: argparse.Namespace) -> int:
               f"array tasks {task.text} are job {job_id}")
     with Ledger(cfg.ledger_path, readonly=True) as ledger:
         now = time.time()
+        if task is None and component is None and ledger.job(job_id) is None:
+            leader = _hetjob_leader(job_id, cfg)
+            if leader is not None:
+                print(f"job {job_id} is component {leader[0]}+{leader[1]} of hetjob {leader[0]}")
+                job_id, component = leader
         sys.stdout.write(explain.explain(job_id, ledger, cfg, now, component))
         for line in explain.forecast_lines(job_id, ledger, cfg.snapshot_path, now,
                                            cfg.interval_s):
             print(line)
     return Exit.OK
+
+
+def _hetjob_leader(job_id: int, cfg: DaemonConfig) -> tuple[int, int] | None:
+    """``(leader, offset)`` when squeue shows ``job_id`` as a component of a hetjob other
+    than its leader (its own id, which squeue's JSON and ``dlqueue --json`` give it; the
+    ledger keys a hetjob by its leader); None otherwise, or when Slurm does not answer (the
+    ledger's answer stands)."""
+    try:
+        jobs = SlurmClient(timeout_s=cfg.call_timeout_s).jobs(job_ids=[job_id])
+    except SlurmError:
+        return None
+    for job in jobs:
+        if job.job_id == job_id and job.het_job_id and job.het_job_id != job_id:
+            return job.het_job_id, job.het_job_offset
+    return None
 
 
 def _array_task_job(task: explain.ArrayTask, cfg: DaemonConfig) -> int:

@@ -152,7 +152,14 @@ def test_hetjob_is_one_unit_preempted_whole_through_its_leader(jobs: Jobs, tmp_p
             assert row is not None and row.gpus == 32       # one unit: 2 x 8 + 2 x 8 GPUs
             assert row.components == 2                      # +0 and +1
             others = {j.job_id for j in jobs.client.jobs(job_ids=[het])} - {het}
-            assert len(others) == 1 and ledger.job(others.pop()) is None   # no second unit
+            assert len(others) == 1
+            assert ledger.job(component := others.pop()) is None   # no second unit
+        # the component's own id (squeue's JSON, dlqueue --json) is explained as leader+1
+        raw = subprocess.run(dlprio("explain", str(component), "--config", str(cfg)),
+                             capture_output=True, text=True)
+        assert raw.returncode == 0, raw.stderr
+        assert raw.stdout.splitlines()[0] == (f"job {component} is component {het}+1 of "
+                                              f"hetjob {het}")
         no_such = subprocess.run(dlprio("explain", f"{het}+2", "--config", str(cfg)),
                                  capture_output=True, text=True)
         assert (no_such.returncode, no_such.stderr.strip()) == (
