@@ -207,9 +207,12 @@ def run_forecast(world: World, config: PolicyConfig, samples: tuple[float, ...],
 def pool_worlds(world: World, snapshot: Snapshot) -> list[World]:
     """``world`` cut into the node pools of the policy's ``snapshot``
     (:func:`prioritizer.policy.pools.pools`: a job runs only on nodes of its partitions), each
-    replayed as a cluster of its own; ``[world]`` where it is one pool of every node."""
+    replayed as a cluster of its own; ``[world]`` where partitions are not known. Inside a
+    pool the replay places every job on every node of it: a job whose partitions hold only
+    some of them (``policy.pools.allowed_nodes``) may be forecast to start sooner than it
+    can."""
     split = pools(snapshot.nodes, snapshot.jobs)
-    if split is None:
+    if not split:
         return [world]
     out = []
     for nodes, ids in split:

@@ -87,6 +87,8 @@ class Unit:
     never shows a start: Slurm starts each task but the last under a new job id.
     ``time_used_s``: the leader's seconds run in its current (or last) run, time suspended
     not counted (squeue's ``TimeUsed``; None: Slurm gives none).
+    ``partitions``: every partition its components name (a pending one's list split), the
+    leader's first: where it may run (``policy.pools``).
     """
 
     job_id: int
@@ -111,6 +113,7 @@ class Unit:
     tasks: int = 1
     array_tasks: str = ""
     time_used_s: float | None = None
+    partitions: tuple[str, ...] = ()
 
     @property
     def array_record(self) -> bool:
@@ -244,7 +247,8 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         requeue=all(j.requeue and j.batch for j in parts), contract=contract,
         priority=lead.priority, shards=shards, components=len(parts),
         tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1,
-        array_tasks=lead.array_task_string, time_used_s=lead.time_used_s)
+        array_tasks=lead.array_task_string, time_used_s=lead.time_used_s,
+        partitions=tuple(dict.fromkeys(p for j in parts for p in j.partition.split(",") if p)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -536,7 +540,6 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
     views = []
     exempt_parts, exempt_accounts = set(cfg.exempt_partitions), set(cfg.exempt_accounts)
     tier_of: dict[str, int] = {}   # per partition string: most jobs share a few
-    parts_of: dict[str, tuple[str, ...]] = {}   # likewise: "gpu,debug" -> ("gpu", "debug")
     no_runs: list[Run] = []
     for job_id in sorted(units):
         unit = units[job_id]
@@ -562,7 +565,6 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
         tier = tier_of.get(unit.partition)
         if tier is None:
             tier = tier_of[unit.partition] = unit_tier(unit, tiers)
-            parts_of[unit.partition] = tuple(p for p in unit.partition.split(",") if p)
         views.append(JobView(
             job_id=job_id, phase=phase,
             gpus_per_node=unit.gpus_per_node,
@@ -586,5 +588,5 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
             releasing=(completing or job_id in in_intent
                        or ending.get(job_id) == unit.restart_count), tier=tier,
             first_start=min(r.start for r in runs) if runs else None,
-            partitions=parts_of[unit.partition]))
+            partitions=unit.partitions))
     return Snapshot(nodes=node_views, jobs=tuple(views))

@@ -14,8 +14,8 @@ non-preemptible ones. Partition ``PriorityTier`` (``JobView.tier``) comes
 first, as in Slurm's own order (slurm.conf(5) PriorityTier): pending jobs are ordered by tier,
 then by the policy; a waiter preempts only jobs of its tier or lower, and none while a job of
 a higher tier is blocked ahead of it. A job is placed, and preempts, only on nodes of its
-partitions' pool (``policy.pools``; one pool, every node, where the snapshot names no
-partitions, as in the paper). Each policy is a small class in :data:`POLICIES`; the
+partitions (``policy.pools``: pools of nodes apart, and inside one the nodes a waiter may
+use; every node where the snapshot names no partitions, as in the paper). Each policy is a small class in :data:`POLICIES`; the
 queue states and promotion are here, the preemption rule in ``policy.preemption`` (victims of
 one waiter: ``policy.victims``).
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from operator import itemgetter
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.policy.gittins import GittinsDistribution
@@ -32,7 +32,7 @@ from prioritizer.policy.model import (Decisions, JobPhase, JobView, Preemption, 
                                Snapshot)
 from prioritizer.policy.memo import Memo
 from prioritizer.policy.placement import FreeMap
-from prioritizer.policy.pools import pools
+from prioritizer.policy.pools import allowed_nodes, pools
 from prioritizer.policy.preemption import find_preemptions
 from prioritizer.policy.victims import (Candidate, gain_test, guard_start, lost_before,
                                         may_be_victim, waited_before)
@@ -298,9 +298,14 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
             for nodes, ids in split:
                 mine = [item for item in pending if item[1].job_id in ids]
                 theirs = [job for job in running if job.job_id in ids]
-                if mine and theirs:
-                    part = Snapshot(tuple(snapshot.nodes[i] for i in nodes), ())
-                    preemptions += _preempt(policy, part, states, mine, theirs, now)
+                if not (mine and theirs and nodes):
+                    continue
+                part = Snapshot(tuple(snapshot.nodes[i] for i in nodes), ())
+                masks = allowed_nodes(part.nodes, (job for _, job in mine))
+                if len(nodes) == len(snapshot.nodes) and not masks:
+                    part = snapshot   # every node, no job held to some: the plain case
+                preemptions += _preempt(policy, part, states, mine, theirs, now,
+                                        masks.get if masks else None)
             rank = {job_id: i for i, job_id in enumerate(order)}
             preemptions.sort(key=lambda p: rank[p.waiter])
     return Decisions(order=order, states=states, preemptions=tuple(preemptions),
@@ -314,9 +319,12 @@ def _minus_tier(item: tuple[Any, JobView]) -> int:
 
 def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
              pending: list[tuple[tuple[Any, ...], JobView]], running: list[JobView],
-             now: float) -> list[Preemption]:
+             now: float, allowed: Callable[[int], frozenset[int] | None] | None = None
+             ) -> list[Preemption]:
     """The snapshot's side of :func:`find_preemptions`: free GPUs per node, where each
-    running job sits, the waiters' levels. Returns the preemptions in waiter order."""
+    running job sits, the waiters' levels (``allowed``: the nodes of ``snapshot`` a waiter
+    may use, ``policy.pools.allowed_nodes``; None: every node). Returns the preemptions in
+    waiter order."""
     index = {node.name: i for i, node in enumerate(snapshot.nodes)}
     free = FreeMap([node.gpus_free for node in snapshot.nodes])
     placed: dict[int, tuple[int, ...]] = {}
@@ -364,7 +372,7 @@ def _preempt(policy: Policy, snapshot: Snapshot, states: dict[int, QueueState],
         pays = gain_test(config, policy.distribution,
                          lambda job_id: (views[job_id].attained_gpu_s, views[job_id].num_gpus))
     return find_preemptions(policy.strict, free, soon, waiters, candidates, now, tiers=tiers,
-                            lifted=lifted, pays=pays)
+                            lifted=lifted, pays=pays, allowed=allowed)
 
 
 def run_guard(job: JobView, config: PolicyConfig, now: float) -> float | None:

@@ -127,6 +127,26 @@ class FreeMap:
             used[value] = used.get(value, 0) + 1
         return tuple(result)
 
+    def place_in(self, need: Sequence[int], allowed: frozenset[int]) -> tuple[int, ...] | None:
+        """:meth:`place` over the nodes ``allowed`` only (a job's partitions, ``policy.pools``):
+        entries largest first, each on the unused allowed node with the fewest free GPUs that
+        holds it, lowest index first. O(allowed nodes × entries)."""
+        free = self.free
+        used: set[int] = set()
+        result = [0] * len(need)
+        for pos in _largest_first(need):
+            want = max(need[pos], 1) if len(need) == 1 else need[pos]
+            best: tuple[int, int] | None = None
+            for node in allowed:
+                f = free[node]
+                if f >= want and f > 0 and node not in used and (best is None or (f, node) < best):
+                    best = (f, node)
+            if best is None:
+                return None
+            used.add(best[1])
+            result[pos] = best[1]
+        return tuple(result)
+
     def count_at_least(self, gpus: int) -> int:
         """How many nodes have at least ``gpus`` (> 0) GPUs free."""
         values = self._values
@@ -249,7 +269,8 @@ OnBlocked = Callable[[int, tuple[int, ...], FreeMap], bool]
 
 def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon: FreeMap | None,
                 strict: bool, on_blocked: OnBlocked | None = None, *,
-                complete: bool = True) -> StartPlan:
+                complete: bool = True,
+                allowed: Callable[[int], frozenset[int] | None] | None = None) -> StartPlan:
     """Walk ``jobs`` (``(job_id, gpus_per_node)`` in target order) through the start model.
 
     Args:
@@ -263,13 +284,18 @@ def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon:
         strict: stop at the first job that neither starts nor reserves (strict FIFO).
         on_blocked: called for a job that does not fit even in ``soon``; it may add GPUs to
             ``soon`` (by choosing victims) and return True, then the job reserves them.
+        allowed: optional ``allowed(job_id)``: the nodes the job may use (its partitions',
+            ``policy.pools``), None for every node; it starts and reserves only there.
     """
     plan = StartPlan([], [], [])
     jobs_iter = iter(jobs)
+    mask: frozenset[int] | None = None
     for job_id, need in jobs_iter:
         if not complete and soon is None and on_blocked is None and not now.free_any:
             break
-        nodes = now.place(need)
+        if allowed is not None:
+            mask = allowed(job_id)
+        nodes = now.place(need) if mask is None else now.place_in(need, mask)
         if nodes is not None:
             now.add(nodes, [-g for g in need])
             if soon is not None:
@@ -278,10 +304,11 @@ def plan_starts(jobs: Iterable[tuple[int, tuple[int, ...]]], now: FreeMap, soon:
             continue
         if soon is None and on_blocked is not None:
             soon = now.copy()
-        nodes = soon.place(need) if soon is not None else None
+        nodes = None if soon is None else (soon.place(need) if mask is None
+                                            else soon.place_in(need, mask))
         if nodes is None and on_blocked is not None and soon is not None \
                 and on_blocked(job_id, need, soon):
-            nodes = soon.place(need)
+            nodes = soon.place(need) if mask is None else soon.place_in(need, mask)
         if nodes is not None and soon is not None:
             soon.add(nodes, [-g for g in need])
             for node in nodes:

@@ -9,10 +9,11 @@ wherever the jobs' partitions link them: the partitions of one pending job's lis
 pool, and so are partitions that share a node once jobs ask for both (jobs in ``gpu`` over
 every node and in ``debug`` over two of them); a partition no job asks for links nothing, and
 a node in none of the jobs' partitions is in no pool. Each pool is placed and preempted on as
-a cluster of its own (:func:`pools`). Inside a pool every job is placed on every node, as on
-a cluster of one partition: a job of ``debug`` beside jobs of ``gpu`` is placed as if it
-could use every node of ``gpu`` (exact where the partitions that jobs use share no node, as
-with one partition per GPU type; an approximation where they overlap).
+a cluster of its own (:func:`pools`), and inside a pool a job that may use only some of its
+nodes (``debug`` on two of the nodes of ``gpu``) starts, reserves and takes victims only on
+those (:func:`allowed_nodes`; ``policy.preemption.find_preemptions``'s ``allowed``). A job
+named by several partitions may use the nodes of each (a hetjob's components are not told
+apart: each may land on any of them).
 
 Where nodes or jobs name no partition (the simulator's traces, a test's snapshot) there is
 one pool, every node: the rule is then the paper's own, unchanged.
@@ -51,36 +52,42 @@ def pools(nodes: Sequence[NodeView], jobs: Iterable[JobView]
           ) -> list[tuple[tuple[int, ...], frozenset[int]]] | None:
     """The pools of a snapshot: per pool, the indices into ``nodes`` of its nodes and the
     ids of its jobs (each job in exactly one pool), in the order of each pool's first node;
-    only pools that hold a job. None when every node and job is one pool, or when some node
-    or job names no partition (then there is one pool, every node).
+    only pools that hold a job. None when there is no job, or when some node or job names no
+    partition (then there is one pool, every node).
 
-    A running job belongs to the pool of its nodes (it runs in one partition, on nodes of
-    it), a pending one to the pool of its partitions.
+    A running job joins the pool of its partitions with the pools of the nodes it runs on
+    (a hetjob whose components run in two partitions; a node taken out of the job's partition
+    since it started is in its pool while it runs there); a pending job is in the pool of its
+    partitions.
     """
     jobs = list(jobs)
-    if not nodes or any(not n.partitions for n in nodes) or any(not j.partitions for j in jobs):
+    if not jobs or not nodes or any(not n.partitions for n in nodes) \
+            or any(not j.partitions for j in jobs):
         return None
     linked = _Linked()
     for job in jobs:
         linked.link(job.partitions)
     used = frozenset(linked.parent)   # a partition no job asks for links nothing
-    node_pool: list[str | None] = []
+    node_part: dict[str, str | None] = {}
     for node in nodes:
         mine = [p for p in node.partitions if p in used]
         if mine:
             linked.link(mine)
-        node_pool.append(mine[0] if mine else None)
-    node_pool = [linked.find(p) if p is not None else None for p in node_pool]
-    of_node = {n.name: p for n, p in zip(nodes, node_pool) if p is not None}
+        node_part[node.name] = mine[0] if mine else None
+    for job in jobs:
+        for name in job.nodes:
+            if name not in node_part:
+                continue
+            here = node_part[name]
+            if here is None:
+                node_part[name] = job.partitions[0]
+            else:
+                linked.link([job.partitions[0], here])
+    node_pool = [None if node_part[n.name] is None else linked.find(node_part[n.name] or "")
+                 for n in nodes]
     members: dict[str, list[int]] = {}
     for job in jobs:
-        where = {of_node[name] for name in job.nodes if name in of_node}
-        # a running job's nodes name its pool; a pending one's partitions do (linked above,
-        # so a job whose nodes and partition disagree still lands in one pool)
-        pool = where.pop() if len(where) == 1 else linked.find(job.partitions[0])
-        members.setdefault(pool, []).append(job.job_id)
-    if len(members) == 1 and len(set(node_pool)) == 1 and None not in node_pool:
-        return None
+        members.setdefault(linked.find(job.partitions[0]), []).append(job.job_id)
     out = []
     for key in dict.fromkeys(node_pool):
         if key is not None and key in members:
@@ -88,4 +95,24 @@ def pools(nodes: Sequence[NodeView], jobs: Iterable[JobView]
                         frozenset(members.pop(key))))
     # jobs of a pool without a node (partitions of no node here): no node to place them on
     out += [((), frozenset(ids)) for ids in members.values()]
+    return out
+
+
+def allowed_nodes(nodes: Sequence[NodeView], jobs: Iterable[JobView]
+                  ) -> dict[int, frozenset[int]]:
+    """Per job of ``jobs`` that may use only some of ``nodes`` (one pool's), the indices into
+    ``nodes`` of those it may use: the nodes of its partitions. A job that may use every one
+    of them is left out (no restriction); so is one that names no partition."""
+    parts = [frozenset(n.partitions) for n in nodes]
+    by_parts: dict[tuple[str, ...], frozenset[int] | None] = {}
+    out: dict[int, frozenset[int]] = {}
+    for job in jobs:
+        if not job.partitions:
+            continue
+        if job.partitions not in by_parts:
+            mine = frozenset(i for i, ps in enumerate(parts) if not ps.isdisjoint(job.partitions))
+            by_parts[job.partitions] = None if len(mine) == len(nodes) else mine
+        mask = by_parts[job.partitions]
+        if mask is not None:
+            out[job.job_id] = mask
     return out

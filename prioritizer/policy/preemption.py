@@ -91,7 +91,8 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
                      first_only: bool = False,
                      tiers: Mapping[int, int] | None = None,
                      lifted: Callable[[int], bool] | None = None,
-                     pays: Pays | None = None
+                     pays: Pays | None = None,
+                     allowed: Callable[[int], frozenset[int] | None] | None = None
                      ) -> list[Preemption]:
     """Run the start model over the eligible pending jobs; for each job that can neither
     start nor reserve, pick victims (see module doc). The one preemption rule, used by
@@ -130,6 +131,12 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
             is True; else the waiter preempts no one (nothing is recorded for it, its
             victims' GPUs are taken out of ``soon`` again) and the walk goes on. ``search``'s
             ``due`` is not asked then (it proves that victims exist, not that they pay).
+        allowed: optional ``allowed(job_id)``: the nodes a waiter may use (its partitions',
+            ``policy.pools``; None: every node). Such a waiter starts, reserves and takes
+            victims only there: its victims are chosen by the plain candidate walk
+            (``victims.choose_victims``) over the free GPUs of those nodes and the
+            candidates' GPUs on them (a candidate with none there is left out); the walk's shortcuts (``failed``, ``search``'s bounds) are
+            neither asked nor fed for it, since they compare waiters over every node.
 
     Returns:
         the preemptions in waiter order.
@@ -174,6 +181,9 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
     def _serve(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int) -> bool:
         if lifted is not None and lifted(job_id):
             return False   # a promoted job takes free GPUs only
+        mask = allowed(job_id) if allowed is not None else None
+        if mask is not None:
+            return _serve_within(job_id, need, soon_map, tier, mask)
         if failed_one and len(need) == 1 and need[0] >= failed_one[0] and not tiers:
             return False   # the shortcut below, taken first: most blocked waiters end here
         mine, room = walked
@@ -224,6 +234,50 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
             for cand in chosen:   # victims exist but do not pay: give their GPUs back
                 soon_map.add(cand[4], [-g for g in cand[3]])
             return False
+        return _take(job_id, chosen, soon_map)
+
+    def _serve_within(job_id: int, need: tuple[int, ...], soon_map: FreeMap, tier: int,
+                      mask: frozenset[int]) -> bool:
+        """``_serve`` for a waiter that may use the nodes ``mask`` only (see ``allowed``)."""
+        mine, room = walked
+        if room == 0:
+            return False   # no running job of a strictly greater level anywhere
+        if not victims:
+            victims.append(Victims(running(mine), taken))
+            first = victims[0].top()
+            top.append(-first[0] if first is not None else float("-inf"))
+            if tiers:
+                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
+        if mine >= top[0]:
+            return False
+        # a candidate counts with its GPUs on the waiter's nodes (a gang on other nodes too
+        # frees those as well, which the waiter cannot use); one with none there is left out
+        pool: list[Candidate] = []
+        whole: dict[int, Candidate] = {}
+        for c in victims[0].all():
+            if tiers and c[5] > tier:
+                continue
+            mine_nodes = [(n, g) for n, g in zip(c[4], c[3]) if n in mask]
+            if not mine_nodes:
+                continue
+            if len(mine_nodes) < len(c[4]):
+                whole[c[2]] = c
+                c = (c[0], c[1], c[2], tuple(g for _, g in mine_nodes),
+                     tuple(n for n, _ in mine_nodes), c[5])
+            pool.append(c)
+        masked = FreeMap([f if node in mask else 0 for node, f in enumerate(soon_map.free)])
+        found = choose_victims(need, masked, mine, pool, taken)
+        if found is None:
+            return False
+        chosen = [whole.get(c[2], c) for c in found]
+        if pays is not None and not pays(job_id, [(-c[1], sum(c[3])) for c in chosen]):
+            return False   # only the masked map had their GPUs
+        for cand in chosen:
+            soon_map.add(cand[4], cand[3])
+        return _take(job_id, chosen, soon_map)
+
+    def _take(job_id: int, chosen: list[Candidate], soon_map: FreeMap) -> bool:
+        """``chosen`` (their GPUs in ``soon_map``) become the victims of ``job_id``."""
         ids = [cand[2] for cand in chosen]
         taken.update(ids)
         for cand in chosen:
@@ -245,5 +299,5 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
             walked[0], walked[1] = mine, room
             yield job_id, need
 
-    plan_starts(walk(), free, soon, strict=strict, on_blocked=on_blocked)
+    plan_starts(walk(), free, soon, strict=strict, on_blocked=on_blocked, allowed=allowed)
     return result

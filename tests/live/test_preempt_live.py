@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -242,3 +243,34 @@ def test_a_waiter_preempts_in_its_own_partition_whatever_is_free_elsewhere(
     with open_ledger(cfg) as ledger:
         assert [(i.outcome, i.waiter) for i in ledger.intents(long_id)] == [("requeued", waiter)]
     assert log.read_text().count("checkpoint ") == 1
+
+
+@pytest.mark.releases
+def test_a_waiter_takes_no_victim_on_nodes_of_its_pool_it_cannot_use(
+        jobs: Jobs, tmp_path: Path, two_partitions: tuple[str, str]) -> None:
+    """dlpool_a is the first node, gpu every node: one pool. P (dlpool_a, exempt) holds the
+    first node; G1-G3 (gpu, queue 1) hold the others. W (dlpool_a, queue 0) can start only
+    where P runs: preempting a G frees a node W may not use, so nobody is preempted."""
+    part_a, _ = two_partitions
+    cfg = write_config(tmp_path / "dlprio.yaml", exempt_partitions=[part_a])
+    daemon = DaemonProc(cfg).start()
+    try:
+        keep, _ = jobs.submit("pool-keep", nodes=1, gpus_per_node=8, steps=120,
+                              extra=(f"--partition={part_a}",))
+        wait_state(jobs.client, keep, {"RUNNING"}, 60)
+        others = [jobs.submit(f"pool-g{i}", nodes=1, gpus_per_node=8, steps=120)[0]
+                  for i in range(3)]
+        for job in others:
+            wait_state(jobs.client, job, {"RUNNING"}, 60)
+        wait_for(lambda: all(ledger_rows(cfg).get(j, {}).get("queue") == 1 for j in others),
+                 40, "the gpu jobs in queue 1")
+        waiter, _ = jobs.submit("pool-waiter", nodes=1, gpus_per_node=8, steps=5,
+                                extra=(f"--partition={part_a}",))
+        wait_for(lambda: ledger_rows(cfg).get(waiter, {}).get("queue") == 0, 30,
+                 "the daemon to see the waiter")
+        daemon.wait_log(rf"job_id={waiter} ", 30)
+        time.sleep(12)   # two more cycles
+        assert "preempt_intent" not in daemon.text(), daemon.text()
+        assert {j.state for j in jobs.client.jobs(job_ids=others)} == {"RUNNING"}
+    finally:
+        assert daemon.stop() == 0, daemon.text()

@@ -205,7 +205,7 @@ def test_once_stops_at_a_too_long_wait_before_slurm(tmp_path: Path, capsys) -> N
 
 # -- the policy section as simulate / history / tune read it, as the daemon does -----------------
 
-@pytest.mark.parametrize("text", ["", "policy:\n", "policy: ~\n", "interval_s: 5\n"],
+@pytest.mark.parametrize("text", ["", "policy:\n", "policy: ~\n", "metrics_port: 0\n"],
                          ids=["empty-file", "empty-section", "null-section", "no-section"])
 def test_an_empty_or_missing_policy_section_is_the_default_policy(tmp_path: Path, capsys,
                                                                    text: str) -> None:
@@ -320,7 +320,8 @@ def test_a_misspelt_policy_section_is_refused_not_replayed_as_the_default(
 
 
 def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) -> None:
-    """Every daemon key, each with a value the daemon takes, leaves the default policy."""
+    """Every daemon key, each with a value the daemon takes, leaves the default policy, but
+    for interval_s, the daemon's cycle, which the replay decides at."""
     values = {"mode": "priority", "priority_field": "priority", "inqueue_span_s": 100,
               "update_budget": 5, "partitions": "[gpu]", "queue_partitions": "[]",
               "exempt_partitions": "[debug]", "exempt_accounts": "[ops]", "max_grace_s": 60,
@@ -335,7 +336,7 @@ def test_no_daemon_key_is_taken_for_a_misspelt_policy_section(tmp_path: Path) ->
                                                                                 "forecast"}
     f = tmp_path / "c.yaml"
     f.write_text("".join(f"{k}: {v}\n" for k, v in values.items()))
-    assert policy_config(None, str(f)) == PolicyConfig()
+    assert policy_config(None, str(f)) == PolicyConfig(decision_interval_s=10)
 
 
 def test_a_long_key_written_twice_is_named_cut(tmp_path: Path) -> None:

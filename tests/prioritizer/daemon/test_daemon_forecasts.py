@@ -120,6 +120,13 @@ def test_a_job_waits_for_a_node_of_its_own_partition():
     assert got["jobs"]["3"]["start"] is None and got["draws"] == 3
 
 
+def test_an_idle_cluster_of_partitioned_nodes_gets_an_empty_forecast():
+    nodes = (NodeView("n0", 1, 1, ("a",)), NodeView("n1", 8, 8, ("b",)))
+    obs = Observation(NOW, Snapshot(nodes, ()), {}, ())
+    got = _forecast_once(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), obs)
+    assert got["jobs"] == {} and got["made_at"] == NOW
+
+
 def test_a_job_being_requeued_is_forecast_to_its_next_start_and_a_completing_one_ends():
     # job 1 is a victim of an open preemption intent and Slurm shows it COMPLETING (requeue
     # under way): its GPU on n0 comes free now and it may start again after the 121 s

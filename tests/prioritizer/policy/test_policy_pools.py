@@ -78,7 +78,7 @@ def test_linked_partitions_are_one_pool(nodes, waiter_parts) -> None:
     jobs = [_in(LONG_IN_A, "a"), _in(pending(20, (8,), queue=0, queue_entry_time=1.0),
                                       *waiter_parts)]
     assert _preempted(_snap(nodes, jobs)) == []
-    assert pools(_snap(nodes, jobs).nodes, jobs) is None
+    assert pools(_snap(nodes, jobs).nodes, jobs) == [((0, 1), frozenset({10, 20}))]
 
 
 def test_pools_of_a_snapshot() -> None:
@@ -96,6 +96,56 @@ def test_pools_of_a_snapshot() -> None:
                                                       ((1,), frozenset({20}))]
     # one pool of a single partition's nodes: the others are left out
     assert pools(snap.nodes, jobs[:1]) == [((0, 2), frozenset({10}))]
+    # no job: no pool to place anything in
+    assert pools(snap.nodes, []) is None
     # a node or job of no known partition: one pool, every node
     assert pools(snap.nodes, [*jobs, pending(23, (1,))]) is None
     assert pools((*snap.nodes, NodeView("z", 8, 8)), jobs) is None
+
+
+GPU_AND_A = {"a1": ("gpu", "a"), "b1": ("gpu",), "c1": ("gpu",)}
+
+
+def test_inside_a_pool_a_waiter_takes_victims_only_on_nodes_it_may_use() -> None:
+    """gpu spans a1, b1, c1; partition a is a1 alone. W (partition a) waits behind P on a1,
+    which it may not preempt (queue 0, older); G1 and G2 (gpu, queue 1) run on b1 and c1.
+    Preempting them frees nodes W cannot use: no preemption. A waiter of gpu preempts G1."""
+    keep = _in(running(11, (8,), ("a1",), queue=0, attained=50.0), "a")
+    g1 = _in(running(12, (8,), ("b1",), queue=1, attained=5000.0), "gpu")
+    g2 = _in(running(13, (8,), ("c1",), queue=1, attained=4000.0), "gpu")
+    waiter = _in(pending(20, (8,), queue=0, queue_entry_time=1.0), "a")
+    assert _preempted(_snap(GPU_AND_A, [keep, g1, g2, waiter])) == []
+    anywhere = _in(pending(21, (8,), queue=0, queue_entry_time=1.0), "gpu")
+    assert _preempted(_snap(GPU_AND_A, [keep, g1, g2, anywhere])) == [(21, (12,))]
+    # W does not "start" on idle b1 either: with b1 free and L (queue 1) on a1, W preempts L
+    long_a = _in(running(14, (8,), ("a1",), queue=1, attained=5000.0), "a")
+    assert _preempted(_snap(GPU_AND_A, [long_a, g2, waiter])) == [(20, (14,))]
+
+
+def test_a_gang_is_placed_on_the_nodes_of_its_partition_only() -> None:
+    """Partition ab is a1 and b1; a 2 x 8 gang of ab waits. c1 (gpu only) is idle and b1
+    runs G (queue 1): the gang needs G's node, not c1."""
+    nodes = {"a1": ("gpu", "ab"), "b1": ("gpu", "ab"), "c1": ("gpu",)}
+    g = _in(running(12, (8,), ("b1",), queue=1, attained=5000.0), "gpu")
+    other = _in(running(13, (4,), ("c1",), queue=1, attained=9000.0), "gpu")
+    gang = _in(pending(20, (8, 8), queue=0, queue_entry_time=1.0), "ab")
+    assert _preempted(_snap(nodes, [g, other, gang])) == [(20, (12,))]
+
+
+@pytest.mark.parametrize("running_job, nodes", [
+    # a1 was taken out of partition a while J runs there (scontrol update ... Nodes=)
+    (_in(running(11, (8,), ("a1",), queue=1, attained=5000.0), "a"),
+     {"a1": ("gpu",), "b1": ("a",)}),
+    # a hetjob whose components run in a (a1) and b (b1)
+    (_in(running(11, (8, 8), ("a1", "b1"), queue=1, attained=5000.0), "a", "b"),
+     {"a1": ("a",), "b1": ("b",)}),
+], ids=["node-left-the-partition", "hetjob-across-partitions"])
+def test_a_running_job_joins_the_pool_of_its_nodes(running_job, nodes) -> None:
+    """Either way the job and its nodes are one pool with the waiter of partition a: the
+    decision is made (no node outside the pool), and the waiter preempts it."""
+    waiter = _in(pending(20, (8,), queue=0, queue_entry_time=1.0), "a")
+    snap = _snap(nodes, [running_job, waiter])
+    (pool,) = pools(snap.nodes, snap.jobs)
+    assert pool == ((0, 1), frozenset({11, 20}))
+    got = _preempted(snap)
+    assert got == ([(20, (11,))] if len(running_job.nodes) == 2 else [])
