@@ -301,7 +301,7 @@ def decide(snapshot: Snapshot, config: PolicyConfig, now: float, *,
                 if not (mine and theirs and nodes):
                     continue
                 part = Snapshot(tuple(snapshot.nodes[i] for i in nodes), ())
-                masks = allowed_nodes(part.nodes, (job for _, job in mine))
+                masks = allowed_nodes(part.nodes, [job for _, job in mine])
                 if len(nodes) == len(snapshot.nodes) and not masks:
                     part = snapshot   # every node, no job held to some: the plain case
                 preemptions += _preempt(policy, part, states, mine, theirs, now,

@@ -169,6 +169,17 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
     taken_on: dict[int, int] = {}   # GPUs of the victims taken per node
     most = [0]                       # the largest value of ``taken_on`` (0: none)
 
+    def above_level(mine: float) -> bool:
+        """Whether a candidate of a level above ``mine`` exists; the candidates are built
+        at the first blocked waiter that asks (with ``mine``: see ``running``)."""
+        if not victims:
+            victims.append(Victims(running(mine), taken))
+            first = victims[0].top()
+            top.append(-first[0] if first is not None else float("-inf"))
+            if tiers:
+                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
+        return mine < top[0]
+
     def on_blocked(job_id: int, need: tuple[int, ...], soon_map: FreeMap) -> bool:
         tier = tiers.get(job_id, 0) if tiers else 0
         if blocked_tier and tier < blocked_tier[0]:
@@ -211,13 +222,7 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
         # (the checks above need no candidates: most blocked waiters end there. Had the
         # level check below come first, it would have ended this waiter and, levels never
         # decreasing in one tier, every later one: a failure recorded above changes nothing)
-        if not victims:
-            victims.append(Victims(running(mine), taken))
-            first = victims[0].top()
-            top.append(-first[0] if first is not None else float("-inf"))
-            if tiers:
-                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
-        if mine >= top[0]:
+        if not above_level(mine):
             return False   # no running job of a strictly greater level: no victim exists
         if pays is not None and not tiers:
             chosen = choose_victims(need, soon_map, mine, victims[0], taken)
@@ -242,13 +247,7 @@ def find_preemptions(strict: bool, free: FreeMap, soon: FreeMap | None,
         mine, room = walked
         if room == 0:
             return False   # no running job of a strictly greater level anywhere
-        if not victims:
-            victims.append(Victims(running(mine), taken))
-            first = victims[0].top()
-            top.append(-first[0] if first is not None else float("-inf"))
-            if tiers:
-                top_tier.append(max((c[5] for c in victims[0].all()), default=0))
-        if mine >= top[0]:
+        if not above_level(mine):
             return False
         # a candidate counts with its GPUs on the waiter's nodes (a gang on other nodes too
         # frees those as well, which the waiter cannot use); one with none there is left out
