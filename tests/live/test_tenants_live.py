@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_helpers import DaemonProc, Jobs, live_jobs, open_ledger, write_config
+from daemon_helpers import DaemonProc, Jobs, ledger_rows, live_jobs, open_ledger, write_config
 from live_helpers import wait_for, wait_state
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
@@ -115,6 +115,6 @@ def test_gpus_freed_for_a_waiter_are_not_taken_by_a_job_of_no_tenant_ahead(
 
 
 def _queue(cfg: Path, job_id: int) -> int | None:
-    with open_ledger(cfg) as ledger:
-        row = ledger.job(job_id)
-    return None if row is None else row.queue
+    """The job's queue in the daemon's ledger; None also before the daemon has made the
+    ledger (it checks the config against the cluster first)."""
+    return ledger_rows(cfg).get(job_id, {}).get("queue")
