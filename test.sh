@@ -8,8 +8,9 @@
 # Debian 13); then, for each other release in DLTEST_RELEASES (default: the other two of 22.05,
 # 24.11 and 26.05), a cluster of that release is brought up from its Debian root filesystem
 # (`dlcluster up --slurm R`, built once) and the live subset (tests marked `releases`) runs on
-# it, with the same pytest options. A run that selects tests (-m, -k, a test path) runs on the
-# host's release alone unless DLTEST_RELEASES names releases; DLTEST_RELEASES= runs none.
+# it, with the same pytest options: on all of them at once, each one's output printed after.
+# A run that selects tests (-m, -k, a test path) runs on the host's release alone unless
+# DLTEST_RELEASES names releases; DLTEST_RELEASES= runs none.
 # Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/slurm_plugin/slurm/test_records.py).
 # Tests marked `corpus` need the real-world corpus beside the checkout (tests/corpus.py names it; on the
 # project's CI machines); without it they are not collected and the run says how many.
@@ -45,34 +46,59 @@ fi
 
 # pytest runs in the background so that a SIGTERM or SIGINT (CI's stop) reaches it at once and
 # lets it tear its tests down (tests/sigterm_teardown.py); this script then ends with the signal
-child=
-trap 'if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null; wait "$child"; fi; exit 143' TERM
-trap 'if [ -n "$child" ]; then kill -INT "$child" 2>/dev/null; wait "$child"; fi; exit 130' INT
-run_pytest() {
-  .venv/bin/python -m pytest "$@" &
-  child=$!
-  local rc=0
-  wait "$child" || rc=$?
-  child=
-  return "$rc"
+children=
+logs=
+stop() {
+  for pid in $children; do kill "-$1" "$pid" 2>/dev/null || true; done
+  for pid in $children; do wait "$pid" 2>/dev/null || true; done
+  for log in $logs; do cat "$log"; done
+  exit "$2"
 }
+trap 'stop TERM 143' TERM
+trap 'stop INT 130' INT
 
 status=0
 echo "test.sh: every test on the host's Slurm $host (cluster 'dlcluster')"
-run_pytest "$@" || status=$?
+.venv/bin/python -m pytest "$@" &
+children=$!
+wait "$children" || status=$?
+children=
+
+# The other releases: each cluster is brought up in turn, then their live subsets run at the
+# same time (they wait on jobs far more than they compute; the tests that bring up clusters of
+# their own or add users pick ports and names per release, tests/live_helpers.py), each
+# printing its output when all have ended.
+names=
+trap 'for name in $names; do .venv/bin/dlcluster down --name "$name" >/dev/null 2>&1 || true; done' EXIT
 for release in $DLTEST_RELEASES; do
-  name="rel${release/./}"
   case "$release" in 22.05) port=7200 ;; 24.11) port=7400 ;; 26.05) port=7600 ;;
     *) echo "test.sh: DLTEST_RELEASES: $release is not one of 22.05, 24.11, 26.05" >&2; exit 2 ;; esac
-  echo "test.sh: the live subset (-m 'live and releases') on Slurm $release (cluster '$name')"
+  name="rel${release/./}"
   .venv/bin/dlcluster up --slurm "$release" --name "$name" --port-base "$port" --with-dbd --clear
-  saved_path=$PATH saved_conf=${SLURM_CONF-}
-  eval "$(.venv/bin/dlcluster env --name "$name")"
-  rc=0
-  run_pytest "$@" -m "live and releases" || rc=$?
-  export PATH=$saved_path SLURM_CONF=$saved_conf
-  [ -n "$saved_conf" ] || unset SLURM_CONF
-  .venv/bin/dlcluster down --name "$name" >/dev/null || true
-  if [ "$status" = 0 ]; then status=$rc; fi
+  names="$names $name"
 done
+if [ -n "$names" ]; then
+  out=$(mktemp -d)
+  set -- "$@" -m "live and releases"
+  for release in $DLTEST_RELEASES; do
+    name="rel${release/./}"
+    echo "test.sh: the live subset (-m 'live and releases') on Slurm $release (cluster '$name'): $out/$name.log"
+    ( eval "$(.venv/bin/dlcluster env --name "$name")"
+      exec .venv/bin/python -m pytest "$@" ) > "$out/$name.log" 2>&1 &
+    children="$children $!"
+    logs="$logs $out/$name.log"
+  done
+  for pid in $children; do
+    rc=0
+    wait "$pid" || rc=$?
+    if [ "$status" = 0 ]; then status=$rc; fi
+  done
+  children=
+  for name in $names; do
+    echo "test.sh: ---- the live subset on cluster '$name' ----"
+    cat "$out/$name.log"
+  done
+  logs=
+  rm -rf "$out"
+fi
 exit "$status"

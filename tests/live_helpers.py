@@ -72,6 +72,26 @@ def cluster_name() -> str:
     raise AssertionError(f"no ClusterName in {slurm_conf()}")
 
 
+#: the releases ./test.sh runs live tests on, in the order of :func:`per_release_port`'s offsets
+RELEASES = ((22, 5), (24, 11), (26, 5))
+
+
+def per_release_port(base: int, release: tuple[int, int]) -> int:
+    """``--port-base`` of a throw-away cluster a test brings up: ``base`` + 10 per release
+    (22.05: +0, 24.11: +10, 26.05: +20, any other: +30), since ./test.sh runs the live subsets
+    of two releases at once. A 1-node cluster listens on ``port_base``, ``+2`` (slurmdbd) and
+    ``+101`` (its slurmd), so bases 10 apart never share a port."""
+    return base + 10 * (RELEASES.index(release) if release in RELEASES else len(RELEASES))
+
+
+def per_cluster_user(stem: str) -> str:
+    """A Linux user name of the cluster SLURM_CONF names (``stem`` + the cluster's name, at most
+    32 characters): tests that add a user with ``useradd`` and remove it after run on two
+    clusters at once and must not remove each other's. Without a cluster (a run that collects
+    the live tests only to deselect them) the stem alone."""
+    return f"{stem}{cluster_name() if slurm_conf().exists() else ''}"[:32]
+
+
 #: jobs that kept a whole :func:`wait_cluster_idle` from ending: id -> how it stood then
 _outlasted: dict[int, str] = {}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import wait_for, wait_state
+from live_helpers import per_release_port, wait_for, wait_state
 from prioritizer.cli import main as dlprio
 from prioritizer.history.trace import read_rows
 from slurm_plugin.slurm.accounting import GPU_TRES_FIX, tracks_gpus
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.live, pytest.mark.releases]
 
 REPO = Path(__file__).resolve().parents[2]
 DLCLUSTER = str(REPO / ".venv" / "bin" / "dlcluster")
-PORT = "9000"
+PORT = 9000  # per_release_port of it
 
 
 def _name(release: tuple[int, int]) -> str:
@@ -36,7 +36,8 @@ def _name(release: tuple[int, int]) -> str:
 
 
 def _dlcluster(release: tuple[int, int], *args: str) -> str:
-    done = subprocess.run([DLCLUSTER, *args, "--name", _name(release), "--port-base", PORT],
+    done = subprocess.run([DLCLUSTER, *args, "--name", _name(release),
+                           "--port-base", str(per_release_port(PORT, release))],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return done.stdout

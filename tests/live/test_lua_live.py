@@ -1,6 +1,6 @@
 """job_submit.lua inside the live slurmctld, with a non-root user created by the test.
 
-The user (``dlluatest``) is added with ``useradd`` so that munge vouches for it on this machine;
+The user (``dllua`` + the cluster's name) is added with ``useradd`` so that munge vouches for it on this machine;
 its commands go through ``SlurmClient(run_as=...)`` (``runuser -u``). Every refusal is shown to be
 the plugin's, not slurmctld's own: its text reaches sbatch, or its line naming the job is in
 slurmctld's log (22.05 gives slurm_job_modify no way to the user); where slurmctld refuses first
@@ -18,13 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from live_helpers import slurm_conf, wait_cluster_idle, wait_for
+from live_helpers import per_cluster_user, slurm_conf, wait_cluster_idle, wait_for
 
 from slurm_plugin.slurm.client import SlurmClient, SlurmRefused
 
 pytestmark = [pytest.mark.live, pytest.mark.releases]
 
-USER = "dlluatest"
+USER = per_cluster_user("dllua")
 PREFIX = "dllua-"
 SCRIPT = "#!/bin/bash\ntrue\n"
 PACKAGED = Path(__file__).resolve().parents[2] / "slurm_plugin" / "job_submit.lua"

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import logged_calls, logging_path, wait_cluster_idle, wait_for, wait_state
+from live_helpers import (logged_calls, logging_path, per_cluster_user, wait_cluster_idle, wait_for,
+                          wait_state)
 from prioritizer.daemon.snapshot import write_snapshot
 from queue_helpers import pub, snapshot
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
@@ -207,16 +208,19 @@ def test_watch_in_tmux_shows_hostile_name_literally(jobs: Jobs) -> None:
                                              "1", "-j", str(job), "--snapshot", NO_SNAPSHOT])
     shell = f"{cmd}; echo DLQ-EXIT=$?; sleep 120"
     env = dict(os.environ, LANG="C.UTF-8")
-    subprocess.run(["tmux", "-u", "new-session", "-d", "-s", session, "-x", "160", "-y", "40",
+    # a tmux server of the test's own (-L): a session of a running server takes the server's
+    # environment, which may be another cluster's PATH and SLURM_CONF (./test.sh runs two)
+    tmux = ["tmux", "-L", session]
+    subprocess.run([*tmux, "-u", "new-session", "-d", "-s", session, "-x", "160", "-y", "40",
                     shell], check=True, env=env, timeout=30)
     try:
         def screen() -> str | None:
-            text = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], check=True,
+            text = subprocess.run([*tmux, "capture-pane", "-p", "-t", session], check=True,
                                   capture_output=True, text=True, timeout=10).stdout
             return text if "DLQ-EXIT=" in text else None
         text = wait_for(screen, 60, "dlqueue --watch to finish in tmux")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False, timeout=10)
+        subprocess.run([*tmux, "kill-server"], check=False, timeout=10)
     assert "DLQ-EXIT=0" in text
     row = [ln for ln in text.splitlines() if ln.startswith(f"{job} ")]
     assert len(row) == 1, text  # one row: the newline is shown as \n, nothing wrapped
@@ -255,7 +259,7 @@ def test_partitions_hidden_ones_too_and_unknown_ones_refused(jobs: Jobs) -> None
     """``-p`` names partitions: a hidden one (``Hidden=YES``, which scontrol and squeue show
     a user only with ``--all``) selects its jobs for a user who is not root; a name that is
     no partition exits 2 naming it (squeue would show an empty table, read as "no jobs")."""
-    user = "dlqueuetest"
+    user = per_cluster_user("dlq")
     created = subprocess.run(["useradd", "--no-create-home", "--shell=/bin/bash", user],
                              capture_output=True, text=True).returncode == 0
     jobs.client.create_partition("dlq_hidden", ["Nodes=ALL", "Hidden=YES", "State=UP"])

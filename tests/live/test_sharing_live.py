@@ -9,8 +9,9 @@ of one GPU, which it sees in ``CUDA_VISIBLE_DEVICES``.
 Every GPU but one is held by a job that cannot be requeued (``--no-requeue``: never a victim),
 so the jobs of the test all want that one GPU. The tests use the cluster ``SLURM_CONF`` points at
 when its GPUs have shards; else they bring up their own small one (``dlcluster up --name
-shardsRRRR --port-base 7800 --slurm R --nodes 1 --gpus-per-node 2 --shards 4``, of the current
-cluster's release R, about 15 s) and take it down after."""
+shardsRRRR --port-base P --slurm R --nodes 1 --gpus-per-node 2 --shards 4``, of the current
+cluster's release R, P 7800 + 10 per release: live_helpers.per_release_port, about 15 s) and
+take it down after."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from daemon_helpers import CKPT_SCRIPT, DaemonProc, Jobs, ledger_rows, live_jobs, write_config
-from live_helpers import wait_file, wait_for, wait_state
+from live_helpers import per_release_port, wait_file, wait_for, wait_state
 from slurm_plugin import shard
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
@@ -41,8 +42,10 @@ _NAME, _, _PORT = os.environ.get("DLTEST_SHARD_CLUSTER", "shards:7800").partitio
 
 def shard_cluster_args(release: tuple[int, int]) -> list[str]:
     """The cluster brought up when the current one has no shards, of the current cluster's
-    release, one name per release (``DLTEST_SHARD_CLUSTER=NAME:PORT`` names another)."""
-    return ["--name", "%s%d%02d" % (_NAME, *release), "--port-base", _PORT,
+    release, one name and port per release (``DLTEST_SHARD_CLUSTER=NAME:PORT`` names another
+    NAME and base PORT)."""
+    return ["--name", "%s%d%02d" % (_NAME, *release),
+            "--port-base", str(per_release_port(int(_PORT), release)),
             "--slurm", "%d.%02d" % release]
 
 

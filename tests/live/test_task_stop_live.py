@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from live_helpers import wait_file, wait_for
+from live_helpers import cluster_name, wait_file, wait_for
 from test_submit_live import Submitter, role, spec, submit  # noqa: F401
 
 pytestmark = pytest.mark.live
@@ -25,8 +25,10 @@ pytestmark = pytest.mark.live
 
 def job_processes(job_id: int, ckpt_dir: Path) -> list[str]:
     """``pid args`` of every process of this machine (the dlcluster nodes) whose environment is
-    the job's: ``SLURM_JOB_ID`` is the job's, or ``DL_CHECKPOINT_DIR`` its checkpoint dir."""
-    marks = {f"SLURM_JOB_ID={job_id}".encode(), f"DL_CHECKPOINT_DIR={ckpt_dir}".encode()}
+    the job's: ``SLURM_JOB_ID`` is the job's on this cluster (``SLURM_CLUSTER_NAME``: ./test.sh
+    runs two clusters at once, whose job ids overlap), or ``DL_CHECKPOINT_DIR`` its checkpoint
+    dir."""
+    job = {f"SLURM_JOB_ID={job_id}".encode(), f"SLURM_CLUSTER_NAME={cluster_name()}".encode()}
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -36,7 +38,7 @@ def job_processes(job_id: int, ckpt_dir: Path) -> list[str]:
             args = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if env & marks:
+        if job <= env or f"DL_CHECKPOINT_DIR={ckpt_dir}".encode() in env:
             found.append(f"{entry} {args.decode(errors='replace')[:120]}")
     return found
 
