@@ -447,10 +447,31 @@ def files_beside(cfg: DaemonConfig, source: str | Path) -> DaemonConfig:
                    else replace(cfg.auto_tune, history=beside(source, history))))
 
 
+def with_cycle_interval(data: Any) -> Any:
+    """Parsed dlprio.yaml ``data`` with ``policy.decision_interval_s`` = ``interval_s`` where
+    the policy section sets none: the daemon decides once a cycle, so every replay of its
+    policy (forecasts, auto_tune, ``dlprio simulate --config``) ticks when it does; the policy's
+    own default, 30 s, is the daemon's default cycle. Anything else (no mapping, an
+    ``interval_s`` that is not a valid one) is returned as it is, for validation to name once."""
+    if not isinstance(data, dict):
+        return data
+    interval, section = data.get("interval_s"), data.get("policy")
+    try:   # nan compares false; a whole number past any float overflows
+        valid = (not isinstance(interval, bool) and isinstance(interval, (int, float))
+                 and 0 < float(interval) <= MAX_SECONDS)
+    except OverflowError:
+        valid = False
+    if (not valid or not (section is None or isinstance(section, dict))
+            or "decision_interval_s" in (section or {})):
+        return data
+    return {**data, "policy": {**(section or {}), "decision_interval_s": interval}}
+
+
 def from_mapping(data: Any) -> DaemonConfig:
-    """Build a :class:`DaemonConfig` from parsed YAML (``None``: all defaults).
+    """Build a :class:`DaemonConfig` from parsed YAML (``None``: all defaults;
+    :func:`with_cycle_interval` applied).
 
     Raises:
         ConfigError: one line per problem, ``KEY.PATH: allowed range or fix (got VALUE)``.
     """
-    return validate(DaemonConfig, data)
+    return validate(DaemonConfig, with_cycle_interval(data))

@@ -397,9 +397,8 @@ def policy_section(path: str) -> dict[str, Any]:
     section's own values (the caller checks them after its options override them, naming the
     option; a file refused for its daemon keys lists them too, after those), and the daemon's
     refusal of ``policy: srtf`` (an oracle, for these commands only). The daemon's
-    ``interval_s`` stands for the section's ``decision_interval_s`` where it sets none (the
-    daemon decides once a cycle; the policy's own default, 30 s, is the daemon's default
-    cycle).
+    ``interval_s`` stands for the section's ``decision_interval_s`` where it sets none
+    (:func:`prioritizer.config_file.with_cycle_interval`).
 
     Raises:
         CliError: unreadable file or bad YAML (:func:`slurm_plugin.common.yamlfile.read_yaml`), a top
@@ -407,7 +406,7 @@ def policy_section(path: str) -> dict[str, Any]:
             ``FILE: policy: expected a mapping of keys (got [])``, or one line per problem of
             the daemon's keys, ``FILE: KEY: allowed range or fix (got VALUE)`` (exit 2).
     """
-    from prioritizer.config_file import from_mapping
+    from prioritizer.config_file import from_mapping, with_cycle_interval
     from prioritizer.policy.validation import ConfigError
     from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
     try:
@@ -433,11 +432,7 @@ def policy_section(path: str) -> dict[str, Any]:
     except ConfigError as exc:
         raise CliError("\n".join(f"{visible(path)}: {line}" for line in
                                  str(exc).splitlines() + policy_problems)) from None
-    out = dict(section or {})
-    if "decision_interval_s" not in out and "interval_s" in (data or {}):
-        # the daemon decides every interval_s: a replay of its config decides when it does
-        out["decision_interval_s"] = (data or {})["interval_s"]
-    return out
+    return dict(with_cycle_interval(data or {}).get("policy") or {})
 
 
 def _source(line: str, args: argparse.Namespace) -> str:

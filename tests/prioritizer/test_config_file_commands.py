@@ -151,3 +151,22 @@ def test_the_daemons_interval_is_the_replays_decision_interval(tmp_path: Path) -
     assert policy_section(str(f)) == {"decision_interval_s": 10, "starve_knob": 2}
     f.write_text("policy: {starve_knob: 2}\n")   # the daemon's default cycle, 30 s
     assert policy_section(str(f)) == {"starve_knob": 2}
+
+
+def test_the_daemons_own_replays_tick_at_its_interval(tmp_path: Path) -> None:
+    """The daemon's config carries its cycle into its policy: its forecasts and auto_tune's
+    replays (which read ``cfg.policy``) decide every interval_s, as the daemon does, unless
+    the policy section sets decision_interval_s; a bad interval_s is named once, as itself."""
+    f = tmp_path / "dlprio.yaml"
+    f.write_text("interval_s: 10\npolicy: {starve_knob: 2}\n")
+    cfg = daemon_config.load(f)
+    assert (cfg.interval_s, cfg.policy.decision_interval_s, cfg.policy.starve_knob) == (10, 10, 2)
+    f.write_text("interval_s: 10\npolicy: {decision_interval_s: 4}\n")
+    assert daemon_config.load(f).policy.decision_interval_s == 4
+    f.write_text("policy: {starve_knob: 2}\n")
+    assert daemon_config.load(f).policy.decision_interval_s == 30   # both defaults: 30 s
+    for bad in ("soon", ".nan", ".inf", "0", "-5", "1e12", "1" + "0" * 400, "true"):
+        f.write_text(f"interval_s: {bad}\n")
+        with pytest.raises(ConfigError) as exc:
+            daemon_config.load(f)
+        assert [line.split(": ")[1] for line in str(exc.value).splitlines()] == ["interval_s"]
