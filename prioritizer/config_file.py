@@ -69,6 +69,11 @@ PathRules = (Rule(lambda v: "\0" not in v, "a path cannot hold a NUL byte (\\x00
 FilePath = Annotated[NonEmpty, *PathRules]
 #: ``gittins_samples``: ``""`` (packaged), ``history``, or a file path.
 SamplesPath = Annotated[str, *PathRules]
+#: The word of ``gittins_samples`` for the distribution learned from the cluster's finished
+#: jobs (:mod:`prioritizer.daemon.learned_gittins`); ``""`` is the packaged one.
+LEARNED_SAMPLES = "history"
+#: The words of ``auto_tune.history`` that name a source, not a file.
+HISTORY_SOURCES = ("ledger", "sacct")
 #: A wait or timeout of the daemon is at most :data:`prioritizer.numbers.MAX_SECONDS` (10^9 s,
 #: about 31 years), the bound of every seconds option: past about 9.2 × 10^9 s Python's clock
 #: overflows (``threading.Event.wait``, ``subprocess.run(timeout=...)`` raise OverflowError), so
@@ -442,8 +447,9 @@ def files_beside(cfg: DaemonConfig, source: str | Path) -> DaemonConfig:
     return replace(
         cfg, ledger_path=beside(source, cfg.ledger_path),
         snapshot_path=beside(source, cfg.snapshot_path),
-        gittins_samples=samples if samples in ("", "history") else beside(source, samples),
-        auto_tune=(cfg.auto_tune if history in ("ledger", "sacct")
+        gittins_samples=(samples if samples in ("", LEARNED_SAMPLES)
+                         else beside(source, samples)),
+        auto_tune=(cfg.auto_tune if history in HISTORY_SOURCES
                    else replace(cfg.auto_tune, history=beside(source, history))))
 
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.daemon.learned_gittins import HISTORY
+from prioritizer.config_file import LEARNED_SAMPLES
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.metrics import Metrics
@@ -238,7 +238,7 @@ class AutoTuner:
                    "max_hurt_share": at.max_hurt_share, "max_worst_window": at.max_worst_window,
                    "slurm_timeout_s": self.slurm_timeout_s,
                    "gittins_samples": (self.cfg.gittins_samples if self.cfg.gittins_samples
-                                       in ("", HISTORY) else
+                                       in ("", LEARNED_SAMPLES) else
                                        os.path.abspath(self.cfg.gittins_samples)),
                    "gittins_min_samples": self.cfg.gittins_min_samples}
         (self.workdir / "request.json").write_text(json.dumps(request))

@@ -59,7 +59,7 @@ from prioritizer.daemon.lock import LedgerLock, LockHeld
 from prioritizer.daemon.log import CycleAdapter, configure, event
 from prioritizer.daemon.ledger import (Ledger, LedgerDamaged, LedgerVersionError, NotALedger,
                                        check_file)
-from prioritizer.daemon.learned_gittins import HISTORY
+from prioritizer.config_file import HISTORY_SOURCES, LEARNED_SAMPLES
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.samplesfile import load_distribution
@@ -174,7 +174,7 @@ def gittins_samples(cfg: DaemonConfig, source: object) -> GittinsDistribution | 
         ConfigError: ``FILE: gittins_samples: PATH: cannot read (a FIFO; give a regular
             file)`` or a bad sample's line, exit 2 as any config error.
     """
-    if not cfg.policy.uses_distribution or cfg.gittins_samples in ("", HISTORY):
+    if not cfg.policy.uses_distribution or cfg.gittins_samples in ("", LEARNED_SAMPLES):
         return None
     try:
         return load_distribution(cfg.gittins_samples)
@@ -196,7 +196,7 @@ def auto_tune_history(cfg: DaemonConfig, source: object) -> None:
     """
     from prioritizer.sim.traces import TraceError, read_trace
     at = cfg.auto_tune
-    if not at.enabled or at.history in ("ledger", "sacct"):
+    if not at.enabled or at.history in HISTORY_SOURCES:
         return
     try:
         read_trace(at.history, fmt="history")

@@ -21,7 +21,6 @@ from prioritizer.policy.gittins import GittinsDistribution
 from slurm_plugin.slurm.accounting import fold_jobs
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
-HISTORY = "history"
 SACCT_WINDOW = "now-30days"
 
 

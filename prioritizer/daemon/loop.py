@@ -30,7 +30,8 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.forecasts import Forecaster
 from prioritizer.policy.gittins import GittinsDistribution
-from prioritizer.daemon.learned_gittins import HISTORY, HistoryDistribution
+from prioritizer.config_file import LEARNED_SAMPLES
+from prioritizer.daemon.learned_gittins import HistoryDistribution
 from prioritizer.samplesfile import load_distribution
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.lease import ClusterLease
@@ -104,7 +105,7 @@ class Daemon:
         self.preemptor = Preemptor(client, ledger, self.cfg, log)
         uses = cfg.policy.uses_distribution   # tiresias-gittins, or preempt_gain
         self.learner = (HistoryDistribution(cfg.gittins_min_samples, cfg.gittins_refresh_s)
-                        if uses and cfg.gittins_samples == HISTORY else None)
+                        if uses and cfg.gittins_samples == LEARNED_SAMPLES else None)
         self.distribution: GittinsDistribution | None = (
             (distribution or load_distribution(cfg.gittins_samples))
             if uses and self.learner is None else None)

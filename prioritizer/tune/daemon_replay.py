@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from prioritizer.daemon.learned_gittins import HISTORY
+from prioritizer.config_file import LEARNED_SAMPLES
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
 from prioritizer.policy.config import PolicyConfig
@@ -143,7 +143,7 @@ def replay_durations(request: dict[str, Any]) -> Durations:
     ``gittins_samples: FILE`` that file, ``history`` learned from the replayed history (every
     job of it has ended; at least ``gittins_min_samples``, else packaged), ``""`` packaged."""
     samples = request.get("gittins_samples", "")
-    if samples == HISTORY:
+    if samples == LEARNED_SAMPLES:
         return Durations(history=True, min_samples=request.get("gittins_min_samples",
                                                                MIN_SAMPLES))
     return Durations(file=samples or None)
