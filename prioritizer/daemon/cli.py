@@ -209,10 +209,15 @@ def _setup(args: argparse.Namespace) -> tuple[DaemonConfig, CycleAdapter, Gittin
     """The config, its samples file and the logger of ``run``/``once``: every file the config
     names is checked before anything is opened."""
     cfg = _load(args, "ledger_path", "snapshot_path")
-    source = args.config if args.config is not None else daemon_config.default_path()
+    source = _source(args)
     samples = gittins_samples(cfg, source)
     auto_tune_history(cfg, source)
     return cfg, configure(args.log_format or cfg.log_format, config_file=args.log_config), samples
+
+
+def _source(args: argparse.Namespace) -> str:
+    """The config file ``run``/``once`` read (``--config``, else the default path)."""
+    return str(args.config if args.config is not None else daemon_config.default_path())
 
 
 def _ledger_lock(path: str) -> LedgerLock:
@@ -230,8 +235,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg, log, samples = _setup(args)
     stop = threading.Event()
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
-    try:
-        preflight(cfg, client)   # a config it refuses leaves no lease job and no ledger
+    try:   # a config it refuses leaves no lease job and no ledger
+        preflight(cfg, client, _source(args))
         checked = True
     except SlurmUnreachable:     # the first cycle checks, once Slurm answers
         checked = False
@@ -251,7 +256,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
                 Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                       distribution=samples, auto_tune=True, checked=checked).run(stop)
+                       distribution=samples, auto_tune=True, checked=checked,
+                       source=_source(args)).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
                 return _fail(str(exc), Exit.HELD)
@@ -311,7 +317,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     is none), so the next real cycle and ``status``/``explain`` see the ledger as it was."""
     cfg, log, samples = _setup(args)
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
-    preflight(cfg, client)   # a config it refuses leaves no lease job and no ledger
+    preflight(cfg, client, _source(args))   # a config it refuses leaves no lease job, no ledger
     with ExitStack() as stack:
         if not args.dry_run:
             stack.enter_context(_ledger_lock(cfg.ledger_path))

@@ -41,8 +41,7 @@ from prioritizer.policy.model import Decisions
 from prioritizer.policy.tenant_decide import TenantDecisions, decide_tenants
 from prioritizer.policy.tenants import Resources
 from prioritizer.daemon import tenants_view
-from prioritizer.daemon.tenants_view import check_tenants
-from prioritizer.daemon.names_check import check_names
+from prioritizer.daemon.names_check import preflight
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.common.cli import visible
 from prioritizer.daemon.observe import Observation, UnitCache, observe
@@ -79,6 +78,7 @@ class Daemon:
             ``dlprio once`` decides with the settings in force and starts no replay).
         checked: the config was checked against the cluster already
             (:func:`prioritizer.daemon.names_check.preflight`); False: the first cycle does.
+        source: the config file, named in the first cycle's check's lines (None: unnamed).
 
     Raises:
         ValueError: ``gittins_samples`` names a file that cannot be read or parsed.
@@ -89,7 +89,8 @@ class Daemon:
                  dry_run: bool = False, out: TextIO | None = None,
                  lease: ClusterLease | None = None,
                  distribution: GittinsDistribution | None = None,
-                 auto_tune: bool = False, checked: bool = False) -> None:
+                 auto_tune: bool = False, checked: bool = False,
+                 source: str | None = None) -> None:
         self.cfg, self.client, self.ledger, self.log = cfg, client, ledger, log
         self.lease = lease
         self.metrics = metrics or Metrics()
@@ -130,8 +131,7 @@ class Daemon:
         # the config checked against the cluster (names_check.preflight, ``checked``), else
         # at the first cycle: the virtual clusters, and partitions, exempt_partitions,
         # exempt_accounts
-        self.tenants_checked = checked
-        self.names_checked = checked
+        self.names_checked, self.source = checked, source
         #: the last cycle's tenant decision (None without virtual_clusters)
         self.tenant_decisions: TenantDecisions | None = None
         self.tenant_usage: dict[str, Resources] | None = None   # decayed, with a half-life
@@ -145,7 +145,7 @@ class Daemon:
         if not self._slurm_config_read:
             self.read_slurm_config()
         if not self.names_checked:   # a typo there would go unseen: ConfigError, nothing sent
-            check_names(self.cfg, self.client)
+            preflight(self.cfg, self.client, self.source)
             self.names_checked = True
         obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:
@@ -195,13 +195,10 @@ class Daemon:
         self.preemptor.cfg = self.cfg
 
     def decide_tenants(self, obs: Observation, now: float) -> Decisions:
-        """The decision with tenants (``policy.tenant_decide``): the virtual clusters are
-        checked against the cluster at the first cycle (its GPUs, slurmdbd's accounts), the
-        decayed usage is kept in the ledger (meta ``tenant_usage``)."""
+        """The decision with tenants (``policy.tenant_decide``; the virtual clusters were
+        checked against the cluster before, :func:`prioritizer.daemon.names_check.preflight`),
+        the decayed usage kept in the ledger (meta ``tenant_usage``)."""
         assert self.tenancy is not None
-        if not self.tenants_checked:
-            check_tenants(self.tenancy, obs, self.client)
-            self.tenants_checked = True
         usage = tenants_view.advance_usage(self.ledger, self.tenancy, obs, now)
         found = decide_tenants(obs.snapshot, self.cfg.policy, now, self.tenancy,
                                tenants_view.owners(self.tenancy, obs), usage=usage,

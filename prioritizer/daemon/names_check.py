@@ -1,14 +1,15 @@
-"""The first cycle's check of the names ``dlprio.yaml`` gives Slurm's partitions and accounts.
+"""The check of the names ``dlprio.yaml`` gives Slurm's partitions and accounts.
 
 A typo in ``partitions`` leaves the daemon managing nothing (no job is in a partition the
 cluster does not have), one in ``exempt_partitions`` or ``exempt_accounts`` leaves jobs
 preemptible that the site meant to keep, one in a virtual cluster's ``partition`` leaves the
 tenant without jobs, one in ``queue_partitions`` (mode partition) makes every move fail; the
-first three show nowhere else. So the daemon's first cycle
-(:meth:`prioritizer.daemon.loop.Daemon.cycle`), before it observes or sends anything, checks
-them against the cluster: partitions against ``scontrol show partition``, accounts against
+first three show nowhere else. So ``dlprio run`` and ``once`` (or ``run``'s first cycle,
+:meth:`prioritizer.daemon.loop.Daemon.cycle`, when Slurm did not answer at its start), before
+they observe or send anything, check them against the cluster (:func:`preflight`, with the
+virtual clusters' guarantees and accounts): partitions against ``scontrol show partition``, accounts against
 slurmdbd's (``sacctmgr list account``; skipped with no slurmdbd to ask, as the tenants'
-accounts in :func:`prioritizer.daemon.tenants_view.check_tenants`).
+accounts are).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.policy.tenants import Tenancy, check_tenancy
 from prioritizer.policy.validation import ConfigError
+from slurm_plugin.common.cli import visible
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
 
 
@@ -49,18 +51,6 @@ def _partition_keys(cfg: DaemonConfig) -> list[tuple[str, tuple[str, ...]]]:
     return keys
 
 
-def check_names(cfg: DaemonConfig, client: SlurmClient) -> None:
-    """Check ``partitions``, ``exempt_partitions`` and ``exempt_accounts`` against the cluster.
-    Reads Slurm only. Raises ConfigError (one line per name; ``dlprio`` exits 2), and as the
-    client does (SlurmUnreachable)."""
-    partitions = (set(client.show_partitions())
-                  if any(names for _, names in _partition_keys(cfg)) else set())
-    accounts = known_accounts(client) if cfg.exempt_accounts else None
-    problems = name_problems(cfg, partitions, accounts)
-    if problems:
-        raise ConfigError("\n".join(problems))
-
-
 def known_accounts(client: SlurmClient) -> set[str] | None:
     """slurmdbd's account names (``sacctmgr list account``), None when there is no slurmdbd
     to ask (Slurm then knows no accounts to check against). Raises SlurmUnreachable."""
@@ -79,16 +69,28 @@ def tenancy_problems(tenancy: Tenancy, gpus: int, client: SlurmClient) -> list[s
     return check_tenancy(tenancy, gpus, known_accounts(client))
 
 
-def preflight(cfg: DaemonConfig, client: SlurmClient) -> None:
+def preflight(cfg: DaemonConfig, client: SlurmClient, source: str | None = None) -> None:
     """Every check of ``dlprio.yaml`` against the cluster (:func:`check_names`, and the virtual
     clusters against the cluster's GPUs, every node's as observe reads them), made before
     ``dlprio run``/``once`` take the cluster lease or open the ledger, so that a config they
-    refuse leaves nothing behind: no lease job, no ledger rebuilt from sacct. Reads Slurm only.
-    Raises ConfigError (one line per problem) and SlurmUnreachable (``run`` then leaves the
-    checks to its first cycle, once Slurm answers)."""
-    check_names(cfg, client)
+    refuse leaves nothing behind: no lease job, no ledger rebuilt from sacct (``run`` started
+    while Slurm does not answer makes them in its first cycle). Reads Slurm only.
+
+    Args:
+        source: the config file, put in front of each line as
+            :func:`prioritizer.config_file.load` names its own problems (None: as they are).
+
+    Raises:
+        ConfigError: one line per problem, all of them together.
+        SlurmUnreachable: ``run`` then leaves the checks to its first cycle, once Slurm answers.
+    """
+    partitions = (set(client.show_partitions())
+                  if any(names for _, names in _partition_keys(cfg)) else set())
+    accounts = known_accounts(client) if cfg.exempt_accounts else None
+    problems = name_problems(cfg, partitions, accounts)
     if cfg.tenancy is not None:
-        problems = tenancy_problems(cfg.tenancy, sum(n.gpus_total for n in client.nodes()),
-                                    client)
-        if problems:
-            raise ConfigError("\n".join(problems))
+        problems += tenancy_problems(cfg.tenancy, sum(n.gpus_total for n in client.nodes()),
+                                     client)
+    if problems:
+        where = "" if source is None else f"{visible(source)}: "
+        raise ConfigError("\n".join(where + line for line in problems))

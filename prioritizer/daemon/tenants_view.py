@@ -1,5 +1,6 @@
-"""The daemon's side of the tenants (``virtual_clusters``): who owns a job, the checks that
-need the cluster, the decayed usage kept in the ledger, and the per-tenant rows that
+"""The daemon's side of the tenants (``virtual_clusters``): who owns a job, the decayed usage
+kept in the ledger (the checks that need the cluster are
+:func:`prioritizer.daemon.names_check.preflight`'s), and the per-tenant rows that
 ``dlprio status``, ``dlqueue`` and the metrics show.
 
 The rules are :mod:`prioritizer.policy.tenants` (pure); this module reads the observation and
@@ -14,15 +15,12 @@ import json
 from typing import Any
 
 from prioritizer.daemon.ledger import Ledger
-from prioritizer.daemon.names_check import tenancy_problems
 from prioritizer.daemon.observe import Observation
 from prioritizer.policy.model import JobPhase
 from prioritizer.policy.tenant_decide import Owner, TenantDecisions, holdings_of
 from prioritizer.policy.tenants import (SHARED, Resources, Tenancy, decay,
                                         fair_share, reason_text)
-from prioritizer.policy.validation import ConfigError
 from prioritizer.daemon.snapshot import PublicTenant
-from slurm_plugin.slurm.client import SlurmClient
 
 #: the ledger meta keys of the last cycle's tenant rows (``dlprio status``) and, per job, the
 #: rule that placed or preempted it (``dlprio explain``)
@@ -36,16 +34,6 @@ def owners(tenancy: Tenancy, obs: Observation) -> dict[int, Owner]:
     """Each managed unit's tenant (from its account and partition) and user."""
     return {job_id: Owner(tenancy.tenant_of(u.account, u.partition.split(",")[0], None), u.user)
             for job_id, u in obs.units.items()}
-
-
-def check_tenants(tenancy: Tenancy, obs: Observation, client: SlurmClient) -> None:
-    """The checks that need the cluster: guarantees against its GPUs (the nodes observed),
-    accounts against slurmdbd's (skipped, with no slurmdbd to ask). Raises ConfigError
-    (one line per problem; ``dlprio`` exits 2)."""
-    gpus = sum(node.gpus_total for node in obs.snapshot.nodes)
-    problems = tenancy_problems(tenancy, gpus, client)
-    if problems:
-        raise ConfigError("\n".join(problems))
 
 
 def advance_usage(ledger: Ledger, tenancy: Tenancy, obs: Observation,

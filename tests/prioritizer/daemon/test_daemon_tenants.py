@@ -142,6 +142,26 @@ def test_checked_against_the_cluster_at_the_first_cycle(tmp_path: Path) -> None:
     assert client.calls == []
 
 
+def test_every_problem_against_the_cluster_at_once_named_by_the_file(tmp_path: Path) -> None:
+    """``dlprio run``/``once`` check the config against the cluster before anything else
+    (names_check.preflight): a partition typo and the tenants' problems come together, one line
+    each, each behind the config file's name as the file's own problems are."""
+    from prioritizer.daemon.names_check import preflight
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 0)], known_accounts={"nlp"},
+                       partitions={"gpu": {}})
+    config = DaemonConfig(partitions=("gpux",), virtual_clusters=TENANTS)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError) as err:
+        preflight(config, client, "/etc/dlprio/dlprio.yaml")   # type: ignore[arg-type]
+    assert str(err.value).splitlines() == [
+        "/etc/dlprio/dlprio.yaml: partitions: 'gpux' is not a partition of the cluster "
+        "(it has: gpu); fix the name",
+        "/etc/dlprio/dlprio.yaml: virtual_clusters: guaranteed_gpus sum to 16, above the "
+        "cluster's 8 GPUs; lower them so that every guarantee can be met at once",
+        "/etc/dlprio/dlprio.yaml: virtual_clusters.vision.account: 'vision' is not an account "
+        "slurmdbd knows; add it (sacctmgr add account vision) or fix the name"]
+    assert client.calls == []
+
+
 def test_dlqueue_shows_the_tenants_of_the_snapshot(tmp_path: Path) -> None:
     """The public snapshot carries the per-tenant GPUs (the reclaim case above), dlqueue
     prints them under its table."""

@@ -79,10 +79,10 @@ def test_dry_run_leaves_the_ledger_as_it_was(tmp_path: Path, slurm: FakeSlurm,
 def test_a_misspelt_partition_is_exit_2_not_an_empty_table(
         tmp_path: Path, slurm: FakeSlurm, capsys: pytest.CaptureFixture[str]) -> None:
     """``partitions: [gpux]`` on a cluster of partition gpu would manage nothing: the first
-    cycle refuses it in one line naming the partitions there are."""
+    cycle refuses it in one line naming the file, the key and the partitions there are."""
     config = Path(_config(tmp_path, tmp_path / "ledger.sqlite"))
     config.write_text(config.read_text() + "partitions: [gpux]\n")
     assert dlprio(["once", "--dry-run", "--config", str(config)]) == 2
-    assert capsys.readouterr() == ("", "dlprio: config: partitions: 'gpux' is not a partition "
-                                       "of the cluster (it has: gpu); fix the name\n")
+    assert capsys.readouterr() == ("", f"dlprio: config: {config}: partitions: 'gpux' is not a "
+                                       "partition of the cluster (it has: gpu); fix the name\n")
     assert slurm.calls == []
