@@ -411,6 +411,11 @@ def _tenant_rules(cfg: DaemonConfig) -> list[tuple[str, str]]:
         lines = check_tenancy(tenancy)
         lines += [f"virtual_clusters.{t.name}.qos: dlprio tells tenants apart by account and "
                   "partition; name one of those instead" for t in tenancy.tenants if t.qos]
+        lines += [f"virtual_clusters.{t.name}: names no account or partition, so the daemon "
+                  "would give it no job (users: is for traces, dlprio simulate --tenants); "
+                  "name the account or partition its jobs carry"
+                  for t in tenancy.tenants
+                  if (t.account, t.partition) == (None, None) and t.users and not t.qos]
         if cfg.mode != "priority":
             lines.append("virtual_clusters: tenants need mode: priority (one value per job "
                          "carries the order across tenants)")

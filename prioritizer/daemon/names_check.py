@@ -15,7 +15,7 @@ accounts are).
 from __future__ import annotations
 
 from prioritizer.daemon.config import DaemonConfig
-from prioritizer.policy.tenants import Tenancy, check_tenancy
+from prioritizer.policy.tenants import Tenancy, account_key, check_tenancy
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.common.cli import visible
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
@@ -30,9 +30,10 @@ def name_problems(cfg: DaemonConfig, partitions: set[str],
            for key, names in _partition_keys(cfg)
            for name in names if name not in partitions]
     if accounts is not None:
+        known = {account_key(a) for a in accounts}
         out += [f"exempt_accounts: {name!r} is not an account slurmdbd knows; add it "
-                f"(sacctmgr add account {name}) or fix the name"
-                for name in cfg.exempt_accounts if name not in accounts]
+                f"(sacctmgr add account {account_key(name)}) or fix the name"
+                for name in cfg.exempt_accounts if account_key(name) not in known]
     return out
 
 

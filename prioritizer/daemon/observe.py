@@ -30,6 +30,7 @@ from prioritizer.daemon.rebuild import rebuild_stale_runs
 from prioritizer.daemon.suspension import SUSPENDED_STATES, suspension
 from prioritizer.policy.model import JobPhase, JobView, NodeView, Snapshot
 from prioritizer.policy.sharing import Share
+from prioritizer.policy.tenants import account_key
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
 from slurm_plugin.marker import CheckpointContract, MarkerError, parse
 from slurm_plugin.slurm.records import WAITING_STATES, Job, Node, array_task_count
@@ -538,7 +539,8 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
                        for n in nodes if n.gpus_total)
     names = {n.name for n in node_views}
     views = []
-    exempt_parts, exempt_accounts = set(cfg.exempt_partitions), set(cfg.exempt_accounts)
+    exempt_parts = set(cfg.exempt_partitions)
+    exempt_accounts = {account_key(a) for a in cfg.exempt_accounts}
     tier_of: dict[str, int] = {}   # per partition string: most jobs share a few
     no_runs: list[Run] = []
     for job_id in sorted(units):
@@ -560,7 +562,7 @@ def build_snapshot(ledger: Ledger, units: dict[int, Unit], nodes: Iterable[Node]
         else:   # most pending jobs never ran: nothing to sum
             last = open_run = None
             attained_gpu_s = attained_s = 0.0
-        exempt = unit.partition in exempt_parts or unit.account in exempt_accounts
+        exempt = unit.partition in exempt_parts or account_key(unit.account) in exempt_accounts
         running = phase is JobPhase.RUNNING
         tier = tier_of.get(unit.partition)
         if tier is None:

@@ -57,6 +57,14 @@ MAX_USER_CAP = 2**31
 _NAME = re.compile(r"[A-Za-z0-9_.-]+\Z")
 
 
+def account_key(name: str) -> str:
+    """The form in which Slurm keeps an account name: lower case (sacctmgr stores ``AdmNLP`` as
+    ``admnlp`` and answers "Already existing account admnlp" to ``add account AdmNLP``; sbatch
+    takes either; squeue, sacct and sshare report the lower case one). Compare account names
+    by it, never as written."""
+    return name.lower()
+
+
 @dataclass(frozen=True)
 class VirtualCluster:
     """One tenant.
@@ -83,7 +91,8 @@ class VirtualCluster:
 
     def matches(self, account: str | None, partition: str | None, qos: str | None) -> bool:
         """Whether a job with these Slurm fields belongs here (keys not given match all)."""
-        return ((self.account is None or self.account == account)
+        return ((self.account is None or (account is not None
+                                          and account_key(self.account) == account_key(account)))
                 and (self.partition is None or self.partition == partition)
                 and (self.qos is None or self.qos == qos)
                 and (self.account, self.partition, self.qos) != (None, None, None))
@@ -229,9 +238,10 @@ def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,
         if (t.account, t.partition) == (None, None) and not t.users:
             out.append(f"{at}: names no account, partition or users; no job would belong to it"
                        + (" (dlprio matches no job by QOS)" if t.qos else ""))
-        if known is not None and t.account is not None and t.account not in known:
+        if (known is not None and t.account is not None
+                and account_key(t.account) not in {account_key(a) for a in known}):
             out.append(f"{at}.account: {t.account!r} is not an account slurmdbd knows; "
-                       f"add it (sacctmgr add account {t.account}) or fix the name")
+                       f"add it (sacctmgr add account {account_key(t.account)}) or fix the name")
         for u in t.users:
             if u in seen_users:
                 out.append(f"{at}.users: user {u!r} is in {seen_users[u]!r} too; "
@@ -254,10 +264,13 @@ def _overlap(a: VirtualCluster, b: VirtualCluster) -> str | None:
     if (a.account, a.partition) == (None, None) or (b.account, b.partition) == (None, None):
         return None
     account, partition = a.account or b.account, a.partition or b.partition
-    if account != (b.account or a.account) or partition != (b.partition or a.partition):
+    other = b.account or a.account
+    if ((account and other and account_key(account) != account_key(other))
+            or partition != (b.partition or a.partition)):
         return None   # both name it, with distinct values
     return " in ".join(f"{key} {value!r}" for key, value in
-                       (("account", account), ("partition", partition)) if value is not None)
+                       (("account", account and account_key(account)), ("partition", partition))
+                       if value is not None)
 
 
 # -- shares --------------------------------------------------------------------------------

@@ -240,3 +240,24 @@ def test_partition_and_account_names_checked_at_the_first_cycle(tmp_path: Path) 
     with Ledger(tmp_path / "l2.sqlite") as ledger:
         _daemon(tmp_path, client, ledger, partitions=("gpu",), exempt_partitions=("debug",),
                 exempt_accounts=("ops",)).cycle()
+
+
+def test_a_tenant_of_users_only_is_refused_by_the_daemon() -> None:
+    """``users:`` places trace jobs (``dlprio simulate --tenants``); the daemon tells tenants
+    apart by account and partition, so a tenant naming only users would get no job there."""
+    with pytest.raises(ConfigError) as err:
+        DaemonConfig(virtual_clusters={"nlp": {"account": "nlp", "guaranteed_gpus": 8},
+                                       "u4": {"users": ["alice"], "guaranteed_gpus": 8}})
+    assert str(err.value).splitlines() == [
+        "virtual_clusters.u4: names no account or partition, so the daemon would give it no job "
+        "(users: is for traces, dlprio simulate --tenants); name the account or partition its "
+        "jobs carry"]
+
+
+def test_exempt_accounts_compared_as_slurm_keeps_them() -> None:
+    """``exempt_accounts: [Ops]``: Slurm keeps the account as ``ops``; known, not refused."""
+    from prioritizer.daemon.names_check import name_problems
+    assert name_problems(DaemonConfig(exempt_accounts=("Ops",)), set(), {"ops"}) == []
+    assert name_problems(DaemonConfig(exempt_accounts=("Opz",)), set(), {"ops"}) == [
+        "exempt_accounts: 'Opz' is not an account slurmdbd knows; add it "
+        "(sacctmgr add account opz) or fix the name"]

@@ -289,6 +289,22 @@ def test_tenant_of_matches_every_named_key() -> None:
     assert ten.tenant_of("cv", "gpu", "normal") == SHARED
 
 
+def test_account_names_are_compared_as_slurm_keeps_them_in_lower_case() -> None:
+    """Slurm keeps account names in lower case (``sacctmgr add account AdmNLP`` stores
+    ``admnlp``; squeue reports that): a tenant written ``AdmNLP`` owns the jobs of ``admnlp``,
+    is an account slurmdbd knows, and overlaps a tenant of ``admnlp``."""
+    ten = parse_tenancy({"nlp": {"account": "AdmNLP", "guaranteed_gpus": 8}})
+    assert ten.tenant_of("admnlp", "gpu", None) == "nlp"
+    assert check_tenancy(ten, 32, known_accounts=["admnlp"]) == []
+    assert check_tenancy(ten, 32, known_accounts=["admcv"]) == [
+        "virtual_clusters.nlp.account: 'AdmNLP' is not an account slurmdbd knows; add it "
+        "(sacctmgr add account admnlp) or fix the name"]
+    ten = parse_tenancy({"a": {"account": "NLP"}, "b": {"account": "nlp"}})
+    assert check_tenancy(ten) == [
+        "virtual_clusters.b: a job could belong to both 'a' and 'b' (a job of account 'nlp' "
+        "matches both); give them distinct accounts or distinct partitions"]
+
+
 def test_config_problems_one_line_each() -> None:
     ten = parse_tenancy({"nlp": {"account": "nlp", "guaranteed_gpus": 24, "max_gpus": 16},
                          "vision": {"account": "nlp", "guaranteed_gpus": 16},
