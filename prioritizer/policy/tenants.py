@@ -367,16 +367,20 @@ class TenantOrder:
 
 
 def reason_text(why: Sequence[Any]) -> str:
-    """A ``TenantOrder.why`` entry in words."""
+    """A ``TenantOrder.why`` entry in words. The GPUs are those the tenant (or user) holds
+    counting the jobs ahead in the order as started, as the rule counts them, which is more
+    than it holds now while jobs of it wait ahead."""
     kind, who, have, n, x = why
+    ahead = "counting the jobs ahead of it"
     if kind == GUARANTEE:
-        return f"{GUARANTEE}: {who} at {have:g} of {n} guaranteed GPUs"
+        return f"{GUARANTEE}: {who} at {have:g} of {n} guaranteed GPUs, {ahead}"
     if kind == SHARE:
         return (f"{SHARE}: {who} has the smallest weighted share {x:.3f} "
-                f"(at {have:g} of {n} guaranteed GPUs)")
+                f"(at {have:g} of {n} guaranteed GPUs, {ahead})")
     if kind == MAX_GPUS:
-        return f"{MAX_GPUS}: {who} holds {have:g} GPUs; {n} more would pass its max_gpus {x:g}"
-    return (f"{USER_LIMIT}: user {who} holds {have:g} GPUs; {n} more would pass the "
+        return (f"{MAX_GPUS}: {who} holds {have:g} GPUs, {ahead}; {n} more would pass its "
+                f"max_gpus {x:g}")
+    return (f"{USER_LIMIT}: user {who} holds {have:g} GPUs, {ahead}; {n} more would pass the "
             f"user limit {x:g}")
 
 

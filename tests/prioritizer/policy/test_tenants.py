@@ -191,7 +191,7 @@ def test_drf_order_above_the_guarantees() -> None:
     out = tenant_order(waiting, ten, _holding(A=10, B=4), (16.0, 0.0, 0.0))
     assert out.order == (3, 1, 4, 2)
     assert out.reason(3) == ("fair share: B has the smallest weighted share 1.000 "
-                              "(at 4 of 4 guaranteed GPUs)")
+                              "(at 4 of 4 guaranteed GPUs, counting the jobs ahead of it)")
 
 
 def test_a_job_within_its_guarantee_goes_before_any_share() -> None:
@@ -203,7 +203,8 @@ def test_a_job_within_its_guarantee_goes_before_any_share() -> None:
     out = tenant_order([Waiting(1, "B", "u", 1), Waiting(2, "A", "u", 4)], ten,
                        _holding(A=2, B=10), (16.0, 0.0, 0.0))
     assert out.order == (2, 1)
-    assert out.reason(2) == "guarantee: A at 2 of 8 guaranteed GPUs"
+    assert out.reason(2) == ("guarantee: A at 2 of 8 guaranteed GPUs, counting the jobs ahead "
+                             "of it")
 
 
 def test_dominant_share_counts_cpus_and_memory() -> None:
@@ -254,8 +255,8 @@ def test_user_limit_holds_back_one_user_only() -> None:
     out = tenant_order([Waiting(1, "A", "alice", 1), Waiting(2, "A", "bob", 1)], ten, h,
                        (8.0, 0, 0))
     assert (out.order, out.held) == ((2,), (1,))
-    assert out.reason(1) == ("user limit: user alice holds 2 GPUs; 1 more would pass the "
-                             "user limit 2")
+    assert out.reason(1) == ("user limit: user alice holds 2 GPUs, counting the jobs ahead of "
+                             "it; 1 more would pass the user limit 2")
 
 
 def test_max_gpus_is_never_passed() -> None:
