@@ -182,13 +182,12 @@ def run(args: argparse.Namespace) -> int:
     configs = [dataclasses.replace(base, policy=cast(PolicyName, name)) for name in policies]
     results = _replay_all(trace, cluster, configs, distribution, tenancy)
     summaries = [summarize(r) for r in results]
-    tenant_tables = []
+    tenant_tables: list[tuple[str, dict[str, Any]]] = []
     if tenancy is not None:
-        from prioritizer.sim.tenant_report import format_tenant_table
         for summary, result, config in zip(summaries, results, configs):
             figures = _tenant_figures(trace, cluster, config, distribution, tenancy, result)
             summary.update(figures)
-            tenant_tables.append(format_tenant_table(config.policy, figures))
+            tenant_tables.append((config.policy, figures))
     window_jobs = args.window_jobs or DEFAULT_WINDOW_JOBS
     comparison = window_comparison(results, baseline, window_jobs) if baseline else None
     if comparison:
@@ -211,8 +210,10 @@ def run(args: argparse.Namespace) -> int:
                                                           styled=tables.is_terminal()))
         if summaries and "production_jobs" in summaries[0]:
             sys.stdout.write("\n" + format_sharing_table(summaries, styled=tables.is_terminal()))
-        for table in tenant_tables:
-            sys.stdout.write("\n" + table)
+        from prioritizer.sim.tenant_report import format_tenant_table
+        for policy, figures in tenant_tables:
+            sys.stdout.write("\n" + format_tenant_table(policy, figures,
+                                                        styled=tables.is_terminal()))
     if args.tenants_plot and tenancy is not None:
         from prioritizer.sim.tenant_report import write_tenant_plot
         _write(lambda rs, path: write_tenant_plot(rs[0], tenancy, path), results,

@@ -135,22 +135,24 @@ def _hour_parts(start: float, length: float) -> list[tuple[int, float]]:
     return out
 
 
-def format_tenant_table(policy: str, figures: Mapping[str, Any]) -> str:
-    """The per-tenant figures as a plain text table (one line per tenant)."""
+def format_tenant_table(policy: str, figures: Mapping[str, Any], *,
+                        styled: bool = False) -> str:
+    """The per-tenant figures: a title line with Jain's index of rho, then one row per
+    tenant laid out by :mod:`prioritizer.tables` (``styled``: for a terminal; otherwise plain,
+    columns two spaces apart, numbers without separators), ending in a newline. Units in the
+    headers (GPUs, s; shares as fractions of the cluster's GPUs, hours below as a percent)."""
     def num(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
 
-    lines = [f"tenants under {policy}: Jain's index of rho {num(figures['jain_index'], '.3f')}",
-             f"{'tenant':<16} {'guar.':>6} {'jobs':>6} {'avg JCT s':>11} {'preempt':>7} "
-             f"{'GPU share':>9} {'guar. share':>11} {'below 95%':>9} {'rho':>6}"]
-    for r in figures["tenants"]:
-        lines.append(f"{r['name'][:16]:<16} {r['guaranteed_gpus']:>6} {r['jobs']:>6} "
-                     f"{num(r['avg_jct_s'], ',.0f'):>11} {r['preemptions']:>7} "
-                     f"{r['gpu_share']:>9.3f} "
-                     f"{r['guarantee_share']:>11.3f} "
-                     f"{num(r['hours_below_guarantee_share'], '.2%'):>9} "
-                     f"{num(r['rho'], '.3f'):>6}")
-    return "\n".join(lines) + "\n"
+    head = ["tenant", "guaranteed GPUs", "jobs", "avg JCT s", "preempt", "GPU share",
+            "guarantee share", "hours below 95%", "rho"]
+    rows = [[r["name"], str(r["guaranteed_gpus"]), str(r["jobs"]), num(r["avg_jct_s"], ".1f"),
+             str(r["preemptions"]), f"{r['gpu_share']:.3f}", f"{r['guarantee_share']:.3f}",
+             num(r["hours_below_guarantee_share"], ".2%"), num(r["rho"], ".3f")]
+            for r in figures["tenants"]]
+    from prioritizer import tables   # rich: imported only when a table is printed
+    title = f"tenants under {policy}: Jain's index of rho {num(figures['jain_index'], '.3f')}\n"
+    return title + tables.render(head, rows, head[1:], styled=styled)
 
 
 def write_tenant_plot(result: SimResult, tenancy: Tenancy, path: str) -> None:

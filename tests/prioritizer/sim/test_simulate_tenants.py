@@ -55,6 +55,24 @@ def test_reclaim_in_a_replay(files: tuple[str, str], capsys: pytest.CaptureFixtu
     assert a["demand_at_guarantee_h"] == pytest.approx(500 / 3600)
 
 
+def test_the_tenant_table_is_the_house_table(files: tuple[str, str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The replay above as a person reads it: the per-tenant table in the layout of every
+    table (prioritizer.tables: columns two spaces apart, split() reads them by position). B
+    holds at least its 2 guaranteed GPUs all the time it has jobs (4, 2, 4, 2): 0 % of hours
+    below; guarantee share 2 / 4 GPUs."""
+    trace, tenants = files
+    assert main(["simulate", "--trace", trace, "--nodes", "1", "--gpus-per-node", "4",
+                 "--zero-cost", "--tenants", tenants]) == 0
+    out = capsys.readouterr().out
+    lines = out[out.index("tenants under"):].splitlines()
+    assert lines[0] == "tenants under tiresias-las: Jain's index of rho 0.992"
+    assert "guaranteed GPUs  jobs  avg JCT s" in lines[1]
+    assert [line.split() for line in lines[2:]] == [
+        ["A", "2", "1", "500.0", "0", "0.167", "0.500", "0.00%", "1.000"],
+        ["B", "2", "4", "1250.0", "2", "0.667", "0.500", "0.00%", "0.833"]]
+
+
 def test_without_tenants_the_2_gpu_job_waits(files: tuple[str, str],
                                              capsys: pytest.CaptureFixture[str]) -> None:
     """The same replay without --tenants: nobody preempts (every job in queue 0); A's job
