@@ -1,7 +1,8 @@
 """How the views show a start-time forecast of the snapshot (pure: ``now`` is an argument).
 
 ``dlqueue``'s START column (:func:`start_cell`: the p50 start as ``~25m``, ``~3h``, ``~2d``;
-``>24h`` beyond the horizon; ``now`` when due), its ``--json`` field (:func:`json_field`) and
+``>24h`` beyond the horizon; ``now`` when due; ``n/a`` for a job that waits for something no
+GPU freed ends, a hold, a dependency or its array's throttle), its ``--json`` field (:func:`json_field`) and
 the lines of ``dlqueue -j ID`` and ``dlprio explain ID`` (:func:`detail_lines`: p10-p90 of
 start and finish, the jobs ahead, the chance of a preemption). A forecast older than its
 ``stale_after_s``, or in a snapshot the daemon no longer updates (:func:`expired`), is never
@@ -73,13 +74,16 @@ def start_cell(forecast: Forecast | None, job_id: int, now: float, waiting: bool
     """The START cell of a waiting job: its p50 start (for a job that ran when the forecast
     was made, preempted and requeued since: the p50 of its ``restart``, "" when no draw
     preempted it); "" for a running job, without a fresh forecast, or for a job the forecast
-    does not hold; ``never`` when it fits on no node."""
+    does not hold; ``never`` when it fits on no node; ``n/a`` when it waits for something no
+    GPU freed ends (``waits_for``)."""
     if not waiting or not is_fresh(forecast, now):
         return ""
     assert forecast is not None   # is_fresh
     found = entry(forecast, job_id)
     if found is None:
         return ""
+    if "waits_for" in found:   # freed GPUs would not start it: not forecast
+        return "n/a"
     if "restart" in found:   # it ran at the forecast: its next start after the preemption
         restart = found["restart"]
         return "" if restart is None else when(restart[1], now, forecast["horizon_s"])
@@ -95,8 +99,9 @@ def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, 
     or still waiting; 0: the draws' raw band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard`` or
     ``opportunistic``: forecast as a whole-GPU production job; null for any other job),
     ``restart`` (a job running at the forecast: its next start after a preemption, over the
-    draws that preempted it, ``null`` when none did; ``null`` for any other job); None without
-    a fresh forecast."""
+    draws that preempted it, ``null`` when none did; ``null`` for any other job),
+    ``waits_for`` (a pending job not forecast: what it waits for, e.g. ``JobArrayTaskLimit``,
+    ``Dependency``; ``null`` for any other job); None without a fresh forecast."""
     found = entry(forecast, job_id) if is_fresh(forecast, now) else None
     if found is None or forecast is None:
         return None
@@ -104,7 +109,7 @@ def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, 
             "calibrated": found.get("calibrated", 0),
             "preempt_chance": found["preempt_chance"], "ahead": found["ahead"],
             "horizon_s": forecast["horizon_s"], "sharing": found.get("sharing"),
-            "restart": found.get("restart")}
+            "restart": found.get("restart"), "waits_for": found.get("waits_for")}
 
 
 def _band(values: list[float | None] | None, now: float, horizon_s: float) -> str:
@@ -168,6 +173,9 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
         lines.append(f"  it reaches {span(horizon)} ahead: forecast.cpu_budget_s ended its draw "
                      "there (a larger budget reaches further)")
     ran = "restart" in found   # running at the forecast, waiting now: preempted since
+    if not running and "waits_for" in found:
+        return lines + [f"  start: not forecast: it waits for {found['waits_for']}, which "
+                        "no GPU freed ends (the forecast starts jobs as GPUs come free)"]
     if not running and ran:
         lines.append(_restart_line(found, now, horizon))
     elif not running:

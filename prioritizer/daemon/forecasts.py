@@ -44,7 +44,13 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
                            "calibrated": int, "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...],
                            ["restart": [p10, p50, p90] | null],
-                           ["sharing": "shard" | "opportunistic"]}}}
+                           ["sharing": "shard" | "opportunistic"],
+                           ["waits_for": "<squeue REASON>"]}}}
+
+``waits_for`` (only for a pending job that waits for something no GPU freed gives it: a hold,
+a dependency, its array's throttle ``%N`` (``JobArrayTaskLimit``), a QOS or association limit;
+:data:`prioritizer.daemon.observe.STARTABLE_REASONS`): its start is not forecast (``start``
+null, as ``finish``): the replay starts jobs when GPUs are free and knows none of those ends.
 
 ``restart`` (only for a job running when the forecast was made): its next start after a
 preemption, over the draws that preempted it (null: none did). A job running then and waiting
@@ -83,7 +89,7 @@ from typing import Any, Protocol
 
 from prioritizer.config_file import ForecastConfig
 from prioritizer.daemon.log import event
-from prioritizer.daemon.observe import Observation, UnitCache
+from prioritizer.daemon.observe import STARTABLE_REASONS, Observation, UnitCache
 from prioritizer.forecast.arrivals import ArrivalModel, recent
 from prioritizer.forecast.calibrate import (Calibration, Past, calibration, note_starts,
                                             remember)
@@ -279,18 +285,44 @@ def sharing_of(shares: Mapping[int, Share], world: World) -> dict[str, str]:
             if str(job_id) in ids and (share.share > 0 or share.opportunistic)}
 
 
+def unforecast(obs: Observation) -> dict[str, str]:
+    """The pending jobs whose start the forecast cannot give, by id, with what each waits
+    for in words (squeue's REASON, or a hold): those the snapshot makes eligible never
+    (:func:`prioritizer.daemon.observe._eligible`: freed GPUs would not start them)."""
+    out = {}
+    for view in obs.snapshot.jobs:
+        unit = obs.units.get(view.job_id)
+        if view.phase is not JobPhase.PENDING or not math.isinf(view.eligible_time or 0.0):
+            continue
+        if unit is not None and unit.held:
+            out[str(view.job_id)] = f"a hold ({unit.reason})"
+        elif unit is not None and unit.reason not in STARTABLE_REASONS:
+            out[str(view.job_id)] = unit.reason
+        else:   # observe.stuck: victims were requeued for it and it did not start
+            out[str(view.job_id)] = "what Slurm does not name: GPUs freed for it did not start it"
+    return out
+
+
 def public(made: Forecast, horizon_s: float, stale_after_s: float,
            cpu_s: float, arrivals: str = "none", calibrated: Calibration | None = None,
            waiting: frozenset[str] = frozenset(),
            sharing: Mapping[str, str] | None = None,
-           running: frozenset[str] = frozenset()) -> dict[str, Any]:
+           running: frozenset[str] = frozenset(),
+           waits_for: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The snapshot's ``forecast`` object of ``made`` (see module doc): the start bands of the
     ``waiting`` jobs calibrated with ``calibrated`` (None: raw bands); ``sharing``: the jobs
     forecast as whole-GPU production jobs though they share GPUs (:func:`sharing_of`);
-    ``running``: the jobs running at the forecast, whose entries get ``restart``."""
-    sharing = sharing or {}
+    ``running``: the jobs running at the forecast, whose entries get ``restart``;
+    ``waits_for``: the pending jobs not forecast, with what they wait for
+    (:func:`unforecast`)."""
+    sharing, waits_for = sharing or {}, waits_for or {}
     jobs: dict[str, Any] = {}
     for job in made.jobs:
+        if job.job_id in waits_for:
+            jobs[job.job_id] = {"start": None, "raw_start": None, "calibrated": 0,
+                                "finish": None, "preempt_chance": 0.0, "ahead": 0,
+                                "first_ahead": [], "waits_for": waits_for[job.job_id]}
+            continue
         if job.start is None or job.finish is None:
             jobs[job.job_id] = {"start": None, "raw_start": None, "calibrated": 0,
                                 "finish": None, "preempt_chance": 0.0, "ahead": 0,
@@ -385,6 +417,8 @@ class Forecaster:
         self.sharing: dict[str, str] = {}
         #: its running jobs (not being preempted)
         self.running_jobs: frozenset[str] = frozenset()
+        #: its pending jobs that wait for something no GPU freed ends (:func:`unforecast`)
+        self.waits_for: dict[str, str] = {}
 
     def learn(self, obs: Observation) -> None:
         """Note the starts this cycle sees of remembered forecasts; keep the remembered
@@ -418,7 +452,8 @@ class Forecaster:
         else:
             self.latest = public(made, self.cfg.horizon_s, self.stale_after_s, cpu_s,
                                  self.cfg.arrivals, calibration(self.past, made.now),
-                                 self.waiting, self.sharing, self.running_jobs)
+                                 self.waiting, self.sharing, self.running_jobs,
+                                 self.waits_for)
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
@@ -441,6 +476,7 @@ class Forecaster:
         self.waiting = frozenset(j.job_id for j in world.jobs if j.phase == "pending")
         self.sharing = sharing_of(obs.shares, world)
         self.running_jobs = frozenset(j.job_id for j in world.jobs if j.phase == "running")
+        self.waits_for = unforecast(obs)
         worlds = [(w, recent(((j.submit, j.gpus_per_node) for j in w.jobs), w.now,
                              self.cfg.arrival_window_s) if self.cfg.arrivals == "history"
                    else None) for w in pool_worlds(world, obs.snapshot)]

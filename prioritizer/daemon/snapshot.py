@@ -273,6 +273,9 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
         if entry.get("sharing", "shard") not in ("shard", "opportunistic"):
             raise SnapshotError(f"{path}: malformed snapshot ({where}.sharing: expected "
                                 "'shard' or 'opportunistic')")
+        if "waits_for" in entry and not isinstance(entry["waits_for"], str):
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.waits_for: expected "
+                                "text)")
         if "calibrated" in entry and not _count(entry["calibrated"]):
             raise SnapshotError(f"{path}: malformed snapshot ({where}.calibrated: expected a "
                                 "count)")

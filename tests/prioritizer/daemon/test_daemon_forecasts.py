@@ -120,6 +120,34 @@ def test_a_job_waits_for_a_node_of_its_own_partition():
     assert got["jobs"]["3"]["start"] is None and got["draws"] == 3
 
 
+def test_a_job_that_waits_for_no_gpu_is_not_forecast_and_said_why():
+    """As :func:`test_a_forecast_is_made_in_the_child_and_published`, with job 3 (1 GPU) a
+    job array's pending tasks held by its throttle (``JobArrayTaskLimit``, eligible never)
+    and job 4 held by its user: n1's free GPUs would not start either, so neither has a
+    start (no ``>24h``); each says what it waits for, dlqueue shows ``n/a`` and explain
+    the reason. Job 2 still starts at once."""
+    from prioritizer.daemon.forecast_text import detail_lines, json_field, start_cell
+    obs = _observation()
+    a, b = obs.snapshot.jobs
+    c = JobView(3, JobPhase.PENDING, (1,), NOW - 50, eligible_time=float("inf"))
+    d = JobView(4, JobPhase.PENDING, (1,), NOW - 40, eligible_time=float("inf"))
+    obs = Observation(NOW, Snapshot(obs.snapshot.nodes, (a, b, c, d)), {
+        **obs.units, 3: dataclasses.replace(unit(3, "PENDING", start=None, gpus=1,
+                                                 reason="JobArrayTaskLimit"), priority=1000),
+        4: unit(4, "PENDING", start=None, gpus=1, reason="JobHeldUser")}, ())
+    got = _forecast_once(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), obs)
+    assert got["jobs"]["2"]["start"] == [NOW] * 3
+    assert got["jobs"]["3"]["waits_for"] == "JobArrayTaskLimit"
+    assert got["jobs"]["4"]["waits_for"] == "a hold (JobHeldUser)"
+    assert got["jobs"]["3"]["start"] is None and got["jobs"]["3"]["finish"] is None
+    assert start_cell(got, 3, NOW, waiting=True) == "n/a"
+    assert json_field(got, 3, NOW)["waits_for"] == "JobArrayTaskLimit"
+    assert json_field(got, 2, NOW)["waits_for"] is None
+    assert detail_lines(got, 3, NOW, running=False)[1:] == [
+        "  start: not forecast: it waits for JobArrayTaskLimit, which no GPU freed ends (the "
+        "forecast starts jobs as GPUs come free)"]
+
+
 def test_an_idle_cluster_of_partitioned_nodes_gets_an_empty_forecast():
     nodes = (NodeView("n0", 1, 1, ("a",)), NodeView("n1", 8, 8, ("b",)))
     obs = Observation(NOW, Snapshot(nodes, ()), {}, ())

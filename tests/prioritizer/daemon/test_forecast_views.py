@@ -113,7 +113,8 @@ def test_dlqueue_rows_carry_the_start_column_and_json():
     assert got[1]["forecast"] == {"made_at": NOW - 60, "start": FORECAST["jobs"]["102"]["start"],
                                   "finish": FORECAST["jobs"]["102"]["finish"],
                                   "calibrated": 0, "preempt_chance": 0.1, "ahead": 3,
-                                  "horizon_s": 86400.0, "sharing": None, "restart": None}
+                                  "horizon_s": 86400.0, "sharing": None, "restart": None,
+                                  "waits_for": None}
 
 
 def test_the_snapshot_keeps_the_forecast_and_names_a_bad_field(tmp_path):
