@@ -110,7 +110,15 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
         return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
                       f"tell its node shapes: {exc.message})",
                       isinstance(exc, SlurmUnreachable))
-    where = (f"partitions {name}" if "," in name else f"partition {name}") if name else "the cluster"
+    parts = list(dict.fromkeys(p for p in name.split(",") if p))
+    where = (f"partitions {','.join(parts)}" if len(parts) > 1 else f"partition {name}") \
+        if name else "the cluster"
+    empty = [p for p in parts if not any(p in n.partitions for n in found)] \
+        if len(parts) > 1 else []
+    if empty:   # sbatch refuses a list that names a partition the cluster does not have
+        raise SpecError([f"partition {empty[0]} (of --partition {name}): sinfo lists no node in "
+                         "it (no such partition, or one without nodes): name partitions that "
+                         "'sinfo -s' lists"])
     top = largest(found)
     if top is None:
         raise SpecError([f"{where}: sinfo lists no node in it (no such partition, or one without "
@@ -169,7 +177,7 @@ def _check_gang_fits(gang: Shape, name: str, found: Sequence[NodeLike], opts: Re
             (gang.gpus, have.gpus, "GPUs"), (gang.cores, have.cores, "cores"),
             (gang.mem_mib, have.mem_mib, "MiB")) if need > got]
 
-    parts = [p for p in name.split(",") if p] if "," in name else [name]
+    parts = list(dict.fromkeys(p for p in name.split(",") if p)) if "," in name else [name]
     nodes = {p: [n for n in found if p in n.partitions] if len(parts) > 1 else list(found)
              for p in parts}
     shortfalls = {p: short(in_all(nodes[p])) for p in parts}
@@ -178,7 +186,7 @@ def _check_gang_fits(gang: Shape, name: str, found: Sequence[NodeLike], opts: Re
     best = max(parts, key=lambda p: in_all(nodes[p]).gpus)   # the one nearest, by GPUs
     need, total, unit = shortfalls[best][0]
     where = (f"partition {best}" if len(parts) == 1 else
-             f"the largest of partitions {name}, {best},") if name else "the cluster"
+             f"the largest of partitions {', '.join(parts)} ({best})") if name else "the cluster"
     raise SpecError([f"the job needs {need} {unit} at once (all instances start together) "
                      f"and {where} has {total} in all ({len(nodes[best])} nodes): it could "
                      "never start; ask for fewer instances or less per instance, or name "

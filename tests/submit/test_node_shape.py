@@ -271,6 +271,24 @@ def test_a_list_of_partitions_is_read_as_each_of_them(
     rc, scripts, err = submitted([spec_file(tmp_path, 4, 8), *flag], monkeypatch, capsys)
     assert (rc, scripts) == (2, [])
     assert err == ("dlsubmit: the job needs 32 GPUs at once (all instances start together) and "
-                   "the largest of partitions gpu,big, big, has 24 in all (2 nodes): it could "
+                   "the largest of partitions gpu, big (big) has 24 in all (2 nodes): it could "
                    "never start; ask for fewer instances or less per instance, or name a larger "
                    "partition with --partition\n")
+
+
+def test_a_list_naming_a_partition_the_cluster_lacks_is_refused_before_sbatch(
+        tmp_path: Path, cluster: FakeClient, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``gpu,nope``: sbatch would refuse the whole list ("invalid partition specified: nope")
+    after the batch's earlier specs went in; dlsubmit refuses it first, naming the partition.
+    A name listed twice (``gpu,gpu``) is one partition."""
+    rc, scripts, err = submitted([spec_file(tmp_path, 1, 1), "--partition", "gpu,nope"],
+                                 monkeypatch, capsys)
+    assert (rc, scripts) == (2, [])
+    assert err == ("dlsubmit: partition nope (of --partition gpu,nope): sinfo lists no node in "
+                   "it (no such partition, or one without nodes): name partitions that "
+                   "'sinfo -s' lists\n")
+    rc, scripts, err = submitted([spec_file(tmp_path, 4, 8), "--partition", "gpu,gpu"],
+                                 monkeypatch, capsys)
+    assert (rc, scripts) == (2, [])
+    assert "and partition gpu has 8 in all (2 nodes)" in err, err
