@@ -49,6 +49,7 @@ from prioritizer.policy.sharing import decide_shared
 from prioritizer.daemon.preempt import Preemptor
 from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant, write_snapshot
 from slurm_plugin.slurm.client import SlurmClient, SlurmError, SlurmUnreachable
+from slurm_plugin.slurm.records import requeue_delay_s
 
 #: ``--dry-run`` decisions table: RANK is the start order ("-": running, not ranked), QUEUE as
 #: in dlqueue and dlprio status, attained service in GPU·s, TARGET the value sent to Slurm.
@@ -259,6 +260,7 @@ class Daemon:
                     "each cluster its own ledger_path (and snapshot_path), or point SLURM_CONF "
                     f"at {visible(kept)}")
         self.note_priority_field()
+        self.note_requeue_delay(requeue_delay_s(conf))
         kind = conf.get("PreemptType", "preempt/none")
         if kind not in ("preempt/none", "(null)", ""):
             event(self.log, "slurm_preempts_too", level=logging.WARNING, preempt_type=kind,
@@ -271,6 +273,18 @@ class Daemon:
                   fix="set priority_field: priority in dlprio.yaml: ranks across tenants are "
                       "one point apart, and Slurm's other PriorityWeight* factors added to "
                       "the SiteFactor reorder them (docs/admins.md, 'With Slurm's own limits')")
+
+    def note_requeue_delay(self, delay_s: float) -> None:
+        """The cluster's requeue delay (``cred_expire`` + 1 s,
+        :func:`slurm_plugin.slurm.records.requeue_delay_s`) in the policy the daemon's own
+        replays use (forecasts, ``auto_tune``) where ``policy.requeue_delay_s`` is left at its
+        default, Slurm's default delay: on a cluster of another ``cred_expire`` a requeued job
+        was forecast to wait 121 s. A value set in dlprio.yaml other than the default is kept
+        (a site may count its container start in it)."""
+        policy = self.cfg.policy
+        if policy.requeue_delay_s == PolicyConfig().requeue_delay_s != delay_s:
+            self.adopt(dataclasses.replace(policy, requeue_delay_s=delay_s))
+            event(self.log, "requeue_delay_from_slurm", requeue_delay_s=delay_s)
 
     def note_priority_field(self) -> None:
         """Once per daemon: the ledger keeps the field the order was last written to (meta

@@ -14,7 +14,7 @@ seconds (squeue reports minutes); ``time_used_s`` is seconds (squeue's ``TimeUse
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from slurm_plugin import hostlist
@@ -235,6 +235,20 @@ def _fint(rec: dict[str, str], key: str, default: int | None = 0) -> int | None:
 def _text(text: str) -> str:
     """A text field; Slurm's placeholders for 'none' become ""."""
     return "" if text in ("(null)", "N/A", "n/a") else text
+
+
+_CRED_EXPIRE_RE = re.compile(r"(?:^|,)\s*cred_expire=(\d+)\s*(?=,|$)")
+#: slurm.conf(5) ``AuthInfo``: "cred_expire: Default job step credential lifetime, in seconds
+#: (e.g. "cred_expire=1200"). [...] The default value is 120 seconds."
+DEFAULT_CRED_EXPIRE_S = 120
+
+
+def requeue_delay_s(config: Mapping[str, str]) -> float:
+    """Seconds a requeued job waits before it may start again, from ``scontrol show config``:
+    Slurm sets its BeginTime to now + ``cred_expire`` + 1 (``AuthInfo cred_expire``, default
+    :data:`DEFAULT_CRED_EXPIRE_S`), so a credential of the job's old run has expired first."""
+    found = _CRED_EXPIRE_RE.search(config.get("AuthInfo", ""))
+    return float((int(found.group(1)) if found else DEFAULT_CRED_EXPIRE_S) + 1)
 
 
 def time_limit_seconds(text: str) -> int | None:

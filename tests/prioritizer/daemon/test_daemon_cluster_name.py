@@ -115,3 +115,24 @@ def test_tenants_ordered_through_the_site_factor_beside_other_weights_warn_once(
     found = [r.fields for r in caplog.records  # type: ignore[attr-defined]
              if getattr(r, "event", None) == "tenant_order_weak"]
     assert [f["other_weights"] for f in found] == ([] if warned is None else [warned])
+
+
+@pytest.mark.parametrize(("auth", "policy", "delay"), [
+    ("cred_expire=10", {}, 11.0),                         # dlcluster's: 10 + 1
+    ("socket=/run/m.sock,cred_expire=600", {}, 601.0),    # among other AuthInfo options
+    ("", {}, 121.0),                                      # Slurm's default, 120 + 1
+    ("cred_expire=10", {"requeue_delay_s": 300}, 300.0)])  # a site's own value is kept
+def test_the_replays_requeue_delay_is_the_clusters(tmp_path: Path, auth: str,
+                                                   policy: dict[str, float],
+                                                   delay: float) -> None:
+    """Slurm sets a requeued job's BeginTime to now + AuthInfo cred_expire + 1 (slurm.conf(5),
+    default 120): the policy the daemon's forecasts and auto_tune replay takes that delay
+    where dlprio.yaml leaves requeue_delay_s at its default."""
+    from prioritizer.policy.config import PolicyConfig
+    cfg = DaemonConfig(ledger_path=str(tmp_path / "l"), snapshot_path=str(tmp_path / "s.json"),
+                       policy=PolicyConfig(**policy))  # type: ignore[arg-type]
+    with Ledger(cfg.ledger_path) as ledger:
+        d = Daemon(cfg, ConfigClient({"AuthInfo": auth}), ledger, CycleAdapter())  # type: ignore[arg-type]
+        d.read_slurm_config()
+    assert d.cfg.policy.requeue_delay_s == delay
+    assert d.preemptor.cfg.policy.requeue_delay_s == delay
