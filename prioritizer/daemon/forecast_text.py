@@ -189,7 +189,7 @@ def detail_lines(forecast: Forecast | None, job_id: int, now: float, running: bo
             if first else ""
         lines.append(f"  jobs ahead in the start order: {found['ahead']}{more}")
     lines.append(f"  preempted before it ends: {found['preempt_chance'] * 100:.0f} % of draws")
-    lines.extend(sharing_lines(found, forecast))
+    lines.extend(not_modeled_lines(found, forecast))
     return lines
 
 
@@ -214,15 +214,21 @@ SHARING_NOTES = {
 }
 
 
-def sharing_lines(found: Mapping[str, Any], forecast: Forecast) -> list[str]:
-    """The note on GPU sharing: for a shard or opportunistic job what the forecast made of
-    it; for another job, how many such jobs the forecast counted as whole-GPU production
-    jobs (none when there are none)."""
+def not_modeled_lines(found: Mapping[str, Any], forecast: Forecast) -> list[str]:
+    """The notes on what the forecast does not model: virtual clusters, when they order the
+    jobs; GPU sharing: for a shard or opportunistic job what the forecast made of it, for
+    another job how many such jobs it counted as whole-GPU production jobs (none when there
+    are none)."""
+    lines = []
+    if forecast.get("tenants_not_modeled"):
+        lines.append("  virtual clusters are not modeled: the forecast orders jobs by the policy "
+                     "alone, so a job the tenant rules hold back (max_gpus, user limit) or put "
+                     "first (guarantee, fair share) may start later or sooner than shown")
     kind = found.get("sharing")
     if kind in SHARING_NOTES:
-        return [f"  {SHARING_NOTES[kind]}"]
+        return lines + [f"  {SHARING_NOTES[kind]}"]
     others = forecast.get("sharing_jobs", 0)
     if others:
-        return [f"  {others} shard or opportunistic job(s) counted as whole-GPU production "
-                "jobs: GPU sharing is not modeled"]
-    return []
+        lines.append(f"  {others} shard or opportunistic job(s) counted as whole-GPU production "
+                     "jobs: GPU sharing is not modeled")
+    return lines

@@ -39,13 +39,18 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
     {"made_at": <epoch s>, "draws": int, "horizon_s": float, "horizon_cut": bool,
      "stale_after_s": float,
      "cpu_s": float, "arrivals": "none" | "history", "known_outcomes": int,
-     "sharing_jobs": int,
+     "sharing_jobs": int, ["tenants_not_modeled": true],
      "jobs": {"<job id>": {"start": [p10, p50, p90], "raw_start": [p10, p50, p90],
                            "calibrated": int, "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...],
                            ["restart": [p10, p50, p90] | null],
                            ["sharing": "shard" | "opportunistic"],
                            ["waits_for": "<squeue REASON>"]}}}
+
+``tenants_not_modeled`` (only with ``virtual_clusters``): the replay orders jobs by the policy
+alone, not by the tenant rules (guarantees, fair share, ``max_gpus``, user limits) that order
+them in the daemon, so a job those rules hold back or put first may start later or sooner than
+forecast, and its jobs ahead are the policy's; the views say so.
 
 ``waits_for`` (only for a pending job that waits for something no GPU freed gives it: a hold,
 a dependency, its array's throttle ``%N`` (``JobArrayTaskLimit``), a QOS or association limit;
@@ -419,6 +424,8 @@ class Forecaster:
         self.running_jobs: frozenset[str] = frozenset()
         #: its pending jobs that wait for something no GPU freed ends (:func:`unforecast`)
         self.waits_for: dict[str, str] = {}
+        #: whether virtual clusters ordered its jobs (not modeled: said in the forecast)
+        self.tenants = False
 
     def learn(self, obs: Observation) -> None:
         """Note the starts this cycle sees of remembered forecasts; keep the remembered
@@ -454,6 +461,8 @@ class Forecaster:
                                  self.cfg.arrivals, calibration(self.past, made.now),
                                  self.waiting, self.sharing, self.running_jobs,
                                  self.waits_for)
+            if self.tenants:
+                self.latest["tenants_not_modeled"] = True
             self.past = remember(self.past, made.now, {
                 j.job_id: j.start[1] for j in made.jobs
                 if j.job_id in self.waiting and j.start is not None})
@@ -463,9 +472,11 @@ class Forecaster:
 
     def tick(self, cycle: int, obs: Observation, decisions: Decisions, config: PolicyConfig,
              distribution: GittinsDistribution, units: UnitCache | None = None,
-             learned: bool = False) -> None:
+             learned: bool = False, tenants: bool = False) -> None:
         """Once per cycle: collect a ready forecast; start one when due and none runs.
-        ``learned``: ``distribution`` is this cluster's, learned from its ended jobs."""
+        ``learned``: ``distribution`` is this cluster's, learned from its ended jobs;
+        ``tenants``: virtual clusters order the jobs, which the replay does not model (the
+        published forecast says so)."""
         if not self.enabled:
             return
         self.learn(obs)
@@ -477,6 +488,7 @@ class Forecaster:
         self.sharing = sharing_of(obs.shares, world)
         self.running_jobs = frozenset(j.job_id for j in world.jobs if j.phase == "running")
         self.waits_for = unforecast(obs)
+        self.tenants = tenants
         worlds = [(w, recent(((j.submit, j.gpus_per_node) for j in w.jobs), w.now,
                              self.cfg.arrival_window_s) if self.cfg.arrivals == "history"
                    else None) for w in pool_worlds(world, obs.snapshot)]

@@ -186,7 +186,8 @@ class Daemon:
             learner = self.forecast_learner or self.learner
             self.forecaster.tick(self.log.cycle, obs, decisions, self.cfg.policy,
                                  distribution, self._units,
-                                 learned=learner is not None and learner.learned)
+                                 learned=learner is not None and learner.learned,
+                                 tenants=self.tenancy is not None)
         except (ValueError, OSError, SlurmError) as exc:   # a forecast never stops a cycle
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
 

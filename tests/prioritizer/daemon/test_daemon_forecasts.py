@@ -148,6 +148,27 @@ def test_a_job_that_waits_for_no_gpu_is_not_forecast_and_said_why():
         "forecast starts jobs as GPUs come free)"]
 
 
+def test_with_tenants_the_forecast_says_it_orders_by_the_policy_alone():
+    """Virtual clusters order the daemon's jobs; the replay does not model them: the published
+    forecast is marked, and every job's detail says so (without tenants: no such line)."""
+    from prioritizer.daemon.forecast_text import detail_lines
+    note = ("  virtual clusters are not modeled: the forecast orders jobs by the policy alone, "
+            "so a job the tenant rules hold back (max_gpus, user limit) or put first "
+            "(guarantee, fair share) may start later or sooner than shown")
+    for tenants in (True, False):
+        forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), 30.0,
+                                logging.getLogger("test-forecasts"))
+        try:
+            forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
+                            GittinsDistribution([100.0]), tenants=tenants)
+            _collect(forecaster)
+        finally:
+            forecaster.close()
+        got = forecaster.latest
+        assert got.get("tenants_not_modeled", False) is tenants
+        assert (note in detail_lines(got, 2, NOW, running=False)) is tenants
+
+
 def test_an_idle_cluster_of_partitioned_nodes_gets_an_empty_forecast():
     nodes = (NodeView("n0", 1, 1, ("a",)), NodeView("n1", 8, 8, ("b",)))
     obs = Observation(NOW, Snapshot(nodes, ()), {}, ())
