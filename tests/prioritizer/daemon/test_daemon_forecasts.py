@@ -50,12 +50,12 @@ def _collect(forecaster) -> None:
     forecaster.collect()
 
 
-def _forecast_once(config: ForecastConfig, obs: Observation) -> dict:
+def _forecast_once(config: ForecastConfig, obs: Observation, tenants: bool = False) -> dict:
     """One forecast of ``obs`` under fifo, every job drawing 100 GPU·s: the snapshot part."""
     forecaster = Forecaster(config, 30.0, logging.getLogger("test-forecasts"))
     try:
         forecaster.tick(1, obs, _decisions(), PolicyConfig(policy="fifo"),
-                        GittinsDistribution([100.0]))
+                        GittinsDistribution([100.0]), tenants=tenants)
         _collect(forecaster)
     finally:
         forecaster.close()
@@ -156,15 +156,8 @@ def test_with_tenants_the_forecast_says_it_orders_by_the_policy_alone():
             "so a job the tenant rules hold back (max_gpus, user limit) or put first "
             "(guarantee, fair share) may start later or sooner than shown")
     for tenants in (True, False):
-        forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), 30.0,
-                                logging.getLogger("test-forecasts"))
-        try:
-            forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
-                            GittinsDistribution([100.0]), tenants=tenants)
-            _collect(forecaster)
-        finally:
-            forecaster.close()
-        got = forecaster.latest
+        got = _forecast_once(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3),
+                             _observation(), tenants)
         assert got.get("tenants_not_modeled", False) is tenants
         assert (note in detail_lines(got, 2, NOW, running=False)) is tenants
 
