@@ -110,8 +110,8 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
         return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
                       f"tell its node shapes: {exc.message})",
                       isinstance(exc, SlurmUnreachable))
-    parts = list(dict.fromkeys(p for p in name.split(",") if p))
-    where = (f"partitions {','.join(parts)}" if len(parts) > 1 else f"partition {name}") \
+    parts = listed(name)
+    where = (f"partitions {','.join(parts)}" if len(parts) > 1 else f"partition {parts[0]}") \
         if name else "the cluster"
     empty = [p for p in parts if not any(p in n.partitions for n in found)] \
         if len(parts) > 1 else []
@@ -143,6 +143,11 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
                 f"({shape_of(picked).text()}, {count} of {total} nodes): a job needing more such "
                 "nodes than that waits")
     return Choice(picked, note)
+
+
+def listed(name: str) -> list[str]:
+    """The partitions of a ``--partition`` value (``gpu,debug``), each once, in order."""
+    return list(dict.fromkeys(p for p in name.split(",") if p))
 
 
 def gang_demand(job: Job) -> Shape | None:
@@ -177,7 +182,7 @@ def _check_gang_fits(gang: Shape, name: str, found: Sequence[NodeLike], opts: Re
             (gang.gpus, have.gpus, "GPUs"), (gang.cores, have.cores, "cores"),
             (gang.mem_mib, have.mem_mib, "MiB")) if need > got]
 
-    parts = list(dict.fromkeys(p for p in name.split(",") if p)) if "," in name else [name]
+    parts = listed(name) or [name]
     nodes = {p: [n for n in found if p in n.partitions] if len(parts) > 1 else list(found)
              for p in parts}
     shortfalls = {p: short(in_all(nodes[p])) for p in parts}
