@@ -140,15 +140,25 @@ def work_gpu_s(job: AccountedJob, facts: LedgerFacts | None = None) -> float:
     """GPU·s the job needed (see the module doc: requeued runs without a checkpoint are lost;
     with ledger ``facts``, checkpoint time is not work)."""
     checkpoints = checkpoint_resumes(job, facts)
+    return kept_work([(a.state == "REQUEUED", a.gpu_s) for a in job.attempts], checkpoints,
+                     facts.checkpoint_s * job.gpus if checkpoints and facts is not None else 0.0)
+
+
+def kept_work(runs: Iterable[tuple[bool, float]], checkpoints: bool,
+              checkpoint_gpu_s: float = 0.0) -> float:
+    """GPU·s of work kept from a job's runs, each ``(requeued, gpu_s)`` in start order: a run
+    ended by a requeue is lost unless the job ``checkpoints`` (its next run restarts from the
+    top), and ``checkpoint_gpu_s`` (GPU·s spent between checkpoint signals and requeues) is
+    not work. Never negative. The one rule for work: accounting's attempts
+    (:func:`work_gpu_s`) and the daemon's ledger runs
+    (:func:`prioritizer.tune.daemon_replay.ledger_rows`) both count through it."""
     total = 0.0
-    for attempt in job.attempts:
-        if attempt.state == "REQUEUED" and not checkpoints:
+    for requeued, gpu_s in runs:
+        if requeued and not checkpoints:
             total = 0.0      # restarts from the top: earlier runs were lost
             continue
-        total += attempt.gpu_s
-    if checkpoints and facts is not None:
-        total -= facts.checkpoint_s * job.gpus
-    return max(total, 0.0)
+        total += gpu_s
+    return max(total - checkpoint_gpu_s, 0.0)
 
 
 def checkpoint_resumes(job: AccountedJob, facts: LedgerFacts | None = None) -> bool:

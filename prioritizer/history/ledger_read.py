@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from prioritizer.command import CliError
-from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.ledger import JobRow, Ledger
 from prioritizer.history.export import LedgerFacts
 from slurm_plugin.common.cli import visible
 
@@ -26,15 +26,19 @@ def ledger_facts(path: str) -> dict[int, LedgerFacts]:
         CliError: the file is missing, not a ledger or damaged (exit 2).
     """
     with _open_ledger(path) as ledger:
-        out = {}
-        for row in ledger.jobs():
-            intents = ledger.intents(row.job_id)
-            spans = [i.requeue_at - i.signal_at for i in intents
-                     if i.signal_at is not None and i.requeue_at is not None]
-            out[row.job_id] = LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
-                                          any(i.signal for i in intents),
-                                          row.gpus if isinstance(row.gpus, int) else 0)
-        return out
+        return {row.job_id: job_facts(ledger, row) for row in ledger.jobs()}
+
+
+def job_facts(ledger: Ledger, row: JobRow) -> LedgerFacts:
+    """What ``ledger`` knows of the job of ``row``: the preemptions the daemon made, the
+    seconds from each checkpoint signal to its requeue (summed), whether the daemon signalled
+    it to checkpoint, and its GPUs as squeue showed them (0: a shard job's share)."""
+    intents = ledger.intents(row.job_id)
+    spans = [i.requeue_at - i.signal_at for i in intents
+             if i.signal_at is not None and i.requeue_at is not None]
+    return LedgerFacts(row.preemptions, sum(max(s, 0.0) for s in spans),
+                       any(i.signal for i in intents),
+                       row.gpus if isinstance(row.gpus, int) else 0)
 
 
 def cycle_time(path: str) -> float | None:

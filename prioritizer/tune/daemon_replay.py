@@ -36,6 +36,8 @@ from typing import Any
 
 from prioritizer.config_file import LEARNED_SAMPLES
 from prioritizer.daemon.ledger import Ledger
+from prioritizer.history.export import kept_work
+from prioritizer.history.ledger_read import job_facts
 from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
@@ -51,15 +53,25 @@ from slurm_plugin.slurm.client import SlurmClient, SlurmError
 
 def ledger_rows(path: str, since: float, until: float) -> list[HistoryRow]:
     """History rows of the ledger's jobs that ended in ``[since, until]`` with closed runs:
-    eligible = submit time, work = GPU·s of the closed runs, duration = work / GPUs."""
+    eligible = submit time, work = GPU·s of the closed runs counted as ``dlprio history
+    export --ledger`` counts them (:func:`prioritizer.history.export.kept_work`): a run
+    followed by another, or closed at the daemon's requeue, was requeued and is lost unless
+    the daemon signalled the job to checkpoint (the ledger keeps no job comment, so a
+    checkpoint marker alone does not count), and the seconds from checkpoint signal to
+    requeue are not work; duration = work / GPUs."""
     out = []
     with Ledger(path, readonly=True) as ledger:
         runs = ledger.all_runs()
         for job in ledger.jobs():
             if job.ended_at is None or not since <= job.ended_at <= until or not job.gpus:
                 continue
-            closed = [r for r in runs.get(job.job_id, ()) if r.end is not None]
-            work = sum(r.gpu_seconds(r.end or 0.0) for r in closed)
+            closed = sorted((r for r in runs.get(job.job_id, ()) if r.end is not None),
+                            key=lambda r: r.start)
+            facts = job_facts(ledger, job)
+            work = kept_work([(n < len(closed) - 1 or r.end_source == "requeue",
+                               r.gpu_seconds(r.end or 0.0))
+                              for n, r in enumerate(closed)], facts.checkpoints,
+                             facts.checkpoint_s * job.gpus if facts.checkpoints else 0.0)
             if work <= 0 or job.submit_time is None:
                 continue
             # a shard job (a share of one GPU) replays as one GPU: it holds one for others

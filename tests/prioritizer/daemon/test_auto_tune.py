@@ -142,16 +142,15 @@ def test_adopted_settings_are_in_force_only_while_enabled_and_the_section_unchan
         assert in_force(edited, ledger) == (edited.policy, None)   # the operator's edit wins
 
 
-def test_the_ledger_history_is_each_ended_jobs_closed_runs(tmp_path: Path) -> None:
+def test_the_ledger_history_counts_work_as_history_export_does(tmp_path: Path) -> None:
     with Ledger(tmp_path / "l") as ledger:
         with ledger.transaction():
-            for job_id in (1, 2, 3):
+            for job_id in (1, 2, 3, 4, 5):
                 ledger.upsert_job(job_id, user="u", account="a", partition="gpu",
                                   state="RUNNING", gpus=2, submit_time=1000.0, restart_count=0,
                                   now=1000.0)
-            # job 1: two runs of 100 s and 50 s on 2 GPUs = 300 GPU·s, 150 s; ended at 1400
             ledger.start_run(1, 1010.0, 2, 1010.0)
-            ledger.close_run(1, 1010.0, 1110.0, "slurm")
+            ledger.close_run(1, 1010.0, 1110.0, "requeue")
             ledger.start_run(1, 1300.0, 2, 1300.0)
             ledger.close_run(1, 1300.0, 1350.0, "slurm")
             ledger.mark_ended(1, "COMPLETED", 1400.0)
@@ -159,9 +158,27 @@ def test_the_ledger_history_is_each_ended_jobs_closed_runs(tmp_path: Path) -> No
             ledger.start_run(3, 1010.0, 2, 1010.0)   # ended before the window
             ledger.close_run(3, 1010.0, 1020.0, "slurm")
             ledger.mark_ended(3, "COMPLETED", 1020.0)
+            # job 4 has no checkpoint: its 100 s run before the requeue restarts from the top,
+            # only the last run of 60 s counts: 120 GPU·s, 60 s
+            ledger.start_run(4, 1010.0, 2, 1010.0)
+            ledger.close_run(4, 1010.0, 1110.0, "requeue")
+            ledger.start_run(4, 1300.0, 2, 1300.0)
+            ledger.close_run(4, 1300.0, 1360.0, "slurm")
+            ledger.mark_ended(4, "COMPLETED", 1400.0)
+            # job 5 was requeued without a checkpoint and cancelled while pending: no work kept
+            ledger.start_run(5, 1010.0, 2, 1010.0)
+            ledger.close_run(5, 1010.0, 1110.0, "requeue")
+            ledger.mark_ended(5, "CANCELLED", 1400.0)
+        # job 1 checkpoints: the daemon signalled it at 1100 and requeued it at 1110, so its
+        # runs of 100 s and 50 s on 2 GPUs keep (100 + 50 - 10) x 2 = 280 GPU·s, 140 s
+        intent = ledger.add_intent(1, waiter=None, signal="USR1", grace_s=30.0,
+                                   restart_count=0, now=1100.0)
+        ledger.mark_signal(intent, 1100.0, 1130.0)
+        ledger.mark_requeue(intent, 1110.0)
     rows = ledger_rows(str(tmp_path / "l"), since=1100.0, until=2000.0)
     assert [(r.job_id, r.num_gpu, r.work_gpu_s, r.duration, r.eligible_time, r.jct, r.attempts)
-            for r in rows] == [("1", 2, 300.0, 150.0, 1000.0, 400.0, 2)]
+            for r in rows] == [("1", 2, 280.0, 140.0, 1000.0, 400.0, 2),
+                               ("4", 2, 120.0, 60.0, 1000.0, 400.0, 2)]
 
 
 def test_explain_places_a_job_with_the_adopted_thresholds_and_says_why(tmp_path: Path) -> None:
