@@ -240,16 +240,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         checked = True
     except SlurmUnreachable:     # the first cycle checks, once Slurm answers
         checked = False
-    with _stop_on_signals(stop), _ledger_lock(cfg.ledger_path), Ledger(cfg.ledger_path) as ledger:
+    lock = _ledger_lock(cfg.ledger_path)
+    lock_was_there = lock.path.exists()
+    # the lock first (a ledger another daemon holds is exit 6, whatever else), then the
+    # endpoint, then the ledger: a port it cannot listen on leaves no new ledger or lock file
+    with _stop_on_signals(stop), lock:
         metrics = Metrics()
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
         except OSError as exc:
+            if not lock_was_there:
+                lock.path.unlink(missing_ok=True)
             # a name that does not resolve is the address's fault; in use, no permission: the port's
             key = "metrics_addr" if isinstance(exc, socket.gaierror) else "metrics_port"
-            raise ConfigError(f"{key}: cannot listen on {visible(cfg.metrics_addr)}:"
-                              f"{cfg.metrics_port} ({exc.strerror})") from None
-        with _lease(cfg, client, log, stop) as lease:
+            raise ConfigError(f"{visible(_source(args))}: {key}: cannot listen on "
+                              f"{visible(cfg.metrics_addr)}:{cfg.metrics_port} "
+                              f"({exc.strerror})") from None
+        with Ledger(cfg.ledger_path) as ledger, _lease(cfg, client, log, stop) as lease:
             if stop.is_set():
                 return Exit.OK
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,

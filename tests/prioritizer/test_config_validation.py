@@ -381,8 +381,25 @@ def test_a_metrics_addr_that_does_not_resolve_is_named_as_the_address(
     f.write_text(f"ledger_path: {tmp_path / 'l.sqlite'}\nsnapshot_path: {tmp_path / 's.json'}\n"
                  "metrics_addr: metrics.example\nmetrics_port: 9999\npolicy:\n  policy: fifo\n")
     assert main(["run", "--config", str(f)]) == 2
-    assert capsys.readouterr().err == ("dlprio: config: metrics_addr: cannot listen on "
+    assert capsys.readouterr().err == (f"dlprio: config: {f}: metrics_addr: cannot listen on "
                                        "metrics.example:9999 (Name or service not known)\n")
+
+
+def test_a_busy_metrics_port_names_the_file_and_leaves_no_ledger_or_lock(
+        tmp_path: Path, capsys) -> None:
+    """A port another process listens on (a real socket here) is the config file's
+    ``metrics_port`` fault, exit 2, and ``dlprio run`` leaves no new ledger or lock file."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        f = tmp_path / "c.yaml"
+        f.write_text(f"ledger_path: {tmp_path / 'l.sqlite'}\nsnapshot_path: {tmp_path / 's.json'}\n"
+                     f"metrics_port: {port}\nlease_name: ''\npolicy:\n  policy: fifo\n")
+        assert main(["run", "--config", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"dlprio: config: {f}: metrics_port: cannot listen on 127.0.0.1:{port} (")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
 
 
 def test_a_lone_surrogate_is_a_config_error_naming_the_key(tmp_path: Path, capsys) -> None:
