@@ -33,7 +33,10 @@ waiter gets no second victim for them (nor does it while Slurm shows the job COM
 whatever scancel said: :func:`prioritizer.daemon.observe.build_snapshot`).
 
 A job that ended, or was requeued by someone else, before its requeue finishes the intent with
-no further act: ``ended in grace`` once signalled (counted: it was told to checkpoint), ``not
+no further act: ``ended in grace`` once signalled and ended before its grace deadline
+(counted: it was told to checkpoint), ``ended before requeue`` (not counted) when it ended
+at or after the deadline, before a requeue Slurm did not answer or a stopped daemon did not
+send went out, ``not
 running`` when it had stopped running (requeued, completing, ended) before its signal or,
 without a marker, its requeue was sent: nothing was sent to it, so it is not counted as a
 preemption. A job someone suspended (``scontrol suspend``, or SIGSTOP) before its signal or
@@ -60,7 +63,7 @@ from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.ledger import Intent, Ledger
 from prioritizer.policy.model import JobPhase, Preemption
-from prioritizer.daemon.observe import NO_SIGNAL_STATES, Observation
+from prioritizer.daemon.observe import NO_SIGNAL_STATES, Observation, Unit
 from slurm_plugin.slurm.client import JobUnknown, SlurmClient, SlurmError, SlurmRefused, SlurmUnreachable
 
 FAULT_ENV = "DLPRIO_FAULT_AFTER"
@@ -142,7 +145,12 @@ class Preemptor:
             self._finish(i, obs.now, "requeued", recovered=True)
             return False
         if gone and i.signal_at is not None:
-            self._finish(i, obs.now, "ended in grace")
+            if self._ended_after_grace(i, unit):
+                # the requeue was due (Slurm did not answer, the daemon was down) and the job
+                # finished by itself before it went out: as if just before the requeue
+                self._finish(i, obs.now, "ended before requeue", uncount=True)
+            else:
+                self._finish(i, obs.now, "ended in grace")
             return False
         if gone:   # nothing was sent: requeued by someone else, completing or ended before
             self._finish(i, obs.now, NOT_RUNNING, uncount=True)
@@ -242,6 +250,24 @@ class Preemptor:
         lead = min(jobs, key=lambda j: j.het_job_offset, default=None)
         return (lead is None or lead.restart_count > i.restart_count
                 or lead.state == "COMPLETING" or not lead.is_active)
+
+    def _ended_after_grace(self, i: Intent, unit: Unit | None) -> bool:
+        """A signalled victim no longer running: True when it ended with the restart count
+        it had and at or after its grace deadline (Slurm's end time while squeue shows the
+        job, else the end of the ledger's run of it that holds the signal); False when it
+        ended in grace, was requeued by someone else, or its end is not known."""
+        if i.deadline is None:
+            return False
+        if unit is not None:
+            if unit.restart_count > i.restart_count or unit.phase is not None:
+                return False
+            end = unit.end_time
+        else:
+            ends = [r.end for r in self.ledger.runs(i.job_id)
+                    if r.start <= (i.signal_at or 0.0) and r.end is not None
+                    and r.end_source != "requeue"]
+            end = max(ends, default=None)
+        return end is not None and end >= i.deadline
 
     def _ended_before(self, i: Intent) -> bool:
         """After ``requeue incomplete``: True when Slurm shows the job finished with the

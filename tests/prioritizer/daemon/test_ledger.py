@@ -156,6 +156,31 @@ def test_job_ending_in_grace_is_not_requeued(ledger: Ledger) -> None:
     assert [i.outcome for i in ledger.intents(3)] == ["ended in grace"]
 
 
+@pytest.mark.parametrize("gone_from_squeue", [False, True], ids=["squeue-end", "ledger-end"])
+def test_a_victim_ending_by_itself_after_its_grace_was_not_preempted(
+        ledger: Ledger, gone_from_squeue: bool) -> None:
+    """Signalled at 100 with its grace to 120; Slurm did not answer (or the daemon was down)
+    when the requeue was due and the job completed by itself at 125: it ended before the
+    requeue, not in grace, and is not counted as a preemption. Its end comes from squeue
+    while Slurm shows the job, else from the ledger's run (closed by the observe step)."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    ledger.upsert_job(3, user="u", account="a", partition="gpu", state="RUNNING", gpus=8,
+                      submit_time=0.0, restart_count=0, now=90.0)
+    p.start((Preemption(9, (3,)),), observation(100, unit(3)))
+    p.progress(observation(100, unit(3)))
+    assert ledger.job(3).preemptions == 1   # type: ignore[union-attr]
+    if gone_from_squeue:
+        ledger.start_run(3, 90.0, 8, 90.0)
+        ledger.close_run(3, 90.0, 125.0, "sacct")
+        p.progress(observation(130))
+    else:
+        p.progress(observation(130, unit(3, "COMPLETED", end=125)))
+    assert client.calls == [("signal", 3, "USR2")]
+    assert [i.outcome for i in ledger.intents(3)] == ["ended before requeue"]
+    assert ledger.job(3).preemptions == 0   # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("state", ["SUSPENDED", "STOPPED"])
 @pytest.mark.parametrize("when", [100, 120], ids=["before-signal", "in-grace"])
 def test_a_victim_suspended_before_an_act_is_due_is_no_longer_preempted(
