@@ -51,7 +51,7 @@ from prioritizer.daemon import config as daemon_config
 from prioritizer import tables
 from prioritizer.daemon import act, auto_tune, explain
 from prioritizer.command import CliError, Command, Exit, clean_message
-from prioritizer.daemon.loop import Daemon
+from prioritizer.daemon.loop import Daemon, retry_wait
 from prioritizer.daemon.config import ConfigError, DaemonConfig
 from prioritizer.daemon.lease import ClusterLease, LeaseHeld, LeaseLost
 from prioritizer.daemon.names_check import preflight
@@ -256,7 +256,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{visible(_source(args))}: {key}: cannot listen on "
                               f"{visible(cfg.metrics_addr)}:{cfg.metrics_port} "
                               f"({exc.strerror})") from None
-        with Ledger(cfg.ledger_path) as ledger, _lease(cfg, client, log, stop) as lease:
+        with Ledger(cfg.ledger_path) as ledger, _lease(cfg, client, log, stop,
+                                                        metrics) as lease:
             if stop.is_set():
                 return Exit.OK
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,
@@ -288,16 +289,20 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 @contextmanager
 def _lease(cfg: DaemonConfig, client: SlurmClient, log: CycleAdapter,
-           stop: threading.Event | None = None) -> Iterator[ClusterLease | None]:
+           stop: threading.Event | None = None,
+           metrics: Metrics | None = None) -> Iterator[ClusterLease | None]:
     """The cluster lease for one ``run``/``once`` (None when ``lease_name`` is ""). With
-    ``stop`` (``run``), a Slurm that does not answer is waited for (interval, doubling up to
-    ``backoff_max_s``) until it does or ``stop`` is set; ``once`` fails at once."""
+    ``stop`` (``run``), a Slurm that does not answer is waited for as a failed cycle is
+    (:func:`~prioritizer.daemon.loop.retry_wait`; ``slurm_unreachable`` with
+    ``failed_after_s`` and ``retry_in_s``, counted in ``metrics``) until it answers or ``stop``
+    is set; ``once`` fails at once."""
     if not cfg.lease_name:
         yield None
         return
     lease = ClusterLease(client, cfg.lease_name, cfg.lease_ttl, cfg.ledger_path, log)
     failures = 0
     while True:
+        started = time.monotonic()
         try:
             lease.acquire()
             break
@@ -305,9 +310,12 @@ def _lease(cfg: DaemonConfig, client: SlurmClient, log: CycleAdapter,
             if stop is None:
                 raise
             failures += 1
-            delay = min(cfg.backoff_max_s, cfg.interval_s * 2 ** min(failures - 1, 16))
+            blocked = time.monotonic() - started
+            delay = retry_wait(cfg, failures, blocked)
+            if metrics is not None:
+                metrics.slurm_errors.labels(kind="unreachable").inc()
             event(log, "slurm_unreachable", level=logging.WARNING, error=exc.message,
-                  retry_in_s=round(delay, 1), step="lease")
+                  failed_after_s=round(blocked, 1), retry_in_s=round(delay, 1), step="lease")
             if stop.wait(delay):
                 yield None
                 return

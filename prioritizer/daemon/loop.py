@@ -61,6 +61,14 @@ PRUNE_EVERY_S = 3600.0   # how often the ledger's retention runs (seconds)
 MIN_WAKE_S = 1.0
 
 
+def retry_wait(cfg: DaemonConfig, failures: int, elapsed: float) -> float:
+    """Seconds to wait after the ``failures``-th failed try in a row at Slurm (a cycle, or
+    ``run`` taking its lease) whose call blocked ``elapsed`` s: tries *start*
+    ``interval_s × 2^(failures-1)`` apart, at most ``backoff_max_s``."""
+    gap = min(cfg.backoff_max_s, cfg.interval_s * 2 ** min(failures - 1, 16))
+    return max(gap - elapsed, 0.0)
+
+
 class Daemon:
     """One daemon bound to a ledger (the caller holds its lock) and a Slurm client.
 
@@ -431,8 +439,7 @@ class Daemon:
         ``elapsed`` s: tries *start* ``interval_s × 2^(failures-1)`` apart (at most
         ``backoff_max_s``), so the wait is that minus the time the failed call blocked. The
         log's ``retry_in_s`` is this wait, the real one."""
-        gap = min(self.cfg.backoff_max_s, self.cfg.interval_s * 2 ** min(failures - 1, 16))
-        return max(gap - elapsed, 0.0)
+        return retry_wait(self.cfg, failures, elapsed)
 
     def run(self, stop: threading.Event) -> None:
         """Cycle every ``interval_s`` until ``stop`` is set; back off while Slurm is away.

@@ -119,6 +119,43 @@ def test_run_waits_for_slurmctld_before_taking_the_lease() -> None:
             pass
 
 
+def test_lease_tries_start_a_backoff_apart_and_count_as_slurm_errors() -> None:
+    """The lease's failed tries are spaced as failed cycles are: they *start* ``interval_s``
+    apart however long the failed call blocked (here 0.6 s of a 1 s interval, so the wait
+    is 0.4 s, not 1 s after it), and each is logged with ``failed_after_s`` and counted in
+    ``dlprio_slurm_errors_total{kind="unreachable"}``."""
+    import json
+    import threading
+    import time
+    from prioritizer.daemon.cli import _lease
+    from prioritizer.daemon.config import DaemonConfig
+    from prioritizer.daemon.metrics import Metrics
+    from slurm_plugin.slurm.client import SlurmUnreachable
+
+    class Slow(FakeSlurm):
+        starts: list[float] = []
+
+        def jobs(self) -> list:
+            self.starts.append(time.monotonic())
+            if len(self.starts) == 1:
+                time.sleep(0.6)           # the call blocks until its timeout
+                raise SlurmUnreachable(["squeue"], "Unable to contact slurm controller")
+            return super().jobs()
+
+    cfg = DaemonConfig(interval_s=1.0, backoff_max_s=2.0, ledger_path="/l/a")
+    slurm, metrics = Slow(), Metrics()
+    with captured("json") as (log, stream):
+        with _lease(cfg, slurm, log, threading.Event(), metrics) as lease:  # type: ignore[arg-type]
+            assert lease is not None
+    (line,) = [json.loads(x) for x in stream.getvalue().splitlines() if "slurm_unreachable" in x]
+    assert line["step"] == "lease" and line["failed_after_s"] >= 0.6
+    assert line["retry_in_s"] == pytest.approx(1.0 - line["failed_after_s"], abs=0.11)
+    gap = slurm.starts[1] - slurm.starts[0]
+    assert 0.98 <= gap < 1.45         # one interval apart, not interval + 0.6 s blocked
+    assert metrics.registry.get_sample_value("dlprio_slurm_errors_total",
+                                             {"kind": "unreachable"}) == 1
+
+
 def test_a_lease_under_another_name_is_not_ours_and_is_warned_of() -> None:
     """A daemon under lease_name ``dlprio-b`` holds its lease job (12); ours, ``dlprio-lease``,
     is taken beside it (it is no lease of ours), and acquire warns once that two daemons
