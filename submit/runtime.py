@@ -534,13 +534,14 @@ dl_requeue_self() {
 }
 
 dl_main() {
-  local failures p
+  local failures p budget=$DL_RETRY_BUDGET
+  if (( DL_RETRY_BUDGET < 0 )); then budget=unlimited; fi
   DL_SIGNALLED=0 DL_SIGNAL_AT=0 DL_PIDS=() DL_DECISION= DL_OK=0
   trap dl_forward "$DL_SIGNAL"
   dl_setup
   failures=$(dl_int "$DL_STATE_DIR/failures")
   dl_log "attempt $DL_RESTART_COUNT start: job $DL_JOB_KEY, restart count $DL_RESTART_COUNT," \
-    "failed attempts $failures (retry budget $DL_RETRY_BUDGET), checkpoint dir $DL_CHECKPOINT_DIR," \
+    "failed attempts $failures (retry budget $budget), checkpoint dir $DL_CHECKPOINT_DIR," \
     "master $MASTER_ADDR:$MASTER_PORT, world size $WORLD_SIZE"
   if (( DL_GANG )); then
     for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do dl_launch "$r" & DL_PIDS+=("$!"); done
@@ -569,7 +570,7 @@ dl_main() {
   failures=$(( failures + 1 ))
   printf '%s\n' "$failures" > "$DL_STATE_DIR/failures"
   if (( DL_RETRY_BUDGET < 0 || failures <= DL_RETRY_BUDGET )); then
-    dl_requeue_self "$DL_DECISION; failed attempt $failures of retry budget $DL_RETRY_BUDGET"
+    dl_requeue_self "$DL_DECISION; failed attempt $failures of retry budget $budget"
   fi
   dl_log "attempt $DL_RESTART_COUNT end: $DL_DECISION; retry budget $DL_RETRY_BUDGET spent"
   exit 1

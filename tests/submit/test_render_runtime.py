@@ -194,6 +194,19 @@ def test_min_failed_stops_the_rest(tmp_path: Path, fake_bin: Path) -> None:
     assert "attempt 0 end: failed: 1 failed instance(s) of role w (minFailed 1); retry budget 0 spent" in out
 
 
+def test_an_unlimited_retry_budget_is_logged_as_unlimited(tmp_path: Path, fake_bin: Path) -> None:
+    """v1 ``retryCount: -2`` (OpenPAI's "retry without limit"): every failed attempt is requeued
+    and the job log says ``unlimited``, never the internal -1."""
+    spec = {"jobName": "j", "image": "img", "retryCount": -2,
+            "taskRoles": [{"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 100,
+                           "gpuNumber": 0, "command": "exit 3"}]}
+    rc, out = run_script(spec, tmp_path, fake_bin, restart=5)
+    assert rc != 0
+    assert "failed attempts 0 (retry budget unlimited)" in out
+    assert "failed attempt 1 of retry budget unlimited; requeueing job 77" in out
+    assert "budget -1" not in out
+
+
 def test_min_failed_off_lets_failures_pass(tmp_path: Path, fake_bin: Path) -> None:
     spec = v2_spec(roles={"w": role("exit 4", instances=2, completion={"minFailedInstances": -1})})
     rc, out = run_script(spec, tmp_path, fake_bin)
