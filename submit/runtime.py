@@ -42,11 +42,15 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    ``NAME=VALUE`` arguments and is applied by ``env`` to the command's shell alone, so a
    ``PATH``, ``LD_PRELOAD``, ``IFS`` or ``BASH_ENV`` there changes the user's command and nothing
    of this runtime; names this runtime or Slurm set for the tasks are refused at submit time
-   (:func:`reserved_env`). The shell that runs the command catches the
-   checkpoint signal with a no-op (its children get the default action back at exec), so it
-   survives the signal and keeps waiting for the program: a shell killed by it would orphan the
-   program outside the step, where Slurm's kill at requeue cannot reach it under
-   ``proctrack/linuxproc`` (seen on ``dlcluster``: a requeued trainer ran on to the end).
+   (:func:`reserved_env`). The shell that runs the command traps the
+   checkpoint signal (its children get the default action back at exec), so it survives the
+   signal and keeps waiting for the program: a shell killed by it would orphan the program
+   outside the step, where Slurm's kill at requeue cannot reach it under
+   ``proctrack/linuxproc`` (seen on ``dlcluster``: a requeued trainer ran on to the end). Once
+   the program ends, the trap runs: a program that failed after the signal (killed by it, having
+   no handler, or exiting non-zero) ends the task with its status, and no later command of the
+   list runs (``cmd; upload`` would otherwise report the preempted job a success); one that
+   exited 0 is finished, and the commands after it run.
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
    OpenPAI FrameworkController semantics); once a job is decided the script writes
@@ -56,7 +60,11 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    waiting. A payload that then succeeds (exit 0) is finished: the job ends at once (a dropped
    preemption costs nothing). A payload that fails after the signal was preempted: the script
    waits for the scheduler's requeue until ``grace + 30`` s after the signal, then requeues
-   itself. Preempted attempts never count as failures.
+   itself. Preempted attempts never count as failures. A signal that comes at most
+   ``grace + 65`` s before the job's time limit (squeue's time left, else
+   ``SLURM_JOB_END_TIME``) is Slurm's own warning of the limit (``--signal`` is sent up to 60 s
+   early, sbatch(1)): the script then waits for the limit, so the job ends TIMEOUT, never
+   requeued by itself.
 6. A failed attempt increments ``<checkpoint dir>/.dlsubmit/failures``; while that count is within
    the retry budget the script requeues itself (``scontrol requeue``), otherwise it exits 1.
 """
@@ -234,7 +242,7 @@ trap 'dl_stop=SIGINT' INT
 trap 'dl_stop=SIGHUP' HUP
 trap 'dl_sig=1' "$DL_SIGNAL"
 for ((dl_try = 0; ; dl_try++)); do
-  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'trap : "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
+  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'trap '\''dl_s=$?; (( dl_s == 0 )) || exit "$dl_s"'\'' "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
   dl_rc=$?
   (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
   # a command killed by a signal may be the first sign of a stop under way (srun's SIGKILL of
@@ -470,12 +478,36 @@ dl_launch() {
   exec "${cmd[@]}"
 }
 
+dl_time_left() {
+  # seconds until the job's time limit (squeue's %L: [days-][hours:]minutes:seconds), from
+  # SLURM_JOB_END_TIME (24.11 and later) when squeue does not answer; nothing when it has none
+  local t
+  t=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null) || t=
+  if [[ $t =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]]; then
+    printf '%s' $(( ((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 60 \
+      + 10#${BASH_REMATCH[5]}) * 60 + 10#${BASH_REMATCH[6]} ))
+  elif [[ -z $t && ${SLURM_JOB_END_TIME:-} =~ ^[1-9][0-9]*$ ]]; then
+    printf '%s' $(( SLURM_JOB_END_TIME - $(date +%s) ))
+  fi
+}
+
 dl_forward() {
-  (( DL_SIGNALLED )) || DL_SIGNAL_AT=$(date +%s)
-  DL_SIGNALLED=1
-  dl_log "attempt $DL_RESTART_COUNT: got SIG$DL_SIGNAL, forwarding it to the payload"
-  local p
+  local p first=$(( ! DL_SIGNALLED ))
   for p in "${DL_PIDS[@]}"; do kill -s "$DL_SIGNAL" -- "-$p" 2>/dev/null; done
+  DL_SIGNALLED=1
+  if (( first )); then
+    DL_SIGNAL_AT=$(date +%s)
+    # sbatch's --signal=B:SIG@grace comes grace to grace + 60 s before the time limit (Slurm
+    # checks once a minute, sbatch(1)): the job ends at its limit, and is not requeued
+    DL_TIME_LEFT=$(dl_time_left)
+    [[ $DL_TIME_LEFT =~ ^-?[0-9]+$ ]] && (( DL_TIME_LEFT <= DL_GRACE_S + 65 )) && DL_AT_LIMIT=1
+  fi
+  if (( DL_AT_LIMIT )); then
+    dl_log "attempt $DL_RESTART_COUNT: got SIG$DL_SIGNAL $DL_TIME_LEFT s before the job's time" \
+      "limit, forwarded it to the payload; the job ends at its time limit (TIMEOUT), not requeued"
+  else
+    dl_log "attempt $DL_RESTART_COUNT: got SIG$DL_SIGNAL, forwarded it to the payload"
+  fi
   return 0
 }
 
@@ -536,7 +568,7 @@ dl_requeue_self() {
 dl_main() {
   local failures p budget=$DL_RETRY_BUDGET
   if (( DL_RETRY_BUDGET < 0 )); then budget=unlimited; fi
-  DL_SIGNALLED=0 DL_SIGNAL_AT=0 DL_PIDS=() DL_DECISION= DL_OK=0
+  DL_SIGNALLED=0 DL_SIGNAL_AT=0 DL_PIDS=() DL_DECISION= DL_OK=0 DL_AT_LIMIT=0 DL_TIME_LEFT=
   trap dl_forward "$DL_SIGNAL"
   dl_setup
   failures=$(dl_int "$DL_STATE_DIR/failures")
@@ -560,6 +592,13 @@ dl_main() {
   else
     dl_wait_payload
     dl_decide final
+  fi
+  if (( DL_SIGNALLED && ! DL_OK && DL_AT_LIMIT )); then
+    dl_log "attempt $DL_RESTART_COUNT: payload ended after SIG$DL_SIGNAL ($DL_DECISION);" \
+      "waiting for the time limit"
+    while (( $(date +%s) < DL_SIGNAL_AT + DL_TIME_LEFT + 300 )); do sleep 1 & wait "$!"; done
+    dl_log "attempt $DL_RESTART_COUNT end: still running 300 s past the time limit; exiting"
+    exit 1
   fi
   if (( DL_SIGNALLED && ! DL_OK )); then
     dl_log "attempt $DL_RESTART_COUNT: payload ended after SIG$DL_SIGNAL ($DL_DECISION); waiting for the requeue"

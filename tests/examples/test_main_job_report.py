@@ -81,7 +81,7 @@ PREEMPTED_LOG = """\
 [dlsubmit] attempt 0 start: job 5
 [trainer] start attempt=1 restart_count=0 time=1000.0 step=0 total_steps=83 pid=1 job_id=5
 [trainer] checkpoint attempt=1 reason=periodic step=10 time=1010.0
-[dlsubmit] attempt 0: got SIGUSR2, forwarding it to the payload
+[dlsubmit] attempt 0: got SIGUSR2, forwarded it to the payload
 [trainer] checkpoint attempt=1 reason=signal step=14 time=1014.5
 [trainer] checkpoint attempt=1 reason=terminate step=20 time=1020.0
 [trainer] end attempt=1 reason=terminated step=20 time=1020.0

@@ -109,7 +109,7 @@ def test_short_main_job_runs_both_ways_and_its_commands_work(tmp_path: Path) -> 
         if not signalled:
             assert len(starts) == 1, f"{log.name} restarted without a checkpoint signal"
             continue
-        assert "got SIGUSR2, forwarding it to the payload" in text      # dlsubmit's trap
+        assert "got SIGUSR2, forwarded it to the payload" in text      # dlsubmit's trap
         assert len(starts) >= 2, f"{log.name} was signalled but never requeued"
         for before, after in zip(starts, starts[1:]):
             saved = [int(e["step"]) for e in events[events.index(before):events.index(after)]

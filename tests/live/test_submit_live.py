@@ -203,7 +203,26 @@ def test_checkpoint_signal_requeue_resume(submit: Submitter) -> None:
     assert f"RESUME from={step} restart=1" in text
     assert re.search(r"^\[dlsubmit\] attempt 0 start: .*failed attempts 0", text, re.M)
     assert re.search(r"^\[dlsubmit\] attempt 1 start: .*restart count 1, failed attempts 0", text, re.M)
-    assert "got SIGUSR2, forwarding it to the payload" in text
+    assert "got SIGUSR2, forwarded it to the payload" in text
+
+
+@pytest.mark.releases
+def test_the_time_limit_warning_ends_the_job_timeout_not_requeued(
+        submit: Submitter, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2-minute time limit (sbatch reads ``SBATCH_TIMELIMIT``) and a 60 s grace: Slurm's
+    ``--signal=B:USR2@60`` comes 60-120 s before the limit. The payload (``sleep``, no handler)
+    dies of it; the next command does not run, the script does not requeue the job, and Slurm
+    ends it TIMEOUT at the limit (restart count 0)."""
+    monkeypatch.setenv("SBATCH_TIMELIMIT", "2")
+    job_id, log = submit(spec("timelimit", {"main": {**role("sleep 600"),
+                                                     "commands": ["sleep 600", "echo NEXT-RAN"]}},
+                              extras={"checkpoint": {"grace": 60}}), name="timelimit")
+    final = submit.ended(job_id, 300)
+    text = log.read_text()
+    assert (final.state, final.restart_count) == ("TIMEOUT", 0), text
+    assert re.search(r"got SIGUSR2 \d+ s before the job's time limit", text), text
+    assert "waiting for the time limit" in text
+    assert "NEXT-RAN" not in text and "requeueing" not in text
 
 
 def test_retry_budget_counts_failed_attempts(submit: Submitter) -> None:

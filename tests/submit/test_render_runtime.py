@@ -10,11 +10,15 @@ requeue does). The same behaviours are checked with real Slurm in tests/live/tes
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shlex
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -68,11 +72,20 @@ esac
 """
 
 
+#: squeue -h -j ID -o %L: the job's time left as Slurm prints it, or slurmctld not answering
+FAKE_SQUEUE = r"""#!/bin/bash
+if [[ -n ${FAKE_SQUEUE_FAIL:-} ]]; then
+  echo "squeue: error: Unable to contact slurm controller (connect failure)" >&2; exit 1
+fi
+echo "${FAKE_TIME_LEFT:-UNLIMITED}"
+"""
+
+
 @pytest.fixture
 def fake_bin(tmp_path: Path) -> Path:
     d = tmp_path / "bin"
     d.mkdir()
-    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL), ("squeue", FAKE_SQUEUE)):
         (d / name).write_text(text)
         (d / name).chmod(0o755)
     return d
@@ -113,6 +126,35 @@ def signal_when_ready(script: str, env: dict[str, str]) -> tuple[int, str]:
     finally:
         proc.kill()
     return proc.returncode, "".join(seen) + rest
+
+
+def signal_until(script: str, env: dict[str, str], until: str) -> str:
+    """Run the batch script, send it USR2 once the payload prints READY, read its output up to
+    the first line holding ``until`` (at most 60 s), then kill it; the output read."""
+    proc = subprocess.Popen(["bash", "-c", script], env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen: list[str] = []
+    timer = threading.Timer(60, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    timer.start()
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            if line.strip() == "READY":
+                proc.send_signal(signal.SIGUSR2)
+            if until in line:
+                break
+    finally:
+        timer.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return "".join(seen)
+
+
+#: a program without a handler for the checkpoint signal: USR2's default action kills it
+NO_HANDLER = (f"{shlex.quote(sys.executable)} -c "
+              + shlex.quote("import time; print('READY', flush=True); time.sleep(20)"))
 
 
 def role(cmd: str, instances: int = 1, gpu: int = 0, **kw: object) -> dict:
@@ -254,7 +296,7 @@ def test_checkpoint_signal_is_forwarded_and_a_finished_payload_ends_at_once(
     script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
     rc, out = signal_when_ready(script, script_env(tmp_path, fake_bin))
     assert rc == 0, out
-    assert "got SIGUSR2, forwarding it to the payload" in out
+    assert "got SIGUSR2, forwarded it to the payload" in out
     assert "CKPT" in out and "DONE" in out
     assert "attempt 0 end: succeeded: all instances completed" in out
     assert not (tmp_path / "requeues").exists()
@@ -314,3 +356,72 @@ def test_local_world_size_of_an_array_element_is_one(tmp_path: Path, fake_bin: P
                          extra_env={"SLURM_ARRAY_JOB_ID": "70", "SLURM_ARRAY_TASK_ID": "2"})
     assert rc == 0, out
     assert rows(out) == [{"idx": "2", "lws": "1"}]
+
+
+def test_a_program_killed_by_the_checkpoint_signal_runs_no_later_command(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """A command list whose program has no handler for USR2: the signal kills the program
+    (exit 140), and the next command (an upload, say) must not run and turn the preempted
+    attempt into a success; the script waits for the requeue instead."""
+    spec = v2_spec(roles={"main": {**role(NO_HANDLER), "commands": [NO_HANDLER, "echo NEXT-RAN"]}},
+                   extras={"checkpoint": {"grace": 600}})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    out = signal_until(script, script_env(tmp_path, fake_bin), "waiting for the requeue")
+    assert "got SIGUSR2, forwarded it to the payload" in out
+    assert "payload ended after SIGUSR2 (failed: 1 failed instance(s) of role main" in out
+    assert "NEXT-RAN" not in out and "succeeded" not in out
+
+
+def test_a_program_that_finishes_on_the_signal_lets_the_next_command_run(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """Exit 0 after the signal means finished (the contract): the command list goes on."""
+    prog = ("import signal, sys, time; signal.signal(signal.SIGUSR2, lambda *a: sys.exit(0)); "
+            "print('READY', flush=True); time.sleep(20)")
+    cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
+    spec = v2_spec(roles={"main": {**role(cmd), "commands": [cmd, "echo NEXT-RAN"]}},
+                   extras={"checkpoint": {"grace": 600}})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    out = signal_until(script, script_env(tmp_path, fake_bin), "attempt 0 end")
+    assert "NEXT-RAN" in out
+    assert "attempt 0 end: succeeded: all instances completed" in out
+
+
+@pytest.mark.parametrize(("left", "extra", "shown"), [
+    ("0:50", {}, 50),                                   # squeue's %L, minutes:seconds
+    ("1:05", {}, 65),
+    ("", {"FAKE_SQUEUE_FAIL": "1"}, None),             # slurmctld away: SLURM_JOB_END_TIME
+], ids=["squeue-50s", "squeue-65s", "end-time"])
+def test_the_time_limit_warning_waits_for_the_limit_and_never_requeues(
+        tmp_path: Path, fake_bin: Path, left: str, extra: dict[str, str],
+        shown: int | None) -> None:
+    """sbatch's --signal=B:USR2@60 comes 60-120 s before the time limit: the job is told to
+    checkpoint, and then ends at its limit (TIMEOUT), not requeued by the script (grace 60 s:
+    a signal up to 125 s before the limit is the limit's)."""
+    env = {**script_env(tmp_path, fake_bin), "FAKE_TIME_LEFT": left, **extra}
+    if shown is None:
+        env["SLURM_JOB_END_TIME"] = str(int(time.time()) + 40)
+    spec = v2_spec(roles={"main": role(NO_HANDLER)})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    out = signal_until(script, env, "waiting for the time limit")
+    limit = re.search(r"got SIGUSR2 (\d+) s before the job's time limit", out)
+    assert limit is not None, out
+    if shown is not None:
+        assert int(limit.group(1)) == shown
+    else:
+        assert 30 <= int(limit.group(1)) <= 40
+    assert "the job ends at its time limit (TIMEOUT), not requeued" in out
+    assert "waiting for the time limit" in out and "requeue" not in out.split("not requeued")[-1]
+    assert not (tmp_path / "requeues").exists()
+
+
+@pytest.mark.parametrize("left", ["2:06", "1:00:00", "2-00:00:00", "UNLIMITED"])
+def test_a_signal_well_before_the_time_limit_is_a_preemption(
+        tmp_path: Path, fake_bin: Path, left: str) -> None:
+    """126 s or more before the limit (grace 60 + 65), or without a limit, the signal is the
+    scheduler's: the script waits for the requeue."""
+    env = {**script_env(tmp_path, fake_bin), "FAKE_TIME_LEFT": left}
+    spec = v2_spec(roles={"main": role(NO_HANDLER)})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    out = signal_until(script, env, "waiting for the requeue")
+    assert "got SIGUSR2, forwarded it to the payload" in out
+    assert "time limit" not in out
