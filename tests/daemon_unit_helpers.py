@@ -91,12 +91,17 @@ class FakeSlurm(RecordingClient):
     sinfo: list = field(default_factory=list)
     completing: set[int] = field(default_factory=set)
     known_accounts: set[str] | None = None   # sacctmgr's answer (None: no slurmdbd)
+    dbd_down: bool = False   # slurmdbd does not answer sacctmgr (slurmctld does answer)
     partitions: dict = field(default_factory=lambda: {"gpu": {}})   # scontrol show partition
 
     def jobs(self, job_ids: list[int] | None = None) -> list:
         return [j for j in self.squeue if job_ids is None or j.unit_id in job_ids]
 
     def accounts(self) -> set[str]:
+        if self.dbd_down:
+            raise SlurmUnreachable(["sacctmgr"], "sacctmgr: error: _open_persist_conn: failed "
+                                   "to open persistent connection to host:localhost:6819: "
+                                   "Connection refused")
         if self.known_accounts is None:
             raise SlurmRefused(["sacctmgr"], "sacctmgr: error: Problem talking to the database")
         return set(self.known_accounts)

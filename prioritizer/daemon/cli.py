@@ -236,7 +236,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
     try:   # a config it refuses leaves no lease job and no ledger
-        preflight(cfg, client, _source(args))
+        preflight(cfg, client, _source(args), log)
         checked = True
     except SlurmUnreachable:     # the first cycle checks, once Slurm answers
         checked = False
@@ -332,7 +332,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     is none), so the next real cycle and ``status``/``explain`` see the ledger as it was."""
     cfg, log, samples = _setup(args)
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
-    preflight(cfg, client, _source(args))   # a config it refuses leaves no lease job, no ledger
+    preflight(cfg, client, _source(args), log)   # a config it refuses leaves no lease job, no ledger
     with ExitStack() as stack:
         if not args.dry_run:
             stack.enter_context(_ledger_lock(cfg.ledger_path))

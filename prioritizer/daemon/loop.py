@@ -154,7 +154,7 @@ class Daemon:
         if not self._slurm_config_read:
             self.read_slurm_config()
         if not self.names_checked:   # a typo there would go unseen: ConfigError, nothing sent
-            preflight(self.cfg, self.client, self.source)
+            preflight(self.cfg, self.client, self.source, self.log)
             self.names_checked = True
         obs = observe(self.client, self.ledger, self.cfg, now, self.log, self._units)
         if self.lease is not None:

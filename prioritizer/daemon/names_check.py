@@ -8,13 +8,16 @@ first three show nowhere else. So ``dlprio run`` and ``once`` (or ``run``'s firs
 :meth:`prioritizer.daemon.loop.Daemon.cycle`, when Slurm did not answer at its start), before
 they observe or send anything, check them against the cluster (:func:`preflight`, with the
 virtual clusters' guarantees and accounts): partitions against ``scontrol show partition``, accounts against
-slurmdbd's (``sacctmgr list account``; skipped with no slurmdbd to ask, as the tenants'
-accounts are).
+slurmdbd's (``sacctmgr list account``; skipped with no slurmdbd to ask, or while it does not
+answer, as the tenants' accounts are).
 """
 
 from __future__ import annotations
 
+import logging
+
 from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.policy.tenants import Tenancy, account_key, check_tenancy
 from prioritizer.policy.validation import ConfigError
 from slurm_plugin.common.cli import visible
@@ -52,25 +55,33 @@ def _partition_keys(cfg: DaemonConfig) -> list[tuple[str, tuple[str, ...]]]:
     return keys
 
 
-def known_accounts(client: SlurmClient) -> set[str] | None:
+def known_accounts(client: SlurmClient, log: CycleAdapter | None = None) -> set[str] | None:
     """slurmdbd's account names (``sacctmgr list account``), None when there is no slurmdbd
-    to ask (Slurm then knows no accounts to check against). Raises SlurmUnreachable."""
+    to ask (Slurm then knows no accounts to check against) or it does not answer: sacctmgr
+    talks to slurmdbd alone, and slurmctld schedules without it, so a slurmdbd outage must not
+    keep the daemon from starting; the names then go unchecked, logged to ``log``
+    (``accounts_unchecked``, WARNING)."""
     try:
         return client.accounts()
-    except SlurmUnreachable:
-        raise
+    except SlurmUnreachable as exc:
+        if log is not None:
+            event(log, "accounts_unchecked", level=logging.WARNING, error=exc.message,
+                  why="slurmdbd did not answer; the accounts of exempt_accounts and "
+                      "virtual_clusters are not checked against it")
+        return None
     except SlurmError:
         return None
 
 
-def tenancy_problems(tenancy: Tenancy, gpus: int, client: SlurmClient) -> list[str]:
+def tenancy_problems(tenancy: Tenancy, gpus: int, accounts: set[str] | None) -> list[str]:
     """The virtual clusters' problems on a cluster of ``gpus`` GPUs: guarantees against them,
-    accounts against slurmdbd's (skipped with no slurmdbd to ask); one line each. Raises
-    SlurmUnreachable."""
-    return check_tenancy(tenancy, gpus, known_accounts(client))
+    accounts against slurmdbd's ``accounts`` (skipped when None: no slurmdbd to ask); one
+    line each."""
+    return check_tenancy(tenancy, gpus, accounts)
 
 
-def preflight(cfg: DaemonConfig, client: SlurmClient, source: str | None = None) -> None:
+def preflight(cfg: DaemonConfig, client: SlurmClient, source: str | None = None,
+              log: CycleAdapter | None = None) -> None:
     """Every check of ``dlprio.yaml`` against the cluster (:func:`check_names`, and the virtual
     clusters against the cluster's GPUs, every node's as observe reads them), made before
     ``dlprio run``/``once`` take the cluster lease or open the ledger, so that a config they
@@ -80,6 +91,7 @@ def preflight(cfg: DaemonConfig, client: SlurmClient, source: str | None = None)
     Args:
         source: the config file, put in front of each line as
             :func:`prioritizer.config_file.load` names its own problems (None: as they are).
+        log: where a slurmdbd that does not answer is logged (:func:`known_accounts`).
 
     Raises:
         ConfigError: one line per problem, all of them together.
@@ -87,11 +99,12 @@ def preflight(cfg: DaemonConfig, client: SlurmClient, source: str | None = None)
     """
     partitions = (set(client.show_partitions())
                   if any(names for _, names in _partition_keys(cfg)) else set())
-    accounts = known_accounts(client) if cfg.exempt_accounts else None
+    accounts = (known_accounts(client, log)
+                if cfg.exempt_accounts or cfg.tenancy is not None else None)
     problems = name_problems(cfg, partitions, accounts)
     if cfg.tenancy is not None:
         problems += tenancy_problems(cfg.tenancy, sum(n.gpus_total for n in client.nodes()),
-                                     client)
+                                     accounts)
     if problems:
         where = "" if source is None else f"{visible(source)}: "
         raise ConfigError("\n".join(where + line for line in problems))

@@ -142,6 +142,27 @@ def test_checked_against_the_cluster_at_the_first_cycle(tmp_path: Path) -> None:
     assert client.calls == []
 
 
+def test_a_slurmdbd_outage_leaves_the_accounts_unchecked_and_the_daemon_running(
+        tmp_path: Path) -> None:
+    """slurmdbd down, slurmctld up: sacctmgr cannot connect. slurmctld schedules without
+    slurmdbd, so the daemon's first cycle checks what it can (the guarantees: 16 of 16 GPUs,
+    fine), logs that the accounts go unchecked, and decides: the reclaim case above."""
+    import json
+    from log_helpers import captured
+    client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)], dbd_down=True)
+    client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9000, account="vision"),
+                     squeue_job(2, "RUNNING", nodes="node2", start=100, account="vision"),
+                     squeue_job(3, "PENDING", reason="Resources", account="nlp")]
+    with Ledger(tmp_path / "l.sqlite") as ledger, captured("json") as (log, stream):
+        config = DaemonConfig(ledger_path=str(tmp_path / "l.sqlite"),
+                              snapshot_path=str(tmp_path / "snapshot.json"),
+                              virtual_clusters=TENANTS)  # type: ignore[arg-type]
+        out = Daemon(config, client, ledger, log, clock=lambda: T0).cycle()  # type: ignore[arg-type]
+    assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (1,))]
+    [line] = [json.loads(x) for x in stream.getvalue().splitlines() if "accounts_unchecked" in x]
+    assert line["level"] == "WARNING" and "Connection refused" in line["error"]
+
+
 def test_every_problem_against_the_cluster_at_once_named_by_the_file(tmp_path: Path) -> None:
     """``dlprio run``/``once`` check the config against the cluster before anything else
     (names_check.preflight): a partition typo and the tenants' problems come together, one line
