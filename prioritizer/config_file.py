@@ -32,7 +32,7 @@ from slurm_plugin.common.cli import visible
 from slurm_plugin.common.readfile import PATH_MAX
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig, Positive, Seconds
 from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy
-from prioritizer.policy.validation import ConfigError, Rule, check, shown, validate
+from prioritizer.policy.validation import ConfigError, Rule, RuleGroup, check, shown, validate
 from prioritizer.paths import (LOCK_SUFFIX, SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SQLITE_SIDES,
                               SYSTEM_CONFIG, beside, present)
 
@@ -180,6 +180,15 @@ class AutoTuneConfig:
     def rules(self) -> list[tuple[str, str]]:
         """The grid parses (``dlprio tune --grid`` rules) and varies only
         :data:`AUTO_TUNE_PARAMETERS`."""
+        return self.grid_rule()
+
+    def rule_groups(self) -> list[RuleGroup]:
+        """:meth:`rules` with the keys each reads, so that the grid is checked beside a bad
+        other key (:func:`prioritizer.policy.validation.check`)."""
+        return [(("grid",), AutoTuneConfig.grid_rule)]
+
+    def grid_rule(self) -> list[tuple[str, str]]:
+        """The problem of ``grid`` (see :meth:`rules`), if any."""
         from prioritizer.grid import GridError, parse_grid
         try:
             grid = parse_grid(self.grid)
@@ -326,36 +335,66 @@ class DaemonConfig:
     def rules(self) -> list[tuple[str, str]]:
         """Every rule that ties two keys, as ``(key, message)`` pairs; all broken ones are
         reported together."""
-        problems: list[tuple[str, str]] = []
+        return [problem for _, rule in self.rule_groups() for problem in rule(self)]
+
+    def rule_groups(self) -> list[RuleGroup]:
+        """:meth:`rules` one by one with the keys each reads: a rule whose keys are valid is
+        checked beside a bad other key (:func:`prioritizer.policy.validation.check`)."""
+        return [
+            (("policy.policy",), DaemonConfig._oracle_rule),
+            (("mode", "queue_partitions", "policy.policy", "policy.thresholds_s",
+              "policy.thresholds_gpu_s"), DaemonConfig._partition_rule),
+            (("lease_ttl_s", "interval_s"), DaemonConfig._lease_rule),
+            (("slurm_timeout_s", "interval_s"), DaemonConfig._timeout_rule),
+            (("auto_tune.enabled", "auto_tune.grid", "policy.policy",
+              "policy.thresholds_gpu_s"), DaemonConfig.auto_tune_rules),
+            (("virtual_clusters", "fair_share_half_life_s", "mode"),
+             lambda cfg: _tenant_rules(cfg) if cfg.virtual_clusters is not None else []),
+            (("backoff_max_s", "interval_s"), DaemonConfig._backoff_rule),
+            (("snapshot_path", "ledger_path"), DaemonConfig._snapshot_rule)]
+
+    def _oracle_rule(self) -> list[tuple[str, str]]:
         if self.policy.policy in SIMULATE_ONLY:
-            problems.append(("policy.policy", f"{self.policy.policy} needs every job's true "
-                             "duration (an oracle); it exists for `dlprio simulate` only"))
+            return [("policy.policy", f"{self.policy.policy} needs every job's true duration "
+                     "(an oracle); it exists for `dlprio simulate` only")]
+        return []
+
+    def _partition_rule(self) -> list[tuple[str, str]]:
         if self.mode == "partition" and len(self.queue_partitions) != self.queues:
-            problems.append(("queue_partitions", f"mode partition needs one partition per queue "
-                             f"({self.queues} queues from policy thresholds) "
-                             f"(got {shown(list(self.queue_partitions))})"))
+            return [("queue_partitions", f"mode partition needs one partition per queue "
+                     f"({self.queues} queues from policy thresholds) "
+                     f"(got {shown(list(self.queue_partitions))})")]
+        return []
+
+    def _lease_rule(self) -> list[tuple[str, str]]:
         if self.lease_ttl_s and self.lease_ttl_s < 2 * self.interval_s:
-            problems.append(("lease_ttl_s", f"must be >= 2 × interval_s "
-                             f"({2 * self.interval_s:g} s) or 0 (auto) (got {self.lease_ttl_s:g})"))
+            return [("lease_ttl_s", f"must be >= 2 × interval_s ({2 * self.interval_s:g} s) "
+                     f"or 0 (auto) (got {self.lease_ttl_s:g})")]
+        return []
+
+    def _timeout_rule(self) -> list[tuple[str, str]]:
         if self.slurm_timeout_s >= self.interval_s:
-            problems.append(("slurm_timeout_s", f"must be < interval_s ({self.interval_s:g} s) so "
-                             f"that a hung Slurm call cannot stretch a cycle, or 0 (auto) "
-                             f"(got {self.slurm_timeout_s:g})"))
-        problems += self.auto_tune_rules()
-        if self.virtual_clusters is not None:
-            problems += _tenant_rules(self)
+            return [("slurm_timeout_s", f"must be < interval_s ({self.interval_s:g} s) so "
+                     f"that a hung Slurm call cannot stretch a cycle, or 0 (auto) "
+                     f"(got {self.slurm_timeout_s:g})")]
+        return []
+
+    def _backoff_rule(self) -> list[tuple[str, str]]:
         if self.backoff_max_s < self.interval_s:
-            problems.append(("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
-                             f"(got {self.backoff_max_s:g})"))
+            return [("backoff_max_s", f"must be >= interval_s ({self.interval_s:g} s) "
+                     f"(got {self.backoff_max_s:g})")]
+        return []
+
+    def _snapshot_rule(self) -> list[tuple[str, str]]:
         ledger = os.path.abspath(self.ledger_path)
         if os.path.abspath(self.snapshot_path) in {
                 ledger + side for side in ("", *SQLITE_SIDES, LOCK_SUFFIX)}:
-            problems.append(("snapshot_path", "must name another file than ledger_path and the "
-                             "files kept beside it (-wal, -shm, -journal, .lock): each cycle "
-                             "replaces the snapshot, which would replace that file "
-                             f"(got {visible(self.snapshot_path)}, ledger_path "
-                             f"{visible(self.ledger_path)})"))
-        return problems
+            return [("snapshot_path", "must name another file than ledger_path and the files "
+                     "kept beside it (-wal, -shm, -journal, .lock): each cycle replaces the "
+                     "snapshot, which would replace that file "
+                     f"(got {visible(self.snapshot_path)}, ledger_path "
+                     f"{visible(self.ledger_path)})")]
+        return []
 
     def auto_tune_rules(self) -> list[tuple[str, str]]:
         """An enabled ``auto_tune`` needs a threshold policy (``tiresias-las`` or

@@ -38,7 +38,7 @@ from prioritizer.daemon.snapshot import (STALE_INTERVALS, SnapshotError, ahead, 
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.wording import MAX_SHOWN, shown
 from slurm_plugin.slurm.accounting import AccountingRecord
-from slurm_plugin.slurm.records import (MAX_JOB_ID, Job, array_task_ranges,
+from slurm_plugin.slurm.records import (MAX_JOB_ID, WAITING_STATES, Job, array_task_ranges,
                                         decimal_at_most, parse_array_tasks)
 
 STATUS_KEYS = ("job_id", "user", "state", "held", "queue", "attained_gpu_s", "preemptions",
@@ -81,9 +81,10 @@ def freshness(ledger: Ledger, now: float, interval_s: float) -> str:
 
 def held_by(row: JobRow) -> str | None:
     """What holds an active job as squeue last said (:attr:`JobRow.held`: a held state word,
-    or the hold reason of a pending job, ``JobHeldAdmin``); None when nothing holds it or it
-    ended."""
-    if row.ended_at is not None:
+    or the hold reason of a pending job, ``JobHeldAdmin``); None when nothing holds it, it
+    ended, or it is not waiting (a running job under ``scontrol hold`` runs on; a ledger
+    written before that rule may still name its hold)."""
+    if row.ended_at is not None or row.state not in WAITING_STATES:
         return None
     return row.held or (row.state if row.state in HELD_STATES else None)  # held: None before schema 6
 
@@ -124,7 +125,7 @@ def tenant_table(ledger: Ledger, *, styled: bool = False) -> str:
 def status_table(rows: list[dict[str, object]], *, styled: bool = False) -> str:
     """The table of :func:`status_rows`: header + one line per job, columns
     :data:`STATUS_HEADERS` (STATE ``HELD`` for a pending job that a hold reason holds, as
-    squeue's REASON ``JobHeldAdmin``; a held state word such as ``REQUEUE_HOLD`` as it is;
+    squeue's REASON ``JobHeldAdmin``, never for a running one; a held state word such as ``REQUEUE_HOLD`` as it is;
     queue spelled ``Q0``, ``Q1``... and ``-`` when not decided, service in GPU·s, as in
     dlqueue and REASON), laid out by :mod:`prioritizer.tables` (``styled``: for a terminal;
     otherwise plain, whitespace-separated, never cropped)."""

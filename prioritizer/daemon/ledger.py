@@ -97,11 +97,24 @@ class LedgerVersionError(sqlite3.DatabaseError):
 
 class NotALedger(sqlite3.DatabaseError):
     """The file at ``ledger_path`` is no dlprio ledger: not an SQLite database, or one with
-    other tables. Found before anything is written to it."""
+    other tables. Found before anything is written to it. The message names ``ledger_path``
+    and its fix; ``path`` and ``what`` (what the file is instead) are there for a command
+    given the file by an option (``--ledger``) to word its own line."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.path, self.what = path, what
+        super().__init__(f"{visible(path)}: not a dlprio ledger ({what}); give ledger_path "
+                         "another file, or move this one away")
 
 
 class LedgerDamaged(sqlite3.DatabaseError):
-    """The ledger's SQLite file is damaged (``SQLITE_CORRUPT``)."""
+    """The ledger's SQLite file is damaged (``SQLITE_CORRUPT``, or a cell of the wrong type or
+    range); the message is :func:`damaged`'s line, ``why`` what is damaged (SQLite's error or
+    the bad cell), for a command given the file by an option to word its own line."""
+
+    def __init__(self, message: str, why: object = None) -> None:
+        self.why = why
+        super().__init__(message)
 
 
 def damaged(path: Path, why: object,
@@ -125,14 +138,12 @@ def check_ledger(conn: sqlite3.Connection, path: Path) -> None:
             "SELECT name FROM sqlite_master WHERE type='table'")} - {"sqlite_sequence"}
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
-            raise NotALedger(f"{visible(path)}: not a dlprio ledger (not an SQLite database); "
-                             "give ledger_path another file, or move this one away") from None
-        raise LedgerDamaged(damaged(path, exc)) from None
+            raise NotALedger(path, "not an SQLite database") from None
+        raise LedgerDamaged(damaged(path, exc), exc) from None
     if tables and not LEDGER_TABLES <= tables:
-        raise NotALedger(f"{visible(path)}: not a dlprio ledger (an SQLite database with the "
-                         f"tables {', '.join(sorted(tables)[:5])}"
-                         f"{', ...' if len(tables) > 5 else ''}); give ledger_path another "
-                         "file, or move this one away")
+        raise NotALedger(path, f"an SQLite database with the tables "
+                               f"{', '.join(sorted(tables)[:5])}"
+                               f"{', ...' if len(tables) > 5 else ''}")
 
 
 def _file_state(path: Path) -> tuple[int, int, int, bool]:
@@ -191,10 +202,10 @@ def check_values(conn: sqlite3.Connection, path: Path) -> None:
         why = first_bad_value(conn)
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT":
-            raise LedgerDamaged(damaged(path, exc)) from None
+            raise LedgerDamaged(damaged(path, exc), exc) from None
         raise
     if why is not None:
-        raise LedgerDamaged(damaged(path, why, WAY_OUT))
+        raise LedgerDamaged(damaged(path, why, WAY_OUT), why)
 
 
 def _checked(conn: sqlite3.Connection, path: Path) -> sqlite3.Connection:
@@ -478,7 +489,7 @@ class Ledger:
         self.close()
         if (isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, LedgerDamaged)
                 and getattr(exc, "sqlite_errorname", "") == "SQLITE_CORRUPT"):
-            raise LedgerDamaged(damaged(self.path, exc)) from exc
+            raise LedgerDamaged(damaged(self.path, exc), exc) from exc
 
     # ------------------------------------------------------------------ meta
     def meta(self, key: str, default: str | None = None) -> str | None:

@@ -286,13 +286,13 @@ class Daemon:
     def note_requeue_delay(self, delay_s: float) -> None:
         """The cluster's requeue delay (``cred_expire`` + 1 s,
         :func:`slurm_plugin.slurm.records.requeue_delay_s`) in the policy the daemon's own
-        replays use (forecasts, ``auto_tune``) where ``policy.requeue_delay_s`` is left at its
-        default, Slurm's default delay: on a cluster of another ``cred_expire`` a requeued job
-        was forecast to wait 121 s. A value set in dlprio.yaml other than the default is kept
-        (a site may count its container start in it)."""
-        policy = self.cfg.policy
-        if policy.requeue_delay_s == PolicyConfig().requeue_delay_s != delay_s:
-            self.adopt(dataclasses.replace(policy, requeue_delay_s=delay_s))
+        replays use (forecasts, ``auto_tune``), by the rule of
+        :meth:`~prioritizer.policy.config.PolicyConfig.with_cluster_requeue_delay`: where
+        ``policy.requeue_delay_s`` is left at its default (121 s); a value set in dlprio.yaml
+        other than the default is kept."""
+        policy = self.cfg.policy.with_cluster_requeue_delay(delay_s)
+        if policy is not self.cfg.policy:
+            self.adopt(policy)
             event(self.log, "requeue_delay_from_slurm", requeue_delay_s=delay_s)
 
     def note_priority_field(self) -> None:

@@ -139,11 +139,16 @@ class Unit:
 
     @property
     def held(self) -> bool:
-        """Held in the queue: a hold reason, or a pending unit of Slurm priority 0 (scontrol(1)
-        ``hold`` "sets its priority to 0") whose reason is none of :data:`STARTABLE_REASONS`:
-        squeue's reason is then the hold's description where Slurm gives one, "job requeued in
-        held state" after ``scontrol requeuehold`` on 24.11 and 26.05. Slurm refuses priority
-        updates of held jobs."""
+        """Held in the queue: a waiting unit (:data:`~slurm_plugin.slurm.records.WAITING_STATES`)
+        with a hold reason, or a pending one of Slurm priority 0 (scontrol(1) ``hold`` "sets
+        its priority to 0") whose reason is none of :data:`STARTABLE_REASONS`: squeue's reason
+        is then the hold's description where Slurm gives one, "job requeued in held state"
+        after ``scontrol requeuehold`` on 24.11 and 26.05. Slurm refuses priority updates of
+        held jobs. A running unit is never held: ``scontrol hold`` of a running job leaves it
+        running with priority 0 and reason JobHeldAdmin/JobHeldUser (26.05), a hold that only
+        keeps it from starting again if it is requeued."""
+        if self.state not in WAITING_STATES:
+            return False
         return self.reason in HELD_REASONS or (
             self.state in PENDING_STATES and self.priority == 0
             and self.reason not in STARTABLE_REASONS)

@@ -43,7 +43,8 @@ from prioritizer.history.trace import HistoryError, parse_rows, read_rows, trace
 from prioritizer.window import FORMS, WindowError, epoch, sacct_window
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
-                                 cluster_of, policy_section, trace_of)
+                                 cluster_of, cluster_requeue_delay,
+                                 policy_section, trace_of)
 from prioritizer.sim.report import format_windows_table
 from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, AccountedJob, fold_jobs,
                                            keeps_job_comments, tracks_gpus)
@@ -348,6 +349,7 @@ def _check(args: argparse.Namespace) -> int:
     config = policy_config(args.policy, args.config)
     baseline = baseline_policy(args.baseline)
     cluster = cluster_of(args)
+    config, delay_note = cluster_requeue_delay(args, config)
     try:
         rows = read_rows(args.trace)
     except HistoryError as exc:
@@ -358,6 +360,8 @@ def _check(args: argparse.Namespace) -> int:
     latency = start_latency(args.start_latency)   # last: it may ask Slurm (a note if none)
     untracked_note("dlprio history check")   # after the input checks: bad input is one line
     tenants_note("dlprio history check", args.config)
+    if delay_note is not None:
+        print(f"dlprio history check: note: {delay_note}", file=sys.stderr)
     if cycle_at is not None and not phased(cycle_at, config):
         print(f"dlprio history check: note: --ledger {visible(args.ledger)}: policy "
               f"{config.policy} has no decision ticks (decision_interval_s "
@@ -402,11 +406,14 @@ def _check_forecasts(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
+    config, delay_note = cluster_requeue_delay(args, config)
     trace = trace_of(args, "replay", cluster)
     shared = sum(1 for j in trace.jobs if j.share > 0 or j.opportunistic)
     if shared:
         raise CliError(f"{args.trace}: {shared} shard or opportunistic jobs: the forecast "
                        "replays whole-GPU production jobs only; check a trace without them")
+    if delay_note is not None:
+        print(f"dlprio history check: note: {delay_note}", file=sys.stderr)
     try:
         checks = check_forecasts(trace, cluster, config, args.moments, args.draws,
                                  arrivals=args.arrivals, arrival_window_s=args.arrival_window_s,

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator
 
 from prioritizer.command import CliError
-from prioritizer.daemon.ledger import JobRow, Ledger
+from prioritizer.daemon.ledger import JobRow, Ledger, LedgerDamaged, NotALedger
 from prioritizer.history.export import LedgerFacts
 from slurm_plugin.common.cli import visible
 
@@ -56,18 +56,29 @@ def cycle_time(path: str) -> float | None:
         return ledger.observed_at()
 
 
+#: The fix of a ``--ledger`` file that is not the daemon's ledger.
+FIX = "give the daemon's ledger file (ledger_path in its dlprio.yaml)"
+
+
 @contextlib.contextmanager
 def _open_ledger(path: str) -> Iterator[Ledger]:
-    """The ledger opened read-only; a missing file, a directory or a non-ledger is CliError
-    ``--ledger PATH: <reason>`` (exit 2, one line)."""
+    """The ledger opened read-only; a missing file, a directory, a non-ledger or a damaged
+    ledger is CliError ``--ledger PATH: <reason>; <fix>`` (exit 2, one line; the fix never
+    touches the file given)."""
     shown_path = visible(path)
     if os.path.isdir(path):
-        raise CliError(f"--ledger {shown_path}: is a directory; give the daemon's ledger file")
+        raise CliError(f"--ledger {shown_path}: is a directory; {FIX}")
     if not os.path.exists(path):
-        raise CliError(f"--ledger {shown_path}: no such file")
+        raise CliError(f"--ledger {shown_path}: no such file; {FIX}")
     try:
         with Ledger(path, readonly=True) as ledger:
             yield ledger
+    except NotALedger as exc:
+        raise CliError(f"--ledger {shown_path}: not a dlprio ledger ({visible(exc.what)}); "
+                       f"{FIX}") from None
+    except LedgerDamaged as exc:
+        raise CliError(f"--ledger {shown_path}: the ledger is damaged ({visible(str(exc.why))}); "
+                       f"{FIX}, a sound copy of it (from a backup), or leave out --ledger") from None
     except (OSError, sqlite3.Error) as exc:
         reason = str(exc).removeprefix(f"{path}: ").removeprefix(f"{path}:")
         raise CliError(f"--ledger {shown_path}: {visible(reason)}") from None

@@ -51,6 +51,8 @@ Seconds = Annotated[float, msgspec.Meta(ge=0)]
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 #: The K-1 strictly increasing thresholds of K queues (a YAML list).
 Thresholds = tuple[Positive, ...]
+#: Seconds: Slurm's own requeue delay, ``cred_expire`` 120 s + 1 (see the module doc).
+DEFAULT_REQUEUE_DELAY_S = 121.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +119,7 @@ class PolicyConfig:
     min_run_s: Seconds = 60.0
     gittins_quantum_gpu_s: Positive = 3250.0
     checkpoint_overhead_s: Seconds = 15.0
-    requeue_delay_s: Seconds = 121.0
+    requeue_delay_s: Seconds = DEFAULT_REQUEUE_DELAY_S
     decision_interval_s: Seconds = 30.0
     preemption: bool = True
     promoted_preempts: bool = True
@@ -147,6 +149,17 @@ class PolicyConfig:
         because preemption costs something)."""
         return dataclasses.replace(self, checkpoint_overhead_s=0.0, requeue_delay_s=0.0,
                                    decision_interval_s=0.0, min_run_s=0.0)
+
+    def with_cluster_requeue_delay(self, cluster_delay_s: float) -> PolicyConfig:
+        """The same policy with the cluster's requeue delay (seconds: ``cred_expire`` + 1 from
+        ``scontrol show config``, :func:`slurm_plugin.slurm.records.requeue_delay_s`) where
+        ``requeue_delay_s`` is left at its default, 121 s (Slurm's own default delay); a value
+        set otherwise is kept (a site may count its container start in it). ``self`` when
+        nothing changes. The one home of this rule: the daemon and the commands that read
+        the cluster from Slurm (``--cluster-from-slurm``) both apply it."""
+        if self.requeue_delay_s != DEFAULT_REQUEUE_DELAY_S or cluster_delay_s == self.requeue_delay_s:
+            return self
+        return dataclasses.replace(self, requeue_delay_s=cluster_delay_s)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any] | None, prefix: str = "policy") -> PolicyConfig:

@@ -7,7 +7,10 @@ what is valid: ``Annotated[float, msgspec.Meta(ge=0)]`` (a bound), ``Literal[...
 config class (a YAML section). Their ``__post_init__`` calls :func:`check`, so that every
 construction (``PolicyConfig(starve_knob=-1)``, ``dataclasses.replace``, :func:`validate` on
 parsed YAML) is checked by the same declaration, the only copy of the rules; then the class's
-``rules()`` method the rules across fields. msgspec does the type and bound checks
+``rules()`` method the rules across fields. A class whose rules come as ``rule_groups()``
+(each rule with the dotted key paths it reads, :data:`RuleGroup`) has each rule run whenever
+those keys are valid, so that one bad key hides no other problem; the rules of any other class
+run once every field is valid. msgspec does the type and bound checks
 (``msgspec.convert(..., strict=True)``: a bool is not a number, a float not a whole number, an
 int is taken as a float); this module words what it refuses, every problem at once, each
 naming the key path (dotted, list items as ``[i]``), the allowed range or the fix, and the value
@@ -37,8 +40,8 @@ import msgspec
 from slurm_plugin.common.wording import (MAX_SHOWN, close_name, not_text_message, read_as_not_text,
                                          shown, yaml_reading, utf8_text)
 
-__all__ = ["EXPECTED", "MAX_SHOWN", "ConfigError", "Problem", "Rule", "check", "close_name",
-           "lines", "not_text_message", "read_as_not_text", "replace", "shown", "unknown_key",
+__all__ = ["EXPECTED", "MAX_SHOWN", "ConfigError", "Problem", "Rule", "RuleGroup", "check",
+           "close_name", "lines", "not_text_message", "read_as_not_text", "replace", "shown", "unknown_key",
            "validate", "yaml_reading"]
 
 T = TypeVar("T")
@@ -57,6 +60,9 @@ _KEY_KINDS = {bool: "true/false", type(None): "null", int: "a number", float: "a
 
 #: A problem: the key path (keys and list indices) and the message.
 Problem = tuple[tuple[Any, ...], str]
+#: A rule across fields: the dotted key paths it reads (``"interval_s"``, ``"auto_tune.grid"``)
+#: and the check, which returns ``(key, message)`` pairs of what it finds broken.
+RuleGroup = tuple[tuple[str, ...], Callable[[Any], list[tuple[str, str]]]]
 
 
 class ConfigError(ValueError):
@@ -65,10 +71,14 @@ class ConfigError(ValueError):
     Attributes:
         problems: the problems as (key path, message) pairs, when raised by :func:`check`
             (``[]`` when the message was written whole).
+        partial: the config as far as it is valid (its valid fields converted, the others
+            as given or defaulted), for the rules of an enclosing section (:data:`RuleGroup`)
+            that read only valid keys; None when not built.
     """
 
-    def __init__(self, message: str | Iterable[Problem]) -> None:
+    def __init__(self, message: str | Iterable[Problem], partial: Any = None) -> None:
         self.problems: list[Problem] = [] if isinstance(message, str) else list(message)
+        self.partial = partial
         super().__init__(message if isinstance(message, str) else "\n".join(lines(self.problems)))
 
 
@@ -85,7 +95,8 @@ def check(obj: Any) -> None:
     """Check every field of the config dataclass ``obj`` against its declared type, store the
     converted values (an int given for a float as a float, a list as a tuple), then run
     ``obj.rules()`` (``(key, message)`` pairs; run only when every field is valid, as a rule
-    may read any of them). Called from ``__post_init__``.
+    may read any of them), or of ``obj.rule_groups()`` those whose keys are valid
+    (:func:`_rule_problems`). Called from ``__post_init__``.
 
     Raises:
         ConfigError: with ``problems``, one per bad field or list item and per broken rule.
@@ -95,10 +106,33 @@ def check(obj: Any) -> None:
         value, found = _convert(getattr(obj, name), tp, name)
         problems += [((name, *path), msg) for path, msg in found]
         object.__setattr__(obj, name, value)
-    if not problems:
-        problems = [((key,), msg) for key, msg in obj.rules()]
+    problems += _rule_problems(obj, problems)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, partial=obj)
+
+
+def _rule_problems(obj: Any, problems: list[Problem]) -> list[Problem]:
+    """The broken rules across fields of ``obj``, given the ``problems`` of its fields: with
+    none, every rule (``rules()``); with some, the rules of ``rule_groups()`` that read no key
+    with a problem (a key path ``a.b`` is valid when no problem's path starts with it nor is
+    a start of it: ``a`` not a mapping), and none of a class without ``rule_groups``."""
+    if not problems:
+        return [((key,), msg) for key, msg in obj.rules()]
+    groups = getattr(obj, "rule_groups", None)
+    if groups is None:
+        return []
+    bad = [_flat(path) for path, _ in problems]
+    found: list[Problem] = []
+    for needs, rule in groups():
+        wanted = [tuple(need.split(".")) for need in needs]
+        if not any(path[:len(w)] == w or w[:len(path)] == path for w in wanted for path in bad):
+            found += [((key,), msg) for key, msg in rule(obj)]
+    return found
+
+
+def _flat(path: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A key path with each dotted key (``auto_tune.grid``, a rule's key) split in parts."""
+    return tuple(x for part in path for x in (part.split(".") if isinstance(part, str) else [part]))
 
 
 def validate(cls: type[T], data: Any, prefix: str = "") -> T:
@@ -142,18 +176,43 @@ def _prefixed(exc: ConfigError, prefix: str) -> list[Problem] | str:
 
 
 def _build(cls: type[T], data: Mapping[Any, Any]) -> T:
-    """A ``cls`` from a mapping: every bad field, nested key and unknown key reported together
-    (the rules across fields only once all of them are valid)."""
+    """A ``cls`` from a mapping: every bad field, nested key, broken rule and unknown key
+    reported together (the rules across fields as :func:`_rule_problems` runs them)."""
     problems: list[Problem] = []
     values: dict[str, Any] = {}
     for name, tp in _hints(cls).items():
         if name in data:
             values[name], found = _convert(data[name], tp, name)
             problems += [((name, *path), msg) for path, msg in found]
-    problems += [unknown_key(key, _hints(cls)) for key in data if key not in _hints(cls)]
-    if problems:
-        raise ConfigError(problems)
-    return cls(**values)
+    unknown = [unknown_key(key, _hints(cls)) for key in data if key not in _hints(cls)]
+    if not problems and not unknown:
+        return cls(**values)
+    partial = _partial(cls, values)
+    if not problems:
+        try:   # the rules of a class with valid fields: its own check runs them
+            partial = cls(**values)
+        except ConfigError as exc:
+            problems, partial = exc.problems, exc.partial
+    else:
+        problems += _rule_problems(partial, problems)
+    raise ConfigError(problems + unknown, partial=partial)
+
+
+def _partial(cls: type[T], values: Mapping[str, Any]) -> T:
+    """A ``cls`` not checked: ``values`` as converted (as given where bad), every other field
+    at its default; only rules that read valid keys see it (:func:`_rule_problems`)."""
+    obj = object.__new__(cls)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in values:
+            value = values[f.name]
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            continue
+        object.__setattr__(obj, f.name, value)
+    return obj
 
 
 def unknown_key(key: Any, names: Iterable[str]) -> Problem:
@@ -181,8 +240,8 @@ def _convert(value: Any, tp: Any, key: str = "") -> tuple[Any, list[Problem]]:
         if value is None or isinstance(value, Mapping):
             try:
                 return _build(base, value or {}), []
-            except ConfigError as exc:
-                return value, exc.problems
+            except ConfigError as exc:   # the valid part, for the enclosing rules
+                return (value if exc.partial is None else exc.partial), exc.problems
         return value, [((), f"expected a mapping of keys (got {shown(value)})")]
     if typing.get_origin(base) is tuple:
         if not isinstance(value, list | tuple):

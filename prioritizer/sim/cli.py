@@ -26,7 +26,8 @@ import msgspec
 from prioritizer import numbers
 from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_outputs
-from prioritizer.policy.config import POLICY_NAMES, PolicyConfig, PolicyName
+from prioritizer.policy.config import (DEFAULT_REQUEUE_DELAY_S, POLICY_NAMES, PolicyConfig,
+                                       PolicyName)
 from prioritizer.policy.durations import load_distribution
 from prioritizer.policy.tenants import SHARED, Tenancy
 from slurm_plugin.common.wording import close_name, shown
@@ -155,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                        f"(running {', '.join(policies)}); drop --thresholds or add one of them "
                        "to --policy/--compare")
     cluster = cluster_of(args)
+    base, delay_note = cluster_requeue_delay(args, base)
     inputs = [("--trace", args.trace), ("--cluster", args.cluster), ("--config", args.config),
               ("--durations", args.durations), ("--durations-from", args.durations_from),
               ("--tenants", args.tenants)]
@@ -179,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
                           if not any(j.user or j.account or j.partition for j in trace.jobs)
                           else "its users: lists name none of the trace's users")
                        + ")")
+    if delay_note is not None:   # after the input checks: bad input is one line
+        print(f"note: {delay_note}", file=sys.stderr)
     configs = [dataclasses.replace(base, policy=cast(PolicyName, name)) for name in policies]
     results = _replay_all(trace, cluster, configs, distribution, tenancy)
     summaries = [summarize(r) for r in results]
@@ -511,6 +515,30 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
                        f"{numbers.MAX_NODES:,} nodes and {numbers.MAX_GPUS_PER_NODE:,} GPUs "
                        "per node")
     return Cluster(nodes, gpus, placement) if placement else Cluster(nodes, gpus)
+
+
+def cluster_requeue_delay(args: argparse.Namespace,
+                          policy: PolicyConfig) -> tuple[PolicyConfig, str | None]:
+    """With ``--cluster-from-slurm``: ``policy`` with the cluster's requeue delay where it
+    leaves ``requeue_delay_s`` at its default
+    (:meth:`~prioritizer.policy.config.PolicyConfig.with_cluster_requeue_delay`, the daemon's
+    rule), and a note naming the delay the replay uses and where it comes from; without it,
+    ``policy`` and None. Raises CliError (exit 2) when Slurm does not answer."""
+    if not getattr(args, "cluster_from_slurm", False):
+        return policy, None
+    from prioritizer.sim.slurm_cluster import ClusterShapeError, requeue_delay_from_slurm
+    try:
+        cluster_s = requeue_delay_from_slurm()
+    except ClusterShapeError as exc:
+        raise CliError(str(exc)) from None
+    adopted = policy.with_cluster_requeue_delay(cluster_s)
+    if policy.requeue_delay_s == DEFAULT_REQUEUE_DELAY_S:
+        return adopted, (f"requeue delay {cluster_s:g} s, the cluster's (scontrol show config: "
+                         "cred_expire + 1 s), as the daemon uses it while requeue_delay_s "
+                         "is left at its default")
+    return adopted, (f"requeue delay {policy.requeue_delay_s:g} s, the policy's requeue_delay_s "
+                     f"(--config or an option); the cluster's is {cluster_s:g} s (scontrol show "
+                     "config: cred_expire + 1 s)")
 
 
 def _write(writer: Any, results: list[SimResult], path: str) -> None:

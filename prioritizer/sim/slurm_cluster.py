@@ -3,7 +3,10 @@
 The simulator models identical nodes (``engine.Cluster``: N nodes × G GPUs), so the GPU nodes
 ``sinfo --json`` lists must all have the same GPU count; nodes without GPUs are left out (GPU
 replays never place work on them). Nodes that are down or drained still count: the question is
-what the cluster would do with its hardware.
+what the cluster would do with its hardware. The replay's requeue delay is the cluster's too
+(:func:`requeue_delay_from_slurm`: ``cred_expire`` + 1 s from ``scontrol show config``) where
+the policy leaves ``requeue_delay_s`` at its default
+(:meth:`prioritizer.policy.config.PolicyConfig.with_cluster_requeue_delay`).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from slurm_plugin.slurm.client import SlurmClient, SlurmError
-from slurm_plugin.slurm.records import Node
+from slurm_plugin.slurm.records import Node, requeue_delay_s
 
 
 class ClusterShapeError(ValueError):
@@ -50,3 +53,18 @@ def shape_from_slurm(client: SlurmClient | None = None) -> tuple[int, int]:
     except SlurmError as exc:
         raise ClusterShapeError(f"--cluster-from-slurm: sinfo failed: {exc}") from None
     return shape_from_nodes(nodes)
+
+
+def requeue_delay_from_slurm(client: SlurmClient | None = None) -> float:
+    """Seconds a requeued job waits on the ``SLURM_CONF`` cluster: ``cred_expire`` + 1 from
+    ``scontrol show config`` (:func:`slurm_plugin.slurm.records.requeue_delay_s`; 121 when
+    ``AuthInfo`` names no ``cred_expire``).
+
+    Raises:
+        ClusterShapeError: Slurm did not answer (the message says which command).
+    """
+    try:
+        conf = (client or SlurmClient(timeout_s=30)).show_config()
+    except SlurmError as exc:
+        raise ClusterShapeError(f"--cluster-from-slurm: scontrol show config failed: {exc}") from None
+    return requeue_delay_s(conf)

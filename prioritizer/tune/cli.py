@@ -21,7 +21,7 @@ from prioritizer.history.cli import policy_config, tenants_note, untracked_note
 from prioritizer.history.trace import trace_point
 from prioritizer.window import FORMS
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig
-from prioritizer.sim.cli import cluster_of, refuse_unfittable
+from prioritizer.sim.cli import cluster_of, cluster_requeue_delay, refuse_unfittable
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.learned import MIN_SAMPLES, Durations
 from prioritizer.sim.traces import Trace, TraceError, read_trace
@@ -159,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _refuse_simulate_only(args, grid, current)
     cluster = cluster_of(args)
+    own_delay_s = current.requeue_delay_s   # what the snippet keeps (the daemon adopts alike)
+    adopted, delay_note = cluster_requeue_delay(args, current)
+    if adopted is not current:   # the grid's settings over the cluster's requeue delay
+        current, combos = adopted, combinations(grid, adopted)
     durations = durations_of(args, [c for _, c in combos] + [current])
     walk_only = [f"--{name.replace('_', '-')}"
                  for name in ("since", "baseline", "window_jobs", "json", "max_hurt_share",
@@ -170,6 +174,8 @@ def run(args: argparse.Namespace) -> int:
                            "--output and --plot")
         if args.since is not None:
             args.since = _trace_point("--since", args.since, args.trace)
+        if delay_note is not None:
+            print(f"dlprio tune: note: {delay_note}", file=sys.stderr)
         from prioritizer.tune.walk_cli import CURRENT, run_walk
         return run_walk(args, cluster, [label(s) for s, _ in combos] + [CURRENT],
                         [c for _, c in combos] + [current], _execute, durations)
@@ -185,6 +191,8 @@ def run(args: argparse.Namespace) -> int:
     if trace.format == "history":   # after the option checks (a bad option is one line), before
         untracked_note("dlprio tune")   # the trace's own faults, which it may explain
     tenants_note("dlprio tune", getattr(args, "config", None))
+    if delay_note is not None:
+        print(f"dlprio tune: note: {delay_note}", file=sys.stderr)
     if not trace.jobs:
         raise CliError(f"{args.trace}: no GPU job to replay (CPU-only or zero-length rows only)")
     refuse_unfittable(trace, cluster, args.trace)
@@ -212,7 +220,11 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("no configuration meets --max-p95-ratio; relax it or widen the grid",
                        exit_code=Exit.FAILED)
     best_config = configs[labels.index(best.label)]
-    snippet = yaml_snippet(best_config)
+    written = best_config
+    if best_config.requeue_delay_s == current.requeue_delay_s != own_delay_s:
+        # the cluster's delay, adopted while left at the default: the snippet leaves it so
+        written = dataclasses.replace(best_config, requeue_delay_s=own_delay_s)
+    snippet = yaml_snippet(written)
     verdict = "the current config (no grid point beats it)" if best.current else best.label
     tuned = [j for j in trace.jobs if split is None or j.submit < split]
     why = tie_reason(configs, figures, tuned)

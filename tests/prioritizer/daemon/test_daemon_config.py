@@ -140,6 +140,45 @@ def test_every_rule_across_keys_is_reported_together(tmp_path: Path) -> None:
         "queue_partitions", "lease_ttl_s", "slurm_timeout_s", "backoff_max_s"]
 
 
+def test_a_bad_auto_tune_key_hides_no_other_problem(tmp_path: Path) -> None:
+    """An unquoted ``off`` (YAML's false) in auto_tune beside a grid of 3 thresholds for the
+    2 of the default policy (3250, 7200 GPU·s) and a tenant of -1 GPUs: all three lines at
+    once, the section's own in place, then the rules across keys and sections."""
+    text = ('auto_tune:\n  enabled: true\n  grid: "thresholds=1/2/3"\n'
+            "  max_worst_window: off\nvirtual_clusters:\n  vision:\n    guaranteed_gpus: -1\n")
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, text)
+    f = tmp_path / "c.yaml"
+    assert str(err.value).splitlines() == [
+        f"{f}: auto_tune.max_worst_window: a ratio > 0 and <= 1e6 (1.1: 10 % worse than "
+        "fifo-fit), oracle or off (got False, YAML's reading of an unquoted no/off/false; "
+        'quote it: "off")',
+        f"{f}: auto_tune.grid: every thresholds value needs 2 number(s), as "
+        "policy.thresholds_gpu_s (the number of queues stays) (got 1/2/3)",
+        f"{f}: virtual_clusters.vision.guaranteed_gpus: must be a whole number >= 0, got -1",
+    ]
+
+
+def test_a_bad_grid_and_bad_keys_elsewhere_come_together(tmp_path: Path) -> None:
+    """A grid naming a parameter the daemon cannot tune (``queues``), a bad policy key and a
+    misspelt top-level key: each its line; a rule that reads a bad key (the grid's thresholds
+    against the policy's) is left until that key is fixed, and a rule of valid keys
+    (backoff_max_s under interval_s) still comes."""
+    text = ('auto_tune:\n  grid: "queues=3"\n  min_gain: 2\npolicy:\n  starve_knob: -1\n'
+            "interval_s: 10\nbackoff_max_s: 5\npolcy: {}\n")
+    with pytest.raises(ConfigError) as err:
+        _load(tmp_path, text)
+    f = tmp_path / "c.yaml"
+    assert str(err.value).splitlines() == [
+        f"{f}: policy.starve_knob: must be >= 0 (got -1)",
+        f"{f}: auto_tune.min_gain: must be >= 0 and <= 1 (got 2)",
+        f"{f}: auto_tune.grid: queues cannot be tuned by the daemon (it keeps the policy and "
+        "its number of queues); tunable: thresholds, knob, min_run, quantum (got 'queues=3')",
+        f"{f}: backoff_max_s: must be >= interval_s (10 s) (got 5)",
+        f"{f}: polcy: unknown key; did you mean 'policy'?",
+    ]
+
+
 def test_bad_yaml_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         _load(tmp_path, "mode: [\n")

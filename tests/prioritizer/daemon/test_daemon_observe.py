@@ -428,3 +428,14 @@ def test_a_held_job_that_leaves_squeue_unseen_is_gone_not_still_held(tmp_path: P
                 record_units(None, ledger, units, now=now)
         row = ledger.job(7)
     assert row is not None and (row.state, row.ended_at) == ("GONE", 900.0)
+
+
+def test_a_running_job_under_scontrol_hold_is_not_held() -> None:
+    """26.05: ``scontrol hold 106`` on a running job leaves it RUNNING on its node with
+    priority 0 and reason JobHeldAdmin (JobHeldUser after a user's hold): it is not held
+    here, and nothing is recorded as holding it. Requeued, pending with that reason, it is."""
+    running = unit(106, "RUNNING", reason="JobHeldAdmin")
+    assert (running.priority, running.held, running.hold) == (0, False, None)
+    assert unit(106, "RUNNING", reason="JobHeldUser").held is False
+    requeued = unit(106, "PENDING", start=None, reason="JobHeldAdmin")
+    assert (requeued.held, requeued.hold) == (True, "JobHeldAdmin")

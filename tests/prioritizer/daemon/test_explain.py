@@ -239,3 +239,38 @@ def test_explain_shows_an_intent_that_preempted_nothing_as_not_made(ledger: Ledg
     assert "promotions: 0, preemptions: 1, restarts: 1" in text
     assert text[-2:] == ["  preemption for job 7: signal USR2, requeued",
                          "  preemption for job 8 not made: signal USR2, not running (not counted)"]
+
+
+def test_a_running_job_under_scontrol_hold_shows_as_running(tmp_path: Path) -> None:
+    """26.05: ``scontrol hold 106`` on a running job: squeue shows it RUNNING on node1 with
+    priority 0 and reason JobHeldAdmin. status says RUNNING (held null) and explain has no
+    "held by" line; requeued and pending under that hold, it is HELD again."""
+    running = unit(106, "RUNNING", start=100, reason="JobHeldAdmin")
+    with Ledger(tmp_path / "l.sqlite") as led:
+        with led.transaction():
+            record_units(None, led, {106: running}, now=120)
+        rows = explain.status_rows(led, 130, active_only=True)
+        assert [(r["state"], r["held"]) for r in rows] == [("RUNNING", None)]
+        assert explain.status_table(rows).splitlines()[1].split()[:3] == ["106", "alice", "RUNNING"]
+        text = explain.explain(106, led, DaemonConfig(), now=130).splitlines()
+        assert text[0] == "job 106 (alice, gpu): RUNNING"
+        assert not any(line.startswith("held by") for line in text)
+        requeued = unit(106, "PENDING", start=None, reason="JobHeldAdmin")
+        with led.transaction():
+            record_units(None, led, {106: requeued}, now=150)
+        rows = explain.status_rows(led, 160, active_only=True)
+    assert [(r["state"], r["held"]) for r in rows] == [("PENDING", "JobHeldAdmin")]
+    assert explain.status_table(rows).splitlines()[1].split()[2] == "HELD"
+
+
+def test_a_ledger_that_named_the_hold_of_a_running_job_shows_it_running(tmp_path: Path) -> None:
+    """A ledger written before running jobs were kept apart may hold ``held`` JobHeldAdmin
+    for a RUNNING job: status and explain still show it running."""
+    with Ledger(tmp_path / "l.sqlite") as led:
+        with led.transaction():
+            led.upsert_job(106, user="root", account="a", partition="gpu", state="RUNNING",
+                           gpus=1, submit_time=0, restart_count=0, held="JobHeldAdmin", now=10)
+        rows = explain.status_rows(led, 20)
+        assert [(r["state"], r["held"]) for r in rows] == [("RUNNING", None)]
+        assert not any(line.startswith("held by") for line in
+                       explain.explain(106, led, DaemonConfig(), now=20).splitlines())

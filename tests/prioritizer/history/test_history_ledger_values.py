@@ -153,3 +153,47 @@ def test_phase_line_only_when_ticks_exist(config: str | None, phased: bool, tmp_
     captured = capsys.readouterr()
     assert ("in phase with the daemon cycles" in captured.out) is phased
     assert ("has no decision ticks" in captured.err) is not phased
+
+
+FIX = "give the daemon's ledger file (ledger_path in its dlprio.yaml)"
+
+
+def _yaml(path: Path) -> Path:
+    path.write_text("ledger_path: /var/lib/dlprio/ledger.sqlite\n")
+    return path
+
+
+def _other_db(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE notes (x)")
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize("command", [["history", "export", "-o", "out.csv"],
+                                     ["history", "check", "--trace", "h.csv", "--nodes", "1",
+                                      "--gpus-per-node", "8", "--start-latency", "0"]])
+@pytest.mark.parametrize(("make", "name", "what"), [
+    (_yaml, "dlprio.yaml", "not a dlprio ledger (not an SQLite database); " + FIX),
+    (_other_db, "notes.db", "not a dlprio ledger (an SQLite database with the tables notes); "
+                            + FIX),
+    (lambda p: _damage(_ledger(p), "UPDATE jobs SET preemptions=-5") or p, "l.sqlite",
+     "the ledger is damaged (jobs row job_id=6: preemptions is -5, not a whole number >= 0); "
+     + FIX + ", a sound copy of it (from a backup), or leave out --ledger")])
+def test_a_ledger_option_naming_another_file_says_to_give_the_daemons_ledger(
+        command: list[str], make, name: str, what: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--ledger dlprio.yaml`` (the config given for the ledger), another SQLite database, a
+    damaged ledger: one line naming --ledger and the fix, never "ledger_path another file" (a
+    config key) nor moving the user's file away; the file is left as it was, before Slurm is
+    asked."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h.csv").write_text(HISTORY)
+    path = make(tmp_path / name)
+    data = path.read_bytes()
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "no-slurm.conf"))
+    rc = dlprio([*command, "--ledger", str(path)])
+    err = capsys.readouterr().err
+    assert (rc, err) == (2, f"dlprio: --ledger {path}: {what}\n")
+    assert path.read_bytes() == data and not (tmp_path / "out.csv").exists()
