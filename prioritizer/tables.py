@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from rich.cells import cell_len
@@ -58,12 +58,15 @@ def plain_text(headers: Sequence[str], rows: Iterable[Sequence[str]],
 
 
 def rich_table(headers: Sequence[str], rows: Iterable[Sequence[str | Text]],
-               right: Collection[str] = (), fold: Collection[str] = ()) -> Table:
+               right: Collection[str] = (), fold: Collection[str] = (),
+               widths: Mapping[str, int] | None = None) -> Table:
     """A borderless rich table (bold header) of the same layout as :func:`plain_text`.
 
     ``fold``: headers of free-text columns that may wrap inside their column (at spaces, long
     words folded) when the table is given less than its natural width (``dlqueue --watch``);
-    every other column never wraps or crops. ``str`` cells become :class:`Text` (no markup).
+    every other column never wraps or crops. ``widths``: a fixed width in cells for some of
+    the ``fold`` columns (:func:`submit.queue_fit.fit`). ``str`` cells become :class:`Text`
+    (no markup).
     """
     from rich.table import Table
     from rich.text import Text
@@ -74,7 +77,8 @@ def rich_table(headers: Sequence[str], rows: Iterable[Sequence[str | Text]],
         if h in right:   # numbers; rich ignores justify with overflow "ignore"
             table.add_column(h, justify="right", no_wrap=True)
         else:
-            table.add_column(h, no_wrap=h not in fold, overflow="fold" if h in fold else "ignore")
+            table.add_column(h, no_wrap=h not in fold, overflow="fold" if h in fold else "ignore",
+                             width=(widths or {}).get(h))
     for r in rows:
         table.add_row(*(c if isinstance(c, Text) else Text(c) for c in r))
     return table

@@ -82,10 +82,9 @@ def shard_count(share: float, per_gpu: int) -> int:
     if not 0 < share < 1:
         raise ShardError(f"{share:g} is not a fraction of one GPU (0 < gpu < 1)")
     if per_gpu <= 0:
-        raise ShardError(f"{share:g} of a GPU needs GPU shards, and none are known here "
-                         "(no node lists Name=shard lines, which dlgres --shards N writes; a "
-                         "--dry-run reads no nodes: give dlsubmit --shards-per-gpu N or "
-                         "shards_per_gpu in the site config)")
+        raise ShardError(f"{share:g} of a GPU needs GPU shards, and how many a GPU has is not "
+                         "known here (no node's Gres was read): give dlsubmit "
+                         "--shards-per-gpu N or shards_per_gpu in the site config")
     want = share * per_gpu
     k = round(want)
     if k < 1 or k >= per_gpu or abs(want - k) > STEP_TOLERANCE:

@@ -246,6 +246,8 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
     opts, given = _options_and_given(args)
     overrides = params.parse_overrides(args.param)
     ask = None if args.dry_run and not args.cluster_shape else _cluster_nodes()
+    origin = {field: f"--{field.replace('_', '-')}" for field in ("gpu_type", "shards_per_gpu")
+              if getattr(args, field) is not None}
     out, problems, notes = [], [], []
     for path in args.spec:
         try:
@@ -254,9 +256,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
             part = sbatch_partition(opts, job)
-            shape = node_shape.choose(opts, given, part, ask,
-                                      any(r.gpus or r.gpu_share for r in job.roles),
-                                      node_shape.gang_demand(job))
+            shape = node_shape.choose(opts, given, part, ask, job, origin)
             # a submit to an unreachable Slurm fails and says so: no note about the shape then
             if shape.note and shape.note not in notes and not (shape.unreachable and not args.dry_run):
                 notes.append(shape.note)

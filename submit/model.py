@@ -100,6 +100,8 @@ class Job:
             from the ``--secrets`` file, never from the script).
         warnings: notes for the user (unsupported fields that were ignored, renamed roles).
         version: ``"v1"`` or ``"v2"``.
+        gpu_type_field: the spec field ``gpu_type`` comes from (``extras.gpuType``, or
+            ``gpuType`` for v1's top-level field), for messages.
         opportunistic: ``extras.opportunistic``: the job runs only on GPUs production jobs leave
             free and is the first to be preempted (its checkpoint marker carries
             ``class=opportunistic``, slurm_plugin/marker.py).
@@ -124,6 +126,7 @@ class Job:
     warnings: tuple[str, ...] = field(default=())
     version: str = "v2"
     opportunistic: bool = False
+    gpu_type_field: str = "extras.gpuType"
 
 
 _NON_IDENT = re.compile(r"[^A-Za-z0-9_]")

@@ -13,23 +13,27 @@ and is packed on as few nodes as that node allows. In a partition of mixed shape
 needs more nodes of that shape than the partition has waits in the queue; :func:`choose` says
 so in its note. Shards per GPU (for a fractional ``gpu``) come from the site config or
 ``--shards-per-gpu``, else from the same nodes' Gres (``gpu:4,shard:16`` is 4 per GPU; the
-largest ratio among them: a job asking a step only some nodes give waits for those). A gang
-that needs more GPUs, cores or MiB at once than the partition's nodes have in all is refused
-(:func:`gang_demand`, :func:`choose`): Slurm would keep it pending for ever.
+largest ratio among them: a job asking a step only some nodes give waits for those). Read
+nodes also refuse, before any sbatch of the batch (:func:`choose`): a GPU type none of them
+has (sinfo's Gres ``gpu:a100:8``; untyped ``gpu:8`` is not checked), a fraction of a GPU where
+none has shards (sbatch would refuse either with a message naming no spec field), one instance
+larger than the largest node (the field named, before the sum), and a gang that needs more
+GPUs, cores or MiB at once than the partition's nodes have in all (:func:`gang_demand`): Slurm
+would keep it pending for ever.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from slurm_plugin import shard
 from submit.errors import SpecError
-from submit.model import Job
+from submit.model import Job, Role
 from submit.options import RenderOptions
-from submit.packing import mem_per_cpu
+from submit.packing import check_fits, mem_per_cpu
 
 FIELDS = ("gpus_per_node", "cores_per_node", "mem_per_node_mib")
 """The RenderOptions fields that make the node shape."""
@@ -43,6 +47,7 @@ class NodeLike(Protocol):
     real_memory_mib: int
     gpus_total: int
     shards_total: int
+    gpu_types: tuple[str, ...]
     partitions: tuple[str, ...]
 
 
@@ -88,26 +93,45 @@ class Choice:
 
 def choose(opts: RenderOptions, given: set[str], partition: str | None,
            nodes: Callable[[str | None], tuple[str, Sequence[NodeLike]]] | None,
-           needs_gpus: bool = True, gang: Shape | None = None) -> Choice:
-    """The shape for one job. ``given``: the :data:`FIELDS` set by a flag or the site config
-    (kept as they are). ``nodes(partition)``: ``(partition name, its nodes)`` from Slurm, raising
-    ``slurm_plugin.slurm.client.SlurmError`` when Slurm does not answer; ``None`` when the cluster is
-    not to be asked (``--dry-run`` without ``--cluster-shape``). ``gang``: what a gang job needs
-    at once, all instances summed (GPUs, cores, MiB; None for a job array, whose elements start
-    on their own). Raises :class:`SpecError` when the partition has no node at all, no GPU
-    while the job asks for GPUs, or fewer GPUs, cores or MiB in all its nodes, whatever their
-    state, than the gang needs at once (it could never start: Slurm would keep it pending)."""
-    if set(FIELDS) <= given:
-        return Choice(opts, "")
+           job: Job, origin: Mapping[str, str] | None = None) -> Choice:
+    """The shape for one job, and the checks of ``job`` against the partition's nodes.
+
+    ``given``: the :data:`FIELDS` set by a flag or the site config (kept as they are).
+    ``nodes(partition)``: ``(partition name, its nodes)`` from Slurm, raising
+    ``slurm_plugin.slurm.client.SlurmError`` when Slurm does not answer; ``None`` when the
+    cluster is not to be asked (``--dry-run`` without ``--cluster-shape``). ``origin``: where
+    ``opts.gpu_type`` and ``opts.shards_per_gpu`` come from, for messages (``{"gpu_type":
+    "--gpu-type"}``; default: the site config's key).
+
+    Raises :class:`SpecError` (one line, naming the field and the fix), in this order, when the
+    partition has no node at all; no GPU while the job asks for GPUs; no GPU of the type the
+    job asks (:func:`_check_gpu_type`); no GPU shards while a role asks for a fraction of a GPU
+    (:func:`_check_shards`; without nodes read, when the shards per GPU are not given); an
+    instance larger than its largest node (:func:`submit.packing.check_fits`); fewer GPUs,
+    cores or MiB in all its nodes, whatever their state, than a gang needs at once
+    (:func:`gang_demand`: it could never start, Slurm would keep it pending). Nodes are read
+    when a shape field is not given, or the job asks a GPU type or a fraction of a GPU."""
+    origin = origin or {}
+    share = next((r for r in job.roles if r.gpu_share), None)
+    all_given = set(FIELDS) <= given
     if nodes is None:
-        return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults; "
+        if share is not None and not opts.shards_per_gpu:
+            raise SpecError([f"{share.field_path('gpu')}: {share.gpu_share:g} of a GPU needs GPU "
+                             "shards, and a --dry-run reads no node to learn how many a GPU "
+                             "has: add --cluster-shape, or give --shards-per-gpu N (or "
+                             "shards_per_gpu in the site config)"])
+        return Choice(opts, "" if all_given else
+                      f"packed for {shape_of(opts).text()} (the defaults; "
                       "--cluster-shape reads the partition's nodes from Slurm)")
+    if all_given and not (_asked_type(job, opts, origin)[0] or share):
+        return Choice(opts, "")
     from slurm_plugin.slurm.client import SlurmError, SlurmUnreachable
 
     try:
         name, found = nodes(partition)
     except SlurmError as exc:
-        return Choice(opts, f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
+        return Choice(opts, "" if all_given else
+                      f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
                       f"tell its node shapes: {exc.message})",
                       isinstance(exc, SlurmUnreachable))
     parts = listed(name)
@@ -125,24 +149,79 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
                          "nodes): name a partition that 'sinfo -s' lists"] if name else
                         [f"{where}: no node to pack the job on (sinfo lists none)"])
     shape, count, total, kinds = top
-    if shape.gpus == 0 and needs_gpus and "gpus_per_node" not in given:
+    if shape.gpus == 0 and any(r.gpus or r.gpu_share for r in job.roles) \
+            and "gpus_per_node" not in given:
         raise SpecError([f"{where}: no node has a GPU (largest node: {shape.text()}); "
                          "name a GPU partition with --partition"])
-    if gang is not None:
-        _check_gang_fits(gang, name, found, opts, given)
+    _check_gpu_type(_asked_type(job, opts, origin), where, found)
+    if share is not None:
+        _check_shards(share, opts, origin, where, found)
     values: dict[str, Any] = {"gpus_per_node": shape.gpus or opts.gpus_per_node,
                               "cores_per_node": shape.cores, "mem_per_node_mib": shape.mem_mib}
     if not opts.shards_per_gpu:
         per_gpu = [shard.shards_per_gpu(n.gpus_total, n.shards_total) for n in found]
         values["shards_per_gpu"] = max(per_gpu, default=0)
     picked = dataclasses.replace(opts, **{f: v for f, v in values.items() if f not in given})
+    for role in job.roles:   # one instance too large names its field, before the gang's sum
+        check_fits(role, picked)
+    gang = gang_demand(job)
+    if gang is not None:
+        _check_gang_fits(gang, name, found, opts, given)
     note = ""
-    if kinds > 1:
+    if kinds > 1 and not all_given:
         has, its = ("have", "their") if "," in (name or "") else ("has", "its")
         note = (f"{where} {has} nodes of {kinds} shapes; packed for {its} largest "
                 f"({shape_of(picked).text()}, {count} of {total} nodes): a job needing more such "
                 "nodes than that waits")
     return Choice(picked, note)
+
+
+def _asked_type(job: Job, opts: RenderOptions, origin: Mapping[str, str]) -> tuple[str, str]:
+    """``(GRES type, where it is set)`` that the job's whole GPUs ask for (the spec's, else
+    ``opts.gpu_type``); ``("", "")`` when none, or when no role asks for whole GPUs (a shard
+    or CPU request carries no type, submit/render.py)."""
+    if not any(r.gpus for r in job.roles):
+        return "", ""
+    if job.gpu_type:
+        return job.gpu_type, job.gpu_type_field
+    if opts.gpu_type:
+        return opts.gpu_type, origin.get("gpu_type", "the site config's gpu_type")
+    return "", ""
+
+
+def _check_gpu_type(asked: tuple[str, str], where: str, found: Sequence[NodeLike]) -> None:
+    """Raise :class:`SpecError` when a GRES type is asked (``(type, field)``) and no node
+    ``found`` has GPUs of it. Nothing is checked when a GPU node lists no type (``gpu:8``:
+    sinfo does not tell the type). Types compare without case, so a spelling Slurm may take
+    is never refused here."""
+    gtype, field = asked
+    gpu_nodes = [n for n in found if n.gpus_total]
+    if not gtype or not gpu_nodes or any(not n.gpu_types for n in gpu_nodes):
+        return
+    have = list(dict.fromkeys(t for n in gpu_nodes for t in n.gpu_types))
+    if gtype.casefold() in {t.casefold() for t in have}:
+        return
+    raise SpecError([f"{field}: no node of {where} has GPUs of type {gtype} (sinfo lists "
+                     f"{', '.join(have)}): set {field} to {' or '.join(have)}, leave it out "
+                     f"for any type, or name a partition with {gtype} GPUs with --partition"])
+
+
+def _check_shards(role: Role, opts: RenderOptions, origin: Mapping[str, str], where: str,
+                  found: Sequence[NodeLike]) -> None:
+    """Raise :class:`SpecError` when ``role`` asks for a fraction of a GPU and no node
+    ``found`` has GPU shards (sinfo lists no ``shard`` GRES): sbatch would refuse
+    ``--gres=shard:K`` ("Invalid generic resource (gres) specification")."""
+    if any(n.shards_total for n in found):
+        return
+    fix = ("ask for whole GPUs, or name a partition with GPU shards with --partition (an "
+           "admin adds them with dlgres --shards N)")
+    if opts.shards_per_gpu:
+        source = origin.get("shards_per_gpu", "the site config's shards_per_gpu")
+        raise SpecError([f"{source} {opts.shards_per_gpu}: no node of {where} has GPU shards "
+                         f"(sinfo lists no shard GRES), so Slurm would refuse the "
+                         f"{role.gpu_share:g} GPU of {role.field_path('gpu')}: {fix}"])
+    raise SpecError([f"{role.field_path('gpu')}: {role.gpu_share:g} of a GPU needs GPU shards, "
+                     f"and no node of {where} has any (sinfo lists no shard GRES): {fix}"])
 
 
 def listed(name: str) -> list[str]:

@@ -37,28 +37,39 @@ def mem_per_cpu(role: Role) -> int:
     return -(-role.memory_mib // role.cpus)
 
 
-def pack(role: Role, placement: str, opts: RenderOptions) -> Layout:
-    """Layout of ``role`` on nodes of the shape in ``opts``.
-
-    Raises :class:`SpecError` naming the role field that cannot fit on one node.
-    """
-    mpc = mem_per_cpu(role)
-    task_mem = mpc * role.cpus
-    limits = {
+def _limits(role: Role, opts: RenderOptions) -> dict[str, tuple[int, int, str]]:
+    """Per spec field: (one instance's need, one node's amount, unit): whole GPUs, cores, MiB
+    (``--mem-per-cpu`` × cores, as Slurm gives it)."""
+    return {
         "gpu": (role.gpus, opts.gpus_per_node, "GPUs"),
         "cpu": (role.cpus, opts.cores_per_node, "cores"),
-        "memory": (task_mem, opts.mem_per_node_mib, "MiB"),
+        "memory": (mem_per_cpu(role) * role.cpus, opts.mem_per_node_mib, "MiB"),
     }
-    fit = role.instances
-    for key, (need, have, unit) in limits.items():
+
+
+def check_fits(role: Role, opts: RenderOptions) -> None:
+    """Raise :class:`SpecError` naming the role field (``gpu``, ``cpu``, ``memoryMB``) whose
+    per-instance request is larger than one node of the shape in ``opts``."""
+    for key, (need, have, unit) in _limits(role, opts).items():
         if need > have:
             raise SpecError([f"{role.field_path(key)}: {need} per instance does not fit on one "
                              f"node ({have} {unit} per node; see --gpus-per-node, "
                              "--cores-per-node, --mem-per-node)"])
+
+
+def pack(role: Role, placement: str, opts: RenderOptions) -> Layout:
+    """Layout of ``role`` on nodes of the shape in ``opts``.
+
+    Raises :class:`SpecError` naming the role field that cannot fit on one node
+    (:func:`check_fits`).
+    """
+    check_fits(role, opts)
+    fit = role.instances
+    for need, have, _ in _limits(role, opts).values():
         if need:
             fit = min(fit, have // need)
     if placement == "spread":
         fit = 1
     nodes = -(-role.instances // fit)
     per_node = -(-role.instances // nodes)
-    return Layout(nodes=nodes, tasks_per_node=per_node, mem_per_cpu_mib=mpc)
+    return Layout(nodes=nodes, tasks_per_node=per_node, mem_per_cpu_mib=mem_per_cpu(role))

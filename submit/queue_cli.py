@@ -447,13 +447,20 @@ def _screen(view: _View, width: int, height: int) -> Group:
         return Group(Text(f"dlqueue {stamp}: Slurm error: {qv.visible(exc.message)} "
                           "(retrying)", style="red"))
     room = max(height - 3 - len(notes), 1)
+    show = {"show_service": snap is not None, "show_start": _show_start(snap)}
     shown = rows[:room]
-    table = qv.build_queue_table(shown, width, show_service=snap is not None, fit=True,
-                                 show_start=_show_start(snap))
+    if qv.watch_layout(shown, width, **show).hidden:   # one line for the note saying so
+        shown = rows[:max(room - 1, 1)]
+    hidden = qv.watch_layout(shown, width, **show).hidden
+    table = qv.build_queue_table(shown, width, fit=True, **show)
     title = Text(f"dlqueue {stamp}: {len(rows)} jobs, every {view.args.interval:g} s")
     more = ([Text(f"... {len(rows) - len(shown)} more (dlqueue without --watch lists all)",
                   style="dim")] if len(shown) < len(rows) else [])
-    return Group(title, table, *more, *(Text(qv.visible(n), style="dim") for n in notes))
+    left_out = ([Text(f"not shown at {width} columns: {', '.join(hidden)} (widen the terminal "
+                      "or run dlqueue without --watch)", style="dim")]
+                if hidden else [])
+    return Group(title, table, *more, *left_out,
+                 *(Text(qv.visible(n), style="dim") for n in notes))
 
 
 def _watch(view: _View, console: Console) -> int:

@@ -20,9 +20,10 @@ User-controlled text (names, users, reasons, ids) is shown literally and whole: 
 :class:`rich.text.Text` (never markup), control and invisible formatting characters are written
 as visible escapes by :func:`visible` (a newline becomes the two characters ``\\n``, so a row
 stays one line), and plain output is rendered at the table's natural width (never cropped,
-never wrapped). Only ``--watch``, whose screen must fit the terminal, wraps cells that do not
-fit (``fit=True``) inside their column: at spaces where possible, long words folded, no
-character lost but the space at a break; cropping would hide text, this only moves it.
+never wrapped). Only ``--watch``, whose screen must fit the terminal, lays the table out to
+its width (``fit=True``, :mod:`submit.queue_fit`): NAME and REASON wrap inside their column (at
+spaces where possible, long words folded, no character lost but the space at a break), every
+other column stays whole, and the least needed columns are left out (the screen names them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from prioritizer.daemon.snapshot import PublicJob, PublicSnapshot, PublicTenant
 from prioritizer.tables import natural_width, plain_text, render_table, rich_table, visible
 from slurm_plugin import marker
 from slurm_plugin.slurm.records import HOLDING_STATES, WAITING_STATES, Job
+from submit import queue_fit
 
 if TYPE_CHECKING:  # rich's table loads only for --watch (build_queue_table): dlqueue start-up
     from rich.table import Table
@@ -322,7 +324,6 @@ def service_text(gpu_s: float | None) -> str:
 #: The attained-service column, unit in the header (the same unit as REASON and dlprio status).
 ATTAINED_HEAD = "ATTAINED(GPU·s)"
 _RIGHT = {ATTAINED_HEAD, "GPUS", "WAIT", "START", "PREEMPTS"}
-_FREE = {"USER", "NAME", "NODES", "REASON"}
 
 
 def headers(show_service: bool, show_start: bool = False) -> list[str]:
@@ -393,25 +394,31 @@ def build_queue_table(rows: Sequence[QueueRow], width: int, *, show_service: boo
         width: the console width (cells) it will be printed at.
         show_service: include QUEUE and ATTAINED(GPU·s) columns (only with a snapshot).
         show_start: include the START column (only with a forecast in the snapshot).
-        fit: for ``--watch``: when the natural width exceeds ``width``, the free-text columns
-            (USER, NAME, NODES, REASON) wrap onto extra lines in their column (at spaces,
-            long words folded) instead of running past the screen. Without ``fit`` nothing
-            ever wraps or crops: print with :func:`render_table`, which widens the console.
+        fit: for ``--watch``: when the natural width exceeds ``width``, the columns of
+            :func:`watch_layout` (:func:`submit.queue_fit.fit`): NAME and REASON wrap inside
+            their column, every other column stays whole, the least needed are left out.
+            Without ``fit`` nothing ever wraps, crops or is left out: print with
+            :func:`render_table`, which widens the console.
     Returns:
         A :class:`rich.table.Table`; every cell is a :class:`Text` passed through
         :func:`visible`, so no user string is read as markup.
     """
-    table = _table(rows, show_service, fold=False, show_start=show_start)
-    if fit and natural_width(table) > width:
-        table = _table(rows, show_service, fold=True, show_start=show_start)
-    return table
+    heads = headers(show_service, show_start)
+    cells = [_cells(r, show_service, show_start) for r in rows]
+    if not fit:
+        return rich_table(heads, cells, _RIGHT)
+    layout = watch_layout(rows, width, show_service=show_service, show_start=show_start)
+    keep = [i for i, h in enumerate(heads) if h in layout.shown]
+    return rich_table(layout.shown, ([row[i] for i in keep] for row in cells), _RIGHT,
+                      layout.widths, layout.widths)
 
 
-def _table(rows: Sequence[QueueRow], show_service: bool, fold: bool,
-           show_start: bool = False) -> Table:
-    return rich_table(headers(show_service, show_start),
-                      (_cells(r, show_service, show_start) for r in rows), _RIGHT,
-                      _FREE if fold else ())
+def watch_layout(rows: Sequence[QueueRow], width: int, *, show_service: bool = True,
+                 show_start: bool = False) -> queue_fit.Fit:
+    """The ``--watch`` screen's columns for ``rows`` at ``width`` cells
+    (:func:`submit.queue_fit.fit` of the cells as shown)."""
+    return queue_fit.fit(headers(show_service, show_start),
+                         [cell_texts(r, show_service, show_start) for r in rows], width)
 
 
 TENANT_HEADERS = ("TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE")

@@ -125,6 +125,8 @@ def _layouts(job: Job, opts: RenderOptions) -> list[Layout]:
     _check_shares(job)
     if not job.gang:
         _check_array(job)
+        for r in job.roles:   # each element is one instance on one node
+            packing.check_fits(r, opts)
         return [Layout(1, 1, packing.mem_per_cpu(r)) for r in job.roles]
     return [packing.pack(r, job.placement, opts) for r in job.roles]
 

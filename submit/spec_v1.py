@@ -129,4 +129,5 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         enforce_binding=ex.enforceBinding, virtual_cluster=spec.virtualCluster,
         gpu_isolation=ex.gpuIsolation, warnings=tuple(warnings), version="v1",
         opportunistic=ex.opportunistic,
+        gpu_type_field="extras.gpuType" if ex.gpuType else "gpuType",
     )

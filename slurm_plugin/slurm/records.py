@@ -135,8 +135,10 @@ class Node:
         partitions: partitions the node belongs to.
         cpus, sockets, cores_per_socket: CPU shape; real_memory_mib: RealMemory in MiB.
         gpus_total: GPUs configured (from ``gres``); gpus_used: GPUs allocated (``gres_used``).
-        gpu_type: GRES type name or "".
+        gpu_type: GRES type name or "" (of the first ``gpu`` item of ``gres``).
         shards_total: GPU shards configured (``shard:N`` in ``gres``, slurm_plugin/shard.py).
+        gpu_types: the GRES type of every ``gpu`` item of ``gres``, in its order
+            (``gpu:a100:4,gpu:v100:4`` → ``("a100", "v100")``); () when untyped (``gpu:8``).
     """
 
     name: str
@@ -152,6 +154,7 @@ class Node:
     gpus_used: int
     gpu_type: str
     shards_total: int = 0
+    gpu_types: tuple[str, ...] = ()
 
     @property
     def gpus_free(self) -> int:
@@ -477,7 +480,9 @@ def _node_with_gres(*, gres: str, gres_used: str, **fields: object) -> Node:
     in_use = sum(gres_count(m.group(1)) for g in gres_used.split(",") if (m := _GRES_COUNT_RE.match(g)))
     parts = gres.split(",")[0].split("(")[0].split(":")
     gtype = parts[1] if len(parts) == 3 and parts[0] == "gpu" else ""
-    return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype,
+    items = [g.split("(")[0].split(":") for g in gres.split(",")]
+    types = tuple(dict.fromkeys(i[1] for i in items if len(i) == 3 and i[0] == "gpu"))
+    return Node(gpus_total=total, gpus_used=in_use, gpu_type=gtype, gpu_types=types,
                 shards_total=shards_in_gres(gres), **fields)  # type: ignore[arg-type]
 
 

@@ -23,6 +23,7 @@ class FakeNode:
     cpus: int
     real_memory_mib: int
     shards_total: int = 0
+    gpu_types: tuple[str, ...] = ()
 
 
 NODES = [FakeNode("a1", ("gpu",), 4, 32, 128000), FakeNode("a2", ("gpu",), 4, 32, 128000),
@@ -288,7 +289,7 @@ def test_a_list_naming_a_partition_the_cluster_lacks_is_refused_before_sbatch(
     assert err == ("dlsubmit: partition nope (of --partition gpu,nope): sinfo lists no node in "
                    "it (no such partition, or one without nodes): name partitions that "
                    "'sinfo -s' lists\n")
-    rc, scripts, err = submitted([spec_file(tmp_path, 4, 8), "--partition", "gpu,gpu"],
+    rc, scripts, err = submitted([spec_file(tmp_path, 3, 4), "--partition", "gpu,gpu"],
                                  monkeypatch, capsys)
     assert (rc, scripts) == (2, [])
     assert "and partition gpu has 8 in all (2 nodes)" in err, err

@@ -127,6 +127,84 @@ def test_fit_folds_long_cells_keeping_every_character() -> None:
     assert out.getvalue().count("n") == 51 and "…" not in out.getvalue()
 
 
+def _watch_lines(rows, width: int, **kw) -> list[str]:
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None).print(
+        qv.build_queue_table(rows, width, fit=True, **kw))
+    return [line.rstrip() for line in out.getvalue().splitlines()]
+
+
+def test_watch_at_70_columns_hides_the_least_needed_and_wraps_reason() -> None:
+    """Natural widths: JOBID 5, USER 5, NAME 12, STATE 7, QUEUE 5, ATTAINED 15, GPUS 4, NODES 5,
+    WAIT 5, PREEMPTS 8, REASON 30; with NAME and REASON at their least (12 each) and 2 cells
+    between columns: 103 > 70; without PREEMPTS 93, without ATTAINED too 76, without WAIT
+    too 69 <= 70. REASON gets the rest: 70 - 57 = 13 cells."""
+    lines = _watch_lines(qv.build_rows(JOBS, SNAP, NOW), 70)
+    assert lines == [
+        "JOBID  USER   NAME          STATE    QUEUE  GPUS  NODES  REASON",
+        "101    alice  train-a       RUNNING  Q1        8  node1",
+        "103    carol  eval          PENDING  Q0        2  1      requeue delay",
+        "                                                         (starts in",
+        "                                                         ~11s)",
+        "102    bob    [red]x[/red]  PENDING  Q0       16  2      Resources",
+        "104    dave   cpu-prep      PENDING            0  1      Priority",
+    ]
+    assert qv.watch_layout(qv.build_rows(JOBS, SNAP, NOW), 70).hidden == (
+        "ATTAINED(GPU·s)", "WAIT", "PREEMPTS")
+
+
+def test_watch_at_80_columns_keeps_wait() -> None:
+    """As at 70 columns, 76 <= 80 once PREEMPTS and ATTAINED(GPU·s) are out: WAIT stays,
+    REASON gets 80 - 64 = 16 cells."""
+    lines = _watch_lines(qv.build_rows(JOBS, SNAP, NOW), 80)
+    assert lines[:4] == [
+        "JOBID  USER   NAME          STATE    QUEUE  GPUS  NODES   WAIT  REASON",
+        "101    alice  train-a       RUNNING  Q1        8  node1  10:00",
+        "103    carol  eval          PENDING  Q0        2  1       0:10  requeue delay",
+        "                                                                (starts in ~11s)",
+    ]
+
+
+@pytest.mark.parametrize("width", [70, 80])
+def test_watch_on_a_narrow_terminal_shows_id_user_state_whole(width: int) -> None:
+    """The user's cluster: long names and reasons, node lists, array and hetjob ids."""
+    jobs = [
+        make_job(39, user="root", name="resnet50-imagenet-baseline-run-with-a-long-name",
+                 state="RUNNING", reason="None", gpus=8, nodes="node2", node_list=("node2",),
+                 submit_time=9000, start_time=9100),
+        make_job(41, user="researcher7", name="small1", reason="Resources", gpus=32,
+                 node_count=4),
+        make_job(701, user="root", array_job_id=700, array_task_string="5-9,12%3",
+                 reason="QOSMaxGRESPerUser"),
+        make_job(684, user="bob", het_job_id=683, het_job_offset=1,
+                 reason="ReqNodeNotAvail, UnavailableNodes:node[1-4]"),
+    ]
+    rows = qv.build_rows(jobs, SNAP, NOW)
+    lines = _watch_lines(rows, width)
+    assert max(len(line) for line in lines) <= width
+    for jid, user, state in [("39", "root", "RUNNING"), ("41", "researcher7", "PENDING"),
+                             ("700_[5-9,12%3]", "root", "PENDING"), ("683+1", "bob", "PENDING")]:
+        assert any(line.split()[:2] == [jid, user] and state in line.split() for line in lines), jid
+    if width == 80:   # 14 + 11 + 12 + 7 + 5 + 4 + 5 + 12 and 7 gaps of 2 = 84 > 80 with QUEUE
+        assert "node2" in "".join(lines)
+
+
+def test_watch_screen_names_the_columns_it_leaves_out() -> None:
+    class View:   # the one I/O of a refresh, faked
+        args = type("Args", (), {"interval": 5.0})()
+
+        def fetch(self):
+            return qv.build_rows(JOBS, SNAP, NOW), SNAP, []
+
+    out = io.StringIO()
+    Console(file=out, width=70, color_system=None).print(queue_cli._screen(View(), 70, 30))
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    assert lines[1] == "JOBID  USER   NAME          STATE    QUEUE  GPUS  NODES  REASON"
+    assert lines[-2:] == [
+        "not shown at 70 columns: ATTAINED(GPU·s), WAIT, PREEMPTS (widen the",
+        "terminal or run dlqueue without --watch)"]
+
+
 def test_without_fit_wide_rows_are_never_cropped() -> None:
     name = "x" * 150
     lines = render(qv.build_rows([make_job(9, name=name)], None, NOW), 100, show_service=False)

@@ -39,9 +39,9 @@ def test_shard_count_is_the_fraction_times_shards_per_gpu(share: float, per_gpu:
     (0.5, 3, "0.5 of a GPU is not a step of this site's 3 shards per GPU; use one of 0.333, 0.667"),
     (0.1, 4, "0.1 of a GPU is not a step of this site's 4 shards per GPU; use one of 0.25, 0.5, 0.75"),
     (0.5, 1, "0.5 of a GPU is not a step of this site's 1 shards per GPU; use one of "),
-    (0.5, 0, "0.5 of a GPU needs GPU shards, and none are known here (no node lists Name=shard "
-             "lines, which dlgres --shards N writes; a --dry-run reads no nodes: give dlsubmit "
-             "--shards-per-gpu N or shards_per_gpu in the site config)"),
+    (0.5, 0, "0.5 of a GPU needs GPU shards, and how many a GPU has is not known here (no "
+             "node's Gres was read): give dlsubmit --shards-per-gpu N or shards_per_gpu in the "
+             "site config"),
 ], ids=["0.3-on-4", "half-on-3", "below-one-shard", "one-shard-per-gpu", "no-shards"])
 def test_a_fraction_the_site_cannot_give_is_named_with_its_steps(share: float, per_gpu: int,
                                                                 message: str) -> None:
