@@ -27,7 +27,7 @@ from prioritizer.history.check import (against_baseline, check, dispatch_latency
                                         format_fidelity, phased, start_latency_from)
 from prioritizer.history.export import LedgerFacts, history_rows
 from prioritizer.history.sacct_read import with_earlier_attempts
-from prioritizer.history.ledger_read import cycle_time, ledger_facts
+from prioritizer.history.ledger_read import adopted_note, cycle_time, ledger_facts
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
 from prioritizer.history.forecast_check import (ARRIVALS, DEFAULT_ARRIVALS, DEFAULT_MOMENTS,
                                                 check_forecasts)
@@ -362,6 +362,9 @@ def _check(args: argparse.Namespace) -> int:
     tenants_note("dlprio history check", args.config)
     if delay_note is not None:
         print(f"dlprio history check: note: {delay_note}", file=sys.stderr)
+    adopted = adopted_note(args.config, args.ledger) if args.config and args.ledger else None
+    if adopted is not None:
+        print(f"dlprio history check: note: {adopted}", file=sys.stderr)
     if cycle_at is not None and not phased(cycle_at, config):
         print(f"dlprio history check: note: --ledger {visible(args.ledger)}: policy "
               f"{config.policy} has no decision ticks (decision_interval_s "

@@ -9,8 +9,11 @@ exit 2.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 
 from prioritizer.command import CliError
@@ -58,6 +61,44 @@ def cycle_time(path: str) -> float | None:
 
 #: The fix of a ``--ledger`` file that is not the daemon's ledger.
 FIX = "give the daemon's ledger file (ledger_path in its dlprio.yaml)"
+
+
+def adopted_note(config_path: str, ledger_path: str) -> str | None:
+    """A note when the daemon's ``auto_tune`` adopted settings other than the ``policy:``
+    section of ``config_path`` (the config that ran, read as the daemon reads it; None when it
+    does not load, or nothing was adopted): what was adopted, when, and the keys that differ,
+    so the admin can replay them. The replay itself keeps the file's section: a history window
+    runs under whatever was in force at each moment, the file's before the switch.
+
+    Raises:
+        CliError: the ledger is missing, not a ledger or damaged (exit 2).
+    """
+    from prioritizer.config_file import load
+    from prioritizer.daemon.auto_tune import in_force
+    from prioritizer.policy.validation import ConfigError
+    try:
+        cfg = load(config_path)
+    except (ConfigError, OSError):   # the replay's checks read the policy section alone
+        return None
+    with _open_ledger(ledger_path) as ledger:
+        policy, record = in_force(cfg, ledger)
+    if record is None:
+        return None
+    own, adopted = dataclasses.asdict(cfg.policy), dataclasses.asdict(policy)
+    keys = ", ".join(f"{k}: {_yaml(v)}" for k, v in adopted.items() if own[k] != v)
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(record["at"])))
+    return (f"the daemon's auto_tune adopted {record['label']} at {when}; this replay uses "
+            f"the policy section of {visible(config_path)} as written (in force before that "
+            f"switch); to replay the adopted settings, set {keys} in a copy of it")
+
+
+def _yaml(value: object) -> str:
+    """A policy value as YAML reads it back: whole numbers without ``.0``, lists in brackets."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_yaml(v) for v in value) + "]"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return json.dumps(value)
 
 
 @contextlib.contextmanager

@@ -511,3 +511,33 @@ def test_a_window_gets_the_attempts_of_its_jobs_from_before_it() -> None:
     assert (seven.submit, len(seven.attempts)) == (100, 3)
     # nothing submitted before the window: sacct is not asked again
     assert with_earlier_attempts(sacct, [inside], since_s=200) == [inside] and len(sacct.asked) == 1
+
+
+def test_check_notes_settings_the_daemons_auto_tune_adopted(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``--config`` with ``auto_tune`` on and a ``--ledger`` whose daemon adopted thresholds
+    100/200 and knob 4 over the file's 3,250/7,200 and knob 8: the replay keeps the file's
+    section (it ran before the switch) and a note names what was adopted, when (epoch 0),
+    and the keys to set to replay it."""
+    import json
+    from prioritizer.daemon import auto_tune
+    from prioritizer.daemon.ledger import Ledger
+    trace = tmp_path / "h.csv"
+    with open(trace, "w") as handle:
+        write_rows([_row("a", 0, 8, 100, 100)], handle)
+    config = tmp_path / "dlprio.yaml"
+    config.write_text("auto_tune: {enabled: true}\npolicy:\n  policy: tiresias-las\n")
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        ledger.set_meta(auto_tune.META_SETTINGS, json.dumps({
+            "setting": {"thresholds": [100, 200], "knob": 4}, "label": "thresholds=100/200 knob=4",
+            "at": 0.0, "reason": "made here",
+            "base": json.dumps(dataclasses.asdict(PolicyConfig(policy="tiresias-las")),
+                               sort_keys=True)}))
+    assert main(["history", "check", "--trace", str(trace), "--nodes", "1", "--gpus-per-node",
+                 "8", "--start-latency", "0", "--config", str(config),
+                 "--ledger", str(tmp_path / "l.sqlite")]) in (0, 1)
+    err = capsys.readouterr().err
+    assert (f"dlprio history check: note: the daemon's auto_tune adopted thresholds=100/200 "
+            f"knob=4 at 1970-01-01 00:00:00 UTC; this replay uses the policy section of {config} "
+            "as written (in force before that switch); to replay the adopted settings, set "
+            "thresholds_gpu_s: [100, 200], starve_knob: 4 in a copy of it") in err.splitlines()
