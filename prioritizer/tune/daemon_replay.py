@@ -19,7 +19,8 @@ from its ``gittins_samples``: :func:`replay_durations`), and writes ``WORKDIR/re
 * ``{"error": WHY}`` when the history or the cluster could not be read.
 
 Sources: ``ledger`` (the daemon's ledger, read-only: submit time, GPUs, closed runs),
-``sacct`` (Slurm accounting over the window, as ``dlprio history export`` reads it), or the
+``sacct`` (Slurm accounting over the window, as ``dlprio history export --ledger`` reads it
+with the daemon's ledger), or the
 path of a history CSV.
 """
 
@@ -34,10 +35,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prioritizer.command import CliError
 from prioritizer.config_file import LEARNED_SAMPLES
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import kept_work
-from prioritizer.history.ledger_read import job_facts
+from prioritizer.history.ledger_read import job_facts, ledger_facts
 from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
@@ -82,18 +84,29 @@ def ledger_rows(path: str, since: float, until: float) -> list[HistoryRow]:
     return out
 
 
-def sacct_rows(since: float, until: float, timeout_s: float) -> list[HistoryRow]:
-    """History rows of Slurm accounting's finished jobs that ended in ``[since, until]``."""
+def sacct_rows(since: float, until: float, timeout_s: float,
+               ledger_path: str | None = None) -> list[HistoryRow]:
+    """History rows of Slurm accounting's finished jobs that ended in ``[since, until]``, read
+    as ``dlprio history export --ledger LEDGER`` reads them: the daemon's ledger adds the jobs
+    it checkpointed (their runs before a requeue are kept though accounting keeps no comment)
+    and the GPUs it saw where accounting does not track them."""
+    from prioritizer.history.cli import gpu_sources, show_config
     from prioritizer.history.export import history_rows
     from prioritizer.history.sacct_read import with_earlier_attempts
     from slurm_plugin.slurm.accounting import fold_jobs
+    import functools
     import time
+    facts = (ledger_facts(ledger_path)
+             if ledger_path is not None and os.path.isfile(ledger_path) else None)
     fmt = "%Y-%m-%dT%H:%M:%S"
     client = SlurmClient(timeout_s=timeout_s)
     records = with_earlier_attempts(client, client.accounting(
         time.strftime(fmt, time.localtime(since)), time.strftime(fmt, time.localtime(until))),
         since)
-    rows, _ = history_rows(fold_jobs(records), until=until)
+    jobs = fold_jobs(records)
+    tracked, known = gpu_sources(jobs, facts, functools.cache(show_config))
+    rows, _ = history_rows(jobs, ledger=facts, gpus_tracked=tracked, known_gpus=known,
+                           until=until)
     return [r for r in rows if since <= r.end_time <= until]
 
 
@@ -103,7 +116,8 @@ def gather(request: dict[str, Any]) -> list[HistoryRow]:
     if request["history"] == "ledger":
         return ledger_rows(request["ledger_path"], since, until)
     if request["history"] == "sacct":
-        return sacct_rows(since, until, max(request["slurm_timeout_s"], 30.0))
+        return sacct_rows(since, until, max(request["slurm_timeout_s"], 30.0),
+                          request.get("ledger_path"))
     return [r for r in read_rows(request["history"]) if since <= r.end_time <= until]
 
 
@@ -111,7 +125,7 @@ def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
     """The result of one request (see the module doc)."""
     try:
         rows = [r for r in gather(request) if r.num_gpu > 0 and r.duration > 0]
-    except (HistoryError, SlurmError, OSError, sqlite3.Error) as exc:   # a ledger gone bad
+    except (HistoryError, SlurmError, CliError, OSError, sqlite3.Error) as exc:   # a ledger gone bad
         return {"error": f"history {request['history']}: {exc}"}
     if len(rows) < request["min_jobs"]:
         return {"skipped": f"{len(rows)} finished GPU job(s) in the window, fewer than "

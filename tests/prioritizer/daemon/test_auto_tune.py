@@ -280,6 +280,35 @@ def test_the_sacct_history_is_what_history_export_keeps_in_the_window(
     assert len(asked) == 1
 
 
+def test_the_sacct_history_keeps_the_runs_of_jobs_the_daemon_checkpointed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Accounting keeps no comment here (no checkpoint marker seen): job 4's run of 50 s
+    before its requeue counts as lost, 100 GPU·s; the daemon's ledger shows it signalled job 4
+    at 1050 and requeued it at 1060, so, as ``history export --ledger`` counts it, both runs
+    are work less the 10 s of checkpointing, (50 + 50 - 10) x 2 = 180 GPU·s."""
+    from prioritizer.tune import daemon_replay as auto_tune_replay
+    from slurm_plugin.slurm.accounting import AccountingRecord
+
+    def record(state: str, start: int, end: int) -> AccountingRecord:
+        return AccountingRecord(4, None, 0, None, None, "train", "u", "a", "gpu", "",
+                                state, 1000, 1000, start, end, 3600, 2, 1, True)
+
+    monkeypatch.setattr(auto_tune_replay.SlurmClient, "accounting",
+                        lambda self, start, end="now": [record("REQUEUED", 1010, 1060),
+                                                        record("COMPLETED", 1100, 1150)])
+    request = {"history": "sacct", "since": 1100.0, "until": 2000.0, "slurm_timeout_s": 5.0,
+               "ledger_path": str(tmp_path / "l.sqlite")}
+    assert [r.work_gpu_s for r in auto_tune_replay.gather(request)] == [100.0]   # no ledger yet
+    with Ledger(tmp_path / "l.sqlite") as ledger:
+        with ledger.transaction():
+            ledger.upsert_job(4, user="u", account="a", partition="gpu", state="RUNNING",
+                              gpus=2, submit_time=1000.0, restart_count=0, now=1000.0)
+        intent = ledger.add_intent(4, None, "USR2", 30.0, 0, 1050.0)
+        ledger.mark_signal(intent, 1050.0, 1080.0)
+        ledger.mark_requeue(intent, 1060.0)
+    assert [r.work_gpu_s for r in auto_tune_replay.gather(request)] == [180.0]
+
+
 def test_a_replay_that_cannot_start_is_a_failed_replay_and_the_cycle_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tuner, ledger, metrics = _tuner(tmp_path, monkeypatch, [str(tmp_path / "no-such-program")])
