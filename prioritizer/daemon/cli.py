@@ -235,22 +235,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     cfg, log, samples = _setup(args)
     stop = threading.Event()
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
-    try:   # a config it refuses leaves no lease job and no ledger
-        preflight(cfg, client, _source(args), log)
-        checked = True
-    except SlurmUnreachable:     # the first cycle checks, once Slurm answers
-        checked = False
+    metrics = Metrics()
+    with _stop_on_signals(stop):
+        # a config it refuses leaves no lock, lease job or ledger: checked before them, once
+        # Slurm answers (waited for as a failed cycle is)
+        if not _until_slurm_answers(cfg, log, stop, metrics, "preflight",
+                                    lambda: preflight(cfg, client, _source(args), log)):
+            return Exit.OK
+        return _run(args, cfg, log, samples, stop, client, metrics)
+
+
+def _run(args: argparse.Namespace, cfg: DaemonConfig, log: CycleAdapter,
+         samples: GittinsDistribution | None, stop: threading.Event, client: SlurmClient,
+         metrics: Metrics) -> int:
+    """``run`` once its config passed the checks against the cluster."""
     lock = _ledger_lock(cfg.ledger_path)
-    lock_was_there = lock.path.exists()
     # the lock first (a ledger another daemon holds is exit 6, whatever else), then the
     # endpoint, then the ledger: a port it cannot listen on leaves no new ledger or lock file
-    with _stop_on_signals(stop), lock:
-        metrics = Metrics()
+    with lock:
         try:
             metrics.serve(cfg.metrics_port, cfg.metrics_addr)
         except OSError as exc:
-            if not lock_was_there:
-                lock.path.unlink(missing_ok=True)
+            lock.discard()
             # a name that does not resolve is the address's fault; in use, no permission: the port's
             key = "metrics_addr" if isinstance(exc, socket.gaierror) else "metrics_port"
             raise ConfigError(f"{visible(_source(args))}: {key}: cannot listen on "
@@ -264,7 +270,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                   interval_s=cfg.interval_s, metrics_port=cfg.metrics_port)
             try:
                 Daemon(cfg, client, ledger, log, metrics, lease=lease,
-                       distribution=samples, auto_tune=True, checked=checked,
+                       distribution=samples, auto_tune=True, checked=True,
                        source=_source(args)).run(stop)
             except LeaseLost as exc:
                 event(log, "lease_lost", level=logging.ERROR, error=str(exc))
@@ -300,29 +306,39 @@ def _lease(cfg: DaemonConfig, client: SlurmClient, log: CycleAdapter,
         yield None
         return
     lease = ClusterLease(client, cfg.lease_name, cfg.lease_ttl, cfg.ledger_path, log)
+    if stop is None:
+        lease.acquire()
+    elif not _until_slurm_answers(cfg, log, stop, metrics, "lease", lease.acquire):
+        yield None
+        return
+    try:
+        yield lease
+    finally:
+        lease.release()
+
+
+def _until_slurm_answers(cfg: DaemonConfig, log: CycleAdapter, stop: threading.Event,
+                         metrics: Metrics | None, step: str, call: Callable[[], object]) -> bool:
+    """Call ``call`` until Slurm answers it (no SlurmUnreachable), trying as a failed cycle
+    retries (:func:`~prioritizer.daemon.loop.retry_wait`): each failure logged
+    ``slurm_unreachable`` (``failed_after_s``, ``retry_in_s``, ``step``) and counted in
+    ``metrics``. False when ``stop`` was set while waiting."""
     failures = 0
     while True:
         started = time.monotonic()
         try:
-            lease.acquire()
-            break
+            call()
+            return True
         except SlurmUnreachable as exc:
-            if stop is None:
-                raise
             failures += 1
             blocked = time.monotonic() - started
             delay = retry_wait(cfg, failures, blocked)
             if metrics is not None:
                 metrics.slurm_errors.labels(kind="unreachable").inc()
             event(log, "slurm_unreachable", level=logging.WARNING, error=exc.message,
-                  failed_after_s=round(blocked, 1), retry_in_s=round(delay, 1), step="lease")
+                  failed_after_s=round(blocked, 1), retry_in_s=round(delay, 1), step=step)
             if stop.wait(delay):
-                yield None
-                return
-    try:
-        yield lease
-    finally:
-        lease.release()
+                return False
 
 
 @_guard
@@ -334,13 +350,18 @@ def cmd_once(args: argparse.Namespace) -> int:
     client = SlurmClient(timeout_s=cfg.call_timeout_s)
     preflight(cfg, client, _source(args), log)   # a config it refuses leaves no lease job, no ledger
     with ExitStack() as stack:
-        if not args.dry_run:
-            stack.enter_context(_ledger_lock(cfg.ledger_path))
+        lock = None if args.dry_run else stack.enter_context(_ledger_lock(cfg.ledger_path))
         existed = Path(cfg.ledger_path).exists()
-        # the lease first: a once refused by another daemon's lease leaves no new ledger
-        # (run opens the ledger first, for readers that wait on it while run waits for the lease)
-        lease = stack.enter_context(_lease(cfg if not args.dry_run else replace(cfg, lease_name=""),
-                                           client, log))
+        # the lease first: a once refused by another daemon's lease leaves no new ledger, nor
+        # the lock file and directories it made (run opens the ledger first, for readers that
+        # wait on it while run waits for the lease)
+        try:
+            lease = stack.enter_context(_lease(
+                cfg if not args.dry_run else replace(cfg, lease_name=""), client, log))
+        except (LeaseHeld, SlurmError):
+            if lock is not None:
+                lock.discard()
+            raise
         ledger = stack.enter_context(Ledger(cfg.ledger_path, scratch=args.dry_run))
         daemon = Daemon(cfg, client, ledger, log, dry_run=args.dry_run, lease=lease,
                         distribution=samples, checked=True)

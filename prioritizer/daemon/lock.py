@@ -31,9 +31,13 @@ class LedgerLock:
     def __init__(self, ledger_path: str | os.PathLike[str]) -> None:
         self.path = Path(str(ledger_path) + LOCK_SUFFIX)
         self.fd: int | None = None
+        #: what :meth:`acquire` created: the lock file, and the missing directories above it
+        self.made: list[Path] = []
 
     def acquire(self) -> None:
+        missing = [d for d in (self.path.parent, *self.path.parent.parents) if not d.exists()]
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        existed = self.path.exists()
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -44,6 +48,18 @@ class LedgerLock:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.fd = fd
+        self.made = ([] if existed else [self.path]) + missing
+
+    def discard(self) -> None:
+        """For a ``run``/``once`` refused while it holds the lock: remove the lock file and
+        the directories :meth:`acquire` created (those still empty), so a refusal leaves no
+        trace; nothing that was there before."""
+        for path in self.made:
+            try:
+                path.rmdir() if path.is_dir() else path.unlink()
+            except OSError:   # a directory something else wrote into meanwhile stays
+                break
+        self.made = []
 
     def release(self) -> None:
         if self.fd is not None:

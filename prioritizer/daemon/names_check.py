@@ -4,9 +4,9 @@ A typo in ``partitions`` leaves the daemon managing nothing (no job is in a part
 cluster does not have), one in ``exempt_partitions`` or ``exempt_accounts`` leaves jobs
 preemptible that the site meant to keep, one in a virtual cluster's ``partition`` leaves the
 tenant without jobs, one in ``queue_partitions`` (mode partition) makes every move fail; the
-first three show nowhere else. So ``dlprio run`` and ``once`` (or ``run``'s first cycle,
-:meth:`prioritizer.daemon.loop.Daemon.cycle`, when Slurm did not answer at its start), before
-they observe or send anything, check them against the cluster (:func:`preflight`, with the
+first three show nowhere else. So ``dlprio run`` and ``once`` (``run`` waiting for Slurm to
+answer first; a :class:`prioritizer.daemon.loop.Daemon` made unchecked checks in its first
+cycle), before they observe or send anything, check them against the cluster (:func:`preflight`, with the
 virtual clusters' guarantees and accounts): partitions against ``scontrol show partition``, accounts against
 slurmdbd's (``sacctmgr list account``; skipped with no slurmdbd to ask, or while it does not
 answer, as the tenants' accounts are).

@@ -228,6 +228,41 @@ def test_second_lock_holder_is_refused_with_the_pid(tmp_path: Path) -> None:
         pass
 
 
+def test_a_refused_daemon_discards_only_what_its_lock_made(tmp_path: Path) -> None:
+    """A run/once refused while holding the lock (another daemon's lease, a busy metrics port)
+    removes the lock file and the directories its lock made, nothing that was there before."""
+    lock = LedgerLock(tmp_path / "state" / "new" / "l.sqlite")
+    with lock:
+        assert lock.path.exists()
+        lock.discard()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "l.sqlite.lock").write_text("1\n")
+    with LedgerLock(tmp_path / "kept" / "l.sqlite") as lock:
+        lock.discard()
+    assert (tmp_path / "kept" / "l.sqlite.lock").exists()
+
+
+def test_once_refused_by_another_daemons_lease_leaves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """``dlprio once`` whose cluster lease another daemon holds exits 6 and leaves neither
+    the ledger's new directory nor a lock file there."""
+    from prioritizer.daemon import cli
+    from prioritizer.daemon.lease import LeaseHeld
+
+    def held(self: object) -> None:
+        raise LeaseHeld("dlprio-lease: held by other:1 (lease job 10, heartbeat 3 s ago)")
+    monkeypatch.setattr(cli, "preflight", lambda *a, **k: None)
+    monkeypatch.setattr(cli.ClusterLease, "acquire", held)
+    config = tmp_path / "c.yaml"
+    config.write_text(f"ledger_path: {tmp_path / 'state' / 'l.sqlite'}\n"
+                      f"snapshot_path: {tmp_path / 's.json'}\n")
+    from prioritizer.cli import main
+    assert main(["once", "--config", str(config)]) == 6
+    assert "held by other:1" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+
+
 def test_slurm_call_timeout_is_shorter_than_the_interval() -> None:
     """Auto timeout is half the interval, at most 10 s."""
     assert DaemonConfig(interval_s=30).call_timeout_s == 10
