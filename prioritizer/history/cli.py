@@ -51,7 +51,8 @@ from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, AccountedJob, fold_jobs
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
-from slurm_plugin.slurm.client import AccountingDisabled, SlurmClient, SlurmError, slurm_exit
+from slurm_plugin.slurm.client import (AccountingDisabled, SlurmClient, SlurmError, SlurmUnreachable,
+                                       slurm_exit)
 
 NO_DBD = ("this cluster keeps no job accounting (sacct: {msg}): history needs slurmdbd with "
           "AccountingStorageType=accounting_storage/slurmdbd in slurm.conf (a local test "
@@ -159,7 +160,7 @@ def _export(args: argparse.Namespace) -> int:
     except AccountingDisabled as exc:
         raise CliError(NO_DBD.format(msg=exc.message), Exit.SLURM_REFUSED) from None
     except SlurmError as exc:
-        raise CliError(f"sacct failed: {exc}", slurm_exit(exc)) from None
+        raise CliError(sacct_failed(exc), slurm_exit(exc)) from None
     jobs = fold_jobs(records)
     config = functools.cache(show_config)   # asked at most once, and only when needed
     tracked, known = gpu_sources(jobs, facts, config)
@@ -197,6 +198,18 @@ def _export(args: argparse.Namespace) -> int:
           f"{report.left_out_count} left out ({len(records)} accounting records)",
           file=sys.stderr)
     return 0
+
+
+def sacct_failed(exc: SlurmError) -> str:
+    """One line for a failed sacct: its last line of error (sacct prints the connection's
+    steps first, the outcome last: ``Problem talking to the database: Connection refused``)
+    and, when slurmdbd did not answer, where to look."""
+    lines = [ln.strip() for ln in exc.message.splitlines() if ln.strip()]
+    text = f"sacct failed: {lines[-1] if lines else 'no message'}"
+    if isinstance(exc, SlurmUnreachable):
+        text += ("; slurmdbd (or slurmctld) did not answer: is it running (systemctl status "
+                 "slurmdbd)? run this again once it answers")
+    return text
 
 
 def show_config() -> Mapping[str, str] | None:

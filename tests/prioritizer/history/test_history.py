@@ -541,3 +541,20 @@ def test_check_notes_settings_the_daemons_auto_tune_adopted(
             f"knob=4 at 1970-01-01 00:00:00 UTC; this replay uses the policy section of {config} "
             "as written (in force before that switch); to replay the adopted settings, set "
             "thresholds_gpu_s: [100, 200], starve_knob: 4 in a copy of it") in err.splitlines()
+
+
+def test_a_failed_sacct_is_one_line_with_where_to_look() -> None:
+    """slurmdbd down: sacct prints the connection's steps, then the outcome; the error is one
+    line, the outcome's, with the fix."""
+    from prioritizer.history.cli import sacct_failed
+    from slurm_plugin.slurm.client import SlurmRefused, SlurmUnreachable
+    text = ("sacct: error: _open_persist_conn: failed to open persistent connection to "
+            "host:localhost:6819: Connection refused\n"
+            "sacct: error: Sending PersistInit msg: Connection refused\n"
+            "sacct: error: Problem talking to the database: Connection refused\n")
+    assert sacct_failed(SlurmUnreachable(["sacct"], text)) == (
+        "sacct failed: sacct: error: Problem talking to the database: Connection refused; "
+        "slurmdbd (or slurmctld) did not answer: is it running (systemctl status slurmdbd)? "
+        "run this again once it answers")
+    assert sacct_failed(SlurmRefused(["sacct"], "sacct: error: Invalid user id\n")) == (
+        "sacct failed: sacct: error: Invalid user id")
