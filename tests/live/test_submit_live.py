@@ -276,7 +276,8 @@ def test_hostile_strings_round_trip(submit: Submitter, tmp_path: Path) -> None:
     assert pwned.exists() == existed
 
 
-def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sbatch_refusal_exits_4_with_its_message(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     f = tmp_path / "job.json"
     f.write_text(json.dumps(spec("refused", {"main": role("true")})))
     # a partition that does not exist is dlsubmit's own finding (exit 2): it packs against the
@@ -286,13 +287,21 @@ def test_sbatch_refusal_exits_3_with_its_message(tmp_path: Path, capsys: pytest.
     assert (rc, err) == (2, "dlsubmit: partition no-such-partition: sinfo lists no node in it (no "
                             "such partition, or one without nodes): name a partition that "
                             "'sinfo -s' lists\n")
-    # a GPU type no node has is sbatch's refusal (exit 4), passed on with its message
+    # so is a GPU type no node of the partition has (sbatch would refuse it naming no field)
     f.write_text(json.dumps(spec("refused", {"main": role("true", gpu=1)})))
     rc = main([str(f), "--gpu-type", "h999"])
     _, err = capsys.readouterr()
+    assert (rc, err) == (2, "dlsubmit: --gpu-type: no node of partition gpu has GPUs of type "
+                            "h999 (sinfo lists a100): set --gpu-type to a100, leave it out for "
+                            "any type, or name a partition with h999 GPUs with --partition\n")
+    # a reservation the cluster lacks (sbatch reads SBATCH_RESERVATION) is sbatch's refusal
+    # (exit 4), passed on with its message
+    monkeypatch.setenv("SBATCH_RESERVATION", "no-such-reservation")
+    rc = main([str(f)])
+    _, err = capsys.readouterr()
     assert rc == 4
-    assert err.startswith("dlsubmit: Slurm refused the job: sbatch: error: ")
-    assert "requested node configuration is not available" in err.lower()
+    assert err == ("dlsubmit: Slurm refused the job: sbatch: error: Batch job submission "
+                   "failed: Requested reservation is invalid\n")
 
 
 def test_array_elements_map_to_role_instances(submit: Submitter) -> None:
