@@ -152,6 +152,17 @@ def signal_until(script: str, env: dict[str, str], until: str) -> str:
     return "".join(seen)
 
 
+def signalled_run(tmp_path: Path, fake_bin: Path, commands: list[str], until: str,
+                  grace: int | None = 600, env: dict[str, str] | None = None) -> str:
+    """The output of a one-instance job running ``commands`` (the first prints READY), sent
+    USR2 once READY shows, up to the first line holding ``until`` (:func:`signal_until`);
+    ``grace``: the checkpoint grace in seconds (None: the default 60)."""
+    extras = {"checkpoint": {"grace": grace}} if grace is not None else {}
+    spec = v2_spec(roles={"main": {**role(commands[0]), "commands": commands}}, extras=extras)
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    return signal_until(script, {**script_env(tmp_path, fake_bin), **(env or {})}, until)
+
+
 #: a program without a handler for the checkpoint signal: USR2's default action kills it
 NO_HANDLER = (f"{shlex.quote(sys.executable)} -c "
               + shlex.quote("import time; print('READY', flush=True); time.sleep(20)"))
@@ -363,10 +374,8 @@ def test_a_program_killed_by_the_checkpoint_signal_runs_no_later_command(
     """A command list whose program has no handler for USR2: the signal kills the program
     (exit 140), and the next command (an upload, say) must not run and turn the preempted
     attempt into a success; the script waits for the requeue instead."""
-    spec = v2_spec(roles={"main": {**role(NO_HANDLER), "commands": [NO_HANDLER, "echo NEXT-RAN"]}},
-                   extras={"checkpoint": {"grace": 600}})
-    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
-    out = signal_until(script, script_env(tmp_path, fake_bin), "waiting for the requeue")
+    out = signalled_run(tmp_path, fake_bin, [NO_HANDLER, "echo NEXT-RAN"],
+                        "waiting for the requeue")
     assert "got SIGUSR2, forwarded it to the payload" in out
     assert "payload ended after SIGUSR2 (failed: 1 failed instance(s) of role main" in out
     assert "NEXT-RAN" not in out and "succeeded" not in out
@@ -378,10 +387,7 @@ def test_a_program_that_finishes_on_the_signal_lets_the_next_command_run(
     prog = ("import signal, sys, time; signal.signal(signal.SIGUSR2, lambda *a: sys.exit(0)); "
             "print('READY', flush=True); time.sleep(20)")
     cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
-    spec = v2_spec(roles={"main": {**role(cmd), "commands": [cmd, "echo NEXT-RAN"]}},
-                   extras={"checkpoint": {"grace": 600}})
-    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
-    out = signal_until(script, script_env(tmp_path, fake_bin), "attempt 0 end")
+    out = signalled_run(tmp_path, fake_bin, [cmd, "echo NEXT-RAN"], "attempt 0 end")
     assert "NEXT-RAN" in out
     assert "attempt 0 end: succeeded: all instances completed" in out
 
@@ -397,12 +403,11 @@ def test_the_time_limit_warning_waits_for_the_limit_and_never_requeues(
     """sbatch's --signal=B:USR2@60 comes 60-120 s before the time limit: the job is told to
     checkpoint, and then ends at its limit (TIMEOUT), not requeued by the script (grace 60 s:
     a signal up to 125 s before the limit is the limit's)."""
-    env = {**script_env(tmp_path, fake_bin), "FAKE_TIME_LEFT": left, **extra}
+    env = {"FAKE_TIME_LEFT": left, **extra}
     if shown is None:
         env["SLURM_JOB_END_TIME"] = str(int(time.time()) + 40)
-    spec = v2_spec(roles={"main": role(NO_HANDLER)})
-    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
-    out = signal_until(script, env, "waiting for the time limit")
+    out = signalled_run(tmp_path, fake_bin, [NO_HANDLER], "waiting for the time limit",
+                        grace=None, env=env)
     limit = re.search(r"got SIGUSR2 (\d+) s before the job's time limit", out)
     assert limit is not None, out
     if shown is not None:
@@ -419,9 +424,7 @@ def test_a_signal_well_before_the_time_limit_is_a_preemption(
         tmp_path: Path, fake_bin: Path, left: str) -> None:
     """126 s or more before the limit (grace 60 + 65), or without a limit, the signal is the
     scheduler's: the script waits for the requeue."""
-    env = {**script_env(tmp_path, fake_bin), "FAKE_TIME_LEFT": left}
-    spec = v2_spec(roles={"main": role(NO_HANDLER)})
-    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
-    out = signal_until(script, env, "waiting for the requeue")
+    out = signalled_run(tmp_path, fake_bin, [NO_HANDLER], "waiting for the requeue",
+                        grace=None, env={"FAKE_TIME_LEFT": left})
     assert "got SIGUSR2, forwarded it to the payload" in out
     assert "time limit" not in out
