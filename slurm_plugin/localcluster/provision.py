@@ -306,14 +306,19 @@ def _up(spec: ClusterSpec, *, install: bool, timeout_s: float, force: bool,
     if all(state.values()) and _configs_match(spec) and _ready(spec, 5.0, resumed):
         return f"cluster {spec.name!r} already up: {spec.nodes} nodes, SLURM_CONF={spec.slurm_conf}"
     if any(state.values()):
+        missing = [label for label, pid in state.items() if not pid]
+        why = (f"{', '.join(missing)} not running" if missing else
+               "its configuration differs" if not _configs_match(spec) else
+               "it does not answer")
         active = [] if force else _active_jobs(spec)
         if active:
             shown = ", ".join(map(str, active[:10])) + (" ..." if len(active) > 10 else "")
             raise ProvisionError(
-                f"cluster {spec.name!r} is running {len(active)} active job(s) ({shown}) and its configuration "
-                "differs: restarting it would requeue or strand them. Wait for them, cancel them, or pass --force"
+                f"cluster {spec.name!r} is running {len(active)} active job(s) ({shown}) and needs "
+                f"a restart ({why}): restarting it would requeue or strand them. Wait for them, "
+                "cancel them, or pass --force"
             )
-        log(f"restarting cluster {spec.name!r} (configuration changed or a daemon is missing)")
+        log(f"restarting cluster {spec.name!r} ({why})")
         stop_daemons(spec)
     busy = busy_ports(spec)
     if busy:

@@ -127,7 +127,8 @@ def test_changed_config_does_not_restart_under_running_jobs(small_cluster: None)
         pids = status()["daemons"]
         res = dlcluster("up", *base, "--nodes", "1", "--gpus-per-node", "4")
         assert res.returncode == 1
-        assert f"is running 1 active job(s) ({jid})" in res.stderr and "--force" in res.stderr
+        assert (f"is running 1 active job(s) ({jid}) and needs a restart (its configuration "
+                "differs)") in res.stderr and "--force" in res.stderr
         assert status()["daemons"] == pids  # nothing restarted
         assert client.job(jid).state == "RUNNING" and client.job(jid).restart_count == 0
         forced = dlcluster("up", *base, "--nodes", "1", "--gpus-per-node", "4", "--force")
