@@ -192,14 +192,15 @@ def _asked_type(job: Job, opts: RenderOptions, origin: Mapping[str, str]) -> tup
 def _check_gpu_type(asked: tuple[str, str], where: str, found: Sequence[NodeLike]) -> None:
     """Raise :class:`SpecError` when a GRES type is asked (``(type, field)``) and no node
     ``found`` has GPUs of it. Nothing is checked when a GPU node lists no type (``gpu:8``:
-    sinfo does not tell the type). Types compare without case, so a spelling Slurm may take
-    is never refused here."""
+    sinfo does not tell the type). Types compare as Slurm compares them, case and all
+    (``--gres=gpu:A100:1`` on ``gpu:a100`` nodes: "Requested node configuration is not
+    available", seen on 24.11)."""
     gtype, field = asked
     gpu_nodes = [n for n in found if n.gpus_total]
     if not gtype or not gpu_nodes or any(not n.gpu_types for n in gpu_nodes):
         return
     have = list(dict.fromkeys(t for n in gpu_nodes for t in n.gpu_types))
-    if gtype.casefold() in {t.casefold() for t in have}:
+    if gtype in have:
         return
     raise SpecError([f"{field}: no node of {where} has GPUs of type {gtype} (sinfo lists "
                      f"{', '.join(have)}): set {field} to {' or '.join(have)}, leave it out "

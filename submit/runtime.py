@@ -53,7 +53,9 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    exited 0 is finished, and the commands after it run.
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
-   OpenPAI FrameworkController semantics); once a job is decided the script writes
+   OpenPAI FrameworkController semantics; after the checkpoint signal failures decide nothing
+   until every instance has ended, since a rank that exits non-zero there has checkpointed while
+   others may still be writing theirs); once a job is decided the script writes
    ``gang.stop`` in that directory, then sends SIGTERM to every srun (srun then kills its step).
 5. On the checkpoint signal (``--signal=B:<SIG>@<grace>`` or ``scancel --batch --signal``) the trap
    forwards the signal to every payload process group (srun passes it on to all tasks) and keeps
@@ -483,6 +485,7 @@ dl_time_left() {
   # SLURM_JOB_END_TIME (24.11 and later) when squeue does not answer; nothing when it has none
   local t
   t=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null) || t=
+  t=${t%%$'\n'*}   # a hetjob: one line per component, the same limit
   if [[ $t =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]]; then
     printf '%s' $(( ((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 60 \
       + 10#${BASH_REMATCH[5]}) * 60 + 10#${BASH_REMATCH[6]} ))
@@ -532,6 +535,9 @@ dl_decide() {
     [[ ${1:-} == final ]] && bad[r]=$(( n - ok[r] ))
   done
   for pass in failed succeeded; do
+    # after the checkpoint signal a rank that exits non-zero has checkpointed (the contract):
+    # the others may still be writing theirs, so no failure stops the gang until all have ended
+    [[ $pass == failed && ${1:-} != final ]] && (( DL_SIGNALLED )) && continue
     for ((r = 0; r < ${#DL_ROLE_NAME[@]}; r++)); do
       if [[ $pass == failed ]] && (( DL_ROLE_MIN_FAILED[r] > 0 && bad[r] >= DL_ROLE_MIN_FAILED[r] )); then
         DL_OK=0 DL_DECISION="failed: ${bad[r]} failed instance(s) of role ${DL_ROLE_IDENT[r]} (minFailed ${DL_ROLE_MIN_FAILED[r]})"

@@ -86,9 +86,24 @@ def test_a_v1_gpu_type_and_the_flag_are_named_as_written(
     assert scripts == []
 
 
+def test_a_type_in_another_case_is_refused_as_slurm_refuses_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Slurm compares GRES types with case (24.11: ``--gres=gpu:A100:1`` on ``gpu:a100``
+    nodes is "Requested node configuration is not available"): refused before any sbatch,
+    with the spelling sinfo gives."""
+    scripts = on(monkeypatch, A100)
+    small, gt = spec(tmp_path, "small1.yaml"), spec(tmp_path, "gt.yaml", gpuType="A100")
+    assert cli.main([small, gt]) == 2
+    assert scripts == []
+    assert capsys.readouterr().err == (
+        f"dlsubmit: {gt}: extras.gpuType: no node of partition gpu has GPUs of type A100 (sinfo "
+        "lists a100): set extras.gpuType to a100, leave it out for any type, or name a "
+        "partition with A100 GPUs with --partition\n")
+
+
 @pytest.mark.parametrize(("nodes", "asked"), [
-    (A100, "a100"), (A100, "A100"), (UNTYPED, "v100"), (MIXED, "v100")],
-    ids=["same-type", "other-case", "untyped-gres-not-checked", "second-type-of-a-node"])
+    (A100, "a100"), (UNTYPED, "v100"), (MIXED, "v100")],
+    ids=["same-type", "untyped-gres-not-checked", "second-type-of-a-node"])
 def test_a_type_a_node_has_or_that_sinfo_cannot_tell_is_submitted(
         nodes: list[records.Node], asked: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

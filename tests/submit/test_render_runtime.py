@@ -395,8 +395,9 @@ def test_a_program_that_finishes_on_the_signal_lets_the_next_command_run(
 @pytest.mark.parametrize(("left", "extra", "shown"), [
     ("0:50", {}, 50),                                   # squeue's %L, minutes:seconds
     ("1:05", {}, 65),
+    ("0:50\n0:50", {}, 50),                        # a hetjob: one line per component
     ("", {"FAKE_SQUEUE_FAIL": "1"}, None),             # slurmctld away: SLURM_JOB_END_TIME
-], ids=["squeue-50s", "squeue-65s", "end-time"])
+], ids=["squeue-50s", "squeue-65s", "hetjob", "end-time"])
 def test_the_time_limit_warning_waits_for_the_limit_and_never_requeues(
         tmp_path: Path, fake_bin: Path, left: str, extra: dict[str, str],
         shown: int | None) -> None:
@@ -428,3 +429,28 @@ def test_a_signal_well_before_the_time_limit_is_a_preemption(
                         grace=None, env={"FAKE_TIME_LEFT": left})
     assert "got SIGUSR2, forwarded it to the payload" in out
     assert "time limit" not in out
+
+
+def test_a_rank_done_checkpointing_does_not_stop_the_gang_while_others_write_theirs(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """Two ranks, ``minFailed`` 1: after the checkpoint signal rank 0 writes its checkpoint at
+    once and exits 3, rank 1 takes 3 s to write its own and exits 3 too (the contract: write
+    the checkpoint, then keep running or exit non-zero). Rank 0's exit must not stop the gang
+    (SIGTERM to srun kills the step): both checkpoints are written, then the script waits for
+    the requeue."""
+    prog = ("import os, signal, sys, time\n"
+            "i = os.environ['PAI_TASK_INDEX']; d = os.environ['DL_CHECKPOINT_DIR']\n"
+            "def ck(*a):\n"
+            "    time.sleep(3 if i == '1' else 0)\n"
+            "    open(os.path.join(d, 'ck' + i), 'w').close(); sys.exit(3)\n"
+            "signal.signal(signal.SIGUSR2, ck)\n"
+            "open(os.path.join(d, 'ready' + i), 'w').close()\n"
+            "while i == '1' and not os.path.exists(os.path.join(d, 'ready0')): time.sleep(0.05)\n"
+            "if i == '1': print('READY', flush=True)\n"
+            "time.sleep(30)\n")
+    cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
+    spec = v2_spec(roles={"main": role(cmd, instances=2)}, extras={"checkpoint": {"grace": 600}})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    out = signal_until(script, script_env(tmp_path, fake_bin), "waiting for the requeue")
+    assert sorted(p.name for p in (tmp_path / "ck" / "77").glob("ck*")) == ["ck0", "ck1"], out
+    assert "payload ended after SIGUSR2 (failed: 2 failed instance(s) of role main" in out
