@@ -32,9 +32,6 @@ releasing its GPUs (:meth:`prioritizer.daemon.ledger.Ledger.completing_victims`)
 waiter gets no second victim for them (nor does it while Slurm shows the job COMPLETING,
 whatever scancel said: :func:`prioritizer.daemon.observe.build_snapshot`).
 
-A victim whose waiter Slurm shows running when the victim's requeue is due (other GPUs came
-free in the grace time) is not requeued: the intent finishes ``waiter started``, not counted,
-and the victim runs on (it has written a checkpoint; the contract lets it keep running).
 A job that ended, or was requeued by someone else, before its requeue finishes the intent with
 no further act: ``ended in grace`` once signalled and ended before its grace deadline
 (counted: it was told to checkpoint), ``ended before requeue`` (not counted) when it ended
@@ -78,8 +75,6 @@ FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
 NOT_RUNNING = "not running"
 #: The outcome of an intent whose victim Slurm shows suspended or stopped when an act is due.
 SUSPENDED_VICTIM = "suspended"
-#: The outcome of an intent whose waiter started elsewhere before its victim's requeue was due.
-WAITER_STARTED = "waiter started"
 
 
 def fault_point(step: str) -> None:
@@ -169,12 +164,6 @@ class Preemptor:
             self._signal(i, obs.now)
             return False
         if i.signal is None or (i.deadline is not None and obs.now >= i.deadline):
-            waiter = obs.units.get(i.waiter) if i.waiter is not None else None
-            if waiter is not None and waiter.phase is JobPhase.RUNNING:
-                # GPUs came free elsewhere (a job ended in the grace time): the victim keeps
-                # running from its checkpoint, its requeue would only idle its GPUs
-                self._finish(i, obs.now, WAITER_STARTED, uncount=True)
-                return False
             return self._requeue(i, obs.now)
         return False
 

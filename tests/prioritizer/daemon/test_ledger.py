@@ -156,24 +156,6 @@ def test_job_ending_in_grace_is_not_requeued(ledger: Ledger) -> None:
     assert [i.outcome for i in ledger.intents(3)] == ["ended in grace"]
 
 
-def test_a_victim_is_not_requeued_once_its_waiter_started_elsewhere(ledger: Ledger) -> None:
-    """Waiter 9 needs job 1's GPUs; job 1 is signalled at 100 (grace to 120). Another job ends
-    in the grace time and 9 starts on its node at 110: at 120 job 1 is not requeued (that would
-    idle its GPUs and lose its work since the checkpoint), not counted, and runs on."""
-    client = RecordingClient()
-    p = _preemptor(ledger, client)
-    ledger.upsert_job(1, user="u", account="a", partition="gpu", state="RUNNING", gpus=8,
-                      submit_time=0.0, restart_count=0, now=90.0)
-    waiter = unit(9, "PENDING", start=None)
-    p.start((Preemption(9, (1,)),), observation(100, unit(1), waiter))
-    p.progress(observation(100, unit(1), waiter))
-    assert p.progress(observation(120, unit(1), unit(9, start=110))) == []
-    assert client.calls == [("signal", 1, "USR2")]
-    assert [i.outcome for i in ledger.intents(1)] == ["waiter started"]
-    assert ledger.job(1).preemptions == 0   # type: ignore[union-attr]
-    assert ledger.open_intents() == []
-
-
 @pytest.mark.parametrize("gone_from_squeue", [False, True], ids=["squeue-end", "ledger-end"])
 def test_a_victim_ending_by_itself_after_its_grace_was_not_preempted(
         ledger: Ledger, gone_from_squeue: bool) -> None:
