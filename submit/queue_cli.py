@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import dataclasses
 import getpass
+import io
 import json
 import os
 import pwd
@@ -446,21 +447,31 @@ def _screen(view: _View, width: int, height: int) -> Group:
     except SlurmError as exc:
         return Group(Text(f"dlqueue {stamp}: Slurm error: {qv.visible(exc.message)} "
                           "(retrying)", style="red"))
-    room = max(height - 3 - len(notes), 1)
     show = {"show_service": snap is not None, "show_start": _show_start(snap)}
-    shown = rows[:room]
-    if qv.watch_layout(shown, width, **show).hidden:   # one line for the note saying so
-        shown = rows[:max(room - 1, 1)]
-    hidden = qv.watch_layout(shown, width, **show).hidden
-    table = qv.build_queue_table(shown, width, fit=True, **show)
     title = Text(f"dlqueue {stamp}: {len(rows)} jobs, every {view.args.interval:g} s")
-    more = ([Text(f"... {len(rows) - len(shown)} more (dlqueue without --watch lists all)",
-                  style="dim")] if len(shown) < len(rows) else [])
-    left_out = ([Text(f"not shown at {width} columns: {', '.join(hidden)} (widen the terminal "
-                      "or run dlqueue without --watch)", style="dim")]
-                if hidden else [])
-    return Group(title, table, *more, *left_out,
-                 *(Text(qv.visible(n), style="dim") for n in notes))
+    tail = [Text(qv.visible(n), style="dim") for n in notes]
+    count = min(len(rows), max(height - 3 - len(notes), 1))
+    while True:   # as many rows as fit, counting the lines wrapped cells and notes take
+        shown = rows[:count]
+        hidden = qv.watch_layout(shown, width, **show).hidden
+        more = ([Text(f"... {len(rows) - len(shown)} more (dlqueue without --watch lists all)",
+                      style="dim")] if len(shown) < len(rows) else [])
+        left_out = ([Text(f"not shown at {width} columns: {', '.join(hidden)} (widen the "
+                          "terminal or run dlqueue without --watch)", style="dim")]
+                    if hidden else [])
+        frame = Group(title, qv.build_queue_table(shown, width, fit=True, **show), *more,
+                      *left_out, *tail)
+        if count <= 1 or _height(frame, width) <= height:
+            return frame
+        count -= 1
+
+
+def _height(frame: object, width: int) -> int:
+    """Lines ``frame`` takes on a screen ``width`` cells wide (wrapped cells included)."""
+    from rich.console import Console
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, legacy_windows=False).print(frame)
+    return len(buffer.getvalue().splitlines())
 
 
 def _watch(view: _View, console: Console) -> int:

@@ -205,6 +205,31 @@ def test_watch_screen_names_the_columns_it_leaves_out() -> None:
         "terminal or run dlqueue without --watch)"]
 
 
+def test_watch_screen_counts_the_lines_wrapped_names_take() -> None:
+    """70 x 9: four jobs whose long names wrap onto three lines each. The frame is the title,
+    the header, as many whole jobs as fit, ``... N more`` and the note of the columns left out
+    (two lines at 70 columns), in 9 lines at most: rows are counted by the lines they take."""
+    long = "a-long-job-name-for-a-narrow-terminal"
+    jobs = [make_job(20 + i, user="root", name=long, reason="Resources") for i in range(4)]
+
+    class View:
+        args = type("Args", (), {"interval": 5.0})()
+
+        def fetch(self):
+            return qv.build_rows(jobs, SNAP, NOW), SNAP, []
+
+    out = io.StringIO()
+    Console(file=out, width=70, color_system=None).print(queue_cli._screen(View(), 70, 9))
+    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    assert len(lines) <= 9, lines
+    assert [line.split()[0] for line in lines[2:] if line.split() and line.split()[0].isdigit()
+            ] == ["20"]
+    assert lines[-3:] == [
+        "... 3 more (dlqueue without --watch lists all)",
+        "not shown at 70 columns: ATTAINED(GPU·s), WAIT, PREEMPTS (widen the",
+        "terminal or run dlqueue without --watch)"]
+
+
 def test_without_fit_wide_rows_are_never_cropped() -> None:
     name = "x" * 150
     lines = render(qv.build_rows([make_job(9, name=name)], None, NOW), 100, show_service=False)
