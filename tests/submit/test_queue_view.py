@@ -189,16 +189,22 @@ def test_watch_on_a_narrow_terminal_shows_id_user_state_whole(width: int) -> Non
         assert "node2" in "".join(lines)
 
 
-def test_watch_screen_names_the_columns_it_leaves_out() -> None:
+def _screen_lines(rows: list, width: int, height: int) -> list[str]:
+    """One --watch frame of ``rows`` on a ``width`` x ``height`` terminal, as lines."""
     class View:   # the one I/O of a refresh, faked
         args = type("Args", (), {"interval": 5.0})()
 
         def fetch(self):
-            return qv.build_rows(JOBS, SNAP, NOW), SNAP, []
+            return rows, SNAP, []
 
     out = io.StringIO()
-    Console(file=out, width=70, color_system=None).print(queue_cli._screen(View(), 70, 30))
-    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    Console(file=out, width=width, color_system=None).print(
+        queue_cli._screen(View(), width, height))
+    return [line.rstrip() for line in out.getvalue().splitlines()]
+
+
+def test_watch_screen_names_the_columns_it_leaves_out() -> None:
+    lines = _screen_lines(qv.build_rows(JOBS, SNAP, NOW), 70, 30)
     assert lines[1] == "JOBID  USER   NAME          STATE    QUEUE  GPUS  NODES  REASON"
     assert lines[-2:] == [
         "not shown at 70 columns: ATTAINED(GPU·s), WAIT, PREEMPTS (widen the",
@@ -211,16 +217,7 @@ def test_watch_screen_counts_the_lines_wrapped_names_take() -> None:
     (two lines at 70 columns), in 9 lines at most: rows are counted by the lines they take."""
     long = "a-long-job-name-for-a-narrow-terminal"
     jobs = [make_job(20 + i, user="root", name=long, reason="Resources") for i in range(4)]
-
-    class View:
-        args = type("Args", (), {"interval": 5.0})()
-
-        def fetch(self):
-            return qv.build_rows(jobs, SNAP, NOW), SNAP, []
-
-    out = io.StringIO()
-    Console(file=out, width=70, color_system=None).print(queue_cli._screen(View(), 70, 9))
-    lines = [line.rstrip() for line in out.getvalue().splitlines()]
+    lines = _screen_lines(qv.build_rows(jobs, SNAP, NOW), 70, 9)
     assert len(lines) <= 9, lines
     assert [line.split()[0] for line in lines[2:] if line.split() and line.split()[0].isdigit()
             ] == ["20"]
