@@ -16,7 +16,6 @@ import io
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 
@@ -25,8 +24,8 @@ from prioritizer.command import CliError, Command, Exit
 from prioritizer.outputs import check_output
 from prioritizer.history.check import (against_baseline, check, dispatch_latency_of,
                                         format_fidelity, phased, start_latency_from)
-from prioritizer.history.export import LedgerFacts, history_rows
-from prioritizer.history.sacct_read import with_earlier_attempts
+from prioritizer.history.export import history_rows
+from prioritizer.history.sacct_read import gpu_sources, show_config, with_earlier_attempts
 from prioritizer.history.ledger_read import adopted_note, cycle_time, ledger_facts
 from prioritizer.forecast.arrivals import DEFAULT_WINDOW_S
 from prioritizer.history.forecast_check import (ARRIVALS, DEFAULT_ARRIVALS, DEFAULT_MOMENTS,
@@ -46,7 +45,7 @@ from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline
                                  cluster_of, cluster_requeue_delay,
                                  policy_section, trace_of)
 from prioritizer.sim.report import format_windows_table
-from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, AccountedJob, fold_jobs,
+from slurm_plugin.slurm.accounting import (GPU_TRES_FIX, fold_jobs,
                                            keeps_job_comments, tracks_gpus)
 from slurm_plugin.common.atomic import write_atomically
 from slurm_plugin.common.cli import visible
@@ -162,8 +161,9 @@ def _export(args: argparse.Namespace) -> int:
     except SlurmError as exc:
         raise CliError(sacct_failed(exc), slurm_exit(exc)) from None
     jobs = fold_jobs(records)
-    config = functools.cache(show_config)   # asked at most once, and only when needed
-    tracked, known = gpu_sources(jobs, facts, config)
+    slurm = SlurmClient(timeout_s=30)
+    config = functools.cache(lambda: show_config(slurm))   # asked at most once, only when needed
+    tracked, known = gpu_sources(slurm, jobs, facts, config)
     rows, report = history_rows(jobs, anonymise_names=args.anonymise,
                                 salt=args.salt, include_cpu_only=args.include_cpu_only,
                                 ledger=facts, gpus_tracked=tracked, known_gpus=known,
@@ -210,36 +210,6 @@ def sacct_failed(exc: SlurmError) -> str:
         text += ("; slurmdbd (or slurmctld) did not answer: is it running (systemctl status "
                  "slurmdbd)? run this again once it answers")
     return text
-
-
-def show_config() -> Mapping[str, str] | None:
-    """``scontrol show config``; None when Slurm does not answer."""
-    try:
-        return SlurmClient(timeout_s=30).show_config()
-    except SlurmError:
-        return None
-
-
-def gpu_sources(jobs: list[AccountedJob], facts: dict[int, LedgerFacts] | None,
-                config: Callable[[], Mapping[str, str] | None] = show_config,
-                ) -> tuple[bool | None, dict[int, int]]:
-    """Whether accounting tracks GPUs (``scontrol show config``; None when Slurm does not
-    answer) and the GPUs Slurm showed outside accounting, by job id: squeue's jobs still known
-    to slurmctld (``MinJobAge``; hetjob components summed) and the ledger's. Asked only when a
-    job that ran names no ``gres/gpu`` in sacct (else ``(True, {})``, no Slurm call)."""
-    if all(j.gpu_tres for j in jobs if any(a.start is not None for a in j.attempts)):
-        return True, {}
-    conf = config()
-    tracked = None if conf is None else tracks_gpus(conf)
-    client = SlurmClient(timeout_s=30)
-    known: dict[int, int] = {}
-    try:
-        for job in client.jobs():
-            known[job.unit_id] = known.get(job.unit_id, 0) + job.gpus
-    except SlurmError:
-        pass
-    known.update({job_id: f.gpus for job_id, f in (facts or {}).items() if f.gpus > 0})
-    return tracked, known
 
 
 def _write_atomically(path: str, text: str) -> None:

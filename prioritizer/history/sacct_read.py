@@ -3,13 +3,20 @@
 ``sacct --starttime S --endtime E`` lists an attempt (one record of ``--duplicates``) only when
 it was eligible, ran or ended within the window (sacct(1) ``--starttime``), so a job requeued
 before ``S`` comes with its later attempts only: a later submit, a shorter JCT, fewer attempts.
-Used by ``dlprio history export`` and the daemon's replays of ``sacct`` history.
+Used by ``dlprio history export`` and the daemon's replays of ``sacct`` history, with
+:func:`gpu_sources` (the GPUs of jobs whose accounting names none).
 """
 
 from __future__ import annotations
 
-from slurm_plugin.slurm.accounting import AccountingRecord
-from slurm_plugin.slurm.client import SlurmClient
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from slurm_plugin.slurm.accounting import AccountedJob, AccountingRecord, tracks_gpus
+from slurm_plugin.slurm.client import SlurmClient, SlurmError
+
+if TYPE_CHECKING:
+    from prioritizer.history.export import LedgerFacts
 
 #: job ids per ``sacct -j`` call of :func:`with_earlier_attempts` (argv stays short)
 IDS_PER_CALL = 500
@@ -58,3 +65,34 @@ def with_earlier_attempts(client: SlurmClient, records: list[AccountingRecord],
             added.append(r)
             submit = r.submit
     return added + records
+
+
+def show_config(client: SlurmClient) -> Mapping[str, str] | None:
+    """``scontrol show config`` through ``client``; None when Slurm does not answer."""
+    try:
+        return client.show_config()
+    except SlurmError:
+        return None
+
+
+def gpu_sources(client: SlurmClient, jobs: list[AccountedJob],
+                facts: dict[int, LedgerFacts] | None,
+                config: Callable[[], Mapping[str, str] | None] | None = None,
+                ) -> tuple[bool | None, dict[int, int]]:
+    """Whether accounting tracks GPUs (``config()``, by default :func:`show_config`; None when
+    Slurm does not answer) and the GPUs Slurm showed outside accounting, by job id: squeue's
+    jobs still known to slurmctld (``MinJobAge``; hetjob components summed) and the ledger's.
+    Asked through ``client`` only when a job that ran names no ``gres/gpu`` in sacct (else
+    ``(True, {})``, no Slurm call)."""
+    if all(j.gpu_tres for j in jobs if any(a.start is not None for a in j.attempts)):
+        return True, {}
+    conf = show_config(client) if config is None else config()
+    tracked = None if conf is None else tracks_gpus(conf)
+    known: dict[int, int] = {}
+    try:
+        for job in client.jobs():
+            known[job.unit_id] = known.get(job.unit_id, 0) + job.gpus
+    except SlurmError:
+        pass
+    known.update({job_id: f.gpus for job_id, f in (facts or {}).items() if f.gpus > 0})
+    return tracked, known

@@ -90,11 +90,9 @@ def sacct_rows(since: float, until: float, timeout_s: float,
     as ``dlprio history export --ledger LEDGER`` reads them: the daemon's ledger adds the jobs
     it checkpointed (their runs before a requeue are kept though accounting keeps no comment)
     and the GPUs it saw where accounting does not track them."""
-    from prioritizer.history.cli import gpu_sources, show_config
     from prioritizer.history.export import history_rows
-    from prioritizer.history.sacct_read import with_earlier_attempts
+    from prioritizer.history.sacct_read import gpu_sources, with_earlier_attempts
     from slurm_plugin.slurm.accounting import fold_jobs
-    import functools
     import time
     facts = (ledger_facts(ledger_path)
              if ledger_path is not None and os.path.isfile(ledger_path) else None)
@@ -104,7 +102,7 @@ def sacct_rows(since: float, until: float, timeout_s: float,
         time.strftime(fmt, time.localtime(since)), time.strftime(fmt, time.localtime(until))),
         since)
     jobs = fold_jobs(records)
-    tracked, known = gpu_sources(jobs, facts, functools.cache(show_config))
+    tracked, known = gpu_sources(client, jobs, facts)
     rows, _ = history_rows(jobs, ledger=facts, gpus_tracked=tracked, known_gpus=known,
                            until=until)
     return [r for r in rows if since <= r.end_time <= until]
