@@ -8,7 +8,8 @@
 # Debian 13); then, for each other release in DLTEST_RELEASES (default: the other two of 22.05,
 # 24.11 and 26.05), a cluster of that release is brought up from its Debian root filesystem
 # (`dlcluster up --slurm R`, built once) and the live subset (tests marked `releases`) runs on
-# it, with the same pytest options: on all of them at once, each one's output printed after.
+# it, with the same pytest options: on all of them at once, and beside them the host's tests
+# not marked live (niced), each one's output printed after.
 # A run that selects tests (-m, -k, a test path) runs on the host's release alone unless
 # DLTEST_RELEASES names releases; DLTEST_RELEASES= runs none.
 # Extra arguments go to pytest (e.g. ./test.sh -m "not live", ./test.sh tests/slurm_plugin/slurm/test_records.py).
@@ -58,8 +59,15 @@ trap 'stop TERM 143' TERM
 trap 'stop INT 130' INT
 
 status=0
-echo "test.sh: every test on the host's Slurm $host (cluster 'dlcluster')"
-.venv/bin/python -m pytest "$@" &
+if [ -n "$DLTEST_RELEASES" ]; then
+  # the host's pure tests run below, beside the other releases' live subsets (niced: those
+  # wait on jobs and daemon cycles, the pure tests only on the CPU)
+  echo "test.sh: the live tests on the host's Slurm $host (cluster 'dlcluster')"
+  .venv/bin/python -m pytest "$@" -m live &
+else
+  echo "test.sh: every test on the host's Slurm $host (cluster 'dlcluster')"
+  .venv/bin/python -m pytest "$@" &
+fi
 children=$!
 wait "$children" || status=$?
 children=
@@ -79,6 +87,10 @@ for release in $DLTEST_RELEASES; do
 done
 if [ -n "$names" ]; then
   out=$(mktemp -d)
+  echo "test.sh: the tests not marked live, on the host: $out/pure.log"
+  nice -n 10 .venv/bin/python -m pytest "$@" -m "not live" > "$out/pure.log" 2>&1 &
+  children=$!
+  logs="$out/pure.log"
   set -- "$@" -m "live and releases"
   for release in $DLTEST_RELEASES; do
     name="rel${release/./}"
@@ -94,6 +106,8 @@ if [ -n "$names" ]; then
     if [ "$status" = 0 ]; then status=$rc; fi
   done
   children=
+  echo "test.sh: ---- the tests not marked live, on the host ----"
+  cat "$out/pure.log"
   for name in $names; do
     echo "test.sh: ---- the live subset on cluster '$name' ----"
     cat "$out/$name.log"
