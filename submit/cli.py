@@ -47,7 +47,7 @@ from slurm_plugin.common.exits import Exit, epilog, signalled
 from submit import advice, environ, load, mounts, node_shape, params, secrets
 from submit.ending import without_final_gc
 from submit.errors import SpecError
-from submit.options import RUNTIMES, RenderOptions, check_fields, load_site
+from submit.options import DEFAULT_VC, RUNTIMES, RenderOptions, check_fields, load_site
 from submit.render import contract_comment, render_sbatch
 
 TOKEN_PREFIX = "dlsubmit-token="
@@ -230,13 +230,19 @@ def _check_utf8(args: argparse.Namespace) -> None:
         raise SpecError(problems)
 
 
-def sbatch_partition(opts: RenderOptions, job: Any) -> str | None:
-    """The partition sbatch will put the job in: ``SBATCH_PARTITION`` when set (sbatch(1):
-    input environment variables override the script's ``#SBATCH`` options, where dlsubmit
-    writes ``--partition``), else ``--partition`` or the site's, else the virtual cluster's;
+def sbatch_partition(opts: RenderOptions, job: Any, flag: bool) -> tuple[str | None, str]:
+    """The partition sbatch will put the job in, and where it comes from for messages:
+    ``SBATCH_PARTITION`` when set (sbatch(1): input environment variables override the
+    script's ``#SBATCH`` options, where dlsubmit writes ``--partition``), else ``--partition``
+    (``flag``: given on the command line) or the site config's, else the virtual cluster's;
     None: Slurm's default partition. A list (``a,b``) is read as the nodes of all of them."""
-    return (os.environ.get("SBATCH_PARTITION") or opts.partition
-            or opts.virtual_cluster(job.virtual_cluster).partition)
+    if os.environ.get("SBATCH_PARTITION"):
+        return os.environ["SBATCH_PARTITION"], "SBATCH_PARTITION"
+    if opts.partition:
+        return opts.partition, "--partition" if flag else "the site config's partition"
+    vc = job.virtual_cluster or DEFAULT_VC
+    return (opts.virtual_cluster(job.virtual_cluster).partition,
+            f"the site config's virtual_clusters.{vc}.partition")
 
 
 def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str, Any, str]]]:
@@ -255,7 +261,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             # a named secrets file is checked even when the spec references no secret
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
-            part = sbatch_partition(opts, job)
+            part, origin["partition"] = sbatch_partition(opts, job, args.partition is not None)
             shape = node_shape.choose(opts, given, part, ask, job, origin)
             # a submit to an unreachable Slurm fails and says so: no note about the shape then
             if shape.note and shape.note not in notes and not (shape.unreachable and not args.dry_run):

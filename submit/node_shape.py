@@ -81,6 +81,23 @@ def largest(nodes: Iterable[NodeLike]) -> tuple[Shape, int, int, int] | None:
     return best, shapes.count(best), len(shapes), len(set(shapes))
 
 
+#: how a note names each shape field
+_FIELD_WORDS = {"gpus_per_node": "GPUs", "cores_per_node": "cores", "mem_per_node_mib": "memory"}
+
+
+def _sources(given: set[str]) -> str:
+    """Where a shape packed without the cluster's nodes came from: ``the defaults``, or
+    ``GPUs given, cores and memory the defaults`` when a flag or the site config set some."""
+    def words(fields: list[str]) -> str:
+        names = [_FIELD_WORDS[f] for f in fields]
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    set_ = [f for f in FIELDS if f in given]
+    rest = [f for f in FIELDS if f not in given]
+    if not set_:
+        return "the defaults"
+    return f"{words(set_)} given, {words(rest)} the default{'s' if len(rest) > 1 else ''}"
+
+
 @dataclass(frozen=True)
 class Choice:
     """The options to pack with and a line saying where their shape came from (``""`` when
@@ -100,8 +117,9 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
     ``nodes(partition)``: ``(partition name, its nodes)`` from Slurm, raising
     ``slurm_plugin.slurm.client.SlurmError`` when Slurm does not answer; ``None`` when the
     cluster is not to be asked (``--dry-run`` without ``--cluster-shape``). ``origin``: where
-    ``opts.gpu_type`` and ``opts.shards_per_gpu`` come from, for messages (``{"gpu_type":
-    "--gpu-type"}``; default: the site config's key).
+    ``opts.gpu_type``, ``opts.shards_per_gpu`` and ``partition`` come from, for messages
+    (``{"gpu_type": "--gpu-type", "partition": "SBATCH_PARTITION"}``; default: the site
+    config's key, ``--partition`` for the partition).
 
     Raises :class:`SpecError` (one line, naming the field and the fix), in this order, when the
     partition has no node at all; no GPU while the job asks for GPUs; no GPU of the type the
@@ -121,7 +139,7 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
                              "has: add --cluster-shape, or give --shards-per-gpu N (or "
                              "shards_per_gpu in the site config)"])
         return Choice(opts, "" if all_given else
-                      f"packed for {shape_of(opts).text()} (the defaults; "
+                      f"packed for {shape_of(opts).text()} ({_sources(given)}; "
                       "--cluster-shape reads the partition's nodes from Slurm)")
     if all_given and not (_asked_type(job, opts, origin)[0] or share):
         return Choice(opts, "")
@@ -131,22 +149,24 @@ def choose(opts: RenderOptions, given: set[str], partition: str | None,
         name, found = nodes(partition)
     except SlurmError as exc:
         return Choice(opts, "" if all_given else
-                      f"packed for {shape_of(opts).text()} (the defaults: Slurm did not "
-                      f"tell its node shapes: {exc.message})",
+                      f"packed for {shape_of(opts).text()} ({_sources(given)}: Slurm did "
+                      f"not tell its node shapes: {exc.message})",
                       isinstance(exc, SlurmUnreachable))
     parts = listed(name)
     where = (f"partitions {','.join(parts)}" if len(parts) > 1 else f"partition {parts[0]}") \
         if name else "the cluster"
+    source = origin.get("partition", "--partition")
     empty = [p for p in parts if not any(p in n.partitions for n in found)] \
         if len(parts) > 1 else []
     if empty:   # sbatch refuses a list that names a partition the cluster does not have
-        raise SpecError([f"partition {empty[0]} (of --partition {name}): sinfo lists no node in "
+        raise SpecError([f"partition {empty[0]} (of {source} {name}): sinfo lists no node in "
                          "it (no such partition, or one without nodes): name partitions that "
                          "'sinfo -s' lists"])
     top = largest(found)
     if top is None:
-        raise SpecError([f"{where}: sinfo lists no node in it (no such partition, or one without "
-                         "nodes): name a partition that 'sinfo -s' lists"] if name else
+        named = "" if source == "--partition" else f" (from {source})"
+        raise SpecError([f"{where}{named}: sinfo lists no node in it (no such partition, or one "
+                         "without nodes): name a partition that 'sinfo -s' lists"] if name else
                         [f"{where}: no node to pack the job on (sinfo lists none)"])
     shape, count, total, kinds = top
     if shape.gpus == 0 and any(r.gpus or r.gpu_share for r in job.roles) \

@@ -132,6 +132,22 @@ def test_dry_run_packs_for_the_defaults_and_says_so_unless_asked(
     assert capsys.readouterr().err == ""
 
 
+def test_the_note_names_the_numbers_given_apart_from_the_defaults(
+        tmp_path: Path, cluster: FakeClient, capsys: pytest.CaptureFixture[str]) -> None:
+    path = spec_file(tmp_path, 1, 1)
+    assert cli.main(["--dry-run", path, "--gpus-per-node", "4"]) == 0
+    assert capsys.readouterr().err == (
+        "dlsubmit: note: packed for 4 GPUs, 16 cores, 64000 MiB per node (GPUs given, cores and "
+        "memory the defaults; --cluster-shape reads the partition's nodes from Slurm)\n")
+    site = tmp_path / "site.yaml"
+    site.write_text("gpus_per_node: 2\nmem_per_node_mib: 32000\n")
+    assert cli.main(["--dry-run", path, "--site-config", str(site)]) == 0
+    assert capsys.readouterr().err == (
+        "dlsubmit: note: packed for 2 GPUs, 16 cores, 32000 MiB per node (GPUs and memory "
+        "given, cores the default; --cluster-shape reads the partition's nodes from Slurm)\n")
+    assert cluster.asked == []
+
+
 def test_dry_run_with_cluster_shape_and_no_slurm_keeps_the_defaults_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     # (the autouse fixture of tests/conftest.py makes Slurm unreachable)
@@ -293,3 +309,35 @@ def test_a_list_naming_a_partition_the_cluster_lacks_is_refused_before_sbatch(
                                  monkeypatch, capsys)
     assert (rc, scripts) == (2, [])
     assert "and partition gpu has 8 in all (2 nodes)" in err, err
+
+
+@pytest.mark.parametrize(("where", "source"), [
+    ("env", "SBATCH_PARTITION"), ("site", "the site config's partition"),
+    ("vc", "the site config's virtual_clusters.vc1.partition")])
+def test_a_partition_the_cluster_lacks_is_named_with_where_it_came_from(
+        where: str, source: str, tmp_path: Path, cluster: FakeClient,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A partition the user did not type on the command line (sbatch's environment, the site
+    config, the spec's virtual cluster) is named with its source, so the fix is findable; a
+    list is refused the same way (a virtual cluster's partition is one name, no list)."""
+    site = tmp_path / "site.yaml"
+    for value, named in (("nosuch", "partition nosuch (from {source}): sinfo lists no node in it "
+                                    "(no such partition, or one without nodes): name a partition "
+                                    "that 'sinfo -s' lists"),
+                         ("gpu,nosuch", "partition nosuch (of {source} gpu,nosuch): sinfo lists "
+                                        "no node in it (no such partition, or one without nodes): "
+                                        "name partitions that 'sinfo -s' lists")):
+        if where == "vc" and "," in value:
+            continue
+        top: dict = {}
+        argv = [f"--site-config={site}"]
+        site.write_text("{}\n")
+        if where == "env":
+            monkeypatch.setenv("SBATCH_PARTITION", value)
+        elif where == "site":
+            site.write_text(yaml.safe_dump({"partition": value}))
+        else:
+            site.write_text(yaml.safe_dump({"virtual_clusters": {"vc1": {"partition": value}}}))
+            top = {"defaults": {"virtualCluster": "vc1"}}
+        rc, scripts, err = submitted([spec_file(tmp_path, 1, 1, **top), *argv], monkeypatch, capsys)
+        assert (rc, scripts, err) == (2, [], f"dlsubmit: {named.format(source=source)}\n")
