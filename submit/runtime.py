@@ -243,8 +243,12 @@ trap 'dl_stop=SIGTERM' TERM
 trap 'dl_stop=SIGINT' INT
 trap 'dl_stop=SIGHUP' HUP
 trap 'dl_sig=1' "$DL_SIGNAL"
+# the command writes to this task's stderr (dl_err); bash's own report of it ending by a signal
+# ("Terminated" and this line's text, on scancel or a requeue) is not the user's: dropped, the
+# exit status says it
+exec {dl_err}>&2
 for ((dl_try = 0; ; dl_try++)); do
-  DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'trap '\''dl_s=$?; (( dl_s == 0 )) || exit "$dl_s"'\'' "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL"
+  { DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'trap '\''dl_s=$?; (( dl_s == 0 )) || exit "$dl_s"'\'' "$1"; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL" 2>&"$dl_err" {dl_err}>&-; } 2>/dev/null
   dl_rc=$?
   (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
   # a command killed by a signal may be the first sign of a stop under way (srun's SIGKILL of

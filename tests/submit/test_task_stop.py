@@ -58,8 +58,8 @@ def test_a_healthy_role_is_not_retried_when_the_policy_stops_the_gang(tmp_path: 
 def test_a_terminated_task_is_not_retried_and_its_children_die(tmp_path: Path,
                                                                 fake_bin: Path) -> None:
     """SIGTERM to the task's process group (Slurm's scancel, time limit or requeue): the command
-    dies, its shell starts no task retry and kills the child the command left behind (it
-    ignores SIGTERM and was re-parented to init)."""
+    dies, its shell starts no task retry, says so in one line of its own and kills the child
+    the command left behind (it ignores SIGTERM and was re-parented to init)."""
     cmd = '(trap "" TERM; echo "READY $BASHPID"; exec sleep 300 >/dev/null 2>&1) & wait'
     spec = v2_spec(roles={"w": role(cmd, taskRetryCount=2)})
     script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
@@ -84,6 +84,9 @@ def test_a_terminated_task_is_not_retried_and_its_children_die(tmp_path: Path,
         assert proc.returncode == 1, out
         assert "task retry" not in out
         assert "w 0: exit 143 while the job is being stopped (SIGTERM); not run again" in out
+        # bash's own report of the command's end (the task shell's line, "Terminated") is not
+        # the user's output
+        assert "Terminated" not in out and "DL_TASK_RETRY=" not in out, out
     finally:
         proc.kill()
         if child and alive(child):
