@@ -32,6 +32,11 @@ releasing its GPUs (:meth:`prioritizer.daemon.ledger.Ledger.completing_victims`)
 waiter gets no second victim for them (nor does it while Slurm shows the job COMPLETING,
 whatever scancel said: :func:`prioritizer.daemon.observe.build_snapshot`).
 
+A signalled victim whose waiter Slurm shows running when the victim's requeue is due (other
+GPUs came free in the grace time) is not requeued: the intent finishes ``waiter started``, not
+counted, and the victim runs on (it has written a checkpoint; the contract lets it keep
+running); ``waiter ended`` the same when the waiter has ended (it ran and ended, or was
+cancelled).
 A job that ended, or was requeued by someone else, before its requeue finishes the intent with
 no further act: ``ended in grace`` once signalled and ended before its grace deadline
 (counted: it was told to checkpoint), ``ended before requeue`` (not counted) when it ended
@@ -75,6 +80,11 @@ FAULT_STEPS = ("intent", "signal", "requeue-mark", "requeue")
 NOT_RUNNING = "not running"
 #: The outcome of an intent whose victim Slurm shows suspended or stopped when an act is due.
 SUSPENDED_VICTIM = "suspended"
+#: The outcome of an intent whose waiter started elsewhere before its victim's requeue was due.
+WAITER_STARTED = "waiter started"
+#: The outcome of an intent whose waiter has ended when its victim's requeue is due (it
+#: started elsewhere and ended, or was cancelled): squeue shows it ended, or no longer lists it.
+WAITER_ENDED = "waiter ended"
 
 
 def fault_point(step: str) -> None:
@@ -164,6 +174,16 @@ class Preemptor:
             self._signal(i, obs.now)
             return False
         if i.signal is None or (i.deadline is not None and obs.now >= i.deadline):
+            if i.waiter is not None and i.signal_at is not None:
+                waiter = obs.units.get(i.waiter)
+                phase = None if waiter is None else waiter.phase
+                # GPUs came free elsewhere in the grace time (a job ended) and the waiter
+                # started on them, or it ended (it ran, or was cancelled): the requeue would
+                # only idle the victim's GPUs and lose its work since the checkpoint; it runs on
+                if phase is not JobPhase.PENDING:
+                    self._finish(i, obs.now, WAITER_STARTED if phase is JobPhase.RUNNING
+                                 else WAITER_ENDED, uncount=True)
+                    return False
             return self._requeue(i, obs.now)
         return False
 

@@ -202,6 +202,45 @@ def test_a_victim_suspended_in_its_grace_is_not_requeued(jobs: Jobs, tmp_path: P
         assert daemon.stop() == 0, daemon.text()
 
 
+def test_a_victim_whose_waiter_started_elsewhere_in_its_grace_runs_on(
+        jobs: Jobs, tmp_path: Path) -> None:
+    """Three 8-GPU jobs (30 s grace) fill three nodes and fall to queue 1; a 1-GPU job ahead in
+    queue 0 holds the fourth node for about 20 s more. An 8-GPU waiter preempts one of the
+    three; the 1-GPU job ends in the grace and the waiter starts on its node. When the
+    victim's requeue is due it is not sent: the intent ends ``waiter started``, no preemption is
+    counted, and the victim (it checkpointed and kept running, as the contract says) finishes
+    its one attempt."""
+    grace = ("--comment=dl:v1;signal=USR2;grace=30",)
+    cfg = write_config(tmp_path / "dlprio.yaml", max_grace_s=30)
+    daemon = DaemonProc(cfg).start()
+    try:
+        longs = [jobs.submit(f"long{i}", nodes=1, gpus_per_node=8, steps=75, marker=False,
+                             extra=grace) for i in range(3)]
+        for job_id, _ in longs:
+            wait_state(jobs.client, job_id, {"RUNNING"}, 60)
+        one, _ = jobs.submit("one", nodes=1, gpus_per_node=1, steps=25, marker=False)
+        wait_state(jobs.client, one, {"RUNNING"}, 60)
+        wait_for(lambda: all(ledger_rows(cfg).get(j, {}).get("queue") == 1 for j, _ in longs),
+                 40, "the long jobs in queue 1")
+        waiter, _ = jobs.submit("waiter", nodes=1, gpus_per_node=8, steps=40, marker=False)
+        text = daemon.wait_log(rf"job_id=\d+ event=preempt_intent waiter={waiter}\b", 40)
+        victim = next(j for j, _ in longs if f"job_id={j} event=preempt_intent waiter={waiter}" in text)
+        daemon.wait_log(rf"job_id={victim} event=preempt_signal", 20)
+        wait_state(jobs.client, waiter, {"RUNNING", "COMPLETED"}, 60)
+        daemon.wait_log(rf"job_id={victim} event=preempt_done", 60)
+        with open_ledger(cfg) as ledger:
+            assert [i.outcome for i in ledger.intents(victim)] == ["waiter started"]
+        wait_state(jobs.client, victim, {"COMPLETED"}, 120)
+        wait_for(lambda: ledger_rows(cfg)[victim]["state"] == "COMPLETED", 30, "the daemon to see it")
+    finally:
+        assert daemon.stop() == 0, daemon.text()
+    log = dict(longs)[victim]
+    assert "checkpoint " in log.read_text()                 # it was told to checkpoint
+    assert [a.end_reason for a in attempts(log)] == ["done"]  # one attempt, never requeued
+    assert jobs.client.job(victim).restart_count == 0
+    assert ledger_rows(cfg)[victim]["preemptions"] == 0
+
+
 @pytest.fixture
 def two_partitions(jobs: Jobs) -> Iterator[tuple[str, str]]:
     """Partitions ``dlpool_a`` (the first node) and ``dlpool_b`` (the other three), beside the

@@ -125,12 +125,13 @@ def test_marked_job_signal_then_requeue_at_capped_deadline(ledger: Ledger) -> No
     client = RecordingClient()
     p = _preemptor(ledger, client)
     victim = unit(1, restart=0)                     # declares USR2 with 30 s grace
-    assert p.start((Preemption(9, (1,)),), observation(100, victim)) == [1]
-    p.progress(observation(100, victim))
+    waiter = unit(9, "PENDING", start=None)         # still waiting when the requeue is due
+    assert p.start((Preemption(9, (1,)),), observation(100, victim, waiter)) == [1]
+    p.progress(observation(100, victim, waiter))
     assert client.calls == [("signal", 1, "USR2")]
-    p.progress(observation(119, victim))            # grace capped at max_grace_s = 20
+    p.progress(observation(119, victim, waiter))    # grace capped at max_grace_s = 20
     assert client.calls == [("signal", 1, "USR2")]
-    assert p.progress(observation(120, victim)) == [1]
+    assert p.progress(observation(120, victim, waiter)) == [1]
     assert client.calls == [("signal", 1, "USR2"), ("requeue", 1)]
     p.progress(observation(125, unit(1, "PENDING", start=None, restart=1)))
     assert len(client.calls) == 2 and ledger.open_intents() == []
@@ -154,6 +155,50 @@ def test_job_ending_in_grace_is_not_requeued(ledger: Ledger) -> None:
     p.progress(observation(110, unit(3, "COMPLETED", end=108)))
     assert client.calls == [("signal", 3, "USR2")]
     assert [i.outcome for i in ledger.intents(3)] == ["ended in grace"]
+
+
+def test_a_victim_is_not_requeued_once_its_waiter_started_elsewhere(ledger: Ledger) -> None:
+    """Waiter 9 needs job 1's GPUs; job 1 is signalled at 100 (grace to 120). Another job ends
+    in the grace time and 9 starts on its node at 110: at 120 job 1 is not requeued (that would
+    idle its GPUs and lose its work since the checkpoint), not counted, and runs on."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    ledger.upsert_job(1, user="u", account="a", partition="gpu", state="RUNNING", gpus=8,
+                      submit_time=0.0, restart_count=0, now=90.0)
+    waiter = unit(9, "PENDING", start=None)
+    p.start((Preemption(9, (1,)),), observation(100, unit(1), waiter))
+    p.progress(observation(100, unit(1), waiter))
+    assert p.progress(observation(120, unit(1), unit(9, start=110))) == []
+    assert client.calls == [("signal", 1, "USR2")]
+    assert [i.outcome for i in ledger.intents(1)] == ["waiter started"]
+    assert ledger.job(1).preemptions == 0   # type: ignore[union-attr]
+    assert ledger.open_intents() == []
+
+
+@pytest.mark.parametrize("waiter_then", ["completed", "gone", "pending"])
+def test_a_victim_is_requeued_only_while_its_waiter_still_waits(
+        ledger: Ledger, waiter_then: str) -> None:
+    """As above, but at 120 waiter 9 has ended (it ran on other GPUs and completed: squeue
+    shows it COMPLETED, or no longer lists it): no requeue, ``waiter ended``. A waiter still
+    pending gets its victim."""
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    ledger.upsert_job(1, user="u", account="a", partition="gpu", state="RUNNING", gpus=8,
+                      submit_time=0.0, restart_count=0, now=90.0)
+    waiter = unit(9, "PENDING", start=None)
+    p.start((Preemption(9, (1,)),), observation(100, unit(1), waiter))
+    p.progress(observation(100, unit(1), waiter))
+    later = {"completed": (unit(1), unit(9, "COMPLETED", start=105, end=115)),
+             "gone": (unit(1),), "pending": (unit(1), waiter)}[waiter_then]
+    p.progress(observation(120, *later))
+    if waiter_then != "pending":
+        assert client.calls == [("signal", 1, "USR2")]
+        assert [i.outcome for i in ledger.intents(1)] == ["waiter ended"]
+        assert ledger.job(1).preemptions == 0   # type: ignore[union-attr]
+    else:
+        assert client.calls[0] == ("signal", 1, "USR2") and client.calls[-1][0] == "requeue"
+        assert [i.outcome for i in ledger.intents(1)] == ["requeued"]
+        assert ledger.job(1).preemptions == 1   # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("gone_from_squeue", [False, True], ids=["squeue-end", "ledger-end"])
@@ -223,8 +268,8 @@ def test_restarted_daemon_finishes_open_intent_exactly_once(tmp_path: Path, cras
     client = RecordingClient()
     with Ledger(path) as second:
         p = _preemptor(second, client)
-        for now in (111, 116, 121, 126):
-            p.progress(observation(now, seen))
+        for now in (111, 116, 121, 126):   # waiter 9 waits throughout
+            p.progress(observation(now, seen, unit(9, "PENDING", start=None)))
             if client.calls and client.calls[-1][0] == "requeue":
                 seen = unit(5, "PENDING", start=None, restart=1)
         expected = {"intent": [("signal", 5, "USR2"), ("requeue", 5)],
