@@ -333,9 +333,13 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
                      + (f" (and {paused:.0f} s suspended, not counted)" if paused >= 0.5 else ""))
     for i in ledger.intents(job_id):
         made = i.outcome is None or i.outcome in PREEMPTED_OUTCOMES
-        lines.append(f"  preemption for job {i.waiter}{'' if made else ' not made'}: signal "
+        lines.append(f"  preemption for job {i.waiter}{'' if made else ' not made'}"
+                     f"{f' ({i.rule})' if i.rule else ''}: signal "
                      f"{i.signal or 'none'}, {i.outcome or 'in progress'}"
                      f"{'' if made else ' (not counted)'}")
+    for i in ledger.intents_for(job_id):
+        lines.append(f"  preempted job {i.job_id} for it{f' ({i.rule})' if i.rule else ''}: "
+                     f"{i.outcome or 'in progress'}")
     if row.applied:
         lines.append(f"told Slurm: {row.applied}")
     if row.refusals:

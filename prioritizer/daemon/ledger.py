@@ -87,6 +87,10 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE runs ADD COLUMN suspended_at REAL",
         "ALTER TABLE runs ADD COLUMN stopped_s REAL NOT NULL DEFAULT 0",
     )),
+    (9, (   # the tenant rule that chose an intent's victim, in words (dlprio explain of the
+            # victim and of its waiter); NULL: Tiresias's own order, or written before
+        "ALTER TABLE intents ADD COLUMN rule TEXT",
+    )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -375,6 +379,9 @@ class Intent:
     requeue_at: float | None
     done_at: float | None
     outcome: str | None
+    rule: str | None = None
+    """the tenant rule that chose the victim (``reclaim: nlp at 0 of 16 guaranteed GPUs takes
+    back from vision at 24 of 16``); None: Tiresias's own order"""
 
 
 def readonly_uri(path: str | os.PathLike[str]) -> str:
@@ -659,12 +666,14 @@ class Ledger:
 
     # ------------------------------------------------------------------ intents
     def add_intent(self, job_id: int, waiter: int | None, signal: str | None, grace_s: float,
-                   restart_count: int, now: float) -> int:
-        """Write (and commit) a preemption intent; count the preemption. Returns its id."""
+                   restart_count: int, now: float, rule: str | None = None) -> int:
+        """Write (and commit) a preemption intent (``rule``: :attr:`Intent.rule`); count the
+        preemption. Returns its id."""
         with self.conn:
             cur = self.conn.execute(
-                "INSERT INTO intents(job_id, waiter, created, signal, grace_s, restart_count)"
-                " VALUES(?,?,?,?,?,?)", (job_id, waiter, now, signal, grace_s, restart_count))
+                "INSERT INTO intents(job_id, waiter, created, signal, grace_s, restart_count, rule)"
+                " VALUES(?,?,?,?,?,?,?)",
+                (job_id, waiter, now, signal, grace_s, restart_count, rule))
             self.conn.execute("UPDATE jobs SET preemptions=preemptions+1 WHERE job_id=?", (job_id,))
         return int(cur.lastrowid or 0)
 
@@ -676,6 +685,11 @@ class Ledger:
     def intents(self, job_id: int) -> list[Intent]:
         return [Intent(**dict(r)) for r in self.conn.execute(
             "SELECT * FROM intents WHERE job_id=? ORDER BY id", (job_id,))]
+
+    def intents_for(self, waiter: int) -> list[Intent]:
+        """The intents made for ``waiter`` (its victims), oldest first."""
+        return [Intent(**dict(r)) for r in self.conn.execute(
+            "SELECT * FROM intents WHERE waiter=? ORDER BY id", (waiter,))]
 
     def mark_signal(self, intent_id: int, at: float | None, deadline: float | None) -> None:
         """Commit ``signal_at``/``deadline`` (None, None: the signal did not go out)."""

@@ -91,7 +91,7 @@ TABLES: dict[str, tuple[tuple[str, ...], dict[str, Rule]]] = {
         "signal": TEXT.or_null(), "grace_s": SECONDS, "restart_count": COUNT,
         "signal_at": EPOCH.or_null(), "deadline": EPOCH.or_null(),
         "requeue_at": EPOCH.or_null(), "done_at": EPOCH.or_null(),
-        "outcome": TEXT.or_null()}),
+        "outcome": TEXT.or_null(), "rule": TEXT.or_null()}),
 }
 
 

@@ -345,7 +345,9 @@ class Daemon:
                                         if u.array_record})
         self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
         self.metrics.update_backoff.set(len(self.ledger.backing_off(obs.now)))
-        self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs)))
+        rules = (self.tenant_decisions.preempt_reasons
+                 if self.tenancy is not None and self.tenant_decisions is not None else None)
+        self.metrics.preemptions.inc(len(self.preemptor.start(decisions.preemptions, obs, rules)))
         lowered = act.victim_values(decisions, obs, self.cfg, self.encoding(obs.now),
                                     [i.job_id for i in self.ledger.open_intents()
                                      if i.job_id not in fixed])

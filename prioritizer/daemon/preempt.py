@@ -62,6 +62,7 @@ import logging
 import os
 import signal as _signal
 from collections.abc import Mapping
+from typing import Any
 
 from prioritizer.daemon import act
 from prioritizer.daemon.config import DaemonConfig
@@ -103,8 +104,12 @@ class Preemptor:
         self.cfg = cfg
         self.log = log
 
-    def start(self, preemptions: tuple[Preemption, ...], obs: Observation) -> list[int]:
-        """Write an intent for each victim that has none open. Returns the new victims' ids."""
+    def start(self, preemptions: tuple[Preemption, ...], obs: Observation,
+              rules: Mapping[int, str] | None = None) -> list[int]:
+        """Write an intent for each victim that has none open (``rules``: per waiter, the
+        tenant rule that chose its victims, kept with the intent and logged). Returns the new
+        victims' ids."""
+        rules = rules or {}
         busy = {i.job_id for i in self.ledger.open_intents()}
         started = []
         for p in preemptions:
@@ -114,12 +119,17 @@ class Preemptor:
                     continue
                 contract = unit.contract
                 grace = min(float(contract.grace_s), self.cfg.max_grace_s) if contract else 0.0
+                rule = rules.get(p.waiter)
                 self.ledger.add_intent(victim, p.waiter, contract.signal if contract else None,
-                                       grace, unit.restart_count, obs.now)
+                                       grace, unit.restart_count, obs.now, rule)
                 busy.add(victim)
                 started.append(victim)
-                event(self.log, "preempt_intent", victim, waiter=p.waiter,
-                      signal=contract.signal if contract else "none", grace_s=grace)
+                fields: dict[str, Any] = {"waiter": p.waiter,
+                                          "signal": contract.signal if contract else "none",
+                                          "grace_s": grace}
+                if rule:
+                    fields["rule"] = rule
+                event(self.log, "preempt_intent", victim, **fields)
                 fault_point("intent")
         return started
 

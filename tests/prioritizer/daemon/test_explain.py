@@ -274,3 +274,27 @@ def test_a_ledger_that_named_the_hold_of_a_running_job_shows_it_running(tmp_path
         assert [(r["state"], r["held"]) for r in rows] == [("RUNNING", None)]
         assert not any(line.startswith("held by") for line in
                        explain.explain(106, led, DaemonConfig(), now=20).splitlines())
+
+
+def test_the_tenant_rule_of_a_preemption_is_kept_and_named_for_victim_and_waiter(
+        ledger: Ledger) -> None:
+    """The rule that chose a victim (written with its intent) still shows after the cycle that
+    made it: in the victim's explain and, with its victims, in the waiter's."""
+    from daemon_unit_helpers import RecordingClient, observation
+    from log_helpers import captured
+    from prioritizer.daemon.preempt import Preemptor
+    from prioritizer.policy.model import Preemption
+    rule = "reclaim: vision at 0 of 8 guaranteed GPUs takes back from nlp at 32 of 16"
+    with ledger.transaction():
+        ledger.upsert_job(23, user="bob", account="vision", partition="gpu", state="PENDING",
+                          gpus=8, submit_time=50, restart_count=0, now=50)
+    with captured() as (log, stream):
+        p = Preemptor(RecordingClient(), ledger, DaemonConfig(), log)   # type: ignore[arg-type]
+        assert p.start((Preemption(23, (42,)),), observation(100, unit(42)),
+                       {23: rule}) == [42]
+    assert "preempt_intent" in stream.getvalue() and rule in stream.getvalue()
+    assert [i.rule for i in ledger.intents(42)] == [None, rule]
+    victim = explain.explain(42, ledger, DaemonConfig(), now=200).splitlines()
+    assert victim[-1] == f"  preemption for job 23 ({rule}): signal USR2, in progress"
+    waiter = explain.explain(23, ledger, DaemonConfig(), now=200).splitlines()
+    assert waiter[-1] == f"  preempted job 42 for it ({rule}): in progress"

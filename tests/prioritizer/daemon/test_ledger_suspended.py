@@ -184,7 +184,7 @@ def test_a_schema_6_ledger_upgrades_in_place_keeping_its_rows(tmp_path: Path) ->
         assert old.service(9, 500) == (600.0, 300.0)
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 6
     with Ledger(path) as led:
-        assert led.migrated == [7, 8] and SCHEMA_VERSION == 8
+        assert led.migrated == [7, 8, 9] and SCHEMA_VERSION == 9
         assert [(r.start, r.end, r.gpus, r.suspended_s, r.suspended_at, r.stopped_s)
                 for r in led.runs(9)] == [(100, 200, 2, 0, None, 0), (300, None, 2, 0, None, 0)]
         assert led.service(9, 500) == (600.0, 300.0)

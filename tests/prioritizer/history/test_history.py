@@ -336,8 +336,9 @@ def test_export_counts_only_the_intents_that_preempted(tmp_path: Path) -> None:
         p = Preemptor(RecordingClient(), ledger, DaemonConfig(max_grace_s=20),   # type: ignore[arg-type]
                       CycleAdapter())
         assert p.start((Preemption(9, (5, 6)),), observation(100, unit(5), unit(6))) == [5, 6]
-        p.progress(observation(101, unit(6)))              # 5 is no longer running; 6 signalled
-        assert p.progress(observation(121, unit(6))) == [6]   # requeued at its deadline
+        waiter = unit(9, "PENDING", start=None)
+        p.progress(observation(101, unit(6), waiter))      # 5 is no longer running; 6 signalled
+        assert p.progress(observation(121, unit(6), waiter)) == [6]   # requeued at its deadline
         assert [i.outcome for i in ledger.intents(5)] == ["not running"]
     facts = ledger_facts(str(path))
     assert (facts[5].preemptions, facts[6].preemptions) == (0, 1)
