@@ -157,29 +157,15 @@ def test_job_ending_in_grace_is_not_requeued(ledger: Ledger) -> None:
     assert [i.outcome for i in ledger.intents(3)] == ["ended in grace"]
 
 
-def test_a_victim_is_not_requeued_once_its_waiter_started_elsewhere(ledger: Ledger) -> None:
+@pytest.mark.parametrize(("waiter_then", "outcome"), [
+    ("running", "waiter started"), ("completed", "waiter ended"), ("gone", "waiter ended"),
+    ("pending", "requeued")])
+def test_a_victim_is_requeued_only_while_its_waiter_still_waits(
+        ledger: Ledger, waiter_then: str, outcome: str) -> None:
     """Waiter 9 needs job 1's GPUs; job 1 is signalled at 100 (grace to 120). Another job ends
     in the grace time and 9 starts on its node at 110: at 120 job 1 is not requeued (that would
-    idle its GPUs and lose its work since the checkpoint), not counted, and runs on."""
-    client = RecordingClient()
-    p = _preemptor(ledger, client)
-    ledger.upsert_job(1, user="u", account="a", partition="gpu", state="RUNNING", gpus=8,
-                      submit_time=0.0, restart_count=0, now=90.0)
-    waiter = unit(9, "PENDING", start=None)
-    p.start((Preemption(9, (1,)),), observation(100, unit(1), waiter))
-    p.progress(observation(100, unit(1), waiter))
-    assert p.progress(observation(120, unit(1), unit(9, start=110))) == []
-    assert client.calls == [("signal", 1, "USR2")]
-    assert [i.outcome for i in ledger.intents(1)] == ["waiter started"]
-    assert ledger.job(1).preemptions == 0   # type: ignore[union-attr]
-    assert ledger.open_intents() == []
-
-
-@pytest.mark.parametrize("waiter_then", ["completed", "gone", "pending"])
-def test_a_victim_is_requeued_only_while_its_waiter_still_waits(
-        ledger: Ledger, waiter_then: str) -> None:
-    """As above, but at 120 waiter 9 has ended (it ran on other GPUs and completed: squeue
-    shows it COMPLETED, or no longer lists it): no requeue, ``waiter ended``. A waiter still
+    idle its GPUs and lose its work since the checkpoint), not counted, and runs on; the same
+    when 9 has ended by then (squeue shows it COMPLETED, or no longer lists it). A waiter still
     pending gets its victim."""
     client = RecordingClient()
     p = _preemptor(ledger, client)
@@ -188,17 +174,19 @@ def test_a_victim_is_requeued_only_while_its_waiter_still_waits(
     waiter = unit(9, "PENDING", start=None)
     p.start((Preemption(9, (1,)),), observation(100, unit(1), waiter))
     p.progress(observation(100, unit(1), waiter))
-    later = {"completed": (unit(1), unit(9, "COMPLETED", start=105, end=115)),
+    later = {"running": (unit(1), unit(9, start=110)),
+             "completed": (unit(1), unit(9, "COMPLETED", start=105, end=115)),
              "gone": (unit(1),), "pending": (unit(1), waiter)}[waiter_then]
-    p.progress(observation(120, *later))
-    if waiter_then != "pending":
-        assert client.calls == [("signal", 1, "USR2")]
-        assert [i.outcome for i in ledger.intents(1)] == ["waiter ended"]
-        assert ledger.job(1).preemptions == 0   # type: ignore[union-attr]
-    else:
-        assert client.calls[0] == ("signal", 1, "USR2") and client.calls[-1][0] == "requeue"
-        assert [i.outcome for i in ledger.intents(1)] == ["requeued"]
+    requeued = p.progress(observation(120, *later))
+    assert [i.outcome for i in ledger.intents(1)] == [outcome]
+    if outcome == "requeued":
+        assert requeued == [1]
+        assert client.calls == [("signal", 1, "USR2"), ("requeue", 1)]
         assert ledger.job(1).preemptions == 1   # type: ignore[union-attr]
+    else:
+        assert requeued == [] and client.calls == [("signal", 1, "USR2")]
+        assert ledger.job(1).preemptions == 0   # type: ignore[union-attr]
+        assert ledger.open_intents() == []
 
 
 @pytest.mark.parametrize("gone_from_squeue", [False, True], ids=["squeue-end", "ledger-end"])
