@@ -135,17 +135,19 @@ class DaemonProc:
     """``dlprio run --config CFG`` as a child process, its log lines in ``<cfg>.log``."""
 
     def __init__(self, config: Path, env: dict[str, str] | None = None,
-                 log_name: str = "daemon.log") -> None:
+                 log_name: str = "daemon.log", session: bool = False) -> None:
         self.config = config
         self.log = config.parent / log_name
         self.env = {**os.environ, **(env or {})}
+        #: run it in a session (and process group) of its own, as systemd does
+        self.session = session
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> DaemonProc:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(dlprio("run", "--config", str(self.config)),
                                          stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                                         cwd=REPO)
+                                         cwd=REPO, start_new_session=self.session)
         return self
 
     def text(self) -> str:
@@ -159,12 +161,18 @@ class DaemonProc:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self) -> int:
-        """SIGTERM, wait up to 30 s (then SIGKILL); returns the exit status."""
+    def stop(self, group: bool = False) -> int:
+        """SIGTERM (``group``: to its whole process group, as systemd's stop sends it to every
+        process of the unit; needs ``session``), wait up to 30 s (then SIGKILL); returns the
+        exit status."""
         if self.proc is None:
             return 0
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if group:
+                assert self.session, "a group stop needs a daemon started in its own session"
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            else:
+                self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:

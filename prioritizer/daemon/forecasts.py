@@ -4,8 +4,8 @@ process, never in a cycle, and published in the snapshot (``dlqueue``'s START co
 
 A cycle that is due builds the :class:`prioritizer.forecast.world.World` from what it observed
 (:func:`world_of`: the policy's snapshot with the queue states just decided, time limits from
-squeue's records) and hands it to a one-process pool (``spawn``: the child shares no lock or
-thread with the daemon), cut into one world per node pool (:func:`pool_worlds`: a job runs
+squeue's records) and hands it to a child process (:class:`ForecastChild`, ``spawn``: it shares
+no lock or thread with the daemon), cut into one world per node pool (:func:`pool_worlds`: a job runs
 only on nodes of its partitions). The child (:func:`run_forecasts`, :func:`run_forecast`
 per pool) makes seeded draws until
 ``forecast.draws`` are made or the next would overrun ``forecast.cpu_budget_s`` CPU seconds
@@ -87,9 +87,10 @@ import json
 import logging
 import math
 import multiprocessing
+import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from multiprocessing.pool import AsyncResult, Pool
+from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from prioritizer.config_file import ForecastConfig
@@ -402,6 +403,65 @@ def dump_known(past: list[Past]) -> str:
     return json.dumps([[p.job_id, p.made_at, p.p50, p.start] for p in past])
 
 
+def _serve(conn: Connection, args: tuple[Any, ...]) -> None:
+    """The child's body: :func:`run_forecasts` of ``args``, its answer (or its error, as
+    text) sent through ``conn``. SIGINT is ignored: a Ctrl-C on a ``dlprio run`` in a terminal
+    reaches the whole process group, and the daemon stops its child itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        answer: tuple[bool, Any] = (True, run_forecasts(*args))
+    except Exception as exc:   # sent back and logged by the daemon as forecast_failed
+        answer = (False, f"{type(exc).__name__}: {exc}")
+    conn.send(answer)
+    conn.close()
+
+
+class ForecastChild:
+    """One forecast made in its own ``spawn`` child process, answered through a pipe.
+
+    A plain process, not a ``multiprocessing`` pool: a pool's worker that a signal to the
+    whole process group killed (systemd's ``KillMode=control-group`` stop sends SIGTERM to
+    every process of the unit) left ``Pool.terminate()`` waiting for ever, so the daemon never
+    finished its stop. A child that dies without answering is a failed forecast; :meth:`stop`
+    kills it (SIGKILL) and reaps it."""
+
+    def __init__(self, args: tuple[Any, ...]) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, theirs = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_serve, args=(theirs, args), name="dlprio-forecast",
+                                daemon=True)
+        self.proc.start()
+        theirs.close()
+
+    def ready(self) -> bool:
+        """The answer came, or the child ended without one."""
+        return self.conn.poll() or not self.proc.is_alive()
+
+    def get(self, timeout: float | None = None) -> tuple[Forecast, float]:
+        """The forecast and the child's CPU seconds. Raises RuntimeError naming the child's
+        error, or how it ended when it ended without an answer."""
+        try:
+            if not self.conn.poll(timeout):
+                raise RuntimeError(f"the forecast child gave no answer within {timeout} s")
+            ok, value = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(5)
+            code = self.proc.exitcode
+            how = (f"killed by signal {-code}" if code is not None and code < 0
+                   else f"exit status {code}")
+            raise RuntimeError(f"the forecast child ended without an answer ({how})") from None
+        if not ok:
+            raise RuntimeError(value)
+        return value   # type: ignore[no-any-return]
+
+    def stop(self) -> None:
+        """Kill the child (a forecast in flight is dropped) and reap it."""
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.conn.close()
+
+
 class Forecaster:
     """Starts forecasts in a child process and keeps the last one ready (module doc)."""
 
@@ -409,8 +469,7 @@ class Forecaster:
                  store: MetaStore | None = None) -> None:
         self.cfg, self.log = cfg, log
         self.stale_after_s = 3 * cfg.every_cycles * interval_s + cfg.cpu_budget_s
-        self.pool: Pool | None = None
-        self.running: AsyncResult[tuple[Forecast, float]] | None = None
+        self.running: ForecastChild | None = None
         self.latest: dict[str, Any] | None = None
         #: where the remembered forecasts are kept across restarts (None: in memory only)
         self.store = store
@@ -453,7 +512,11 @@ class Forecaster:
             return
         finished, self.running = self.running, None   # taken even when what follows fails
         try:
-            made, cpu_s = finished.get(0)
+            try:
+                made, cpu_s = finished.get(0)
+            finally:   # the child has answered or ended: reaped
+                if isinstance(finished, ForecastChild):
+                    finished.stop()
         except Exception as exc:   # the child's error: logged, the next one is tried
             event(self.log, "forecast_failed", level=logging.ERROR, error=str(exc))
         else:
@@ -492,18 +555,14 @@ class Forecaster:
         worlds = [(w, recent(((j.submit, j.gpus_per_node) for j in w.jobs), w.now,
                              self.cfg.arrival_window_s) if self.cfg.arrivals == "history"
                    else None) for w in pool_worlds(world, obs.snapshot)]
-        if self.pool is None:
-            self.pool = multiprocessing.get_context("spawn").Pool(1)
-        self.running = self.pool.apply_async(run_forecasts, (
+        self.running = ForecastChild((
             worlds, config, distribution.samples, self.cfg.draws, self.cfg.cpu_budget_s,
             self.cfg.horizon_s, cycle, learned))
 
     def close(self) -> None:
         """Stop the child (a forecast in flight is dropped)."""
-        if self.pool is not None:
-            self.pool.terminate()
-            self.pool.join()
-            self.pool = None
+        if isinstance(self.running, ForecastChild):
+            self.running.stop()
         self.running = None
 
 

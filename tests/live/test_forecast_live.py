@@ -1,7 +1,8 @@
 """Start-time forecasts of ``dlprio run`` on the live cluster: a job waiting behind a job that
 holds every GPU gets a forecast in the snapshot, ``dlqueue`` shows it (START column, ``-j``
 lines), and it is plausible: the blocker's 2-minute time limit bounds its remaining run time,
-so the waiter starts by the blocker's start + 120 s in every draw."""
+so the waiter starts by the blocker's start + 120 s in every draw. A SIGTERM to the daemon's
+whole process group (systemd's stop) ends it cleanly, forecast child and all."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def test_a_waiting_job_gets_a_plausible_forecast(jobs: Jobs, tmp_path: Path, cap
                        forecast={"every_cycles": 1, "cpu_budget_s": 2, "draws": 5,
                                  "horizon_s": 3600})
     snapshot = tmp_path / "snapshot.json"
-    daemon = DaemonProc(cfg).start()
+    daemon = DaemonProc(cfg, session=True).start()
     try:
         blocker, _ = jobs.submit("blocker", nodes=len(nodes), gpus_per_node=per_node,
                                  steps=600, extra=("--time=2",))
@@ -49,7 +50,10 @@ def test_a_waiting_job_gets_a_plausible_forecast(jobs: Jobs, tmp_path: Path, cap
         assert queue_cli.main(["--snapshot", str(snapshot), "-j", str(waiter)]) == 0
         out = capsys.readouterr().out
     finally:
-        assert daemon.stop() == 0, daemon.text()
+        # SIGTERM to the whole process group, forecast child included (systemd's stop): the
+        # daemon still ends its cycle, gives the lease back and exits 0
+        assert daemon.stop(group=True) == 0, daemon.text()
+    assert "event=lease_released" in daemon.text() and "event=stopped" in daemon.text()
     assert began is not None
     p10, p50, p90 = got["start"]
     assert time.time() - 120 <= p10 <= p50 <= p90 <= began + LIMIT_S + 1

@@ -527,3 +527,37 @@ def test_running_jobs_count_as_censored_only_beside_this_clusters_samples(learne
     assert got["1"]["finish"] == [NOW + 40] * 3
     low, _, high = got["2"]["finish"]
     assert (low, high) == ((NOW + 30, NOW + 60) if learned else (NOW + 30, NOW + 30))
+
+
+def test_a_forecast_child_killed_by_a_signal_is_a_failed_forecast_and_close_returns(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """systemd's stop sends SIGTERM to every process of the unit, the forecast child too: the
+    daemon logs the forecast as failed (how the child ended) and stops at once, the child
+    reaped (a pool's worker killed so left ``Pool.terminate`` waiting for ever)."""
+    import os
+    import signal
+    forecaster = Forecaster(ForecastConfig(every_cycles=1, draws=1000, cpu_budget_s=60),
+                            30.0, logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, _observation(), _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([100.0]))
+        child = forecaster.running
+        assert child is not None and child.proc.pid is not None
+        os.kill(child.proc.pid, signal.SIGTERM)
+        child.proc.join(30)
+        assert child.ready()
+        with caplog.at_level(logging.ERROR, logger="test-forecasts"):
+            forecaster.collect()
+        assert forecaster.running is None and forecaster.latest is None
+        failed = [r for r in caplog.records if r.getMessage() == "forecast_failed"]
+        assert [r.fields["error"] for r in failed] == [   # type: ignore[attr-defined]
+            "the forecast child ended without an answer (killed by signal 15)"]
+        forecaster.tick(2, _observation(), _decisions(), PolicyConfig(policy="fifo"),
+                        GittinsDistribution([100.0]))
+        second = forecaster.running
+        assert second is not None and second is not child
+        began = time.monotonic()
+        forecaster.close()                     # a forecast in flight: killed and reaped
+        assert time.monotonic() - began < 10 and second.proc.exitcode == -signal.SIGKILL
+    finally:
+        forecaster.close()
