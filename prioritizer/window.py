@@ -23,7 +23,7 @@ import datetime as dt
 import re
 
 UNITS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400}
-FORMS = "now, today, now-N{seconds|minutes|hours|days|weeks}, YYYY-MM-DD[THH:MM[:SS]]"
+FORMS = "now, today, now-N or now+N [seconds|minutes|hours|days|weeks] (no unit: seconds), YYYY-MM-DD[THH:MM[:SS]]"
 _RELATIVE = re.compile(r"now([+-])([0-9]{1,9})(second|minute|hour|day|week)?s?\Z")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}(:[0-9]{2})?)?\Z")
 SACCT_FORMAT = "%Y-%m-%dT%H:%M:%S"

@@ -65,8 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                          description="Write finished jobs from Slurm accounting (sacct "
                          "--duplicates) as a history trace CSV.")
     exp.add_argument("--since", default="now-30days", metavar="TIME",
-                     help="window start: now, today, now-N{seconds|minutes|hours|days|weeks}, "
-                     "YYYY-MM-DD[THH:MM[:SS]] (local time; default now-30days)")
+                     help=f"window start: {FORMS} (local time; default now-30days)")
     exp.add_argument("--until", default="now", metavar="TIME",
                      help="window end, the same forms (default now)")
     exp.add_argument("-o", "--output", default="-", metavar="FILE.csv",

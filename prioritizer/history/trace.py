@@ -35,6 +35,7 @@ Cells, lines and header are read as every trace of the project is
 from __future__ import annotations
 
 import csv
+import re
 import io
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass, fields
@@ -86,6 +87,15 @@ def _fmt(value: object) -> str:
     if isinstance(value, float):
         return str(int(value)) if value == int(value) else f"{value:.3f}"
     return str(value)
+
+
+def replay_order(row: HistoryRow) -> tuple[float, float, tuple[int, ...], str]:
+    """Sort key of the rows a replay reads, the order ``dlprio history export`` writes them in
+    as far as the rows tell it: arrival (``eligible_time``, what the replay sorts by, ties kept
+    in file order), then submit time, then Slurm's job id as numbers (job 9 before job 10, as
+    Slurm numbers them; ``12_3`` and ``40+1`` by their parts)."""
+    return (row.eligible_time, row.submit_time,
+            tuple(int(n) for n in re.findall(r"\d+", row.job_id)), row.job_id)
 
 
 def write_rows(rows: Iterable[HistoryRow], handle: io.TextIOBase) -> int:

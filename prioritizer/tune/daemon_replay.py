@@ -40,7 +40,7 @@ from prioritizer.config_file import LEARNED_SAMPLES
 from prioritizer.daemon.ledger import Ledger
 from prioritizer.history.export import kept_work
 from prioritizer.history.ledger_read import job_facts, ledger_facts
-from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, write_rows
+from prioritizer.history.trace import HistoryError, HistoryRow, read_rows, replay_order, write_rows
 from prioritizer.policy.config import PolicyConfig
 from prioritizer.sim.engine import Cluster
 from prioritizer.sim.learned import MIN_SAMPLES, Durations
@@ -130,7 +130,7 @@ def replay(request: dict[str, Any], workdir: Path) -> dict[str, Any]:
                            f"min_jobs {request['min_jobs']}"}
     trace = workdir / "history.csv"
     with open(trace, "w", newline="") as handle:
-        write_rows(sorted(rows, key=lambda r: (r.eligible_time, r.job_id)), handle)
+        write_rows(sorted(rows, key=replay_order), handle)
     try:
         nodes, gpus = shape_from_slurm(SlurmClient(timeout_s=max(request["slurm_timeout_s"], 30.0)))
     except ClusterShapeError as exc:

@@ -559,3 +559,15 @@ def test_a_failed_sacct_is_one_line_with_where_to_look() -> None:
         "run this again once it answers")
     assert sacct_failed(SlurmRefused(["sacct"], "sacct: error: Invalid user id\n")) == (
         "sacct failed: sacct: error: Invalid user id")
+
+
+def test_rows_a_replay_reads_are_in_export_order_job_ids_as_numbers() -> None:
+    """Jobs submitted in the same second go in Slurm's order, 9 before 10 (as text, "10" sorts
+    before "9", and a replay breaks ties of arrival by file order)."""
+    from prioritizer.history.trace import replay_order
+    rows = [_row(i, 100.0, 1, 10.0, 10.0) for i in ("10", "9", "11", "100")]
+    rows.append(_row("8", 101.0, 1, 10.0, 10.0))
+    rows.append(_row("12_3", 100.0, 1, 10.0, 10.0))
+    rows.append(_row("12_10", 100.0, 1, 10.0, 10.0))
+    assert [r.job_id for r in sorted(rows, key=replay_order)] == [
+        "9", "10", "11", "12_3", "12_10", "100", "8"]

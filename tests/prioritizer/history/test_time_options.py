@@ -60,8 +60,8 @@ def test_trace_point_reads_seconds_and_export_times(history: Path, tmp_path: Pat
     with pytest.raises(ValueError) as err:
         trace_point("--x", "tomorrow", str(history), now, rebased=True)
     assert str(err.value) == ("--x: expected SECONDS of trace time or, on a history trace, a "
-                              "time: now, today, now-N{seconds|minutes|hours|days|weeks}, "
-                              "YYYY-MM-DD[THH:MM[:SS]]; got 'tomorrow'")
+                              "time: now, today, now-N or now+N [seconds|minutes|hours|days|"
+                              "weeks] (no unit: seconds), YYYY-MM-DD[THH:MM[:SS]]; got 'tomorrow'")
 
 
 def test_tune_validate_from_takes_a_time_without_seconds(history: Path,
