@@ -454,3 +454,16 @@ def test_a_rank_done_checkpointing_does_not_stop_the_gang_while_others_write_the
     out = signal_until(script, script_env(tmp_path, fake_bin), "waiting for the requeue")
     assert sorted(p.name for p in (tmp_path / "ck" / "77").glob("ck*")) == ["ck0", "ck1"], out
     assert "payload ended after SIGUSR2 (failed: 2 failed instance(s) of role main" in out
+
+
+def test_a_program_killed_by_the_checkpoint_signal_ends_its_task_whatever_the_shell_saw(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """The program dies of USR2 and the shell running the command list never gets the signal
+    itself (the step's processes signalled one by one, the shell's turn not yet come): the
+    program's status (128 + 12) alone ends the task, and the next command does not run."""
+    killed = f"{shlex.quote(sys.executable)} -c " + shlex.quote(
+        "import os, signal; os.kill(os.getpid(), signal.SIGUSR2)")
+    spec = v2_spec(roles={"main": {**role(killed), "commands": [killed, "echo NEXT-RAN"]}})
+    rc, out = run_script(spec, tmp_path, fake_bin)
+    assert "NEXT-RAN" not in out, out
+    assert rc == 1 and "attempt 0 end: failed: 1 failed instance(s) of role main" in out, out
