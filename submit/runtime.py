@@ -50,11 +50,13 @@ holds no user text. What it does, in order (sources: sbatch(1), srun(1), docs/dl
    the program ends, the trap runs: a program that failed after the signal (killed by it, having
    no handler, or exiting non-zero) ends the task with its status, and no later command of the
    list runs (``cmd; upload`` would otherwise report the preempted job a success); one that
-   exited 0 is finished, and the commands after it run. A program killed by the checkpoint
-   signal ends the task at once (an ``ERR`` trap reads its status, 128 + the signal's number),
-   also when the shell's own signal comes after the program's end (a step's processes are not
-   signalled at one instant: seen on Slurm 26.05, the shell's trap ran after the next command
-   had started).
+   exited 0 is finished, and the commands after it run. The shell's own signal may come after
+   the program's end (a step's processes are not signalled at one instant: seen on Slurm 26.05,
+   the trap ran after the next command had started): a command that failed with the signal's
+   status (128 + its number) makes the shell wait up to a second for that signal (an ``ERR``
+   trap), and once the signal came any failure ends the task. A program the signal killed
+   while the shell's trap is the user's own (``trap ... USR2`` in the command) decides
+   nothing: the user's script handles the signal.
 4. Polls those files once a second and applies the completion policy (``min_failed`` failed
    instances of a role fail the job, ``min_succeeded`` succeeded ones end it successfully;
    OpenPAI FrameworkController semantics; after the checkpoint signal failures decide nothing
@@ -252,7 +254,7 @@ trap 'dl_sig=1' "$DL_SIGNAL"
 # exit status says it
 exec {dl_err}>&2
 for ((dl_try = 0; ; dl_try++)); do
-  { DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'dl_n=$1; [[ $dl_n =~ ^[0-9]+$ ]] || dl_n=$(kill -l "$1"); dl_g=0; trap '\''dl_s=$?; dl_g=1; (( dl_s == 0 )) || exit "$dl_s"'\'' "$1"; trap '\''dl_s=$?; (( dl_g || dl_s == 128 + dl_n )) && exit "$dl_s"'\'' ERR; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL" 2>&"$dl_err" {dl_err}>&-; } 2>/dev/null
+  { DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'dl_n=$1; [[ $dl_n =~ ^[0-9]+$ ]] || dl_n=$(kill -l "$1"); dl_g=0; trap '\''dl_s=$?; dl_g=1; (( dl_s == 0 )) || exit "$dl_s"'\'' "$1"; trap '\''dl_s=$?; if (( !dl_g && dl_s == 128 + dl_n )); then sleep 1 & wait "$!"; fi; (( dl_g )) && exit "$dl_s"'\'' ERR; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL" 2>&"$dl_err" {dl_err}>&-; } 2>/dev/null
   dl_rc=$?
   (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
   # a command killed by a signal may be the first sign of a stop under way (srun's SIGKILL of

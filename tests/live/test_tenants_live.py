@@ -61,13 +61,18 @@ def test_gang_tenant_gets_its_guarantee_back_and_is_never_a_victim(
             against_gang = ledger.intents(gang)
         # one decision took exactly the 8 GPUs back (4 on each node), in the first cycle that
         # saw the gang job (cycles every CYCLE_S; one more allowed for the squeue read), and
-        # the gang job started once their grace was over and they were requeued
+        # the gang job started once their grace was over and they were requeued (a victim
+        # whose requeue had to wait for a later cycle, Slurm slow to answer, while the gang job
+        # started on GPUs its flood jobs freed meanwhile, runs on: ``waiter started``)
         assert len(intents) == 8
         assert len({i.created for i in intents}) == 1
         assert submitted is not None and started is not None
         assert intents[0].created - submitted <= 2 * CYCLE_S
-        assert all(i.outcome == "requeued" and i.requeue_at is not None
-                   and i.requeue_at <= started + 1 for i in intents), (started, intents)
+        requeued = [i for i in intents if i.outcome == "requeued"]
+        assert requeued and all(i.requeue_at is not None and i.requeue_at <= started + 1
+                                for i in requeued), (started, intents)
+        assert all(i.outcome == "waiter started" and (i.done_at or 0) >= started
+                   for i in intents if i not in requeued), (started, intents)
         assert all(i.deadline is not None and i.deadline - i.signal_at == GRACE_S  # type: ignore[operator]
                    for i in intents)
         # the 1-GPU jobs submitted while it ran (queue 0, the gang job in queue 1) made no

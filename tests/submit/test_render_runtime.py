@@ -456,14 +456,29 @@ def test_a_rank_done_checkpointing_does_not_stop_the_gang_while_others_write_the
     assert "payload ended after SIGUSR2 (failed: 2 failed instance(s) of role main" in out
 
 
-def test_a_program_killed_by_the_checkpoint_signal_ends_its_task_whatever_the_shell_saw(
+def test_a_program_killed_by_the_checkpoint_signal_ends_its_task_when_the_shell_s_comes_later(
         tmp_path: Path, fake_bin: Path) -> None:
-    """The program dies of USR2 and the shell running the command list never gets the signal
-    itself (the step's processes signalled one by one, the shell's turn not yet come): the
-    program's status (128 + 12) alone ends the task, and the next command does not run."""
+    """The program dies of USR2 and the shell running the command list gets the signal 0.3 s
+    later (a step's processes are signalled one by one): the shell waits for it after the
+    program's status (128 + 12), and the next command does not run."""
     killed = f"{shlex.quote(sys.executable)} -c " + shlex.quote(
-        "import os, signal; os.kill(os.getpid(), signal.SIGUSR2)")
+        "import os, signal, subprocess; "
+        "subprocess.Popen(['sh', '-c', 'sleep 0.3; kill -USR2 %d' % os.getppid()]); "
+        "os.kill(os.getpid(), signal.SIGUSR2)")
     spec = v2_spec(roles={"main": {**role(killed), "commands": [killed, "echo NEXT-RAN"]}})
     rc, out = run_script(spec, tmp_path, fake_bin)
     assert "NEXT-RAN" not in out, out
     assert rc == 1 and "attempt 0 end: failed: 1 failed instance(s) of role main" in out, out
+
+
+def test_a_command_s_own_signal_trap_keeps_the_list_going_when_a_child_dies_of_the_signal(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """The user's command sets its own USR2 trap (it handles the checkpoint itself); a child
+    it runs dies of USR2 and the shell gets USR2 too: the user's trap runs, the command list
+    goes on, and the job succeeds, as without the wait for the shell's signal."""
+    child = "sh -c 'kill -USR2 $PPID; kill -USR2 $$'"
+    cmd = f'trap "echo CKPT" USR2; {child}; echo DONE'
+    spec = v2_spec(roles={"main": {**role(cmd), "commands": [cmd, "echo NEXT-RAN"]}})
+    rc, out = run_script(spec, tmp_path, fake_bin)
+    assert rc == 0, out
+    assert "CKPT" in out and "DONE" in out and "NEXT-RAN" in out, out
