@@ -320,8 +320,10 @@ def test_checkpoint_signal_leaves_a_program_payload_inside_its_task(
     it: once that shell died of USR2, the program was orphaned (outside the step, so Slurm's
     kill at requeue missed it; seen on dlcluster: an old attempt kept writing checkpoints), and
     the task reported a failure while the program still ran."""
-    prog = ("import signal, sys, time; "
-            "signal.signal(signal.SIGUSR2, lambda *a: print('CKPT', flush=True)); "
+    # the handler writes with os.write: print() in a handler raises "reentrant call" when the
+    # signal lands while the main code is still inside its own print (seen under load)
+    prog = ("import os, signal, sys, time; "
+            "signal.signal(signal.SIGUSR2, lambda *a: os.write(1, b'CKPT\\n')); "
             "print('READY', flush=True); time.sleep(2); print('DONE', flush=True)")
     cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
     spec = v2_spec(roles={"main": role(cmd)}, extras={"checkpoint": {"grace": 600}})
