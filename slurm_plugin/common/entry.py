@@ -5,8 +5,8 @@ and exit 130, never a traceback. A ``KeyboardInterrupt`` that a command's own ``
 through ends it the same way; the commands that must report what an interrupt left half-done
 (``dlsubmit``'s batch, ``dlprio``'s daemon) catch it themselves first.
 
-Only the standard library is imported here: this module is what the console script loads
-before anything else.
+Only the standard library and :mod:`.exits` (itself standard library only) are imported here:
+this module is what the console script loads before anything else.
 """
 
 from __future__ import annotations
@@ -15,15 +15,14 @@ import importlib
 import sys
 from collections.abc import Callable
 
-#: exit status of a command stopped by SIGINT (128 + 2; :class:`.exits.Exit` ``SIGINT``)
-INTERRUPTED = 130
+from slurm_plugin.common.exits import Exit
 
 
 def run(program: str, target: str) -> int:
     """Import ``target`` (``"module:function"``), call the function and return its exit code;
     a ``KeyboardInterrupt`` before or during the call (or an error it caused,
     :func:`_interrupted`) prints ``PROGRAM: interrupted`` on stderr and returns
-    :data:`INTERRUPTED`."""
+    :attr:`.Exit.SIGINT` (130)."""
     module, _, attribute = target.partition(":")
     try:
         main: Callable[[], int] = getattr(importlib.import_module(module), attribute)
@@ -32,7 +31,7 @@ def run(program: str, target: str) -> int:
         if not _interrupted(exc):
             raise
         print(f"{program}: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return Exit.SIGINT
 
 
 def _interrupted(exc: BaseException | None) -> bool:
