@@ -321,7 +321,7 @@ def test_checkpoint_signal_leaves_a_program_payload_inside_its_task(
     kill at requeue missed it; seen on dlcluster: an old attempt kept writing checkpoints), and
     the task reported a failure while the program still ran."""
     # the handler writes with os.write: print() in a handler raises "reentrant call" when the
-    # signal lands while the main code is still inside its own print (seen under load)
+    # signal lands while the main code is still inside its own print
     prog = ("import os, signal, sys, time; "
             "signal.signal(signal.SIGUSR2, lambda *a: os.write(1, b'CKPT\\n')); "
             "print('READY', flush=True); time.sleep(2); print('DONE', flush=True)")
