@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from slurm_plugin.common.wording import not_text_message, read_as_not_text, shown
+from slurm_plugin.common.wording import close_name, not_text_message, read_as_not_text, shown
 from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 
@@ -39,14 +39,17 @@ _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")   # \Z: "$" also matches be
 
 
 class Struct(msgspec.Struct, forbid_unknown_fields=True):
-    """A spec mapping whose unknown keys are errors (``unknown field (allowed: ...)``). Subclasses
+    """A spec mapping whose unknown keys are errors (``unknown field; did you mean instances?``
+    for a key close to a field, else ``unknown field (allowed: ...)``). Subclasses
     say ``kw_only=True`` (msgspec does not inherit it), so required and optional fields keep the
     order of the spec's documentation, which is the order problems are reported in."""
 
 
 class OpenStruct(msgspec.Struct):
-    """A spec mapping whose other keys are ignored (OpenPAI leaves them to plugins); ``kw_only=True``
-    in subclasses as for :class:`Struct`."""
+    """A spec mapping whose other keys are ignored (OpenPAI leaves them to plugins), except a key
+    that differs from one of its fields only as a typo does (:func:`near_misses`: ``placment``,
+    ``gpuIsolaton``, ``Placement``): that is an error naming the field. ``kw_only=True`` in
+    subclasses as for :class:`Struct`."""
 
 
 NotEmpty = msgspec.Meta(min_length=1)
@@ -314,17 +317,23 @@ def problems(data: Any, tp: Any, at: tuple[Any, ...] = ()) -> list[Problem]:
     out: list[Problem] = []
     if isinstance(base, type) and issubclass(base, msgspec.Struct) and isinstance(data, dict):
         fields = msgspec.structs.fields(base)
+        names = {f.encode_name for f in fields}
+        closed = base.__struct_config__.forbid_unknown_fields
+        # an unknown key close to a missing required field is that field misspelt: one line
+        meant = {key: close_name(key, names) for key in data
+                 if isinstance(key, str) and key not in names and closed}
         for f in fields:
             if f.encode_name in data:
                 out += [((f.encode_name, *p), m) for p, m in problems(data[f.encode_name], f.type, (*at, f.encode_name))]
-            elif f.required:
+            elif f.required and f.encode_name not in meant.values():
                 out.append(((f.encode_name,), "required field is missing"))
-        names = {f.encode_name for f in fields}
         for key in data:
             if not isinstance(key, str):   # worded as a mapping's key is (below)
                 out += [((key, "[key]", *p), m) for p, m in problems(key, str, (*at, key, "[key]"))]
-            elif key not in names and base.__struct_config__.forbid_unknown_fields:
-                out.append(((key,), f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
+            elif key in meant:
+                close = meant[key]
+                out.append(((key,), f"unknown field; did you mean {close}?" if close else
+                            f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
     elif isinstance(data, list) and (origin is list
                                      or isinstance(base, _Marker) and base.items is not None):
         [item] = typing.get_args(base) if origin is list else [base.items]
@@ -338,17 +347,68 @@ def problems(data: Any, tp: Any, at: tuple[Any, ...] = ()) -> list[Problem]:
     return out or [((), _message(first, tp, data, at))]
 
 
+#: How alike (difflib's ratio) an unknown key of an :class:`OpenStruct` and one of its fields
+#: must be for the key to be taken as the field misspelt; a plugin's key (``hivedScheduler``,
+#: ``com.microsoft.pai.runtimeplugin``) is far below it.
+NEAR_MISS = 0.8
+
+
+def _near_miss(key: str, names: set[str]) -> list[Problem]:
+    """The problem of an unknown key of an :class:`OpenStruct`: none, unless it is one of
+    ``names`` misspelt (another case, or at least :data:`NEAR_MISS` alike)."""
+    close = next((n for n in sorted(names) if n.lower() == key.lower()), None) or close_name(
+        key, names, NEAR_MISS)
+    if close is None:
+        return []
+    return [((key,), f"unknown key; did you mean {close}? (keys unlike dlsubmit's are left to "
+                     f"plugins)")]
+
+
+def near_misses(data: Any, tp: Any) -> list[Problem]:
+    """Every misspelt field of an :class:`OpenStruct` in ``data`` (a document that converts to
+    ``tp``, whose open mappings would otherwise drop the key unread), as :func:`problems` gives
+    them: ``extras.placment`` for ``extras.placement``."""
+    base = _strip(tp)
+    origin = typing.get_origin(base)
+    out: list[Problem] = []
+    if isinstance(base, type) and issubclass(base, msgspec.Struct) and isinstance(data, dict):
+        fields = msgspec.structs.fields(base)
+        names = {f.encode_name for f in fields}
+        for f in fields:
+            if f.encode_name in data:
+                out += [((f.encode_name, *p), m) for p, m in near_misses(data[f.encode_name], f.type)]
+        if not base.__struct_config__.forbid_unknown_fields:
+            for key in data:
+                if isinstance(key, str) and key not in names:
+                    out += _near_miss(key, names)
+    elif isinstance(data, list) and origin is list:
+        [item] = typing.get_args(base)
+        for i, v in enumerate(data):
+            out += [((i, *p), m) for p, m in near_misses(v, item)]
+    elif origin is dict and isinstance(data, dict):
+        value_tp = typing.get_args(base)[1]
+        for k, v in data.items():
+            out += [((k, *p), m) for p, m in near_misses(v, value_tp)]
+    return out
+
+
 def validate(model: type[msgspec.Struct], data: Any) -> Any:
     """``data`` converted to ``model``; raises :class:`SpecError` with one ``path: message``
-    line per problem (:func:`problems`)."""
+    line per problem (:func:`problems`, and a misspelt key of an open mapping:
+    :func:`near_misses`)."""
     try:
-        return _convert(data, model)
+        converted = _convert(data, model)
     except msgspec.ValidationError:
-        pass
+        converted = None
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
+    if converted is not None:
+        missed = near_misses(data, model)
+        if not missed:
+            return converted
+        raise SpecError([f"{field_path(*parts)}: {msg}" for parts, msg in missed])
     try:
-        found = problems(data, model)
+        found = problems(data, model) + near_misses(data, model)
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
     # each line once, first place kept; a dict, as a list's `in` made a million problems quadratic

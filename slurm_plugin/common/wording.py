@@ -42,11 +42,12 @@ def shown(value: Any) -> str:
     return f"{text[:MAX_SHOWN - 20]}… ({size})"
 
 
-def close_name(key: str, names: Iterable[str]) -> str | None:
-    """The name of ``names`` closest to ``key`` (``difflib.get_close_matches``), or None when
-    none is close; a key far longer than any name is close to none (and difflib's cost grows
-    with it)."""
-    close = difflib.get_close_matches(key, list(names), n=1) if len(key) <= MAX_SHOWN else []
+def close_name(key: str, names: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The name of ``names`` closest to ``key`` (``difflib.get_close_matches``, ``cutoff`` its
+    least ratio), or None when none is close; a key far longer than any name is close to none
+    (and difflib's cost grows with it)."""
+    close = (difflib.get_close_matches(key, sorted(names), n=1, cutoff=cutoff)
+             if len(key) <= MAX_SHOWN else [])
     return close[0] if close else None
 
 

@@ -78,9 +78,50 @@ def test_v2_errors_name_the_field(doc: object, expected: list[str]) -> None:
 
 
 def test_v2_unknown_field_lists_allowed() -> None:
-    [msg] = problems(with_role(instancez=2))
-    assert msg.startswith("taskRoles.main.instancez: unknown field (allowed: instances, completion, ")
+    [msg] = problems(with_role(zzz=2))
+    assert msg.startswith("taskRoles.main.zzz: unknown field (allowed: instances, completion, ")
     assert "resourcePerInstance" in msg and msg.endswith("commands)")
+
+
+def test_v2_a_misspelt_field_is_named() -> None:
+    assert problems(with_role(instancez=2)) == [
+        "taskRoles.main.instancez: unknown field; did you mean instances?"]
+    # a required field misspelt is one problem, not a missing field and an unknown one
+    spec = v2_spec()
+    role = spec["taskRoles"]["main"]
+    role["resourcePerInstnace"] = role.pop("resourcePerInstance")
+    assert problems(spec) == [
+        "taskRoles.main.resourcePerInstnace: unknown field; did you mean resourcePerInstance?"]
+
+
+@pytest.mark.parametrize(("extras", "expected"), [
+    ({"placment": "spread"}, "extras.placment: unknown key; did you mean placement?"),
+    ({"gpuIsolaton": "task"}, "extras.gpuIsolaton: unknown key; did you mean gpuIsolation?"),
+    ({"gpuTpye": "v100"}, "extras.gpuTpye: unknown key; did you mean gpuType?"),
+    ({"Placement": "spread"}, "extras.Placement: unknown key; did you mean placement?"),
+    ({"oportunistic": True}, "extras.oportunistic: unknown key; did you mean opportunistic?"),
+])
+def test_a_misspelt_extras_key_is_an_error_not_dropped(extras: dict, expected: str) -> None:
+    """``extras`` is open to plugins, but a key that is one of dlsubmit's misspelt would be
+    dropped unread (``placment: spread`` ran a 2-node gang on one node)."""
+    assert problems(v2_spec(extras=extras)) == [
+        f"{expected} (keys unlike dlsubmit's are left to plugins)"]
+    v1 = copy.deepcopy(V1) | {"extras": extras}
+    assert problems(v1) == [f"{expected} (keys unlike dlsubmit's are left to plugins)"]
+
+
+def test_plugin_keys_in_extras_are_left_alone() -> None:
+    plugins = {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh"}],
+               "hivedScheduler": {"jobPriorityClass": "prod"}, "submitFrom": "webportal",
+               "gangAllocation": True, "placement": "spread"}
+    job = load.to_job(v2_spec(extras=plugins))
+    assert job.placement == "spread"
+    # a misspelt key is found with other problems too
+    bad = v2_spec(extras={"placment": "spread"})
+    bad["taskRoles"]["main"]["instances"] = 0
+    assert problems(bad) == ["taskRoles.main.instances: must be an integer in 1..100000",
+                             "extras.placment: unknown key; did you mean placement? (keys unlike "
+                             "dlsubmit's are left to plugins)"]
 
 
 def test_v2_every_problem_of_every_role_with_its_key() -> None:
