@@ -21,5 +21,17 @@ ensure_venv setup.sh .venv
 echo "setup.sh: [3/4] pip: the project (editable) and its Python dependencies from pyproject.toml into .venv"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 pip_log=$(PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q -e '.[test]' 2>&1) || { printf '%s\n' "$pip_log" >&2; echo "setup.sh: pip install -e '.[test]' failed (its output above)" >&2; exit 1; }
-echo "setup.sh: [4/4] local Slurm cluster: dlcluster up $* (installs slurm-wlm $host_slurm and munge with apt if missing)"
+# the release asked for (--slurm X / --slurm=X; dlcluster's default is the host's own)
+release=$host_slurm prev=
+for a in "$@"; do
+  [ "$prev" = --slurm ] && release=$a
+  case $a in --slurm=*) release=${a#--slurm=} ;; esac
+  prev=$a
+done
+if [ "$release" = "$host_slurm" ]; then
+  what="installs slurm-wlm $host_slurm and munge with apt if missing"
+else
+  what="Slurm $release from a Debian root filesystem that dlcluster builds with mmdebstrap if missing"
+fi
+echo "setup.sh: [4/4] local Slurm cluster: dlcluster up $* ($what)"
 .venv/bin/dlcluster up "$@"
