@@ -261,6 +261,7 @@ def _render_all(args: argparse.Namespace) -> tuple[RenderOptions, list[tuple[str
             # a named secrets file is checked even when the spec references no secret
             sfile = secrets.check(args.secrets, job.secrets) if args.secrets else None
             mounts.check(job, opts, os.getcwd())   # sbatch runs here: the job's submit dir
+            mounts.check_writable(opts, os.getcwd())
             part, origin["partition"] = sbatch_partition(opts, job, args.partition is not None)
             shape = node_shape.choose(opts, given, part, ask, job, origin)
             # a submit to an unreachable Slurm fails and says so: no note about the shape then

@@ -14,11 +14,20 @@ entries and ``:`` source, destination and flags in both; pyxis also hands each e
 a line of an fstab-format mount list, whose fields are separated by whitespace. None of them has
 an escape. The batch script checks the final directory again (a ``--dry-run`` script may be
 submitted from elsewhere).
+
+An existing checkpoint root must also take the job's directory: the default
+``dl-checkpoints`` in a submit directory that several users share is made by the first one's
+job (mode 0755 under the usual umask), and another user's job then fails at its start
+(``mkdir: cannot create directory ...: Permission denied``) after it waited, maybe preempted
+other jobs, for its GPUs (:func:`check_writable`). A root that does not exist here is not
+checked (it may exist only on the compute nodes; the job makes it).
 """
 
 from __future__ import annotations
 
+import os
 import os.path
+import pwd
 
 from slurm_plugin.common.cli import visible
 from submit.errors import SpecError
@@ -66,3 +75,26 @@ def check(job: Job, opts: RenderOptions, submit_dir: str) -> None:
                             f"mount: {ch!r} {FORBIDDEN[runtime][ch]}; {fix}")
     if problems:
         raise SpecError(problems)
+
+
+def check_writable(opts: RenderOptions, submit_dir: str) -> None:
+    """Raise :class:`SpecError` when the checkpoint root (relative to ``submit_dir``) exists but
+    is not a directory this user can create the job's directory in (see the module doc)."""
+    root = opts.checkpoint_root or DEFAULT_ROOT
+    path = os.path.join(submit_dir, root)   # an absolute root stays itself
+    if not os.path.lexists(path):
+        return
+    what = f"checkpoint root {visible(repr(path))}"
+    fix = "give --checkpoint-root DIR, a directory of yours"
+    if not os.path.isdir(path):
+        raise SpecError([f"{what}: not a directory; the job could not make its checkpoint "
+                         f"directory in it; {fix}"])
+    if not os.access(path, os.W_OK | os.X_OK):
+        st = os.stat(path)
+        try:
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except KeyError:
+            owner = f"uid {st.st_uid}"
+        raise SpecError([f"{what}: not writable by you (owner {owner}, mode "
+                         f"{st.st_mode & 0o7777:04o}); the job could not make its checkpoint "
+                         f"directory in it; {fix}, or ask the owner to make it group-writable"])

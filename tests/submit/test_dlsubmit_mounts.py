@@ -5,7 +5,12 @@ them; the batch script refuses its final checkpoint dir the same way."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,3 +120,47 @@ def test_the_script_refuses_a_submit_dir_the_mount_list_cannot_carry(
             "submit from a directory without them or give --checkpoint-root; the payload was "
             "not started") in proc.stdout
     assert not (submit_dir / "dl-checkpoints").exists()
+
+
+def test_a_checkpoint_root_that_is_a_file_is_exit_2(
+        tmp_path: Path, submitted: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "dl-checkpoints").write_text("")
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run([str(spec(tmp_path))], capsys)
+    assert (rc, out, submitted) == (2, "", [])
+    assert err == (f"dlsubmit: checkpoint root {str(tmp_path / 'dl-checkpoints')!r}: not a "
+                   "directory; the job could not make its checkpoint directory in it; give "
+                   "--checkpoint-root DIR, a directory of yours\n")
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory under /tmp every user can reach (pytest's tmp_path is root's alone)."""
+    d = Path(tempfile.mkdtemp(prefix="dl-shared-"))
+    d.chmod(0o777)
+    yield d
+    shutil.rmtree(d)
+
+
+def test_another_user_s_checkpoint_root_is_refused_before_submitting(open_dir: Path) -> None:
+    """The default root in a submit directory shared by two users: made by the first one's job
+    (0755, root's here), the second user's job could not make its directory in it. Checked as
+    user nobody (root may write anywhere); a root that does not exist yet is the job's to make."""
+    shared = open_dir
+    (shared / "dl-checkpoints").mkdir()
+    (shared / "dl-checkpoints").chmod(0o755)
+    spec(shared).chmod(0o644)
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+              sys.executable, "-m", "submit.cli", "job.json", "--dry-run"]
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "HOME": str(shared)}
+    proc = subprocess.run(nobody, cwd=shared, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"dlsubmit: checkpoint root {str(shared / 'dl-checkpoints')!r}: not "
+                           "writable by you (owner root, mode 0755); the job could not make its "
+                           "checkpoint directory in it; give --checkpoint-root DIR, a directory of "
+                           "yours, or ask the owner to make it group-writable\n")
+    (shared / "dl-checkpoints").rmdir()
+    proc = subprocess.run(nobody, cwd=shared, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "#SBATCH" in proc.stdout, proc.stderr
