@@ -11,6 +11,9 @@ naming the field; the exit status stays 0 and the script is the same (submit/cli
   later releases only with ``NCCL_PROXY_DUMP_SIGNAL``), so the preemption notice may never reach
   the program's own handler; submitit moved its preemption signal to USR2 for this reason
   (facebookincubator/submitit#1697). dlsubmit's default is USR2.
+* ``--signal`` or ``--grace`` typed on the command line for a spec whose
+  ``extras.checkpoint`` sets it otherwise: the spec wins (it says what its program handles),
+  so the flag is not used (:func:`flag_warnings`).
 """
 
 from __future__ import annotations
@@ -41,4 +44,22 @@ def warnings(job: Job, opts: RenderOptions) -> list[str]:
         out.append(f"{field}: USR1 with an NCCL/torchrun command ({nccl[0].field_path('command')}):"
                    " NCCL may catch SIGUSR1 itself, so the checkpoint signal may not reach the "
                    "program; use USR2 (the default)")
+    return out
+
+
+def flag_warnings(job: Job, signal: str | None, grace_s: int | None) -> list[str]:
+    """The warnings for ``--signal`` / ``--grace`` (None: not typed) that ``job``'s
+    ``extras.checkpoint`` overrides with another value."""
+    out = []
+    if signal is not None and job.signal is not None:
+        try:
+            typed = marker.make(signal).signal
+        except marker.MarkerError:
+            typed = signal
+        if typed != job.signal:
+            out.append(f"--signal {signal}: not used: the spec's extras.checkpoint.signal "
+                       f"({job.signal}) wins; change it there")
+    if grace_s is not None and job.grace_s is not None and grace_s != job.grace_s:
+        out.append(f"--grace {grace_s}: not used: the spec's extras.checkpoint.grace "
+                   f"({job.grace_s} s) wins; change it there")
     return out

@@ -548,7 +548,8 @@ def _run(args: argparse.Namespace, stop: _Stop) -> int:
         return Exit.BAD_INPUT
     many = len(rendered) > 1
     for path, job, _ in rendered:
-        for w in (*job.warnings, *advice.warnings(job, opts)):
+        for w in (*job.warnings, *advice.warnings(job, opts),
+                  *advice.flag_warnings(job, args.signal, args.grace)):
             print(f"dlsubmit: warning: {visible(path) + ': ' if many else ''}{w}", file=sys.stderr)
     if not args.dry_run:
         stop.submitting = True

@@ -99,3 +99,19 @@ def test_both_warnings_come_one_line_each_and_a_submission_goes_ahead(
     assert (rc, out, len(calls)) == (0, "7\n", 1)
     assert [line.split(": ")[2] for line in err.splitlines()] == [
         "taskRoles.w.completion.minSucceededInstances", "extras.checkpoint.signal"]
+
+
+def test_a_flag_the_spec_overrides_is_named_not_dropped_silently(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """extras.checkpoint wins over --signal and --grace (docs/dlsubmit.md): a typed flag that it
+    overrides with another value is said to be unused; the same value, or no flag, is silent."""
+    spec = v2_spec(roles={"w": worker(1)}, extras={"checkpoint": {"signal": "USR2", "grace": 20}})
+    _, err = dry_run(spec, tmp_path, capsys, "--signal", "SIGUSR1", "--grace", "90")
+    assert err == [
+        "dlsubmit: warning: --signal SIGUSR1: not used: the spec's extras.checkpoint.signal (USR2) "
+        "wins; change it there",
+        "dlsubmit: warning: --grace 90: not used: the spec's extras.checkpoint.grace (20 s) wins; "
+        "change it there"]
+    assert dry_run(spec, tmp_path, capsys, "--signal", "sigusr2", "--grace", "20")[1] == []
+    # a spec without extras.checkpoint takes the flags
+    assert dry_run(v2_spec(roles={"w": worker(1)}), tmp_path, capsys, "--signal", "USR1")[1] == []
