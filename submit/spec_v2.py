@@ -226,6 +226,9 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
             continue
         all_secrets += [s for s in secrets if s not in all_secrets]
         res = r.resourcePerInstance
+        if "gpu" not in data["taskRoles"][rname]["resourcePerInstance"]:
+            warnings.append(f"{path}.resourcePerInstance.gpu: not given, so the role gets no GPU "
+                            "(CUDA_VISIBLE_DEVICES empty); write gpu: 0 if that is meant")
         roles.append(model.Role(
             name=rname, ident=model.role_ident(rname), instances=r.instances, cpus=res.cpu,
             memory_mib=res.memoryMB, gpus=model.split_gpus(res.gpu)[0],

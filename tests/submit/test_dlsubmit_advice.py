@@ -115,3 +115,15 @@ def test_a_flag_the_spec_overrides_is_named_not_dropped_silently(
     assert dry_run(spec, tmp_path, capsys, "--signal", "sigusr2", "--grace", "20")[1] == []
     # a spec without extras.checkpoint takes the flags
     assert dry_run(v2_spec(roles={"w": worker(1)}), tmp_path, capsys, "--signal", "USR1")[1] == []
+
+
+def test_a_role_that_gives_no_gpu_count_is_warned(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """v2's gpu may be left out (0, the schema's default): on a GPU cluster that is almost surely
+    a forgotten field; ``gpu: 0`` says a CPU role is meant."""
+    no_gpu = worker(1)
+    del no_gpu["resourcePerInstance"]["gpu"]
+    spec = v2_spec(roles={"ps": worker(1), "trainer": no_gpu})
+    assert dry_run(spec, tmp_path, capsys)[1] == [
+        "dlsubmit: warning: taskRoles.trainer.resourcePerInstance.gpu: not given, so the role "
+        "gets no GPU (CUDA_VISIBLE_DEVICES empty); write gpu: 0 if that is meant"]
