@@ -295,6 +295,14 @@ def _type_message(base: Any) -> str:
         shown = [repr(v) for v in typing.get_args(base)]
         return "must be " + (f"{', '.join(shown[:-1])} or {shown[-1]}" if len(shown) > 1
                              else shown[0])
+    args = typing.get_args(base)
+    if type(None) in args and len(args) == 2:   # X | None: null is the default, told apart
+        base = next(a for a in args if a is not type(None))
+    origin = typing.get_origin(base) or base
+    if origin in (dict, Mapping):
+        return "expected a mapping of keys"
+    if origin in (list, tuple):
+        return "expected a list"
     return EXPECTED.get(base, f"expected {getattr(base, '__name__', base)}")
 
 

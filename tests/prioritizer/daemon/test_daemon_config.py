@@ -47,6 +47,9 @@ def _load(tmp_path: Path, text: str) -> DaemonConfig:
     ("metrics_addr: 8\n", "metrics_addr: expected a string, but YAML read the value as a number; "
      "quote it as written, e.g. metrics_addr: \"8\" (got 8)"),
     ("policy: fifo\n", "policy: expected a mapping of keys (got 'fifo')"),
+    # an optional mapping, worded as a mapping (not as its Python type)
+    ("virtual_clusters: []\n", "virtual_clusters: expected a mapping of keys (got [])"),
+    ("virtual_clusters: 5\n", "virtual_clusters: expected a mapping of keys (got 5)"),
     ("policy:\n  preemption: 1\n", "policy.preemption: expected true or false (got 1)"),
     ("policy:\n  starve_knob: '8'\n", "policy.starve_knob: expected a number >= 0 (got '8')"),
     ("policy:\n  thresholds_gpu_s: 3250\n", "policy.thresholds_gpu_s: expected a list (got 3250)"),
