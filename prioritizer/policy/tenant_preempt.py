@@ -11,7 +11,9 @@ does not fit:
   every job placed by share, so none of those is ahead of it to take the GPUs it frees),
   victims are taken from tenants that hold more than their guarantee (borrowers), the one
   borrowing most first, inside each in Tiresias victim order (lowest queue, then most
-  attained GPU·s); a tenant is never a victim once it is at or below its
+  attained GPU·s): the job's nodes are those that need the fewest victims' GPUs (best fit),
+  among nodes that fit alike the one whose first victim comes first in that order, and on
+  each node victims in that order; a tenant is never a victim once it is at or below its
   guarantee (checked before each victim is taken). Kueue calls this reclaim within a cohort.
 * **Tiresias inside the tenant**: then (or alone, for a job above its tenant's guarantee)
   running jobs of its own tenant in a lower queue, as ``decide``'s rule.
@@ -33,7 +35,7 @@ from operator import add
 from typing import NamedTuple
 
 from prioritizer.policy.model import Preemption
-from prioritizer.policy.placement import FreeMap, place_once
+from prioritizer.policy.placement import FreeMap
 from prioritizer.policy.victim_search import PlainSearch
 from prioritizer.policy.victims import Candidate, Pays, Victims, choose_victims
 from prioritizer.policy.tenants import Tenancy
@@ -272,14 +274,15 @@ def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, so
     """Victims that take lent GPUs back for ``need`` from the ``borrowers`` (most borrowing
     first; candidates: their jobs not taken, tenant by tenant in victim order): its nodes
     are chosen first, as ``FreeMap.place`` would place it if every candidate on a node were
-    gone (best fit: the nodes needing the fewest victims), then on each chosen node
-    candidates in victim order until its entry fits, a tenant's only while it still holds
-    more than its guarantee. None (``soon`` unchanged): no such set; else the victims, their
-    GPUs added to ``soon``."""
+    gone (best fit: the nodes needing the fewest victims), among nodes that fit alike the one
+    whose first candidate comes first in victim order (:func:`_reclaim_hosts`), then on each
+    chosen node candidates in victim order until its entry fits, a tenant's only while it
+    still holds more than its guarantee. None (``soon`` unchanged): no such set; else the
+    victims, their GPUs added to ``soon``."""
     room = soon.free   # then per node: free if every borrower's candidate there were gone
     for t in borrowers:
         room = list(map(add, room, mine.room(t)))
-    hosts = place_once(room, need)
+    hosts = _reclaim_hosts(room, need, mine, borrowers)
     if hosts is None:
         return None
     left = dict(used)
@@ -302,3 +305,33 @@ def _reclaim(need: tuple[int, ...], borrowers: Sequence[str], mine: _Victims, so
     for h in chosen:
         soon.add(h.nodes, h.gpus_per_node)
     return chosen
+
+
+def _reclaim_hosts(room: list[int], need: tuple[int, ...], mine: _Victims,
+                   borrowers: Sequence[str]) -> tuple[int, ...] | None:
+    """Nodes for ``need`` (aligned with it) by ``FreeMap.place``'s rule over ``room``: entries
+    largest first, each on the unused node with the fewest GPUs that holds it (a lone entry
+    of 0 GPUs needs one); among nodes that hold it alike, not the lowest index but the node
+    whose first candidate (``_Victims.on``: borrower by borrower, each in victim order)
+    comes first, a node without one before all (it needs no victim). So four Q1 jobs of 8
+    GPUs on four nodes give up the most attained one, as Tiresias's victim order says.
+    None: it fits nowhere."""
+    order = {t: i for i, t in enumerate(borrowers)}
+
+    def first(node: int) -> tuple[float, ...]:
+        for h in mine.on(node, borrowers):
+            return (order[h.tenant], -h.level, -h.attained_gpu_s, h.job_id)
+        return (-1.0,)
+
+    used: set[int] = set()
+    result = [0] * len(need)
+    for pos in sorted(range(len(need)), key=lambda p: -need[p]):
+        want = max(need[pos], 1) if len(need) == 1 else need[pos]
+        best = min((r for n, r in enumerate(room) if r >= want and n not in used), default=None)
+        if best is None:
+            return None
+        tied = [n for n, r in enumerate(room) if r == best and n not in used]
+        node = tied[0] if len(tied) == 1 else min(tied, key=first)
+        used.add(node)
+        result[pos] = node
+    return tuple(result)

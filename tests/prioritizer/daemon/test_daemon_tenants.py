@@ -35,8 +35,9 @@ def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
     """2 nodes x 8 GPUs. vision holds both: job 1 on node1 since 9000 (8,000 GPU·s, queue 2),
     job 2 on node2 since 100 (79,200 GPU·s). nlp's job 3 (8 GPUs) is within nlp's guarantee
     (0 + 8 <= 8) and vision borrows 8: reclaim. Both nodes would be free without vision's
-    job there: node1 first, so job 1 is the victim (pure Tiresias takes job 2, the one with
-    most service). Metrics: vision guaranteed 8, used 16, borrowed 8; nlp waiting 8."""
+    job there, so they fit alike, and the victim is the one Tiresias's victim order takes
+    first: job 2, in the same queue with the most service (not job 1 on the lower node).
+    Metrics: vision guaranteed 8, used 16, borrowed 8; nlp waiting 8."""
     client = FakeSlurm(sinfo=[sinfo_node("node1", 8), sinfo_node("node2", 8)],
                        known_accounts={"nlp", "vision"})
     client.squeue = [squeue_job(1, "RUNNING", nodes="node1", start=9000, account="vision"),
@@ -45,8 +46,8 @@ def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
     with Ledger(tmp_path / "l.sqlite") as ledger:
         daemon = _daemon(tmp_path, client, ledger)
         out = daemon.cycle()
-        assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (1,))]
-        assert [c[1] for c in client.calls if c[0] == "signal"] == [1]
+        assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (2,))]
+        assert [c[1] for c in client.calls if c[0] == "signal"] == [2]
         assert daemon.tenant_decisions is not None
         assert daemon.tenant_decisions.preempt_reasons[3] == (
             "reclaim: nlp at 0 of 8 guaranteed GPUs takes back from vision at 16 of 8")
@@ -58,7 +59,7 @@ def test_reclaim_takes_back_the_borrowed_node(tmp_path: Path) -> None:
                 "vision at 16 of 8") in text.splitlines()
         assert ("tenants (last cycle): its GPUs go to job 3 (reclaim: nlp at 0 of 8 guaranteed "
                 "GPUs takes back from vision at 16 of 8)") in explain.explain(
-                    1, ledger, daemon.cfg, T0).splitlines()
+                    2, ledger, daemon.cfg, T0).splitlines()
         # vision: 16 of 16 GPUs is a dominant share of 1, weighted by 16 / 8: 2.000
         assert [line.split() for line in explain.tenant_table(ledger).splitlines()] == [
             ["TENANT", "GUARANTEED", "USED", "BORROWED", "WAITING", "FAIR_SHARE"],
@@ -158,7 +159,7 @@ def test_a_slurmdbd_outage_leaves_the_accounts_unchecked_and_the_daemon_running(
                               snapshot_path=str(tmp_path / "snapshot.json"),
                               virtual_clusters=TENANTS)  # type: ignore[arg-type]
         out = Daemon(config, client, ledger, log, clock=lambda: T0).cycle()  # type: ignore[arg-type]
-    assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (1,))]
+    assert [(p.waiter, p.victims) for p in out.preemptions] == [(3, (2,))]
     [line] = [json.loads(x) for x in stream.getvalue().splitlines() if "accounts_unchecked" in x]
     assert line["level"] == "WARNING" and "Connection refused" in line["error"]
 

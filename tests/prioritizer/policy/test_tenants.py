@@ -36,9 +36,9 @@ def test_reclaim_takes_back_a_whole_node_from_the_borrower() -> None:
     2-GPU jobs: 1 (n0, queue 1, 5000 GPU·s), 2 (n0, queue 0, 100), 3 (n1, queue 1, 6000),
     4 (n1, queue 0, 200). nlp submits job 9 for 4 GPUs on one node: 0 + 4 <= 4, within its
     guarantee, vision borrows 4: reclaim. Both nodes would have 4 free once vision's jobs
-    there are gone: n0 (best fit, lowest index among equals); on n0 in victim order 1
-    (queue 1), then 2: after 1 vision is at 6 > 4, still borrowing, so 2 may be taken; n0
-    then has 4 free."""
+    there are gone, so they fit alike: n1, whose first candidate in victim order, 3 (queue
+    1, 6000 GPU·s), comes before n0's 1 (queue 1, 5000); on n1 in victim order 3, then 4:
+    after 3 vision is at 6 > 4, still borrowing, so 4 may be taken; n1 then has 4 free."""
     jobs = [running(1, (2,), ("n0",), queue=1, attained=5000),
             running(2, (2,), ("n0",), queue=0, attained=100),
             running(3, (2,), ("n1",), queue=1, attained=6000),
@@ -46,7 +46,7 @@ def test_reclaim_takes_back_a_whole_node_from_the_borrower() -> None:
             pending(9, (4,), submit=900)]
     own = owners(j1="vision", j2="vision", j3="vision", j4="vision", j9="nlp")
     out = decide_tenants(snapshot(TWO, jobs), PolicyConfig(), NOW, NLP_VISION, own)
-    assert out.decisions.preemptions == (Preemption(9, (1, 2)),)
+    assert out.decisions.preemptions == (Preemption(9, (3, 4)),)
     assert out.preempt_reasons[9] == ("reclaim: nlp at 0 of 4 guaranteed GPUs takes back "
                                       "from vision at 8 of 4")
 
@@ -55,13 +55,14 @@ def test_reclaim_for_a_gang_frees_each_of_its_nodes() -> None:
     """2 nodes x 4 GPUs; vision (guarantee 4) holds all 8 with 1-GPU jobs 1-4 on n0 and 5-8
     on n1, job i with 100 x i GPU·s (all queue 0). nlp (guarantee 4) asks a gang of 2 + 2:
     within its guarantee. Were vision's jobs gone both nodes would have 4 free: the gang goes
-    on n0 and n1; on each, victims by most service until 2 are free: 4, 3 on n0 (vision
-    8 -> 6), 8, 7 on n1 (6 -> 4; vision held 5 > 4 before job 7 was taken)."""
+    on n0 and n1, its first entry on n1, whose first candidate (8, the most service) comes
+    first in victim order; on each, victims by most service until 2 are free: 8, 7 on n1
+    (vision 8 -> 6), 4, 3 on n0 (6 -> 4; vision held 5 > 4 before job 3 was taken)."""
     jobs = [running(i, (1,), ("n0" if i <= 4 else "n1",), queue=0, attained=100.0 * i)
             for i in range(1, 9)] + [pending(9, (2, 2), submit=900)]
     own = {i: Owner("vision", "u") for i in range(1, 9)} | {9: Owner("nlp", "u")}
     out = decide_tenants(snapshot(TWO, jobs), PolicyConfig(), NOW, NLP_VISION, own)
-    assert out.decisions.preemptions == (Preemption(9, (4, 3, 8, 7)),)
+    assert out.decisions.preemptions == (Preemption(9, (8, 7, 4, 3)),)
 
 
 def test_a_tenant_within_its_guarantee_is_never_a_victim_of_another() -> None:
