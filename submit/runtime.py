@@ -271,6 +271,10 @@ for ((dl_try = 0; ; dl_try++)); do
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2
 done
 dl_status=$DL_STATUS_DIR/$dl_r.$dl_index
+# this task got the checkpoint signal (the batch shell's forward, or scancel --signal without
+# --batch, which signals the job's steps and not the batch shell): said before its status, so
+# that the batch shell reads it with the status (dl_step_signalled)
+(( dl_sig )) && : > "$DL_STATUS_DIR/signalled.$dl_r.$dl_index"
 printf '%s\n' "$dl_rc" > "$dl_status.$$" && mv -f -- "$dl_status.$$" "$dl_status"
 dl_stopping && dl_reap
 exit "$dl_rc"
@@ -524,6 +528,20 @@ dl_forward() {
   return 0
 }
 
+dl_step_signalled() {
+  # a task got the checkpoint signal that this shell did not (scancel --signal=SIG without
+  # --batch or --full signals the job's steps only, scancel(1)): the same contract, so the
+  # job is being checkpointed: a rank that then fails has written its checkpoint, and the
+  # job waits for its requeue (as after dl_forward), never ends FAILED
+  (( DL_SIGNALLED )) && return 0
+  local f=("$DL_STATUS_DIR"/signalled.[0-9]*)
+  [[ -e ${f[0]} ]] || return 0
+  DL_SIGNALLED=1 DL_SIGNAL_AT=$(date +%s)
+  dl_log "attempt $DL_RESTART_COUNT: the tasks got SIG$DL_SIGNAL, not this batch shell" \
+    "(scancel --signal without --batch); taken as the checkpoint signal"
+  return 0
+}
+
 dl_alive() {
   local p
   for p in "${DL_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done
@@ -544,6 +562,9 @@ dl_decide() {
     (( DL_GANG )) || n=$(( r == DL_ONLY_ROLE ? 1 : 0 ))
     [[ ${1:-} == final ]] && bad[r]=$(( n - ok[r] ))
   done
+  # after the statuses: a task writes its signal mark before its status, so a status read
+  # above comes with its mark
+  dl_step_signalled
   for pass in failed succeeded; do
     # after the checkpoint signal a rank that exits non-zero has checkpointed (the contract):
     # the others may still be writing theirs, so no failure stops the gang until all have ended

@@ -206,6 +206,33 @@ def test_checkpoint_signal_requeue_resume(submit: Submitter) -> None:
     assert "got SIGUSR2, forwarded it to the payload" in text
 
 
+#: writes its checkpoint on USR2 and exits 3 (the contract allows either keeping on or that)
+CKPT_EXIT = r'''trap 'echo CKPT > "$DL_CHECKPOINT_DIR/ck.$PAI_TASK_INDEX"; echo CKPT; exit 3' USR2
+echo RUNNING; for i in $(seq 600); do sleep 0.1; done'''
+
+
+@pytest.mark.releases
+def test_a_plain_scancel_signal_reaches_the_tasks_and_is_taken_as_the_checkpoint_signal(
+        submit: Submitter) -> None:
+    """``scancel --signal=USR2 JOB``, as users type it, without ``--batch``: Slurm signals the
+    job's steps, not the batch shell (scancel(1)). Both ranks checkpoint and exit 3; the batch
+    shell learns of the signal from the tasks and waits for the requeue (grace + 30 s), where
+    it once ended the job FAILED with its checkpoints written."""
+    job_id, log = submit(spec("plainsig", {"main": role(CKPT_EXIT, instances=2, gpu=1)},
+                              extras={"checkpoint": {"grace": 30}}))
+    wait_file(log, r"^RUNNING$", 60)
+    wait_for(lambda: len(re.findall(r"^RUNNING$", log.read_text(), re.M)) == 2, 30,
+             "both ranks running")
+    subprocess.run(["scancel", "--signal=USR2", str(job_id)], check=True, timeout=30)
+    text = wait_file(log, r"waiting for the requeue", 60)
+    assert ("the tasks got SIGUSR2, not this batch shell (scancel --signal without --batch); "
+            "taken as the checkpoint signal") in text
+    assert "forwarded it to the payload" not in text and "spent" not in text
+    ckpt = submit.tmp / "ckpt" / str(job_id)
+    assert sorted(p.name for p in ckpt.glob("ck.*")) == ["ck.0", "ck.1"], text
+    assert submit.client.job(job_id).state == "RUNNING"
+
+
 @pytest.mark.releases
 def test_the_time_limit_warning_ends_the_job_timeout_not_requeued(
         submit: Submitter, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -128,20 +128,29 @@ def signal_when_ready(script: str, env: dict[str, str]) -> tuple[int, str]:
     return proc.returncode, "".join(seen) + rest
 
 
-def signal_until(script: str, env: dict[str, str], until: str) -> str:
+def signal_until(script: str, env: dict[str, str], until: str, to_task: bool = False) -> str:
     """Run the batch script, send it USR2 once the payload prints READY, read its output up to
-    the first line holding ``until`` (at most 60 s), then kill it; the output read."""
+    the first line holding ``until`` (at most 60 s), then kill it; the output read. With
+    ``to_task`` the signal goes to the task's process group (the payload prints ``PGID n``
+    before READY) instead of the batch shell: as ``scancel --signal`` without ``--batch``
+    signals the job's steps, the tasks' processes, and not the batch shell."""
     proc = subprocess.Popen(["bash", "-c", script], env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     seen: list[str] = []
     timer = threading.Timer(60, lambda: os.killpg(proc.pid, signal.SIGKILL))
     timer.start()
+    group = 0
     try:
         for line in proc.stdout:
             seen.append(line)
+            if line.startswith("PGID "):
+                group = int(line.split()[1])
             if line.strip() == "READY":
-                proc.send_signal(signal.SIGUSR2)
+                if to_task:
+                    os.killpg(group, signal.SIGUSR2)
+                else:
+                    proc.send_signal(signal.SIGUSR2)
             if until in line:
                 break
     finally:
@@ -484,3 +493,40 @@ def test_a_command_s_own_signal_trap_keeps_the_list_going_when_a_child_dies_of_t
     rc, out = run_script(spec, tmp_path, fake_bin)
     assert rc == 0, out
     assert "CKPT" in out and "DONE" in out and "NEXT-RAN" in out, out
+
+
+def test_the_checkpoint_signal_sent_to_the_steps_only_is_taken_as_the_checkpoint_signal(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """``scancel --signal=USR2 JOB`` without ``--batch`` signals the job's steps, not the batch
+    shell (scancel(1)): the ranks write their checkpoint and exit 3, as the contract allows.
+    The batch shell learns it from the tasks (their signal marks) and waits for the requeue, as
+    after its own signal, instead of ending the job FAILED with its checkpoint written."""
+    prog = ("import os, signal, sys, time\n"
+            "d = os.environ['DL_CHECKPOINT_DIR']\n"
+            "def ck(*a):\n"
+            "    open(os.path.join(d, 'ck' + os.environ['PAI_TASK_INDEX']), 'w').close()\n"
+            "    os._exit(3)\n"
+            "signal.signal(signal.SIGUSR2, ck)\n"
+            "print('PGID', os.getpgrp(), flush=True)\n"
+            "print('READY', flush=True)\n"
+            "time.sleep(30)\n")
+    cmd = f"{shlex.quote(sys.executable)} -c {shlex.quote(prog)}"
+    spec = v2_spec(roles={"main": role(cmd)}, extras={"checkpoint": {"grace": 600}})
+    script = render_sbatch(load.to_job(spec), RenderOptions(checkpoint_root=str(tmp_path / "ck")))
+    out = signal_until(script, script_env(tmp_path, fake_bin), "waiting for the requeue",
+                       to_task=True)
+    assert (tmp_path / "ck" / "77" / "ck0").exists(), out
+    assert ("[dlsubmit] attempt 0: the tasks got SIGUSR2, not this batch shell (scancel --signal "
+            "without --batch); taken as the checkpoint signal") in out
+    assert ("[dlsubmit] attempt 0: payload ended after SIGUSR2 (failed: 1 failed instance(s) of "
+            "role main (minFailed 1)); waiting for the requeue") in out
+    assert "spent" not in out and "end: failed" not in out
+
+
+def test_a_failure_without_any_checkpoint_signal_still_ends_the_job(
+        tmp_path: Path, fake_bin: Path) -> None:
+    """No signal, a rank exits 3: no signal mark, the job fails at once (retry budget 0)."""
+    rc, out = run_script(v2_spec(roles={"main": role("exit 3")}), tmp_path, fake_bin)
+    assert rc == 1 and "taken as the checkpoint signal" not in out
+    assert ("attempt 0 end: failed: 1 failed instance(s) of role main (minFailed 1); retry "
+            "budget 0 spent") in out, out
