@@ -302,7 +302,10 @@ def explain(job_id: int, ledger: Ledger, cfg: DaemonConfig, now: float,
     else:
         lo = thresholds[row.queue - 1] if row.queue > 0 else 0
         hi = f"{thresholds[row.queue]:g}" if row.queue < len(thresholds) else "inf"
-        lines.append(f"queue: {row.queue} of 0..{len(thresholds)} (policy {pol.policy}); "
+        # an ended job keeps the queue of the last cycle that saw it running: the service it
+        # attained after that cycle (or while the daemon was down) moved it no more
+        last = " as last decided while it ran" if row.ended_at is not None else ""
+        lines.append(f"queue: {row.queue} of 0..{len(thresholds)} (policy {pol.policy}){last}; "
                      f"queue range [{lo:g}, {hi}) {unit}")
         if row.queue_entry_time is not None:
             lines.append(f"in queue since: {_ts(row.queue_entry_time)}")

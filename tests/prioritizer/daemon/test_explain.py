@@ -48,6 +48,23 @@ def test_explain_shows_queue_service_thresholds_and_reason(ledger: Ledger) -> No
     ]
 
 
+def test_an_ended_job_shows_its_queue_as_last_decided_beside_its_full_service(
+        ledger: Ledger) -> None:
+    """Job 42 was last placed in queue 1 (60 GPU·s) and then ran 15 s × 4 GPUs more, unseen
+    by any cycle (the daemon was down), before it ended: its queue is the one last decided,
+    said so, while its service (120 GPU·s) alone would place it in queue 2."""
+    with ledger.transaction():
+        ledger.start_run(42, 20, 4, now=20)
+        ledger.close_run(42, 20, 35, "end")
+        ledger.mark_ended(42, "COMPLETED", 35)
+    cfg = DaemonConfig(policy=PolicyConfig(thresholds_gpu_s=(40.0, 100.0)))
+    lines = explain.explain(42, ledger, cfg, now=100).splitlines()
+    assert ("queue: 1 of 0..2 (policy tiresias-las) as last decided while it ran; queue range "
+            "[40, 100) GPU·s") in lines
+    assert "attained service: 120 GPU·s over 2 run(s)" in lines
+    assert "thresholds: 40, 100 GPU·s (service alone places it in queue 2)" in lines
+
+
 def test_explain_a_shard_job_shows_its_share_and_runs_at_it(tmp_path: Path) -> None:
     # 0.5 GPU for 120 s: 60 GPU·s
     with Ledger(tmp_path / "s.sqlite") as led:
