@@ -5,6 +5,8 @@ The reference path of the tenant rules (:mod:`prioritizer.policy.tenants`,
 states and the Tiresias order (its own preemptions off), :func:`tenant_order` merges the
 tenants' jobs that may start now into one start order, :func:`tenant_preemptions` picks the
 victims. The waiters GPUs are being freed for come first in the order (:func:`waiters_first`),
+in the victim walk too (so a waiter is not blocked by the jobs it goes ahead of into a second
+victim),
 jobs waiting out a requeue's BeginTime follow the others in Tiresias order, and jobs held
 back by ``max_gpus`` or a user limit come last (on a cluster Slurm's QOS
 ``GrpTRES`` is the hard cap; docs/admins.md). Partition ``PriorityTier`` is not looked at
@@ -110,6 +112,9 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         o = owners.get(job_id, NOBODY)
         waiting.append(Waiting(job_id, o.tenant, o.user, job.num_gpus, o.cpus, o.mem_mib))
     merged = tenant_order(waiting, tenancy, holdings_of(snapshot, owners), totals, usage)
+    # the walk sees the order Slurm will: a waiter GPUs are being freed for ahead of the jobs
+    # that would take them, so it is not blocked by them into preempting a second time
+    walk = waiters_first(merged.order, awaiting)
     preemptions: list[Preemption] = []
     reasons: dict[int, str] = {}
     if config.preemption and merged.order:
@@ -117,7 +122,7 @@ def decide_tenants(snapshot: Snapshot, config: PolicyConfig, now: float, tenancy
         walkers = [Walker(job_id, why[job_id][1], jobs[job_id].gpus_per_node,
                           level(jobs[job_id], states[job_id]), True,
                           why[job_id][0] == GUARANTEE)
-                   for job_id in merged.order]   # the merged order, as the victim walk sees it
+                   for job_id in walk]
         index = {node.name: i for i, node in enumerate(snapshot.nodes)}
         holders = []
         for job in snapshot.jobs:

@@ -173,8 +173,8 @@ class TenantScheduler(Scheduler):
         jobs = self.jobs
         why = merged.why
         walkers = [Walker(job_id, owners[job_id][0], jobs[job_id].shape, jobs[job_id].level,
-                          by_guarantee=why[job_id][0] == GUARANTEE)
-                   for job_id in merged.order]
+                          by_guarantee=why[job_id][0] == GUARANTEE)   # as decide_tenants walks
+                   for job_id in waiters_first(merged.order, self.awaiting)]
         pays = gain_test(self.config, self.policy.distribution,
                          lambda job_id: (jobs[job_id].closed_gpu_s, jobs[job_id].gpus))
         found, _ = tenant_preemptions(walkers, holders, self.free.free, self.tenancy,

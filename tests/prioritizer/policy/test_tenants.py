@@ -156,6 +156,28 @@ def test_a_waiter_that_preempts_goes_ahead_of_the_jobs_that_would_take_its_gpus(
     assert out.decisions.order == (30, 9)
 
 
+def test_a_waiter_gpus_are_being_freed_for_takes_no_second_victim() -> None:
+    """The case above with nlp's job 3 in queue 1 too (8000 GPU·s): a victim for job 9 as
+    job 2 is. While job 2 checkpoints for job 9 (``awaiting``), the victim walk sees the order
+    Slurm will: job 9 first, on the GPUs job 2 frees; job 30 after it (no tenant, nothing to
+    take back). Walked in the share order instead, job 30 would take job 2's GPUs in the
+    start model and job 9 would preempt job 3 as well: two victims signalled for one 4-GPU
+    waiter."""
+    three = {"n0": 4, "n1": 4, "n2": 4}
+    jobs = [running(1, (4,), ("n0",), queue=0, attained=100),
+            running(2, (4,), ("n1",), queue=1, attained=9000, releasing=True),
+            running(3, (4,), ("n2",), queue=1, attained=8000),
+            pending(30, (4,), submit=890), pending(9, (4,), submit=900)]
+    own = owners(j1="vision", j2="nlp", j3="nlp", j9="nlp")
+    out = decide_tenants(snapshot(three, jobs), PolicyConfig(), NOW, NLP_VISION, own,
+                         awaiting=(9,))
+    assert (out.decisions.order, out.decisions.preemptions) == ((9, 30), ())
+    # no preemption in flight for job 9: job 30 is first and takes job 2's GPUs, so job 9
+    # (queue 0) takes its own tenant's job 3 (queue 1)
+    out = decide_tenants(snapshot(three, jobs), PolicyConfig(), NOW, NLP_VISION, own)
+    assert out.decisions.preemptions == (Preemption(9, (3,)),)
+
+
 def test_no_reclaim_for_a_job_the_start_order_puts_behind_a_borrower() -> None:
     """The victim walk alone: vision (guarantee 4) holds 8 on 2 nodes x 4 (jobs 1 and 2, 4
     GPUs each); nlp's job 11 (2 GPUs, nlp at 0 of 4) fits in nlp's guarantee, but the start
