@@ -27,7 +27,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from slurm_plugin.common.wording import close_name, not_text_message, read_as_not_text, shown
+from slurm_plugin.common.wording import (close_name, not_text_message, quoted, read_as_not_text,
+                                         shown)
 from submit.errors import SpecError, field_path
 from submit.runtime import reserved_env
 
@@ -235,9 +236,18 @@ def _message(exc: msgspec.ValidationError, tp: Any, value: Any = None, at: tuple
     written, from :data:`SPEC_SOURCE`), as ``dlprio.yaml``'s text keys are; when that text quoted
     would still be wrong (``signal: 12``), the field's own rule is given instead."""
     text = _text_of(exc, tp)
+    syntax = SPEC_SYNTAX.get()
+    if text in (_EXPECTED["array"], _EXPECTED["object"]):
+        # an empty value (``extras:`` with nothing under it), or one command not in a list
+        if value is None:
+            null = "the JSON value is null" if syntax == "JSON" else (
+                "YAML read the value as null (an empty value, ~ or null)")
+            return f"{text}, but {null}; write its entries under it"
+        if text == _EXPECTED["array"] and isinstance(value, str):
+            return f"{text}, e.g. [{quoted(value)}] (got {shown(value)})"
+        return text
     if text != _EXPECTED["str"] or not (read_as_not_text(value) or isinstance(value, dict | list)):
         return text
-    syntax = SPEC_SYNTAX.get()
     source = SPEC_SOURCE.get()
     written = source(at) if source is not None and value is not None else None
     if isinstance(value, dict | list) and written is None and syntax != "JSON":

@@ -51,7 +51,16 @@ GPU_MSG = "taskRoles.main.resourcePerInstance.gpu: must be an integer in 0..1024
     (with_resources(cpu=0, memoryMB=-5), [
         "taskRoles.main.resourcePerInstance.cpu: must be an integer in 1..4096",
         "taskRoles.main.resourcePerInstance.memoryMB: must be an integer in 1..1073741824"]),
-    (with_role(commands=None), ["taskRoles.main.commands: must be a list"]),
+    (with_role(commands=None), ["taskRoles.main.commands: must be a list, but YAML read the "
+                                "value as null (an empty value, ~ or null); write its entries "
+                                "under it"]),
+    (with_role(commands="python train.py"), ["taskRoles.main.commands: must be a list, e.g. "
+                                             "[\"python train.py\"] (got 'python train.py')"]),
+    (with_role(resourcePerInstance=None), ["taskRoles.main.resourcePerInstance: must be a "
+                                           "mapping, but YAML read the value as null (an empty "
+                                           "value, ~ or null); write its entries under it"]),
+    (with_role(resourcePerInstance=[1]), ["taskRoles.main.resourcePerInstance: must be a "
+                                          "mapping"]),
     (with_role(commands=[]), ["taskRoles.main.commands: must not be empty"]),
     (with_role(commands=["ok", 5]), ['taskRoles.main.commands[1]: expected a string, but YAML read '
                                        'the value as a number; quote it as written, e.g. "5" (got 5)']),
