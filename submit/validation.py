@@ -48,7 +48,7 @@ class Struct(msgspec.Struct, forbid_unknown_fields=True):
 
 class OpenStruct(msgspec.Struct):
     """A spec mapping whose other keys are ignored (OpenPAI leaves them to plugins), except a key
-    that differs from one of its fields only as a typo does (:func:`near_misses`: ``placment``,
+    that differs from one of its fields only as a typo does (:func:`problems`: ``placment``,
     ``gpuIsolaton``, ``Placement``): that is an error naming the field. ``kw_only=True`` in
     subclasses as for :class:`Struct`."""
 
@@ -311,52 +311,6 @@ def _convert(data: Any, tp: Any) -> Any:
 Problem = tuple[tuple[Any, ...], str]
 
 
-def problems(data: Any, tp: Any, at: tuple[Any, ...] = ()) -> list[Problem]:
-    """Every problem of ``data`` against the declared type ``tp``, as (path parts, message)
-    pairs in document order (Struct fields in declaration order, then unknown keys); ``[]`` when
-    it converts. Path parts are keys, list indices, and ``"[key]"`` after a key that is itself
-    wrong (see :func:`submit.errors.field_path`). ``at``: the path of ``data`` in the document,
-    for :data:`SPEC_SOURCE`."""
-    try:
-        _convert(data, tp)
-        return []
-    except msgspec.ValidationError as exc:
-        first = exc
-    base = _strip(tp)
-    origin = typing.get_origin(base)
-    out: list[Problem] = []
-    if isinstance(base, type) and issubclass(base, msgspec.Struct) and isinstance(data, dict):
-        fields = msgspec.structs.fields(base)
-        names = {f.encode_name for f in fields}
-        closed = base.__struct_config__.forbid_unknown_fields
-        # an unknown key close to a missing required field is that field misspelt: one line
-        meant = {key: close_name(key, names) for key in data
-                 if isinstance(key, str) and key not in names and closed}
-        for f in fields:
-            if f.encode_name in data:
-                out += [((f.encode_name, *p), m) for p, m in problems(data[f.encode_name], f.type, (*at, f.encode_name))]
-            elif f.required and f.encode_name not in meant.values():
-                out.append(((f.encode_name,), "required field is missing"))
-        for key in data:
-            if not isinstance(key, str):   # worded as a mapping's key is (below)
-                out += [((key, "[key]", *p), m) for p, m in problems(key, str, (*at, key, "[key]"))]
-            elif key in meant:
-                close = meant[key]
-                out.append(((key,), f"unknown field; did you mean {close}?" if close else
-                            f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
-    elif isinstance(data, list) and (origin is list
-                                     or isinstance(base, _Marker) and base.items is not None):
-        [item] = typing.get_args(base) if origin is list else [base.items]
-        for i, v in enumerate(data):
-            out += [((i, *p), m) for p, m in problems(v, item, (*at, i))]
-    elif origin is dict and isinstance(data, dict):
-        key_tp, value_tp = typing.get_args(base)
-        for k, v in data.items():
-            out += [((k, "[key]", *p), m) for p, m in problems(k, key_tp, (*at, k, "[key]"))]
-            out += [((k, *p), m) for p, m in problems(v, value_tp, (*at, k))]
-    return out or [((), _message(first, tp, data, at))]
-
-
 #: How alike (difflib's ratio) an unknown key of an :class:`OpenStruct` and one of its fields
 #: must be for the key to be taken as the field misspelt; a plugin's key (``hivedScheduler``,
 #: ``com.microsoft.pai.runtimeplugin``) is far below it.
@@ -374,53 +328,78 @@ def _near_miss(key: str, names: set[str]) -> list[Problem]:
                      f"plugins)")]
 
 
-def near_misses(data: Any, tp: Any) -> list[Problem]:
-    """Every misspelt field of an :class:`OpenStruct` in ``data`` (a document that converts to
-    ``tp``, whose open mappings would otherwise drop the key unread), as :func:`problems` gives
-    them: ``extras.placment`` for ``extras.placement``."""
+def problems(data: Any, tp: Any, at: tuple[Any, ...] = (), converts: bool = False) -> list[Problem]:
+    """Every problem of ``data`` against the declared type ``tp``, as (path parts, message)
+    pairs in document order (Struct fields in declaration order, then unknown keys); ``[]`` when
+    it converts and no open mapping in it has a misspelt field (:func:`_near_miss`: an
+    :class:`OpenStruct` would drop ``extras.placment`` unread). Path parts are keys, list
+    indices, and ``"[key]"`` after a key that is itself wrong (see
+    :func:`submit.errors.field_path`). ``at``: the path of ``data`` in the document, for
+    :data:`SPEC_SOURCE`; ``converts``: ``data`` is known to convert (its parent did)."""
+    first: msgspec.ValidationError | None = None
+    if not converts:
+        try:
+            _convert(data, tp)
+        except msgspec.ValidationError as exc:
+            first = exc
+    ok = first is None
     base = _strip(tp)
     origin = typing.get_origin(base)
     out: list[Problem] = []
     if isinstance(base, type) and issubclass(base, msgspec.Struct) and isinstance(data, dict):
         fields = msgspec.structs.fields(base)
         names = {f.encode_name for f in fields}
+        closed = base.__struct_config__.forbid_unknown_fields
+        # an unknown key close to a missing required field is that field misspelt: one line
+        meant = {key: close_name(key, names) for key in data
+                 if isinstance(key, str) and key not in names and closed and not ok}
         for f in fields:
             if f.encode_name in data:
-                out += [((f.encode_name, *p), m) for p, m in near_misses(data[f.encode_name], f.type)]
-        if not base.__struct_config__.forbid_unknown_fields:
-            for key in data:
-                if isinstance(key, str) and key not in names:
-                    out += _near_miss(key, names)
-    elif isinstance(data, list) and origin is list:
-        [item] = typing.get_args(base)
+                out += [((f.encode_name, *p), m) for p, m in problems(
+                    data[f.encode_name], f.type, (*at, f.encode_name), ok)]
+            elif not ok and f.required and f.encode_name not in meant.values():
+                out.append(((f.encode_name,), "required field is missing"))
+        for key in data:
+            if not isinstance(key, str):   # worded as a mapping's key is (below)
+                if not ok:
+                    out += [((key, "[key]", *p), m) for p, m in problems(key, str, (*at, key, "[key]"))]
+            elif key in meant:
+                close = meant[key]
+                out.append(((key,), f"unknown field; did you mean {close}?" if close else
+                            f"unknown field (allowed: {', '.join(f.encode_name for f in fields)})"))
+            elif not closed and key not in names:
+                out += _near_miss(key, names)
+    elif isinstance(data, list) and (origin is list
+                                     or isinstance(base, _Marker) and base.items is not None):
+        [item] = typing.get_args(base) if origin is list else [base.items]
         for i, v in enumerate(data):
-            out += [((i, *p), m) for p, m in near_misses(v, item)]
+            out += [((i, *p), m) for p, m in problems(v, item, (*at, i), ok)]
     elif origin is dict and isinstance(data, dict):
-        value_tp = typing.get_args(base)[1]
+        key_tp, value_tp = typing.get_args(base)
         for k, v in data.items():
-            out += [((k, *p), m) for p, m in near_misses(v, value_tp)]
-    return out
+            if not ok:
+                out += [((k, "[key]", *p), m) for p, m in problems(k, key_tp, (*at, k, "[key]"))]
+            out += [((k, *p), m) for p, m in problems(v, value_tp, (*at, k), ok)]
+    if first is None:
+        return out
+    return out or [((), _message(first, tp, data, at))]
 
 
 def validate(model: type[msgspec.Struct], data: Any) -> Any:
     """``data`` converted to ``model``; raises :class:`SpecError` with one ``path: message``
-    line per problem (:func:`problems`, and a misspelt key of an open mapping:
-    :func:`near_misses`)."""
+    line per problem (:func:`problems`)."""
     try:
         converted = _convert(data, model)
     except msgspec.ValidationError:
         converted = None
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
-    if converted is not None:
-        missed = near_misses(data, model)
-        if not missed:
-            return converted
-        raise SpecError([f"{field_path(*parts)}: {msg}" for parts, msg in missed])
     try:
-        found = problems(data, model) + near_misses(data, model)
+        found = problems(data, model, converts=converted is not None)
     except RecursionError:
         raise SpecError(["(top level): nested too deeply"]) from None
     # each line once, first place kept; a dict, as a list's `in` made a million problems quadratic
+    if not found:
+        return converted
     lines = dict.fromkeys(f"{field_path(*parts)}: {msg}" for parts, msg in found)
     raise SpecError(list(lines))
