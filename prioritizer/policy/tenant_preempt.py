@@ -31,6 +31,7 @@ Signal, grace and requeue are the driver's, as for any preemption.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import compress
 from operator import add
 from typing import NamedTuple
 
@@ -323,15 +324,15 @@ def _reclaim_hosts(room: list[int], need: tuple[int, ...], mine: _Victims,
             return (order[h.tenant], -h.level, -h.attained_gpu_s, h.job_id)
         return (-1.0,)
 
-    used: set[int] = set()
+    room = list(room)   # a node taken is marked -1: no entry fits there again
     result = [0] * len(need)
     for pos in sorted(range(len(need)), key=lambda p: -need[p]):
         want = max(need[pos], 1) if len(need) == 1 else need[pos]
-        best = min((r for n, r in enumerate(room) if r >= want and n not in used), default=None)
+        best = min(filter(want.__le__, room), default=None)
         if best is None:
             return None
-        tied = [n for n, r in enumerate(room) if r == best and n not in used]
+        tied = list(compress(range(len(room)), map(best.__eq__, room)))
         node = tied[0] if len(tied) == 1 else min(tied, key=first)
-        used.add(node)
+        room[node] = -1
         result[pos] = node
     return tuple(result)
