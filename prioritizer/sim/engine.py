@@ -95,6 +95,16 @@ class DecisionTick(NamedTuple):
     preempt: bool
 
 
+class Switch(NamedTuple):
+    """New policy settings in force from ``at`` (seconds of trace time) on, for every job on
+    the cluster: what a daemon does when ``auto_tune`` switches (or its ``policy:`` section
+    is edited); ``distribution``: the one the new settings decide with, if they read one."""
+
+    at: float
+    config: PolicyConfig
+    distribution: GittinsDistribution | None = None
+
+
 #: Seconds within which a decision time counts as a tick time (``tick_on_time``).
 TICK_EPS = 1e-6
 
@@ -204,8 +214,13 @@ class Simulator:
 
     def __init__(self, trace: Trace, cluster: Cluster, config: PolicyConfig,
                  distribution: GittinsDistribution | None = None,
-                 tick_on_time: bool = False, tenancy: Tenancy | None = None) -> None:
+                 tick_on_time: bool = False, tenancy: Tenancy | None = None,
+                 switches: Sequence[Switch] = ()) -> None:
         self.trace, self.cluster, self.config = trace, cluster, config
+        if switches and tenancy is not None:
+            raise ValueError("settings switched during a replay apply without tenants")
+        #: the switches still to come, latest first (:meth:`switch`)
+        self.switches = sorted(switches, key=lambda s: s.at, reverse=True)
         self.tick_on_time = tick_on_time
         totals = cluster.node_totals()
         names = ["pool"] if cluster.placement == "count" else [
@@ -251,10 +266,36 @@ class Simulator:
         for job in self.jobs.values():
             self.push(job.trace.submit, Arrival(job.trace.job_id))
         heap = self.heap
+        switches = self.switches
         with fewer_collections():
             while heap:
+                if switches and heap[0][0] >= switches[-1].at:
+                    self.switch(switches.pop())
+                    continue
                 self.step()
         return self.result(time.perf_counter() - started)
+
+    def switch(self, switch: Switch) -> None:
+        """New settings from ``switch.at`` on (before the events of that time: a job
+        submitted then is the new settings' from its arrival): the scheduler carries every
+        job over (``Scheduler.switched``) and decides at once under the new settings; each
+        running job's next threshold crossing and each waiting job's promotion deadline are
+        those of the new settings. Events the old settings scheduled stay on the heap: at
+        worst a decision that changes nothing."""
+        now = switch.at
+        self.config = switch.config
+        self.sched = self.sched.switched(switch.config, switch.distribution)  # type: ignore[union-attr]  # no switches with tenants (__init__)
+        if not self.active:
+            return
+        self.decide(now, False)
+        for job in self.jobs.values():
+            phase = job.rec.phase if job.rec is not None else "future"
+            if phase == "running":
+                self.schedule_crossing(job, now)
+            elif phase == "pending":
+                due = self.sched.promotion_due(job.trace.job_id, now)
+                if due is not None:
+                    self.push(max(due, now), PromotionDeadline(job.trace.job_id, job.spell))
 
     def step(self) -> float:
         """One step of the event loop: every event at the earliest time on the heap is applied,
@@ -437,8 +478,10 @@ def trace_tenant(tenancy: Tenancy, job: TraceJob) -> str:
 
 def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,
              distribution: GittinsDistribution | None = None,
-             tick_on_time: bool = False, tenancy: Tenancy | None = None) -> SimResult:
-    """Replay ``trace`` on ``cluster`` under ``config``; see :class:`Simulator`.
+             tick_on_time: bool = False, tenancy: Tenancy | None = None,
+             switches: Sequence[Switch] = ()) -> SimResult:
+    """Replay ``trace`` on ``cluster`` under ``config``, then each of ``switches`` from its
+    time on (:meth:`Simulator.switch`); see :class:`Simulator`.
 
     ``tenancy``: the tenants of a shared cluster (``--tenants``): the tenant rules decide
     (``prioritizer.sim.tenant_sched``). ``tick_on_time``: a preemption wanted at a moment that is itself a tick time (a multiple
@@ -450,8 +493,12 @@ def simulate(trace: Trace, cluster: Cluster, config: PolicyConfig,
         if tenancy is not None:
             raise ValueError("--tenants: a trace with shard or opportunistic jobs replays "
                              "without tenants (drop --tenants or the sharing columns)")
+        if switches:
+            raise ValueError("settings switched during a replay apply to a trace without "
+                             "shard or opportunistic jobs")
         return simulate_shared(trace, cluster, config, distribution)
-    return Simulator(trace, cluster, config, distribution, tick_on_time, tenancy).run()
+    return Simulator(trace, cluster, config, distribution, tick_on_time, tenancy,
+                     switches).run()
 
 
 def simulate_shared(trace: Trace, cluster: Cluster, config: PolicyConfig,

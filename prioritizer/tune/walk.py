@@ -7,14 +7,13 @@ submission (:func:`retune_points`). Period 0, before the first point, has no his
 the current settings. At each point the grid is ranked (:func:`prioritizer.tune.rank.rank`,
 as ``dlprio tune`` ranks it) on a replay of the jobs submitted before that point only: a job
 submitted at or after it is never replayed for that choice. The best allowed setting is in
-force for the jobs submitted in the period that starts there.
+force from that point to the next.
 
-How a period's jobs are measured: the whole trace is replayed once per distinct chosen setting
-(``prioritizer.sim.engine`` takes one config per replay), and each job's result is taken from
-the replay of the setting in force at its submission (:func:`stitch`). The cluster state a
-period starts from is therefore the one its own setting would have left, not the previous
-period's; on traces whose busy spells are shorter than a period this changes little. Units:
-seconds of trace time.
+How the walk is measured: one replay of the whole trace in which the setting chosen at a
+point is in force from that point on for every job on the cluster, running or waiting
+(``prioritizer.sim.engine.Switch``), as the daemon's ``auto_tune`` switches its settings: the
+jobs keep their runs, attained service and queue states, and the next decision applies the
+new rules to all of them. Units: seconds of trace time.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
 
 DAY_S = 86_400.0
 #: the most re-tune points one walk may make: each ranks the whole grid on a replay of the
@@ -30,8 +28,6 @@ DAY_S = 86_400.0
 #: trace), and the point list itself must stay small (a period of 1e-9 days over a year of
 #: trace would be 3.6·10¹¹ points)
 MAX_RETUNE_POINTS = 1_000
-
-T = TypeVar("T")
 
 
 class TooManyPoints(ValueError):
@@ -68,24 +64,6 @@ def period_of(submit: float, points: Sequence[float]) -> int:
     """The period a job submitted at ``submit`` falls in: 0 before the first point, k from
     the k-th point on (a job submitted exactly at a point belongs to the period it opens)."""
     return bisect_right(points, submit)
-
-
-def stitch(per_period: Sequence[Mapping[int, T]], submits: Mapping[int, float],
-           points: Sequence[float]) -> dict[int, T]:
-    """Each job's result from the replay of the setting in force at its submission.
-
-    Args:
-        per_period: one mapping job id -> result per period (``len(points) + 1`` of them),
-            each from a replay of the whole trace under that period's setting.
-        submits: job id -> submit time (s).
-        points: the re-tune points (:func:`retune_points`).
-    Raises:
-        ValueError: not one result mapping per period.
-    """
-    if len(per_period) != len(points) + 1:
-        raise ValueError(f"{len(points)} re-tune point(s) need {len(points) + 1} replays, "
-                         f"got {len(per_period)}")
-    return {job: per_period[period_of(t, points)][job] for job, t in submits.items()}
 
 
 def settings_per_window(windows: Sequence[Mapping[str, float]], points: Sequence[float],

@@ -5,9 +5,9 @@ the least period allowed for the trace.
 
 Each re-tune point ranks the grid on the jobs submitted before it (through the same executors
 as ``dlprio tune``: a process pool, or one Slurm job array per point, in ``point-K`` under
-the work directory); the whole trace is then
-replayed here once per distinct chosen setting, once under the current settings held fixed and
-once under the baseline policy (``--baseline``, default ``fifo-fit``), and the walk-forward
+the work directory); the whole trace is then replayed here three times: with the chosen
+settings switched at the points (:mod:`prioritizer.tune.walk`), under the current settings
+held fixed and under the baseline policy (``--baseline``, default ``fifo-fit``), and the walk-forward
 result is measured window by window against the baseline as ``dlprio simulate`` measures a
 policy (``prioritizer.sim.windows``).
 """
@@ -33,7 +33,7 @@ from prioritizer.history.cli import tenants_note
 from prioritizer.policy.gittins import GittinsDistribution
 from prioritizer.sim.cli import (DEFAULT_BASELINE, DEFAULT_WINDOW_JOBS, baseline_policy,
                                  refuse_unfittable)
-from prioritizer.sim.engine import Cluster, JobResult, SimResult, simulate
+from prioritizer.sim.engine import Cluster, SimResult, Switch, simulate
 from prioritizer.sim.learned import Durations
 from prioritizer.sim.report import format_table, format_windows_table, summarize, window_comparison
 from prioritizer.sim.traces import Trace, TraceError, read_trace
@@ -42,7 +42,7 @@ from prioritizer.sim.windows import DEFAULT_MAX_HURT_SHARE, OFF, ORACLE
 from prioritizer.tune.rank import (Task, bar_configs, make_task, pick, rank, window,
                                    with_windows)
 from prioritizer.tune.walk import (DAY_S, MAX_RETUNE_POINTS, TooManyPoints, retune_points,
-                                   settings_per_window, stitch)
+                                   settings_per_window)
 from slurm_plugin.common.cli import visible
 
 WALK, FIXED = "walk-forward", "fixed"
@@ -57,8 +57,8 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
     """The walk-forward run; ``configs[-1]`` is the current config (labelled :data:`CURRENT`).
     ``durations``: where the Gittins distribution comes from (None: packaged); learned from
     the history, it is learned anew at each point from the jobs ended before it (period 0:
-    those ended before the first replayed submission), for the ranking there and for the
-    period's jobs in the replays that measure the walk."""
+    those ended before the first replayed submission), for the ranking there and from that
+    point on in the replays that measure the walk."""
     period_s = args.walk_forward * DAY_S
     baseline = baseline_policy(args.baseline or DEFAULT_BASELINE)
     window_jobs = args.window_jobs or DEFAULT_WINDOW_JOBS
@@ -126,27 +126,20 @@ def run_walk(args: argparse.Namespace, cluster: Cluster, labels: Sequence[str],
         choices.append({"bars": None if bars is None else dataclasses.asdict(bars),
                         "fallback": fallback,
                         "history": {k: v for k, v in on_history.items() if k != "jobs"}})
-    # one replay per distinct (setting, distribution in force); a setting that reads no
-    # distribution, or one that does not change between periods, replays once
-    def key(config: PolicyConfig, period: int) -> tuple[PolicyConfig, int]:
-        return config, (period if config.uses_distribution and durations.history else 0)
+    # one replay per run: the walk-forward's settings (and the distribution they decide
+    # with, learned anew at each point) switch at the points for every job on the cluster,
+    # as the daemon's auto_tune switches; the current settings held fixed switch only
+    # their distribution
     base_config = dataclasses.replace(current, policy=baseline)
-    wanted = [key(c, i) for i, c in enumerate(chosen)]
-    fixed_keys = [key(current, i) for i in range(len(chosen))]
-    distinct = list(dict.fromkeys([*wanted, *fixed_keys, key(base_config, 0)]))
-    dists = _distributions(durations, at_point, original, {i for _, i in distinct},
-                           any(c.uses_distribution for c, _ in distinct))
-    replays = dict(zip(distinct, _replay_all(full, cluster, distinct, dists)))
-    submits = {j.job_id: j.submit for j in full.jobs}
-
-    def stitched_result(name: str, keys: list[tuple[PolicyConfig, int]]) -> SimResult:
-        per_period = [{j.job_id: j for j in replays[k].jobs} for k in keys]
-        jobs = stitch(per_period, submits, points)
-        return _as_result(name, [jobs[k] for k in sorted(jobs)], replays[keys[0]])
-    walked = stitched_result(WALK, wanted)
-    fixed = (dataclasses.replace(replays[fixed_keys[0]], policy=FIXED)
-             if len(set(fixed_keys)) == 1 else stitched_result(FIXED, fixed_keys))
-    base = replays[key(base_config, 0)]
+    needed = {i for i, c in enumerate(chosen) if c.uses_distribution}
+    if current.uses_distribution:
+        needed |= set(range(len(chosen)))
+    dists = _distributions(durations, at_point, original, needed, bool(needed))
+    runs = [_switching(chosen, points, dists), _switching([current] * len(chosen), points, dists),
+            (base_config, None, [])]
+    walked, fixed, base = _replay_all(full, cluster, runs)
+    walked = dataclasses.replace(walked, policy=WALK)
+    fixed = dataclasses.replace(fixed, policy=FIXED)
     results = [base, fixed, walked]
     comparison = window_comparison(results, baseline, window_jobs)
     notes = {i: note for i, (_, note) in dists.items()}
@@ -220,12 +213,16 @@ def _section(config: PolicyConfig) -> Any:
     return yaml.safe_load(yaml_snippet(config))["policy"]
 
 
-def _as_result(name: str, jobs: list[JobResult], like: SimResult) -> SimResult:
-    """A SimResult for stitched jobs; GPU·s held counted as each job's GPUs × its time
-    holding them (JCT minus time without GPUs)."""
-    held = sum(j.num_gpus * (j.jct - j.queueing_delay) for j in jobs)
-    return SimResult(name, tuple(jobs), like.skipped_jobs, like.unfittable_jobs, held,
-                     like.total_gpus, 0.0)
+def _switching(configs: Sequence[PolicyConfig], points: Sequence[float],
+               dists: dict[int, tuple[GittinsDistribution, str]]
+               ) -> tuple[PolicyConfig, GittinsDistribution | None, list[Switch]]:
+    """One replay's settings: the first period's config and distribution, and a switch at
+    each point where the config or the distribution it decides with changes."""
+    def dist(i: int) -> GittinsDistribution | None:
+        return dists[i][0] if configs[i].uses_distribution else None
+    switches = [Switch(points[i - 1], configs[i], dist(i)) for i in range(1, len(configs))
+                if (configs[i], dist(i)) != (configs[i - 1], dist(i - 1))]
+    return configs[0], dist(0), switches
 
 
 def _distributions(durations: Durations, at_point: Sequence[Durations], original: Trace,
@@ -245,14 +242,14 @@ def _distributions(durations: Durations, at_point: Sequence[Durations], original
         raise CliError(str(exc)) from None
 
 
-def _replay_all(trace: Trace, cluster: Cluster, keys: list[tuple[PolicyConfig, int]],
-                dists: dict[int, tuple[GittinsDistribution, str]]) -> list[SimResult]:
-    """One replay of ``trace`` per (config, period) key, the config deciding with that
-    period's distribution when it reads one, in a process pool (one per core)."""
-    jobs = [(c, dists[i][0] if c.uses_distribution else None) for c, i in keys]
-    workers = min(len(jobs), os.cpu_count() or 1)
+def _replay_all(trace: Trace, cluster: Cluster,
+                runs: list[tuple[PolicyConfig, GittinsDistribution | None, list[Switch]]]
+                ) -> list[SimResult]:
+    """One replay of ``trace`` per run (first config, its distribution, the switches), in a
+    process pool (one per core)."""
+    workers = min(len(runs), os.cpu_count() or 1)
     if workers <= 1:
-        return [simulate(trace, cluster, c, d) for c, d in jobs]
+        return [simulate(trace, cluster, c, d, switches=w) for c, d, w in runs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return [f.result() for f in [pool.submit(simulate, trace, cluster, c, d)
-                                     for c, d in jobs]]
+        return [f.result() for f in [pool.submit(simulate, trace, cluster, c, d, switches=w)
+                                     for c, d, w in runs]]

@@ -191,6 +191,45 @@ class Scheduler:
                            if self.queue_levels and self.crossings and self.policy.preemptive
                            and config.preemption and len(self.totals) > 1 else None)
 
+    def switched(self, config: PolicyConfig,
+                 distribution: GittinsDistribution | None = None) -> Scheduler:
+        """A scheduler under ``config`` that holds this one's jobs as they are: a daemon whose
+        policy settings change (``auto_tune``, an edited ``policy:`` section) keeps every
+        job's runs, attained service and last queue state, and its next decision re-examines
+        every job under the new settings, as ``decide`` does with the ledger's states
+        ("thresholds changed", a demotion, a promotion), and the guard of each run
+        (``victims.guard_start``) is the new settings' from its start on, as ``decide``
+        computes it from the job's runs. The jobs move over (this scheduler is not used
+        again); what is indexed per job is filed anew."""
+        new = Scheduler(config, self.totals, self.names, distribution)
+        for rec in self.jobs.values():
+            rec.where, rec.entry_key, rec.state, rec.crossing = "", None, None, None
+            rec.level, rec.lifted = 0.0, False
+            rec.epoch += 1
+            new.jobs[rec.job_id] = rec
+            new.no_oracle += rec.work_left is None
+            new.fixed += not rec.preemptible
+            new.dirty[rec.job_id] = None
+            if rec.phase == "pending":
+                new.pending += 1
+                continue
+            # a queue the old settings had and the new ones lack is counted where it was
+            # until the decision moves it
+            new.running_in += [0] * ((rec.queue or 0) + 1 - len(new.running_in))
+            rec.guard = new._guard(rec, rec.run_start)
+            new.free.add(rec.nodes, [-g for g in rec.shape])
+            new.holding[rec.job_id] = rec
+            if rec.phase == "grace":
+                new.grace[rec.job_id] = None
+            else:
+                new.soon.add(rec.nodes, [-g for g in rec.shape])
+                new._count(rec, +1)
+            if new.quiet is not None:
+                new.quiet.ran(rec, config.min_run_s)
+            if new.queue_room is not None:
+                new.queue_room.started(rec)
+        return new
+
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
             duration_s: float | None = None, preemptible: bool = True) -> Tracked:

@@ -35,17 +35,26 @@ def _reference_starts(snapshot, decisions, grace_nodes, now):
 
 
 @st.composite
-def setups(draw: st.DrawFn):
+def configs(draw: st.DrawFn) -> PolicyConfig:
+    """A policy and its settings; the thresholds two queues or three, at other places, so
+    a switch between two of them moves jobs up and down and past the last queue."""
     policy = draw(st.sampled_from(POLICY_NAMES))
-    config = PolicyConfig(policy=policy, thresholds_gpu_s=(300.0, 1200.0),
-                          thresholds_s=(100.0, 400.0),
-                          starve_knob=draw(st.sampled_from([0.0, 1.0, 2.0])),
-                          min_run_s=draw(st.sampled_from([0.0, 30.0])),
-                          gittins_quantum_gpu_s=300.0,
-                          promoted_preempts=draw(st.booleans()),
-                          wait_guard=draw(st.sampled_from([0.0, 1.0])),
-                          requeue_guard=draw(st.sampled_from([0.0, 0.5])),
-                          preempt_gain=draw(st.sampled_from([0.0, 1.0])))
+    thresholds = draw(st.sampled_from([(300.0, 1200.0), (300.0, 1200.0), (100.0,),
+                                       (50.0, 500.0, 2500.0)]))
+    return PolicyConfig(policy=policy, thresholds_gpu_s=thresholds,
+                        thresholds_s=tuple(t / 3 for t in thresholds),
+                        starve_knob=draw(st.sampled_from([0.0, 1.0, 2.0])),
+                        min_run_s=draw(st.sampled_from([0.0, 30.0])),
+                        gittins_quantum_gpu_s=300.0,
+                        promoted_preempts=draw(st.booleans()),
+                        wait_guard=draw(st.sampled_from([0.0, 1.0])),
+                        requeue_guard=draw(st.sampled_from([0.0, 0.5])),
+                        preempt_gain=draw(st.sampled_from([0.0, 1.0])))
+
+
+@st.composite
+def setups(draw: st.DrawFn):
+    config = draw(configs())
     if draw(st.booleans()):
         totals = [draw(st.sampled_from([4, 8, 16]))]          # GPU counting: one pool
         names = ["pool"]
@@ -87,15 +96,29 @@ def test_srtf_decides_as_decide(setup, data: st.DataObject) -> None:
     _drive(setup, data)
 
 
-def _drive(setup, data: st.DataObject) -> None:
-    """Random events for a scheduler, its ``victims=False`` twin and the oracle."""
+@settings(max_examples=200, deadline=None)
+@given(setups(), st.data())
+def test_a_switched_scheduler_decides_as_decide_under_the_new_settings(
+        setup, data: st.DataObject) -> None:
+    """Settings switched between decisions (``Scheduler.switched``: another policy, other
+    thresholds, knob, guards; an ``auto_tune`` switch): from then on every decision equals
+    the oracle's under the new settings, on the jobs as the old ones left them."""
+    _drive(setup, data, switches=True)
+
+
+def _drive(setup, data: st.DataObject, switches: bool = False) -> None:
+    """Random events for a scheduler, its ``victims=False`` twin and the oracle;
+    ``switches``: the settings may change between decisions."""
     config, totals, names = setup
     sched = Scheduler(config, totals, names, DIST)
     twin = Scheduler(config, totals, names, DIST)
-    both = (sched, twin)
     now, next_id = 0.0, 1
     for _ in range(data.draw(st.integers(1, 25), label="steps")):
         now += data.draw(st.sampled_from([0.0, 0.5, 10.0, 45.0, 150.0, 700.0]), label="dt")
+        if switches and data.draw(st.booleans(), label="switch"):
+            config = data.draw(configs(), label="new settings")
+            sched, twin = sched.switched(config, DIST), twin.switched(config, DIST)
+        both = (sched, twin)
         running = sorted(j for j, r in sched.holding.items() if r.phase == "running")
         grace = sorted(sched.grace)
         ops = data.draw(st.lists(st.sampled_from(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from prioritizer.policy.config import POLICY_NAMES, PolicyConfig
 from prioritizer.policy.durations import load_distribution
 from prioritizer.sim.report import nearest_rank, summarize
-from prioritizer.sim.engine import Cluster, SimResult, simulate
+from prioritizer.sim.engine import Cluster, SimResult, Switch, simulate
 from prioritizer.sim.traces import Trace, TraceJob, read_cluster_spec, read_trace
 
 TIRESIAS = Path(__file__).resolve().parents[3] / "data" / "traces" / "tiresias"
@@ -88,6 +88,27 @@ def test_starvation_promotion_in_a_replay() -> None:
     result = simulate(trace((0, 1, 1000), (150, 1, 1000)), Cluster(1, 1, "count"), cfg)
     assert by_id(result) == {0: (0, 2000, 2, 1), 1: (150, 1750, 1, 1)}
     assert [j.queueing_delay for j in result.jobs] == [1000, 600]
+
+
+def test_settings_switched_mid_replay_apply_to_the_running_jobs_from_then_on() -> None:
+    # 2D-LAS, 1 GPU, zero cost, no promotion. A (0, 2000 s), B (100, 300 s). At 1000 GPU·s
+    # A is demoted at 1000 and B preempts it: B 1000-1300, A ends 2300.
+    cfg = dataclasses.replace(ZERO, thresholds_gpu_s=(1000.0,), starve_knob=0.0)
+    jobs = trace((0, 1, 2000), (100, 1, 300))
+    assert by_id(simulate(jobs, Cluster(1, 1), cfg)) == {0: (0, 2300, 1, 0),
+                                                         1: (1000, 1300, 0, 0)}
+    # switched at 200 s to 500 GPU·s: A (200 GPU·s then) is demoted at 500, not 1000, and B
+    # runs 500-800; A resumes at 800 with 1500 s left, ends 2300
+    lower = dataclasses.replace(cfg, thresholds_gpu_s=(500.0,))
+    switched = simulate(jobs, Cluster(1, 1), cfg, switches=[Switch(200.0, lower)])
+    assert by_id(switched) == {0: (0, 2300, 1, 0), 1: (500, 800, 0, 0)}
+    # switched at 600 s, past A's attained 600 GPU·s: demoted by the decision at the switch
+    assert by_id(simulate(jobs, Cluster(1, 1), cfg, switches=[Switch(600.0, lower)])) == {
+        0: (0, 2300, 1, 0), 1: (600, 900, 0, 0)}
+    # and a switch to FIFO at 200 s: no preemption at all, B waits for A
+    fifo = dataclasses.replace(cfg, policy="fifo-fit")
+    assert by_id(simulate(jobs, Cluster(1, 1), cfg, switches=[Switch(200.0, fifo)])) == {
+        0: (0, 2000, 0, 0), 1: (2000, 2300, 0, 0)}
 
 
 def test_unfittable_jobs_are_counted_not_dropped_silently() -> None:

@@ -67,8 +67,9 @@ def test_durations_name_their_source(tmp_path: Path) -> None:
 
 
 def _recording(monkeypatch: pytest.MonkeyPatch, module: object) -> list[tuple[str, tuple]]:
-    """Record (policy, samples or ()) of every replay ``module.simulate`` makes (the tuner's
-    replays made here, not in a process pool, so that the record is seen)."""
+    """Record (policy, samples or ()) of every replay ``module.simulate`` makes, and of each
+    setting it switches to (the tuner's replays made here, not in a process pool, so that
+    the record is seen)."""
     monkeypatch.setattr(tune_cli, "run_local",
                         lambda tasks, workers=None, progress=True: [rank.run_task(t) for t in tasks])
     seen: list[tuple[str, tuple]] = []
@@ -76,6 +77,8 @@ def _recording(monkeypatch: pytest.MonkeyPatch, module: object) -> list[tuple[st
 
     def recording(trace, cluster, config, distribution=None, *a, **k):
         seen.append((config.policy, distribution.samples if distribution else ()))
+        seen.extend((w.config.policy, w.distribution.samples if w.distribution else ())
+                    for w in k.get("switches", ()))
         return real(trace, cluster, config, distribution, *a, **k)
 
     monkeypatch.setattr(module, "simulate", recording)

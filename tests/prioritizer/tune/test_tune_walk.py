@@ -1,6 +1,6 @@
-"""``dlprio tune --walk-forward``: re-tune points, periods and stitching worked out by hand, the
-tuner's replays limited to the history before each point, the JSON of a small trace computed
-by hand, and the bad-input paths (one line, exit 2)."""
+"""``dlprio tune --walk-forward``: re-tune points and periods worked out by hand, the tuner's
+replays limited to the history before each point, the JSON of a small trace (the settings
+switched at the point) computed by hand, and the bad-input paths (one line, exit 2)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from prioritizer.cli import main
 from prioritizer.sim.traces import read_trace
 from prioritizer.tune.rank import window
 from prioritizer.tune.walk import (DAY_S, MAX_RETUNE_POINTS, TooManyPoints, period_of,
-                                   retune_points, settings_per_window, stitch)
+                                   retune_points, settings_per_window)
 
 
 @pytest.mark.parametrize(("submits", "period", "points"), [
@@ -58,16 +58,11 @@ def test_walk_forward_with_too_many_points_is_refused(tmp_path: Path,
         "whole grid); give at least 3.473e-06 days\n")))
 
 
-def test_period_of_and_stitch() -> None:
+def test_period_of_and_the_settings_per_window() -> None:
     points = [100.0, 200.0]
     # a job submitted exactly at a point belongs to the period it opens
     assert [period_of(t, points) for t in (0.0, 99.9, 100.0, 199.0, 200.0, 900.0)] == \
         [0, 0, 1, 1, 2, 2]
-    replays = [{1: "a1", 2: "a2", 3: "a3"}, {1: "b1", 2: "b2", 3: "b3"},
-               {1: "c1", 2: "c2", 3: "c3"}]
-    assert stitch(replays, {1: 5.0, 2: 100.0, 3: 250.0}, points) == {1: "a1", 2: "b2", 3: "c3"}
-    with pytest.raises(ValueError, match="2 re-tune point"):
-        stitch(replays[:2], {1: 5.0}, points)
     windows = [{"first_submit_s": 0.0}, {"first_submit_s": 150.0}, {"first_submit_s": 200.0}]
     assert settings_per_window(windows, points, ["cur", "x", "y"]) == ["cur", "x", "y"]
 
@@ -127,16 +122,21 @@ def test_walk_forward_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture,
     assert periods[1]["history"]["worst_window_ratio"] == pytest.approx(600 / 1045)
     assert periods[1]["history"]["hurt_jobs_share"] == 0.0
     # fifo-fit on the whole trace: 0-1000, 1000-1100, 1100-2100, 2100-2200 ->
-    # JCTs 1000, 1090, 1200, 1290. srtf: j1 10-110, j0 110-910 (190 s left), j3 preempts it
-    # 910-1010, j0 1010-1200, j2 1200-2200 -> j2 1300, j3 100. Stitched: j0, j1 from
-    # fifo-fit (period 0), j2, j3 from srtf: 1000, 1090, 1300, 100.
+    # JCTs 1000, 1090, 1200, 1290. The walk: fifo-fit until 864 s (j0 running since 0 with
+    # 136 s left, j1 waiting), then srtf for every job: j1 (100 s left) preempts j0 at once
+    # (no costs) and runs 864-964; j3 (submitted 910, 100 s) goes ahead of j0 (136 s left)
+    # 964-1064; j0 1064-1200; j2 1200-2200 -> JCTs 1200, 954, 1300, 154.
     walk = runs["walk-forward"]
-    assert walk["avg_jct_s"] == pytest.approx((1000 + 1090 + 1300 + 100) / 4)
-    assert walk["avg_jct_ratio"] == pytest.approx(872.5 / 1145)
+    assert walk["avg_jct_s"] == pytest.approx((1200 + 954 + 1300 + 154) / 4)
+    assert walk["avg_jct_ratio"] == pytest.approx(902 / 1145)
+    assert walk["preemptions"] == 1
     assert [(w["first_submit_s"], w["jobs"], w["baseline_avg_jct_s"], w["avg_jct_s"],
              w["settings"]) for w in walk["windows"]] == [
-        (0.0, 2, 1045.0, 1045.0, "(current config)"), (900.0, 2, 1245.0, 700.0, "policy=srtf")]
-    assert walk["worst_window_ratio"] == 1.0 and walk["hurt_jobs_share"] == 0.0
+        (0.0, 2, 1045.0, 1077.0, "(current config)"), (900.0, 2, 1245.0, 727.0, "policy=srtf")]
+    # j0's window pays for the switch: 1077 / 1045; no job is hurt (j0 1200 s is not > 2 x
+    # 1000 s)
+    assert walk["worst_window_ratio"] == pytest.approx(1077 / 1045)
+    assert walk["hurt_jobs_share"] == 0.0
     assert walk["baseline"] == "fifo-fit"
     fixed = runs["fixed"]      # the current config (fifo-fit) held fixed: the baseline's JCTs
     assert fixed["avg_jct_s"] == 1145.0 and fixed["avg_jct_ratio"] == 1.0
