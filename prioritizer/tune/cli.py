@@ -225,7 +225,15 @@ def run(args: argparse.Namespace) -> int:
         # the cluster's delay, adopted while left at the default: the snippet leaves it so
         written = dataclasses.replace(best_config, requeue_delay_s=own_delay_s)
     snippet = yaml_snippet(written)
-    verdict = "the current config (no grid point beats it)" if best.current else best.label
+    verdict = best.label
+    if best.current:
+        barred = [r for r in ranked if not r.allowed and r.figures["avg_jct_s"]
+                  < best.figures["avg_jct_s"]]
+        verdict = ("the current config (no grid point beats it)" if not barred else
+                   f"the current config: the {len(barred)} setting(s) with a lower avg JCT "
+                   f"(best {barred[0].label}, {barred[0].figures['avg_jct_s']:.1f} s) have a p95 "
+                   f"above --max-p95-ratio {args.max_p95_ratio:g} x its p95 "
+                   f"{best.figures['p95_jct_s']:.1f} s")
     tuned = [j for j in trace.jobs if split is None or j.submit < split]
     why = tie_reason(configs, figures, tuned)
     if why is not None:

@@ -371,3 +371,21 @@ def test_tune_output_keeps_the_configs_other_policy_keys(tmp_path: Path,
         "decision_interval_s": 30.0, "preemption": True, "promoted_preempts": True,
         "wait_guard": 1.0, "requeue_guard": 0.1, "preempt_gain": 0.0}}
     assert text.endswith(out.read_text())
+
+
+def test_a_current_config_kept_by_the_p95_bar_says_so(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """One GPU, no costs: fifo-fit runs A (1,000 s) 0-1000 and B (100 s, at 10 s) 1000-1100:
+    JCTs 1000 and 1090, avg 1045, p95 1090; srtf lets B preempt A at 10 s: B 10-110, A
+    110-1100, avg 600 but p95 1100, above 1.0 x 1090. The current config stays, for the p95
+    bar, not because nothing beat its avg JCT."""
+    config = tmp_path / "dlprio.yaml"
+    config.write_text("policy:\n  policy: fifo-fit\n  checkpoint_overhead_s: 0\n"
+                      "  requeue_delay_s: 0\n  decision_interval_s: 0\n  min_run_s: 0\n")
+    rc = main(["tune", "--trace", _tie_trace(tmp_path, [(0, 1, 1000), (10, 1, 100)]),
+               "--nodes", "1", "--gpus-per-node", "1", "--workers", "1", "--config",
+               str(config), "--grid", "policy=srtf", "--max-p95-ratio", "1"])
+    assert rc == 0
+    assert _best_line(capsys.readouterr().out) == (
+        "best: the current config: the 1 setting(s) with a lower avg JCT (best policy=srtf, "
+        "600.0 s) have a p95 above --max-p95-ratio 1 x its p95 1090.0 s")
