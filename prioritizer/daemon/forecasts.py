@@ -114,7 +114,8 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
     ``decisions`` gave it. A node offers the GPUs free on it plus those the managed jobs hold
     (GPUs of jobs the daemon does not manage stay theirs), at most its GPUs: shard units
     count one GPU each, and Slurm counts a GPU holding shards as free, so two units sharing a
-    GPU would otherwise add a GPU the node does not have. A job being preempted (an open
+    GPU would otherwise add a GPU the node does not have. A waiting shard job preempts no one
+    (dlprio preempts nothing for it). A job being preempted (an open
     intent, ``obs.preempting``) is in ``grace`` until ``checkpoint_overhead_s`` from now, or
     until now once Slurm shows it COMPLETING (its requeue under way), then waits out the
     requeue delay: its forecast start is its next one. A job releasing its GPUs otherwise
@@ -151,6 +152,7 @@ def world_of(obs: Observation, decisions: Decisions, config: PolicyConfig,
             eligible=None if running else view.eligible_time,
             time_limit_s=float(limit) if limit else None,
             remaining_s=0.0 if ending else None, preemptible=view.preemptible,
+            preempts=not (view.job_id in obs.shares and obs.shares[view.job_id].share > 0),
             grace_end=(now if completing else now + config.checkpoint_overhead_s)
             if preempted else None, first_start=view.first_start))
     nodes = tuple((n.name, min(n.gpus_free + held.get(n.name, 0), n.gpus_total))

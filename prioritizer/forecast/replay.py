@@ -106,7 +106,8 @@ class ForwardReplay(Simulator):
             sim = self.jobs[i] = SimJob(TraceJob(i, job.job_id, 0, job.submit, job.gpus, left),
                                         shape)
             sim.spell = 1
-            rec = sim.rec = sched.add(i, shape, job.submit, left + ran, job.preemptible)
+            rec = sim.rec = sched.add(i, shape, job.submit, left + ran, job.preemptible,
+                                      job.preempts)
             rec.closed_gpu_s = max(job.attained_gpu_s - ran * job.gpus, 0.0)
             rec.closed_s = max(job.attained_s - ran, 0.0)
             rec.queue, rec.entry = job.queue, job.queue_entry_time

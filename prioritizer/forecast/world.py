@@ -36,6 +36,8 @@ class ForecastJob:
         remaining_s: the remaining run time when known (tests, oracle traces): then it is
             used in every draw instead of one drawn from the distribution.
         preemptible: False for jobs the site exempts.
+        preempts: False for a job that preempts no one while it waits: a shard job (Slurm
+            starts it where shards are free; dlprio preempts nothing for it, docs/dlprio.md).
         grace_end: when a ``grace`` job's GPUs come free (s).
         first_start: start of the job's first run (None if it never ran): the requeue
             guard's input (``policy.model.JobView.first_start``).
@@ -58,6 +60,7 @@ class ForecastJob:
     time_limit_s: float | None = None
     remaining_s: float | None = None
     preemptible: bool = True
+    preempts: bool = True
     grace_end: float | None = None
     first_start: float | None = None
 

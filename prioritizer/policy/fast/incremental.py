@@ -175,6 +175,7 @@ class Scheduler:
         self.node_bound = (NodeBound(self.totals)
                            if len(self.totals) > 1 and not self.queue_levels else None)
         self.fixed = 0   # jobs that are not preemptible
+        self.bystanders = 0   # jobs that preempt no one while waiting (``add``'s preempts)
         #: the last "no preemption due" and the changes since (srtf on real nodes): a
         #: decision it covers makes no search (see ``policy.fast.quiet``); none with
         #: ``preempt_gain``, whose test changes as the victims run, with no event
@@ -209,6 +210,7 @@ class Scheduler:
             new.jobs[rec.job_id] = rec
             new.no_oracle += rec.work_left is None
             new.fixed += not rec.preemptible
+            new.bystanders += not rec.preempts
             new.dirty[rec.job_id] = None
             if rec.phase == "pending":
                 new.pending += 1
@@ -232,12 +234,18 @@ class Scheduler:
 
     # -- events -------------------------------------------------------------------------
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
-            duration_s: float | None = None, preemptible: bool = True) -> Tracked:
-        """A job is submitted (pending; gets its ``new`` state at the next decision)."""
-        rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible)
+            duration_s: float | None = None, preemptible: bool = True,
+            preempts: bool = True) -> Tracked:
+        """A job is submitted (pending; gets its ``new`` state at the next decision).
+        ``preempts`` False: a waiter that preempts no one, as ``find_preemptions`` treats a
+        promoted job that ``promoted_preempts`` keeps from it (``lifted``): a driver's job
+        that Slurm starts where it fits but dlprio preempts nothing for (a forecast's shard
+        job). ``decide`` has no such job; with every job preempting, the two decide alike."""
+        rec = Tracked(job_id, tuple(shape), submit, duration_s, preemptible, preempts)
         self.jobs[job_id] = rec
         self.no_oracle += duration_s is None
         self.fixed += not preemptible
+        self.bystanders += not preempts
         self.pending += 1
         self.dirty[job_id] = None
         return rec
@@ -284,6 +292,7 @@ class Scheduler:
         del self.jobs[job_id]
         self.no_oracle -= rec.work_left is None
         self.fixed -= not rec.preemptible
+        self.bystanders -= not rec.preempts
         self.dirty.pop(job_id, None)
         rec.phase = "done"
 
@@ -608,7 +617,7 @@ class Scheduler:
         of this decision; file it by eligibility."""
         key = (self.policy.key(view, state), rec.job_id)
         rec.level = self.policy.level(view, state)
-        rec.lifted = self.lifting and self.policy.lifted(view, state)
+        rec.lifted = (self.lifting and self.policy.lifted(view, state)) or not rec.preempts
         if rec.where == "order" and key == rec.entry_key:
             if self.quiet is not None:
                 self.quiet.filed(rec)
@@ -702,7 +711,7 @@ class Scheduler:
         return find_preemptions(self.policy.strict, free, soon, walk, running, now,
                                 search=search, first_only=not victims,
                                 lifted=(lambda job_id: jobs[job_id].lifted)
-                                if self.lifting else None, pays=pays)
+                                if self.lifting or self.bystanders else None, pays=pays)
 
     def _hopeless(self, above: Any) -> bool:
         """Whether no eligible pending job can preempt, by ``find_preemptions``' own

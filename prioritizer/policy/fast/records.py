@@ -23,12 +23,15 @@ class Tracked:
     __slots__ = ("job_id", "shape", "gpus", "submit", "preemptible", "work_left", "phase",
                  "closed_gpu_s", "closed_s", "run_start", "guard", "last_run_s", "last_run_end",
                  "queue", "entry", "base", "eligible", "nodes", "names", "entry_key",
-                 "level", "lifted", "where", "epoch", "state", "crossing", "first_start")
+                 "level", "lifted", "where", "epoch", "state", "crossing", "first_start",
+                 "preempts")
 
     def __init__(self, job_id: int, shape: tuple[int, ...], submit: float,
-                 work_left: float | None, preemptible: bool) -> None:
+                 work_left: float | None, preemptible: bool, preempts: bool = True) -> None:
         self.job_id, self.shape, self.gpus, self.submit = job_id, shape, sum(shape), submit
         self.preemptible, self.work_left = preemptible, work_left
+        #: False: while waiting it preempts no one (``find_preemptions``' ``lifted``)
+        self.preempts = preempts
         self.phase = "pending"
         self.closed_gpu_s = self.closed_s = self.run_start = self.last_run_s = 0.0
         #: the current run's ``victims.guard_start``: its ``min_run_s`` guard counts from here

@@ -221,6 +221,44 @@ def test_shard_and_opportunistic_jobs_are_forecast_as_whole_gpu_jobs_and_said_so
     assert json_field(plain, 2, NOW)["sharing"] is None
 
 
+def _las_forecast(shares: dict) -> dict:
+    """One forecast under 2D-LAS (default thresholds and costs, ticks every 30 s): n0's one
+    GPU held by job 1 (queue 1, 5,000 GPU·s attained, running since NOW - 40), job 2 waiting
+    for 1 GPU in queue 0; every job drawing from one sample of 100 GPU·s, so job 1, past
+    every sample, draws as much again as it has attained (5,000 s left)."""
+    a = JobView(1, JobPhase.RUNNING, (1,), 0.0, attained_gpu_s=5000.0, attained_s=5000.0,
+                run_start=NOW - 40, nodes=("n0",), queue=1)
+    b = JobView(2, JobPhase.PENDING, (1,), NOW - 100)
+    units = {1: unit(1, gpus=1), 2: unit(2, "PENDING", start=None, gpus=1)}
+    obs = Observation(NOW, Snapshot((NodeView("n0", 1, 0),), (a, b)), units, (),
+                      shares=shares)
+    decisions = Decisions(order=(2,), states={
+        1: QueueState(1, 1, NOW - 40, 0.0, False, "queue 1"),
+        2: QueueState(2, 0, NOW - 100, 0.0, True, "new")})
+    forecaster = Forecaster(ForecastConfig(every_cycles=1, cpu_budget_s=5.0, draws=3), 30.0,
+                            logging.getLogger("test-forecasts"))
+    try:
+        forecaster.tick(1, obs, decisions, PolicyConfig(policy="tiresias-las"),
+                        GittinsDistribution([100.0]))
+        _collect(forecaster)
+    finally:
+        forecaster.close()
+    assert forecaster.latest is not None
+    return forecaster.latest["jobs"]
+
+
+def test_a_waiting_shard_job_preempts_no_one_in_the_forecast():
+    from prioritizer.policy.sharing import Share
+    # a whole-GPU job 2 preempts job 1 at the tick of NOW + 20 s (10,020 s); job 1 holds its
+    # GPU for the 15 s checkpoint, so job 2 starts at NOW + 35 s
+    plain = _las_forecast({})
+    assert plain["2"]["start"] == [NOW + 35] * 3 and plain["1"]["preempt_chance"] == 1.0
+    # a shard job waits for the GPU instead, as dlprio preempts nothing for it: job 1 runs its
+    # 5,000 s to NOW + 5,000 s
+    shard = _las_forecast({2: Share(share=0.25)})
+    assert shard["2"]["start"] == [NOW + 5000] * 3 and shard["1"]["preempt_chance"] == 0.0
+
+
 def test_a_running_job_without_node_names_is_left_out():
     obs = _observation()
     lost = JobView(3, JobPhase.RUNNING, (2,), 0.0, attained_gpu_s=10.0, attained_s=5.0,
