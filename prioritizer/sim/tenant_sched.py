@@ -101,8 +101,9 @@ class TenantScheduler(Scheduler):
             self.holdings.add(tenant, user, rec.gpus, sign=running)
 
     def add(self, job_id: int, shape: tuple[int, ...], submit: float,
-            duration_s: float | None = None, preemptible: bool = True) -> Tracked:
-        rec = super().add(job_id, shape, submit, duration_s, preemptible)
+            duration_s: float | None = None, preemptible: bool = True,
+            preempts: bool = True) -> Tracked:
+        rec = super().add(job_id, shape, submit, duration_s, preemptible, preempts)
         self._move(rec, 0, 1, 0)
         return rec
 
