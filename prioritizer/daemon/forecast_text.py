@@ -96,8 +96,9 @@ def json_field(forecast: Forecast | None, job_id: int, now: float) -> dict[str, 
     """``dlqueue --json``'s ``forecast`` of a job: ``made_at``, ``start`` (calibrated) and
     ``finish`` (``[p10, p50, p90]`` epoch s, ``null`` beyond the horizon or open; ``null``
     lists: fits on no node), ``calibrated`` (past forecasts the start band rests on, started
-    or still waiting; 0: the draws' raw band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard`` or
-    ``opportunistic``: forecast as a whole-GPU production job; null for any other job),
+    or still waiting; 0: the draws' raw band), ``preempt_chance``, ``ahead``, ``horizon_s``, ``sharing`` (``shard``,
+    ``opportunistic`` or ``opportunistic shard``: forecast as a whole-GPU production job;
+    null for any other job),
     ``restart`` (a job running at the forecast: its next start after a preemption, over the
     draws that preempted it, ``null`` when none did; ``null`` for any other job),
     ``waits_for`` (a pending job not forecast: what it waits for, e.g. ``JobArrayTaskLimit``,
@@ -211,6 +212,11 @@ SHARING_NOTES = {
     "opportunistic": ("GPU sharing is not modeled: this opportunistic job is forecast as a "
                       "production job (production jobs take its GPUs first: it may start "
                       "later and be preempted more often)"),
+    "opportunistic shard": ("GPU sharing is not modeled: this opportunistic shard job is "
+                            "forecast as a production job of one whole GPU (Slurm may start "
+                            "it sooner, on the free shards of a busy GPU; production jobs "
+                            "take its GPUs first: it may start later and be preempted more "
+                            "often)"),
 }
 
 

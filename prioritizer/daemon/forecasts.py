@@ -44,7 +44,7 @@ Snapshot field ``forecast`` (absent until the first forecast is ready)::
                            "calibrated": int, "finish": [p10, p50, p90],
                            "preempt_chance": 0-1, "ahead": int, "first_ahead": [int, ...],
                            ["restart": [p10, p50, p90] | null],
-                           ["sharing": "shard" | "opportunistic"],
+                           ["sharing": "shard" | "opportunistic" | "opportunistic shard"],
                            ["waits_for": "<squeue REASON>"]}}}
 
 ``tenants_not_modeled`` (only with ``virtual_clusters``): the replay orders jobs by the policy
@@ -285,10 +285,12 @@ class MetaStore(Protocol):
 
 
 def sharing_of(shares: Mapping[int, Share], world: World) -> dict[str, str]:
-    """The jobs of ``world`` that use GPU sharing, by id: ``shard`` (a fraction of one GPU)
-    or ``opportunistic``; the forecast counts each as a whole-GPU production job."""
+    """The jobs of ``world`` that use GPU sharing, by id: ``shard`` (a fraction of one GPU),
+    ``opportunistic``, or ``opportunistic shard`` (both); the forecast counts each as a
+    whole-GPU production job."""
     ids = {j.job_id for j in world.jobs}
-    return {str(job_id): "shard" if share.share > 0 else "opportunistic"
+    return {str(job_id): " ".join(kind for kind, on in (("opportunistic", share.opportunistic),
+                                                        ("shard", share.share > 0)) if on)
             for job_id, share in shares.items()
             if str(job_id) in ids and (share.share > 0 or share.opportunistic)}
 

@@ -599,3 +599,15 @@ def test_a_forecast_child_killed_by_a_signal_is_a_failed_forecast_and_close_retu
         assert time.monotonic() - began < 10 and second.proc.exitcode == -signal.SIGKILL
     finally:
         forecaster.close()
+
+
+def test_a_job_both_opportunistic_and_shard_gets_both_caveats():
+    from prioritizer.daemon.forecast_text import not_modeled_lines
+    from prioritizer.daemon.forecasts import sharing_of
+    from prioritizer.policy.sharing import Share
+    world = world_of(_observation(), _decisions(), PolicyConfig())
+    kinds = sharing_of({1: Share(share=0.5, opportunistic=True), 2: Share(share=0.25)}, world)
+    assert kinds == {"1": "opportunistic shard", "2": "shard"}
+    [line] = not_modeled_lines({"sharing": kinds["1"]}, {"sharing_jobs": 2})
+    assert "opportunistic shard job is forecast as a production job of one whole GPU" in line
+    assert "free shards of a busy GPU" in line and "preempted more often" in line
