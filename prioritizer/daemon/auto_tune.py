@@ -158,6 +158,22 @@ def in_force(cfg: DaemonConfig, ledger: Ledger) -> tuple[PolicyConfig, dict[str,
         return cfg.policy, None
 
 
+def dropped(cfg: DaemonConfig, ledger: Ledger) -> dict[str, Any] | None:
+    """The adopted record that no longer applies, because it was tuned from another
+    ``policy:`` section than the config's present one (an edit since: the config's own
+    settings are in force again, module doc); None when there is none."""
+    raw = ledger.meta(META_SETTINGS)
+    if not cfg.auto_tune.enabled or not raw:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or record.get("base") == _policy_key(cfg.policy):
+        return None
+    return record
+
+
 def status_line(cfg: DaemonConfig, ledger: Ledger) -> str | None:
     """One line for ``dlprio status`` / ``explain`` while ``auto_tune`` is enabled (None when
     it is off: the config's ``policy:`` section is in force): the settings in force and where
@@ -166,8 +182,11 @@ def status_line(cfg: DaemonConfig, ledger: Ledger) -> str | None:
         return None
     policy, record = in_force(cfg, ledger)
     switches = int(ledger.meta(META_SWITCHES) or 0)
-    where = (f"tuned {_ts(record['at'])}: {record['label']} ({record['reason']})"
-             if record else "the config's policy section (no switch adopted)")
+    gone = dropped(cfg, ledger) if record is None else None
+    where = (f"tuned {_ts(record['at'])}: {record['label']} ({record['reason']})" if record
+             else f"the config's policy section (the switch to {gone.get('label')} was "
+             "dropped: the section changed since it was tuned)" if gone
+             else "the config's policy section (no switch adopted)")
     line = (f"auto_tune: on; thresholds {'/'.join(f'{t:g}' for t in policy.thresholds_gpu_s)} "
             f"GPU·s, knob {policy.starve_knob:g}, min_run {policy.min_run_s:g} s from {where}; "
             f"{switches} switch(es)")
@@ -175,6 +194,8 @@ def status_line(cfg: DaemonConfig, ledger: Ledger) -> str | None:
     if last:
         rec = json.loads(last)
         line += f"; last replay {_ts(rec['at'])}: {rec['outcome']}: {rec['reason']}"
+        if rec.get("in_force") not in (None, _policy_key(policy)):
+            line += " (measured against other settings than those now in force)"
     return line
 
 
@@ -313,7 +334,8 @@ class AutoTuner:
 
     def _record(self, now: float, outcome: str, reason: str, level: int = logging.INFO) -> None:
         self.metrics.auto_tune_replays.labels(outcome=outcome).inc()
-        self.ledger.set_meta(META_LAST, json.dumps({"at": now, "outcome": outcome,
-                                                    "reason": reason}))
+        self.ledger.set_meta(META_LAST, json.dumps({
+            "at": now, "outcome": outcome, "reason": reason,
+            "in_force": None if self.base is None else _policy_key(self.base)}))
         if outcome != "switched":
             event(self.log, f"auto_tune_{outcome}", level=level, reason=reason)

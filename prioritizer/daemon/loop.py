@@ -24,7 +24,7 @@ from typing import TextIO
 
 from prioritizer import tables
 from prioritizer.daemon import act
-from prioritizer.daemon.auto_tune import AutoTuner, in_force
+from prioritizer.daemon.auto_tune import AutoTuner, dropped, in_force
 from prioritizer.daemon.act import Encoding
 from prioritizer.daemon.config import DaemonConfig
 from prioritizer.daemon.log import CycleAdapter, event
@@ -107,6 +107,10 @@ class Daemon:
         if adopted is not None:
             self.cfg = dataclasses.replace(cfg, policy=policy)
             event(log, "auto_tune_in_force", settings=adopted["label"], since=adopted["at"])
+        elif (gone := dropped(cfg, ledger)) is not None:
+            event(log, "auto_tune_dropped", settings=gone.get("label"), since=gone.get("at"),
+                  reason="the config's policy: section changed since it was tuned; its own "
+                  "settings are in force")
         self.tuner = (AutoTuner(cfg, ledger, log, self.metrics, cfg.call_timeout_s)
                       if auto_tune and cfg.auto_tune.enabled and not dry_run else None)
         self.clock = clock

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import signal
 import subprocess
 import time
@@ -140,6 +141,30 @@ def test_adopted_settings_are_in_force_only_while_enabled_and_the_section_unchan
         assert status_line(off, ledger) is None   # status and explain print no line
         edited = dataclasses.replace(on, policy=dataclasses.replace(on.policy, min_run_s=30.0))
         assert in_force(edited, ledger) == (edited.policy, None)   # the operator's edit wins
+
+
+def test_a_switch_dropped_by_an_edit_is_said_and_logged_and_an_old_replay_marked(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    on = DaemonConfig(ledger_path=str(tmp_path / "l"), snapshot_path=str(tmp_path / "s"),
+                      auto_tune=from_mapping({"auto_tune": {"enabled": True}}).auto_tune)
+    edited = dataclasses.replace(on, policy=dataclasses.replace(on.policy, min_run_s=30.0))
+    with Ledger(on.ledger_path) as ledger:
+        _adopt(ledger, on.policy, {"thresholds": [100, 200]})
+        adopted = in_force(on, ledger)[0]
+        # the last replay compared the grid with the adopted settings, then the section changed
+        ledger.set_meta(auto_tune.META_LAST, json.dumps({
+            "at": 0.0, "outcome": "kept", "reason": "no gain",
+            "in_force": json.dumps(dataclasses.asdict(adopted), sort_keys=True)}))
+        assert status_line(on, ledger).endswith("last replay 1970-01-01 00:00:00 UTC: kept: "
+                                                "no gain")
+        line = status_line(edited, ledger)
+        assert "from the config's policy section (the switch to thresholds=100/200 was " \
+               "dropped: the section changed since it was tuned)" in line
+        assert line.endswith("kept: no gain (measured against other settings than those now "
+                             "in force)")
+        with caplog.at_level(logging.INFO):
+            Daemon(edited, None, ledger, CycleAdapter())  # type: ignore[arg-type]
+        assert [r for r in caplog.records if "auto_tune_dropped" in r.getMessage()]
 
 
 def test_the_ledger_history_counts_work_as_history_export_does(tmp_path: Path) -> None:
