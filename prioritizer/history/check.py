@@ -245,7 +245,8 @@ def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False
     phase = "; ticks in phase with the daemon cycles" if fid.cycle_phased else ""
     lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
                  f"dispatch {fid.dispatch_s:g} s{phase}; "
-                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped; "
+                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped"
+                 f"{' (no GPU or no work, e.g. CPU-only rows, or fitting no node)' if fid.skipped else ''}; "
                  f"{within}/{len(fid.jobs)} ({fid.share_within * 100:.0f} %) within "
                  f"{JOB_TARGET * 100:.0f} % of their real JCT")
     verdict = "met" if fid.meets_targets else "MISSED"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prioritizer.cli import main
-from prioritizer.history.check import (check, dispatch_latency_of, start_latency_from,
+from prioritizer.history.check import (check, format_fidelity, dispatch_latency_of, start_latency_from,
                                        tick_base, trace_of)
 from prioritizer.history.export import anonymise, history_rows, work_gpu_s
 from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_rows, write_rows
@@ -571,3 +571,13 @@ def test_rows_a_replay_reads_are_in_export_order_job_ids_as_numbers() -> None:
     rows.append(_row("12_10", 100.0, 1, 10.0, 10.0))
     assert [r.job_id for r in sorted(rows, key=replay_order)] == [
         "9", "10", "11", "12_3", "12_10", "100", "8"]
+
+
+def test_the_check_says_what_the_skipped_rows_were() -> None:
+    # a CPU-only row (kept by export --include-cpu-only) is no GPU job: skipped, and said why
+    rows = [_row("a", 0, 8, 10, 10), _row("cpu", 0, 0, 10, 10)]
+    fid = check(rows, Cluster(1, 8), FIFO_FIT)
+    assert fid.skipped == 1 and [j.job_id for j in fid.jobs] == ["a"]
+    assert ("1 jobs replayed, 1 skipped (no GPU or no work, e.g. CPU-only rows, or fitting no "
+            "node); " in format_fidelity(fid))
+    assert "0 skipped; " in format_fidelity(check(rows[:1], Cluster(1, 8), FIFO_FIT))
