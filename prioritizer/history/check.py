@@ -225,6 +225,10 @@ def _pct(x: float) -> str:
     return f"{x * 100:+.1f} %"
 
 
+#: what the skipped rows of a check are
+_SKIPPED = " (no GPU or no work, e.g. CPU-only rows, or fitting no node)"
+
+
 def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False) -> str:
     """The fidelity tables: one line per job (optional; JCTs in s, diff the replay's error in
     %), then avg/p95 JCT real vs replay, then the target verdict. Tables are laid out by
@@ -245,8 +249,7 @@ def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False
     phase = "; ticks in phase with the daemon cycles" if fid.cycle_phased else ""
     lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
                  f"dispatch {fid.dispatch_s:g} s{phase}; "
-                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped"
-                 f"{' (no GPU or no work, e.g. CPU-only rows, or fitting no node)' if fid.skipped else ''}; "
+                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped{_SKIPPED if fid.skipped else ''}; "
                  f"{within}/{len(fid.jobs)} ({fid.share_within * 100:.0f} %) within "
                  f"{JOB_TARGET * 100:.0f} % of their real JCT")
     verdict = "met" if fid.meets_targets else "MISSED"

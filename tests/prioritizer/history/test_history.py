@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from prioritizer.cli import main
-from prioritizer.history.check import (check, format_fidelity, dispatch_latency_of, start_latency_from,
-                                       tick_base, trace_of)
+from prioritizer.history.check import (check, dispatch_latency_of, format_fidelity,
+                                       start_latency_from, tick_base, trace_of)
 from prioritizer.history.export import anonymise, history_rows, work_gpu_s
 from prioritizer.history.trace import COLUMNS, HistoryError, HistoryRow, read_rows, write_rows
 from prioritizer.policy.config import PolicyConfig
