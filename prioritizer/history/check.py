@@ -247,9 +247,10 @@ def format_fidelity(fid: Fidelity, per_job: bool = True, *, styled: bool = False
     lines.append(tables.render(head, rows, head[1:], styled=styled).rstrip("\n"))
     within = sum(1 for j in fid.jobs if abs(j.error) <= JOB_TARGET)
     phase = "; ticks in phase with the daemon cycles" if fid.cycle_phased else ""
+    why = _SKIPPED if fid.skipped else ""
     lines.append(f"policy {fid.policy}; start latency {fid.start_latency_s:g} s; "
                  f"dispatch {fid.dispatch_s:g} s{phase}; "
-                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped{_SKIPPED if fid.skipped else ''}; "
+                 f"{len(fid.jobs)} jobs replayed, {fid.skipped} skipped{why}; "
                  f"{within}/{len(fid.jobs)} ({fid.share_within * 100:.0f} %) within "
                  f"{JOB_TARGET * 100:.0f} % of their real JCT")
     verdict = "met" if fid.meets_targets else "MISSED"
