@@ -398,15 +398,20 @@ class DaemonConfig:
 
     def auto_tune_rules(self) -> list[tuple[str, str]]:
         """An enabled ``auto_tune`` needs a threshold policy (``tiresias-las`` or
-        ``tiresias-gittins``: the grid's thresholds are in GPU·s) and grid thresholds with as
-        many values as ``policy.thresholds_gpu_s`` (the number of queues stays)."""
+        ``tiresias-gittins``: the grid's thresholds are in GPU·s), grid thresholds with as
+        many values as ``policy.thresholds_gpu_s`` (the number of queues stays), and a
+        ``quantum`` in the grid only under ``tiresias-gittins`` (no other policy reads it)."""
         if not self.auto_tune.enabled:
             return []
         if self.policy.policy not in ("tiresias-las", "tiresias-gittins"):
             return [("auto_tune.enabled", f"needs policy tiresias-las or tiresias-gittins "
                      f"(got policy {self.policy.policy})")]
+        grid = self.auto_tune.parsed_grid()
+        if "quantum" in grid and self.policy.policy != "tiresias-gittins":
+            return [("auto_tune.grid", f"quantum (the Gittins quantum) changes nothing under "
+                     f"policy {self.policy.policy}; drop it, or use tiresias-gittins")]
         want = len(self.policy.thresholds_gpu_s)
-        bad = [t for t in self.auto_tune.parsed_grid().get("thresholds", []) if len(t) != want]
+        bad = [t for t in grid.get("thresholds", []) if len(t) != want]
         if bad:
             written = "/".join(f"{x:g}" for x in bad[0])
             return [("auto_tune.grid", f"every thresholds value needs {want} number(s), as "

@@ -115,6 +115,20 @@ def test_auto_tune_needs_a_threshold_policy(tmp_path: Path) -> None:
                               "tiresias-gittins (got policy fifo)")
 
 
+def test_a_quantum_in_the_grid_needs_the_gittins_policy(tmp_path: Path) -> None:
+    path = tmp_path / "dlprio.yaml"
+    path.write_text("policy: {policy: tiresias-las}\n"
+                    "auto_tune: {enabled: true, grid: 'quantum=1000,4000'}\n")
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert str(err.value) == (f"{path}: auto_tune.grid: quantum (the Gittins quantum) changes "
+                              "nothing under policy tiresias-las; drop it, or use "
+                              "tiresias-gittins")
+    path.write_text("policy: {policy: tiresias-gittins}\n"
+                    "auto_tune: {enabled: true, grid: 'quantum=1000,4000'}\n")
+    assert load(path).policy.policy == "tiresias-gittins"
+
+
 def _adopt(ledger: Ledger, base: PolicyConfig, setting: dict) -> None:
     ledger.set_meta(auto_tune.META_SETTINGS, json.dumps({
         "setting": setting, "label": "thresholds=100/200", "at": 0.0, "reason": "made here",
