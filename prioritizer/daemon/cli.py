@@ -262,8 +262,10 @@ def _run(args: argparse.Namespace, cfg: DaemonConfig, log: CycleAdapter,
             raise ConfigError(f"{visible(_source(args))}: {key}: cannot listen on "
                               f"{visible(cfg.metrics_addr)}:{cfg.metrics_port} "
                               f"({exc.strerror})") from None
-        with Ledger(cfg.ledger_path) as ledger, _lease(cfg, client, log, stop,
-                                                        metrics) as lease:
+        # the lease first, as for once: a run refused by another daemon's lease leaves no
+        # new ledger behind
+        with _lease(cfg, client, log, stop, metrics) as lease, \
+                Ledger(cfg.ledger_path) as ledger:
             if stop.is_set():
                 return Exit.OK
             event(log, "started", ledger=cfg.ledger_path, mode=cfg.mode, policy=cfg.policy.policy,

@@ -58,7 +58,8 @@ def test_two_daemons_two_ledgers_one_acts(jobs: Jobs, tmp_path: Path) -> None:
         assert refused.returncode == 6, refused.stderr   # Exit.HELD
         assert a.proc is not None and f":{a.proc.pid} (lease job {held.job_id}" in refused.stderr
         assert len(refused.stderr.strip().splitlines()) == 1
-        # `once` refused by the lease leaves no ledger behind (`run` opens its ledger first)
+        assert not (tmp_path / "b" / "ledger.sqlite").exists()   # the lease before the ledger
+        # `once` refused by the lease leaves no ledger behind either
         c_cfg = _cfg(tmp_path, "c")
         refused = subprocess.run(dlprio("once", "--config", str(c_cfg)), capture_output=True,
                                  text=True, timeout=60)
