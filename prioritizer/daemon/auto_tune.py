@@ -139,18 +139,25 @@ def _policy_key(policy: PolicyConfig) -> str:
     return json.dumps(dataclasses.asdict(policy), sort_keys=True)
 
 
+def _adopted(cfg: DaemonConfig, ledger: Ledger) -> dict[str, Any] | None:
+    """The ledger's adopted record while ``auto_tune`` is enabled (None: none, or not what
+    this module wrote), whatever ``policy:`` section it was tuned from."""
+    raw = ledger.meta(META_SETTINGS)
+    if not cfg.auto_tune.enabled or not raw:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:   # not what this module wrote: the config's settings
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def in_force(cfg: DaemonConfig, ledger: Ledger) -> tuple[PolicyConfig, dict[str, Any] | None]:
     """The policy settings in force and the adopted record (None: the config's own): the
     ledger's adopted setting when ``auto_tune`` is enabled and it was tuned from the config's
     present ``policy:`` section; else ``cfg.policy`` (see the module doc)."""
-    raw = ledger.meta(META_SETTINGS)
-    if not cfg.auto_tune.enabled or not raw:
-        return cfg.policy, None
-    try:
-        record = json.loads(raw)
-    except ValueError:   # not what this module wrote: the config's settings
-        return cfg.policy, None
-    if not isinstance(record, dict) or record.get("base") != _policy_key(cfg.policy):
+    record = _adopted(cfg, ledger)
+    if record is None or record.get("base") != _policy_key(cfg.policy):
         return cfg.policy, None
     try:
         return apply_setting(cfg.policy, record["setting"]), record
@@ -162,16 +169,8 @@ def dropped(cfg: DaemonConfig, ledger: Ledger) -> dict[str, Any] | None:
     """The adopted record that no longer applies, because it was tuned from another
     ``policy:`` section than the config's present one (an edit since: the config's own
     settings are in force again, module doc); None when there is none."""
-    raw = ledger.meta(META_SETTINGS)
-    if not cfg.auto_tune.enabled or not raw:
-        return None
-    try:
-        record = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(record, dict) or record.get("base") == _policy_key(cfg.policy):
-        return None
-    return record
+    record = _adopted(cfg, ledger)
+    return None if record is None or record.get("base") == _policy_key(cfg.policy) else record
 
 
 def status_line(cfg: DaemonConfig, ledger: Ledger) -> str | None:
