@@ -21,7 +21,8 @@ daemon updated it; when none of the jobs shown is in it, it is not used (:func:`
 Exit codes (:class:`~slurm_plugin.common.exits.Exit`, README.md's table): 0 success (also without a daemon snapshot: the view says so); 2 bad arguments
 (an unknown ``-u`` user or ``-p`` partition, an empty list item, a number out of range or not finite, a
 ``--snapshot`` that is not a regular file or is over 128 MiB included);
-3 Slurm unreachable; 4 Slurm refused the request (its message is printed).
+3 Slurm unreachable; 4 Slurm refused the request (its message is printed); 5 none of the jobs
+``-j`` names is in the table (a note per job says why).
 """
 
 from __future__ import annotations
@@ -578,7 +579,7 @@ def _run(view: _View) -> int:
         encode = json.JSONEncoder(ensure_ascii=False).encode
         items = [encode(r) for r in qv.json_rows(rows)]
         print("[\n" + ",\n".join(items) + "\n]" if items else "[]")
-        return Exit.OK
+        return _found(args, rows)
     sys.stdout.write(qv.render_text(rows, show_service=snap is not None,
                                     show_start=_show_start(snap)))
     if snap is not None and snap.tenants:
@@ -587,7 +588,14 @@ def _run(view: _View) -> int:
         print(qv.visible(n))
     if args.jobs is not None:
         _forecast_details(rows, snap)
-    return Exit.OK
+    return _found(args, rows)
+
+
+def _found(args: argparse.Namespace, rows: list[qv.QueueRow]) -> int:
+    """NOT_FOUND when ``-j`` named jobs and none of them is in the table (the notes say why),
+    so that ``dlqueue -j ID || ...`` tells a job that is gone, as ``squeue -j ID`` does with
+    "Invalid job id specified"; else OK."""
+    return Exit.NOT_FOUND if args.jobs is not None and not rows else Exit.OK
 
 
 def _unknown_partitions(client: SlurmClient, names: list[str]) -> list[str]:

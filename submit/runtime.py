@@ -256,16 +256,24 @@ exec {dl_err}>&2
 for ((dl_try = 0; ; dl_try++)); do
   { DL_TASK_RETRY=$dl_try DL_CMD=$dl_cmd "${dl_run[@]}" -c 'dl_n=$1; [[ $dl_n =~ ^[0-9]+$ ]] || dl_n=$(kill -l "$1"); dl_g=0; trap '\''dl_s=$?; dl_g=1; (( dl_s == 0 )) || exit "$dl_s"'\'' "$1"; trap '\''dl_s=$?; if (( !dl_g && dl_s == 128 + dl_n )); then sleep 1 & wait "$!"; fi; (( dl_g )) && exit "$dl_s"'\'' ERR; set --; dl_c=$DL_CMD; unset DL_CMD; eval "$dl_c"' "dl-$dl_ident" "$DL_SIGNAL" 2>&"$dl_err" {dl_err}>&-; } 2>/dev/null
   dl_rc=$?
-  (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
-  # a command killed by a signal may be the first sign of a stop under way (srun's SIGKILL of
-  # the step, the gang.stop of a shared file system): a few seconds for it to show
-  for ((dl_i = 0; dl_i < 3 && dl_rc > 128 && !dl_sig; dl_i++)); do
+  # a failed command may be the first sign of a stop or a checkpoint signal under way: Slurm
+  # signals a step's processes one at a time (proctrack/linuxproc walks the process tree), so
+  # the command may end of its signal, or of its own trap's exit, before this shell gets its
+  # own; a shared file system shows gang.stop late. A few seconds for either to show, so that a
+  # stopped task is not run again and a signalled one leaves its mark below. A killed command
+  # that would be run again waits longer: the stop may be another task's failure, whose status
+  # comes these 3 s after its exit and the batch shell's decision a second or so later
+  dl_wait=0
+  (( dl_rc != 0 )) && dl_wait=3
+  (( dl_rc > 128 && dl_try < ${11:-0} )) && dl_wait=10
+  for ((dl_i = 0; dl_i < dl_wait && !dl_sig; dl_i++)); do
     dl_stopping && break
     sleep 1 & wait "$!"
   done
-  if dl_stopping || (( dl_sig )); then
+  (( dl_rc == 0 || dl_sig || dl_try >= ${11:-0} )) && break
+  if dl_stopping; then
     printf '[dlsubmit] %s %s: exit %s while the job is being stopped (%s); not run again\n' \
-      "$2" "$dl_index" "$dl_rc" "${dl_stop:-checkpoint signal}" >&2
+      "$2" "$dl_index" "$dl_rc" "$dl_stop" >&2
     break
   fi
   printf '[dlsubmit] %s %s: exit %s, task retry %s of %s\n' "$2" "$dl_index" "$dl_rc" $((dl_try + 1)) "${11}" >&2

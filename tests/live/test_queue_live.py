@@ -65,15 +65,17 @@ def jobs() -> Iterator[Jobs]:
              "the test's jobs to end")
 
 
-def dlqueue(*args: str) -> subprocess.CompletedProcess[str]:
+def dlqueue(*args: str, rc: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run dlqueue; assert its exit status is ``rc`` (5, NOT_FOUND: no job ``-j`` names is in
+    the table)."""
     proc = subprocess.run([DLQUEUE, *args], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, COLUMNS="100"))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == rc, proc.stderr
     return proc
 
 
-def dlqueue_json(*args: str) -> list[dict]:
-    return json.loads(dlqueue("--json", *args).stdout)
+def dlqueue_json(*args: str, rc: int = 0) -> list[dict]:
+    return json.loads(dlqueue("--json", *args, rc=rc).stdout)
 
 
 def ids_arg(ids: list[int]) -> str:
@@ -109,7 +111,8 @@ def test_json_and_table_behind_a_blocker(jobs: Jobs) -> None:
     assert by_id[later]["reason"].startswith(("BeginTime (eligible in 1:59:", "BeginTime (eligible in 2:00:00"))
 
     # filters: user, state, partition
-    assert dlqueue_json("-j", ids_arg(jobs.ids), "-u", "nobody", "--snapshot", NO_SNAPSHOT) == []
+    assert dlqueue_json("-j", ids_arg(jobs.ids), "-u", "nobody", "--snapshot", NO_SNAPSHOT,
+                        rc=5) == []
     assert [r["job_id"] for r in dlqueue_json("-j", ids_arg(jobs.ids), "-t", "R", "--me",
                                                "-p", slurm[blocker].partition,
                                                "--snapshot", NO_SNAPSHOT)] == [blocker]
@@ -161,14 +164,15 @@ def test_an_array_element_selects_the_folded_row_of_pending_elements(jobs: Jobs)
                                (f"{stepped}_[1,3,5,7,9%2]", [f"{stepped}_[1,3,5,7,9%2]"]),
                                (f"{held}_[10-12],{stepped}_[2-4]", [f"{stepped}_[1,3,5,7,9%2]"]),
                                (f"{held}_[1-4]", [])):
-        out = dlqueue("-j", selector, "--snapshot", NO_SNAPSHOT).stdout.splitlines()
+        found = 0 if expected else 5
+        out = dlqueue("-j", selector, "--snapshot", NO_SNAPSHOT, rc=found).stdout.splitlines()
         assert out[0].startswith("JOBID"), out
         shown = [line.split()[0] for line in out[1:] if line[:1].isdigit()]   # the rows
         assert sorted(shown) == sorted(expected), (selector, out)
         if not expected:   # a selector that selects no row says so
             assert f"job {selector}: not in the table: no such job, or it ended" in \
                 "\n".join(out), (selector, out)
-        rows = dlqueue_json("-j", selector, "--snapshot", NO_SNAPSHOT)
+        rows = dlqueue_json("-j", selector, "--snapshot", NO_SNAPSHOT, rc=found)
         assert sorted(r["job_id"] for r in rows) == sorted(
             {f"{held}": held, f"{stepped}": stepped}[e.split("_")[0]] for e in expected)
 

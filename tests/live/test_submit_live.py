@@ -233,6 +233,20 @@ def test_a_plain_scancel_signal_reaches_the_tasks_and_is_taken_as_the_checkpoint
     assert submit.client.job(job_id).state == "RUNNING"
 
 
+def test_a_checkpoint_signal_that_reaches_the_task_after_its_command_ended_still_counts(
+        submit: Submitter) -> None:
+    """Slurm signals a step's processes one at a time: a command that traps the checkpoint
+    signal may checkpoint and exit before its task's shell gets the signal. Here the command
+    exits 3 and its task's shell gets SIGUSR2 a second later; the task waits for it, leaves its
+    mark, and the batch shell waits for the requeue instead of ending the job FAILED."""
+    late = '( sleep 1; kill -s USR2 "$PPID" ) & echo EXITING; exit 3'
+    job_id, log = submit(spec("latesig", {"main": role(late)}, extras={"checkpoint": {"grace": 30}}))
+    text = wait_file(log, r"waiting for the requeue|end: failed", 60)
+    assert "taken as the checkpoint signal" in text, text
+    assert "waiting for the requeue" in text and "end: failed" not in text, text
+    assert submit.client.job(job_id).state == "RUNNING"
+
+
 @pytest.mark.releases
 def test_the_time_limit_warning_ends_the_job_timeout_not_requeued(
         submit: Submitter, monkeypatch: pytest.MonkeyPatch) -> None:

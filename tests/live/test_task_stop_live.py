@@ -64,8 +64,11 @@ def final_sacct_state(submit: Submitter, job_id: int) -> str:
 
 @pytest.mark.releases
 def test_a_policy_stop_retries_no_healthy_role(submit: Submitter) -> None:
+    """Role a fails; the gang stop kills role b's ``sleep 60`` (srun ends its step with SIGKILL
+    on the batch shell's SIGTERM) and b is never run again. ``&&``: Slurm kills a step's
+    processes one at a time, so after ``sleep 60; echo`` the shell may echo in between."""
     roles = {"a": role('sleep 3; echo "a fails now"; exit 1'),
-             "b": role('echo "b start try=$DL_TASK_RETRY"; sleep 60; echo "b end"', taskRetryCount=3)}
+             "b": role('echo "b start try=$DL_TASK_RETRY"; sleep 60 && echo "b end"', taskRetryCount=3)}
     job_id, log = submit(spec("taskstop", roles))
     final = submit.ended(job_id, 120)
     no_job_process_left(job_id, submit.tmp / "ckpt" / str(job_id))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from prioritizer.daemon import snapshot as public_snapshot
+from slurm_plugin.common.exits import Exit
 from slurm_plugin.slurm.records import filter_jobs
 from submit import queue_cli
 from queue_helpers import make_job, pub, snapshot
@@ -61,9 +62,19 @@ def test_an_id_the_table_leaves_out_is_named_under_it(
     assert out[3].startswith("job 999: not in the table:") and out[4] == "job 12:"
 
 
+def test_no_named_job_in_the_table_is_not_found(snap_path: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """As ``squeue -j ID`` exits 1 ("Invalid job id specified"), so that a script can tell a
+    job that is gone; one job of two in the table is success."""
+    assert queue_cli.main(["--snapshot", snap_path, "-j", "999,998"]) == 5
+    out = capsys.readouterr().out
+    assert "job 999: not in the table" in out and "job 998: not in the table" in out
+    assert queue_cli.main(["--snapshot", snap_path, "-j", "999,12"]) == 0
+
+
 def test_with_json_the_note_goes_to_stderr(snap_path: str,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    assert queue_cli.main(["--snapshot", snap_path, "--json", "-j", "999_3"]) == 0
+    assert queue_cli.main(["--snapshot", snap_path, "--json", "-j", "999_3"]) == Exit.NOT_FOUND
     captured = capsys.readouterr()
     assert json.loads(captured.out) == []
     assert captured.err.startswith("dlqueue: job 999_3: not in the table:")
