@@ -346,7 +346,7 @@ class Daemon:
                                backoff_s=self.cfg.interval_s,
                                backoff_max_s=self.cfg.backoff_max_s,
                                targets={j: u.update_target for j, u in obs.units.items()
-                                        if u.array_record})
+                                        if u.array_record or u.element})
         self.metrics.slurm_errors.labels(kind="refused").inc(len(self.pushed.refused))
         self.metrics.update_backoff.set(len(self.ledger.backing_off(obs.now)))
         rules = (self.tenant_decisions.preempt_reasons

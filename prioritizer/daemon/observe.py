@@ -86,6 +86,10 @@ class Unit:
     ``array_tasks``: the task expression of the pending record of a job array's tasks, as
     squeue gives it (``2-10%2``; "" for any other unit); such a record (:attr:`array_record`)
     never shows a start: Slurm starts each task but the last under a new job id.
+    ``element``: for the array task that carries the array's own job id (the last one Slurm
+    starts keeps it), ``ARRAYID_TASKID``, the only name of it alone: the array's id names
+    every task of the array in ``scontrol update``, ``scontrol requeue`` and ``scancel``
+    (scontrol(1), scancel(1)); "" for any other unit.
     ``time_used_s``: the leader's seconds run in its current (or last) run, time suspended
     not counted (squeue's ``TimeUsed``; None: Slurm gives none).
     ``partitions``: every partition its components name (a pending one's list split), the
@@ -115,6 +119,7 @@ class Unit:
     array_tasks: str = ""
     time_used_s: float | None = None
     partitions: tuple[str, ...] = ()
+    element: str = ""
 
     @property
     def array_record(self) -> bool:
@@ -123,10 +128,14 @@ class Unit:
 
     @property
     def update_target(self) -> int | str:
-        """What ``scontrol update jobid=`` names for it: its job id; for an array's pending
-        record, its pending tasks (``40_[5-9]``, the throttle left out). The array's id alone
-        names every task, and once one has ended Slurm answers "Job has already finished"
-        (exit 1) though it updates the others."""
+        """What Slurm's commands name for it (``scontrol update jobid=``, ``scontrol
+        requeue``, ``scancel --signal``): its job id; for an array's pending record, its
+        pending tasks (``40_[5-9]``, the throttle left out); for the task that carries the
+        array's id, :attr:`element` (``40_9``). The array's id alone names every task, and
+        once one has ended Slurm answers "Job has already finished" (exit 1) though it
+        updates the others."""
+        if self.element:
+            return self.element
         if not self.array_tasks:
             return self.job_id
         return f"{self.job_id}_[{self.array_tasks.partition('%')[0]}]"
@@ -254,7 +263,9 @@ def _unit(unit_id: int, parts: list[Job], managed: set[str]) -> Unit | None:
         priority=lead.priority, shards=shards, components=len(parts),
         tasks=array_task_count(lead.array_task_string) if lead.array_task_string else 1,
         array_tasks=lead.array_task_string, time_used_s=lead.time_used_s,
-        partitions=tuple(dict.fromkeys(p for j in parts for p in j.partition.split(",") if p)))
+        partitions=tuple(dict.fromkeys(p for j in parts for p in j.partition.split(",") if p)),
+        element=f"{unit_id}_{lead.array_task_id}" if lead.array_task_id is not None
+        and lead.array_job_id == unit_id and not lead.array_task_string else "")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -142,6 +142,7 @@ class Preemptor:
         Raises SlurmUnreachable (the step is rolled back in the ledger and retried later).
         """
         self._lowered = lowered or {}
+        self._units = obs.units
         requeued = []
         for intent in self.ledger.open_intents():
             if self._step(intent, obs):
@@ -149,6 +150,14 @@ class Preemptor:
         return requeued
 
     _lowered: Mapping[int, str] = {}
+    _units: Mapping[int, Unit] = {}
+
+    def _named(self, job_id: int) -> int | str:
+        """What Slurm's commands name for the victim (:attr:`Unit.update_target`: the array
+        task that carries its array's id as ``ARRAYID_TASKID``, since the id alone names the
+        whole array); its id when this cycle did not see it."""
+        unit = self._units.get(job_id)
+        return job_id if unit is None else unit.update_target
 
     def next_due(self) -> float | None:
         """When (epoch s) the next act of an open intent is due: the earliest end of a
@@ -201,7 +210,7 @@ class Preemptor:
         assert i.signal is not None
         self.ledger.mark_signal(i.id, now, now + i.grace_s)
         try:
-            self.client.signal(i.job_id, i.signal, batch_only=True)
+            self.client.signal(self._named(i.job_id), i.signal, batch_only=True)
         except SlurmUnreachable:
             self.ledger.mark_signal(i.id, None, None)
             raise
@@ -222,7 +231,7 @@ class Preemptor:
         try:
             if field and field != "partition":
                 self._lower(i.job_id, field, arg)
-            self.client.requeue(i.job_id, incomplete=True, hold=field == "partition")
+            self.client.requeue(self._named(i.job_id), incomplete=True, hold=field == "partition")
         except SlurmUnreachable:
             self.ledger.mark_requeue(i.id, None)
             raise
@@ -250,15 +259,15 @@ class Preemptor:
             self._lower(job_id, "partition", partition)
         finally:
             try:
-                self.client.release([job_id])
+                self.client.release([self._named(job_id)])
             except SlurmError as exc:
                 event(self.log, "victim_left_held", job_id, logging.ERROR, slurm=exc.message,
-                      fix=f"scontrol release {job_id}")
+                      fix=f"scontrol release {self._named(job_id)}")
 
     def _lower(self, job_id: int, field: str, arg: str) -> None:
         """Give the victim its lowered value; a refusal is logged, the requeue goes on."""
         try:
-            act.send(self.client, field, [job_id], arg)
+            act.send(self.client, field, [self._named(job_id)], arg)
         except (JobUnknown, SlurmRefused) as exc:
             event(self.log, "lower_refused", job_id, logging.WARNING, value=f"{field}:{arg}",
                   slurm=exc.message)

@@ -536,7 +536,7 @@ class SlurmClient:
         """Move pending jobs to ``partition`` in ONE call (running jobs cannot be moved)."""
         self._update(job_ids, "Partition", partition)
 
-    def signal(self, job_id: int, signal: str, batch_only: bool = True) -> None:
+    def signal(self, job_id: int | str, signal: str, batch_only: bool = True) -> None:
         """Send ``signal`` (e.g. ``"USR2"``) with ``scancel --signal``; to the batch shell only
         (``--batch``) or to every step and the batch shell (``--full``)."""
         scope = "--batch" if batch_only else "--full"

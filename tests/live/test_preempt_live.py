@@ -19,6 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from prioritizer.daemon.config import DaemonConfig
+from prioritizer.daemon.ledger import Ledger
+from prioritizer.daemon.log import CycleAdapter
+from prioritizer.daemon.observe import Observation, units_from_jobs
+from prioritizer.daemon.preempt import Preemptor
+from prioritizer.policy.model import Preemption, Snapshot
+from slurm_plugin.slurm.records import Job
 from daemon_helpers import (DaemonProc, Jobs, attempts, dlprio, ledger_rows, open_ledger,
                             live_jobs, write_config)
 from live_helpers import wait_for, wait_state
@@ -69,6 +76,38 @@ def test_b_daemon_killed_mid_preemption_requeues_exactly_once(
     with open_ledger(cfg) as ledger:
         assert [i.outcome for i in ledger.intents(big)] == ["requeued"]
     assert ledger_rows(cfg)[big]["preemptions"] == 1
+
+
+@pytest.mark.releases
+def test_an_array_task_under_the_arrays_own_id_is_requeued_alone(jobs: Jobs, tmp_path: Path) -> None:
+    """Array A's task 1, the last one Slurm starts, runs under A's own id, and ``scontrol
+    requeue A`` would requeue every task of the array (scontrol(1)): the daemon's preemption of
+    that task (no marker: requeued at once) names it ``A_1`` and leaves task 0 running."""
+    proc = subprocess.run(["sbatch", "--parsable", "--array=0-1", "--gres=gpu:1", "--requeue",
+                           "--output=/dev/null", "--job-name=dlp-array-own-id", "--wrap",
+                           "sleep 300"], capture_output=True, text=True, timeout=30, check=True)
+    array = int(proc.stdout.strip().split(";")[0])
+
+    def running() -> dict[int, Job] | None:
+        seen = {j.array_task_id: j for j in jobs.client.jobs(job_ids=[array])
+                if j.state == "RUNNING" and j.array_task_id is not None}
+        return seen if len(seen) == 2 else None
+    try:
+        tasks = wait_for(running, 60, f"both tasks of array {array} running")
+        assert tasks[1].job_id == array != tasks[0].job_id, tasks
+        units = units_from_jobs(tasks.values(), DaemonConfig())
+        now = time.time()
+        obs = Observation(now, Snapshot((), ()), units, ())
+        with Ledger(tmp_path / "ledger.sqlite") as ledger:
+            preemptor = Preemptor(jobs.client, ledger, DaemonConfig(), CycleAdapter())
+            assert preemptor.start((Preemption(0, (array,)),), obs) == [array]
+            assert preemptor.progress(obs) == [array]
+            assert [i.outcome for i in ledger.intents(array)] == ["requeued"]
+        assert jobs.client.job(array).restart_count == 1
+        other = jobs.client.job(tasks[0].job_id)
+        assert (other.state, other.restart_count) == ("RUNNING", 0)
+    finally:
+        jobs.client.cancel([array])
 
 
 def test_f_job_without_marker_requeued_without_signal_and_completes(jobs: Jobs, tmp_path: Path) -> None:

@@ -353,6 +353,20 @@ def test_a_cycle_reads_requeued_for_once(tmp_path: Path,
     assert {v.job_id: v.eligible_time for v in seen.snapshot.jobs} == {4: None}
 
 
+def test_only_the_array_task_under_the_arrays_own_id_is_named_by_its_task() -> None:
+    """Array 40: task 2 started under a new id (41), task 3, the last, under the array's id;
+    a record of pending tasks keeps the array id too. Slurm's commands name the last task
+    ``40_3`` (the id alone names every task), the others as before."""
+    last = job_from_json(_job(job_id=40, array_job_id=40, array_task_id=3, start_time=1015))
+    first = job_from_json(_job(job_id=41, array_job_id=40, array_task_id=2, start_time=1000))
+    units = units_from_jobs([last, first], DaemonConfig())
+    assert (units[40].update_target, units[41].update_target) == ("40_3", 41)
+    record = job_from_json(_job(job_id=50, array_job_id=50, array_task_string="3-10",
+                                job_state="PENDING", state_reason="Priority", nodes="",
+                                start_time=0))
+    assert units_from_jobs([record], DaemonConfig())[50].update_target == "50_[3-10]"
+
+
 def test_a_pending_array_whose_task_started_is_no_stuck_waiter(tmp_path: Path) -> None:
     """Victims were requeued for pending array 40 (tasks 2-10) at 1,000 s, and Slurm started
     its task 2 at 1,015 s, as every task but the last starts: under a new job id (41; the

@@ -138,6 +138,27 @@ def test_marked_job_signal_then_requeue_at_capped_deadline(ledger: Ledger) -> No
     assert [i.outcome for i in ledger.intents(1)] == ["requeued"]
 
 
+def test_the_array_task_that_carries_its_arrays_id_is_signalled_and_requeued_alone(
+        ledger: Ledger) -> None:
+    """Array 192's task 1 runs under the array's own id (the last task Slurm starts keeps it);
+    ``scancel 192`` or ``scontrol requeue 192`` would signal or requeue every task of the
+    array (scancel(1), scontrol(1)): the victim is named ``192_1``, its lowered value too. A
+    task under a new id (193, task 0) keeps its id."""
+    import dataclasses
+    client = RecordingClient()
+    p = _preemptor(ledger, client)
+    last = dataclasses.replace(unit(192), element="192_1")
+    other = unit(193)
+    waiter = unit(9, "PENDING", start=None)
+    assert last.update_target == "192_1" and other.update_target == 193
+    p.start((Preemption(9, (192, 193)),), observation(100, last, other, waiter))
+    p.progress(observation(100, last, other, waiter))
+    assert client.calls == [("signal", "192_1", "USR2"), ("signal", 193, "USR2")]
+    p.progress(observation(120, last, other, waiter), lowered={192: "site_factor:1"})
+    assert client.calls[2:] == [("site_factor", ["192_1"], 1), ("requeue", "192_1"),
+                                ("requeue", 193)]
+
+
 def test_job_without_marker_is_requeued_at_once_without_signal(ledger: Ledger) -> None:
     client = RecordingClient()
     p = _preemptor(ledger, client)
