@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -31,7 +32,7 @@ from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
 from slurm_plugin.common.cli import visible
 from slurm_plugin.common.readfile import PATH_MAX
 from prioritizer.policy.config import SIMULATE_ONLY, PolicyConfig, Positive, Seconds
-from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy
+from prioritizer.policy.tenants import Tenancy, check_tenancy, parse_tenancy, read_tenancy
 from prioritizer.policy.validation import ConfigError, Rule, RuleGroup, check, shown, validate
 from prioritizer.paths import (LOCK_SUFFIX, SNAPSHOT as DEFAULT_SNAPSHOT_PATH, SQLITE_SIDES,
                               SYSTEM_CONFIG, beside, present)
@@ -447,22 +448,19 @@ def _tenant_rules(cfg: DaemonConfig) -> list[tuple[str, str]]:
     """The ``virtual_clusters`` problems that need no Slurm (the daemon checks the cluster's
     GPUs and slurmdbd's accounts at its first cycle): the daemon orders tenants' jobs by
     SiteFactor/priority only, and reads no QOS from squeue."""
-    try:
-        tenancy = parse_tenancy(cfg.virtual_clusters, cfg.fair_share_half_life_s)
-    except ConfigError as exc:
-        lines = str(exc).splitlines()
-    else:
-        lines = check_tenancy(tenancy)
-        lines += [f"virtual_clusters.{t.name}.qos: dlprio tells tenants apart by account and "
-                  "partition; name one of those instead" for t in tenancy.tenants if t.qos]
-        lines += [f"virtual_clusters.{t.name}: names no account or partition, so the daemon "
-                  "would give it no job (users: is for traces, dlprio simulate --tenants); "
-                  "name the account or partition its jobs carry"
-                  for t in tenancy.tenants
-                  if (t.account, t.partition) == (None, None) and t.users and not t.qos]
-        if cfg.mode != "priority":
-            lines.append("virtual_clusters: tenants need mode: priority (one value per job "
-                         "carries the order across tenants)")
+    # the tenants whose keys are valid are checked beside the others' problems
+    tenancy, lines = read_tenancy(cfg.virtual_clusters, cfg.fair_share_half_life_s)
+    lines += check_tenancy(tenancy)
+    lines += [f"virtual_clusters.{t.name}.qos: dlprio tells tenants apart by account and "
+              "partition; name one of those instead" for t in tenancy.tenants if t.qos]
+    lines += [f"virtual_clusters.{t.name}: names no account or partition, so the daemon "
+              "would give it no job (users: is for traces, dlprio simulate --tenants); "
+              "name the account or partition its jobs carry"
+              for t in tenancy.tenants
+              if (t.account, t.partition) == (None, None) and t.users and not t.qos]
+    if cfg.mode != "priority" and isinstance(cfg.virtual_clusters, Mapping):
+        lines.append("virtual_clusters: tenants need mode: priority (one value per job "
+                     "carries the order across tenants)")
     return [tuple(line.split(": ", 1)) for line in lines]  # type: ignore[misc]
 
 

@@ -146,13 +146,27 @@ def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_cluste
     Raises:
         ConfigError: one line per problem naming ``virtual_clusters.NAME.KEY`` and the fix.
     """
+    tenancy, problems = read_tenancy(raw, half_life_s, where)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return tenancy
+
+
+def read_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_clusters"
+                 ) -> tuple[Tenancy, list[str]]:
+    """The ``virtual_clusters`` mapping (and ``fair_share_half_life_s``) of a YAML file, as
+    far as it is valid: the tenants whose keys are all valid, and one line per problem of the
+    keys, naming ``virtual_clusters.NAME.KEY`` and the fix. The rules that tie keys together
+    (:func:`check_tenancy`) can then be checked on the valid tenants beside those problems,
+    so that a config's problems are all told at once."""
     problems: list[str] = []
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{where}: must be a mapping of name -> {{account, partition, qos, "
-                          "guaranteed_gpus, max_gpus, user_limit_factor, users}")
+        return Tenancy(()), [f"{where}: must be a mapping of name -> {{account, partition, qos, "
+                             "guaranteed_gpus, max_gpus, user_limit_factor, users}"]
     tenants = []
     for name, entry in raw.items():
         at = f"{where}.{name}"
+        before = len(problems)
         if not isinstance(name, str) or not name or not name.isprintable() or name == SHARED:
             problems.append(f"{where} {name!r}: a name must be a non-empty printable string")
             continue
@@ -203,13 +217,12 @@ def parse_tenancy(raw: Any, half_life_s: Any = 0.0, where: str = "virtual_cluste
                             "than any cluster; leave user_limit_factor out for no user limit")
             f = None
         values["user_limit_factor"] = None if f is None else float(f)
-        tenants.append(VirtualCluster(**values))
+        if len(problems) == before:
+            tenants.append(VirtualCluster(**values))
     if type(half_life_s) not in (int, float) or not 0 <= half_life_s < math.inf:
         problems.append(f"fair_share_half_life_s: must be seconds >= 0, got {half_life_s!r}")
         half_life_s = 0.0
-    if problems:
-        raise ConfigError("\n".join(problems))
-    return Tenancy(tuple(tenants), float(half_life_s))
+    return Tenancy(tuple(tenants), float(half_life_s)), problems
 
 
 def check_tenancy(tenancy: Tenancy, cluster_gpus: int | None = None,

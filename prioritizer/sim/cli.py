@@ -278,8 +278,7 @@ def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
     daemon (``--config`` reads the ``policy:`` section), a key dlprio.yaml does not have is
     refused, and so is a file without virtual clusters."""
     from prioritizer.config_file import DaemonConfig
-    from prioritizer.policy.tenants import check_tenancy, parse_tenancy
-    from prioritizer.policy.validation import ConfigError
+    from prioritizer.policy.tenants import check_tenancy, read_tenancy
     from slurm_plugin.common.yamlfile import YamlFileError, read_yaml
     path = visible(args.tenants)
     try:
@@ -297,11 +296,9 @@ def _tenancy(args: argparse.Namespace, cluster: Cluster) -> Tenancy:
     if not isinstance(data, dict) or data.get("virtual_clusters") is None:
         raise CliError(f"{path}: no virtual clusters to replay; give a dlprio.yaml or a file "
                        "with a 'virtual_clusters:' section (and fair_share_half_life_s)")
-    try:
-        tenancy = parse_tenancy(data["virtual_clusters"], data.get("fair_share_half_life_s", 0.0))
-    except ConfigError as exc:
-        raise CliError("\n".join(f"{path}: {line}" for line in str(exc).splitlines())) from None
-    problems = check_tenancy(tenancy, cluster.total_gpus)
+    tenancy, problems = read_tenancy(data["virtual_clusters"],
+                                     data.get("fair_share_half_life_s", 0.0))
+    problems += check_tenancy(tenancy, cluster.total_gpus)   # the valid tenants' rules too
     if problems:
         raise CliError("\n".join(f"{path}: {line}" for line in problems))
     return tenancy

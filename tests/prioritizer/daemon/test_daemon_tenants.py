@@ -164,6 +164,24 @@ def test_a_slurmdbd_outage_leaves_the_accounts_unchecked_and_the_daemon_running(
     assert line["level"] == "WARNING" and "Connection refused" in line["error"]
 
 
+def test_a_bad_key_of_one_tenant_hides_no_rule_broken_by_another() -> None:
+    """docs/dlprio.md: rules that tie two keys are checked whenever the keys each reads are
+    valid on their own. teama's keys are valid and break a rule (guarantee above max_gpus): it
+    is told beside teamb's unknown key and teamc's negative guarantee. teamc, invalid, is in
+    no rule: its account overlaps teama's, which is not told until its guarantee is fixed."""
+    with pytest.raises(ConfigError) as err:
+        DaemonConfig(virtual_clusters={  # type: ignore[arg-type]
+            "teama": {"account": "teama", "guaranteed_gpus": 30, "max_gpus": 8},
+            "teamb": {"account": "teamb", "guaranteed_gpus": 2, "bogus": 1},
+            "teamc": {"account": "teama", "guaranteed_gpus": -1}})
+    assert str(err.value).splitlines() == [
+        "virtual_clusters.teamb.bogus: unknown key; allowed: account, partition, qos, "
+        "guaranteed_gpus, max_gpus, user_limit_factor, users",
+        "virtual_clusters.teamc.guaranteed_gpus: must be a whole number >= 0, got -1",
+        "virtual_clusters.teama: guaranteed_gpus 30 above max_gpus 8; raise max_gpus or "
+        "lower the guarantee"]
+
+
 def test_every_problem_against_the_cluster_at_once_named_by_the_file(tmp_path: Path) -> None:
     """``dlprio run``/``once`` check the config against the cluster before anything else
     (names_check.preflight): a partition typo and the tenants' problems come together, one line
