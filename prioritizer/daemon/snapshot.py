@@ -45,6 +45,9 @@ from slurm_plugin.common.readfile import BadText, UnreadableFile, decode_utf8, r
 from slurm_plugin.gres import slurm_lines
 
 VERSION = 1
+#: what a forecast entry's ``sharing`` may say: a job of a fraction of one GPU (``shard``), an
+#: opportunistic one, or both (``opportunistic shard``); :func:`prioritizer.daemon.forecasts.sharing_of`
+SHARING_KINDS = ("shard", "opportunistic", "opportunistic shard")
 DEFAULT_PATH = SNAPSHOT
 #: A snapshot (or ledger read) older than this many of the daemon's cycles is stale: the
 #: daemon stopped, or waits on Slurm
@@ -270,9 +273,9 @@ def _forecast(value: Any, path: str | os.PathLike[str]) -> dict[str, Any] | None
         where = f"forecast.jobs.{job_id}"
         if not isinstance(entry, dict):
             raise SnapshotError(f"{path}: malformed snapshot ({where}: expected an object)")
-        if entry.get("sharing", "shard") not in ("shard", "opportunistic"):
-            raise SnapshotError(f"{path}: malformed snapshot ({where}.sharing: expected "
-                                "'shard' or 'opportunistic')")
+        if entry.get("sharing", "shard") not in SHARING_KINDS:
+            raise SnapshotError(f"{path}: malformed snapshot ({where}.sharing: expected one of "
+                                f"{', '.join(map(repr, SHARING_KINDS))})")
         if "waits_for" in entry and not isinstance(entry["waits_for"], str):
             raise SnapshotError(f"{path}: malformed snapshot ({where}.waits_for: expected "
                                 "text)")

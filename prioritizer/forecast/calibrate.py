@@ -252,8 +252,9 @@ def remember(past: Iterable[Past], now: float, p50s: Mapping[str, float],
              gap_s: float = RECORD_GAP_S, max_known: int = MAX_KNOWN,
              max_waiting: int = MAX_WAITING) -> list[Past]:
     """``past`` with the raw median starts ``p50s`` (job id → s; finite) of the waiting jobs
-    of a forecast made at ``now`` added, except for a job with a waiting forecast less than
-    ``gap_s`` old; then what a later calibration can use: the forecasts made since the latest
+    of a forecast made at ``now`` added, except for a job with a forecast less than ``gap_s``
+    old, waiting or started (a forecast made while the job waited and taken in after its
+    start was noted would otherwise count the same start twice); then what a later calibration can use: the forecasts made since the latest
     moment that leaves ``max_known`` known outcomes among them (:func:`cohort`), of which the
     ``max_waiting`` latest waiting ones, ordered by moment (then job id). A forecast made
     after ``now``, or a start more than ``gap_s`` after it, is dropped: the clock went back
@@ -263,8 +264,7 @@ def remember(past: Iterable[Past], now: float, p50s: Mapping[str, float],
             if p.made_at <= now and (p.start is None or p.start <= now + gap_s)]
     latest: dict[str, float] = {}
     for p in kept:
-        if p.start is None:
-            latest[p.job_id] = max(latest.get(p.job_id, -math.inf), p.made_at)
+        latest[p.job_id] = max(latest.get(p.job_id, -math.inf), p.made_at)
     for job_id, p50 in p50s.items():
         if math.isfinite(p50) and now - latest.get(job_id, -math.inf) >= gap_s:
             kept.append(Past(job_id, now, p50))

@@ -45,8 +45,10 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
                                     "configuration'); give the GPU lines too (dlgres --shards N writes both)", node)
         return
     gpu_files = [f for r in gpus for f in (r.files or ())]
+    kept = []   # the shard lines slurmd keeps
     for r in shards:
         if r.files is None:
+            kept.append(r)
             continue
         if len(gpu_files) < len(gpus):
             rep.add(r.where, "{nodes}: Name=shard gives File= but the node's Name=gpu lines do not: slurmd "
@@ -59,8 +61,10 @@ def node_rules(node: str, lines: list[GresLine], autodetect: str, rep: Report) -
                             "lines: slurmd drops the line ('Discarding gres/'shared' configuration "
                             f"(File={r.fields.get('file', '')}) without matching gres/'sharing' record') and starts "
                             "without its shards; name one of the GPU files", node)
-            return
-    _even(node, shards, gpu_files, sum(len(r.files) if r.files else r.count for r in gpus), rep)
+            continue   # dropped: the GPUs carry the other lines' shards, checked below
+        kept.append(r)
+    if kept:
+        _even(node, kept, gpu_files, sum(len(r.files) if r.files else r.count for r in gpus), rep)
 
 
 def _even(node: str, shards: list[GresLine], gpu_files: list[str], gpu_count: int, rep: Report) -> None:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import logging
 import time
+from pathlib import Path
 
 import pytest
 
@@ -611,3 +612,32 @@ def test_a_job_both_opportunistic_and_shard_gets_both_caveats():
     [line] = not_modeled_lines({"sharing": kinds["1"]}, {"sharing_jobs": 2})
     assert "opportunistic shard job is forecast as a production job of one whole GPU" in line
     assert "free shards of a busy GPU" in line and "preempted more often" in line
+
+
+def test_every_sharing_kind_survives_the_snapshot_and_has_its_caveat(tmp_path: Path) -> None:
+    """What sharing_of writes, the snapshot's reader takes (a value it refused made the
+    whole snapshot unreadable: every job lost its queue, service and forecast in dlqueue),
+    and the views have a caveat for it; a value no writer gives is refused."""
+    from prioritizer.daemon.forecast_text import SHARING_NOTES
+    from prioritizer.daemon.snapshot import (SHARING_KINDS, SnapshotError, read_snapshot,
+                                             write_snapshot)
+    from queue_helpers import pub, snapshot
+    assert set(SHARING_NOTES) == set(SHARING_KINDS) == {"shard", "opportunistic",
+                                                        "opportunistic shard"}
+    now = time.time()
+    entry = {"start": [now + 60, now + 120, now + 600], "finish": [now + 90, now + 200, now + 900],
+             "preempt_chance": 0.0, "ahead": 0, "first_ahead": []}
+    for kind in (*SHARING_KINDS, "shared"):
+        forecast = {"made_at": now - 1, "draws": 20, "horizon_s": 86400.0, "stale_after_s": 17.0,
+                    "jobs": {"12": {**entry, "sharing": kind}}}
+        path = tmp_path / "snap.json"
+        write_snapshot(path, dataclasses.replace(snapshot(pub(12, 0, 0, rank=0),
+                                                          generated_at=now - 1),
+                                                 forecast=forecast))
+        if kind == "shared":
+            with pytest.raises(SnapshotError, match="sharing: expected one of"):
+                read_snapshot(path)
+            continue
+        read = read_snapshot(path)
+        assert read is not None and read.forecast is not None
+        assert read.forecast["jobs"]["12"]["sharing"] == kind

@@ -363,6 +363,17 @@ def test_starts_are_noted_and_forecasts_are_remembered_once_per_gap():
     assert remember(got, 1000.0, {"c": 1500.0})[-1] == Past("c", 1000.0, 1500.0)
 
 
+def test_a_forecast_taken_in_after_its_jobs_start_was_noted_is_not_remembered_again():
+    """a's forecast made at 300 s, while it waited, comes in after its start (350 s) was noted
+    on its forecast of 100 s: 200 s apart, one start, remembered once (counted twice, every
+    outcome would weigh double and calibration would start with half the outcomes it needs)."""
+    noted = [Past("a", 100.0, 400.0, 350.0), Past("c", 100.0, 400.0)]
+    assert remember(noted, 300.0, {"a": 420.0, "c": 500.0}) == noted
+    # past the gap, a job that started and waits again (requeued) is remembered anew
+    assert remember(noted, 100.0 + RECORD_GAP_S, {"a": 2000.0})[-1] == Past(
+        "a", 100.0 + RECORD_GAP_S, 2000.0)
+
+
 def test_after_the_clock_goes_back_records_from_the_future_are_dropped():
     year = 365 * 86400.0
     # while the clock ran a year ahead: x's forecast and start, and c's waiting forecast; a

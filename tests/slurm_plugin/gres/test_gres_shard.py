@@ -73,6 +73,15 @@ CASES = {
                                             "Name=gpu lines: slurmd drops the line ('Discarding gres/'shared' "
                                             "configuration (File=/dev/nvidia9) without matching gres/'sharing' "
                                             "record') and starts without its shards; name one of the GPU files")]),
+    # slurmd drops line 4's shards: lines 2 and 3 are what the GPUs carry, uneven, told too
+    "stranger-and-uneven": (UNEVEN + "NodeName=n[1-2] Name=shard Count=4 File=/dev/nvidia2\n", [
+        Finding(2, "n[1-2]: the GPUs carry different shard counts (2, 4; 6 shards over 2 GPUs): "
+                   "dlsubmit and dlprio take shards per GPU as the node's shards / its GPUs; "
+                   "give every GPU the same Count (dlgres --shards N)"),
+        Finding(4, "n[1-2]: Name=shard File=/dev/nvidia2 is no device of the node's Name=gpu "
+                   "lines: slurmd drops the line ('Discarding gres/'shared' configuration "
+                   "(File=/dev/nvidia2) without matching gres/'sharing' record') and starts "
+                   "without its shards; name one of the GPU files")]),
     "gpu-without-file": (GPU_WITHOUT_FILE, [Finding(2, "n5: Name=shard gives File= but the node's Name=gpu "
                                                        "lines do not: slurmd stops ('SHARING configuration "
                                                        "lacks File specification'); give File= on the GPU "
