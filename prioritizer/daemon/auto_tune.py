@@ -49,7 +49,7 @@ from prioritizer.daemon.ledger import Ledger
 from prioritizer.daemon.log import CycleAdapter, event
 from prioritizer.daemon.metrics import Metrics
 from prioritizer.policy import validation
-from prioritizer.policy.config import PolicyConfig
+from prioritizer.policy.config import DEFAULT_REQUEUE_DELAY_S, PolicyConfig
 from prioritizer.policy.tenants import NOT_REPLAYED
 from prioritizer.grid import PARAMETERS, label
 from prioritizer.sim.windows import Bars, least_regret, regret
@@ -193,9 +193,26 @@ def status_line(cfg: DaemonConfig, ledger: Ledger) -> str | None:
     if last:
         rec = json.loads(last)
         line += f"; last replay {_ts(rec['at'])}: {rec['outcome']}: {rec['reason']}"
-        if rec.get("in_force") not in (None, _policy_key(policy)):
+        if rec.get("in_force") is not None and not _same_settings(rec["in_force"], policy):
             line += " (measured against other settings than those now in force)"
     return line
+
+
+def _same_settings(recorded: str, policy: PolicyConfig) -> bool:
+    """Whether the settings a replay compared with (``recorded``, the daemon's policy as
+    :func:`_policy_key` wrote it) are ``policy``, the config's with the adopted setting. The
+    daemon replaces a ``requeue_delay_s`` left at its default with the cluster's
+    (:meth:`~prioritizer.policy.config.PolicyConfig.with_cluster_requeue_delay`), which a
+    reader without Slurm does not know: that key is then not compared."""
+    try:
+        then = json.loads(recorded)
+    except ValueError:
+        return False
+    now = json.loads(_policy_key(policy))
+    if policy.requeue_delay_s == DEFAULT_REQUEUE_DELAY_S and isinstance(then, dict):
+        then.pop("requeue_delay_s", None)
+        now.pop("requeue_delay_s", None)
+    return bool(then == now)
 
 
 def _ts(t: float) -> str:
@@ -312,8 +329,8 @@ class AutoTuner:
             self._record(now, "kept", f"{jobs} jobs: {verdict.reason}")
             return None
         setting = candidates[verdict.index]["setting"]
-        try:
-            policy = apply_setting(self.cfg.policy, setting)
+        try:   # on the settings the replay compared with: the cluster's requeue delay kept
+            policy = apply_setting(self.base, setting)
         except ValueError as exc:
             self._record(now, "failed", f"grid point refused: {exc}", logging.ERROR)
             return None

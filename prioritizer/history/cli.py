@@ -241,6 +241,13 @@ def policy_config(policy: str | None, config_path: str | None) -> PolicyConfig:
     return PolicyConfig(policy=cast(PolicyName, policy or "fifo-fit")).zero_cost()
 
 
+def _delay_source(args: argparse.Namespace) -> str:
+    """Where the requeue delay of :func:`policy_config`'s policy comes from, in words."""
+    return ("the policy's requeue_delay_s (--config)" if args.config else
+            "no modeled cost: without --config the policy is replayed with none (give --config "
+            "for the daemon's policy and costs)")
+
+
 def seconds_option(option: str, value: str) -> float:
     """Seconds given to ``option``: a plain finite number from 0 to
     :data:`prioritizer.numbers.MAX_SECONDS`. Raises CliError (exit 2) naming the option."""
@@ -331,7 +338,7 @@ def _check(args: argparse.Namespace) -> int:
     config = policy_config(args.policy, args.config)
     baseline = baseline_policy(args.baseline)
     cluster = cluster_of(args)
-    config, delay_note = cluster_requeue_delay(args, config)
+    config, delay_note = cluster_requeue_delay(args, config, _delay_source(args))
     try:
         rows = read_rows(args.trace)
     except HistoryError as exc:
@@ -391,7 +398,7 @@ def _check_forecasts(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     config = policy_config(args.policy, args.config)
     cluster = cluster_of(args)
-    config, delay_note = cluster_requeue_delay(args, config)
+    config, delay_note = cluster_requeue_delay(args, config, _delay_source(args))
     trace = trace_of(args, "replay", cluster)
     shared = sum(1 for j in trace.jobs if j.share > 0 or j.opportunistic)
     if shared:

@@ -514,13 +514,18 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
     return Cluster(nodes, gpus, placement) if placement else Cluster(nodes, gpus)
 
 
-def cluster_requeue_delay(args: argparse.Namespace,
-                          policy: PolicyConfig) -> tuple[PolicyConfig, str | None]:
+#: where a policy's own requeue delay comes from, for the note of :func:`cluster_requeue_delay`
+FROM_POLICY = "the policy's requeue_delay_s (--config or an option)"
+
+
+def cluster_requeue_delay(args: argparse.Namespace, policy: PolicyConfig,
+                          source: str = FROM_POLICY) -> tuple[PolicyConfig, str | None]:
     """With ``--cluster-from-slurm``: ``policy`` with the cluster's requeue delay where it
     leaves ``requeue_delay_s`` at its default
     (:meth:`~prioritizer.policy.config.PolicyConfig.with_cluster_requeue_delay`, the daemon's
-    rule), and a note naming the delay the replay uses and where it comes from; without it,
-    ``policy`` and None. Raises CliError (exit 2) when Slurm does not answer."""
+    rule), and a note naming the delay the replay uses and where it comes from (``source``:
+    where a delay other than the default came from); without it, ``policy`` and None. Raises
+    CliError (exit 2) when Slurm does not answer."""
     if not getattr(args, "cluster_from_slurm", False):
         return policy, None
     from prioritizer.sim.slurm_cluster import ClusterShapeError, requeue_delay_from_slurm
@@ -533,9 +538,8 @@ def cluster_requeue_delay(args: argparse.Namespace,
         return adopted, (f"requeue delay {cluster_s:g} s, the cluster's (scontrol show config: "
                          "cred_expire + 1 s), as the daemon uses it while requeue_delay_s "
                          "is left at its default")
-    return adopted, (f"requeue delay {policy.requeue_delay_s:g} s, the policy's requeue_delay_s "
-                     f"(--config or an option); the cluster's is {cluster_s:g} s (scontrol show "
-                     "config: cred_expire + 1 s)")
+    return adopted, (f"requeue delay {policy.requeue_delay_s:g} s, {source}; the cluster's is "
+                     f"{cluster_s:g} s (scontrol show config: cred_expire + 1 s)")
 
 
 def _write(writer: Any, results: list[SimResult], path: str) -> None:

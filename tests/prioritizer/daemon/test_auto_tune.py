@@ -279,6 +279,36 @@ def test_a_child_without_a_result_is_a_failed_replay(tmp_path: Path,
         assert metrics.registry.get_sample_value("dlprio_auto_tune_switches_total") == 0
 
 
+def test_a_switch_keeps_the_clusters_requeue_delay_and_status_knows_it_in_force(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The daemon replaces the default requeue delay (121 s) with the cluster's (11 s) and the
+    replay compares the grid with that policy: the switch adopts the grid point on it (not on
+    the file's section, which would bring back 121 s until a restart), and ``dlprio status``,
+    which does not ask Slurm, does not call the replay's settings other than those in force."""
+    tuner, ledger, _ = _tuner(tmp_path, monkeypatch, ["true"], min_gain=0.0)
+    running = tuner.cfg.policy.with_cluster_requeue_delay(11.0)
+    with ledger:
+        tuner.poll(1e6, running)
+        assert tuner.child is not None and tuner.workdir is not None
+        tuner.child.wait()
+        (tuner.workdir / "result.json").write_text(json.dumps({
+            "jobs": 40, "current": {"avg_jct_s": 400.0, "p95_jct_s": 900.0},
+            "candidates": [{"setting": {"thresholds": [100, 200]},
+                            "figures": {"avg_jct_s": 300.0, "p95_jct_s": 800.0}}]}))
+        adopted = tuner.poll(1e6 + 1, running)
+        assert adopted is not None
+        assert (adopted.thresholds_gpu_s, adopted.requeue_delay_s) == ((100.0, 200.0), 11.0)
+        assert json.loads(ledger.meta(auto_tune.META_LAST) or "")["outcome"] == "switched"
+        # the next replay compares with the adopted settings (delay 11 s) and keeps them
+        tuner.poll(1e6 + tuner.cfg.auto_tune.period_s + 1, adopted)
+        assert tuner.child is not None and tuner.workdir is not None
+        tuner.child.wait()
+        (tuner.workdir / "result.json").write_text(json.dumps({"skipped": "3 jobs"}))
+        tuner.poll(1e6 + tuner.cfg.auto_tune.period_s + 2, adopted)
+        line = status_line(tuner.cfg, ledger)
+        assert line is not None and line.endswith("skipped: 3 jobs"), line
+
+
 def test_dlprio_status_prints_the_auto_tune_line_only_while_on(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from prioritizer.cli import main

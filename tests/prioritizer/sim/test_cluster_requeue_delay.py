@@ -117,8 +117,23 @@ def test_history_check_keeps_a_delay_the_config_sets(
     replays, err = _check(tmp_path, monkeypatch, LAS + "  requeue_delay_s: 121.5\n", capsys)
     assert replays == [("a", 141.5), ("b", 9.0)]
     assert ("dlprio history check: note: requeue delay 121.5 s, the policy's requeue_delay_s "
-            "(--config or an option); the cluster's is 11 s (scontrol show config: "
+            "(--config); the cluster's is 11 s (scontrol show config: "
             "cred_expire + 1 s)") in err.splitlines()
+
+
+def test_history_check_without_a_config_says_it_models_no_cost(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Without --config, history check replays the policy with no modeled cost (delay 0 s):
+    the note says so, not that --config or an option set it."""
+    trace = tmp_path / "h.csv"
+    with open(trace, "w") as handle:
+        write_rows([_row("a", 100, 20, 25), _row("b", 101, 5, 13)], handle)
+    assert main(["history", "check", "--trace", str(trace), "--cluster-from-slurm",
+                 "--start-latency", "0", "--dispatch-latency", "0"]) == 0
+    assert ("dlprio history check: note: requeue delay 0 s, no modeled cost: without --config "
+            "the policy is replayed with none (give --config for the daemon's policy and "
+            "costs); the cluster's is 11 s (scontrol show config: cred_expire + 1 s)"
+            ) in capsys.readouterr().err.splitlines()
 
 
 def test_history_check_when_slurm_does_not_answer_is_one_line(
