@@ -126,8 +126,9 @@ def read_rows(path: str) -> list[HistoryRow]:
     Raises:
         HistoryError: unreadable file, a header without the format's columns or naming one
             twice, a row of another length, a cell that is not a plain number from 0 to its
-            column's bound (:data:`BOUNDS`), an unknown ``ended_by``, a ``jct`` or ``duration``
-            that disagrees with the columns it is derived from (``file:line: column``, the
+            column's bound (:data:`BOUNDS`), a fraction in a whole-number column, an unknown
+            ``ended_by``, an end before the eligible time, a ``jct`` or ``duration`` that
+            disagrees with the columns it is derived from (``file:line: column``, the
             line the row starts on).
     """
     try:
@@ -141,10 +142,15 @@ def read_rows(path: str) -> list[HistoryRow]:
 
 def _check_derived(path: str, line: int, row: HistoryRow) -> None:
     """The columns the format derives from others agree with them (as ``history export``
-    writes them, to the 3 decimals it writes): ``jct`` is ``end_time - eligible_time`` (0
-    when the end comes first) and ``duration`` is ``work_gpu_s / num_gpu`` (``work_gpu_s``
+    writes them, to the 3 decimals it writes): the end comes no earlier than the eligible
+    time, ``jct`` is ``end_time - eligible_time`` and ``duration`` is ``work_gpu_s / num_gpu`` (``work_gpu_s``
     for a CPU-only job). A row that contradicts itself would skew the real figures
     ``history check`` compares with. Raises HistoryError naming the line and columns."""
+    if row.end_time < row.eligible_time - _DERIVED_SLACK:
+        raise HistoryError(f"{path}:{line}: end_time {row.end_time:g} is before eligible_time "
+                           f"{row.eligible_time:g}: a job ends after it may start (history "
+                           "export leaves such a job out); fix the row or export the history "
+                           "again")
     jct = max(row.end_time - row.eligible_time, 0.0)
     if abs(row.jct - jct) > _DERIVED_SLACK:
         raise HistoryError(f"{path}:{line}: jct {row.jct:g} is not end_time - eligible_time "
@@ -192,6 +198,11 @@ def parse_rows(path: str, lines: list[list[str]]) -> list[HistoryRow]:
                 number = cell_number(text, column, bound[1])
             except ValueError as exc:
                 raise HistoryError(f"{path}:{line}: {exc}") from None
+            if bound[0] is int and number != int(number):
+                raise HistoryError(f"{path}:{line}: {column} must be a whole number, got {text}"
+                                   + ("; history check replays whole GPUs (dlprio simulate "
+                                      "reads a num_gpu below 1 as a shard job)"
+                                      if column == "num_gpu" else ""))
             values[column] = bound[0](number)
         if values["ended_by"] not in ENDED_BY:
             raise HistoryError(f"{path}:{line}: ended_by must be one of {', '.join(ENDED_BY)}, "

@@ -508,7 +508,9 @@ def cluster_of(args: argparse.Namespace) -> Cluster:
     if nodes <= 0 or gpus <= 0:
         raise CliError("--nodes and --gpus-per-node must be > 0")
     if nodes > numbers.MAX_NODES or gpus > numbers.MAX_GPUS_PER_NODE:
-        raise CliError(f"cluster of {nodes:,} nodes × {gpus:,} GPUs: at most "
+        where = (f"{visible(spec)}: " if spec else "--cluster-from-slurm: "
+                 if getattr(args, "cluster_from_slurm", False) else "")
+        raise CliError(f"{where}cluster of {nodes:,} nodes × {gpus:,} GPUs: at most "
                        f"{numbers.MAX_NODES:,} nodes and {numbers.MAX_GPUS_PER_NODE:,} GPUs "
                        "per node")
     return Cluster(nodes, gpus, placement) if placement else Cluster(nodes, gpus)

@@ -137,9 +137,9 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
     sharing: dict[int, tuple[float, bool]] = {}    # line -> (share, opportunistic)
     kept: list[tuple[float, str, int, int, float]] = []   # (submit, name, line, GPUs, s)
     skipped: list[float] = []   # submit times of skipped rows (counted inside the window)
-    clock = 0.0
+    clock: float | None = None   # philly: the running sum of interval, from the first job row
     first_line: dict[str, int] = {}
-    for index, (line, row) in enumerate(zip(start_lines(rows)[1:], rows[1:])):
+    for line, row in zip(start_lines(rows)[1:], rows[1:]):
         if not row:
             continue
         if len(row) != width:
@@ -164,7 +164,10 @@ def read_trace(path: str | Path, fmt: str | None = None, since: float | None = N
         if submit_col:
             submit = value
         else:
-            clock = clock + value if index else 0.0
+            clock = 0.0 if clock is None else clock + value
+            if clock > MAX_TIME_S:
+                raise TraceError(f"{name}:{line}: {clock:.6g}: the submit time, the running sum "
+                                 f"of interval, is over {MAX_TIME_S:.0e} s; check the intervals")
             submit = clock
         if gpus != int(gpus) and gpus > 1:
             raise TraceError(f"{name}:{line}: {gpu_col} must be a whole number or a fraction "

@@ -378,6 +378,19 @@ def test_history_with_a_bom_reads_as_without(tmp_path: Path) -> None:
                        "export the history again"),
     ("work_gpu_s", "100", "h.csv:2: duration 30 is not work_gpu_s / num_gpu (12.5); fix the row "
                           "or export the history again"),
+    ("end_time", "900", "h.csv:2: end_time 900 is before eligible_time 1000: a job ends after it "
+                        "may start (history export leaves such a job out); fix the row or "
+                        "export the history again"),
+    # whole-number columns: a fraction was once cut to its whole part (4.9 GPUs replayed as 4)
+    ("num_gpu", "4.9", "h.csv:2: num_gpu must be a whole number, got 4.9; history check "
+                       "replays whole GPUs (dlprio simulate reads a num_gpu below 1 as a shard "
+                       "job)"),
+    ("num_gpu", "0.5", "h.csv:2: num_gpu must be a whole number, got 0.5; history check "
+                       "replays whole GPUs (dlprio simulate reads a num_gpu below 1 as a shard "
+                       "job)"),
+    ("num_nodes", "1.5", "h.csv:2: num_nodes must be a whole number, got 1.5"),
+    ("attempts", "1.7", "h.csv:2: attempts must be a whole number, got 1.7"),
+    ("preemptions", "0.5", "h.csv:2: preemptions must be a whole number, got 0.5"),
 ])
 def test_a_row_that_contradicts_itself_is_refused(tmp_path: Path, column: str, value: str,
                                                   message: str) -> None:

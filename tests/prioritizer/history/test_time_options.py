@@ -37,7 +37,7 @@ def one_hour_east(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def history(tmp_path: Path) -> Path:
     rows = [HistoryRow(str(i), "u", "a", "p", E + 60 * i, E + 60 * i, 2, 1, 2 * (30 + i), 30 + i,
-                       0, 0, "COMPLETED", 1, "self") for i in range(20)]
+                       E + 60 * i + 30 + i, 30 + i, "COMPLETED", 1, "self") for i in range(20)]
     path = tmp_path / "h.csv"
     with open(path, "w") as handle:
         write_rows(rows, handle)

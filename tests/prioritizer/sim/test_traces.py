@@ -51,6 +51,27 @@ def test_philly_submit_is_running_sum_and_skips_are_counted(tmp_path: Path) -> N
     assert trace.skipped_jobs == 2
 
 
+def test_philly_blank_lines_before_the_first_job_do_not_shift_the_clock(tmp_path: Path) -> None:
+    """The first job row is at 0 whatever lines come before it: a blank line after the header
+    once took that place and added the first job's interval (500) to every submit time, so
+    --since kept the wrong jobs."""
+    rows = ("1,a,2,0,1,500,100,0,Pass\n2,b,2,0,1,10,50,0,Pass\n3,c,4,0,1,20,30,0,Pass\n")
+    plain = read_trace(write(tmp_path, PHILLY_HEADER + rows, "plain.csv"), since=10)
+    blank = read_trace(write(tmp_path, PHILLY_HEADER + "\n" + rows, "blank.csv"), since=10)
+    assert [(j.name, j.submit) for j in plain.jobs] == [("2", 0.0), ("3", 20.0)]
+    assert [(j.name, j.submit) for j in blank.jobs] == [("2", 0.0), ("3", 20.0)]
+
+
+def test_philly_submit_past_the_bound_names_its_line(tmp_path: Path) -> None:
+    """Each interval is within 10¹¹ s; their running sum, the submit time, is bounded too."""
+    path = write(tmp_path, PHILLY_HEADER + "1,a,1,0,1,0,100,0,Pass\n"
+                 + "2,b,1,0,1,90000000000,100,0,Pass\n3,c,1,0,1,90000000000,100,0,Pass\n")
+    with pytest.raises(TraceError) as err:
+        read_trace(path)
+    assert str(err.value) == (f"{path}:4: 1.8e+11: the submit time, the running sum of "
+                              "interval, is over 1e+11 s; check the intervals")
+
+
 def test_since_keeps_and_rebases(tmp_path: Path) -> None:
     path = write(tmp_path, "job_id,submission_time,duration,num_gpu\n"
                  "a,100,10,1\nb,200,10,0\nc,300,10,2\nd,450,10,4\n")

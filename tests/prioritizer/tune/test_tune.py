@@ -187,7 +187,8 @@ def test_validate_from_date_on_a_history_trace(tmp_path: Path, capsys: pytest.Ca
     import time
     from prioritizer.history.trace import HistoryRow, write_rows
     rows = [HistoryRow(str(i), "u", "a", "p", 1796083200 + 60 * i, 1796083200 + 60 * i, 2, 1,
-                       2 * (30 + i), 30 + i, 0, 0, "COMPLETED", 1, "self") for i in range(20)]
+                       2 * (30 + i), 30 + i, 1796083200 + 60 * i + 30 + i, 30 + i, "COMPLETED",
+                       1, "self") for i in range(20)]
     path = tmp_path / "h.csv"
     with open(path, "w") as handle:
         write_rows(rows, handle)
