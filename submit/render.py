@@ -314,6 +314,12 @@ at most this long, else execve fails with E2BIG. Each task gets its role's whole
 ``srun`` argument and as the environment string ``DL_CMD=...`` (submit/runtime.py), so a
 role's command may be at most ``MAX_ARG_BYTES - len("DL_CMD=") - 1`` bytes."""
 MAX_COMMAND_BYTES = MAX_ARG_BYTES - len("DL_CMD=") - 1
+MAX_TASK_ARGS_BYTES = 1 << 20
+"""What a role's command and the job environment may take together, bytes: each ``srun`` of
+the batch script gets them all as arguments, and each task's command shell gets them as its
+environment. Linux passes arguments and environment of at most ``ARG_MAX`` together, a quarter
+of the stack limit (2 MiB with the usual 8 MiB; execve(2)), else E2BIG ("Argument list too
+long"); half of it is left to what Slurm and the batch script put in the environment."""
 
 
 
@@ -321,7 +327,8 @@ def check_slurm_limits(job: Job, options: RenderOptions, script: str) -> None:
     """Refuse what passes our schema but sbatch would refuse, so a batch of specs stays all or
     nothing: the job name over :data:`MAX_NAME_BYTES` (UTF-8), the ``--output`` pattern over
     :data:`MAX_PATH_BYTES`, a role's command over :data:`MAX_COMMAND_BYTES` or a job environment
-    string over :data:`MAX_ARG_BYTES`, a gang job of more
+    string over :data:`MAX_ARG_BYTES`, a command and job environment over
+    :data:`MAX_TASK_ARGS_BYTES` together, a gang job of more
     task roles than :data:`MAX_HET_COMPONENTS`, the script over ``options.max_script_size``, a
     job array with more elements than ``options.max_array_size`` (indexes 0..MaxArraySize-1).
     Raises :class:`SpecError` naming the field."""
@@ -352,6 +359,15 @@ def check_slurm_limits(job: Job, options: RenderOptions, script: str) -> None:
             problems.append(f"jobEnvs.{name}: {n} bytes as NAME=value; Linux passes at most "
                             f"{MAX_ARG_BYTES - 1} (MAX_ARG_STRLEN, one environment string): keep "
                             "long values in a file the job reads")
+    env_bytes = sum(len(f"{name}={value}".encode("utf-8", "surrogatepass")) + 1
+                    for name, value in job.envs)
+    for role in job.roles:
+        n = len(role.command.encode("utf-8", "surrogatepass")) + 1 + env_bytes
+        if job.envs and n > MAX_TASK_ARGS_BYTES:
+            problems.append(f"jobEnvs: {n} bytes with {role.field_path('command')}, which each "
+                            f"task gets together; at most {MAX_TASK_ARGS_BYTES} (Linux passes "
+                            "about 2 MiB of arguments and environment, ARG_MAX, and Slurm needs "
+                            "its share): keep long values in a file the job reads")
     if job.gang and len(job.roles) > MAX_HET_COMPONENTS:
         problems.append(f"taskRoles: {len(job.roles)} task roles make a heterogeneous job of as "
                         f"many components; Slurm accepts at most {MAX_HET_COMPONENTS}: merge "

@@ -85,6 +85,8 @@ RESERVED_ENV_PREFIXES = {
     "DL_": "DL_* is dlsubmit's own namespace (the checkpoint and requeue contract, DL_CHECKPOINT_DIR, "
            "DL_TASK_RETRY, ...)",
     "PAI_": "dlsubmit sets the OpenPAI runtime variables PAI_* in every task",
+    "dl_": "dl_* are the task shell's own variables (the shell that runs the command sets "
+           "dl_c, dl_n, ... over a value the job gives)",
 }
 """Name prefixes a job's environment may not use, with the reason (docs/dlsubmit.md, "The job's
 own environment"). tests/submit/test_dlsubmit_job_envs.py checks that every name :data:`RUNTIME` and

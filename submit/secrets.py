@@ -28,7 +28,8 @@ def check(path: str, needed: tuple[str, ...]) -> str:
     """Validate the secrets file for a job referencing ``needed``; return its absolute path.
 
     Raises :class:`SpecError` for a missing/unreadable file, group/other permission bits, a
-    file owned by someone else, a malformed line (named by number, value never shown), or a
+    file owned by someone else, a malformed line or a value with a NUL byte (named by number,
+    value never shown), or a
     needed name the file lacks. Values are read only to check the format; they are not kept."""
     p = Path(path).expanduser().absolute()
     from submit.files import MAX_SMALL_BYTES, read_limited
@@ -51,6 +52,9 @@ def check(path: str, needed: tuple[str, ...]) -> str:
         m = _LINE_RE.match(line)
         if not m:
             problems.append(f"--secrets {p}:{n}: expected NAME=VALUE with NAME like api_token")
+        elif "\x00" in m.group(2):   # bash drops it: the command would get another value
+            problems.append(f"--secrets {p}:{n}: the value of {m.group(1)} holds a NUL byte, "
+                            "which no shell variable can hold; remove it")
         else:
             names.add(m.group(1))
     missing = [s for s in needed if s not in names]

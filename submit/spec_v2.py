@@ -140,6 +140,13 @@ def _commands(items: list[str]) -> str:
     return "\n".join(_trimmed(c) for c in items)
 
 
+def _joins_next(command: str) -> bool:
+    """Whether ``command``, trimmed (:func:`_trimmed`), ends in a backslash that escapes the
+    newline after it: the next command would be read as its continuation."""
+    out = _trimmed(command)
+    return (len(out) - len(out.rstrip("\\"))) % 2 == 1
+
+
 def _trimmed(command: str) -> str:
     out = command.strip()
     backslashes = len(out) - len(out.rstrip("\\"))
@@ -217,8 +224,20 @@ def to_job(data: Any, overrides: dict[str, str] | None = None) -> model.Job:
         if why:   # reported with the role's other problems; the job is not built
             problems.append(f"{path}.dockerImage: the uri of prerequisite {r.dockerImage!r} {why}")
         dep = deployment.taskRoles.get(rname) if deployment else None
-        text = _commands([*(dep.preCommands if dep else []), *r.commands,
-                          *(dep.postCommands if dep else [])])
+        pre, post = (dep.preCommands, dep.postCommands) if dep else ([], [])
+        items = [*pre, *r.commands, *post]
+        dep_path = (field_path("deployments", deployment.name, "taskRoles", rname)
+                    if dep and deployment else "")
+        sources = [*((f"{dep_path}.preCommands", i) for i in range(len(pre))),
+                   *((f"{path}.commands", i) for i in range(len(r.commands))),
+                   *((f"{dep_path}.postCommands", i) for i in range(len(post)))]
+        joined = [k for k, c in enumerate(items[:-1]) if _joins_next(c)]
+        if joined:
+            problems += [f"{sources[k][0]}[{sources[k][1]}]: ends with a backslash, which would "
+                         "join the next command onto it; drop it, or write \\\\ to print one "
+                         "backslash" for k in joined]
+            continue
+        text = _commands(items)
         try:
             command, secrets = params.render(text, scopes, f"{path}.commands")
         except SpecError as exc:

@@ -252,6 +252,17 @@ def test_unreadable_secrets_file_is_refused_without_secret_references(
                                      f"run chmod 600 {loose}\n")
 
 
+def test_a_secret_value_with_a_nul_byte_is_refused(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """bash drops a NUL from a variable: the command would have got ``ab`` for ``a\\0b``."""
+    secrets = tmp_path / "secrets"
+    secrets.write_bytes(b"OK=1\nTOK=a\x00b\n")
+    secrets.chmod(0o600)
+    rc, out, err = run(["--dry-run", HELLO, "--secrets", str(secrets)], capsys)
+    assert (rc, out, err) == (2, "", f"dlsubmit: --secrets {secrets}:2: the value of TOK holds a "
+                                     "NUL byte, which no shell variable can hold; remove it\n")
+
+
 def test_dry_run_of_several_specs_separates_the_scripts(tmp_path: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     other = tmp_path / "b\nc.yaml"

@@ -119,7 +119,29 @@ RESERVED = [("SLURM_JOB_ID", "Slurm sets SLURM_*"), ("SLURM_CONF", "Slurm sets S
             *[(n, "distributed-training rendezvous")
               for n in ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")],
             ("CUDA_VISIBLE_DEVICES", "GPU device contract"), ("CUDA_DEVICE_ORDER", "GPU device contract"),
-            ("GPU_DEVICE_ORDINAL", "gres/gpu plugin"), ("ROCR_VISIBLE_DEVICES", "gres/gpu plugin")]
+            ("GPU_DEVICE_ORDINAL", "gres/gpu plugin"), ("ROCR_VISIBLE_DEVICES", "gres/gpu plugin"),
+            # the command's shell sets these over the job's value (dl_c held the command text)
+            *[(n, "the task shell's own variables") for n in ("dl_c", "dl_n", "dl_g", "dl_s")]]
+
+
+def test_a_job_environment_too_large_with_the_command_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each value is under MAX_ARG_STRLEN, but srun gets the command and every value as its
+    arguments: 20 of 130,000 bytes failed at run time with "Argument list too long". The sum
+    is refused before anything is submitted; 5 of them pass."""
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
+    f = tmp_path / "job.json"
+    big = {f"E{i:02d}": "v" * 130_000 for i in range(20)}
+    f.write_text(json.dumps(v1(big)))
+    assert cli.main([str(f)]) == 2 and calls == []
+    size = sum(len(f"{k}={v}") + 1 for k, v in big.items()) + len("true") + 1
+    assert capsys.readouterr().err == (
+        f"dlsubmit: jobEnvs: {size} bytes with taskRoles[0].command, which each task gets "
+        "together; at most 1048576 (Linux passes about 2 MiB of arguments and environment, "
+        "ARG_MAX, and Slurm needs its share): keep long values in a file the job reads\n")
+    f.write_text(json.dumps(v1(dict(list(big.items())[:5]))))
+    assert cli.main([str(f)]) == 0 and len(calls) == 1
 
 
 @pytest.mark.parametrize(("name", "why"), RESERVED, ids=[n for n, _ in RESERVED])

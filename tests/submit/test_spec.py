@@ -516,6 +516,17 @@ def test_commands_are_trimmed_except_an_escaped_blank(commands: list[str], joine
     assert load.to_job(with_role(commands=commands)).roles[0].command == joined
 
 
+def test_a_command_ending_in_a_backslash_before_another_is_refused() -> None:
+    """The commands are joined one per line: ``echo first\\`` would join ``echo second`` onto
+    it (bash ran ``echo firstecho second``). A trailing backslash before another command is
+    refused, naming it; on the last command, or escaped (``\\\\``), it is kept."""
+    assert problems(with_role(commands=["echo first\\", "echo second", "echo a\\"])) == [
+        "taskRoles.main.commands[0]: ends with a backslash, which would join the next command "
+        "onto it; drop it, or write \\\\ to print one backslash"]
+    assert load.to_job(with_role(commands=["echo a\\\\", "echo b\\"])).roles[0].command == (
+        "echo a\\\\\necho b\\")
+
+
 @pytest.mark.parametrize(("name", "allowed"), [("w" * 227, 226), ("2" + "w" * 225, 225)],
                          ids=["letters", "leading-digit"])
 def test_a_role_name_making_an_env_name_srun_drops_is_refused(name: str, allowed: int) -> None:
