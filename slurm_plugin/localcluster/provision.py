@@ -537,13 +537,20 @@ def _kill_stepds(spec: ClusterSpec) -> None:
 
 
 def other_clusters_up(spec: ClusterSpec) -> list[str]:
-    """Names of other dlcluster clusters on this machine whose slurmctld is alive."""
+    """Names of other dlcluster clusters on this machine with a daemon alive: slurmctld, a
+    slurmd or slurmdbd (a cluster whose slurmctld is stopped for an outage, ``dlcluster ctl
+    stop``, still needs munged)."""
     names = []
     if _ROOT.exists():
         for d in _ROOT.iterdir():
-            pid = d / "run" / "slurmctld.pid"
-            if d.name != spec.name and pid.exists() and pid_of(Daemon("slurmctld", pid, "slurmctld")):
-                names.append(d.name)
+            run = d / "run"
+            if d.name == spec.name or not run.is_dir():
+                continue
+            for pidfile in sorted(run.glob("*.pid")):   # slurmctld, slurmdbd, slurmd-NODE
+                exe = pidfile.stem.split("-", 1)[0]
+                if exe in ("slurmctld", "slurmd", "slurmdbd") and pid_of(Daemon(exe, pidfile, exe)):
+                    names.append(d.name)
+                    break
     return names
 
 

@@ -165,3 +165,32 @@ def test_a_slurmdbd_left_by_an_earlier_up_is_a_daemon_to_stop(
     assert [d.label for d in provision.daemons(spec)] == ["slurmctld", "slurmd node1"]
     assert [d.label for d in provision.daemons(spec, left=True)] == [
         "slurmdbd", "slurmctld", "slurmd node1"]
+
+
+def test_a_cluster_with_its_slurmctld_stopped_still_counts_as_up(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """munged is shared by the clusters: ``dlcluster down`` of one stopped it while another's
+    slurmctld was stopped for an outage (``dlcluster ctl stop``), so that cluster's slurmd's and
+    commands lost munge. A cluster counts as up while any of its daemons lives."""
+    import subprocess
+    import time
+    monkeypatch.setattr(provision, "_ROOT", tmp_path)
+    slurmd = subprocess.Popen(["bash", "-c", "exec -a slurmd sleep 60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{slurmd.pid}/cmdline").read_bytes().startswith(b"slurmd\0"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        for name, files in (("other", {"slurmctld.pid": "999999999",   # stopped
+                                       "slurmd-node1.pid": str(slurmd.pid)}),
+                            ("gone", {"slurmctld.pid": "999999999",
+                                      "slurmd-node1.pid": "999999999"})):
+            (tmp_path / name / "run").mkdir(parents=True)
+            for file, pid in files.items():
+                (tmp_path / name / "run" / file).write_text(pid)
+        assert provision.other_clusters_up(ClusterSpec(name="mine")) == ["other"]
+        assert provision.other_clusters_up(ClusterSpec(name="other")) == []
+    finally:
+        slurmd.kill()
+        slurmd.wait()
+    assert provision.other_clusters_up(ClusterSpec(name="mine")) == []
