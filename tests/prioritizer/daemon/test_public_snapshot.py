@@ -81,7 +81,7 @@ _GOOD_FORECAST = ('{"made_at": 1000, "draws": 3, "horizon_s": 86400, "stale_afte
     (('"ahead": 0', '"ahead": true'), r"forecast\.jobs\.7\.ahead: expected a count"),
     (('"first_ahead": []', '"first_ahead": ["x"]'), r"forecast\.jobs\.7\.first_ahead"),
     (('"first_ahead": []', '"first_ahead": [], "sharing": "half"'),
-     r"forecast\.jobs\.7\.sharing: expected 'shard' or 'opportunistic'"),
+     r"forecast\.jobs\.7\.sharing: expected one of 'shard', 'opportunistic', 'opportunistic shard'"),
     (('"draws": 3', '"draws": 3, "sharing_jobs": -1'), r"forecast\.sharing_jobs: expected a count"),
 ], ids=["gen-nan", "gen-inf", "gen-huge-negative", "made-nan", "made-huge", "horizon-inf",
         "stale-nan", "start-nan", "start-huge", "finish-negative", "chance-above-1",
