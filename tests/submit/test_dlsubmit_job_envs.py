@@ -120,15 +120,15 @@ RESERVED = [("SLURM_JOB_ID", "Slurm sets SLURM_*"), ("SLURM_CONF", "Slurm sets S
               for n in ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")],
             ("CUDA_VISIBLE_DEVICES", "GPU device contract"), ("CUDA_DEVICE_ORDER", "GPU device contract"),
             ("GPU_DEVICE_ORDINAL", "gres/gpu plugin"), ("ROCR_VISIBLE_DEVICES", "gres/gpu plugin"),
-            # the command's shell sets these over the job's value (dl_c held the command text)
+            # the command's shell sets these over the job's value (dl_c would hold the command)
             *[(n, "the task shell's own variables") for n in ("dl_c", "dl_n", "dl_g", "dl_s")]]
 
 
 def test_a_job_environment_too_large_with_the_command_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Each value is under MAX_ARG_STRLEN, but srun gets the command and every value as its
-    arguments: 20 of 130,000 bytes failed at run time with "Argument list too long". The sum
-    is refused before anything is submitted; 5 of them pass."""
+    arguments: 20 of 130,000 bytes would fail at run time with "Argument list too long". The
+    sum is refused before anything is submitted; 5 of them pass."""
     calls: list[str] = []
     monkeypatch.setattr(cli, "_submit", lambda s, *a: calls.append(s) or 7)
     f = tmp_path / "job.json"

@@ -518,7 +518,7 @@ def test_commands_are_trimmed_except_an_escaped_blank(commands: list[str], joine
 
 def test_a_command_ending_in_a_backslash_before_another_is_refused() -> None:
     """The commands are joined one per line: ``echo first\\`` would join ``echo second`` onto
-    it (bash ran ``echo firstecho second``). A trailing backslash before another command is
+    it (bash would run ``echo firstecho second``). A trailing backslash before another command is
     refused, naming it; on the last command, or escaped (``\\\\``), it is kept."""
     assert problems(with_role(commands=["echo first\\", "echo second", "echo a\\"])) == [
         "taskRoles.main.commands[0]: ends with a backslash, which would join the next command "

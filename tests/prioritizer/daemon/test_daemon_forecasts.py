@@ -615,9 +615,9 @@ def test_a_job_both_opportunistic_and_shard_gets_both_caveats():
 
 
 def test_every_sharing_kind_survives_the_snapshot_and_has_its_caveat(tmp_path: Path) -> None:
-    """What sharing_of writes, the snapshot's reader takes (a value it refused made the
-    whole snapshot unreadable: every job lost its queue, service and forecast in dlqueue),
-    and the views have a caveat for it; a value no writer gives is refused."""
+    """What sharing_of writes, the snapshot's reader takes (a value it refuses makes the
+    whole snapshot unreadable: every job would lose its queue, service and forecast in
+    dlqueue), and the views have a caveat for it; a value no writer gives is refused."""
     from prioritizer.daemon.forecast_text import SHARING_NOTES
     from prioritizer.daemon.snapshot import (SHARING_KINDS, SnapshotError, read_snapshot,
                                              write_snapshot)

@@ -381,7 +381,7 @@ def test_history_with_a_bom_reads_as_without(tmp_path: Path) -> None:
     ("end_time", "900", "h.csv:2: end_time 900 is before eligible_time 1000: a job ends after it "
                         "may start (history export leaves such a job out); fix the row or "
                         "export the history again"),
-    # whole-number columns: a fraction was once cut to its whole part (4.9 GPUs replayed as 4)
+    # whole-number columns: a fraction is refused, not cut to its whole part (4.9 GPUs as 4)
     ("num_gpu", "4.9", "h.csv:2: num_gpu must be a whole number, got 4.9; history check "
                        "replays whole GPUs (dlprio simulate reads a num_gpu below 1 as a shard "
                        "job)"),

@@ -52,9 +52,9 @@ def test_philly_submit_is_running_sum_and_skips_are_counted(tmp_path: Path) -> N
 
 
 def test_philly_blank_lines_before_the_first_job_do_not_shift_the_clock(tmp_path: Path) -> None:
-    """The first job row is at 0 whatever lines come before it: a blank line after the header
-    once took that place and added the first job's interval (500) to every submit time, so
-    --since kept the wrong jobs."""
+    """The first job row is at 0 whatever lines come before it: were a blank line after the
+    header to take that place, the first job's interval (500) would shift every submit time
+    and --since would keep the wrong jobs."""
     rows = ("1,a,2,0,1,500,100,0,Pass\n2,b,2,0,1,10,50,0,Pass\n3,c,4,0,1,20,30,0,Pass\n")
     plain = read_trace(write(tmp_path, PHILLY_HEADER + rows, "plain.csv"), since=10)
     blank = read_trace(write(tmp_path, PHILLY_HEADER + "\n" + rows, "blank.csv"), since=10)

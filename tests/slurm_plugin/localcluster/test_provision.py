@@ -169,9 +169,9 @@ def test_a_slurmdbd_left_by_an_earlier_up_is_a_daemon_to_stop(
 
 def test_a_cluster_with_its_slurmctld_stopped_still_counts_as_up(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """munged is shared by the clusters: ``dlcluster down`` of one stopped it while another's
-    slurmctld was stopped for an outage (``dlcluster ctl stop``), so that cluster's slurmd's and
-    commands lost munge. A cluster counts as up while any of its daemons lives."""
+    """munged is shared by the clusters: ``dlcluster down`` of one must not stop it while
+    another's slurmctld is stopped for an outage (``dlcluster ctl stop``): that cluster's
+    slurmd's and commands need munge. A cluster counts as up while any of its daemons lives."""
     import subprocess
     import time
     monkeypatch.setattr(provision, "_ROOT", tmp_path)
