@@ -254,9 +254,10 @@ def remember(past: Iterable[Past], now: float, p50s: Mapping[str, float],
     """``past`` with the raw median starts ``p50s`` (job id → s; finite) of the waiting jobs
     of a forecast made at ``now`` added, except for a job with a forecast less than ``gap_s``
     old, waiting or started (a forecast made while the job waited and taken in after its
-    start was noted would otherwise count the same start twice); then what a later calibration can use: the forecasts made since the latest
-    moment that leaves ``max_known`` known outcomes among them (:func:`cohort`), of which the
-    ``max_waiting`` latest waiting ones, ordered by moment (then job id). A forecast made
+    start was noted would otherwise count the same start twice); then what a later
+    calibration can use: the forecasts made since the latest moment that leaves
+    ``max_known`` known outcomes among them (:func:`cohort`), of which the ``max_waiting``
+    latest waiting ones, ordered by moment (then job id). A forecast made
     after ``now``, or a start more than ``gap_s`` after it, is dropped: the clock went back
     since (left in, it would hold a place in the cohort, or block its job's next forecast,
     until the clock catches up)."""

@@ -143,8 +143,8 @@ def read_rows(path: str) -> list[HistoryRow]:
 def _check_derived(path: str, line: int, row: HistoryRow) -> None:
     """The columns the format derives from others agree with them (as ``history export``
     writes them, to the 3 decimals it writes): the end comes no earlier than the eligible
-    time, ``jct`` is ``end_time - eligible_time`` and ``duration`` is ``work_gpu_s / num_gpu`` (``work_gpu_s``
-    for a CPU-only job). A row that contradicts itself would skew the real figures
+    time, ``jct`` is ``end_time - eligible_time`` and ``duration`` is ``work_gpu_s /
+    num_gpu`` (``work_gpu_s`` for a CPU-only job). A row that contradicts itself would skew the real figures
     ``history check`` compares with. Raises HistoryError naming the line and columns."""
     if row.end_time < row.eligible_time - _DERIVED_SLACK:
         raise HistoryError(f"{path}:{line}: end_time {row.end_time:g} is before eligible_time "
