@@ -143,14 +143,16 @@ def _commands(items: list[str]) -> str:
 def _joins_next(command: str) -> bool:
     """Whether ``command``, trimmed (:func:`_trimmed`), ends in a backslash that escapes the
     newline after it: the next command would be read as its continuation."""
-    out = _trimmed(command)
-    return (len(out) - len(out.rstrip("\\"))) % 2 == 1
+    return _trailing_backslashes(_trimmed(command)) % 2 == 1
+
+
+def _trailing_backslashes(text: str) -> int:
+    return len(text) - len(text.rstrip("\\"))
 
 
 def _trimmed(command: str) -> str:
     out = command.strip()
-    backslashes = len(out) - len(out.rstrip("\\"))
-    if backslashes % 2 and len(out) < len(command.lstrip()):
+    if _trailing_backslashes(out) % 2 and len(out) < len(command.lstrip()):
         out += command.lstrip()[len(out)]          # the escaped blank
     return out
 
